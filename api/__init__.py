@@ -1,0 +1,69 @@
+"""wave-bash's contract and client: constants, tool definitions, models, protocol, Client.
+
+>>> from api import Client
+>>> Client().bash("echo hello").stdout
+'hello'
+"""
+
+from .client import Client, inject_login_path
+from .constants import (
+    DEFAULT_SESSION,
+    DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
+    DEFAULT_TIMEOUT_MS,
+    MAX_OUTPUT_CHARS,
+    MAX_TIMEOUT_MS,
+    PROGRESS_INTERVAL_MS,
+    SHORT_RESULT_LINES,
+)
+from .errors import (
+    InvalidInputError,
+    ProtocolError,
+    ShellNotFoundError,
+    SpawnError,
+    StateDirError,
+    SupervisorUnavailableError,
+    TaskNotFoundError,
+    TaskNotRunningError,
+    WaveError,
+)
+from .models import (
+    BashInput,
+    BashResult,
+    Notice,
+    Progress,
+    SupervisorStatus,
+    TaskOutputResult,
+    TaskRecord,
+)
+from .protocol import PROTOCOL_VERSION
+from .tools import tool_definitions
+
+__all__ = [
+    "DEFAULT_SESSION",
+    "DEFAULT_TASK_OUTPUT_TIMEOUT_MS",
+    "DEFAULT_TIMEOUT_MS",
+    "MAX_OUTPUT_CHARS",
+    "MAX_TIMEOUT_MS",
+    "PROGRESS_INTERVAL_MS",
+    "PROTOCOL_VERSION",
+    "SHORT_RESULT_LINES",
+    "BashInput",
+    "BashResult",
+    "Client",
+    "InvalidInputError",
+    "Notice",
+    "Progress",
+    "ProtocolError",
+    "ShellNotFoundError",
+    "SpawnError",
+    "StateDirError",
+    "SupervisorStatus",
+    "SupervisorUnavailableError",
+    "TaskNotFoundError",
+    "TaskNotRunningError",
+    "TaskOutputResult",
+    "TaskRecord",
+    "WaveError",
+    "inject_login_path",
+    "tool_definitions",
+]

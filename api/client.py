@@ -1,0 +1,340 @@
+"""The Python client (SPEC I1): talks to the supervisor, starting it when absent."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
+from .errors import (
+    InvalidInputError,
+    ShellNotFoundError,
+    SpawnError,
+    SupervisorUnavailableError,
+    WaveError,
+    error_from_wire,
+)
+from .models import (
+    BashInput,
+    BashResult,
+    Notice,
+    Progress,
+    SupervisorStatus,
+    TaskOutputResult,
+    TaskRecord,
+    check_timeout_ms,
+)
+from .paths import StateLayout, ensure_private_dir, resolve_state_dir
+from .protocol import (
+    MAX_MESSAGE_BYTES,
+    AckParams,
+    LoginPathParams,
+    NotificationsParams,
+    OutputParams,
+    RunParams,
+    TaskParams,
+    TasksParams,
+    decode,
+    request,
+)
+
+START_TIMEOUT = 15.0
+"""Longest wait for a supervisor to come up."""
+
+ProgressCallback = Callable[[Progress], None]
+CwdCallback = Callable[[str], None]
+
+
+class Client:
+    """A connection point to the supervisor of one state dir, for one agent session.
+
+    Args:
+        state_dir: the state directory (default ``WAVE_STATE_DIR`` or the user state dir).
+        session: the agent session name; reuse it after a restart to get its notices.
+        cwd: where commands start (default: this process's cwd at each call).
+        follow_cd: start the next command where the previous one ended (SPEC E3).
+        on_cwd_change: called with the new directory when a command ends elsewhere.
+        env: the environment sent with each command (default: this process's, at each call).
+        autostart: start the supervisor when none is running.
+    """
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str] | None = None,
+        session: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        follow_cd: bool = False,
+        on_cwd_change: CwdCallback | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        autostart: bool = True,
+    ) -> None:
+        self.layout = StateLayout(resolve_state_dir(state_dir))
+        self.session = session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        self.follow_cd = follow_cd
+        self.on_cwd_change = on_cwd_change
+        self.env = dict(env) if env is not None else None
+        self.autostart = autostart
+
+    def __repr__(self) -> str:
+        return f"<Client state_dir={str(self.layout.root)!r} session={self.session!r}>"
+
+    # --- the Bash tool -------------------------------------------------------------------
+
+    def bash(
+        self,
+        command: str,
+        timeout: float | None = None,
+        run_in_background: bool = False,
+        description: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        *,
+        separate_stderr: bool = False,
+    ) -> BashResult:
+        """Run a command the way the Bash tool does (SPEC F, B1).
+
+        Errors of the call itself (bad input, no shell, bad cwd) come back as a result with
+        ``success=False`` and ``error`` set, ready to show to a model. Only an unreachable
+        supervisor or unusable state dir raises.
+        """
+        try:
+            checked = BashInput.parse(
+                {
+                    "command": command,
+                    "timeout": timeout,
+                    "description": description,
+                    "run_in_background": run_in_background,
+                }
+            )
+            params = RunParams(
+                session=self.session,
+                command=checked.command,
+                timeout=checked.timeout,
+                description=checked.description,
+                run_in_background=checked.run_in_background,
+                cwd=self.cwd or os.getcwd(),
+                env=self.env if self.env is not None else dict(os.environ),
+                progress=on_progress is not None,
+                separate_stderr=separate_stderr,
+            )
+            data = self._call("run", params, on_progress)
+        except (InvalidInputError, ShellNotFoundError, SpawnError) as exc:
+            return BashResult(success=False, message=exc.message, error=exc.message)
+        result = BashResult.model_validate(data)
+        if result.cwd:
+            if self.follow_cd:
+                self.cwd = result.cwd
+            if self.on_cwd_change is not None:
+                self.on_cwd_change(result.cwd)
+        return result
+
+    def status(self) -> SupervisorStatus:
+        """The supervisor's status (starting it if needed)."""
+        return SupervisorStatus.model_validate(self._call("status", {"session": self.session}))
+
+    def login_path(self, timeout_ms: float = 5000) -> str | None:
+        """Probe the user's login shell for its PATH (SPEC E1); ``None`` when it fails."""
+        params = LoginPathParams(session=self.session, env=dict(os.environ), timeout=timeout_ms)
+        data = self._call("login_path", params)
+        return data.get("path") if isinstance(data, dict) else None
+
+    # --- background tasks -------------------------------------------------------------------
+
+    def task_stop(self, task_id: str) -> TaskRecord:
+        """Stop a task and its whole process tree (SPEC B3)."""
+        return TaskRecord.model_validate(
+            self._call("stop", TaskParams(session=self.session, task_id=task_id))
+        )
+
+    def background(self, task_id: str) -> TaskRecord:
+        """Move a running foreground command to the background (SPEC F4)."""
+        return TaskRecord.model_validate(
+            self._call("background", TaskParams(session=self.session, task_id=task_id))
+        )
+
+    def task_output(
+        self,
+        task_id: str,
+        block: bool = True,
+        timeout: float = DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
+        pattern: str | None = None,
+    ) -> TaskOutputResult:
+        """New output of a task since this session's last read (SPEC B6)."""
+        wait_ms = check_timeout_ms(timeout)
+        params = OutputParams(
+            session=self.session,
+            task_id=task_id,
+            block=block,
+            timeout=wait_ms or 0,
+            pattern=pattern,
+        )
+        return TaskOutputResult.model_validate(self._call("output", params))
+
+    def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
+        """Wait until a task ends (or ``timeout`` ms pass) and return its record."""
+        params = TaskParams(
+            session=self.session, task_id=task_id, timeout=check_timeout_ms(timeout)
+        )
+        return TaskRecord.model_validate(self._call("wait", params))
+
+    def tasks(self, all: bool = False) -> list[TaskRecord]:
+        """This session's tasks; with ``all`` every session's."""
+        data = self._call("tasks", TasksParams(session=self.session, all=all))
+        return [TaskRecord.model_validate(item) for item in data]
+
+    def notifications(self) -> list[Notice]:
+        """Pending completion notices of this session, each delivered exactly once (SPEC B5)."""
+        data = self._call("notifications", NotificationsParams(session=self.session, ack=False))
+        notices = [Notice.model_validate(item) for item in data]
+        if notices:
+            self._call(
+                "ack", AckParams(session=self.session, task_ids=[n.task_id for n in notices])
+            )
+        return notices
+
+    def shutdown(self) -> bool:
+        """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""
+        try:
+            sock = self._connect(autostart=False)
+        except SupervisorUnavailableError:
+            return False
+        with sock:
+            self._exchange(sock, "shutdown", {"session": self.session}, None)
+        return True
+
+    # --- transport --------------------------------------------------------------------
+
+    def _call(
+        self,
+        op: str,
+        params: BaseModel | dict[str, Any],
+        on_progress: ProgressCallback | None = None,
+    ) -> Any:
+        sock = self._connect(autostart=self.autostart)
+        with sock:
+            return self._exchange(sock, op, params, on_progress)
+
+    def _exchange(
+        self,
+        sock: socket.socket,
+        op: str,
+        params: BaseModel | dict[str, Any],
+        on_progress: ProgressCallback | None,
+    ) -> Any:
+        sock.sendall(request(op, params))
+        for message in _read_lines(sock):
+            kind = message.get("type")
+            if kind == "progress":
+                if on_progress is not None:
+                    on_progress(Progress.model_validate(message["data"]))
+            elif kind == "result":
+                return message.get("data")
+            elif kind == "error":
+                raise error_from_wire(
+                    str(message.get("code")), str(message.get("message")), message.get("taskId")
+                )
+        raise SupervisorUnavailableError(
+            f"the supervisor closed the connection before answering (see {self.layout.log})"
+        )
+
+    def _connect(self, autostart: bool) -> socket.socket:
+        try:
+            return _open_socket(str(self.layout.socket))
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not autostart:
+                raise SupervisorUnavailableError(
+                    f"no supervisor is running for {self.layout.root}"
+                ) from None
+        self._start_supervisor()
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                return _open_socket(str(self.layout.socket))
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise SupervisorUnavailableError(
+                        f"the supervisor for {self.layout.root} did not start (see {self.layout.log})"
+                    ) from None
+                time.sleep(0.01)  # another starter holds the lock and is binding the socket
+
+    def _start_supervisor(self) -> None:
+        """Start a supervisor and wait until it serves (or another one won the race)."""
+        ensure_private_dir(self.layout.root)
+        argv = [
+            sys.executable,
+            "-P",
+            "-m",
+            "supervisor",
+            "--state-dir",
+            str(self.layout.root),
+            "--detach",
+        ]
+        try:
+            proc = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                cwd="/", timeout=START_TIMEOUT, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise SupervisorUnavailableError(
+                f"the supervisor for {self.layout.root} did not start within {START_TIMEOUT:g}s"
+            ) from None
+        if proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise SupervisorUnavailableError(
+                f"the supervisor could not start: {detail[-1] if detail else f'exit {proc.returncode}'}"
+            )
+
+
+def _open_socket(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _read_lines(sock: socket.socket) -> Iterator[dict[str, Any]]:
+    buf = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield decode(line)
+        if len(buf) > MAX_MESSAGE_BYTES:
+            raise WaveError("the supervisor sent an oversized message")
+
+
+_login_path_injected = False
+
+
+def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) -> str | None:
+    """Probe the login shell's PATH once per process and put it in ``os.environ`` (SPEC E1).
+
+    Every later command inherits it and runs with plain ``-c``; no profile is loaded per
+    command. A failed probe changes nothing and raises nothing. Returns the PATH in force.
+    """
+    global _login_path_injected
+    if not _login_path_injected:
+        _login_path_injected = True
+        with contextlib.suppress(WaveError, OSError):
+            path = (client or Client()).login_path(timeout_ms)
+            if path:
+                os.environ["PATH"] = path
+    return os.environ.get("PATH")

@@ -1,0 +1,27 @@
+"""The numbers of the contract (SPEC §1), defined once and imported everywhere."""
+
+from typing import Final
+
+DEFAULT_TIMEOUT_MS: Final = 120_000
+"""Foreground timeout when the caller gives none (2 minutes)."""
+
+MAX_TIMEOUT_MS: Final = 600_000
+"""The ceiling advertised to models (10 minutes). Advertised only: larger values run as given."""
+
+MAX_OUTPUT_CHARS: Final = 30_000
+"""Above this many characters a result keeps the head and the tail of the output."""
+
+PROGRESS_INTERVAL_MS: Final = 1_000
+"""At most one progress update per this many milliseconds."""
+
+SHORT_RESULT_LINES: Final = 3
+"""Progress updates show this many last non-empty lines as ``shortResult``."""
+
+DEFAULT_TASK_OUTPUT_TIMEOUT_MS: Final = 30_000
+"""How long a blocking TaskOutput waits when the caller gives no timeout."""
+
+STOP_GRACE_SECONDS: Final = 3.0
+"""Time between SIGTERM and SIGKILL when a task is stopped."""
+
+DEFAULT_SESSION: Final = "default"
+"""Agent session used when neither the caller nor ``WAVE_SESSION`` names one."""

@@ -1,0 +1,92 @@
+"""Error classes shared by the client, the CLI and (through the protocol) the supervisor.
+
+Each error has a stable ``code`` so it survives the trip over the socket, and carries the
+task ID or path it is about so that ``str()`` is useful on its own.
+"""
+
+from __future__ import annotations
+
+
+class WaveError(Exception):
+    """Base class of every wave-bash error; ``str()`` is the message to show."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, task_id: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.task_id = task_id
+
+
+class InvalidInputError(WaveError):
+    """The request was malformed (bad timeout, empty command, ...); nothing was run."""
+
+    code = "invalid_input"
+
+
+class TaskNotFoundError(WaveError):
+    """No task with the given ID exists (or it has expired)."""
+
+    code = "task_not_found"
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"No task found with ID: {task_id}", task_id=task_id)
+
+
+class TaskNotRunningError(WaveError):
+    """The task exists but has already ended, so it cannot be stopped or backgrounded."""
+
+    code = "task_not_running"
+
+
+class ShellNotFoundError(WaveError):
+    """Neither bash nor zsh (nor Git Bash on Windows) could be found."""
+
+    code = "shell_not_found"
+
+
+class SpawnError(WaveError):
+    """The supervisor could not start the command (bad cwd, exhausted resources, ...)."""
+
+    code = "spawn_failed"
+
+
+class StateDirError(WaveError):
+    """The state directory cannot be created or used."""
+
+    code = "state_dir"
+
+
+class SupervisorUnavailableError(WaveError):
+    """The supervisor could not be reached or started."""
+
+    code = "supervisor_unavailable"
+
+
+class ProtocolError(WaveError):
+    """The peer spoke an incompatible or malformed protocol."""
+
+    code = "protocol"
+
+
+_BY_CODE: dict[str, type[WaveError]] = {
+    cls.code: cls
+    for cls in (
+        WaveError,
+        InvalidInputError,
+        TaskNotRunningError,
+        ShellNotFoundError,
+        SpawnError,
+        StateDirError,
+        SupervisorUnavailableError,
+        ProtocolError,
+    )
+}
+
+
+def error_from_wire(code: str, message: str, task_id: str | None = None) -> WaveError:
+    """Rebuild the error class a supervisor reported, keeping its message verbatim."""
+    if code == TaskNotFoundError.code and task_id is not None:
+        return TaskNotFoundError(task_id)
+    cls = _BY_CODE.get(code, WaveError)
+    return cls(message, task_id=task_id)

@@ -1,0 +1,237 @@
+"""The data of the contract: tool input, results, task records and notices (SPEC §2, §6, I4).
+
+Python code uses snake_case attributes; JSON uses the camelCase names of the contract
+(``model_dump(by_alias=True)`` / :func:`to_json`).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from .errors import InvalidInputError
+
+TaskStatus = Literal["running", "completed", "failed", "killed", "lost"]
+Owner = Literal["foreground", "background"]
+BackgroundReason = Literal["explicit", "timeout", "user", "caller_lost"]
+
+TIMEOUT_ERROR = "timeout must be a non-negative number of milliseconds"
+
+_JSON_KIND = {str: "a string", dict: "an object", list: "an array", tuple: "an array"}
+_TYPE_WORDS = {"string": "a string", "bool": "a boolean", "int": "an integer", "float": "a number"}
+
+
+class ContractModel(BaseModel):
+    """Base of every contract model: camelCase JSON, snake_case Python, unknown keys ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=False
+    )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The contract's JSON object (camelCase keys, ISO-8601 times)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def check_timeout_ms(value: object, field: str = "timeout") -> float | None:
+    """Validate a timeout in milliseconds as the contract wants it (SPEC T4, T5).
+
+    ``None`` means "not given". Any finite number ``>= 0`` is accepted as given, above
+    the advertised ceiling included; strings (even ``"5000"``), booleans, containers,
+    NaN/Infinity and negative numbers are rejected.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = "a boolean" if isinstance(value, bool) else _JSON_KIND.get(type(value), "a value")
+        raise InvalidInputError(
+            f"{field} must be a non-negative number of milliseconds, got {kind}"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInputError(
+            f"{field} must be a non-negative number of milliseconds, got {value}"
+        )
+    if value < 0:
+        raise InvalidInputError(
+            f"{field} must be a non-negative number of milliseconds, got {value}"
+        )
+    return float(value)
+
+
+class BashInput(ContractModel):
+    """The Bash tool input (SPEC T1); build it with :meth:`parse` to get contract errors."""
+
+    command: StrictStr
+    timeout: float | None = None
+    description: StrictStr | None = None
+    run_in_background: StrictBool = False
+
+    @field_validator("command")
+    @classmethod
+    def _command_is_runnable(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("command must not be empty")
+        if "\x00" in value:
+            raise ValueError("command must not contain a NUL byte")
+        return value
+
+    @classmethod
+    def parse(cls, raw: object) -> BashInput:
+        """Validate raw tool input (a JSON object) and raise :class:`InvalidInputError`."""
+        if not isinstance(raw, dict):
+            raise InvalidInputError("Bash input must be a JSON object")
+        data = dict(raw)
+        timeout = check_timeout_ms(data.pop("timeout", None))
+        if data.get("run_in_background") is None:
+            data.pop("run_in_background", None)
+        try:
+            model = cls.model_validate(data)
+        except ValidationError as exc:
+            raise InvalidInputError(describe_validation_error(exc)) from None
+        model.timeout = timeout
+        return model
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One readable sentence per problem, naming the field (no pydantic jargon)."""
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "input"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "missing":
+            msg = "is required"
+        elif err["type"].endswith("_type"):
+            kind = err["type"].removesuffix("_type")
+            msg = f"must be {_TYPE_WORDS.get(kind, kind.replace('_', ' '))}"
+        parts.append(msg if msg.startswith(field) else f"{field} {msg}")
+    return "; ".join(parts)
+
+
+class BashResult(ContractModel):
+    """The result of one Bash call (SPEC §6)."""
+
+    success: bool
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    interrupted: bool = False
+    background_task_id: str | None = None
+    backgrounded_by_user: bool = False
+    assistant_auto_backgrounded: bool = False
+    output_path: str | None = None
+    truncated: bool = False
+    cwd: str | None = None
+    duration_ms: int = 0
+    message: str = ""
+    error: str | None = None
+
+    @property
+    def ends_turn(self) -> bool:
+        """True only when the user backgrounded the command (SPEC F4): hosts end the turn."""
+        return self.backgrounded_by_user
+
+    def __repr__(self) -> str:
+        state = (
+            f"background {self.background_task_id}"
+            if self.background_task_id
+            else f"exit {self.exit_code}"
+        )
+        return f"<BashResult {'ok' if self.success else 'failed'} {state}>"
+
+
+class Progress(ContractModel):
+    """A live update while a foreground command runs (SPEC S1)."""
+
+    task_id: str
+    short_result: str
+    result: str
+    elapsed_ms: int
+    output_bytes: int
+    truncated: bool = False
+
+
+class TaskRecord(ContractModel):
+    """One task as listed by ``tasks`` (SPEC I4)."""
+
+    id: str
+    command: str
+    description: str | None = None
+    status: TaskStatus
+    owner: Owner
+    background_reason: BackgroundReason | None = None
+    exit_code: int | None = None
+    pid: int | None = None
+    started_at: datetime
+    ended_at: datetime | None = None
+    output_path: str
+    session: str
+    cwd: str
+
+    def __repr__(self) -> str:
+        return f"<TaskRecord {self.id} {self.status} {self.owner} {self.command[:30]!r}>"
+
+
+class Notice(ContractModel):
+    """A completion notice for a background task (SPEC B5, I4)."""
+
+    task_id: str
+    status: TaskStatus
+    exit_code: int | None = None
+    command: str
+    description: str | None = None
+    output_path: str
+    ended_at: datetime | None = None
+    message: str
+
+
+class TaskOutputResult(ContractModel):
+    """What TaskOutput returns (SPEC B6, I4)."""
+
+    task_id: str
+    status: TaskStatus
+    exit_code: int | None = None
+    output: str
+    truncated: bool = False
+    output_path: str
+
+
+class SupervisorStatus(ContractModel):
+    """What ``supervisor status`` reports."""
+
+    running: bool
+    pid: int | None = None
+    state_dir: str
+    socket_path: str | None = None
+    protocol_version: int | None = None
+    version: str | None = None
+    running_tasks: int = 0
+    started_at: datetime | None = None
+
+
+__all__ = [
+    "TIMEOUT_ERROR",
+    "BackgroundReason",
+    "BashInput",
+    "BashResult",
+    "ContractModel",
+    "Notice",
+    "Owner",
+    "Progress",
+    "SupervisorStatus",
+    "TaskOutputResult",
+    "TaskRecord",
+    "TaskStatus",
+    "check_timeout_ms",
+    "describe_validation_error",
+]

@@ -1,0 +1,126 @@
+"""The wire protocol between clients and the supervisor: JSON lines over a Unix socket.
+
+One connection carries one request. The client sends a single line
+``{"v": PROTOCOL_VERSION, "op": <verb>, ...params}``; the supervisor answers with zero or
+more ``{"type": "progress", "data": {...}}`` lines and ends with exactly one
+``{"type": "result", "data": ...}`` or ``{"type": "error", "code", "message", "taskId"}``.
+Closing the connection before the end is how a caller disappears (SPEC F5).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
+from .errors import ProtocolError
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""Longest accepted line; requests carry the caller's environment, which can be large."""
+
+
+class Params(BaseModel):
+    """Base of request parameters: unknown keys ignored so newer clients stay compatible."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session: StrictStr = DEFAULT_SESSION
+
+
+class RunParams(Params):
+    """``run``: start a command (foreground or background)."""
+
+    command: StrictStr
+    timeout: float | None = None
+    description: StrictStr | None = None
+    run_in_background: StrictBool = False
+    cwd: StrictStr
+    env: dict[str, str] = Field(default_factory=dict)
+    progress: StrictBool = False
+    separate_stderr: StrictBool = False
+
+
+class TaskParams(Params):
+    """``stop``, ``background``, ``wait``: act on one task."""
+
+    task_id: StrictStr
+    timeout: float | None = None
+
+
+class OutputParams(Params):
+    """``output``: TaskOutput for one task."""
+
+    task_id: StrictStr
+    block: StrictBool = True
+    timeout: float = DEFAULT_TASK_OUTPUT_TIMEOUT_MS
+    pattern: StrictStr | None = None
+
+
+class TasksParams(Params):
+    """``tasks``: list this session's tasks (or all with ``all``)."""
+
+    all: StrictBool = False
+
+
+class NotificationsParams(Params):
+    """``notifications``: pending completion notices; ``ack`` marks them delivered."""
+
+    ack: StrictBool = True
+
+
+class AckParams(Params):
+    """``ack``: acknowledge notices by task ID after they reached the user."""
+
+    task_ids: list[StrictStr]
+
+
+class LoginPathParams(Params):
+    """``login_path``: probe the caller's login shell for its PATH (SPEC E1)."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout: float = 5000
+
+
+PARAMS_BY_OP: dict[str, type[Params]] = {
+    "run": RunParams,
+    "stop": TaskParams,
+    "background": TaskParams,
+    "wait": TaskParams,
+    "output": OutputParams,
+    "tasks": TasksParams,
+    "notifications": NotificationsParams,
+    "ack": AckParams,
+    "status": Params,
+    "shutdown": Params,
+    "login_path": LoginPathParams,
+}
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One protocol line (compact JSON, UTF-8, newline-terminated)."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def request(op: str, params: BaseModel | dict[str, Any]) -> bytes:
+    """Encode a request line for ``op``."""
+    body = params.model_dump(mode="json") if isinstance(params, BaseModel) else dict(params)
+    return encode({"v": PROTOCOL_VERSION, "op": op, **body})
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one protocol line into a JSON object, or raise :class:`ProtocolError`."""
+    try:
+        message = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"malformed protocol message: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("malformed protocol message: not a JSON object")
+    return message
+
+
+def error_message(code: str, message: str, task_id: str | None = None) -> dict[str, Any]:
+    """The final line of a failed request."""
+    return {"type": "error", "code": code, "message": message, "taskId": task_id}

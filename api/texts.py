@@ -1,0 +1,83 @@
+"""The exact texts shown to the model (SPEC B4, F3, B5), rendered from the constants.
+
+No text about a timeout says "timed out": a command that outlives its timeout keeps
+running, so the words must not suggest a failure.
+"""
+
+from __future__ import annotations
+
+from .models import TaskStatus
+
+
+def format_seconds(ms: float) -> str:
+    """Milliseconds as seconds the way people write them: ``120``, ``2``, ``1.5``."""
+    return f"{ms / 1000:.3f}".rstrip("0").rstrip(".")
+
+
+def auto_backgrounded_text(task_id: str, output_path: str, timeout_ms: float) -> str:
+    """B4a: the foreground timeout passed and the command moved to the background."""
+    return (
+        f"Command exceeded the timeout ({format_seconds(timeout_ms)}s) and was moved to the "
+        f"background with ID: {task_id}. It is still running — you will be notified when it "
+        f"completes. Output is being written to: {output_path}"
+    )
+
+
+def user_backgrounded_text(task_id: str, output_path: str) -> str:
+    """B4b: the user moved the running command to the background."""
+    return (
+        f"Command was manually backgrounded by user with ID: {task_id}. "
+        f"Output is being written to: {output_path}"
+    )
+
+
+def background_started_text(task_id: str, output_path: str) -> str:
+    """B4c: the command was started with ``run_in_background``."""
+    return f"Command running in background with ID: {task_id}. Output is being written to: {output_path}"
+
+
+def sleep_terminated_text(timeout_ms: float) -> str:
+    """F3 exception: a ``sleep`` command passed its timeout and was terminated."""
+    return f"Command exceeded the timeout ({format_seconds(timeout_ms)}s) and was terminated."
+
+
+def finished_text(output: str, exit_code: int | None) -> str:
+    """R1: the output of a finished command, plus ``Exit code N`` when it is not zero."""
+    if exit_code in (0, None):
+        return output
+    tail = f"Exit code {exit_code}"
+    return f"{output}\n{tail}" if output else tail
+
+
+def outcome_text(status: TaskStatus, exit_code: int | None) -> str:
+    """How a background task ended, as a phrase for its completion notice."""
+    if status == "completed":
+        return "completed with exit code 0"
+    if status == "failed":
+        return f"failed with exit code {exit_code}"
+    if status == "killed":
+        return "was stopped"
+    if status == "lost":
+        return "was lost when the host restarted"
+    return "is still running"
+
+
+def notice_text(
+    task_id: str,
+    command: str,
+    description: str | None,
+    status: TaskStatus,
+    exit_code: int | None,
+    output_path: str,
+) -> str:
+    """B5: the completion notice of a background task."""
+    label = description or command
+    return (
+        f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code)}. '
+        f"Output: {output_path}"
+    )
+
+
+def truncation_marker(omitted: str, output_path: str) -> str:
+    """O2: the one line between the kept head and tail of a long output."""
+    return f"... [{omitted} omitted; full output: {output_path}] ..."

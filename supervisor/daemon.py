@@ -1,0 +1,162 @@
+"""The supervisor's life: one per state dir (held lock), socket, recovery, signals.
+
+Liveness is the held lock, not a pid file: a second supervisor started for the same
+state dir finds the lock taken and exits quietly. Signal handlers only set an event;
+the loop does the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from functools import partial
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from api.errors import StateDirError
+from api.paths import StateLayout, ensure_private_dir, resolve_state_dir
+from api.protocol import MAX_MESSAGE_BYTES
+
+from .context import Context
+from .journal import Journal
+from .server import serve_connection
+from .tasks import TaskManager
+
+log = logging.getLogger("supervisor")
+
+
+def _socket_answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
+    path = ctx.layout.socket
+    ensure_private_dir(path.parent)
+    if path.exists() or path.is_symlink():
+        if _socket_answers(path):
+            log.error("another process already serves %s; exiting", path)
+            return None
+        path.unlink()  # stale socket of a dead supervisor
+    old_umask = os.umask(0o077)  # the socket is born private (SPEC X1)
+    try:
+        server = await asyncio.start_unix_server(
+            partial(serve_connection, ctx), path=str(path), limit=MAX_MESSAGE_BYTES
+        )
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    return server
+
+
+def recover(ctx: Context) -> None:
+    """Re-adopt tasks an earlier supervisor left running, or record how they ended."""
+    for row in ctx.journal.tasks(running_only=True):
+        task = ctx.tasks.adopt(row)
+        log.info("task %s %s", row.id, "re-adopted" if task else f"ended meanwhile: {row.status}")
+
+
+async def serve(layout: StateLayout, ready_fd: int | None = None) -> int:
+    journal = Journal(layout.journal)
+    ctx = Context(layout, journal, TaskManager(journal, layout.tasks))
+    recover(ctx)
+    server = await _bind(ctx)
+    if server is None:
+        journal.close()
+        return 1
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, ctx.stop_event.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: None)
+    log.info("supervisor %d serving %s", os.getpid(), layout.socket)
+    _signal_ready(ready_fd, b"1")
+    await ctx.stop_event.wait()
+    log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
+    server.close()
+    with contextlib.suppress(OSError):
+        layout.socket.unlink()
+    journal.close()
+    return 0
+
+
+def _signal_ready(ready_fd: int | None, value: bytes) -> None:
+    if ready_fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(ready_fd, value)
+            os.close(ready_fd)
+
+
+def _detach() -> int | None:
+    """Fork; the parent waits until the child serves, then exits (so callers never reap
+    a long-lived daemon). Returns the write end of the ready pipe in the child."""
+    read_fd, write_fd = os.pipe()
+    if os.fork() > 0:
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as ready:
+            answer = ready.read(1)
+        if answer == b"":
+            print("wave-bash supervisor failed to start; see supervisor.log", file=sys.stderr)
+        os._exit(0 if answer else 1)
+    os.close(read_fd)
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    return write_fd
+
+
+def _setup_logging(layout: StateLayout) -> None:
+    fd = os.open(layout.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    handler = logging.StreamHandler(os.fdopen(fd, "a", buffering=1))
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(os.environ.get("WAVE_LOG_LEVEL", "INFO").upper())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m supervisor --state-dir DIR``: run the supervisor in the foreground."""
+    parser = argparse.ArgumentParser(prog="python -m supervisor", description=__doc__)
+    parser.add_argument(
+        "--state-dir", help="state directory (default: WAVE_STATE_DIR or the user state dir)"
+    )
+    parser.add_argument(
+        "--detach", action="store_true", help="run in the background; exit once serving"
+    )
+    args = parser.parse_args(argv)
+    layout = StateLayout(resolve_state_dir(args.state_dir))
+    try:
+        ensure_private_dir(layout.root)
+        ensure_private_dir(layout.tasks)
+    except StateDirError as exc:
+        print(f"wave-bash supervisor: {exc}", file=sys.stderr)
+        return 2
+    _setup_logging(layout)
+    ready_fd = _detach() if args.detach else None
+    os.chdir("/")  # never keep a project directory busy
+    lock = FileLock(str(layout.lock), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        log.info("another supervisor holds %s; exiting", layout.lock)
+        _signal_ready(ready_fd, b"0")
+        return 0
+    try:
+        return asyncio.run(serve(layout, ready_fd))
+    finally:
+        lock.release()

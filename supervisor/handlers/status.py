@@ -1,0 +1,32 @@
+"""``status`` and ``shutdown``: the supervisor's own state."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+from api.models import SupervisorStatus
+from api.protocol import PROTOCOL_VERSION, Params
+
+from ..context import Connection, Context
+
+VERSION = "0.1.0"
+
+
+async def handle_status(ctx: Context, p: Params, conn: Connection) -> SupervisorStatus:
+    return SupervisorStatus(
+        running=True,
+        pid=os.getpid(),
+        state_dir=str(ctx.layout.root),
+        socket_path=str(ctx.layout.socket),
+        protocol_version=PROTOCOL_VERSION,
+        version=VERSION,
+        running_tasks=len(ctx.tasks.live),
+        started_at=datetime.fromtimestamp(ctx.started_at, UTC),
+    )
+
+
+async def handle_shutdown(ctx: Context, p: Params, conn: Connection) -> dict[str, object]:
+    """Stop the supervisor; running tasks keep running and are re-adopted by the next one."""
+    ctx.stop_event.set()
+    return {"stopping": True, "runningTasks": len(ctx.tasks.live)}

@@ -1,0 +1,59 @@
+"""Process identity that survives PID reuse: pid + start time + boot id (DESIGN "Identity").
+
+The boot id can be replaced for tests through one documented seam, the environment
+variable ``WAVE_BOOT_ID`` of the supervisor process (used to simulate a host restart).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from functools import cache
+
+import psutil
+
+BOOT_ID_OVERRIDE = "WAVE_BOOT_ID"
+
+
+@cache
+def boot_id() -> str:
+    """This boot's id (Linux ``/proc/sys/kernel/random/boot_id``), overridable for tests."""
+    override = os.environ.get(BOOT_ID_OVERRIDE)
+    if override:
+        return override
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return f"boot-{int(psutil.boot_time())}"
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started: clock ticks since boot on Linux (immune to wall-clock jumps)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        # The command name (field 2) may contain spaces and parentheses: split after it.
+        return int(data[data.rindex(b")") + 2 :].split()[19])
+    except FileNotFoundError:
+        return None
+    except OSError:
+        pass
+    try:
+        return int(psutil.Process(pid).create_time() * 1000)
+    except psutil.Error:
+        return None
+
+
+def same_process(pid: int, ticks: int | None, recorded_boot: str | None) -> bool:
+    """True only if ``pid`` is alive and is the process recorded (never pid alone)."""
+    if ticks is None or recorded_boot != boot_id():
+        return False
+    return start_ticks(pid) == ticks
+
+
+def new_task_id() -> str:
+    """A short random ID, ``[a-z0-9]{8}`` (uniqueness is checked against the journal)."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    n = uuid.uuid4().int
+    return "".join(digits[(n >> (6 * i)) % 36] for i in range(8))

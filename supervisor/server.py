@@ -1,0 +1,91 @@
+"""The socket server: peer check, one request per connection, dispatch to a handler."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import struct
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from api.errors import InvalidInputError, ProtocolError, WaveError
+from api.models import describe_validation_error
+from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message
+
+from .context import Connection, Context
+from .handlers import HANDLERS
+
+log = logging.getLogger(__name__)
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (None if unknown)."""
+    if hasattr(socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return int(struct.unpack("3i", creds)[1])
+    with contextlib.suppress(AttributeError, OSError):
+        return int(os.getpeereid(sock.fileno())[0])  # type: ignore[attr-defined]
+    return None
+
+
+def to_wire(result: Any) -> Any:
+    """A handler's return value as JSON-ready data (camelCase for contract models)."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", by_alias=True)
+    if isinstance(result, list):
+        return [to_wire(item) for item in result]
+    return result
+
+
+async def serve_connection(
+    ctx: Context, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Answer one request on a fresh connection."""
+    conn = Connection(reader, writer)
+    watcher: asyncio.Task[None] | None = None
+    try:
+        sock = writer.get_extra_info("socket")
+        uid = peer_uid(sock) if sock is not None else None
+        if uid != os.getuid():
+            log.warning("refused a connection from uid %s", uid)
+            await conn.send(error_message("forbidden", f"connection from uid {uid} refused"))
+            return
+        try:
+            line = await reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):
+            raise ProtocolError("request too large") from None
+        if not line:
+            return
+        message = decode(line)
+        if message.get("v") != PROTOCOL_VERSION:
+            raise ProtocolError(
+                f"protocol version {message.get('v')!r} is not supported: this supervisor "
+                f"speaks version {PROTOCOL_VERSION} (restart it with `wave-bash supervisor stop`)"
+            )
+        op = message.get("op")
+        handler, params_type = HANDLERS.get(str(op)), PARAMS_BY_OP.get(str(op))
+        if handler is None or params_type is None:
+            raise ProtocolError(f"unknown operation {op!r}")
+        try:
+            params = params_type.model_validate(message)
+        except ValidationError as exc:
+            raise InvalidInputError(describe_validation_error(exc)) from None
+        watcher = conn.watch_for_close()
+        result = await handler(ctx, params, conn)
+        if result is not None or not conn.closed.done():
+            await conn.send({"type": "result", "data": to_wire(result)})
+    except WaveError as exc:
+        await conn.send(error_message(exc.code, exc.message, exc.task_id))
+    except Exception as exc:  # a bug must not take the supervisor down
+        log.exception("request failed")
+        await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()

@@ -1,0 +1,258 @@
+"""Task lifecycle in the supervisor: spawn, exit detection, ownership, stop (SPEC F3, B, D7).
+
+Moving a task to the background changes one journal row and nothing about the process.
+Exit is detected through a pidfd on the monitor (no thread per child); the status comes
+from the monitor's exit file, never from the supervisor's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from api.constants import STOP_GRACE_SECONDS
+from api.errors import InvalidInputError, ShellNotFoundError, SpawnError, TaskNotFoundError
+from api.protocol import RunParams
+from worker import (
+    NoShellError,
+    Shell,
+    SpawnRequest,
+    TaskFiles,
+    resolve_monitor_bash,
+    resolve_shell,
+    spawn_task,
+    stop_trees,
+)
+
+from .identity import boot_id, new_task_id, same_process, start_ticks
+from .journal import Journal, TaskRow
+
+log = logging.getLogger(__name__)
+
+SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
+SIGNAL_EXIT_CODES = range(129, 128 + 65)
+"""Shell exit codes that mean "terminated by signal N" (128 + N)."""
+
+
+def is_sleep_command(command: str) -> bool:
+    """The F3 exception: a command whose first word is ``sleep`` is terminated on timeout."""
+    return SLEEP_COMMAND.match(command) is not None
+
+
+def status_for(exit_code: int | None, stopped: bool) -> str:
+    """Task status from its recorded exit code (SPEC D7)."""
+    if exit_code is None:
+        return "lost"
+    if stopped or exit_code in SIGNAL_EXIT_CODES:
+        return "killed"
+    return "completed" if exit_code == 0 else "failed"
+
+
+def read_exit_file(path: Path) -> int | None:
+    """The status a monitor recorded, or ``None`` when there is none (monitor killed)."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+@lru_cache(maxsize=64)
+def _shells(wave_shell: str, shell: str, path: str) -> tuple[Shell, str | None]:
+    env = {"WAVE_SHELL": wave_shell, "SHELL": shell, "PATH": path}
+    resolved = resolve_shell(env)
+    return resolved, resolve_monitor_bash(resolved, env)
+
+
+@dataclass(eq=False)
+class LiveTask:
+    """A task the supervisor is watching; its journal row is the truth."""
+
+    row: TaskRow
+    files: TaskFiles
+    ended: asyncio.Future[None]
+    proc: subprocess.Popen[bytes] | None = None
+    stop_requested: bool = False
+    backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def id(self) -> str:
+        return self.row.id
+
+    def __repr__(self) -> str:
+        return f"<LiveTask {self.id} {self.row.owner} pid={self.row.pid}>"
+
+
+class TaskManager:
+    """Owns every live task of one state dir."""
+
+    def __init__(self, journal: Journal, tasks_dir: Path, stop_grace: float = STOP_GRACE_SECONDS):
+        self.journal = journal
+        self.tasks_dir = tasks_dir
+        self.stop_grace = stop_grace
+        self.live: dict[str, LiveTask] = {}
+        self.on_change: list[Callable[[str], None]] = []
+
+    # --- starting ----------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        while True:
+            task_id = new_task_id()
+            if task_id not in self.live and not self.journal.exists(task_id):
+                return task_id
+
+    def start(self, p: RunParams) -> LiveTask:
+        """Validate, record and spawn one command.
+
+        Raises:
+            InvalidInputError: bad cwd; ShellNotFoundError: no bash/zsh; SpawnError.
+        """
+        if not os.path.isdir(p.cwd):
+            raise InvalidInputError(f"working directory does not exist: {p.cwd}")
+        try:
+            shell, monitor_bash = _shells(
+                p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
+            )
+        except NoShellError as exc:
+            raise ShellNotFoundError(str(exc)) from None
+        task_id = self._new_id()
+        files = TaskFiles.for_task(self.tasks_dir, task_id, p.separate_stderr)
+        now = time.time()
+        background = p.run_in_background
+        row = TaskRow(
+            id=task_id, command=p.command, description=p.description, session=p.session,
+            cwd=p.cwd, shell=shell.path, status="running",
+            owner="background" if background else "foreground",
+            background_reason="explicit" if background else None,
+            owner_changed_at=now if background else None, exit_code=None, pid=None,
+            pid_start=None, boot_id=boot_id(), started_at=now, ended_at=None,
+            output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
+            timeout_ms=None if background else p.timeout,
+        )  # fmt: skip
+        self.journal.insert_task(row)
+        try:
+            proc = spawn_task(
+                SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files)
+            )
+        except OSError as exc:
+            message = f"wave-bash could not start the command: {exc}"
+            with open(files.log, "a") as fh:  # the failure lands in the task's own log
+                fh.write(message + "\n")
+            self.journal.finish_task(task_id, "failed", 127, time.time(), None)
+            raise SpawnError(message, task_id=task_id) from None
+        row.pid, row.pid_start = proc.pid, start_ticks(proc.pid)
+        self.journal.update_task(task_id, pid=row.pid, pid_start=row.pid_start)
+        task = LiveTask(row, files, asyncio.get_running_loop().create_future(), proc)
+        self.live[task_id] = task
+        self._watch(task)
+        return task
+
+    def adopt(self, row: TaskRow) -> LiveTask | None:
+        """Watch a running task recorded by an earlier supervisor (SPEC D3).
+
+        Returns the live task, or ``None`` when it ended meanwhile (then it is finished
+        here from its exit record) or is not the process recorded.
+        """
+        files = TaskFiles.for_task(self.tasks_dir, row.id)
+        task = LiveTask(row, files, asyncio.get_running_loop().create_future())
+        if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id):
+            self.live[row.id] = task
+            self._watch(task)
+            return task
+        self._finish(task, host_restarted=row.boot_id != boot_id())
+        return None
+
+    # --- exit detection ----------------------------------------------------------------
+
+    def _watch(self, task: LiveTask) -> None:
+        loop = asyncio.get_running_loop()
+        assert task.row.pid is not None
+        try:
+            pidfd = os.pidfd_open(task.row.pid)
+        except ProcessLookupError:
+            loop.call_soon(self._finish, task)
+            return
+        except (AttributeError, OSError):  # no pidfd (old kernel, macOS): one waiter thread
+            threading.Thread(target=self._wait_thread, args=(task, loop), daemon=True).start()
+            return
+
+        def on_readable() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            self._finish(task)
+
+        loop.add_reader(pidfd, on_readable)
+
+    def _wait_thread(self, task: LiveTask, loop: asyncio.AbstractEventLoop) -> None:
+        if task.proc is not None:
+            task.proc.wait()
+        else:
+            import psutil
+
+            try:
+                psutil.Process(task.row.pid).wait()
+            except psutil.Error:
+                pass
+        loop.call_soon_threadsafe(self._finish, task)
+
+    def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
+        if task.ended.done():
+            return
+        if task.proc is not None:
+            task.proc.poll()  # reap the monitor
+        code = None if host_restarted else read_exit_file(task.files.exit)
+        row = task.row
+        row.status = status_for(code, task.stop_requested)
+        row.exit_code, row.ended_at = code, time.time()
+        notice_session = row.session if row.owner == "background" else None
+        self.journal.finish_task(row.id, row.status, code, row.ended_at, notice_session)
+        self.live.pop(row.id, None)
+        task.ended.set_result(None)
+        log.info("task %s ended: %s (exit %s)", row.id, row.status, code)
+        for callback in self.on_change:
+            callback(row.id)
+
+    # --- ownership and stopping --------------------------------------------------------
+
+    def get_live(self, task_id: str) -> LiveTask:
+        task = self.live.get(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        return task
+
+    def move_to_background(self, task: LiveTask, reason: str) -> bool:
+        """Foreground → background in the journal only; the process is not touched.
+
+        Returns False when the task had already ended or was already in the background.
+        """
+        if task.ended.done() or task.row.owner == "background":
+            return False
+        now = time.time()
+        task.row.owner, task.row.background_reason, task.row.owner_changed_at = (
+            "background", reason, now,
+        )  # fmt: skip
+        self.journal.update_task(
+            task.id, owner="background", background_reason=reason, owner_changed_at=now
+        )
+        task.backgrounded.set()
+        return True
+
+    async def stop(self, tasks: Iterable[LiveTask]) -> None:
+        """Stop tasks with their whole process trees and wait until their monitors record it."""
+        tasks = [t for t in tasks if not t.ended.done()]
+        if not tasks:
+            return
+        for task in tasks:
+            task.stop_requested = True
+        protected = {t.row.pid for t in self.live.values() if t.row.pid}
+        pairs = [(t.id, t.row.pid) for t in tasks if t.row.pid]
+        await asyncio.to_thread(stop_trees, pairs, protected=protected, grace=self.stop_grace)
+        await asyncio.wait([t.ended for t in tasks], timeout=self.stop_grace + 2)

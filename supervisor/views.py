@@ -1,0 +1,152 @@
+"""Turn journal rows and task files into the contract's models (SPEC §6, I4, B5, S1)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from api import texts
+from api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
+from api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
+from worker import Excerpt, last_lines, read_excerpt
+
+from .journal import TaskRow
+from .tasks import LiveTask
+
+log = logging.getLogger(__name__)
+
+
+def _time(ts: float | None) -> datetime | None:
+    return datetime.fromtimestamp(ts, UTC) if ts is not None else None
+
+
+def log_excerpt(path: str, start: int = 0, end: int | None = None) -> Excerpt:
+    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone)."""
+    try:
+        return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end)
+    except FileNotFoundError:
+        return Excerpt("", False, 0)
+
+
+def task_record(row: TaskRow) -> TaskRecord:
+    return TaskRecord(
+        id=row.id, command=row.command, description=row.description,
+        status=cast(Any, row.status), owner=cast(Any, row.owner),
+        background_reason=cast(Any, row.background_reason), exit_code=row.exit_code,
+        pid=row.pid, started_at=_time(row.started_at) or datetime.now(UTC),
+        ended_at=_time(row.ended_at), output_path=row.output_path, session=row.session,
+        cwd=row.cwd,
+    )  # fmt: skip
+
+
+def notice(row: TaskRow) -> Notice:
+    status = cast(TaskStatus, row.status)
+    return Notice(
+        task_id=row.id, status=status, exit_code=row.exit_code, command=row.command,
+        description=row.description, output_path=row.output_path, ended_at=_time(row.ended_at),
+        message=texts.notice_text(
+            row.id, row.command, row.description, status, row.exit_code, row.output_path
+        ),
+    )  # fmt: skip
+
+
+def progress(task: LiveTask, size: int) -> Progress:
+    ex = log_excerpt(task.row.output_path, end=size)
+    return Progress(
+        task_id=task.id,
+        short_result=last_lines(ex.text, SHORT_RESULT_LINES),
+        result=ex.text,
+        elapsed_ms=int((time.time() - task.row.started_at) * 1000),
+        output_bytes=size,
+        truncated=ex.truncated,
+    )
+
+
+def _duration_ms(task: LiveTask) -> int:
+    end = task.row.ended_at or time.time()
+    return int((end - task.row.started_at) * 1000)
+
+
+def captured_cwd(task: LiveTask, start_cwd: str) -> str | None:
+    """The command's final ``pwd -P`` when it differs from where it started (SPEC E3).
+
+    The temp file is always removed; any failure is logged at debug level only.
+    """
+    path = task.files.cwd
+    try:
+        final = path.read_text().strip()
+    except OSError as exc:
+        log.debug("task %s: no cwd captured (%s)", task.id, exc)
+        return None
+    finally:
+        path.unlink(missing_ok=True)
+    if not final or not os.path.isdir(final):
+        log.debug("task %s: captured cwd %r does not exist", task.id, final)
+        return None
+    if Path(final) == Path(os.path.realpath(start_cwd)):
+        return None
+    return final
+
+
+def finished_result(task: LiveTask) -> BashResult:
+    """A foreground command that ended before its timeout (SPEC R1, R2)."""
+    row = task.row
+    out = log_excerpt(row.output_path)
+    err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
+    code = row.exit_code
+    return BashResult(
+        success=code == 0,
+        stdout=out.text,
+        stderr=err.text,
+        exit_code=code,
+        output_path=row.output_path,
+        truncated=out.truncated or err.truncated,
+        cwd=captured_cwd(task, row.cwd),
+        duration_ms=_duration_ms(task),
+        message=texts.finished_text(out.text, code) if row.status != "lost" else
+        f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip(),
+    )  # fmt: skip
+
+
+def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
+    """The ``sleep`` exception of F3: terminated, still a success."""
+    row = task.row
+    out = log_excerpt(row.output_path)
+    task.files.cwd.unlink(missing_ok=True)
+    note = texts.sleep_terminated_text(timeout_ms)
+    return BashResult(
+        success=True,
+        stdout=out.text,
+        exit_code=row.exit_code,
+        interrupted=True,
+        output_path=row.output_path,
+        truncated=out.truncated,
+        duration_ms=_duration_ms(task),
+        message=f"{out.text}\n{note}" if out.text else note,
+    )
+
+
+def backgrounded_result(task: LiveTask, timeout_ms: float | None = None) -> BashResult:
+    """B4a (timeout), B4b (user) or B4c (explicit) for a task now owned by the background."""
+    row = task.row
+    path = row.output_path
+    reason = row.background_reason
+    if reason == "timeout":
+        message = texts.auto_backgrounded_text(row.id, path, timeout_ms or 0)
+    elif reason == "user":
+        message = texts.user_backgrounded_text(row.id, path)
+    else:
+        message = texts.background_started_text(row.id, path)
+    return BashResult(
+        success=True,
+        background_task_id=row.id,
+        backgrounded_by_user=reason == "user",
+        assistant_auto_backgrounded=reason == "timeout",
+        output_path=path,
+        duration_ms=_duration_ms(task),
+        message=message,
+    )

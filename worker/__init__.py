@@ -1,0 +1,55 @@
+"""Per-task mechanics: shell resolution, monitor, spawn, kill, output cleaning, login PATH.
+
+``worker`` imports nothing from ``api`` or ``supervisor``; the supervisor hands it the
+values it needs.
+"""
+
+from .kill import TaskTree, snapshot, stop_trees, tagged_processes
+from .login_path import parse_probe_output, probe_login_path, probe_script
+from .monitor import BASH_MONITOR_SCRIPT, build_payload, exit_status, monitor_argv
+from .output import (
+    Excerpt,
+    clean_bytes,
+    clean_text,
+    excerpt_text,
+    last_lines,
+    read_excerpt,
+)
+from .shell import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
+from .spawn import (
+    NON_INTERACTIVE_DEFAULTS,
+    SpawnRequest,
+    TaskFiles,
+    spawn_task,
+    task_environment,
+)
+
+__all__ = [
+    "BASH_MONITOR_SCRIPT",
+    "NON_INTERACTIVE_DEFAULTS",
+    "Excerpt",
+    "NoShellError",
+    "Shell",
+    "SpawnRequest",
+    "TaskFiles",
+    "TaskTree",
+    "build_payload",
+    "clean_bytes",
+    "clean_text",
+    "excerpt_text",
+    "exit_status",
+    "last_lines",
+    "monitor_argv",
+    "parse_probe_output",
+    "probe_login_path",
+    "probe_script",
+    "read_excerpt",
+    "resolve_monitor_bash",
+    "resolve_shell",
+    "shell_kind",
+    "snapshot",
+    "spawn_task",
+    "stop_trees",
+    "tagged_processes",
+    "task_environment",
+]

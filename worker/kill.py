@@ -1,0 +1,163 @@
+"""Stop a task's whole process tree (SPEC B3, X3).
+
+A snapshot taken before signalling finds the task's processes: the monitor's
+descendants, and every process of ours whose environment carries the task's
+``WAVE_TASK_ID`` (descendants that escaped with ``setsid`` or a double fork). The job's
+process group gets SIGTERM, then every process left gets SIGKILL after a grace period.
+Monitors and the supervisor are never signalled: the monitor must live to record the
+exit status, and a process outside the task is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+
+import psutil
+
+TAG = "WAVE_TASK_ID"
+
+
+def _tag_of(pid: int) -> str | None:
+    """The ``WAVE_TASK_ID`` in a process's environment, if readable."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    key = TAG.encode() + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key) :].decode(errors="replace")
+    return None
+
+
+def tagged_processes(task_ids: Collection[str]) -> dict[str, set[int]]:
+    """Processes of this user tagged with one of ``task_ids``, in one pass over the table."""
+    found: dict[str, set[int]] = {}
+    if not task_ids:
+        return found
+    uid = os.getuid()
+    on_proc = os.path.isdir("/proc/self")
+    for proc in psutil.process_iter(["uids"]):
+        try:
+            if proc.info["uids"] is None or proc.info["uids"].real != uid:
+                continue
+            tag = _tag_of(proc.pid) if on_proc else proc.environ().get(TAG)
+        except (psutil.Error, OSError):
+            continue
+        if tag in task_ids:
+            found.setdefault(tag, set()).add(proc.pid)
+    return found
+
+
+@dataclass
+class TaskTree:
+    """The processes of one task at one moment, and the monitor that must be spared."""
+
+    task_id: str
+    monitor_pid: int
+    job_pgid: int | None = None
+    pids: set[int] = field(default_factory=set)
+
+
+def snapshot(tasks: Iterable[tuple[str, int]], protected: Collection[int]) -> list[TaskTree]:
+    """Find the processes of each ``(task_id, monitor_pid)``, never listing ``protected``."""
+    trees = [TaskTree(task_id, monitor_pid) for task_id, monitor_pid in tasks]
+    tagged = tagged_processes({t.task_id for t in trees})
+    for tree in trees:
+        pids = set(tagged.get(tree.task_id, ()))
+        try:
+            monitor = psutil.Process(tree.monitor_pid)
+            children = monitor.children(recursive=True)
+            direct = monitor.children()
+            if direct:
+                tree.job_pgid = os.getpgid(direct[0].pid)
+        except (psutil.Error, OSError):
+            children = []
+        pids.update(child.pid for child in children)
+        pids.discard(tree.monitor_pid)
+        tree.pids = pids - set(protected)
+        if tree.job_pgid in protected:
+            tree.job_pgid = None
+    return trees
+
+
+def _signal(tree: TaskTree, sig: signal.Signals) -> None:
+    if tree.job_pgid and tree.job_pgid > 1:
+        try:
+            os.killpg(tree.job_pgid, sig)
+        except OSError:
+            pass
+    for pid in tree.pids:
+        try:
+            psutil.Process(pid).send_signal(sig)  # psutil checks the pid was not reused
+        except psutil.Error:
+            pass
+
+
+def _alive(pids: Iterable[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.add(pid)
+        except psutil.Error:
+            pass
+    return alive
+
+
+def stop_trees(
+    tasks: Iterable[tuple[str, int]],
+    *,
+    protected: Collection[int] = (),
+    grace: float = 3.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[TaskTree]:
+    """SIGTERM every task's processes, then SIGKILL what is left after ``grace`` seconds.
+
+    Zombies count as gone (a slow init may leave them for a while). When the signalled
+    processes are gone a fresh snapshot catches children forked meanwhile.
+
+    Args:
+        tasks: ``(task_id, monitor_pid)`` pairs to stop together (one process-table scan).
+        protected: pids never signalled (the supervisor, every task's monitor).
+        grace: seconds between SIGTERM and SIGKILL.
+        clock, sleep: injectable for tests of the escalation.
+
+    Returns:
+        The first snapshots, as signalled.
+    """
+    protected = {os.getpid(), *protected}
+    tasks = list(tasks)
+    first = trees = _living(snapshot(tasks, protected))
+    for tree in trees:
+        _signal(tree, signal.SIGTERM)
+    deadline = clock() + grace
+    while clock() < deadline:
+        if not any(_alive(t.pids) for t in trees):
+            trees = _living(snapshot(tasks, protected))
+            if not trees:
+                return first
+            for tree in trees:  # forked after the first snapshot
+                _signal(tree, signal.SIGTERM)
+        sleep(0.02)
+    for _ in range(5):
+        trees = _living(snapshot(tasks, protected))
+        if not trees:
+            break
+        for tree in trees:
+            _signal(tree, signal.SIGKILL)
+        sleep(0.02)
+    return first
+
+
+def _living(trees: list[TaskTree]) -> list[TaskTree]:
+    """Trees with their dead and zombie processes removed; empty trees dropped."""
+    for tree in trees:
+        tree.pids = _alive(tree.pids)
+    return [t for t in trees if t.pids]

@@ -1,0 +1,73 @@
+"""The login-shell PATH probe (SPEC E1): run once per host, never per command.
+
+GUI-started hosts have an incomplete PATH (no nvm, Homebrew, ...). The host asks the
+user's login shell once for its PATH and puts it into its own environment; every command
+then inherits it and runs with plain ``-c``. Markers around the value ignore whatever
+the rc files print.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+
+log = logging.getLogger(__name__)
+
+_START, _END = "__WAVE_LOGIN_PATH_START__", "__WAVE_LOGIN_PATH_END__"
+
+
+def probe_script(windows: bool = False) -> str:
+    """The ``-lic`` script: prints PATH between markers (converted with cygpath on Windows)."""
+    value = '"$(cygpath -pw "$PATH")"' if windows else '"$PATH"'
+    return f"printf '\\n{_START}%s{_END}\\n' {value}"
+
+
+def parse_probe_output(output: str) -> str | None:
+    """The PATH between the markers, or ``None`` when the probe printed no usable value."""
+    start = output.rfind(_START)
+    if start < 0:
+        return None
+    end = output.find(_END, start)
+    if end < 0:
+        return None
+    value = output[start + len(_START) : end].strip()
+    return value or None
+
+
+def probe_login_path(
+    shell: str, env: Mapping[str, str], timeout: float = 5.0, windows: bool = False
+) -> str | None:
+    """Ask ``shell -lic`` for the login PATH; ``None`` (logged at debug level) on any failure.
+
+    The probe runs in its own session without a terminal and stdin from ``/dev/null``;
+    on timeout its whole process group is killed.
+    """
+    try:
+        proc = subprocess.Popen(
+            [shell, "-lic", probe_script(windows)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        log.debug("login PATH probe could not start %s: %s", shell, exc)
+        return None
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        log.debug("login PATH probe of %s took longer than %ss", shell, timeout)
+        return None
+    value = parse_probe_output(out.decode(errors="replace"))
+    if value is None:
+        log.debug("login PATH probe of %s printed no PATH (exit %s)", shell, proc.returncode)
+    return value

@@ -1,0 +1,89 @@
+"""The per-task monitor: waits for the command and records its exit status durably.
+
+The monitor is started in its own session with stdout/stderr on the task's log. It runs
+the command as a job in its own process group, waits for it and writes the status to
+the exit file; its own exit is the commit point (a reader trusts the exit file once the
+monitor process is gone), so no rename is needed.
+
+Usually the monitor is bash with job control (``set -m``). The command text arrives in
+the ``WAVE_PAYLOAD`` environment variable rather than in argv, so ``ps``/``pkill -f``
+never mistake a monitor for the command, and the command sees neither the variable nor
+the monitor's positional parameters. Where no bash exists (zsh only), this module's
+:func:`main` is the monitor (``python -m worker.monitor EXIT_FILE ZSH``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+
+PAYLOAD_VAR = "WAVE_PAYLOAD"
+
+# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell).
+# `eval "unset c; set +m --; $c"` expands $c before eval runs, so the command starts with
+# no helper variable, no positional parameter and no job-control flag of the monitor.
+BASH_MONITOR_SCRIPT = """set -m
+c=$WAVE_PAYLOAD; unset WAVE_PAYLOAD
+exec 3>&1 4>&2 >/dev/null 2>&1
+if [ -z "$2" ]; then ( eval "unset c; set +m --; $c" ) 1>&3 2>&4 3>&- 4>&- &
+else "$2" -c "$c" 1>&3 2>&4 3>&- 4>&- & fi
+exec 3>&- 4>&-
+wait $!
+s=$?
+printf '%s\\n' "$s" >| "$1"
+exit $s"""
+
+
+def build_payload(command: str, cwd_file: str | None) -> str:
+    """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``.
+
+    The trap also runs after ``exit N`` (keeping N) and writes nothing when the
+    directory is gone; it never changes the command's status.
+    """
+    if cwd_file is None:
+        return command
+    capture = f"pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null"
+    return f"trap {shlex.quote(capture)} EXIT\n{command}"
+
+
+def monitor_argv(
+    monitor_bash: str | None, shell_path: str, shell_kind: str, exit_file: str
+) -> list[str]:
+    """The argv of the monitor process for one task.
+
+    Args:
+        monitor_bash: the bash that monitors, or ``None`` for the Python fallback.
+        shell_path: the shell that runs the command.
+        shell_kind: ``"bash"`` or ``"zsh"``.
+        exit_file: where the exit status is written.
+    """
+    if monitor_bash is None:
+        # -P: never import a `worker` package from the task's cwd instead of ours.
+        return [sys.executable, "-P", "-m", "worker.monitor", exit_file, shell_path]
+    zsh = shell_path if shell_kind == "zsh" else ""
+    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh]
+
+
+def exit_status(returncode: int) -> int:
+    """A ``subprocess`` return code as the shell reports it (signal N → 128 + N)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def main(argv: list[str]) -> int:
+    """Python fallback monitor: ``python -m worker.monitor EXIT_FILE SHELL``."""
+    exit_file, shell = argv
+    payload = os.environ.pop(PAYLOAD_VAR, "")
+    proc = subprocess.Popen([shell, "-c", payload], process_group=0, close_fds=True)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
+    os.dup2(devnull, 2)
+    status = exit_status(proc.wait())
+    with open(exit_file, "w") as fh:
+        fh.write(f"{status}\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

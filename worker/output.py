@@ -1,0 +1,163 @@
+"""Output cleaning (SPEC O1) and head/tail truncation read from the log (O2, O3).
+
+Cleaning renders text as a terminal would show it: escape sequences are dropped,
+``\\r`` overwrites the current line (so a progress bar leaves its last state), ``ESC[K``
+erases to the end of the line, backspace moves left. Invalid UTF-8 becomes U+FFFD.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# One token per match: a control sequence we act on, one we drop, or plain text.
+_TOKEN = re.compile(
+    r"""
+    (?P<erase>\x1b\[[0-2]?K)                         # erase in line
+  | (?P<csi>(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~])         # other CSI: colours, cursor moves
+  | (?P<osc>(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?)  # OSC: titles, links
+  | (?P<esc>\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$) # charset and other ESC sequences
+  | (?P<cr>\r)
+  | (?P<bs>\x08)
+  | (?P<ctl>[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f])  # other C0 controls (not \t, \n)
+  | (?P<text>[^\x1b\x9b\x9d\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f]+)
+    """,
+    re.VERBOSE,
+)
+
+
+def _render_line(line: str) -> str:
+    if not any(c in line for c in "\x1b\r\x08\x9b\x9d") and line.isprintable():
+        return line  # fast path: nothing to interpret
+    buf: list[str] = []
+    col = 0
+    for m in _TOKEN.finditer(line):
+        kind = m.lastgroup
+        if kind == "text":
+            text = m.group()
+            end = col + len(text)
+            if col >= len(buf):
+                buf.extend(" " * (col - len(buf)))
+                buf.extend(text)
+            else:
+                buf[col:end] = text
+            col = end
+        elif kind == "cr":
+            col = 0
+        elif kind == "bs":
+            col = max(0, col - 1)
+        elif kind == "erase":
+            mode = m.group()[2:-1] or "0"
+            if mode == "0":
+                del buf[col:]
+            elif mode == "1":
+                buf[:col] = " " * min(col, len(buf))
+            else:
+                buf.clear()
+    return "".join(buf).rstrip(" ") if buf else ""
+
+
+def clean_text(text: str) -> str:
+    """Strip escape sequences and collapse carriage-return overwrites, line by line."""
+    return "\n".join(_render_line(line) for line in text.split("\n"))
+
+
+def decode(data: bytes) -> str:
+    """Bytes of a log as text; invalid UTF-8 is replaced, never an exception."""
+    return data.decode("utf-8", errors="replace")
+
+
+def clean_bytes(data: bytes) -> str:
+    """Decode and clean a chunk of log."""
+    return clean_text(decode(data))
+
+
+def last_lines(text: str, count: int) -> str:
+    """The last ``count`` non-empty lines (SPEC S1 ``shortResult``)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-count:]) if count > 0 else ""
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Cleaned output for a result: the whole text or its head and tail with a marker."""
+
+    text: str
+    truncated: bool
+    size: int  # bytes of raw log covered
+
+
+HEAD_SHARE = 0.3
+"""Part of the character budget kept from the head; the tail (errors) gets the rest."""
+
+WHOLE_READ_BYTES = 1024 * 1024
+"""Logs up to this size are read and cleaned whole; bigger ones only at both ends."""
+
+
+def _marker(omitted: str, path: str) -> str:
+    return f"\n... [{omitted} omitted; full output: {path}] ...\n"
+
+
+def _split_budget(max_chars: int, marker_len: int) -> tuple[int, int]:
+    room = max(0, max_chars - marker_len)
+    head = int(room * HEAD_SHARE)
+    return head, room - head
+
+
+def excerpt_text(text: str, max_chars: int, path: str) -> Excerpt:
+    """Keep ``text`` whole if it fits, else its head and tail around one marker line."""
+    if len(text) <= max_chars:
+        return Excerpt(text, False, len(text))
+    sample = _marker(f"{len(text)} characters", path)
+    head_n, tail_n = _split_budget(max_chars, len(sample))
+    omitted = len(text) - head_n - tail_n
+    marker = _marker(f"{omitted} characters", path)
+    return Excerpt(
+        text[:head_n].rstrip("\n") + marker + text[len(text) - tail_n :].lstrip("\n"),
+        True,
+        len(text),
+    )
+
+
+def _drop_partial_first_line(text: str) -> str:
+    cut = text.find("\n")
+    return text[cut + 1 :] if 0 <= cut < len(text) - 1 else text
+
+
+def read_excerpt(
+    path: Path | str,
+    max_chars: int,
+    *,
+    start: int = 0,
+    end: int | None = None,
+    shown_path: str | None = None,
+) -> Excerpt:
+    """Cleaned output of ``path[start:end]`` within ``max_chars`` characters (SPEC O2, O3).
+
+    Only the head and the tail of a large log are read, so a 1 GiB log costs about what a
+    1 MiB one does. Characters omitted from the middle are counted exactly for logs read
+    whole, and as raw bytes for larger ones.
+    """
+    shown = shown_path or str(path)
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size if end is None else end
+        span = max(0, size - start)
+        if span <= WHOLE_READ_BYTES:
+            fh.seek(start)
+            text = clean_bytes(fh.read(span)).strip("\n")
+            ex = excerpt_text(text, max_chars, shown)
+            return Excerpt(ex.text, ex.truncated, span)
+        # Budget in bytes: a character is at least one byte, and escape sequences or
+        # overwritten progress lines only shrink the text, so read generously.
+        head_n, tail_n = _split_budget(max_chars, 120 + len(shown))
+        head_bytes, tail_bytes = head_n * 4, tail_n * 8
+        fh.seek(start)
+        head = clean_bytes(fh.read(head_bytes))
+        fh.seek(size - tail_bytes)
+        tail = _drop_partial_first_line(clean_bytes(fh.read(tail_bytes)))
+    head = head[:head_n].rstrip("\n")
+    tail = tail[-tail_n:].lstrip("\n")
+    omitted = span - len(head.encode()) - len(tail.encode())
+    return Excerpt(head + _marker(f"about {omitted} bytes", shown) + tail, True, span)

@@ -1,0 +1,101 @@
+"""Which shell runs a command (SPEC SH1): bash or zsh, never ``/bin/sh``.
+
+Lookups are parameters so the order is testable with any fake file system.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePath
+
+Which = Callable[[str, str | None], str | None]
+IsExecutable = Callable[[str], bool]
+
+INSTALL_HINT = (
+    "No bash or zsh found to run the command (wave-bash never falls back to /bin/sh). "
+    "Install bash (e.g. `apt-get install bash`, `brew install bash`) or set WAVE_SHELL "
+    "to the path of a bash or zsh executable."
+)
+
+
+class NoShellError(Exception):
+    """Neither bash nor zsh could be found; ``str()`` tells the user what to install."""
+
+    def __init__(self) -> None:
+        super().__init__(INSTALL_HINT)
+
+
+@dataclass(frozen=True)
+class Shell:
+    """A resolved shell: its path and whether it is ``bash`` or ``zsh``."""
+
+    path: str
+    kind: str  # "bash" | "zsh"
+
+
+def shell_kind(path: str) -> str | None:
+    """``"bash"`` or ``"zsh"`` when the file name says so (``bash``, ``zsh-5.9``, ``bash.exe``)."""
+    name = PurePath(path.replace("\\", "/")).name.lower().removesuffix(".exe")
+    for kind in ("bash", "zsh"):
+        if name == kind or name.startswith(kind + "-") or name.startswith(kind + "5"):
+            return kind
+    return None
+
+
+def _default_is_executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _default_which(name: str, path: str | None) -> str | None:
+    return shutil.which(name, path=path)
+
+
+def resolve_shell(
+    env: Mapping[str, str],
+    *,
+    which: Which = _default_which,
+    is_executable: IsExecutable = _default_is_executable,
+) -> Shell:
+    """Pick the shell for a command from the caller's environment.
+
+    Order: ``WAVE_SHELL`` if it names an executable bash or zsh; ``$SHELL`` if it is an
+    executable zsh or bash; bash on ``PATH`` or ``/bin/bash``; zsh on ``PATH``.
+
+    Raises:
+        NoShellError: neither bash nor zsh exists.
+    """
+    path = env.get("PATH")
+    for var in ("WAVE_SHELL", "SHELL"):
+        candidate = env.get(var, "")
+        kind = shell_kind(candidate) if candidate else None
+        if kind and "/" not in candidate and "\\" not in candidate:
+            candidate = which(candidate, path) or ""  # a bare name such as WAVE_SHELL=zsh
+        if kind and candidate and is_executable(candidate):
+            return Shell(candidate, kind)
+    bash = which("bash", path) or ("/bin/bash" if is_executable("/bin/bash") else None)
+    if bash:
+        return Shell(bash, "bash")
+    zsh = which("zsh", path)
+    if zsh:
+        return Shell(zsh, "zsh")
+    raise NoShellError()
+
+
+def resolve_monitor_bash(
+    shell: Shell,
+    env: Mapping[str, str],
+    *,
+    which: Which = _default_which,
+    is_executable: IsExecutable = _default_is_executable,
+) -> str | None:
+    """The bash that runs the task monitor, or ``None`` when only zsh exists.
+
+    When the command's shell is bash the monitor is that same binary; for zsh it is any
+    bash on ``PATH`` or ``/bin/bash`` (zsh refuses job control without a terminal).
+    """
+    if shell.kind == "bash":
+        return shell.path
+    return which("bash", env.get("PATH")) or ("/bin/bash" if is_executable("/bin/bash") else None)

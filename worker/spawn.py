@@ -1,0 +1,91 @@
+"""Start one task: its log, its monitor, its process group and session (SPEC F1, E2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .monitor import PAYLOAD_VAR, build_payload, monitor_argv
+from .shell import Shell
+
+NON_INTERACTIVE_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+"""Set for every command unless the caller's environment already sets them (SPEC E2)."""
+
+LOG_MODE = 0o600
+
+
+def task_environment(caller_env: Mapping[str, str], task_id: str) -> dict[str, str]:
+    """The command's environment: the caller's, ``WAVE_TASK_ID`` and non-interactive defaults."""
+    env = {**NON_INTERACTIVE_DEFAULTS, **caller_env}
+    env.pop(PAYLOAD_VAR, None)
+    env["WAVE_TASK_ID"] = task_id
+    return env
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """The files of one task inside ``tasks/``."""
+
+    log: Path
+    exit: Path
+    cwd: Path
+    err_log: Path | None = None
+
+    @classmethod
+    def for_task(cls, tasks_dir: Path, task_id: str, separate_stderr: bool = False) -> TaskFiles:
+        return cls(
+            log=tasks_dir / f"{task_id}.log",
+            exit=tasks_dir / f"{task_id}.exit",
+            cwd=tasks_dir / f"{task_id}.cwd",
+            err_log=tasks_dir / f"{task_id}.err.log" if separate_stderr else None,
+        )
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    """Everything needed to start one task."""
+
+    task_id: str
+    command: str
+    cwd: str
+    env: Mapping[str, str]
+    shell: Shell
+    monitor_bash: str | None
+    files: TaskFiles
+
+
+def _open_log(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, LOG_MODE)
+
+
+def spawn_task(req: SpawnRequest) -> subprocess.Popen[bytes]:
+    """Create the task's log and start its monitor; returns the monitor process.
+
+    The log exists (empty) before the command starts, so ``outputPath`` is readable at once.
+
+    Raises:
+        OSError: the cwd does not exist, the shell cannot be executed, out of resources.
+    """
+    env = task_environment(req.env, req.task_id)
+    env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd))
+    argv = monitor_argv(req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit))
+    log_fd = _open_log(req.files.log)
+    err_fd = _open_log(req.files.err_log) if req.files.err_log else log_fd
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=err_fd,
+            cwd=req.cwd,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(log_fd)
+        if err_fd != log_fd:
+            os.close(err_fd)
