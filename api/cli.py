@@ -12,11 +12,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from .client import Client
 from .errors import InvalidInputError, WaveError
-from .models import BashResult, Progress, check_timeout_ms
+from .keys import CtrlBWatcher
+from .models import BashResult, Progress, TaskRecord, check_timeout_ms
 from .tools import tool_definitions
 
 ERROR_EXIT = 2
@@ -63,7 +65,14 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
     if args.cwd:
         client.cwd = os.path.abspath(args.cwd)
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
-    live = LiveView() if sys.stderr.isatty() and not args.json else None
+    interactive = sys.stderr.isatty() and sys.stdin.isatty() and not args.json
+    live = LiveView() if interactive else None
+    running: list[str] = []
+    keys = (
+        CtrlBWatcher(lambda: client.background(running[0]) if running else None)
+        if interactive
+        else None
+    )
     try:
         result = client.bash(
             command,
@@ -71,8 +80,11 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
             run_in_background=args.background,
             description=args.description,
             on_progress=live.show if live else None,
+            on_start=running.append if interactive else None,
         )
     finally:
+        if keys:
+            keys.close()
         if live:
             live.clear()
     return _report_run(result, args.json)
@@ -130,6 +142,97 @@ def cmd_supervisor(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _table(records: list[TaskRecord]) -> str:
+    now = datetime.now(UTC)
+    rows = [("ID", "STATUS", "OWNER", "AGE", "COMMAND")]
+    for r in records:
+        owner = r.owner if r.owner == "foreground" else f"bg:{r.background_reason}"
+        status = r.status if r.exit_code is None else f"{r.status}({r.exit_code})"
+        age = int((now - r.started_at).total_seconds())
+        rows.append((r.id, status, owner, _age(age), r.command.replace("\n", " ")[:60]))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
+        for row in rows
+    )
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def cmd_tasks(client: Client, args: argparse.Namespace) -> int:
+    records = client.tasks(all=args.all)
+    if args.json:
+        _print_json([r.to_json_dict() for r in records])
+    elif records:
+        print(_table(records))
+    else:
+        print("no tasks")
+    return 0
+
+
+def cmd_output(client: Client, args: argparse.Namespace) -> int:
+    if not args.follow:
+        out = client.task_output(args.id, block=False, offset=0)
+        if args.json:
+            _print_json(out.to_json_dict())
+        elif out.output:
+            print(out.output)
+        return 0
+    offset = 0
+    while True:  # each call is a real wait on the supervisor: until output, end or timeout
+        out = client.task_output(
+            args.id, block=True, timeout=30_000, pattern=r"[\s\S]", offset=offset
+        )
+        if out.output:
+            print(out.output, flush=True)
+        offset = out.next_offset or offset
+        if out.status != "running":
+            if args.json:
+                _print_json(out.to_json_dict())
+            return 0
+
+
+def cmd_wait(client: Client, args: argparse.Namespace) -> int:
+    timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
+    record = client.wait(args.id, timeout=timeout)
+    if args.json:
+        _print_json(record.to_json_dict())
+    else:
+        code = "" if record.exit_code is None else f" (exit code {record.exit_code})"
+        print(f"{record.id} {record.status}{code}")
+    return 0
+
+
+def cmd_stop(client: Client, args: argparse.Namespace) -> int:
+    record = client.task_stop(args.id)
+    if args.json:
+        _print_json(record.to_json_dict())
+    else:
+        print(f"{record.id} {record.status}")
+    return 0
+
+
+def cmd_bg(client: Client, args: argparse.Namespace) -> int:
+    record = client.background(args.id)
+    print(f"{record.id} moved to the background; output: {record.output_path}")
+    return 0
+
+
+def cmd_notifications(client: Client, args: argparse.Namespace) -> int:
+    notices = client.notifications()
+    if args.json:
+        _print_json([n.to_json_dict() for n in notices])
+    else:
+        for notice in notices:
+            print(notice.message)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wave-bash",
@@ -155,6 +258,36 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the tool definitions")
     schema.add_argument("--format", choices=["anthropic", "openai", "mcp"], default="anthropic")
     schema.set_defaults(func=cmd_schema, needs_client=False)
+
+    tasks = sub.add_parser("tasks", help="list tasks of this session (--all: every session)")
+    tasks.add_argument("--all", action="store_true")
+    tasks.add_argument("--json", action="store_true")
+    tasks.set_defaults(func=cmd_tasks)
+
+    output = sub.add_parser("output", help="print a task's output (--follow: until it ends)")
+    output.add_argument("id")
+    output.add_argument("--follow", "-f", action="store_true")
+    output.add_argument("--json", action="store_true")
+    output.set_defaults(func=cmd_output)
+
+    wait = sub.add_parser("wait", help="wait until a task ends")
+    wait.add_argument("id")
+    wait.add_argument("--timeout", help="longest wait in ms")
+    wait.add_argument("--json", action="store_true")
+    wait.set_defaults(func=cmd_wait)
+
+    stop = sub.add_parser("stop", help="stop a task and all its processes")
+    stop.add_argument("id")
+    stop.add_argument("--json", action="store_true")
+    stop.set_defaults(func=cmd_stop)
+
+    bg = sub.add_parser("bg", help="move a running foreground command to the background")
+    bg.add_argument("id")
+    bg.set_defaults(func=cmd_bg)
+
+    notes = sub.add_parser("notifications", help="completion notices of this session (once each)")
+    notes.add_argument("--json", action="store_true")
+    notes.set_defaults(func=cmd_notifications)
 
     sup = sub.add_parser("supervisor", help="start, stop or inspect the supervisor")
     sup.add_argument("action", choices=["start", "stop", "status"])

@@ -30,7 +30,6 @@ from .models import (
     SupervisorStatus,
     TaskOutputResult,
     TaskRecord,
-    check_timeout_ms,
 )
 from .paths import StateLayout, ensure_private_dir, resolve_state_dir
 from .protocol import (
@@ -50,6 +49,7 @@ START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
 
 ProgressCallback = Callable[[Progress], None]
+StartCallback = Callable[[str], None]
 CwdCallback = Callable[[str], None]
 
 
@@ -99,12 +99,14 @@ class Client:
         on_progress: ProgressCallback | None = None,
         *,
         separate_stderr: bool = False,
+        on_start: StartCallback | None = None,
     ) -> BashResult:
         """Run a command the way the Bash tool does (SPEC F, B1).
 
         Errors of the call itself (bad input, no shell, bad cwd) come back as a result with
         ``success=False`` and ``error`` set, ready to show to a model. Only an unreachable
-        supervisor or unusable state dir raises.
+        supervisor or unusable state dir raises. ``on_start`` receives the task ID of a
+        foreground command as soon as it runs (so a UI can offer to background it).
         """
         try:
             checked = BashInput.parse(
@@ -123,10 +125,10 @@ class Client:
                 run_in_background=checked.run_in_background,
                 cwd=self.cwd or os.getcwd(),
                 env=self.env if self.env is not None else dict(os.environ),
-                progress=on_progress is not None,
+                progress=on_progress is not None or on_start is not None,
                 separate_stderr=separate_stderr,
             )
-            data = self._call("run", params, on_progress)
+            data = self._call("run", params, on_progress, on_start)
         except (InvalidInputError, ShellNotFoundError, SpawnError) as exc:
             return BashResult(success=False, message=exc.message, error=exc.message)
         result = BashResult.model_validate(data)
@@ -167,23 +169,27 @@ class Client:
         block: bool = True,
         timeout: float = DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
         pattern: str | None = None,
+        *,
+        offset: int | None = None,
     ) -> TaskOutputResult:
-        """New output of a task since this session's last read (SPEC B6)."""
-        wait_ms = check_timeout_ms(timeout)
+        """New output of a task since this session's last read (SPEC B6).
+
+        With ``offset``, read from that byte of the log instead, without recording a read
+        (how ``output --follow`` tails a task).
+        """
         params = OutputParams(
             session=self.session,
             task_id=task_id,
             block=block,
-            timeout=wait_ms or 0,
+            timeout=timeout,
             pattern=pattern,
+            offset=offset,
         )
         return TaskOutputResult.model_validate(self._call("output", params))
 
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """Wait until a task ends (or ``timeout`` ms pass) and return its record."""
-        params = TaskParams(
-            session=self.session, task_id=task_id, timeout=check_timeout_ms(timeout)
-        )
+        params = TaskParams(session=self.session, task_id=task_id, timeout=timeout)
         return TaskRecord.model_validate(self._call("wait", params))
 
     def tasks(self, all: bool = False) -> list[TaskRecord]:
@@ -218,10 +224,11 @@ class Client:
         op: str,
         params: BaseModel | dict[str, Any],
         on_progress: ProgressCallback | None = None,
+        on_start: StartCallback | None = None,
     ) -> Any:
         sock = self._connect(autostart=self.autostart)
         with sock:
-            return self._exchange(sock, op, params, on_progress)
+            return self._exchange(sock, op, params, on_progress, on_start)
 
     def _exchange(
         self,
@@ -229,11 +236,15 @@ class Client:
         op: str,
         params: BaseModel | dict[str, Any],
         on_progress: ProgressCallback | None,
+        on_start: StartCallback | None = None,
     ) -> Any:
         sock.sendall(request(op, params))
         for message in _read_lines(sock):
             kind = message.get("type")
-            if kind == "progress":
+            if kind == "started":
+                if on_start is not None:
+                    on_start(str(message["data"]["taskId"]))
+            elif kind == "progress":
                 if on_progress is not None:
                     on_progress(Progress.model_validate(message["data"]))
             elif kind == "result":

@@ -28,7 +28,12 @@ BackgroundReason = Literal["explicit", "timeout", "user", "caller_lost"]
 
 TIMEOUT_ERROR = "timeout must be a non-negative number of milliseconds"
 
-_JSON_KIND = {str: "a string", dict: "an object", list: "an array", tuple: "an array"}
+_JSON_KIND: dict[type, str] = {
+    str: "a string",
+    dict: "an object",
+    list: "an array",
+    tuple: "an array",
+}
 _TYPE_WORDS = {"string": "a string", "bool": "a boolean", "int": "an integer", "float": "a number"}
 
 
@@ -204,6 +209,8 @@ class TaskOutputResult(ContractModel):
     output: str
     truncated: bool = False
     output_path: str
+    next_offset: int | None = None
+    """Byte offset in the log where this read ended (for followers)."""
 
 
 class SupervisorStatus(ContractModel):

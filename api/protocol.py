@@ -10,16 +10,21 @@ Closing the connection before the end is how a caller disappears (SPEC F5).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
 
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
 from .errors import ProtocolError
+from .models import check_timeout_ms
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """Longest accepted line; requests carry the caller's environment, which can be large."""
+
+
+TimeoutMs = Annotated[float | None, BeforeValidator(check_timeout_ms)]
+"""A timeout in ms validated as the contract says (T5): the protocol is a door too."""
 
 
 class Params(BaseModel):
@@ -34,7 +39,7 @@ class RunParams(Params):
     """``run``: start a command (foreground or background)."""
 
     command: StrictStr
-    timeout: float | None = None
+    timeout: TimeoutMs = None
     description: StrictStr | None = None
     run_in_background: StrictBool = False
     cwd: StrictStr
@@ -47,7 +52,7 @@ class TaskParams(Params):
     """``stop``, ``background``, ``wait``: act on one task."""
 
     task_id: StrictStr
-    timeout: float | None = None
+    timeout: TimeoutMs = None
 
 
 class OutputParams(Params):
@@ -55,8 +60,10 @@ class OutputParams(Params):
 
     task_id: StrictStr
     block: StrictBool = True
-    timeout: float = DEFAULT_TASK_OUTPUT_TIMEOUT_MS
+    timeout: TimeoutMs = DEFAULT_TASK_OUTPUT_TIMEOUT_MS
     pattern: StrictStr | None = None
+    offset: int | None = None
+    """Read from this byte offset instead of the session's last read (and do not record it)."""
 
 
 class TasksParams(Params):
@@ -81,7 +88,7 @@ class LoginPathParams(Params):
     """``login_path``: probe the caller's login shell for its PATH (SPEC E1)."""
 
     env: dict[str, str] = Field(default_factory=dict)
-    timeout: float = 5000
+    timeout: TimeoutMs = 5000
 
 
 PARAMS_BY_OP: dict[str, type[Params]] = {

@@ -8,6 +8,7 @@ from the monitor's exit file, never from the supervisor's memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -197,10 +198,8 @@ class TaskManager:
         else:
             import psutil
 
-            try:
+            with contextlib.suppress(psutil.Error):
                 psutil.Process(task.row.pid).wait()
-            except psutil.Error:
-                pass
         loop.call_soon_threadsafe(self._finish, task)
 
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:

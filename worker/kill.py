@@ -10,6 +10,7 @@ exit status, and a process outside the task is never touched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -49,7 +50,7 @@ def tagged_processes(task_ids: Collection[str]) -> dict[str, set[int]]:
             tag = _tag_of(proc.pid) if on_proc else proc.environ().get(TAG)
         except (psutil.Error, OSError):
             continue
-        if tag in task_ids:
+        if tag is not None and tag in task_ids:
             found.setdefault(tag, set()).add(proc.pid)
     return found
 
@@ -88,15 +89,11 @@ def snapshot(tasks: Iterable[tuple[str, int]], protected: Collection[int]) -> li
 
 def _signal(tree: TaskTree, sig: signal.Signals) -> None:
     if tree.job_pgid and tree.job_pgid > 1:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(tree.job_pgid, sig)
-        except OSError:
-            pass
     for pid in tree.pids:
-        try:
-            psutil.Process(pid).send_signal(sig)  # psutil checks the pid was not reused
-        except psutil.Error:
-            pass
+        with contextlib.suppress(psutil.Error):  # psutil checks the pid was not reused
+            psutil.Process(pid).send_signal(sig)
 
 
 def _alive(pids: Iterable[int]) -> set[int]:

@@ -8,6 +8,7 @@ the rc files print.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -60,10 +61,8 @@ def probe_login_path(
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         proc.communicate()
         log.debug("login PATH probe of %s took longer than %ss", shell, timeout)
         return None

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..context import Connection, Context
-from . import login_path, run, status
+from . import login_path, notifications, output, run, status, tasks
 
 Handler = Callable[[Context, Any, Connection], Awaitable[Any]]
 
@@ -15,6 +15,13 @@ HANDLERS: dict[str, Handler] = {
     "status": status.handle_status,
     "shutdown": status.handle_shutdown,
     "login_path": login_path.handle,
+    "stop": tasks.handle_stop,
+    "background": tasks.handle_background,
+    "wait": tasks.handle_wait,
+    "tasks": tasks.handle_tasks,
+    "output": output.handle,
+    "notifications": notifications.handle_notifications,
+    "ack": notifications.handle_ack,
 }
 
 __all__ = ["HANDLERS", "Handler"]

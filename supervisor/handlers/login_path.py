@@ -16,5 +16,5 @@ async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str
         shell = resolve_shell(p.env)
     except NoShellError as exc:
         raise ShellNotFoundError(str(exc)) from None
-    path = await asyncio.to_thread(probe_login_path, shell.path, p.env, p.timeout / 1000)
+    path = await asyncio.to_thread(probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000)
     return {"path": path, "shell": shell.path}

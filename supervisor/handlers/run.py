@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
+from typing import Any
 
 from api.constants import DEFAULT_TIMEOUT_MS, PROGRESS_INTERVAL_MS
 from api.models import BashInput, BashResult
@@ -25,6 +26,10 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
     if p.run_in_background:
         return views.backgrounded_result(task)
     timeout_ms = DEFAULT_TIMEOUT_MS if p.timeout is None else p.timeout
+    if p.progress:  # tell a live view which task it shows (it may background it: Ctrl+B)
+        await conn.send(
+            {"type": "started", "data": {"taskId": task.id, "outputPath": task.row.output_path}}
+        )
     return await wait_foreground(ctx, task, timeout_ms, conn, p.progress)
 
 
@@ -33,12 +38,13 @@ async def wait_foreground(
 ) -> BashResult | None:
     """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance."""
     deadline = task.row.started_at + timeout_ms / 1000
-    helpers = [asyncio.create_task(task.backgrounded.wait())]
+    helpers: list[asyncio.Task[Any]] = [asyncio.create_task(task.backgrounded.wait())]
     if want_progress:
         helpers.append(asyncio.create_task(stream_progress(task, conn)))
     try:
+        waits: list[asyncio.Future[Any]] = [task.ended, helpers[0], conn.closed]
         await asyncio.wait(
-            [task.ended, helpers[0], conn.closed],
+            waits,
             timeout=max(0.0, deadline - time.time()),
             return_when=asyncio.FIRST_COMPLETED,
         )

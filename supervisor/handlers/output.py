@@ -1,0 +1,74 @@
+"""``output``: TaskOutput (SPEC B6): new output since this session's last read, with a real wait."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+
+from api.errors import InvalidInputError, TaskNotFoundError
+from api.models import TaskOutputResult
+from api.protocol import OutputParams
+from worker.tail import PatternScanner, changes, file_size
+
+from .. import views
+from ..context import Connection, Context
+from ..tasks import LiveTask
+
+
+def _compile(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise InvalidInputError(f"pattern is not a valid regular expression: {exc}") from None
+
+
+async def _wait(
+    task: LiveTask, start: int, pattern: re.Pattern[str] | None, timeout_s: float, conn: Connection
+) -> None:
+    """Until the task ends, the pattern matches output after ``start``, or the timeout."""
+    path = task.row.output_path
+    scanner = PatternScanner(path, pattern, start) if pattern else None
+    stop = asyncio.Event()
+    task.ended.add_done_callback(lambda _: stop.set())
+    conn.closed.add_done_callback(lambda _: stop.set())
+    deadline = time.monotonic() + timeout_s
+
+    async def watch() -> None:
+        async for _ in changes(path, stop):
+            if scanner is not None and scanner.scan(file_size(path)):
+                return
+            if time.monotonic() >= deadline:
+                return
+
+    if scanner is not None and scanner.scan(file_size(path)):
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(watch(), timeout=max(0.0, deadline - time.monotonic()))
+    stop.set()
+
+
+async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
+    timeout_ms = p.timeout or 0.0
+    pattern = _compile(p.pattern)
+    row = ctx.journal.get(p.task_id)
+    if row is None:
+        raise TaskNotFoundError(p.task_id)
+    stored = p.offset is None
+    start = ctx.journal.read_offset(row.id, p.session) if stored else max(0, p.offset or 0)
+    task = ctx.tasks.live.get(row.id)
+    if p.block and task is not None:
+        await _wait(task, start, pattern, timeout_ms / 1000, conn)
+        row = task.row
+    end = file_size(row.output_path)
+    excerpt = views.log_excerpt(row.output_path, start=start, end=end)
+    if stored and end > start:
+        ctx.journal.set_read_offset(row.id, p.session, end)
+    return TaskOutputResult(
+        task_id=row.id, status=row.status,  # type: ignore[arg-type] exit_code=row.exit_code,
+        output=excerpt.text, truncated=excerpt.truncated, output_path=row.output_path,
+        next_offset=end,
+    )  # fmt: skip

@@ -1,0 +1,64 @@
+"""``stop``, ``background``, ``wait`` and ``tasks``: acting on and listing tasks."""
+
+from __future__ import annotations
+
+import asyncio
+
+from api.errors import TaskNotFoundError, TaskNotRunningError
+from api.models import TaskRecord
+from api.protocol import TaskParams, TasksParams
+from api.texts import outcome_text
+
+from .. import views
+from ..context import Connection, Context
+from ..journal import TaskRow
+from ..tasks import LiveTask
+
+
+def _row(ctx: Context, task_id: str) -> TaskRow:
+    row = ctx.journal.get(task_id)
+    if row is None:
+        raise TaskNotFoundError(task_id)
+    return row
+
+
+def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
+    row = _row(ctx, task_id)
+    task = ctx.tasks.live.get(task_id)
+    if task is None or row.status != "running":
+        raise TaskNotRunningError(
+            f"Cannot {action} task {task_id}: it is not running (status: {row.status}; "
+            f"it {outcome_text(row.status, row.exit_code)})",  # type: ignore[arg-type]
+            task_id=task_id,
+        )
+    return task
+
+
+async def handle_stop(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
+    """TaskStop (SPEC B3): the whole tree, then the recorded status."""
+    task = _running(ctx, p.task_id, "stop")
+    await ctx.tasks.stop([task])
+    return views.task_record(task.row)
+
+
+async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
+    """F4: the user moves a running foreground command to the background."""
+    task = _running(ctx, p.task_id, "background")
+    ctx.tasks.move_to_background(task, "user")
+    return views.task_record(task.row)
+
+
+async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
+    """Wait until the task ends or ``timeout`` ms pass; the record either way."""
+    row = _row(ctx, p.task_id)
+    task = ctx.tasks.live.get(p.task_id)
+    if task is None:
+        return views.task_record(row)
+    timeout = None if p.timeout is None else p.timeout / 1000
+    await asyncio.wait([task.ended, conn.closed], timeout=timeout, return_when="FIRST_COMPLETED")
+    return views.task_record(task.row)
+
+
+async def handle_tasks(ctx: Context, p: TasksParams, conn: Connection) -> list[TaskRecord]:
+    rows = ctx.journal.tasks(session=None if p.all else p.session)
+    return [views.task_record(row) for row in rows]
