@@ -68,11 +68,12 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
     interactive = sys.stderr.isatty() and sys.stdin.isatty() and not args.json
     live = LiveView() if interactive else None
     running: list[str] = []
-    keys = (
-        CtrlBWatcher(lambda: client.background(running[0]) if running else None)
-        if interactive
-        else None
-    )
+
+    def background_it() -> None:
+        if running:
+            client.background(running[0])
+
+    keys = CtrlBWatcher(background_it) if interactive else None
     try:
         result = client.bash(
             command,
