@@ -260,7 +260,7 @@ class Client:
     def _connect(self, autostart: bool) -> socket.socket:
         try:
             return _open_socket(str(self.layout.socket))
-        except (FileNotFoundError, ConnectionRefusedError):
+        except OSError:  # missing, stale, or a state dir that is not usable (checked below)
             if not autostart:
                 raise SupervisorUnavailableError(
                     f"no supervisor is running for {self.layout.root}"

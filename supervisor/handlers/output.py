@@ -68,7 +68,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     if stored and end > start:
         ctx.journal.set_read_offset(row.id, p.session, end)
     return TaskOutputResult(
-        task_id=row.id, status=row.status,  # type: ignore[arg-type]
+        task_id=row.id, status=row.status,
         exit_code=row.exit_code,
         output=excerpt.text, truncated=excerpt.truncated, output_path=row.output_path,
         next_offset=end,

@@ -1,0 +1,118 @@
+"""Shared fixtures: a private state dir per test, a client, bounded waits and a reaper.
+
+Every process a test starts (supervisor, monitors, commands and their escaped children)
+is killed at teardown, found through the journal and the ``WAVE_TASK_ID`` tag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from api import Client
+from worker import tagged_processes
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> object:
+    """Poll ``predicate`` until it is truthy or ``timeout`` seconds pass (monotonic)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+def journal_rows(state_dir: Path) -> list[dict[str, object]]:
+    db = state_dir / "journal.db"
+    if not db.exists():
+        return []
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute("SELECT * FROM tasks")]
+    except sqlite3.Error:
+        return []
+    finally:
+        con.close()
+
+
+def supervisor_pids(state_dir: Path) -> list[int]:
+    """Supervisor processes serving ``state_dir`` (found by their command line)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "supervisor" in cmd and str(state_dir) in cmd:
+            found.append(proc.pid)
+    return found
+
+
+def reap(state_dir: Path) -> None:
+    """Kill everything that belongs to ``state_dir``: tasks, monitors, supervisors."""
+    rows = journal_rows(state_dir)
+    pids: set[int] = set(supervisor_pids(state_dir))
+    for group in tagged_processes({str(r["id"]) for r in rows}).values():
+        pids |= group
+    pids |= {int(r["pid"]) for r in rows if r.get("pid")}  # type: ignore[arg-type]
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            env_tag = None
+            with contextlib.suppress(psutil.Error):
+                env_tag = proc.environ().get("WAVE_TASK_ID")
+            if proc.pid in supervisor_pids(state_dir) or env_tag or proc.pid in {r.get("pid") for r in rows}:
+                proc.send_signal(signal.SIGKILL)
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    """A short private state dir (short so the socket path fits), reaped afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="wb-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        reap(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def client(state_dir: Path) -> Client:
+    return Client(state_dir=state_dir, session=f"test-{uuid.uuid4().hex[:6]}")
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    d = tmp_path / "project"
+    d.mkdir()
+    return d
+
+
+def run_cli(state_dir: Path, *args: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
+    """Run ``wave-bash`` as a person would (a real process, the installed entry point)."""
+    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
+    env.update(kw.pop("env", {}) or {})  # type: ignore[arg-type]
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=env, **kw,  # type: ignore[arg-type]
+    )
+
+
+def task_alive(task_id: str) -> bool:
+    return bool(tagged_processes({task_id}).get(task_id))

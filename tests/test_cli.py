@@ -1,0 +1,86 @@
+"""The wave-bash CLI as a person runs it (SPEC I2)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import run_cli
+
+
+def test_run_prints_output_and_exits_with_its_code(state_dir: Path) -> None:
+    r = run_cli(state_dir, "run", "--", "echo hello; exit 3")
+    assert (r.stdout, r.returncode) == ("hello\n", 3)
+    r = run_cli(state_dir, "run", "--", "echo", "two", "words")
+    assert (r.stdout, r.returncode) == ("two words\n", 0)
+
+
+def test_run_json_is_one_object(state_dir: Path) -> None:
+    r = run_cli(state_dir, "run", "--json", "--timeout", "900000", "--", "echo hi")
+    data = json.loads(r.stdout)
+    assert data["success"] is True and data["stdout"] == "hi" and data["exitCode"] == 0
+    assert r.returncode == 0
+
+
+def test_run_cwd(state_dir: Path, tmp_path: Path) -> None:
+    r = run_cli(state_dir, "run", "--cwd", str(tmp_path), "--", "pwd")
+    assert r.stdout.strip() == str(tmp_path.resolve())
+
+
+def test_run_timeout_backgrounds(state_dir: Path) -> None:
+    r = run_cli(state_dir, "run", "--timeout", "200", "--json", "--", "true; sleep 2")
+    data = json.loads(r.stdout)
+    assert data["assistantAutoBackgrounded"] is True and r.returncode == 0
+    w = run_cli(state_dir, "wait", data["backgroundTaskId"], "--json")
+    assert json.loads(w.stdout)["status"] == "completed"
+
+
+def test_bad_timeouts_exit_2(state_dir: Path) -> None:
+    for bad in ("abc", "-5", "nan", "inf", "5000ms"):
+        r = run_cli(state_dir, "run", "--timeout", bad, "--", "echo hi")
+        assert r.returncode == 2, bad
+        assert "timeout must be a non-negative number of milliseconds" in r.stderr
+        assert "600000" not in r.stderr and r.stdout == ""
+        j = run_cli(state_dir, "run", "--json", "--timeout", bad, "--", "echo hi")
+        assert j.returncode == 2 and json.loads(j.stdout)["success"] is False
+
+
+def test_empty_command_exit_2(state_dir: Path) -> None:
+    r = run_cli(state_dir, "run", "--", "  ")
+    assert r.returncode == 2 and "command must not be empty" in r.stderr
+
+
+def test_unwritable_state_dir(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    r = run_cli(blocker / "state", "run", "--", "echo hi")
+    assert r.returncode == 2 and "state dir" in r.stderr and r.stdout == ""
+    if os.getuid() == 0:
+        return  # root can write anywhere: the read-only case cannot be shown as root
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    r = run_cli(ro / "state", "run", "--", "echo hi")
+    assert r.returncode == 2 and "state dir" in r.stderr
+
+
+def test_schema(state_dir: Path) -> None:
+    for fmt in ("anthropic", "openai", "mcp"):
+        r = run_cli(state_dir, "schema", "--format", fmt)
+        assert r.returncode == 0 and len(json.loads(r.stdout)) == 3
+
+
+def test_supervisor_start_status_stop(state_dir: Path) -> None:
+    r = run_cli(state_dir, "supervisor", "status", "--json")
+    assert json.loads(r.stdout)["running"] is False
+    r = run_cli(state_dir, "supervisor", "start", "--json")
+    started = json.loads(r.stdout)
+    assert started["running"] is True and started["pid"] > 0
+    assert (state_dir.stat().st_mode & 0o777) == 0o700
+    assert (Path(started["socketPath"]).stat().st_mode & 0o777) == 0o600
+    r = run_cli(state_dir, "supervisor", "status", "--json")
+    assert json.loads(r.stdout)["pid"] == started["pid"]
+    r = run_cli(state_dir, "supervisor", "stop", "--json")
+    assert json.loads(r.stdout)["stopped"] is True
+    r = run_cli(state_dir, "supervisor", "status", "--json")
+    assert json.loads(r.stdout)["running"] is False

@@ -1,0 +1,98 @@
+"""Stopping a task's whole tree (SPEC B3, X3), on real processes, plus the escalation clock."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from worker import stop_trees, tagged_processes
+from worker.monitor import BASH_MONITOR_SCRIPT, PAYLOAD_VAR
+
+from conftest import wait_until
+
+
+@pytest.fixture
+def spawn_task() -> Iterator:  # type: ignore[type-arg]
+    """Start real monitors running payloads; kill whatever is left afterwards."""
+    started: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(payload: str) -> tuple[str, subprocess.Popen[bytes]]:
+        task_id = "k" + uuid.uuid4().hex[:8]
+        env = {**os.environ, "WAVE_TASK_ID": task_id, PAYLOAD_VAR: payload}
+        proc = subprocess.Popen(
+            ["bash", "-c", BASH_MONITOR_SCRIPT, "bash", f"/tmp/{task_id}.exit", ""],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        started.append((task_id, proc))
+        return task_id, proc
+
+    yield start
+    for task_id, proc in started:
+        for pid in tagged_processes({task_id}).get(task_id, set()):
+            with __import__("contextlib").suppress(psutil.Error):
+                psutil.Process(pid).kill()
+        proc.kill()
+        proc.wait()
+        if os.path.exists(f"/tmp/{task_id}.exit"):
+            os.unlink(f"/tmp/{task_id}.exit")
+
+
+def _count(task_id: str) -> int:
+    return len(tagged_processes({task_id}).get(task_id, set()))
+
+
+def test_whole_tree_including_escaped_children(spawn_task) -> None:  # type: ignore[no-untyped-def]
+    payload = (
+        "setsid sleep 300 & "  # new session: leaves the group
+        "( setsid bash -c 'sleep 301 & wait' & ) ; "  # double fork + setsid: reparented away
+        "bash -c 'trap \"\" TERM; sleep 302' & "  # ignores SIGTERM: needs the SIGKILL
+        "sleep 303"
+    )
+    task_id, monitor = spawn_task(payload)
+    wait_until(lambda: _count(task_id) >= 6)
+    trees = stop_trees([(task_id, monitor.pid)], protected={monitor.pid}, grace=0.5)
+    assert trees and trees[0].pids
+    wait_until(lambda: _count(task_id) == 0, timeout=5)
+    assert monitor.wait(timeout=5) in (143, 137)  # the monitor lived to record the status
+    with open(f"/tmp/{task_id}.exit") as fh:
+        assert int(fh.read()) in (143, 137)
+
+
+def test_never_signals_protected_or_other_tasks(spawn_task) -> None:  # type: ignore[no-untyped-def]
+    mine, mine_mon = spawn_task("sleep 300")
+    other, other_mon = spawn_task("sleep 300")
+    wait_until(lambda: _count(mine) >= 2 and _count(other) >= 2)
+    stop_trees([(mine, mine_mon.pid)], protected={mine_mon.pid, other_mon.pid}, grace=1)
+    wait_until(lambda: _count(mine) == 0)
+    assert _count(other) >= 2 and other_mon.poll() is None
+    assert psutil.pid_exists(os.getpid())
+
+
+def test_escalation_uses_the_injected_clock(spawn_task) -> None:  # type: ignore[no-untyped-def]
+    task_id, monitor = spawn_task("trap '' TERM; sleep 300")
+    wait_until(lambda: _count(task_id) >= 2)
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += 1.0  # each poll "takes" a second of fake time
+
+    stop_trees([(task_id, monitor.pid)], protected={monitor.pid}, grace=3.0,
+               clock=lambda: now[0], sleep=fake_sleep)  # fmt: skip
+    wait_until(lambda: _count(task_id) == 0, timeout=5)
+    assert now[0] >= 3.0  # waited out the grace before SIGKILL
+    assert monitor.wait(timeout=5) == 128 + signal.SIGKILL
+
+
+def test_tagged_processes_ignores_unrelated() -> None:
+    assert tagged_processes({"no-such-task"}) == {}
+    assert tagged_processes(set()) == {}
+    assert sys.executable

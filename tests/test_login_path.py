@@ -1,0 +1,73 @@
+"""Login PATH probe (SPEC E1): once per host, inherited by every command, never -l per command."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import api.client
+from api import Client, inject_login_path
+from worker import parse_probe_output, probe_login_path, probe_script
+
+
+def test_parse_ignores_rc_noise() -> None:
+    out = "Welcome!\nfortune cookie\n" + "\n__WAVE_LOGIN_PATH_START__/a:/b__WAVE_LOGIN_PATH_END__\nbye\n"
+    assert parse_probe_output(out) == "/a:/b"
+    assert parse_probe_output("no markers at all") is None
+    assert parse_probe_output("__WAVE_LOGIN_PATH_START____WAVE_LOGIN_PATH_END__") is None
+
+
+def test_windows_script_uses_cygpath() -> None:
+    assert 'cygpath -pw "$PATH"' in probe_script(windows=True)
+    assert "cygpath" not in probe_script()
+
+
+def _fake_home(tmp_path: Path, profile: str) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bash_profile").write_text(profile)
+    return home
+
+
+def test_probe_reads_login_profile(tmp_path: Path) -> None:
+    home = _fake_home(tmp_path, 'echo noise from profile\nexport PATH="/opt/login-only:$PATH"\n')
+    path = probe_login_path("/bin/bash", {"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert path is not None and path.startswith("/opt/login-only:")
+
+
+def test_probe_failures_are_silent(tmp_path: Path) -> None:
+    assert probe_login_path("/nonexistent/bash", {"PATH": "/usr/bin"}) is None
+    home = _fake_home(tmp_path, "sleep 30\n")
+    assert probe_login_path("/bin/bash", {"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=0.3) is None
+
+
+def test_injected_once_and_inherited_without_login_shells(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bash wrapper that counts login invocations, used as the user's shell.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    counter = tmp_path / "login-count"
+    wrapper = bindir / "bash"
+    wrapper.write_text(
+        "#!/bin/bash\n"
+        f'case "$1" in -l*|--login) echo x >> {counter};; esac\n'
+        'exec /bin/bash "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    home = _fake_home(tmp_path, 'export PATH="/opt/from-login:$PATH"\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("WAVE_SHELL", str(wrapper))
+    monkeypatch.setenv("PATH", os.environ["PATH"])
+    monkeypatch.setattr(api.client, "_login_path_injected", False)
+    client = Client(state_dir=state_dir)
+    path = inject_login_path(client)
+    assert path and path.startswith("/opt/from-login:")
+    inject_login_path(client)  # a second call in the same host does not probe again
+    for _ in range(3):
+        r = client.bash("echo $PATH; shopt -q login_shell && echo login || echo plain")
+        assert r.stdout.splitlines() == [path, "plain"]
+    assert counter.read_text().count("x") == 1

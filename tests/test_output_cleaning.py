@@ -1,0 +1,87 @@
+"""Output cleaning and truncation (SPEC O1–O3), on strings and on real log files."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from worker import clean_bytes, clean_text, excerpt_text, last_lines, read_excerpt
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\x1b[1;31mred\x1b[0m plain", "red plain"),  # colours
+        ("\x1b]0;window title\x07text", "text"),  # OSC title (BEL)
+        ("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"),  # OSC hyperlink (ST)
+        ("\x1b(Bcharset", "charset"),  # charset designation
+        ("a\x1b[2Cb\x1b[Hc", "abc"),  # cursor moves dropped
+        ("10%\r55%\r100%", "100%"),  # progress bar leaves its last state
+        ("100 files\r\x1b[K5 files", "5 files"),  # erase-in-line after \r
+        ("abcdef\rXY", "XYcdef"),  # a terminal overwrites, keeps the rest
+        ("dos line\r", "dos line"),  # CRLF endings
+        ("ab\x08c", "ac"),  # backspace
+        ("bell\x07 and nul\x00", "bell and nul"),
+        ("tab\tstays", "tab\tstays"),
+    ],
+)
+def test_clean_text(raw: str, shown: str) -> None:
+    assert clean_text(raw) == shown
+
+
+def test_invalid_utf8_is_replaced() -> None:
+    assert clean_bytes(b"ok \xff\xfe \xe2\x82") == "ok \ufffd\ufffd \ufffd"
+
+
+def test_multiline_progress() -> None:
+    raw = "building\n[#   ] 10%\r[##  ] 50%\r[####] 100%\ndone\n"
+    assert clean_text(raw) == "building\n[####] 100%\ndone\n"
+
+
+def test_last_lines_skips_blank_lines() -> None:
+    assert last_lines("a\n\nb\n  \nc\nd\n\n", 3) == "b\nc\nd"
+
+
+def test_excerpt_keeps_head_and_tail() -> None:
+    text = "HEAD\n" + "x" * 100_000 + "\nTAIL"
+    ex = excerpt_text(text, 30_000, "/log")
+    assert ex.truncated and len(ex.text) <= 30_000
+    assert ex.text.startswith("HEAD\n") and ex.text.endswith("\nTAIL")
+    marker = [line for line in ex.text.splitlines() if "omitted" in line]
+    assert len(marker) == 1 and "full output: /log" in marker[0]
+    omitted = int(marker[0].split("[")[1].split()[0])
+    assert omitted == len(text) - (len(ex.text) - len(marker[0]) - 2)
+
+
+def test_small_output_is_untouched() -> None:
+    assert excerpt_text("short", 30_000, "/log").text == "short"
+
+
+def _big_log(path: Path, size: int) -> None:
+    with open(path, "wb") as fh:
+        fh.write(b"FIRST LINE\n")
+        fh.truncate(size - 11)  # sparse middle: NUL bytes, as cheap to create as to skip
+        fh.seek(size - 11)
+        fh.write(b"\nLAST LINE\n")
+
+
+def test_big_log_reads_only_head_and_tail(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    _big_log(path, 1 << 30)  # 1 GiB
+    tracemalloc.start()
+    ex = read_excerpt(path, 30_000)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert ex.truncated
+    assert ex.text.startswith("FIRST LINE") and ex.text.endswith("LAST LINE")
+    assert "bytes omitted; full output:" in ex.text
+    assert peak < 8 * 1024 * 1024  # memory independent of the log's size
+
+
+def test_read_excerpt_range(tmp_path: Path) -> None:
+    path = tmp_path / "t.log"
+    path.write_bytes(b"one\ntwo\nthree\n")
+    assert read_excerpt(path, 100, start=4).text == "two\nthree"
+    assert read_excerpt(path, 100, start=4, end=8).text == "two"

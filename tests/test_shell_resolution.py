@@ -1,0 +1,89 @@
+"""Shell resolution order (SPEC SH1) with injected lookups, and the monitor choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
+
+
+def fs(*executables: str):  # type: ignore[no-untyped-def]
+    """Fake lookups over a set of executable paths."""
+    exe = set(executables)
+
+    def which(name: str, path: str | None) -> str | None:
+        for d in (path or "").split(":"):
+            if f"{d}/{name}" in exe:
+                return f"{d}/{name}"
+        return None
+
+    return {"which": which, "is_executable": exe.__contains__}
+
+
+ALL = fs("/opt/bash5", "/usr/bin/bash", "/usr/bin/zsh", "/bin/bash", "/bin/sh", "/opt/zsh")
+
+
+def test_wave_shell_first() -> None:
+    env = {"WAVE_SHELL": "/opt/zsh", "SHELL": "/usr/bin/bash", "PATH": "/usr/bin"}
+    assert resolve_shell(env, **ALL) == Shell("/opt/zsh", "zsh")
+
+
+def test_wave_shell_by_name() -> None:
+    env = {"WAVE_SHELL": "zsh", "PATH": "/usr/bin"}
+    assert resolve_shell(env, **ALL) == Shell("/usr/bin/zsh", "zsh")
+
+
+def test_wave_shell_ignored_unless_bash_or_zsh_and_executable() -> None:
+    for bad in ("/bin/sh", "/opt/fish", "/missing/bash"):
+        env = {"WAVE_SHELL": bad, "PATH": "/usr/bin"}
+        assert resolve_shell(env, **ALL) == Shell("/usr/bin/bash", "bash")
+
+
+def test_dollar_shell_zsh_preferred_over_bash_on_path() -> None:
+    env = {"SHELL": "/usr/bin/zsh", "PATH": "/usr/bin"}
+    assert resolve_shell(env, **ALL) == Shell("/usr/bin/zsh", "zsh")
+
+
+def test_dollar_shell_bash() -> None:
+    env = {"SHELL": "/opt/bash5", "PATH": "/usr/bin"}
+    assert resolve_shell(env, **ALL).path == "/opt/bash5"
+
+
+def test_dollar_shell_sh_or_fish_is_skipped() -> None:
+    for sh in ("/bin/sh", "/usr/bin/fish", "/bin/dash"):
+        env = {"SHELL": sh, "PATH": "/usr/bin"}
+        assert resolve_shell(env, **ALL) == Shell("/usr/bin/bash", "bash")
+
+
+def test_bin_bash_when_not_on_path() -> None:
+    env = {"PATH": "/nowhere"}
+    assert resolve_shell(env, **fs("/bin/bash", "/bin/sh")) == Shell("/bin/bash", "bash")
+
+
+def test_zsh_last() -> None:
+    env = {"PATH": "/usr/bin"}
+    assert resolve_shell(env, **fs("/usr/bin/zsh", "/bin/sh")) == Shell("/usr/bin/zsh", "zsh")
+
+
+def test_nothing_found_never_falls_back_to_sh() -> None:
+    with pytest.raises(NoShellError) as err:
+        resolve_shell({"SHELL": "/bin/sh", "PATH": "/bin"}, **fs("/bin/sh", "/bin/dash"))
+    message = str(err.value)
+    assert "install bash" in message.lower() and "WAVE_SHELL" in message
+    assert "/bin/sh" in message  # says it will not use it
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/bin/bash", "bash"), ("/usr/local/bin/zsh-5.9", "zsh"), ("C:\\Git\\bin\\bash.exe", "bash"),
+     ("/bin/sh", None), ("/bin/bashful", None), ("/usr/bin/fish", None)],
+)
+def test_shell_kind(path: str, kind: str | None) -> None:
+    assert shell_kind(path) == kind
+
+
+def test_monitor_is_the_same_bash_or_any_bash_for_zsh() -> None:
+    env = {"PATH": "/usr/bin"}
+    assert resolve_monitor_bash(Shell("/opt/bash5", "bash"), env, **ALL) == "/opt/bash5"
+    assert resolve_monitor_bash(Shell("/usr/bin/zsh", "zsh"), env, **ALL) == "/usr/bin/bash"
+    assert resolve_monitor_bash(Shell("/usr/bin/zsh", "zsh"), env, **fs("/usr/bin/zsh")) is None

@@ -1,0 +1,102 @@
+"""Tool definitions, texts and input validation (SPEC T1–T6, B4, R)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from api import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, InvalidInputError, texts, tool_definitions
+from api.tools import TIMEOUT_PARAMETER_TEXT
+
+
+def bash_tool(fmt: str = "anthropic") -> tuple[str, dict]:  # type: ignore[type-arg]
+    tool = tool_definitions(fmt)[0]  # type: ignore[arg-type]
+    if fmt == "openai":
+        tool = tool["function"]
+        return tool["description"], tool["parameters"]
+    return tool["description"], tool["input_schema" if fmt == "anthropic" else "inputSchema"]
+
+
+def test_ceiling_and_default_from_one_constant_in_both_texts() -> None:
+    description, schema = bash_tool()
+    param = schema["properties"]["timeout"]["description"]
+    ceiling = f"up to {MAX_TIMEOUT_MS}ms / 10 minutes"
+    default = f"{DEFAULT_TIMEOUT_MS}ms / 2 minutes"
+    for text in (description, param):
+        assert ceiling in text and default in text
+        assert f"up to {DEFAULT_TIMEOUT_MS}" not in text  # the default is never the ceiling
+    assert param == TIMEOUT_PARAMETER_TEXT
+
+
+def test_timeout_schema_is_a_plain_number() -> None:
+    _, schema = bash_tool()
+    assert schema["properties"]["timeout"]["type"] == "number"
+    assert set(schema["properties"]["timeout"]) == {"type", "description"}
+    assert "maximum" not in json.dumps(schema)
+    assert schema["required"] == ["command"]
+    assert set(schema["properties"]) == {"command", "timeout", "description", "run_in_background"}
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai", "mcp"])
+def test_formats_list_three_tools(fmt: str) -> None:
+    tools = tool_definitions(fmt)  # type: ignore[arg-type]
+    names = [t["function"]["name"] if fmt == "openai" else t["name"] for t in tools]
+    assert names == ["Bash", "TaskOutput", "TaskStop"]
+    assert bash_tool(fmt)[1]["properties"]["timeout"] == bash_tool()[1]["properties"]["timeout"]
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(ValueError, match="unknown tool format"):
+        tool_definitions("xml")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [0, 1, 1500, 600_000, 900_000, 3_600_000, 0.5])
+def test_any_non_negative_number_is_kept_as_given(value: float) -> None:
+    assert BashInput.parse({"command": "x", "timeout": value}).timeout == value
+
+
+@pytest.mark.parametrize("value", ["5000", "", True, False, {}, [], math.nan, math.inf, -math.inf, -1, -0.5])
+def test_bad_timeouts(value: object) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        BashInput.parse({"command": "x", "timeout": value})
+    assert str(err.value).startswith("timeout must be a non-negative number of milliseconds")
+    assert "600000" not in str(err.value)
+
+
+def test_null_timeout_means_not_given_and_unknown_fields_are_ignored() -> None:
+    parsed = BashInput.parse({"command": "x", "timeout": None, "future_field": 1})
+    assert parsed.timeout is None and not parsed.run_in_background
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [({}, "command is required"), ({"command": 5}, "command must be a string"),
+     ({"command": " "}, "command must not be empty"), ({"command": "a\x00"}, "NUL byte"),
+     ({"command": "x", "run_in_background": "yes"}, "run_in_background must be a boolean"),
+     ("echo", "must be a JSON object")],
+)
+def test_other_bad_input(raw: object, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        BashInput.parse(raw)
+
+
+def test_result_texts_exact() -> None:
+    assert texts.format_seconds(120_000) == "120"
+    assert texts.format_seconds(2000) == "2"
+    assert texts.format_seconds(1500) == "1.5"
+    assert texts.auto_backgrounded_text("ab12", "/p.log", 120_000) == (
+        "Command exceeded the timeout (120s) and was moved to the background with ID: ab12. "
+        "It is still running — you will be notified when it completes. Output is being written to: /p.log"
+    )
+    assert texts.user_backgrounded_text("ab12", "/p.log") == (
+        "Command was manually backgrounded by user with ID: ab12. Output is being written to: /p.log"
+    )
+    assert texts.background_started_text("ab12", "/p.log") == (
+        "Command running in background with ID: ab12. Output is being written to: /p.log"
+    )
+    assert "timed out" not in texts.sleep_terminated_text(2000)
+    assert texts.notice_text("ab12", "make", None, "failed", 2, "/p.log") == (
+        'Background command "make" (ID: ab12) failed with exit code 2. Output: /p.log'
+    )
