@@ -138,19 +138,17 @@ class TaskManager:
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
             timeout_ms=None if background else p.timeout,
         )  # fmt: skip
-        self.journal.insert_task(row)
         try:
             proc = spawn_task(
                 SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files)
             )
         except OSError as exc:
-            message = f"wave-bash could not start the command: {exc}"
-            with open(files.log, "a") as fh:  # the failure lands in the task's own log
-                fh.write(message + "\n")
-            self.journal.finish_task(task_id, "failed", 127, time.time(), None)
-            raise SpawnError(message, task_id=task_id) from None
+            # Nothing ran: no journal row, no files left behind (bad input is all or nothing).
+            files.log.unlink(missing_ok=True)
+            raise SpawnError(f"wave-bash could not start the command: {exc}") from None
+        # Recorded once it runs, with its identity, in one transaction.
         row.pid, row.pid_start = proc.pid, start_ticks(proc.pid)
-        self.journal.update_task(task_id, pid=row.pid, pid_start=row.pid_start)
+        self.journal.insert_task(row)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), proc)
         self.live[task_id] = task
         self._watch(task)

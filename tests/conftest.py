@@ -28,7 +28,9 @@ from worker import tagged_processes
 REPO = Path(__file__).resolve().parent.parent
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> object:
+def wait_until(
+    predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02
+) -> object:
     """Poll ``predicate`` until it is truthy or ``timeout`` seconds pass (monotonic)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -77,7 +79,11 @@ def reap(state_dir: Path) -> None:
             env_tag = None
             with contextlib.suppress(psutil.Error):
                 env_tag = proc.environ().get("WAVE_TASK_ID")
-            if proc.pid in supervisor_pids(state_dir) or env_tag or proc.pid in {r.get("pid") for r in rows}:
+            if (
+                proc.pid in supervisor_pids(state_dir)
+                or env_tag
+                or proc.pid in {r.get("pid") for r in rows}
+            ):
                 proc.send_signal(signal.SIGKILL)
 
 
@@ -104,13 +110,19 @@ def workdir(tmp_path: Path) -> Path:
     return d
 
 
-def run_cli(state_dir: Path, *args: str, timeout: float = 60, **kw: object) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    state_dir: Path, *args: str, timeout: float = 60, **kw: object
+) -> subprocess.CompletedProcess[str]:
     """Run ``wave-bash`` as a person would (a real process, the installed entry point)."""
     env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
     env.update(kw.pop("env", {}) or {})  # type: ignore[arg-type]
     return subprocess.run(
         [sys.executable, "-m", "api.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=env, **kw,  # type: ignore[arg-type]
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **kw,  # type: ignore[arg-type]
     )
 
 

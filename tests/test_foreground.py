@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import task_alive, wait_until
 
 from api import MAX_OUTPUT_CHARS, Client, texts
-from conftest import task_alive, wait_until
 
 
 def test_echo_hello(client: Client) -> None:
@@ -19,7 +19,9 @@ def test_echo_hello(client: Client) -> None:
 
 
 def test_bash_isms_work(client: Client) -> None:
-    r = client.bash("comm -23 <(printf 'a\\nb\\n') <(echo b); [[ 1 == 1 ]] && arr=(x y z); echo ${arr[2]}")
+    r = client.bash(
+        "comm -23 <(printf 'a\\nb\\n') <(echo b); [[ 1 == 1 ]] && arr=(x y z); echo ${arr[2]}"
+    )
     assert r.exit_code == 0, r.message
     assert r.stdout == "a\nz"
 
@@ -93,7 +95,10 @@ def test_timeout_moves_to_background_and_keeps_running(client: Client) -> None:
     assert task_alive(tid)
     record = client.wait(tid, timeout=10_000)
     assert (record.status, record.exit_code, record.owner, record.background_reason) == (
-        "completed", 0, "background", "timeout",
+        "completed",
+        0,
+        "background",
+        "timeout",
     )
     assert Path(r.output_path).read_text() == "start\nend\n"
 
@@ -126,14 +131,18 @@ def test_bad_timeouts_are_rejected_without_running(client: Client, bad: object) 
     assert client.tasks(all=True) == []
 
 
-@pytest.mark.parametrize(("command", "words"), [("", "empty"), ("   \n", "empty"), ("echo a\x00b", "NUL")])
+@pytest.mark.parametrize(
+    ("command", "words"), [("", "empty"), ("   \n", "empty"), ("echo a\x00b", "NUL")]
+)
 def test_bad_commands_are_rejected(client: Client, command: str, words: str) -> None:
     r = client.bash(command)
     assert not r.success and words in (r.error or "")
     assert client.tasks(all=True) == []
 
 
-def test_cwd_change_is_reported_and_temp_file_removed(client: Client, workdir: Path, state_dir: Path) -> None:
+def test_cwd_change_is_reported_and_temp_file_removed(
+    client: Client, workdir: Path, state_dir: Path
+) -> None:
     seen: list[str] = []
     c = Client(state_dir=state_dir, cwd=workdir, on_cwd_change=seen.append)
     before = sorted(os.listdir(workdir))
@@ -179,10 +188,12 @@ def test_zsh_via_wave_shell(client: Client, monkeypatch: pytest.MonkeyPatch) -> 
 def test_shell_from_dollar_shell_zsh(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAVE_SHELL", raising=False)
     monkeypatch.setenv("SHELL", shutil.which("zsh") or "/usr/bin/zsh")
-    assert client.bash('echo ${ZSH_VERSION:+zsh}').stdout == "zsh"
+    assert client.bash("echo ${ZSH_VERSION:+zsh}").stdout == "zsh"
 
 
-def test_no_shell_is_a_clear_error(client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_no_shell_is_a_clear_error(
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # /bin/bash is looked at as a last resort, so only an env without it proves the error
     # path end to end when /bin/bash is absent; here it exists, so check the message via
     # an empty PATH with a bash-less SHELL and rely on unit tests for the lookup order.
@@ -198,7 +209,9 @@ def test_no_shell_is_a_clear_error(client: Client, monkeypatch: pytest.MonkeyPat
 
 
 def test_output_is_cleaned(client: Client) -> None:
-    r = client.bash(r"printf '\033[31mred\033[0m\n10%%\r50%%\r100%%\n\033]0;title\007ok\n\377\376end\n'")
+    r = client.bash(
+        r"printf '\033[31mred\033[0m\n10%%\r50%%\r100%%\n\033]0;title\007ok\n\377\376end\n'"
+    )
     assert r.stdout == "red\n100%\nok\n\ufffd\ufffdend"
 
 
@@ -215,9 +228,22 @@ def test_long_output_keeps_head_and_tail(client: Client) -> None:
 
 def test_result_json_uses_contract_names(client: Client) -> None:
     data = client.bash("echo hi").to_json_dict()
-    for key in ("success", "stdout", "stderr", "exitCode", "interrupted", "backgroundTaskId",
-                "backgroundedByUser", "assistantAutoBackgrounded", "outputPath", "truncated",
-                "cwd", "durationMs", "message", "error"):
+    for key in (
+        "success",
+        "stdout",
+        "stderr",
+        "exitCode",
+        "interrupted",
+        "backgroundTaskId",
+        "backgroundedByUser",
+        "assistantAutoBackgrounded",
+        "outputPath",
+        "truncated",
+        "cwd",
+        "durationMs",
+        "message",
+        "error",
+    ):
         assert key in data
 
 

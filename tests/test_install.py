@@ -10,7 +10,6 @@ import venv
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, reap
 
 
@@ -26,7 +25,9 @@ def test_fresh_venv_install_runs(tmp_path: Path) -> None:
     py = env_dir / "bin" / "python"
     site = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     # Dependencies come from this test environment (offline, fast), after the venv's own dir.
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
@@ -42,13 +43,22 @@ def test_fresh_venv_install_runs(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     assert all(p.startswith(site) for p in where.split()), where
     state = tmp_path / "st"
-    env = {**os.environ, "WAVE_STATE_DIR": str(state), "PATH": f"{env_dir / 'bin'}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "WAVE_STATE_DIR": str(state),
+        "PATH": f"{env_dir / 'bin'}:{os.environ['PATH']}",
+    }
     script = env_dir / "bin" / "wave-bash"
     script.write_text(f"#!{py}\nimport sys\nfrom api.cli import main\nsys.exit(main())\n")
     script.chmod(0o755)
     try:
         r = subprocess.run(
-            ["wave-bash", "run", "--", "echo hello"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path
+            ["wave-bash", "run", "--", "echo hello"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
         )
         assert (r.returncode, r.stdout) == (0, "hello\n"), r.stderr
     finally:

@@ -11,11 +11,10 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+from conftest import wait_until
 
 from worker import stop_trees, tagged_processes
 from worker.monitor import BASH_MONITOR_SCRIPT, PAYLOAD_VAR
-
-from conftest import wait_until
 
 
 @pytest.fixture

@@ -14,7 +14,10 @@ from worker import parse_probe_output, probe_login_path, probe_script
 
 
 def test_parse_ignores_rc_noise() -> None:
-    out = "Welcome!\nfortune cookie\n" + "\n__WAVE_LOGIN_PATH_START__/a:/b__WAVE_LOGIN_PATH_END__\nbye\n"
+    out = (
+        "Welcome!\nfortune cookie\n"
+        + "\n__WAVE_LOGIN_PATH_START__/a:/b__WAVE_LOGIN_PATH_END__\nbye\n"
+    )
     assert parse_probe_output(out) == "/a:/b"
     assert parse_probe_output("no markers at all") is None
     assert parse_probe_output("__WAVE_LOGIN_PATH_START____WAVE_LOGIN_PATH_END__") is None
@@ -41,7 +44,10 @@ def test_probe_reads_login_profile(tmp_path: Path) -> None:
 def test_probe_failures_are_silent(tmp_path: Path) -> None:
     assert probe_login_path("/nonexistent/bash", {"PATH": "/usr/bin"}) is None
     home = _fake_home(tmp_path, "sleep 30\n")
-    assert probe_login_path("/bin/bash", {"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=0.3) is None
+    assert (
+        probe_login_path("/bin/bash", {"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=0.3)
+        is None
+    )
 
 
 def test_injected_once_and_inherited_without_login_shells(
@@ -53,9 +59,7 @@ def test_injected_once_and_inherited_without_login_shells(
     counter = tmp_path / "login-count"
     wrapper = bindir / "bash"
     wrapper.write_text(
-        "#!/bin/bash\n"
-        f'case "$1" in -l*|--login) echo x >> {counter};; esac\n'
-        'exec /bin/bash "$@"\n'
+        f'#!/bin/bash\ncase "$1" in -l*|--login) echo x >> {counter};; esac\nexec /bin/bash "$@"\n'
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     home = _fake_home(tmp_path, 'export PATH="/opt/from-login:$PATH"\n')

@@ -75,8 +75,14 @@ def test_nothing_found_never_falls_back_to_sh() -> None:
 
 @pytest.mark.parametrize(
     ("path", "kind"),
-    [("/bin/bash", "bash"), ("/usr/local/bin/zsh-5.9", "zsh"), ("C:\\Git\\bin\\bash.exe", "bash"),
-     ("/bin/sh", None), ("/bin/bashful", None), ("/usr/bin/fish", None)],
+    [
+        ("/bin/bash", "bash"),
+        ("/usr/local/bin/zsh-5.9", "zsh"),
+        ("C:\\Git\\bin\\bash.exe", "bash"),
+        ("/bin/sh", None),
+        ("/bin/bashful", None),
+        ("/usr/bin/fish", None),
+    ],
 )
 def test_shell_kind(path: str, kind: str | None) -> None:
     assert shell_kind(path) == kind

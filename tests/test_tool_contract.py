@@ -7,7 +7,14 @@ import math
 
 import pytest
 
-from api import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, BashInput, InvalidInputError, texts, tool_definitions
+from api import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    BashInput,
+    InvalidInputError,
+    texts,
+    tool_definitions,
+)
 from api.tools import TIMEOUT_PARAMETER_TEXT
 
 
@@ -57,7 +64,9 @@ def test_any_non_negative_number_is_kept_as_given(value: float) -> None:
     assert BashInput.parse({"command": "x", "timeout": value}).timeout == value
 
 
-@pytest.mark.parametrize("value", ["5000", "", True, False, {}, [], math.nan, math.inf, -math.inf, -1, -0.5])
+@pytest.mark.parametrize(
+    "value", ["5000", "", True, False, {}, [], math.nan, math.inf, -math.inf, -1, -0.5]
+)
 def test_bad_timeouts(value: object) -> None:
     with pytest.raises(InvalidInputError) as err:
         BashInput.parse({"command": "x", "timeout": value})
@@ -72,10 +81,14 @@ def test_null_timeout_means_not_given_and_unknown_fields_are_ignored() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [({}, "command is required"), ({"command": 5}, "command must be a string"),
-     ({"command": " "}, "command must not be empty"), ({"command": "a\x00"}, "NUL byte"),
-     ({"command": "x", "run_in_background": "yes"}, "run_in_background must be a boolean"),
-     ("echo", "must be a JSON object")],
+    [
+        ({}, "command is required"),
+        ({"command": 5}, "command must be a string"),
+        ({"command": " "}, "command must not be empty"),
+        ({"command": "a\x00"}, "NUL byte"),
+        ({"command": "x", "run_in_background": "yes"}, "run_in_background must be a boolean"),
+        ("echo", "must be a JSON object"),
+    ],
 )
 def test_other_bad_input(raw: object, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):

@@ -21,16 +21,27 @@ _TOKEN = re.compile(
   | (?P<esc>\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$) # charset and other ESC sequences
   | (?P<cr>\r)
   | (?P<bs>\x08)
-  | (?P<ctl>[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f])  # other C0 controls (not \t, \n)
+  | (?P<ctl>[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+)  # other C0 controls (not \t, \n)
   | (?P<text>[^\x1b\x9b\x9d\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f]+)
     """,
     re.VERBOSE,
 )
 
 
+# Everything that is dropped without moving the cursor, as one C-level substitution.
+_DROP = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$"
+    r"|[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+"
+)
+
+
 def _render_line(line: str) -> str:
-    if not any(c in line for c in "\x1b\r\x08\x9b\x9d") and line.isprintable():
-        return line  # fast path: nothing to interpret
+    if "\r" not in line and "\x08" not in line:
+        # Fast path: without carriage returns or backspaces the cursor only moves forward,
+        # so dropping every sequence shows what a terminal shows.
+        return _DROP.sub("", line) if not line.isprintable() else line
     buf: list[str] = []
     col = 0
     for m in _TOKEN.finditer(line):
@@ -61,6 +72,8 @@ def _render_line(line: str) -> str:
 
 def clean_text(text: str) -> str:
     """Strip escape sequences and collapse carriage-return overwrites, line by line."""
+    if "\r" not in text and "\x08" not in text:
+        return _DROP.sub("", text)  # no overwrites anywhere: one pass over the whole text
     return "\n".join(_render_line(line) for line in text.split("\n"))
 
 
@@ -152,7 +165,7 @@ def read_excerpt(
         # Budget in bytes: a character is at least one byte, and escape sequences or
         # overwritten progress lines only shrink the text, so read generously.
         head_n, tail_n = _split_budget(max_chars, 120 + len(shown))
-        head_bytes, tail_bytes = head_n * 4, tail_n * 8
+        head_bytes, tail_bytes = head_n * 3, tail_n * 3
         fh.seek(start)
         head = clean_bytes(fh.read(head_bytes))
         fh.seek(size - tail_bytes)

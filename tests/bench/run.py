@@ -1,0 +1,127 @@
+"""wave-bash benchmarks: each figure beside a baseline measured in the same run.
+
+    python tests/bench/run.py [--quick]
+
+Not part of the test run. Uses a private temporary state dir and kills everything it
+started, also when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from conftest import reap
+
+from api import Client
+from worker import read_excerpt
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p / 100 * len(values)))]
+
+
+def bench_round_trip(client: Client, n: int) -> list[tuple[str, str, str, str, str]]:
+    for _ in range(20):  # warm up both sides
+        client.bash("echo hello")
+        subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
+    base, ours = [], []
+    for _ in range(n):  # interleaved so machine noise hits both alike
+        t = time.perf_counter()
+        subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
+        base.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        r = client.bash("echo hello")
+        ours.append(time.perf_counter() - t)
+        assert r.stdout == "hello"
+    rows = []
+    for label, p in (("p50", 50), ("p90", 90)):
+        b, o = percentile(base, p) * 1000, percentile(ours, p) * 1000
+        target = "≤ 2.5× (aim 2×)" if p == 50 else "-"
+        rows.append(
+            (
+                f"foreground echo round trip {label}",
+                f"{o:.2f} ms",
+                f"{b:.2f} ms (bash -c)",
+                f"{o / b:.2f}×",
+                target,
+            )
+        )
+    return rows
+
+
+def bench_cold_start(tmp: Path) -> tuple[str, str, str, str, str]:
+    state = tmp / "cold"
+    t = time.perf_counter()
+    r = Client(state_dir=state).bash("echo hello")
+    took = (time.perf_counter() - t) * 1000
+    assert r.stdout == "hello"
+    reap(state)
+    return ("cold start → first result", f"{took:.0f} ms", "-", "-", "< 500 ms")
+
+
+def bench_big_result(tmp: Path, size: int) -> tuple[str, str, str, str, str]:
+    block = b"".join(
+        b"\x1b[32mPASS\x1b[0m tests/test_%05d.py::case ... ok (%d ms)\n" % (i, i % 97)
+        for i in range(20_000)
+    )[: 1 << 20]  # 1 MiB of coloured test-runner lines
+    path = tmp / "big.log"
+    with open(path, "wb") as fh:
+        for _ in range(size // len(block)):
+            fh.write(block)
+    small = tmp / "small.log"
+    small.write_bytes(block)
+    t = time.perf_counter()
+    read_excerpt(small, 30_000)
+    base = (time.perf_counter() - t) * 1000
+    tracemalloc.start()
+    t = time.perf_counter()
+    read_excerpt(path, 30_000)
+    took = (time.perf_counter() - t) * 1000
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return (
+        f"result for a {size >> 30} GiB log",
+        f"{took:.1f} ms, peak {peak / 1e6:.1f} MB",
+        f"{base:.1f} ms (1 MiB log)",
+        f"{took / base:.2f}×",
+        "< 50 ms, memory flat",
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer samples (under a minute)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="wb-bench-", dir="/tmp"))
+    state = tmp / "state"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        client = Client(state_dir=state, session="bench")
+        rows = bench_round_trip(client, 100 if args.quick else 500)
+        rows.append(bench_cold_start(tmp))
+        rows.append(bench_big_result(tmp, 1 << 30))
+    finally:
+        reap(state)
+        shutil.rmtree(tmp, ignore_errors=True)
+    header = ("what", "wave-bash", "baseline", "ratio", "target")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    print(f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}")
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
