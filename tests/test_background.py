@@ -1,0 +1,291 @@
+"""Background tasks that outlive the caller (SPEC B1–B7, F4, F5, S1, S2)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, task_alive, wait_until
+
+from api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
+from api.errors import InvalidInputError
+
+
+def test_explicit_background_returns_at_once_with_live_log(client: Client) -> None:
+    started = time.monotonic()
+    r = client.bash("echo one; sleep 1; echo two", run_in_background=True)
+    assert time.monotonic() - started < 1.0
+    assert r.success and r.background_task_id and r.output_path
+    assert not r.backgrounded_by_user and not r.assistant_auto_backgrounded and not r.ends_turn
+    assert r.message == texts.background_started_text(r.background_task_id, r.output_path)
+    assert r.message == (
+        f"Command running in background with ID: {r.background_task_id}. "
+        f"Output is being written to: {r.output_path}"
+    )
+    log = Path(r.output_path)
+    assert log.is_absolute()
+    wait_until(lambda: log.read_text() == "one\n")  # readable while it runs
+    assert task_alive(r.background_task_id)
+    client.wait(r.background_task_id, timeout=10_000)
+    assert log.read_text() == "one\ntwo\n"
+    assert 1 <= len(r.background_task_id) <= 12 and re.fullmatch(r"[a-z0-9]+", r.background_task_id)
+
+
+def test_no_timeout_in_background(client: Client) -> None:
+    r = client.bash("sleep 1.2; echo finished", run_in_background=True, timeout=100)
+    assert r.background_task_id
+    record = client.wait(r.background_task_id, timeout=10_000)
+    assert (record.status, record.exit_code) == ("completed", 0)  # a sleep, yet not terminated
+
+
+def test_task_stop_kills_the_whole_tree(client: Client) -> None:
+    r = client.bash(
+        "setsid sleep 300 & ( setsid bash -c 'sleep 301 & wait' & ); "
+        "bash -c 'trap \"\" TERM; sleep 302' & sleep 303",
+        run_in_background=True,
+    )
+    tid = r.background_task_id
+    assert tid
+    from worker import tagged_processes
+
+    wait_until(lambda: len(tagged_processes({tid}).get(tid, ())) >= 6)
+    record = client.task_stop(tid)
+    assert record.status == "killed"
+    assert not task_alive(tid)
+    assert client.status().running  # the supervisor itself was not touched
+
+
+def test_task_stop_errors(client: Client) -> None:
+    with pytest.raises(TaskNotFoundError, match="No task found with ID: nosuch"):
+        client.task_stop("nosuch")
+    r = client.bash("true", run_in_background=True)
+    client.wait(r.background_task_id or "", timeout=5000)
+    with pytest.raises(TaskNotRunningError, match="completed"):
+        client.task_stop(r.background_task_id or "")
+
+
+def test_user_backgrounding_ends_the_turn(client: Client) -> None:
+    started: list[str] = []
+    result: list[object] = []
+    worker = threading.Thread(
+        target=lambda: result.append(
+            client.bash("echo go; sleep 3; echo done", on_start=started.append)
+        )
+    )
+    worker.start()
+    wait_until(lambda: started)
+    client.background(started[0])
+    worker.join(timeout=5)
+    (r,) = result
+    assert r.success and r.backgrounded_by_user and r.ends_turn  # type: ignore[attr-defined]
+    assert not r.assistant_auto_backgrounded  # type: ignore[attr-defined]
+    assert r.message == texts.user_backgrounded_text(started[0], r.output_path)  # type: ignore[attr-defined]
+    assert task_alive(started[0])
+    assert client.wait(started[0], timeout=10_000).background_reason == "user"
+
+
+def test_caller_killed_leaves_task_running_as_caller_lost(state_dir: Path) -> None:
+    session = "crashy-host"
+    code = (
+        "from api import Client; import sys;"
+        f"Client(state_dir={str(state_dir)!r}, session={session!r})"
+        ".bash('echo begin; sleep 1.5; echo end', on_start=lambda t: print(t, flush=True))"
+    )
+    host = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    assert host.stdout is not None
+    task_id = host.stdout.readline().strip()
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    client = Client(state_dir=state_dir, session=session)
+    wait_until(
+        lambda: any(
+            t.id == task_id and t.background_reason == "caller_lost" for t in client.tasks()
+        )
+    )
+    record = client.wait(task_id, timeout=10_000)
+    assert (record.status, record.owner, record.background_reason) == (
+        "completed",
+        "background",
+        "caller_lost",
+    )
+    notices = client.notifications()
+    assert [n.task_id for n in notices] == [task_id]
+    assert "completed with exit code 0" in notices[0].message
+
+
+def test_notices_exactly_once_per_session(state_dir: Path) -> None:
+    a = Client(state_dir=state_dir, session="agent-a")
+    b = Client(state_dir=state_dir, session="agent-b")
+    ok = a.bash(
+        "echo fine", run_in_background=True, description="Print a fine word"
+    ).background_task_id
+    bad = a.bash("exit 2", run_in_background=True).background_task_id
+    for tid in (ok, bad):
+        a.wait(tid or "", timeout=10_000)
+    assert b.notifications() == []
+    notices = Client(state_dir=state_dir, session="agent-a").notifications()  # a "restarted host"
+    by_id = {n.task_id: n for n in notices}
+    assert set(by_id) == {ok, bad}
+    assert by_id[ok].message == (
+        f'Background command "Print a fine word" (ID: {ok}) completed with exit code 0. '
+        f"Output: {by_id[ok].output_path}"
+    )
+    assert by_id[bad].status == "failed" and "failed with exit code 2" in by_id[bad].message
+    assert a.notifications() == []  # delivered once
+    stopped = a.bash("sleep 300", run_in_background=True).background_task_id or ""
+    a.task_stop(stopped)
+    (notice,) = a.notifications()
+    assert notice.status == "killed" and "was stopped" in notice.message
+
+
+def test_foreground_results_leave_no_notice(client: Client) -> None:
+    client.bash("echo hi")
+    assert client.notifications() == []
+
+
+def test_task_output_returns_only_new_output(client: Client) -> None:
+    tid = (
+        client.bash(
+            "echo a; sleep 0.5; echo b; sleep 0.5; echo c", run_in_background=True
+        ).background_task_id
+        or ""
+    )
+    first = client.task_output(tid, pattern="^a$", timeout=5000)
+    assert first.output == "a" and first.status == "running"
+    rest = client.task_output(tid, timeout=10_000)
+    assert rest.output == "b\nc" and (rest.status, rest.exit_code) == ("completed", 0)
+    again = client.task_output(tid, block=False)
+    assert again.output == ""
+    other = Client(state_dir=client.layout.root, session="someone-else").task_output(
+        tid, block=False
+    )
+    assert other.output == "a\nb\nc"  # offsets are per agent session
+
+
+def test_task_output_pattern_wakes_early(client: Client) -> None:
+    tid = (
+        client.bash(
+            "sleep 0.3; echo 'server ready on :8080'; sleep 30", run_in_background=True
+        ).background_task_id
+        or ""
+    )
+    started = time.monotonic()
+    out = client.task_output(tid, pattern=r"ready on :\d+", timeout=20_000)
+    assert time.monotonic() - started < 5
+    assert "ready on :8080" in out.output and out.status == "running"
+    client.task_stop(tid)
+
+
+def test_task_output_timeout_and_non_blocking(client: Client) -> None:
+    tid = client.bash("sleep 30", run_in_background=True).background_task_id or ""
+    started = time.monotonic()
+    out = client.task_output(tid, timeout=400)
+    assert 0.3 < time.monotonic() - started < 5 and out.status == "running"
+    started = time.monotonic()
+    client.task_output(tid, block=False)
+    assert time.monotonic() - started < 1
+    client.task_stop(tid)
+
+
+def test_task_output_bad_input(client: Client) -> None:
+    tid = client.bash("true", run_in_background=True).background_task_id or ""
+    with pytest.raises(InvalidInputError, match="not a valid regular expression"):
+        client.task_output(tid, pattern="(unclosed")
+    with pytest.raises(InvalidInputError, match="non-negative"):
+        client.task_output(tid, timeout=-5)
+    with pytest.raises(TaskNotFoundError):
+        client.task_output("nosuch")
+
+
+def test_task_output_with_polling_watcher(state_dir: Path) -> None:
+    env = {**os.environ, "WATCHFILES_FORCE_POLLING": "1"}
+    code = (
+        "from api import Client;"
+        f"c = Client(state_dir={str(state_dir)!r});"
+        "t = c.bash('sleep 0.5; echo hit; sleep 30', run_in_background=True).background_task_id;"
+        "o = c.task_output(t, pattern='hit', timeout=20000); print(o.output); c.task_stop(t)"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "api.cli", "--state-dir", str(state_dir), "supervisor", "stop"],
+        env=env,
+        cwd=REPO,
+        check=True,
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert r.stdout.strip() == "hit", r.stderr
+
+
+def test_progress_is_throttled_and_carries_the_tail(client: Client) -> None:
+    updates: list[tuple[float, Progress]] = []
+    r = client.bash(
+        "for i in 1 2 3 4 5 6; do echo line $i; sleep 0.5; done",
+        on_progress=lambda p: updates.append((time.monotonic(), p)),
+    )
+    assert r.stdout.endswith("line 6")
+    assert 2 <= len(updates) <= 4  # 3 s of output, at most one update a second
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(updates)]
+    assert all(g >= 0.9 for g in gaps), gaps
+    last = updates[-1][1]
+    assert last.short_result == "\n".join(last.result.splitlines()[-3:])
+    assert last.result.startswith("line 1")
+    assert last.output_bytes == len(last.result) + 1 and last.elapsed_ms > 0
+    assert len({u.task_id for _, u in updates}) == 1
+
+
+def test_no_progress_without_new_output(client: Client) -> None:
+    updates: list[Progress] = []
+    client.bash("echo once; sleep 2.5", on_progress=updates.append)
+    assert len(updates) == 1 and updates[0].short_result == "once"
+
+
+def test_tasks_listing(client: Client, state_dir: Path) -> None:
+    tid = client.bash(
+        "sleep 30", run_in_background=True, description="Wait a while"
+    ).background_task_id
+    (record,) = client.tasks()
+    assert (record.id, record.status, record.owner, record.background_reason) == (
+        tid,
+        "running",
+        "background",
+        "explicit",
+    )
+    assert record.description == "Wait a while" and record.pid and record.session == client.session
+    other = Client(state_dir=state_dir, session="other")
+    assert other.tasks() == [] and len(other.tasks(all=True)) == 1
+    from conftest import run_cli
+
+    table = run_cli(state_dir, "--session", client.session, "tasks").stdout
+    assert tid in table and "bg:explicit" in table and "sleep 30" in table
+    data = json.loads(run_cli(state_dir, "--session", client.session, "tasks", "--json").stdout)
+    assert set(data[0]) >= {
+        "id",
+        "command",
+        "description",
+        "status",
+        "owner",
+        "backgroundReason",
+        "exitCode",
+        "pid",
+        "startedAt",
+        "endedAt",
+        "outputPath",
+        "session",
+        "cwd",
+    }
+    stop = run_cli(state_dir, "stop", tid or "", "--json")
+    assert json.loads(stop.stdout)["status"] == "killed"
+    missing = run_cli(state_dir, "stop", "nosuch")
+    assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
