@@ -1,0 +1,96 @@
+"""The CLI in a real terminal (tmux): live view and Ctrl+B (SPEC F4, I2)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, task_alive, wait_until
+
+from api import Client
+
+
+@pytest.fixture
+def tmux() -> Iterator[list[str]]:
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux must be installed for the test suite (.ci/run installs it)")
+    base = ["tmux", "-L", f"wb-{uuid.uuid4().hex[:8]}"]
+    subprocess.run(
+        [*base, "new-session", "-d", "-s", "t", "-x", "160", "-y", "40", "bash --norc"], check=True
+    )
+    try:
+        yield base
+    finally:
+        subprocess.run([*base, "kill-server"], check=False)
+
+
+def pane(tmux: list[str]) -> str:
+    return subprocess.run(
+        [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
+    ).stdout
+
+
+def test_ctrl_b_backgrounds_the_running_command(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "stdout.txt"
+    cli = f"{shlex.quote(sys.executable)} -m api.cli --state-dir {shlex.quote(str(state_dir))}"
+    line = f"{cli} run -- 'echo started; sleep 20; echo done' > {out}; echo rc=$? >> {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    assert "started" in pane(tmux)  # the live view shows the last lines
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-b"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    assert out.read_text().strip().endswith("rc=0")
+    screen = pane(tmux)
+    assert "Command was manually backgrounded by user with ID:" in screen
+    (task,) = Client(state_dir=state_dir).tasks(all=True)
+    assert (task.status, task.background_reason) == ("running", "user")
+    assert task_alive(task.id)
+    assert "Ctrl+B to background" not in screen.split("manually backgrounded")[-1]  # view erased
+
+
+def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
+    r = run_cli(
+        state_dir,
+        "run",
+        "--background",
+        "--json",
+        "--",
+        "for i in 1 2 3; do echo n$i; sleep 0.3; done; exit 3",
+    )
+    tid = json.loads(r.stdout)["backgroundTaskId"]
+    follow = run_cli(state_dir, "output", tid, "--follow")
+    assert follow.stdout.split() == ["n1", "n2", "n3"]
+    assert run_cli(state_dir, "output", tid).stdout.split() == ["n1", "n2", "n3"]
+    waited = json.loads(run_cli(state_dir, "wait", tid, "--json").stdout)
+    assert (waited["status"], waited["exitCode"]) == ("failed", 3)
+    notes = json.loads(run_cli(state_dir, "notifications", "--json").stdout)
+    assert [n["taskId"] for n in notes] == [tid] and notes[0]["status"] == "failed"
+    assert set(notes[0]) >= {
+        "taskId",
+        "status",
+        "exitCode",
+        "command",
+        "description",
+        "outputPath",
+        "endedAt",
+        "message",
+    }
+    assert json.loads(run_cli(state_dir, "notifications", "--json").stdout) == []
+
+
+def test_bg_cli(state_dir: Path) -> None:
+    c = Client(state_dir=state_dir)
+    tid = c.bash("sleep 30", run_in_background=True).background_task_id or ""
+    r = run_cli(state_dir, "bg", tid)
+    assert r.returncode == 0 and tid in r.stdout
+    missing = run_cli(state_dir, "bg", "nosuch")
+    assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
