@@ -210,11 +210,17 @@ def cmd_wait(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_stop(client: Client, args: argparse.Namespace) -> int:
-    record = client.task_stop(args.id)
-    if args.json:
-        _print_json(record.to_json_dict())
+    if len(args.id) == 1:
+        records = [client.task_stop(args.id[0])]
     else:
-        print(f"{record.id} {record.status}")
+        records = client.task_stop_many(args.id)
+    if args.json:
+        _print_json(
+            records[0].to_json_dict() if len(records) == 1 else [r.to_json_dict() for r in records]
+        )
+    else:
+        for record in records:
+            print(f"{record.id} {record.status}")
     return 0
 
 
@@ -277,8 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--json", action="store_true")
     wait.set_defaults(func=cmd_wait)
 
-    stop = sub.add_parser("stop", help="stop a task and all its processes")
-    stop.add_argument("id")
+    stop = sub.add_parser("stop", help="stop tasks and all their processes")
+    stop.add_argument("id", nargs="+")
     stop.add_argument("--json", action="store_true")
     stop.set_defaults(func=cmd_stop)
 

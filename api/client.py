@@ -39,6 +39,7 @@ from .protocol import (
     NotificationsParams,
     OutputParams,
     RunParams,
+    StopManyParams,
     TaskParams,
     TasksParams,
     decode,
@@ -156,6 +157,11 @@ class Client:
         return TaskRecord.model_validate(
             self._call("stop", TaskParams(session=self.session, task_id=task_id))
         )
+
+    def task_stop_many(self, task_ids: list[str]) -> list[TaskRecord]:
+        """Stop several tasks at once; unknown IDs raise before anything is stopped."""
+        data = self._call("stop_many", StopManyParams(session=self.session, task_ids=task_ids))
+        return [TaskRecord.model_validate(item) for item in data]
 
     def background(self, task_id: str) -> TaskRecord:
         """Move a running foreground command to the background (SPEC F4)."""

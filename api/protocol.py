@@ -55,6 +55,12 @@ class TaskParams(Params):
     timeout: TimeoutMs = None
 
 
+class StopManyParams(Params):
+    """``stop_many``: stop several tasks at once (one process-table scan for all)."""
+
+    task_ids: list[StrictStr]
+
+
 class OutputParams(Params):
     """``output``: TaskOutput for one task."""
 
@@ -94,6 +100,7 @@ class LoginPathParams(Params):
 PARAMS_BY_OP: dict[str, type[Params]] = {
     "run": RunParams,
     "stop": TaskParams,
+    "stop_many": StopManyParams,
     "background": TaskParams,
     "wait": TaskParams,
     "output": OutputParams,

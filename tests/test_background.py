@@ -289,3 +289,15 @@ def test_tasks_listing(client: Client, state_dir: Path) -> None:
     assert json.loads(stop.stdout)["status"] == "killed"
     missing = run_cli(state_dir, "stop", "nosuch")
     assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
+
+
+def test_stop_many_is_all_or_nothing(client: Client) -> None:
+    ids = [
+        client.bash("sleep 300", run_in_background=True).background_task_id or "" for _ in range(3)
+    ]
+    with pytest.raises(TaskNotFoundError, match="nosuch"):
+        client.task_stop_many([*ids, "nosuch"])
+    assert all(task_alive(t) for t in ids)  # nothing was stopped
+    records = client.task_stop_many(ids)
+    assert [r.status for r in records] == ["killed"] * 3
+    assert not any(task_alive(t) for t in ids)

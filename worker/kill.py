@@ -36,23 +36,54 @@ def _tag_of(pid: int) -> str | None:
     return None
 
 
+@dataclass
+class ProcessTable:
+    """One pass over this user's processes: parent links and ``WAVE_TASK_ID`` tags."""
+
+    children: dict[int, list[int]] = field(default_factory=dict)
+    tags: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, want_tags: Collection[str]) -> ProcessTable:
+        table = cls()
+        uid = os.getuid()
+        on_proc = os.path.isdir("/proc/self")
+        for proc in psutil.process_iter(["ppid", "uids"]):
+            try:
+                uids = proc.info["uids"]
+                if uids is None or uids.real != uid:
+                    continue
+                table.children.setdefault(proc.info["ppid"], []).append(proc.pid)
+                if want_tags:
+                    tag = _tag_of(proc.pid) if on_proc else proc.environ().get(TAG)
+                    if tag is not None and tag in want_tags:
+                        table.tags[proc.pid] = tag
+            except (psutil.Error, OSError):
+                continue
+        return table
+
+    def descendants(self, pid: int) -> set[int]:
+        found: set[int] = set()
+        todo = list(self.children.get(pid, ()))
+        while todo:
+            child = todo.pop()
+            if child not in found:
+                found.add(child)
+                todo.extend(self.children.get(child, ()))
+        return found
+
+    def tagged(self) -> dict[str, set[int]]:
+        by_task: dict[str, set[int]] = {}
+        for pid, tag in self.tags.items():
+            by_task.setdefault(tag, set()).add(pid)
+        return by_task
+
+
 def tagged_processes(task_ids: Collection[str]) -> dict[str, set[int]]:
     """Processes of this user tagged with one of ``task_ids``, in one pass over the table."""
-    found: dict[str, set[int]] = {}
     if not task_ids:
-        return found
-    uid = os.getuid()
-    on_proc = os.path.isdir("/proc/self")
-    for proc in psutil.process_iter(["uids"]):
-        try:
-            if proc.info["uids"] is None or proc.info["uids"].real != uid:
-                continue
-            tag = _tag_of(proc.pid) if on_proc else proc.environ().get(TAG)
-        except (psutil.Error, OSError):
-            continue
-        if tag is not None and tag in task_ids:
-            found.setdefault(tag, set()).add(proc.pid)
-    return found
+        return {}
+    return ProcessTable.read(task_ids).tagged()
 
 
 @dataclass
@@ -68,18 +99,14 @@ class TaskTree:
 def snapshot(tasks: Iterable[tuple[str, int]], protected: Collection[int]) -> list[TaskTree]:
     """Find the processes of each ``(task_id, monitor_pid)``, never listing ``protected``."""
     trees = [TaskTree(task_id, monitor_pid) for task_id, monitor_pid in tasks]
-    tagged = tagged_processes({t.task_id for t in trees})
+    table = ProcessTable.read({t.task_id for t in trees})
+    tagged = table.tagged()
     for tree in trees:
-        pids = set(tagged.get(tree.task_id, ()))
-        try:
-            monitor = psutil.Process(tree.monitor_pid)
-            children = monitor.children(recursive=True)
-            direct = monitor.children()
-            if direct:
-                tree.job_pgid = os.getpgid(direct[0].pid)
-        except (psutil.Error, OSError):
-            children = []
-        pids.update(child.pid for child in children)
+        pids = set(tagged.get(tree.task_id, ())) | table.descendants(tree.monitor_pid)
+        direct = table.children.get(tree.monitor_pid)
+        if direct:
+            with contextlib.suppress(OSError):
+                tree.job_pgid = os.getpgid(direct[0])
         pids.discard(tree.monitor_pid)
         tree.pids = pids - set(protected)
         if tree.job_pgid in protected:

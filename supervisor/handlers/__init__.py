@@ -16,6 +16,7 @@ HANDLERS: dict[str, Handler] = {
     "shutdown": status.handle_shutdown,
     "login_path": login_path.handle,
     "stop": tasks.handle_stop,
+    "stop_many": tasks.handle_stop_many,
     "background": tasks.handle_background,
     "wait": tasks.handle_wait,
     "tasks": tasks.handle_tasks,

@@ -6,7 +6,7 @@ import asyncio
 
 from api.errors import TaskNotFoundError, TaskNotRunningError
 from api.models import TaskRecord
-from api.protocol import TaskParams, TasksParams
+from api.protocol import StopManyParams, TaskParams, TasksParams
 from api.texts import outcome_text
 
 from .. import views
@@ -39,6 +39,19 @@ async def handle_stop(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
     task = _running(ctx, p.task_id, "stop")
     await ctx.tasks.stop([task])
     return views.task_record(task.row)
+
+
+async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) -> list[TaskRecord]:
+    """Stop several tasks together; every ID must exist (else nothing is stopped).
+
+    Tasks that already ended are reported as they are."""
+    rows = [_row(ctx, task_id) for task_id in p.task_ids]
+    live = [ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live]
+    await ctx.tasks.stop(live)
+    return [
+        views.task_record(ctx.tasks.live[r.id].row if r.id in ctx.tasks.live else _row(ctx, r.id))
+        for r in rows
+    ]
 
 
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:

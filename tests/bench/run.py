@@ -12,6 +12,7 @@ import argparse
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,76 @@ def bench_big_result(tmp: Path, size: int) -> tuple[str, str, str, str, str]:
     )
 
 
+def bench_completion_latency(
+    client: Client, tmp: Path, n: int
+) -> list[tuple[str, str, str, str, str]]:
+    lat = []
+    for i in range(n):
+        stamp = tmp / f"exit-{i}"
+        tid = client.bash(
+            f"sleep 0.05; printf %s $EPOCHREALTIME >| {stamp}", run_in_background=True
+        ).background_task_id
+        client.wait(tid or "", timeout=10_000)
+        done = time.time()
+        lat.append(done - float(stamp.read_text()))
+    return [
+        (
+            "completion → wait returns p50",
+            f"{percentile(lat, 50) * 1000:.2f} ms",
+            "-",
+            "-",
+            "< 10 ms",
+        ),
+        (
+            "completion → wait returns p99",
+            f"{percentile(lat, 99) * 1000:.2f} ms",
+            "-",
+            "-",
+            "< 50 ms",
+        ),
+    ]
+
+
+def bench_many_tasks(client: Client, n: int) -> list[tuple[str, str, str, str, str]]:
+    import psutil
+
+    sup = psutil.Process(client.status().pid or 0)
+    rss_before = sup.memory_info().rss
+    t = time.perf_counter()
+    ids = [
+        client.bash("sleep 600", run_in_background=True).background_task_id or "" for _ in range(n)
+    ]
+    started = time.perf_counter() - t
+    rss = sup.memory_info().rss
+    monitors = [psutil.Process(r.pid) for r in client.tasks() if r.pid and r.status == "running"]
+    uss = []
+    for m in monitors[:50]:  # a sample: monitor + command processes of a task
+        procs = [m, *m.children(recursive=True)]
+        uss.append(sum(p.memory_full_info().uss for p in procs))
+    t = time.perf_counter()
+    records = client.task_stop_many(ids)
+    stopped = time.perf_counter() - t
+    assert all(r.status == "killed" for r in records)
+    return [
+        (f"{n} background tasks: all started", f"{started:.2f} s", "-", "-", "< 5 s"),
+        (
+            f"{n} background tasks: supervisor RSS",
+            f"{rss / 1e6:.0f} MB (+{(rss - rss_before) / 1e6:.0f})",
+            "-",
+            "-",
+            "< 150 MB",
+        ),
+        (
+            f"{n} background tasks: per-task USS",
+            f"{statistics.mean(uss) / 1e6:.2f} MB",
+            "-",
+            "-",
+            "< 2 MB",
+        ),
+        (f"{n} background tasks: stop all", f"{stopped:.2f} s", "-", "-", "< 3 s"),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (under a minute)")
@@ -112,6 +183,8 @@ def main() -> int:
         rows = bench_round_trip(client, 100 if args.quick else 500)
         rows.append(bench_cold_start(tmp))
         rows.append(bench_big_result(tmp, 1 << 30))
+        rows += bench_completion_latency(client, tmp, 50 if args.quick else 200)
+        rows += bench_many_tasks(client, 1000)
     finally:
         reap(state)
         shutil.rmtree(tmp, ignore_errors=True)
