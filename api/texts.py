@@ -76,8 +76,3 @@ def notice_text(
         f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code)}. '
         f"Output: {output_path}"
     )
-
-
-def truncation_marker(omitted: str, output_path: str) -> str:
-    """O2: the one line between the kept head and tail of a long output."""
-    return f"... [{omitted} omitted; full output: {output_path}] ..."

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -67,24 +66,15 @@ def supervisor_pids(state_dir: Path) -> list[int]:
 
 
 def reap(state_dir: Path) -> None:
-    """Kill everything that belongs to ``state_dir``: tasks, monitors, supervisors."""
-    rows = journal_rows(state_dir)
-    pids: set[int] = set(supervisor_pids(state_dir))
-    for group in tagged_processes({str(r["id"]) for r in rows}).values():
+    """Kill everything that belongs to ``state_dir``: its supervisors, and every process
+    tagged with one of its tasks (monitors carry the tag too)."""
+    task_ids = {str(r["id"]) for r in journal_rows(state_dir)}
+    pids = set(supervisor_pids(state_dir))
+    for group in tagged_processes(task_ids).values():
         pids |= group
-    pids |= {int(r["pid"]) for r in rows if r.get("pid")}  # type: ignore[arg-type]
     for pid in pids:
         with contextlib.suppress(psutil.Error):
-            proc = psutil.Process(pid)
-            env_tag = None
-            with contextlib.suppress(psutil.Error):
-                env_tag = proc.environ().get("WAVE_TASK_ID")
-            if (
-                proc.pid in supervisor_pids(state_dir)
-                or env_tag
-                or proc.pid in {r.get("pid") for r in rows}
-            ):
-                proc.send_signal(signal.SIGKILL)
+            psutil.Process(pid).kill()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
@@ -94,4 +93,3 @@ def test_escalation_uses_the_injected_clock(spawn_task) -> None:  # type: ignore
 def test_tagged_processes_ignores_unrelated() -> None:
     assert tagged_processes({"no-such-task"}) == {}
     assert tagged_processes(set()) == {}
-    assert sys.executable
