@@ -45,6 +45,7 @@ from .protocol import (
     decode,
     request,
 )
+from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
 
 START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
@@ -139,6 +140,38 @@ class Client:
             if self.on_cwd_change is not None:
                 self.on_cwd_change(result.cwd)
         return result
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
+        older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
+
+        Raises:
+            WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
+        """
+        name = TOOL_ALIASES.get(name, name)
+        args = dict(arguments)
+        if name == BASH_TOOL:
+            parsed = BashInput.parse(args)
+            return self.bash(
+                parsed.command, parsed.timeout, parsed.run_in_background, parsed.description
+            ).to_json_dict()
+        task_id = args.get("task_id", args.get("shell_id"))
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidInputError("task_id is required")
+        if name == TASK_STOP_TOOL:
+            return self.task_stop(task_id).to_json_dict()
+        if name == TASK_OUTPUT_TOOL:
+            block = args.get("block", True)
+            if not isinstance(block, bool):
+                raise InvalidInputError("block must be a boolean")
+            timeout = args.get("timeout")
+            return self.task_output(
+                task_id,
+                block=block,
+                timeout=DEFAULT_TASK_OUTPUT_TIMEOUT_MS if timeout is None else timeout,
+                pattern=args.get("pattern"),
+            ).to_json_dict()
+        raise InvalidInputError(f"unknown tool {name!r}")
 
     def status(self) -> SupervisorStatus:
         """The supervisor's status (starting it if needed)."""

@@ -12,7 +12,15 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+)
 
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
 from .errors import ProtocolError
@@ -49,9 +57,11 @@ class RunParams(Params):
 
 
 class TaskParams(Params):
-    """``stop``, ``background``, ``wait``: act on one task."""
+    """``stop``, ``background``, ``wait``: act on one task (``shell_id`` is an older name)."""
 
-    task_id: StrictStr
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    task_id: StrictStr = Field(validation_alias=AliasChoices("task_id", "shell_id"))
     timeout: TimeoutMs = None
 
 

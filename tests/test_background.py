@@ -301,3 +301,20 @@ def test_stop_many_is_all_or_nothing(client: Client) -> None:
     records = client.task_stop_many(ids)
     assert [r.status for r in records] == ["killed"] * 3
     assert not any(task_alive(t) for t in ids)
+
+
+def test_tool_calls_with_older_names(client: Client) -> None:
+    started = client.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})
+    tid = started["backgroundTaskId"]
+    assert client.call_tool("TaskOutput", {"shell_id": tid, "block": False})["status"] == "running"
+    assert client.call_tool("KillBash", {"shell_id": tid})["status"] == "killed"
+    assert not task_alive(tid)
+    with pytest.raises(TaskNotFoundError, match="No task found with ID: gone"):
+        client.call_tool("TaskStop", {"task_id": "gone"})
+    with pytest.raises(InvalidInputError, match="timeout must be a non-negative number"):
+        client.call_tool("Bash", {"command": "echo x", "timeout": "5000"})
+    with pytest.raises(InvalidInputError, match="unknown tool"):
+        client.call_tool("Nope", {"task_id": "x"})
+    other = client.bash("sleep 300", run_in_background=True).background_task_id
+    stopped = client._call("stop", {"session": client.session, "shell_id": other})  # protocol alias
+    assert stopped["status"] == "killed" and not task_alive(other or "")
