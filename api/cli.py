@@ -8,6 +8,7 @@ background); every error of wave-bash itself exits 2 with the message on stderr,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -66,15 +67,18 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
         client.cwd = os.path.abspath(args.cwd)
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     interactive = sys.stderr.isatty() and sys.stdin.isatty() and not args.json
-    live = LiveView() if interactive else None
-    running: list[str] = []
+    running: list[str] = []  # the task ID, once the supervisor started it
 
     def background_it() -> None:
         if running:
             client.background(running[0])
 
-    keys = CtrlBWatcher(background_it) if interactive else None
-    try:
+    with contextlib.ExitStack() as terminal:
+        live = None
+        if interactive:
+            live = LiveView()
+            terminal.callback(live.clear)
+            terminal.enter_context(CtrlBWatcher(background_it))
         result = client.bash(
             command,
             timeout=timeout,
@@ -83,11 +87,6 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
             on_progress=live.show if live else None,
             on_start=running.append if interactive else None,
         )
-    finally:
-        if keys:
-            keys.close()
-        if live:
-            live.clear()
     return _report_run(result, args.json)
 
 
@@ -240,6 +239,27 @@ def cmd_notifications(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _verb(
+    sub: Any,
+    name: str,
+    func: Callable[..., int],
+    help: str,
+    *,
+    ids: str | None = None,
+    json: bool = True,
+) -> argparse.ArgumentParser:
+    """A subcommand taking one task ID (``ids="1"``) or several (``"+"``), with ``--json``."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+    if ids == "1":
+        parser.add_argument("id")
+    elif ids:
+        parser.add_argument("id", nargs=ids)
+    if json:
+        parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=func)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wave-bash",
@@ -266,35 +286,24 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--format", choices=["anthropic", "openai", "mcp"], default="anthropic")
     schema.set_defaults(func=cmd_schema, needs_client=False)
 
-    tasks = sub.add_parser("tasks", help="list tasks of this session (--all: every session)")
+    tasks = _verb(sub, "tasks", cmd_tasks, "list tasks of this session (--all: every session)")
     tasks.add_argument("--all", action="store_true")
-    tasks.add_argument("--json", action="store_true")
-    tasks.set_defaults(func=cmd_tasks)
-
-    output = sub.add_parser("output", help="print a task's output (--follow: until it ends)")
-    output.add_argument("id")
+    output = _verb(
+        sub, "output", cmd_output, "print a task's output (--follow: until it ends)", ids="1"
+    )
     output.add_argument("--follow", "-f", action="store_true")
-    output.add_argument("--json", action="store_true")
-    output.set_defaults(func=cmd_output)
-
-    wait = sub.add_parser("wait", help="wait until a task ends")
-    wait.add_argument("id")
+    wait = _verb(sub, "wait", cmd_wait, "wait until a task ends", ids="1")
     wait.add_argument("--timeout", help="longest wait in ms")
-    wait.add_argument("--json", action="store_true")
-    wait.set_defaults(func=cmd_wait)
-
-    stop = sub.add_parser("stop", help="stop tasks and all their processes")
-    stop.add_argument("id", nargs="+")
-    stop.add_argument("--json", action="store_true")
-    stop.set_defaults(func=cmd_stop)
-
-    bg = sub.add_parser("bg", help="move a running foreground command to the background")
-    bg.add_argument("id")
-    bg.set_defaults(func=cmd_bg)
-
-    notes = sub.add_parser("notifications", help="completion notices of this session (once each)")
-    notes.add_argument("--json", action="store_true")
-    notes.set_defaults(func=cmd_notifications)
+    _verb(sub, "stop", cmd_stop, "stop tasks and all their processes", ids="+")
+    _verb(
+        sub,
+        "bg",
+        cmd_bg,
+        "move a running foreground command to the background",
+        ids="1",
+        json=False,
+    )
+    _verb(sub, "notifications", cmd_notifications, "completion notices of this session (once each)")
 
     sup = sub.add_parser("supervisor", help="start, stop or inspect the supervisor")
     sup.add_argument("action", choices=["start", "stop", "status"])

@@ -43,6 +43,7 @@ from .protocol import (
     TaskParams,
     TasksParams,
     decode,
+    parse_params,
     request,
 )
 from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
@@ -155,22 +156,12 @@ class Client:
             return self.bash(
                 parsed.command, parsed.timeout, parsed.run_in_background, parsed.description
             ).to_json_dict()
-        task_id = args.get("task_id", args.get("shell_id"))
-        if not isinstance(task_id, str) or not task_id:
-            raise InvalidInputError("task_id is required")
         if name == TASK_STOP_TOOL:
-            return self.task_stop(task_id).to_json_dict()
+            stop = parse_params(TaskParams, {**args, "session": self.session})
+            return self.task_stop(stop.task_id).to_json_dict()
         if name == TASK_OUTPUT_TOOL:
-            block = args.get("block", True)
-            if not isinstance(block, bool):
-                raise InvalidInputError("block must be a boolean")
-            timeout = args.get("timeout")
-            return self.task_output(
-                task_id,
-                block=block,
-                timeout=DEFAULT_TASK_OUTPUT_TIMEOUT_MS if timeout is None else timeout,
-                pattern=args.get("pattern"),
-            ).to_json_dict()
+            read = parse_params(OutputParams, {**args, "session": self.session})
+            return TaskOutputResult.model_validate(self._call("output", read)).to_json_dict()
         raise InvalidInputError(f"unknown tool {name!r}")
 
     def status(self) -> SupervisorStatus:

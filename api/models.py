@@ -49,7 +49,7 @@ class ContractModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-def check_timeout_ms(value: object, field: str = "timeout") -> float | None:
+def check_timeout_ms(value: object) -> float | None:
     """Validate a timeout in milliseconds as the contract wants it (SPEC T4, T5).
 
     ``None`` means "not given". Any finite number ``>= 0`` is accepted as given, above
@@ -60,17 +60,9 @@ def check_timeout_ms(value: object, field: str = "timeout") -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = "a boolean" if isinstance(value, bool) else _JSON_KIND.get(type(value), "a value")
-        raise InvalidInputError(
-            f"{field} must be a non-negative number of milliseconds, got {kind}"
-        )
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidInputError(
-            f"{field} must be a non-negative number of milliseconds, got {value}"
-        )
-    if value < 0:
-        raise InvalidInputError(
-            f"{field} must be a non-negative number of milliseconds, got {value}"
-        )
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {kind}")
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {value}")
     return float(value)
 
 

@@ -10,7 +10,8 @@ Closing the connection before the end is how a caller disappears (SPEC F5).
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -20,11 +21,12 @@ from pydantic import (
     Field,
     StrictBool,
     StrictStr,
+    ValidationError,
 )
 
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
-from .errors import ProtocolError
-from .models import check_timeout_ms
+from .errors import InvalidInputError, ProtocolError
+from .models import check_timeout_ms, describe_validation_error
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -34,11 +36,14 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 TimeoutMs = Annotated[float | None, BeforeValidator(check_timeout_ms)]
 """A timeout in ms validated as the contract says (T5): the protocol is a door too."""
 
+TaskId = Annotated[StrictStr, Field(validation_alias=AliasChoices("task_id", "shell_id"))]
+"""A task ID; ``shell_id`` is the older name still sent by some hosts."""
+
 
 class Params(BaseModel):
     """Base of request parameters: unknown keys ignored so newer clients stay compatible."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     session: StrictStr = DEFAULT_SESSION
 
@@ -59,9 +64,7 @@ class RunParams(Params):
 class TaskParams(Params):
     """``stop``, ``background``, ``wait``: act on one task (``shell_id`` is an older name)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    task_id: StrictStr = Field(validation_alias=AliasChoices("task_id", "shell_id"))
+    task_id: TaskId
     timeout: TimeoutMs = None
 
 
@@ -74,7 +77,7 @@ class StopManyParams(Params):
 class OutputParams(Params):
     """``output``: TaskOutput for one task."""
 
-    task_id: StrictStr
+    task_id: TaskId
     block: StrictBool = True
     timeout: TimeoutMs = DEFAULT_TASK_OUTPUT_TIMEOUT_MS
     pattern: StrictStr | None = None
@@ -107,6 +110,8 @@ class LoginPathParams(Params):
     timeout: TimeoutMs = 5000
 
 
+P = TypeVar("P", bound=Params)
+
 PARAMS_BY_OP: dict[str, type[Params]] = {
     "run": RunParams,
     "stop": TaskParams,
@@ -121,6 +126,14 @@ PARAMS_BY_OP: dict[str, type[Params]] = {
     "shutdown": Params,
     "login_path": LoginPathParams,
 }
+
+
+def parse_params(model: type[P], data: Mapping[str, Any]) -> P:
+    """Validate request parameters; problems raise :class:`InvalidInputError` in plain words."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInputError(describe_validation_error(exc)) from None
 
 
 def encode(message: dict[str, Any]) -> bytes:

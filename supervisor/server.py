@@ -10,11 +10,10 @@ import socket
 import struct
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from api.errors import InvalidInputError, ProtocolError, WaveError
-from api.models import describe_validation_error
-from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message
+from api.errors import ProtocolError, WaveError
+from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
 
 from .context import Connection, Context
 from .handlers import HANDLERS
@@ -70,10 +69,7 @@ async def serve_connection(
         handler, params_type = HANDLERS.get(str(op)), PARAMS_BY_OP.get(str(op))
         if handler is None or params_type is None:
             raise ProtocolError(f"unknown operation {op!r}")
-        try:
-            params = params_type.model_validate(message)
-        except ValidationError as exc:
-            raise InvalidInputError(describe_validation_error(exc)) from None
+        params = parse_params(params_type, message)
         watcher = conn.watch_for_close()
         result = await handler(ctx, params, conn)
         if result is not None or not conn.closed.done():

@@ -98,6 +98,11 @@ def finished_result(task: LiveTask) -> BashResult:
     out = log_excerpt(row.output_path)
     err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
     code = row.exit_code
+    message = texts.finished_text(out.text, code)
+    if row.status == "lost":
+        message = (
+            f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip()
+        )
     return BashResult(
         success=code == 0,
         stdout=out.text,
@@ -107,9 +112,8 @@ def finished_result(task: LiveTask) -> BashResult:
         truncated=out.truncated or err.truncated,
         cwd=captured_cwd(task, row.cwd),
         duration_ms=_duration_ms(task),
-        message=texts.finished_text(out.text, code) if row.status != "lost" else
-        f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip(),
-    )  # fmt: skip
+        message=message,
+    )
 
 
 def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:

@@ -100,20 +100,22 @@ def workdir(tmp_path: Path) -> Path:
     return d
 
 
-def run_cli(
-    state_dir: Path, *args: str, timeout: float = 60, **kw: object
-) -> subprocess.CompletedProcess[str]:
-    """Run ``wave-bash`` as a person would (a real process, the installed entry point)."""
-    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
-    env.update(kw.pop("env", {}) or {})  # type: ignore[arg-type]
+def run_cli(state_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the ``wave-bash`` CLI in its own process (``python -m api.cli``), as a person would."""
     return subprocess.run(
         [sys.executable, "-m", "api.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
-        **kw,  # type: ignore[arg-type]
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
     )
+
+
+def start_bg(client: Client, command: str, **kw: object) -> str:
+    """Start ``command`` in the background and return its task ID."""
+    task_id = client.bash(command, run_in_background=True, **kw).background_task_id  # type: ignore[arg-type]
+    assert task_id, "the background start returned no task ID"
+    return task_id
 
 
 def task_alive(task_id: str) -> bool:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, task_alive, wait_until
+from conftest import REPO, start_bg, task_alive, wait_until
 
 from api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
 from api.errors import InvalidInputError
@@ -67,10 +67,10 @@ def test_task_stop_kills_the_whole_tree(client: Client) -> None:
 def test_task_stop_errors(client: Client) -> None:
     with pytest.raises(TaskNotFoundError, match="No task found with ID: nosuch"):
         client.task_stop("nosuch")
-    r = client.bash("true", run_in_background=True)
-    client.wait(r.background_task_id or "", timeout=5000)
+    tid = start_bg(client, "true")
+    client.wait(tid, timeout=5000)
     with pytest.raises(TaskNotRunningError, match="completed"):
-        client.task_stop(r.background_task_id or "")
+        client.task_stop(tid)
 
 
 def test_user_backgrounding_ends_the_turn(client: Client) -> None:
@@ -127,12 +127,10 @@ def test_caller_killed_leaves_task_running_as_caller_lost(state_dir: Path) -> No
 def test_notices_exactly_once_per_session(state_dir: Path) -> None:
     a = Client(state_dir=state_dir, session="agent-a")
     b = Client(state_dir=state_dir, session="agent-b")
-    ok = a.bash(
-        "echo fine", run_in_background=True, description="Print a fine word"
-    ).background_task_id
-    bad = a.bash("exit 2", run_in_background=True).background_task_id
+    ok = start_bg(a, "echo fine", description="Print a fine word")
+    bad = start_bg(a, "exit 2")
     for tid in (ok, bad):
-        a.wait(tid or "", timeout=10_000)
+        a.wait(tid, timeout=10_000)
     assert b.notifications() == []
     notices = Client(state_dir=state_dir, session="agent-a").notifications()  # a "restarted host"
     by_id = {n.task_id: n for n in notices}
@@ -143,7 +141,7 @@ def test_notices_exactly_once_per_session(state_dir: Path) -> None:
     )
     assert by_id[bad].status == "failed" and "failed with exit code 2" in by_id[bad].message
     assert a.notifications() == []  # delivered once
-    stopped = a.bash("sleep 300", run_in_background=True).background_task_id or ""
+    stopped = start_bg(a, "sleep 300")
     a.task_stop(stopped)
     (notice,) = a.notifications()
     assert notice.status == "killed" and "was stopped" in notice.message
@@ -155,12 +153,7 @@ def test_foreground_results_leave_no_notice(client: Client) -> None:
 
 
 def test_task_output_returns_only_new_output(client: Client) -> None:
-    tid = (
-        client.bash(
-            "echo a; sleep 0.5; echo b; sleep 0.5; echo c", run_in_background=True
-        ).background_task_id
-        or ""
-    )
+    tid = start_bg(client, "echo a; sleep 0.5; echo b; sleep 0.5; echo c")
     first = client.task_output(tid, pattern="^a$", timeout=5000)
     assert first.output == "a" and first.status == "running"
     rest = client.task_output(tid, timeout=10_000)
@@ -174,12 +167,7 @@ def test_task_output_returns_only_new_output(client: Client) -> None:
 
 
 def test_task_output_pattern_wakes_early(client: Client) -> None:
-    tid = (
-        client.bash(
-            "sleep 0.3; echo 'server ready on :8080'; sleep 30", run_in_background=True
-        ).background_task_id
-        or ""
-    )
+    tid = start_bg(client, "sleep 0.3; echo 'server ready on :8080'; sleep 30")
     started = time.monotonic()
     out = client.task_output(tid, pattern=r"ready on :\d+", timeout=20_000)
     assert time.monotonic() - started < 5
@@ -188,7 +176,7 @@ def test_task_output_pattern_wakes_early(client: Client) -> None:
 
 
 def test_task_output_timeout_and_non_blocking(client: Client) -> None:
-    tid = client.bash("sleep 30", run_in_background=True).background_task_id or ""
+    tid = start_bg(client, "sleep 30")
     started = time.monotonic()
     out = client.task_output(tid, timeout=400)
     assert 0.3 < time.monotonic() - started < 5 and out.status == "running"
@@ -199,7 +187,7 @@ def test_task_output_timeout_and_non_blocking(client: Client) -> None:
 
 
 def test_task_output_bad_input(client: Client) -> None:
-    tid = client.bash("true", run_in_background=True).background_task_id or ""
+    tid = start_bg(client, "true")
     with pytest.raises(InvalidInputError, match="not a valid regular expression"):
         client.task_output(tid, pattern="(unclosed")
     with pytest.raises(InvalidInputError, match="non-negative"):
@@ -292,9 +280,7 @@ def test_tasks_listing(client: Client, state_dir: Path) -> None:
 
 
 def test_stop_many_is_all_or_nothing(client: Client) -> None:
-    ids = [
-        client.bash("sleep 300", run_in_background=True).background_task_id or "" for _ in range(3)
-    ]
+    ids = [start_bg(client, "sleep 300") for _ in range(3)]
     with pytest.raises(TaskNotFoundError, match="nosuch"):
         client.task_stop_many([*ids, "nosuch"])
     assert all(task_alive(t) for t in ids)  # nothing was stopped
@@ -315,6 +301,6 @@ def test_tool_calls_with_older_names(client: Client) -> None:
         client.call_tool("Bash", {"command": "echo x", "timeout": "5000"})
     with pytest.raises(InvalidInputError, match="unknown tool"):
         client.call_tool("Nope", {"task_id": "x"})
-    other = client.bash("sleep 300", run_in_background=True).background_task_id
+    other = start_bg(client, "sleep 300")
     stopped = client._call("stop", {"session": client.session, "shell_id": other})  # protocol alias
-    assert stopped["status"] == "killed" and not task_alive(other or "")
+    assert stopped["status"] == "killed" and not task_alive(other)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, task_alive, wait_until
+from conftest import run_cli, start_bg, task_alive, wait_until
 
 from api import Client
 
@@ -89,7 +89,7 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
 
 def test_bg_cli(state_dir: Path) -> None:
     c = Client(state_dir=state_dir)
-    tid = c.bash("sleep 30", run_in_background=True).background_task_id or ""
+    tid = start_bg(c, "sleep 30")
     r = run_cli(state_dir, "bg", tid)
     assert r.returncode == 0 and tid in r.stdout
     missing = run_cli(state_dir, "bg", "nosuch")

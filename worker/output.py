@@ -12,28 +12,20 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# One token per match: a control sequence we act on, one we drop, or plain text.
-_TOKEN = re.compile(
-    r"""
-    (?P<erase>\x1b\[[0-2]?K)                         # erase in line
-  | (?P<csi>(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~])         # other CSI: colours, cursor moves
-  | (?P<osc>(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?)  # OSC: titles, links
-  | (?P<esc>\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$) # charset and other ESC sequences
-  | (?P<cr>\r)
-  | (?P<bs>\x08)
-  | (?P<ctl>[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+)  # other C0 controls (not \t, \n)
-  | (?P<text>[^\x1b\x9b\x9d\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f]+)
-    """,
-    re.VERBOSE,
-)
-
+# The sequences a terminal consumes without showing anything, one pattern each.
+_CSI = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # colours, cursor moves, erase
+_OSC = r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # titles, hyperlinks
+_ESC = r"\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$"  # charsets and other ESC sequences
+_CTL = r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+"  # other C0 controls (not \t, \n, \r, \b)
 
 # Everything that is dropped without moving the cursor, as one C-level substitution.
-_DROP = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$"
-    r"|[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+"
+_DROP = re.compile(f"{_CSI}|{_OSC}|{_ESC}|{_CTL}")
+
+# One token per match for lines with overwrites: what moves the cursor, what is dropped, text.
+_TOKEN = re.compile(
+    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<csi>{_CSI})|(?P<osc>{_OSC})|(?P<esc>{_ESC})"
+    rf"|(?P<cr>\r)|(?P<bs>\x08)|(?P<ctl>{_CTL})"
+    r"|(?P<text>[^\x1b\x9b\x9d\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f]+)"
 )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import time
 
 from api.errors import InvalidInputError, TaskNotFoundError
 from api.models import TaskOutputResult
@@ -32,23 +31,27 @@ async def _wait(
     """Until the task ends, the pattern matches output after ``start``, or the timeout."""
     path = task.row.output_path
     scanner = PatternScanner(path, pattern, start) if pattern else None
-    stop = asyncio.Event()
-    task.ended.add_done_callback(lambda _: stop.set())
-    conn.closed.add_done_callback(lambda _: stop.set())
-    deadline = time.monotonic() + timeout_s
-
-    async def watch() -> None:
-        async for _ in changes(path, stop):
-            if scanner is not None and scanner.scan(file_size(path)):
-                return
-            if time.monotonic() >= deadline:
-                return
-
     if scanner is not None and scanner.scan(file_size(path)):
         return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(watch(), timeout=max(0.0, deadline - time.monotonic()))
-    stop.set()
+    stop = asyncio.Event()
+
+    def wake(_: object) -> None:
+        stop.set()
+
+    async def watch() -> None:
+        async for _ in changes(path, stop):  # ends when the task ends or the caller leaves
+            if scanner is not None and scanner.scan(file_size(path)):
+                return
+
+    task.ended.add_done_callback(wake)
+    conn.closed.add_done_callback(wake)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch(), timeout=timeout_s)
+    finally:
+        stop.set()
+        task.ended.remove_done_callback(wake)
+        conn.closed.remove_done_callback(wake)
 
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:

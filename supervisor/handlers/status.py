@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 from datetime import UTC, datetime
 
@@ -10,7 +11,10 @@ from api.protocol import PROTOCOL_VERSION, Params
 
 from ..context import Connection, Context
 
-VERSION = "0.1.0"
+try:
+    VERSION: str | None = importlib.metadata.version("wave-bash")
+except importlib.metadata.PackageNotFoundError:  # running from a source tree
+    VERSION = None
 
 
 async def handle_status(ctx: Context, p: Params, conn: Connection) -> SupervisorStatus:

@@ -46,12 +46,10 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
 
     Tasks that already ended are reported as they are."""
     rows = [_row(ctx, task_id) for task_id in p.task_ids]
-    live = [ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live]
-    await ctx.tasks.stop(live)
-    return [
-        views.task_record(ctx.tasks.live[r.id].row if r.id in ctx.tasks.live else _row(ctx, r.id))
-        for r in rows
-    ]
+    live = {r.id: ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live}
+    await ctx.tasks.stop(live.values())
+    # A live task's row is updated in place when it ends; the others are as read.
+    return [views.task_record(live[r.id].row if r.id in live else r) for r in rows]
 
 
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
