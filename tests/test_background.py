@@ -153,7 +153,7 @@ def test_foreground_results_leave_no_notice(client: Client) -> None:
 
 
 def test_task_output_returns_only_new_output(client: Client) -> None:
-    tid = start_bg(client, "echo a; sleep 0.5; echo b; sleep 0.5; echo c")
+    tid = start_bg(client, "echo a; sleep 1.5; echo b; sleep 0.5; echo c")
     first = client.task_output(tid, pattern="^a$", timeout=5000)
     assert first.output == "a" and first.status == "running"
     rest = client.task_output(tid, timeout=10_000)
@@ -304,3 +304,13 @@ def test_tool_calls_with_older_names(client: Client) -> None:
     other = start_bg(client, "sleep 300")
     stopped = client._call("stop", {"session": client.session, "shell_id": other})  # protocol alias
     assert stopped["status"] == "killed" and not task_alive(other)
+
+
+def test_task_output_pattern_has_line_semantics(client: Client) -> None:
+    # Both lines arrive in one write: ^...$ still matches the first line on its own.
+    tid = start_bg(client, "printf 'alpha\\nbeta\\n'; sleep 30")
+    started = time.monotonic()
+    out = client.task_output(tid, pattern="^alpha$", timeout=20_000)
+    assert time.monotonic() - started < 10  # woke on the match, not on the timeout
+    assert out.status == "running" and out.output == "alpha\nbeta"
+    client.task_stop(tid)

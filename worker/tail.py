@@ -12,8 +12,9 @@ from watchfiles import awatch
 
 from .output import clean_bytes
 
-RECHECK_MS = 500
-"""Even without a change event the file is looked at this often (events can be missed)."""
+RECHECK_MS = 200
+"""Even without a change event the file is looked at this often: an event can be missed,
+e.g. a write that lands before the watcher is set up."""
 
 
 async def changes(path: Path | str, stop: asyncio.Event) -> AsyncIterator[None]:

@@ -20,7 +20,8 @@ def _compile(pattern: str | None) -> re.Pattern[str] | None:
     if pattern is None:
         return None
     try:
-        return re.compile(pattern)
+        # Line semantics, as grep: ^ and $ match at every line, however the output was chunked.
+        return re.compile(pattern, re.MULTILINE)
     except re.error as exc:
         raise InvalidInputError(f"pattern is not a valid regular expression: {exc}") from None
 
