@@ -111,6 +111,12 @@ def cmd_schema(client: Client | None, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(client: Client | None, args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve_mcp  # the SDK is imported only when serving MCP
+
+    return serve_mcp(args.state_dir, args.mcp_session or args.session, args.follow_cd)
+
+
 def cmd_supervisor(client: Client, args: argparse.Namespace) -> int:
     if args.action == "stop":
         stopped = client.shutdown()
@@ -303,6 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
         ids="1",
         json=False,
     )
+    mcp = sub.add_parser("mcp", help="serve the Bash, TaskOutput and TaskStop tools over MCP stdio")
+    mcp.add_argument(
+        "--session", dest="mcp_session", help="agent session (default: WAVE_SESSION or new)"
+    )
+    mcp.add_argument(
+        "--follow-cd", action="store_true", help="start each command where the last ended"
+    )
+    mcp.set_defaults(func=cmd_mcp, needs_client=False)
     _verb(sub, "notifications", cmd_notifications, "completion notices of this session (once each)")
 
     sup = sub.add_parser("supervisor", help="start, stop or inspect the supervisor")

@@ -142,7 +142,13 @@ class Client:
                 self.on_cwd_change(result.cwd)
         return result
 
-    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
         """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
         older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
 
@@ -154,7 +160,11 @@ class Client:
         if name == BASH_TOOL:
             parsed = BashInput.parse(args)
             return self.bash(
-                parsed.command, parsed.timeout, parsed.run_in_background, parsed.description
+                parsed.command,
+                parsed.timeout,
+                parsed.run_in_background,
+                parsed.description,
+                on_progress,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
             stop = parse_params(TaskParams, {**args, "session": self.session})

@@ -6,6 +6,8 @@ running, so the words must not suggest a failure.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .models import TaskStatus
 
 
@@ -76,3 +78,18 @@ def notice_text(
         f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code)}. '
         f"Output: {output_path}"
     )
+
+
+def tool_result_text(tool: str, data: dict[str, Any]) -> str:
+    """The text a model sees for a tool result (contract JSON ``data``).
+
+    Bash results carry their own ``message``; TaskOutput shows status, exit code and the
+    new output; TaskStop confirms what was stopped.
+    """
+    if "message" in data:
+        return str(data["message"])
+    status, code = data.get("status"), data.get("exitCode")
+    state = f"Status: {status}" + ("" if code is None else f" (exit code {code})")
+    if "output" in data:
+        return f"{state}\n{data['output'] or '(no new output)'}"
+    return f"Task {data.get('id')} {'was stopped' if status == 'killed' else status}. {state}."

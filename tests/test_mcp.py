@@ -1,0 +1,221 @@
+"""The MCP server through the SDK's real stdio client (SPEC I3, issue 4)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import stat
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from conftest import REPO, wait_until
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from api import Client, texts, tool_definitions
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(
+    state_dir: Path, *args: str, env: dict[str, str] | None = None, errlog: Any = None
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "api.cli", "mcp", *args],
+        env={"WAVE_STATE_DIR": str(state_dir), **(env or {})},
+        cwd=str(REPO),
+    )
+    async with (
+        stdio_client(params, errlog=errlog or sys.stderr) as streams,
+        ClientSession(*streams) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def run(
+    state_dir: Path, scenario: Callable[[ClientSession], Awaitable[Any]], *args: str, **kw: Any
+) -> Any:
+    async def go() -> Any:
+        async with mcp_client(state_dir, *args, **kw) as session:
+            return await asyncio.wait_for(scenario(session), timeout=60)
+
+    return asyncio.run(go())
+
+
+def text(result: types.CallToolResult) -> str:
+    (content,) = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+def test_tools_and_schemas_are_the_api_definitions(state_dir: Path) -> None:
+    listed = run(state_dir, lambda s: s.list_tools(), "--session", "t")
+    ours = {t["name"]: t for t in tool_definitions("mcp")}
+    assert [t.name for t in listed.tools] == ["Bash", "TaskOutput", "TaskStop"]
+    for tool in listed.tools:
+        assert tool.description == ours[tool.name]["description"]
+        assert tool.input_schema == ours[tool.name]["inputSchema"]
+    timeout = listed.tools[0].input_schema["properties"]["timeout"]
+    assert timeout["type"] == "number" and "maximum" not in timeout
+    assert listed.tools[0].input_schema["properties"]["run_in_background"]["type"] == "boolean"
+
+
+def test_output_and_failure(state_dir: Path) -> None:
+    async def scenario(s: ClientSession) -> tuple[types.CallToolResult, types.CallToolResult]:
+        return (
+            await s.call_tool("Bash", {"command": "echo hello; echo oops >&2"}),
+            await s.call_tool("Bash", {"command": "echo bad; exit 3"}),
+        )
+
+    ok, bad = run(state_dir, scenario, "--session", "t")
+    assert not ok.is_error and text(ok) == "hello\noops"
+    assert (
+        ok.structured_content["exitCode"] == 0 and ok.structured_content["stdout"] == "hello\noops"
+    )
+    assert bad.is_error and text(bad) == "bad\nExit code 3"
+    assert bad.structured_content["success"] is False
+
+
+def test_progress_during_a_loop(state_dir: Path) -> None:
+    seen: list[tuple[float, float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((time.monotonic(), progress, message))
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        return await s.call_tool(
+            "Bash",
+            {"command": "for i in 1 2 3 4; do echo step $i; sleep 0.8; done"},
+            progress_callback=on_progress,
+        )
+
+    result = run(state_dir, scenario, "--session", "t")
+    assert text(result).endswith("step 4")
+    assert len(seen) >= 2
+    assert [p for _, p, _ in seen] == sorted({p for _, p, _ in seen})  # strictly increasing
+    assert all(b[0] - a[0] >= 0.9 for a, b in zip(seen, seen[1:], strict=False))  # ≤ 1 per second
+    last = seen[-1][2] or ""
+    assert last.startswith("step") and len(last.splitlines()) <= 3  # shortResult
+
+
+def test_timeout_moves_to_background_then_task_output_waits(state_dir: Path) -> None:
+    async def scenario(s: ClientSession) -> tuple[types.CallToolResult, types.CallToolResult]:
+        first = await s.call_tool(
+            "Bash", {"command": "echo begin; sleep 1.5; echo finished", "timeout": 300}
+        )
+        tid = first.structured_content["backgroundTaskId"]
+        rest = await s.call_tool("TaskOutput", {"task_id": tid, "timeout": 20000})
+        return first, rest
+
+    first, rest = run(state_dir, scenario, "--session", "t")
+    data = first.structured_content
+    assert not first.is_error and data["assistantAutoBackgrounded"] is True
+    assert text(first) == texts.auto_backgrounded_text(
+        data["backgroundTaskId"], data["outputPath"], 300
+    )
+    assert "timed out" not in text(first)
+    assert not rest.is_error and rest.structured_content["status"] == "completed"
+    assert "begin\nfinished" in text(rest)
+
+
+def test_bad_input_and_unknown_task(state_dir: Path) -> None:
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        out = [
+            await s.call_tool("Bash", {"command": "echo x", "timeout": bad})
+            for bad in ("5000", True, -1)
+        ]
+        out.append(await s.call_tool("TaskStop", {"task_id": "nosuch"}))
+        out.append(await s.call_tool("KillBash", {"shell_id": "nosuch2"}))
+        out.append(await s.call_tool("Bash", {"command": "echo big", "timeout": 900000}))
+        return out
+
+    *bad, unknown, alias, big = run(state_dir, scenario, "--session", "t")
+    for result in bad:
+        assert result.is_error
+        assert "timeout must be a non-negative number of milliseconds" in text(result)
+        assert "600000" not in text(result)
+    assert unknown.is_error and text(unknown) == "No task found with ID: nosuch"
+    assert alias.is_error and text(alias) == "No task found with ID: nosuch2"
+    assert not big.is_error and text(big) == "big"
+    assert len(Client(state_dir=state_dir, session="t").tasks()) == 1  # bad input ran nothing
+
+
+def test_task_stop_through_mcp(state_dir: Path) -> None:
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        started = await s.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})
+        assert text(started).startswith("Command running in background with ID:")
+        return await s.call_tool(
+            "TaskStop", {"task_id": started.structured_content["backgroundTaskId"]}
+        )
+
+    stopped = run(state_dir, scenario, "--session", "t")
+    assert not stopped.is_error and stopped.structured_content["status"] == "killed"
+    assert "was stopped" in text(stopped)
+
+
+def test_completion_notice_arrives_with_the_next_result(state_dir: Path) -> None:
+    async def scenario(s: ClientSession) -> tuple[str, str, str]:
+        started = await s.call_tool(
+            "Bash", {"command": "echo quick", "run_in_background": True, "description": "Say quick"}
+        )
+        tid = started.structured_content["backgroundTaskId"]
+        Client(state_dir=state_dir).wait(tid, timeout=10_000)
+        nxt = await s.call_tool("Bash", {"command": "echo next"})
+        again = await s.call_tool("Bash", {"command": "echo again"})
+        return tid, text(nxt), text(again)
+
+    tid, nxt, again = run(state_dir, scenario, "--session", "notice-me")
+    assert nxt.startswith("next\n\n")
+    assert f'Background command "Say quick" (ID: {tid}) completed with exit code 0.' in nxt
+    assert again == "again"  # delivered once
+
+
+def test_restarted_host_reattaches_by_session(state_dir: Path) -> None:
+    async def start(s: ClientSession) -> str:
+        r = await s.call_tool(
+            "Bash", {"command": "sleep 0.5; echo late", "run_in_background": True}
+        )
+        return str(r.structured_content["backgroundTaskId"])
+
+    tid = run(state_dir, start, "--session", "host-1")
+    Client(state_dir=state_dir).wait(tid, timeout=10_000)
+
+    async def after_restart(s: ClientSession) -> str:
+        return text(await s.call_tool("Bash", {"command": "true"}))
+
+    assert f"(ID: {tid}) completed" in run(state_dir, after_restart, "--session", "host-1")
+
+
+def test_session_name_is_printed_when_not_given(state_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as errlog:
+        run(state_dir, lambda s: s.list_tools(), errlog=errlog)
+    assert "agent session mcp-" in log.read_text()
+
+
+def test_login_path_probed_once_for_three_commands(state_dir: Path, tmp_path: Path) -> None:
+    tmp = tmp_path
+    counter = tmp / "count"
+    wrapper = tmp / "bash"
+    wrapper.write_text(
+        f'#!/bin/bash\ncase "$1" in -l*) echo x >> {counter};; esac\nexec /bin/bash "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    home = tmp / "home"
+    home.mkdir()
+    (home / ".bash_profile").write_text('export PATH="/opt/mcp-login:$PATH"\n')
+
+    async def scenario(s: ClientSession) -> list[str]:
+        return [text(await s.call_tool("Bash", {"command": "echo $PATH"})) for _ in range(3)]
+
+    env = {"WAVE_SHELL": str(wrapper), "HOME": str(home), "PATH": os.environ["PATH"]}
+    paths = run(state_dir, scenario, "--session", "t", env=env)
+    assert all(p.startswith("/opt/mcp-login:") for p in paths)
+    wait_until(counter.exists)
+    assert counter.read_text().count("x") == 1
