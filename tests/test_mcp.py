@@ -163,8 +163,14 @@ def test_task_stop_through_mcp(state_dir: Path) -> None:
 def test_completion_notice_arrives_with_the_next_result(state_dir: Path) -> None:
     async def scenario(s: ClientSession) -> tuple[str, str, str]:
         started = await s.call_tool(
-            "Bash", {"command": "echo quick", "run_in_background": True, "description": "Say quick"}
+            "Bash",
+            {
+                "command": "sleep 0.5; echo quick",
+                "run_in_background": True,
+                "description": "Say quick",
+            },
         )
+        assert "Say quick" not in text(started)  # still running when the start was answered
         tid = started.structured_content["backgroundTaskId"]
         Client(state_dir=state_dir).wait(tid, timeout=10_000)
         nxt = await s.call_tool("Bash", {"command": "echo next"})
