@@ -226,3 +226,22 @@ def test_login_path_probed_once_for_three_commands(state_dir: Path, tmp_path: Pa
     assert all(p.startswith("/opt/mcp-login:") for p in paths)
     wait_until(counter.exists)
     assert counter.read_text().count("x") == 1
+
+
+def test_follow_cd_and_session_from_environment(state_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "stderr.txt"
+
+    async def scenario(s: ClientSession) -> tuple[str, str]:
+        moved = await s.call_tool("Bash", {"command": "cd /usr/share"})
+        return moved.structured_content["cwd"], text(await s.call_tool("Bash", {"command": "pwd"}))
+
+    with open(log, "w") as errlog:
+        cwd, pwd = run(
+            state_dir, scenario, "--follow-cd", env={"WAVE_SESSION": "from-env"}, errlog=errlog
+        )
+    assert (cwd, pwd) == ("/usr/share", "/usr/share")
+    assert "agent session from-env" in log.read_text()
+    assert [t.session for t in Client(state_dir=state_dir).tasks(all=True)] == [
+        "from-env",
+        "from-env",
+    ]
