@@ -35,6 +35,7 @@ from .paths import StateLayout, ensure_private_dir, resolve_state_dir
 from .protocol import (
     MAX_MESSAGE_BYTES,
     AckParams,
+    AttachParams,
     LoginPathParams,
     NotificationsParams,
     OutputParams,
@@ -50,6 +51,14 @@ from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
 
 START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
+
+RECONNECTS = 5
+"""How often one foreground call reattaches to its command after losing the supervisor."""
+
+
+class _ConnectionLost(SupervisorUnavailableError):
+    """The connection ended before the answer (the supervisor died or was stopped)."""
+
 
 ProgressCallback = Callable[[Progress], None]
 StartCallback = Callable[[str], None]
@@ -266,9 +275,28 @@ class Client:
         on_progress: ProgressCallback | None = None,
         on_start: StartCallback | None = None,
     ) -> Any:
-        sock = self._connect(autostart=self.autostart)
-        with sock:
-            return self._exchange(sock, op, params, on_progress, on_start)
+        started: list[str] = []
+
+        def note_start(task_id: str) -> None:
+            started.append(task_id)
+            if on_start is not None:
+                on_start(task_id)
+
+        for _ in range(RECONNECTS):
+            sock = self._connect(autostart=self.autostart)
+            with sock:
+                try:
+                    return self._exchange(sock, op, params, on_progress, note_start)
+                except _ConnectionLost:
+                    if not started:
+                        raise
+            # The supervisor went away while a foreground command ran (killed, restarted).
+            # The command keeps running; a new supervisor re-adopts it: wait for it again.
+            op = "attach"
+            params = AttachParams(
+                session=self.session, task_id=started[0], progress=on_progress is not None
+            )
+        raise _ConnectionLost(f"lost the supervisor {RECONNECTS} times during one call")
 
     def _exchange(
         self,
@@ -293,7 +321,7 @@ class Client:
                 raise error_from_wire(
                     str(message.get("code")), str(message.get("message")), message.get("taskId")
                 )
-        raise SupervisorUnavailableError(
+        raise _ConnectionLost(
             f"the supervisor closed the connection before answering (see {self.layout.log})"
         )
 

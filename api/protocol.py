@@ -68,6 +68,13 @@ class TaskParams(Params):
     timeout: TimeoutMs = None
 
 
+class AttachParams(Params):
+    """``attach``: wait again for a foreground command after the connection was lost."""
+
+    task_id: TaskId
+    progress: StrictBool = False
+
+
 class StopManyParams(Params):
     """``stop_many``: stop several tasks at once (one process-table scan for all)."""
 
@@ -114,6 +121,7 @@ P = TypeVar("P", bound=Params)
 
 PARAMS_BY_OP: dict[str, type[Params]] = {
     "run": RunParams,
+    "attach": AttachParams,
     "stop": TaskParams,
     "stop_many": StopManyParams,
     "background": TaskParams,

@@ -15,13 +15,13 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from api.constants import STOP_GRACE_SECONDS
-from api.errors import InvalidInputError, ShellNotFoundError, SpawnError, TaskNotFoundError
+from api.errors import InvalidInputError, ShellNotFoundError, SpawnError
 from api.protocol import RunParams
 from worker import (
     NoShellError,
@@ -40,6 +40,9 @@ from .journal import Journal, TaskRow
 log = logging.getLogger(__name__)
 
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
+ATTACH_GRACE_SECONDS = 10.0
+"""After a supervisor restart, how long a foreground task waits for its caller to attach."""
+
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
@@ -83,6 +86,8 @@ class LiveTask:
     proc: subprocess.Popen[bytes] | None = None
     stop_requested: bool = False
     backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
+    attached: int = 0
+    """Foreground callers waiting on this task right now."""
 
     @property
     def id(self) -> str:
@@ -100,7 +105,6 @@ class TaskManager:
         self.tasks_dir = tasks_dir
         self.stop_grace = stop_grace
         self.live: dict[str, LiveTask] = {}
-        self.on_change: list[Callable[[str], None]] = []
 
     # --- starting ----------------------------------------------------------------------
 
@@ -154,20 +158,37 @@ class TaskManager:
         self._watch(task)
         return task
 
-    def adopt(self, row: TaskRow) -> LiveTask | None:
+    def adopt(self, row: TaskRow, attach_grace: float = ATTACH_GRACE_SECONDS) -> LiveTask | None:
         """Watch a running task recorded by an earlier supervisor (SPEC D3).
 
         Returns the live task, or ``None`` when it ended meanwhile (then it is finished
-        here from its exit record) or is not the process recorded.
+        here from its exit record, or ``lost`` after a host restart) or the pid now belongs
+        to another process. A foreground task whose caller does not attach again within
+        ``attach_grace`` seconds moves to the background (``caller_lost``), and one that
+        ended meanwhile is reported through a notice, so no result goes unseen.
         """
-        files = TaskFiles.for_task(self.tasks_dir, row.id)
-        task = LiveTask(row, files, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        task = LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), loop.create_future())
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id):
             self.live[row.id] = task
             self._watch(task)
+            if row.owner == "foreground":
+                loop.call_later(attach_grace, self._caller_gone, task)
             return task
+        if row.owner == "foreground":
+            self._set_owner(task, "background", "caller_lost")
         self._finish(task, host_restarted=row.boot_id != boot_id())
         return None
+
+    def ended_task(self, row: TaskRow) -> LiveTask:
+        """A task object for a row that is no longer watched (its files, no process)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), done)
+
+    def _caller_gone(self, task: LiveTask) -> None:
+        if task.attached == 0:
+            self.move_to_background(task, "caller_lost")
 
     # --- exit detection ----------------------------------------------------------------
 
@@ -214,16 +235,20 @@ class TaskManager:
         self.live.pop(row.id, None)
         task.ended.set_result(None)
         log.info("task %s ended: %s (exit %s)", row.id, row.status, code)
-        for callback in self.on_change:
-            callback(row.id)
 
     # --- ownership and stopping --------------------------------------------------------
 
-    def get_live(self, task_id: str) -> LiveTask:
-        task = self.live.get(task_id)
-        if task is None:
-            raise TaskNotFoundError(task_id)
-        return task
+    def _set_owner(self, task: LiveTask, owner: str, reason: str | None) -> None:
+        now = time.time()
+        task.row.owner, task.row.background_reason, task.row.owner_changed_at = owner, reason, now
+        self.journal.update_task(
+            task.id, owner=owner, background_reason=reason, owner_changed_at=now
+        )
+
+    def move_to_foreground(self, task: LiveTask) -> None:
+        """A lost caller came back (``attach``): the task is its foreground command again."""
+        task.backgrounded.clear()
+        self._set_owner(task, "foreground", None)
 
     def move_to_background(self, task: LiveTask, reason: str) -> bool:
         """Foreground → background in the journal only; the process is not touched.
@@ -232,13 +257,7 @@ class TaskManager:
         """
         if task.ended.done() or task.row.owner == "background":
             return False
-        now = time.time()
-        task.row.owner, task.row.background_reason, task.row.owner_changed_at = (
-            "background", reason, now,
-        )  # fmt: skip
-        self.journal.update_task(
-            task.id, owner="background", background_reason=reason, owner_changed_at=now
-        )
+        self._set_owner(task, "background", reason)
         task.backgrounded.set()
         return True
 

@@ -12,6 +12,7 @@ Handler = Callable[[Context, Any, Connection], Awaitable[Any]]
 
 HANDLERS: dict[str, Handler] = {
     "run": run.handle,
+    "attach": run.handle_attach,
     "status": status.handle_status,
     "shutdown": status.handle_shutdown,
     "login_path": login_path.handle,

@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 from api.constants import DEFAULT_TIMEOUT_MS, PROGRESS_INTERVAL_MS
+from api.errors import TaskNotFoundError
 from api.models import BashInput, BashResult
-from api.protocol import RunParams
+from api.protocol import AttachParams, RunParams
 
 from .. import views
 from ..context import Connection, Context
@@ -25,12 +26,39 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
     task = ctx.tasks.start(p)
     if p.run_in_background:
         return views.backgrounded_result(task)
-    timeout_ms = DEFAULT_TIMEOUT_MS if p.timeout is None else p.timeout
-    if p.progress:  # tell a live view which task it shows (it may background it: Ctrl+B)
-        await conn.send(
-            {"type": "started", "data": {"taskId": task.id, "outputPath": task.row.output_path}}
-        )
-    return await wait_foreground(ctx, task, timeout_ms, conn, p.progress)
+    # The caller learns the task ID at once: a live view may background it (Ctrl+B), and a
+    # caller that loses this connection can attach to the same task again.
+    await conn.send(
+        {"type": "started", "data": {"taskId": task.id, "outputPath": task.row.output_path}}
+    )
+    return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
+
+
+def _timeout_ms(task: LiveTask) -> float:
+    return DEFAULT_TIMEOUT_MS if task.row.timeout_ms is None else task.row.timeout_ms
+
+
+async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> BashResult | None:
+    """A caller lost its connection during a foreground run and waits for the task again.
+
+    The answer is what the original call would have answered: the result, or the
+    background text when the task had moved to the background meanwhile.
+    """
+    row = ctx.journal.get(p.task_id)
+    if row is None:
+        raise TaskNotFoundError(p.task_id)
+    task = ctx.tasks.live.get(row.id)
+    if task is not None:
+        if task.row.background_reason == "caller_lost":
+            ctx.tasks.move_to_foreground(task)  # its caller is back
+        if task.row.owner == "foreground":
+            return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
+        return views.backgrounded_result(task, _timeout_ms(task))
+    ended = ctx.tasks.ended_task(row)
+    if row.owner == "foreground" or row.background_reason == "caller_lost":
+        ctx.journal.mark_delivered(row.session, [row.id])  # the caller gets the result itself
+        return views.finished_result(ended)
+    return views.backgrounded_result(ended, _timeout_ms(ended))
 
 
 async def wait_foreground(
@@ -38,6 +66,7 @@ async def wait_foreground(
 ) -> BashResult | None:
     """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance."""
     deadline = task.row.started_at + timeout_ms / 1000
+    task.attached += 1
     helpers: list[asyncio.Task[Any]] = [asyncio.create_task(task.backgrounded.wait())]
     if want_progress:
         helpers.append(asyncio.create_task(stream_progress(task, conn)))
@@ -49,6 +78,7 @@ async def wait_foreground(
             return_when=asyncio.FIRST_COMPLETED,
         )
     finally:
+        task.attached -= 1
         for helper in helpers:
             helper.cancel()
     if task.row.owner == "background":  # backgrounded by the user (bg) before it ended
