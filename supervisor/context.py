@@ -40,6 +40,12 @@ class Connection:
 
         return asyncio.create_task(wait_eof())
 
+    def send_now(self, message: dict[str, Any]) -> None:
+        """Hand one line to the kernel at once (no await): it is sent even if this process
+        dies right after (an empty asyncio transport buffer writes synchronously)."""
+        if not self.writer.is_closing():
+            self.writer.write(encode(message))
+
     async def send(self, message: dict[str, Any]) -> None:
         """Write one protocol line; a vanished peer is not an error here."""
         if self.writer.is_closing():

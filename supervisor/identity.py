@@ -12,6 +12,8 @@ from functools import cache
 
 import psutil
 
+from worker import process_tag
+
 BOOT_ID_OVERRIDE = "WAVE_BOOT_ID"
 
 
@@ -45,11 +47,20 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def same_process(pid: int, ticks: int | None, recorded_boot: str | None) -> bool:
-    """True only if ``pid`` is alive and is the process recorded (never pid alone)."""
-    if ticks is None or recorded_boot != boot_id():
+def same_process(
+    pid: int, ticks: int | None, recorded_boot: str | None, task_id: str | None = None
+) -> bool:
+    """True only if ``pid`` is alive and is the process recorded (never pid alone).
+
+    Start ticks have a 10 ms resolution, so where environments are readable (Linux) the
+    process must also carry the task's ``WAVE_TASK_ID`` tag: a reused pid started in the
+    same tick is still told apart.
+    """
+    if ticks is None or recorded_boot != boot_id() or start_ticks(pid) != ticks:
         return False
-    return start_ticks(pid) == ticks
+    if task_id is not None and os.path.isdir("/proc/self"):
+        return process_tag(pid) == task_id
+    return True
 
 
 def new_task_id() -> str:

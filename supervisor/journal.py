@@ -140,6 +140,11 @@ class Journal:
         with self.transaction() as db:
             db.execute(f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES ({marks})", values)
 
+    def delete_task(self, task_id: str) -> None:
+        """Remove a task that never ran (its spawn failed)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+
     def update_task(self, task_id: str, **changes: Any) -> None:
         """Set columns of one task in one transaction."""
         assignments = ", ".join(f"{name} = ?" for name in changes)

@@ -16,6 +16,7 @@ from api.errors import ProtocolError, WaveError
 from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
 
 from .context import Connection, Context
+from .faults import crash_point
 from .handlers import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ async def serve_connection(
         params = parse_params(params_type, message)
         watcher = conn.watch_for_close()
         result = await handler(ctx, params, conn)
+        crash_point("before_reply")
         if result is not None or not conn.closed.done():
             await conn.send({"type": "result", "data": to_wire(result)})
     except WaveError as exc:

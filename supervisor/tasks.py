@@ -15,10 +15,12 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+import psutil
 
 from api.constants import STOP_GRACE_SECONDS
 from api.errors import InvalidInputError, ShellNotFoundError, SpawnError
@@ -32,8 +34,10 @@ from worker import (
     resolve_shell,
     spawn_task,
     stop_trees,
+    tagged_processes,
 )
 
+from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
 from .journal import Journal, TaskRow
 
@@ -59,6 +63,17 @@ def status_for(exit_code: int | None, stopped: bool) -> str:
     if stopped or exit_code in SIGNAL_EXIT_CODES:
         return "killed"
     return "completed" if exit_code == 0 else "failed"
+
+
+def find_monitor(task_id: str) -> int | None:
+    """The monitor of a task, found by its ``WAVE_TASK_ID`` tag: the tagged process whose
+    parent is not tagged (the command and its children all descend from it)."""
+    tagged = tagged_processes({task_id}).get(task_id, set())
+    for pid in tagged:
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).ppid() not in tagged:
+                return pid
+    return None
 
 
 def read_exit_file(path: Path) -> int | None:
@@ -114,8 +129,11 @@ class TaskManager:
             if task_id not in self.live and not self.journal.exists(task_id):
                 return task_id
 
-    def start(self, p: RunParams) -> LiveTask:
+    def start(self, p: RunParams, announce: Callable[[TaskRow], None] | None = None) -> LiveTask:
         """Validate, record and spawn one command.
+
+        ``announce`` is called once the task is in the journal, before it is spawned: a
+        caller told the ID then can attach to the task again whatever happens next.
 
         Raises:
             InvalidInputError: bad cwd; ShellNotFoundError: no bash/zsh; SpawnError.
@@ -142,17 +160,23 @@ class TaskManager:
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
             timeout_ms=None if background else p.timeout,
         )  # fmt: skip
+        # Journal first: a supervisor that dies right after the spawn leaves a row that the
+        # next one completes from the task's WAVE_TASK_ID tag (see adopt).
+        self.journal.insert_task(row)
+        if announce is not None:
+            announce(row)
+        crash_point("after_insert")
         try:
             proc = spawn_task(
                 SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files)
             )
         except OSError as exc:
             # Nothing ran: no journal row, no files left behind (bad input is all or nothing).
+            self.journal.delete_task(task_id)
             files.log.unlink(missing_ok=True)
             raise SpawnError(f"wave-bash could not start the command: {exc}") from None
-        # Recorded once it runs, with its identity, in one transaction.
-        row.pid, row.pid_start = proc.pid, start_ticks(proc.pid)
-        self.journal.insert_task(row)
+        crash_point("after_spawn")
+        self._record_identity(row, proc.pid)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), proc)
         self.live[task_id] = task
         self._watch(task)
@@ -169,7 +193,11 @@ class TaskManager:
         """
         loop = asyncio.get_running_loop()
         task = LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), loop.create_future())
-        if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id):
+        if row.pid is None and row.boot_id == boot_id():
+            monitor = find_monitor(row.id)  # the supervisor died between insert and spawn record
+            if monitor is not None:
+                self._record_identity(row, monitor)
+        if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
             if row.owner == "foreground":
@@ -179,6 +207,10 @@ class TaskManager:
             self._set_owner(task, "background", "caller_lost")
         self._finish(task, host_restarted=row.boot_id != boot_id())
         return None
+
+    def _record_identity(self, row: TaskRow, pid: int) -> None:
+        row.pid, row.pid_start = pid, start_ticks(pid)
+        self.journal.update_task(row.id, pid=row.pid, pid_start=row.pid_start)
 
     def ended_task(self, row: TaskRow) -> LiveTask:
         """A task object for a row that is no longer watched (its files, no process)."""
@@ -215,8 +247,6 @@ class TaskManager:
         if task.proc is not None:
             task.proc.wait()
         else:
-            import psutil
-
             with contextlib.suppress(psutil.Error):
                 psutil.Process(task.row.pid).wait()
         loop.call_soon_threadsafe(self._finish, task)
@@ -224,6 +254,7 @@ class TaskManager:
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
         if task.ended.done():
             return
+        crash_point("before_finish")
         if task.proc is not None:
             task.proc.poll()  # reap the monitor
         code = None if host_restarted else read_exit_file(task.files.exit)

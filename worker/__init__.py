@@ -4,7 +4,7 @@
 values it needs.
 """
 
-from .kill import TaskTree, snapshot, stop_trees, tagged_processes
+from .kill import TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import BASH_MONITOR_SCRIPT, build_payload, exit_status, monitor_argv
 from .output import (
@@ -43,6 +43,7 @@ __all__ = [
     "parse_probe_output",
     "probe_login_path",
     "probe_script",
+    "process_tag",
     "read_excerpt",
     "resolve_monitor_bash",
     "resolve_shell",

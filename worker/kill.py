@@ -22,8 +22,8 @@ import psutil
 TAG = "WAVE_TASK_ID"
 
 
-def _tag_of(pid: int) -> str | None:
-    """The ``WAVE_TASK_ID`` in a process's environment, if readable."""
+def process_tag(pid: int) -> str | None:
+    """The ``WAVE_TASK_ID`` in a process's environment (``None``: none, or not readable)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             data = fh.read()
@@ -55,7 +55,7 @@ class ProcessTable:
                     continue
                 table.children.setdefault(proc.info["ppid"], []).append(proc.pid)
                 if want_tags:
-                    tag = _tag_of(proc.pid) if on_proc else proc.environ().get(TAG)
+                    tag = process_tag(proc.pid) if on_proc else proc.environ().get(TAG)
                     if tag is not None and tag in want_tags:
                         table.tags[proc.pid] = tag
             except (psutil.Error, OSError):

@@ -23,14 +23,16 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
     BashInput.parse(
         {"command": p.command, "timeout": p.timeout, "run_in_background": p.run_in_background}
     )
-    task = ctx.tasks.start(p)
+    # The caller learns the task ID as soon as it is journaled: a live view may background
+    # it (Ctrl+B), and a caller that loses this connection attaches to the same task again.
+    task = ctx.tasks.start(
+        p,
+        announce=lambda row: conn.send_now(
+            {"type": "started", "data": {"taskId": row.id, "outputPath": row.output_path}}
+        ),
+    )
     if p.run_in_background:
         return views.backgrounded_result(task)
-    # The caller learns the task ID at once: a live view may background it (Ctrl+B), and a
-    # caller that loses this connection can attach to the same task again.
-    await conn.send(
-        {"type": "started", "data": {"taskId": task.id, "outputPath": task.row.output_path}}
-    )
     return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
 
 

@@ -1,0 +1,19 @@
+"""Fault injection for tests: ``WAVE_FAULT=<point>`` makes the supervisor kill itself there.
+
+This is the one documented seam through which the fault-injection suite places a
+supervisor crash at an exact step (between journal insert and spawn, after spawn, just
+before an exit is recorded, ...). Unset in normal use; a no-op then.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+POINTS = frozenset({"after_insert", "after_spawn", "before_finish", "before_reply"})
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process if ``WAVE_FAULT`` names ``name`` (a real, uncatchable crash)."""
+    if os.environ.get("WAVE_FAULT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)

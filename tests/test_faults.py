@@ -1,0 +1,179 @@
+"""Fault injection: the supervisor, a monitor or a task killed at any moment (SPEC D2–D4).
+
+Crashes at exact steps use the supervisor's ``WAVE_FAULT`` seam (a real SIGKILL of the
+supervisor at that point); a host restart uses the ``WAVE_BOOT_ID`` seam.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import start_bg, supervisor_pids, task_alive, wait_until
+
+from api import BashResult, Client
+from supervisor.identity import start_ticks
+from worker import tagged_processes
+
+
+def start_supervisor(state_dir: Path, **env: str) -> int:
+    """A supervisor for ``state_dir`` started with extra environment (a fault, a boot id)."""
+    subprocess.run(
+        [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(state_dir), "--detach"],
+        env={**os.environ, **env}, check=True, timeout=30,
+    )  # fmt: skip
+    (pid,) = wait_until(lambda: supervisor_pids(state_dir))  # type: ignore[misc]
+    return int(pid)
+
+
+def kill_supervisor(state_dir: Path) -> int:
+    """SIGKILL the running supervisor; returns its pid once it is gone."""
+    (pid,) = supervisor_pids(state_dir)
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: pid not in supervisor_pids(state_dir))
+    return pid
+
+
+def record(client: Client, task_id: str):  # type: ignore[no-untyped-def]
+    (found,) = [t for t in client.tasks(all=True) if t.id == task_id]
+    return found
+
+
+def test_foreground_call_survives_supervisor_kill(client: Client, state_dir: Path) -> None:
+    started: list[str] = []
+    results: list[BashResult] = []
+    caller = threading.Thread(
+        target=lambda: results.append(
+            client.bash("echo a; sleep 2; echo b", on_start=started.append)
+        )
+    )
+    caller.start()
+    wait_until(lambda: started)
+    old = kill_supervisor(state_dir)
+    caller.join(timeout=30)
+    (r,) = results
+    assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)
+    assert supervisor_pids(state_dir) and old not in supervisor_pids(state_dir)
+    assert record(client, started[0]).owner == "foreground"
+
+
+@pytest.mark.parametrize(
+    ("point", "command", "stdout", "code"),
+    [
+        ("after_spawn", "echo a; sleep 1; echo b", "a\nb", 0),  # journaled, pid not yet recorded
+        ("before_finish", "echo done; exit 5", "done", 5),  # exit seen, not yet recorded
+        ("before_reply", "echo x; exit 4", "x", 4),  # recorded, answer not yet sent
+    ],
+)
+def test_crash_points_in_a_foreground_call(
+    client: Client, state_dir: Path, point: str, command: str, stdout: str, code: int
+) -> None:
+    start_supervisor(state_dir, WAVE_FAULT=point)
+    r = client.bash(command)  # reconnects to a new, healthy supervisor and attaches again
+    assert (r.stdout, r.exit_code) == (stdout, code)
+    (task,) = client.tasks(all=True)
+    assert (task.status, task.exit_code) == ("completed" if code == 0 else "failed", code)
+    assert client.notifications() == []  # the caller got the result itself: no notice as well
+
+
+def test_crash_between_journal_and_spawn(client: Client, state_dir: Path) -> None:
+    start_supervisor(state_dir, WAVE_FAULT="after_insert")
+    r = client.bash("echo never")
+    assert not r.success and "exit status was lost" in r.message
+    (task,) = client.tasks(all=True)
+    assert task.status == "lost"  # never "completed" or "failed": it did not run
+    log = Path(task.output_path)
+    assert not log.exists() or log.read_text() == ""
+
+
+def test_background_task_ends_while_supervisor_is_dead(client: Client, state_dir: Path) -> None:
+    tid = start_bg(client, "sleep 1; echo bye; exit 3")
+    monitor = record(client, tid).pid
+    kill_supervisor(state_dir)
+    wait_until(
+        lambda: not psutil.pid_exists(monitor) or psutil.Process(monitor).status() == "zombie"
+    )
+    task = record(client, tid)  # starts a new supervisor, which reads the exit record
+    assert (task.status, task.exit_code) == ("failed", 3)
+    (notice,) = client.notifications()
+    assert notice.task_id == tid and "failed with exit code 3" in notice.message
+
+
+def test_readopted_task_can_be_stopped(client: Client, state_dir: Path) -> None:
+    tid = start_bg(client, "setsid sleep 301 & sleep 300")
+    wait_until(lambda: len(tagged_processes({tid}).get(tid, ())) >= 3)
+    kill_supervisor(state_dir)
+    assert task_alive(tid)  # the task outlived its supervisor
+    assert record(client, tid).status == "running"  # re-adopted
+    assert client.task_stop(tid).status == "killed"
+    assert not task_alive(tid)
+
+
+def test_supervisor_restarted_gracefully_keeps_tasks(client: Client, state_dir: Path) -> None:
+    tid = start_bg(client, "sleep 1; echo ok")
+    assert client.shutdown()
+    wait_until(lambda: not supervisor_pids(state_dir))
+    assert task_alive(tid)
+    assert client.wait(tid, timeout=10_000).status == "completed"
+
+
+def test_task_killed_by_a_signal(client: Client) -> None:
+    tid = start_bg(client, "sleep 300")
+    monitor = record(client, tid).pid
+    wait_until(lambda: len(tagged_processes({tid}).get(tid, ())) >= 2)
+    for pid in tagged_processes({tid})[tid] - {monitor}:
+        os.kill(pid, signal.SIGKILL)
+    task = client.wait(tid, timeout=10_000)
+    assert (task.status, task.exit_code) == ("killed", 137)
+
+
+def test_monitor_killed_gives_lost(client: Client) -> None:
+    tid = start_bg(client, "sleep 300")
+    os.kill(record(client, tid).pid, signal.SIGKILL)
+    task = client.wait(tid, timeout=10_000)
+    assert task.status == "lost" and task.exit_code is None  # never "completed"
+
+
+def test_host_restart_marks_unfinished_tasks_lost(client: Client, state_dir: Path) -> None:
+    start_supervisor(state_dir, WAVE_BOOT_ID="boot-before")
+    tid = start_bg(client, "echo once; sleep 300", description="Long job")
+    wait_until(lambda: Path(record(client, tid).output_path).read_text() == "once\n")
+    kill_supervisor(state_dir)
+    start_supervisor(state_dir, WAVE_BOOT_ID="boot-after")
+    task = record(client, tid)
+    assert task.status == "lost" and task.exit_code is None
+    (notice,) = client.notifications()
+    assert notice.message.startswith(
+        f'Background command "Long job" (ID: {tid}) was lost when the host restarted.'
+    )
+    assert Path(task.output_path).read_text() == "once\n"  # log kept, nothing re-run
+
+
+def test_pid_reuse_is_neither_adopted_nor_signalled(client: Client, state_dir: Path) -> None:
+    tid = start_bg(client, "sleep 300")
+    kill_supervisor(state_dir)
+    stranger = subprocess.Popen(["sleep", "300"])  # an unrelated live process, maybe same tick
+    try:
+        con = sqlite3.connect(state_dir / "journal.db")
+        with con:  # the journal now points at the stranger (as after pid reuse), even its
+            # start time: identity still fails on the missing task tag
+            con.execute(
+                "UPDATE tasks SET pid = ?, pid_start = ? WHERE id = ?",
+                (stranger.pid, start_ticks(stranger.pid), tid),
+            )
+        con.close()
+        task = record(client, tid)
+        assert task.status == "lost"  # the start time did not match: not adopted
+        with pytest.raises(Exception, match="not running"):
+            client.task_stop(tid)
+        assert stranger.poll() is None  # never signalled
+    finally:
+        stranger.kill()
+        stranger.wait()
