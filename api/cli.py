@@ -21,6 +21,7 @@ from .errors import InvalidInputError, WaveError
 from .keys import CtrlBWatcher
 from .models import BashResult, Progress, TaskRecord, check_timeout_ms
 from .tools import tool_definitions
+from .units import parse_duration
 
 ERROR_EXIT = 2
 
@@ -235,6 +236,16 @@ def cmd_bg(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gc(client: Client, args: argparse.Namespace) -> int:
+    older_than = parse_duration(args.older_than) if args.older_than is not None else None
+    removed = client.gc(older_than)
+    if args.json:
+        _print_json({"removed": removed})
+    else:
+        print(f"removed {len(removed)} finished task(s)")
+    return 0
+
+
 def cmd_notifications(client: Client, args: argparse.Namespace) -> int:
     notices = client.notifications()
     if args.json:
@@ -317,6 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--follow-cd", action="store_true", help="start each command where the last ended"
     )
     mcp.set_defaults(func=cmd_mcp, needs_client=False)
+    gc = _verb(
+        sub, "gc", cmd_gc, "prune finished tasks and their logs (default age: WAVE_RETENTION, 7d)"
+    )
+    gc.add_argument("--older-than", help="age such as 45s, 30m, 12h, 7d")
     _verb(sub, "notifications", cmd_notifications, "completion notices of this session (once each)")
 
     sup = sub.add_parser("supervisor", help="start, stop or inspect the supervisor")

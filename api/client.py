@@ -36,6 +36,7 @@ from .protocol import (
     MAX_MESSAGE_BYTES,
     AckParams,
     AttachParams,
+    GcParams,
     LoginPathParams,
     NotificationsParams,
     OutputParams,
@@ -255,6 +256,12 @@ class Client:
                 "ack", AckParams(session=self.session, task_ids=[n.task_id for n in notices])
             )
         return notices
+
+    def gc(self, older_than: float | None = None) -> list[str]:
+        """Prune finished tasks that ended more than ``older_than`` seconds ago (default:
+        the supervisor's retention); returns the IDs removed."""
+        data = self._call("gc", GcParams(session=self.session, older_than=older_than))
+        return list(data["removed"])
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""

@@ -174,6 +174,9 @@ class TaskRecord(ContractModel):
     output_path: str
     session: str
     cwd: str
+    end_reason: str | None = None
+    """Why it ended when the exit code does not say: ``stopped``, ``timeout`` (a ``sleep``
+    past its timeout), ``log_cap``, ``monitor_lost``, ``host_restart``."""
 
     def __repr__(self) -> str:
         return f"<TaskRecord {self.id} {self.status} {self.owner} {self.command[:30]!r}>"

@@ -110,6 +110,13 @@ class AckParams(Params):
     task_ids: list[StrictStr]
 
 
+class GcParams(Params):
+    """``gc``: prune finished tasks older than ``older_than`` seconds (default: the
+    supervisor's retention)."""
+
+    older_than: float | None = Field(default=None, ge=0)
+
+
 class LoginPathParams(Params):
     """``login_path``: probe the caller's login shell for its PATH (SPEC E1)."""
 
@@ -133,6 +140,7 @@ PARAMS_BY_OP: dict[str, type[Params]] = {
     "status": Params,
     "shutdown": Params,
     "login_path": LoginPathParams,
+    "gc": GcParams,
 }
 
 

@@ -51,15 +51,21 @@ def finished_text(output: str, exit_code: int | None) -> str:
     return f"{output}\n{tail}" if output else tail
 
 
-def outcome_text(status: TaskStatus, exit_code: int | None) -> str:
+def outcome_text(status: TaskStatus, exit_code: int | None, end_reason: str | None = None) -> str:
     """How a background task ended, as a phrase for its completion notice."""
     if status == "completed":
         return "completed with exit code 0"
     if status == "failed":
         return f"failed with exit code {exit_code}"
     if status == "killed":
+        if end_reason == "log_cap":
+            return "was stopped because its output reached the log size cap"
+        if end_reason is None and exit_code is not None:
+            return f"was killed by signal {exit_code - 128}"
         return "was stopped"
     if status == "lost":
+        if end_reason == "monitor_lost":
+            return "was lost: its exit status could not be recorded"
         return "was lost when the host restarted"
     return "is still running"
 
@@ -71,11 +77,12 @@ def notice_text(
     status: TaskStatus,
     exit_code: int | None,
     output_path: str,
+    end_reason: str | None = None,
 ) -> str:
     """B5: the completion notice of a background task."""
     label = description or command
     return (
-        f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code)}. '
+        f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code, end_reason)}. '
         f"Output: {output_path}"
     )
 

@@ -11,6 +11,7 @@ from api.paths import StateLayout
 from api.protocol import encode
 
 from .journal import Journal
+from .settings import Settings
 from .tasks import TaskManager
 
 
@@ -65,5 +66,9 @@ class Context:
     layout: StateLayout
     journal: Journal
     tasks: TaskManager
+    settings: Settings = field(default_factory=Settings)
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     started_at: float = field(default_factory=time.time)
+    active_connections: int = 0
+    last_activity: float = field(default_factory=time.monotonic)
+    """When a client was last served (monotonic), for the idle exit."""

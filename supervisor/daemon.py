@@ -20,13 +20,15 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from api.errors import StateDirError
+from api.errors import StateDirError, WaveError
 from api.paths import StateLayout, ensure_private_dir, resolve_state_dir
 from api.protocol import MAX_MESSAGE_BYTES
 
 from .context import Context
-from .journal import Journal
+from .recovery import open_journal, recover
+from .retention import housekeeping
 from .server import serve_connection
+from .settings import Settings
 from .tasks import TaskManager
 
 log = logging.getLogger("supervisor")
@@ -61,17 +63,10 @@ async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
     return server
 
 
-def recover(ctx: Context) -> None:
-    """Re-adopt tasks an earlier supervisor left running, or record how they ended."""
-    for row in ctx.journal.tasks(running_only=True):
-        task = ctx.tasks.adopt(row)
-        log.info("task %s %s", row.id, "re-adopted" if task else f"ended meanwhile: {row.status}")
-
-
-async def serve(layout: StateLayout, ready_fd: int | None = None) -> int:
-    journal = Journal(layout.journal)
-    ctx = Context(layout, journal, TaskManager(journal, layout.tasks))
-    recover(ctx)
+async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = None) -> int:
+    journal = open_journal(layout)
+    ctx = Context(layout, journal, TaskManager(journal, layout.tasks), settings)
+    recover(ctx.tasks)
     server = await _bind(ctx)
     if server is None:
         journal.close()
@@ -82,8 +77,10 @@ async def serve(layout: StateLayout, ready_fd: int | None = None) -> int:
     loop.add_signal_handler(signal.SIGHUP, lambda: None)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
     _signal_ready(ready_fd, b"1")
+    chores = asyncio.create_task(housekeeping(ctx))
     await ctx.stop_event.wait()
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
+    chores.cancel()
     server.close()
     with contextlib.suppress(OSError):
         layout.socket.unlink()
@@ -141,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     layout = StateLayout(resolve_state_dir(args.state_dir))
     try:
+        settings = Settings.from_env()
+    except WaveError as exc:
+        print(f"wave-bash supervisor: {exc}", file=sys.stderr)
+        return 2
+    try:
         ensure_private_dir(layout.root)
         ensure_private_dir(layout.tasks)
     except StateDirError as exc:
@@ -157,6 +159,6 @@ def main(argv: list[str] | None = None) -> int:
         _signal_ready(ready_fd, b"0")
         return 0
     try:
-        return asyncio.run(serve(layout, ready_fd))
+        return asyncio.run(serve(layout, settings, ready_fd))
     finally:
         lock.release()

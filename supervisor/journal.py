@@ -54,7 +54,12 @@ CREATE TABLE read_offsets (
 );
 """
 
-MIGRATIONS: Sequence[str] = (SCHEMA_V1,)
+SCHEMA_V2 = """
+ALTER TABLE tasks ADD COLUMN end_reason TEXT;
+"""
+"""v2: why a task ended when its exit code does not say it (stopped, log cap, ...)."""
+
+MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2)
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -83,6 +88,7 @@ class TaskRow:
     output_path: str
     err_path: str | None
     timeout_ms: float | None
+    end_reason: str | None = None
 
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))
@@ -113,6 +119,11 @@ class Journal:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    def quick_check(self) -> str:
+        """SQLite's ``quick_check``: ``"ok"`` or a description of the damage."""
+        rows = self.db.execute("PRAGMA quick_check").fetchall()
+        return "; ".join(str(r[0]) for r in rows)
 
     def version(self) -> int:
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
@@ -158,12 +169,14 @@ class Journal:
         exit_code: int | None,
         ended_at: float,
         notice_session: str | None,
+        end_reason: str | None = None,
     ) -> None:
         """Record the end of a task and, for a background task, its pending notice."""
         with self.transaction() as db:
             db.execute(
-                "UPDATE tasks SET status = ?, exit_code = ?, ended_at = ? WHERE id = ?",
-                (status, exit_code, ended_at, task_id),
+                "UPDATE tasks SET status = ?, exit_code = ?, ended_at = ?, end_reason = ? "
+                "WHERE id = ?",
+                (status, exit_code, ended_at, end_reason, task_id),
             )
             if notice_session is not None:
                 db.execute(
@@ -191,6 +204,24 @@ class Journal:
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.db.execute(f"{_SELECT}{clause} ORDER BY started_at, id", args).fetchall()
         return [TaskRow(*r) for r in rows]
+
+    def prune(self, ended_before: float) -> list[str]:
+        """Delete finished tasks that ended before ``ended_before`` (notices and read
+        offsets go with them); returns their IDs."""
+        with self.transaction() as db:
+            ids = [
+                r[0]
+                for r in db.execute(
+                    "SELECT id FROM tasks WHERE status != 'running' AND ended_at < ?",
+                    (ended_before,),
+                )
+            ]
+            db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ids])
+        return ids
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the database file and truncate it."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- notices ---------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import struct
+import time
 from typing import Any
 
 from pydantic import BaseModel
@@ -47,6 +48,7 @@ async def serve_connection(
     """Answer one request on a fresh connection."""
     conn = Connection(reader, writer)
     watcher: asyncio.Task[None] | None = None
+    ctx.active_connections += 1
     try:
         sock = writer.get_extra_info("socket")
         uid = peer_uid(sock) if sock is not None else None
@@ -82,6 +84,8 @@ async def serve_connection(
         log.exception("request failed")
         await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
     finally:
+        ctx.active_connections -= 1
+        ctx.last_activity = time.monotonic()
         if watcher is not None:
             watcher.cancel()
         writer.close()

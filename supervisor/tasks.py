@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import logging
 import os
 import re
@@ -43,6 +45,9 @@ from .journal import Journal, TaskRow
 
 log = logging.getLogger(__name__)
 
+META_SUFFIX = ".json"
+"""``tasks/<id>.json``: what was asked, the task's own record (see recovery)."""
+
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
 ATTACH_GRACE_SECONDS = 10.0
 """After a supervisor restart, how long a foreground task waits for its caller to attach."""
@@ -63,6 +68,16 @@ def status_for(exit_code: int | None, stopped: bool) -> str:
     if stopped or exit_code in SIGNAL_EXIT_CODES:
         return "killed"
     return "completed" if exit_code == 0 else "failed"
+
+
+def write_meta(path: Path, row: TaskRow) -> None:
+    """The task's own record of what was asked (mode 0600; no environment values)."""
+    data = json.dumps(dataclasses.asdict(row)).encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 def find_monitor(task_id: str) -> int | None:
@@ -99,7 +114,8 @@ class LiveTask:
     files: TaskFiles
     ended: asyncio.Future[None]
     proc: subprocess.Popen[bytes] | None = None
-    stop_requested: bool = False
+    stop_reason: str | None = None
+    """Why the supervisor stopped it (``stopped``, ``timeout``, ``log_cap``), if it did."""
     backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
     attached: int = 0
     """Foreground callers waiting on this task right now."""
@@ -163,6 +179,7 @@ class TaskManager:
         # Journal first: a supervisor that dies right after the spawn leaves a row that the
         # next one completes from the task's WAVE_TASK_ID tag (see adopt).
         self.journal.insert_task(row)
+        write_meta(files.meta, row)
         if announce is not None:
             announce(row)
         crash_point("after_insert")
@@ -259,10 +276,18 @@ class TaskManager:
             task.proc.poll()  # reap the monitor
         code = None if host_restarted else read_exit_file(task.files.exit)
         row = task.row
-        row.status = status_for(code, task.stop_requested)
+        row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
+        if host_restarted:
+            row.end_reason = "host_restart"
+        elif code is None:
+            row.end_reason = "monitor_lost"
+        else:
+            row.end_reason = task.stop_reason
         notice_session = row.session if row.owner == "background" else None
-        self.journal.finish_task(row.id, row.status, code, row.ended_at, notice_session)
+        self.journal.finish_task(
+            row.id, row.status, code, row.ended_at, notice_session, row.end_reason
+        )
         self.live.pop(row.id, None)
         task.ended.set_result(None)
         log.info("task %s ended: %s (exit %s)", row.id, row.status, code)
@@ -292,13 +317,13 @@ class TaskManager:
         task.backgrounded.set()
         return True
 
-    async def stop(self, tasks: Iterable[LiveTask]) -> None:
+    async def stop(self, tasks: Iterable[LiveTask], reason: str = "stopped") -> None:
         """Stop tasks with their whole process trees and wait until their monitors record it."""
         tasks = [t for t in tasks if not t.ended.done()]
         if not tasks:
             return
         for task in tasks:
-            task.stop_requested = True
+            task.stop_reason = reason
         protected = {t.row.pid for t in self.live.values() if t.row.pid}
         pairs = [(t.id, t.row.pid) for t in tasks if t.row.pid]
         await asyncio.to_thread(stop_trees, pairs, protected=protected, grace=self.stop_grace)

@@ -39,7 +39,7 @@ def task_record(row: TaskRow) -> TaskRecord:
         background_reason=cast(Any, row.background_reason), exit_code=row.exit_code,
         pid=row.pid, started_at=_time(row.started_at) or datetime.now(UTC),
         ended_at=_time(row.ended_at), output_path=row.output_path, session=row.session,
-        cwd=row.cwd,
+        cwd=row.cwd, end_reason=row.end_reason,
     )  # fmt: skip
 
 
@@ -49,7 +49,8 @@ def notice(row: TaskRow) -> Notice:
         task_id=row.id, status=status, exit_code=row.exit_code, command=row.command,
         description=row.description, output_path=row.output_path, ended_at=_time(row.ended_at),
         message=texts.notice_text(
-            row.id, row.command, row.description, status, row.exit_code, row.output_path
+            row.id, row.command, row.description, status, row.exit_code, row.output_path,
+            row.end_reason,
         ),
     )  # fmt: skip
 

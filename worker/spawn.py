@@ -32,6 +32,7 @@ class TaskFiles:
     log: Path
     exit: Path
     cwd: Path
+    meta: Path
     err_log: Path | None = None
 
     @classmethod
@@ -40,6 +41,7 @@ class TaskFiles:
             log=tasks_dir / f"{task_id}.log",
             exit=tasks_dir / f"{task_id}.exit",
             cwd=tasks_dir / f"{task_id}.cwd",
+            meta=tasks_dir / f"{task_id}.json",
             err_log=tasks_dir / f"{task_id}.err.log" if separate_stderr else None,
         )
 

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..context import Connection, Context
-from . import login_path, notifications, output, run, status, tasks
+from . import gc, login_path, notifications, output, run, status, tasks
 
 Handler = Callable[[Context, Any, Connection], Awaitable[Any]]
 
@@ -24,6 +24,7 @@ HANDLERS: dict[str, Handler] = {
     "output": output.handle,
     "notifications": notifications.handle_notifications,
     "ack": notifications.handle_ack,
+    "gc": gc.handle,
 }
 
 __all__ = ["HANDLERS", "Handler"]

@@ -91,7 +91,7 @@ async def wait_foreground(
         ctx.tasks.move_to_background(task, "caller_lost")
         return None
     if is_sleep_command(task.row.command):
-        await ctx.tasks.stop([task])
+        await ctx.tasks.stop([task], reason="timeout")
         return views.terminated_result(task, timeout_ms)
     ctx.tasks.move_to_background(task, "timeout")
     return views.backgrounded_result(task, timeout_ms)

@@ -28,7 +28,7 @@ def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
     if task is None or row.status != "running":
         raise TaskNotRunningError(
             f"Cannot {action} task {task_id}: it is not running (status: {row.status}; "
-            f"it {outcome_text(row.status, row.exit_code)})",  # type: ignore[arg-type]
+            f"it {outcome_text(row.status, row.exit_code, row.end_reason)})",  # type: ignore[arg-type]
             task_id=task_id,
         )
     return task

@@ -1,0 +1,14 @@
+"""``gc``: prune finished tasks (rows, notices, logs) and checkpoint the journal."""
+
+from __future__ import annotations
+
+from api.protocol import GcParams
+
+from ..context import Connection, Context
+from ..retention import prune
+
+
+async def handle(ctx: Context, p: GcParams, conn: Connection) -> dict[str, object]:
+    older_than = ctx.settings.retention if p.older_than is None else p.older_than
+    removed = prune(ctx.journal, ctx.layout.tasks, older_than)
+    return {"removed": removed, "olderThanSeconds": older_than}

@@ -1,0 +1,90 @@
+"""Start-up recovery: a sound journal, and every task an earlier supervisor left (SPEC D3–D5).
+
+The journal is the index, the task folder the truth. Each task has ``tasks/<id>.json``
+(what was asked, never the environment) written when it is journaled, the log, and the
+monitor's exit record. A corrupt journal is moved aside, never silently replaced, and the
+index is rebuilt from those files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import sqlite3
+import time
+from pathlib import Path
+
+from api.paths import StateLayout
+
+from .journal import Journal, TaskRow
+from .tasks import META_SUFFIX, TaskManager, read_exit_file, status_for
+
+log = logging.getLogger(__name__)
+
+
+def open_journal(layout: StateLayout) -> Journal:
+    """Open the journal; quarantine it and rebuild the index when it is damaged or gone."""
+    path = layout.journal
+    existed = path.exists()
+    problem = None
+    try:
+        journal = Journal(path)
+        problem = journal.quick_check()
+        if problem == "ok":
+            if not existed and any(layout.tasks.glob(f"*{META_SUFFIX}")):
+                rebuild(journal, layout.tasks)  # the journal was deleted: rebuild the index
+            return journal
+        journal.close()
+    except sqlite3.DatabaseError as exc:
+        problem = str(exc)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for suffix in ("", "-wal", "-shm"):
+        damaged = Path(f"{path}{suffix}")
+        if damaged.exists():
+            damaged.rename(f"{path}.corrupt-{stamp}{suffix}")
+    log.error(
+        "journal %s is corrupt (%s): moved aside as %s.corrupt-%s; rebuilding the index from %s",
+        path, problem, path.name, stamp, layout.tasks,
+    )  # fmt: skip
+    journal = Journal(path)
+    rebuild(journal, layout.tasks)
+    return journal
+
+
+def rebuild(journal: Journal, tasks_dir: Path) -> int:
+    """Recreate journal rows from the task files; returns how many tasks were found.
+
+    Ended tasks come back with their recorded exit code and no new notice (they may have
+    been delivered already); unfinished ones come back running, for :func:`recover` to
+    re-adopt by their tag or to record as lost.
+    """
+    known = {f.name for f in dataclasses.fields(TaskRow)}
+    count = 0
+    for meta in sorted(tasks_dir.glob(f"*{META_SUFFIX}")):
+        try:
+            fields = json.loads(meta.read_text())
+            row = TaskRow(**{k: v for k, v in fields.items() if k in known})
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("cannot rebuild task from %s: %s", meta, exc)
+            continue
+        if journal.exists(row.id):
+            continue
+        exit_file = tasks_dir / f"{row.id}.exit"
+        row.pid = row.pid_start = None
+        row.status, row.exit_code, row.ended_at = "running", None, None
+        code = read_exit_file(exit_file)
+        if code is not None:
+            row.status, row.exit_code = status_for(code, stopped=False), code
+            row.ended_at = exit_file.stat().st_mtime
+        journal.insert_task(row)
+        count += 1
+    log.info("rebuilt %d task(s) from %s", count, tasks_dir)
+    return count
+
+
+def recover(tasks: TaskManager) -> None:
+    """Re-adopt tasks an earlier supervisor left running, or record how they ended."""
+    for row in tasks.journal.tasks(running_only=True):
+        task = tasks.adopt(row)
+        log.info("task %s %s", row.id, "re-adopted" if task else f"ended meanwhile: {row.status}")

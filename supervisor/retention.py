@@ -1,0 +1,65 @@
+"""Bounded growth and idleness: log cap, pruning of old tasks, WAL checkpoints, idle exit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from worker.tail import file_size
+
+from .context import Context
+from .journal import Journal, TaskRow
+
+log = logging.getLogger(__name__)
+
+HOUSEKEEPING_SECONDS = 1.0
+"""How often log sizes and idleness are looked at."""
+
+GC_SECONDS = 3600.0
+"""How often finished tasks past the retention age are pruned (and once at start)."""
+
+
+def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
+    """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
+    files, and checkpoint the WAL. Running tasks are never touched."""
+    removed = journal.prune(time.time() - older_than)
+    for task_id in removed:
+        for path in tasks_dir.glob(f"{task_id}.*"):
+            path.unlink(missing_ok=True)
+    journal.checkpoint()
+    if removed:
+        log.info("pruned %d finished task(s) older than %gs", len(removed), older_than)
+    return removed
+
+
+async def housekeeping(ctx: Context) -> None:
+    """Runs for the supervisor's life: log cap, periodic pruning, idle exit."""
+    settings = ctx.settings
+    last_gc = 0.0
+    while not ctx.stop_event.is_set():
+        now = time.monotonic()
+        if now - last_gc >= GC_SECONDS:
+            prune(ctx.journal, ctx.layout.tasks, settings.retention)
+            last_gc = now
+        over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
+        if over:
+            log.warning(
+                "stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap
+            )
+            await ctx.tasks.stop(over, reason="log_cap")
+        idle = not ctx.tasks.live and ctx.active_connections == 0
+        if (
+            idle
+            and settings.idle_exit
+            and time.monotonic() - ctx.last_activity >= settings.idle_exit
+        ):
+            log.info("idle for %gs with no task running: exiting", settings.idle_exit)
+            ctx.stop_event.set()
+            return
+        await asyncio.sleep(HOUSEKEEPING_SECONDS)
+
+
+def _log_size(row: TaskRow) -> int:
+    return file_size(row.output_path) + (file_size(row.err_path) if row.err_path else 0)

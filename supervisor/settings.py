@@ -1,0 +1,31 @@
+"""Supervisor limits, from its options or (for an auto-started supervisor) the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from api.units import parse_duration, parse_size
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Supervisor limits; each has an environment variable so an auto-started supervisor
+    (which inherits the client's environment) can be configured too."""
+
+    log_cap: int = 1 << 30
+    """``WAVE_LOG_CAP``: a task whose log grows past this many bytes is stopped."""
+    retention: float = 7 * 86400
+    """``WAVE_RETENTION``: finished tasks older than this are pruned (rows and files)."""
+    idle_exit: float = 1800
+    """``WAVE_IDLE_EXIT``: exit after this long with no task running and no client (0: never)."""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        env = dict(os.environ if env is None else env)
+        defaults = cls()
+        return cls(
+            log_cap=parse_size(env["WAVE_LOG_CAP"]) if env.get("WAVE_LOG_CAP") else defaults.log_cap,
+            retention=parse_duration(env["WAVE_RETENTION"]) if env.get("WAVE_RETENTION") else defaults.retention,
+            idle_exit=parse_duration(env["WAVE_IDLE_EXIT"]) if env.get("WAVE_IDLE_EXIT") else defaults.idle_exit,
+        )  # fmt: skip
