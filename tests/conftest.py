@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -63,6 +64,26 @@ def supervisor_pids(state_dir: Path) -> list[int]:
         if "supervisor" in cmd and str(state_dir) in cmd:
             found.append(proc.pid)
     return found
+
+
+def start_supervisor(state_dir: Path, **env: str) -> int:
+    """A supervisor for ``state_dir`` started with extra environment (a fault, a boot id,
+    a limit); returns its pid."""
+    subprocess.run(
+        [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(state_dir), "--detach"],
+        env={**os.environ, **env}, check=True, timeout=30,
+    )  # fmt: skip
+    (pid,) = wait_until(lambda: supervisor_pids(state_dir))  # type: ignore[misc]
+    return int(pid)
+
+
+def kill_supervisor(state_dir: Path, sig: int = signal.SIGKILL) -> int:
+    """Signal the running supervisor (SIGKILL by default); returns its pid once it is gone."""
+    pids = wait_until(lambda: supervisor_pids(state_dir))
+    for pid in pids:  # type: ignore[attr-defined]
+        os.kill(pid, sig)
+    wait_until(lambda: not set(pids) & set(supervisor_pids(state_dir)))  # type: ignore[call-overload]
+    return int(pids[0])  # type: ignore[index]
 
 
 def reap(state_dir: Path) -> None:

@@ -10,35 +10,23 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import start_bg, supervisor_pids, task_alive, wait_until
+from conftest import (
+    kill_supervisor,
+    start_bg,
+    start_supervisor,
+    supervisor_pids,
+    task_alive,
+    wait_until,
+)
 
 from api import BashResult, Client
 from supervisor.identity import start_ticks
 from worker import tagged_processes
-
-
-def start_supervisor(state_dir: Path, **env: str) -> int:
-    """A supervisor for ``state_dir`` started with extra environment (a fault, a boot id)."""
-    subprocess.run(
-        [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(state_dir), "--detach"],
-        env={**os.environ, **env}, check=True, timeout=30,
-    )  # fmt: skip
-    (pid,) = wait_until(lambda: supervisor_pids(state_dir))  # type: ignore[misc]
-    return int(pid)
-
-
-def kill_supervisor(state_dir: Path) -> int:
-    """SIGKILL the running supervisor; returns its pid once it is gone."""
-    (pid,) = supervisor_pids(state_dir)
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: pid not in supervisor_pids(state_dir))
-    return pid
 
 
 def record(client: Client, task_id: str):  # type: ignore[no-untyped-def]

@@ -1,0 +1,118 @@
+"""The journal: migrations from a checked-in old file, corruption, rebuild (SPEC D1, D5)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import (
+    kill_supervisor,
+    start_bg,
+    supervisor_pids,
+    task_alive,
+    wait_until,
+)
+
+from api import Client
+from supervisor.journal import SCHEMA_VERSION, Journal
+
+FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.db"
+
+
+def test_v1_journal_is_migrated_in_place(state_dir: Path) -> None:
+    shutil.copy(FIXTURE, state_dir / "journal.db")
+    alpha = Client(state_dir=state_dir, session="alpha")
+    records = {t.id: t for t in alpha.tasks(all=True)}
+    assert set(records) == {"old1task", "old2task", "old3task"}
+    old2 = records["old2task"]
+    assert (old2.status, old2.exit_code, old2.owner, old2.background_reason) == (
+        "failed",
+        2,
+        "background",
+        "explicit",
+    )
+    assert old2.started_at.year == 2025 and old2.end_reason is None
+    assert (
+        records["old1task"].description == "Old task 1" and records["old2task"].description is None
+    )
+    (notice,) = (
+        alpha.notifications()
+    )  # the pending v1 notice survives; the delivered one stays delivered
+    assert notice.task_id == "old2task"
+    assert Client(state_dir=state_dir, session="beta").notifications() == []
+    assert alpha.bash("echo new").stdout == "new"  # the upgraded journal takes new tasks
+    con = sqlite3.connect(state_dir / "journal.db")
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert "end_reason" in [r[1] for r in con.execute("PRAGMA table_info(tasks)")]
+    con.close()
+
+
+def test_newer_journal_is_refused_not_damaged(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.close()
+    with pytest.raises(RuntimeError, match="newer than this wave-bash"):
+        Journal(path)
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_corrupt_journal_is_quarantined_and_rebuilt(
+    client: Client, state_dir: Path, damage: str
+) -> None:
+    done = start_bg(client, "echo finished; exit 3")
+    client.wait(done, timeout=10_000)
+    running = start_bg(client, "sleep 300")
+    kill_supervisor(state_dir)
+    journal = state_dir / "journal.db"
+    Journal(journal).checkpoint()  # everything in the main file, then damage it
+    data = journal.read_bytes()
+    damaged = b"this is not a database" * 100 if damage == "garbage" else data[: len(data) // 3]
+    journal.write_bytes(damaged)
+    records = {t.id: t for t in client.tasks(all=True)}  # a new supervisor starts
+    (quarantined,) = state_dir.glob("journal.db.corrupt-*[0-9]")
+    assert quarantined.read_bytes() == damaged  # kept as it was, never silently emptied
+    assert "is corrupt" in (state_dir / "supervisor.log").read_text()
+    assert (records[done].status, records[done].exit_code) == (
+        "failed",
+        3,
+    )  # rebuilt from its files
+    assert records[running].status == "running"  # re-adopted through its tag
+    assert task_alive(running)
+    assert client.task_stop(running).status == "killed"
+
+
+def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:
+    tid = start_bg(client, "echo hi")
+    client.wait(tid, timeout=10_000)
+    client.shutdown()
+    wait_until(lambda: not supervisor_pids(state_dir))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{state_dir / 'journal.db'}{suffix}").unlink(missing_ok=True)
+    (task,) = client.tasks(all=True)
+    assert (task.id, task.status, task.command) == (tid, "completed", "echo hi")
+
+
+def test_leftover_wal_after_kill_keeps_every_row(client: Client, state_dir: Path) -> None:
+    ids = [start_bg(client, f"echo {i}") for i in range(5)]
+    for tid in ids:
+        client.wait(tid, timeout=10_000)
+    kill_supervisor(state_dir)
+    assert (state_dir / "journal.db-wal").exists()
+    records = {t.id: t.status for t in client.tasks(all=True)}
+    assert records == dict.fromkeys(ids, "completed")
+    assert not list(state_dir.glob("journal.db.corrupt-*"))
+
+
+def test_journal_holds_no_environment_values(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAVE_TEST_SECRET", "s3cr3t-v4lue-0123")
+    assert client.bash("echo ${#WAVE_TEST_SECRET}").stdout == "17"  # the command did get it
+    client.bash("true", run_in_background=True)
+    kill_supervisor(state_dir)
+    for path in [*state_dir.glob("journal.db*"), *(state_dir / "tasks").glob("*.json")]:
+        assert b"s3cr3t-v4lue-0123" not in path.read_bytes(), path
