@@ -140,6 +140,7 @@ class Client:
                 env=self.env if self.env is not None else dict(os.environ),
                 progress=on_progress is not None or on_start is not None,
                 separate_stderr=separate_stderr,
+                umask=_current_umask(),
             )
             data = self._call("run", params, on_progress, on_start)
         except (InvalidInputError, ShellNotFoundError, SpawnError) as exc:
@@ -378,6 +379,18 @@ class Client:
             raise SupervisorUnavailableError(
                 f"the supervisor could not start: {detail[-1] if detail else f'exit {proc.returncode}'}"
             )
+
+
+def _current_umask() -> int | None:
+    """This process's umask, read without changing it (``os.umask`` would race threads)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _open_socket(path: str) -> socket.socket:

@@ -33,9 +33,8 @@ def ensure_private_dir(path: Path) -> Path:
             raise StateDirError(f"state dir {path} belongs to another user (uid {st.st_uid})")
         if st.st_mode & 0o077:
             path.chmod(0o700)
-        probe = path / f".write-probe-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
+            pass  # a unique name: many starters (threads, processes) probe at once
     except PermissionError as exc:
         raise StateDirError(f"state dir {path} is not writable: {exc.strerror}") from None
     except OSError as exc:

@@ -59,6 +59,8 @@ class RunParams(Params):
     env: dict[str, str] = Field(default_factory=dict)
     progress: StrictBool = False
     separate_stderr: StrictBool = False
+    umask: int | None = Field(default=None, ge=0, le=0o777)
+    """The caller's umask, so files the command creates get the caller's permissions."""
 
 
 class TaskParams(Params):

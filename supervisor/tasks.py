@@ -185,7 +185,7 @@ class TaskManager:
         crash_point("after_insert")
         try:
             proc = spawn_task(
-                SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files)
+                SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files, p.umask)
             )
         except OSError as exc:
             # Nothing ran: no journal row, no files left behind (bad input is all or nothing).

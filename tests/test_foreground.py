@@ -249,3 +249,14 @@ def test_single_supervisor_serves_many_calls(client: Client, state_dir: Path) ->
         assert client.bash("true").success
     wait_until(lambda: len(supervisor_pids(state_dir)) == 1)
     assert client.status().pid == supervisor_pids(state_dir)[0]
+
+
+def test_command_gets_the_callers_umask(client: Client, workdir: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        client.status()  # the supervisor starts with umask 022 ...
+        os.umask(0o027)  # ... and the caller's changes later
+        c = Client(state_dir=client.layout.root, cwd=workdir)
+        assert c.bash("umask; touch made; stat -c %a made").stdout == "0027\n640"
+    finally:
+        os.umask(old)

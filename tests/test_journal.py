@@ -10,6 +10,7 @@ import pytest
 from conftest import (
     kill_supervisor,
     start_bg,
+    start_supervisor,
     supervisor_pids,
     task_alive,
     wait_until,
@@ -23,6 +24,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.db"
 
 def test_v1_journal_is_migrated_in_place(state_dir: Path) -> None:
     shutil.copy(FIXTURE, state_dir / "journal.db")
+    start_supervisor(state_dir, WAVE_RETENTION="1000d")  # keep the 2025 tasks from pruning
     alpha = Client(state_dir=state_dir, session="alpha")
     records = {t.id: t for t in alpha.tasks(all=True)}
     assert set(records) == {"old1task", "old2task", "old3task"}
@@ -43,6 +45,7 @@ def test_v1_journal_is_migrated_in_place(state_dir: Path) -> None:
     assert notice.task_id == "old2task"
     assert Client(state_dir=state_dir, session="beta").notifications() == []
     assert alpha.bash("echo new").stdout == "new"  # the upgraded journal takes new tasks
+    assert alpha.gc(older_than=7 * 86400) == ["old1task", "old2task", "old3task"]
     con = sqlite3.connect(state_dir / "journal.db")
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     assert "end_reason" in [r[1] for r in con.execute("PRAGMA table_info(tasks)")]

@@ -22,6 +22,7 @@ import sys
 PAYLOAD_VAR = "WAVE_PAYLOAD"
 
 # $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell).
+# The job keeps the caller's umask; the monitor's own exit record is private (077).
 # `eval "unset c; set +m --; $c"` expands $c before eval runs, so the command starts with
 # no helper variable, no positional parameter and no job-control flag of the monitor.
 BASH_MONITOR_SCRIPT = """set -m
@@ -30,22 +31,28 @@ exec 3>&1 4>&2 >/dev/null 2>&1
 if [ -z "$2" ]; then ( eval "unset c; set +m --; $c" ) 1>&3 2>&4 3>&- 4>&- &
 else "$2" -c "$c" 1>&3 2>&4 3>&- 4>&- & fi
 exec 3>&- 4>&-
+umask 077
 wait $!
 s=$?
 printf '%s\\n' "$s" >| "$1"
 exit $s"""
 
 
-def build_payload(command: str, cwd_file: str | None) -> str:
-    """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``.
+def build_payload(command: str, cwd_file: str | None, umask: int | None = None) -> str:
+    """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``
+    and the caller's umask.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status.
     """
-    if cwd_file is None:
-        return command
-    capture = f"pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null"
-    return f"trap {shlex.quote(capture)} EXIT\n{command}"
+    lines = []
+    if cwd_file is not None:
+        # umask 077: the file is private; the shell is exiting, nothing else sees it.
+        capture = f"umask 077; pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null"
+        lines.append(f"trap {shlex.quote(capture)} EXIT")
+    if umask is not None:
+        lines.append(f"umask {umask:04o}")
+    return "\n".join([*lines, command])
 
 
 def monitor_argv(
@@ -80,7 +87,8 @@ def main(argv: list[str]) -> int:
     os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
     os.dup2(devnull, 2)
     status = exit_status(proc.wait())
-    with open(exit_file, "w") as fh:
+    fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
         fh.write(f"{status}\n")
     return status
 

@@ -57,6 +57,8 @@ class SpawnRequest:
     shell: Shell
     monitor_bash: str | None
     files: TaskFiles
+    umask: int | None = None
+    """The caller's umask for the command (``None``: the supervisor's)."""
 
 
 def _open_log(path: Path) -> int:
@@ -72,7 +74,7 @@ def spawn_task(req: SpawnRequest) -> subprocess.Popen[bytes]:
         OSError: the cwd does not exist, the shell cannot be executed, out of resources.
     """
     env = task_environment(req.env, req.task_id)
-    env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd))
+    env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd), req.umask)
     argv = monitor_argv(req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit))
     log_fd = _open_log(req.files.log)
     err_fd = _open_log(req.files.err_log) if req.files.err_log else log_fd

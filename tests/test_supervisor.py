@@ -1,0 +1,160 @@
+"""The supervisor's own promises: one per state dir, private, bounded, tidy (SPEC D6, X1, issue 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import (
+    kill_supervisor,
+    start_bg,
+    start_supervisor,
+    supervisor_pids,
+    task_alive,
+    wait_until,
+)
+
+from api import BashResult, Client
+from api.protocol import request
+
+
+def test_fifty_concurrent_starters_one_supervisor(state_dir: Path) -> None:
+    results: list[BashResult] = []
+    errors: list[BaseException] = []
+
+    def call(i: int) -> None:
+        try:
+            results.append(Client(state_dir=state_dir).bash(f"echo {i}"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert sorted(int(r.stdout) for r in results) == list(range(50))
+    # Starters that lost the race exit on their own; exactly one supervisor stays.
+    wait_until(lambda: len(supervisor_pids(state_dir)) == 1)
+    assert (state_dir / "supervisor.lock").exists()  # lock files are never deleted
+
+
+def test_tasks_inherit_no_supervisor_descriptor(client: Client, state_dir: Path) -> None:
+    r = client.bash("for fd in /proc/$BASHPID/fd/*; do readlink $fd; done")
+    targets = set(r.stdout.splitlines())
+    assert targets <= {"/dev/null", r.output_path}, targets  # no lock, journal, socket or log
+
+
+def test_private_files(client: Client, state_dir: Path) -> None:
+    r = client.bash("echo x", run_in_background=True)
+    client.wait(r.background_task_id or "", timeout=10_000)
+    assert state_dir.stat().st_mode & 0o777 == 0o700
+    assert (state_dir / "tasks").stat().st_mode & 0o777 == 0o700
+    assert (state_dir / "supervisor.sock").stat().st_mode & 0o777 == 0o600
+    for path in [state_dir / "supervisor.log", *(state_dir / "tasks").iterdir()]:
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
+def _ask_as(uid: int, sock_path: Path) -> dict[str, object]:
+    """Connect as another user (root impersonates it in a forked child) and return the answer."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: drop to ``uid`` and talk to the supervisor
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(10)
+                s.connect(str(sock_path))
+                s.sendall(request("status", {}))
+                os.write(write_fd, s.makefile("rb").readline())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        answer = fh.read()
+    os.waitpid(pid, 0)
+    return json.loads(answer)
+
+
+def test_other_uid_is_refused(client: Client, state_dir: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("only root can connect as another uid (CI runs as root)")
+    client.status()
+    sock = state_dir / "supervisor.sock"
+    state_dir.chmod(0o755)  # let the other user reach the socket at all,
+    sock.chmod(0o666)  # so that only the peer-credential check stands in the way
+    answer = _ask_as(65534, sock)
+    assert answer["type"] == "error" and answer["code"] == "forbidden"
+    assert _ask_as(0, sock)["type"] == "result"  # the same request from the owner works
+
+
+def test_sigterm_stops_the_supervisor_but_not_its_tasks(client: Client, state_dir: Path) -> None:
+    tid = start_bg(client, "sleep 1; echo done")
+    kill_supervisor(state_dir, signal.SIGTERM)
+    assert not (state_dir / "supervisor.sock").exists()  # a clean exit removes its socket
+    assert task_alive(tid)
+    assert "stopping; 1 task(s) keep running" in (state_dir / "supervisor.log").read_text()
+    assert client.wait(tid, timeout=10_000).status == "completed"
+
+
+def test_log_cap_stops_an_endless_writer(client: Client, state_dir: Path) -> None:
+    start_supervisor(state_dir, WAVE_LOG_CAP="200K")
+    tid = start_bg(client, "while :; do echo 'endless output line'; done", description="Endless")
+    task = client.wait(tid, timeout=30_000)
+    assert (task.status, task.end_reason) == ("killed", "log_cap")
+    size = Path(task.output_path).stat().st_size
+    assert 200 * 1024 < size < 200 * 1024 + 64 * 1024 * 1024  # stopped within about a second
+    (notice,) = client.notifications()
+    assert "was stopped because its output reached the log size cap" in notice.message
+
+
+def test_gc_prunes_finished_tasks_only(client: Client, state_dir: Path) -> None:
+    done = start_bg(client, "echo old")
+    client.wait(done, timeout=10_000)
+    running = start_bg(client, "sleep 300")
+    assert client.gc(older_than=3600) == []  # too young
+    assert client.gc(older_than=0) == [done]
+    assert [t.id for t in client.tasks(all=True)] == [running]
+    assert not list((state_dir / "tasks").glob(f"{done}.*"))
+    assert (state_dir / "journal.db-wal").stat().st_size == 0  # checkpointed
+    assert client.notifications() == []  # its notice went with it
+
+
+def test_idle_exit(client: Client, state_dir: Path) -> None:
+    start_supervisor(state_dir, WAVE_IDLE_EXIT="1s")
+    (pid,) = supervisor_pids(state_dir)
+    tid = start_bg(client, "sleep 2.5")
+    while client.tasks()[0].status == "running":  # never idle while a task runs
+        assert psutil.pid_exists(pid) and pid in supervisor_pids(state_dir)
+        client.wait(tid, timeout=500)
+    wait_until(lambda: not supervisor_pids(state_dir), timeout=10)
+    assert "idle for 1s with no task running: exiting" in (state_dir / "supervisor.log").read_text()
+
+
+def test_file_size_limit_while_writing(client: Client) -> None:
+    r = client.bash("ulimit -f 64; seq 1 1000000")  # the log hits RLIMIT_FSIZE: SIGXFSZ
+    assert r.exit_code == 128 + signal.SIGXFSZ and not r.success
+    assert r.stdout.startswith("1\n2\n3")
+    assert client.bash("echo still fine").stdout == "still fine"
+
+
+@pytest.mark.timeout(300)
+def test_soak_no_descriptor_or_zombie_growth(client: Client, state_dir: Path) -> None:
+    for _ in range(20):
+        client.bash("true")
+    sup = psutil.Process(client.status().pid or 0)
+    fds_before = sup.num_fds()
+    for i in range(1000):
+        assert client.bash(f"echo {i}").stdout == str(i)
+    wait_until(lambda: not [c for c in sup.children() if c.status() == psutil.STATUS_ZOMBIE])
+    assert sup.num_fds() <= fds_before + 2
+    assert sup.children() == []
