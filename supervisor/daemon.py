@@ -81,6 +81,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     await ctx.stop_event.wait()
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
     chores.cancel()
+    ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
     server.close()
     with contextlib.suppress(OSError):
         layout.socket.unlink()

@@ -162,27 +162,29 @@ class Journal:
         with self.transaction() as db:
             db.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*changes.values(), task_id))
 
-    def finish_task(
-        self,
-        task_id: str,
-        status: str,
-        exit_code: int | None,
-        ended_at: float,
-        notice_session: str | None,
-        end_reason: str | None = None,
-    ) -> None:
-        """Record the end of a task and, for a background task, its pending notice."""
+    def finish_task(self, row: TaskRow, notice_session: str | None) -> None:
+        """Record the end of a task (with its identity, if not journaled yet) and, for a
+        background task, its pending notice."""
         with self.transaction() as db:
             db.execute(
-                "UPDATE tasks SET status = ?, exit_code = ?, ended_at = ?, end_reason = ? "
-                "WHERE id = ?",
-                (status, exit_code, ended_at, end_reason, task_id),
-            )
+                "UPDATE tasks SET status = ?, exit_code = ?, ended_at = ?, end_reason = ?, "
+                "pid = ?, pid_start = ? WHERE id = ?",
+                (row.status, row.exit_code, row.ended_at, row.end_reason, row.pid,
+                 row.pid_start, row.id),
+            )  # fmt: skip
             if notice_session is not None:
                 db.execute(
                     "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, ?)",
-                    (task_id, notice_session, ended_at),
+                    (row.id, notice_session, row.ended_at),
                 )
+
+    def record_identities(self, identities: Sequence[tuple[str, int | None, int | None]]) -> None:
+        """Journal ``(task_id, pid, start_ticks)`` of running tasks in one transaction."""
+        with self.transaction() as db:
+            db.executemany(
+                "UPDATE tasks SET pid = ?, pid_start = ? WHERE id = ?",
+                [(pid, ticks, task_id) for task_id, pid, ticks in identities],
+            )
 
     def get(self, task_id: str) -> TaskRow | None:
         row = self.db.execute(f"{_SELECT} WHERE id = ?", (task_id,)).fetchone()

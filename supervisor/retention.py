@@ -39,6 +39,7 @@ async def housekeeping(ctx: Context) -> None:
     settings = ctx.settings
     last_gc = 0.0
     while not ctx.stop_event.is_set():
+        ctx.tasks.flush_identities()
         now = time.monotonic()
         if now - last_gc >= GC_SECONDS:
             prune(ctx.journal, ctx.layout.tasks, settings.retention)

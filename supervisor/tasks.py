@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -72,7 +71,7 @@ def status_for(exit_code: int | None, stopped: bool) -> str:
 
 def write_meta(path: Path, row: TaskRow) -> None:
     """The task's own record of what was asked (mode 0600; no environment values)."""
-    data = json.dumps(dataclasses.asdict(row)).encode()
+    data = json.dumps(vars(row)).encode()  # a flat dataclass: vars() is asdict() without copies
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, data)
@@ -136,6 +135,8 @@ class TaskManager:
         self.tasks_dir = tasks_dir
         self.stop_grace = stop_grace
         self.live: dict[str, LiveTask] = {}
+        self.unrecorded: set[str] = set()
+        """Live tasks whose pid is not journaled yet."""
 
     # --- starting ----------------------------------------------------------------------
 
@@ -193,7 +194,11 @@ class TaskManager:
             files.log.unlink(missing_ok=True)
             raise SpawnError(f"wave-bash could not start the command: {exc}") from None
         crash_point("after_spawn")
-        self._record_identity(row, proc.pid)
+        # Kept in memory and journaled in batches (flush_identities) or with the task's end:
+        # a short command costs no extra transaction, and a supervisor that dies before the
+        # flush leaves a row that recovery completes from the task's tag.
+        row.pid, row.pid_start = proc.pid, start_ticks(proc.pid)
+        self.unrecorded.add(task_id)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), proc)
         self.live[task_id] = task
         self._watch(task)
@@ -228,6 +233,18 @@ class TaskManager:
     def _record_identity(self, row: TaskRow, pid: int) -> None:
         row.pid, row.pid_start = pid, start_ticks(pid)
         self.journal.update_task(row.id, pid=row.pid, pid_start=row.pid_start)
+
+    def flush_identities(self) -> None:
+        """Journal the pid and start time of tasks started since the last flush."""
+        rows = [self.live[i].row for i in self.unrecorded if i in self.live]
+        self.unrecorded.clear()
+        if rows:
+            self.journal.record_identities([(r.id, r.pid, r.pid_start) for r in rows])
+
+    def current(self, row: TaskRow) -> TaskRow:
+        """The freshest version of a journal row: the in-memory one while the task runs."""
+        task = self.live.get(row.id)
+        return task.row if task is not None else row
 
     def ended_task(self, row: TaskRow) -> LiveTask:
         """A task object for a row that is no longer watched (its files, no process)."""
@@ -285,9 +302,8 @@ class TaskManager:
         else:
             row.end_reason = task.stop_reason
         notice_session = row.session if row.owner == "background" else None
-        self.journal.finish_task(
-            row.id, row.status, code, row.ended_at, notice_session, row.end_reason
-        )
+        self.unrecorded.discard(row.id)
+        self.journal.finish_task(row, notice_session)
         self.live.pop(row.id, None)
         task.ended.set_result(None)
         log.info("task %s ended: %s (exit %s)", row.id, row.status, code)

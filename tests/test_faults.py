@@ -165,3 +165,22 @@ def test_pid_reuse_is_neither_adopted_nor_signalled(client: Client, state_dir: P
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_crash_while_starting_a_background_task(client: Client, state_dir: Path) -> None:
+    start_supervisor(state_dir, WAVE_FAULT="after_spawn")
+    r = client.bash("sleep 0.5; echo bg", run_in_background=True)  # reattaches: B4c
+    assert r.success and r.background_task_id
+    assert r.message.startswith(f"Command running in background with ID: {r.background_task_id}.")
+    task = client.wait(r.background_task_id, timeout=10_000)
+    assert (task.status, task.exit_code, task.background_reason) == ("completed", 0, "explicit")
+
+
+def test_crash_while_recording_a_background_exit(client: Client, state_dir: Path) -> None:
+    start_supervisor(state_dir, WAVE_FAULT="before_finish")
+    tid = start_bg(client, "sleep 0.3; exit 6")
+    wait_until(lambda: not supervisor_pids(state_dir))  # it died recording the exit
+    task = record(client, tid)  # a new supervisor reads the monitor's exit record
+    assert (task.status, task.exit_code) == ("failed", 6)
+    (notice,) = client.notifications()
+    assert notice.task_id == tid and "failed with exit code 6" in notice.message

@@ -64,7 +64,7 @@ async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
     row = _row(ctx, p.task_id)
     task = ctx.tasks.live.get(p.task_id)
     if task is None:
-        return views.task_record(row)
+        return views.task_record(row)  # ended: the journal row is complete
     timeout = None if p.timeout is None else p.timeout / 1000
     await asyncio.wait([task.ended, conn.closed], timeout=timeout, return_when="FIRST_COMPLETED")
     return views.task_record(task.row)
@@ -72,4 +72,4 @@ async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
 
 async def handle_tasks(ctx: Context, p: TasksParams, conn: Connection) -> list[TaskRecord]:
     rows = ctx.journal.tasks(session=None if p.all else p.session)
-    return [views.task_record(row) for row in rows]
+    return [views.task_record(ctx.tasks.current(row)) for row in rows]
