@@ -60,6 +60,11 @@ RECONNECTS = 5
 class _ConnectionLost(SupervisorUnavailableError):
     """The connection ended before the answer (the supervisor died or was stopped)."""
 
+    def __init__(self, message: str, answered: bool = True) -> None:
+        super().__init__(message)
+        self.answered = answered
+        """Whether any message had arrived before the connection ended."""
+
 
 ProgressCallback = Callable[[Progress], None]
 StartCallback = Callable[[str], None]
@@ -295,15 +300,18 @@ class Client:
             with sock:
                 try:
                     return self._exchange(sock, op, params, on_progress, note_start)
-                except _ConnectionLost:
-                    if not started:
+                except _ConnectionLost as lost:
+                    if lost.answered and not started:
                         raise
-            # The supervisor went away while a foreground command ran (killed, restarted).
-            # The command keeps running; a new supervisor re-adopts it: wait for it again.
-            op = "attach"
-            params = AttachParams(
-                session=self.session, task_id=started[0], progress=on_progress is not None
-            )
+            if started:
+                # The supervisor went away while a command ran (killed, restarted). The
+                # command keeps running and a new supervisor re-adopts it: wait for it again.
+                op = "attach"
+                params = AttachParams(
+                    session=self.session, task_id=started[0], progress=on_progress is not None
+                )
+            # Otherwise it died before answering anything: nothing was started (a command is
+            # announced before it is spawned), so the same request is sent again.
         raise _ConnectionLost(f"lost the supervisor {RECONNECTS} times during one call")
 
     def _exchange(
@@ -314,8 +322,13 @@ class Client:
         on_progress: ProgressCallback | None,
         on_start: StartCallback | None = None,
     ) -> Any:
-        sock.sendall(request(op, params))
+        try:
+            sock.sendall(request(op, params))
+        except OSError as exc:  # it closed right after accepting (dying)
+            raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
+        answered = False
         for message in _read_lines(sock):
+            answered = True
             kind = message.get("type")
             if kind == "started":
                 if on_start is not None:
@@ -330,7 +343,8 @@ class Client:
                     str(message.get("code")), str(message.get("message")), message.get("taskId")
                 )
         raise _ConnectionLost(
-            f"the supervisor closed the connection before answering (see {self.layout.log})"
+            f"the supervisor closed the connection before answering (see {self.layout.log})",
+            answered,
         )
 
     def _connect(self, autostart: bool) -> socket.socket:

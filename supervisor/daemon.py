@@ -26,7 +26,7 @@ from api.protocol import MAX_MESSAGE_BYTES
 
 from .context import Context
 from .recovery import open_journal, recover
-from .retention import housekeeping
+from .retention import housekeeping, prune
 from .server import serve_connection
 from .settings import Settings
 from .tasks import TaskManager
@@ -67,6 +67,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     journal = open_journal(layout)
     ctx = Context(layout, journal, TaskManager(journal, layout.tasks), settings)
     recover(ctx.tasks)
+    prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)
     if server is None:
         journal.close()

@@ -18,7 +18,7 @@ HOUSEKEEPING_SECONDS = 1.0
 """How often log sizes and idleness are looked at."""
 
 GC_SECONDS = 3600.0
-"""How often finished tasks past the retention age are pruned (and once at start)."""
+"""How often finished tasks past the retention age are pruned (serve() also does at start)."""
 
 
 def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
@@ -37,7 +37,7 @@ def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
 async def housekeeping(ctx: Context) -> None:
     """Runs for the supervisor's life: log cap, periodic pruning, idle exit."""
     settings = ctx.settings
-    last_gc = 0.0
+    last_gc = time.monotonic()  # serve() pruned once at start
     while not ctx.stop_event.is_set():
         ctx.tasks.flush_identities()
         now = time.monotonic()

@@ -76,6 +76,8 @@ def _ask_as(uid: int, sock_path: Path) -> dict[str, object]:
                 s.connect(str(sock_path))
                 s.sendall(request("status", {}))
                 os.write(write_fd, s.makefile("rb").readline())
+        except BaseException as exc:
+            os.write(write_fd, json.dumps({"type": "child-error", "error": repr(exc)}).encode())
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -130,14 +132,19 @@ def test_gc_prunes_finished_tasks_only(client: Client, state_dir: Path) -> None:
 
 
 def test_idle_exit(client: Client, state_dir: Path) -> None:
-    start_supervisor(state_dir, WAVE_IDLE_EXIT="1s")
-    (pid,) = supervisor_pids(state_dir)
     tid = start_bg(client, "sleep 2.5")
-    while client.tasks()[0].status == "running":  # never idle while a task runs
-        assert psutil.pid_exists(pid) and pid in supervisor_pids(state_dir)
+    kill_supervisor(state_dir, signal.SIGTERM)
+    pid = start_supervisor(state_dir, WAVE_IDLE_EXIT="1s")  # re-adopts the running task
+    while record_status(client, tid) == "running":  # never idle while a task runs
+        assert pid in supervisor_pids(state_dir)
         client.wait(tid, timeout=500)
     wait_until(lambda: not supervisor_pids(state_dir), timeout=10)
     assert "idle for 1s with no task running: exiting" in (state_dir / "supervisor.log").read_text()
+
+
+def record_status(client: Client, task_id: str) -> str:
+    (task,) = [t for t in client.tasks(all=True) if t.id == task_id]
+    return task.status
 
 
 def test_file_size_limit_while_writing(client: Client) -> None:
@@ -158,3 +165,14 @@ def test_soak_no_descriptor_or_zombie_growth(client: Client, state_dir: Path) ->
     wait_until(lambda: not [c for c in sup.children() if c.status() == psutil.STATUS_ZOMBIE])
     assert sup.num_fds() <= fds_before + 2
     assert sup.children() == []
+
+
+def test_finished_tasks_past_retention_are_pruned_automatically(
+    client: Client, state_dir: Path
+) -> None:
+    tid = start_bg(client, "echo old")
+    client.wait(tid, timeout=10_000)
+    kill_supervisor(state_dir)
+    start_supervisor(state_dir, WAVE_RETENTION="0s")  # prunes at start, then hourly
+    assert client.tasks(all=True) == []
+    assert not list((state_dir / "tasks").glob(f"{tid}.*"))
