@@ -194,10 +194,11 @@ class TaskManager:
             files.log.unlink(missing_ok=True)
             raise SpawnError(f"wave-bash could not start the command: {exc}") from None
         crash_point("after_spawn")
-        # Kept in memory and journaled in batches (flush_identities) or with the task's end:
-        # a short command costs no extra transaction, and a supervisor that dies before the
-        # flush leaves a row that recovery completes from the task's tag.
-        row.pid, row.pid_start = proc.pid, start_ticks(proc.pid)
+        # The start time is read later, in flush_identities: /proc/<pid>/stat of a process
+        # that is still exec'ing blocks for about a millisecond, and our unreaped child
+        # keeps its pid meanwhile. A short command needs no identity at all; a supervisor
+        # that dies before the flush leaves a row that recovery completes by the task tag.
+        row.pid = proc.pid
         self.unrecorded.add(task_id)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), proc)
         self.live[task_id] = task
@@ -215,8 +216,8 @@ class TaskManager:
         """
         loop = asyncio.get_running_loop()
         task = LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), loop.create_future())
-        if row.pid is None and row.boot_id == boot_id():
-            monitor = find_monitor(row.id)  # the supervisor died between insert and spawn record
+        if row.pid_start is None and row.boot_id == boot_id():
+            monitor = find_monitor(row.id)  # the supervisor died before recording its identity
             if monitor is not None:
                 self._record_identity(row, monitor)
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
@@ -238,6 +239,9 @@ class TaskManager:
         """Journal the pid and start time of tasks started since the last flush."""
         rows = [self.live[i].row for i in self.unrecorded if i in self.live]
         self.unrecorded.clear()
+        for row in rows:
+            if row.pid is not None:
+                row.pid_start = start_ticks(row.pid)  # still our unreaped child: same pid
         if rows:
             self.journal.record_identities([(r.id, r.pid, r.pid_start) for r in rows])
 
