@@ -18,7 +18,7 @@ from pathlib import Path
 from api.paths import StateLayout
 
 from .journal import Journal, TaskRow
-from .tasks import META_SUFFIX, TaskManager, read_exit_file, status_for
+from .tasks import META_SUFFIX, TaskManager, find_monitors, read_exit_file, status_for
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,9 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
 
 def recover(tasks: TaskManager) -> None:
     """Re-adopt tasks an earlier supervisor left running, or record how they ended."""
-    for row in tasks.journal.tasks(running_only=True):
-        task = tasks.adopt(row)
+    rows = tasks.journal.tasks(running_only=True)
+    monitors = find_monitors({r.id for r in rows if r.pid_start is None})
+    for row in rows:
+        task = tasks.adopt(row, monitors.get(row.id))
         log.info("task %s %s", row.id, "re-adopted" if task else f"ended meanwhile: {row.status}")
+    tasks.flush_identities()

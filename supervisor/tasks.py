@@ -16,7 +16,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +28,7 @@ from api.errors import InvalidInputError, ShellNotFoundError, SpawnError
 from api.protocol import RunParams
 from worker import (
     NoShellError,
+    ProcessTable,
     Shell,
     SpawnRequest,
     TaskFiles,
@@ -35,7 +36,6 @@ from worker import (
     resolve_shell,
     spawn_task,
     stop_trees,
-    tagged_processes,
 )
 
 from .faults import crash_point
@@ -79,15 +79,9 @@ def write_meta(path: Path, row: TaskRow) -> None:
         os.close(fd)
 
 
-def find_monitor(task_id: str) -> int | None:
-    """The monitor of a task, found by its ``WAVE_TASK_ID`` tag: the tagged process whose
-    parent is not tagged (the command and its children all descend from it)."""
-    tagged = tagged_processes({task_id}).get(task_id, set())
-    for pid in tagged:
-        with contextlib.suppress(psutil.Error):
-            if psutil.Process(pid).ppid() not in tagged:
-                return pid
-    return None
+def find_monitors(task_ids: Collection[str]) -> dict[str, int]:
+    """The monitors of tasks, found by their ``WAVE_TASK_ID`` tag in one process-table pass."""
+    return ProcessTable.read(task_ids).monitors() if task_ids else {}
 
 
 def read_exit_file(path: Path) -> int | None:
@@ -205,21 +199,27 @@ class TaskManager:
         self._watch(task)
         return task
 
-    def adopt(self, row: TaskRow, attach_grace: float = ATTACH_GRACE_SECONDS) -> LiveTask | None:
+    def adopt(
+        self,
+        row: TaskRow,
+        monitor: int | None = None,
+        attach_grace: float = ATTACH_GRACE_SECONDS,
+    ) -> LiveTask | None:
         """Watch a running task recorded by an earlier supervisor (SPEC D3).
 
         Returns the live task, or ``None`` when it ended meanwhile (then it is finished
         here from its exit record, or ``lost`` after a host restart) or the pid now belongs
         to another process. A foreground task whose caller does not attach again within
         ``attach_grace`` seconds moves to the background (``caller_lost``), and one that
-        ended meanwhile is reported through a notice, so no result goes unseen.
+        ended meanwhile is reported through a notice, so no result goes unseen. ``monitor``
+        is the task's monitor found by its tag, for a row whose identity was not journaled.
         """
         loop = asyncio.get_running_loop()
         task = LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), loop.create_future())
-        if row.pid_start is None and row.boot_id == boot_id():
-            monitor = find_monitor(row.id)  # the supervisor died before recording its identity
-            if monitor is not None:
-                self._record_identity(row, monitor)
+        if row.pid_start is None and monitor is not None and row.boot_id == boot_id():
+            # The supervisor died before journaling its identity: found by the task tag.
+            row.pid, row.pid_start = monitor, start_ticks(monitor)
+            self.unrecorded.add(row.id)
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
@@ -230,10 +230,6 @@ class TaskManager:
             self._set_owner(task, "background", "caller_lost")
         self._finish(task, host_restarted=row.boot_id != boot_id())
         return None
-
-    def _record_identity(self, row: TaskRow, pid: int) -> None:
-        row.pid, row.pid_start = pid, start_ticks(pid)
-        self.journal.update_task(row.id, pid=row.pid, pid_start=row.pid_start)
 
     def flush_identities(self) -> None:
         """Journal the pid and start time of tasks started since the last flush."""

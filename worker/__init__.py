@@ -4,7 +4,7 @@
 values it needs.
 """
 
-from .kill import TaskTree, process_tag, snapshot, stop_trees, tagged_processes
+from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import BASH_MONITOR_SCRIPT, build_payload, exit_status, monitor_argv
 from .output import (
@@ -29,6 +29,7 @@ __all__ = [
     "NON_INTERACTIVE_DEFAULTS",
     "Excerpt",
     "NoShellError",
+    "ProcessTable",
     "Shell",
     "SpawnRequest",
     "TaskFiles",

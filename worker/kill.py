@@ -41,6 +41,7 @@ class ProcessTable:
     """One pass over this user's processes: parent links and ``WAVE_TASK_ID`` tags."""
 
     children: dict[int, list[int]] = field(default_factory=dict)
+    parents: dict[int, int] = field(default_factory=dict)
     tags: dict[int, str] = field(default_factory=dict)
 
     @classmethod
@@ -54,6 +55,7 @@ class ProcessTable:
                 if uids is None or uids.real != uid:
                     continue
                 table.children.setdefault(proc.info["ppid"], []).append(proc.pid)
+                table.parents[proc.pid] = proc.info["ppid"]
                 if want_tags:
                     tag = process_tag(proc.pid) if on_proc else proc.environ().get(TAG)
                     if tag is not None and tag in want_tags:
@@ -70,6 +72,15 @@ class ProcessTable:
             if child not in found:
                 found.add(child)
                 todo.extend(self.children.get(child, ()))
+        return found
+
+    def monitors(self) -> dict[str, int]:
+        """For each tag, its topmost process (whose parent has another tag or none): the
+        task's monitor, from which the command and its children descend."""
+        found: dict[str, int] = {}
+        for pid, tag in self.tags.items():
+            if self.tags.get(self.parents.get(pid, 0)) != tag:
+                found[tag] = pid
         return found
 
     def tagged(self) -> dict[str, set[int]]:

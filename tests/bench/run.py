@@ -1,6 +1,6 @@
 """wave-bash benchmarks: each figure beside a baseline measured in the same run.
 
-    python tests/bench/run.py [--quick]
+    python tests/bench/run.py [--quick] [--state-dir EMPTY_DIR]
 
 Not part of the test run. Uses a private temporary state dir and kills everything it
 started, also when interrupted.
@@ -12,10 +12,12 @@ import argparse
 import os
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -27,13 +29,15 @@ from conftest import reap
 from api import Client
 from worker import read_excerpt
 
+Row = tuple[str, str, str, str, str]
+
 
 def percentile(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(p / 100 * len(values)))]
 
 
-def bench_round_trip(client: Client, n: int) -> list[tuple[str, str, str, str, str]]:
+def bench_round_trip(client: Client, n: int) -> list[Row]:
     for _ in range(20):  # warm up both sides
         client.bash("echo hello")
         subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
@@ -62,7 +66,7 @@ def bench_round_trip(client: Client, n: int) -> list[tuple[str, str, str, str, s
     return rows
 
 
-def bench_cold_start(tmp: Path) -> tuple[str, str, str, str, str]:
+def bench_cold_start(tmp: Path) -> Row:
     state = tmp / "cold"
     t = time.perf_counter()
     r = Client(state_dir=state).bash("echo hello")
@@ -72,7 +76,7 @@ def bench_cold_start(tmp: Path) -> tuple[str, str, str, str, str]:
     return ("cold start → first result", f"{took:.0f} ms", "-", "-", "< 500 ms")
 
 
-def bench_big_result(tmp: Path, size: int) -> tuple[str, str, str, str, str]:
+def bench_big_result(tmp: Path, size: int) -> Row:
     block = b"".join(
         b"\x1b[32mPASS\x1b[0m tests/test_%05d.py::case ... ok (%d ms)\n" % (i, i % 97)
         for i in range(20_000)
@@ -101,9 +105,7 @@ def bench_big_result(tmp: Path, size: int) -> tuple[str, str, str, str, str]:
     )
 
 
-def bench_completion_latency(
-    client: Client, tmp: Path, n: int
-) -> list[tuple[str, str, str, str, str]]:
+def bench_completion_latency(client: Client, tmp: Path, n: int) -> list[Row]:
     lat = []
     for i in range(n):
         stamp = tmp / f"exit-{i}"
@@ -131,7 +133,7 @@ def bench_completion_latency(
     ]
 
 
-def bench_many_tasks(client: Client, n: int) -> list[tuple[str, str, str, str, str]]:
+def bench_many_tasks(client: Client, n: int) -> list[Row]:
     import psutil
 
     sup = psutil.Process(client.status().pid or 0)
@@ -171,23 +173,167 @@ def bench_many_tasks(client: Client, n: int) -> list[tuple[str, str, str, str, s
     ]
 
 
+def bench_cli_round_trip(state: Path, n: int) -> list[Row]:
+    env = {**os.environ, "WAVE_STATE_DIR": str(state)}
+    cli = [sys.executable, "-m", "api.cli", "run", "--", "echo hello"]
+    base, ours = [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
+        base.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        out = subprocess.run(cli, capture_output=True, env=env, text=True).stdout
+        ours.append(time.perf_counter() - t)
+        assert out == "hello\n", out
+    rows = []
+    for label, p in (("p50", 50), ("p90", 90)):
+        b, o = percentile(base, p) * 1000, percentile(ours, p) * 1000
+        rows.append(
+            (
+                f"CLI `wave-bash run` round trip {label}",
+                f"{o:.1f} ms",
+                f"{b:.2f} ms (bash -c)",
+                f"{o / b:.1f}×",
+                "- (Python start-up)",
+            )
+        )
+    return rows
+
+
+def bench_throughput(client: Client, tmp: Path, size: int) -> list[Row]:
+    import psutil
+
+    sup = psutil.Process(client.status().pid or 0)
+    peak = [sup.memory_info().rss]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], sup.memory_info().rss)
+
+    bare_out = tmp / "bare.out"
+    t = time.perf_counter()
+    subprocess.run(["bash", "-c", f"head -c {size} /dev/zero > {bare_out}"], check=True)
+    base = time.perf_counter() - t
+    bare_out.unlink()
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    t = time.perf_counter()
+    r = client.bash(f"head -c {size} /dev/zero", timeout=600_000)
+    ours = time.perf_counter() - t
+    done.set()
+    watcher.join()
+    assert r.exit_code == 0 and Path(r.output_path or "").stat().st_size == size
+    Path(r.output_path or "").unlink()
+    mib = size / (1 << 20)
+    return [
+        (
+            f"command writing {mib / 1024:g} GiB",
+            f"{ours:.2f} s ({mib / ours:.0f} MiB/s)",
+            f"{base:.2f} s (bash > file)",
+            f"{ours / base:.2f}×",
+            "≤ 1.2×",
+        ),
+        ("  supervisor RSS meanwhile (peak)", f"{peak[0] / 1e6:.0f} MB", "-", "-", "< 100 MB"),
+    ]
+
+
+def bench_readoption(tmp: Path, n: int, settle: float) -> list[Row]:
+    state = tmp / "readopt"
+    client = Client(state_dir=state, session="bench")
+    ids = [
+        client.bash(f"sleep {settle}; echo done", run_in_background=True).background_task_id or ""
+        for _ in range(n)
+    ]
+    (pid,) = [int(client.status().pid or 0)]
+    os.kill(pid, signal.SIGKILL)
+    t = time.perf_counter()
+    tasks = client.tasks()  # starts a new supervisor, which re-adopts every live task
+    took = time.perf_counter() - t
+    adopted = sum(1 for task in tasks if task.status == "running")
+    lost = 0
+    for task_id in ids:
+        record = client.wait(task_id, timeout=60_000)
+        lost += record.status != "completed" or Path(record.output_path).read_text() != "done\n"
+    reap(state)
+    return [
+        (
+            f"kill -9 with {n} live tasks → next call",
+            f"{took * 1000:.0f} ms, {adopted}/{n} re-adopted",
+            "-",
+            "-",
+            "< 2 s, all",
+        ),
+        ("  output lost after re-adoption", f"{lost} of {n} tasks", "-", "-", "0"),
+    ]
+
+
+def disk_overhead(state: Path) -> list[Row]:
+    con = sqlite3.connect(state / "journal.db")
+    count = con.execute("SELECT count(*) FROM tasks").fetchone()[0]
+    con.close()
+    db = (state / "journal.db").stat().st_size
+    wal = sum(p.stat().st_size for p in state.glob("journal.db-wal"))
+    files = [p for p in (state / "tasks").iterdir() if not p.name.endswith(".log")]
+    other = sum(p.stat().st_size for p in files)
+    return [
+        (
+            f"journal size ({count} tasks)",
+            f"{journal / 1024:.0f} KiB ({journal / max(count, 1):.0f} B/task)",
+            "-",
+            "-",
+            "-",
+        ),
+        (
+            "per-task files besides the log",
+            f"{len(files) / max(count, 1):.1f} files, {other / max(count, 1):.0f} B",
+            "-",
+            "-",
+            "-",
+        ),
+    ]
+
+
+def refuse_busy(state: Path) -> None:
+    """The benchmark runs only against an empty state dir: it would disturb real tasks."""
+    db = state / "journal.db"
+    if db.exists():
+        con = sqlite3.connect(db)
+        count = con.execute("SELECT count(*) FROM tasks").fetchone()[0]
+        con.close()
+        if count:
+            sys.exit(
+                f"refusing to benchmark {state}: it holds {count} task(s); use an empty directory"
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (under a minute)")
+    parser.add_argument("--state-dir", help="an empty state dir to use (default: a temporary one)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="wb-bench-", dir="/tmp"))
-    state = tmp / "state"
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    state = Path(args.state_dir).absolute() if args.state_dir else tmp / "state"
+    refuse_busy(state)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so `finally` cleans up
+    quick = args.quick
     try:
         client = Client(state_dir=state, session="bench")
-        rows = bench_round_trip(client, 100 if args.quick else 500)
+        rows = bench_round_trip(client, 100 if quick else 500)
+        rows += bench_cli_round_trip(state, 20 if quick else 100)
         rows.append(bench_cold_start(tmp))
+        rows += bench_throughput(client, tmp, (256 if quick else 1024) << 20)
         rows.append(bench_big_result(tmp, 1 << 30))
-        rows += bench_completion_latency(client, tmp, 50 if args.quick else 200)
+        rows += bench_completion_latency(client, tmp, 50 if quick else 200)
         rows += bench_many_tasks(client, 1000)
+        rows += bench_readoption(tmp, 100 if quick else 500, 4 if quick else 8)
+        rows += disk_overhead(state)
     finally:
         reap(state)
+        reap(tmp / "readopt")
         shutil.rmtree(tmp, ignore_errors=True)
+        if args.state_dir:
+            shutil.rmtree(state / "tasks", ignore_errors=True)
     header = ("what", "wave-bash", "baseline", "ratio", "target")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
     print(f"# {os.cpu_count()} cores, Python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}")
