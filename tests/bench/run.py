@@ -279,7 +279,7 @@ def disk_overhead(state: Path) -> list[Row]:
     return [
         (
             f"journal size ({count} tasks)",
-            f"{journal / 1024:.0f} KiB ({journal / max(count, 1):.0f} B/task)",
+            f"{db / 1024:.0f} KiB ({db / max(count, 1):.0f} B/task) + WAL {wal / 1024:.0f} KiB",
             "-",
             "-",
             "-",
