@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import re
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -106,7 +105,8 @@ class LiveTask:
     row: TaskRow
     files: TaskFiles
     ended: asyncio.Future[None]
-    proc: subprocess.Popen[bytes] | None = None
+    child: bool = False
+    """Whether this supervisor spawned the monitor (and must reap it)."""
     stop_reason: str | None = None
     """Why the supervisor stopped it (``stopped``, ``timeout``, ``log_cap``), if it did."""
     backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
@@ -149,7 +149,7 @@ class TaskManager:
         Raises:
             InvalidInputError: bad cwd; ShellNotFoundError: no bash/zsh; SpawnError.
         """
-        if not os.path.isdir(p.cwd):
+        if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
             raise InvalidInputError(f"working directory does not exist: {p.cwd}")
         try:
             shell, monitor_bash = _shells(
@@ -179,7 +179,7 @@ class TaskManager:
             announce(row)
         crash_point("after_insert")
         try:
-            proc = spawn_task(
+            pid = spawn_task(
                 SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files, p.umask)
             )
         except OSError as exc:
@@ -192,9 +192,9 @@ class TaskManager:
         # that is still exec'ing blocks for about a millisecond, and our unreaped child
         # keeps its pid meanwhile. A short command needs no identity at all; a supervisor
         # that dies before the flush leaves a row that recovery completes by the task tag.
-        row.pid = proc.pid
+        row.pid = pid
         self.unrecorded.add(task_id)
-        task = LiveTask(row, files, asyncio.get_running_loop().create_future(), proc)
+        task = LiveTask(row, files, asyncio.get_running_loop().create_future(), child=True)
         self.live[task_id] = task
         self._watch(task)
         return task
@@ -278,8 +278,9 @@ class TaskManager:
         loop.add_reader(pidfd, on_readable)
 
     def _wait_thread(self, task: LiveTask, loop: asyncio.AbstractEventLoop) -> None:
-        if task.proc is not None:
-            task.proc.wait()
+        if task.child:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(task.row.pid or 0, 0)
         else:
             with contextlib.suppress(psutil.Error):
                 psutil.Process(task.row.pid).wait()
@@ -289,8 +290,9 @@ class TaskManager:
         if task.ended.done():
             return
         crash_point("before_finish")
-        if task.proc is not None:
-            task.proc.poll()  # reap the monitor
+        if task.child:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(task.row.pid or 0, os.WNOHANG)  # reap the monitor
         code = None if host_restarted else read_exit_file(task.files.exit)
         row = task.row
         row.status = status_for(code, task.stop_reason is not None)

@@ -260,3 +260,8 @@ def test_command_gets_the_callers_umask(client: Client, workdir: Path) -> None:
         assert c.bash("umask; touch made; stat -c %a made").stdout == "0027\n640"
     finally:
         os.umask(old)
+
+
+def test_default_signal_dispositions(client: Client) -> None:
+    r = client.bash('yes | head -n 1; echo "yes exited ${PIPESTATUS[0]}"')
+    assert r.stdout == "y\nyes exited 141"  # killed by SIGPIPE: not ignored as in Python

@@ -21,11 +21,13 @@ import sys
 
 PAYLOAD_VAR = "WAVE_PAYLOAD"
 
-# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell).
+# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell),
+# $3 = the working directory (the monitor is posix_spawn'ed, which cannot chdir itself).
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
 # `eval "unset c; set +m --; $c"` expands $c before eval runs, so the command starts with
 # no helper variable, no positional parameter and no job-control flag of the monitor.
-BASH_MONITOR_SCRIPT = """set -m
+BASH_MONITOR_SCRIPT = """cd -- "$3" || { printf '127\\n' >| "$1"; exit 127; }
+set -m
 c=$WAVE_PAYLOAD; unset WAVE_PAYLOAD
 exec 3>&1 4>&2 >/dev/null 2>&1
 if [ -z "$2" ]; then ( eval "unset c; set +m --; $c" ) 1>&3 2>&4 3>&- 4>&- &
@@ -56,7 +58,7 @@ def build_payload(command: str, cwd_file: str | None, umask: int | None = None) 
 
 
 def monitor_argv(
-    monitor_bash: str | None, shell_path: str, shell_kind: str, exit_file: str
+    monitor_bash: str | None, shell_path: str, shell_kind: str, exit_file: str, cwd: str
 ) -> list[str]:
     """The argv of the monitor process for one task.
 
@@ -65,12 +67,13 @@ def monitor_argv(
         shell_path: the shell that runs the command.
         shell_kind: ``"bash"`` or ``"zsh"``.
         exit_file: where the exit status is written.
+        cwd: the directory the command starts in.
     """
     if monitor_bash is None:
         # -P: never import a `worker` package from the task's cwd instead of ours.
-        return [sys.executable, "-P", "-m", "worker.monitor", exit_file, shell_path]
+        return [sys.executable, "-P", "-m", "worker.monitor", exit_file, shell_path, cwd]
     zsh = shell_path if shell_kind == "zsh" else ""
-    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh]
+    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, cwd]
 
 
 def exit_status(returncode: int) -> int:
@@ -79,10 +82,10 @@ def exit_status(returncode: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Python fallback monitor: ``python -m worker.monitor EXIT_FILE SHELL``."""
-    exit_file, shell = argv
+    """Python fallback monitor: ``python -m worker.monitor EXIT_FILE SHELL CWD``."""
+    exit_file, shell, cwd = argv
     payload = os.environ.pop(PAYLOAD_VAR, "")
-    proc = subprocess.Popen([shell, "-c", payload], process_group=0, close_fds=True)
+    proc = subprocess.Popen([shell, "-c", payload], process_group=0, close_fds=True, cwd=cwd)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
     os.dup2(devnull, 2)

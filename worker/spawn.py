@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,29 +65,37 @@ def _open_log(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, LOG_MODE)
 
 
-def spawn_task(req: SpawnRequest) -> subprocess.Popen[bytes]:
-    """Create the task's log and start its monitor; returns the monitor process.
+def spawn_task(req: SpawnRequest) -> int:
+    """Create the task's log and start its monitor; returns the monitor's pid.
 
     The log exists (empty) before the command starts, so ``outputPath`` is readable at once.
+    ``posix_spawn`` (vfork-like) instead of a fork of the whole supervisor: cheaper, and
+    nothing else leaks since every descriptor the supervisor opens is close-on-exec.
 
     Raises:
-        OSError: the cwd does not exist, the shell cannot be executed, out of resources.
+        OSError: the shell cannot be executed, out of resources.
     """
     env = task_environment(req.env, req.task_id)
     env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd), req.umask)
-    argv = monitor_argv(req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit))
+    argv = monitor_argv(
+        req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit), req.cwd
+    )
     log_fd = _open_log(req.files.log)
     err_fd = _open_log(req.files.err_log) if req.files.err_log else log_fd
     try:
-        return subprocess.Popen(
+        return os.posix_spawn(
+            argv[0],
             argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log_fd,
-            stderr=err_fd,
-            cwd=req.cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                (os.POSIX_SPAWN_DUP2, err_fd, 2),
+            ],
+            setsid=True,
+            # Python ignores these; a command must get the defaults (`yes | head` ends by
+            # SIGPIPE, a file-size limit kills by SIGXFSZ), as subprocess restores them.
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
         )
     finally:
         os.close(log_fd)
