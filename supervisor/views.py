@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, cast
 
 from api import texts
 from api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
 from api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
-from worker import Excerpt, last_lines, read_excerpt
+from worker import Excerpt, last_lines, read_excerpt, read_final_cwd
 
 from .journal import TaskRow
 from .tasks import LiveTask
@@ -72,27 +70,6 @@ def _duration_ms(task: LiveTask) -> int:
     return int((end - task.row.started_at) * 1000)
 
 
-def captured_cwd(task: LiveTask, start_cwd: str) -> str | None:
-    """The command's final ``pwd -P`` when it differs from where it started (SPEC E3).
-
-    The temp file is always removed; any failure is logged at debug level only.
-    """
-    path = task.files.cwd
-    try:
-        final = path.read_text().strip()
-    except OSError as exc:
-        log.debug("task %s: no cwd captured (%s)", task.id, exc)
-        return None
-    finally:
-        path.unlink(missing_ok=True)
-    if not final or not os.path.isdir(final):
-        log.debug("task %s: captured cwd %r does not exist", task.id, final)
-        return None
-    if Path(final) == Path(os.path.realpath(start_cwd)):
-        return None
-    return final
-
-
 def finished_result(task: LiveTask) -> BashResult:
     """A foreground command that ended before its timeout (SPEC R1, R2)."""
     row = task.row
@@ -111,7 +88,7 @@ def finished_result(task: LiveTask) -> BashResult:
         exit_code=code,
         output_path=row.output_path,
         truncated=out.truncated or err.truncated,
-        cwd=captured_cwd(task, row.cwd),
+        cwd=read_final_cwd(task.files.cwd, row.cwd),
         duration_ms=_duration_ms(task),
         message=message,
     )

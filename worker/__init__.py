@@ -4,6 +4,7 @@
 values it needs.
 """
 
+from .cwd import read_final_cwd
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import BASH_MONITOR_SCRIPT, build_payload, exit_status, monitor_argv
@@ -23,11 +24,19 @@ from .spawn import (
     spawn_task,
     task_environment,
 )
+from .windows import (
+    NoGitBashError,
+    find_git_bash,
+    posix_to_windows_path,
+    usual_git_bash_locations,
+    windows_to_posix_path,
+)
 
 __all__ = [
     "BASH_MONITOR_SCRIPT",
     "NON_INTERACTIVE_DEFAULTS",
     "Excerpt",
+    "NoGitBashError",
     "NoShellError",
     "ProcessTable",
     "Shell",
@@ -39,13 +48,16 @@ __all__ = [
     "clean_text",
     "excerpt_text",
     "exit_status",
+    "find_git_bash",
     "last_lines",
     "monitor_argv",
     "parse_probe_output",
+    "posix_to_windows_path",
     "probe_login_path",
     "probe_script",
     "process_tag",
     "read_excerpt",
+    "read_final_cwd",
     "resolve_monitor_bash",
     "resolve_shell",
     "shell_kind",
@@ -54,4 +66,6 @@ __all__ = [
     "stop_trees",
     "tagged_processes",
     "task_environment",
+    "usual_git_bash_locations",
+    "windows_to_posix_path",
 ]

@@ -19,6 +19,8 @@ import shlex
 import subprocess
 import sys
 
+from .windows import windows_to_posix_path
+
 PAYLOAD_VAR = "WAVE_PAYLOAD"
 
 # $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell),
@@ -40,7 +42,9 @@ printf '%s\\n' "$s" >| "$1"
 exit $s"""
 
 
-def build_payload(command: str, cwd_file: str | None, umask: int | None = None) -> str:
+def build_payload(
+    command: str, cwd_file: str | None, umask: int | None = None, windows: bool = False
+) -> str:
     """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``
     and the caller's umask.
 
@@ -49,6 +53,8 @@ def build_payload(command: str, cwd_file: str | None, umask: int | None = None) 
     """
     lines = []
     if cwd_file is not None:
+        if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
+            cwd_file = windows_to_posix_path(cwd_file)
         # umask 077: the file is private; the shell is exiting, nothing else sees it.
         capture = f"umask 077; pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null"
         lines.append(f"trap {shlex.quote(capture)} EXIT")

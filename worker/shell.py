@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
+
+from .windows import NoGitBashError, find_git_bash
 
 Which = Callable[[str, str | None], str | None]
 IsExecutable = Callable[[str], bool]
@@ -24,8 +27,8 @@ INSTALL_HINT = (
 class NoShellError(Exception):
     """Neither bash nor zsh could be found; ``str()`` tells the user what to install."""
 
-    def __init__(self) -> None:
-        super().__init__(INSTALL_HINT)
+    def __init__(self, message: str = INSTALL_HINT) -> None:
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -58,15 +61,22 @@ def resolve_shell(
     *,
     which: Which = _default_which,
     is_executable: IsExecutable = _default_is_executable,
+    platform: str = sys.platform,
 ) -> Shell:
     """Pick the shell for a command from the caller's environment.
 
     Order: ``WAVE_SHELL`` if it names an executable bash or zsh; ``$SHELL`` if it is an
-    executable zsh or bash; bash on ``PATH`` or ``/bin/bash``; zsh on ``PATH``.
+    executable zsh or bash; bash on ``PATH`` or ``/bin/bash``; zsh on ``PATH``. On
+    Windows (``platform="win32"``) it is Git Bash (see :func:`find_git_bash`).
 
     Raises:
-        NoShellError: neither bash nor zsh exists.
+        NoShellError: neither bash nor zsh (nor Git Bash on Windows) exists.
     """
+    if platform == "win32":
+        try:
+            return Shell(find_git_bash(env, which=which, is_file=is_executable), "bash")
+        except NoGitBashError as exc:
+            raise NoShellError(str(exc)) from None
     path = env.get("PATH")
     for var in ("WAVE_SHELL", "SHELL"):
         candidate = env.get(var, "")

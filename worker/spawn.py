@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .monitor import PAYLOAD_VAR, build_payload, monitor_argv
 from .shell import Shell
+from .windows import windows_to_posix_path
 
 NON_INTERACTIVE_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command unless the caller's environment already sets them (SPEC E2)."""
@@ -76,10 +78,10 @@ def spawn_task(req: SpawnRequest) -> int:
         OSError: the shell cannot be executed, out of resources.
     """
     env = task_environment(req.env, req.task_id)
-    env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd), req.umask)
-    argv = monitor_argv(
-        req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit), req.cwd
-    )
+    windows = sys.platform == "win32"
+    cwd = windows_to_posix_path(req.cwd) if windows else req.cwd  # read by Git Bash's cd
+    argv = monitor_argv(req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit), cwd)
+    env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd), req.umask, windows)
     log_fd = _open_log(req.files.log)
     err_fd = _open_log(req.files.err_log) if req.files.err_log else log_fd
     try:

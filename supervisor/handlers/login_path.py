@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 from api.errors import ShellNotFoundError
 from api.protocol import LoginPathParams
@@ -16,5 +17,8 @@ async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str
         shell = resolve_shell(p.env)
     except NoShellError as exc:
         raise ShellNotFoundError(str(exc)) from None
-    path = await asyncio.to_thread(probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000)
+    windows = sys.platform == "win32"  # Git Bash: -lic 'cygpath -pw "$PATH"'
+    path = await asyncio.to_thread(
+        probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000, windows
+    )
     return {"path": path, "shell": shell.path}
