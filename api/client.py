@@ -49,6 +49,7 @@ from .protocol import (
     request,
 )
 from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
+from .transport import TRANSPORT_ENV, chosen_transport, connect
 
 START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
@@ -82,6 +83,7 @@ class Client:
         on_cwd_change: called with the new directory when a command ends elsewhere.
         env: the environment sent with each command (default: this process's, at each call).
         autostart: start the supervisor when none is running.
+        transport: ``"unix"`` or ``"tcp"`` (default: ``WAVE_TRANSPORT``, else Unix sockets).
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class Client:
         *,
         env: Mapping[str, str] | None = None,
         autostart: bool = True,
+        transport: str | None = None,
     ) -> None:
         self.layout = StateLayout(resolve_state_dir(state_dir))
         self.session = session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
@@ -102,6 +105,7 @@ class Client:
         self.on_cwd_change = on_cwd_change
         self.env = dict(env) if env is not None else None
         self.autostart = autostart
+        self.transport = transport or chosen_transport()
 
     def __repr__(self) -> str:
         return f"<Client state_dir={str(self.layout.root)!r} session={self.session!r}>"
@@ -349,7 +353,7 @@ class Client:
 
     def _connect(self, autostart: bool) -> socket.socket:
         try:
-            return _open_socket(str(self.layout.socket))
+            return connect(self.layout, self.transport)
         except OSError:  # missing, stale, or a state dir that is not usable (checked below)
             if not autostart:
                 raise SupervisorUnavailableError(
@@ -359,13 +363,13 @@ class Client:
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
-                return _open_socket(str(self.layout.socket))
+                return connect(self.layout, self.transport)
             except (FileNotFoundError, ConnectionRefusedError):
                 if time.monotonic() > deadline:
                     raise SupervisorUnavailableError(
                         f"the supervisor for {self.layout.root} did not start (see {self.layout.log})"
                     ) from None
-                time.sleep(0.01)  # another starter holds the lock and is binding the socket
+                time.sleep(0.01)  # another starter holds the lock and is binding
 
     def _start_supervisor(self) -> None:
         """Start a supervisor and wait until it serves (or another one won the race)."""
@@ -383,6 +387,7 @@ class Client:
             proc = subprocess.run(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 cwd="/", timeout=START_TIMEOUT, check=False,
+                env={**os.environ, TRANSPORT_ENV: self.transport},
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             raise SupervisorUnavailableError(
@@ -405,16 +410,6 @@ def _current_umask() -> int | None:
     except (OSError, ValueError):
         pass
     return None
-
-
-def _open_socket(path: str) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 def _read_lines(sock: socket.socket) -> Iterator[dict[str, Any]]:

@@ -61,6 +61,11 @@ class StateLayout:
         return self.root / "supervisor.log"
 
     @property
+    def tcp_endpoint(self) -> Path:
+        """Port and token of a supervisor listening on loopback TCP (see api.transport)."""
+        return self.root / "supervisor.tcp"
+
+    @property
     def tasks(self) -> Path:
         return self.root / "tasks"
 

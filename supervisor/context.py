@@ -69,6 +69,8 @@ class Context:
     settings: Settings = field(default_factory=Settings)
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     started_at: float = field(default_factory=time.time)
+    token: str | None = None
+    """The secret TCP clients must present (None: Unix socket, peer uid checked)."""
     active_connections: int = 0
     last_activity: float = field(default_factory=time.monotonic)
     """When a client was last served (monotonic), for the idle exit."""

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -23,6 +24,7 @@ from filelock import FileLock, Timeout
 from api.errors import StateDirError, WaveError
 from api.paths import StateLayout, ensure_private_dir, resolve_state_dir
 from api.protocol import MAX_MESSAGE_BYTES
+from api.transport import LOOPBACK, TcpEndpoint, chosen_transport
 
 from .context import Context
 from .recovery import open_journal, recover
@@ -45,6 +47,8 @@ def _socket_answers(path: Path) -> bool:
 
 
 async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
+    if chosen_transport() == "tcp":
+        return await _bind_tcp(ctx)
     path = ctx.layout.socket
     ensure_private_dir(path.parent)
     if path.exists() or path.is_symlink():
@@ -60,6 +64,22 @@ async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
+    return server
+
+
+async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
+    """Loopback TCP where Unix sockets are not available: port + token in a 0600 file."""
+    path = ctx.layout.tcp_endpoint
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        old = TcpEndpoint.read(path)
+        with socket.create_connection((LOOPBACK, old.port), timeout=1.0):
+            log.error("another process already serves port %d; exiting", old.port)
+            return None
+    server = await asyncio.start_server(
+        partial(serve_connection, ctx), host=LOOPBACK, port=0, limit=MAX_MESSAGE_BYTES
+    )
+    ctx.token = secrets.token_urlsafe(32)
+    TcpEndpoint(server.sockets[0].getsockname()[1], ctx.token).write(path)
     return server
 
 
@@ -85,7 +105,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
     server.close()
     with contextlib.suppress(OSError):
-        layout.socket.unlink()
+        (layout.tcp_endpoint if ctx.token else layout.socket).unlink()
     journal.close()
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
 import socket
@@ -33,6 +34,27 @@ def peer_uid(sock: socket.socket) -> int | None:
     return None
 
 
+async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
+    """Unix socket: the peer runs as our uid (SPEC X1). TCP: it presents the token first."""
+    if ctx.token is None:
+        sock = conn.writer.get_extra_info("socket")
+        uid = peer_uid(sock) if sock is not None else None
+        if uid == os.getuid():
+            return True
+        reason = f"connection from uid {uid} refused"
+    else:
+        try:
+            first = decode(await conn.reader.readline())
+        except (ProtocolError, ValueError, ConnectionError):
+            first = {}
+        if hmac.compare_digest(str(first.get("token", "")), ctx.token):
+            return True
+        reason = "connection without the supervisor's token refused"
+    log.warning(reason)
+    await conn.send(error_message("forbidden", reason))
+    return False
+
+
 def to_wire(result: Any) -> Any:
     """A handler's return value as JSON-ready data (camelCase for contract models)."""
     if isinstance(result, BaseModel):
@@ -50,11 +72,7 @@ async def serve_connection(
     watcher: asyncio.Task[None] | None = None
     ctx.active_connections += 1
     try:
-        sock = writer.get_extra_info("socket")
-        uid = peer_uid(sock) if sock is not None else None
-        if uid != os.getuid():
-            log.warning("refused a connection from uid %s", uid)
-            await conn.send(error_message("forbidden", f"connection from uid {uid} refused"))
+        if not await _peer_allowed(ctx, conn):
             return
         try:
             line = await reader.readline()

@@ -22,7 +22,7 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
         running=True,
         pid=os.getpid(),
         state_dir=str(ctx.layout.root),
-        socket_path=str(ctx.layout.socket),
+        socket_path=str(ctx.layout.tcp_endpoint if ctx.token else ctx.layout.socket),
         protocol_version=PROTOCOL_VERSION,
         version=VERSION,
         running_tasks=len(ctx.tasks.live),
