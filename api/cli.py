@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -110,6 +111,12 @@ def _report_run(result: BashResult, as_json: bool) -> int:
 def cmd_schema(client: Client | None, args: argparse.Namespace) -> int:
     _print_json(tool_definitions(args.format))
     return 0
+
+
+def cmd_bridge(client: Client | None, args: argparse.Namespace) -> int:
+    from .bridge import main as serve_bridge
+
+    return serve_bridge(args.state_dir)
 
 
 def cmd_mcp(client: Client | None, args: argparse.Namespace) -> int:
@@ -288,6 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--session", default=os.environ.get("WAVE_SESSION"), help="agent session name"
     )
+    parser.add_argument(
+        "--remote",
+        default=os.environ.get("WAVE_REMOTE"),
+        help="ssh://[user@]host[:port]: drive the supervisor on that machine",
+    )
+    parser.add_argument(
+        "--ssh-option",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra ssh arguments, e.g. --ssh-option='-i ~/.ssh/devbox'",
+    )
+    parser.add_argument(
+        "--remote-command",
+        default=os.environ.get("WAVE_REMOTE_COMMAND"),
+        help="how to run wave-bash on the remote (default: wave-bash)",
+    )
     sub = parser.add_subparsers(dest="verb", required=True)
 
     run = sub.add_parser("run", help="run a command (foreground unless --background)")
@@ -320,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
         ids="1",
         json=False,
     )
+    bridge = sub.add_parser(
+        "bridge", help="serve one request from stdin (ssh HOST wave-bash bridge)"
+    )
+    bridge.set_defaults(func=cmd_bridge, needs_client=False)
     mcp = sub.add_parser("mcp", help="serve the Bash, TaskOutput and TaskStop tools over MCP stdio")
     mcp.add_argument(
         "--session", dest="mcp_session", help="agent session (default: WAVE_SESSION or new)"
@@ -355,7 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         client = None
         if getattr(args, "needs_client", True):
-            client = Client(state_dir=args.state_dir, session=args.session)
+            client = Client(
+                state_dir=args.state_dir, session=args.session, remote=args.remote,
+                ssh_options=[arg for opt in args.ssh_option for arg in shlex.split(opt)],
+                remote_command=args.remote_command,
+            )  # fmt: skip
         return func(client, args)
     except WaveError as exc:
         if as_json:

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -49,7 +49,15 @@ from .protocol import (
     request,
 )
 from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
-from .transport import TRANSPORT_ENV, chosen_transport, connect
+from .transport import (
+    REMOTE_HOME_CWD,
+    TRANSPORT_ENV,
+    Remote,
+    chosen_transport,
+    connect,
+    connect_ssh,
+    finish_ssh,
+)
 
 START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
@@ -84,6 +92,13 @@ class Client:
         env: the environment sent with each command (default: this process's, at each call).
         autostart: start the supervisor when none is running.
         transport: ``"unix"`` or ``"tcp"`` (default: ``WAVE_TRANSPORT``, else Unix sockets).
+        remote: ``ssh://[user@]host[:port]`` (default ``WAVE_REMOTE``): every call goes to
+            the supervisor on that machine through ``ssh HOST wave-bash bridge``; commands
+            get the remote environment and start in the remote home unless ``cwd`` is set;
+            paths in results are remote paths.
+        ssh_options: extra ``ssh`` arguments (``-i KEY``, ``-o …``); ``~/.ssh/config`` applies.
+        remote_command: how to run wave-bash there (default ``WAVE_REMOTE_COMMAND`` or
+            ``wave-bash``).
     """
 
     def __init__(
@@ -97,6 +112,9 @@ class Client:
         env: Mapping[str, str] | None = None,
         autostart: bool = True,
         transport: str | None = None,
+        remote: str | None = None,
+        ssh_options: Sequence[str] = (),
+        remote_command: str | None = None,
     ) -> None:
         self.layout = StateLayout(resolve_state_dir(state_dir))
         self.session = session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
@@ -106,6 +124,10 @@ class Client:
         self.env = dict(env) if env is not None else None
         self.autostart = autostart
         self.transport = transport or chosen_transport()
+        remote = remote or os.environ.get("WAVE_REMOTE") or None
+        self.remote = Remote.parse(remote) if remote else None
+        self.ssh_options = list(ssh_options)
+        self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
 
     def __repr__(self) -> str:
         return f"<Client state_dir={str(self.layout.root)!r} session={self.session!r}>"
@@ -145,8 +167,8 @@ class Client:
                 timeout=checked.timeout,
                 description=checked.description,
                 run_in_background=checked.run_in_background,
-                cwd=self.cwd or os.getcwd(),
-                env=self.env if self.env is not None else dict(os.environ),
+                cwd=self.cwd or (REMOTE_HOME_CWD if self.remote else os.getcwd()),
+                env=self._command_env(),
                 progress=on_progress is not None or on_start is not None,
                 separate_stderr=separate_stderr,
                 umask=_current_umask(),
@@ -193,6 +215,11 @@ class Client:
             read = parse_params(OutputParams, {**args, "session": self.session})
             return TaskOutputResult.model_validate(self._call("output", read)).to_json_dict()
         raise InvalidInputError(f"unknown tool {name!r}")
+
+    def _command_env(self) -> dict[str, str]:
+        if self.env is not None:
+            return dict(self.env)
+        return {} if self.remote else dict(os.environ)  # a remote bridge uses its own
 
     def status(self) -> SupervisorStatus:
         """The supervisor's status (starting it if needed)."""
@@ -275,6 +302,9 @@ class Client:
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""
+        if self.remote is not None:
+            self._call("shutdown", {"session": self.session})
+            return True
         try:
             sock = self._connect(autostart=False)
         except SupervisorUnavailableError:
@@ -300,13 +330,21 @@ class Client:
                 on_start(task_id)
 
         for _ in range(RECONNECTS):
-            sock = self._connect(autostart=self.autostart)
-            with sock:
-                try:
-                    return self._exchange(sock, op, params, on_progress, note_start)
-                except _ConnectionLost as lost:
-                    if lost.answered and not started:
-                        raise
+            sock, ssh = self._open()
+            try:
+                with sock:
+                    try:
+                        return self._exchange(sock, op, params, on_progress, note_start)
+                    except _ConnectionLost as lost:
+                        failure = finish_ssh(ssh, self.remote) if ssh and self.remote else None
+                        ssh = None
+                        if failure and not started:
+                            raise SupervisorUnavailableError(failure) from None
+                        if lost.answered and not started:
+                            raise
+            finally:
+                if ssh is not None and self.remote is not None:
+                    finish_ssh(ssh, self.remote)
             if started:
                 # The supervisor went away while a command ran (killed, restarted). The
                 # command keeps running and a new supervisor re-adopts it: wait for it again.
@@ -350,6 +388,12 @@ class Client:
             f"the supervisor closed the connection before answering (see {self.layout.log})",
             answered,
         )
+
+    def _open(self) -> tuple[socket.socket, subprocess.Popen[bytes] | None]:
+        """A connection to the supervisor: local, or through ``ssh HOST wave-bash bridge``."""
+        if self.remote is None:
+            return self._connect(autostart=self.autostart), None
+        return connect_ssh(self.remote, self.ssh_options, self.remote_command)
 
     def _connect(self, autostart: bool) -> socket.socket:
         try:

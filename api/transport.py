@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InvalidInputError, SupervisorUnavailableError
 from .paths import StateLayout
 from .protocol import encode
 
 TRANSPORT_ENV = "WAVE_TRANSPORT"
+REMOTE_HOME_CWD = "~"
+"""The ``cwd`` a remote caller sends when it has no directory there to name: the remote home."""
 LOOPBACK = "127.0.0.1"
 
 
@@ -78,3 +83,73 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A remote dev box reached with ``ssh`` (the user's config, agent and keys apply)."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    _URL = re.compile(r"ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+)(?::(?P<port>\d+))?/?")
+
+    @classmethod
+    def parse(cls, url: str) -> Remote:
+        """``ssh://[user@]host[:port]``."""
+        match = cls._URL.fullmatch(url.strip())
+        if not match:
+            raise InvalidInputError(f"remote must look like ssh://[user@]host[:port], got {url!r}")
+        port = match.group("port")
+        return cls(match.group("host"), match.group("user"), int(port) if port else None)
+
+    def __str__(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"ssh://{user}{self.host}{port}"
+
+    def ssh_argv(self, options: Sequence[str], remote_command: str) -> list[str]:
+        """``ssh … HOST '<remote_command> bridge'`` (BatchMode: never a password prompt)."""
+        argv = ["ssh", "-o", "BatchMode=yes", *options]
+        if self.port:
+            argv += ["-p", str(self.port)]
+        target = f"{self.user}@{self.host}" if self.user else self.host
+        return [*argv, "--", target, f"{remote_command} bridge"]
+
+
+def connect_ssh(
+    remote: Remote, options: Sequence[str], remote_command: str
+) -> tuple[socket.socket, subprocess.Popen[bytes]]:
+    """A socket whose other end is ``ssh HOST wave-bash bridge`` (one request, like a
+    connection); the caller reaps the ssh process with :func:`finish_ssh`."""
+    ours, theirs = socket.socketpair()
+    try:
+        proc = subprocess.Popen(
+            remote.ssh_argv(options, remote_command),
+            stdin=theirs.fileno(), stdout=theirs.fileno(), stderr=subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+    except FileNotFoundError:
+        ours.close()
+        raise SupervisorUnavailableError(
+            "ssh is not installed: install an OpenSSH client to use --remote"
+        ) from None
+    finally:
+        theirs.close()
+    return ours, proc
+
+
+def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> str | None:
+    """Reap the ssh process; returns why it failed (its stderr), or None if it did not."""
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    if proc.returncode == 0:
+        return None
+    detail = err.decode(errors="replace").strip() or f"exit {proc.returncode}"
+    if proc.returncode == 127:
+        detail += " (is wave-bash installed on the remote, or set --remote-command?)"
+    return f"could not reach wave-bash on {remote} over ssh: {detail}"

@@ -11,14 +11,20 @@ from worker import NoShellError, probe_login_path, resolve_shell
 
 from ..context import Connection, Context
 
+_probed: dict[tuple[str, str, str], str | None] = {}
+"""Login PATHs already probed, by (shell, HOME, USER): a login profile is read once per
+supervisor, however many hosts or remote bridges ask."""
+
 
 async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str, str | None]:
     try:
         shell = resolve_shell(p.env)
     except NoShellError as exc:
         raise ShellNotFoundError(str(exc)) from None
-    windows = sys.platform == "win32"  # Git Bash: -lic 'cygpath -pw "$PATH"'
-    path = await asyncio.to_thread(
-        probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000, windows
-    )
-    return {"path": path, "shell": shell.path}
+    key = (shell.path, p.env.get("HOME", ""), p.env.get("USER", ""))
+    if _probed.get(key) is None:  # failures are tried again next time
+        windows = sys.platform == "win32"  # Git Bash: -lic 'cygpath -pw "$PATH"'
+        _probed[key] = await asyncio.to_thread(
+            probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000, windows
+        )
+    return {"path": _probed[key], "shell": shell.path}

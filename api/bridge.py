@@ -1,0 +1,58 @@
+"""``wave-bash bridge``: the protocol on stdin/stdout, relayed to this machine's supervisor.
+
+``ssh HOST wave-bash bridge`` makes SSH the transport to a remote dev box: SSH does the
+authentication and encryption, and no port is opened. One bridge carries one request, like
+one socket connection. A ``run`` request gets this machine's environment (with its login
+PATH, probed once per supervisor) instead of the caller's, and starts in the remote home
+unless the caller named a directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, BinaryIO
+
+from .client import Client
+from .errors import WaveError
+from .protocol import decode, encode, error_message
+from .transport import REMOTE_HOME_CWD
+
+
+def _remote_run(message: dict[str, Any], client: Client) -> dict[str, Any]:
+    env = dict(os.environ)
+    with contextlib.suppress(WaveError):
+        login_path = client.login_path()
+        if login_path:
+            env["PATH"] = login_path
+    cwd = str(message.get("cwd") or REMOTE_HOME_CWD)
+    return {**message, "env": env, "cwd": os.path.expanduser(cwd), "umask": None}
+
+
+def relay(stdin: BinaryIO, stdout: BinaryIO, client: Client) -> int:
+    """Read one request, hand it to the local supervisor, copy every answer line back."""
+    line = stdin.readline()
+    if not line:
+        return 0
+    try:
+        message = decode(line)
+        if message.get("op") == "run":
+            message = _remote_run(message, client)
+        sock = client._connect(autostart=True)
+    except WaveError as exc:
+        stdout.write(encode(error_message(exc.code, exc.message, exc.task_id)))
+        stdout.flush()
+        return 2
+    with sock:
+        sock.sendall(encode(message))
+        with sock.makefile("rb") as answers:
+            for answer in answers:  # progress lines, then the result or error
+                stdout.write(answer)
+                stdout.flush()
+    return 0
+
+
+def main(state_dir: str | None) -> int:
+    """Serve one request from stdin; exits when it is answered or the caller hangs up."""
+    return relay(sys.stdin.buffer, sys.stdout.buffer, Client(state_dir=state_dir))

@@ -1,0 +1,163 @@
+"""A remote dev box through a real sshd on 127.0.0.1 (issue 8).
+
+The test starts Debian's sshd with a throwaway host key and an authorized key; the
+"remote" wave-bash is this same installation with its own state dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import reap, start_bg, task_alive, wait_until
+
+from api import BashResult, Client, SupervisorUnavailableError
+
+SSHD = "/usr/sbin/sshd"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
+    if not Path(SSHD).exists() or shutil.which("ssh") is None:
+        pytest.fail("openssh-server and openssh-client must be installed (.ci/run installs them)")
+    if os.getuid() != 0:
+        pytest.skip("the test sshd logs in as the current user with root's setup (CI runs as root)")
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    for name in ("host", "client"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True
+        )
+    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    port = _free_port()
+    config = keys / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile {keys / 'sshd.pid'}\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+        "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    remote_state = Path(f"/tmp/wb-remote-{port}")
+    try:
+        wait_until(lambda: _port_open(port), timeout=10)
+        yield {
+            "url": f"ssh://{os.environ.get('USER', 'root')}@127.0.0.1:{port}",
+            "options": ["-i", str(keys / "client"), "-o", "StrictHostKeyChecking=no",
+                        "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"],
+            "command": f"{shlex.quote(sys.executable)} -m api.cli --state-dir {remote_state}",
+            "state": remote_state,
+            "server": server,
+        }  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        reap(remote_state)
+        shutil.rmtree(remote_state, ignore_errors=True)
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def remote_client(sshd: dict[str, object], remote_command: str | None = None) -> Client:
+    return Client(
+        remote=str(sshd["url"]), ssh_options=list(sshd["options"]),  # type: ignore[call-overload]
+        remote_command=remote_command or str(sshd["command"]), session="remote",
+    )  # fmt: skip
+
+
+def test_foreground_runs_remotely_with_the_remote_environment(
+    sshd: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAVE_LOCAL_ONLY", "local-value")
+    client = remote_client(sshd)
+    r = client.bash('echo "$HOME ${WAVE_LOCAL_ONLY:-absent} $WAVE_TASK_ID"; pwd')
+    home, local_only, task_id = r.stdout.splitlines()[0].split()
+    assert r.success and (home, local_only) == (os.path.expanduser("~"), "absent")
+    assert r.stdout.splitlines()[1] == home  # starts in the remote home
+    assert r.output_path and r.output_path.startswith(str(sshd["state"]))  # a remote path
+    assert Path(r.output_path).stem == task_id
+
+
+def test_background_stop_and_notices_remotely(sshd: dict[str, object]) -> None:
+    client = remote_client(sshd)
+    done = start_bg(client, "echo hi; exit 3")
+    running = start_bg(client, "sleep 300")
+    assert client.wait(done, timeout=10_000).status == "failed"
+    assert client.task_output(done, block=False).output == "hi"
+    assert client.task_stop(running).status == "killed" and not task_alive(running)
+    notices = {n.task_id: n.status for n in client.notifications()}
+    assert notices == {done: "failed", running: "killed"}
+    assert remote_client(sshd).notifications() == []  # reattached by session: delivered once
+    assert {t.id for t in client.tasks()} == {done, running}
+
+
+def test_killed_ssh_connection_during_a_foreground_call(sshd: dict[str, object]) -> None:
+    client = remote_client(sshd)
+    started: list[str] = []
+    results: list[BashResult] = []
+    caller = threading.Thread(
+        target=lambda: results.append(
+            client.bash("echo a; sleep 2; echo b", on_start=started.append)
+        )
+    )
+    caller.start()
+    wait_until(lambda: started)
+    ssh = [p for p in psutil.Process().children() if p.name() == "ssh"]
+    assert ssh
+    for proc in ssh:
+        proc.send_signal(signal.SIGKILL)  # the SSH connection drops mid-call
+    caller.join(timeout=30)
+    (r,) = results
+    assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)  # reconnected, kept waiting
+
+
+def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
+    base = [sys.executable, "-m", "api.cli", "--remote", str(sshd["url"]),
+            "--remote-command", str(sshd["command"]),
+            "--ssh-option", shlex.join(list(sshd["options"]))]  # type: ignore[arg-type]  # fmt: skip
+    r = subprocess.run([*base, "run", "--background", "--json", "--", "for i in 1 2; do echo n$i; sleep 0.3; done"],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    tid = json.loads(r.stdout)["backgroundTaskId"]
+    follow = subprocess.run(
+        [*base, "output", tid, "--follow"], capture_output=True, text=True, timeout=60
+    )
+    assert follow.stdout.split() == ["n1", "n2"]
+
+
+def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> None:
+    client = remote_client(sshd, remote_command="/nonexistent/wave-bash")
+    with pytest.raises(SupervisorUnavailableError, match="is wave-bash installed on the remote"):
+        client.bash("echo hi")
+    bad_port = Client(remote="ssh://127.0.0.1:1", ssh_options=list(sshd["options"]))  # type: ignore[call-overload]
+    with pytest.raises(
+        SupervisorUnavailableError, match=r"could not reach wave-bash on ssh://127\.0\.0\.1:1"
+    ):
+        bad_port.bash("echo hi")
+
+
+def test_remote_url_is_checked() -> None:
+    from api import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="ssh://"):
+        Client(remote="http://example")
