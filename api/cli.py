@@ -89,10 +89,10 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
             on_progress=live.show if live else None,
             on_start=running.append if interactive else None,
         )
-    return _report_run(result, args.json)
+    return _report_run(result, args.json, client.remote)
 
 
-def _report_run(result: BashResult, as_json: bool) -> int:
+def _report_run(result: BashResult, as_json: bool, remote: object = None) -> int:
     if result.error is not None:
         raise InvalidInputError(result.error)
     if as_json:
@@ -101,6 +101,8 @@ def _report_run(result: BashResult, as_json: bool) -> int:
         if result.stdout:
             print(result.stdout)
         print(result.message.removeprefix(result.stdout).lstrip("\n"), file=sys.stderr)
+        if remote is not None:
+            print(f"(the output file is on {remote})", file=sys.stderr)
     elif result.stdout:
         print(result.stdout)
     if result.background_task_id or result.interrupted:
@@ -122,7 +124,12 @@ def cmd_bridge(client: Client | None, args: argparse.Namespace) -> int:
 def cmd_mcp(client: Client | None, args: argparse.Namespace) -> int:
     from .mcp_server import main as serve_mcp  # the SDK is imported only when serving MCP
 
-    return serve_mcp(args.state_dir, args.mcp_session or args.session, args.follow_cd)
+    remote = {
+        "remote": args.remote,
+        "ssh_options": [arg for opt in args.ssh_option for arg in shlex.split(opt)],
+        "remote_command": args.remote_command,
+    }
+    return serve_mcp(args.state_dir, args.mcp_session or args.session, args.follow_cd, remote)
 
 
 def cmd_supervisor(client: Client, args: argparse.Namespace) -> int:

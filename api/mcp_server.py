@@ -113,14 +113,20 @@ async def _serve(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def main(state_dir: str | None, session: str | None, follow_cd: bool) -> int:
+def main(
+    state_dir: str | None,
+    session: str | None,
+    follow_cd: bool,
+    remote: dict[str, Any] | None = None,
+) -> int:
     """Serve MCP on stdin/stdout until the client closes the connection."""
     session = session or default_session()
     print(
         f"wave-bash mcp: agent session {session} (reuse it with --session to reattach)",
         file=sys.stderr,
     )
-    client = Client(state_dir=state_dir, session=session, follow_cd=follow_cd)
-    inject_login_path(client)  # once per host: every command inherits it (SPEC E1)
+    client = Client(state_dir=state_dir, session=session, follow_cd=follow_cd, **(remote or {}))
+    if client.remote is None:  # a remote bridge gives commands the remote login PATH
+        inject_login_path(client)  # once per host: every command inherits it (SPEC E1)
     anyio.run(_serve, build_server(client))
     return 0

@@ -161,3 +161,31 @@ def test_remote_url_is_checked() -> None:
 
     with pytest.raises(InvalidInputError, match="ssh://"):
         Client(remote="http://example")
+
+
+def test_clear_error_without_ssh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ssh to be found
+    with pytest.raises(SupervisorUnavailableError, match="ssh is not installed"):
+        Client(remote="ssh://devbox").bash("echo hi")
+
+
+def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -> None:
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    args = ["-m", "api.cli", "--state-dir", str(tmp_path / "local"), "--remote", str(sshd["url"]),
+            "--remote-command", str(sshd["command"]), "--ssh-option", shlex.join(list(sshd["options"])),  # type: ignore[arg-type]
+            "mcp", "--session", "remote-mcp"]  # fmt: skip
+
+    async def scenario() -> str:
+        params = StdioServerParameters(command=sys.executable, args=args)
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            result = await session.call_tool("Bash", {"command": "echo from-remote"})
+            return str(result.structured_content["outputPath"])
+
+    output_path = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+    assert output_path.startswith(str(sshd["state"]))  # the task lives in the remote state dir
+    assert not (tmp_path / "local" / "journal.db").exists()  # nothing ran locally
