@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 from .client import Client
 from .errors import WaveError
+from .launch import connect_or_start
 from .protocol import decode, encode, error_message
 from .transport import REMOTE_HOME_CWD
 
@@ -39,7 +40,7 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, client: Client) -> int:
         message = decode(line)
         if message.get("op") == "run":
             message = _remote_run(message, client)
-        sock = client._connect(autostart=True)
+        sock = connect_or_start(client.layout, client.transport, autostart=True)
     except WaveError as exc:
         stdout.write(encode(error_message(exc.code, exc.message, exc.task_id)))
         stdout.flush()

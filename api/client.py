@@ -6,9 +6,7 @@ import contextlib
 import os
 import socket
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,6 +20,7 @@ from .errors import (
     WaveError,
     error_from_wire,
 )
+from .launch import connect_or_start
 from .models import (
     BashInput,
     BashResult,
@@ -31,9 +30,8 @@ from .models import (
     TaskOutputResult,
     TaskRecord,
 )
-from .paths import StateLayout, ensure_private_dir, resolve_state_dir
+from .paths import StateLayout, resolve_state_dir
 from .protocol import (
-    MAX_MESSAGE_BYTES,
     AckParams,
     AttachParams,
     GcParams,
@@ -44,23 +42,18 @@ from .protocol import (
     StopManyParams,
     TaskParams,
     TasksParams,
-    decode,
     parse_params,
+    read_messages,
     request,
 )
 from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
 from .transport import (
     REMOTE_HOME_CWD,
-    TRANSPORT_ENV,
     Remote,
     chosen_transport,
-    connect,
     connect_ssh,
     finish_ssh,
 )
-
-START_TIMEOUT = 15.0
-"""Longest wait for a supervisor to come up."""
 
 RECONNECTS = 5
 """How often one foreground call reattaches to its command after losing the supervisor."""
@@ -306,7 +299,7 @@ class Client:
             self._call("shutdown", {"session": self.session})
             return True
         try:
-            sock = self._connect(autostart=False)
+            sock = connect_or_start(self.layout, self.transport, autostart=False)
         except SupervisorUnavailableError:
             return False
         with sock:
@@ -369,7 +362,7 @@ class Client:
         except OSError as exc:  # it closed right after accepting (dying)
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False
-        for message in _read_lines(sock):
+        for message in read_messages(sock):
             answered = True
             kind = message.get("type")
             if kind == "started":
@@ -392,56 +385,8 @@ class Client:
     def _open(self) -> tuple[socket.socket, subprocess.Popen[bytes] | None]:
         """A connection to the supervisor: local, or through ``ssh HOST wave-bash bridge``."""
         if self.remote is None:
-            return self._connect(autostart=self.autostart), None
+            return connect_or_start(self.layout, self.transport, self.autostart), None
         return connect_ssh(self.remote, self.ssh_options, self.remote_command)
-
-    def _connect(self, autostart: bool) -> socket.socket:
-        try:
-            return connect(self.layout, self.transport)
-        except OSError:  # missing, stale, or a state dir that is not usable (checked below)
-            if not autostart:
-                raise SupervisorUnavailableError(
-                    f"no supervisor is running for {self.layout.root}"
-                ) from None
-        self._start_supervisor()
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                return connect(self.layout, self.transport)
-            except (FileNotFoundError, ConnectionRefusedError):
-                if time.monotonic() > deadline:
-                    raise SupervisorUnavailableError(
-                        f"the supervisor for {self.layout.root} did not start (see {self.layout.log})"
-                    ) from None
-                time.sleep(0.01)  # another starter holds the lock and is binding
-
-    def _start_supervisor(self) -> None:
-        """Start a supervisor and wait until it serves (or another one won the race)."""
-        ensure_private_dir(self.layout.root)
-        argv = [
-            sys.executable,
-            "-P",
-            "-m",
-            "supervisor",
-            "--state-dir",
-            str(self.layout.root),
-            "--detach",
-        ]
-        try:
-            proc = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                cwd="/", timeout=START_TIMEOUT, check=False,
-                env={**os.environ, TRANSPORT_ENV: self.transport},
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            raise SupervisorUnavailableError(
-                f"the supervisor for {self.layout.root} did not start within {START_TIMEOUT:g}s"
-            ) from None
-        if proc.returncode != 0:
-            detail = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise SupervisorUnavailableError(
-                f"the supervisor could not start: {detail[-1] if detail else f'exit {proc.returncode}'}"
-            )
 
 
 def _current_umask() -> int | None:
@@ -454,23 +399,6 @@ def _current_umask() -> int | None:
     except (OSError, ValueError):
         pass
     return None
-
-
-def _read_lines(sock: socket.socket) -> Iterator[dict[str, Any]]:
-    buf = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            return
-        if not chunk:
-            return
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            yield decode(line)
-        if len(buf) > MAX_MESSAGE_BYTES:
-            raise WaveError("the supervisor sent an oversized message")
 
 
 _login_path_injected = False

@@ -10,7 +10,8 @@ Closing the connection before the end is how a caller disappears (SPEC F5).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import socket
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -174,6 +175,24 @@ def decode(line: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         raise ProtocolError("malformed protocol message: not a JSON object")
     return message
+
+
+def read_messages(sock: socket.socket) -> Iterator[dict[str, Any]]:
+    """The protocol lines arriving on ``sock`` until the peer closes it."""
+    buf = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield decode(line)
+        if len(buf) > MAX_MESSAGE_BYTES:
+            raise ProtocolError("the peer sent an oversized message")
 
 
 def error_message(code: str, message: str, task_id: str | None = None) -> dict[str, Any]:

@@ -63,7 +63,12 @@ def test_private_files(client: Client, state_dir: Path) -> None:
 
 
 def _ask_as(uid: int, sock_path: Path) -> dict[str, object]:
-    """Connect as another user (root impersonates it in a forked child) and return the answer."""
+    """Connect as another user (root impersonates it in a forked child) and return the answer.
+
+    The child only makes system calls: as the other user it may not be able to read the
+    Python installation (e.g. under /root), so it must not import anything.
+    """
+    line = request("status", {})
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: drop to ``uid`` and talk to the supervisor
@@ -74,10 +79,16 @@ def _ask_as(uid: int, sock_path: Path) -> dict[str, object]:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(10)
                 s.connect(str(sock_path))
-                s.sendall(request("status", {}))
-                os.write(write_fd, s.makefile("rb").readline())
+                s.sendall(line)
+                answer = b""
+                while not answer.endswith(b"\n"):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    answer += chunk
+                os.write(write_fd, answer)
         except BaseException as exc:
-            os.write(write_fd, json.dumps({"type": "child-error", "error": repr(exc)}).encode())
+            os.write(write_fd, b'{"type": "child-error", "error": "%s"}' % repr(exc).encode())
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -95,7 +106,7 @@ def test_other_uid_is_refused(client: Client, state_dir: Path) -> None:
     state_dir.chmod(0o755)  # let the other user reach the socket at all,
     sock.chmod(0o666)  # so that only the peer-credential check stands in the way
     answer = _ask_as(65534, sock)
-    assert answer["type"] == "error" and answer["code"] == "forbidden"
+    assert answer["type"] == "error" and answer["code"] == "forbidden", answer
     assert _ask_as(0, sock)["type"] == "result"  # the same request from the owner works
 
 

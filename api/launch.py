@@ -1,0 +1,67 @@
+"""Reaching the local supervisor, and starting it when none runs (exactly one per state dir).
+
+The client starts the daemon as a process (``python -P -m supervisor --state-dir DIR
+--detach``); ``api`` never imports ``supervisor``. Many starters may race: the daemon's
+lock lets one win, the others exit, and every starter then connects to the winner.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from .errors import SupervisorUnavailableError
+from .paths import StateLayout, ensure_private_dir
+from .transport import TRANSPORT_ENV, connect
+
+START_TIMEOUT = 15.0
+"""Longest wait for a supervisor to come up."""
+
+
+def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> socket.socket:
+    """A connection to the state dir's supervisor, started first if needed and allowed.
+
+    Raises:
+        SupervisorUnavailableError: none runs (and ``autostart`` is off), or it did not start.
+        StateDirError: the state dir cannot be created or used.
+    """
+    try:
+        return connect(layout, transport)
+    except OSError:  # missing, stale, or a state dir that is not usable (checked below)
+        if not autostart:
+            raise SupervisorUnavailableError(
+                f"no supervisor is running for {layout.root}"
+            ) from None
+    start_supervisor(layout, transport)
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            return connect(layout, transport)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() > deadline:
+                raise SupervisorUnavailableError(
+                    f"the supervisor for {layout.root} did not start (see {layout.log})"
+                ) from None
+            time.sleep(0.01)  # another starter holds the lock and is binding
+
+
+def start_supervisor(layout: StateLayout, transport: str) -> None:
+    """Start a supervisor and wait until it serves (or another one won the race)."""
+    ensure_private_dir(layout.root)
+    argv = [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(layout.root), "--detach"]
+    try:
+        proc = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd="/", timeout=START_TIMEOUT, check=False, env={**os.environ, TRANSPORT_ENV: transport},
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise SupervisorUnavailableError(
+            f"the supervisor for {layout.root} did not start within {START_TIMEOUT:g}s"
+        ) from None
+    if proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip().splitlines()
+        last = detail[-1] if detail else f"exit {proc.returncode}"
+        raise SupervisorUnavailableError(f"the supervisor could not start: {last}")
