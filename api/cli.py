@@ -14,13 +14,13 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from .client import Client
+from .display import LiveView, task_table
 from .errors import InvalidInputError, WaveError
 from .keys import CtrlBWatcher
-from .models import BashResult, Progress, TaskRecord, check_timeout_ms
+from .models import BashResult, check_timeout_ms
 from .tools import tool_definitions
 from .units import parse_duration
 
@@ -39,28 +39,6 @@ def _timeout_arg(text: str) -> float | None:
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
-
-
-class LiveView:
-    """The last lines of a running command, redrawn in place on a terminal's stderr."""
-
-    def __init__(self) -> None:
-        self.lines = 0
-
-    def show(self, update: Progress) -> None:
-        self.clear()
-        width = os.get_terminal_size(sys.stderr.fileno()).columns
-        lines = [line[: width - 1] for line in update.short_result.splitlines()]
-        status = f"… running {update.elapsed_ms // 1000}s ({update.task_id}, Ctrl+B to background)"
-        sys.stderr.write("\n".join([*lines, status]) + "\n")
-        sys.stderr.flush()
-        self.lines = len(lines) + 1
-
-    def clear(self) -> None:
-        if self.lines:
-            sys.stderr.write("\x1b[1A\x1b[2K" * self.lines)
-            sys.stderr.flush()
-            self.lines = 0
 
 
 def cmd_run(client: Client, args: argparse.Namespace) -> int:
@@ -163,34 +141,12 @@ def cmd_supervisor(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(records: list[TaskRecord]) -> str:
-    now = datetime.now(UTC)
-    rows = [("ID", "STATUS", "OWNER", "AGE", "COMMAND")]
-    for r in records:
-        owner = r.owner if r.owner == "foreground" else f"bg:{r.background_reason}"
-        status = r.status if r.exit_code is None else f"{r.status}({r.exit_code})"
-        age = int((now - r.started_at).total_seconds())
-        rows.append((r.id, status, owner, _age(age), r.command.replace("\n", " ")[:60]))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return "\n".join(
-        "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
-        for row in rows
-    )
-
-
-def _age(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
 def cmd_tasks(client: Client, args: argparse.Namespace) -> int:
     records = client.tasks(all=args.all)
     if args.json:
         _print_json([r.to_json_dict() for r in records])
     elif records:
-        print(_table(records))
+        print(task_table(records))
     else:
         print("no tasks")
     return 0
