@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from api import Client
+from api import BashResult, Client
 from worker import tagged_processes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -137,6 +138,29 @@ def start_bg(client: Client, command: str, **kw: object) -> str:
     task_id = client.bash(command, run_in_background=True, **kw).background_task_id  # type: ignore[arg-type]
     assert task_id, "the background start returned no task ID"
     return task_id
+
+
+class BashInThread:
+    """A foreground ``Client.bash`` call running in a thread, to act on while it waits."""
+
+    def __init__(self, client: Client, command: str) -> None:
+        self._started: list[str] = []
+        self._results: list[BashResult] = []
+        self._thread = threading.Thread(
+            target=lambda: self._results.append(client.bash(command, on_start=self._started.append))
+        )
+        self._thread.start()
+
+    def task_id(self, timeout: float = 10) -> str:
+        """The task's ID, once the supervisor announced it."""
+        wait_until(lambda: self._started, timeout)
+        return self._started[0]
+
+    def result(self, timeout: float = 30) -> BashResult:
+        """The call's result (fails if it has not returned within ``timeout``)."""
+        self._thread.join(timeout)
+        assert self._results, f"the call did not return within {timeout}s"
+        return self._results[0]
 
 
 def task_alive(task_id: str) -> bool:

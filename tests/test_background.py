@@ -9,12 +9,11 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, start_bg, task_alive, wait_until
+from conftest import REPO, BashInThread, start_bg, task_alive, wait_until
 
 from api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
 from api.errors import InvalidInputError
@@ -74,23 +73,15 @@ def test_task_stop_errors(client: Client) -> None:
 
 
 def test_user_backgrounding_ends_the_turn(client: Client) -> None:
-    started: list[str] = []
-    result: list[object] = []
-    worker = threading.Thread(
-        target=lambda: result.append(
-            client.bash("echo go; sleep 3; echo done", on_start=started.append)
-        )
-    )
-    worker.start()
-    wait_until(lambda: started)
-    client.background(started[0])
-    worker.join(timeout=5)
-    (r,) = result
-    assert r.success and r.backgrounded_by_user and r.ends_turn  # type: ignore[attr-defined]
-    assert not r.assistant_auto_backgrounded  # type: ignore[attr-defined]
-    assert r.message == texts.user_backgrounded_text(started[0], r.output_path)  # type: ignore[attr-defined]
-    assert task_alive(started[0])
-    assert client.wait(started[0], timeout=10_000).background_reason == "user"
+    call = BashInThread(client, "echo go; sleep 3; echo done")
+    task_id = call.task_id()
+    client.background(task_id)
+    r = call.result(timeout=5)
+    assert r.success and r.backgrounded_by_user and r.ends_turn
+    assert not r.assistant_auto_backgrounded
+    assert r.message == texts.user_backgrounded_text(task_id, r.output_path or "")
+    assert task_alive(task_id)
+    assert client.wait(task_id, timeout=10_000).background_reason == "user"
 
 
 def test_caller_killed_leaves_task_running_as_caller_lost(state_dir: Path) -> None:

@@ -10,12 +10,12 @@ import os
 import signal
 import sqlite3
 import subprocess
-import threading
 from pathlib import Path
 
 import psutil
 import pytest
 from conftest import (
+    BashInThread,
     kill_supervisor,
     start_bg,
     start_supervisor,
@@ -24,7 +24,7 @@ from conftest import (
     wait_until,
 )
 
-from api import BashResult, Client
+from api import Client
 from supervisor.identity import start_ticks
 from worker import tagged_processes
 
@@ -35,21 +35,13 @@ def record(client: Client, task_id: str):  # type: ignore[no-untyped-def]
 
 
 def test_foreground_call_survives_supervisor_kill(client: Client, state_dir: Path) -> None:
-    started: list[str] = []
-    results: list[BashResult] = []
-    caller = threading.Thread(
-        target=lambda: results.append(
-            client.bash("echo a; sleep 2; echo b", on_start=started.append)
-        )
-    )
-    caller.start()
-    wait_until(lambda: started)
+    call = BashInThread(client, "echo a; sleep 2; echo b")
+    task_id = call.task_id()
     old = kill_supervisor(state_dir)
-    caller.join(timeout=30)
-    (r,) = results
+    r = call.result()
     assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)
     assert supervisor_pids(state_dir) and old not in supervisor_pids(state_dir)
-    assert record(client, started[0]).owner == "foreground"
+    assert record(client, task_id).owner == "foreground"
 
 
 @pytest.mark.parametrize(

@@ -14,15 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import reap, start_bg, task_alive, wait_until
+from conftest import BashInThread, reap, start_bg, task_alive, wait_until
 
-from api import BashResult, Client, SupervisorUnavailableError
+from api import Client, SupervisorUnavailableError
 
 SSHD = "/usr/sbin/sshd"
 
@@ -114,21 +113,13 @@ def test_background_stop_and_notices_remotely(sshd: dict[str, object]) -> None:
 
 def test_killed_ssh_connection_during_a_foreground_call(sshd: dict[str, object]) -> None:
     client = remote_client(sshd)
-    started: list[str] = []
-    results: list[BashResult] = []
-    caller = threading.Thread(
-        target=lambda: results.append(
-            client.bash("echo a; sleep 2; echo b", on_start=started.append)
-        )
-    )
-    caller.start()
-    wait_until(lambda: started)
+    call = BashInThread(client, "echo a; sleep 2; echo b")
+    call.task_id()
     ssh = [p for p in psutil.Process().children() if p.name() == "ssh"]
     assert ssh
     for proc in ssh:
         proc.send_signal(signal.SIGKILL)  # the SSH connection drops mid-call
-    caller.join(timeout=30)
-    (r,) = results
+    r = call.result()
     assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)  # reconnected, kept waiting
 
 
