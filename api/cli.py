@@ -19,7 +19,6 @@ from typing import Any
 from .client import Client
 from .display import LiveView, task_table
 from .errors import InvalidInputError, WaveError
-from .keys import CtrlBWatcher
 from .models import BashResult, check_timeout_ms
 from .tools import tool_definitions
 from .units import parse_duration
@@ -46,7 +45,9 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
     if args.cwd:
         client.cwd = os.path.abspath(args.cwd)
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
-    interactive = sys.stderr.isatty() and sys.stdin.isatty() and not args.json
+    interactive = (
+        sys.stderr.isatty() and sys.stdin.isatty() and not args.json and sys.platform != "win32"
+    )  # the key watcher needs termios
     running: list[str] = []  # the task ID, once the supervisor started it
 
     def background_it() -> None:
@@ -58,6 +59,8 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
         if interactive:
             live = LiveView()
             terminal.callback(live.clear)
+            from .keys import CtrlBWatcher  # POSIX terminals only
+
             terminal.enter_context(CtrlBWatcher(background_it))
         result = client.bash(
             command,

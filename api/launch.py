@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 from .errors import SupervisorUnavailableError
 from .paths import StateLayout, ensure_private_dir
@@ -48,14 +49,29 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
             time.sleep(0.01)  # another starter holds the lock and is binding
 
 
-def start_supervisor(layout: StateLayout, transport: str) -> None:
-    """Start a supervisor and wait until it serves (or another one won the race)."""
+def start_supervisor(
+    layout: StateLayout, transport: str, *, can_fork: bool = hasattr(os, "fork")
+) -> None:
+    """Start a supervisor and wait until it serves (or another one won the race).
+
+    Where there is no ``fork`` (Windows) the daemon is started detached and this returns at
+    once; the caller's connect loop then waits for it. ``can_fork`` lets tests take that
+    path on any OS.
+    """
     ensure_private_dir(layout.root)
-    argv = [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(layout.root), "--detach"]
+    argv = [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(layout.root)]
+    env = {**os.environ, TRANSPORT_ENV: transport}
+    if not can_fork:
+        subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=os.path.abspath(os.sep), env=env, **_detached(),
+        )  # fmt: skip
+        return
+    argv.append("--detach")
     try:
         proc = subprocess.run(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            cwd="/", timeout=START_TIMEOUT, check=False, env={**os.environ, TRANSPORT_ENV: transport},
+            cwd="/", timeout=START_TIMEOUT, check=False, env=env,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise SupervisorUnavailableError(
@@ -65,3 +81,12 @@ def start_supervisor(layout: StateLayout, transport: str) -> None:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         last = detail[-1] if detail else f"exit {proc.returncode}"
         raise SupervisorUnavailableError(f"the supervisor could not start: {last}")
+
+
+def _detached() -> dict[str, Any]:
+    if sys.platform == "win32":
+        flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
+            subprocess, "CREATE_NEW_PROCESS_GROUP", 0
+        )
+        return {"creationflags": flags}
+    return {"start_new_session": True}

@@ -29,7 +29,7 @@ def ensure_private_dir(path: Path) -> Path:
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = path.stat()
-        if st.st_uid != os.getuid():
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
             raise StateDirError(f"state dir {path} belongs to another user (uid {st.st_uid})")
         if st.st_mode & 0o077:
             path.chmod(0o700)
@@ -76,4 +76,5 @@ class StateLayout:
         if len(os.fsencode(real)) <= SOCKET_PATH_LIMIT:
             return real
         digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"wave-bash-{os.getuid()}" / f"{digest}.sock"
+        owner = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+        return Path(tempfile.gettempdir()) / f"wave-bash-{owner}" / f"{digest}.sock"

@@ -93,9 +93,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
         journal.close()
         return 1
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, ctx.stop_event.set)
-    loop.add_signal_handler(signal.SIGHUP, lambda: None)
+    _on_stop_signals(loop, ctx.stop_event)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
     _signal_ready(ready_fd, b"1")
     chores = asyncio.create_task(housekeeping(ctx))
@@ -108,6 +106,18 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
         (layout.tcp_endpoint if ctx.token else layout.socket).unlink()
     journal.close()
     return 0
+
+
+def _on_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """SIGTERM/SIGINT stop the supervisor (tasks keep running); SIGHUP is ignored. The
+    handlers only set an event; the loop does the work."""
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(signal.SIGHUP, lambda: None)
+    except (NotImplementedError, AttributeError):  # Windows' Proactor loop
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
 
 
 def _signal_ready(ready_fd: int | None, value: bytes) -> None:

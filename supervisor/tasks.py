@@ -31,6 +31,7 @@ from worker import (
     Shell,
     SpawnRequest,
     TaskFiles,
+    reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
     spawn_task,
@@ -279,8 +280,7 @@ class TaskManager:
 
     def _wait_thread(self, task: LiveTask, loop: asyncio.AbstractEventLoop) -> None:
         if task.child:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(task.row.pid or 0, 0)
+            reap_monitor(task.row.pid or 0, block=True)
         else:
             with contextlib.suppress(psutil.Error):
                 psutil.Process(task.row.pid).wait()
@@ -291,8 +291,7 @@ class TaskManager:
             return
         crash_point("before_finish")
         if task.child:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(task.row.pid or 0, os.WNOHANG)  # reap the monitor
+            reap_monitor(task.row.pid or 0)
         code = None if host_restarted else read_exit_file(task.files.exit)
         row = task.row
         row.status = status_for(code, task.stop_reason is not None)

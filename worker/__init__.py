@@ -7,7 +7,7 @@ values it needs.
 from .cwd import read_final_cwd
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
-from .monitor import BASH_MONITOR_SCRIPT, build_payload, exit_status, monitor_argv
+from .monitor import BASH_MONITOR_SCRIPT, build_payload, monitor_argv
 from .output import (
     Excerpt,
     clean_bytes,
@@ -16,11 +16,13 @@ from .output import (
     last_lines,
     read_excerpt,
 )
+from .pymonitor import exit_status
 from .shell import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
     SpawnRequest,
     TaskFiles,
+    reap_monitor,
     spawn_task,
     task_environment,
 )
@@ -58,6 +60,7 @@ __all__ = [
     "process_tag",
     "read_excerpt",
     "read_final_cwd",
+    "reap_monitor",
     "resolve_monitor_bash",
     "resolve_shell",
     "shell_kind",

@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -36,6 +37,21 @@ def process_tag(pid: int) -> str | None:
     return None
 
 
+if hasattr(os, "getuid"):
+    _USER_ATTRS = ["uids"]
+    _MY_UID = os.getuid()
+
+    def _is_ours(info: dict[str, Any]) -> bool:
+        return info["uids"] is not None and info["uids"].real == _MY_UID
+
+else:  # Windows: no uids; the same user name
+    _USER_ATTRS = ["username"]
+    _MY_NAME = psutil.Process().username()
+
+    def _is_ours(info: dict[str, Any]) -> bool:
+        return bool(info["username"] == _MY_NAME)
+
+
 @dataclass
 class ProcessTable:
     """One pass over this user's processes: parent links and ``WAVE_TASK_ID`` tags."""
@@ -47,12 +63,10 @@ class ProcessTable:
     @classmethod
     def read(cls, want_tags: Collection[str]) -> ProcessTable:
         table = cls()
-        uid = os.getuid()
         on_proc = os.path.isdir("/proc/self")
-        for proc in psutil.process_iter(["ppid", "uids"]):
+        for proc in psutil.process_iter(["ppid", *_USER_ATTRS]):
             try:
-                uids = proc.info["uids"]
-                if uids is None or uids.real != uid:
+                if not _is_ours(proc.info):
                     continue
                 table.children.setdefault(proc.info["ppid"], []).append(proc.pid)
                 table.parents[proc.pid] = proc.info["ppid"]
@@ -115,7 +129,7 @@ def snapshot(tasks: Iterable[tuple[str, int]], protected: Collection[int]) -> li
     for tree in trees:
         pids = set(tagged.get(tree.task_id, ())) | table.descendants(tree.monitor_pid)
         direct = table.children.get(tree.monitor_pid)
-        if direct:
+        if direct and hasattr(os, "getpgid"):
             with contextlib.suppress(OSError):
                 tree.job_pgid = os.getpgid(direct[0])
         pids.discard(tree.monitor_pid)
@@ -125,13 +139,18 @@ def snapshot(tasks: Iterable[tuple[str, int]], protected: Collection[int]) -> li
     return trees
 
 
-def _signal(tree: TaskTree, sig: signal.Signals) -> None:
-    if tree.job_pgid and tree.job_pgid > 1:
+def _signal(tree: TaskTree, hard: bool, use_groups: bool) -> None:
+    """SIGTERM (``hard``: SIGKILL) the job's group and every process of the snapshot.
+
+    Without process groups (Windows) psutil's terminate/kill reach each process of the
+    tree walk instead (TerminateProcess there)."""
+    if use_groups and tree.job_pgid and tree.job_pgid > 1:
         with contextlib.suppress(OSError):
-            os.killpg(tree.job_pgid, sig)
+            os.killpg(tree.job_pgid, signal.SIGKILL if hard else signal.SIGTERM)
     for pid in tree.pids:
         with contextlib.suppress(psutil.Error):  # psutil checks the pid was not reused
-            psutil.Process(pid).send_signal(sig)
+            proc = psutil.Process(pid)
+            proc.kill() if hard else proc.terminate()
 
 
 def _alive(pids: Iterable[int]) -> set[int]:
@@ -152,6 +171,7 @@ def stop_trees(
     grace: float = 3.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    use_groups: bool = hasattr(os, "killpg"),
 ) -> list[TaskTree]:
     """SIGTERM every task's processes, then SIGKILL what is left after ``grace`` seconds.
 
@@ -163,6 +183,8 @@ def stop_trees(
         protected: pids never signalled (the supervisor, every task's monitor).
         grace: seconds between SIGTERM and SIGKILL.
         clock, sleep: injectable for tests of the escalation.
+        use_groups: signal the job's process group too (POSIX); off, the tree walk and
+            the tags alone find every process (Windows, and tests of that path).
 
     Returns:
         The first snapshots, as signalled.
@@ -171,7 +193,7 @@ def stop_trees(
     tasks = list(tasks)
     first = trees = _living(snapshot(tasks, protected))
     for tree in trees:
-        _signal(tree, signal.SIGTERM)
+        _signal(tree, False, use_groups)
     deadline = clock() + grace
     while clock() < deadline:
         if not any(_alive(t.pids) for t in trees):
@@ -179,14 +201,14 @@ def stop_trees(
             if not trees:
                 return first
             for tree in trees:  # forked after the first snapshot
-                _signal(tree, signal.SIGTERM)
+                _signal(tree, False, use_groups)
         sleep(0.02)
     for _ in range(5):
         trees = _living(snapshot(tasks, protected))
         if not trees:
             break
         for tree in trees:
-            _signal(tree, signal.SIGKILL)
+            _signal(tree, True, use_groups)
         sleep(0.02)
     return first
 

@@ -62,7 +62,10 @@ def probe_login_path(
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            if hasattr(os, "killpg"):
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
         proc.communicate()
         log.debug("login PATH probe of %s took longer than %ss", shell, timeout)
         return None

@@ -8,20 +8,21 @@ monitor process is gone), so no rename is needed.
 Usually the monitor is bash with job control (``set -m``). The command text arrives in
 the ``WAVE_PAYLOAD`` environment variable rather than in argv, so ``ps``/``pkill -f``
 never mistake a monitor for the command, and the command sees neither the variable nor
-the monitor's positional parameters. Where no bash exists (zsh only), this module's
-:func:`main` is the monitor (``python -m worker.monitor EXIT_FILE ZSH``).
+the monitor's positional parameters. Where no bash exists (zsh only), ``pymonitor.py``
+is the monitor.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
 import sys
+from pathlib import Path
 
 from .windows import windows_to_posix_path
 
 PAYLOAD_VAR = "WAVE_PAYLOAD"
+PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
+"""The monitor where no bash exists (zsh only): a standalone script."""
 
 # $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell),
 # $3 = the working directory (the monitor is posix_spawn'ed, which cannot chdir itself).
@@ -76,31 +77,7 @@ def monitor_argv(
         cwd: the directory the command starts in.
     """
     if monitor_bash is None:
-        # -P: never import a `worker` package from the task's cwd instead of ours.
-        return [sys.executable, "-P", "-m", "worker.monitor", exit_file, shell_path, cwd]
+        # Run as a script, not a module: the stdlib only, nothing of wave-bash imported.
+        return [sys.executable, "-P", str(PYTHON_MONITOR), exit_file, shell_path, cwd]
     zsh = shell_path if shell_kind == "zsh" else ""
     return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, cwd]
-
-
-def exit_status(returncode: int) -> int:
-    """A ``subprocess`` return code as the shell reports it (signal N → 128 + N)."""
-    return 128 - returncode if returncode < 0 else returncode
-
-
-def main(argv: list[str]) -> int:
-    """Python fallback monitor: ``python -m worker.monitor EXIT_FILE SHELL CWD``."""
-    exit_file, shell, cwd = argv
-    payload = os.environ.pop(PAYLOAD_VAR, "")
-    proc = subprocess.Popen([shell, "-c", payload], process_group=0, close_fds=True, cwd=cwd)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
-    os.dup2(devnull, 2)
-    status = exit_status(proc.wait())
-    fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"{status}\n")
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .monitor import PAYLOAD_VAR, build_payload, monitor_argv
 from .shell import Shell
@@ -63,16 +66,41 @@ class SpawnRequest:
     """The caller's umask for the command (``None``: the supervisor's)."""
 
 
+def _new_process_group() -> dict[str, Any]:
+    if sys.platform == "win32":
+        return {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    return {"start_new_session": True}
+
+
 def _open_log(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, LOG_MODE)
 
 
-def spawn_task(req: SpawnRequest) -> int:
+_popen_monitors: dict[int, subprocess.Popen[bytes]] = {}
+"""Monitors started without posix_spawn, kept so that they can be reaped (Windows)."""
+
+
+def reap_monitor(pid: int, block: bool = False) -> None:
+    """Collect a monitor this process started (without blocking unless ``block``)."""
+    proc = _popen_monitors.get(pid)
+    if proc is not None:
+        if (proc.wait() if block else proc.poll()) is not None:
+            del _popen_monitors[pid]
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0 if block else os.WNOHANG)
+
+
+def spawn_task(req: SpawnRequest, *, use_posix_spawn: bool = hasattr(os, "posix_spawn")) -> int:
     """Create the task's log and start its monitor; returns the monitor's pid.
 
     The log exists (empty) before the command starts, so ``outputPath`` is readable at once.
     ``posix_spawn`` (vfork-like) instead of a fork of the whole supervisor: cheaper, and
     nothing else leaks since every descriptor the supervisor opens is close-on-exec.
+
+    Where ``posix_spawn`` does not exist (Windows) the monitor is started with
+    ``subprocess`` in a new process group instead; ``use_posix_spawn`` lets tests take
+    that path on any OS.
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
@@ -85,6 +113,13 @@ def spawn_task(req: SpawnRequest) -> int:
     log_fd = _open_log(req.files.log)
     err_fd = _open_log(req.files.err_log) if req.files.err_log else log_fd
     try:
+        if not use_posix_spawn:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=err_fd, env=env,
+                close_fds=True, **_new_process_group(),
+            )  # fmt: skip
+            _popen_monitors[proc.pid] = proc
+            return proc.pid
         return os.posix_spawn(
             argv[0],
             argv,
