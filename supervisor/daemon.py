@@ -86,7 +86,7 @@ async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
 async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = None) -> int:
     journal = open_journal(layout)
     ctx = Context(layout, journal, TaskManager(journal, layout.tasks), settings)
-    recover(ctx.tasks)
+    recover(ctx.tasks, settings.attach_grace)
     prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)
     if server is None:

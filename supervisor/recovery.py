@@ -83,11 +83,13 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
     return count
 
 
-def recover(tasks: TaskManager) -> None:
-    """Re-adopt tasks an earlier supervisor left running, or record how they ended."""
+def recover(tasks: TaskManager, attach_grace: float = 10.0) -> None:
+    """Re-adopt tasks an earlier supervisor left running, or record how they ended.
+
+    A re-adopted foreground task waits ``attach_grace`` seconds for its caller."""
     rows = tasks.journal.tasks(running_only=True)
     monitors = find_monitors({r.id for r in rows if r.pid_start is None})
     for row in rows:
-        task = tasks.adopt(row, monitors.get(row.id))
+        task = tasks.adopt(row, monitors.get(row.id), attach_grace)
         log.info("task %s %s", row.id, "re-adopted" if task else f"ended meanwhile: {row.status}")
     tasks.flush_identities()

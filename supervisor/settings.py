@@ -19,6 +19,9 @@ class Settings:
     """``WAVE_RETENTION``: finished tasks older than this are pruned (rows and files)."""
     idle_exit: float = 1800
     """``WAVE_IDLE_EXIT``: exit after this long with no task running and no client (0: never)."""
+    attach_grace: float = 10
+    """``WAVE_ATTACH_GRACE``: after a restart, how long a foreground task waits for its
+    caller to attach again before it becomes background (``caller_lost``)."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -28,4 +31,5 @@ class Settings:
             log_cap=parse_size(env["WAVE_LOG_CAP"]) if env.get("WAVE_LOG_CAP") else defaults.log_cap,
             retention=parse_duration(env["WAVE_RETENTION"]) if env.get("WAVE_RETENTION") else defaults.retention,
             idle_exit=parse_duration(env["WAVE_IDLE_EXIT"]) if env.get("WAVE_IDLE_EXIT") else defaults.idle_exit,
+            attach_grace=parse_duration(env["WAVE_ATTACH_GRACE"]) if env.get("WAVE_ATTACH_GRACE") else defaults.attach_grace,
         )  # fmt: skip

@@ -48,9 +48,6 @@ META_SUFFIX = ".json"
 """``tasks/<id>.json``: what was asked, the task's own record (see recovery)."""
 
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
-ATTACH_GRACE_SECONDS = 10.0
-"""After a supervisor restart, how long a foreground task waits for its caller to attach."""
-
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
@@ -204,7 +201,7 @@ class TaskManager:
         self,
         row: TaskRow,
         monitor: int | None = None,
-        attach_grace: float = ATTACH_GRACE_SECONDS,
+        attach_grace: float = 10.0,
     ) -> LiveTask | None:
         """Watch a running task recorded by an earlier supervisor (SPEC D3).
 

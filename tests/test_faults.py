@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -176,3 +177,27 @@ def test_crash_while_recording_a_background_exit(client: Client, state_dir: Path
     assert (task.status, task.exit_code) == ("failed", 6)
     (notice,) = client.notifications()
     assert notice.task_id == tid and "failed with exit code 6" in notice.message
+
+
+def test_foreground_task_whose_caller_never_returns(state_dir: Path) -> None:
+    host = subprocess.Popen(
+        [sys.executable, "-c",
+         f"from api import Client; Client(state_dir={str(state_dir)!r}, session='gone')"
+         ".bash('sleep 1.5; echo late', on_start=lambda t: print(t, flush=True))"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert host.stdout is not None
+    task_id = host.stdout.readline().strip()
+    host.send_signal(signal.SIGSTOP)  # the host hangs: its connection stays open...
+    kill_supervisor(state_dir)  # ...when the supervisor dies
+    start_supervisor(state_dir, WAVE_ATTACH_GRACE="0.5s")
+    client = Client(state_dir=state_dir, session="gone")
+    try:
+        wait_until(lambda: record(client, task_id).background_reason == "caller_lost")
+        task = client.wait(task_id, timeout=10_000)
+        assert (task.status, task.owner) == ("completed", "background")
+        (notice,) = client.notifications()  # its result is not lost: it waits as a notice
+        assert notice.task_id == task_id and "completed with exit code 0" in notice.message
+    finally:
+        host.kill()
+        host.wait()
