@@ -24,6 +24,9 @@ from .handlers import HANDLERS
 log = logging.getLogger(__name__)
 
 
+REFUSAL_LINGER_SECONDS = 2.0  # how long a refused peer may keep sending before we close
+
+
 def peer_uid(sock: socket.socket) -> int | None:
     """The uid of the process at the other end of a Unix socket (None if unknown)."""
     if hasattr(socket, "SO_PEERCRED"):
@@ -52,7 +55,22 @@ async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
         reason = "connection without the supervisor's token refused"
     log.warning(reason)
     await conn.send(error_message("forbidden", reason))
+    await _linger(conn)
     return False
+
+
+async def _linger(conn: Connection) -> None:
+    """Close our side, then absorb what the peer still sends until it closes (bounded).
+
+    Closing with its request unread would break the peer's send (EPIPE) or reset the
+    connection before it reads the answer, and it would never learn why it was refused.
+    """
+    with contextlib.suppress(OSError, asyncio.TimeoutError):
+        if conn.writer.can_write_eof():
+            conn.writer.write_eof()
+        async with asyncio.timeout(REFUSAL_LINGER_SECONDS):
+            while await conn.reader.read(65536):
+                pass
 
 
 def to_wire(result: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import threading
@@ -62,7 +63,7 @@ def test_private_files(client: Client, state_dir: Path) -> None:
         assert path.stat().st_mode & 0o077 == 0, path
 
 
-def _ask_as(uid: int, sock_path: Path) -> dict[str, object]:
+def _ask_as(uid: int, sock_path: Path, refused: bool) -> dict[str, object]:
     """Connect as another user (root impersonates it in a forked child) and return the answer.
 
     The child only makes system calls: as the other user it may not be able to read the
@@ -79,6 +80,10 @@ def _ask_as(uid: int, sock_path: Path) -> dict[str, object]:
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(10)
                 s.connect(str(sock_path))
+                if refused:  # it hears so before it sends: its late request must still go
+                    poll = select.poll()  # through, so wait for a hang-up that must not come
+                    poll.register(s, select.POLLHUP)
+                    poll.poll(1000)
                 s.sendall(line)
                 answer = b""
                 while not answer.endswith(b"\n"):
@@ -105,9 +110,10 @@ def test_other_uid_is_refused(client: Client, state_dir: Path) -> None:
     sock = state_dir / "supervisor.sock"
     state_dir.chmod(0o755)  # let the other user reach the socket at all,
     sock.chmod(0o666)  # so that only the peer-credential check stands in the way
-    answer = _ask_as(65534, sock)
+    answer = _ask_as(65534, sock, refused=True)
     assert answer["type"] == "error" and answer["code"] == "forbidden", answer
-    assert _ask_as(0, sock)["type"] == "result"  # the same request from the owner works
+    # the same request from the owner works
+    assert _ask_as(0, sock, refused=False)["type"] == "result"
 
 
 def test_sigterm_stops_the_supervisor_but_not_its_tasks(client: Client, state_dir: Path) -> None:
