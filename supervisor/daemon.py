@@ -31,6 +31,7 @@ from .recovery import open_journal, recover
 from .retention import housekeeping, prune
 from .server import serve_connection
 from .settings import Settings
+from .standby import remove_leftovers
 from .tasks import TaskManager
 
 log = logging.getLogger("supervisor")
@@ -87,6 +88,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     journal = open_journal(layout)
     ctx = Context(layout, journal, TaskManager(journal, layout.tasks), settings)
     recover(ctx.tasks, settings.attach_grace)
+    remove_leftovers(journal, layout.tasks)
     prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)
     if server is None:
@@ -100,6 +102,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     await ctx.stop_event.wait()
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
     chores.cancel()
+    ctx.tasks.standby.discard()
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
     server.close()
     with contextlib.suppress(OSError):

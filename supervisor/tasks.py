@@ -26,21 +26,22 @@ from api.constants import STOP_GRACE_SECONDS
 from api.errors import InvalidInputError, ShellNotFoundError, SpawnError
 from api.protocol import RunParams
 from worker import (
+    Monitor,
     NoShellError,
     ProcessTable,
     Shell,
-    SpawnRequest,
     TaskFiles,
     reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
-    spawn_task,
+    start_monitor,
     stop_trees,
 )
 
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
 from .journal import Journal, TaskRow
+from .standby import MonitorKey, Standby
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,48 @@ def _shells(wave_shell: str, shell: str, path: str) -> tuple[Shell, str | None]:
     return resolved, resolve_monitor_bash(resolved, env)
 
 
+def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
+    """Call ``callback`` in the running loop once process ``pid`` has exited.
+
+    A pidfd in the event loop (no thread per child); without pidfds (old kernel, macOS) one
+    waiter thread, which waits for a ``child`` of this process with waitpid. Reaping a
+    child is the callback's business (see :func:`worker.reap_monitor`).
+    """
+    loop = asyncio.get_running_loop()
+    done = callback
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        loop.call_soon(done)
+        return
+    except (AttributeError, OSError):
+        threading.Thread(target=_wait_thread, args=(pid, child, loop, done), daemon=True).start()
+        return
+
+    def on_readable() -> None:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        done()
+
+    loop.add_reader(pidfd, on_readable)
+
+
+def reap_when_gone(pid: int) -> None:
+    """Collect a child monitor once it exits (a discarded standby)."""
+    on_exit(pid, True, lambda: reap_monitor(pid))
+
+
+def _wait_thread(
+    pid: int, child: bool, loop: asyncio.AbstractEventLoop, done: Callable[[], object]
+) -> None:
+    if child:
+        reap_monitor(pid, block=True)
+    else:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).wait()
+    loop.call_soon_threadsafe(done)
+
+
 @dataclass(eq=False)
 class LiveTask:
     """A task the supervisor is watching; its journal row is the truth."""
@@ -129,20 +172,25 @@ class TaskManager:
         self.live: dict[str, LiveTask] = {}
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
+        self.standby = Standby(tasks_dir, reap_when_gone)
 
     # --- starting ----------------------------------------------------------------------
 
     def _new_id(self) -> str:
         while True:
             task_id = new_task_id()
-            if task_id not in self.live and not self.journal.exists(task_id):
+            if (
+                task_id not in self.live
+                and task_id != self.standby.reserved_id
+                and not self.journal.exists(task_id)
+            ):
                 return task_id
 
     def start(self, p: RunParams, announce: Callable[[TaskRow], None] | None = None) -> LiveTask:
         """Validate, record and spawn one command.
 
-        ``announce`` is called once the task is in the journal, before it is spawned: a
-        caller told the ID then can attach to the task again whatever happens next.
+        ``announce`` is called once the task is in the journal, before its monitor gets the
+        command: a caller told the ID can attach to the task again whatever happens next.
 
         Raises:
             InvalidInputError: bad cwd; ShellNotFoundError: no bash/zsh; SpawnError.
@@ -155,8 +203,9 @@ class TaskManager:
             )
         except NoShellError as exc:
             raise ShellNotFoundError(str(exc)) from None
-        task_id = self._new_id()
-        files = TaskFiles.for_task(self.tasks_dir, task_id, p.separate_stderr)
+        key = MonitorKey(p.env, shell, monitor_bash, p.separate_stderr)
+        monitor = self.standby.take(key) or self._start_monitor(key)
+        task_id, files = monitor.task_id, monitor.files
         now = time.time()
         background = p.run_in_background
         row = TaskRow(
@@ -169,33 +218,47 @@ class TaskManager:
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
             timeout_ms=None if background else p.timeout,
         )  # fmt: skip
-        # Journal first: a supervisor that dies right after the spawn leaves a row that the
-        # next one completes from the task's WAVE_TASK_ID tag (see adopt).
+        # The monitor exists but waits for its command. Journal, then tell the caller, then
+        # hand the command over: a supervisor that dies before the hand-over leaves a monitor
+        # that runs nothing (the task reads as lost, never runs twice); one that dies after
+        # it leaves a running task that the next one re-adopts (by its WAVE_TASK_ID tag if
+        # the pid's start time was not journaled yet).
         self.journal.insert_task(row)
         write_meta(files.meta, row)
         if announce is not None:
             announce(row)
         crash_point("after_insert")
         try:
-            pid = spawn_task(
-                SpawnRequest(task_id, p.command, p.cwd, p.env, shell, monitor_bash, files, p.umask)
-            )
-        except OSError as exc:
-            # Nothing ran: no journal row, no files left behind (bad input is all or nothing).
+            monitor.run(p.command, p.cwd, p.umask)
+        except OSError as exc:  # the monitor died before it got the command: nothing ran
             self.journal.delete_task(task_id)
-            files.log.unlink(missing_ok=True)
+            files.meta.unlink(missing_ok=True)
+            monitor.cancel()
+            reap_when_gone(monitor.pid)
             raise SpawnError(f"wave-bash could not start the command: {exc}") from None
         crash_point("after_spawn")
         # The start time is read later, in flush_identities: /proc/<pid>/stat of a process
         # that is still exec'ing blocks for about a millisecond, and our unreaped child
         # keeps its pid meanwhile. A short command needs no identity at all; a supervisor
         # that dies before the flush leaves a row that recovery completes by the task tag.
-        row.pid = pid
+        row.pid = monitor.pid
         self.unrecorded.add(task_id)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), child=True)
         self.live[task_id] = task
         self._watch(task)
+        self.standby.prepare(key, self._new_id())  # while this command runs
         return task
+
+    def _start_monitor(self, key: MonitorKey) -> Monitor:
+        task_id = self._new_id()
+        files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
+        try:
+            return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
+        except OSError as exc:
+            for path in (files.log, files.err_log):
+                if path is not None:
+                    path.unlink(missing_ok=True)
+            raise SpawnError(f"wave-bash could not start the command: {exc}") from None
 
     def adopt(
         self,
@@ -257,31 +320,8 @@ class TaskManager:
     # --- exit detection ----------------------------------------------------------------
 
     def _watch(self, task: LiveTask) -> None:
-        loop = asyncio.get_running_loop()
         assert task.row.pid is not None
-        try:
-            pidfd = os.pidfd_open(task.row.pid)
-        except ProcessLookupError:
-            loop.call_soon(self._finish, task)
-            return
-        except (AttributeError, OSError):  # no pidfd (old kernel, macOS): one waiter thread
-            threading.Thread(target=self._wait_thread, args=(task, loop), daemon=True).start()
-            return
-
-        def on_readable() -> None:
-            loop.remove_reader(pidfd)
-            os.close(pidfd)
-            self._finish(task)
-
-        loop.add_reader(pidfd, on_readable)
-
-    def _wait_thread(self, task: LiveTask, loop: asyncio.AbstractEventLoop) -> None:
-        if task.child:
-            reap_monitor(task.row.pid or 0, block=True)
-        else:
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(task.row.pid).wait()
-        loop.call_soon_threadsafe(self._finish, task)
+        on_exit(task.row.pid, task.child, lambda: self._finish(task))
 
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
         if task.ended.done():

@@ -183,11 +183,13 @@ def test_foreground_task_whose_caller_never_returns(state_dir: Path) -> None:
     host = subprocess.Popen(
         [sys.executable, "-c",
          f"from api import Client; Client(state_dir={str(state_dir)!r}, session='gone')"
-         ".bash('sleep 1.5; echo late', on_start=lambda t: print(t, flush=True))"],
+         ".bash('echo begun; sleep 1.5; echo late', on_start=lambda t: print(t, flush=True))"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert host.stdout is not None
     task_id = host.stdout.readline().strip()
+    log = state_dir / "tasks" / f"{task_id}.log"
+    wait_until(lambda: "begun" in log.read_text())  # the command runs
     host.send_signal(signal.SIGSTOP)  # the host hangs: its connection stays open...
     kill_supervisor(state_dir)  # ...when the supervisor dies
     start_supervisor(state_dir, WAVE_ATTACH_GRACE="0.5s")

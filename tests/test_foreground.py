@@ -37,9 +37,10 @@ def test_stdin_is_empty_and_no_terminal(client: Client) -> None:
     assert r.stdout.splitlines() == ["read=1", "not a tty"]
 
 
-def test_command_sees_no_monitor_helpers(client: Client) -> None:
-    r = client.bash('echo "$#|${1-none}|${c-unset}|${WAVE_PAYLOAD-unset}|$0"')
-    assert r.stdout == "0|none|unset|unset|bash"
+def test_command_sees_no_monitor_helpers(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("c", "callers-own")  # a caller's variable of any name gets through
+    r = client.bash('echo "$#|${1-none}|${c-unset}|$0"; set | grep -c "^__wave" || true')
+    assert r.stdout == "0|none|callers-own|bash\n0"
 
 
 def test_own_process_group_and_session(client: Client) -> None:

@@ -13,7 +13,7 @@ import pytest
 from conftest import wait_until
 
 from worker import stop_trees, tagged_processes
-from worker.monitor import BASH_MONITOR_SCRIPT, PAYLOAD_VAR
+from worker.monitor import BASH_MONITOR_SCRIPT, monitor_instructions
 
 
 @pytest.fixture
@@ -23,11 +23,14 @@ def spawn_task() -> Iterator:  # type: ignore[type-arg]
 
     def start(payload: str) -> tuple[str, subprocess.Popen[bytes]]:
         task_id = "k" + uuid.uuid4().hex[:8]
-        env = {**os.environ, "WAVE_TASK_ID": task_id, PAYLOAD_VAR: payload}
+        env = {**os.environ, "WAVE_TASK_ID": task_id}
         proc = subprocess.Popen(
             ["bash", "-c", BASH_MONITOR_SCRIPT, "bash", f"/tmp/{task_id}.exit", ""],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
+        assert proc.stdin is not None
+        proc.stdin.write(monitor_instructions(payload, "/", None))
+        proc.stdin.close()
         started.append((task_id, proc))
         return task_id, proc
 

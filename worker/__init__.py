@@ -7,7 +7,7 @@ values it needs.
 from .cwd import read_final_cwd
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
-from .monitor import BASH_MONITOR_SCRIPT, build_payload, monitor_argv
+from .monitor import BASH_MONITOR_SCRIPT, build_payload, monitor_argv, monitor_instructions
 from .output import (
     Excerpt,
     clean_bytes,
@@ -20,10 +20,12 @@ from .pymonitor import exit_status
 from .shell import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
+    Monitor,
     SpawnRequest,
     TaskFiles,
     reap_monitor,
     spawn_task,
+    start_monitor,
     task_environment,
 )
 from .windows import (
@@ -38,6 +40,7 @@ __all__ = [
     "BASH_MONITOR_SCRIPT",
     "NON_INTERACTIVE_DEFAULTS",
     "Excerpt",
+    "Monitor",
     "NoGitBashError",
     "NoShellError",
     "ProcessTable",
@@ -53,6 +56,7 @@ __all__ = [
     "find_git_bash",
     "last_lines",
     "monitor_argv",
+    "monitor_instructions",
     "parse_probe_output",
     "posix_to_windows_path",
     "probe_login_path",
@@ -66,6 +70,7 @@ __all__ = [
     "shell_kind",
     "snapshot",
     "spawn_task",
+    "start_monitor",
     "stop_trees",
     "tagged_processes",
     "task_environment",

@@ -1,15 +1,18 @@
 """The per-task monitor: waits for the command and records its exit status durably.
 
-The monitor is started in its own session with stdout/stderr on the task's log. It runs
-the command as a job in its own process group, waits for it and writes the status to
-the exit file; its own exit is the commit point (a reader trusts the exit file once the
-monitor process is gone), so no rename is needed.
+The monitor is started in its own session with stdout/stderr on the task's log. It reads
+its instructions (working directory and command) from stdin, a pipe from the supervisor,
+until the supervisor closes it: so a monitor can be started ahead of its command (a
+standby, see ``supervisor.standby``) and a command then starts with one write instead of
+a process start. It runs the command as a job in its own process group, waits for it and
+writes the status to the exit file; its own exit is the commit point (a reader trusts the
+exit file once the monitor process is gone), so no rename is needed. A monitor whose pipe
+closes without complete instructions exits at once and records nothing.
 
-Usually the monitor is bash with job control (``set -m``). The command text arrives in
-the ``WAVE_PAYLOAD`` environment variable rather than in argv, so ``ps``/``pkill -f``
-never mistake a monitor for the command, and the command sees neither the variable nor
-the monitor's positional parameters. Where no bash exists (zsh only), ``pymonitor.py``
-is the monitor.
+Usually the monitor is bash with job control (``set -m``). The command text never
+appears in argv, so ``ps``/``pkill -f`` never mistake a monitor for the command, and the
+command sees neither the monitor's variables nor its positional parameters. Where no bash
+exists (zsh only), ``pymonitor.py`` is the monitor.
 """
 
 from __future__ import annotations
@@ -20,27 +23,45 @@ from pathlib import Path
 
 from .windows import windows_to_posix_path
 
-PAYLOAD_VAR = "WAVE_PAYLOAD"
 PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
 """The monitor where no bash exists (zsh only): a standalone script."""
 
-# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell),
-# $3 = the working directory (the monitor is posix_spawn'ed, which cannot chdir itself).
+GO_MARK = "__wave_go=1"
+"""The last line of complete instructions (a truncated write never runs anything)."""
+
+# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell).
+# Instructions on stdin set __wave_cwd, __wave_cmd and, last, __wave_go. `.` reads a pipe
+# to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
-# `eval "unset c; set +m --; $c"` expands $c before eval runs, so the command starts with
-# no helper variable, no positional parameter and no job-control flag of the monitor.
-BASH_MONITOR_SCRIPT = """cd -- "$3" || { printf '127\\n' >| "$1"; exit 127; }
+# `eval "unset __wave_cmd; set +m --; $__wave_cmd"` expands the command before eval runs,
+# so it starts with no helper variable, no positional parameter and no job-control flag.
+BASH_MONITOR_SCRIPT = """unset __wave_go
+if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
+[ "$__wave_go" = 1 ] || exit 0
+exec </dev/null
+cd -- "$__wave_cwd" || { printf '127\\n' >| "$1"; exit 127; }
+unset __wave_go __wave_cwd
 set -m
-c=$WAVE_PAYLOAD; unset WAVE_PAYLOAD
 exec 3>&1 4>&2 >/dev/null 2>&1
-if [ -z "$2" ]; then ( eval "unset c; set +m --; $c" ) 1>&3 2>&4 3>&- 4>&- &
-else "$2" -c "$c" 1>&3 2>&4 3>&- 4>&- & fi
+if [ -z "$2" ]; then ( eval "unset __wave_cmd; set +m --; $__wave_cmd" ) 1>&3 2>&4 3>&- 4>&- &
+else "$2" -c "$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi
 exec 3>&- 4>&-
 umask 077
 wait $!
-s=$?
-printf '%s\\n' "$s" >| "$1"
-exit $s"""
+__wave_status=$?
+printf '%s\\n' "$__wave_status" >| "$1"
+exit $__wave_status"""
+
+
+def monitor_instructions(
+    command: str, cwd: str, cwd_file: str | None, umask: int | None = None, windows: bool = False
+) -> bytes:
+    """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
+    monitor with ``.`` and by the Python monitor with ``shlex``."""
+    if windows:  # read by Git Bash's cd
+        cwd = windows_to_posix_path(cwd)
+    payload = build_payload(command, cwd_file, umask, windows)
+    return f"__wave_cwd={shlex.quote(cwd)}\n__wave_cmd={shlex.quote(payload)}\n{GO_MARK}\n".encode()
 
 
 def build_payload(
@@ -65,7 +86,7 @@ def build_payload(
 
 
 def monitor_argv(
-    monitor_bash: str | None, shell_path: str, shell_kind: str, exit_file: str, cwd: str
+    monitor_bash: str | None, shell_path: str, shell_kind: str, exit_file: str
 ) -> list[str]:
     """The argv of the monitor process for one task.
 
@@ -74,10 +95,9 @@ def monitor_argv(
         shell_path: the shell that runs the command.
         shell_kind: ``"bash"`` or ``"zsh"``.
         exit_file: where the exit status is written.
-        cwd: the directory the command starts in.
     """
     if monitor_bash is None:
         # Run as a script, not a module: the stdlib only, nothing of wave-bash imported.
-        return [sys.executable, "-P", str(PYTHON_MONITOR), exit_file, shell_path, cwd]
+        return [sys.executable, "-P", str(PYTHON_MONITOR), exit_file, shell_path]
     zsh = shell_path if shell_kind == "zsh" else ""
-    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, cwd]
+    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh]

@@ -1,18 +1,18 @@
-"""The task monitor where no bash exists (zsh only): ``python pymonitor.py EXIT CMD_SHELL CWD``.
+"""The task monitor where no bash exists (zsh only): ``python pymonitor.py EXIT CMD_SHELL``.
 
 Run as a script, so it imports nothing but the standard library (and starts quickly). Like
-the bash monitor it runs the command in its own process group, waits for it and writes
-the exit status to EXIT; its own exit is the commit point.
+the bash monitor it reads its instructions from stdin until the supervisor closes it, runs
+the command in its own process group, waits for it and writes the exit status to EXIT;
+its own exit is the commit point. Incomplete instructions run nothing and record nothing.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from typing import Any
-
-PAYLOAD_VAR = "WAVE_PAYLOAD"
 
 
 def exit_status(returncode: int) -> int:
@@ -20,19 +20,39 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def read_instructions(text: str) -> dict[str, str] | None:
+    """The ``name=value`` assignments the supervisor wrote (shell-quoted), or ``None``
+    when they are incomplete."""
+    try:
+        fields = dict(word.partition("=")[::2] for word in shlex.split(text))
+    except ValueError:  # cut inside a quoted value
+        return None
+    return fields if fields.get("__wave_go") == "1" else None
+
+
 def main(argv: list[str]) -> int:
-    exit_file, shell, cwd = argv
-    payload = os.environ.pop(PAYLOAD_VAR, "")
+    exit_file, shell = argv
+    fields = read_instructions(sys.stdin.read())
+    if fields is None:
+        return 0
     group: dict[str, Any] = (
         {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
         if sys.platform == "win32"
         else {"process_group": 0}
     )
-    proc = subprocess.Popen([shell, "-c", payload], close_fds=True, cwd=cwd, **group)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
-    os.dup2(devnull, 2)
-    status = exit_status(proc.wait())
+    try:
+        proc = subprocess.Popen(
+            [shell, "-c", fields["__wave_cmd"]], stdin=subprocess.DEVNULL, close_fds=True,
+            cwd=fields["__wave_cwd"], **group,
+        )  # fmt: skip
+    except OSError as exc:  # no such directory (or shell): as bash's failed `cd`
+        print(f"wave-bash: {exc}", file=sys.stderr)
+        status = 127
+    else:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
+        os.dup2(devnull, 2)
+        status = exit_status(proc.wait())
     fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(f"{status}\n")

@@ -7,25 +7,26 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .monitor import PAYLOAD_VAR, build_payload, monitor_argv
+from .monitor import monitor_argv, monitor_instructions
 from .shell import Shell
-from .windows import windows_to_posix_path
 
 NON_INTERACTIVE_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 """Set for every command unless the caller's environment already sets them (SPEC E2)."""
 
 LOG_MODE = 0o600
+PIPE_MIN_CAPACITY = 4096
+"""Bytes an empty pipe takes without blocking anywhere (one page; POSIX PIPE_BUF on Linux)."""
 
 
 def task_environment(caller_env: Mapping[str, str], task_id: str) -> dict[str, str]:
     """The command's environment: the caller's, ``WAVE_TASK_ID`` and non-interactive defaults."""
     env = {**NON_INTERACTIVE_DEFAULTS, **caller_env}
-    env.pop(PAYLOAD_VAR, None)
     env["WAVE_TASK_ID"] = task_id
     return env
 
@@ -80,19 +81,94 @@ _popen_monitors: dict[int, subprocess.Popen[bytes]] = {}
 """Monitors started without posix_spawn, kept so that they can be reaped (Windows)."""
 
 
-def reap_monitor(pid: int, block: bool = False) -> None:
-    """Collect a monitor this process started (without blocking unless ``block``)."""
+def reap_monitor(pid: int, block: bool = False) -> bool:
+    """Collect a monitor this process started (without blocking unless ``block``).
+
+    Returns whether it has exited (True also when it is no child of this process).
+    """
     proc = _popen_monitors.get(pid)
     if proc is not None:
-        if (proc.wait() if block else proc.poll()) is not None:
-            del _popen_monitors[pid]
+        if (proc.wait() if block else proc.poll()) is None:
+            return False
+        del _popen_monitors[pid]
+        return True
+    try:
+        return os.waitpid(pid, 0 if block else os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+@dataclass
+class Monitor:
+    """A started monitor, waiting on its stdin (a pipe) for the command it is to run."""
+
+    pid: int
+    task_id: str
+    files: TaskFiles
+    pipe: int
+    """The write end of the monitor's stdin (close-on-exec: no other process holds it)."""
+
+    def run(self, command: str, cwd: str, umask: int | None = None) -> None:
+        """Hand the monitor its command; it starts as soon as the pipe is closed.
+
+        Raises:
+            BrokenPipeError: the monitor is gone (nothing ran).
+        """
+        windows = sys.platform == "win32"
+        data = monitor_instructions(command, cwd, str(self.files.cwd), umask, windows)
+        _write_and_close(self.pipe, data)
+
+    def cancel(self) -> None:
+        """Close the pipe without instructions: the monitor exits at once, records nothing,
+        and its (empty) log is removed. The caller still reaps the process."""
+        with contextlib.suppress(OSError):
+            os.close(self.pipe)
+        for path in (self.files.log, self.files.err_log):
+            if path is not None:
+                path.unlink(missing_ok=True)
+
+
+def _write_and_close(fd: int, data: bytes) -> None:
+    """Write ``data`` to a pipe and close it, without making the caller wait for a reader.
+
+    The first page fits an empty pipe, so that write returns at once, or fails when the
+    reader is gone. A longer rest (commands beyond a page) is finished by a thread while
+    the monitor reads; if the monitor dies meanwhile it records nothing and its exit
+    watcher reports the task as lost.
+    """
+    head, rest = data[:PIPE_MIN_CAPACITY], data[PIPE_MIN_CAPACITY:]
+    try:
+        os.write(fd, head)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not rest:
+        os.close(fd)
         return
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0 if block else os.WNOHANG)
+
+    def finish() -> None:
+        view = memoryview(rest)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=finish, name="monitor-instructions", daemon=True).start()
 
 
-def spawn_task(req: SpawnRequest, *, use_posix_spawn: bool = hasattr(os, "posix_spawn")) -> int:
-    """Create the task's log and start its monitor; returns the monitor's pid.
+def start_monitor(
+    task_id: str,
+    env: Mapping[str, str],
+    shell: Shell,
+    monitor_bash: str | None,
+    files: TaskFiles,
+    *,
+    use_posix_spawn: bool = hasattr(os, "posix_spawn"),
+) -> Monitor:
+    """Create the task's log and start its monitor, which then waits for :meth:`Monitor.run`.
 
     The log exists (empty) before the command starts, so ``outputPath`` is readable at once.
     ``posix_spawn`` (vfork-like) instead of a fork of the whole supervisor: cheaper, and
@@ -105,36 +181,58 @@ def spawn_task(req: SpawnRequest, *, use_posix_spawn: bool = hasattr(os, "posix_
     Raises:
         OSError: the shell cannot be executed, out of resources.
     """
-    env = task_environment(req.env, req.task_id)
-    windows = sys.platform == "win32"
-    cwd = windows_to_posix_path(req.cwd) if windows else req.cwd  # read by Git Bash's cd
-    argv = monitor_argv(req.monitor_bash, req.shell.path, req.shell.kind, str(req.files.exit), cwd)
-    env[PAYLOAD_VAR] = build_payload(req.command, str(req.files.cwd), req.umask, windows)
-    log_fd = _open_log(req.files.log)
-    err_fd = _open_log(req.files.err_log) if req.files.err_log else log_fd
+    argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit))
+    child_env = task_environment(env, task_id)
+    log_fd = _open_log(files.log)
+    err_fd = _open_log(files.err_log) if files.err_log else log_fd
+    read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets read_fd as stdin
     try:
-        if not use_posix_spawn:
+        if use_posix_spawn:
+            pid = os.posix_spawn(
+                argv[0],
+                argv,
+                child_env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read_fd, 0),
+                    (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                    (os.POSIX_SPAWN_DUP2, err_fd, 2),
+                ],
+                setsid=True,
+                # Python ignores these; a command must get the defaults (`yes | head` ends
+                # by SIGPIPE, a file-size limit kills by SIGXFSZ), as subprocess restores.
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            )
+        else:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=err_fd, env=env,
+                argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
                 close_fds=True, **_new_process_group(),
             )  # fmt: skip
             _popen_monitors[proc.pid] = proc
-            return proc.pid
-        return os.posix_spawn(
-            argv[0],
-            argv,
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_DUP2, log_fd, 1),
-                (os.POSIX_SPAWN_DUP2, err_fd, 2),
-            ],
-            setsid=True,
-            # Python ignores these; a command must get the defaults (`yes | head` ends by
-            # SIGPIPE, a file-size limit kills by SIGXFSZ), as subprocess restores them.
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-        )
+            pid = proc.pid
+    except BaseException:
+        os.close(write_fd)
+        raise
     finally:
+        os.close(read_fd)
         os.close(log_fd)
         if err_fd != log_fd:
             os.close(err_fd)
+    return Monitor(pid, task_id, files, write_fd)
+
+
+def spawn_task(req: SpawnRequest, *, use_posix_spawn: bool = hasattr(os, "posix_spawn")) -> int:
+    """Start a monitor and hand it its command at once; returns the monitor's pid.
+
+    Raises:
+        OSError: the shell cannot be executed, out of resources, the monitor died at once.
+    """
+    monitor = start_monitor(
+        req.task_id, req.env, req.shell, req.monitor_bash, req.files,
+        use_posix_spawn=use_posix_spawn,
+    )  # fmt: skip
+    try:
+        monitor.run(req.command, req.cwd, req.umask)
+    except OSError:
+        reap_monitor(monitor.pid, block=True)
+        raise
+    return monitor.pid

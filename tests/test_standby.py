@@ -1,0 +1,138 @@
+"""The standby monitor: the next command starts with a write to a waiting monitor (issue 6),
+and the standby never changes what a command sees or leaves anything behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import journal_rows, kill_supervisor, wait_until
+
+from api import Client
+from worker import Shell, TaskFiles, monitor_instructions, reap_monitor, start_monitor
+
+
+def standby_of(client: Client, state_dir: Path) -> psutil.Process:
+    """The supervisor's child monitor whose task is not journaled: the standby."""
+    sup = psutil.Process(client.status().pid or 0)
+    journaled = {str(r["id"]) for r in journal_rows(state_dir)}
+
+    def find() -> psutil.Process | None:
+        for child in sup.children():
+            try:
+                if child.environ().get("WAVE_TASK_ID") not in journaled:
+                    return child
+            except psutil.Error:
+                continue
+        return None
+
+    found = wait_until(find)
+    assert isinstance(found, psutil.Process)
+    return found
+
+
+def gone(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_the_next_command_runs_in_the_standby(client: Client, state_dir: Path) -> None:
+    client.bash("true")
+    standby = standby_of(client, state_dir)
+    reserved = standby.environ()["WAVE_TASK_ID"]
+    assert (state_dir / "tasks" / f"{reserved}.log").read_bytes() == b""
+    elsewhere = Client(state_dir=state_dir, cwd="/tmp")  # same environment, other directory
+    r = elsewhere.bash('echo "$WAVE_TASK_ID $$"; pwd')
+    assert r.stdout.splitlines() == [f"{reserved} {standby.pid}", "/tmp"]
+    assert r.output_path == str(state_dir / "tasks" / f"{reserved}.log")
+    assert standby_of(client, state_dir).pid != standby.pid  # a new one waits already
+
+
+def test_a_different_environment_gets_a_monitor_of_its_own(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAVE_TEST_MARK", "one")
+    client.bash("true")
+    old = standby_of(client, state_dir)
+    old_id = old.environ()["WAVE_TASK_ID"]
+    monkeypatch.setenv("WAVE_TEST_MARK", "two")
+    r = client.bash('echo "$WAVE_TEST_MARK $WAVE_TASK_ID"')
+    mark, task_id = r.stdout.split()
+    assert (mark, task_id != old_id) == ("two", True)
+    wait_until(lambda: gone(old))  # the old standby was let go, and reaped
+    assert not (state_dir / "tasks" / f"{old_id}.log").exists()
+    assert old_id not in {str(row["id"]) for row in journal_rows(state_dir)}
+
+
+def test_a_killed_standby_is_replaced_on_the_spot(client: Client, state_dir: Path) -> None:
+    client.bash("true")
+    standby = standby_of(client, state_dir)
+    standby.kill()
+    wait_until(lambda: gone(standby))
+    r = client.bash("echo still runs; exit 3")
+    assert (r.stdout, r.exit_code) == ("still runs", 3)
+
+
+def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir: Path) -> None:
+    client.bash("true")
+    standby = standby_of(client, state_dir)
+    reserved = standby.environ()["WAVE_TASK_ID"]
+    kill_supervisor(state_dir)
+    wait_until(lambda: gone(standby))  # its pipe closed: it ran nothing, recorded nothing
+    assert not (state_dir / "tasks" / f"{reserved}.exit").exists()
+    assert client.bash("echo next").stdout == "next"  # a new supervisor...
+    assert not (state_dir / "tasks" / f"{reserved}.log").exists()  # ...removed its empty log
+
+
+def test_a_stopping_supervisor_lets_its_standby_go(client: Client, state_dir: Path) -> None:
+    client.bash("true")
+    standby = standby_of(client, state_dir)
+    reserved = standby.environ()["WAVE_TASK_ID"]
+    kill_supervisor(state_dir, signal.SIGTERM)
+    wait_until(lambda: gone(standby))
+    assert list((state_dir / "tasks").glob(f"{reserved}.*")) == []
+
+
+def test_a_command_longer_than_a_pipe_holds(client: Client) -> None:
+    lines = [f"line {i} {'x' * 60}" for i in range(20_000)]  # about 1.4 MB of command
+    r = client.bash("wc -l <<'EOF'\n" + "\n".join(lines) + "\nEOF")
+    assert (r.stdout, r.exit_code) == ("20000", 0)
+
+
+@pytest.mark.parametrize("monitor", ["bash", "python"])
+@pytest.mark.parametrize("cut", [0, 20, -12, -2])
+def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: int) -> None:
+    """A supervisor that dies while handing over a command leaves a monitor that runs
+    nothing and records nothing (the task then reads as lost, never as completed)."""
+    marker = tmp_path / "ran"
+    task_id = "s" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    shell = Shell("/bin/bash", "bash")
+    started = start_monitor(
+        task_id, dict(os.environ), shell, "/bin/bash" if monitor == "bash" else None, files
+    )
+    data = monitor_instructions(f"touch {marker}", str(tmp_path), None)
+    os.write(started.pipe, data[:cut])
+    os.close(started.pipe)
+    reap_monitor(started.pid, block=True)
+    assert not marker.exists() and not files.exit.exists()
+
+
+@pytest.mark.parametrize("monitor", ["bash", "python"])
+def test_complete_instructions_run(tmp_path: Path, monitor: str) -> None:
+    task_id = "s" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    started = start_monitor(
+        task_id, dict(os.environ), Shell("/bin/bash", "bash"),
+        "/bin/bash" if monitor == "bash" else None, files,
+    )  # fmt: skip
+    started.run("pwd; exit 5", str(tmp_path))
+    reap_monitor(started.pid, block=True)
+    assert files.log.read_text().strip() == str(tmp_path)
+    assert files.exit.read_text().strip() == "5"
