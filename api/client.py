@@ -42,6 +42,7 @@ from .protocol import (
     StopManyParams,
     TaskParams,
     TasksParams,
+    check_session,
     parse_params,
     read_messages,
     request,
@@ -110,7 +111,7 @@ class Client:
         remote_command: str | None = None,
     ) -> None:
         self.layout = StateLayout(resolve_state_dir(state_dir))
-        self.session = session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
+        self.session = check_session(session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION)
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.follow_cd = follow_cd
         self.on_cwd_change = on_cwd_change

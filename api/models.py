@@ -81,6 +81,12 @@ class BashInput(ContractModel):
             raise ValueError("command must not be empty")
         if "\x00" in value:
             raise ValueError("command must not contain a NUL byte")
+        try:  # a lone UTF-16 surrogate (JSON allows "\ud800") has no bytes a shell could run
+            value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise ValueError(
+                "command must be valid Unicode text (it has a lone surrogate)"
+            ) from None
         return value
 
     @classmethod

@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictStr,
+    TypeAdapter,
     ValidationError,
 )
 
@@ -41,12 +42,31 @@ TaskId = Annotated[StrictStr, Field(validation_alias=AliasChoices("task_id", "sh
 """A task ID; ``shell_id`` is the older name still sent by some hosts."""
 
 
+SessionName = Annotated[
+    StrictStr, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+"""An agent session's name: printable text (the constraints also refuse lone surrogates)."""
+
+
+def check_session(name: str) -> str:
+    """``name`` if it is a valid session name, else :class:`InvalidInputError` saying why."""
+    try:
+        return _SESSION.validate_python(name)
+    except ValidationError:
+        raise InvalidInputError(
+            f"session name must be 1 to 200 printable characters, not {name!r}"
+        ) from None
+
+
+_SESSION: TypeAdapter[str] = TypeAdapter(SessionName)
+
+
 class Params(BaseModel):
     """Base of request parameters: unknown keys ignored so newer clients stay compatible."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    session: StrictStr = DEFAULT_SESSION
+    session: SessionName = DEFAULT_SESSION
 
 
 class RunParams(Params):
@@ -156,8 +176,12 @@ def parse_params(model: type[P], data: Mapping[str, Any]) -> P:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One protocol line (compact JSON, UTF-8, newline-terminated)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """One protocol line (compact ASCII JSON, newline-terminated).
+
+    ASCII, so that text no UTF-8 can hold still travels: a path with undecodable bytes
+    (``os.fsdecode`` gives ``\\udcXX``) arrives as the same string on the other side.
+    """
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 def request(op: str, params: BaseModel | dict[str, Any]) -> bytes:

@@ -15,6 +15,19 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+
+def storable(value: Any) -> Any:
+    """``value`` as SQLite can hold it: text is UTF-8 there, so characters UTF-8 cannot
+    hold (the ``\\udcXX`` of a path with undecodable bytes) become backslash escapes. The
+    journal's text is for people; the command runs from the original."""
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode()
+    return value
+
+
 SCHEMA_V1 = """
 CREATE TABLE tasks (
     id TEXT PRIMARY KEY,
@@ -146,7 +159,7 @@ class Journal:
     # --- tasks -----------------------------------------------------------------------
 
     def insert_task(self, row: TaskRow) -> None:
-        values = tuple(getattr(row, name) for name in _COLUMNS)
+        values = tuple(storable(getattr(row, name)) for name in _COLUMNS)
         marks = ", ".join("?" * len(_COLUMNS))
         with self.transaction() as db:
             db.execute(f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES ({marks})", values)
@@ -160,7 +173,8 @@ class Journal:
         """Set columns of one task in one transaction."""
         assignments = ", ".join(f"{name} = ?" for name in changes)
         with self.transaction() as db:
-            db.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*changes.values(), task_id))
+            values = [storable(value) for value in changes.values()]
+            db.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*values, task_id))
 
     def finish_task(self, row: TaskRow, notice_session: str | None) -> None:
         """Record the end of a task (with its identity, if not journaled yet) and, for a

@@ -72,7 +72,7 @@ class Standby:
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         try:
             self._monitor = start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             log.debug("no standby monitor: %s", exc)
             return
         self._key = key

@@ -223,19 +223,28 @@ class TaskManager:
         # that runs nothing (the task reads as lost, never runs twice); one that dies after
         # it leaves a running task that the next one re-adopts (by its WAVE_TASK_ID tag if
         # the pid's start time was not journaled yet).
-        self.journal.insert_task(row)
-        write_meta(files.meta, row)
-        if announce is not None:
-            announce(row)
-        crash_point("after_insert")
+        inserted = False
         try:
-            monitor.run(p.command, p.cwd, p.umask)
-        except OSError as exc:  # the monitor died before it got the command: nothing ran
-            self.journal.delete_task(task_id)
+            instructions = monitor.instructions(p.command, p.cwd, p.umask)
+            self.journal.insert_task(row)
+            inserted = True
+            write_meta(files.meta, row)
+            if announce is not None:
+                announce(row)
+            crash_point("after_insert")
+            monitor.send(instructions)
+        except BaseException as exc:
+            # Nothing ran: no journal row, no monitor left waiting, no files (all or nothing).
+            if inserted:
+                self.journal.delete_task(task_id)
             files.meta.unlink(missing_ok=True)
             monitor.cancel()
             reap_when_gone(monitor.pid)
-            raise SpawnError(f"wave-bash could not start the command: {exc}") from None
+            if isinstance(exc, ValueError):  # text no shell can be given (a lone surrogate)
+                raise InvalidInputError(f"cannot run this command: {exc}") from None
+            if isinstance(exc, OSError):  # the monitor died before it got the command
+                raise SpawnError(f"wave-bash could not start the command: {exc}") from None
+            raise
         crash_point("after_spawn")
         # The start time is read later, in flush_identities: /proc/<pid>/stat of a process
         # that is still exec'ing blocks for about a millisecond, and our unreaped child
@@ -254,10 +263,12 @@ class TaskManager:
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         try:
             return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             for path in (files.log, files.err_log):
                 if path is not None:
                     path.unlink(missing_ok=True)
+            if isinstance(exc, ValueError):  # a name with "=" or NUL, a lone surrogate
+                raise InvalidInputError(f"cannot pass this environment on: {exc}") from None
             raise SpawnError(f"wave-bash could not start the command: {exc}") from None
 
     def adopt(

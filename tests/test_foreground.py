@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
 from conftest import task_alive, wait_until
 
 from api import MAX_OUTPUT_CHARS, Client, texts
+from api.errors import InvalidInputError
+from api.protocol import request
 
 
 def test_echo_hello(client: Client) -> None:
@@ -266,3 +270,15 @@ def test_command_gets_the_callers_umask(client: Client, workdir: Path) -> None:
 def test_default_signal_dispositions(client: Client) -> None:
     r = client.bash('yes | head -n 1; echo "yes exited ${PIPESTATUS[0]}"')
     assert r.stdout == "y\nyes exited 141"  # killed by SIGPIPE: not ignored as in Python
+
+
+@pytest.mark.parametrize("session", ["two\nlines", "a\ud800", "x" * 201])
+def test_bad_session_names_are_rejected(state_dir: Path, session: str) -> None:
+    with pytest.raises(InvalidInputError, match="session"):
+        Client(state_dir=state_dir, session=session)
+    with socket.socket(socket.AF_UNIX) as s:  # and at the supervisor's door
+        Client(state_dir=state_dir).status()
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(request("tasks", {"session": session}))
+        answer = json.loads(s.makefile("rb").readline())
+    assert answer["type"] == "error" and "session" in answer["message"], answer

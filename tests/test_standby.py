@@ -3,8 +3,10 @@ and the standby never changes what a command sees or leaves anything behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import uuid
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from conftest import journal_rows, kill_supervisor, wait_until
 
 from api import Client
+from api.protocol import request
 from worker import Shell, TaskFiles, monitor_instructions, reap_monitor, start_monitor
 
 
@@ -136,3 +139,51 @@ def test_complete_instructions_run(tmp_path: Path, monitor: str) -> None:
     reap_monitor(started.pid, block=True)
     assert files.log.read_text().strip() == str(tmp_path)
     assert files.exit.read_text().strip() == "5"
+
+
+def _raw_run(state_dir: Path, **params: object) -> dict[str, object]:
+    """One ``run`` request straight over the socket, past any client-side validation."""
+    body = {"command": "echo hi", "cwd": "/tmp", "env": dict(os.environ), **params}
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(request("run", body))
+        for line in s.makefile("rb"):
+            message = json.loads(line)
+            if message["type"] in ("result", "error"):
+                return dict(message)
+    raise AssertionError("no answer")
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"command": "echo \ud800"}, "lone surrogate"),
+        ({"env": {"PATH": os.environ["PATH"], "BAD=NAME": "x"}}, "cannot pass this environment"),
+        ({"env": {"PATH": os.environ["PATH"], "X": "\ud800"}}, "cannot pass this environment"),
+    ],
+)
+def test_unrunnable_input_is_refused_and_leaves_nothing(
+    client: Client, state_dir: Path, params: dict[str, object], words: str
+) -> None:
+    client.bash("true")
+    standby = standby_of(client, state_dir)
+    answer = _raw_run(state_dir, **params)
+    assert answer["type"] == "error" and words in str(answer["message"]), answer
+    assert len(journal_rows(state_dir)) == 1  # only the first command
+    sup = psutil.Process(client.status().pid or 0)
+    waiting = [c for c in sup.children() if not gone(c)]
+    assert len(waiting) <= 1  # no monitor left waiting for a command that never comes
+    logs = {p.stem for p in (state_dir / "tasks").glob("*.log")}
+    assert len(logs) <= 2  # the first command's log and at most one standby's
+    assert client.bash("echo fine").stdout == "fine"
+    del standby
+
+
+def test_a_directory_name_that_is_not_utf8(client: Client, tmp_path: Path) -> None:
+    odd = tmp_path / os.fsdecode(b"caf\xe9")  # a Latin-1 name: undecodable bytes
+    odd.mkdir()
+    r = Client(state_dir=client.layout.root, cwd=str(odd)).bash('basename "$PWD" | od -An -tx1')
+    assert (r.exit_code, r.stdout.split()) == (0, ["63", "61", "66", "e9", "0a"])
+    (task,) = [t for t in client.tasks(all=True) if t.output_path == r.output_path]
+    assert task.cwd.endswith("caf\\udce9")  # the journal keeps a readable escape

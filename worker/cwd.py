@@ -30,7 +30,9 @@ def read_final_cwd(
     (no file: ``exec``, kill; a deleted directory) returns ``None`` and logs at debug level.
     """
     try:
-        final = cwd_file.read_text().strip()
+        # Bytes as the file system gives them (a name need not be UTF-8); only the newline
+        # `pwd` adds is dropped, since a name may end in spaces.
+        final = os.fsdecode(cwd_file.read_bytes()).removesuffix("\n")
     except OSError as exc:
         log.debug("no cwd captured in %s (%s)", cwd_file, exc)
         return None

@@ -61,7 +61,8 @@ def monitor_instructions(
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
     payload = build_payload(command, cwd_file, umask, windows)
-    return f"__wave_cwd={shlex.quote(cwd)}\n__wave_cmd={shlex.quote(payload)}\n{GO_MARK}\n".encode()
+    text = f"__wave_cwd={shlex.quote(cwd)}\n__wave_cmd={shlex.quote(payload)}\n{GO_MARK}\n"
+    return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
 
 
 def build_payload(

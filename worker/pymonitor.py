@@ -32,7 +32,7 @@ def read_instructions(text: str) -> dict[str, str] | None:
 
 def main(argv: list[str]) -> int:
     exit_file, shell = argv
-    fields = read_instructions(sys.stdin.read())
+    fields = read_instructions(sys.stdin.buffer.read().decode("utf-8", "surrogateescape"))
     if fields is None:
         return 0
     group: dict[str, Any] = (

@@ -108,15 +108,26 @@ class Monitor:
     pipe: int
     """The write end of the monitor's stdin (close-on-exec: no other process holds it)."""
 
-    def run(self, command: str, cwd: str, umask: int | None = None) -> None:
-        """Hand the monitor its command; it starts as soon as the pipe is closed.
+    def instructions(self, command: str, cwd: str, umask: int | None = None) -> bytes:
+        """What :meth:`send` hands this monitor to run ``command`` in ``cwd``.
+
+        Raises:
+            ValueError: text that cannot be encoded (a lone surrogate).
+        """
+        windows = sys.platform == "win32"
+        return monitor_instructions(command, cwd, str(self.files.cwd), umask, windows)
+
+    def send(self, instructions: bytes) -> None:
+        """Hand the monitor its instructions; the command starts once the pipe is closed.
 
         Raises:
             BrokenPipeError: the monitor is gone (nothing ran).
         """
-        windows = sys.platform == "win32"
-        data = monitor_instructions(command, cwd, str(self.files.cwd), umask, windows)
-        _write_and_close(self.pipe, data)
+        _write_and_close(self.pipe, instructions)
+
+    def run(self, command: str, cwd: str, umask: int | None = None) -> None:
+        """:meth:`send` the :meth:`instructions` for ``command``."""
+        self.send(self.instructions(command, cwd, umask))
 
     def cancel(self) -> None:
         """Close the pipe without instructions: the monitor exits at once, records nothing,
