@@ -1,0 +1,62 @@
+"""The benchmark's own bad input (issue 6): it refuses a state dir holding tasks, and it
+leaves no process or file behind, also when interrupted."""
+
+from __future__ import annotations
+
+import glob
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import journal_rows, start_bg, supervisor_pids, wait_until
+
+from api import Client
+
+BENCH = Path(__file__).parent / "bench" / "run.py"
+
+
+def bench_leftovers(before: set[str]) -> list[str]:
+    """Temp dirs of a benchmark run, and processes still using one."""
+    dirs = set(glob.glob("/tmp/wb-bench-*")) - before
+    procs = []
+    for proc in psutil.process_iter(["cmdline", "environ"]):
+        text = " ".join(proc.info["cmdline"] or []) + str(proc.info["environ"] or "")
+        if any(d in text for d in dirs | {"wb-bench-"} - before):
+            procs.append(f"{proc.pid} {text[:120]}")
+    return sorted(dirs) + procs
+
+
+def test_refuses_a_state_dir_that_holds_tasks(client: Client, state_dir: Path) -> None:
+    task_id = start_bg(client, "sleep 300")
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--state-dir", str(state_dir)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode != 0 and "refusing to benchmark" in run.stderr
+    assert [r["id"] for r in journal_rows(state_dir)] == [task_id]  # nothing touched
+    assert client.tasks()[0].status == "running"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
+    before = set(glob.glob("/tmp/wb-bench-*"))
+    bench = subprocess.Popen(
+        [sys.executable, str(BENCH), "--quick"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        # Interrupt it while it runs commands through its own supervisor.
+        state = wait_until(
+            lambda: [Path(d) / "state" for d in set(glob.glob("/tmp/wb-bench-*")) - before]
+        )
+        wait_until(lambda: supervisor_pids(state[0]), timeout=30)  # type: ignore[index]
+        bench.send_signal(sig)
+        bench.wait(timeout=60)
+        wait_until(lambda: bench_leftovers(before) == [], timeout=15)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+            bench.wait()
