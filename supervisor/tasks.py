@@ -105,20 +105,21 @@ def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
     child is the callback's business (see :func:`worker.reap_monitor`).
     """
     loop = asyncio.get_running_loop()
-    done = callback
     try:
         pidfd = os.pidfd_open(pid)
     except ProcessLookupError:
-        loop.call_soon(done)
+        loop.call_soon(callback)
         return
     except (AttributeError, OSError):
-        threading.Thread(target=_wait_thread, args=(pid, child, loop, done), daemon=True).start()
+        threading.Thread(
+            target=_wait_thread, args=(pid, child, loop, callback), daemon=True
+        ).start()
         return
 
     def on_readable() -> None:
         loop.remove_reader(pidfd)
         os.close(pidfd)
-        done()
+        callback()
 
     loop.add_reader(pidfd, on_readable)
 
