@@ -30,6 +30,7 @@ def bench_leftovers(before: set[str]) -> list[str]:
 
 def test_refuses_a_state_dir_that_holds_tasks(client: Client, state_dir: Path) -> None:
     task_id = start_bg(client, "sleep 300")
+    before = set(glob.glob("/tmp/wb-bench-*"))
     run = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--state-dir", str(state_dir)],
         capture_output=True, text=True, timeout=60,
@@ -37,6 +38,7 @@ def test_refuses_a_state_dir_that_holds_tasks(client: Client, state_dir: Path) -
     assert run.returncode != 0 and "refusing to benchmark" in run.stderr
     assert [r["id"] for r in journal_rows(state_dir)] == [task_id]  # nothing touched
     assert client.tasks()[0].status == "running"
+    assert bench_leftovers(before) == []  # and it created nothing of its own
 
 
 @pytest.mark.timeout(120)

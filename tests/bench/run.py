@@ -345,9 +345,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer samples (under a minute)")
     parser.add_argument("--state-dir", help="an empty state dir to use (default: a temporary one)")
     args = parser.parse_args()
+    if args.state_dir:
+        refuse_busy(Path(args.state_dir))  # before anything is created
     tmp = Path(tempfile.mkdtemp(prefix="wb-bench-", dir="/tmp"))
     state = Path(args.state_dir).absolute() if args.state_dir else tmp / "state"
-    refuse_busy(state)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so `finally` cleans up
     quick = args.quick
     try:
