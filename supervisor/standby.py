@@ -39,10 +39,10 @@ class MonitorKey:
 class Standby:
     """At most one monitor waiting for the next command."""
 
-    def __init__(self, tasks_dir: Path, reap: Callable[[int], None]) -> None:
-        """``reap`` collects a discarded standby's process once it has exited."""
+    def __init__(self, tasks_dir: Path, release: Callable[[Monitor], None]) -> None:
+        """``release`` lets a monitor go that will run no command."""
         self.tasks_dir = tasks_dir
-        self._reap = reap
+        self._release = release
         self._monitor: Monitor | None = None
         self._key: MonitorKey | None = None
 
@@ -58,7 +58,7 @@ class Standby:
         if monitor is None:
             return None
         if self._key != key:
-            self._discard(monitor)
+            self._release(monitor)
             return None
         if reap_monitor(monitor.pid):  # killed meanwhile (now reaped)
             monitor.cancel()
@@ -81,11 +81,7 @@ class Standby:
         """Let the standby go (the supervisor stops)."""
         monitor, self._monitor = self._monitor, None
         if monitor is not None:
-            self._discard(monitor)
-
-    def _discard(self, monitor: Monitor) -> None:
-        monitor.cancel()
-        self._reap(monitor.pid)
+            self._release(monitor)
 
 
 def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:

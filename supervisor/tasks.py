@@ -124,9 +124,11 @@ def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
     loop.add_reader(pidfd, on_readable)
 
 
-def reap_when_gone(pid: int) -> None:
-    """Collect a child monitor once it exits (a discarded standby)."""
-    on_exit(pid, True, lambda: reap_monitor(pid))
+def release(monitor: Monitor) -> None:
+    """Let a monitor go that will run no command (its files removed); it exits on its
+    closed pipe and is reaped then."""
+    monitor.cancel()
+    on_exit(monitor.pid, True, lambda: reap_monitor(monitor.pid))
 
 
 def _wait_thread(
@@ -173,7 +175,7 @@ class TaskManager:
         self.live: dict[str, LiveTask] = {}
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
-        self.standby = Standby(tasks_dir, reap_when_gone)
+        self.standby = Standby(tasks_dir, release)
 
     # --- starting ----------------------------------------------------------------------
 
@@ -238,9 +240,7 @@ class TaskManager:
             # Nothing ran: no journal row, no monitor left waiting, no files (all or nothing).
             if inserted:
                 self.journal.delete_task(task_id)
-            files.meta.unlink(missing_ok=True)
-            monitor.cancel()
-            reap_when_gone(monitor.pid)
+            release(monitor)
             if isinstance(exc, ValueError):  # text no shell can be given (a lone surrogate)
                 raise InvalidInputError(f"cannot run this command: {exc}") from None
             if isinstance(exc, OSError):  # the monitor died before it got the command
@@ -265,9 +265,6 @@ class TaskManager:
         try:
             return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
         except (OSError, ValueError) as exc:
-            for path in (files.log, files.err_log):
-                if path is not None:
-                    path.unlink(missing_ok=True)
             if isinstance(exc, ValueError):  # a name with "=" or NUL, a lone surrogate
                 raise InvalidInputError(f"cannot pass this environment on: {exc}") from None
             raise SpawnError(f"wave-bash could not start the command: {exc}") from None

@@ -7,9 +7,11 @@ is killed at teardown, found through the journal and the ``WAVE_TASK_ID`` tag.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +26,7 @@ import psutil
 import pytest
 
 from api import BashResult, Client
+from api.protocol import request
 from worker import tagged_processes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,6 +88,20 @@ def kill_supervisor(state_dir: Path, sig: int = signal.SIGKILL) -> int:
         os.kill(pid, sig)
     wait_until(lambda: not set(pids) & set(supervisor_pids(state_dir)))  # type: ignore[call-overload]
     return int(pids[0])  # type: ignore[index]
+
+
+def ask_supervisor(state_dir: Path, op: str, params: dict[str, object]) -> dict[str, object]:
+    """One request straight over the socket, past any client-side validation; returns the
+    final answer (``result`` or ``error``)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(request(op, params))
+        for line in s.makefile("rb"):
+            message = json.loads(line)
+            if message["type"] in ("result", "error"):
+                return dict(message)
+    raise AssertionError(f"no answer to {op}")
 
 
 def reap(state_dir: Path) -> None:

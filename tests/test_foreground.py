@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
-from conftest import task_alive, wait_until
+from conftest import ask_supervisor, task_alive, wait_until
 
 from api import MAX_OUTPUT_CHARS, Client, texts
 from api.errors import InvalidInputError
-from api.protocol import request
 
 
 def test_echo_hello(client: Client) -> None:
@@ -276,9 +273,6 @@ def test_default_signal_dispositions(client: Client) -> None:
 def test_bad_session_names_are_rejected(state_dir: Path, session: str) -> None:
     with pytest.raises(InvalidInputError, match="session"):
         Client(state_dir=state_dir, session=session)
-    with socket.socket(socket.AF_UNIX) as s:  # and at the supervisor's door
-        Client(state_dir=state_dir).status()
-        s.connect(str(state_dir / "supervisor.sock"))
-        s.sendall(request("tasks", {"session": session}))
-        answer = json.loads(s.makefile("rb").readline())
+    Client(state_dir=state_dir).status()
+    answer = ask_supervisor(state_dir, "tasks", {"session": session})  # and at its door
     assert answer["type"] == "error" and "session" in answer["message"], answer

@@ -19,10 +19,9 @@ from api.paths import StateLayout
 from supervisor.daemon import _on_stop_signals
 from worker import (
     Shell,
-    SpawnRequest,
     TaskFiles,
     reap_monitor,
-    spawn_task,
+    start_monitor,
     stop_trees,
     tagged_processes,
 )
@@ -31,9 +30,10 @@ from worker import (
 def test_monitor_without_posix_spawn(tmp_path: Path) -> None:
     task_id = "p" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
-    req = SpawnRequest(task_id, "echo hi; ps -o pgid= -p $BASHPID; exit 4", str(tmp_path),
-                       dict(os.environ), Shell("/bin/bash", "bash"), "/bin/bash", files)  # fmt: skip
-    pid = spawn_task(req, use_posix_spawn=False)
+    monitor = start_monitor(task_id, dict(os.environ), Shell("/bin/bash", "bash"), "/bin/bash",
+                            files, use_posix_spawn=False)  # fmt: skip
+    monitor.run("echo hi; ps -o pgid= -p $BASHPID; exit 4", str(tmp_path))
+    pid = monitor.pid
     reap_monitor(pid, block=True)
     lines = files.log.read_text().split()
     assert lines[0] == "hi" and int(lines[1]) not in (os.getpgid(0), pid)  # its own group
@@ -44,9 +44,10 @@ def test_tree_stop_without_process_groups(tmp_path: Path) -> None:
     task_id = "q" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
     command = "setsid sleep 301 & ( setsid bash -c 'sleep 302 & wait' & ); sleep 300"
-    req = SpawnRequest(task_id, command, str(tmp_path), dict(os.environ),
-                       Shell("/bin/bash", "bash"), "/bin/bash", files)  # fmt: skip
-    pid = spawn_task(req)
+    monitor = start_monitor(task_id, dict(os.environ), Shell("/bin/bash", "bash"), "/bin/bash",
+                            files)  # fmt: skip
+    monitor.run(command, str(tmp_path))
+    pid = monitor.pid
     try:
         wait_until(lambda: len(tagged_processes({task_id}).get(task_id, ())) >= 5)
         stop_trees([(task_id, pid)], protected={pid}, grace=1, use_groups=False)
@@ -93,9 +94,9 @@ def test_python_monitor_where_only_zsh_exists(tmp_path: Path) -> None:
     assert zsh, "zsh must be installed (.ci/run installs it)"
     task_id = "z" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
-    req = SpawnRequest(task_id, "echo $ZSH_VERSION; ps -o pgid= -p $$; exit 3", str(tmp_path),
-                       dict(os.environ), Shell(zsh, "zsh"), None, files)  # fmt: skip
-    pid = spawn_task(req)  # monitor_bash None: python -m worker.monitor
+    monitor = start_monitor(task_id, dict(os.environ), Shell(zsh, "zsh"), None, files)
+    monitor.run("echo $ZSH_VERSION; ps -o pgid= -p $$; exit 3", str(tmp_path))  # Python monitor
+    pid = monitor.pid
     reap_monitor(pid, block=True)
     version, pgid = files.log.read_text().split()
     assert version and int(pgid) not in (os.getpgid(0), pid)

@@ -3,19 +3,16 @@ and the standby never changes what a command sees or leaves anything behind."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import uuid
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import journal_rows, kill_supervisor, wait_until
+from conftest import ask_supervisor, journal_rows, kill_supervisor, wait_until
 
 from api import Client
-from api.protocol import request
 from worker import Shell, TaskFiles, monitor_instructions, reap_monitor, start_monitor
 
 
@@ -141,20 +138,6 @@ def test_complete_instructions_run(tmp_path: Path, monitor: str) -> None:
     assert files.exit.read_text().strip() == "5"
 
 
-def _raw_run(state_dir: Path, **params: object) -> dict[str, object]:
-    """One ``run`` request straight over the socket, past any client-side validation."""
-    body = {"command": "echo hi", "cwd": "/tmp", "env": dict(os.environ), **params}
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(10)
-        s.connect(str(state_dir / "supervisor.sock"))
-        s.sendall(request("run", body))
-        for line in s.makefile("rb"):
-            message = json.loads(line)
-            if message["type"] in ("result", "error"):
-                return dict(message)
-    raise AssertionError("no answer")
-
-
 @pytest.mark.parametrize(
     ("params", "words"),
     [
@@ -169,7 +152,8 @@ def test_unrunnable_input_is_refused_and_leaves_nothing(
     client.bash("true")
     standby = standby_of(client, state_dir)
     reserved = standby.environ()["WAVE_TASK_ID"]
-    answer = _raw_run(state_dir, **params)
+    body = {"command": "echo hi", "cwd": "/tmp", "env": dict(os.environ), **params}
+    answer = ask_supervisor(state_dir, "run", body)
     assert answer["type"] == "error" and words in str(answer["message"]), answer
     (first,) = [str(row["id"]) for row in journal_rows(state_dir)]  # nothing recorded
     sup = psutil.Process(client.status().pid or 0)

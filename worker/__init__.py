@@ -21,10 +21,8 @@ from .shell import NoShellError, Shell, resolve_monitor_bash, resolve_shell, she
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
     Monitor,
-    SpawnRequest,
     TaskFiles,
     reap_monitor,
-    spawn_task,
     start_monitor,
     task_environment,
 )
@@ -45,7 +43,6 @@ __all__ = [
     "NoShellError",
     "ProcessTable",
     "Shell",
-    "SpawnRequest",
     "TaskFiles",
     "TaskTree",
     "build_payload",
@@ -69,7 +66,6 @@ __all__ = [
     "resolve_shell",
     "shell_kind",
     "snapshot",
-    "spawn_task",
     "start_monitor",
     "stop_trees",
     "tagged_processes",

@@ -51,20 +51,11 @@ class TaskFiles:
             err_log=tasks_dir / f"{task_id}.err.log" if separate_stderr else None,
         )
 
-
-@dataclass(frozen=True)
-class SpawnRequest:
-    """Everything needed to start one task."""
-
-    task_id: str
-    command: str
-    cwd: str
-    env: Mapping[str, str]
-    shell: Shell
-    monitor_bash: str | None
-    files: TaskFiles
-    umask: int | None = None
-    """The caller's umask for the command (``None``: the supervisor's)."""
+    def remove_unused(self) -> None:
+        """Remove what a task that never ran can have: its empty logs and ``.json``."""
+        for path in (self.log, self.err_log, self.meta):
+            if path is not None:
+                path.unlink(missing_ok=True)
 
 
 def _new_process_group() -> dict[str, Any]:
@@ -131,12 +122,10 @@ class Monitor:
 
     def cancel(self) -> None:
         """Close the pipe without instructions: the monitor exits at once, records nothing,
-        and its (empty) log is removed. The caller still reaps the process."""
+        and the files of its never-run task are removed. The caller still reaps it."""
         with contextlib.suppress(OSError):
             os.close(self.pipe)
-        for path in (self.files.log, self.files.err_log):
-            if path is not None:
-                path.unlink(missing_ok=True)
+        self.files.remove_unused()
 
 
 def _write_and_close(fd: int, data: bytes) -> None:
@@ -222,6 +211,7 @@ def start_monitor(
             pid = proc.pid
     except BaseException:
         os.close(write_fd)
+        files.remove_unused()  # the logs just created: nothing will ever write them
         raise
     finally:
         os.close(read_fd)
@@ -229,21 +219,3 @@ def start_monitor(
         if err_fd != log_fd:
             os.close(err_fd)
     return Monitor(pid, task_id, files, write_fd)
-
-
-def spawn_task(req: SpawnRequest, *, use_posix_spawn: bool = hasattr(os, "posix_spawn")) -> int:
-    """Start a monitor and hand it its command at once; returns the monitor's pid.
-
-    Raises:
-        OSError: the shell cannot be executed, out of resources, the monitor died at once.
-    """
-    monitor = start_monitor(
-        req.task_id, req.env, req.shell, req.monitor_bash, req.files,
-        use_posix_spawn=use_posix_spawn,
-    )  # fmt: skip
-    try:
-        monitor.run(req.command, req.cwd, req.umask)
-    except OSError:
-        reap_monitor(monitor.pid, block=True)
-        raise
-    return monitor.pid
