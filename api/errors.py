@@ -63,6 +63,30 @@ class SupervisorUnavailableError(WaveError):
     code = "supervisor_unavailable"
 
 
+class ForbiddenError(WaveError):
+    """The peer is not allowed: another user, or a TCP client without the token."""
+
+    code = "forbidden"
+
+
+class BusyError(WaveError):
+    """The supervisor is at a limit (connections, buffered requests); try again shortly."""
+
+    code = "busy"
+
+
+class NoSpaceError(WaveError):
+    """The state dir's file system is full: the supervisor cannot record what it must."""
+
+    code = "no_space"
+
+
+class InternalError(WaveError):
+    """A bug in the supervisor; its log has the traceback."""
+
+    code = "internal"
+
+
 class ProtocolError(WaveError):
     """The peer spoke an incompatible or malformed protocol."""
 
@@ -79,6 +103,10 @@ _BY_CODE: dict[str, type[WaveError]] = {
         SpawnError,
         StateDirError,
         SupervisorUnavailableError,
+        ForbiddenError,
+        BusyError,
+        NoSpaceError,
+        InternalError,
         ProtocolError,
     )
 }

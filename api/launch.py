@@ -59,6 +59,7 @@ def start_supervisor(
     path on any OS.
     """
     ensure_private_dir(layout.root)
+    ensure_private_dir(layout.socket.parent)  # the fallback dir, if used: said here, clearly
     argv = [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(layout.root)]
     env = {**os.environ, TRANSPORT_ENV: transport}
     if not can_fork:

@@ -1,10 +1,18 @@
-"""Where a state directory keeps its things (SPEC §13), shared by client and supervisor."""
+"""Where a state directory keeps its things (SPEC §13), shared by client and supervisor.
+
+Private directories are checked without following symbolic links (SPEC X1): a link, a
+directory of another user or a non-directory is refused with an error naming the path,
+so a local user cannot steer wave-bash into a directory of their choosing.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import stat
 import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +23,9 @@ from .errors import StateDirError
 SOCKET_PATH_LIMIT = 100
 """Longest socket path used as is; ``sun_path`` holds 108 bytes on Linux, 104 on macOS."""
 
+PROC_FD = Path("/proc/self/fd")
+"""Linux: a directory held open is reachable as ``/proc/self/fd/N``, a short path."""
+
 
 def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     """The state dir: the argument, else ``WAVE_STATE_DIR``, else the platform's user state dir."""
@@ -24,15 +35,68 @@ def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen).expanduser().absolute()
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (mode 0700) if needed and check it is ours and private (SPEC X1)."""
+def _owner() -> int | None:
+    return os.getuid() if hasattr(os, "getuid") else None
+
+
+def check_private_dir(path: Path) -> None:
+    """Refuse ``path`` unless it is a real directory (not a link) of this user, mode 0700.
+
+    Raises:
+        StateDirError: naming the path and what is wrong with it.
+    """
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = path.stat()
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            raise StateDirError(f"state dir {path} belongs to another user (uid {st.st_uid})")
-        if st.st_mode & 0o077:
-            path.chmod(0o700)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise StateDirError(f"private dir {path} cannot be used: {exc.strerror}") from None
+    _check_dir_stat(path, st, tighten=None)
+
+
+def _check_dir_stat(path: Path, st: os.stat_result, tighten: int | None) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise StateDirError(
+            f"refusing {path}: it is a symbolic link (a private dir must be a real directory)"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise StateDirError(f"refusing {path}: it is not a directory")
+    owner = _owner()
+    if owner is not None and st.st_uid != owner:
+        raise StateDirError(
+            f"refusing {path}: it belongs to another user (uid {st.st_uid}, not {owner})"
+        )
+    if owner is not None and st.st_mode & 0o077:
+        if tighten is None:
+            raise StateDirError(
+                f"refusing {path}: its mode is {stat.S_IMODE(st.st_mode):04o}, not 0700"
+            )
+        os.fchmod(tighten, 0o700)  # ours: made private through the descriptor, not the name
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (mode 0700) if needed and check it is ours and private (SPEC X1).
+
+    The last component is never followed if it is a symbolic link; a directory of ours
+    with a wider mode is tightened to 0700 (through a descriptor opened with
+    ``O_NOFOLLOW``, so a link swapped in meanwhile is never chmodded). The parents are
+    the user's own choice and may be links (``/var`` → ``/private/var`` on macOS).
+
+    Raises:
+        StateDirError: a link, another user's directory, not a directory, not writable.
+    """
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError:
+            check_private_dir(path)  # a link or a file: say so
+            raise
+        try:
+            _check_dir_stat(path, os.fstat(fd), tighten=fd)
+        finally:
+            os.close(fd)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
             pass  # a unique name: many starters (threads, processes) probe at once
     except PermissionError as exc:
@@ -40,6 +104,41 @@ def ensure_private_dir(path: Path) -> Path:
     except OSError as exc:
         raise StateDirError(f"state dir {path} cannot be used: {exc}") from None
     return path
+
+
+def socket_fallback_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where a socket goes when its real path is too long and ``/proc`` cannot shorten it:
+    ``$XDG_RUNTIME_DIR/wave-bash`` (a private per-user dir) when set, else
+    ``<tmp>/wave-bash-<uid>``. Both are checked like any private dir before use."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):
+        return Path(runtime) / "wave-bash"
+    owner = _owner()
+    return Path(tempfile.gettempdir()) / f"wave-bash-{owner if owner is not None else 'user'}"
+
+
+def proc_fd_usable() -> bool:
+    """Whether long socket paths can be reached through ``/proc/self/fd`` (Linux)."""
+    return os.environ.get("WAVE_SOCKET_FALLBACK") != "1" and PROC_FD.is_dir()
+
+
+@contextlib.contextmanager
+def socket_address(path: Path) -> Iterator[str]:
+    """A ``sun_path`` for ``path`` that fits, valid inside the ``with`` block.
+
+    A long path is reached through its directory held open (``/proc/self/fd/N/name``),
+    opened without following a link; the socket itself stays at its real place.
+    """
+    if len(os.fsencode(path)) <= SOCKET_PATH_LIMIT or not proc_fd_usable():
+        yield str(path)
+        return
+    flags = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(path.parent, flags)
+    try:
+        yield f"{PROC_FD}/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -71,10 +170,10 @@ class StateLayout:
 
     @property
     def socket(self) -> Path:
-        """The socket, or a short private fallback when the real path is too long for the OS."""
+        """The socket: in the state dir, reached through ``/proc`` when its path is too
+        long (Linux), else in the private fallback dir (:func:`socket_fallback_dir`)."""
         real = self.root / "supervisor.sock"
-        if len(os.fsencode(real)) <= SOCKET_PATH_LIMIT:
+        if len(os.fsencode(real)) <= SOCKET_PATH_LIMIT or proc_fd_usable():
             return real
         digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
-        owner = os.getuid() if hasattr(os, "getuid") else os.getlogin()
-        return Path(tempfile.gettempdir()) / f"wave-bash-{owner}" / f"{digest}.sock"
+        return socket_fallback_dir() / f"{digest}.sock"

@@ -13,13 +13,14 @@ import json
 import os
 import re
 import socket
+import struct
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InvalidInputError, SupervisorUnavailableError
-from .paths import StateLayout
+from .errors import ForbiddenError, InvalidInputError, SupervisorUnavailableError
+from .paths import StateLayout, check_private_dir, socket_address
 from .protocol import encode
 
 TRANSPORT_ENV = "WAVE_TRANSPORT"
@@ -58,11 +59,37 @@ class TcpEndpoint:
         return cls(int(data["port"]), str(data["token"]))
 
 
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (None if unknown)."""
+    if hasattr(socket, "SO_PEERCRED"):
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return int(struct.unpack("3i", creds)[1])
+    try:
+        return int(os.getpeereid(sock.fileno())[0])  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return None
+
+
+def check_server_uid(sock: socket.socket, path: Path) -> None:
+    """Refuse a server of another user before anything is sent to it (SPEC X1): it would
+    receive the caller's environment and could answer with made-up results."""
+    if not hasattr(os, "getuid"):
+        return
+    uid = peer_uid(sock)
+    if uid != os.getuid():
+        raise ForbiddenError(
+            f"refusing the server at {path}: it runs as uid {uid}, not as you "
+            f"(uid {os.getuid()}); another user may be impersonating the supervisor"
+        )
+
+
 def connect(layout: StateLayout, transport: str) -> socket.socket:
     """A connected socket to the supervisor (token already sent for TCP).
 
     Raises:
         OSError: nothing listens (missing socket or endpoint file, refused).
+        ForbiddenError: what listens runs as another user.
+        StateDirError: the socket's fallback dir is a link or not private to this user.
     """
     if transport == "tcp":
         try:
@@ -76,9 +103,13 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
             sock.close()
             raise
         return sock
+    if layout.socket.parent != layout.root and os.path.lexists(layout.socket.parent):
+        check_private_dir(layout.socket.parent)  # a shared fallback: someone else's dir?
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(layout.socket))
+        with socket_address(layout.socket) as address:
+            sock.connect(address)
+        check_server_uid(sock, layout.socket)
     except BaseException:
         sock.close()
         raise

@@ -22,7 +22,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from api.errors import StateDirError, WaveError
-from api.paths import StateLayout, ensure_private_dir, resolve_state_dir
+from api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
 from api.protocol import MAX_MESSAGE_BYTES
 from api.transport import LOOPBACK, TcpEndpoint, chosen_transport
 
@@ -41,7 +41,8 @@ def _socket_answers(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.settimeout(1.0)
         try:
-            probe.connect(str(path))
+            with socket_address(path) as address:
+                probe.connect(address)
         except OSError:
             return False
     return True
@@ -57,15 +58,17 @@ async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
             log.error("another process already serves %s; exiting", path)
             return None
         path.unlink()  # stale socket of a dead supervisor
-    old_umask = os.umask(0o077)  # the socket is born private (SPEC X1)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        server = await asyncio.start_unix_server(
-            partial(serve_connection, ctx), path=str(path), limit=MAX_MESSAGE_BYTES
-        )
-    finally:
-        os.umask(old_umask)
-    os.chmod(path, 0o600)
-    return server
+        with socket_address(path) as address:
+            sock.bind(address)  # born private: the supervisor's umask is 077 (SPEC X1)
+            os.chmod(address, 0o600)
+    except BaseException:
+        sock.close()
+        raise
+    return await asyncio.start_unix_server(
+        partial(serve_connection, ctx), sock=sock, limit=MAX_MESSAGE_BYTES
+    )
 
 
 async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
@@ -172,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     layout = StateLayout(resolve_state_dir(args.state_dir))
+    os.umask(0o077)  # everything the supervisor creates is private (SPEC X1); commands get
+    # the caller's umask with their instructions
     try:
         settings = Settings.from_env()
     except WaveError as exc:

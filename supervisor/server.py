@@ -7,8 +7,6 @@ import contextlib
 import hmac
 import logging
 import os
-import socket
-import struct
 import time
 from typing import Any
 
@@ -16,6 +14,7 @@ from pydantic import BaseModel
 
 from api.errors import ProtocolError, WaveError
 from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
+from api.transport import peer_uid
 
 from .context import Connection, Context
 from .faults import crash_point
@@ -25,16 +24,6 @@ log = logging.getLogger(__name__)
 
 
 REFUSAL_LINGER_SECONDS = 2.0  # how long a refused peer may keep sending before we close
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end of a Unix socket (None if unknown)."""
-    if hasattr(socket, "SO_PEERCRED"):
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return int(struct.unpack("3i", creds)[1])
-    with contextlib.suppress(AttributeError, OSError):
-        return int(os.getpeereid(sock.fileno())[0])  # type: ignore[attr-defined]
-    return None
 
 
 async def _peer_allowed(ctx: Context, conn: Connection) -> bool:

@@ -49,6 +49,8 @@ META_SUFFIX = ".json"
 """``tasks/<id>.json``: what was asked, the task's own record (see recovery)."""
 
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
+DEFAULT_UMASK = 0o022
+"""A command's umask when the caller could not tell its own."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
@@ -70,7 +72,8 @@ def status_for(exit_code: int | None, stopped: bool) -> str:
 def write_meta(path: Path, row: TaskRow) -> None:
     """The task's own record of what was asked (mode 0600; no environment values)."""
     data = json.dumps(vars(row)).encode()  # a flat dataclass: vars() is asdict() without copies
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
     try:
         os.write(fd, data)
     finally:
@@ -228,7 +231,8 @@ class TaskManager:
         # the pid's start time was not journaled yet).
         inserted = False
         try:
-            instructions = monitor.instructions(p.command, p.cwd, p.umask)
+            umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
+            instructions = monitor.instructions(p.command, p.cwd, umask)
             self.journal.insert_task(row)
             inserted = True
             write_meta(files.meta, row)

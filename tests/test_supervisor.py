@@ -59,8 +59,11 @@ def test_private_files(client: Client, state_dir: Path) -> None:
     assert state_dir.stat().st_mode & 0o777 == 0o700
     assert (state_dir / "tasks").stat().st_mode & 0o777 == 0o700
     assert (state_dir / "supervisor.sock").stat().st_mode & 0o777 == 0o600
-    for path in [state_dir / "supervisor.log", *(state_dir / "tasks").iterdir()]:
-        assert path.stat().st_mode & 0o077 == 0, path
+    names = {p.name for p in state_dir.iterdir()}
+    assert {"journal.db", "journal.db-wal", "journal.db-shm", "supervisor.lock"} <= names
+    for path in state_dir.rglob("*"):  # every file 0600, every dir 0700 (issue 11 §5)
+        expected = 0o700 if path.is_dir() else 0o600
+        assert path.stat().st_mode & 0o777 == expected, (path, oct(path.stat().st_mode))
 
 
 def _ask_as(uid: int, sock_path: Path, refused: bool) -> dict[str, object]:

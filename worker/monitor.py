@@ -79,7 +79,9 @@ def build_payload(
         if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
             cwd_file = windows_to_posix_path(cwd_file)
         # umask 077: the file is private; the shell is exiting, nothing else sees it.
-        capture = f"umask 077; pwd -P >| {shlex.quote(cwd_file)} 2>/dev/null"
+        # Errors silenced before the redirection is tried: an unwritable or full tasks
+        # dir must not add a line to the command's output.
+        capture = f"umask 077; pwd -P 2>/dev/null >| {shlex.quote(cwd_file)}"
         lines.append(f"trap {shlex.quote(capture)} EXIT")
     if umask is not None:
         lines.append(f"umask {umask:04o}")

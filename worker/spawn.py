@@ -65,7 +65,8 @@ def _new_process_group() -> dict[str, Any]:
 
 
 def _open_log(path: Path) -> int:
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, LOG_MODE)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    return os.open(path, flags, LOG_MODE)
 
 
 _popen_monitors: dict[int, subprocess.Popen[bytes]] = {}

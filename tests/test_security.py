@@ -1,0 +1,225 @@
+"""A hostile local user cannot impersonate the supervisor or steer its directories (issue 11 §1).
+
+The attacker runs as another uid (``nobody``) in a forked child: root can become anyone,
+and CI runs as root. The child only makes system calls (it may not be able to read the
+Python installation as that user).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import select
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import REPO, wait_until
+
+from api import Client, StateDirError
+from api.errors import ForbiddenError
+
+NOBODY = 65534
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "getuid") or os.getuid() != 0,
+    reason="acting as another uid needs root (CI runs as root)",
+)
+
+
+class FakeServer:
+    """Another user listening on a Unix socket path, recording what clients send it."""
+
+    def __init__(self, path: Path, make_dir: bool) -> None:
+        ready_r, ready_w = os.pipe()
+        self._got_r, got_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                if make_dir:
+                    os.mkdir(path.parent, 0o777)
+                    os.chmod(path.parent, 0o777)
+                srv = socket.socket(socket.AF_UNIX)
+                srv.bind(str(path))
+                os.chmod(path, 0o777)
+                srv.listen(8)
+                os.write(ready_w, b"1")
+                while select.select([srv], [], [], 30)[0]:
+                    conn, _ = srv.accept()
+                    conn.settimeout(2)
+                    got = b""
+                    with contextlib.suppress(OSError):
+                        conn.sendall(b'{"type":"result","data":{"stdout":"fake"}}\n')
+                        while chunk := conn.recv(65536):
+                            got += chunk
+                    conn.close()
+                    os.write(got_w, (got or b"-").replace(b"\n", b" ") + b"\n")
+            except BaseException as exc:
+                os.write(ready_w, b"E" + repr(exc).encode())
+            finally:
+                os._exit(0)
+        os.close(ready_w)
+        os.close(got_w)
+        status = os.read(ready_r, 4096)
+        os.close(ready_r)
+        assert status == b"1", status
+
+    def received(self, connections: int) -> list[bytes]:
+        """What each of the first ``connections`` clients sent (``b"-"``: nothing)."""
+        got = b""
+        while got.count(b"\n") < connections and select.select([self._got_r], [], [], 10)[0]:
+            got += os.read(self._got_r, 65536)
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+        os.close(self._got_r)
+        return got.splitlines()
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A dir the other user can traverse (pytest's own is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="wb-sec-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_tmp(tmp_path: Path) -> Path:
+    """A world-writable sticky dir standing in for /tmp (so the real one is not touched)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    tmp.chmod(0o1777)
+    return tmp
+
+
+def _run_cli(state_dir: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env |= {"WAVE_STATE_DIR": str(state_dir), "TMPDIR": str(tmp), "WAVE_SOCKET_FALLBACK": "1"}
+    env["AWS_SECRET_ACCESS_KEY"] = "s3cr3t"
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args], capture_output=True, text=True, timeout=60,
+        env=env, cwd=REPO,
+    )  # fmt: skip
+
+
+def _long_state_dir(tmp_path: Path) -> Path:
+    path = tmp_path / ("d" * 60) / ("e" * 60)
+    assert len(os.fsencode(path / "supervisor.sock")) > 108
+    return path
+
+
+def test_fallback_dir_of_another_user_is_refused(tmp_path: Path, shared_tmp: Path) -> None:
+    state_dir = _long_state_dir(tmp_path)
+    digest = hashlib.sha256(os.fsencode(state_dir)).hexdigest()[:16]
+    fake = FakeServer(shared_tmp / "wave-bash-0" / f"{digest}.sock", make_dir=True)
+    marker = tmp_path / "ran"
+    r = _run_cli(state_dir, shared_tmp, "run", "--", f"touch {marker}")
+    got = fake.received(0)
+    assert r.returncode == 2, r
+    assert "wave-bash-0" in r.stderr and "another user" in r.stderr, r.stderr
+    assert got == [] and not marker.exists()  # it never even connected
+
+
+def test_fallback_dir_as_a_symlink_is_refused(tmp_path: Path, shared_tmp: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    victim.chmod(0o755)
+    pid = os.fork()
+    if pid == 0:  # the attacker plants the link
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.symlink(victim, shared_tmp / "wave-bash-0")
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert (shared_tmp / "wave-bash-0").is_symlink()
+    r = _run_cli(_long_state_dir(tmp_path), shared_tmp, "run", "--", "echo hi")
+    assert r.returncode == 2, r
+    assert "symbolic link" in r.stderr and "wave-bash-0" in r.stderr, r.stderr
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o755  # not chmodded
+    assert list(victim.iterdir()) == []  # no socket created inside
+
+
+def test_server_of_another_uid_is_refused_before_anything_is_sent(
+    tmp_path: Path, shared_tmp: Path
+) -> None:
+    """The client checks the server's uid (SO_PEERCRED) before it sends its request."""
+    state_dir = tmp_path / "s"
+    state_dir.mkdir(mode=0o777)
+    state_dir.chmod(0o777)  # a careless mode: another user can bind in it
+    fake = FakeServer(state_dir / "supervisor.sock", make_dir=False)
+    with pytest.raises(ForbiddenError):  # the Python client alike
+        Client(state_dir=state_dir).status()
+    marker = tmp_path / "ran"
+    r = _run_cli(state_dir, shared_tmp, "run", "--", f"touch {marker}")
+    got = fake.received(2)
+    assert r.returncode == 2, r
+    assert "uid 65534" in r.stderr and "impersonat" in r.stderr, r.stderr
+    assert got == [b"-", b"-"], got  # both connected and sent nothing at all
+    assert not marker.exists()
+
+
+def test_state_dir_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir(mode=0o755)
+    real.chmod(0o755)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(StateDirError, match="symbolic link"):
+        Client(state_dir=link).bash("echo hi")
+    assert stat.S_IMODE(real.stat().st_mode) == 0o755 and list(real.iterdir()) == []
+
+
+def test_state_dir_of_another_user_is_refused(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    with pytest.raises(StateDirError, match="another user"):
+        Client(state_dir=theirs).bash("echo hi")
+
+
+def test_long_state_dir_keeps_its_socket_inside(tmp_path: Path) -> None:
+    """On Linux a long path is reached through /proc/self/fd: no shared fallback dir."""
+    state_dir = _long_state_dir(tmp_path)
+    client = Client(state_dir=state_dir)
+    try:
+        assert client.bash("echo hi").stdout == "hi"
+        sock = state_dir / "supervisor.sock"
+        assert stat.S_ISSOCK(sock.lstat().st_mode) and stat.S_IMODE(sock.lstat().st_mode) == 0o600
+        assert client.status().socket_path == str(sock)
+    finally:
+        client.shutdown()
+        wait_until(lambda: not (state_dir / "supervisor.sock").exists(), 10)
+
+
+def test_fallback_prefers_xdg_runtime_dir(tmp_path: Path) -> None:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    state_dir = _long_state_dir(tmp_path)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "WAVE_SOCKET_FALLBACK": "1"}
+    env["WAVE_STATE_DIR"] = str(state_dir)
+    cli = [sys.executable, "-m", "api.cli"]
+    try:
+        r = subprocess.run([*cli, "run", "--", "echo hi"], capture_output=True, text=True,
+                           env=env, timeout=60, cwd=REPO)  # fmt: skip
+        assert (r.returncode, r.stdout.strip()) == (0, "hi"), r
+        (sock,) = (runtime / "wave-bash").iterdir()
+        assert stat.S_ISSOCK(sock.lstat().st_mode)
+        assert stat.S_IMODE((runtime / "wave-bash").stat().st_mode) == 0o700
+    finally:
+        subprocess.run([*cli, "supervisor", "stop"], env=env, timeout=60, cwd=REPO)
