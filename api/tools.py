@@ -109,7 +109,7 @@ def _task_output_schema() -> dict[str, Any]:
             },
             "pattern": {
                 "type": "string",
-                "description": "Regular expression (^ and $ match at each line): stop waiting once new output matches it",
+                "description": "Regular expression, RE2 syntax (no backreferences or lookaround; ^ and $ match at each line): stop waiting once new output matches it",
             },
         },
         "required": ["task_id"],

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import re2
 from watchfiles import awatch
 
 from .output import clean_bytes
@@ -42,31 +43,71 @@ def file_size(path: Path | str) -> int:
         return 0
 
 
-class PatternScanner:
-    """Finds a regex in output as it grows, reading each new byte once.
+PATTERN_MAX_MEM = 8 << 20
+"""Bytes RE2 may use for one compiled pattern (its default): a bigger one is refused."""
 
-    The last unfinished line is kept so a match that spans two reads is still found.
+
+def compile_pattern(pattern: str) -> Any:
+    """A pattern for :class:`PatternScanner`, matched in linear time (RE2): no model-sent
+    pattern can run for long, whatever the output. ``^`` and ``$`` match at every line,
+    as grep.
+
+    Raises:
+        ValueError: the pattern is invalid or uses what RE2 does not offer
+            (backreferences, lookaround), said in plain words.
+    """
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = PATTERN_MAX_MEM
+    try:
+        return re2.compile(f"(?m){pattern}", options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode(errors="replace")
+        raise ValueError(str(detail)) from None
+
+
+class PatternScanner:
+    """Finds a pattern in output as it grows, reading each new byte once, in chunks.
+
+    Every line written after ``start`` is scanned, whatever the volume; memory stays at
+    one chunk. The last, unfinished line is kept and looked at again as it grows, so a
+    match that spans two writes is still found. :meth:`scan` runs in a worker thread;
+    :meth:`cancel` makes it return at the next chunk.
     """
 
-    MAX_SCAN = 1024 * 1024
+    CHUNK = 1024 * 1024
 
-    def __init__(self, path: Path | str, pattern: re.Pattern[str], start: int) -> None:
+    def __init__(self, path: Path | str, pattern: Any, start: int) -> None:
         self.path = path
         self.pattern = pattern
         self.pos = start
-        self.carry = ""
+        """Next byte to read; bytes before it are scanned, except the unfinished line."""
+        self.carry = b""
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
     def scan(self, size: int) -> bool:
-        """Look at bytes up to ``size``; True once the pattern matched."""
+        """Look at the bytes up to ``size``; True once the pattern matched."""
         if size <= self.pos:
             return False
-        start = max(self.pos, size - self.MAX_SCAN)
         with open(self.path, "rb") as fh:
-            fh.seek(start)
-            text = self.carry + clean_bytes(fh.read(size - start))
-        self.pos = size
-        if self.pattern.search(text):
-            return True
-        cut = text.rfind("\n")
-        self.carry = text[cut + 1 :] if cut >= 0 else text[-4096:]
-        return False
+            fh.seek(self.pos)
+            while self.pos < size and not self.cancelled:
+                data = fh.read(min(self.CHUNK, size - self.pos))
+                if not data:
+                    break
+                self.pos += len(data)
+                data = self.carry + data
+                cut = data.rfind(b"\n") + 1
+                if cut == 0 and len(data) >= self.CHUNK:
+                    cut = len(data) - 4096  # a line longer than a chunk: keep an overlap
+                done, self.carry = data[:cut], data[cut:]
+                if done and self.pattern.search(clean_bytes(done)):
+                    return True
+        # The unfinished last line too (a prompt, a progress line): looked at again, whole,
+        # once it ends or grows.
+        return bool(self.carry) and self.pattern.search(clean_bytes(self.carry)) is not None

@@ -4,44 +4,53 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
+from typing import Any
 
 from api.errors import InvalidInputError, TaskNotFoundError
 from api.models import TaskOutputResult
 from api.protocol import OutputParams
-from worker.tail import PatternScanner, changes, file_size
+from worker.tail import PatternScanner, changes, compile_pattern, file_size
 
 from .. import views
 from ..context import Connection, Context
 from ..tasks import LiveTask
 
 
-def _compile(pattern: str | None) -> re.Pattern[str] | None:
+def _compile(pattern: str | None) -> Any:
     if pattern is None:
         return None
     try:
-        # Line semantics, as grep: ^ and $ match at every line, however the output was chunked.
-        return re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        raise InvalidInputError(f"pattern is not a valid regular expression: {exc}") from None
+        return compile_pattern(pattern)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"pattern is not a valid regular expression here: {exc} (RE2 syntax, matched in "
+            "linear time: no backreferences or lookaround)"
+        ) from None
 
 
 async def _wait(
-    task: LiveTask, start: int, pattern: re.Pattern[str] | None, timeout_s: float, conn: Connection
+    task: LiveTask, start: int, pattern: Any, timeout_s: float, conn: Connection
 ) -> None:
-    """Until the task ends, the pattern matches output after ``start``, or the timeout."""
+    """Until the task ends, the pattern matches output after ``start``, or the timeout.
+
+    The pattern is matched in a worker thread, chunk by chunk, so that a big log never
+    holds the event loop; the scan stops at the next chunk once the wait is over.
+    """
     path = task.row.output_path
-    scanner = PatternScanner(path, pattern, start) if pattern else None
-    if scanner is not None and scanner.scan(file_size(path)):
-        return
+    scanner = PatternScanner(path, pattern, start) if pattern is not None else None
     stop = asyncio.Event()
 
     def wake(_: object) -> None:
         stop.set()
 
+    async def matched() -> bool:
+        return scanner is not None and await asyncio.to_thread(scanner.scan, file_size(path))
+
     async def watch() -> None:
+        if await matched():
+            return
         async for _ in changes(path, stop):  # ends when the task ends or the caller leaves
-            if scanner is not None and scanner.scan(file_size(path)):
+            if await matched():
                 return
 
     task.ended.add_done_callback(wake)
@@ -51,6 +60,8 @@ async def _wait(
             await asyncio.wait_for(watch(), timeout=timeout_s)
     finally:
         stop.set()
+        if scanner is not None:
+            scanner.cancel()
         task.ended.remove_done_callback(wake)
         conn.closed.remove_done_callback(wake)
 

@@ -1,0 +1,82 @@
+"""TaskOutput patterns: linear time, off the event loop, every line scanned (issue 11 §2, 12 §6)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import start_bg, wait_until
+
+from api import Client, InvalidInputError, TaskOutputResult
+
+
+def test_catastrophic_pattern_freezes_nothing(client: Client, state_dir: Path) -> None:
+    """``(a+)+$`` on a long run of ``a`` ending in ``b`` backtracks forever in Python's
+    ``re``; the call must end at its timeout and other sessions must stay responsive."""
+    tid = start_bg(client, "head -c 30000 /dev/zero | tr '\\0' a; echo b; sleep 60")
+    wait_until(lambda: Path(client.tasks()[0].output_path).stat().st_size > 30000)
+    results: list[TaskOutputResult] = []
+    started = time.monotonic()
+    waiter = threading.Thread(
+        target=lambda: results.append(client.task_output(tid, pattern="(a+)+$", timeout=3000))
+    )
+    waiter.start()
+    other = Client(state_dir=state_dir, session="other")
+    latencies = []
+    for _ in range(5):
+        t0 = time.monotonic()
+        assert other.bash("echo hi", timeout=10_000).stdout == "hi"
+        latencies.append(time.monotonic() - t0)
+    waiter.join(20)
+    assert results, "TaskOutput did not return"
+    assert results[0].status == "running"  # no match: it waited for its timeout, no longer
+    assert time.monotonic() - started < 15
+    assert max(latencies) < 2, latencies  # milliseconds normally; the old code froze for good
+    client.task_stop(tid)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [(r"(a)\1", "backreferences"), (r"foo(?=bar)", "lookaround"), ("(unclosed", "missing")],
+)
+def test_unsupported_pattern_is_a_clear_error(client: Client, pattern: str, why: str) -> None:
+    tid = start_bg(client, "true")
+    with pytest.raises(InvalidInputError, match="not a valid regular expression") as err:
+        client.task_output(tid, pattern=pattern)
+    assert why in str(err.value)
+
+
+def test_too_costly_pattern_is_refused(client: Client) -> None:
+    tid = start_bg(client, "true")
+    with pytest.raises(InvalidInputError, match="not a valid regular expression"):
+        client.task_output(tid, pattern="((((x{1000}){1000}){1000}){1000})")
+
+
+def test_match_before_megabytes_of_output_is_found(client: Client) -> None:
+    """Every line since the last read is scanned, not only the last megabyte."""
+    tid = start_bg(client, "echo READY; head -c 3M /dev/zero | tr '\\0' x; echo; sleep 30")
+    wait_until(lambda: Path(client.tasks()[0].output_path).stat().st_size > 3_000_000)
+    started = time.monotonic()
+    out = client.task_output(tid, pattern="^READY$", timeout=20_000)
+    assert out.status == "running" and time.monotonic() - started < 10
+    assert out.output.startswith("READY")
+    client.task_stop(tid)
+
+
+def test_match_written_after_megabytes_is_found(client: Client) -> None:
+    tid = start_bg(client, "sleep 1; head -c 5M /dev/zero | tr '\\0' x; echo; echo DONE; sleep 30")
+    out = client.task_output(tid, pattern="DONE", timeout=20_000)
+    assert out.status == "running" and "DONE" in out.output
+    client.task_stop(tid)
+
+
+def test_unfinished_line_matches(client: Client) -> None:
+    """A prompt has no newline yet: it must still wake the wait."""
+    tid = start_bg(client, "printf 'Password: '; sleep 30")
+    started = time.monotonic()
+    out = client.task_output(tid, pattern="Password: $", timeout=20_000)
+    assert out.status == "running" and time.monotonic() - started < 10
+    assert out.output == "Password: "
+    client.task_stop(tid)
