@@ -18,7 +18,7 @@ from typing import Any
 
 from .client import Client
 from .display import LiveView, task_table
-from .errors import InvalidInputError, WaveError
+from .errors import InvalidInputError, SupervisorUnavailableError, WaveError
 from .models import BashResult, check_timeout_ms
 from .tools import tool_definitions
 from .units import parse_duration
@@ -125,7 +125,7 @@ def cmd_supervisor(client: Client, args: argparse.Namespace) -> int:
         client.autostart = False
     try:
         status = client.status()
-    except WaveError:
+    except SupervisorUnavailableError:
         if args.action == "start":
             raise
         if args.json:
@@ -141,6 +141,11 @@ def cmd_supervisor(client: Client, args: argparse.Namespace) -> int:
             f"state dir {status.state_dir}, {status.running_tasks} running task(s), "
             f"protocol {status.protocol_version}"
         )
+        if status.held_writes:
+            print(
+                f"{status.held_writes} journal write(s) held in memory: "
+                f"{status.storage_problem} (written once the disk takes them)"
+            )
     return 0
 
 

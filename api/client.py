@@ -16,6 +16,7 @@ from .errors import (
     InvalidInputError,
     ShellNotFoundError,
     SpawnError,
+    StorageError,
     SupervisorUnavailableError,
     WaveError,
     error_from_wire,
@@ -168,7 +169,7 @@ class Client:
                 umask=_current_umask(),
             )
             data = self._call("run", params, on_progress, on_start)
-        except (InvalidInputError, ShellNotFoundError, SpawnError) as exc:
+        except (InvalidInputError, ShellNotFoundError, SpawnError, StorageError) as exc:
             return BashResult(success=False, message=exc.message, error=exc.message)
         result = BashResult.model_validate(data)
         if result.cwd:

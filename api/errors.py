@@ -75,10 +75,11 @@ class BusyError(WaveError):
     code = "busy"
 
 
-class NoSpaceError(WaveError):
-    """The state dir's file system is full: the supervisor cannot record what it must."""
+class StorageError(WaveError):
+    """The state dir cannot be written (full, read-only): a new command is not started,
+    since nothing may run that the journal cannot record."""
 
-    code = "no_space"
+    code = "storage"
 
 
 class InternalError(WaveError):
@@ -105,7 +106,7 @@ _BY_CODE: dict[str, type[WaveError]] = {
         SupervisorUnavailableError,
         ForbiddenError,
         BusyError,
-        NoSpaceError,
+        StorageError,
         InternalError,
         ProtocolError,
     )

@@ -225,6 +225,10 @@ class SupervisorStatus(ContractModel):
     version: str | None = None
     running_tasks: int = 0
     started_at: datetime | None = None
+    held_writes: int = 0
+    """Journal writes kept in memory because the state dir's disk refused them."""
+    storage_problem: str | None = None
+    """Why they are held (``No space left on device``), while they are."""
 
 
 __all__ = [

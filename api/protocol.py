@@ -21,6 +21,8 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
+    StrictInt,
     StrictStr,
     TypeAdapter,
     ValidationError,
@@ -38,14 +40,23 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 TimeoutMs = Annotated[float | None, BeforeValidator(check_timeout_ms)]
 """A timeout in ms validated as the contract says (T5): the protocol is a door too."""
 
-TaskId = Annotated[StrictStr, Field(validation_alias=AliasChoices("task_id", "shell_id"))]
-"""A task ID; ``shell_id`` is the older name still sent by some hosts."""
-
-
-SessionName = Annotated[
+PrintableText = Annotated[
     StrictStr, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
 ]
-"""An agent session's name: printable text (the constraints also refuse lone surrogates)."""
+"""A name or ID: printable text (the constraints also refuse lone surrogates)."""
+
+TaskId = Annotated[PrintableText, Field(validation_alias=AliasChoices("task_id", "shell_id"))]
+"""A task ID; ``shell_id`` is the older name still sent by some hosts."""
+
+ByteOffset = Annotated[StrictInt, Field(ge=0, le=2**62)]
+"""A position in a log (a JSON integer: no ``true``, no ``1e23``)."""
+
+PROBE_TIMEOUT_MAX_MS = 60_000
+"""The longest a login shell may take to print its PATH."""
+
+
+SessionName = PrintableText
+"""An agent session's name."""
 
 
 def check_session(name: str) -> str:
@@ -101,7 +112,7 @@ class AttachParams(Params):
 class StopManyParams(Params):
     """``stop_many``: stop several tasks at once (one process-table scan for all)."""
 
-    task_ids: list[StrictStr]
+    task_ids: list[PrintableText]
 
 
 class OutputParams(Params):
@@ -111,7 +122,7 @@ class OutputParams(Params):
     block: StrictBool = True
     timeout: TimeoutMs = DEFAULT_TASK_OUTPUT_TIMEOUT_MS
     pattern: StrictStr | None = None
-    offset: int | None = None
+    offset: ByteOffset | None = None
     """Read from this byte offset instead of the session's last read (and do not record it)."""
 
 
@@ -130,21 +141,21 @@ class NotificationsParams(Params):
 class AckParams(Params):
     """``ack``: acknowledge notices by task ID after they reached the user."""
 
-    task_ids: list[StrictStr]
+    task_ids: list[PrintableText]
 
 
 class GcParams(Params):
     """``gc``: prune finished tasks older than ``older_than`` seconds (default: the
     supervisor's retention)."""
 
-    older_than: float | None = Field(default=None, ge=0)
+    older_than: Annotated[StrictFloat, Field(ge=0)] | None = None
 
 
 class LoginPathParams(Params):
     """``login_path``: probe the caller's login shell for its PATH (SPEC E1)."""
 
     env: dict[str, str] = Field(default_factory=dict)
-    timeout: TimeoutMs = 5000
+    timeout: Annotated[TimeoutMs, Field(le=PROBE_TIMEOUT_MAX_MS)] = 5000
 
 
 P = TypeVar("P", bound=Params)

@@ -3,17 +3,69 @@
 Every state change is one ``BEGIN IMMEDIATE`` transaction. The schema version lives in
 ``PRAGMA user_version`` and :data:`MIGRATIONS` upgrades older files in place. The journal
 never stores environment values (SPEC X2).
+
+A write the file system refuses (full, read-only, I/O error) is **held**, not lost: each
+held write is the latest state of one thing (a task row, a notice, a delivery, a read
+offset), kept in memory, seen by every read, and written with the next write or
+:meth:`Journal.flush` once the disk takes it again. Only the start of a new task is
+refused instead (:class:`StorageError`): nothing runs that could not be recorded.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
+
+from api.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+STORAGE_ERRORS = frozenset({"SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN"})
+"""SQLite's primary result codes that mean "the disk does not take it now"."""
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """What keeps the state dir from being written, if ``exc`` says so (else None)."""
+    if isinstance(exc, sqlite3.Error):
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        primary = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE → SQLITE_IOERR
+        if primary not in STORAGE_ERRORS:
+            return None
+        return "No space left on device" if primary == "SQLITE_FULL" else str(exc)
+    if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
+        return exc.strerror or str(exc)
+    return None
+
+
+MIN_FREE_BYTES = 64 * 1024
+"""Less free space than this in the state dir counts as full (a journal page, a record)."""
+
+
+def disk_problem(path: Path) -> str | None:
+    """Why files cannot be written under ``path`` now, from the file system's own figures."""
+    if not hasattr(os, "statvfs"):  # Windows
+        return None
+    try:
+        st = os.statvfs(path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if st.f_flag & os.ST_RDONLY:
+        return "Read-only file system"
+    if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+        return "No space left on device"
+    return None
+
+
+_STORAGE_ERRNOS = frozenset({28, 30, 122, 5})
+"""ENOSPC, EROFS, EDQUOT, EIO."""
 
 
 def storable(value: Any) -> Any:
@@ -106,6 +158,7 @@ class TaskRow:
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM tasks"
+_ASSIGN = ", ".join(f"{name} = ?" for name in _COLUMNS[1:])
 
 
 class Journal:
@@ -117,21 +170,73 @@ class Journal:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes
         self.db.execute("PRAGMA foreign_keys=ON")
+        self._held: dict[Hashable, Callable[[sqlite3.Connection], object]] = {}
+        self._held_rows: dict[str, TaskRow] = {}
+        self._held_notices: dict[str, tuple[str, bool]] = {}
+        """task ID → (session, delivered) of notices not written yet."""
+        self._held_offsets: dict[tuple[str, str], int] = {}
+        self.problem: str | None = None
+        """Why writes are held (None: they are not)."""
         self.migrate()
 
     def close(self) -> None:
+        self.flush()
+        if self._held:
+            log.error("closing the journal with %d write(s) it could not make", len(self._held))
         self.db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on error)."""
+        """One ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any error, the commit's too)."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
+            self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                with suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+
+    # --- held writes ----------------------------------------------------------------
+
+    @property
+    def held(self) -> int:
+        """How many writes wait for the disk to take them."""
+        return len(self._held)
+
+    def _write(self, key: Hashable, apply: Callable[[sqlite3.Connection], object]) -> None:
+        """Make one write, after every held one; hold it if the disk refuses."""
+        self._held[key] = apply
+        try:
+            self._write_held()
+        except sqlite3.Error as exc:
+            problem = storage_problem(exc)
+            if problem is None:
+                del self._held[key]
+                raise
+            if not self.problem:
+                log.error("journal writes held in memory (%s): %s", problem, exc)
+            self.problem = problem
+
+    def _write_held(self) -> None:
+        with self.transaction() as db:
+            for apply in self._held.values():
+                apply(db)
+        self._held.clear()
+        self._held_rows.clear()
+        self._held_notices.clear()
+        self._held_offsets.clear()
+        if self.problem:
+            log.warning("journal writes resumed (%s before)", self.problem)
+        self.problem = None
+
+    def flush(self) -> bool:
+        """Write what was held; returns whether nothing is held any more."""
+        if self._held:
+            with suppress(sqlite3.Error):
+                self._write_held()
+        return not self._held
 
     def quick_check(self) -> str:
         """SQLite's ``quick_check``: ``"ok"`` or a description of the damage."""
@@ -159,48 +264,63 @@ class Journal:
     # --- tasks -----------------------------------------------------------------------
 
     def insert_task(self, row: TaskRow) -> None:
+        """Journal a new task; refused (never held) when the disk does not take it.
+
+        Raises:
+            StorageError: the disk is full or read-only (the task must not run).
+        """
         values = tuple(storable(getattr(row, name)) for name in _COLUMNS)
         marks = ", ".join("?" * len(_COLUMNS))
-        with self.transaction() as db:
-            db.execute(f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES ({marks})", values)
+        try:
+            self.flush()
+            with self.transaction() as db:
+                db.execute(f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES ({marks})", values)
+        except sqlite3.Error as exc:
+            problem = storage_problem(exc)
+            if problem is None:
+                raise
+            raise StorageError(problem) from None
 
     def delete_task(self, task_id: str) -> None:
         """Remove a task that never ran (its spawn failed)."""
         with self.transaction() as db:
             db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
 
-    def update_task(self, task_id: str, **changes: Any) -> None:
-        """Set columns of one task in one transaction."""
-        assignments = ", ".join(f"{name} = ?" for name in changes)
-        with self.transaction() as db:
-            values = [storable(value) for value in changes.values()]
-            db.execute(f"UPDATE tasks SET {assignments} WHERE id = ?", (*values, task_id))
+    def save_row(self, row: TaskRow) -> None:
+        """Write every column of a journaled task (owner change, identity, end)."""
+        snapshot = dataclasses.replace(row)
+        values = [storable(getattr(snapshot, name)) for name in _COLUMNS[1:]]
+
+        def apply(db: sqlite3.Connection) -> None:
+            db.execute(f"UPDATE tasks SET {_ASSIGN} WHERE id = ?", (*values, snapshot.id))
+
+        self._held_rows[row.id] = snapshot
+        self._write(("row", row.id), apply)
 
     def finish_task(self, row: TaskRow, notice_session: str | None) -> None:
         """Record the end of a task (with its identity, if not journaled yet) and, for a
         background task, its pending notice."""
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE tasks SET status = ?, exit_code = ?, ended_at = ?, end_reason = ?, "
-                "pid = ?, pid_start = ? WHERE id = ?",
-                (row.status, row.exit_code, row.ended_at, row.end_reason, row.pid,
-                 row.pid_start, row.id),
-            )  # fmt: skip
-            if notice_session is not None:
-                db.execute(
+        self.save_row(row)
+        if notice_session is not None:
+            self._held_notices[row.id] = (notice_session, False)
+            values = (row.id, notice_session, row.ended_at)
+            self._write(
+                ("notice", row.id),
+                lambda db: db.execute(
                     "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, ?)",
-                    (row.id, notice_session, row.ended_at),
-                )
-
-    def record_identities(self, identities: Sequence[tuple[str, int | None, int | None]]) -> None:
-        """Journal ``(task_id, pid, start_ticks)`` of running tasks in one transaction."""
-        with self.transaction() as db:
-            db.executemany(
-                "UPDATE tasks SET pid = ?, pid_start = ? WHERE id = ?",
-                [(pid, ticks, task_id) for task_id, pid, ticks in identities],
+                    values,
+                ),
             )
 
+    def record_identities(self, rows: Sequence[TaskRow]) -> None:
+        """Journal the pid and start time of running tasks."""
+        for row in rows:
+            self.save_row(row)
+
     def get(self, task_id: str) -> TaskRow | None:
+        held = self._held_rows.get(task_id)
+        if held is not None:
+            return dataclasses.replace(held)
         row = self.db.execute(f"{_SELECT} WHERE id = ?", (task_id,)).fetchone()
         return TaskRow(*row) if row else None
 
@@ -219,7 +339,10 @@ class Journal:
             where.append("status = 'running'")
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.db.execute(f"{_SELECT}{clause} ORDER BY started_at, id", args).fetchall()
-        return [TaskRow(*r) for r in rows]
+        found = [self._held_rows.get(r[0]) or TaskRow(*r) for r in rows]
+        if running_only and self._held_rows:
+            found = [r for r in found if r.status == "running"]
+        return found
 
     def prune(self, ended_before: float) -> list[str]:
         """Delete finished tasks that ended before ``ended_before`` (notices and read
@@ -247,31 +370,53 @@ class Journal:
             "WHERE session = ? AND delivered_at IS NULL) ORDER BY ended_at, id",
             (session,),
         ).fetchall()
-        return [TaskRow(*r) for r in rows]
+        found = {r[0]: self._held_rows.get(r[0]) or TaskRow(*r) for r in rows}
+        for task_id, (notice_session, delivered) in self._held_notices.items():
+            row = self.get(task_id)
+            if notice_session == session and row is not None:
+                found[task_id] = row
+            if delivered:
+                found.pop(task_id, None)
+        return sorted(found.values(), key=lambda r: (r.ended_at or 0, r.id))
 
     def mark_delivered(self, session: str, task_ids: Sequence[str]) -> int:
         """Acknowledge notices; returns how many were still pending."""
+        pending = {r.id for r in self.pending_notices(session)} & set(task_ids)
         now = time.time()
-        with self.transaction() as db:
-            cur = db.executemany(
-                "UPDATE notices SET delivered_at = ? "
-                "WHERE session = ? AND task_id = ? AND delivered_at IS NULL",
-                [(now, session, tid) for tid in task_ids],
-            )
-        return cur.rowcount
+        for task_id in pending:
+            self._held_notices[task_id] = (session, True)
+            self._write(("delivered", task_id), _deliver(now, session, task_id))
+        return len(pending)
 
     # --- read offsets (TaskOutput) ---------------------------------------------------
 
     def read_offset(self, task_id: str, session: str) -> int:
+        held = self._held_offsets.get((task_id, session))
+        if held is not None:
+            return held
         row = self.db.execute(
             "SELECT offset FROM read_offsets WHERE task_id = ? AND session = ?", (task_id, session)
         ).fetchone()
         return int(row[0]) if row else 0
 
     def set_read_offset(self, task_id: str, session: str, offset: int) -> None:
-        with self.transaction() as db:
-            db.execute(
+        self._held_offsets[(task_id, session)] = offset
+        self._write(
+            ("offset", task_id, session),
+            lambda db: db.execute(
                 "INSERT INTO read_offsets (task_id, session, offset) VALUES (?, ?, ?) "
                 "ON CONFLICT (task_id, session) DO UPDATE SET offset = excluded.offset",
                 (task_id, session, offset),
-            )
+            ),
+        )
+
+
+def _deliver(now: float, session: str, task_id: str) -> Callable[[sqlite3.Connection], object]:
+    def apply(db: sqlite3.Connection) -> object:
+        return db.execute(
+            "UPDATE notices SET delivered_at = ? "
+            "WHERE session = ? AND task_id = ? AND delivered_at IS NULL",
+            (now, session, task_id),
+        )
+
+    return apply

@@ -35,31 +35,34 @@ def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
 
 
 async def housekeeping(ctx: Context) -> None:
-    """Runs for the supervisor's life: log cap, periodic pruning, idle exit."""
-    settings = ctx.settings
+    """Runs for the supervisor's life: held journal writes, log cap, pruning, idle exit."""
     last_gc = time.monotonic()  # serve() pruned once at start
     while not ctx.stop_event.is_set():
-        ctx.tasks.flush_identities()
-        now = time.monotonic()
-        if now - last_gc >= GC_SECONDS:
-            prune(ctx.journal, ctx.layout.tasks, settings.retention)
-            last_gc = now
-        over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
-        if over:
-            log.warning(
-                "stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap
-            )
-            await ctx.tasks.stop(over, reason="log_cap")
-        idle = not ctx.tasks.live and ctx.active_connections == 0
-        if (
-            idle
-            and settings.idle_exit
-            and time.monotonic() - ctx.last_activity >= settings.idle_exit
-        ):
-            log.info("idle for %gs with no task running: exiting", settings.idle_exit)
-            ctx.stop_event.set()
-            return
+        try:
+            if await _chores(ctx, last_gc):
+                last_gc = time.monotonic()
+        except Exception:  # a bug or a full disk must not end the chores for good
+            log.exception("housekeeping failed")
         await asyncio.sleep(HOUSEKEEPING_SECONDS)
+
+
+async def _chores(ctx: Context, last_gc: float) -> bool:
+    """One round of housekeeping; returns whether it pruned."""
+    settings = ctx.settings
+    ctx.journal.flush()  # writes held while the disk was full, once it takes them
+    ctx.tasks.flush_identities()
+    pruned = time.monotonic() - last_gc >= GC_SECONDS
+    if pruned:
+        prune(ctx.journal, ctx.layout.tasks, settings.retention)
+    over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
+    if over:
+        log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)
+        await ctx.tasks.stop(over, reason="log_cap")
+    idle = not ctx.tasks.live and ctx.active_connections == 0 and not ctx.journal.held
+    if idle and settings.idle_exit and time.monotonic() - ctx.last_activity >= settings.idle_exit:
+        log.info("idle for %gs with no task running: exiting", settings.idle_exit)
+        ctx.stop_event.set()
+    return pruned
 
 
 def _log_size(row: TaskRow) -> int:

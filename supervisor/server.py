@@ -12,13 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from api.errors import ProtocolError, WaveError
+from api.errors import ProtocolError, StorageError, WaveError
 from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
 from api.transport import peer_uid
 
 from .context import Connection, Context
 from .faults import crash_point
 from .handlers import HANDLERS
+from .journal import storage_problem
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,11 @@ async def serve_connection(
     except WaveError as exc:
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
     except Exception as exc:  # a bug must not take the supervisor down
+        problem = storage_problem(exc)
+        if problem is not None:  # a full or read-only disk is no bug: say so
+            text = f"{problem} in the state dir {ctx.layout.root}"
+            await conn.send(error_message(StorageError.code, text))
+            return
         log.exception("request failed")
         await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
     finally:

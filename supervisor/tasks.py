@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 
 from api.constants import STOP_GRACE_SECONDS
-from api.errors import InvalidInputError, ShellNotFoundError, SpawnError
+from api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
 from api.protocol import RunParams
 from worker import (
     Monitor,
@@ -31,16 +31,18 @@ from worker import (
     ProcessTable,
     Shell,
     TaskFiles,
+    read_final_cwd,
     reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
     start_monitor,
     stop_trees,
+    wait_monitor_exited,
 )
 
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
-from .journal import Journal, TaskRow
+from .journal import Journal, TaskRow, disk_problem, storage_problem
 from .standby import MonitorKey, Standby
 
 log = logging.getLogger(__name__)
@@ -138,7 +140,7 @@ def _wait_thread(
     pid: int, child: bool, loop: asyncio.AbstractEventLoop, done: Callable[[], object]
 ) -> None:
     if child:
-        reap_monitor(pid, block=True)
+        wait_monitor_exited(pid)  # not reaped: _finish wants its status
     else:
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).wait()
@@ -159,6 +161,11 @@ class LiveTask:
     backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
     attached: int = 0
     """Foreground callers waiting on this task right now."""
+    storage_note: str | None = None
+    """Why the state dir could not record this task's end, said in its result."""
+    final_cwd: str | None = None
+    """Where the command ended, when not where it started (read, and its file removed, as
+    it ends: background tasks leave no ``.cwd`` behind)."""
 
     @property
     def id(self) -> str:
@@ -233,9 +240,9 @@ class TaskManager:
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             instructions = monitor.instructions(p.command, p.cwd, umask)
+            write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
             inserted = True
-            write_meta(files.meta, row)
             if announce is not None:
                 announce(row)
             crash_point("after_insert")
@@ -247,6 +254,12 @@ class TaskManager:
             release(monitor)
             if isinstance(exc, ValueError):  # text no shell can be given (a lone surrogate)
                 raise InvalidInputError(f"cannot run this command: {exc}") from None
+            problem = exc.message if isinstance(exc, StorageError) else storage_problem(exc)
+            if problem:
+                raise StorageError(
+                    f"{problem} in the state dir {self.tasks_dir.parent}: the command was not "
+                    "started (nothing runs that wave-bash cannot record); free some space there"
+                ) from None
             if isinstance(exc, OSError):  # the monitor died before it got the command
                 raise SpawnError(f"wave-bash could not start the command: {exc}") from None
             raise
@@ -313,7 +326,7 @@ class TaskManager:
             if row.pid is not None:
                 row.pid_start = start_ticks(row.pid)  # still our unreaped child: same pid
         if rows:
-            self.journal.record_identities([(r.id, r.pid, r.pid_start) for r in rows])
+            self.journal.record_identities(rows)
 
     def current(self, row: TaskRow) -> TaskRow:
         """The freshest version of a journal row: the in-memory one while the task runs."""
@@ -339,11 +352,21 @@ class TaskManager:
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
         if task.ended.done():
             return
+        try:
+            self._record_end(task, host_restarted)
+        finally:  # whatever happens, the task has ended for everyone waiting on it
+            self.live.pop(task.id, None)
+            task.ended.set_result(None)
+
+    def _record_end(self, task: LiveTask, host_restarted: bool) -> None:
         crash_point("before_finish")
-        if task.child:
-            reap_monitor(task.row.pid or 0)
+        ended = reap_monitor(task.row.pid or 0) if task.child else None
         code = None if host_restarted else read_exit_file(task.files.exit)
+        unrecorded_exit = code is None and ended is not None and ended.code is not None
+        if code is None and ended is not None:
+            code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
+        task.final_cwd = read_final_cwd(task.files.cwd, row.cwd)
         row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
         if host_restarted:
@@ -354,9 +377,18 @@ class TaskManager:
             row.end_reason = task.stop_reason
         notice_session = row.session if row.owner == "background" else None
         self.unrecorded.discard(row.id)
-        self.journal.finish_task(row, notice_session)
-        self.live.pop(row.id, None)
-        task.ended.set_result(None)
+        self.journal.finish_task(row, notice_session)  # held if the disk refuses it
+        problem = self.journal.problem or (
+            (disk_problem(self.tasks_dir) or "the exit record could not be written")
+            if unrecorded_exit
+            else None
+        )
+        if problem:
+            task.storage_note = (
+                f"{problem} in the state dir {self.tasks_dir.parent}: the output may be "
+                "incomplete; wave-bash keeps what it could not record and writes it once "
+                "there is space again"
+            )
         log.info("task %s ended: %s (exit %s)", row.id, row.status, code)
 
     # --- ownership and stopping --------------------------------------------------------
@@ -364,9 +396,7 @@ class TaskManager:
     def _set_owner(self, task: LiveTask, owner: str, reason: str | None) -> None:
         now = time.time()
         task.row.owner, task.row.background_reason, task.row.owner_changed_at = owner, reason, now
-        self.journal.update_task(
-            task.id, owner=owner, background_reason=reason, owner_changed_at=now
-        )
+        self.journal.save_row(task.row)
 
     def move_to_foreground(self, task: LiveTask) -> None:
         """A lost caller came back (``attach``): the task is its foreground command again."""

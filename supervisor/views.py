@@ -10,7 +10,7 @@ from typing import Any, cast
 from api import texts
 from api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
 from api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
-from worker import Excerpt, last_lines, read_excerpt, read_final_cwd
+from worker import Excerpt, last_lines, read_excerpt
 
 from .journal import TaskRow
 from .tasks import LiveTask
@@ -88,9 +88,10 @@ def finished_result(task: LiveTask) -> BashResult:
         exit_code=code,
         output_path=row.output_path,
         truncated=out.truncated or err.truncated,
-        cwd=read_final_cwd(task.files.cwd, row.cwd),
+        cwd=task.final_cwd,
         duration_ms=_duration_ms(task),
-        message=message,
+        message=f"{message}\n{task.storage_note}" if task.storage_note else message,
+        error=task.storage_note,
     )
 
 
@@ -98,7 +99,6 @@ def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
     """The ``sleep`` exception of F3: terminated, still a success."""
     row = task.row
     out = log_excerpt(row.output_path)
-    task.files.cwd.unlink(missing_ok=True)
     note = texts.sleep_terminated_text(timeout_ms)
     return BashResult(
         success=True,

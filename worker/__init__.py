@@ -21,10 +21,12 @@ from .shell import NoShellError, Shell, resolve_monitor_bash, resolve_shell, she
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
     Monitor,
+    MonitorExit,
     TaskFiles,
     reap_monitor,
     start_monitor,
     task_environment,
+    wait_monitor_exited,
 )
 from .windows import (
     NoGitBashError,
@@ -39,6 +41,7 @@ __all__ = [
     "NON_INTERACTIVE_DEFAULTS",
     "Excerpt",
     "Monitor",
+    "MonitorExit",
     "NoGitBashError",
     "NoShellError",
     "ProcessTable",
@@ -71,5 +74,6 @@ __all__ = [
     "tagged_processes",
     "task_environment",
     "usual_git_bash_locations",
+    "wait_monitor_exited",
     "windows_to_posix_path",
 ]

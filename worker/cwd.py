@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ntpath
 import os
@@ -37,7 +38,8 @@ def read_final_cwd(
         log.debug("no cwd captured in %s (%s)", cwd_file, exc)
         return None
     finally:
-        cwd_file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # gone, or a read-only tasks dir
+            cwd_file.unlink()
     if windows:
         final = posix_to_windows_path(final)
     if not final or not isdir(final):

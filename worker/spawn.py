@@ -73,21 +73,47 @@ _popen_monitors: dict[int, subprocess.Popen[bytes]] = {}
 """Monitors started without posix_spawn, kept so that they can be reaped (Windows)."""
 
 
-def reap_monitor(pid: int, block: bool = False) -> bool:
+@dataclass(frozen=True)
+class MonitorExit:
+    """How a monitor this process started has ended."""
+
+    code: int | None
+    """Its exit status, which is its command's (a monitor exits with it): the supervisor
+    keeps it when the exit record could not be written (a full disk). ``None`` when it
+    was killed by a signal or is no child of this process."""
+
+
+def reap_monitor(pid: int, block: bool = False) -> MonitorExit | None:
     """Collect a monitor this process started (without blocking unless ``block``).
 
-    Returns whether it has exited (True also when it is no child of this process).
+    Returns ``None`` while it runs; a monitor that is no child of this process counts as
+    ended, with no status.
     """
     proc = _popen_monitors.get(pid)
     if proc is not None:
-        if (proc.wait() if block else proc.poll()) is None:
-            return False
+        code = proc.wait() if block else proc.poll()
+        if code is None:
+            return None
         del _popen_monitors[pid]
-        return True
+        return MonitorExit(code if code >= 0 else None)
     try:
-        return os.waitpid(pid, 0 if block else os.WNOHANG)[0] != 0
+        reaped, status = os.waitpid(pid, 0 if block else os.WNOHANG)
     except ChildProcessError:
-        return True
+        return MonitorExit(None)
+    if reaped == 0:
+        return None
+    return MonitorExit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
+
+
+def wait_monitor_exited(pid: int) -> None:
+    """Block until a monitor this process started has exited, leaving it to be reaped
+    (with its status) by :func:`reap_monitor`."""
+    proc = _popen_monitors.get(pid)
+    if proc is not None:
+        proc.wait()  # Popen keeps the status for reap_monitor
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
 @dataclass

@@ -1,0 +1,155 @@
+"""A full disk loses no exit code, hangs no call and gives clear errors (issue 11 §3, §5).
+
+The state dir is a real 8 MB tmpfs (CI runs as root); it is filled by a command or by a
+filler file, then space is given back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import journal_rows, reap, wait_until
+
+from api import Client
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "getuid") or os.getuid() != 0, reason="mounting a tmpfs needs root"
+)
+
+
+@pytest.fixture
+def small_state_dir() -> Iterator[Path]:
+    """A state dir on its own 8 MB tmpfs, unmounted afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="wb-full-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(path)],
+                   check=True)  # fmt: skip
+    try:
+        yield path
+    finally:
+        reap(path)
+        subprocess.run(["umount", "-l", str(path)], check=False)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def fill(path: Path) -> Path:
+    """Fill the file system of ``path`` to the last byte; returns the filler file."""
+    filler = path / "filler"
+    with open(filler, "wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    with contextlib.suppress(OSError), open(filler, "ab") as fh:  # the last partial block
+        while True:
+            fh.write(b"\0")
+            fh.flush()
+    return filler
+
+
+def held_writes(client: Client) -> int:
+    return client.status().held_writes
+
+
+def test_foreground_command_that_fills_the_disk(small_state_dir: Path, tmp_path: Path) -> None:
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    assert client.bash("echo warm").stdout == "warm"
+    started = time.monotonic()
+    r = client.bash("head -c 50M /dev/zero", timeout=60_000)
+    assert time.monotonic() - started < 20  # returns promptly, not after its timeout
+    assert r.exit_code == 1 and not r.success  # head failed to write: its true status
+    assert r.error and "No space left on device" in r.error and str(small_state_dir) in r.error
+    assert "No space left on device" in r.message
+    # While the disk is full every call gets a clear result, never an internal error.
+    r2 = client.bash("echo hi")
+    assert not r2.success and r2.error and "No space left on device" in r2.error, r2
+    assert "not started" in r2.error
+    bg = client.bash("echo hi", run_in_background=True)
+    assert not bg.success and bg.error and "No space left on device" in bg.error
+    assert [t.status for t in client.tasks()] == ["completed", "failed"]
+    assert client.status().running_tasks == 0
+    # Space comes back: everything works again and the journal catches up.
+    os.truncate(r.output_path, 0)
+    assert client.bash("echo again").stdout == "again"
+    wait_until(lambda: held_writes(client) == 0)
+    rows = {row["command"]: row for row in journal_rows(small_state_dir)}
+    assert (
+        rows["head -c 50M /dev/zero"]["status"],
+        rows["head -c 50M /dev/zero"]["exit_code"],
+    ) == (
+        "failed",
+        1,
+    )
+
+
+def test_background_end_is_kept_while_the_disk_is_full(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """The monitor cannot write the exit record and the journal refuses the end: the exit
+    code comes from waitpid, is held in memory, announced once, and journaled later."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    flag = tmp_path / "go"
+    tid = client.bash(
+        f"while [ ! -e {flag} ]; do sleep 0.02; done; exit 6", run_in_background=True
+    ).background_task_id
+    assert tid
+    filler = fill(small_state_dir)
+    flag.touch()
+    record = client.wait(tid, timeout=20_000)
+    assert (record.status, record.exit_code) == ("failed", 6)
+    assert held_writes(client) > 0  # the journal did refuse it: the held path was taken
+    assert client.status().storage_problem == "No space left on device"
+    assert client.status().running_tasks == 0
+    notices = client.notifications()
+    assert [(n.task_id, n.exit_code) for n in notices] == [(tid, 6)]
+    assert client.notifications() == []  # once
+    filler.unlink()
+    wait_until(lambda: held_writes(client) == 0)
+    row = next(r for r in journal_rows(small_state_dir) if r["id"] == tid)
+    assert (row["status"], row["exit_code"]) == ("failed", 6)
+    db = sqlite3.connect(small_state_dir / "journal.db")
+    try:
+        (delivered,) = db.execute(
+            "SELECT delivered_at FROM notices WHERE task_id = ?", (tid,)
+        ).fetchone()
+    finally:
+        db.close()
+    assert delivered is not None
+    assert client.notifications() == []
+
+
+def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
+    """tasks/ cannot be written: no trap error in the output, a clear error for new
+    commands, and a running task that ends meanwhile keeps its exit code (3)."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    flag = tmp_path / "go"
+    tid = client.bash(
+        f"while [ ! -e {flag} ]; do sleep 0.02; done; cd /; echo out; exit 3",
+        run_in_background=True,
+    ).background_task_id
+    assert tid
+    tasks = small_state_dir / "tasks"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tasks)], check=True)
+    try:
+        # The running task's files are hidden under the new mount, which is read-only.
+        subprocess.run(["mount", "-o", "remount,ro", str(tasks)], check=True)
+        flag.touch()
+        record = client.wait(tid, timeout=20_000)
+        assert (record.status, record.exit_code) == ("failed", 3)
+        r = client.bash("echo hi")
+        assert not r.success and r.error and "Read-only file system" in r.error, r
+    finally:
+        subprocess.run(["umount", "-l", str(tasks)], check=False)
+    r = client.bash("cd /; echo ok")
+    assert r.success and r.stdout == "ok", r  # no "Permission denied" line from the trap
