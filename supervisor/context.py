@@ -7,12 +7,40 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.errors import BusyError, ProtocolError
 from api.paths import StateLayout
 from api.protocol import encode
 
 from .journal import Journal
 from .settings import Settings
 from .tasks import TaskManager
+
+MAX_CONNECTIONS = 1024
+"""The most connections served at once by default."""
+REQUEST_CHUNK = 64 * 1024
+"""Bytes read from a peer at a time (also the stream's buffer limit)."""
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+"""The longest request line: a command and the caller's environment fit many times."""
+REQUEST_BUDGET_BYTES = 64 * 1024 * 1024
+"""Bytes of unfinished requests buffered across all connections at once."""
+
+
+@dataclass
+class ByteBudget:
+    """Bytes buffered for unfinished requests, bounded across connections: peers that send
+    huge lines slowly cannot grow the supervisor's memory without limit."""
+
+    limit: int
+    used: int = 0
+
+    def take(self, count: int) -> None:
+        """Raises :class:`BusyError` when ``count`` more bytes would pass the limit."""
+        if self.used + count > self.limit:
+            raise BusyError("the supervisor is busy reading other large requests; try again")
+        self.used += count
+
+    def give(self, count: int) -> None:
+        self.used -= count
 
 
 class Connection:
@@ -26,6 +54,33 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._leftover = b""
+
+    async def read_line(self, budget: ByteBudget) -> bytes:
+        """One line from the peer (empty at EOF), at most :data:`MAX_REQUEST_BYTES` long,
+        its bytes counted in the supervisor-wide ``budget`` while it is incomplete.
+        Bytes after the newline are kept for the next call.
+
+        Raises:
+            ProtocolError: the line is too long. BusyError: the budget is spent.
+        """
+        buf, self._leftover = bytearray(self._leftover), b""
+        searched, taken = 0, 0
+        try:
+            while (newline := buf.find(b"\n", searched)) < 0:
+                if len(buf) > MAX_REQUEST_BYTES:
+                    raise ProtocolError(f"request too large (over {MAX_REQUEST_BYTES} bytes)")
+                searched = len(buf)
+                chunk = await self.reader.read(REQUEST_CHUNK)
+                if not chunk:
+                    return bytes(buf)
+                budget.take(len(chunk))
+                taken += len(chunk)
+                buf += chunk
+            self._leftover = bytes(buf[newline + 1 :])
+            return bytes(buf[: newline + 1])
+        finally:
+            budget.give(taken)
 
     def watch_for_close(self) -> asyncio.Task[None]:
         """Start noticing EOF from the peer (call once the request line was read)."""
@@ -71,6 +126,9 @@ class Context:
     started_at: float = field(default_factory=time.time)
     token: str | None = None
     """The secret TCP clients must present (None: Unix socket, peer uid checked)."""
+    max_connections: int = MAX_CONNECTIONS
+    """Connections served at once; more are answered ``busy`` (see ``daemon``)."""
+    request_budget: ByteBudget = field(default_factory=lambda: ByteBudget(REQUEST_BUDGET_BYTES))
     active_connections: int = 0
     last_activity: float = field(default_factory=time.monotonic)
     """When a client was last served (monotonic), for the idle exit."""

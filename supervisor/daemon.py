@@ -23,10 +23,10 @@ from filelock import FileLock, Timeout
 
 from api.errors import StateDirError, WaveError
 from api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
-from api.protocol import MAX_MESSAGE_BYTES
 from api.transport import LOOPBACK, TcpEndpoint, chosen_transport
 
-from .context import Context
+from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
+from .logs import log_loop_errors, setup_logging
 from .recovery import open_journal, recover
 from .retention import housekeeping, prune
 from .server import serve_connection
@@ -35,6 +35,9 @@ from .standby import remove_leftovers
 from .tasks import TaskManager
 
 log = logging.getLogger("supervisor")
+
+LISTEN_BACKLOG = 512
+"""Connections the kernel queues before accept (callers arrive in bursts)."""
 
 
 def _socket_answers(path: Path) -> bool:
@@ -67,7 +70,7 @@ async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
         sock.close()
         raise
     return await asyncio.start_unix_server(
-        partial(serve_connection, ctx), sock=sock, limit=MAX_MESSAGE_BYTES
+        partial(serve_connection, ctx), sock=sock, limit=REQUEST_CHUNK, backlog=LISTEN_BACKLOG
     )
 
 
@@ -80,7 +83,11 @@ async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
             log.error("another process already serves port %d; exiting", old.port)
             return None
     server = await asyncio.start_server(
-        partial(serve_connection, ctx), host=LOOPBACK, port=0, limit=MAX_MESSAGE_BYTES
+        partial(serve_connection, ctx),
+        host=LOOPBACK,
+        port=0,
+        limit=REQUEST_CHUNK,
+        backlog=LISTEN_BACKLOG,
     )
     ctx.token = secrets.token_urlsafe(32)
     TcpEndpoint(server.sockets[0].getsockname()[1], ctx.token).write(path)
@@ -88,8 +95,13 @@ async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
 
 
 async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = None) -> int:
+    log_loop_errors(asyncio.get_running_loop())
+    before, now = raise_open_files_limit()
     journal = open_journal(layout)
-    ctx = Context(layout, journal, TaskManager(journal, layout.tasks), settings)
+    tasks = TaskManager(journal, layout.tasks, command_open_files=before if before != now else None)
+    ctx = Context(layout, journal, tasks, settings, max_connections=connection_cap(settings, now))
+    log.info("descriptor limit %s (commands get %s); up to %d connections", now, before,
+             ctx.max_connections)  # fmt: skip
     recover(ctx.tasks, settings.attach_grace)
     remove_leftovers(journal, layout.tasks)
     prune(journal, layout.tasks, settings.retention)
@@ -153,15 +165,31 @@ def _detach() -> int | None:
     return write_fd
 
 
-def _setup_logging(layout: StateLayout) -> None:
-    fd = os.open(layout.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    handler = logging.StreamHandler(os.fdopen(fd, "a", buffering=1))
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
-    )
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(os.environ.get("WAVE_LOG_LEVEL", "INFO").upper())
+def raise_open_files_limit() -> tuple[int | None, int | None]:
+    """Raise the soft descriptor limit to the hard one (each live task holds a pidfd, each
+    caller a connection); returns (the limit before, the limit now), None where unknown.
+    Commands get the limit before back (see ``TaskManager``): some programs still use
+    ``select()`` and break with descriptors above 1024."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None, None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            return soft, hard
+    return soft, soft
+
+
+def connection_cap(settings: Settings, open_files: int | None) -> int:
+    """How many connections are served at once: a quarter of the descriptors (the rest
+    is for tasks, the journal and log files), at most 1024, unless set."""
+    if settings.max_connections is not None:
+        return settings.max_connections
+    if open_files is None or open_files < 0:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, open_files // 4))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     except StateDirError as exc:
         print(f"wave-bash supervisor: {exc}", file=sys.stderr)
         return 2
-    _setup_logging(layout)
+    setup_logging(layout)
     ready_fd = _detach() if args.detach else None
     os.chdir("/")  # never keep a project directory busy
     lock = FileLock(str(layout.lock), timeout=0)

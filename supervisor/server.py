@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from api.errors import ProtocolError, StorageError, WaveError
+from api.errors import BusyError, ProtocolError, StorageError, WaveError
 from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
 from api.transport import peer_uid
 
@@ -37,7 +37,7 @@ async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
         reason = f"connection from uid {uid} refused"
     else:
         try:
-            first = decode(await conn.reader.readline())
+            first = decode(await conn.read_line(ctx.request_budget))
         except (ProtocolError, ValueError, ConnectionError):
             first = {}
         if hmac.compare_digest(str(first.get("token", "")), ctx.token):
@@ -80,12 +80,20 @@ async def serve_connection(
     watcher: asyncio.Task[None] | None = None
     ctx.active_connections += 1
     try:
-        if not await _peer_allowed(ctx, conn):
-            return
+        if ctx.active_connections > ctx.max_connections:
+            raise BusyError(
+                f"the supervisor is serving {ctx.max_connections} connections already; "
+                "try again shortly"
+            )
         try:
-            line = await reader.readline()
-        except (ValueError, asyncio.LimitOverrunError):
-            raise ProtocolError("request too large") from None
+            async with asyncio.timeout(ctx.settings.request_timeout):
+                if not await _peer_allowed(ctx, conn):
+                    return
+                line = await conn.read_line(ctx.request_budget)
+        except TimeoutError:
+            raise ProtocolError(
+                f"no complete request within {ctx.settings.request_timeout:g}s"
+            ) from None
         if not line:
             return
         message = decode(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from api.errors import InvalidInputError
 from api.units import parse_duration, parse_size
 
 
@@ -23,6 +24,13 @@ class Settings:
     """``WAVE_ATTACH_GRACE``: after a restart, how long a foreground task waits for its
     caller to attach again before it becomes background (``caller_lost``)."""
 
+    request_timeout: float = 10
+    """``WAVE_REQUEST_TIMEOUT``: a connection whose request line is not complete by then
+    is dropped (a stalled or hostile peer holds no descriptor for long)."""
+    max_connections: int | None = None
+    """``WAVE_MAX_CONNECTIONS``: connections served at once; more are answered ``busy``
+    (default: a quarter of the descriptor limit, at most 1024)."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -32,4 +40,18 @@ class Settings:
             retention=parse_duration(env["WAVE_RETENTION"]) if env.get("WAVE_RETENTION") else defaults.retention,
             idle_exit=parse_duration(env["WAVE_IDLE_EXIT"]) if env.get("WAVE_IDLE_EXIT") else defaults.idle_exit,
             attach_grace=parse_duration(env["WAVE_ATTACH_GRACE"]) if env.get("WAVE_ATTACH_GRACE") else defaults.attach_grace,
+            request_timeout=parse_duration(env["WAVE_REQUEST_TIMEOUT"]) if env.get("WAVE_REQUEST_TIMEOUT") else defaults.request_timeout,
+            max_connections=_positive_int(env, "WAVE_MAX_CONNECTIONS"),
         )  # fmt: skip
+
+
+def _positive_int(env: dict[str, str], name: str) -> int | None:
+    if not env.get(name):
+        return None
+    try:
+        value = int(env[name])
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidInputError(f"{name} must be a positive whole number, not {env[name]!r}")
+    return value

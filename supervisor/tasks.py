@@ -178,10 +178,19 @@ class LiveTask:
 class TaskManager:
     """Owns every live task of one state dir."""
 
-    def __init__(self, journal: Journal, tasks_dir: Path, stop_grace: float = STOP_GRACE_SECONDS):
+    def __init__(
+        self,
+        journal: Journal,
+        tasks_dir: Path,
+        stop_grace: float = STOP_GRACE_SECONDS,
+        command_open_files: int | None = None,
+    ):
+        """``command_open_files``: the descriptor limit commands get back when the
+        supervisor raised its own."""
         self.journal = journal
         self.tasks_dir = tasks_dir
         self.stop_grace = stop_grace
+        self.command_open_files = command_open_files
         self.live: dict[str, LiveTask] = {}
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
@@ -239,7 +248,7 @@ class TaskManager:
         inserted = False
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
-            instructions = monitor.instructions(p.command, p.cwd, umask)
+            instructions = monitor.instructions(p.command, p.cwd, umask, self.command_open_files)
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
             inserted = True

@@ -54,22 +54,33 @@ exit $__wave_status"""
 
 
 def monitor_instructions(
-    command: str, cwd: str, cwd_file: str | None, umask: int | None = None, windows: bool = False
+    command: str,
+    cwd: str,
+    cwd_file: str | None,
+    umask: int | None = None,
+    windows: bool = False,
+    *,
+    open_files: int | None = None,
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``."""
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
-    payload = build_payload(command, cwd_file, umask, windows)
+    payload = build_payload(command, cwd_file, umask, windows, open_files=open_files)
     text = f"__wave_cwd={shlex.quote(cwd)}\n__wave_cmd={shlex.quote(payload)}\n{GO_MARK}\n"
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
 
 
 def build_payload(
-    command: str, cwd_file: str | None, umask: int | None = None, windows: bool = False
+    command: str,
+    cwd_file: str | None,
+    umask: int | None = None,
+    windows: bool = False,
+    *,
+    open_files: int | None = None,
 ) -> str:
-    """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``
-    and the caller's umask.
+    """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``,
+    the caller's umask and the soft descriptor limit commands get.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status.
@@ -85,6 +96,8 @@ def build_payload(
         lines.append(f"trap {shlex.quote(capture)} EXIT")
     if umask is not None:
         lines.append(f"umask {umask:04o}")
+    if open_files is not None:
+        lines.append(f"ulimit -Sn {int(open_files)} 2>/dev/null")
     return "\n".join([*lines, command])
 
 

@@ -126,14 +126,19 @@ class Monitor:
     pipe: int
     """The write end of the monitor's stdin (close-on-exec: no other process holds it)."""
 
-    def instructions(self, command: str, cwd: str, umask: int | None = None) -> bytes:
-        """What :meth:`send` hands this monitor to run ``command`` in ``cwd``.
+    def instructions(
+        self, command: str, cwd: str, umask: int | None = None, open_files: int | None = None
+    ) -> bytes:
+        """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
+        umask and soft descriptor limit, if given).
 
         Raises:
             ValueError: text that cannot be encoded (a lone surrogate).
         """
         windows = sys.platform == "win32"
-        return monitor_instructions(command, cwd, str(self.files.cwd), umask, windows)
+        return monitor_instructions(
+            command, cwd, str(self.files.cwd), umask, windows, open_files=open_files
+        )
 
     def send(self, instructions: bytes) -> None:
         """Hand the monitor its instructions; the command starts once the pipe is closed.

@@ -1,0 +1,178 @@
+"""Descriptor and memory limits: floods get clear answers, never a log flood (issue 11 §4)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+from conftest import supervisor_pids, wait_until
+
+from api import Client
+from api.protocol import request
+from supervisor.logs import RepeatFilter
+
+
+def start_limited_supervisor(state_dir: Path, soft: int, hard: int, **env: str) -> int:
+    """A supervisor started under a descriptor limit (as ``ulimit -n`` would)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    subprocess.run(
+        [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(state_dir), "--detach"],
+        env={**os.environ, **env}, check=True, timeout=30, preexec_fn=limit,
+    )  # fmt: skip
+    (pid,) = wait_until(lambda: supervisor_pids(state_dir))  # type: ignore[misc]
+    return int(pid)
+
+
+def connect(state_dir: Path) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(str(state_dir / "supervisor.sock"))  # blocking: waits while the backlog is full
+    s.settimeout(10)
+    return s
+
+
+@contextlib.contextmanager
+def held_connections(state_dir: Path, count: int) -> Iterator[list[socket.socket]]:
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            socks.append(connect(state_dir))
+        yield socks
+    finally:
+        for s in socks:
+            s.close()
+
+
+def answer(s: socket.socket) -> bytes:
+    data = b""
+    with contextlib.suppress(OSError):
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
+def test_connections_past_the_cap_are_answered_busy(state_dir: Path) -> None:
+    """Under ``ulimit -n 256``: 400 idle connections. The excess is answered ``busy`` at
+    once, the idle ones are dropped at the request timeout, and the log stays small."""
+    start_limited_supervisor(state_dir, 256, 256, WAVE_REQUEST_TIMEOUT="2s")
+    with held_connections(state_dir, 400) as socks:
+        busy = [s for s in socks[100:] if b'"busy"' in answer(s)]
+        assert len(busy) == 300
+        dropped = [answer(s) for s in socks[:20]]  # idle past the request timeout
+        assert all(b"no complete request" in a for a in dropped), dropped
+    client = Client(state_dir=state_dir)
+    assert client.bash("echo ok").stdout == "ok"
+    assert (state_dir / "supervisor.log").stat().st_size < 50_000
+
+
+def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:
+    """The cap lifted above what the limit allows: accept() fails with EMFILE over and
+    over; the log says so once per burst, and service resumes when descriptors free up."""
+    start_limited_supervisor(
+        state_dir, 128, 128, WAVE_MAX_CONNECTIONS="100000", WAVE_REQUEST_TIMEOUT="30s"
+    )
+    with held_connections(state_dir, 200):
+        time.sleep(3)  # let it fail to accept for a while (nothing to wait on)
+        text = (state_dir / "supervisor.log").read_text()
+        assert text.count("out of system resource") == 1, text[-2000:]  # once, not per retry
+    assert Client(state_dir=state_dir).bash("echo ok").stdout == "ok"
+    assert (state_dir / "supervisor.log").stat().st_size < 50_000
+
+
+def test_half_a_request_is_dropped(state_dir: Path) -> None:
+    start_limited_supervisor(state_dir, 1024, 1024, WAVE_REQUEST_TIMEOUT="1s")
+    with connect(state_dir) as s:
+        s.sendall(request("status", {})[:10])  # half a line, then silence
+        started = time.monotonic()
+        got = answer(s)
+        assert b"no complete request within 1s" in got, got
+        assert time.monotonic() - started < 5
+        assert s.recv(10) == b""  # closed
+
+
+def test_huge_requests_do_not_grow_memory(state_dir: Path) -> None:
+    """Connections sending tens of megabytes without a newline: each is cut at the
+    request limit, and all of them together are bounded (old: RSS 393 MB for 3 × 60 MB)."""
+    pid = start_limited_supervisor(state_dir, 4096, 4096, WAVE_REQUEST_TIMEOUT="2s")
+    proc = psutil.Process(pid)
+    base = proc.memory_info().rss
+    peak = [base]
+    answers: list[bytes] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            time.sleep(0.01)
+
+    def flood(size: int, chunk: int = 1 << 20) -> None:
+        with connect(state_dir) as s:
+            with contextlib.suppress(OSError):
+                for _ in range(size // chunk):
+                    s.sendall(b"x" * chunk)
+            answers.append(answer(s))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    big = [threading.Thread(target=flood, args=(60 << 20,)) for _ in range(3)]
+    many = [threading.Thread(target=flood, args=(7 << 20, 7 << 20)) for _ in range(20)]
+    try:
+        for t in big + many:
+            t.start()
+        for t in big + many:
+            t.join(60)
+    finally:
+        stop.set()
+        sampler.join()
+    assert len(answers) == 23
+    outcomes = (b"request too large", b'"busy"', b"no complete request")  # cut, refused, dropped
+    assert [a[:100] for a in answers if not any(o in a for o in outcomes)] == []
+    assert any(b"request too large" in a for a in answers)
+    assert peak[0] - base < 100 << 20, (base, peak)  # 20 × 7 MiB alone would be 140 MiB
+    assert Client(state_dir=state_dir).bash("echo ok").stdout == "ok"
+
+
+def test_two_thousand_background_tasks(state_dir: Path) -> None:
+    """The supervisor raises its soft descriptor limit to the hard one (each live task
+    holds one); commands get the soft limit it was started with."""
+    start_limited_supervisor(state_dir, 1024, 20_000)
+    client = Client(state_dir=state_dir)
+    ids = []
+    for _ in range(2000):
+        r = client.bash("sleep 300", run_in_background=True)
+        assert r.background_task_id, r.error
+        ids.append(r.background_task_id)
+    assert client.status().running_tasks == 2000
+    assert client.bash("ulimit -Sn").stdout == "1024"
+    records = client.task_stop_many(ids)
+    assert {r.status for r in records} == {"killed"}
+
+
+def test_repeated_messages_are_folded_into_one_line_per_burst() -> None:
+    now = [0.0]
+    fold = RepeatFilter(burst=60, clock=lambda: now[0])
+
+    def record(msg: str) -> logging.LogRecord:
+        return logging.LogRecord("x", logging.ERROR, __file__, 1, msg, None, None)
+
+    assert fold.filter(record("accept failed"))
+    assert not any(fold.filter(record("accept failed")) for _ in range(1000))
+    assert fold.filter(record("something else"))
+    now[0] = 61
+    again = record("accept failed")
+    assert fold.filter(again) and "repeated 1000 more time(s)" in again.getMessage()
