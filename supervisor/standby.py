@@ -85,10 +85,11 @@ class Standby:
 
 
 def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
-    """Remove the empty logs that standbys of a killed supervisor left; returns how many.
+    """Remove what standbys of a killed supervisor left (an empty log and the exit
+    record's placeholder); returns how many standbys.
 
-    A task's ``.json`` record is written before its log is created, so an empty log with
-    neither that record nor a journal row belongs to no task.
+    A task's ``.json`` record is written before its journal row, and a standby has
+    neither: an empty log with neither belongs to no task.
     """
     removed = 0
     for path in tasks_dir.glob("*.log"):
@@ -97,7 +98,7 @@ def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
             continue
         try:
             if path.stat().st_size == 0:
-                path.unlink()
+                TaskFiles.for_task(tasks_dir, task_id, separate_stderr=True).remove_unused()
                 removed += 1
         except OSError:
             continue

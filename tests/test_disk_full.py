@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import journal_rows, reap, wait_until
+from conftest import journal_rows, kill_supervisor, reap, wait_until
 
 from api import Client
 
@@ -153,3 +153,28 @@ def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
         subprocess.run(["umount", "-l", str(tasks)], check=False)
     r = client.bash("cd /; echo ok")
     assert r.success and r.stdout == "ok", r  # no "Permission denied" line from the trap
+
+
+def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """The exit record's space is reserved when the task starts, so the monitor writes it
+    on a full disk too: a supervisor killed with its journal writes still held is
+    replaced by one that reads the true exit code back (held writes die with it)."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    flag = tmp_path / "go"
+    tid = client.bash(
+        f"while [ ! -e {flag} ]; do sleep 0.02; done; exit 6", run_in_background=True
+    ).background_task_id
+    assert tid
+    filler = fill(small_state_dir)
+    flag.touch()
+    assert client.wait(tid, timeout=20_000).exit_code == 6
+    assert held_writes(client) > 0
+    assert (small_state_dir / "tasks" / f"{tid}.exit").read_text().strip() == "6"
+    kill_supervisor(small_state_dir)
+    filler.unlink()
+    (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor recovered it
+    assert (record.status, record.exit_code) == ("failed", 6)
+    assert [(n.task_id, n.exit_code) for n in client.notifications()] == [(tid, 6)]
+    assert client.notifications() == []

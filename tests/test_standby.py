@@ -85,9 +85,10 @@ def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir:
     reserved = standby.environ()["WAVE_TASK_ID"]
     kill_supervisor(state_dir)
     wait_until(lambda: gone(standby))  # its pipe closed: it ran nothing, recorded nothing
-    assert not (state_dir / "tasks" / f"{reserved}.exit").exists()
+    assert (state_dir / "tasks" / f"{reserved}.exit").read_text().strip() == ""  # no status
     assert client.bash("echo next").stdout == "next"  # a new supervisor...
-    assert not (state_dir / "tasks" / f"{reserved}.log").exists()  # ...removed its empty log
+    for suffix in (".log", ".exit"):  # ...removed its empty log and placeholder
+        assert not (state_dir / "tasks" / f"{reserved}{suffix}").exists()
 
 
 def test_a_stopping_supervisor_lets_its_standby_go(client: Client, state_dir: Path) -> None:
@@ -121,7 +122,7 @@ def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: 
     os.write(started.pipe, data[:cut])
     os.close(started.pipe)
     reap_monitor(started.pid, block=True)
-    assert not marker.exists() and not files.exit.exists()
+    assert not marker.exists() and files.exit.read_text().strip() == ""  # the placeholder
 
 
 @pytest.mark.parametrize("monitor", ["bash", "python"])

@@ -33,13 +33,15 @@ GO_MARK = "__wave_go=1"
 # Instructions on stdin set __wave_cwd, __wave_cmd and, last, __wave_go. `.` reads a pipe
 # to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
+# The exit record is written over the placeholder the supervisor reserved (`1<>`: no
+# truncation), so it needs no new disk block: it is written even on a full disk.
 # `eval "unset __wave_cmd; set +m --; $__wave_cmd"` expands the command before eval runs,
 # so it starts with no helper variable, no positional parameter and no job-control flag.
 BASH_MONITOR_SCRIPT = """unset __wave_go
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "$__wave_go" = 1 ] || exit 0
 exec </dev/null
-cd -- "$__wave_cwd" || { printf '127\\n' >| "$1"; exit 127; }
+cd -- "$__wave_cwd" || { printf '127\\n' 1<> "$1"; exit 127; }
 unset __wave_go __wave_cwd
 set -m
 exec 3>&1 4>&2 >/dev/null 2>&1
@@ -49,7 +51,7 @@ exec 3>&- 4>&-
 umask 077
 wait $!
 __wave_status=$?
-printf '%s\\n' "$__wave_status" >| "$1"
+printf '%s\\n' "$__wave_status" 1<> "$1"
 exit $__wave_status"""
 
 

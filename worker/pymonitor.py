@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
         os.dup2(devnull, 2)
         status = exit_status(proc.wait())
     try:
-        fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT, 0o600)  # over the placeholder
         with os.fdopen(fd, "w") as fh:
             fh.write(f"{status}\n")
     except OSError:

@@ -52,8 +52,9 @@ class TaskFiles:
         )
 
     def remove_unused(self) -> None:
-        """Remove what a task that never ran can have: its empty logs and ``.json``."""
-        for path in (self.log, self.err_log, self.meta):
+        """Remove what a task that never ran can have: its empty logs, its exit record's
+        placeholder and its ``.json``."""
+        for path in (self.log, self.err_log, self.exit, self.meta):
             if path is not None:
                 path.unlink(missing_ok=True)
 
@@ -62,6 +63,22 @@ def _new_process_group() -> dict[str, Any]:
     if sys.platform == "win32":
         return {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
     return {"start_new_session": True}
+
+
+EXIT_PLACEHOLDER = b" " * 7 + b"\n"
+"""The exit record's content until the monitor writes over it: room for any status, so
+the record needs no new disk block when the command ends (a full disk loses no status
+even if the supervisor dies too). Read back, it holds no number: no status yet."""
+
+
+def _reserve_exit_record(path: Path) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, LOG_MODE)
+    try:
+        if os.write(fd, EXIT_PLACEHOLDER) != len(EXIT_PLACEHOLDER):
+            raise OSError(28, "No space left on device", str(path))
+    finally:
+        os.close(fd)
 
 
 def _open_log(path: Path) -> int:
@@ -215,8 +232,13 @@ def start_monitor(
     """
     argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit))
     child_env = task_environment(env, task_id)
-    log_fd = _open_log(files.log)
-    err_fd = _open_log(files.err_log) if files.err_log else log_fd
+    try:
+        _reserve_exit_record(files.exit)
+        log_fd = _open_log(files.log)
+        err_fd = _open_log(files.err_log) if files.err_log else log_fd
+    except BaseException:
+        files.remove_unused()
+        raise
     read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets read_fd as stdin
     try:
         if use_posix_spawn:
