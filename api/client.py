@@ -6,13 +6,17 @@ import contextlib
 import os
 import socket
 import subprocess
+import threading
+import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
-from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
+from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
+    ForbiddenError,
     InvalidInputError,
     ShellNotFoundError,
     SpawnError,
@@ -26,6 +30,7 @@ from .models import (
     BashInput,
     BashResult,
     Notice,
+    NoticeClaim,
     Progress,
     SupervisorStatus,
     TaskOutputResult,
@@ -33,12 +38,15 @@ from .models import (
 )
 from .paths import StateLayout, resolve_state_dir
 from .protocol import (
+    NOTICE_LEASE_SECONDS,
     AckParams,
     AttachParams,
+    ClaimParams,
     GcParams,
     LoginPathParams,
     NotificationsParams,
     OutputParams,
+    ReleaseParams,
     RunParams,
     StopManyParams,
     TaskParams,
@@ -57,8 +65,14 @@ from .transport import (
     finish_ssh,
 )
 
-RECONNECTS = 5
-"""How often one foreground call reattaches to its command after losing the supervisor."""
+RECONNECT_PATIENCE = 30.0
+"""How long a call other than a foreground command keeps trying to reach a supervisor that
+went away (a foreground command keeps trying until its own timeout has passed)."""
+FOREGROUND_PATIENCE = 10.0
+"""The least a foreground call keeps trying (its timeout, when longer): a restart takes
+a moment even when the timeout is short."""
+BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
+"""Seconds between attempts to reach the supervisor again: doubling, up to the maximum."""
 
 
 class _ConnectionLost(SupervisorUnavailableError):
@@ -123,6 +137,9 @@ class Client:
         self.remote = Remote.parse(remote) if remote else None
         self.ssh_options = list(ssh_options)
         self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
+        self._calls_lock = threading.Lock()
+        self._in_flight: set[socket.socket] = set()
+        self._abort_epoch = 0
 
     def __repr__(self) -> str:
         return f"<Client state_dir={str(self.layout.root)!r} session={self.session!r}>"
@@ -167,8 +184,11 @@ class Client:
                 progress=on_progress is not None or on_start is not None,
                 separate_stderr=separate_stderr,
                 umask=_current_umask(),
+                request_key=uuid.uuid4().hex,
             )
-            data = self._call("run", params, on_progress, on_start)
+            wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
+            patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)
+            data = self._call("run", params, on_progress, on_start, patience=patience)
         except (InvalidInputError, ShellNotFoundError, SpawnError, StorageError) as exc:
             return BashResult(success=False, message=exc.message, error=exc.message)
         result = BashResult.model_validate(data)
@@ -280,14 +300,27 @@ class Client:
         return [TaskRecord.model_validate(item) for item in data]
 
     def notifications(self) -> list[Notice]:
-        """Pending completion notices of this session, each delivered exactly once (SPEC B5)."""
-        data = self._call("notifications", NotificationsParams(session=self.session, ack=False))
-        notices = [Notice.model_validate(item) for item in data]
-        if notices:
-            self._call(
-                "ack", AckParams(session=self.session, task_ids=[n.task_id for n in notices])
-            )
-        return notices
+        """Pending completion notices of this session, each delivered exactly once (SPEC B5):
+        taken in one step, so concurrent readers (threads, processes) never share one."""
+        data = self._call("notifications", NotificationsParams(session=self.session, ack=True))
+        return [Notice.model_validate(item) for item in data]
+
+    def claim_notices(self, lease: float = NOTICE_LEASE_SECONDS) -> NoticeClaim:
+        """Take this session's pending notices for ``lease`` seconds, to show them somewhere
+        first; then :meth:`ack_notices` (shown) or :meth:`release_notices` (not shown).
+        Unconfirmed, they go to the next reader when the lease ends."""
+        data = self._call("claim", ClaimParams(session=self.session, lease=lease))
+        return NoticeClaim.model_validate(data)
+
+    def ack_notices(self, claim: str) -> int:
+        """The claimed notices were shown: they are never delivered again."""
+        data = self._call("ack", AckParams(session=self.session, claim=claim))
+        return int(data["acknowledged"])
+
+    def release_notices(self, claim: str) -> int:
+        """The claimed notices were not shown: the next reader gets them."""
+        data = self._call("release", ReleaseParams(session=self.session, claim=claim))
+        return int(data["released"])
 
     def gc(self, older_than: float | None = None) -> list[str]:
         """Prune finished tasks that ended more than ``older_than`` seconds ago (default:
@@ -316,30 +349,60 @@ class Client:
         params: BaseModel | dict[str, Any],
         on_progress: ProgressCallback | None = None,
         on_start: StartCallback | None = None,
+        *,
+        patience: float = RECONNECT_PATIENCE,
     ) -> Any:
+        """Send one request and return its result, through supervisor restarts.
+
+        When the supervisor goes away, or cannot be started for a while, the request is
+        sent again (with backoff) for ``patience`` seconds. A ``run`` carries a request
+        key, so a resent one never starts its command twice: the supervisor answers with
+        the task the first one started. Once the command's task ID is known, the call
+        waits for that task again (``attach``). It never reports failure for a command it
+        knows started without naming it.
+        """
         started: list[str] = []
+        epoch = self._abort_epoch
 
         def note_start(task_id: str) -> None:
-            started.append(task_id)
-            if on_start is not None:
-                on_start(task_id)
+            if not started:
+                started.append(task_id)
+                if on_start is not None:
+                    on_start(task_id)
 
-        for _ in range(RECONNECTS):
-            sock, ssh = self._open()
+        give_up = time.monotonic() + patience
+        delay = BACKOFF_FIRST
+        while True:
             try:
-                with sock:
-                    try:
-                        return self._exchange(sock, op, params, on_progress, note_start)
-                    except _ConnectionLost as lost:
-                        failure = finish_ssh(ssh, self.remote) if ssh and self.remote else None
-                        ssh = None
-                        if failure and not started:
-                            raise SupervisorUnavailableError(failure) from None
-                        if lost.answered and not started:
-                            raise
-            finally:
-                if ssh is not None and self.remote is not None:
-                    finish_ssh(ssh, self.remote)
+                return self._attempt(op, params, on_progress, note_start)
+            except _ConnectionLost as lost:
+                if lost.answered and not started:
+                    raise
+                failure: SupervisorUnavailableError = lost
+            except ForbiddenError:
+                raise
+            except SupervisorUnavailableError as exc:  # could not start one (yet)
+                if self.remote is not None and not started:
+                    raise  # ssh itself failed: nothing was sent
+                failure = exc
+            if epoch != self._abort_epoch:
+                raise SupervisorUnavailableError(
+                    "the call was abandoned: its caller went away"
+                    + (f" (task {started[0]} keeps running in the background)" if started else "")
+                ) from None
+            if time.monotonic() + delay > give_up:
+                raise SupervisorUnavailableError(
+                    f"{failure}; gave up reaching the supervisor"
+                    + (
+                        f": the command (task {started[0]}) may still be running, see "
+                        f"TaskOutput or `wave-bash output {started[0]}`"
+                        if started
+                        else (": the command may have started" if op == "run" else "")
+                    ),
+                    task_id=started[0] if started else None,
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, BACKOFF_MAX)
             if started:
                 # The supervisor went away while a command ran (killed, restarted). The
                 # command keeps running and a new supervisor re-adopts it: wait for it again.
@@ -347,9 +410,45 @@ class Client:
                 params = AttachParams(
                     session=self.session, task_id=started[0], progress=on_progress is not None
                 )
-            # Otherwise it died before answering anything: nothing was started (a command is
-            # announced before it is spawned), so the same request is sent again.
-        raise _ConnectionLost(f"lost the supervisor {RECONNECTS} times during one call")
+            # Otherwise the same request goes again: a run with the same key (never twice).
+
+    def _attempt(
+        self,
+        op: str,
+        params: BaseModel | dict[str, Any],
+        on_progress: ProgressCallback | None,
+        on_start: StartCallback,
+    ) -> Any:
+        sock, ssh = self._open()
+        with self._calls_lock:
+            self._in_flight.add(sock)
+        try:
+            with sock:
+                try:
+                    return self._exchange(sock, op, params, on_progress, on_start)
+                except _ConnectionLost:
+                    failure = finish_ssh(ssh, self.remote) if ssh and self.remote else None
+                    ssh = None
+                    if failure:
+                        raise SupervisorUnavailableError(failure) from None
+                    raise
+        finally:
+            with self._calls_lock:
+                self._in_flight.discard(sock)
+            if ssh is not None and self.remote is not None:
+                finish_ssh(ssh, self.remote)
+
+    def abort_calls(self) -> None:
+        """The caller went away (its host died): end every call in flight as a lost
+        caller, without waiting again. The supervisor keeps their commands running in the
+        background (``caller_lost``) and announces their ends as notices (SPEC F5).
+        Calls made afterwards work as usual."""
+        with self._calls_lock:
+            self._abort_epoch += 1
+            in_flight = list(self._in_flight)
+        for sock in in_flight:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def _exchange(
         self,

@@ -8,10 +8,14 @@ the SDK from that thread.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import json
 import secrets
 import sys
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, cast
 
 import anyio
 import anyio.from_thread
@@ -23,7 +27,7 @@ from mcp.server.stdio import stdio_server
 
 from .client import Client, inject_login_path
 from .errors import WaveError
-from .models import Progress
+from .models import Notice, NoticeClaim, Progress
 from .texts import tool_result_text
 from .tools import BASH_TOOL, TOOL_ALIASES, tool_definitions
 
@@ -35,19 +39,47 @@ def default_session() -> str:
     return f"mcp-{secrets.token_hex(4)}"
 
 
-def _text_result(text: str, data: dict[str, Any] | None, is_error: bool) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=data,
-        is_error=is_error,
-    )
+def structured_result(
+    tool: str, data: dict[str, Any] | None, notices: list[Notice]
+) -> dict[str, Any] | None:
+    """A result's structured content: the contract JSON with each text carried once.
+
+    ``stdout`` is left out of a Bash result: its ``message`` holds it (followed by
+    ``Exit code N`` or a note when there is one). Completion notices delivered with the
+    result are in ``notices`` (the I4 notice records), as in the text: hosts that show
+    models only the structured content lose none.
+    """
+    if data is None and not notices:
+        return None
+    out = dict(data or {})
+    if tool == BASH_TOOL:
+        out.pop("stdout", None)
+    if notices:
+        out["notices"] = [n.to_json_dict() for n in notices]
+    return out
+
+
+def result_text(text: str, notices: list[Notice]) -> str:
+    """The result's text with the notices delivered with it, one per line after it."""
+    lines = "\n".join(n.message for n in notices)
+    if not lines:
+        return text
+    return f"{text}\n\n{lines}" if text else lines
 
 
 class WaveMcp:
-    """The tool handlers of one MCP server process, bound to one agent session."""
+    """The tool handlers of one MCP server process, bound to one agent session.
+
+    Notices go out with tool results under a claim: confirmed (``ack``) once the result
+    carrying them was written to the host, given back (``release``) when it could not be,
+    so none is lost with a dying host and none is shown twice to racing readers.
+    """
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.unconfirmed: dict[Any, str] = {}
+        """Request ID → claim on the notices its result carries, until it is written."""
+        self.host_gone = False
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -63,12 +95,52 @@ class WaveMcp:
         arguments = dict(params.arguments or {})
         on_progress = self._progress_reporter(ctx) if name == BASH_TOOL else None
         call = functools.partial(self.client.call_tool, name, arguments, on_progress=on_progress)
+        data: dict[str, Any] | None = None
         try:
             data = await anyio.to_thread.run_sync(call)
         except WaveError as exc:
-            return _text_result(self._with_notices(exc.message), None, True)
-        success = bool(data.get("success", True))
-        return _text_result(self._with_notices(tool_result_text(name, data)), data, not success)
+            text, is_error = exc.message, True
+        else:
+            text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
+        claim = await self._claim_notices(ctx.request_id)
+        notices = claim.notices if claim else []
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result_text(text, notices))],
+            structured_content=structured_result(name, data, notices),
+            is_error=is_error,
+        )
+
+    async def _claim_notices(self, request_id: Any) -> NoticeClaim | None:
+        """Take the session's pending notices for this result (none once the host left)."""
+        if self.host_gone or request_id is None:
+            return None
+        try:
+            claim = await anyio.to_thread.run_sync(self.client.claim_notices)
+        except WaveError:
+            return None
+        if claim.notices:
+            self.unconfirmed[request_id] = claim.claim
+        return claim
+
+    async def written(self, request_id: Any) -> None:
+        """The result of ``request_id`` reached the host: its notices are delivered."""
+        claim = self.unconfirmed.pop(request_id, None)
+        if claim is not None:
+            with contextlib.suppress(WaveError):
+                await anyio.to_thread.run_sync(self.client.ack_notices, claim)
+
+    async def gone(self) -> None:
+        """The host went away (stdin closed, a write failed): calls in flight become lost
+        callers (their commands keep running in the background and are announced later),
+        and notices not written out go back to the session for its next reader."""
+        if self.host_gone:
+            return
+        self.host_gone = True
+        self.client.abort_calls()
+        claims, self.unconfirmed = list(self.unconfirmed.values()), {}
+        for claim in claims:
+            with contextlib.suppress(WaveError):
+                await anyio.to_thread.run_sync(self.client.release_notices, claim)
 
     def _progress_reporter(self, ctx: ServerRequestContext[Any]) -> Any:
         """A callback for the client thread that sends MCP progress (message = shortResult)."""
@@ -77,29 +149,82 @@ class WaveMcp:
         def report(update: Progress) -> None:
             nonlocal count
             count += 1  # progress must increase with every notification
-            anyio.from_thread.run(
-                functools.partial(
-                    ctx.session.report_progress, float(count), None, update.short_result
+            with contextlib.suppress(Exception):  # a host that left: the command goes on
+                anyio.from_thread.run(
+                    functools.partial(
+                        ctx.session.report_progress, float(count), None, update.short_result
+                    )
                 )
-            )
 
         return report
 
-    def _with_notices(self, text: str) -> str:
-        """Append this session's pending completion notices (then acknowledged)."""
+
+class HostStdin:
+    """The host's side of stdin for the SDK's stdio transport: its end is the host leaving."""
+
+    def __init__(self, raw: Any, on_gone: Callable[[], Awaitable[None]]) -> None:
+        self.raw, self.on_gone = raw, on_gone
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
         try:
-            notices = self.client.notifications()
-        except WaveError:
-            return text
-        if not notices:
-            return text
-        lines = "\n".join(n.message for n in notices)
-        return f"{text}\n\n{lines}" if text else lines
+            async for line in self.raw:
+                yield line
+        finally:
+            await self.on_gone()
 
 
-def build_server(client: Client) -> Server[Any]:
+class HostStdout:
+    """stdout for the SDK's stdio transport, telling which results reached the host: the
+    transport writes one message and flushes; once the flush returned, it is out."""
+
+    def __init__(
+        self,
+        raw: Any,
+        on_written: Callable[[Any], Awaitable[None]],
+        on_gone: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.raw, self.on_written, self.on_gone = raw, on_written, on_gone
+        self._unflushed: list[str] = []
+
+    async def write(self, text: str) -> int:
+        try:
+            count = int(await self.raw.write(text))
+        except (OSError, ValueError):
+            await self.on_gone()
+            raise
+        self._unflushed.append(text)
+        return count
+
+    async def flush(self) -> None:
+        try:
+            await self.raw.flush()
+        except (OSError, ValueError):
+            await self.on_gone()
+            raise
+        done, self._unflushed = self._unflushed, []
+        for text in done:
+            request_id = _response_id(text)
+            if request_id is not None:
+                await self.on_written(request_id)
+
+
+def _response_id(line: str) -> Any:
+    """The request ID a JSON-RPC response answers (None for anything else)."""
+    if '"result"' not in line:
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message.get("id") if isinstance(message, dict) and "result" in message else None
+
+
+def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]:
     """The MCP server object for one agent session (usable with any SDK transport)."""
-    handlers = WaveMcp(client)
+    handlers = handlers or WaveMcp(client)
     return Server(
         SERVER_NAME,
         instructions="Run shell commands that survive their timeout; see the Bash tool.",
@@ -108,9 +233,19 @@ def build_server(client: Client) -> Server[Any]:
     )
 
 
-async def _serve(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
+async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
+    stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone)
+    stdout = HostStdout(anyio.wrap_file(_text_stream(sys.stdout)), handlers.written, handlers.gone)
+    async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
+        read_stream,
+        write_stream,
+    ):
         await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _text_stream(stream: Any) -> io.TextIOWrapper:
+    """UTF-8 text over a standard stream's bytes (the platform's encoding is unreliable)."""
+    return io.TextIOWrapper(stream.buffer, encoding="utf-8", errors="replace")
 
 
 def main(
@@ -128,5 +263,11 @@ def main(
     client = Client(state_dir=state_dir, session=session, follow_cd=follow_cd, **(remote or {}))
     if client.remote is None:  # a remote bridge gives commands the remote login PATH
         inject_login_path(client)  # once per host: every command inherits it (SPEC E1)
-    anyio.run(_serve, build_server(client))
+    handlers = WaveMcp(client)
+    try:
+        anyio.run(_serve, build_server(client, handlers), handlers)
+    except BaseException:
+        if not handlers.host_gone:
+            raise
+        # The host died mid-write: what it was owed is back with the session; exit quietly.
     return 0

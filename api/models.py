@@ -201,6 +201,13 @@ class Notice(ContractModel):
     message: str
 
 
+class NoticeClaim(ContractModel):
+    """Notices taken by one reader until it confirms (``ack``) or gives them back."""
+
+    claim: str
+    notices: list[Notice]
+
+
 class TaskOutputResult(ContractModel):
     """What TaskOutput returns (SPEC B6, I4)."""
 
@@ -238,6 +245,7 @@ __all__ = [
     "BashResult",
     "ContractModel",
     "Notice",
+    "NoticeClaim",
     "Owner",
     "Progress",
     "SupervisorStatus",

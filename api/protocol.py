@@ -93,6 +93,9 @@ class RunParams(Params):
     separate_stderr: StrictBool = False
     umask: int | None = Field(default=None, ge=0, le=0o777)
     """The caller's umask, so files the command creates get the caller's permissions."""
+    request_key: PrintableText | None = None
+    """The caller's unique key for this request: the same request sent again (after the
+    supervisor went away) attaches to the task the first one started, never a second."""
 
 
 class TaskParams(Params):
@@ -133,15 +136,36 @@ class TasksParams(Params):
 
 
 class NotificationsParams(Params):
-    """``notifications``: pending completion notices; ``ack`` marks them delivered."""
+    """``notifications``: pending completion notices. With ``ack`` (the default) they are
+    taken and marked delivered in one step, so concurrent readers never share one;
+    without, they are only looked at."""
 
     ack: StrictBool = True
 
 
-class AckParams(Params):
-    """``ack``: acknowledge notices by task ID after they reached the user."""
+NOTICE_LEASE_SECONDS = 60.0
+"""How long claimed notices stay with their reader before others may take them again."""
 
-    task_ids: list[PrintableText]
+
+class ClaimParams(Params):
+    """``claim``: take the pending notices for a while (``lease`` seconds); the reader
+    then confirms with ``ack`` once it showed them, or gives them back with ``release``.
+    A reader that dies meanwhile loses them to the next one when the lease ends."""
+
+    lease: Annotated[StrictFloat, Field(ge=1, le=3600)] = NOTICE_LEASE_SECONDS
+
+
+class AckParams(Params):
+    """``ack``: notices reached the user: by ``claim`` token, or by task ID."""
+
+    task_ids: list[PrintableText] = Field(default_factory=list)
+    claim: PrintableText | None = None
+
+
+class ReleaseParams(Params):
+    """``release``: give claimed notices back, undelivered, to the next reader."""
+
+    claim: PrintableText
 
 
 class GcParams(Params):
@@ -171,6 +195,8 @@ PARAMS_BY_OP: dict[str, type[Params]] = {
     "tasks": TasksParams,
     "notifications": NotificationsParams,
     "ack": AckParams,
+    "claim": ClaimParams,
+    "release": ReleaseParams,
     "status": Params,
     "shutdown": Params,
     "login_path": LoginPathParams,

@@ -79,12 +79,26 @@ def notice_text(
     output_path: str,
     end_reason: str | None = None,
 ) -> str:
-    """B5: the completion notice of a background task."""
-    label = description or command
+    """B5: the completion notice of a background task (bounded: a command's first line)."""
+    label = description or short_command(command)
     return (
         f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code, end_reason)}. '
         f"Output: {output_path}"
     )
+
+
+NOTICE_LABEL_CHARS = 80
+"""How much of a command a notice quotes when the task has no description."""
+
+
+def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:
+    """A command's first line, cut to ``limit`` characters with an ellipsis: a notice or
+    record that names a command stays short whatever the command (a 100 KB heredoc)."""
+    lines = command.strip().splitlines() or [""]
+    first = lines[0]
+    if len(first) > limit:
+        return first[: limit - 1] + "…"
+    return first + (" …" if len(lines) > 1 else "")
 
 
 def tool_result_text(tool: str, data: dict[str, Any]) -> str:

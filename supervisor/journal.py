@@ -124,7 +124,17 @@ ALTER TABLE tasks ADD COLUMN end_reason TEXT;
 """
 """v2: why a task ended when its exit code does not say it (stopped, log cap, ...)."""
 
-MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2)
+SCHEMA_V3 = """
+ALTER TABLE notices ADD COLUMN claim TEXT;
+ALTER TABLE notices ADD COLUMN claim_until REAL;
+ALTER TABLE tasks ADD COLUMN request_key TEXT;
+CREATE UNIQUE INDEX tasks_by_request_key ON tasks (request_key) WHERE request_key IS NOT NULL;
+"""
+"""v3: notices claimed by a reader until it confirms it showed them (or its lease ends);
+the caller's key of the request that started a task, so a resent request starts
+nothing twice."""
+
+MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3)
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -154,6 +164,7 @@ class TaskRow:
     err_path: str | None
     timeout_ms: float | None
     end_reason: str | None = None
+    request_key: str | None = None
 
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))
@@ -378,6 +389,56 @@ class Journal:
             if delivered:
                 found.pop(task_id, None)
         return sorted(found.values(), key=lambda r: (r.ended_at or 0, r.id))
+
+    def by_request_key(self, key: str) -> TaskRow | None:
+        """The task a request with this key started, if any."""
+        row = self.db.execute(f"{_SELECT} WHERE request_key = ?", (key,)).fetchone()
+        return self.get(row[0]) if row else None
+
+    def claim_notices(self, session: str, claim: str, lease: float) -> list[TaskRow]:
+        """Atomically take the session's pending notices that nobody holds (or whose
+        holder's lease ran out) for ``claim``: concurrent readers never get the same one.
+
+        While the disk refuses writes a claim cannot be recorded: nothing is handed out
+        then, and the notices wait for the disk.
+        """
+        if not self.flush():
+            return []
+        now = time.time()
+        try:
+            with self.transaction() as db:
+                ids = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT task_id FROM notices WHERE session = ? AND delivered_at IS NULL "
+                        "AND (claim IS NULL OR claim_until < ?)",
+                        (session, now),
+                    )
+                ]
+                db.executemany(
+                    "UPDATE notices SET claim = ?, claim_until = ? WHERE task_id = ?",
+                    [(claim, now + lease, task_id) for task_id in ids],
+                )
+        except sqlite3.Error as exc:
+            if storage_problem(exc) is None:
+                raise
+            return []
+        rows = [row for task_id in ids if (row := self.get(task_id)) is not None]
+        return sorted(rows, key=lambda r: (r.ended_at or 0, r.id))
+
+    def settle_claim(self, claim: str, delivered: bool) -> int:
+        """The holder of ``claim`` showed its notices (``delivered``: never again) or gave
+        them back (pending again for the next reader); returns how many."""
+        if delivered:
+            sql = "UPDATE notices SET delivered_at = ? WHERE claim = ? AND delivered_at IS NULL"
+        else:
+            sql = (
+                "UPDATE notices SET claim = NULL, claim_until = NULL "
+                "WHERE claim = ? AND delivered_at IS NULL"
+            )
+        args = (time.time(), claim) if delivered else (claim,)
+        self._write(("claim", claim), lambda db: db.execute(sql, args))
+        return int(self.db.execute("SELECT changes()").fetchone()[0]) if not self._held else 0
 
     def mark_delivered(self, session: str, task_ids: Sequence[str]) -> int:
         """Acknowledge notices; returns how many were still pending."""

@@ -238,7 +238,7 @@ class TaskManager:
             owner_changed_at=now if background else None, exit_code=None, pid=None,
             pid_start=None, boot_id=boot_id(), started_at=now, ended_at=None,
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
-            timeout_ms=None if background else p.timeout,
+            timeout_ms=None if background else p.timeout, request_key=p.request_key,
         )  # fmt: skip
         # The monitor exists but waits for its command. Journal, then tell the caller, then
         # hand the command over: a supervisor that dies before the hand-over leaves a monitor

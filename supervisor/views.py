@@ -17,6 +17,9 @@ from .tasks import LiveTask
 
 log = logging.getLogger(__name__)
 
+NOTICE_COMMAND_CHARS = 200
+"""A notice record quotes at most this much of its command (its first line)."""
+
 
 def _time(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, UTC) if ts is not None else None
@@ -44,7 +47,8 @@ def task_record(row: TaskRow) -> TaskRecord:
 def notice(row: TaskRow) -> Notice:
     status = cast(TaskStatus, row.status)
     return Notice(
-        task_id=row.id, status=status, exit_code=row.exit_code, command=row.command,
+        task_id=row.id, status=status, exit_code=row.exit_code,
+        command=texts.short_command(row.command, NOTICE_COMMAND_CHARS),
         description=row.description, output_path=row.output_path, ended_at=_time(row.ended_at),
         message=texts.notice_text(
             row.id, row.command, row.description, status, row.exit_code, row.output_path,

@@ -76,9 +76,8 @@ def test_output_and_failure(state_dir: Path) -> None:
 
     ok, bad = run(state_dir, scenario, "--session", "t")
     assert not ok.is_error and text(ok) == "hello\noops"
-    assert (
-        ok.structured_content["exitCode"] == 0 and ok.structured_content["stdout"] == "hello\noops"
-    )
+    data = ok.structured_content
+    assert data["exitCode"] == 0 and data["message"] == "hello\noops" and "stdout" not in data
     assert bad.is_error and text(bad) == "bad\nExit code 3"
     assert bad.structured_content["success"] is False
 

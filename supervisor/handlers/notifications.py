@@ -1,24 +1,54 @@
-"""``notifications`` and ``ack``: completion notices, delivered exactly once (SPEC B5)."""
+"""``notifications``, ``claim``, ``ack`` and ``release``: completion notices, each delivered
+exactly once however many readers race (SPEC B5).
+
+Taking notices is one transaction (a claim), so two readers never get the same one. A
+reader that must first show them somewhere (an MCP result written to its host) holds
+them under a lease and confirms or gives them back; one that dies loses them to the
+next reader when the lease ends.
+"""
 
 from __future__ import annotations
 
-from api.models import Notice
-from api.protocol import AckParams, NotificationsParams
+import secrets
+
+from api.models import Notice, NoticeClaim
+from api.protocol import AckParams, ClaimParams, NotificationsParams, ReleaseParams
 
 from .. import views
 from ..context import Connection, Context
 
 
+def _claim(ctx: Context, session: str, lease: float) -> tuple[str, list[Notice]]:
+    token = secrets.token_hex(8)
+    rows = ctx.journal.claim_notices(session, token, lease)
+    return token, [views.notice(row) for row in rows]
+
+
 async def handle_notifications(
     ctx: Context, p: NotificationsParams, conn: Connection
 ) -> list[Notice]:
-    """Pending notices of the session; with ``ack`` they are marked delivered at once."""
-    rows = ctx.journal.pending_notices(p.session)
-    if p.ack and rows:
-        ctx.journal.mark_delivered(p.session, [row.id for row in rows])
-    return [views.notice(row) for row in rows]
+    """Pending notices of the session; with ``ack`` they are taken and delivered."""
+    if not p.ack:
+        return [views.notice(row) for row in ctx.journal.pending_notices(p.session)]
+    token, notices = _claim(ctx, p.session, lease=60)
+    if notices:
+        ctx.journal.settle_claim(token, delivered=True)
+    return notices
+
+
+async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> NoticeClaim:
+    token, notices = _claim(ctx, p.session, p.lease)
+    return NoticeClaim(claim=token, notices=notices)
 
 
 async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> dict[str, int]:
     """The receiver confirms it showed these notices; they are never sent again."""
-    return {"acknowledged": ctx.journal.mark_delivered(p.session, p.task_ids)}
+    count = ctx.journal.settle_claim(p.claim, delivered=True) if p.claim else 0
+    if p.task_ids:
+        count += ctx.journal.mark_delivered(p.session, p.task_ids)
+    return {"acknowledged": count}
+
+
+async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> dict[str, int]:
+    """The receiver could not show them: pending again for the next reader."""
+    return {"released": ctx.journal.settle_claim(p.claim, delivered=False)}

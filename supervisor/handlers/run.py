@@ -23,6 +23,13 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
     BashInput.parse(
         {"command": p.command, "timeout": p.timeout, "run_in_background": p.run_in_background}
     )
+    earlier = ctx.journal.by_request_key(p.request_key) if p.request_key else None
+    if earlier is not None:  # sent again after the supervisor went away: never twice
+        conn.send_now(
+            {"type": "started", "data": {"taskId": earlier.id, "outputPath": earlier.output_path}}
+        )
+        attach = AttachParams(session=p.session, task_id=earlier.id, progress=p.progress)
+        return await handle_attach(ctx, attach, conn)
     # The caller learns the task ID as soon as it is journaled: a live view may background
     # it (Ctrl+B), and a caller that loses this connection attaches to the same task again.
     task = ctx.tasks.start(
