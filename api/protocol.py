@@ -91,7 +91,7 @@ class RunParams(Params):
     env: dict[str, str] = Field(default_factory=dict)
     progress: StrictBool = False
     separate_stderr: StrictBool = False
-    umask: int | None = Field(default=None, ge=0, le=0o777)
+    umask: Annotated[StrictInt, Field(ge=0, le=0o777)] | None = None
     """The caller's umask, so files the command creates get the caller's permissions."""
     request_key: PrintableText | None = None
     """The caller's unique key for this request: the same request sent again (after the

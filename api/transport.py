@@ -3,25 +3,30 @@
 Unix sockets (0600 in a 0700 dir, peer uid checked) are the default. Where they are not
 available (Windows), or when ``WAVE_TRANSPORT=tcp`` asks for it, the supervisor listens on
 127.0.0.1 only and writes its port and a random token to ``supervisor.tcp`` (0600, in the
-private state dir); every connection must present the token first. Both sides choose the
+private state dir); both sides of every connection prove they know the token, which never
+crosses the wire (:func:`tcp_handshake`). Both sides choose the
 same way, and an auto-started supervisor inherits the client's environment.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import socket
 import struct
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .errors import ForbiddenError, InvalidInputError, SupervisorUnavailableError
+from .errors import ForbiddenError, InvalidInputError, ProtocolError, SupervisorUnavailableError
 from .paths import StateLayout, check_private_dir, socket_address
-from .protocol import encode
+from .protocol import decode, encode
 
 TRANSPORT_ENV = "WAVE_TRANSPORT"
 REMOTE_HOME_CWD = "~"
@@ -83,6 +88,57 @@ def check_server_uid(sock: socket.socket, path: Path) -> None:
         )
 
 
+HANDSHAKE_LIMIT = 1024
+"""The longest line of the TCP handshake."""
+HANDSHAKE_TIMEOUT = 10.0
+
+
+def handshake_proof(token: str, role: str, nonce: str) -> str:
+    """What a side that knows the token answers to the other side's nonce."""
+    return hmac.new(token.encode(), f"{role}:{nonce}".encode(), hashlib.sha256).hexdigest()
+
+
+def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
+    """Both sides prove they know the state dir's token, which never crosses the wire.
+
+    The client proves itself only after the listener did: a listener of another user (on
+    the port a dead supervisor left in ``supervisor.tcp``) learns nothing, neither the
+    token nor the request with its environment.
+
+    Raises:
+        ForbiddenError: the listener does not know the token.
+        OSError: the connection failed.
+    """
+    nonce = secrets.token_hex(16)
+    sock.sendall(encode({"hello": nonce}))
+    reply = _small_line(sock)
+    if not hmac.compare_digest(
+        str(reply.get("proof", "")), handshake_proof(token, "server", nonce)
+    ):
+        raise ForbiddenError(
+            f"refusing the server at {where}: it does not know this state dir's token "
+            "(another user may be impersonating the supervisor)"
+        )
+    sock.sendall(encode({"proof": handshake_proof(token, "client", str(reply.get("nonce", "")))}))
+
+
+def _small_line(sock: socket.socket) -> dict[str, Any]:
+    sock.settimeout(HANDSHAKE_TIMEOUT)
+    try:
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(HANDSHAKE_LIMIT)
+            if not chunk or len(data) + len(chunk) > HANDSHAKE_LIMIT:
+                break
+            data += chunk
+    finally:
+        sock.settimeout(None)
+    try:
+        return decode(data)
+    except ProtocolError:
+        return {}
+
+
 def connect(layout: StateLayout, transport: str) -> socket.socket:
     """A connected socket to the supervisor (token already sent for TCP).
 
@@ -98,7 +154,7 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
             raise ConnectionRefusedError(f"unreadable {layout.tcp_endpoint}: {exc}") from None
         sock = socket.create_connection((LOOPBACK, endpoint.port), timeout=None)
         try:
-            sock.sendall(encode({"token": endpoint.token}))
+            tcp_handshake(sock, endpoint.token, f"{LOOPBACK}:{endpoint.port}")
         except BaseException:
             sock.close()
             raise

@@ -56,9 +56,9 @@ class Connection:
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._leftover = b""
 
-    async def read_line(self, budget: ByteBudget) -> bytes:
-        """One line from the peer (empty at EOF), at most :data:`MAX_REQUEST_BYTES` long,
-        its bytes counted in the supervisor-wide ``budget`` while it is incomplete.
+    async def read_line(self, budget: ByteBudget | None, limit: int = MAX_REQUEST_BYTES) -> bytes:
+        """One line from the peer (empty at EOF), at most ``limit`` bytes long, its bytes
+        counted in the supervisor-wide ``budget`` (if any) while it is incomplete.
         Bytes after the newline are kept for the next call.
 
         Raises:
@@ -68,19 +68,21 @@ class Connection:
         searched, taken = 0, 0
         try:
             while (newline := buf.find(b"\n", searched)) < 0:
-                if len(buf) > MAX_REQUEST_BYTES:
-                    raise ProtocolError(f"request too large (over {MAX_REQUEST_BYTES} bytes)")
+                if len(buf) > limit:
+                    raise ProtocolError(f"request too large (over {limit} bytes)")
                 searched = len(buf)
-                chunk = await self.reader.read(REQUEST_CHUNK)
+                chunk = await self.reader.read(min(REQUEST_CHUNK, limit + 1 - len(buf)))
                 if not chunk:
                     return bytes(buf)
-                budget.take(len(chunk))
-                taken += len(chunk)
+                if budget is not None:
+                    budget.take(len(chunk))
+                    taken += len(chunk)
                 buf += chunk
             self._leftover = bytes(buf[newline + 1 :])
             return bytes(buf[: newline + 1])
         finally:
-            budget.give(taken)
+            if budget is not None:
+                budget.give(taken)
 
     def watch_for_close(self) -> asyncio.Task[None]:
         """Start noticing EOF from the peer (call once the request line was read)."""

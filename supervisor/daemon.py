@@ -23,7 +23,7 @@ from filelock import FileLock, Timeout
 
 from api.errors import StateDirError, WaveError
 from api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
-from api.transport import LOOPBACK, TcpEndpoint, chosen_transport
+from api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
@@ -77,10 +77,11 @@ async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
 async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
     """Loopback TCP where Unix sockets are not available: port + token in a 0600 file."""
     path = ctx.layout.tcp_endpoint
-    with contextlib.suppress(OSError, ValueError, KeyError):
+    with contextlib.suppress(OSError, ValueError, KeyError, WaveError):
         old = TcpEndpoint.read(path)
-        with socket.create_connection((LOOPBACK, old.port), timeout=1.0):
-            log.error("another process already serves port %d; exiting", old.port)
+        with socket.create_connection((LOOPBACK, old.port), timeout=1.0) as probe:
+            tcp_handshake(probe, old.token, f"{LOOPBACK}:{old.port}")  # ours, not a squatter
+            log.error("another supervisor already serves port %d; exiting", old.port)
             return None
     server = await asyncio.start_server(
         partial(serve_connection, ctx),

@@ -231,9 +231,25 @@ class Journal:
             self.problem = problem
 
     def _write_held(self) -> None:
-        with self.transaction() as db:
-            for apply in self._held.values():
-                apply(db)
+        """Write every held write in one transaction. One that fails for another reason
+        than the disk (its task was pruned meanwhile, a bug) is logged and dropped, the
+        others written one by one: a bad write must never block the journal for good."""
+        try:
+            with self.transaction() as db:
+                for apply in self._held.values():
+                    apply(db)
+        except sqlite3.Error as exc:
+            if storage_problem(exc) is not None:
+                raise
+            for key, apply in list(self._held.items()):
+                try:
+                    with self.transaction() as db:
+                        apply(db)
+                except sqlite3.Error as item_exc:
+                    if storage_problem(item_exc) is not None:
+                        raise
+                    log.error("dropping journal write %s that cannot be made: %s", key, item_exc)
+                del self._held[key]
         self._held.clear()
         self._held_rows.clear()
         self._held_notices.clear()
@@ -245,7 +261,7 @@ class Journal:
     def flush(self) -> bool:
         """Write what was held; returns whether nothing is held any more."""
         if self._held:
-            with suppress(sqlite3.Error):
+            with suppress(sqlite3.Error):  # the disk still refuses (anything else is dropped)
                 self._write_held()
         return not self._held
 
@@ -357,7 +373,8 @@ class Journal:
 
     def prune(self, ended_before: float) -> list[str]:
         """Delete finished tasks that ended before ``ended_before`` (notices and read
-        offsets go with them); returns their IDs."""
+        offsets go with them); returns their IDs. A task with a held write is kept."""
+        self.flush()
         with self.transaction() as db:
             ids = [
                 r[0]
@@ -365,6 +382,7 @@ class Journal:
                     "SELECT id FROM tasks WHERE status != 'running' AND ended_at < ?",
                     (ended_before,),
                 )
+                if r[0] not in self._held_rows
             ]
             db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ids])
         return ids

@@ -26,17 +26,19 @@ BURST_SECONDS = 60.0
 
 
 class RepeatFilter(logging.Filter):
-    """Lets a message (logger, level, format string) through once per burst."""
+    """Lets a message (logger, level, text and exception) through once per burst."""
 
     def __init__(self, burst: float = BURST_SECONDS, clock: Any = time.monotonic) -> None:
         super().__init__()
         self.burst = burst
         self.clock = clock
-        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}  # bounded below
         """key → (when the burst started, how many were held back)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, record.levelno, str(record.msg))
+        exc = record.exc_info[1] if record.exc_info else None
+        detail = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+        key = (record.name, record.levelno, f"{record.getMessage()}|{detail}")
         now = self.clock()
         first, held = self._seen.get(key, (None, 0))
         if first is not None and now - first < self.burst:

@@ -7,6 +7,7 @@ import contextlib
 import hmac
 import logging
 import os
+import secrets
 import time
 from typing import Any
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel
 
 from api.errors import BusyError, ProtocolError, StorageError, WaveError
 from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
-from api.transport import peer_uid
+from api.transport import HANDSHAKE_LIMIT, handshake_proof, peer_uid
 
 from .context import Connection, Context
 from .faults import crash_point
@@ -35,12 +36,17 @@ async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
         if uid == os.getuid():
             return True
         reason = f"connection from uid {uid} refused"
-    else:
+    else:  # the handshake of api.transport.tcp_handshake, the listener's side
         try:
-            first = decode(await conn.read_line(ctx.request_budget))
+            hello = decode(await conn.read_line(None, HANDSHAKE_LIMIT))
+            nonce = secrets.token_hex(16)
+            proof = handshake_proof(ctx.token, "server", str(hello.get("hello", "")))
+            conn.send_now({"proof": proof, "nonce": nonce})
+            answer = decode(await conn.read_line(None, HANDSHAKE_LIMIT))
         except (ProtocolError, ValueError, ConnectionError):
-            first = {}
-        if hmac.compare_digest(str(first.get("token", "")), ctx.token):
+            answer = {}
+        expected = handshake_proof(ctx.token, "client", nonce) if answer else ""
+        if answer and hmac.compare_digest(str(answer.get("proof", "")), expected):
             return True
         reason = "connection without the supervisor's token refused"
     log.warning(reason)
@@ -97,9 +103,10 @@ async def serve_connection(
         if not line:
             return
         message = decode(line)
-        if message.get("v") != PROTOCOL_VERSION:
+        version = message.get("v")
+        if type(version) is not int or version != PROTOCOL_VERSION:
             raise ProtocolError(
-                f"protocol version {message.get('v')!r} is not supported: this supervisor "
+                f"protocol version {version!r} is not supported: this supervisor "
                 f"speaks version {PROTOCOL_VERSION} (restart it with `wave-bash supervisor stop`)"
             )
         op = message.get("op")
@@ -107,6 +114,7 @@ async def serve_connection(
         if handler is None or params_type is None:
             raise ProtocolError(f"unknown operation {op!r}")
         params = parse_params(params_type, message)
+        del line, message  # only the parsed request stays while the handler waits
         watcher = conn.watch_for_close()
         result = await handler(ctx, params, conn)
         crash_point("before_reply")

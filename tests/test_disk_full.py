@@ -178,3 +178,26 @@ def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
     assert (record.status, record.exit_code) == ("failed", 6)
     assert [(n.task_id, n.exit_code) for n in client.notifications()] == [(tid, 6)]
     assert client.notifications() == []
+
+
+def test_a_held_write_that_can_no_longer_be_made_blocks_nothing(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """A read offset held while the disk is full, for a task pruned once space returns:
+    that write is dropped, every other write goes on (it used to block the journal)."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    tid = client.bash("echo done", run_in_background=True).background_task_id
+    assert tid
+    client.wait(tid, timeout=10_000)
+    filler = fill(small_state_dir)
+    assert client.task_output(tid).output == "done"  # its read offset is held
+    assert held_writes(client) > 0
+    filler.unlink()
+    client.gc(older_than=0)  # prunes the task the held offset belongs to
+    wait_until(lambda: held_writes(client) == 0)
+    bg = client.bash("exit 7", run_in_background=True).background_task_id
+    assert bg and client.wait(bg, timeout=10_000).exit_code == 7
+    wait_until(lambda: client.notifications())
+    row = next(r for r in journal_rows(small_state_dir) if r["id"] == bg)
+    assert (row["status"], row["exit_code"]) == ("failed", 7)
+    assert client.status().storage_problem is None

@@ -17,7 +17,7 @@ from conftest import (
 )
 
 from api import Client
-from supervisor.journal import SCHEMA_VERSION, Journal
+from supervisor.journal import SCHEMA_VERSION, Journal, TaskRow
 
 FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.db"
 
@@ -120,3 +120,30 @@ def test_journal_holds_no_environment_values(
     kill_supervisor(state_dir)
     for path in [*state_dir.glob("journal.db*"), *(state_dir / "tasks").glob("*.json")]:
         assert b"s3cr3t-v4lue-0123" not in path.read_bytes(), path
+
+
+def test_a_held_write_that_fails_otherwise_is_dropped_not_kept(tmp_path: Path) -> None:
+    """A held write that fails for another reason than the disk (its task was pruned) is
+    dropped and logged; the held writes beside it still reach the journal."""
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        row = TaskRow(
+            id="t1", command="true", description=None, session="s", cwd="/", shell=None,
+            status="running", owner="background", background_reason="explicit",
+            owner_changed_at=None, exit_code=None, pid=None, pid_start=None, boot_id=None,
+            started_at=1.0, ended_at=None, output_path="/x.log", err_path=None,
+            timeout_ms=None,
+        )  # fmt: skip
+        journal.insert_task(row)
+
+        def doomed(db: sqlite3.Connection) -> None:  # an offset for a task that is gone
+            db.execute("INSERT INTO read_offsets VALUES ('gone', 's', 5)")
+
+        journal._held[("offset", "gone", "s")] = doomed  # as if the disk had refused it
+        row.status, row.exit_code = "failed", 7
+        journal.save_row(row)  # the next write replays what was held first
+        assert journal.held == 0
+        assert journal.get("t1").exit_code == 7  # type: ignore[union-attr]
+        assert journal.read_offset("gone", "s") == 0
+    finally:
+        journal.close()

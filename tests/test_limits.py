@@ -176,3 +176,37 @@ def test_repeated_messages_are_folded_into_one_line_per_burst() -> None:
     now[0] = 61
     again = record("accept failed")
     assert fold.filter(again) and "repeated 1000 more time(s)" in again.getMessage()
+
+
+def test_different_messages_are_not_folded() -> None:
+    fold = RepeatFilter(burst=60, clock=lambda: 0.0)
+
+    def record(task: str) -> logging.LogRecord:
+        return logging.LogRecord("x", logging.INFO, __file__, 1, "task %s ended", (task,), None)
+
+    assert all(fold.filter(record(t)) for t in ("a", "b", "c"))  # three tasks, three lines
+    assert not fold.filter(record("a"))
+
+
+def test_waiting_requests_do_not_keep_their_bytes(state_dir: Path) -> None:
+    """A request with a huge unused field that then waits (TaskOutput on a running task)
+    keeps only its parsed parameters: 30 × 4 MiB waiting used to hold 8 MB each."""
+    pid = start_limited_supervisor(state_dir, 4096, 4096)
+    client = Client(state_dir=state_dir)
+    tid = client.bash("sleep 60", run_in_background=True).background_task_id
+    proc = psutil.Process(pid)
+    base, fds = proc.memory_info().rss, proc.num_fds()
+    padding = "x" * (4 << 20)
+    socks = []
+    try:
+        for _ in range(30):
+            s = connect(state_dir)
+            s.sendall(request("output", {"task_id": tid, "timeout": 20_000, "padding": padding}))
+            socks.append(s)
+        # Each waits on its log with a watcher of its own: a connection and a watcher each.
+        wait_until(lambda: proc.num_fds() >= fds + 60)
+        assert proc.memory_info().rss - base < 60 << 20, (base, proc.memory_info().rss)
+    finally:
+        for s in socks:
+            s.close()
+        client.task_stop(tid or "")

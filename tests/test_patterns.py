@@ -6,6 +6,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import start_bg, wait_until
 
@@ -80,3 +81,41 @@ def test_unfinished_line_matches(client: Client) -> None:
     assert out.status == "running" and time.monotonic() - started < 10
     assert out.output == "Password: "
     client.task_stop(tid)
+
+
+def test_an_enormous_pattern_is_refused_at_once(client: Client, state_dir: Path) -> None:
+    """RE2 bounds the compiled program, not the parsing: a long pattern is refused by its
+    length before any work (a 300 KB one froze the loop for 7 s and kept 3 GB)."""
+    tid = start_bg(client, "true")
+    started = time.monotonic()
+    with pytest.raises(InvalidInputError, match="longer than 1024 characters"):
+        client.task_output(tid, pattern=r"\pL" * 100_000)
+    assert time.monotonic() - started < 2
+
+
+def test_costly_scans_do_not_delay_task_stop(client: Client, state_dir: Path) -> None:
+    """Pattern scans have threads of their own: a TaskStop is not queued behind them."""
+    big = start_bg(client, "head -c 20M /dev/urandom | base64 -w 200; sleep 60")
+    wait_until(lambda: Path(client.tasks()[0].output_path).stat().st_size > 20_000_000, 30)
+    victim = start_bg(client, "sleep 60")
+    scans = [
+        threading.Thread(
+            target=lambda: Client(state_dir=state_dir, session="scan").task_output(
+                big, pattern=r"[\p{L}\p{N}]{300}q", timeout=15_000, offset=0
+            )
+        )
+        for _ in range(6)
+    ]
+    supervisor = psutil.Process(client.status().pid or 0)
+    busy_from = sum(supervisor.cpu_times()[:2])
+    for t in scans:
+        t.start()
+    try:
+        wait_until(lambda: sum(supervisor.cpu_times()[:2]) > busy_from + 1)  # scans under way
+        started = time.monotonic()
+        assert client.task_stop(victim).status == "killed"
+        assert time.monotonic() - started < 5  # was 58 s behind the scans
+    finally:
+        client.task_stop(big)
+        for t in scans:
+            t.join(30)

@@ -5,16 +5,20 @@ Forced here with ``WAVE_TRANSPORT=tcp``; everything above the transport is uncha
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import start_bg, supervisor_pids, task_alive
+from conftest import kill_supervisor, start_bg, supervisor_pids, task_alive
 
 from api import Client
+from api.errors import ForbiddenError
 from api.protocol import encode, request
+from api.transport import handshake_proof
 
 
 @pytest.fixture
@@ -46,14 +50,88 @@ def test_commands_work_over_tcp(tcp_client: Client, state_dir: Path) -> None:
     assert [addr.ip for addr in listening] == ["127.0.0.1"]  # loopback only
 
 
+def _handshake(port: int, proof_of: str | None, *then: bytes) -> list[dict[str, object]]:
+    """Say hello, answer the server's nonce with a proof from ``proof_of`` (a token, or
+    None for a wrong proof), send ``then``; returns every line the server sent."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(encode({"hello": "n1"}))
+        lines = s.makefile("rb")
+        first = json.loads(lines.readline())
+        proof = handshake_proof(proof_of, "client", first["nonce"]) if proof_of else "wrong"
+        s.sendall(encode({"proof": proof}))
+        for line in then:
+            s.sendall(line)
+        return [first, *(json.loads(line) for line in lines)]
+
+
 def test_tcp_needs_the_token(tcp_client: Client, state_dir: Path) -> None:
     tcp_client.status()
+    endpoint = json.loads((state_dir / "supervisor.tcp").read_text())
+    port, token = endpoint["port"], endpoint["token"]
+    first, refused = _handshake(port, None, request("status", {}))
+    assert first["proof"] == handshake_proof(token, "server", "n1")  # it proved itself
+    assert refused["type"] == "error" and refused["code"] == "forbidden"
+    answer = _handshake(port, token, request("status", {}))[-1]
+    assert answer["type"] == "result"
+    for first_line in (encode({"token": token}), request("status", {})):  # the old way
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(first_line)
+            s.shutdown(socket.SHUT_WR)
+            replies = [json.loads(line) for line in s.makefile("rb")]
+        assert replies[-1]["code"] == "forbidden"
+
+
+def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
+    tcp_client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor died and left supervisor.tcp; another user listens on its port. The
+    client must refuse it before sending the token, the request or the environment."""
+    if os.getuid() != 0:
+        pytest.skip("acting as another uid needs root (CI runs as root)")
+    tcp_client.status()
     port = json.loads((state_dir / "supervisor.tcp").read_text())["port"]
-    for first in (encode({"token": "wrong"}), request("status", {})):
-        answer = _ask(port, first)
-        assert answer["type"] == "error" and answer["code"] == "forbidden"
+    kill_supervisor(state_dir)
+    ready_r, ready_w = os.pipe()
+    got_r, got_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the squatter: system calls only
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            srv = socket.socket()
+            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            srv.bind(("127.0.0.1", port))
+            srv.listen(4)
+            os.write(ready_w, b"1")
+            conn, _ = srv.accept()
+            conn.settimeout(5)
+            got = b""
+            conn.sendall(b'{"proof":"made-up","nonce":"x"}\n')
+            with contextlib.suppress(OSError):
+                while chunk := conn.recv(65536):
+                    got += chunk
+            os.write(got_w, got or b"-")
+        except BaseException as exc:
+            os.write(ready_w, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(ready_w)
+    os.close(got_w)
+    try:
+        assert os.read(ready_r, 200) == b"1"
+        monkeypatch.setenv("MY_SECRET", "hunter2")
+        with pytest.raises(ForbiddenError, match="does not know this state dir's token"):
+            Client(state_dir=state_dir, session="tcp").bash("echo hi")
+        got = os.read(got_r, 65536)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        os.close(got_r)
     token = json.loads((state_dir / "supervisor.tcp").read_text())["token"]
-    assert _ask(port, encode({"token": token}), request("status", {}))["type"] == "result"
+    assert b"hunter2" not in got and token.encode() not in got and b"echo hi" not in got
+    assert json.loads(got)["hello"]  # a nonce, nothing else
 
 
 def test_graceful_stop_removes_the_endpoint(tcp_client: Client, state_dir: Path) -> None:

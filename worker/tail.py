@@ -45,6 +45,9 @@ def file_size(path: Path | str) -> int:
 
 PATTERN_MAX_MEM = 8 << 20
 """Bytes RE2 may use for one compiled pattern (its default): a bigger one is refused."""
+PATTERN_MAX_CHARS = 1024
+"""The longest pattern accepted: RE2 bounds the compiled program, not the parsing, and a
+model's pattern is a line, not a page."""
 
 
 def compile_pattern(pattern: str) -> Any:
@@ -56,6 +59,8 @@ def compile_pattern(pattern: str) -> Any:
         ValueError: the pattern is invalid or uses what RE2 does not offer
             (backreferences, lookaround), said in plain words.
     """
+    if len(pattern) > PATTERN_MAX_CHARS:
+        raise ValueError(f"it is longer than {PATTERN_MAX_CHARS} characters")
     options = re2.Options()
     options.log_errors = False
     options.max_mem = PATTERN_MAX_MEM
@@ -77,7 +82,8 @@ class PatternScanner:
     :meth:`cancel` makes it return at the next chunk.
     """
 
-    CHUNK = 1024 * 1024
+    CHUNK = 256 * 1024
+    """Bytes matched at a time: the scan stops within one chunk once cancelled."""
 
     def __init__(self, path: Path | str, pattern: Any, start: int) -> None:
         self.path = path

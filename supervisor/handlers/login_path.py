@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from api.errors import ShellNotFoundError
+from api.errors import InvalidInputError, ShellNotFoundError
 from api.protocol import LoginPathParams
 from worker import NoShellError, probe_login_path, resolve_shell
 
@@ -17,6 +17,9 @@ supervisor, however many hosts or remote bridges ask."""
 
 
 async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str, str | None]:
+    for name, value in p.env.items():  # as a command's environment must be
+        if "=" in name or "\0" in name or "\0" in value or not _encodable(name + value):
+            raise InvalidInputError(f"cannot pass this environment on: bad entry {name!r}")
     try:
         shell = resolve_shell(p.env)
     except NoShellError as exc:
@@ -28,3 +31,11 @@ async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str
             probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000, windows
         )
     return {"path": _probed[key], "shell": shell.path}
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True

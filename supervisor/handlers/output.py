@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from api.errors import InvalidInputError, TaskNotFoundError
 from api.models import TaskOutputResult
@@ -15,12 +17,23 @@ from .. import views
 from ..context import Connection, Context
 from ..tasks import LiveTask
 
+T = TypeVar("T")
 
-def _compile(pattern: str | None) -> Any:
+
+PATTERN_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pattern")
+"""Compiling and matching patterns happens here, off the event loop and apart from the
+default pool (which stops use): costly patterns only ever wait for each other."""
+
+
+async def _in_pattern_thread(func: Callable[..., T], *args: Any) -> T:
+    return await asyncio.get_running_loop().run_in_executor(PATTERN_THREADS, func, *args)
+
+
+async def _compile(pattern: str | None) -> Any:
     if pattern is None:
         return None
     try:
-        return compile_pattern(pattern)
+        return await _in_pattern_thread(compile_pattern, pattern)
     except ValueError as exc:
         raise InvalidInputError(
             f"pattern is not a valid regular expression here: {exc} (RE2 syntax, matched in "
@@ -42,9 +55,11 @@ async def _wait(
 
     def wake(_: object) -> None:
         stop.set()
+        if scanner is not None:
+            scanner.cancel()  # the task ended or the caller left: no need to look further
 
     async def matched() -> bool:
-        return scanner is not None and await asyncio.to_thread(scanner.scan, file_size(path))
+        return scanner is not None and await _in_pattern_thread(scanner.scan, file_size(path))
 
     async def watch() -> None:
         if await matched():
@@ -68,17 +83,18 @@ async def _wait(
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
     timeout_ms = p.timeout or 0.0
-    pattern = _compile(p.pattern)
+    pattern = await _compile(p.pattern)
     row = ctx.journal.get(p.task_id)
     if row is None:
         raise TaskNotFoundError(p.task_id)
     stored = p.offset is None
-    start = ctx.journal.read_offset(row.id, p.session) if stored else max(0, p.offset or 0)
+    start = ctx.journal.read_offset(row.id, p.session) if stored else (p.offset or 0)
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
         await _wait(task, start, pattern, timeout_ms / 1000, conn)
         row = task.row
     end = file_size(row.output_path)
+    start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
     excerpt = views.log_excerpt(row.output_path, start=start, end=end)
     if stored and end > start:
         ctx.journal.set_read_offset(row.id, p.session, end)
