@@ -368,6 +368,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ERROR_EXIT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`wave-bash schema | head -1`)
+        _quiet_stdout()
+        return 0
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so Python's final flush has nowhere to fail."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

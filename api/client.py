@@ -185,6 +185,7 @@ class Client:
                 separate_stderr=separate_stderr,
                 umask=_current_umask(),
                 request_key=uuid.uuid4().hex,
+                cwd_fallback=self.follow_cd,
             )
             wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
             patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)
@@ -382,8 +383,8 @@ class Client:
             except ForbiddenError:
                 raise
             except SupervisorUnavailableError as exc:  # could not start one (yet)
-                if self.remote is not None and not started:
-                    raise  # ssh itself failed: nothing was sent
+                if (self.remote is not None or not self.autostart) and not started:
+                    raise  # ssh itself failed, or none runs and none may be started
                 failure = exc
             if epoch != self._abort_epoch:
                 raise SupervisorUnavailableError(

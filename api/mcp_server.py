@@ -85,7 +85,10 @@ class WaveMcp:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[types.Tool.model_validate(t) for t in tool_definitions("mcp")]
+            tools=[
+                types.Tool.model_validate(t)
+                for t in tool_definitions("mcp", follow_cd=self.client.follow_cd)
+            ]
         )
 
     async def call_tool(

@@ -26,6 +26,7 @@ from pydantic import (
     StrictStr,
     TypeAdapter,
     ValidationError,
+    model_validator,
 )
 
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
@@ -73,9 +74,17 @@ _SESSION: TypeAdapter[str] = TypeAdapter(SessionName)
 
 
 class Params(BaseModel):
-    """Base of request parameters: unknown keys ignored so newer clients stay compatible."""
+    """Base of request parameters: unknown keys ignored so newer clients stay compatible;
+    ``null`` means "not given" for every parameter (``{"block": null}`` is the default)."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_not_given(cls, data: Any) -> Any:
+        if isinstance(data, dict) and None in data.values():
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
     session: SessionName = DEFAULT_SESSION
 
@@ -93,6 +102,9 @@ class RunParams(Params):
     separate_stderr: StrictBool = False
     umask: Annotated[StrictInt, Field(ge=0, le=0o777)] | None = None
     """The caller's umask, so files the command creates get the caller's permissions."""
+    cwd_fallback: StrictBool = False
+    """When ``cwd`` no longer exists (a followed ``cd`` into a directory deleted since),
+    start in its nearest existing ancestor and say so, instead of refusing."""
     request_key: PrintableText | None = None
     """The caller's unique key for this request: the same request sent again (after the
     supervisor went away) attaches to the task the first one started, never a second."""

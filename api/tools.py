@@ -121,8 +121,8 @@ def _task_stop_schema() -> dict[str, Any]:
         "type": "object",
         "properties": {
             "task_id": {"type": "string", "description": "The ID of the task to stop"},
-            "shell_id": {"type": "string", "description": "Deprecated: use task_id"},
         },
+        "required": ["task_id"],  # the older `shell_id` is still accepted, not advertised
     }
 
 
@@ -133,12 +133,25 @@ _TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
-def tool_definitions(format: ToolFormat = "anthropic") -> list[dict[str, Any]]:
+FRESH_SHELL_LINE = (
+    "- Each call starts a new shell: variables, functions and `cd` do not carry over."
+)
+FOLLOW_CD_LINE = (
+    "- Each call starts a new shell, in the directory where the previous command ended: a "
+    "`cd` carries over to the next call; variables and functions do not."
+)
+
+
+def tool_definitions(
+    format: ToolFormat = "anthropic", *, follow_cd: bool = False
+) -> list[dict[str, Any]]:
     """The Bash, TaskOutput and TaskStop tool definitions in a provider's format.
 
     Args:
         format: ``"anthropic"`` (``input_schema``), ``"openai"`` (function tools with
             ``parameters``) or ``"mcp"`` (``inputSchema``).
+        follow_cd: the host starts each command where the previous one ended (the
+            Bash description then says that ``cd`` carries over).
 
     Returns:
         A fresh list of plain dicts, safe to modify.
@@ -146,6 +159,8 @@ def tool_definitions(format: ToolFormat = "anthropic") -> list[dict[str, Any]]:
     tools = []
     for name, description, schema in _TOOLS:
         schema = copy.deepcopy(schema)
+        if follow_cd and name == BASH_TOOL:
+            description = description.replace(FRESH_SHELL_LINE, FOLLOW_CD_LINE)
         if format == "anthropic":
             tools.append({"name": name, "description": description, "input_schema": schema})
         elif format == "openai":

@@ -71,6 +71,17 @@ def status_for(exit_code: int | None, stopped: bool) -> str:
     return "completed" if exit_code == 0 else "failed"
 
 
+def nearest_existing_dir(path: str) -> str:
+    """``path`` itself or its nearest ancestor that is a directory (``/`` at worst)."""
+    current = os.path.normpath(path)
+    while not os.path.isdir(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
 def write_meta(path: Path, row: TaskRow) -> None:
     """The task's own record of what was asked (mode 0600; no environment values)."""
     data = json.dumps(vars(row)).encode()  # a flat dataclass: vars() is asdict() without copies
@@ -161,6 +172,8 @@ class LiveTask:
     backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
     attached: int = 0
     """Foreground callers waiting on this task right now."""
+    cwd_note: str | None = None
+    """Said in its result: it ran elsewhere than asked, its directory being gone."""
     storage_note: str | None = None
     """Why the state dir could not record this task's end, said in its result."""
     final_cwd: str | None = None
@@ -217,8 +230,16 @@ class TaskManager:
         Raises:
             InvalidInputError: bad cwd; ShellNotFoundError: no bash/zsh; SpawnError.
         """
+        cwd_note = None
         if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
-            raise InvalidInputError(f"working directory does not exist: {p.cwd}")
+            if not (p.cwd_fallback and os.path.isabs(p.cwd)):
+                raise InvalidInputError(f"working directory does not exist: {p.cwd}")
+            existing = nearest_existing_dir(p.cwd)
+            cwd_note = (
+                f"Note: the working directory {p.cwd} no longer exists; "
+                f"this command ran in {existing}."
+            )
+            p = p.model_copy(update={"cwd": existing})
         try:
             shell, monitor_bash = _shells(
                 p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
@@ -280,6 +301,7 @@ class TaskManager:
         row.pid = monitor.pid
         self.unrecorded.add(task_id)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), child=True)
+        task.cwd_note = cwd_note
         self.live[task_id] = task
         self._watch(task)
         self.standby.prepare(key, self._new_id())  # while this command runs

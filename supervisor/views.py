@@ -92,11 +92,17 @@ def finished_result(task: LiveTask) -> BashResult:
         exit_code=code,
         output_path=row.output_path,
         truncated=out.truncated or err.truncated,
-        cwd=task.final_cwd,
+        cwd=task.final_cwd or (row.cwd if task.cwd_note else None),
         duration_ms=_duration_ms(task),
-        message=f"{message}\n{task.storage_note}" if task.storage_note else message,
+        message=_with_notes(task, message),
         error=task.storage_note,
     )
+
+
+def _with_notes(task: LiveTask, message: str) -> str:
+    """A result's text with what the model must know beside the output, one line each."""
+    lines = [task.cwd_note, message, task.storage_note]
+    return "\n".join(line for line in lines if line)
 
 
 def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
@@ -129,10 +135,11 @@ def backgrounded_result(task: LiveTask, timeout_ms: float | None = None) -> Bash
         message = texts.background_started_text(row.id, path)
     return BashResult(
         success=True,
+        cwd=row.cwd if task.cwd_note else None,
         background_task_id=row.id,
         backgrounded_by_user=reason == "user",
         assistant_auto_backgrounded=reason == "timeout",
         output_path=path,
         duration_ms=_duration_ms(task),
-        message=message,
+        message=_with_notes(task, message),
     )

@@ -61,7 +61,7 @@ def test_small_output_is_untouched() -> None:
 
 def _big_log(path: Path, size: int) -> None:
     with open(path, "wb") as fh:
-        fh.write(b"FIRST LINE\n")
+        fh.write(b"FIRST LINE\n" + b"some text\n" * 1000)  # text where binary is judged
         fh.truncate(size - 11)  # sparse middle: NUL bytes, as cheap to create as to skip
         fh.seek(size - 11)
         fh.write(b"\nLAST LINE\n")

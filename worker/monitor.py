@@ -30,23 +30,27 @@ GO_MARK = "__wave_go=1"
 """The last line of complete instructions (a truncated write never runs anything)."""
 
 # $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell).
-# Instructions on stdin set __wave_cwd, __wave_cmd and, last, __wave_go. `.` reads a pipe
+# Instructions on stdin set __wave_cwd, __wave_pre (the job's own settings: cwd capture
+# trap, umask, descriptor limit), __wave_cmd and, last, __wave_go. `.` reads a pipe
 # to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
 # The exit record is written over the placeholder the supervisor reserved (`1<>`: no
 # truncation), so it needs no new disk block: it is written even on a full disk.
-# `eval "unset __wave_cmd; set +m --; $__wave_cmd"` expands the command before eval runs,
-# so it starts with no helper variable, no positional parameter and no job-control flag.
-BASH_MONITOR_SCRIPT = """unset __wave_go
+# `eval "set --; $1"` expands the command before eval runs, so it starts with no helper
+# variable, no positional parameter and no job-control flag.
+# The job is started from the script's first line (a loop whose second pass starts it):
+# an eval counts lines from the line it is on, so the command's own line numbers start
+# at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
+BASH_MONITOR_SCRIPT = """unset __wave_go; while :; do if [ "$__wave_go" = 2 ]; then if [ -z "$2" ]; then ( eval "$__wave_pre"; set +m -- "$__wave_cmd"; unset __wave_cmd __wave_go __wave_pre; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "$__wave_go" = 1 ] || exit 0
 exec </dev/null
 cd -- "$__wave_cwd" || { printf '127\\n' 1<> "$1"; exit 127; }
-unset __wave_go __wave_cwd
+unset __wave_cwd
 set -m
 exec 3>&1 4>&2 >/dev/null 2>&1
-if [ -z "$2" ]; then ( eval "unset __wave_cmd; set +m --; $__wave_cmd" ) 1>&3 2>&4 3>&- 4>&- &
-else "$2" -c "$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi
+__wave_go=2
+done
 exec 3>&- 4>&-
 umask 077
 wait $!
@@ -68,9 +72,41 @@ def monitor_instructions(
     monitor with ``.`` and by the Python monitor with ``shlex``."""
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
-    payload = build_payload(command, cwd_file, umask, windows, open_files=open_files)
-    text = f"__wave_cwd={shlex.quote(cwd)}\n__wave_cmd={shlex.quote(payload)}\n{GO_MARK}\n"
+    prelude = build_prelude(cwd_file, umask, windows, open_files=open_files)
+    text = (
+        f"__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
+        f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
+    )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
+
+
+def build_prelude(
+    cwd_file: str | None,
+    umask: int | None = None,
+    windows: bool = False,
+    *,
+    open_files: int | None = None,
+) -> str:
+    """The job's settings, one line run before its command: an EXIT trap capturing
+    ``pwd -P``, the caller's umask and the soft descriptor limit commands get.
+
+    The trap also runs after ``exit N`` (keeping N) and writes nothing when the
+    directory is gone; it never changes the command's status.
+    """
+    parts = []
+    if cwd_file is not None:
+        if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
+            cwd_file = windows_to_posix_path(cwd_file)
+        # umask 077: the file is private; the shell is exiting, nothing else sees it.
+        # Errors silenced before the redirection is tried: an unwritable or full tasks
+        # dir must not add a line to the command's output.
+        capture = f"umask 077; pwd -P 2>/dev/null >| {shlex.quote(cwd_file)}"
+        parts.append(f"trap {shlex.quote(capture)} EXIT")
+    if umask is not None:
+        parts.append(f"umask {umask:04o}")
+    if open_files is not None:
+        parts.append(f"ulimit -Sn {int(open_files)} 2>/dev/null")
+    return "; ".join(parts)
 
 
 def build_payload(
@@ -81,26 +117,10 @@ def build_payload(
     *,
     open_files: int | None = None,
 ) -> str:
-    """The shell text the job runs: the command, plus an EXIT trap capturing ``pwd -P``,
-    the caller's umask and the soft descriptor limit commands get.
-
-    The trap also runs after ``exit N`` (keeping N) and writes nothing when the
-    directory is gone; it never changes the command's status.
-    """
-    lines = []
-    if cwd_file is not None:
-        if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
-            cwd_file = windows_to_posix_path(cwd_file)
-        # umask 077: the file is private; the shell is exiting, nothing else sees it.
-        # Errors silenced before the redirection is tried: an unwritable or full tasks
-        # dir must not add a line to the command's output.
-        capture = f"umask 077; pwd -P 2>/dev/null >| {shlex.quote(cwd_file)}"
-        lines.append(f"trap {shlex.quote(capture)} EXIT")
-    if umask is not None:
-        lines.append(f"umask {umask:04o}")
-    if open_files is not None:
-        lines.append(f"ulimit -Sn {int(open_files)} 2>/dev/null")
-    return "\n".join([*lines, command])
+    """The prelude and the command as one ``-c`` text (zsh, the Python monitor), the
+    prelude on the command's first line so that its line numbers stay its own."""
+    prelude = build_prelude(cwd_file, umask, windows, open_files=open_files)
+    return f"{prelude}; {command}" if prelude else command
 
 
 def monitor_argv(

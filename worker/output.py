@@ -131,6 +131,28 @@ def _drop_partial_first_line(text: str) -> str:
     return text[cut + 1 :] if 0 <= cut < len(text) - 1 else text
 
 
+BINARY_SAMPLE_BYTES = 8192
+"""How much of an output is looked at to tell binary from text."""
+BINARY_MIN_BYTES = 64
+"""Shorter output is always shown as text."""
+BINARY_SHARE = 0.3
+"""An output is binary when this share of its sample is not text."""
+_NOT_TEXT = re.compile(rb"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")
+
+
+def looks_binary(sample: bytes) -> bool:
+    """Whether bytes are mostly not text: controls no terminal shows, or invalid UTF-8."""
+    if len(sample) < BINARY_MIN_BYTES:  # too little to judge: shown as text
+        return False
+    invalid = sample.decode("utf-8", errors="replace").count("\ufffd")
+    return len(_NOT_TEXT.findall(sample)) + invalid > BINARY_SHARE * len(sample)
+
+
+def binary_note(size: int, path: str) -> str:
+    """What a model sees instead of binary output: its size and where it is."""
+    return f"[binary output, {size} bytes: not shown; full output: {path}]"
+
+
 def read_excerpt(
     path: Path | str,
     max_chars: int,
@@ -142,13 +164,17 @@ def read_excerpt(
     """Cleaned output of ``path[start:end]`` within ``max_chars`` characters (SPEC O2, O3).
 
     Only the head and the tail of a large log are read, so a 1 GiB log costs about what a
-    1 MiB one does. Characters omitted from the middle are counted exactly for logs read
+    1 MiB one does. Output that is mostly not text (``head -c 4096 /dev/urandom``) is
+    replaced by one line with its size and path. Characters omitted from the middle are counted exactly for logs read
     whole, and as raw bytes for larger ones.
     """
     shown = shown_path or str(path)
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size if end is None else end
         span = max(0, size - start)
+        fh.seek(start)
+        if looks_binary(fh.read(min(span, BINARY_SAMPLE_BYTES))):
+            return Excerpt(binary_note(span, shown), True, span)
         if span <= WHOLE_READ_BYTES:
             fh.seek(start)
             text = clean_bytes(fh.read(span)).strip("\n")

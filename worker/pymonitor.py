@@ -42,7 +42,8 @@ def main(argv: list[str]) -> int:
     )
     try:
         proc = subprocess.Popen(
-            [shell, "-c", fields["__wave_cmd"]], stdin=subprocess.DEVNULL, close_fds=True,
+            [shell, "-c", "; ".join(filter(None, (fields.get("__wave_pre"), fields["__wave_cmd"])))],
+            stdin=subprocess.DEVNULL, close_fds=True,
             cwd=fields["__wave_cwd"], **group,
         )  # fmt: skip
     except OSError as exc:  # no such directory (or shell): as bash's failed `cd`

@@ -16,7 +16,22 @@ from typing import Any
 from .monitor import monitor_argv, monitor_instructions
 from .shell import Shell
 
-NON_INTERACTIVE_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+NO_EDITOR = (
+    "sh -c 'echo \"wave-bash: no editor can open here (no terminal): give the text on the"
+    " command line instead, e.g. git commit -m MESSAGE\" >&2; exit 1' wave-bash-no-editor"
+)
+"""An editor that fails at once with one line saying why: ``git commit`` without ``-m``
+must not open vim on a log file and wait."""
+
+NON_INTERACTIVE_DEFAULTS = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "EDITOR": NO_EDITOR,
+    "VISUAL": NO_EDITOR,
+    "GIT_EDITOR": NO_EDITOR,
+    "GIT_SEQUENCE_EDITOR": NO_EDITOR,
+}
 """Set for every command unless the caller's environment already sets them (SPEC E2)."""
 
 LOG_MODE = 0o600

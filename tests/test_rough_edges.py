@@ -1,0 +1,122 @@
+"""Rough edges real hosts hit (issue 12 §5, §7, §8)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, start_bg
+from mcp import ClientSession
+from test_mcp import run, text
+
+from api import Client, tool_definitions
+
+
+def test_follow_cd_into_a_deleted_directory_recovers(state_dir: Path, tmp_path: Path) -> None:
+    client = Client(state_dir=state_dir, cwd=tmp_path, follow_cd=True)
+    gone = tmp_path / "a" / "b"
+    gone.mkdir(parents=True)
+    assert client.bash(f"cd {gone}").cwd == str(gone)
+    shutil.rmtree(tmp_path / "a")
+    r = client.bash("pwd")
+    assert r.success and r.stdout == str(tmp_path)  # the nearest existing ancestor
+    assert r.message.splitlines()[0] == (
+        f"Note: the working directory {gone} no longer exists; this command ran in {tmp_path}."
+    )
+    assert client.cwd == str(tmp_path)
+    assert client.bash("cd /; pwd").stdout == "/"  # and cd works again
+    gone.mkdir(parents=True)
+    client.bash(f"cd {gone}")
+    shutil.rmtree(tmp_path / "a")
+    bg = client.bash("pwd", run_in_background=True)
+    assert bg.success and bg.background_task_id and "no longer exists" in bg.message
+    # Without --follow-cd a missing directory is still an error: the caller named it.
+    r = Client(state_dir=state_dir, cwd=gone).bash("pwd")
+    assert not r.success and "does not exist" in (r.error or "")
+
+
+def test_follow_cd_is_in_the_tool_description(state_dir: Path) -> None:
+    listed = run(state_dir, lambda s: s.list_tools(), "--session", "t", "--follow-cd")
+    bash = next(t for t in listed.tools if t.name == "Bash")
+    assert "`cd` carries over" in (bash.description or "")
+    plain = next(t for t in tool_definitions("mcp") if t["name"] == "Bash")
+    assert "`cd` do not carry over" in plain["description"]
+
+
+def test_null_means_not_given_and_task_stop_requires_task_id(state_dir: Path) -> None:
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "echo out")
+    client.wait(tid, timeout=10_000)
+    out = client.call_tool("TaskOutput", {"task_id": tid, "block": None, "timeout": None})
+    assert out["output"] == "out"
+    stop = next(t for t in tool_definitions("openai") if t["function"]["name"] == "TaskStop")
+    params = stop["function"]["parameters"]
+    assert params["required"] == ["task_id"] and set(params["properties"]) == {"task_id"}
+    sleeper = start_bg(client, "sleep 60")
+    assert client.call_tool("TaskStop", {"shell_id": sleeper})["status"] == "killed"
+
+    async def scenario(s: ClientSession) -> str:
+        return text(await s.call_tool("TaskOutput", {"task_id": tid, "block": None}))
+
+    assert "Status: completed" in run(state_dir, scenario, "--session", "t")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
+    client = Client(state_dir=state_dir, env={**os.environ, "WAVE_SHELL": shell})
+    missing = client.bash("sudo_not_here_xyz").stdout
+    second = client.bash("true\nsudo_not_here_xyz").stdout
+    if shell == "bash":
+        assert missing == "bash: line 1: sudo_not_here_xyz: command not found"
+        assert second == "bash: line 2: sudo_not_here_xyz: command not found"
+        syntax = client.bash("echo (").stdout
+        assert "line 1: syntax error" in syntax and "__wave" not in syntax
+    else:
+        assert missing == "zsh:1: command not found: sudo_not_here_xyz"
+        assert second == "zsh:2: command not found: sudo_not_here_xyz"
+
+
+def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if "EDITOR" not in k and k != "VISUAL"}
+    env |= {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@b", "HOME": str(tmp_path)}  # fmt: skip
+    client = Client(state_dir=state_dir, cwd=tmp_path, env=env)
+    started = time.monotonic()
+    r = client.bash("git init -q . && touch f && git add f && git commit -q")
+    assert time.monotonic() - started < 10 and r.exit_code != 0
+    assert "no editor can open here" in r.stdout and "~" not in r.stdout.splitlines()
+    own = client.bash("echo $EDITOR", run_in_background=False)
+    assert "wave-bash-no-editor" in own.stdout
+    mine = Client(state_dir=state_dir, env={**env, "EDITOR": "nano"}).bash("echo $EDITOR")
+    assert mine.stdout == "nano"  # the caller's own choice stands
+
+
+def test_binary_output_is_one_line(state_dir: Path) -> None:
+    client = Client(state_dir=state_dir)
+    r = client.bash("head -c 4096 /dev/urandom")
+    assert r.stdout == f"[binary output, 4096 bytes: not shown; full output: {r.output_path}]"
+    listing = client.bash('for i in $(seq 1 20); do printf "file_$i.txt\\0"; done').stdout
+    assert listing.startswith("file_1.txtfile_2.txt")  # `find -print0`: text with NULs
+
+
+def test_notice_of_a_huge_command_is_short(state_dir: Path) -> None:
+    client = Client(state_dir=state_dir)
+    heredoc = "cat > /dev/null <<'EOF'\n" + "x" * 100_000 + "\nEOF"
+    tid = start_bg(client, heredoc)
+    client.wait(tid, timeout=10_000)
+    (notice,) = client.notifications()
+    assert len(notice.message) < 400 and len(notice.command) <= 200
+    assert "cat > /dev/null <<'EOF' …" in notice.message
+
+
+def test_cli_exits_quietly_when_its_reader_goes_away() -> None:
+    r = subprocess.run(
+        f"{sys.executable} -m api.cli schema | head -1", shell=True, capture_output=True,
+        text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert r.stdout == "[\n" and r.stderr == ""
