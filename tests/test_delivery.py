@@ -14,12 +14,14 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import mcp_types as types
 from conftest import REPO, ask_supervisor, kill_supervisor, start_bg, supervisor_pids, wait_until
 from mcp import ClientSession
 from test_mcp import run, text
 
 from api import Client, Notice
+from api.mcp_server import HostStdout, WaveMcp
 
 
 def test_notices_are_in_structured_content_too(state_dir: Path) -> None:
@@ -237,3 +239,37 @@ def test_a_call_that_gives_up_names_its_task(state_dir: Path) -> None:
     assert box, "the call did not give up"
     message = str(box[0])
     assert started[0] in message and "may still be running" in message
+
+
+def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir: Path) -> None:
+    """The host's end of stdout closed: the result carrying the notice cannot be written,
+    so the notice goes back to the session; one written to a live pipe is delivered."""
+    client = Client(state_dir=state_dir, session="w")
+
+    async def deliver_through(pipe_alive: bool) -> list[str]:
+        tid = start_bg(client, "true")
+        client.wait(tid, timeout=10_000)
+        handlers = WaveMcp(client)
+        claim = await handlers._claim_notices(request_id=7)
+        assert claim is not None and [n.task_id for n in claim.notices] == [tid]
+        read_fd, write_fd = os.pipe()
+        if not pipe_alive:
+            os.close(read_fd)  # the host is gone
+        raw = open(write_fd, "w")  # noqa: SIM115 - closed below, after a failed flush too
+        out = HostStdout(anyio.wrap_file(raw), handlers.written, handlers.gone)
+        line = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}) + "\n"
+        try:
+            await out.write(line)
+            await out.flush()
+        except BrokenPipeError:
+            assert not pipe_alive
+        else:
+            assert pipe_alive
+            os.close(read_fd)
+        finally:
+            with contextlib.suppress(OSError):
+                raw.close()
+        return [n.task_id for n in client.notifications()]
+
+    assert len(anyio.run(deliver_through, False)) == 1  # not written: given back
+    assert anyio.run(deliver_through, True) == []  # written: delivered, never again
