@@ -15,10 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+import pytest
 from conftest import supervisor_pids, wait_until
 
 from api import Client
+from api.paths import StateLayout
 from api.protocol import request
+from supervisor import logs
 from supervisor.logs import RepeatFilter
 
 
@@ -210,3 +213,21 @@ def test_waiting_requests_do_not_keep_their_bytes(state_dir: Path) -> None:
         for s in socks:
             s.close()
         client.task_stop(tid or "")
+
+
+def test_supervisor_log_is_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "LOG_MAX_BYTES", 4000)
+    root = logging.getLogger()
+    before = list(root.handlers)
+    logs.setup_logging(StateLayout(tmp_path))
+    (handler,) = [h for h in root.handlers if h not in before]
+    try:
+        log = logging.getLogger("supervisor.test")
+        for i in range(500):  # distinct lines: none folded
+            log.warning("line %d of a flood %s", i, "x" * 40)
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+    sizes = {p.name: p.stat().st_size for p in tmp_path.glob("supervisor.log*")}
+    assert set(sizes) == {"supervisor.log", "supervisor.log.1", "supervisor.log.2"}
+    assert all(size <= 4000 for size in sizes.values())

@@ -197,3 +197,10 @@ def test_finished_tasks_past_retention_are_pruned_automatically(
     start_supervisor(state_dir, WAVE_RETENTION="0s")  # prunes at start, then hourly
     assert client.tasks(all=True) == []
     assert not list((state_dir / "tasks").glob(f"{tid}.*"))
+
+
+def test_background_tasks_leave_no_cwd_file(client: Client, state_dir: Path) -> None:
+    ids = [start_bg(client, f"cd /tmp; exit {i % 3}") for i in range(20)]
+    for task_id in ids:
+        client.wait(task_id, timeout=10_000)
+    assert list((state_dir / "tasks").glob("*.cwd")) == []
