@@ -38,6 +38,10 @@ def task_table(records: list[TaskRecord]) -> str:
     for r in records:
         owner = r.owner if r.owner == "foreground" else f"bg:{r.background_reason}"
         status = r.status if r.exit_code is None else f"{r.status}({r.exit_code})"
+        if r.leftover_processes:  # ended, but what it started still runs
+            status += f"+{r.leftover_processes} running"
+        elif r.monitor_lost:
+            status += " (monitor lost)"
         age = int((now - r.started_at).total_seconds())
         rows.append((r.id, status, owner, _age(age), r.command.replace("\n", " ")[:60]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]

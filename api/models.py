@@ -182,7 +182,15 @@ class TaskRecord(ContractModel):
     cwd: str
     end_reason: str | None = None
     """Why it ended when the exit code does not say: ``stopped``, ``timeout`` (a ``sleep``
-    past its timeout), ``log_cap``, ``monitor_lost``, ``host_restart``."""
+    past its timeout), ``log_cap``, ``memory_limit``, ``monitor_lost``, ``host_restart``."""
+    leftover_processes: int = 0
+    """Processes it started that still run although it ended (TaskStop stops them)."""
+    monitor_lost: bool = False
+    """Running, but its monitor was killed: it ends (``lost``) when its processes do."""
+    cpu_seconds: float | None = None
+    """CPU time of all its processes, where cgroups count it (so far, while running)."""
+    peak_memory_bytes: int | None = None
+    """Its processes' peak memory together, where a memory cgroup counts it."""
 
     def __repr__(self) -> str:
         return f"<TaskRecord {self.id} {self.status} {self.owner} {self.command[:30]!r}>"
@@ -219,6 +227,8 @@ class TaskOutputResult(ContractModel):
     output_path: str
     next_offset: int | None = None
     """Byte offset in the log where this read ended (for followers)."""
+    leftover_processes: int = 0
+    """Processes it started that still run although it ended."""
 
 
 class SupervisorStatus(ContractModel):
@@ -232,6 +242,8 @@ class SupervisorStatus(ContractModel):
     version: str | None = None
     running_tasks: int = 0
     started_at: datetime | None = None
+    tracking: str | None = None
+    """How task processes are found: one cgroup per task, or the process table."""
     held_writes: int = 0
     """Journal writes kept in memory because the state dir's disk refused them."""
     storage_problem: str | None = None

@@ -60,6 +60,8 @@ def outcome_text(status: TaskStatus, exit_code: int | None, end_reason: str | No
     if status == "killed":
         if end_reason == "log_cap":
             return "was stopped because its output reached the log size cap"
+        if end_reason == "memory_limit":
+            return "was killed because it reached the task memory limit"
         if end_reason is None and exit_code is not None:
             return f"was killed by signal {exit_code - 128}"
         return "was stopped"
@@ -78,13 +80,23 @@ def notice_text(
     exit_code: int | None,
     output_path: str,
     end_reason: str | None = None,
+    leftovers: int = 0,
 ) -> str:
     """B5: the completion notice of a background task (bounded: a command's first line)."""
     label = description or short_command(command)
     return (
-        f'Background command "{label}" (ID: {task_id}) {outcome_text(status, exit_code, end_reason)}. '
+        f'Background command "{label}" (ID: {task_id}) '
+        f"{outcome_text(status, exit_code, end_reason)}{leftover_text(leftovers)}. "
         f"Output: {output_path}"
     )
+
+
+def leftover_text(count: int) -> str:
+    """What a task that ended left running, as a clause (empty when nothing)."""
+    if count <= 0:
+        return ""
+    these = "process it started is" if count == 1 else "processes it started are"
+    return f"; {count} {these} still running (TaskStop stops them)"
 
 
 NOTICE_LABEL_CHARS = 80
@@ -111,6 +123,7 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
         return str(data["message"])
     status, code = data.get("status"), data.get("exitCode")
     state = f"Status: {status}" + ("" if code is None else f" (exit code {code})")
+    state += leftover_text(int(data.get("leftoverProcesses") or 0))
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
     return f"Task {data.get('id')} {'was stopped' if status == 'killed' else status}. {state}."

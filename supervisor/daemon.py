@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import secrets
@@ -24,6 +25,7 @@ from filelock import FileLock, Timeout
 from api.errors import StateDirError, WaveError
 from api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
 from api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
+from worker import choose_tracker
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
@@ -99,11 +101,20 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
     journal = open_journal(layout)
-    tasks = TaskManager(journal, layout.tasks, command_open_files=before if before != now else None)
+    tracker = choose_tracker(tracker_name(layout.root))
+    tasks = TaskManager(
+        journal, layout.tasks, command_open_files=before if before != now else None,
+        tracker=tracker, memory_limit=settings.task_memory_limit,
+    )  # fmt: skip
+    log.info("tracking task processes by %s", tasks.tracking)
+    if settings.task_memory_limit and (tracker is None or tracker.memory_base is None):
+        log.warning("WAVE_TASK_MEMORY_LIMIT is not enforced: no memory cgroup is usable")
     ctx = Context(layout, journal, tasks, settings, max_connections=connection_cap(settings, now))
     log.info("descriptor limit %s (commands get %s); up to %d connections", now, before,
              ctx.max_connections)  # fmt: skip
     recover(ctx.tasks, settings.attach_grace)
+    if tracker is not None:  # cgroups of tasks that ended while no supervisor watched
+        tracker.tidy(keep={*ctx.tasks.live, *(row.id for row in journal.tasks(running_only=True))})
     remove_leftovers(journal, layout.tasks)
     prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)
@@ -119,6 +130,8 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
     chores.cancel()
     ctx.tasks.standby.discard()
+    if ctx.tasks.tracker is not None:
+        ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
     server.close()
     with contextlib.suppress(OSError):
@@ -164,6 +177,11 @@ def _detach() -> int | None:
         os.dup2(devnull, fd)
     os.close(devnull)
     return write_fd
+
+
+def tracker_name(root: Path) -> str:
+    """The name of a state dir's cgroups (a hash: paths may not fit a cgroup name)."""
+    return hashlib.sha256(os.fsencode(root)).hexdigest()[:12]
 
 
 def raise_open_files_limit() -> tuple[int | None, int | None]:

@@ -134,7 +134,13 @@ CREATE UNIQUE INDEX tasks_by_request_key ON tasks (request_key) WHERE request_ke
 the caller's key of the request that started a task, so a resent request starts
 nothing twice."""
 
-MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3)
+SCHEMA_V4 = """
+ALTER TABLE tasks ADD COLUMN cpu_seconds REAL;
+ALTER TABLE tasks ADD COLUMN peak_memory INTEGER;
+"""
+"""v4: what a task used (CPU time, peak memory), where cgroups count it."""
+
+MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4)
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -165,6 +171,8 @@ class TaskRow:
     timeout_ms: float | None
     end_reason: str | None = None
     request_key: str | None = None
+    cpu_seconds: float | None = None
+    peak_memory: int | None = None
 
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))

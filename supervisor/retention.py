@@ -51,6 +51,7 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
     settings = ctx.settings
     ctx.journal.flush()  # writes held while the disk was full, once it takes them
     ctx.tasks.flush_identities()
+    ctx.tasks.check_leftovers()
     pruned = time.monotonic() - last_gc >= GC_SECONDS
     if pruned:
         prune(ctx.journal, ctx.layout.tasks, settings.retention)

@@ -31,6 +31,10 @@ class Settings:
     """``WAVE_MAX_CONNECTIONS``: connections served at once; more are answered ``busy``
     (default: a quarter of the descriptor limit, at most 1024)."""
 
+    task_memory_limit: int | None = None
+    """``WAVE_TASK_MEMORY_LIMIT`` (e.g. ``2G``): bytes one task may use, where a memory
+    cgroup enforces it; a task that passes it is killed (end reason ``memory_limit``)."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -42,6 +46,7 @@ class Settings:
             attach_grace=parse_duration(env["WAVE_ATTACH_GRACE"]) if env.get("WAVE_ATTACH_GRACE") else defaults.attach_grace,
             request_timeout=parse_duration(env["WAVE_REQUEST_TIMEOUT"]) if env.get("WAVE_REQUEST_TIMEOUT") else defaults.request_timeout,
             max_connections=_positive_int(env, "WAVE_MAX_CONNECTIONS"),
+            task_memory_limit=parse_size(env["WAVE_TASK_MEMORY_LIMIT"]) if env.get("WAVE_TASK_MEMORY_LIMIT") else None,
         )  # fmt: skip
 
 

@@ -26,17 +26,21 @@ from api.constants import STOP_GRACE_SECONDS
 from api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
 from api.protocol import RunParams
 from worker import (
+    CgroupTracker,
     Monitor,
+    MonitorExit,
     NoShellError,
     ProcessTable,
     Shell,
     TaskFiles,
+    Usage,
     read_final_cwd,
     reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
     start_monitor,
     stop_trees,
+    tagged_processes,
     wait_monitor_exited,
 )
 
@@ -179,6 +183,13 @@ class LiveTask:
     final_cwd: str | None = None
     """Where the command ended, when not where it started (read, and its file removed, as
     it ends: background tasks leave no ``.cwd`` behind)."""
+    tracked: bool = False
+    """Its processes are in a cgroup of their own (else found by the process walk)."""
+    monitor_gone: MonitorExit | None = None
+    """How its monitor ended, once it did (reaped once)."""
+    monitor_lost: bool = False
+    """Its monitor is gone without a status while its processes still run: it ends
+    (``lost``) when they do, or when TaskStop stops them."""
 
     @property
     def id(self) -> str:
@@ -197,13 +208,20 @@ class TaskManager:
         tasks_dir: Path,
         stop_grace: float = STOP_GRACE_SECONDS,
         command_open_files: int | None = None,
+        tracker: CgroupTracker | None = None,
+        memory_limit: int | None = None,
     ):
         """``command_open_files``: the descriptor limit commands get back when the
-        supervisor raised its own."""
+        supervisor raised its own. ``tracker``: one cgroup per task (None: the process
+        walk). ``memory_limit``: bytes a task may use, where cgroups enforce it."""
         self.journal = journal
         self.tasks_dir = tasks_dir
         self.stop_grace = stop_grace
         self.command_open_files = command_open_files
+        self.tracker = tracker
+        self.memory_limit = memory_limit
+        self.lingering: dict[str, LiveTask] = {}
+        """Ended tasks whose processes still run (started by them, left behind)."""
         self.live: dict[str, LiveTask] = {}
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
@@ -267,9 +285,12 @@ class TaskManager:
         # it leaves a running task that the next one re-adopts (by its WAVE_TASK_ID tag if
         # the pid's start time was not journaled yet).
         inserted = False
+        joins = self._make_cgroup(task_id)
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
-            instructions = monitor.instructions(p.command, p.cwd, umask, self.command_open_files)
+            instructions = monitor.instructions(
+                p.command, p.cwd, umask, self.command_open_files, joins
+            )
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
             inserted = True
@@ -282,6 +303,8 @@ class TaskManager:
             if inserted:
                 self.journal.delete_task(task_id)
             release(monitor)
+            if joins and self.tracker is not None:
+                self.tracker.remove(task_id)
             if isinstance(exc, ValueError):  # text no shell can be given (a lone surrogate)
                 raise InvalidInputError(f"cannot run this command: {exc}") from None
             problem = exc.message if isinstance(exc, StorageError) else storage_problem(exc)
@@ -302,10 +325,29 @@ class TaskManager:
         self.unrecorded.add(task_id)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), child=True)
         task.cwd_note = cwd_note
+        task.tracked = bool(joins)
         self.live[task_id] = task
         self._watch(task)
         self.standby.prepare(key, self._new_id())  # while this command runs
         return task
+
+    def _make_cgroup(self, task_id: str) -> list[str]:
+        """The task's cgroups (their ``cgroup.procs`` files); none without a tracker or
+        when they cannot be made (the task is then found by the process walk)."""
+        if self.tracker is None:
+            return []
+        try:
+            return self.tracker.create(task_id, self.memory_limit)
+        except OSError as exc:
+            log.warning("task %s gets no cgroup: %s", task_id, exc)
+            return []
+
+    @property
+    def tracking(self) -> str:
+        """How a task's processes are found, for ``supervisor status``."""
+        if self.tracker is None:
+            return "process table (process group, parentage, WAVE_TASK_ID tag)"
+        return self.tracker.mode
 
     def _start_monitor(self, key: MonitorKey) -> Monitor:
         task_id = self._new_id()
@@ -334,6 +376,9 @@ class TaskManager:
         """
         loop = asyncio.get_running_loop()
         task = LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), loop.create_future())
+        task.tracked = (  # a cgroup does not outlive a reboot (nor a simulated one)
+            self.tracker is not None and row.boot_id == boot_id() and self.tracker.exists(row.id)
+        )
         if row.pid_start is None and monitor is not None and row.boot_id == boot_id():
             # The supervisor died before journaling its identity: found by the task tag.
             row.pid, row.pid_start = monitor, start_ticks(monitor)
@@ -347,7 +392,7 @@ class TaskManager:
         if row.owner == "foreground":
             self._set_owner(task, "background", "caller_lost")
         self._finish(task, host_restarted=row.boot_id != boot_id())
-        return None
+        return task if not task.ended.done() else None  # its monitor died, not its processes
 
     def flush_identities(self) -> None:
         """Journal the pid and start time of tasks started since the last flush."""
@@ -381,29 +426,92 @@ class TaskManager:
         on_exit(task.row.pid, task.child, lambda: self._finish(task))
 
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
+        """Its monitor has exited: record how the task ended. A monitor killed without a
+        status while the task's processes still run ends nothing yet: the task stays
+        (``monitor_lost``) until they are gone or stopped."""
         if task.ended.done():
+            return
+        if task.monitor_gone is None:
+            gone = reap_monitor(task.row.pid or 0) if task.child else None
+            task.monitor_gone = gone or MonitorExit(None)
+        if (
+            not host_restarted
+            and read_exit_file(task.files.exit) is None
+            and task.monitor_gone.code is None
+            and self.has_processes(task)
+        ):
+            if not task.monitor_lost:
+                task.monitor_lost = True
+                self.live.setdefault(task.id, task)
+                log.warning("task %s: monitor gone, its processes still run", task.id)
             return
         try:
             self._record_end(task, host_restarted)
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
+            self._after_end(task)
+
+    def has_processes(self, task: LiveTask) -> bool:
+        """Whether any process of the task runs (its cgroup, else its tag)."""
+        if task.tracked and self.tracker is not None:
+            return self.tracker.populated(task.id)
+        return bool(tagged_processes({task.id}).get(task.id))
+
+    def usage_now(self, row: TaskRow) -> Usage:
+        """What a task used: counted live while it runs (or lingers), else as recorded."""
+        task = self.live.get(row.id) or self.lingering.get(row.id)
+        if task is not None and task.tracked and self.tracker is not None:
+            return self.tracker.usage(row.id)
+        return Usage(row.cpu_seconds, row.peak_memory)
+
+    def leftover_count(self, task_id: str) -> int:
+        """Processes an ended task left running (0 when none, or unknown)."""
+        task = self.lingering.get(task_id)
+        if task is None or self.tracker is None:
+            return 0
+        return len(self.tracker.pids(task_id))
+
+    def _after_end(self, task: LiveTask) -> None:
+        """An ended task's cgroup goes when empty; with processes left it lingers."""
+        if not task.tracked or self.tracker is None:
+            return
+        if self.tracker.populated(task.id):
+            self.lingering[task.id] = task
+            log.info("task %s ended; %d process(es) it started still run", task.id,
+                     len(self.tracker.pids(task.id)))  # fmt: skip
+        else:
+            self.lingering.pop(task.id, None)
+            self.tracker.remove(task.id)
+
+    def check_leftovers(self) -> None:
+        """Housekeeping: finish tasks whose lost monitor's processes are gone, and drop
+        the cgroups of lingering tasks once empty."""
+        for task in [t for t in self.live.values() if t.monitor_lost]:
+            self._finish(task)
+        for task in list(self.lingering.values()):
+            self._after_end(task)
 
     def _record_end(self, task: LiveTask, host_restarted: bool) -> None:
         crash_point("before_finish")
-        ended = reap_monitor(task.row.pid or 0) if task.child else None
+        ended = task.monitor_gone
         code = None if host_restarted else read_exit_file(task.files.exit)
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
         task.final_cwd = read_final_cwd(task.files.cwd, row.cwd)
+        usage = self.tracker.usage(row.id) if task.tracked and self.tracker else None
         row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
+        if usage is not None:
+            row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
         if host_restarted:
             row.end_reason = "host_restart"
         elif code is None:
             row.end_reason = "monitor_lost"
+        elif usage is not None and usage.oom_killed and task.stop_reason is None:
+            row.status, row.end_reason = "killed", "memory_limit"
         else:
             row.end_reason = task.stop_reason
         notice_session = row.session if row.owner == "background" else None
@@ -446,13 +554,53 @@ class TaskManager:
         return True
 
     async def stop(self, tasks: Iterable[LiveTask], reason: str = "stopped") -> None:
-        """Stop tasks with their whole process trees and wait until their monitors record it."""
-        tasks = [t for t in tasks if not t.ended.done()]
+        """Stop tasks with every process they started and wait until their ends are
+        recorded; an ended task that left processes running (lingering) has those stopped."""
+        tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]
         if not tasks:
             return
         for task in tasks:
-            task.stop_reason = reason
-        protected = {t.row.pid for t in self.live.values() if t.row.pid}
-        pairs = [(t.id, t.row.pid) for t in tasks if t.row.pid]
-        await asyncio.to_thread(stop_trees, pairs, protected=protected, grace=self.stop_grace)
-        await asyncio.wait([t.ended for t in tasks], timeout=self.stop_grace + 2)
+            if not task.ended.done():
+                task.stop_reason = reason
+        walked = [t for t in tasks if not t.tracked]
+        if walked:
+            protected = {t.row.pid for t in self.live.values() if t.row.pid}
+            pairs = [(t.id, t.row.pid) for t in walked if t.row.pid]
+            await asyncio.to_thread(
+                stop_trees, pairs, protected=protected, grace=self.stop_grace
+            )  # fmt: skip
+        tracked = [t for t in tasks if t.tracked]
+        if tracked:
+            await self._stop_cgroups(tracked)
+        for task in tasks:
+            if task.monitor_lost:
+                self._finish(task)  # its processes are gone now
+        running = [t.ended for t in tasks if not t.ended.done()]
+        if running:
+            await asyncio.wait(running, timeout=self.stop_grace + 2)
+
+    async def _stop_cgroups(self, tasks: list[LiveTask]) -> None:
+        """SIGTERM every process in the tasks' cgroups; SIGKILL (``cgroup.kill``, which
+        no fork outruns) what is left after the grace period. Costs the same whatever
+        else runs on the host: nothing but the tasks' own cgroups is read."""
+        assert self.tracker is not None
+        tracker = self.tracker
+        loop = asyncio.get_running_loop()
+        for task in tasks:
+            tracker.terminate(task.id)
+        deadline = loop.time() + self.stop_grace
+        monitored = [t.ended for t in tasks if not t.ended.done() and not t.monitor_lost]
+        if monitored:  # the jobs' ends arrive as events (their monitors exit)
+            await asyncio.wait(monitored, timeout=self.stop_grace)
+        delay = 0.001
+        while (left := [t for t in tasks if tracker.populated(t.id)]) and loop.time() < deadline:
+            await asyncio.sleep(delay)  # what the jobs left behind, after SIGTERM
+            delay = min(delay * 2, 0.02)
+        for task in left:
+            tracker.kill(task.id)
+        deadline = loop.time() + 2
+        while (left := [t for t in left if tracker.populated(t.id)]) and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        for task in tasks:
+            if task.ended.done():
+                self._after_end(task)

@@ -13,7 +13,7 @@ from api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
 from worker import Excerpt, last_lines, read_excerpt
 
 from .journal import TaskRow
-from .tasks import LiveTask
+from .tasks import LiveTask, TaskManager
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,11 @@ def log_excerpt(path: str, start: int = 0, end: int | None = None) -> Excerpt:
         return Excerpt("", False, 0)
 
 
-def task_record(row: TaskRow) -> TaskRecord:
+def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
+    """A task's record, with what only the supervisor knows now: processes it left
+    running, a lost monitor, what it used so far."""
+    live = tasks.live.get(row.id)
+    usage = tasks.usage_now(row)
     return TaskRecord(
         id=row.id, command=row.command, description=row.description,
         status=cast(Any, row.status), owner=cast(Any, row.owner),
@@ -41,10 +45,13 @@ def task_record(row: TaskRow) -> TaskRecord:
         pid=row.pid, started_at=_time(row.started_at) or datetime.now(UTC),
         ended_at=_time(row.ended_at), output_path=row.output_path, session=row.session,
         cwd=row.cwd, end_reason=row.end_reason,
+        leftover_processes=tasks.leftover_count(row.id),
+        monitor_lost=live is not None and live.monitor_lost,
+        cpu_seconds=usage.cpu_seconds, peak_memory_bytes=usage.peak_memory,
     )  # fmt: skip
 
 
-def notice(row: TaskRow) -> Notice:
+def notice(row: TaskRow, leftovers: int = 0) -> Notice:
     status = cast(TaskStatus, row.status)
     return Notice(
         task_id=row.id, status=status, exit_code=row.exit_code,
@@ -52,7 +59,7 @@ def notice(row: TaskRow) -> Notice:
         description=row.description, output_path=row.output_path, ended_at=_time(row.ended_at),
         message=texts.notice_text(
             row.id, row.command, row.description, status, row.exit_code, row.output_path,
-            row.end_reason,
+            row.end_reason, leftovers,
         ),
     )  # fmt: skip
 

@@ -27,7 +27,9 @@ import pytest
 
 from api import BashResult, Client
 from api.protocol import request
+from supervisor.daemon import tracker_name
 from worker import tagged_processes
+from worker.cgroups import cgroup_parents, remove_tree
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -114,6 +116,20 @@ def reap(state_dir: Path) -> None:
     for pid in pids:
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
+    for parent in cgroup_parents(tracker_name(state_dir)):  # every task process, any escape
+        for group in parent.glob("*/cgroup.kill"):
+            with contextlib.suppress(OSError):
+                group.write_text("1")
+        wait_until(
+            lambda parent=parent: (
+                not any(  # type: ignore[misc]
+                    (g.parent / "cgroup.events").read_text().count("populated 1")
+                    for g in parent.glob("*/cgroup.kill")
+                )
+            ),
+            timeout=5,
+        )
+        remove_tree(parent)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@
 values it needs.
 """
 
+from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
 from .cwd import read_final_cwd
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
@@ -39,6 +40,8 @@ from .windows import (
 __all__ = [
     "BASH_MONITOR_SCRIPT",
     "NON_INTERACTIVE_DEFAULTS",
+    "TRACKING_ENV",
+    "CgroupTracker",
     "Excerpt",
     "Monitor",
     "MonitorExit",
@@ -48,7 +51,9 @@ __all__ = [
     "Shell",
     "TaskFiles",
     "TaskTree",
+    "Usage",
     "build_payload",
+    "choose_tracker",
     "clean_bytes",
     "clean_text",
     "excerpt_text",

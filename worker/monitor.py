@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from .cgroups import join_line
 from .windows import windows_to_posix_path
 
 PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
@@ -67,12 +69,13 @@ def monitor_instructions(
     windows: bool = False,
     *,
     open_files: int | None = None,
+    cgroups: Sequence[str] = (),
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``."""
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
-    prelude = build_prelude(cwd_file, umask, windows, open_files=open_files)
+    prelude = build_prelude(cwd_file, umask, windows, open_files=open_files, cgroups=cgroups)
     text = (
         f"__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
         f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
@@ -86,14 +89,16 @@ def build_prelude(
     windows: bool = False,
     *,
     open_files: int | None = None,
+    cgroups: Sequence[str] = (),
 ) -> str:
-    """The job's settings, one line run before its command: an EXIT trap capturing
-    ``pwd -P``, the caller's umask and the soft descriptor limit commands get.
+    """The job's settings, one line run before its command: first it joins its cgroups
+    (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap capturing ``pwd -P``,
+    the caller's umask and the soft descriptor limit commands get.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status.
     """
-    parts = []
+    parts = [join_line(list(cgroups))] if cgroups else []
     if cwd_file is not None:
         if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
             cwd_file = windows_to_posix_path(cwd_file)

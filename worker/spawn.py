@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,18 +159,24 @@ class Monitor:
     """The write end of the monitor's stdin (close-on-exec: no other process holds it)."""
 
     def instructions(
-        self, command: str, cwd: str, umask: int | None = None, open_files: int | None = None
+        self,
+        command: str,
+        cwd: str,
+        umask: int | None = None,
+        open_files: int | None = None,
+        cgroups: Sequence[str] = (),
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
-        umask and soft descriptor limit, if given).
+        umask and soft descriptor limit, if given, in those cgroups).
 
         Raises:
             ValueError: text that cannot be encoded (a lone surrogate).
         """
         windows = sys.platform == "win32"
         return monitor_instructions(
-            command, cwd, str(self.files.cwd), umask, windows, open_files=open_files
-        )
+            command, cwd, str(self.files.cwd), umask, windows,
+            open_files=open_files, cgroups=cgroups,
+        )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
         """Hand the monitor its instructions; the command starts once the pipe is closed.

@@ -21,7 +21,7 @@ from ..context import Connection, Context
 def _claim(ctx: Context, session: str, lease: float) -> tuple[str, list[Notice]]:
     token = secrets.token_hex(8)
     rows = ctx.journal.claim_notices(session, token, lease)
-    return token, [views.notice(row) for row in rows]
+    return token, [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows]
 
 
 async def handle_notifications(
@@ -29,7 +29,8 @@ async def handle_notifications(
 ) -> list[Notice]:
     """Pending notices of the session; with ``ack`` they are taken and delivered."""
     if not p.ack:
-        return [views.notice(row) for row in ctx.journal.pending_notices(p.session)]
+        rows = ctx.journal.pending_notices(p.session)
+        return [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows]
     token, notices = _claim(ctx, p.session, lease=60)
     if notices:
         ctx.journal.settle_claim(token, delivered=True)

@@ -102,5 +102,5 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
         output=excerpt.text, truncated=excerpt.truncated, output_path=row.output_path,
-        next_offset=end,
+        next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
     )  # fmt: skip

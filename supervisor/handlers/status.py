@@ -27,6 +27,7 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
         version=VERSION,
         running_tasks=len(ctx.tasks.live),
         started_at=datetime.fromtimestamp(ctx.started_at, UTC),
+        tracking=ctx.tasks.tracking,
         held_writes=ctx.journal.held,
         storage_problem=ctx.journal.problem,
     )

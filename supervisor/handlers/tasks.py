@@ -35,10 +35,15 @@ def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
 
 
 async def handle_stop(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
-    """TaskStop (SPEC B3): the whole tree, then the recorded status."""
+    """TaskStop (SPEC B3): every process of the task, then the recorded status. A task
+    that ended but left processes running has those stopped."""
+    lingering = ctx.tasks.lingering.get(p.task_id)
+    if lingering is not None and p.task_id not in ctx.tasks.live:
+        await ctx.tasks.stop([lingering])
+        return views.task_record(_row(ctx, p.task_id), ctx.tasks)
     task = _running(ctx, p.task_id, "stop")
     await ctx.tasks.stop([task])
-    return views.task_record(task.row)
+    return views.task_record(task.row, ctx.tasks)
 
 
 async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) -> list[TaskRecord]:
@@ -47,16 +52,17 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
     Tasks that already ended are reported as they are."""
     rows = [_row(ctx, task_id) for task_id in p.task_ids]
     live = {r.id: ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live}
-    await ctx.tasks.stop(live.values())
+    lingering = [ctx.tasks.lingering[r.id] for r in rows if r.id in ctx.tasks.lingering]
+    await ctx.tasks.stop([*live.values(), *lingering])
     # A live task's row is updated in place when it ends; the others are as read.
-    return [views.task_record(live[r.id].row if r.id in live else r) for r in rows]
+    return [views.task_record(live[r.id].row if r.id in live else r, ctx.tasks) for r in rows]
 
 
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
     """F4: the user moves a running foreground command to the background."""
     task = _running(ctx, p.task_id, "background")
     ctx.tasks.move_to_background(task, "user")
-    return views.task_record(task.row)
+    return views.task_record(task.row, ctx.tasks)
 
 
 async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
@@ -64,12 +70,12 @@ async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
     row = _row(ctx, p.task_id)
     task = ctx.tasks.live.get(p.task_id)
     if task is None:
-        return views.task_record(row)  # ended: the journal row is complete
+        return views.task_record(row, ctx.tasks)  # ended: the journal row is complete
     timeout = None if p.timeout is None else p.timeout / 1000
     await asyncio.wait([task.ended, conn.closed], timeout=timeout, return_when="FIRST_COMPLETED")
-    return views.task_record(task.row)
+    return views.task_record(task.row, ctx.tasks)
 
 
 async def handle_tasks(ctx: Context, p: TasksParams, conn: Connection) -> list[TaskRecord]:
     rows = ctx.journal.tasks(session=None if p.all else p.session)
-    return [views.task_record(ctx.tasks.current(row)) for row in rows]
+    return [views.task_record(ctx.tasks.current(row), ctx.tasks) for row in rows]

@@ -1,0 +1,170 @@
+"""TaskStop that nothing escapes (issue 13): cgroup tracking, and the process-table
+fallback forced with ``WAVE_TRACKING=process``."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import start_bg, wait_until
+
+from api import Client, texts
+
+CGROUP = "cgroup"
+PROCESS = "process"
+
+
+def cgroups_usable() -> bool:
+    return (
+        Path("/sys/fs/cgroup/unified/cgroup.procs").exists()
+        or Path("/sys/fs/cgroup/cgroup.controllers").exists()
+    )
+
+
+@pytest.fixture(params=[CGROUP, PROCESS])
+def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    if request.param == CGROUP and not cgroups_usable():
+        pytest.skip("no cgroup v2 here")
+    monkeypatch.setenv("WAVE_TRACKING", request.param)  # the auto-started supervisor's
+    yield request.param
+
+
+def running(marker: str) -> list[psutil.Process]:
+    """Live processes whose command line holds ``marker`` (zombies do not count)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if marker in cmd and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def marker() -> str:
+    """A sleep duration nothing else on the host uses, to find the process by."""
+    return str(random.randint(100_000, 999_999))
+
+
+def test_tracking_mode_is_reported(state_dir: Path, tracking: str) -> None:
+    mode = Client(state_dir=state_dir).status().tracking or ""
+    assert mode.startswith("cgroup v2" if tracking == CGROUP else "process table")
+
+
+ESCAPES = {
+    "setsid, env -i, exec -a": "(setsid env -i bash -c 'exec -a M sleep {n}' &); sleep {m}",
+    "unset tag, setsid": "(unset WAVE_TASK_ID; setsid bash -c 'sleep {n}' &); sleep {m}",
+    "nohup": "nohup sleep {n} >/dev/null 2>&1 & sleep {m}",
+    "disown": "sleep {n} & disown; sleep {m}",
+    "double fork": "((setsid sleep {n} &) &); sleep {m}",
+}
+ONLY_CGROUPS = {"setsid, env -i, exec -a", "unset tag, setsid"}
+"""Escapes the process-table walk cannot follow: a new session and no tag."""
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_nothing_escapes_task_stop(state_dir: Path, tracking: str, name: str) -> None:
+    if tracking == PROCESS and name in ONLY_CGROUPS:
+        pytest.skip("the process-table fallback cannot follow a new session without its tag")
+    n, m = marker(), marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, ESCAPES[name].format(n=n, m=m))
+    wait_until(lambda: running(n) and running(m))
+    assert client.task_stop(tid).status == "killed"
+    wait_until(lambda: not running(n) and not running(m), timeout=10)
+
+
+def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: str) -> None:
+    n = marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"trap '' TERM; sleep {n}; sleep {n}")
+    wait_until(lambda: running(n))
+    started = time.monotonic()
+    assert client.task_stop(tid).status == "killed"
+    assert not running(n)
+    assert time.monotonic() - started >= 2  # TERM was ignored: KILL after the grace
+
+
+def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path) -> None:
+    if not cgroups_usable():
+        pytest.skip("no cgroup v2 here")
+    n = marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"(setsid env -i sleep {n} &); echo started")
+    record = client.wait(tid, timeout=10_000)
+    assert (record.status, record.leftover_processes) == ("completed", 1)
+    out = client.call_tool("TaskOutput", {"task_id": tid, "block": False})
+    assert out["leftoverProcesses"] == 1
+    text = texts.tool_result_text("TaskOutput", out)
+    assert "completed (exit code 0); 1 process it started is still running" in text
+    (notice,) = client.notifications()
+    assert "1 process it started is still running (TaskStop stops them)" in notice.message
+    assert running(n)
+    stopped = client.task_stop(tid)  # not "not running": its leftovers are stopped
+    assert (stopped.status, stopped.leftover_processes) == ("completed", 0)
+    wait_until(lambda: not running(n))
+
+
+def test_a_killed_monitor_does_not_orphan_its_command(state_dir: Path, tracking: str) -> None:
+    n = marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"sleep {n}")
+    wait_until(lambda: running(n))
+    (record,) = [t for t in client.tasks() if t.id == tid]
+    os.kill(record.pid or 0, signal.SIGKILL)  # the monitor
+    wait_until(lambda: client.tasks()[0].monitor_lost)
+    assert client.tasks()[0].status == "running" and running(n)
+    stopped = client.task_stop(tid)
+    assert (stopped.status, stopped.exit_code) == ("lost", None)
+    assert not running(n)
+
+
+def test_a_killed_monitor_task_ends_when_its_processes_do(state_dir: Path, tracking: str) -> None:
+    client = Client(state_dir=state_dir)
+    flag, started = state_dir / "go", state_dir / "started"
+    tid = start_bg(client, f"touch {started}; while [ ! -e {flag} ]; do sleep 0.05; done")
+    wait_until(started.exists)  # the job runs
+    os.kill(client.tasks()[0].pid or 0, signal.SIGKILL)
+    wait_until(lambda: client.tasks()[0].monitor_lost)
+    flag.touch()
+    record = client.wait(tid, timeout=15_000)
+    assert (record.status, record.end_reason) == ("lost", "monitor_lost")
+
+
+def test_a_fork_loop_is_stopped(state_dir: Path, tracking: str) -> None:
+    n = marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"for i in $(seq 1 3000); do sleep {n} & done; wait")
+    wait_until(lambda: len(running(n)) > 50)
+    assert client.task_stop(tid).status == "killed"
+    wait_until(lambda: not running(n), timeout=15)
+
+
+def test_cpu_and_memory_are_recorded(state_dir: Path) -> None:
+    if not cgroups_usable():
+        pytest.skip("no cgroup v2 here")
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "python3 -c 'x = bytearray(64 << 20); sum(range(3_000_000))'")
+    record = client.wait(tid, timeout=30_000)
+    assert record.cpu_seconds is not None and record.cpu_seconds > 0.05
+    status = client.status()
+    if "memory" in (status.tracking or ""):
+        assert record.peak_memory_bytes is not None and record.peak_memory_bytes > 64 << 20
+
+
+def test_memory_limit_kills_with_a_clear_reason(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAVE_TASK_MEMORY_LIMIT", "64M")
+    client = Client(state_dir=state_dir)
+    if "memory" not in (client.status().tracking or ""):
+        pytest.skip("no memory cgroup here")
+    tid = start_bg(client, "python3 -c 'x = bytearray(256 << 20)'")
+    record = client.wait(tid, timeout=30_000)
+    assert (record.status, record.end_reason) == ("killed", "memory_limit")
+    (notice,) = client.notifications()
+    assert "reached the task memory limit" in notice.message
