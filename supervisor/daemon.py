@@ -101,6 +101,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
     journal = open_journal(layout)
+    journal.defer_writes(asyncio.get_running_loop().call_soon)
     tracker = choose_tracker(tracker_name(layout.root))
     tasks = TaskManager(
         journal, layout.tasks, command_open_files=before if before != now else None,

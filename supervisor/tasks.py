@@ -517,10 +517,10 @@ class TaskManager:
         notice_session = row.session if row.owner == "background" else None
         self.unrecorded.discard(row.id)
         self.journal.finish_task(row, notice_session)  # held if the disk refuses it
-        problem = self.journal.problem or (
-            (disk_problem(self.tasks_dir) or "the exit record could not be written")
-            if unrecorded_exit
-            else None
+        problem = (  # statvfs: a syscall, no disk access
+            self.journal.problem
+            or disk_problem(self.tasks_dir)
+            or ("the exit record could not be written" if unrecorded_exit else None)
         )
         if problem:
             task.storage_note = (

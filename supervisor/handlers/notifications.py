@@ -18,9 +18,11 @@ from .. import views
 from ..context import Connection, Context
 
 
-def _claim(ctx: Context, session: str, lease: float) -> tuple[str, list[Notice]]:
+def _claim(
+    ctx: Context, session: str, lease: float, deliver: bool = False
+) -> tuple[str, list[Notice]]:
     token = secrets.token_hex(8)
-    rows = ctx.journal.claim_notices(session, token, lease)
+    rows = ctx.journal.claim_notices(session, token, lease, deliver=deliver)
     return token, [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows]
 
 
@@ -31,10 +33,7 @@ async def handle_notifications(
     if not p.ack:
         rows = ctx.journal.pending_notices(p.session)
         return [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows]
-    token, notices = _claim(ctx, p.session, lease=60)
-    if notices:
-        ctx.journal.settle_claim(token, delivered=True)
-    return notices
+    return _claim(ctx, p.session, lease=60, deliver=True)[1]  # taken and delivered at once
 
 
 async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> NoticeClaim:
