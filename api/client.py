@@ -21,6 +21,7 @@ from .errors import (
     ShellNotFoundError,
     SpawnError,
     StorageError,
+    SupervisorRefusedError,
     SupervisorUnavailableError,
     WaveError,
     error_from_wire,
@@ -78,10 +79,12 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
 class _ConnectionLost(SupervisorUnavailableError):
     """The connection ended before the answer (the supervisor died or was stopped)."""
 
-    def __init__(self, message: str, answered: bool = True) -> None:
+    def __init__(self, message: str, answered: bool = True, *, ssh_failed: bool = False) -> None:
         super().__init__(message)
         self.answered = answered
         """Whether any message had arrived before the connection ended."""
+        self.ssh_failed = ssh_failed
+        """Whether ``ssh`` itself failed (its error is the message)."""
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -140,9 +143,20 @@ class Client:
         self._calls_lock = threading.Lock()
         self._in_flight: set[socket.socket] = set()
         self._abort_epoch = 0
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<Client state_dir={str(self.layout.root)!r} session={self.session!r}>"
+
+    def remote_options(self) -> dict[str, Any]:
+        """The arguments that make another client reach the same remote (none if local)."""
+        if self.remote is None:
+            return {}
+        return {
+            "remote": str(self.remote),
+            "ssh_options": self.ssh_options,
+            "remote_command": self.remote_command,
+        }
 
     # --- the Bash tool -------------------------------------------------------------------
 
@@ -206,9 +220,11 @@ class Client:
         arguments: Mapping[str, Any],
         *,
         on_progress: ProgressCallback | None = None,
+        on_start: StartCallback | None = None,
     ) -> dict[str, Any]:
         """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
         older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
+        ``on_start`` receives a Bash command's task ID as soon as it runs.
 
         Raises:
             WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
@@ -223,6 +239,7 @@ class Client:
                 parsed.run_in_background,
                 parsed.description,
                 on_progress,
+                on_start=on_start,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
             stop = parse_params(TaskParams, {**args, "session": self.session})
@@ -323,6 +340,13 @@ class Client:
         data = self._call("release", ReleaseParams(session=self.session, claim=claim))
         return int(data["released"])
 
+    def announce_result(self, task_id: str) -> bool:
+        """A foreground result never reached its caller (its host died as it was sent):
+        the task's end becomes a notice of this session (``caller_lost``). Returns
+        whether it did (False: it was already in the background)."""
+        data = self._call("announce", TaskParams(session=self.session, task_id=task_id))
+        return bool(data["announced"])
+
     def gc(self, older_than: float | None = None) -> list[str]:
         """Prune finished tasks that ended more than ``older_than`` seconds ago (default:
         the supervisor's retention); returns the IDs removed."""
@@ -364,6 +388,7 @@ class Client:
         """
         started: list[str] = []
         epoch = self._abort_epoch
+        sent = False
 
         def note_start(task_id: str) -> None:
             if not started:
@@ -374,17 +399,23 @@ class Client:
         give_up = time.monotonic() + patience
         delay = BACKOFF_FIRST
         while True:
+            if self._closed:
+                raise SupervisorUnavailableError("this client was closed: its caller went away")
             try:
-                return self._attempt(op, params, on_progress, note_start)
+                return self._attempt(op, params, on_progress, note_start, epoch)
             except _ConnectionLost as lost:
+                if lost.ssh_failed and not started:
+                    raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
+                sent = True
                 if lost.answered and not started:
                     raise
                 failure: SupervisorUnavailableError = lost
             except ForbiddenError:
                 raise
             except SupervisorUnavailableError as exc:  # could not start one (yet)
-                if (self.remote is not None or not self.autostart) and not started:
-                    raise  # ssh itself failed, or none runs and none may be started
+                refused = isinstance(exc, SupervisorRefusedError)
+                if (self.remote is not None or not self.autostart or refused) and not sent:
+                    raise  # ssh failed, none may be started, or it refuses: nothing was sent
                 failure = exc
             if epoch != self._abort_epoch:
                 raise SupervisorUnavailableError(
@@ -398,7 +429,7 @@ class Client:
                         f": the command (task {started[0]}) may still be running, see "
                         f"TaskOutput or `wave-bash output {started[0]}`"
                         if started
-                        else (": the command may have started" if op == "run" else "")
+                        else (": the command may have started" if op == "run" and sent else "")
                     ),
                     task_id=started[0] if started else None,
                 ) from None
@@ -419,25 +450,36 @@ class Client:
         params: BaseModel | dict[str, Any],
         on_progress: ProgressCallback | None,
         on_start: StartCallback,
+        epoch: int,
     ) -> Any:
         sock, ssh = self._open()
         with self._calls_lock:
             self._in_flight.add(sock)
+            abandoned = epoch != self._abort_epoch or self._closed  # left while we connected
+        if abandoned:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         try:
             with sock:
                 try:
                     return self._exchange(sock, op, params, on_progress, on_start)
-                except _ConnectionLost:
+                except _ConnectionLost as lost:
                     failure = finish_ssh(ssh, self.remote) if ssh and self.remote else None
                     ssh = None
-                    if failure:
-                        raise SupervisorUnavailableError(failure) from None
+                    if failure:  # ssh itself failed (unreachable, killed)
+                        raise _ConnectionLost(failure, lost.answered, ssh_failed=True) from None
                     raise
         finally:
             with self._calls_lock:
                 self._in_flight.discard(sock)
             if ssh is not None and self.remote is not None:
                 finish_ssh(ssh, self.remote)
+
+    def close(self) -> None:
+        """The caller is gone for good: calls in flight end as lost callers (see
+        :meth:`abort_calls`) and every later call fails at once, running nothing."""
+        self._closed = True
+        self.abort_calls()
 
     def abort_calls(self) -> None:
         """The caller went away (its host died): end every call in flight as a lost

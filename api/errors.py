@@ -63,6 +63,11 @@ class SupervisorUnavailableError(WaveError):
     code = "supervisor_unavailable"
 
 
+class SupervisorRefusedError(SupervisorUnavailableError):
+    """The supervisor refused to start (its own error: a state dir it cannot use, a bad
+    setting): trying again would not help."""
+
+
 class ForbiddenError(WaveError):
     """The peer is not allowed: another user, or a TCP client without the token."""
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from .errors import SupervisorUnavailableError
+from .errors import SupervisorRefusedError, SupervisorUnavailableError
 from .paths import StateLayout, ensure_private_dir
 from .transport import TRANSPORT_ENV, connect
 
@@ -81,7 +81,9 @@ def start_supervisor(
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         last = detail[-1] if detail else f"exit {proc.returncode}"
-        raise SupervisorUnavailableError(f"the supervisor could not start: {last}")
+        # Killed while starting (a signal) may pass; an error of its own will not.
+        cls = SupervisorUnavailableError if proc.returncode < 0 else SupervisorRefusedError
+        raise cls(f"the supervisor could not start: {last}")
 
 
 def _detached() -> dict[str, Any]:

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import io
 import json
+import os
 import secrets
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,6 +33,10 @@ from .texts import tool_result_text
 from .tools import BASH_TOOL, TOOL_ALIASES, tool_definitions
 
 SERVER_NAME = "wave-bash"
+MCP_NOTICE_LEASE_SECONDS = 600.0
+"""How long notices claimed for a result stay with this server before others may take
+them (only a server killed outright leaves them held that long: one that exits gives
+back what it did not write). Longer than any host takes to read a result."""
 
 
 def default_session() -> str:
@@ -59,6 +64,10 @@ def structured_result(
     return out
 
 
+def _error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
 def result_text(text: str, notices: list[Notice]) -> str:
     """The result's text with the notices delivered with it, one per line after it."""
     lines = "\n".join(n.message for n in notices)
@@ -77,8 +86,16 @@ class WaveMcp:
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        """Runs the tools; closed when the host leaves (calls in flight become lost)."""
+        self.notices = Client(
+            state_dir=client.layout.root, session=client.session, env=client.env,
+            transport=client.transport, **client.remote_options(),
+        )  # fmt: skip
+        """Claims, confirms and gives back notices, also after the host left."""
         self.unconfirmed: dict[Any, str] = {}
         """Request ID → claim on the notices its result carries, until it is written."""
+        self.unwritten_results: dict[Any, str] = {}
+        """Request ID → task of a foreground result, until it is written."""
         self.host_gone = False
 
     async def list_tools(
@@ -96,8 +113,14 @@ class WaveMcp:
     ) -> types.CallToolResult:
         name = TOOL_ALIASES.get(params.name, params.name)
         arguments = dict(params.arguments or {})
+        if self.host_gone:  # it sent the call and left: nobody would see what it does
+            return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(ctx) if name == BASH_TOOL else None
-        call = functools.partial(self.client.call_tool, name, arguments, on_progress=on_progress)
+        started: list[str] = []
+        call = functools.partial(
+            self.client.call_tool, name, arguments, on_progress=on_progress,
+            on_start=started.append,
+        )  # fmt: skip
         data: dict[str, Any] | None = None
         try:
             data = await anyio.to_thread.run_sync(call)
@@ -105,8 +128,12 @@ class WaveMcp:
             text, is_error = exc.message, True
         else:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
+        if started and data is not None and not data.get("backgroundTaskId"):
+            self.unwritten_results[ctx.request_id] = started[0]  # a foreground result
         claim = await self._claim_notices(ctx.request_id)
         notices = claim.notices if claim else []
+        if data is None and notices:  # an error result: its text in structured content too
+            data = {"success": False, "error": text}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result_text(text, notices))],
             structured_content=structured_result(name, data, notices),
@@ -118,7 +145,9 @@ class WaveMcp:
         if self.host_gone or request_id is None:
             return None
         try:
-            claim = await anyio.to_thread.run_sync(self.client.claim_notices)
+            claim = await anyio.to_thread.run_sync(
+                functools.partial(self.notices.claim_notices, lease=MCP_NOTICE_LEASE_SECONDS)
+            )
         except WaveError:
             return None
         if claim.notices:
@@ -127,10 +156,20 @@ class WaveMcp:
 
     async def written(self, request_id: Any) -> None:
         """The result of ``request_id`` reached the host: its notices are delivered."""
+        self.unwritten_results.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             with contextlib.suppress(WaveError):
-                await anyio.to_thread.run_sync(self.client.ack_notices, claim)
+                await anyio.to_thread.run_sync(self.notices.ack_notices, claim)
+
+    async def write_failed(self) -> None:
+        """The host no longer reads what we write: nothing more can reach it. Calls in
+        flight become lost callers, what was never written goes back to the session,
+        and the process ends (a thread blocked reading stdin would keep it alive)."""
+        await self.gone()
+        with anyio.CancelScope(shield=True):
+            await self.release_unwritten()
+        os._exit(0)
 
     async def gone(self) -> None:
         """The host went away (stdin closed, a write failed): calls in flight become lost
@@ -139,11 +178,21 @@ class WaveMcp:
         if self.host_gone:
             return
         self.host_gone = True
-        self.client.abort_calls()
+        self.client.close()
+
+    async def release_unwritten(self) -> None:
+        """Give back the notices of results never written (the host left first), and
+        announce their foreground commands' ends as notices instead. Called
+        once the transport has stopped writing: a result still queued when stdin closed
+        may have reached the host after all (then it was confirmed)."""
         claims, self.unconfirmed = list(self.unconfirmed.values()), {}
         for claim in claims:
             with contextlib.suppress(WaveError):
-                await anyio.to_thread.run_sync(self.client.release_notices, claim)
+                await anyio.to_thread.run_sync(self.notices.release_notices, claim)
+        tasks, self.unwritten_results = list(self.unwritten_results.values()), {}
+        for task_id in tasks:  # a result it never got: its end comes as a notice instead
+            with contextlib.suppress(WaveError):
+                await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
 
     def _progress_reporter(self, ctx: ServerRequestContext[Any]) -> Any:
         """A callback for the client thread that sends MCP progress (message = shortResult)."""
@@ -237,13 +286,20 @@ def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]
 
 
 async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
+    """Serve MCP on this process's stdio; what could not be written goes back at the end."""
     stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone)
-    stdout = HostStdout(anyio.wrap_file(_text_stream(sys.stdout)), handlers.written, handlers.gone)
-    async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
-        read_stream,
-        write_stream,
-    ):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    stdout = HostStdout(
+        anyio.wrap_file(_text_stream(sys.stdout)), handlers.written, handlers.write_failed
+    )
+    try:
+        async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
+            read_stream,
+            write_stream,
+        ):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        with anyio.CancelScope(shield=True):
+            await handlers.release_unwritten()
 
 
 def _text_stream(stream: Any) -> io.TextIOWrapper:

@@ -206,6 +206,7 @@ PARAMS_BY_OP: dict[str, type[Params]] = {
     "output": OutputParams,
     "tasks": TasksParams,
     "notifications": NotificationsParams,
+    "announce": TaskParams,
     "ack": AckParams,
     "claim": ClaimParams,
     "release": ReleaseParams,

@@ -83,7 +83,7 @@ def notice_text(
     leftovers: int = 0,
 ) -> str:
     """B5: the completion notice of a background task (bounded: a command's first line)."""
-    label = description or short_command(command)
+    label = short_command(description or command)
     return (
         f'Background command "{label}" (ID: {task_id}) '
         f"{outcome_text(status, exit_code, end_reason)}{leftover_text(leftovers)}. "

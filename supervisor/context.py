@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,9 @@ class Connection:
         self.writer = writer
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._leftover = b""
+        self.after_reply: Callable[[], object] | None = None
+        """Done once the result was handed to the peer: what must not happen for a
+        result that never left (a read offset advanced past output nobody saw)."""
 
     async def read_line(self, budget: ByteBudget | None, limit: int = MAX_REQUEST_BYTES) -> bytes:
         """One line from the peer (empty at EOF), at most ``limit`` bytes long, its bytes
@@ -104,16 +108,18 @@ class Connection:
         if not self.writer.is_closing():
             self.writer.write(encode(message))
 
-    async def send(self, message: dict[str, Any]) -> None:
-        """Write one protocol line; a vanished peer is not an error here."""
+    async def send(self, message: dict[str, Any]) -> bool:
+        """Write one protocol line; returns whether it left (a vanished peer is no error)."""
         if self.writer.is_closing():
-            return
+            return False
         try:
             self.writer.write(encode(message))
             await self.writer.drain()
         except (ConnectionError, OSError):
             if not self.closed.done():
                 self.closed.set_result(None)
+            return False
+        return True
 
 
 @dataclass

@@ -118,8 +118,10 @@ async def serve_connection(
         watcher = conn.watch_for_close()
         result = await handler(ctx, params, conn)
         crash_point("before_reply")
-        if result is not None or not conn.closed.done():
-            await conn.send({"type": "result", "data": to_wire(result)})
+        wanted = result is not None or not conn.closed.done()
+        sent = wanted and await conn.send({"type": "result", "data": to_wire(result)})
+        if sent and conn.after_reply is not None:
+            conn.after_reply()
     except WaveError as exc:
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
     except Exception as exc:  # a bug must not take the supervisor down

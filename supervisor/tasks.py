@@ -514,6 +514,10 @@ class TaskManager:
             row.status, row.end_reason = "killed", "memory_limit"
         else:
             row.end_reason = task.stop_reason
+        if row.owner == "foreground" and task.attached == 0 and not task.child:
+            # Re-adopted after a restart, ended before its caller came back: a notice.
+            row.owner, row.background_reason = "background", "caller_lost"
+            row.owner_changed_at = time.time()
         notice_session = row.session if row.owner == "background" else None
         self.unrecorded.discard(row.id)
         self.journal.finish_task(row, notice_session)  # held if the disk refuses it

@@ -56,7 +56,10 @@ def notice(row: TaskRow, leftovers: int = 0) -> Notice:
     return Notice(
         task_id=row.id, status=status, exit_code=row.exit_code,
         command=texts.short_command(row.command, NOTICE_COMMAND_CHARS),
-        description=row.description, output_path=row.output_path, ended_at=_time(row.ended_at),
+        description=texts.short_command(row.description, NOTICE_COMMAND_CHARS)
+        if row.description
+        else None,
+        output_path=row.output_path, ended_at=_time(row.ended_at),
         message=texts.notice_text(
             row.id, row.command, row.description, status, row.exit_code, row.output_path,
             row.end_reason, leftovers,

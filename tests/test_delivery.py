@@ -16,11 +16,20 @@ from pathlib import Path
 
 import anyio
 import mcp_types as types
-from conftest import REPO, ask_supervisor, kill_supervisor, start_bg, supervisor_pids, wait_until
+import pytest
+from conftest import (
+    REPO,
+    ask_supervisor,
+    kill_supervisor,
+    start_bg,
+    start_supervisor,
+    supervisor_pids,
+    wait_until,
+)
 from mcp import ClientSession
 from test_mcp import run, text
 
-from api import Client, Notice
+from api import Client, Notice, SupervisorUnavailableError
 from api.mcp_server import HostStdout, WaveMcp
 
 
@@ -244,9 +253,9 @@ def test_a_call_that_gives_up_names_its_task(state_dir: Path) -> None:
 def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir: Path) -> None:
     """The host's end of stdout closed: the result carrying the notice cannot be written,
     so the notice goes back to the session; one written to a live pipe is delivered."""
-    client = Client(state_dir=state_dir, session="w")
 
     async def deliver_through(pipe_alive: bool) -> list[str]:
+        client = Client(state_dir=state_dir, session="w")  # the server closes its own
         tid = start_bg(client, "true")
         client.wait(tid, timeout=10_000)
         handlers = WaveMcp(client)
@@ -256,7 +265,7 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
         if not pipe_alive:
             os.close(read_fd)  # the host is gone
         raw = open(write_fd, "w")  # noqa: SIM115 - closed below, after a failed flush too
-        out = HostStdout(anyio.wrap_file(raw), handlers.written, handlers.gone)
+        out = HostStdout(anyio.wrap_file(raw), handlers.written, handlers.gone)  # not exit
         line = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}) + "\n"
         try:
             await out.write(line)
@@ -269,7 +278,145 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
         finally:
             with contextlib.suppress(OSError):
                 raw.close()
-        return [n.task_id for n in client.notifications()]
+        await handlers.release_unwritten()  # as when the transport stops
+        return [n.task_id for n in Client(state_dir=state_dir, session="w").notifications()]
 
     assert len(anyio.run(deliver_through, False)) == 1  # not written: given back
     assert anyio.run(deliver_through, True) == []  # written: delivered, never again
+
+
+def _raw_mcp_host(state_dir: Path, session: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "mcp", "--session", session],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
+    )  # fmt: skip
+
+
+def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) -> None:
+    """The host sends a call and closes stdin at once: the command runs nowhere, or it
+    becomes a background task (caller_lost) announced to the next reader; never a
+    foreground result thrown away."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "Bash", "arguments": {"command": "sleep 2; echo x"}}},
+    ]  # fmt: skip
+    host = _raw_mcp_host(state_dir, "early")
+    assert host.stdin is not None
+    host.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    host.stdin.close()
+    assert host.wait(15) is not None
+    watcher = Client(state_dir=state_dir, session="early")
+    tasks = watcher.tasks()
+    assert all(t.owner == "background" for t in tasks), tasks
+    for task in tasks:
+        watcher.wait(task.id, timeout=10_000)
+        assert task.background_reason == "caller_lost"
+    assert sorted(n.task_id for n in watcher.notifications()) == sorted(t.id for t in tasks)
+
+
+def test_a_readopted_foreground_task_without_its_caller_is_announced(state_dir: Path) -> None:
+    """The caller died with the supervisor; the task ends before anyone attaches again:
+    its end comes as a notice (it used to stay a foreground result nobody read)."""
+    caller = Client(state_dir=state_dir, session="gone")
+    started: list[str] = []
+
+    def call() -> None:
+        with contextlib.suppress(SupervisorUnavailableError):  # it is abandoned below
+            caller.bash("sleep 1.5; echo x", on_start=started.append)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_until(lambda: started)
+    tid = started[0]
+    caller.close()  # the caller is gone for good
+    thread.join(10)
+    kill_supervisor(state_dir)
+    watcher = Client(state_dir=state_dir, session="gone")
+    record = watcher.wait(tid, timeout=10_000)  # a new supervisor re-adopted it
+    assert (record.status, record.owner, record.background_reason) == (
+        "completed", "background", "caller_lost",
+    )  # fmt: skip
+    assert [n.task_id for n in watcher.notifications()] == [tid]
+
+
+def test_a_supervisor_that_refuses_to_start_fails_the_call_at_once(state_dir: Path) -> None:
+    (state_dir / "tasks").write_text("")  # a file where the task folder must be
+    started = time.monotonic()
+    with pytest.raises(SupervisorUnavailableError, match="could not start"):
+        Client(state_dir=state_dir).bash("true")
+    assert time.monotonic() - started < 10
+
+
+def test_a_request_key_belongs_to_its_request(state_dir: Path, tmp_path: Path) -> None:
+    Client(state_dir=state_dir).status()
+    body = {"command": "echo alice-secret", "cwd": str(tmp_path), "env": dict(os.environ),
+            "request_key": "same", "session": "alice"}  # fmt: skip
+    assert ask_supervisor(state_dir, "run", body)["type"] == "result"
+    other = ask_supervisor(state_dir, "run", {**body, "session": "bob", "command": "echo bob"})
+    assert other["code"] == "invalid_input", other
+
+
+def test_output_read_whose_reply_was_lost_is_read_again(state_dir: Path) -> None:
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "echo line1; echo line2")
+    client.wait(tid, timeout=10_000)
+    kill_supervisor(state_dir)
+    start_supervisor(state_dir, WAVE_FAULT="before_reply")  # dies before answering once
+    assert client.task_output(tid).output == "line1\nline2"  # resent to the next one
+
+
+def test_a_long_description_is_cut_in_its_notice(state_dir: Path) -> None:
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "true", description="word " * 10_000 + "\nsecond line")
+    client.wait(tid, timeout=10_000)
+    (notice,) = client.notifications()
+    assert len(notice.message) < 400 and len(notice.description or "") <= 200
+
+
+def test_utf16_output_is_text(state_dir: Path) -> None:
+    client = Client(state_dir=state_dir)
+    r = client.bash("printf 'Windows tool output, line one\\nline two\\n' | iconv -t UTF-16LE")
+    assert "Windows tool output" in r.stdout and "binary" not in r.stdout
+
+
+def test_a_foreground_result_that_cannot_be_written_becomes_a_notice(state_dir: Path) -> None:
+    """The host stops reading (its end of our stdout closes) while a command runs: the
+    result cannot be written, so the command's end is announced to the session instead."""
+    host = subprocess.Popen(
+        [sys.executable, "-m", "api.cli", "mcp", "--session", "deaf"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
+    )  # fmt: skip
+    assert host.stdin is not None and host.stdout is not None
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
+    host.stdin.write(json.dumps(init).encode() + b"\n")
+    host.stdin.flush()
+    assert b'"id":0' in host.stdout.readline()
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": "sleep 1; echo first"}},
+    }
+    host.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    host.stdin.write(json.dumps(call).encode() + b"\n")
+    host.stdin.flush()
+    watcher = Client(state_dir=state_dir, session="deaf")
+    wait_until(lambda: watcher.tasks())
+    host.stdout.close()  # the host stops listening; stdin stays open
+    try:
+        host.wait(20)
+    finally:
+        host.stdin.close()
+    (task,) = watcher.tasks()
+    assert (task.status, task.owner, task.background_reason) == (
+        "completed", "background", "caller_lost",
+    )  # fmt: skip
+    assert [n.task_id for n in watcher.notifications()] == [task.id]

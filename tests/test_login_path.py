@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 
 import api.client
 from api import Client, inject_login_path
@@ -43,11 +45,24 @@ def test_probe_reads_login_profile(tmp_path: Path) -> None:
 
 def test_probe_failures_are_silent(tmp_path: Path) -> None:
     assert probe_login_path("/nonexistent/bash", {"PATH": "/usr/bin"}) is None
-    home = _fake_home(tmp_path, "sleep 30\n")
+    home = _fake_home(tmp_path, f"echo $$ > {tmp_path}/pid; sleep 30\n")
     assert (
         probe_login_path("/bin/bash", {"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=0.3)
         is None
     )
+    wait_until((tmp_path / "pid").exists)
+    os.killpg(int((tmp_path / "pid").read_text()), signal.SIGKILL)  # reap what we started
+
+
+def test_a_slow_profile_is_left_to_finish(tmp_path: Path) -> None:
+    """A login profile that holds a lock (pyenv's rehash) must not be killed holding it:
+    the probe stops waiting, the shell finishes and cleans up after itself."""
+    lock = tmp_path / "lock"
+    home = _fake_home(tmp_path, f"touch {lock}; sleep 1; rm {lock}\n")
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    assert probe_login_path("/bin/bash", env, timeout=0.3) is None
+    assert lock.exists()
+    wait_until(lambda: not lock.exists(), timeout=10)  # released by the shell itself
 
 
 def test_injected_once_and_inherited_without_login_shells(

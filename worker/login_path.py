@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping
 
 log = logging.getLogger(__name__)
@@ -38,13 +39,29 @@ def parse_probe_output(output: str) -> str | None:
     return value or None
 
 
+SLOW_PROBE_LIMIT = 300.0
+"""Seconds a login shell that outlived its probe may still run before it is killed."""
+
+
+def _reap_slow_probe(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        proc.communicate(timeout=SLOW_PROBE_LIMIT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            if hasattr(os, "killpg"):
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+        proc.communicate()
+
+
 def probe_login_path(
     shell: str, env: Mapping[str, str], timeout: float = 5.0, windows: bool = False
 ) -> str | None:
     """Ask ``shell -lic`` for the login PATH; ``None`` (logged at debug level) on any failure.
 
     The probe runs in its own session without a terminal and stdin from ``/dev/null``;
-    on timeout its whole process group is killed.
+    on timeout the caller stops waiting, the probe is left to finish (see below).
     """
     try:
         proc = subprocess.Popen(
@@ -61,12 +78,10 @@ def probe_login_path(
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            if hasattr(os, "killpg"):
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:
-                proc.kill()
-        proc.communicate()
+        # Not killed: a login profile may hold a lock of its own (pyenv's rehash lock,
+        # which a killed shell leaves behind for every later shell to wait on). It is
+        # left to finish, reaped by a thread, and killed only if it never does.
+        threading.Thread(target=_reap_slow_probe, args=(proc,), daemon=True).start()
         log.debug("login PATH probe of %s took longer than %ss", shell, timeout)
         return None
     value = parse_probe_output(out.decode(errors="replace"))

@@ -144,8 +144,18 @@ def looks_binary(sample: bytes) -> bool:
     """Whether bytes are mostly not text: controls no terminal shows, or invalid UTF-8."""
     if len(sample) < BINARY_MIN_BYTES:  # too little to judge: shown as text
         return False
+    if _utf16(sample):  # Windows tools' output: its NULs are dropped, its text stays
+        return False
     invalid = sample.decode("utf-8", errors="replace").count("\ufffd")
     return len(_NOT_TEXT.findall(sample)) + invalid > BINARY_SHARE * len(sample)
+
+
+def _utf16(sample: bytes) -> bool:
+    """A byte-order mark, or NUL in every other byte (mostly ASCII in UTF-16)."""
+    if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return True
+    even, odd = sample[0::2], sample[1::2]
+    return max(even.count(0), odd.count(0)) > 0.9 * len(odd) > 0
 
 
 def binary_note(size: int, path: str) -> str:

@@ -24,6 +24,7 @@ HANDLERS: dict[str, Handler] = {
     "output": output.handle,
     "notifications": notifications.handle_notifications,
     "ack": notifications.handle_ack,
+    "announce": notifications.handle_announce,
     "claim": notifications.handle_claim,
     "release": notifications.handle_release,
     "gc": gc.handle,

@@ -10,9 +10,11 @@ next reader when the lease ends.
 from __future__ import annotations
 
 import secrets
+import time
 
+from api.errors import TaskNotFoundError
 from api.models import Notice, NoticeClaim
-from api.protocol import AckParams, ClaimParams, NotificationsParams, ReleaseParams
+from api.protocol import AckParams, ClaimParams, NotificationsParams, ReleaseParams, TaskParams
 
 from .. import views
 from ..context import Connection, Context
@@ -52,3 +54,22 @@ async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> dict[str, 
 async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> dict[str, int]:
     """The receiver could not show them: pending again for the next reader."""
     return {"released": ctx.journal.settle_claim(p.claim, delivered=False)}
+
+
+async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> dict[str, bool]:
+    """A foreground result never reached its caller: its task's end becomes a notice."""
+    row = ctx.journal.get(p.task_id)
+    if row is None:
+        raise TaskNotFoundError(p.task_id)
+    task = ctx.tasks.live.get(row.id)
+    if task is not None:  # still running: it just moves to the background
+        return {"announced": ctx.tasks.move_to_background(task, "caller_lost")}
+    if row.owner != "foreground":
+        return {"announced": False}
+    row.owner, row.background_reason, row.owner_changed_at = (
+        "background",
+        "caller_lost",
+        time.time(),
+    )
+    ctx.journal.finish_task(row, row.session)  # the row as it is, plus its notice
+    return {"announced": True}

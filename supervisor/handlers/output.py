@@ -96,8 +96,9 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     end = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
     excerpt = views.log_excerpt(row.output_path, start=start, end=end)
-    if stored and end > start:
-        ctx.journal.set_read_offset(row.id, p.session, end)
+    if stored and end > start:  # recorded once the result left: a lost reply is re-read
+        task_id, session = row.id, p.session
+        conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from api.constants import DEFAULT_TIMEOUT_MS, PROGRESS_INTERVAL_MS
-from api.errors import TaskNotFoundError
+from api.errors import InvalidInputError, TaskNotFoundError
 from api.models import BashInput, BashResult
 from api.protocol import AttachParams, RunParams
 
@@ -24,6 +24,8 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
         {"command": p.command, "timeout": p.timeout, "run_in_background": p.run_in_background}
     )
     earlier = ctx.journal.by_request_key(p.request_key) if p.request_key else None
+    if earlier is not None and (earlier.session, earlier.command) != (p.session, p.command):
+        raise InvalidInputError("this request key was already used for another request")
     if earlier is not None:  # sent again after the supervisor went away: never twice
         conn.send_now(
             {"type": "started", "data": {"taskId": earlier.id, "outputPath": earlier.output_path}}
