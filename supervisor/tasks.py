@@ -225,7 +225,7 @@ class TaskManager:
         self.live: dict[str, LiveTask] = {}
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
-        self.standby = Standby(tasks_dir, release)
+        self.standby = Standby(tasks_dir, self._release)
 
     # --- starting ----------------------------------------------------------------------
 
@@ -302,9 +302,7 @@ class TaskManager:
             # Nothing ran: no journal row, no monitor left waiting, no files (all or nothing).
             if inserted:
                 self.journal.delete_task(task_id)
-            release(monitor)
-            if joins and self.tracker is not None:
-                self.tracker.remove(task_id)
+            self._release(monitor)
             if isinstance(exc, ValueError):  # text no shell can be given (a lone surrogate)
                 raise InvalidInputError(f"cannot run this command: {exc}") from None
             problem = exc.message if isinstance(exc, StorageError) else storage_problem(exc)
@@ -329,7 +327,15 @@ class TaskManager:
         self.live[task_id] = task
         self._watch(task)
         self.standby.prepare(key, self._new_id())  # while this command runs
+        if self.standby.reserved_id is not None:  # its cgroups too: off the next call's path
+            self._make_cgroup(self.standby.reserved_id)
         return task
+
+    def _release(self, monitor: Monitor) -> None:
+        """Let a monitor go that will run no command, with its cgroups."""
+        release(monitor)
+        if self.tracker is not None:
+            self.tracker.remove(monitor.task_id)
 
     def _make_cgroup(self, task_id: str) -> list[str]:
         """The task's cgroups (their ``cgroup.procs`` files); none without a tracker or
@@ -450,7 +456,8 @@ class TaskManager:
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
-            self._after_end(task)
+            if task.tracked:  # after its waiters (the result goes out first)
+                asyncio.get_running_loop().call_soon(self._after_end, task)
 
     def has_processes(self, task: LiveTask) -> bool:
         """Whether any process of the task runs (its cgroup, else its tag)."""
@@ -473,9 +480,15 @@ class TaskManager:
         return len(self.tracker.pids(task_id))
 
     def _after_end(self, task: LiveTask) -> None:
-        """An ended task's cgroup goes when empty; with processes left it lingers."""
+        """An ended task's cgroup goes when empty (what it used recorded first); with
+        processes left it lingers."""
         if not task.tracked or self.tracker is None:
             return
+        if task.id not in self.lingering:
+            usage = self.tracker.usage(task.id)
+            row = task.row
+            row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
+            self.journal.save_row(row)  # grouped with the round's other writes
         if self.tracker.populated(task.id):
             self.lingering[task.id] = task
             log.info("task %s ended; %d process(es) it started still run", task.id,
@@ -501,16 +514,19 @@ class TaskManager:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
         task.final_cwd = read_final_cwd(task.files.cwd, row.cwd)
-        usage = self.tracker.usage(row.id) if task.tracked and self.tracker else None
+        oom = (
+            task.tracked
+            and self.tracker is not None
+            and self.memory_limit is not None
+            and self.tracker.usage(row.id).oom_killed
+        )
         row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
-        if usage is not None:
-            row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
         if host_restarted:
             row.end_reason = "host_restart"
         elif code is None:
             row.end_reason = "monitor_lost"
-        elif usage is not None and usage.oom_killed and task.stop_reason is None:
+        elif oom and task.stop_reason is None:
             row.status, row.end_reason = "killed", "memory_limit"
         else:
             row.end_reason = task.stop_reason

@@ -115,10 +115,13 @@ def test_task_killed_by_a_signal(client: Client) -> None:
     assert (task.status, task.exit_code) == ("killed", 137)
 
 
-def test_monitor_killed_gives_lost(client: Client) -> None:
-    tid = start_bg(client, "sleep 300")
+def test_monitor_killed_gives_lost(client: Client, state_dir: Path) -> None:
+    started = state_dir / "started"
+    tid = start_bg(client, f"touch {started}; sleep 300")
+    wait_until(started.exists)
     os.kill(record(client, tid).pid, signal.SIGKILL)
-    task = client.wait(tid, timeout=10_000)
+    wait_until(lambda: record(client, tid).monitor_lost)  # its command still runs (issue 13)
+    task = client.task_stop(tid)
     assert task.status == "lost" and task.exit_code is None  # never "completed"
 
 

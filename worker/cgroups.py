@@ -90,6 +90,8 @@ class CgroupTracker:
         self.base = base
         self.memory_base = memory_base
         """The v1 memory hierarchy's parent of task cgroups (None: none usable)."""
+        self._made: dict[str, list[str]] = {}
+        """Task cgroups made by this tracker and not removed: their join files."""
 
     @classmethod
     def probe(cls, name: str) -> CgroupTracker | None:
@@ -136,6 +138,9 @@ class CgroupTracker:
         Raises:
             OSError: the cgroup cannot be made (the caller then tracks by processes).
         """
+        made = self._made.get(task_id)
+        if made is not None:  # made ahead (for a standby monitor)
+            return made
         group = self._dir(task_id)
         group.mkdir(exist_ok=True)
         joins = [str(group / "cgroup.procs")]
@@ -149,6 +154,7 @@ class CgroupTracker:
             except OSError:
                 with contextlib.suppress(OSError):
                     memory.rmdir()
+        self._made[task_id] = joins
         return joins
 
     def exists(self, task_id: str) -> bool:
@@ -193,6 +199,7 @@ class CgroupTracker:
 
     def remove(self, task_id: str) -> bool:
         """Remove the task's cgroups once they are empty; returns whether they are gone."""
+        self._made.pop(task_id, None)
         gone = True
         for group in (self._dir(task_id), self._memory_dir(task_id)):
             if group is None:
