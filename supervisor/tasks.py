@@ -484,6 +484,9 @@ class TaskManager:
         processes left it lingers."""
         if not task.tracked or self.tracker is None:
             return
+        if not self.tracker.exists(task.id):  # removed already (stop and end both looked)
+            self.lingering.pop(task.id, None)
+            return
         if task.id not in self.lingering:
             usage = self.tracker.usage(task.id)
             row = task.row
