@@ -115,7 +115,9 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
              ctx.max_connections)  # fmt: skip
     recover(ctx.tasks, settings.attach_grace)
     if tracker is not None:  # cgroups of tasks that ended while no supervisor watched
-        tracker.tidy(keep={*ctx.tasks.live, *(row.id for row in journal.tasks(running_only=True))})
+        ctx.tasks.adopt_leftovers()
+        keep = {*ctx.tasks.live, *ctx.tasks.lingering}
+        tracker.tidy(keep=keep | {row.id for row in journal.tasks(running_only=True)})
     remove_leftovers(journal, layout.tasks)
     prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)

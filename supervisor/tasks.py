@@ -500,6 +500,25 @@ class TaskManager:
             self.lingering.pop(task.id, None)
             self.tracker.remove(task.id)
 
+    def adopt_leftovers(self) -> None:
+        """At start: ended tasks whose cgroups still hold processes (an earlier supervisor
+        watched them linger) linger here too, visible and stoppable."""
+        if self.tracker is None:
+            return
+        for task_id in self.tracker.task_ids():
+            row = self.journal.get(task_id)
+            if (
+                row is None
+                or row.status == "running"
+                or row.boot_id != boot_id()  # no cgroup outlives a reboot (nor a simulated one)
+                or task_id in self.live
+                or not self.tracker.populated(task_id)
+            ):
+                continue
+            task = self.ended_task(row)
+            task.tracked = True
+            self.lingering[task_id] = task
+
     def check_leftovers(self) -> None:
         """Housekeeping: finish tasks whose lost monitor's processes are gone, and drop
         the cgroups of lingering tasks once empty."""

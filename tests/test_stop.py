@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import start_bg, wait_until
+from conftest import kill_supervisor, start_bg, wait_until
 
 from api import Client, texts
 
@@ -171,3 +171,17 @@ def test_memory_limit_kills_with_a_clear_reason(
     assert (record.status, record.end_reason) == ("killed", "memory_limit")
     (notice,) = client.notifications()
     assert "reached the task memory limit" in notice.message
+
+
+def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path) -> None:
+    if not cgroups_usable():
+        pytest.skip("no cgroup v2 here")
+    n = marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"(setsid env -i sleep {n} &); echo started")
+    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+    kill_supervisor(state_dir)
+    (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor
+    assert record.leftover_processes == 1
+    assert client.task_stop(tid).leftover_processes == 0
+    wait_until(lambda: not running(n))
