@@ -58,6 +58,18 @@ def fill(path: Path) -> Path:
     return filler
 
 
+def end_on_a_full_disk(client: Client, state_dir: Path, tmp_path: Path) -> tuple[str, Path]:
+    """A background task that exits 6 just after the disk filled up; (its ID, the filler)."""
+    flag = tmp_path / "go"
+    tid = client.bash(
+        f"while [ ! -e {flag} ]; do sleep 0.02; done; exit 6", run_in_background=True
+    ).background_task_id
+    assert tid
+    filler = fill(state_dir)
+    flag.touch()
+    return tid, filler
+
+
 def held_writes(client: Client) -> int:
     return client.status().held_writes
 
@@ -99,13 +111,7 @@ def test_background_end_is_kept_while_the_disk_is_full(
     """The journal refuses the end: the exit code is held in memory (seen by ``wait``),
     journaled once space returns, and announced exactly once then."""
     client = Client(state_dir=small_state_dir, cwd=tmp_path)
-    flag = tmp_path / "go"
-    tid = client.bash(
-        f"while [ ! -e {flag} ]; do sleep 0.02; done; exit 6", run_in_background=True
-    ).background_task_id
-    assert tid
-    filler = fill(small_state_dir)
-    flag.touch()
+    tid, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
     record = client.wait(tid, timeout=20_000)
     assert (record.status, record.exit_code) == ("failed", 6)
     assert held_writes(client) > 0  # the journal did refuse it: the held path was taken
@@ -162,13 +168,7 @@ def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
     on a full disk too: a supervisor killed with its journal writes still held is
     replaced by one that reads the true exit code back (held writes die with it)."""
     client = Client(state_dir=small_state_dir, cwd=tmp_path)
-    flag = tmp_path / "go"
-    tid = client.bash(
-        f"while [ ! -e {flag} ]; do sleep 0.02; done; exit 6", run_in_background=True
-    ).background_task_id
-    assert tid
-    filler = fill(small_state_dir)
-    flag.touch()
+    tid, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
     assert client.wait(tid, timeout=20_000).exit_code == 6
     assert held_writes(client) > 0
     assert (small_state_dir / "tasks" / f"{tid}.exit").read_text().strip() == "6"
