@@ -423,15 +423,10 @@ class Client:
                     + (f" (task {started[0]} keeps running in the background)" if started else "")
                 ) from None
             if time.monotonic() + delay > give_up:
+                task_id = started[0] if started else None
                 raise SupervisorUnavailableError(
-                    f"{failure}; gave up reaching the supervisor"
-                    + (
-                        f": the command (task {started[0]}) may still be running, see "
-                        f"TaskOutput or `wave-bash output {started[0]}`"
-                        if started
-                        else (": the command may have started" if op == "run" and sent else "")
-                    ),
-                    task_id=started[0] if started else None,
+                    _give_up_text(failure, task_id, maybe_started=op == "run" and sent),
+                    task_id=task_id,
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)
@@ -531,6 +526,17 @@ class Client:
         if self.remote is None:
             return connect_or_start(self.layout, self.transport, self.autostart), None
         return connect_ssh(self.remote, self.ssh_options, self.remote_command)
+
+
+def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bool) -> str:
+    """Why a call gave up, and what became of its command."""
+    text = f"{failure}; gave up reaching the supervisor"
+    if task_id is not None:
+        return (
+            f"{text}: the command (task {task_id}) may still be running, see TaskOutput or "
+            f"`wave-bash output {task_id}`"
+        )
+    return f"{text}: the command may have started" if maybe_started else text
 
 
 def _current_umask() -> int | None:

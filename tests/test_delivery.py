@@ -105,7 +105,8 @@ def test_host_killed_during_a_call_loses_no_notice(state_dir: Path, tmp_path: Pa
         assert host.stdout is not None and host.stdout.readline() == b"calling\n"
         watcher = Client(state_dir=state_dir, session="dying")
         wait_until(lambda: len(watcher.tasks()) == 2)
-        time.sleep(0.3)  # the foreground call is in flight
+        fg_log = Path(watcher.tasks()[1].output_path)
+        wait_until(lambda: b"fgstart" in fg_log.read_bytes())  # the call is in flight
         host.send_signal(signal.SIGKILL)
     finally:
         host.wait(10)
@@ -164,10 +165,10 @@ def test_claimed_notices_come_back_when_released_or_expired(state_dir: Path) -> 
     assert client.release_notices(first.claim) == 1
     second = client.claim_notices(lease=1)
     assert [n.task_id for n in second.notices] == [tid]
-    time.sleep(1.2)  # the holder vanished: its lease ends
-    third = client.claim_notices()
-    assert [n.task_id for n in third.notices] == [tid]
-    assert client.ack_notices(third.claim) == 1
+    # The holder vanished: once its lease ends, the next reader gets the notice.
+    third = wait_until(lambda: (c := client.claim_notices()).notices and c, timeout=10)
+    assert [n.task_id for n in third.notices] == [tid]  # type: ignore[attr-defined]
+    assert client.ack_notices(third.claim) == 1  # type: ignore[attr-defined]
     assert client.notifications() == []
 
 

@@ -89,12 +89,18 @@ def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: 
     assert time.monotonic() - started >= 2  # TERM was ignored: KILL after the grace
 
 
+def leave_a_daemon(state_dir: Path) -> tuple[str, str, Client]:
+    """A task that ends at once, leaving a daemon (new session, no tag) running; returns
+    the daemon's marker, the task ID and the client."""
+    n = marker()
+    client = Client(state_dir=state_dir)
+    return n, start_bg(client, f"(setsid env -i sleep {n} &); echo started"), client
+
+
 def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path) -> None:
     if not cgroups_usable():
         pytest.skip("no cgroup v2 here")
-    n = marker()
-    client = Client(state_dir=state_dir)
-    tid = start_bg(client, f"(setsid env -i sleep {n} &); echo started")
+    n, tid, client = leave_a_daemon(state_dir)
     record = client.wait(tid, timeout=10_000)
     assert (record.status, record.leftover_processes) == ("completed", 1)
     out = client.call_tool("TaskOutput", {"task_id": tid, "block": False})
@@ -176,9 +182,7 @@ def test_memory_limit_kills_with_a_clear_reason(
 def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path) -> None:
     if not cgroups_usable():
         pytest.skip("no cgroup v2 here")
-    n = marker()
-    client = Client(state_dir=state_dir)
-    tid = start_bg(client, f"(setsid env -i sleep {n} &); echo started")
+    n, tid, client = leave_a_daemon(state_dir)
     assert client.wait(tid, timeout=10_000).leftover_processes == 1
     kill_supervisor(state_dir)
     (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor

@@ -141,3 +141,23 @@ def test_graceful_stop_removes_the_endpoint(tcp_client: Client, state_dir: Path)
 
     wait_until(lambda: not (state_dir / "supervisor.tcp").exists())
     assert tcp_client.bash("echo again").stdout == "again"  # a new one starts on demand
+
+
+def test_an_oversized_handshake_is_refused_without_touching_the_budget(
+    tcp_client: Client, state_dir: Path
+) -> None:
+    """Hello lines are at most 1 KiB and are not counted in the shared request budget:
+    eight peers sending megabytes before proving anything lock no one out."""
+    tcp_client.status()
+    port = json.loads((state_dir / "supervisor.tcp").read_text())["port"]
+    floods = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(8)]
+    try:
+        for s in floods:
+            with contextlib.suppress(OSError):
+                s.sendall(b"x" * (8 << 20))
+        assert tcp_client.bash("echo still served").stdout == "still served"
+        refused = [json.loads(s.makefile("rb").readline()) for s in floods]
+        assert all(r["code"] == "forbidden" for r in refused), refused
+    finally:
+        for s in floods:
+            s.close()
