@@ -1,6 +1,6 @@
 """wave-bash's contract and client: constants, tool definitions, models, protocol, Client.
 
->>> from api import Client
+>>> from wave_bash.api import Client
 >>> Client().bash("echo hello").stdout
 'hello'
 """

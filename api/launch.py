@@ -1,6 +1,6 @@
 """Reaching the local supervisor, and starting it when none runs (exactly one per state dir).
 
-The client starts the daemon as a process (``python -P -m supervisor --state-dir DIR
+The client starts the daemon as a process (``python -P -m wave_bash.supervisor --state-dir DIR
 --detach``); ``api`` never imports ``supervisor``. Many starters may race: the daemon's
 lock lets one win, the others exit, and every starter then connects to the winner.
 """
@@ -60,7 +60,7 @@ def start_supervisor(
     """
     ensure_private_dir(layout.root)
     ensure_private_dir(layout.socket.parent)  # the fallback dir, if used: said here, clearly
-    argv = [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(layout.root)]
+    argv = [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(layout.root)]
     env = {**os.environ, TRANSPORT_ENV: transport}
     if not can_fork:
         subprocess.Popen(

@@ -1,6 +1,6 @@
 """The supervisor daemon: one per state dir, owner of every task and of the journal.
 
-Started by clients as a process (``python -m supervisor --state-dir DIR``); never
+Started by clients as a process (``python -m wave_bash.supervisor --state-dir DIR``); never
 imported by ``api``.
 """
 

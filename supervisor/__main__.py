@@ -1,4 +1,4 @@
-"""Entry point: ``python -m supervisor --state-dir DIR``."""
+"""Entry point: ``python -m wave_bash.supervisor --state-dir DIR``."""
 
 import sys
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.errors import BusyError, ProtocolError
-from api.paths import StateLayout
-from api.protocol import encode
+from wave_bash.api.errors import BusyError, ProtocolError
+from wave_bash.api.paths import StateLayout
+from wave_bash.api.protocol import encode
 
 from .journal import Journal
 from .settings import Settings

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from api.errors import StateDirError, WaveError
-from api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
-from api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
-from worker import choose_tracker
+from wave_bash.api.errors import StateDirError, WaveError
+from wave_bash.api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
+from wave_bash.api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
+from wave_bash.worker import choose_tracker
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
@@ -215,8 +215,8 @@ def connection_cap(settings: Settings, open_files: int | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m supervisor --state-dir DIR``: run the supervisor in the foreground."""
-    parser = argparse.ArgumentParser(prog="python -m supervisor", description=__doc__)
+    """``python -m wave_bash.supervisor --state-dir DIR``: run the supervisor in the foreground."""
+    parser = argparse.ArgumentParser(prog="python -m wave_bash.supervisor", description=__doc__)
     parser.add_argument(
         "--state-dir", help="state directory (default: WAVE_STATE_DIR or the user state dir)"
     )

@@ -12,7 +12,7 @@ from functools import cache
 
 import psutil
 
-from worker import process_tag
+from wave_bash.worker import process_tag
 
 BOOT_ID_OVERRIDE = "WAVE_BOOT_ID"
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from api.errors import StorageError
+from wave_bash.api.errors import StorageError
 
 log = logging.getLogger(__name__)
 

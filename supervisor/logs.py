@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from api.paths import StateLayout
+from wave_bash.api.paths import StateLayout
 
 LOG_MAX_BYTES = 8 * 1024 * 1024
 """``supervisor.log`` is rotated at this size ..."""

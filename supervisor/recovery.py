@@ -15,7 +15,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from api.paths import StateLayout
+from wave_bash.api.paths import StateLayout
 
 from .journal import Journal, TaskRow
 from .tasks import META_SUFFIX, TaskManager, find_monitors, read_exit_file, status_for

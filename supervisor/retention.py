@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from worker.tail import file_size
+from wave_bash.worker.tail import file_size
 
 from .context import Context
 from .journal import Journal, TaskRow

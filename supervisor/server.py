@@ -13,9 +13,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from api.errors import BusyError, ProtocolError, StorageError, WaveError
-from api.protocol import PARAMS_BY_OP, PROTOCOL_VERSION, decode, error_message, parse_params
-from api.transport import HANDSHAKE_LIMIT, handshake_proof, peer_uid
+from wave_bash.api.errors import BusyError, ProtocolError, StorageError, WaveError
+from wave_bash.api.protocol import (
+    PARAMS_BY_OP,
+    PROTOCOL_VERSION,
+    decode,
+    error_message,
+    parse_params,
+)
+from wave_bash.api.transport import HANDSHAKE_LIMIT, handshake_proof, peer_uid
 
 from .context import Connection, Context
 from .faults import crash_point

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from api.errors import InvalidInputError
-from api.units import parse_duration, parse_size
+from wave_bash.api.errors import InvalidInputError
+from wave_bash.api.units import parse_duration, parse_size
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker import Monitor, Shell, TaskFiles, reap_monitor, start_monitor
+from wave_bash.worker import Monitor, Shell, TaskFiles, reap_monitor, start_monitor
 
 from .journal import Journal
 

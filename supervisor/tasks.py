@@ -22,10 +22,10 @@ from pathlib import Path
 
 import psutil
 
-from api.constants import STOP_GRACE_SECONDS
-from api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
-from api.protocol import RunParams
-from worker import (
+from wave_bash.api.constants import STOP_GRACE_SECONDS
+from wave_bash.api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
+from wave_bash.api.protocol import RunParams
+from wave_bash.worker import (
     CgroupTracker,
     Monitor,
     MonitorExit,

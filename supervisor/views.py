@@ -7,10 +7,10 @@ import time
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from api import texts
-from api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
-from api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
-from worker import Excerpt, last_lines, read_excerpt
+from wave_bash.api import texts
+from wave_bash.api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
+from wave_bash.api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
+from wave_bash.worker import Excerpt, last_lines, read_excerpt
 
 from .journal import TaskRow
 from .tasks import LiveTask, TaskManager

@@ -25,11 +25,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from api import BashResult, Client
-from api.protocol import request
-from supervisor.daemon import tracker_name
-from worker import tagged_processes
-from worker.cgroups import cgroup_parents, remove_tree
+from wave_bash.api import BashResult, Client
+from wave_bash.api.protocol import request
+from wave_bash.supervisor.daemon import tracker_name
+from wave_bash.worker import tagged_processes
+from wave_bash.worker.cgroups import cgroup_parents, remove_tree
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ def supervisor_pids(state_dir: Path) -> list[int]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info["cmdline"] or []
-        if "supervisor" in cmd and str(state_dir) in cmd:
+        if "wave_bash.supervisor" in cmd and str(state_dir) in cmd:
             found.append(proc.pid)
     return found
 
@@ -76,7 +76,7 @@ def start_supervisor(state_dir: Path, **env: str) -> int:
     """A supervisor for ``state_dir`` started with extra environment (a fault, a boot id,
     a limit); returns its pid."""
     subprocess.run(
-        [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(state_dir), "--detach"],
+        [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(state_dir), "--detach"],
         env={**os.environ, **env}, check=True, timeout=30,
     )  # fmt: skip
     (pid,) = wait_until(lambda: supervisor_pids(state_dir))  # type: ignore[misc]
@@ -156,9 +156,9 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def run_cli(state_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the ``wave-bash`` CLI in its own process (``python -m api.cli``), as a person would."""
+    """Run the ``wave-bash`` CLI in its own process (``python -m wave_bash.api.cli``), as a person would."""
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "wave_bash.api.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, BashInThread, start_bg, task_alive, wait_until
 
-from api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
-from api.errors import InvalidInputError
+from wave_bash.api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
+from wave_bash.api.errors import InvalidInputError
 
 
 def test_explicit_background_returns_at_once_with_live_log(client: Client) -> None:
@@ -54,7 +54,7 @@ def test_task_stop_kills_the_whole_tree(client: Client) -> None:
     )
     tid = r.background_task_id
     assert tid
-    from worker import tagged_processes
+    from wave_bash.worker import tagged_processes
 
     wait_until(lambda: len(tagged_processes({tid}).get(tid, ())) >= 6)
     record = client.task_stop(tid)
@@ -196,7 +196,15 @@ def test_task_output_with_polling_watcher(state_dir: Path) -> None:
         "o = c.task_output(t, pattern='hit', timeout=20000); print(o.output); c.task_stop(t)"
     )
     subprocess.run(
-        [sys.executable, "-m", "api.cli", "--state-dir", str(state_dir), "supervisor", "stop"],
+        [
+            sys.executable,
+            "-m",
+            "wave_bash.api.cli",
+            "--state-dir",
+            str(state_dir),
+            "supervisor",
+            "stop",
+        ],
         env=env,
         cwd=REPO,
         check=True,

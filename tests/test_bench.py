@@ -13,7 +13,7 @@ import psutil
 import pytest
 from conftest import journal_rows, start_bg, supervisor_pids, wait_until
 
-from api import Client
+from wave_bash.api import Client
 
 BENCH = Path(__file__).parent / "bench" / "run.py"
 

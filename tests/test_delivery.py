@@ -29,8 +29,8 @@ from conftest import (
 from mcp import ClientSession
 from test_mcp import run, text
 
-from api import Client, Notice, SupervisorUnavailableError
-from api.mcp_server import HostStdout, WaveMcp
+from wave_bash.api import Client, Notice, SupervisorUnavailableError
+from wave_bash.api.mcp_server import HostStdout, WaveMcp
 
 
 def test_notices_are_in_structured_content_too(state_dir: Path) -> None:
@@ -75,7 +75,7 @@ HOST = textwrap.dedent(
 
     async def main() -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "api.cli", "mcp", "--session", "dying"],
+            command=sys.executable, args=["-m", "wave_bash.api.cli", "mcp", "--session", "dying"],
             env={"WAVE_STATE_DIR": sys.argv[1]}, cwd=sys.argv[2],
         )
         async with stdio_client(params) as streams, ClientSession(*streams) as s:
@@ -288,7 +288,7 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
 
 def _raw_mcp_host(state_dir: Path, session: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "mcp", "--session", session],
+        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", session],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
     )  # fmt: skip
@@ -389,7 +389,7 @@ def test_a_foreground_result_that_cannot_be_written_becomes_a_notice(state_dir: 
     """The host stops reading (its end of our stdout closes) while a command runs: the
     result cannot be written, so the command's end is announced to the session instead."""
     host = subprocess.Popen(
-        [sys.executable, "-m", "api.cli", "mcp", "--session", "deaf"],
+        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "deaf"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
     )  # fmt: skip

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import journal_rows, kill_supervisor, reap, wait_until
 
-from api import Client
+from wave_bash.api import Client
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "getuid") or os.getuid() != 0, reason="mounting a tmpfs needs root"

@@ -25,9 +25,9 @@ from conftest import (
     wait_until,
 )
 
-from api import Client
-from supervisor.identity import start_ticks
-from worker import tagged_processes
+from wave_bash.api import Client
+from wave_bash.supervisor.identity import start_ticks
+from wave_bash.worker import tagged_processes
 
 
 def record(client: Client, task_id: str):  # type: ignore[no-untyped-def]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import ask_supervisor, task_alive, wait_until
 
-from api import MAX_OUTPUT_CHARS, Client, texts
-from api.errors import InvalidInputError
+from wave_bash.api import MAX_OUTPUT_CHARS, Client, texts
+from wave_bash.api.errors import InvalidInputError
 
 
 def test_echo_hello(client: Client) -> None:

@@ -16,8 +16,8 @@ from conftest import (
     wait_until,
 )
 
-from api import Client
-from supervisor.journal import SCHEMA_VERSION, Journal, TaskRow
+from wave_bash.api import Client
+from wave_bash.supervisor.journal import SCHEMA_VERSION, Journal, TaskRow
 
 FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.db"
 

@@ -12,8 +12,8 @@ import psutil
 import pytest
 from conftest import wait_until
 
-from worker import stop_trees, tagged_processes
-from worker.monitor import BASH_MONITOR_SCRIPT, monitor_instructions
+from wave_bash.worker import stop_trees, tagged_processes
+from wave_bash.worker.monitor import BASH_MONITOR_SCRIPT, monitor_instructions
 
 
 @pytest.fixture

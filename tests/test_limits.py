@@ -18,11 +18,11 @@ import psutil
 import pytest
 from conftest import supervisor_pids, wait_until
 
-from api import Client
-from api.paths import StateLayout
-from api.protocol import request
-from supervisor import logs
-from supervisor.logs import RepeatFilter
+from wave_bash.api import Client
+from wave_bash.api.paths import StateLayout
+from wave_bash.api.protocol import request
+from wave_bash.supervisor import logs
+from wave_bash.supervisor.logs import RepeatFilter
 
 
 def start_limited_supervisor(state_dir: Path, soft: int, hard: int, **env: str) -> int:
@@ -32,7 +32,7 @@ def start_limited_supervisor(state_dir: Path, soft: int, hard: int, **env: str) 
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
     subprocess.run(
-        [sys.executable, "-P", "-m", "supervisor", "--state-dir", str(state_dir), "--detach"],
+        [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(state_dir), "--detach"],
         env={**os.environ, **env}, check=True, timeout=30, preexec_fn=limit,
     )  # fmt: skip
     (pid,) = wait_until(lambda: supervisor_pids(state_dir))  # type: ignore[misc]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import wait_until
 
-import api.client
-from api import Client, inject_login_path
-from worker import parse_probe_output, probe_login_path, probe_script
+import wave_bash.api.client
+from wave_bash.api import Client, inject_login_path
+from wave_bash.worker import parse_probe_output, probe_login_path, probe_script
 
 
 def test_parse_ignores_rc_noise() -> None:
@@ -81,7 +81,7 @@ def test_injected_once_and_inherited_without_login_shells(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("WAVE_SHELL", str(wrapper))
     monkeypatch.setenv("PATH", os.environ["PATH"])
-    monkeypatch.setattr(api.client, "_login_path_injected", False)
+    monkeypatch.setattr(wave_bash.api.client, "_login_path_injected", False)
     client = Client(state_dir=state_dir)
     path = inject_login_path(client)
     assert path and path.startswith("/opt/from-login:")

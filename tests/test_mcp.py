@@ -18,7 +18,7 @@ from conftest import REPO, wait_until
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from api import Client, texts, tool_definitions
+from wave_bash.api import Client, texts, tool_definitions
 
 
 @contextlib.asynccontextmanager
@@ -27,7 +27,7 @@ async def mcp_client(
 ) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "api.cli", "mcp", *args],
+        args=["-m", "wave_bash.api.cli", "mcp", *args],
         env={"WAVE_STATE_DIR": str(state_dir), **(env or {})},
         cwd=str(REPO),
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker import clean_bytes, clean_text, excerpt_text, last_lines, read_excerpt
+from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, read_excerpt
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import psutil
 import pytest
 from conftest import start_bg, wait_until
 
-from api import Client, InvalidInputError, TaskOutputResult
+from wave_bash.api import Client, InvalidInputError, TaskOutputResult
 
 
 def test_catastrophic_pattern_freezes_nothing(client: Client, state_dir: Path) -> None:

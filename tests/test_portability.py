@@ -13,11 +13,11 @@ from pathlib import Path
 
 from conftest import supervisor_pids, wait_until
 
-from api import Client
-from api.launch import start_supervisor
-from api.paths import StateLayout
-from supervisor.daemon import _on_stop_signals
-from worker import (
+from wave_bash.api import Client
+from wave_bash.api.launch import start_supervisor
+from wave_bash.api.paths import StateLayout
+from wave_bash.supervisor.daemon import _on_stop_signals
+from wave_bash.worker import (
     Shell,
     TaskFiles,
     reap_monitor,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import ask_supervisor, start_bg
 
-from api import Client
+from wave_bash.api import Client
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": "/root"}
 

@@ -21,7 +21,7 @@ import psutil
 import pytest
 from conftest import BashInThread, reap, start_bg, task_alive, wait_until
 
-from api import Client, SupervisorUnavailableError
+from wave_bash.api import Client, SupervisorUnavailableError
 
 SSHD = "/usr/sbin/sshd"
 
@@ -62,7 +62,7 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
             "url": f"ssh://{os.environ.get('USER', 'root')}@127.0.0.1:{port}",
             "options": ["-i", str(keys / "client"), "-o", "StrictHostKeyChecking=no",
                         "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"],
-            "command": f"{shlex.quote(sys.executable)} -m api.cli --state-dir {remote_state}",
+            "command": f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {remote_state}",
             "state": remote_state,
             "server": server,
         }  # fmt: skip
@@ -124,7 +124,7 @@ def test_killed_ssh_connection_during_a_foreground_call(sshd: dict[str, object])
 
 
 def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
-    base = [sys.executable, "-m", "api.cli", "--remote", str(sshd["url"]),
+    base = [sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]),
             "--ssh-option", shlex.join(list(sshd["options"]))]  # type: ignore[arg-type]  # fmt: skip
     r = subprocess.run([*base, "run", "--background", "--json", "--", "for i in 1 2; do echo n$i; sleep 0.3; done"],
@@ -148,7 +148,7 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
 
 
 def test_remote_url_is_checked() -> None:
-    from api import InvalidInputError
+    from wave_bash.api import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="ssh://"):
         Client(remote="http://example")
@@ -166,7 +166,7 @@ def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    args = ["-m", "api.cli", "--state-dir", str(tmp_path / "local"), "--remote", str(sshd["url"]),
+    args = ["-m", "wave_bash.api.cli", "--state-dir", str(tmp_path / "local"), "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]), "--ssh-option", shlex.join(list(sshd["options"])),  # type: ignore[arg-type]
             "mcp", "--session", "remote-mcp"]  # fmt: skip
 

@@ -14,7 +14,7 @@ from conftest import REPO, start_bg
 from mcp import ClientSession
 from test_mcp import run, text
 
-from api import Client, tool_definitions
+from wave_bash.api import Client, tool_definitions
 
 
 def test_follow_cd_into_a_deleted_directory_recovers(state_dir: Path, tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_notice_of_a_huge_command_is_short(state_dir: Path) -> None:
 
 def test_cli_exits_quietly_when_its_reader_goes_away() -> None:
     r = subprocess.run(
-        f"{sys.executable} -m api.cli schema | head -1", shell=True, capture_output=True,
+        f"{sys.executable} -m wave_bash.api.cli schema | head -1", shell=True, capture_output=True,
         text=True, cwd=REPO, timeout=60,
     )  # fmt: skip
     assert r.stdout == "[\n" and r.stderr == ""

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, wait_until
 
-from api import Client, StateDirError
-from api.errors import ForbiddenError
+from wave_bash.api import Client, StateDirError
+from wave_bash.api.errors import ForbiddenError
 
 NOBODY = 65534
 
@@ -110,7 +110,7 @@ def _run_cli(state_dir: Path, tmp: Path, *args: str) -> subprocess.CompletedProc
     env |= {"WAVE_STATE_DIR": str(state_dir), "TMPDIR": str(tmp), "WAVE_SOCKET_FALLBACK": "1"}
     env["AWS_SECRET_ACCESS_KEY"] = "s3cr3t"
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "wave_bash.api.cli", *args], capture_output=True, text=True, timeout=60,
         env=env, cwd=REPO,
     )  # fmt: skip
 
@@ -213,7 +213,7 @@ def test_fallback_prefers_xdg_runtime_dir(tmp_path: Path) -> None:
     state_dir = _long_state_dir(tmp_path)
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "WAVE_SOCKET_FALLBACK": "1"}
     env["WAVE_STATE_DIR"] = str(state_dir)
-    cli = [sys.executable, "-m", "api.cli"]
+    cli = [sys.executable, "-m", "wave_bash.api.cli"]
     try:
         r = subprocess.run([*cli, "run", "--", "echo hi"], capture_output=True, text=True,
                            env=env, timeout=60, cwd=REPO)  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
+from wave_bash.worker import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
 
 
 def fs(*executables: str):  # type: ignore[no-untyped-def]

@@ -12,8 +12,8 @@ import psutil
 import pytest
 from conftest import ask_supervisor, journal_rows, kill_supervisor, wait_until
 
-from api import Client
-from worker import Shell, TaskFiles, monitor_instructions, reap_monitor, start_monitor
+from wave_bash.api import Client
+from wave_bash.worker import Shell, TaskFiles, monitor_instructions, reap_monitor, start_monitor
 
 
 def standby_of(client: Client, state_dir: Path) -> psutil.Process:

@@ -14,7 +14,7 @@ import psutil
 import pytest
 from conftest import kill_supervisor, start_bg, wait_until
 
-from api import Client, texts
+from wave_bash.api import Client, texts
 
 CGROUP = "cgroup"
 PROCESS = "process"

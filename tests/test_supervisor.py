@@ -21,8 +21,8 @@ from conftest import (
     wait_until,
 )
 
-from api import BashResult, Client
-from api.protocol import request
+from wave_bash.api import BashResult, Client
+from wave_bash.api.protocol import request
 
 
 def test_fifty_concurrent_starters_one_supervisor(state_dir: Path) -> None:

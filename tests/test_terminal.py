@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, start_bg, task_alive, wait_until
 
-from api import Client
+from wave_bash.api import Client
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_ctrl_b_backgrounds_the_running_command(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "stdout.txt"
-    cli = f"{shlex.quote(sys.executable)} -m api.cli --state-dir {shlex.quote(str(state_dir))}"
+    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
     line = f"{cli} run -- 'echo started; sleep 20; echo done' > {out}; echo rc=$? >> {out}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from api import (
+from wave_bash.api import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     BashInput,
@@ -15,7 +15,7 @@ from api import (
     texts,
     tool_definitions,
 )
-from api.tools import TIMEOUT_PARAMETER_TEXT
+from wave_bash.api.tools import TIMEOUT_PARAMETER_TEXT
 
 
 def bash_tool(fmt: str = "anthropic") -> tuple[str, dict]:  # type: ignore[type-arg]

@@ -15,10 +15,10 @@ import psutil
 import pytest
 from conftest import kill_supervisor, start_bg, supervisor_pids, task_alive
 
-from api import Client
-from api.errors import ForbiddenError
-from api.protocol import encode, request
-from api.transport import handshake_proof
+from wave_bash.api import Client
+from wave_bash.api.errors import ForbiddenError
+from wave_bash.api.protocol import encode, request
+from wave_bash.api.transport import handshake_proof
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from worker import (
+from wave_bash.worker import (
     NoShellError,
     Shell,
     build_payload,
@@ -18,7 +18,7 @@ from worker import (
     usual_git_bash_locations,
     windows_to_posix_path,
 )
-from worker.windows import NoGitBashError
+from wave_bash.worker.windows import NoGitBashError
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.protocol import GcParams
+from wave_bash.api.protocol import GcParams
 
 from ..context import Connection, Context
 from ..retention import prune

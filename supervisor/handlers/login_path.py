@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from api.errors import InvalidInputError, ShellNotFoundError
-from api.protocol import LoginPathParams
-from worker import NoShellError, probe_login_path, resolve_shell
+from wave_bash.api.errors import InvalidInputError, ShellNotFoundError
+from wave_bash.api.protocol import LoginPathParams
+from wave_bash.worker import NoShellError, probe_login_path, resolve_shell
 
 from ..context import Connection, Context
 

@@ -12,9 +12,15 @@ from __future__ import annotations
 import secrets
 import time
 
-from api.errors import TaskNotFoundError
-from api.models import Notice, NoticeClaim
-from api.protocol import AckParams, ClaimParams, NotificationsParams, ReleaseParams, TaskParams
+from wave_bash.api.errors import TaskNotFoundError
+from wave_bash.api.models import Notice, NoticeClaim
+from wave_bash.api.protocol import (
+    AckParams,
+    ClaimParams,
+    NotificationsParams,
+    ReleaseParams,
+    TaskParams,
+)
 
 from .. import views
 from ..context import Connection, Context

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from api.errors import InvalidInputError, TaskNotFoundError
-from api.models import TaskOutputResult
-from api.protocol import OutputParams
-from worker.tail import PatternScanner, changes, compile_pattern, file_size
+from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
+from wave_bash.api.models import TaskOutputResult
+from wave_bash.api.protocol import OutputParams
+from wave_bash.worker.tail import PatternScanner, changes, compile_pattern, file_size
 
 from .. import views
 from ..context import Connection, Context

@@ -8,10 +8,10 @@ import os
 import time
 from typing import Any
 
-from api.constants import DEFAULT_TIMEOUT_MS, PROGRESS_INTERVAL_MS
-from api.errors import InvalidInputError, TaskNotFoundError
-from api.models import BashInput, BashResult
-from api.protocol import AttachParams, RunParams
+from wave_bash.api.constants import DEFAULT_TIMEOUT_MS, PROGRESS_INTERVAL_MS
+from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
+from wave_bash.api.models import BashInput, BashResult
+from wave_bash.api.protocol import AttachParams, RunParams
 
 from .. import views
 from ..context import Connection, Context

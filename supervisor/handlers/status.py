@@ -6,8 +6,8 @@ import importlib.metadata
 import os
 from datetime import UTC, datetime
 
-from api.models import SupervisorStatus
-from api.protocol import PROTOCOL_VERSION, Params
+from wave_bash.api.models import SupervisorStatus
+from wave_bash.api.protocol import PROTOCOL_VERSION, Params
 
 from ..context import Connection, Context
 

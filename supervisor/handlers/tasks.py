@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from api.errors import TaskNotFoundError, TaskNotRunningError
-from api.models import TaskRecord
-from api.protocol import StopManyParams, TaskParams, TasksParams
-from api.texts import outcome_text
+from wave_bash.api.errors import TaskNotFoundError, TaskNotRunningError
+from wave_bash.api.models import TaskRecord
+from wave_bash.api.protocol import StopManyParams, TaskParams, TasksParams
+from wave_bash.api.texts import outcome_text
 
 from .. import views
 from ..context import Connection, Context

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import reap
 
-from api import Client
-from worker import read_excerpt
+from wave_bash.api import Client
+from wave_bash.worker import read_excerpt
 
 Row = tuple[str, str, str, str, str]
 
@@ -231,7 +231,7 @@ def bench_many_tasks(client: Client, tmp: Path, n: int) -> list[Row]:
 
 def bench_cli_round_trip(state: Path, n: int) -> list[Row]:
     env = {**os.environ, "WAVE_STATE_DIR": str(state)}
-    cli = [sys.executable, "-m", "api.cli", "run", "--", "echo hello"]
+    cli = [sys.executable, "-m", "wave_bash.api.cli", "run", "--", "echo hello"]
     # The baseline: a bare Python process doing the same work with subprocess.run.
     bare = [sys.executable, "-c",
             "import subprocess; subprocess.run(['bash', '-c', 'echo hello'])"]  # fmt: skip
