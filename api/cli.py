@@ -176,7 +176,7 @@ def cmd_output(client: Client, args: argparse.Namespace) -> int:
         if out.output:
             print(out.output, flush=True)
         offset = out.next_offset or offset
-        if out.status != "running":
+        if out.status.ended:
             if args.json:
                 _print_json(out.to_json_dict())
             return 0

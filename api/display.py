@@ -7,6 +7,7 @@ import sys
 from datetime import UTC, datetime
 
 from .models import Progress, TaskRecord
+from .states import Owner
 
 
 class LiveView:
@@ -36,7 +37,7 @@ def task_table(records: list[TaskRecord]) -> str:
     now = datetime.now(UTC)
     rows = [("ID", "STATUS", "OWNER", "AGE", "COMMAND")]
     for r in records:
-        owner = r.owner if r.owner == "foreground" else f"bg:{r.background_reason}"
+        owner = r.owner if r.owner is Owner.FOREGROUND else f"bg:{r.background_reason}"
         status = r.status if r.exit_code is None else f"{r.status}({r.exit_code})"
         if r.leftover_processes:  # ended, but what it started still runs
             status += f"+{r.leftover_processes} running"

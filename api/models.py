@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -21,10 +21,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from .errors import InvalidInputError
-
-TaskStatus = Literal["running", "completed", "failed", "killed", "lost"]
-Owner = Literal["foreground", "background"]
-BackgroundReason = Literal["explicit", "timeout", "user", "caller_lost"]
+from .states import BackgroundReason, EndReason, Owner, TaskStatus
 
 TIMEOUT_ERROR = "timeout must be a non-negative number of milliseconds"
 
@@ -180,9 +177,8 @@ class TaskRecord(ContractModel):
     output_path: str
     session: str
     cwd: str
-    end_reason: str | None = None
-    """Why it ended when the exit code does not say: ``stopped``, ``timeout`` (a ``sleep``
-    past its timeout), ``log_cap``, ``memory_limit``, ``monitor_lost``, ``host_restart``."""
+    end_reason: EndReason | None = None
+    """Why it ended when the exit code does not say."""
     leftover_processes: int = 0
     """Processes it started that still run although it ended (TaskStop stops them)."""
     monitor_lost: bool = False
@@ -256,6 +252,7 @@ __all__ = [
     "BashInput",
     "BashResult",
     "ContractModel",
+    "EndReason",
     "Notice",
     "NoticeClaim",
     "Owner",

@@ -6,9 +6,9 @@ running, so the words must not suggest a failure.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
-from .models import TaskStatus
+from .states import EndReason, TaskStatus
 
 
 def format_seconds(ms: float) -> str:
@@ -51,25 +51,45 @@ def finished_text(output: str, exit_code: int | None) -> str:
     return f"{output}\n{tail}" if output else tail
 
 
-def outcome_text(status: TaskStatus, exit_code: int | None, end_reason: str | None = None) -> str:
-    """How a background task ended, as a phrase for its completion notice."""
-    if status == "completed":
-        return "completed with exit code 0"
-    if status == "failed":
-        return f"failed with exit code {exit_code}"
-    if status == "killed":
-        if end_reason == "log_cap":
-            return "was stopped because its output reached the log size cap"
-        if end_reason == "memory_limit":
-            return "was killed because it reached the task memory limit"
-        if end_reason is None and exit_code is not None:
+def outcome_text(
+    status: TaskStatus, exit_code: int | None, end_reason: EndReason | None = None
+) -> str:
+    """How a task ended (or that it runs), as a phrase for its completion notice."""
+    match status:
+        case TaskStatus.RUNNING:
+            return "is still running"
+        case TaskStatus.COMPLETED:
+            return "completed with exit code 0"
+        case TaskStatus.FAILED:
+            return f"failed with exit code {exit_code}"
+        case TaskStatus.KILLED:
+            return _killed_text(exit_code, end_reason)
+        case TaskStatus.LOST:
+            if end_reason is EndReason.MONITOR_LOST:
+                return "was lost: its exit status could not be recorded"
+            return "was lost when the host restarted"
+        case _:
+            assert_never(status)
+
+
+def _killed_text(exit_code: int | None, end_reason: EndReason | None) -> str:
+    match end_reason:
+        case None if exit_code is not None:
             return f"was killed by signal {exit_code - 128}"
-        return "was stopped"
-    if status == "lost":
-        if end_reason == "monitor_lost":
-            return "was lost: its exit status could not be recorded"
-        return "was lost when the host restarted"
-    return "is still running"
+        case EndReason.LOG_CAP:
+            return "was stopped because its output reached the log size cap"
+        case EndReason.MEMORY_LIMIT:
+            return "was killed because it reached the task memory limit"
+        case (
+            None
+            | EndReason.STOPPED
+            | EndReason.TIMEOUT
+            | EndReason.MONITOR_LOST
+            | EndReason.HOST_RESTART
+        ):
+            return "was stopped"
+        case _:
+            assert_never(end_reason)
 
 
 def notice_text(
@@ -79,7 +99,7 @@ def notice_text(
     status: TaskStatus,
     exit_code: int | None,
     output_path: str,
-    end_reason: str | None = None,
+    end_reason: EndReason | None = None,
     leftovers: int = 0,
 ) -> str:
     """B5: the completion notice of a background task (bounded: a command's first line)."""
@@ -126,4 +146,4 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     state += leftover_text(int(data.get("leftoverProcesses") or 0))
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
-    return f"Task {data.get('id')} {'was stopped' if status == 'killed' else status}. {state}."
+    return f"Task {data.get('id')} {'was stopped' if status == TaskStatus.KILLED else status}. {state}."

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from wave_bash.api.errors import StorageError
+from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +157,9 @@ class TaskRow:
     session: str
     cwd: str
     shell: str | None
-    status: str
-    owner: str
-    background_reason: str | None
+    status: TaskStatus
+    owner: Owner
+    background_reason: BackgroundReason | None
     owner_changed_at: float | None
     exit_code: int | None
     pid: int | None
@@ -169,10 +170,19 @@ class TaskRow:
     output_path: str
     err_path: str | None
     timeout_ms: float | None
-    end_reason: str | None = None
+    end_reason: EndReason | None = None
     request_key: str | None = None
     cpu_seconds: float | None = None
     peak_memory: int | None = None
+
+    def __post_init__(self) -> None:
+        """Rows read back hold the states' values: make them the enums again."""
+        self.status = TaskStatus(self.status)
+        self.owner = Owner(self.owner)
+        if self.background_reason is not None:
+            self.background_reason = BackgroundReason(self.background_reason)
+        if self.end_reason is not None:
+            self.end_reason = EndReason(self.end_reason)
 
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))
@@ -394,12 +404,12 @@ class Journal:
             where.append("session = ?")
             args.append(session)
         if running_only:
-            where.append("status = 'running'")
+            where.append(f"status = '{TaskStatus.RUNNING}'")
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.db.execute(f"{_SELECT}{clause} ORDER BY started_at, id", args).fetchall()
         found = [self._held_rows.get(r[0]) or TaskRow(*r) for r in rows]
         if running_only and self._held_rows:
-            found = [r for r in found if r.status == "running"]
+            found = [r for r in found if r.status is TaskStatus.RUNNING]
         return found
 
     def prune(self, ended_before: float) -> list[str]:
@@ -410,7 +420,7 @@ class Journal:
             ids = [
                 r[0]
                 for r in db.execute(
-                    "SELECT id FROM tasks WHERE status != 'running' AND ended_at < ?",
+                    f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND ended_at < ?",
                     (ended_before,),
                 )
                 if r[0] not in self._held_rows

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from wave_bash.api.paths import StateLayout
+from wave_bash.api.states import TaskStatus
 
 from .journal import Journal, TaskRow
 from .tasks import META_SUFFIX, TaskManager, find_monitors, read_exit_file, status_for
@@ -72,7 +73,7 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
             continue
         exit_file = tasks_dir / f"{row.id}.exit"
         row.pid = row.pid_start = None
-        row.status, row.exit_code, row.ended_at = "running", None, None
+        row.status, row.exit_code, row.ended_at = TaskStatus.RUNNING, None, None
         code = read_exit_file(exit_file)
         if code is not None:
             row.status, row.exit_code = status_for(code, stopped=False), code

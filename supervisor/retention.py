@@ -7,6 +7,7 @@ import logging
 import time
 from pathlib import Path
 
+from wave_bash.api.states import EndReason
 from wave_bash.worker.tail import file_size
 
 from .context import Context
@@ -58,7 +59,7 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
     over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
     if over:
         log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)
-        await ctx.tasks.stop(over, reason="log_cap")
+        await ctx.tasks.stop(over, reason=EndReason.LOG_CAP)
     idle = not ctx.tasks.live and ctx.active_connections == 0 and not ctx.journal.held
     if idle and settings.idle_exit and time.monotonic() - ctx.last_activity >= settings.idle_exit:
         log.info("idle for %gs with no task running: exiting", settings.idle_exit)

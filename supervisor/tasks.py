@@ -25,6 +25,7 @@ import psutil
 from wave_bash.api.constants import STOP_GRACE_SECONDS
 from wave_bash.api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
 from wave_bash.api.protocol import RunParams
+from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
 from wave_bash.worker import (
     CgroupTracker,
     Monitor,
@@ -66,13 +67,13 @@ def is_sleep_command(command: str) -> bool:
     return SLEEP_COMMAND.match(command) is not None
 
 
-def status_for(exit_code: int | None, stopped: bool) -> str:
+def status_for(exit_code: int | None, stopped: bool) -> TaskStatus:
     """Task status from its recorded exit code (SPEC D7)."""
     if exit_code is None:
-        return "lost"
+        return TaskStatus.LOST
     if stopped or exit_code in SIGNAL_EXIT_CODES:
-        return "killed"
-    return "completed" if exit_code == 0 else "failed"
+        return TaskStatus.KILLED
+    return TaskStatus.COMPLETED if exit_code == 0 else TaskStatus.FAILED
 
 
 def nearest_existing_dir(path: str) -> str:
@@ -171,8 +172,8 @@ class LiveTask:
     ended: asyncio.Future[None]
     child: bool = False
     """Whether this supervisor spawned the monitor (and must reap it)."""
-    stop_reason: str | None = None
-    """Why the supervisor stopped it (``stopped``, ``timeout``, ``log_cap``), if it did."""
+    stop_reason: EndReason | None = None
+    """Why the supervisor stopped it, if it did."""
     backgrounded: asyncio.Event = field(default_factory=asyncio.Event)
     attached: int = 0
     """Foreground callers waiting on this task right now."""
@@ -271,9 +272,9 @@ class TaskManager:
         background = p.run_in_background
         row = TaskRow(
             id=task_id, command=p.command, description=p.description, session=p.session,
-            cwd=p.cwd, shell=shell.path, status="running",
-            owner="background" if background else "foreground",
-            background_reason="explicit" if background else None,
+            cwd=p.cwd, shell=shell.path, status=TaskStatus.RUNNING,
+            owner=Owner.BACKGROUND if background else Owner.FOREGROUND,
+            background_reason=BackgroundReason.EXPLICIT if background else None,
             owner_changed_at=now if background else None, exit_code=None, pid=None,
             pid_start=None, boot_id=boot_id(), started_at=now, ended_at=None,
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
@@ -392,11 +393,11 @@ class TaskManager:
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
-            if row.owner == "foreground":
+            if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
             return task
-        if row.owner == "foreground":
-            self._set_owner(task, "background", "caller_lost")
+        if row.owner is Owner.FOREGROUND:
+            self._set_owner(task, Owner.BACKGROUND, BackgroundReason.CALLER_LOST)
         self._finish(task, host_restarted=row.boot_id != boot_id())
         return task if not task.ended.done() else None  # its monitor died, not its processes
 
@@ -423,7 +424,7 @@ class TaskManager:
 
     def _caller_gone(self, task: LiveTask) -> None:
         if task.attached == 0:
-            self.move_to_background(task, "caller_lost")
+            self.move_to_background(task, BackgroundReason.CALLER_LOST)
 
     # --- exit detection ----------------------------------------------------------------
 
@@ -509,7 +510,7 @@ class TaskManager:
             row = self.journal.get(task_id)
             if (
                 row is None
-                or row.status == "running"
+                or row.status is TaskStatus.RUNNING
                 or row.boot_id != boot_id()  # no cgroup outlives a reboot (nor a simulated one)
                 or task_id in self.live
                 or not self.tracker.populated(task_id)
@@ -545,18 +546,18 @@ class TaskManager:
         row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
         if host_restarted:
-            row.end_reason = "host_restart"
+            row.end_reason = EndReason.HOST_RESTART
         elif code is None:
-            row.end_reason = "monitor_lost"
+            row.end_reason = EndReason.MONITOR_LOST
         elif oom and task.stop_reason is None:
-            row.status, row.end_reason = "killed", "memory_limit"
+            row.status, row.end_reason = TaskStatus.KILLED, EndReason.MEMORY_LIMIT
         else:
             row.end_reason = task.stop_reason
-        if row.owner == "foreground" and task.attached == 0 and not task.child:
+        if row.owner is Owner.FOREGROUND and task.attached == 0 and not task.child:
             # Re-adopted after a restart, ended before its caller came back: a notice.
-            row.owner, row.background_reason = "background", "caller_lost"
+            row.owner, row.background_reason = Owner.BACKGROUND, BackgroundReason.CALLER_LOST
             row.owner_changed_at = time.time()
-        notice_session = row.session if row.owner == "background" else None
+        notice_session = row.session if row.owner is Owner.BACKGROUND else None
         self.unrecorded.discard(row.id)
         self.journal.finish_task(row, notice_session)  # held if the disk refuses it
         problem = (  # statvfs: a syscall, no disk access
@@ -574,7 +575,7 @@ class TaskManager:
 
     # --- ownership and stopping --------------------------------------------------------
 
-    def _set_owner(self, task: LiveTask, owner: str, reason: str | None) -> None:
+    def _set_owner(self, task: LiveTask, owner: Owner, reason: BackgroundReason | None) -> None:
         now = time.time()
         task.row.owner, task.row.background_reason, task.row.owner_changed_at = owner, reason, now
         self.journal.save_row(task.row)
@@ -582,20 +583,20 @@ class TaskManager:
     def move_to_foreground(self, task: LiveTask) -> None:
         """A lost caller came back (``attach``): the task is its foreground command again."""
         task.backgrounded.clear()
-        self._set_owner(task, "foreground", None)
+        self._set_owner(task, Owner.FOREGROUND, None)
 
-    def move_to_background(self, task: LiveTask, reason: str) -> bool:
+    def move_to_background(self, task: LiveTask, reason: BackgroundReason) -> bool:
         """Foreground → background in the journal only; the process is not touched.
 
         Returns False when the task had already ended or was already in the background.
         """
-        if task.ended.done() or task.row.owner == "background":
+        if task.ended.done() or task.row.owner is Owner.BACKGROUND:
             return False
-        self._set_owner(task, "background", reason)
+        self._set_owner(task, Owner.BACKGROUND, reason)
         task.backgrounded.set()
         return True
 
-    async def stop(self, tasks: Iterable[LiveTask], reason: str = "stopped") -> None:
+    async def stop(self, tasks: Iterable[LiveTask], reason: EndReason = EndReason.STOPPED) -> None:
         """Stop tasks with every process they started and wait until their ends are
         recorded; an ended task that left processes running (lingering) has those stopped."""
         tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]

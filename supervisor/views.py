@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import assert_never
 
 from wave_bash.api import texts
 from wave_bash.api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
-from wave_bash.api.models import BashResult, Notice, Progress, TaskRecord, TaskStatus
+from wave_bash.api.models import BashResult, Notice, Progress, TaskRecord
+from wave_bash.api.states import BackgroundReason, TaskStatus
 from wave_bash.worker import Excerpt, last_lines, read_excerpt
 
 from .journal import TaskRow
@@ -40,8 +41,8 @@ def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
     usage = tasks.usage_now(row)
     return TaskRecord(
         id=row.id, command=row.command, description=row.description,
-        status=cast(Any, row.status), owner=cast(Any, row.owner),
-        background_reason=cast(Any, row.background_reason), exit_code=row.exit_code,
+        status=row.status, owner=row.owner,
+        background_reason=row.background_reason, exit_code=row.exit_code,
         pid=row.pid, started_at=_time(row.started_at) or datetime.now(UTC),
         ended_at=_time(row.ended_at), output_path=row.output_path, session=row.session,
         cwd=row.cwd, end_reason=row.end_reason,
@@ -52,7 +53,7 @@ def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
 
 
 def notice(row: TaskRow, leftovers: int = 0) -> Notice:
-    status = cast(TaskStatus, row.status)
+    status = row.status
     return Notice(
         task_id=row.id, status=status, exit_code=row.exit_code,
         command=texts.short_command(row.command, NOTICE_COMMAND_CHARS),
@@ -91,7 +92,7 @@ def finished_result(task: LiveTask) -> BashResult:
     err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
     code = row.exit_code
     message = texts.finished_text(out.text, code)
-    if row.status == "lost":
+    if row.status is TaskStatus.LOST:
         message = (
             f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip()
         )
@@ -137,18 +138,21 @@ def backgrounded_result(task: LiveTask, timeout_ms: float | None = None) -> Bash
     row = task.row
     path = row.output_path
     reason = row.background_reason
-    if reason == "timeout":
-        message = texts.auto_backgrounded_text(row.id, path, timeout_ms or 0)
-    elif reason == "user":
-        message = texts.user_backgrounded_text(row.id, path)
-    else:
-        message = texts.background_started_text(row.id, path)
+    match reason:
+        case BackgroundReason.TIMEOUT:
+            message = texts.auto_backgrounded_text(row.id, path, timeout_ms or 0)
+        case BackgroundReason.USER:
+            message = texts.user_backgrounded_text(row.id, path)
+        case BackgroundReason.EXPLICIT | BackgroundReason.CALLER_LOST | None:
+            message = texts.background_started_text(row.id, path)
+        case _:
+            assert_never(reason)
     return BashResult(
         success=True,
         cwd=row.cwd if task.cwd_note else None,
         background_task_id=row.id,
-        backgrounded_by_user=reason == "user",
-        assistant_auto_backgrounded=reason == "timeout",
+        backgrounded_by_user=reason is BackgroundReason.USER,
+        assistant_auto_backgrounded=reason is BackgroundReason.TIMEOUT,
         output_path=path,
         duration_ms=_duration_ms(task),
         message=_with_notes(task, message),

@@ -21,6 +21,7 @@ from wave_bash.api.protocol import (
     ReleaseParams,
     TaskParams,
 )
+from wave_bash.api.states import BackgroundReason, Owner
 
 from .. import views
 from ..context import Connection, Context
@@ -69,12 +70,12 @@ async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> dict
         raise TaskNotFoundError(p.task_id)
     task = ctx.tasks.live.get(row.id)
     if task is not None:  # still running: it just moves to the background
-        return {"announced": ctx.tasks.move_to_background(task, "caller_lost")}
-    if row.owner != "foreground":
+        return {"announced": ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)}
+    if row.owner is not Owner.FOREGROUND:
         return {"announced": False}
     row.owner, row.background_reason, row.owner_changed_at = (
-        "background",
-        "caller_lost",
+        Owner.BACKGROUND,
+        BackgroundReason.CALLER_LOST,
         time.time(),
     )
     ctx.journal.finish_task(row, row.session)  # the row as it is, plus its notice

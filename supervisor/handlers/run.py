@@ -12,6 +12,7 @@ from wave_bash.api.constants import DEFAULT_TIMEOUT_MS, PROGRESS_INTERVAL_MS
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import BashInput, BashResult
 from wave_bash.api.protocol import AttachParams, RunParams
+from wave_bash.api.states import BackgroundReason, EndReason, Owner
 
 from .. import views
 from ..context import Connection, Context
@@ -60,13 +61,13 @@ async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> Bash
         raise TaskNotFoundError(p.task_id)
     task = ctx.tasks.live.get(row.id)
     if task is not None:
-        if task.row.background_reason == "caller_lost":
+        if task.row.background_reason is BackgroundReason.CALLER_LOST:
             ctx.tasks.move_to_foreground(task)  # its caller is back
-        if task.row.owner == "foreground":
+        if task.row.owner is Owner.FOREGROUND:
             return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
         return views.backgrounded_result(task, _timeout_ms(task))
     ended = ctx.tasks.ended_task(row)
-    if row.owner == "foreground" or row.background_reason == "caller_lost":
+    if row.owner is Owner.FOREGROUND or row.background_reason is BackgroundReason.CALLER_LOST:
         ctx.journal.mark_delivered(row.session, [row.id])  # the caller gets the result itself
         return views.finished_result(ended)
     return views.backgrounded_result(ended, _timeout_ms(ended))
@@ -92,17 +93,17 @@ async def wait_foreground(
         task.attached -= 1
         for helper in helpers:
             helper.cancel()
-    if task.row.owner == "background":  # backgrounded by the user (bg) before it ended
+    if task.row.owner is Owner.BACKGROUND:  # backgrounded by the user (bg) before it ended
         return views.backgrounded_result(task)
     if task.ended.done():
         return views.finished_result(task)
     if conn.closed.done():
-        ctx.tasks.move_to_background(task, "caller_lost")
+        ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
         return None
     if is_sleep_command(task.row.command):
-        await ctx.tasks.stop([task], reason="timeout")
+        await ctx.tasks.stop([task], reason=EndReason.TIMEOUT)
         return views.terminated_result(task, timeout_ms)
-    ctx.tasks.move_to_background(task, "timeout")
+    ctx.tasks.move_to_background(task, BackgroundReason.TIMEOUT)
     return views.backgrounded_result(task, timeout_ms)
 
 

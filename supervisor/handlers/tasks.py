@@ -7,6 +7,7 @@ import asyncio
 from wave_bash.api.errors import TaskNotFoundError, TaskNotRunningError
 from wave_bash.api.models import TaskRecord
 from wave_bash.api.protocol import StopManyParams, TaskParams, TasksParams
+from wave_bash.api.states import BackgroundReason
 from wave_bash.api.texts import outcome_text
 
 from .. import views
@@ -25,10 +26,10 @@ def _row(ctx: Context, task_id: str) -> TaskRow:
 def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
     row = _row(ctx, task_id)
     task = ctx.tasks.live.get(task_id)
-    if task is None or row.status != "running":
+    if task is None or row.status.ended:
         raise TaskNotRunningError(
             f"Cannot {action} task {task_id}: it is not running (status: {row.status}; "
-            f"it {outcome_text(row.status, row.exit_code, row.end_reason)})",  # type: ignore[arg-type]
+            f"it {outcome_text(row.status, row.exit_code, row.end_reason)})",
             task_id=task_id,
         )
     return task
@@ -61,7 +62,7 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
     """F4: the user moves a running foreground command to the background."""
     task = _running(ctx, p.task_id, "background")
-    ctx.tasks.move_to_background(task, "user")
+    ctx.tasks.move_to_background(task, BackgroundReason.USER)
     return views.task_record(task.row, ctx.tasks)
 
 
