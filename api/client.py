@@ -10,9 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-from pydantic import BaseModel
+from typing import Any, cast
 
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
@@ -40,20 +38,28 @@ from .models import (
 from .paths import StateLayout, resolve_state_dir
 from .protocol import (
     NOTICE_LEASE_SECONDS,
-    AckParams,
-    AttachParams,
-    ClaimParams,
-    GcParams,
-    LoginPathParams,
-    NotificationsParams,
-    OutputParams,
-    ReleaseParams,
-    RunParams,
-    StopManyParams,
-    TaskParams,
-    TasksParams,
+    AckRequest,
+    AnnounceRequest,
+    AttachRequest,
+    BackgroundRequest,
+    ClaimRequest,
+    GcRequest,
+    LoginPathRequest,
+    NotificationsRequest,
+    OutputRequest,
+    ReleaseRequest,
+    Request,
+    ResultT,
+    RunRequest,
+    ShutdownRequest,
+    StatusRequest,
+    StopManyRequest,
+    StopRequest,
+    TasksRequest,
+    WaitRequest,
     check_session,
     parse_params,
+    parse_result,
     read_messages,
     request,
 )
@@ -187,7 +193,7 @@ class Client:
                     "run_in_background": run_in_background,
                 }
             )
-            params = RunParams(
+            params = RunRequest(
                 session=self.session,
                 command=checked.command,
                 timeout=checked.timeout,
@@ -203,10 +209,9 @@ class Client:
             )
             wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
             patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)
-            data = self._call("run", params, on_progress, on_start, patience=patience)
+            result = self._call(params, on_progress, on_start, patience=patience)
         except (InvalidInputError, ShellNotFoundError, SpawnError, StorageError) as exc:
             return BashResult(success=False, message=exc.message, error=exc.message)
-        result = BashResult.model_validate(data)
         if result.cwd:
             if self.follow_cd:
                 self.cwd = result.cwd
@@ -242,11 +247,11 @@ class Client:
                 on_start=on_start,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
-            stop = parse_params(TaskParams, {**args, "session": self.session})
-            return self.task_stop(stop.task_id).to_json_dict()
+            stop = parse_params(StopRequest, {**args, "session": self.session})
+            return self._call(stop).to_json_dict()
         if name == TASK_OUTPUT_TOOL:
-            read = parse_params(OutputParams, {**args, "session": self.session})
-            return TaskOutputResult.model_validate(self._call("output", read)).to_json_dict()
+            read = parse_params(OutputRequest, {**args, "session": self.session})
+            return self._call(read).to_json_dict()
         raise InvalidInputError(f"unknown tool {name!r}")
 
     def _command_env(self) -> dict[str, str]:
@@ -256,32 +261,26 @@ class Client:
 
     def status(self) -> SupervisorStatus:
         """The supervisor's status (starting it if needed)."""
-        return SupervisorStatus.model_validate(self._call("status", {"session": self.session}))
+        return self._call(StatusRequest(session=self.session))
 
     def login_path(self, timeout_ms: float = 5000) -> str | None:
         """Probe the user's login shell for its PATH (SPEC E1); ``None`` when it fails."""
-        params = LoginPathParams(session=self.session, env=dict(os.environ), timeout=timeout_ms)
-        data = self._call("login_path", params)
-        return data.get("path") if isinstance(data, dict) else None
+        params = LoginPathRequest(session=self.session, env=dict(os.environ), timeout=timeout_ms)
+        return self._call(params).path
 
     # --- background tasks -------------------------------------------------------------------
 
     def task_stop(self, task_id: str) -> TaskRecord:
         """Stop a task and its whole process tree (SPEC B3)."""
-        return TaskRecord.model_validate(
-            self._call("stop", TaskParams(session=self.session, task_id=task_id))
-        )
+        return self._call(StopRequest(session=self.session, task_id=task_id))
 
     def task_stop_many(self, task_ids: list[str]) -> list[TaskRecord]:
         """Stop several tasks at once; unknown IDs raise before anything is stopped."""
-        data = self._call("stop_many", StopManyParams(session=self.session, task_ids=task_ids))
-        return [TaskRecord.model_validate(item) for item in data]
+        return self._call(StopManyRequest(session=self.session, task_ids=task_ids))
 
     def background(self, task_id: str) -> TaskRecord:
         """Move a running foreground command to the background (SPEC F4)."""
-        return TaskRecord.model_validate(
-            self._call("background", TaskParams(session=self.session, task_id=task_id))
-        )
+        return self._call(BackgroundRequest(session=self.session, task_id=task_id))
 
     def task_output(
         self,
@@ -297,7 +296,7 @@ class Client:
         With ``offset``, read from that byte of the log instead, without recording a read
         (how ``output --follow`` tails a task).
         """
-        params = OutputParams(
+        params = OutputRequest(
             session=self.session,
             task_id=task_id,
             block=block,
@@ -305,78 +304,69 @@ class Client:
             pattern=pattern,
             offset=offset,
         )
-        return TaskOutputResult.model_validate(self._call("output", params))
+        return self._call(params)
 
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
         """Wait until a task ends (or ``timeout`` ms pass) and return its record."""
-        params = TaskParams(session=self.session, task_id=task_id, timeout=timeout)
-        return TaskRecord.model_validate(self._call("wait", params))
+        return self._call(WaitRequest(session=self.session, task_id=task_id, timeout=timeout))
 
     def tasks(self, all: bool = False) -> list[TaskRecord]:
         """This session's tasks; with ``all`` every session's."""
-        data = self._call("tasks", TasksParams(session=self.session, all=all))
-        return [TaskRecord.model_validate(item) for item in data]
+        return self._call(TasksRequest(session=self.session, all=all))
 
     def notifications(self) -> list[Notice]:
         """Pending completion notices of this session, each delivered exactly once (SPEC B5):
         taken in one step, so concurrent readers (threads, processes) never share one."""
-        data = self._call("notifications", NotificationsParams(session=self.session, ack=True))
-        return [Notice.model_validate(item) for item in data]
+        return self._call(NotificationsRequest(session=self.session, ack=True))
 
     def claim_notices(self, lease: float = NOTICE_LEASE_SECONDS) -> NoticeClaim:
         """Take this session's pending notices for ``lease`` seconds, to show them somewhere
         first; then :meth:`ack_notices` (shown) or :meth:`release_notices` (not shown).
         Unconfirmed, they go to the next reader when the lease ends."""
-        data = self._call("claim", ClaimParams(session=self.session, lease=lease))
-        return NoticeClaim.model_validate(data)
+        return self._call(ClaimRequest(session=self.session, lease=lease))
 
     def ack_notices(self, claim: str) -> int:
         """The claimed notices were shown: they are never delivered again."""
-        data = self._call("ack", AckParams(session=self.session, claim=claim))
-        return int(data["acknowledged"])
+        return self._call(AckRequest(session=self.session, claim=claim)).acknowledged
 
     def release_notices(self, claim: str) -> int:
         """The claimed notices were not shown: the next reader gets them."""
-        data = self._call("release", ReleaseParams(session=self.session, claim=claim))
-        return int(data["released"])
+        return self._call(ReleaseRequest(session=self.session, claim=claim)).released
 
     def announce_result(self, task_id: str) -> bool:
         """A foreground result never reached its caller (its host died as it was sent):
         the task's end becomes a notice of this session (``caller_lost``). Returns
         whether it did (False: it was already in the background)."""
-        data = self._call("announce", TaskParams(session=self.session, task_id=task_id))
-        return bool(data["announced"])
+        return self._call(AnnounceRequest(session=self.session, task_id=task_id)).announced
 
     def gc(self, older_than: float | None = None) -> list[str]:
         """Prune finished tasks that ended more than ``older_than`` seconds ago (default:
         the supervisor's retention); returns the IDs removed."""
-        data = self._call("gc", GcParams(session=self.session, older_than=older_than))
-        return list(data["removed"])
+        return self._call(GcRequest(session=self.session, older_than=older_than)).removed
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""
         if self.remote is not None:
-            self._call("shutdown", {"session": self.session})
+            self._call(ShutdownRequest(session=self.session))
             return True
         try:
             sock = connect_or_start(self.layout, self.transport, autostart=False)
         except SupervisorUnavailableError:
             return False
         with sock:
-            self._exchange(sock, "shutdown", {"session": self.session}, None)
+            self._exchange(sock, ShutdownRequest(session=self.session), None)
         return True
 
     # --- transport --------------------------------------------------------------------
 
     def _call(
         self,
-        op: str,
-        params: BaseModel | dict[str, Any],
+        req: Request[ResultT],
         on_progress: ProgressCallback | None = None,
         on_start: StartCallback | None = None,
         *,
         patience: float = RECONNECT_PATIENCE,
-    ) -> Any:
+    ) -> ResultT:
         """Send one request and return its result, through supervisor restarts.
 
         When the supervisor goes away, or cannot be started for a while, the request is
@@ -402,7 +392,7 @@ class Client:
             if self._closed:
                 raise SupervisorUnavailableError("this client was closed: its caller went away")
             try:
-                return self._attempt(op, params, on_progress, note_start, epoch)
+                return parse_result(req, self._attempt(req, on_progress, note_start, epoch))
             except _ConnectionLost as lost:
                 if lost.ssh_failed and not started:
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
@@ -425,7 +415,7 @@ class Client:
             if time.monotonic() + delay > give_up:
                 task_id = started[0] if started else None
                 raise SupervisorUnavailableError(
-                    _give_up_text(failure, task_id, maybe_started=op == "run" and sent),
+                    _give_up_text(failure, task_id, maybe_started=req.op == "run" and sent),
                     task_id=task_id,
                 ) from None
             time.sleep(delay)
@@ -433,16 +423,15 @@ class Client:
             if started:
                 # The supervisor went away while a command ran (killed, restarted). The
                 # command keeps running and a new supervisor re-adopts it: wait for it again.
-                op = "attach"
-                params = AttachParams(
+                again = AttachRequest(
                     session=self.session, task_id=started[0], progress=on_progress is not None
                 )
+                req = cast(Request[ResultT], again)  # a run's result, as the run's
             # Otherwise the same request goes again: a run with the same key (never twice).
 
     def _attempt(
         self,
-        op: str,
-        params: BaseModel | dict[str, Any],
+        req: Request[Any],
         on_progress: ProgressCallback | None,
         on_start: StartCallback,
         epoch: int,
@@ -457,7 +446,7 @@ class Client:
         try:
             with sock:
                 try:
-                    return self._exchange(sock, op, params, on_progress, on_start)
+                    return self._exchange(sock, req, on_progress, on_start)
                 except _ConnectionLost as lost:
                     failure = finish_ssh(ssh, self.remote) if ssh and self.remote else None
                     ssh = None
@@ -491,13 +480,12 @@ class Client:
     def _exchange(
         self,
         sock: socket.socket,
-        op: str,
-        params: BaseModel | dict[str, Any],
+        req: Request[Any],
         on_progress: ProgressCallback | None,
         on_start: StartCallback | None = None,
     ) -> Any:
         try:
-            sock.sendall(request(op, params))
+            sock.sendall(request(req))
         except OSError as exc:  # it closed right after accepting (dying)
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False

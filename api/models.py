@@ -246,17 +246,62 @@ class SupervisorStatus(ContractModel):
     """Why they are held (``No space left on device``), while they are."""
 
 
+class AckResult(ContractModel):
+    """``ack``: how many notices were confirmed."""
+
+    acknowledged: int
+
+
+class ReleaseResult(ContractModel):
+    """``release``: how many notices were given back."""
+
+    released: int
+
+
+class AnnounceResult(ContractModel):
+    """``announce``: whether the task's end became a notice (False: it already was one)."""
+
+    announced: bool
+
+
+class GcResult(ContractModel):
+    """``gc``: the tasks removed, and the age used."""
+
+    removed: list[str]
+    older_than_seconds: float
+
+
+class ShutdownResult(ContractModel):
+    """``shutdown``: the supervisor stops; its running tasks keep running."""
+
+    stopping: bool
+    running_tasks: int
+
+
+class LoginPathResult(ContractModel):
+    """``login_path``: the login shell's PATH (None: the probe failed) and that shell."""
+
+    path: str | None
+    shell: str
+
+
 __all__ = [
     "TIMEOUT_ERROR",
+    "AckResult",
+    "AnnounceResult",
     "BackgroundReason",
     "BashInput",
     "BashResult",
     "ContractModel",
     "EndReason",
+    "GcResult",
+    "LoginPathResult",
     "Notice",
     "NoticeClaim",
     "Owner",
     "Progress",
+    "ReleaseResult",
+    "ShutdownResult",
     "SupervisorStatus",
     "TaskOutputResult",
     "TaskRecord",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 from pydantic import (
     AliasChoices,
@@ -31,7 +31,22 @@ from pydantic import (
 
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
 from .errors import InvalidInputError, ProtocolError
-from .models import check_timeout_ms, describe_validation_error
+from .models import (
+    AckResult,
+    AnnounceResult,
+    BashResult,
+    GcResult,
+    LoginPathResult,
+    Notice,
+    NoticeClaim,
+    ReleaseResult,
+    ShutdownResult,
+    SupervisorStatus,
+    TaskOutputResult,
+    TaskRecord,
+    check_timeout_ms,
+    describe_validation_error,
+)
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -195,26 +210,156 @@ class LoginPathParams(Params):
 
 
 P = TypeVar("P", bound=Params)
+ResultT = TypeVar("ResultT")
 
-PARAMS_BY_OP: dict[str, type[Params]] = {
-    "run": RunParams,
-    "attach": AttachParams,
-    "stop": TaskParams,
-    "stop_many": StopManyParams,
-    "background": TaskParams,
-    "wait": TaskParams,
-    "output": OutputParams,
-    "tasks": TasksParams,
-    "notifications": NotificationsParams,
-    "announce": TaskParams,
-    "ack": AckParams,
-    "claim": ClaimParams,
-    "release": ReleaseParams,
-    "status": Params,
-    "shutdown": Params,
-    "login_path": LoginPathParams,
-    "gc": GcParams,
-}
+
+class Request(Params, Generic[ResultT]):
+    """One request: its verb (``op``, the discriminator of :data:`AnyRequest`), its
+    parameters (the fields) and the type of its result (``ResultT``, ``result_type`` at
+    run time). Clients build these; the supervisor dispatches on their type."""
+
+    op: str
+    result_type: ClassVar[Any]
+
+
+class RunRequest(RunParams, Request[BashResult]):
+    op: Literal["run"] = "run"
+    result_type: ClassVar[Any] = BashResult
+
+
+class AttachRequest(AttachParams, Request[BashResult]):
+    op: Literal["attach"] = "attach"
+    result_type: ClassVar[Any] = BashResult
+
+
+class StopRequest(TaskParams, Request[TaskRecord]):
+    op: Literal["stop"] = "stop"
+    result_type: ClassVar[Any] = TaskRecord
+
+
+class StopManyRequest(StopManyParams, Request[list[TaskRecord]]):
+    op: Literal["stop_many"] = "stop_many"
+    result_type: ClassVar[Any] = list[TaskRecord]
+
+
+class BackgroundRequest(TaskParams, Request[TaskRecord]):
+    op: Literal["background"] = "background"
+    result_type: ClassVar[Any] = TaskRecord
+
+
+class WaitRequest(TaskParams, Request[TaskRecord]):
+    op: Literal["wait"] = "wait"
+    result_type: ClassVar[Any] = TaskRecord
+
+
+class OutputRequest(OutputParams, Request[TaskOutputResult]):
+    op: Literal["output"] = "output"
+    result_type: ClassVar[Any] = TaskOutputResult
+
+
+class TasksRequest(TasksParams, Request[list[TaskRecord]]):
+    op: Literal["tasks"] = "tasks"
+    result_type: ClassVar[Any] = list[TaskRecord]
+
+
+class NotificationsRequest(NotificationsParams, Request[list[Notice]]):
+    op: Literal["notifications"] = "notifications"
+    result_type: ClassVar[Any] = list[Notice]
+
+
+class AnnounceRequest(TaskParams, Request[AnnounceResult]):
+    op: Literal["announce"] = "announce"
+    result_type: ClassVar[Any] = AnnounceResult
+
+
+class AckRequest(AckParams, Request[AckResult]):
+    op: Literal["ack"] = "ack"
+    result_type: ClassVar[Any] = AckResult
+
+
+class ClaimRequest(ClaimParams, Request[NoticeClaim]):
+    op: Literal["claim"] = "claim"
+    result_type: ClassVar[Any] = NoticeClaim
+
+
+class ReleaseRequest(ReleaseParams, Request[ReleaseResult]):
+    op: Literal["release"] = "release"
+    result_type: ClassVar[Any] = ReleaseResult
+
+
+class StatusRequest(Request[SupervisorStatus]):
+    op: Literal["status"] = "status"
+    result_type: ClassVar[Any] = SupervisorStatus
+
+
+class ShutdownRequest(Request[ShutdownResult]):
+    op: Literal["shutdown"] = "shutdown"
+    result_type: ClassVar[Any] = ShutdownResult
+
+
+class LoginPathRequest(LoginPathParams, Request[LoginPathResult]):
+    op: Literal["login_path"] = "login_path"
+    result_type: ClassVar[Any] = LoginPathResult
+
+
+class GcRequest(GcParams, Request[GcResult]):
+    op: Literal["gc"] = "gc"
+    result_type: ClassVar[Any] = GcResult
+
+
+AnyRequest = Annotated[
+    RunRequest
+    | AttachRequest
+    | StopRequest
+    | StopManyRequest
+    | BackgroundRequest
+    | WaitRequest
+    | OutputRequest
+    | TasksRequest
+    | NotificationsRequest
+    | AnnounceRequest
+    | AckRequest
+    | ClaimRequest
+    | ReleaseRequest
+    | StatusRequest
+    | ShutdownRequest
+    | LoginPathRequest
+    | GcRequest,
+    Field(discriminator="op"),
+]
+"""Every request the supervisor serves, told apart by ``op`` (the one registry of verbs)."""
+
+REQUEST_TYPES: tuple[type[Request[Any]], ...] = get_args(get_args(AnyRequest)[0])
+OPS: frozenset[str] = frozenset(t.model_fields["op"].default for t in REQUEST_TYPES)
+
+_REQUEST: TypeAdapter[Any] | None = None
+_RESULTS: dict[type[Request[Any]], TypeAdapter[Any]] = {}
+
+
+def parse_request(message: Mapping[str, Any]) -> Request[Any]:
+    """The request a protocol line carries; an unknown ``op`` is a :class:`ProtocolError`,
+    bad parameters an :class:`InvalidInputError` in plain words."""
+    global _REQUEST
+    op = message.get("op")
+    if not isinstance(op, str) or op not in OPS:
+        raise ProtocolError(f"unknown operation {op!r}")
+    if _REQUEST is None:
+        _REQUEST = TypeAdapter(AnyRequest)
+    try:
+        parsed: Request[Any] = _REQUEST.validate_python(message)
+    except ValidationError as exc:
+        raise InvalidInputError(describe_validation_error(exc)) from None
+    return parsed
+
+
+def parse_result(req: Request[ResultT], data: Any) -> ResultT:
+    """A request's result from its JSON, as the request's result type."""
+    kind = type(req)
+    adapter = _RESULTS.get(kind)
+    if adapter is None:
+        adapter = _RESULTS[kind] = TypeAdapter(kind.result_type)
+    result: ResultT = adapter.validate_python(data)
+    return result
 
 
 def parse_params(model: type[P], data: Mapping[str, Any]) -> P:
@@ -234,10 +379,9 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def request(op: str, params: BaseModel | dict[str, Any]) -> bytes:
-    """Encode a request line for ``op``."""
-    body = params.model_dump(mode="json") if isinstance(params, BaseModel) else dict(params)
-    return encode({"v": PROTOCOL_VERSION, "op": op, **body})
+def request(req: Request[Any]) -> bytes:
+    """Encode a request line."""
+    return encode({"v": PROTOCOL_VERSION, **req.model_dump(mode="json")})
 
 
 def decode(line: bytes) -> dict[str, Any]:

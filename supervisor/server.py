@@ -15,11 +15,10 @@ from pydantic import BaseModel
 
 from wave_bash.api.errors import BusyError, ProtocolError, StorageError, WaveError
 from wave_bash.api.protocol import (
-    PARAMS_BY_OP,
     PROTOCOL_VERSION,
     decode,
     error_message,
-    parse_params,
+    parse_request,
 )
 from wave_bash.api.transport import HANDSHAKE_LIMIT, handshake_proof, peer_uid
 
@@ -115,11 +114,8 @@ async def serve_connection(
                 f"protocol version {version!r} is not supported: this supervisor "
                 f"speaks version {PROTOCOL_VERSION} (restart it with `wave-bash supervisor stop`)"
             )
-        op = message.get("op")
-        handler, params_type = HANDLERS.get(str(op)), PARAMS_BY_OP.get(str(op))
-        if handler is None or params_type is None:
-            raise ProtocolError(f"unknown operation {op!r}")
-        params = parse_params(params_type, message)
+        params = parse_request(message)
+        handler = HANDLERS[type(params)]
         del line, message  # only the parsed request stays while the handler waits
         watcher = conn.watch_for_close()
         result = await handler(ctx, params, conn)

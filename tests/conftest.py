@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from wave_bash.api import BashResult, Client
-from wave_bash.api.protocol import request
+from wave_bash.api.protocol import PROTOCOL_VERSION, encode
 from wave_bash.supervisor.daemon import tracker_name
 from wave_bash.worker import tagged_processes
 from wave_bash.worker.cgroups import cgroup_parents, remove_tree
@@ -92,13 +92,18 @@ def kill_supervisor(state_dir: Path, sig: int = signal.SIGKILL) -> int:
     return int(pids[0])  # type: ignore[index]
 
 
+def raw_request(op: str, params: dict[str, object]) -> bytes:
+    """A request line as any client could send it: no validation on this side."""
+    return encode({"v": PROTOCOL_VERSION, "op": op, **params})
+
+
 def ask_supervisor(state_dir: Path, op: str, params: dict[str, object]) -> dict[str, object]:
     """One request straight over the socket, past any client-side validation; returns the
     final answer (``result`` or ``error``)."""
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(10)
         s.connect(str(state_dir / "supervisor.sock"))
-        s.sendall(request(op, params))
+        s.sendall(raw_request(op, params))
         for line in s.makefile("rb"):
             message = json.loads(line)
             if message["type"] in ("result", "error"):

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, BashInThread, start_bg, task_alive, wait_until
+from conftest import REPO, BashInThread, ask_supervisor, start_bg, task_alive, wait_until
 
 from wave_bash.api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
 from wave_bash.api.errors import InvalidInputError
@@ -301,8 +301,8 @@ def test_tool_calls_with_older_names(client: Client) -> None:
     with pytest.raises(InvalidInputError, match="unknown tool"):
         client.call_tool("Nope", {"task_id": "x"})
     other = start_bg(client, "sleep 300")
-    stopped = client._call("stop", {"session": client.session, "shell_id": other})  # protocol alias
-    assert stopped["status"] == "killed" and not task_alive(other)
+    stopped = ask_supervisor(client.layout.root, "stop", {"shell_id": other})  # protocol alias
+    assert stopped["data"]["status"] == "killed" and not task_alive(other)
 
 
 def test_task_output_pattern_has_line_semantics(client: Client) -> None:

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import supervisor_pids, wait_until
+from conftest import raw_request, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.api.paths import StateLayout
-from wave_bash.api.protocol import request
 from wave_bash.supervisor import logs
 from wave_bash.supervisor.logs import RepeatFilter
 
@@ -102,7 +101,7 @@ def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:
 def test_half_a_request_is_dropped(state_dir: Path) -> None:
     start_limited_supervisor(state_dir, 1024, 1024, WAVE_REQUEST_TIMEOUT="1s")
     with connect(state_dir) as s:
-        s.sendall(request("status", {})[:10])  # half a line, then silence
+        s.sendall(raw_request("status", {})[:10])  # half a line, then silence
         started = time.monotonic()
         got = answer(s)
         assert b"no complete request within 1s" in got, got
@@ -206,7 +205,9 @@ def test_waiting_requests_do_not_keep_their_bytes(state_dir: Path) -> None:
     try:
         for _ in range(30):
             s = connect(state_dir)
-            s.sendall(request("output", {"task_id": tid, "timeout": 20_000, "padding": padding}))
+            s.sendall(
+                raw_request("output", {"task_id": tid, "timeout": 20_000, "padding": padding})
+            )
             socks.append(s)
         # Each waits on its log with a watcher of its own: a connection and a watcher each.
         wait_until(lambda: proc.num_fds() >= fds + 60)

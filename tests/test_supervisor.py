@@ -14,6 +14,7 @@ import psutil
 import pytest
 from conftest import (
     kill_supervisor,
+    raw_request,
     start_bg,
     start_supervisor,
     supervisor_pids,
@@ -22,7 +23,6 @@ from conftest import (
 )
 
 from wave_bash.api import BashResult, Client
-from wave_bash.api.protocol import request
 
 
 def test_fifty_concurrent_starters_one_supervisor(state_dir: Path) -> None:
@@ -72,7 +72,7 @@ def _ask_as(uid: int, sock_path: Path, refused: bool) -> dict[str, object]:
     The child only makes system calls: as the other user it may not be able to read the
     Python installation (e.g. under /root), so it must not import anything.
     """
-    line = request("status", {})
+    line = raw_request("status", {})
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: drop to ``uid`` and talk to the supervisor

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import kill_supervisor, start_bg, supervisor_pids, task_alive
+from conftest import kill_supervisor, raw_request, start_bg, supervisor_pids, task_alive
 
 from wave_bash.api import Client
 from wave_bash.api.errors import ForbiddenError
-from wave_bash.api.protocol import encode, request
+from wave_bash.api.protocol import encode
 from wave_bash.api.transport import handshake_proof
 
 
@@ -68,12 +68,12 @@ def test_tcp_needs_the_token(tcp_client: Client, state_dir: Path) -> None:
     tcp_client.status()
     endpoint = json.loads((state_dir / "supervisor.tcp").read_text())
     port, token = endpoint["port"], endpoint["token"]
-    first, refused = _handshake(port, None, request("status", {}))
+    first, refused = _handshake(port, None, raw_request("status", {}))
     assert first["proof"] == handshake_proof(token, "server", "n1")  # it proved itself
     assert refused["type"] == "error" and refused["code"] == "forbidden"
-    answer = _handshake(port, token, request("status", {}))[-1]
+    answer = _handshake(port, token, raw_request("status", {}))[-1]
     assert answer["type"] == "result"
-    for first_line in (encode({"token": token}), request("status", {})):  # the old way
+    for first_line in (encode({"token": token}), raw_request("status", {})):  # the old way
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             s.sendall(first_line)
             s.shutdown(socket.SHUT_WR)

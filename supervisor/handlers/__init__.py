@@ -1,33 +1,47 @@
-"""One handler per protocol verb (the pueue pattern); :data:`HANDLERS` maps verb → handler."""
+"""One handler per request type (the pueue pattern): :data:`HANDLERS` maps each request
+class of :data:`wave_bash.api.protocol.AnyRequest` to the coroutine that serves it."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar, cast
+
+from wave_bash.api import protocol as rq
 
 from ..context import Connection, Context
 from . import gc, login_path, notifications, output, run, status, tasks
 
+Q = TypeVar("Q", bound=rq.Request[Any])
 Handler = Callable[[Context, Any, Connection], Awaitable[Any]]
 
-HANDLERS: dict[str, Handler] = {
-    "run": run.handle,
-    "attach": run.handle_attach,
-    "status": status.handle_status,
-    "shutdown": status.handle_shutdown,
-    "login_path": login_path.handle,
-    "stop": tasks.handle_stop,
-    "stop_many": tasks.handle_stop_many,
-    "background": tasks.handle_background,
-    "wait": tasks.handle_wait,
-    "tasks": tasks.handle_tasks,
-    "output": output.handle,
-    "notifications": notifications.handle_notifications,
-    "ack": notifications.handle_ack,
-    "announce": notifications.handle_announce,
-    "claim": notifications.handle_claim,
-    "release": notifications.handle_release,
-    "gc": gc.handle,
-}
+
+def _serves(
+    kind: type[Q], handler: Callable[[Context, Q, Connection], Awaitable[Any]]
+) -> tuple[type[rq.Request[Any]], Handler]:
+    """An entry of :data:`HANDLERS`, type-checked: ``handler`` accepts ``kind``."""
+    return kind, cast(Handler, handler)
+
+
+HANDLERS: dict[type[rq.Request[Any]], Handler] = dict(
+    [
+        _serves(rq.RunRequest, run.handle),
+        _serves(rq.AttachRequest, run.handle_attach),
+        _serves(rq.StatusRequest, status.handle_status),
+        _serves(rq.ShutdownRequest, status.handle_shutdown),
+        _serves(rq.LoginPathRequest, login_path.handle),
+        _serves(rq.StopRequest, tasks.handle_stop),
+        _serves(rq.StopManyRequest, tasks.handle_stop_many),
+        _serves(rq.BackgroundRequest, tasks.handle_background),
+        _serves(rq.WaitRequest, tasks.handle_wait),
+        _serves(rq.TasksRequest, tasks.handle_tasks),
+        _serves(rq.OutputRequest, output.handle),
+        _serves(rq.NotificationsRequest, notifications.handle_notifications),
+        _serves(rq.AckRequest, notifications.handle_ack),
+        _serves(rq.AnnounceRequest, notifications.handle_announce),
+        _serves(rq.ClaimRequest, notifications.handle_claim),
+        _serves(rq.ReleaseRequest, notifications.handle_release),
+        _serves(rq.GcRequest, gc.handle),
+    ]
+)
 
 __all__ = ["HANDLERS", "Handler"]

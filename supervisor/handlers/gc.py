@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from wave_bash.api.models import GcResult
 from wave_bash.api.protocol import GcParams
 
 from ..context import Connection, Context
 from ..retention import prune
 
 
-async def handle(ctx: Context, p: GcParams, conn: Connection) -> dict[str, object]:
+async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
     older_than = ctx.settings.retention if p.older_than is None else p.older_than
     removed = prune(ctx.journal, ctx.layout.tasks, older_than)
-    return {"removed": removed, "olderThanSeconds": older_than}
+    return GcResult(removed=removed, older_than_seconds=older_than)

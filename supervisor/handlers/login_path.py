@@ -6,6 +6,7 @@ import asyncio
 import sys
 
 from wave_bash.api.errors import InvalidInputError, ShellNotFoundError
+from wave_bash.api.models import LoginPathResult
 from wave_bash.api.protocol import LoginPathParams
 from wave_bash.worker import NoShellError, probe_login_path, resolve_shell
 
@@ -16,7 +17,7 @@ _probed: dict[tuple[str, str, str], str | None] = {}
 supervisor, however many hosts or remote bridges ask."""
 
 
-async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str, str | None]:
+async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> LoginPathResult:
     for name, value in p.env.items():  # as a command's environment must be
         if "=" in name or "\0" in name or "\0" in value or not _encodable(name + value):
             raise InvalidInputError(f"cannot pass this environment on: bad entry {name!r}")
@@ -30,7 +31,7 @@ async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> dict[str
         _probed[key] = await asyncio.to_thread(
             probe_login_path, shell.path, p.env, (p.timeout or 0) / 1000, windows
         )
-    return {"path": _probed[key], "shell": shell.path}
+    return LoginPathResult(path=_probed[key], shell=shell.path)
 
 
 def _encodable(text: str) -> bool:

@@ -13,7 +13,7 @@ import secrets
 import time
 
 from wave_bash.api.errors import TaskNotFoundError
-from wave_bash.api.models import Notice, NoticeClaim
+from wave_bash.api.models import AckResult, AnnounceResult, Notice, NoticeClaim, ReleaseResult
 from wave_bash.api.protocol import (
     AckParams,
     ClaimParams,
@@ -50,33 +50,34 @@ async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> Notice
     return NoticeClaim(claim=token, notices=notices)
 
 
-async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> dict[str, int]:
+async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> AckResult:
     """The receiver confirms it showed these notices; they are never sent again."""
     count = ctx.journal.settle_claim(p.claim, delivered=True) if p.claim else 0
     if p.task_ids:
         count += ctx.journal.mark_delivered(p.session, p.task_ids)
-    return {"acknowledged": count}
+    return AckResult(acknowledged=count)
 
 
-async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> dict[str, int]:
+async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> ReleaseResult:
     """The receiver could not show them: pending again for the next reader."""
-    return {"released": ctx.journal.settle_claim(p.claim, delivered=False)}
+    return ReleaseResult(released=ctx.journal.settle_claim(p.claim, delivered=False))
 
 
-async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> dict[str, bool]:
+async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> AnnounceResult:
     """A foreground result never reached its caller: its task's end becomes a notice."""
     row = ctx.journal.get(p.task_id)
     if row is None:
         raise TaskNotFoundError(p.task_id)
     task = ctx.tasks.live.get(row.id)
     if task is not None:  # still running: it just moves to the background
-        return {"announced": ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)}
+        moved = ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
+        return AnnounceResult(announced=moved)
     if row.owner is not Owner.FOREGROUND:
-        return {"announced": False}
+        return AnnounceResult(announced=False)
     row.owner, row.background_reason, row.owner_changed_at = (
         Owner.BACKGROUND,
         BackgroundReason.CALLER_LOST,
         time.time(),
     )
     ctx.journal.finish_task(row, row.session)  # the row as it is, plus its notice
-    return {"announced": True}
+    return AnnounceResult(announced=True)

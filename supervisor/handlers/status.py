@@ -6,7 +6,7 @@ import importlib.metadata
 import os
 from datetime import UTC, datetime
 
-from wave_bash.api.models import SupervisorStatus
+from wave_bash.api.models import ShutdownResult, SupervisorStatus
 from wave_bash.api.protocol import PROTOCOL_VERSION, Params
 
 from ..context import Connection, Context
@@ -33,7 +33,7 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
     )
 
 
-async def handle_shutdown(ctx: Context, p: Params, conn: Connection) -> dict[str, object]:
+async def handle_shutdown(ctx: Context, p: Params, conn: Connection) -> ShutdownResult:
     """Stop the supervisor; running tasks keep running and are re-adopted by the next one."""
     ctx.stop_event.set()
-    return {"stopping": True, "runningTasks": len(ctx.tasks.live)}
+    return ShutdownResult(stopping=True, running_tasks=len(ctx.tasks.live))
