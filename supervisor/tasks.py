@@ -23,14 +23,13 @@ from pathlib import Path
 import psutil
 
 from wave_bash.api.constants import STOP_GRACE_SECONDS
-from wave_bash.api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
+from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.protocol import RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
 from wave_bash.worker import (
     CgroupTracker,
     Monitor,
     MonitorExit,
-    NoShellError,
     ProcessTable,
     Shell,
     TaskFiles,
@@ -45,9 +44,10 @@ from wave_bash.worker import (
     wait_monitor_exited,
 )
 
+from .boundary import worker_errors
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
-from .journal import Journal, TaskRow, disk_problem, storage_problem
+from .journal import Journal, TaskRow, disk_problem
 from .standby import MonitorKey, Standby
 
 log = logging.getLogger(__name__)
@@ -247,8 +247,13 @@ class TaskManager:
         command: a caller told the ID can attach to the task again whatever happens next.
 
         Raises:
-            InvalidInputError: bad cwd; ShellNotFoundError: no bash/zsh; SpawnError.
+            InvalidInputError: bad cwd, command or environment; ShellNotFoundError: no
+            bash/zsh; StorageError: the state dir refuses writes; SpawnError.
         """
+        with worker_errors(self.tasks_dir.parent):
+            return self._start(p, announce)
+
+    def _start(self, p: RunParams, announce: Callable[[TaskRow], None] | None) -> LiveTask:
         cwd_note = None
         if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
@@ -259,12 +264,9 @@ class TaskManager:
                 f"this command ran in {existing}."
             )
             p = p.model_copy(update={"cwd": existing})
-        try:
-            shell, monitor_bash = _shells(
-                p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
-            )
-        except NoShellError as exc:
-            raise ShellNotFoundError(str(exc)) from None
+        shell, monitor_bash = _shells(
+            p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
+        )
         key = MonitorKey(p.env, shell, monitor_bash, p.separate_stderr)
         monitor = self.standby.take(key) or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
@@ -299,21 +301,11 @@ class TaskManager:
                 announce(row)
             crash_point("after_insert")
             monitor.send(instructions)
-        except BaseException as exc:
+        except BaseException:
             # Nothing ran: no journal row, no monitor left waiting, no files (all or nothing).
             if inserted:
                 self.journal.delete_task(task_id)
             self._release(monitor)
-            if isinstance(exc, ValueError):  # text no shell can be given (a lone surrogate)
-                raise InvalidInputError(f"cannot run this command: {exc}") from None
-            problem = exc.message if isinstance(exc, StorageError) else storage_problem(exc)
-            if problem:
-                raise StorageError(
-                    f"{problem} in the state dir {self.tasks_dir.parent}: the command was not "
-                    "started (nothing runs that wave-bash cannot record); free some space there"
-                ) from None
-            if isinstance(exc, OSError):  # the monitor died before it got the command
-                raise SpawnError(f"wave-bash could not start the command: {exc}") from None
             raise
         crash_point("after_spawn")
         # The start time is read later, in flush_identities: /proc/<pid>/stat of a process
@@ -359,12 +351,7 @@ class TaskManager:
     def _start_monitor(self, key: MonitorKey) -> Monitor:
         task_id = self._new_id()
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
-        try:
-            return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, ValueError):  # a name with "=" or NUL, a lone surrogate
-                raise InvalidInputError(f"cannot pass this environment on: {exc}") from None
-            raise SpawnError(f"wave-bash could not start the command: {exc}") from None
+        return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
 
     def adopt(
         self,

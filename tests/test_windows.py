@@ -18,7 +18,6 @@ from wave_bash.worker import (
     usual_git_bash_locations,
     windows_to_posix_path,
 )
-from wave_bash.worker.windows import NoGitBashError
 
 
 @pytest.mark.parametrize(
@@ -82,7 +81,7 @@ def test_env_var_first() -> None:
 
 def test_env_var_pointing_nowhere_is_a_clear_error() -> None:
     env = {**ENV, "WAVE_GIT_BASH_PATH": "D:\\missing\\bash.exe"}
-    with pytest.raises(NoGitBashError, match=r"WAVE_GIT_BASH_PATH is set to D:\\missing\\bash.exe"):
+    with pytest.raises(NoShellError, match=r"WAVE_GIT_BASH_PATH is set to D:\\missing\\bash.exe"):
         find_git_bash(env, **lookups({STANDARD}))
 
 
@@ -110,7 +109,7 @@ def test_usual_folders_without_environment() -> None:
 
 
 def test_not_found_never_cmd_exe() -> None:
-    with pytest.raises(NoGitBashError) as err:
+    with pytest.raises(NoShellError) as err:
         find_git_bash(ENV, **lookups({"C:\\Windows\\System32\\cmd.exe"}))
     message = str(err.value)
     assert "Install Git for Windows" in message and "WAVE_GIT_BASH_PATH" in message

@@ -6,6 +6,7 @@ values it needs.
 
 from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
 from .cwd import read_final_cwd
+from .errors import BadEnvironmentError, NoShellError
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import BASH_MONITOR_SCRIPT, build_payload, monitor_argv, monitor_instructions
@@ -18,7 +19,7 @@ from .output import (
     read_excerpt,
 )
 from .pymonitor import exit_status
-from .shell import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
+from .shell import Shell, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
     Monitor,
@@ -30,7 +31,6 @@ from .spawn import (
     wait_monitor_exited,
 )
 from .windows import (
-    NoGitBashError,
     find_git_bash,
     posix_to_windows_path,
     usual_git_bash_locations,
@@ -41,11 +41,11 @@ __all__ = [
     "BASH_MONITOR_SCRIPT",
     "NON_INTERACTIVE_DEFAULTS",
     "TRACKING_ENV",
+    "BadEnvironmentError",
     "CgroupTracker",
     "Excerpt",
     "Monitor",
     "MonitorExit",
-    "NoGitBashError",
     "NoShellError",
     "ProcessTable",
     "Shell",

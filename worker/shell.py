@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from .windows import NoGitBashError, find_git_bash
+from .errors import NoShellError
+from .windows import find_git_bash
 
 Which = Callable[[str, str | None], str | None]
 IsExecutable = Callable[[str], bool]
@@ -22,13 +23,6 @@ INSTALL_HINT = (
     "Install bash (e.g. `apt-get install bash`, `brew install bash`) or set WAVE_SHELL "
     "to the path of a bash or zsh executable."
 )
-
-
-class NoShellError(Exception):
-    """Neither bash nor zsh could be found; ``str()`` tells the user what to install."""
-
-    def __init__(self, message: str = INSTALL_HINT) -> None:
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -73,10 +67,7 @@ def resolve_shell(
         NoShellError: neither bash nor zsh (nor Git Bash on Windows) exists.
     """
     if platform == "win32":
-        try:
-            return Shell(find_git_bash(env, which=which, is_file=is_executable), "bash")
-        except NoGitBashError as exc:
-            raise NoShellError(str(exc)) from None
+        return Shell(find_git_bash(env, which=which, is_file=is_executable), "bash")
     path = env.get("PATH")
     for var in ("WAVE_SHELL", "SHELL"):
         candidate = env.get(var, "")
@@ -91,7 +82,7 @@ def resolve_shell(
     zsh = which("zsh", path)
     if zsh:
         return Shell(zsh, "zsh")
-    raise NoShellError()
+    raise NoShellError(INSTALL_HINT)
 
 
 def resolve_monitor_bash(

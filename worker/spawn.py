@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import BadEnvironmentError
 from .monitor import monitor_argv, monitor_instructions
 from .shell import Shell
 
@@ -250,6 +251,7 @@ def start_monitor(
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
+        BadEnvironmentError: ``env`` cannot be given to a process.
     """
     argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit))
     child_env = task_environment(env, task_id)
@@ -284,9 +286,11 @@ def start_monitor(
             )  # fmt: skip
             _popen_monitors[proc.pid] = proc
             pid = proc.pid
-    except BaseException:
+    except BaseException as exc:
         os.close(write_fd)
         files.remove_unused()  # the logs just created: nothing will ever write them
+        if isinstance(exc, ValueError):  # a name with "=" or NUL, a lone surrogate
+            raise BadEnvironmentError(str(exc)) from None
         raise
     finally:
         os.close(read_fd)

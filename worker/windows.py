@@ -12,6 +12,8 @@ import re
 import shutil
 from collections.abc import Callable, Mapping
 
+from .errors import NoShellError
+
 GIT_BASH_ENV = "WAVE_GIT_BASH_PATH"
 
 INSTALL_HINT = (
@@ -22,13 +24,6 @@ INSTALL_HINT = (
 
 Which = Callable[[str, str | None], str | None]
 IsFile = Callable[[str], bool]
-
-
-class NoGitBashError(Exception):
-    """Git Bash could not be found; ``str()`` tells the user what to install or set."""
-
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(f"{detail} {INSTALL_HINT}".strip())
 
 
 _DRIVE = re.compile(r"^([A-Za-z]):(?:[\\/]|$)")
@@ -99,13 +94,15 @@ def find_git_bash(
     ``PATH`` (``…\Git\cmd\git.exe`` → ``…\Git\bin\bash.exe``); then the usual folders.
 
     Raises:
-        NoGitBashError: none found (also when ``WAVE_GIT_BASH_PATH`` names a missing file).
+        NoShellError: none found (also when ``WAVE_GIT_BASH_PATH`` names a missing file).
     """
     configured = env.get(GIT_BASH_ENV)
     if configured:
         if is_file(configured):
             return configured
-        raise NoGitBashError(f"{GIT_BASH_ENV} is set to {configured}, which does not exist.")
+        raise NoShellError(
+            f"{GIT_BASH_ENV} is set to {configured}, which does not exist. {INSTALL_HINT}"
+        )
     git = which("git", env.get("PATH") or env.get("Path"))
     if git:
         derived = ntpath.normpath(ntpath.join(git, "..", "..", "bin", "bash.exe"))
@@ -114,4 +111,4 @@ def find_git_bash(
     for candidate in usual_git_bash_locations(env):
         if is_file(candidate):
             return candidate
-    raise NoGitBashError()
+    raise NoShellError(INSTALL_HINT)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from wave_bash.api.errors import InvalidInputError, ShellNotFoundError
+from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.models import LoginPathResult
 from wave_bash.api.protocol import LoginPathParams
-from wave_bash.worker import NoShellError, probe_login_path, resolve_shell
+from wave_bash.worker import probe_login_path, resolve_shell
 
+from ..boundary import worker_errors
 from ..context import Connection, Context
 
 _probed: dict[tuple[str, str, str], str | None] = {}
@@ -21,10 +22,8 @@ async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> LoginPat
     for name, value in p.env.items():  # as a command's environment must be
         if "=" in name or "\0" in name or "\0" in value or not _encodable(name + value):
             raise InvalidInputError(f"cannot pass this environment on: bad entry {name!r}")
-    try:
+    with worker_errors(ctx.layout.root):
         shell = resolve_shell(p.env)
-    except NoShellError as exc:
-        raise ShellNotFoundError(str(exc)) from None
     key = (shell.path, p.env.get("HOME", ""), p.env.get("USER", ""))
     if _probed.get(key) is None:  # failures are tried again next time
         windows = sys.platform == "win32"  # Git Bash: -lic 'cygpath -pw "$PATH"'

@@ -1,0 +1,49 @@
+"""Where a request reaches the worker: the worker's and the OS's errors become the
+contract's, mapped in one place (as httpx's ``map_httpcore_exceptions``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from wave_bash.api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
+from wave_bash.worker import BadEnvironmentError, NoShellError
+
+from .journal import storage_problem
+
+
+@contextmanager
+def worker_errors(state_dir: Path) -> Iterator[None]:
+    """Map what starting a command can raise below the contract to the contract's errors.
+
+    A full or read-only state dir is a :class:`StorageError` that says nothing ran.
+    """
+    try:
+        yield
+    except NoShellError as exc:
+        raise ShellNotFoundError(str(exc)) from None
+    except BadEnvironmentError as exc:
+        raise InvalidInputError(f"cannot pass this environment on: {exc}") from None
+    except ValueError as exc:  # text no shell can be given (a lone surrogate)
+        raise InvalidInputError(f"cannot run this command: {exc}") from None
+    except StorageError as exc:
+        raise _not_started(exc.message, state_dir) from None
+    except sqlite3.Error as exc:
+        problem = storage_problem(exc)
+        if problem is None:
+            raise
+        raise _not_started(problem, state_dir) from None
+    except OSError as exc:
+        problem = storage_problem(exc)
+        if problem is not None:
+            raise _not_started(problem, state_dir) from None
+        raise SpawnError(f"wave-bash could not start the command: {exc}") from None
+
+
+def _not_started(problem: str, state_dir: Path) -> StorageError:
+    return StorageError(
+        f"{problem} in the state dir {state_dir}: the command was not started (nothing "
+        "runs that wave-bash cannot record); free some space there"
+    )
