@@ -17,9 +17,10 @@ from pathlib import Path
 
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.states import TaskStatus
+from wave_bash.worker import TaskFiles
 
 from .journal import Journal, TaskRow
-from .tasks import META_SUFFIX, TaskManager, find_monitors, read_exit_file, status_for
+from .tasks import TaskManager, find_monitors, read_exit_file, status_for
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def open_journal(layout: StateLayout) -> Journal:
         journal = Journal(path)
         problem = journal.quick_check()
         if problem == "ok":
-            if not existed and any(layout.tasks.glob(f"*{META_SUFFIX}")):
+            if not existed and TaskFiles.recorded(layout.tasks):
                 rebuild(journal, layout.tasks)  # the journal was deleted: rebuild the index
             return journal
         journal.close()
@@ -62,7 +63,7 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
     """
     known = {f.name for f in dataclasses.fields(TaskRow)}
     count = 0
-    for meta in sorted(tasks_dir.glob(f"*{META_SUFFIX}")):
+    for meta in TaskFiles.recorded(tasks_dir):
         try:
             fields = json.loads(meta.read_text())
             row = TaskRow(**{k: v for k, v in fields.items() if k in known})
@@ -71,7 +72,7 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
             continue
         if journal.exists(row.id):
             continue
-        exit_file = tasks_dir / f"{row.id}.exit"
+        exit_file = TaskFiles.for_task(tasks_dir, row.id).exit
         row.pid = row.pid_start = None
         row.status, row.exit_code, row.ended_at = TaskStatus.RUNNING, None, None
         code = read_exit_file(exit_file)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from wave_bash.api.states import EndReason
+from wave_bash.worker import TaskFiles
 from wave_bash.worker.tail import file_size
 
 from .context import Context
@@ -27,7 +28,7 @@ def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
     files, and checkpoint the WAL. Running tasks are never touched."""
     removed = journal.prune(time.time() - older_than)
     for task_id in removed:
-        for path in tasks_dir.glob(f"{task_id}.*"):
+        for path in TaskFiles.every_file(tasks_dir, task_id):
             path.unlink(missing_ok=True)
     journal.checkpoint()
     if removed:

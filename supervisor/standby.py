@@ -92,13 +92,13 @@ def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
     neither: an empty log with neither belongs to no task.
     """
     removed = 0
-    for path in tasks_dir.glob("*.log"):
-        task_id = path.name.split(".", 1)[0]
-        if path.with_name(f"{task_id}.json").exists() or journal.exists(task_id):
+    for task_id in list(TaskFiles.logged_ids(tasks_dir)):
+        files = TaskFiles.for_task(tasks_dir, task_id, separate_stderr=True)
+        if files.meta.exists() or journal.exists(task_id):
             continue
         try:
-            if path.stat().st_size == 0:
-                TaskFiles.for_task(tasks_dir, task_id, separate_stderr=True).remove_unused()
+            if files.log.stat().st_size == 0:
+                files.remove_unused()
                 removed += 1
         except OSError:
             continue

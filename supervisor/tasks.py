@@ -52,9 +52,6 @@ from .standby import MonitorKey, Standby
 
 log = logging.getLogger(__name__)
 
-META_SUFFIX = ".json"
-"""``tasks/<id>.json``: what was asked, the task's own record (see recovery)."""
-
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
 DEFAULT_UMASK = 0o022
 """A command's umask when the caller could not tell its own."""

@@ -7,6 +7,7 @@ values it needs.
 from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
 from .cwd import read_final_cwd
 from .errors import BadEnvironmentError, NoShellError
+from .files import TaskFiles
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import BASH_MONITOR_SCRIPT, build_payload, monitor_argv, monitor_instructions
@@ -24,7 +25,6 @@ from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
     Monitor,
     MonitorExit,
-    TaskFiles,
     reap_monitor,
     start_monitor,
     task_environment,

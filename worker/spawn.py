@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadEnvironmentError
+from .files import TaskFiles
 from .monitor import monitor_argv, monitor_instructions
 from .shell import Shell
 
@@ -45,34 +46,6 @@ def task_environment(caller_env: Mapping[str, str], task_id: str) -> dict[str, s
     env = {**NON_INTERACTIVE_DEFAULTS, **caller_env}
     env["WAVE_TASK_ID"] = task_id
     return env
-
-
-@dataclass(frozen=True)
-class TaskFiles:
-    """The files of one task inside ``tasks/``."""
-
-    log: Path
-    exit: Path
-    cwd: Path
-    meta: Path
-    err_log: Path | None = None
-
-    @classmethod
-    def for_task(cls, tasks_dir: Path, task_id: str, separate_stderr: bool = False) -> TaskFiles:
-        return cls(
-            log=tasks_dir / f"{task_id}.log",
-            exit=tasks_dir / f"{task_id}.exit",
-            cwd=tasks_dir / f"{task_id}.cwd",
-            meta=tasks_dir / f"{task_id}.json",
-            err_log=tasks_dir / f"{task_id}.err.log" if separate_stderr else None,
-        )
-
-    def remove_unused(self) -> None:
-        """Remove what a task that never ran can have: its empty logs, its exit record's
-        placeholder and its ``.json``."""
-        for path in (self.log, self.err_log, self.exit, self.meta):
-            if path is not None:
-                path.unlink(missing_ok=True)
 
 
 def _new_process_group() -> dict[str, Any]:
