@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from .connection import Channel, Connector, LocalConnector, SshConnector
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     ForbiddenError,
@@ -24,7 +23,6 @@ from .errors import (
     WaveError,
     error_from_wire,
 )
-from .launch import connect_or_start
 from .models import (
     BashInput,
     BashResult,
@@ -60,16 +58,12 @@ from .protocol import (
     check_session,
     parse_params,
     parse_result,
-    read_messages,
     request,
 )
 from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
 from .transport import (
-    REMOTE_HOME_CWD,
     Remote,
     chosen_transport,
-    connect_ssh,
-    finish_ssh,
 )
 
 RECONNECT_PATIENCE = 30.0
@@ -117,6 +111,8 @@ class Client:
         ssh_options: extra ``ssh`` arguments (``-i KEY``, ``-o …``); ``~/.ssh/config`` applies.
         remote_command: how to run wave-bash there (default ``WAVE_REMOTE_COMMAND`` or
             ``wave-bash``).
+        connector: how to reach the supervisor, instead of the one the arguments above
+            choose (e.g. an in-memory :class:`~wave_bash.api.connection.MemoryConnector`).
     """
 
     def __init__(
@@ -133,6 +129,7 @@ class Client:
         remote: str | None = None,
         ssh_options: Sequence[str] = (),
         remote_command: str | None = None,
+        connector: Connector | None = None,
     ) -> None:
         self.layout = StateLayout(resolve_state_dir(state_dir))
         self.session = check_session(session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION)
@@ -140,16 +137,29 @@ class Client:
         self.follow_cd = follow_cd
         self.on_cwd_change = on_cwd_change
         self.env = dict(env) if env is not None else None
-        self.autostart = autostart
         self.transport = transport or chosen_transport()
         remote = remote or os.environ.get("WAVE_REMOTE") or None
         self.remote = Remote.parse(remote) if remote else None
         self.ssh_options = list(ssh_options)
         self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
+        self.connector: Connector = connector or (
+            SshConnector(self.remote, self.ssh_options, self.remote_command)
+            if self.remote is not None
+            else LocalConnector(self.layout, self.transport, autostart)
+        )
         self._calls_lock = threading.Lock()
-        self._in_flight: set[socket.socket] = set()
+        self._in_flight: set[Channel] = set()
         self._abort_epoch = 0
         self._closed = False
+
+    @property
+    def autostart(self) -> bool:
+        """Whether a call starts the supervisor when none runs."""
+        return self.connector.may_start
+
+    @autostart.setter
+    def autostart(self, value: bool) -> None:
+        self.connector.may_start = value
 
     def __repr__(self) -> str:
         return f"<Client state_dir={str(self.layout.root)!r} session={self.session!r}>"
@@ -199,7 +209,7 @@ class Client:
                 timeout=checked.timeout,
                 description=checked.description,
                 run_in_background=checked.run_in_background,
-                cwd=self.cwd or (REMOTE_HOME_CWD if self.remote else os.getcwd()),
+                cwd=self.cwd or self.connector.default_cwd(),
                 env=self._command_env(),
                 progress=on_progress is not None or on_start is not None,
                 separate_stderr=separate_stderr,
@@ -257,7 +267,7 @@ class Client:
     def _command_env(self) -> dict[str, str]:
         if self.env is not None:
             return dict(self.env)
-        return {} if self.remote else dict(os.environ)  # a remote bridge uses its own
+        return {} if self.connector.remote else dict(os.environ)  # a bridge uses its own
 
     def status(self) -> SupervisorStatus:
         """The supervisor's status (starting it if needed)."""
@@ -346,15 +356,14 @@ class Client:
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""
-        if self.remote is not None:
-            self._call(ShutdownRequest(session=self.session))
-            return True
         try:
-            sock = connect_or_start(self.layout, self.transport, autostart=False)
+            channel = self.connector.open(start=False)
         except SupervisorUnavailableError:
             return False
-        with sock:
-            self._exchange(sock, ShutdownRequest(session=self.session), None)
+        try:
+            self._exchange(channel, ShutdownRequest(session=self.session), None)
+        finally:
+            channel.close()
         return True
 
     # --- transport --------------------------------------------------------------------
@@ -404,7 +413,7 @@ class Client:
                 raise
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
-                if (self.remote is not None or not self.autostart or refused) and not sent:
+                if (not self.connector.may_start or refused) and not sent:
                     raise  # ssh failed, none may be started, or it refuses: nothing was sent
                 failure = exc
             if epoch != self._abort_epoch:
@@ -436,28 +445,25 @@ class Client:
         on_start: StartCallback,
         epoch: int,
     ) -> Any:
-        sock, ssh = self._open()
+        channel = self.connector.open()
         with self._calls_lock:
-            self._in_flight.add(sock)
+            self._in_flight.add(channel)
             abandoned = epoch != self._abort_epoch or self._closed  # left while we connected
         if abandoned:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            channel.interrupt()
+        closed = False
         try:
-            with sock:
-                try:
-                    return self._exchange(sock, req, on_progress, on_start)
-                except _ConnectionLost as lost:
-                    failure = finish_ssh(ssh, self.remote) if ssh and self.remote else None
-                    ssh = None
-                    if failure:  # ssh itself failed (unreachable, killed)
-                        raise _ConnectionLost(failure, lost.answered, ssh_failed=True) from None
-                    raise
+            return self._exchange(channel, req, on_progress, on_start)
+        except _ConnectionLost as lost:
+            failure, closed = channel.close(), True
+            if failure:  # the carrier itself failed (ssh unreachable, killed)
+                raise _ConnectionLost(failure, lost.answered, ssh_failed=True) from None
+            raise
         finally:
             with self._calls_lock:
-                self._in_flight.discard(sock)
-            if ssh is not None and self.remote is not None:
-                finish_ssh(ssh, self.remote)
+                self._in_flight.discard(channel)
+            if not closed:
+                channel.close()
 
     def close(self) -> None:
         """The caller is gone for good: calls in flight end as lost callers (see
@@ -473,23 +479,22 @@ class Client:
         with self._calls_lock:
             self._abort_epoch += 1
             in_flight = list(self._in_flight)
-        for sock in in_flight:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        for channel in in_flight:
+            channel.interrupt()
 
     def _exchange(
         self,
-        sock: socket.socket,
+        channel: Channel,
         req: Request[Any],
         on_progress: ProgressCallback | None,
         on_start: StartCallback | None = None,
     ) -> Any:
         try:
-            sock.sendall(request(req))
+            channel.send(request(req))
         except OSError as exc:  # it closed right after accepting (dying)
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False
-        for message in read_messages(sock):
+        for message in channel.messages():
             answered = True
             kind = message.get("type")
             if kind == "started":
@@ -508,12 +513,6 @@ class Client:
             f"the supervisor closed the connection before answering (see {self.layout.log})",
             answered,
         )
-
-    def _open(self) -> tuple[socket.socket, subprocess.Popen[bytes] | None]:
-        """A connection to the supervisor: local, or through ``ssh HOST wave-bash bridge``."""
-        if self.remote is None:
-            return connect_or_start(self.layout, self.transport, self.autostart), None
-        return connect_ssh(self.remote, self.ssh_options, self.remote_command)
 
 
 def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bool) -> str:

@@ -3,7 +3,8 @@
 Built on the official SDK's low-level ``Server`` so the tools' input schemas are exactly
 :func:`api.tool_definitions` (``format="mcp"``), not a second hand-written copy. Each tool
 call runs the blocking :class:`Client` in a worker thread; progress flows back through
-the SDK from that thread.
+the SDK from that thread. Works with the SDK's 1.x (1.10+) and 2.x releases: what differs
+between them is in :mod:`.mcp_compat`.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from typing import Any, cast
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-import mcp_types as types
-from mcp.server.context import ServerRequestContext
+import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from . import mcp_compat
 from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import Notice, NoticeClaim, Progress
@@ -64,8 +65,14 @@ def structured_result(
     return out
 
 
+def _tool_result(text: str, **fields: Any) -> types.CallToolResult:
+    """A tool result from its text and other fields by their wire names (both SDKs take them)."""
+    content = [types.TextContent(type="text", text=text)]
+    return types.CallToolResult.model_validate({"content": content, **fields})
+
+
 def _error_result(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return _tool_result(text, isError=True)
 
 
 def result_text(text: str, notices: list[Notice]) -> str:
@@ -98,9 +105,7 @@ class WaveMcp:
         """Request ID → task of a foreground result, until it is written."""
         self.host_gone = False
 
-    async def list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
+    async def list_tools(self) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
                 types.Tool.model_validate(t)
@@ -109,13 +114,13 @@ class WaveMcp:
         )
 
     async def call_tool(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        self, request: mcp_compat.ToolRequest, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name = TOOL_ALIASES.get(params.name, params.name)
         arguments = dict(params.arguments or {})
         if self.host_gone:  # it sent the call and left: nobody would see what it does
             return _error_result("the MCP host went away; nothing was run")
-        on_progress = self._progress_reporter(ctx) if name == BASH_TOOL else None
+        on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
         call = functools.partial(
             self.client.call_tool, name, arguments, on_progress=on_progress,
@@ -129,15 +134,15 @@ class WaveMcp:
         else:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
         if started and data is not None and not data.get("backgroundTaskId"):
-            self.unwritten_results[ctx.request_id] = started[0]  # a foreground result
-        claim = await self._claim_notices(ctx.request_id)
+            self.unwritten_results[request.id] = started[0]  # a foreground result
+        claim = await self._claim_notices(request.id)
         notices = claim.notices if claim else []
         if data is None and notices:  # an error result: its text in structured content too
             data = {"success": False, "error": text}
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result_text(text, notices))],
-            structured_content=structured_result(name, data, notices),
-            is_error=is_error,
+        return _tool_result(
+            result_text(text, notices),
+            structuredContent=structured_result(name, data, notices),
+            isError=is_error,
         )
 
     async def _claim_notices(self, request_id: Any) -> NoticeClaim | None:
@@ -194,7 +199,7 @@ class WaveMcp:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
 
-    def _progress_reporter(self, ctx: ServerRequestContext[Any]) -> Any:
+    def _progress_reporter(self, request: mcp_compat.ToolRequest) -> Any:
         """A callback for the client thread that sends MCP progress (message = shortResult)."""
         count = 0
 
@@ -202,11 +207,7 @@ class WaveMcp:
             nonlocal count
             count += 1  # progress must increase with every notification
             with contextlib.suppress(Exception):  # a host that left: the command goes on
-                anyio.from_thread.run(
-                    functools.partial(
-                        ctx.session.report_progress, float(count), None, update.short_result
-                    )
-                )
+                anyio.from_thread.run(request.report_progress, float(count), update.short_result)
 
         return report
 
@@ -277,11 +278,11 @@ def _response_id(line: str) -> Any:
 def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]:
     """The MCP server object for one agent session (usable with any SDK transport)."""
     handlers = handlers or WaveMcp(client)
-    return Server(
+    return mcp_compat.build_server(
         SERVER_NAME,
-        instructions="Run shell commands that survive their timeout; see the Bash tool.",
-        on_list_tools=handlers.list_tools,
-        on_call_tool=handlers.call_tool,
+        "Run shell commands that survive their timeout; see the Bash tool.",
+        handlers.list_tools,
+        handlers.call_tool,
     )
 
 

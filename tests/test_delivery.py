@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import anyio
-import mcp_types as types
+import mcp.types as types
 import pytest
 from conftest import (
     REPO,
@@ -27,7 +27,7 @@ from conftest import (
     wait_until,
 )
 from mcp import ClientSession
-from test_mcp import run, text
+from test_mcp import run, structured, text
 
 from wave_bash.api import Client, Notice, SupervisorUnavailableError
 from wave_bash.api.mcp_server import HostStdout, WaveMcp
@@ -44,11 +44,11 @@ def test_notices_are_in_structured_content_too(state_dir: Path) -> None:
         return [await s.call_tool("Bash", {"command": "echo next"}) for _ in range(2)]
 
     first, second = run(state_dir, scenario, "--session", "s")
-    (notice,) = first.structured_content["notices"]
+    (notice,) = structured(first)["notices"]
     record = Notice.model_validate(notice)  # the I4 notice record
     assert (record.status, record.exit_code, record.description) == ("completed", 0, "Say bg")
     assert record.message in text(first)
-    assert "notices" not in second.structured_content  # delivered once
+    assert "notices" not in structured(second)  # delivered once
     assert Client(state_dir=state_dir, session="s").notifications() == []
 
 
@@ -63,8 +63,8 @@ def test_structured_content_carries_the_output_once(state_dir: Path) -> None:
     body = text(result)
     assert len(body) > 29_000
     # JSON escapes each newline: the rest is the output once (it was twice, 2.1×).
-    assert len(json.dumps(result.structured_content)) <= 1.1 * len(body)
-    assert result.structured_content["message"] == body
+    assert len(json.dumps(structured(result))) <= 1.1 * len(body)
+    assert structured(result)["message"] == body
 
 
 HOST = textwrap.dedent(
@@ -121,9 +121,9 @@ def test_host_killed_during_a_call_loses_no_notice(state_dir: Path, tmp_path: Pa
         return [await s.call_tool("Bash", {"command": "true"}) for _ in range(2)]
 
     first, second = run(state_dir, restart, "--session", "dying")
-    ids = sorted(n["taskId"] for n in first.structured_content["notices"])
+    ids = sorted(n["taskId"] for n in structured(first)["notices"])
     assert ids == sorted([bg.id, fg.id])
-    assert "notices" not in second.structured_content
+    assert "notices" not in structured(second)
 
 
 def test_racing_readers_get_each_notice_once(state_dir: Path) -> None:

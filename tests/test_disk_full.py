@@ -18,18 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import journal_rows, kill_supervisor, reap, wait_until
+from conftest import journal_rows, kill_supervisor, needs_root, reap, wait_until
 
 from wave_bash.api import Client
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(os, "getuid") or os.getuid() != 0, reason="mounting a tmpfs needs root"
-)
 
 
 @pytest.fixture
 def small_state_dir() -> Iterator[Path]:
     """A state dir on its own 8 MB tmpfs, unmounted afterwards."""
+    needs_root("mounting a tmpfs needs root (CI runs as root)")
     path = Path(tempfile.mkdtemp(prefix="wb-full-", dir="/tmp"))
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(path)],
                    check=True)  # fmt: skip

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ask_supervisor, task_alive, wait_until
+from conftest import ask_supervisor, needs_tool, task_alive, wait_until
 
 from wave_bash.api import MAX_OUTPUT_CHARS, Client, texts
 from wave_bash.api.errors import InvalidInputError
@@ -179,9 +178,7 @@ def test_missing_cwd_is_a_clear_error(state_dir: Path) -> None:
 
 
 def test_zsh_via_wave_shell(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    zsh = shutil.which("zsh")
-    if zsh is None:
-        pytest.fail("zsh must be installed for the test suite (.ci/run installs it)")
+    zsh = needs_tool("zsh", "zsh")
     monkeypatch.setenv("WAVE_SHELL", zsh)
     r = client.bash('echo "zsh=${ZSH_VERSION:+yes} $#"; cd /usr; exit 5')
     assert (r.stdout, r.exit_code, r.cwd) == ("zsh=yes 0", 5, "/usr")
@@ -189,7 +186,7 @@ def test_zsh_via_wave_shell(client: Client, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_shell_from_dollar_shell_zsh(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAVE_SHELL", raising=False)
-    monkeypatch.setenv("SHELL", shutil.which("zsh") or "/usr/bin/zsh")
+    monkeypatch.setenv("SHELL", needs_tool("zsh", "zsh"))
     assert client.bash("echo ${ZSH_VERSION:+zsh}").stdout == "zsh"
 
 

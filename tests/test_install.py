@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, reap, supervisor_pids
+from conftest import REPO, needs, reap, supervisor_pids
 
 
 def _run(*argv: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -39,7 +39,14 @@ def test_wheel_installs_beside_pypi_supervisor(tmp_path: Path) -> None:
     Path(site.strip(), "zz_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
     pip = [sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps"]
     # supervisord (PyPI `supervisor`) first, then the wheel: nothing of it is overwritten.
-    _run(*pip, "supervisor", timeout=240)
+    got = subprocess.run(
+        [*map(str, pip), "supervisor"], capture_output=True, text=True, timeout=240
+    )
+    needs(
+        got.returncode == 0,
+        "PyPI's supervisor package",
+        f"a reachable package index ({got.stderr[-300:]})",
+    )
     _run(*pip, wheel, timeout=120)
 
     assert _run(env_dir / "bin" / "supervisord", "--version").stdout.strip()

@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import mcp_types as types
+import mcp.types as types
 from conftest import REPO, wait_until
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from wave_bash.api import Client, texts, tool_definitions
+from wave_bash.api.mcp_compat import MCP_V1
 
 
 @contextlib.asynccontextmanager
@@ -55,16 +56,29 @@ def text(result: types.CallToolResult) -> str:
     return content.text
 
 
+# The SDK's 1.x models name their fields as on the wire (isError), 2.x in snake_case.
+def is_error(result: types.CallToolResult) -> bool:
+    return bool(getattr(result, "isError" if MCP_V1 else "is_error"))
+
+
+def structured(result: types.CallToolResult) -> Any:
+    return getattr(result, "structuredContent" if MCP_V1 else "structured_content")
+
+
+def input_schema(tool: types.Tool) -> Any:
+    return getattr(tool, "inputSchema" if MCP_V1 else "input_schema")
+
+
 def test_tools_and_schemas_are_the_api_definitions(state_dir: Path) -> None:
     listed = run(state_dir, lambda s: s.list_tools(), "--session", "t")
     ours = {t["name"]: t for t in tool_definitions("mcp")}
     assert [t.name for t in listed.tools] == ["Bash", "TaskOutput", "TaskStop"]
     for tool in listed.tools:
         assert tool.description == ours[tool.name]["description"]
-        assert tool.input_schema == ours[tool.name]["inputSchema"]
-    timeout = listed.tools[0].input_schema["properties"]["timeout"]
+        assert input_schema(tool) == ours[tool.name]["inputSchema"]
+    timeout = input_schema(listed.tools[0])["properties"]["timeout"]
     assert timeout["type"] == "number" and "maximum" not in timeout
-    assert listed.tools[0].input_schema["properties"]["run_in_background"]["type"] == "boolean"
+    assert input_schema(listed.tools[0])["properties"]["run_in_background"]["type"] == "boolean"
 
 
 def test_output_and_failure(state_dir: Path) -> None:
@@ -75,11 +89,11 @@ def test_output_and_failure(state_dir: Path) -> None:
         )
 
     ok, bad = run(state_dir, scenario, "--session", "t")
-    assert not ok.is_error and text(ok) == "hello\noops"
-    data = ok.structured_content
+    assert not is_error(ok) and text(ok) == "hello\noops"
+    data = structured(ok)
     assert data["exitCode"] == 0 and data["message"] == "hello\noops" and "stdout" not in data
-    assert bad.is_error and text(bad) == "bad\nExit code 3"
-    assert bad.structured_content["success"] is False
+    assert is_error(bad) and text(bad) == "bad\nExit code 3"
+    assert structured(bad)["success"] is False
 
 
 def test_progress_during_a_loop(state_dir: Path) -> None:
@@ -109,18 +123,18 @@ def test_timeout_moves_to_background_then_task_output_waits(state_dir: Path) -> 
         first = await s.call_tool(
             "Bash", {"command": "echo begin; sleep 1.5; echo finished", "timeout": 300}
         )
-        tid = first.structured_content["backgroundTaskId"]
+        tid = structured(first)["backgroundTaskId"]
         rest = await s.call_tool("TaskOutput", {"task_id": tid, "timeout": 20000})
         return first, rest
 
     first, rest = run(state_dir, scenario, "--session", "t")
-    data = first.structured_content
-    assert not first.is_error and data["assistantAutoBackgrounded"] is True
+    data = structured(first)
+    assert not is_error(first) and data["assistantAutoBackgrounded"] is True
     assert text(first) == texts.auto_backgrounded_text(
         data["backgroundTaskId"], data["outputPath"], 300
     )
     assert "timed out" not in text(first)
-    assert not rest.is_error and rest.structured_content["status"] == "completed"
+    assert not is_error(rest) and structured(rest)["status"] == "completed"
     assert "begin\nfinished" in text(rest)
 
 
@@ -137,12 +151,12 @@ def test_bad_input_and_unknown_task(state_dir: Path) -> None:
 
     *bad, unknown, alias, big = run(state_dir, scenario, "--session", "t")
     for result in bad:
-        assert result.is_error
+        assert is_error(result)
         assert "timeout must be a non-negative number of milliseconds" in text(result)
         assert "600000" not in text(result)
-    assert unknown.is_error and text(unknown) == "No task found with ID: nosuch"
-    assert alias.is_error and text(alias) == "No task found with ID: nosuch2"
-    assert not big.is_error and text(big) == "big"
+    assert is_error(unknown) and text(unknown) == "No task found with ID: nosuch"
+    assert is_error(alias) and text(alias) == "No task found with ID: nosuch2"
+    assert not is_error(big) and text(big) == "big"
     assert len(Client(state_dir=state_dir, session="t").tasks()) == 1  # bad input ran nothing
 
 
@@ -150,12 +164,10 @@ def test_task_stop_through_mcp(state_dir: Path) -> None:
     async def scenario(s: ClientSession) -> types.CallToolResult:
         started = await s.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})
         assert text(started).startswith("Command running in background with ID:")
-        return await s.call_tool(
-            "TaskStop", {"task_id": started.structured_content["backgroundTaskId"]}
-        )
+        return await s.call_tool("TaskStop", {"task_id": structured(started)["backgroundTaskId"]})
 
     stopped = run(state_dir, scenario, "--session", "t")
-    assert not stopped.is_error and stopped.structured_content["status"] == "killed"
+    assert not is_error(stopped) and structured(stopped)["status"] == "killed"
     assert "was stopped" in text(stopped)
 
 
@@ -170,7 +182,7 @@ def test_completion_notice_arrives_with_the_next_result(state_dir: Path) -> None
             },
         )
         assert "Say quick" not in text(started)  # still running when the start was answered
-        tid = started.structured_content["backgroundTaskId"]
+        tid = structured(started)["backgroundTaskId"]
         Client(state_dir=state_dir).wait(tid, timeout=10_000)
         nxt = await s.call_tool("Bash", {"command": "echo next"})
         again = await s.call_tool("Bash", {"command": "echo again"})
@@ -187,7 +199,7 @@ def test_restarted_host_reattaches_by_session(state_dir: Path) -> None:
         r = await s.call_tool(
             "Bash", {"command": "sleep 0.5; echo late", "run_in_background": True}
         )
-        return str(r.structured_content["backgroundTaskId"])
+        return str(structured(r)["backgroundTaskId"])
 
     tid = run(state_dir, start, "--session", "host-1")
     Client(state_dir=state_dir).wait(tid, timeout=10_000)
@@ -232,7 +244,7 @@ def test_follow_cd_and_session_from_environment(state_dir: Path, tmp_path: Path)
 
     async def scenario(s: ClientSession) -> tuple[str, str]:
         moved = await s.call_tool("Bash", {"command": "cd /usr/share"})
-        return moved.structured_content["cwd"], text(await s.call_tool("Bash", {"command": "pwd"}))
+        return structured(moved)["cwd"], text(await s.call_tool("Bash", {"command": "pwd"}))
 
     with open(log, "w") as errlog:
         cwd, pwd = run(

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import uuid
 from pathlib import Path
 
-from conftest import supervisor_pids, wait_until
+from conftest import needs_tool, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.api.launch import start_supervisor
@@ -90,8 +89,7 @@ def test_stop_signals_without_loop_handlers() -> None:
 
 
 def test_python_monitor_where_only_zsh_exists(tmp_path: Path) -> None:
-    zsh = shutil.which("zsh")
-    assert zsh, "zsh must be installed (.ci/run installs it)"
+    zsh = needs_tool("zsh", "zsh")
     task_id = "z" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
     monitor = start_monitor(task_id, dict(os.environ), Shell(zsh, "zsh"), None, files)

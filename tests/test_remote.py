@@ -19,7 +19,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import BashInThread, reap, start_bg, task_alive, wait_until
+from conftest import (
+    BashInThread,
+    needs,
+    needs_root,
+    needs_tool,
+    reap,
+    start_bg,
+    task_alive,
+    wait_until,
+)
 
 from wave_bash.api import Client, SupervisorUnavailableError
 
@@ -34,10 +43,9 @@ def _free_port() -> int:
 
 @pytest.fixture
 def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
-    if not Path(SSHD).exists() or shutil.which("ssh") is None:
-        pytest.fail("openssh-server and openssh-client must be installed (.ci/run installs them)")
-    if os.getuid() != 0:
-        pytest.skip("the test sshd logs in as the current user with root's setup (CI runs as root)")
+    needs(Path(SSHD).exists(), SSHD, "install the openssh-server package")
+    needs_tool("ssh", "openssh-client")
+    needs_root("the test sshd logs in as the current user with root's setup (CI runs as root)")
     keys = tmp_path / "ssh"
     keys.mkdir(mode=0o700)
     for name in ("host", "client"):
@@ -165,6 +173,7 @@ def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -
 
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+    from test_mcp import structured
 
     args = ["-m", "wave_bash.api.cli", "--state-dir", str(tmp_path / "local"), "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]), "--ssh-option", shlex.join(list(sshd["options"])),  # type: ignore[arg-type]
@@ -175,7 +184,7 @@ def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -
         async with stdio_client(params) as streams, ClientSession(*streams) as session:
             await session.initialize()
             result = await session.call_tool("Bash", {"command": "echo from-remote"})
-            return str(result.structured_content["outputPath"])
+            return str(structured(result)["outputPath"])
 
     output_path = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
     assert output_path.startswith(str(sshd["state"]))  # the task lives in the remote state dir

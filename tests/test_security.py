@@ -21,17 +21,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, wait_until
+from conftest import REPO, needs_root, wait_until
 
 from wave_bash.api import Client, StateDirError
 from wave_bash.api.errors import ForbiddenError
 
 NOBODY = 65534
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(os, "getuid") or os.getuid() != 0,
-    reason="acting as another uid needs root (CI runs as root)",
-)
+
+@pytest.fixture(autouse=True)
+def _as_root() -> None:
+    needs_root("acting as another uid needs root (CI runs as root)")
 
 
 class FakeServer:

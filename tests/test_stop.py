@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import kill_supervisor, start_bg, wait_until
+from conftest import kill_supervisor, needs, start_bg, wait_until
 
 from wave_bash.api import Client, texts
 
@@ -30,7 +30,7 @@ def cgroups_usable() -> bool:
 @pytest.fixture(params=[CGROUP, PROCESS])
 def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == CGROUP and not cgroups_usable():
-        pytest.skip("no cgroup v2 here")
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
     monkeypatch.setenv("WAVE_TRACKING", request.param)  # the auto-started supervisor's
     yield request.param
 
@@ -99,7 +99,7 @@ def leave_a_daemon(state_dir: Path) -> tuple[str, str, Client]:
 
 def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path) -> None:
     if not cgroups_usable():
-        pytest.skip("no cgroup v2 here")
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
     n, tid, client = leave_a_daemon(state_dir)
     record = client.wait(tid, timeout=10_000)
     assert (record.status, record.leftover_processes) == ("completed", 1)
@@ -155,7 +155,7 @@ def test_a_fork_loop_is_stopped(state_dir: Path, tracking: str) -> None:
 
 def test_cpu_and_memory_are_recorded(state_dir: Path) -> None:
     if not cgroups_usable():
-        pytest.skip("no cgroup v2 here")
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
     client = Client(state_dir=state_dir)
     tid = start_bg(client, "python3 -c 'x = bytearray(64 << 20); sum(range(3_000_000))'")
     record = client.wait(tid, timeout=30_000)
@@ -181,7 +181,7 @@ def test_memory_limit_kills_with_a_clear_reason(
 
 def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path) -> None:
     if not cgroups_usable():
-        pytest.skip("no cgroup v2 here")
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
     n, tid, client = leave_a_daemon(state_dir)
     assert client.wait(tid, timeout=10_000).leftover_processes == 1
     kill_supervisor(state_dir)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
 import sys
 import uuid
@@ -12,15 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, start_bg, task_alive, wait_until
+from conftest import needs_tool, run_cli, start_bg, task_alive, wait_until
 
 from wave_bash.api import Client
 
 
 @pytest.fixture
 def tmux() -> Iterator[list[str]]:
-    if shutil.which("tmux") is None:
-        pytest.fail("tmux must be installed for the test suite (.ci/run installs it)")
+    needs_tool("tmux", "tmux")
     base = ["tmux", "-L", f"wb-{uuid.uuid4().hex[:8]}"]
     subprocess.run(
         [*base, "new-session", "-d", "-s", "t", "-x", "160", "-y", "40", "bash --norc"], check=True

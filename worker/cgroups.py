@@ -8,8 +8,8 @@ the status. Where no cgroup can be used, :mod:`worker.kill`'s process-table walk
 
 cgroup v2 is the tracker (``cgroup.kill`` stops every process at once, new forks
 included; ``cgroup.events`` says when it is empty; ``cpu.stat`` gives CPU time). Memory
-figures and limits come from v2's memory controller where it is enabled, else from a
-writable v1 ``memory`` hierarchy. Task cgroups are made under the supervisor's own
+figures and limits come from a writable v1 ``memory`` hierarchy (v2's memory controller
+is not read yet). Task cgroups are made under the supervisor's own
 cgroup, so every limit the host put on the supervisor still holds for its tasks.
 """
 

@@ -1,0 +1,111 @@
+"""The client's reconnect and re-attach logic on an in-memory connector: what it sends
+again, and when, when a supervisor goes away mid-call (SPEC CR; issue 14 §3)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wave_bash.api import Client, SupervisorUnavailableError, TaskNotFoundError
+from wave_bash.api import client as client_module
+from wave_bash.api.connection import MemoryConnector
+from wave_bash.api.models import BashResult
+
+Message = dict[str, Any]
+
+
+def result(data: dict[str, Any]) -> Message:
+    return {"type": "result", "data": data}
+
+
+def started(task_id: str) -> Message:
+    return {"type": "started", "data": {"taskId": task_id}}
+
+
+DONE = BashResult(success=True, stdout="hi", exit_code=0, message="hi").to_json_dict()
+
+
+def scripted(*answers: list[Message]) -> MemoryConnector:
+    """A supervisor that answers the n-th connection with the n-th list of messages (a
+    list without a final message is a supervisor that went away mid-answer)."""
+    script = iter(answers)
+
+    def exchange(request: Message) -> Iterator[Message]:
+        yield from next(script)
+
+    return MemoryConnector(exchange)
+
+
+def sent(connector: MemoryConnector) -> list[Message]:
+    out = []
+    while not connector.sent.empty():
+        out.append(connector.sent.get())
+    return out
+
+
+def client(tmp_path: Path, connector: MemoryConnector) -> Client:
+    return Client(state_dir=tmp_path, connector=connector, env={"PATH": "/usr/bin"})
+
+
+def test_a_run_that_started_is_attached_to_again_never_run_twice(tmp_path: Path) -> None:
+    connector = scripted([started("t1")], [], [result(DONE)])  # lost twice, then answered
+    r = client(tmp_path, connector).bash("echo hi", on_start=lambda task_id: None)
+    assert (r.success, r.stdout) == (True, "hi")
+    first, *again = sent(connector)
+    assert first["op"] == "run"
+    assert [(m["op"], m["task_id"]) for m in again] == [("attach", "t1"), ("attach", "t1")]
+
+
+def test_a_run_lost_before_it_started_is_sent_again_with_its_key(tmp_path: Path) -> None:
+    connector = scripted([], [result(DONE)])
+    assert client(tmp_path, connector).bash("echo hi").success
+    runs = sent(connector)
+    assert [m["op"] for m in runs] == ["run", "run"]
+    assert runs[0]["request_key"] == runs[1]["request_key"] and runs[0]["request_key"]
+
+
+def test_giving_up_names_the_task_that_keeps_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_module, "FOREGROUND_PATIENCE", 0.3)
+    connector = scripted([started("t9")], *itertools.repeat([], 100))
+    with pytest.raises(SupervisorUnavailableError, match=r"task t9\) may still be running") as err:
+        client(tmp_path, connector).bash("sleep 100", timeout=100)
+    assert err.value.task_id == "t9"
+
+
+def test_other_calls_are_sent_again_and_errors_keep_their_class(tmp_path: Path) -> None:
+    record = {"id": "t1", "command": "x", "status": "running", "owner": "background",
+              "startedAt": "2026-01-01T00:00:00Z", "outputPath": "/x", "session": "s", "cwd": "/"}  # fmt: skip
+    missing = {"type": "error", "code": "task_not_found", "message": "x", "taskId": "t2"}
+    connector = scripted([], [result(record)], [missing])
+    c = client(tmp_path, connector)
+    assert c.task_stop("t1").id == "t1"
+    with pytest.raises(TaskNotFoundError, match="No task found with ID: t2"):
+        c.task_stop("t2")
+    assert [m["op"] for m in sent(connector)] == ["stop", "stop", "stop"]
+
+
+def test_an_unreachable_supervisor_that_may_not_be_started_fails_at_once(tmp_path: Path) -> None:
+    calls = 0
+
+    def unreachable(request: Message) -> Iterator[Message]:
+        nonlocal calls
+        calls += 1
+        raise SupervisorUnavailableError("no supervisor is running")
+        yield {}
+
+    connector = MemoryConnector(unreachable, may_start=False)
+    with pytest.raises(SupervisorUnavailableError, match="no supervisor is running"):
+        client(tmp_path, connector).status()
+    assert calls == 1
+
+
+def test_commands_start_where_the_connector_says(tmp_path: Path) -> None:
+    connector = MemoryConnector(lambda request: iter([result(DONE)]), cwd="/srv/app")
+    client(tmp_path, connector).bash("pwd")
+    assert sent(connector)[0]["cwd"] == "/srv/app"
