@@ -35,8 +35,8 @@ from .models import (
     TaskOutputResult,
     TaskRecord,
 )
-from .protocol import PROTOCOL_VERSION
 from .tools import tool_definitions
+from .wire import PROTOCOL_VERSION
 
 __all__ = [
     "DEFAULT_SESSION",

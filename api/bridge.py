@@ -17,8 +17,8 @@ from typing import Any, BinaryIO
 from .client import Client
 from .errors import WaveError
 from .launch import connect_or_start
-from .protocol import decode, encode, error_message
 from .transport import REMOTE_HOME_CWD
+from .wire import decode, encode, error_message
 
 
 def _remote_run(message: dict[str, Any], client: Client) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from .launch import connect_or_start
 from .paths import StateLayout
-from .protocol import decode, read_messages
 from .transport import REMOTE_HOME_CWD, Remote, connect_ssh, finish_ssh
+from .wire import decode, read_messages
 
 
 class Channel(Protocol):

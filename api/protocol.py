@@ -1,17 +1,9 @@
-"""The wire protocol between clients and the supervisor: JSON lines over a Unix socket.
-
-One connection carries one request. The client sends a single line
-``{"v": PROTOCOL_VERSION, "op": <verb>, ...params}``; the supervisor answers with zero or
-more ``{"type": "progress", "data": {...}}`` lines and ends with exactly one
-``{"type": "result", "data": ...}`` or ``{"type": "error", "code", "message", "taskId"}``.
-Closing the connection before the end is how a caller disappears (SPEC F5).
-"""
+"""The protocol's requests as models: one class per verb, its parameters and its result
+type (the lines themselves are :mod:`.wire`'s)."""
 
 from __future__ import annotations
 
-import json
-import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 from pydantic import (
@@ -47,11 +39,10 @@ from .models import (
     check_timeout_ms,
     describe_validation_error,
 )
-
-PROTOCOL_VERSION = 1
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""Longest accepted line; requests carry the caller's environment, which can be large."""
-
+from .wire import (
+    PROTOCOL_VERSION,
+    encode,
+)
 
 TimeoutMs = Annotated[float | None, BeforeValidator(check_timeout_ms)]
 """A timeout in ms validated as the contract says (T5): the protocol is a door too."""
@@ -370,49 +361,6 @@ def parse_params(model: type[P], data: Mapping[str, Any]) -> P:
         raise InvalidInputError(describe_validation_error(exc)) from None
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """One protocol line (compact ASCII JSON, newline-terminated).
-
-    ASCII, so that text no UTF-8 can hold still travels: a path with undecodable bytes
-    (``os.fsdecode`` gives ``\\udcXX``) arrives as the same string on the other side.
-    """
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
-
-
 def request(req: Request[Any]) -> bytes:
     """Encode a request line."""
     return encode({"v": PROTOCOL_VERSION, **req.model_dump(mode="json")})
-
-
-def decode(line: bytes) -> dict[str, Any]:
-    """Parse one protocol line into a JSON object, or raise :class:`ProtocolError`."""
-    try:
-        message = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"malformed protocol message: {exc}") from None
-    if not isinstance(message, dict):
-        raise ProtocolError("malformed protocol message: not a JSON object")
-    return message
-
-
-def read_messages(sock: socket.socket) -> Iterator[dict[str, Any]]:
-    """The protocol lines arriving on ``sock`` until the peer closes it."""
-    buf = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            return
-        if not chunk:
-            return
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            yield decode(line)
-        if len(buf) > MAX_MESSAGE_BYTES:
-            raise ProtocolError("the peer sent an oversized message")
-
-
-def error_message(code: str, message: str, task_id: str | None = None) -> dict[str, Any]:
-    """The final line of a failed request."""
-    return {"type": "error", "code": code, "message": message, "taskId": task_id}

@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import ForbiddenError, InvalidInputError, ProtocolError, SupervisorUnavailableError
 from .paths import StateLayout, check_private_dir, socket_address
-from .protocol import decode, encode
+from .wire import decode, encode
 
 TRANSPORT_ENV = "WAVE_TRANSPORT"
 REMOTE_HOME_CWD = "~"

@@ -10,7 +10,7 @@ from typing import Any
 
 from wave_bash.api.errors import BusyError, ProtocolError
 from wave_bash.api.paths import StateLayout
-from wave_bash.api.protocol import encode
+from wave_bash.api.wire import encode
 
 from .journal import Journal
 from .settings import Settings

@@ -14,13 +14,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from wave_bash.api.errors import BusyError, ProtocolError, StorageError, WaveError
-from wave_bash.api.protocol import (
-    PROTOCOL_VERSION,
-    decode,
-    error_message,
-    parse_request,
-)
+from wave_bash.api.protocol import parse_request
 from wave_bash.api.transport import HANDSHAKE_LIMIT, handshake_proof, peer_uid
+from wave_bash.api.wire import PROTOCOL_VERSION, decode, error_message
 
 from .context import Connection, Context
 from .faults import crash_point

@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from wave_bash.api import BashResult, Client
-from wave_bash.api.protocol import PROTOCOL_VERSION, encode
+from wave_bash.api.wire import PROTOCOL_VERSION, encode
 from wave_bash.supervisor.daemon import tracker_name
 from wave_bash.worker import tagged_processes
 from wave_bash.worker.cgroups import cgroup_parents, remove_tree

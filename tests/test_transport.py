@@ -17,8 +17,8 @@ from conftest import kill_supervisor, raw_request, start_bg, supervisor_pids, ta
 
 from wave_bash.api import Client
 from wave_bash.api.errors import ForbiddenError
-from wave_bash.api.protocol import encode
 from wave_bash.api.transport import handshake_proof
+from wave_bash.api.wire import encode
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import os
 from datetime import UTC, datetime
 
 from wave_bash.api.models import ShutdownResult, SupervisorStatus
-from wave_bash.api.protocol import PROTOCOL_VERSION, Params
+from wave_bash.api.protocol import Params
+from wave_bash.api.wire import PROTOCOL_VERSION
 
 from ..context import Connection, Context
 

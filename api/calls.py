@@ -1,0 +1,219 @@
+"""Calls to a supervisor through supervisor restarts, on plain JSON (no models: the CLI's
+hot path uses this directly, the :class:`~wave_bash.api.client.Client` validates on top).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .connection import Channel, Connector
+from .errors import (
+    ForbiddenError,
+    SupervisorRefusedError,
+    SupervisorUnavailableError,
+    error_from_wire,
+)
+from .wire import PROTOCOL_VERSION, encode
+
+RECONNECT_PATIENCE = 30.0
+"""How long a call other than a foreground command keeps trying to reach a supervisor that
+went away (a foreground command keeps trying until its own timeout has passed)."""
+FOREGROUND_PATIENCE = 10.0
+"""The least a foreground call keeps trying (its timeout, when longer): a restart takes
+a moment even when the timeout is short."""
+BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
+"""Seconds between attempts to reach the supervisor again: doubling, up to the maximum."""
+
+RawProgress = Callable[[dict[str, Any]], None]
+StartCallback = Callable[[str], None]
+
+
+class _ConnectionLost(SupervisorUnavailableError):
+    """The connection ended before the answer (the supervisor died or was stopped)."""
+
+    def __init__(self, message: str, answered: bool = True, *, ssh_failed: bool = False) -> None:
+        super().__init__(message)
+        self.answered = answered
+        """Whether any message had arrived before the connection ended."""
+        self.ssh_failed = ssh_failed
+        """Whether ``ssh`` itself failed (its error is the message)."""
+
+
+class Caller:
+    """Sends requests through a :class:`Connector`, again when the supervisor goes away."""
+
+    def __init__(self, connector: Connector, log_hint: str) -> None:
+        self.connector = connector
+        self.log_hint = log_hint
+        """Where to look when a supervisor closes a connection unanswered."""
+        self._lock = threading.Lock()
+        self._in_flight: set[Channel] = set()
+        self._abort_epoch = 0
+        self._closed = False
+
+    def call(
+        self,
+        op: str,
+        params: dict[str, Any],
+        on_progress: RawProgress | None = None,
+        on_start: StartCallback | None = None,
+        *,
+        patience: float = RECONNECT_PATIENCE,
+    ) -> Any:
+        """Send one request and return its result's data, through supervisor restarts.
+
+        When the supervisor goes away, or cannot be started for a while, the request is
+        sent again (with backoff) for ``patience`` seconds. A ``run`` carries a request
+        key, so a resent one never starts its command twice: the supervisor answers with
+        the task the first one started. Once the command's task ID is known, the call
+        waits for that task again (``attach``). It never reports failure for a command it
+        knows started without naming it.
+        """
+        started: list[str] = []
+        epoch = self._abort_epoch
+        sent = False
+        first_op = op
+
+        def note_start(task_id: str) -> None:
+            if not started:
+                started.append(task_id)
+                if on_start is not None:
+                    on_start(task_id)
+
+        give_up = time.monotonic() + patience
+        delay = BACKOFF_FIRST
+        while True:
+            if self._closed:
+                raise SupervisorUnavailableError("this client was closed: its caller went away")
+            try:
+                return self._attempt(op, params, on_progress, note_start, epoch)
+            except _ConnectionLost as lost:
+                if lost.ssh_failed and not started:
+                    raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
+                sent = True
+                if lost.answered and not started:
+                    raise
+                failure: SupervisorUnavailableError = lost
+            except ForbiddenError:
+                raise
+            except SupervisorUnavailableError as exc:  # could not start one (yet)
+                refused = isinstance(exc, SupervisorRefusedError)
+                if (not self.connector.may_start or refused) and not sent:
+                    raise  # ssh failed, none may be started, or it refuses: nothing was sent
+                failure = exc
+            if epoch != self._abort_epoch:
+                raise SupervisorUnavailableError(
+                    "the call was abandoned: its caller went away"
+                    + (f" (task {started[0]} keeps running in the background)" if started else "")
+                ) from None
+            if time.monotonic() + delay > give_up:
+                task_id = started[0] if started else None
+                raise SupervisorUnavailableError(
+                    _give_up_text(failure, task_id, maybe_started=first_op == "run" and sent),
+                    task_id=task_id,
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, BACKOFF_MAX)
+            if started:
+                # The supervisor went away while a command ran (killed, restarted). The
+                # command keeps running and a new supervisor re-adopts it: wait for it again.
+                op = "attach"
+                params = {
+                    "session": params.get("session"),
+                    "task_id": started[0],
+                    "progress": on_progress is not None,
+                }
+            # Otherwise the same request goes again: a run with the same key (never twice).
+
+    def _attempt(
+        self,
+        op: str,
+        params: dict[str, Any],
+        on_progress: RawProgress | None,
+        on_start: StartCallback,
+        epoch: int,
+    ) -> Any:
+        channel = self.connector.open()
+        with self._lock:
+            self._in_flight.add(channel)
+            abandoned = epoch != self._abort_epoch or self._closed  # left while we connected
+        if abandoned:
+            channel.interrupt()
+        closed = False
+        try:
+            return self.exchange(channel, op, params, on_progress, on_start)
+        except _ConnectionLost as lost:
+            failure, closed = channel.close(), True
+            if failure:  # the carrier itself failed (ssh unreachable, killed)
+                raise _ConnectionLost(failure, lost.answered, ssh_failed=True) from None
+            raise
+        finally:
+            with self._lock:
+                self._in_flight.discard(channel)
+            if not closed:
+                channel.close()
+
+    def exchange(
+        self,
+        channel: Channel,
+        op: str,
+        params: dict[str, Any],
+        on_progress: RawProgress | None = None,
+        on_start: StartCallback | None = None,
+    ) -> Any:
+        """One request on one channel: its result's data, or its error raised."""
+        try:
+            channel.send(encode({"v": PROTOCOL_VERSION, "op": op, **params}))
+        except OSError as exc:  # it closed right after accepting (dying)
+            raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
+        answered = False
+        for message in channel.messages():
+            answered = True
+            kind = message.get("type")
+            if kind == "started":
+                if on_start is not None:
+                    on_start(str(message["data"]["taskId"]))
+            elif kind == "progress":
+                if on_progress is not None:
+                    on_progress(message["data"])
+            elif kind == "result":
+                return message.get("data")
+            elif kind == "error":
+                raise error_from_wire(
+                    str(message.get("code")), str(message.get("message")), message.get("taskId")
+                )
+        raise _ConnectionLost(
+            f"the supervisor closed the connection before answering (see {self.log_hint})",
+            answered,
+        )
+
+    def close(self) -> None:
+        """The caller is gone for good: calls in flight end as lost callers (see
+        :meth:`abort_calls`) and every later call fails at once, running nothing."""
+        self._closed = True
+        self.abort_calls()
+
+    def abort_calls(self) -> None:
+        """The caller went away (its host died): end every call in flight as a lost
+        caller, without waiting again. The supervisor keeps their commands running in the
+        background (``caller_lost``) and announces their ends as notices (SPEC F5).
+        Calls made afterwards work as usual."""
+        with self._lock:
+            self._abort_epoch += 1
+            in_flight = list(self._in_flight)
+        for channel in in_flight:
+            channel.interrupt()
+
+
+def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bool) -> str:
+    """Why a call gave up, and what became of its command."""
+    text = f"{failure}; gave up reaching the supervisor"
+    if task_id is not None:
+        return (
+            f"{text}: the command (task {task_id}) may still be running, see TaskOutput or "
+            f"`wave-bash output {task_id}`"
+        )
+    return f"{text}: the command may have started" if maybe_started else text

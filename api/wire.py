@@ -1,0 +1,65 @@
+"""The wire format, without models: JSON lines (cheap to import; the CLI's hot path and
+the client's connection logic need nothing more).
+
+One connection carries one request. The client sends a single line
+``{"v": PROTOCOL_VERSION, "op": <verb>, ...params}``; the supervisor answers with zero or
+more ``{"type": "progress"|"started", "data": {...}}`` lines and ends with exactly one
+``{"type": "result", "data": ...}`` or ``{"type": "error", "code", "message", "taskId"}``.
+Closing the connection before the end is how a caller disappears (SPEC F5).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import ProtocolError
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""Longest accepted line; requests carry the caller's environment, which can be large."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One protocol line (compact ASCII JSON, newline-terminated).
+
+    ASCII, so that text no UTF-8 can hold still travels: a path with undecodable bytes
+    (``os.fsdecode`` gives ``\\udcXX``) arrives as the same string on the other side.
+    """
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one protocol line into a JSON object, or raise :class:`ProtocolError`."""
+    try:
+        message = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"malformed protocol message: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("malformed protocol message: not a JSON object")
+    return message
+
+
+def read_messages(sock: socket.socket) -> Iterator[dict[str, Any]]:
+    """The protocol lines arriving on ``sock`` until the peer closes it."""
+    buf = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield decode(line)
+        if len(buf) > MAX_MESSAGE_BYTES:
+            raise ProtocolError("the peer sent an oversized message")
+
+
+def error_message(code: str, message: str, task_id: str | None = None) -> dict[str, Any]:
+    """The final line of a failed request."""
+    return {"type": "error", "code": code, "message": message, "taskId": task_id}
