@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
-from .connection import Channel, Connector
 from .errors import (
     ForbiddenError,
     SupervisorRefusedError,
@@ -17,6 +14,16 @@ from .errors import (
     error_from_wire,
 )
 from .wire import PROTOCOL_VERSION, encode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
+    from collections.abc import Callable
+    from typing import Any
+
+    from .connection import Channel, Connector
+
+    RawProgress = Callable[[dict[str, Any]], None]
+    StartCallback = Callable[[str], None]
 
 RECONNECT_PATIENCE = 30.0
 """How long a call other than a foreground command keeps trying to reach a supervisor that
@@ -26,9 +33,6 @@ FOREGROUND_PATIENCE = 10.0
 a moment even when the timeout is short."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
 """Seconds between attempts to reach the supervisor again: doubling, up to the maximum."""
-
-RawProgress = Callable[[dict[str, Any]], None]
-StartCallback = Callable[[str], None]
 
 
 class _ConnectionLost(SupervisorUnavailableError):

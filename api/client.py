@@ -6,10 +6,10 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
-from .connection import Connector, LocalConnector, SshConnector
+from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     InvalidInputError,
@@ -59,6 +59,9 @@ from .transport import (
     Remote,
     chosen_transport,
 )
+
+if TYPE_CHECKING:
+    from .connection import Connector
 
 ProgressCallback = Callable[[Progress], None]
 StartCallback = Callable[[str], None]
@@ -115,10 +118,13 @@ class Client:
         self.remote = Remote.parse(remote) if remote else None
         self.ssh_options = list(ssh_options)
         self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
-        self.connector: Connector = connector or (
-            SshConnector(self.remote, self.ssh_options, self.remote_command)
-            if self.remote is not None
-            else LocalConnector(self.layout, self.transport, autostart)
+        self.connector: Connector = connector or connector_for(
+            self.layout,
+            transport=self.transport,
+            remote=remote,
+            ssh_options=self.ssh_options,
+            remote_command=self.remote_command,
+            autostart=autostart,
         )
         self.calls = Caller(self.connector, str(self.layout.log))
 

@@ -1,5 +1,6 @@
-"""How a client reaches its supervisor: one :class:`Channel` per request, opened by a
-:class:`Connector` (the local socket, the SSH bridge, or an in-memory one for tests).
+"""How a client reaches its supervisor: one ``Channel`` per request, opened by a
+``Connector`` (the local socket, the SSH bridge, or an in-memory one for tests); both are
+typing protocols, for type checkers only.
 
 The client's retry and re-attach logic sees only these two interfaces, so it is the same
 for every way of reaching a supervisor, and can be tested without real supervisors.
@@ -9,52 +10,57 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import socket
-import subprocess
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
 
 from .launch import connect_or_start
 from .paths import StateLayout
-from .transport import REMOTE_HOME_CWD, Remote, connect_ssh, finish_ssh
+from .transport import REMOTE_HOME_CWD, Remote, chosen_transport, connect_ssh, finish_ssh
 from .wire import decode, read_messages
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for type checkers
+    import queue
+    import subprocess
+    from typing import Any, Protocol
 
-class Channel(Protocol):
-    """One connection carrying one request."""
+    Exchange = Callable[[dict[str, Any]], Iterator[dict[str, Any]]]
+    """An in-memory supervisor: gets a request, yields the answer's messages. Ending without
+    a final ``result``/``error`` is a connection lost; raising ``SupervisorUnavailableError``
+    is a supervisor that cannot be reached."""
 
-    def send(self, data: bytes) -> None:
-        """Send the request line. Raises ``OSError`` when the other side is gone."""
+    class Channel(Protocol):
+        """One connection carrying one request."""
 
-    def messages(self) -> Iterator[dict[str, Any]]:
-        """The answer's messages until the other side closes."""
+        def send(self, data: bytes) -> None:
+            """Send the request line. Raises ``OSError`` when the other side is gone."""
 
-    def interrupt(self) -> None:
-        """End the exchange now, from any thread (the caller went away)."""
+        def messages(self) -> Iterator[dict[str, Any]]:
+            """The answer's messages until the other side closes."""
 
-    def close(self) -> str | None:
-        """Release the channel; returns why its carrier failed (``ssh`` itself), if it did."""
+        def interrupt(self) -> None:
+            """End the exchange now, from any thread (the caller went away)."""
 
+        def close(self) -> str | None:
+            """Release the channel; returns why its carrier failed (``ssh`` itself), if it did."""
 
-class Connector(Protocol):
-    """A way to reach one supervisor."""
+    class Connector(Protocol):
+        """A way to reach one supervisor."""
 
-    remote: bool
-    """Commands run on another machine: its environment, its home, its paths."""
-    may_start: bool
-    """Whether opening may start a supervisor (so an unreachable one is worth waiting for)."""
+        remote: bool
+        """Commands run on another machine: its environment, its home, its paths."""
+        may_start: bool
+        """Whether opening may start a supervisor (so an unreachable one is worth waiting for)."""
 
-    def open(self, *, start: bool = True) -> Channel:
-        """A channel to the supervisor (started first when allowed and ``start``).
+        def open(self, *, start: bool = True) -> Channel:
+            """A channel to the supervisor (started first when allowed and ``start``).
 
-        Raises:
-            SupervisorUnavailableError: none could be reached.
-        """
+            Raises:
+                SupervisorUnavailableError: none could be reached.
+            """
 
-    def default_cwd(self) -> str:
-        """Where commands start when the caller names no directory."""
+        def default_cwd(self) -> str:
+            """Where commands start when the caller names no directory."""
 
 
 class SocketChannel:
@@ -125,10 +131,22 @@ class SshConnector:
         return REMOTE_HOME_CWD
 
 
-Exchange = Callable[[dict[str, Any]], Iterator[dict[str, Any]]]
-"""An in-memory supervisor: gets a request, yields the answer's messages. Ending without
-a final ``result``/``error`` is a connection lost; raising ``SupervisorUnavailableError``
-is a supervisor that cannot be reached."""
+def connector_for(
+    layout: StateLayout,
+    *,
+    transport: str | None = None,
+    remote: str | None = None,
+    ssh_options: Sequence[str] = (),
+    remote_command: str | None = None,
+    autostart: bool = True,
+) -> Connector:
+    """The connector these arguments ask for: ``remote`` (default ``WAVE_REMOTE``) through
+    ssh, else the state dir's own supervisor over ``transport`` (default ``WAVE_TRANSPORT``)."""
+    remote = remote or os.environ.get("WAVE_REMOTE") or None
+    if remote:
+        command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
+        return SshConnector(Remote.parse(remote), ssh_options, command)
+    return LocalConnector(layout, transport or chosen_transport(), autostart)
 
 
 class MemoryChannel:
@@ -137,6 +155,8 @@ class MemoryChannel:
     def __init__(self, exchange: Exchange) -> None:
         self.exchange = exchange
         self._request: dict[str, Any] | None = None
+        import threading
+
         self._interrupted = threading.Event()
 
     def send(self, data: bytes) -> None:
@@ -164,6 +184,8 @@ class MemoryConnector:
 
     def __init__(self, exchange: Exchange, *, may_start: bool = True, cwd: str = "/") -> None:
         self.exchange, self.may_start, self.cwd = exchange, may_start, cwd
+        import queue
+
         self.sent: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
 
     def open(self, *, start: bool = True) -> Channel:

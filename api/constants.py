@@ -1,6 +1,10 @@
 """The numbers of the contract (SPEC §1), defined once and imported everywhere."""
 
-from typing import Final
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 DEFAULT_TIMEOUT_MS: Final = 120_000
 """Foreground timeout when the caller gives none (2 minutes)."""

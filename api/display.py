@@ -1,4 +1,5 @@
-"""What the CLI shows people: the live view of a running command and the task table."""
+"""What the CLI shows people: the live view of a running command and the task table,
+from the contract's JSON (the CLI validates nothing the supervisor validates)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import os
 import sys
 from datetime import UTC, datetime
 
-from .models import Progress, TaskRecord
 from .states import Owner
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
+    from typing import Any
 
 
 class LiveView:
@@ -16,11 +20,13 @@ class LiveView:
     def __init__(self) -> None:
         self.lines = 0
 
-    def show(self, update: Progress) -> None:
+    def show(self, update: dict[str, Any]) -> None:
+        """Draw a progress update (its contract JSON)."""
         self.clear()
         width = os.get_terminal_size(sys.stderr.fileno()).columns
-        lines = [line[: width - 1] for line in update.short_result.splitlines()]
-        status = f"… running {update.elapsed_ms // 1000}s ({update.task_id}, Ctrl+B to background)"
+        lines = [line[: width - 1] for line in str(update.get("shortResult", "")).splitlines()]
+        seconds = int(update.get("elapsedMs", 0)) // 1000
+        status = f"… running {seconds}s ({update.get('taskId')}, Ctrl+B to background)"
         sys.stderr.write("\n".join([*lines, status]) + "\n")
         sys.stderr.flush()
         self.lines = len(lines) + 1
@@ -32,19 +38,23 @@ class LiveView:
             self.lines = 0
 
 
-def task_table(records: list[TaskRecord]) -> str:
-    """Tasks as a table for people: id, status (exit code), owner/reason, age, command."""
+def task_table(records: list[dict[str, Any]]) -> str:
+    """Tasks (their contract JSON) as a table for people: id, status (exit code),
+    owner/reason, age, command."""
     now = datetime.now(UTC)
     rows = [("ID", "STATUS", "OWNER", "AGE", "COMMAND")]
     for r in records:
-        owner = r.owner if r.owner is Owner.FOREGROUND else f"bg:{r.background_reason}"
-        status = r.status if r.exit_code is None else f"{r.status}({r.exit_code})"
-        if r.leftover_processes:  # ended, but what it started still runs
-            status += f"+{r.leftover_processes} running"
-        elif r.monitor_lost:
+        owner = Owner(r["owner"])
+        who = owner.value if owner is Owner.FOREGROUND else f"bg:{r.get('backgroundReason')}"
+        code = r.get("exitCode")
+        status = r["status"] if code is None else f"{r['status']}({code})"
+        if r.get("leftoverProcesses"):  # ended, but what it started still runs
+            status += f"+{r['leftoverProcesses']} running"
+        elif r.get("monitorLost"):
             status += " (monitor lost)"
-        age = int((now - r.started_at).total_seconds())
-        rows.append((r.id, status, owner, _age(age), r.command.replace("\n", " ")[:60]))
+        age = int((now - datetime.fromisoformat(r["startedAt"])).total_seconds())
+        command = str(r["command"]).replace("\n", " ")[:60]
+        rows.append((str(r["id"]), status, who, _age(age), command))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "\n".join(
         "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))

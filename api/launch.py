@@ -1,22 +1,28 @@
 """Reaching the local supervisor, and starting it when none runs (exactly one per state dir).
 
 The client starts the daemon as a process (``python -P -m wave_bash.supervisor --state-dir DIR
---detach``); ``api`` never imports ``supervisor``. Many starters may race: the daemon's
-lock lets one win, the others exit, and every starter then connects to the winner.
+--detach``); ``api`` never imports ``supervisor``. Many starters may race (threads,
+processes, a burst of CLI calls on a fresh machine): they take the state dir's start
+lock in turn, so the first starts the one daemon and the others find it serving. (The
+daemon's own lock still lets only one serve, should a starter bypass this.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
-import subprocess
 import sys
 import time
-from typing import Any
 
 from .errors import SupervisorRefusedError, SupervisorUnavailableError
 from .paths import StateLayout, ensure_private_dir
 from .transport import TRANSPORT_ENV, connect
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
+    from collections.abc import Iterator
+    from typing import Any
 
 START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
@@ -36,7 +42,11 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
             raise SupervisorUnavailableError(
                 f"no supervisor is running for {layout.root}"
             ) from None
-    start_supervisor(layout, transport)
+    with _start_lock(layout):
+        try:
+            return connect(layout, transport)  # the starter before us started it
+        except OSError:
+            start_supervisor(layout, transport)
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
@@ -49,6 +59,26 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
             time.sleep(0.01)  # another starter holds the lock and is binding
 
 
+@contextlib.contextmanager
+def _start_lock(layout: StateLayout) -> Iterator[None]:
+    """The lock starters take in turn (waiting at most as long as a start may take)."""
+    from filelock import FileLock, Timeout  # only to start a supervisor
+
+    ensure_private_dir(layout.root)
+    lock = FileLock(str(layout.root / "start.lock"), timeout=START_TIMEOUT, mode=0o600)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise SupervisorUnavailableError(
+            f"another client has been starting the supervisor for {layout.root} for "
+            f"{START_TIMEOUT:g}s (see {layout.log})"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def start_supervisor(
     layout: StateLayout, transport: str, *, can_fork: bool = hasattr(os, "fork")
 ) -> None:
@@ -58,6 +88,8 @@ def start_supervisor(
     once; the caller's connect loop then waits for it. ``can_fork`` lets tests take that
     path on any OS.
     """
+    import subprocess
+
     ensure_private_dir(layout.root)
     ensure_private_dir(layout.socket.parent)  # the fallback dir, if used: said here, clearly
     argv = [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(layout.root)]
@@ -87,6 +119,8 @@ def start_supervisor(
 
 
 def _detached() -> dict[str, Any]:
+    import subprocess
+
     if sys.platform == "win32":
         flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
             subprocess, "CREATE_NEW_PROCESS_GROUP", 0

@@ -6,7 +6,6 @@ Python code uses snake_case attributes; JSON uses the camelCase names of the con
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
@@ -22,15 +21,8 @@ from pydantic.alias_generators import to_camel
 
 from .errors import InvalidInputError
 from .states import BackgroundReason, EndReason, Owner, TaskStatus
+from .units import TIMEOUT_ERROR, check_timeout_ms
 
-TIMEOUT_ERROR = "timeout must be a non-negative number of milliseconds"
-
-_JSON_KIND: dict[type, str] = {
-    str: "a string",
-    dict: "an object",
-    list: "an array",
-    tuple: "an array",
-}
 _TYPE_WORDS = {"string": "a string", "bool": "a boolean", "int": "an integer", "float": "a number"}
 
 
@@ -44,23 +36,6 @@ class ContractModel(BaseModel):
     def to_json_dict(self) -> dict[str, Any]:
         """The contract's JSON object (camelCase keys, ISO-8601 times)."""
         return self.model_dump(mode="json", by_alias=True)
-
-
-def check_timeout_ms(value: object) -> float | None:
-    """Validate a timeout in milliseconds as the contract wants it (SPEC T4, T5).
-
-    ``None`` means "not given". Any finite number ``>= 0`` is accepted as given, above
-    the advertised ceiling included; strings (even ``"5000"``), booleans, containers,
-    NaN/Infinity and negative numbers are rejected.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        kind = "a boolean" if isinstance(value, bool) else _JSON_KIND.get(type(value), "a value")
-        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {kind}")
-    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
-        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {value}")
-    return float(value)
 
 
 class BashInput(ContractModel):

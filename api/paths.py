@@ -8,15 +8,10 @@ so a local user cannot steer wave-bash into a directory of their choosing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
 
 from .errors import StateDirError
 
@@ -29,10 +24,14 @@ PROC_FD = Path("/proc/self/fd")
 
 def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     """The state dir: the argument, else ``WAVE_STATE_DIR``, else the platform's user state dir."""
-    chosen = (
-        state_dir or os.environ.get("WAVE_STATE_DIR") or platformdirs.user_state_dir("wave-bash")
-    )
+    chosen = state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir()
     return Path(chosen).expanduser().absolute()
+
+
+def _user_state_dir() -> str:
+    import platformdirs  # only where no state dir is given
+
+    return platformdirs.user_state_dir("wave-bash")
 
 
 def _owner() -> int | None:
@@ -97,6 +96,8 @@ def ensure_private_dir(path: Path) -> Path:
             _check_dir_stat(path, os.fstat(fd), tighten=fd)
         finally:
             os.close(fd)
+        import tempfile  # on this rare path only: the CLI starts without it
+
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
             pass  # a unique name: many starters (threads, processes) probe at once
     except PermissionError as exc:
@@ -115,6 +116,8 @@ def socket_fallback_dir(env: Mapping[str, str] | None = None) -> Path:
     if runtime and os.path.isabs(runtime):
         return Path(runtime) / "wave-bash"
     owner = _owner()
+    import tempfile
+
     return Path(tempfile.gettempdir()) / f"wave-bash-{owner if owner is not None else 'user'}"
 
 
@@ -141,11 +144,23 @@ def socket_address(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
-@dataclass(frozen=True)
 class StateLayout:
-    """The files of one state directory."""
+    """The files of one state directory. (A plain class, as in the rest of the CLI's hot
+    path: importing ``dataclasses`` or ``typing`` would cost a ``wave-bash run`` 5 ms.)"""
 
-    root: Path
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateLayout) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"StateLayout({str(self.root)!r})"
 
     @property
     def journal(self) -> Path:
@@ -175,5 +190,7 @@ class StateLayout:
         real = self.root / "supervisor.sock"
         if len(os.fsencode(real)) <= SOCKET_PATH_LIMIT or proc_fd_usable():
             return real
+        import hashlib
+
         digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:16]
         return socket_fallback_dir() / f"{digest}.sock"

@@ -10,23 +10,22 @@ same way, and an auto-started supervisor inherits the client's environment.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import re
-import secrets
 import socket
 import struct
-import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .errors import ForbiddenError, InvalidInputError, ProtocolError, SupervisorUnavailableError
 from .paths import StateLayout, check_private_dir, socket_address
 from .wire import decode, encode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
+    import subprocess
+    from typing import Any
 
 TRANSPORT_ENV = "WAVE_TRANSPORT"
 REMOTE_HOME_CWD = "~"
@@ -42,12 +41,25 @@ def chosen_transport(env: Mapping[str, str] | None = None) -> str:
     return "unix" if hasattr(socket, "AF_UNIX") else "tcp"
 
 
-@dataclass(frozen=True)
 class TcpEndpoint:
     """Where a TCP supervisor listens, and the secret a client must present."""
 
-    port: int
-    token: str
+    __slots__ = ("port", "token")
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port, self.token = port, token
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TcpEndpoint) and (other.port, other.token) == (
+            self.port,
+            self.token,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.port, self.token))
+
+    def __repr__(self) -> str:
+        return f"TcpEndpoint(port={self.port})"  # never the token
 
     def write(self, path: Path) -> None:
         """Publish atomically, readable by the owner only."""
@@ -95,6 +107,9 @@ HANDSHAKE_TIMEOUT = 10.0
 
 def handshake_proof(token: str, role: str, nonce: str) -> str:
     """What a side that knows the token answers to the other side's nonce."""
+    import hashlib
+    import hmac
+
     return hmac.new(token.encode(), f"{role}:{nonce}".encode(), hashlib.sha256).hexdigest()
 
 
@@ -109,6 +124,9 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
         ForbiddenError: the listener does not know the token.
         OSError: the connection failed.
     """
+    import hmac
+    import secrets
+
     nonce = secrets.token_hex(16)
     sock.sendall(encode({"hello": nonce}))
     reply = _small_line(sock)
@@ -172,20 +190,30 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
     return sock
 
 
-@dataclass(frozen=True)
+_SSH_URL = re.compile(r"ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+)(?::(?P<port>\d+))?/?")
+
+
 class Remote:
     """A remote dev box reached with ``ssh`` (the user's config, agent and keys apply)."""
 
-    host: str
-    user: str | None = None
-    port: int | None = None
+    __slots__ = ("host", "port", "user")
 
-    _URL = re.compile(r"ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+)(?::(?P<port>\d+))?/?")
+    def __init__(self, host: str, user: str | None = None, port: int | None = None) -> None:
+        self.host, self.user, self.port = host, user, port
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Remote) and str(other) == str(self)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __repr__(self) -> str:
+        return f"Remote({str(self)!r})"
 
     @classmethod
     def parse(cls, url: str) -> Remote:
         """``ssh://[user@]host[:port]``."""
-        match = cls._URL.fullmatch(url.strip())
+        match = _SSH_URL.fullmatch(url.strip())
         if not match:
             raise InvalidInputError(f"remote must look like ssh://[user@]host[:port], got {url!r}")
         port = match.group("port")
@@ -210,6 +238,8 @@ def connect_ssh(
 ) -> tuple[socket.socket, subprocess.Popen[bytes]]:
     """A socket whose other end is ``ssh HOST wave-bash bridge`` (one request, like a
     connection); the caller reaps the ssh process with :func:`finish_ssh`."""
+    import subprocess
+
     ours, theirs = socket.socketpair()
     try:
         proc = subprocess.Popen(
@@ -229,6 +259,8 @@ def connect_ssh(
 
 def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> str | None:
     """Reap the ssh process; returns why it failed (its stderr), or None if it did not."""
+    import subprocess
+
     try:
         _, err = proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:

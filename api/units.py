@@ -1,10 +1,21 @@
-"""Human units for settings: durations (``7d``, ``12h``, ``30m``, ``45s``) and sizes (``1G``)."""
+"""Units: durations (``7d``, ``12h``, ``30m``, ``45s``) and sizes (``1G``) for settings, and
+timeouts in milliseconds as the contract checks them (no models: the CLI uses these)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import InvalidInputError
+
+TIMEOUT_ERROR = "timeout must be a non-negative number of milliseconds"
+
+_JSON_KIND: dict[type, str] = {
+    str: "a string",
+    dict: "an object",
+    list: "an array",
+    tuple: "an array",
+}
 
 _DURATION = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _SIZE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -27,3 +38,20 @@ def parse_duration(text: str) -> float:
 def parse_size(text: str) -> int:
     """Bytes in ``text``: ``4096``, ``512K``, ``100M``, ``1G`` (``1GiB`` and ``1GB`` too; powers of 1024)."""
     return int(_parse(text, _SIZE, "a size", "512K, 100M or 1G"))
+
+
+def check_timeout_ms(value: object) -> float | None:
+    """Validate a timeout in milliseconds as the contract wants it (SPEC T4, T5).
+
+    ``None`` means "not given". Any finite number ``>= 0`` is accepted as given, above
+    the advertised ceiling included; strings (even ``"5000"``), booleans, containers,
+    NaN/Infinity and negative numbers are rejected.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = "a boolean" if isinstance(value, bool) else _JSON_KIND.get(type(value), "a value")
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {kind}")
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {value}")
+    return float(value)

@@ -15,7 +15,7 @@ removed at the next start (:func:`remove_leftovers`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +47,11 @@ class Standby:
         self._key: MonitorKey | None = None
 
     @property
+    def ready(self) -> bool:
+        """Whether a standby waits."""
+        return self._monitor is not None
+
+    @property
     def reserved_id(self) -> str | None:
         """The task ID the standby will run under."""
         return self._monitor.task_id if self._monitor is not None else None
@@ -65,13 +70,16 @@ class Standby:
             return None
         return monitor
 
-    def prepare(self, key: MonitorKey, task_id: str) -> None:
-        """Start a standby for the next command like ``key`` (failures only cost speed)."""
+    def prepare(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> None:
+        """Start a standby for the next command like ``key`` (failures only cost speed),
+        its job in the cgroups ``joins`` already."""
         if self._monitor is not None:
             return
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         try:
-            self._monitor = start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
+            self._monitor = start_monitor(
+                task_id, key.env, key.shell, key.monitor_bash, files, joins=joins
+            )
         except (OSError, ValueError) as exc:
             log.debug("no standby monitor: %s", exc)
             return

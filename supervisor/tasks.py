@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -224,6 +225,10 @@ class TaskManager:
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
         self.standby = Standby(tasks_dir, self._release)
+        self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
+        """Where cgroups are made ahead and removed: a cgroup ``mkdir``/``rmdir`` waits for
+        a kernel grace period (up to ~10 ms on an idle host), which must not hold up the
+        event loop while a short command ends."""
 
     # --- starting ----------------------------------------------------------------------
 
@@ -285,11 +290,11 @@ class TaskManager:
         # it leaves a running task that the next one re-adopts (by its WAVE_TASK_ID tag if
         # the pid's start time was not journaled yet).
         inserted = False
-        joins = self._make_cgroup(task_id)
+        joins = list(monitor.joined) or self._make_cgroup(task_id)
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
-            instructions = monitor.instructions(
-                p.command, p.cwd, umask, self.command_open_files, joins
+            instructions = monitor.instructions(  # a job that joined on its own: nothing to join
+                p.command, p.cwd, umask, self.command_open_files, () if monitor.joined else joins
             )
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
@@ -316,16 +321,16 @@ class TaskManager:
         task.tracked = bool(joins)
         self.live[task_id] = task
         self._watch(task)
-        self.standby.prepare(key, self._new_id())  # while this command runs
-        if self.standby.reserved_id is not None:  # its cgroups too: off the next call's path
-            self._make_cgroup(self.standby.reserved_id)
+        if not self.standby.ready:  # the next command's monitor, while this one runs
+            standby_id = self._new_id()
+            self.standby.prepare(key, standby_id, self._make_cgroup(standby_id))
         return task
 
     def _release(self, monitor: Monitor) -> None:
         """Let a monitor go that will run no command, with its cgroups."""
         release(monitor)
-        if self.tracker is not None:
-            self.tracker.remove(monitor.task_id)
+        if self.tracker is not None:  # once its job, which may have joined them, is gone
+            self.cgroup_ops.submit(self.tracker.remove, monitor.task_id, 1.0)
 
     def _make_cgroup(self, task_id: str) -> list[str]:
         """The task's cgroups (their ``cgroup.procs`` files); none without a tracker or
@@ -348,7 +353,13 @@ class TaskManager:
     def _start_monitor(self, key: MonitorKey) -> Monitor:
         task_id = self._new_id()
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
-        return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files)
+        joins = self._make_cgroup(task_id)
+        try:
+            return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files, joins=joins)
+        except BaseException:
+            if self.tracker is not None:
+                self.tracker.remove(task_id)
+            raise
 
     def adopt(
         self,
@@ -483,7 +494,7 @@ class TaskManager:
                      len(self.tracker.pids(task.id)))  # fmt: skip
         else:
             self.lingering.pop(task.id, None)
-            self.tracker.remove(task.id)
+            self.cgroup_ops.submit(self.tracker.remove, task.id)
 
     def adopt_leftovers(self) -> None:
         """At start: ended tasks whose cgroups still hold processes (an earlier supervisor

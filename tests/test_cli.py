@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 
@@ -84,3 +85,37 @@ def test_supervisor_start_status_stop(state_dir: Path) -> None:
     assert json.loads(r.stdout)["stopped"] is True
     r = run_cli(state_dir, "supervisor", "status", "--json")
     assert json.loads(r.stdout)["running"] is False
+
+
+QUICK_RUNS = [
+    ["run", "--", "echo", "hi"],
+    ["run", "echo hi"],
+    ["run", "--background", "--timeout", "5000", "--", "sleep", "1"],
+    ["run", "--timeout=5000", "--json", "--cwd", "/tmp", "--description", "d", "ls", "-la"],
+    ["--state-dir", "/tmp/x", "--session=s", "--ssh-option", "-i k", "--ssh-option=-v",
+     "--remote", "ssh://h", "--remote-command", "wb", "run", "ls", "--background", "--", "x"],
+    ["run", "ls", "--json"],  # after the command, options are the command's
+]  # fmt: skip
+NOT_QUICK = [
+    ["run"], ["run", "--"], ["run", "--help"], ["--help"], ["tasks"], ["run", "--back", "ls"],
+    ["run", "--timeout"], ["--state-dir"], ["--bogus", "run", "ls"], ["run", "--json=1", "ls"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", QUICK_RUNS, ids=" ".join)
+def test_quick_run_parses_as_argparse_does(argv: list[str]) -> None:
+    from wave_bash.api.cli import build_parser, quick_run_args
+
+    quick = quick_run_args(argv)
+    assert quick is not None
+    full = build_parser().parse_args(argv)
+    if full.command[:1] == ["--"]:
+        full.command = full.command[1:]
+    assert vars(quick) == vars(full)
+
+
+@pytest.mark.parametrize("argv", NOT_QUICK, ids=" ".join)
+def test_anything_else_goes_to_argparse(argv: list[str]) -> None:
+    from wave_bash.api.cli import quick_run_args
+
+    assert quick_run_args(argv) is None

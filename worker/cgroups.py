@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,8 +198,12 @@ class CgroupTracker:
                 oom = oom or (key == "oom_kill" and value.strip() not in ("", "0"))
         return Usage(cpu, peak, oom)
 
-    def remove(self, task_id: str) -> bool:
-        """Remove the task's cgroups once they are empty; returns whether they are gone."""
+    def remove(self, task_id: str, wait: float = 0.0) -> bool:
+        """Remove the task's cgroups once they are empty (waiting up to ``wait`` seconds
+        for that); returns whether they are gone."""
+        deadline = time.monotonic() + wait
+        while self.populated(task_id) and time.monotonic() < deadline:
+            time.sleep(0.005)
         self._made.pop(task_id, None)
         gone = True
         for group in (self._dir(task_id), self._memory_dir(task_id)):

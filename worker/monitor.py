@@ -61,6 +61,28 @@ printf '%s\\n' "$__wave_status" 1<> "$1"
 exit $__wave_status"""
 
 
+# The same monitor where the job must join cgroups ($3…: their cgroup.procs files). The
+# job is forked at once, as a coprocess, and joins them while the monitor waits for its
+# instructions: moving a process into a cgroup waits for a kernel grace period (up to
+# ~15 ms on an idle host), which this takes off the command's path. The monitor reads
+# the instructions as above and hands the job its directory, prelude and command over the
+# coprocess pipe (``%q``-quoted: any bytes); the job's stdout/stderr are the log again
+# (fds 3/4).
+# bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
+BASH_JOINED_MONITOR_SCRIPT = """exec 3>&1 4>&2 >/dev/null 2>&1; set -m; coproc { exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "$__wave_go" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then eval "$__wave_pre"; set +m -- "$__wave_cmd"; unset __wave_cmd __wave_pre; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi; }; __wave_job=$!
+. /dev/stdin
+[ "$__wave_go" = 1 ] || exit 0
+exec </dev/null
+printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}"
+__wave_w=${COPROC[1]}; exec {__wave_w}>&-
+unset __wave_cwd __wave_pre __wave_cmd __wave_w
+umask 077
+wait "$__wave_job"
+__wave_status=$?
+printf '%s\\n' "$__wave_status" 1<> "$1"
+exit $__wave_status"""
+
+
 def monitor_instructions(
     command: str,
     cwd: str,
@@ -129,7 +151,11 @@ def build_payload(
 
 
 def monitor_argv(
-    monitor_bash: str | None, shell_path: str, shell_kind: str, exit_file: str
+    monitor_bash: str | None,
+    shell_path: str,
+    shell_kind: str,
+    exit_file: str,
+    joins: Sequence[str] = (),
 ) -> list[str]:
     """The argv of the monitor process for one task.
 
@@ -138,9 +164,13 @@ def monitor_argv(
         shell_path: the shell that runs the command.
         shell_kind: ``"bash"`` or ``"zsh"``.
         exit_file: where the exit status is written.
+        joins: ``cgroup.procs`` files the job joins as soon as it exists (bash only; the
+            Python monitor's job joins them in its prelude).
     """
     if monitor_bash is None:
         # Run as a script, not a module: the stdlib only, nothing of wave-bash imported.
         return [sys.executable, "-P", str(PYTHON_MONITOR), exit_file, shell_path]
     zsh = shell_path if shell_kind == "zsh" else ""
+    if joins:
+        return [monitor_bash, "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, zsh, *joins]
     return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh]

@@ -131,6 +131,8 @@ class Monitor:
     files: TaskFiles
     pipe: int
     """The write end of the monitor's stdin (close-on-exec: no other process holds it)."""
+    joined: tuple[str, ...] = ()
+    """The cgroups (``cgroup.procs`` files) its job joined on its own, ahead of its command."""
 
     def instructions(
         self,
@@ -210,6 +212,7 @@ def start_monitor(
     monitor_bash: str | None,
     files: TaskFiles,
     *,
+    joins: Sequence[str] = (),
     use_posix_spawn: bool = hasattr(os, "posix_spawn"),
 ) -> Monitor:
     """Create the task's log and start its monitor, which then waits for :meth:`Monitor.run`.
@@ -226,7 +229,7 @@ def start_monitor(
         OSError: the shell cannot be executed, out of resources.
         BadEnvironmentError: ``env`` cannot be given to a process.
     """
-    argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit))
+    argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit), joins)
     child_env = task_environment(env, task_id)
     try:
         _reserve_exit_record(files.exit)
@@ -270,4 +273,4 @@ def start_monitor(
         os.close(log_fd)
         if err_fd != log_fd:
             os.close(err_fd)
-    return Monitor(pid, task_id, files, write_fd)
+    return Monitor(pid, task_id, files, write_fd, tuple(joins) if monitor_bash else ())
