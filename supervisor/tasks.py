@@ -29,13 +29,15 @@ from wave_bash.api.protocol import RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
 from wave_bash.worker import (
     CgroupTracker,
+    ExitRecord,
     Monitor,
     MonitorExit,
     ProcessTable,
     Shell,
     TaskFiles,
     Usage,
-    read_final_cwd,
+    final_cwd,
+    read_exit_record,
     reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
@@ -103,10 +105,7 @@ def find_monitors(task_ids: Collection[str]) -> dict[str, int]:
 
 def read_exit_file(path: Path) -> int | None:
     """The status a monitor recorded, or ``None`` when there is none (monitor killed)."""
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
+    return read_exit_record(path).status
 
 
 @lru_cache(maxsize=64)
@@ -180,8 +179,8 @@ class LiveTask:
     storage_note: str | None = None
     """Why the state dir could not record this task's end, said in its result."""
     final_cwd: str | None = None
-    """Where the command ended, when not where it started (read, and its file removed, as
-    it ends: background tasks leave no ``.cwd`` behind)."""
+    """Where the command ended, when not where it started (its exit record says; only a
+    command started in the foreground captures it)."""
     tracked: bool = False
     """Its processes are in a cgroup of their own (else found by the process walk)."""
     monitor_gone: MonitorExit | None = None
@@ -294,8 +293,9 @@ class TaskManager:
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
-                p.command, p.cwd, umask, self.command_open_files, () if monitor.joined else joins
-            )
+                p.command, p.cwd, umask, self.command_open_files,
+                () if monitor.joined else joins, capture_cwd=not p.run_in_background,
+            )  # fmt: skip
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
             inserted = True
@@ -438,8 +438,8 @@ class TaskManager:
             task.monitor_gone = gone or MonitorExit(None)
         if (
             not host_restarted
-            and read_exit_file(task.files.exit) is None
             and task.monitor_gone.code is None
+            and read_exit_file(task.files.exit) is None
             and self.has_processes(task)
         ):
             if not task.monitor_lost:
@@ -526,12 +526,13 @@ class TaskManager:
     def _record_end(self, task: LiveTask, host_restarted: bool) -> None:
         crash_point("before_finish")
         ended = task.monitor_gone
-        code = None if host_restarted else read_exit_file(task.files.exit)
+        record = ExitRecord(None, None) if host_restarted else read_exit_record(task.files.exit)
+        code = record.status
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
-        task.final_cwd = read_final_cwd(task.files.cwd, row.cwd)
+        task.final_cwd = final_cwd(record.cwd, row.cwd)
         oom = (
             task.tracked
             and self.tracker is not None

@@ -21,6 +21,7 @@ import pytest
 from conftest import journal_rows, kill_supervisor, needs_root, reap, wait_until
 
 from wave_bash.api import Client
+from wave_bash.worker import read_exit_record
 
 
 @pytest.fixture
@@ -168,7 +169,7 @@ def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
     tid, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
     assert client.wait(tid, timeout=20_000).exit_code == 6
     assert held_writes(client) > 0
-    assert (small_state_dir / "tasks" / f"{tid}.exit").read_text().strip() == "6"
+    assert read_exit_record(small_state_dir / "tasks" / f"{tid}.exit").status == 6
     kill_supervisor(small_state_dir)
     filler.unlink()
     (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor recovered it

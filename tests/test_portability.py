@@ -19,6 +19,7 @@ from wave_bash.supervisor.daemon import _on_stop_signals
 from wave_bash.worker import (
     Shell,
     TaskFiles,
+    read_exit_record,
     reap_monitor,
     start_monitor,
     stop_trees,
@@ -36,7 +37,7 @@ def test_monitor_without_posix_spawn(tmp_path: Path) -> None:
     reap_monitor(pid, block=True)
     lines = files.log.read_text().split()
     assert lines[0] == "hi" and int(lines[1]) not in (os.getpgid(0), pid)  # its own group
-    assert files.exit.read_text().strip() == "4"
+    assert read_exit_record(files.exit).status == 4
 
 
 def test_tree_stop_without_process_groups(tmp_path: Path) -> None:
@@ -52,7 +53,7 @@ def test_tree_stop_without_process_groups(tmp_path: Path) -> None:
         stop_trees([(task_id, pid)], protected={pid}, grace=1, use_groups=False)
         wait_until(lambda: tagged_processes({task_id}).get(task_id, set()) <= {pid})
         reap_monitor(pid, block=True)
-        assert int(files.exit.read_text()) in (143, 137)
+        assert read_exit_record(files.exit).status in (143, 137)
     finally:
         for p in tagged_processes({task_id}).get(task_id, set()):
             os.kill(p, signal.SIGKILL)
@@ -98,4 +99,4 @@ def test_python_monitor_where_only_zsh_exists(tmp_path: Path) -> None:
     reap_monitor(pid, block=True)
     version, pgid = files.log.read_text().split()
     assert version and int(pgid) not in (os.getpgid(0), pid)
-    assert files.exit.read_text().strip() == "3"
+    assert read_exit_record(files.exit).status == 3

@@ -39,7 +39,11 @@ def test_fifty_concurrent_starters_spawn_one_supervisor(tmp_path: Path) -> None:
         outputs = [p.communicate(timeout=150) for p in processes]
         for t in threads:
             t.join(150)
-        failed = [(p.returncode, err) for p, (_, err) in zip(processes, outputs, strict=True) if p.returncode]
+        failed = [
+            (p.returncode, err)
+            for p, (_, err) in zip(processes, outputs, strict=True)
+            if p.returncode
+        ]
         assert failed == []
         assert sorted(out for out, _ in outputs) == sorted(f"p{i}\n" for i in range(25))
         assert sorted(answers) == sorted(f"t{i}" for i in range(25))

@@ -13,7 +13,15 @@ import pytest
 from conftest import ask_supervisor, journal_rows, kill_supervisor, wait_until
 
 from wave_bash.api import Client
-from wave_bash.worker import Shell, TaskFiles, monitor_instructions, reap_monitor, start_monitor
+from wave_bash.worker import (
+    ExitRecord,
+    Shell,
+    TaskFiles,
+    monitor_instructions,
+    read_exit_record,
+    reap_monitor,
+    start_monitor,
+)
 
 
 def standby_of(client: Client, state_dir: Path) -> psutil.Process:
@@ -136,7 +144,7 @@ def test_complete_instructions_run(tmp_path: Path, monitor: str) -> None:
     started.run("pwd; exit 5", str(tmp_path))
     reap_monitor(started.pid, block=True)
     assert files.log.read_text().strip() == str(tmp_path)
-    assert files.exit.read_text().strip() == "5"
+    assert read_exit_record(files.exit) == ExitRecord(5, str(tmp_path))  # its cwd, too
 
 
 @pytest.mark.parametrize(

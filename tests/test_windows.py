@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from wave_bash.worker import (
     NoShellError,
     Shell,
     build_payload,
+    final_cwd,
     find_git_bash,
     posix_to_windows_path,
-    probe_script,
-    read_final_cwd,
     resolve_shell,
     usual_git_bash_locations,
     windows_to_posix_path,
@@ -128,50 +125,36 @@ def test_resolve_shell_on_windows_is_git_bash() -> None:
         )
 
 
-def test_cwd_temp_path_is_converted_for_git_bash() -> None:
-    payload = build_payload("cd sub", "C:\\Users\\me\\state\\tasks\\ab12.cwd", windows=True)
-    assert "C:/Users/me/state/tasks/ab12.cwd" in payload and "\\" not in payload.split("\n")[0]
+def test_cwd_capture_path_is_converted_for_git_bash() -> None:
+    payload = build_payload("cd sub", "C:\\Users\\me\\state\\tasks\\ab12.exit", windows=True)
+    assert "C:/Users/me/state/tasks/ab12.exit" in payload and "\\" not in payload.split("\n")[0]
 
 
-def test_pwd_output_converted_before_the_existence_check(tmp_path: Path) -> None:
-    cwd_file = tmp_path / "t.cwd"
-    cwd_file.write_text("/c/Users/me/project/sub\n")
+def test_pwd_output_converted_before_the_existence_check() -> None:
     seen: list[str] = []
 
     def isdir(path: str) -> bool:
         seen.append(path)
         return path == "C:\\Users\\me\\project\\sub"
 
-    final = read_final_cwd(
-        cwd_file, "C:\\Users\\me\\project", windows=True, isdir=isdir, realpath=lambda p: p
-    )
+    final = final_cwd(
+        "/c/Users/me/project/sub", "C:\\Users\\me\\project", windows=True, isdir=isdir,
+        realpath=lambda p: p,
+    )  # fmt: skip
     assert final == "C:\\Users\\me\\project\\sub"
     assert seen == ["C:\\Users\\me\\project\\sub"]  # never checked as C:\c\Users\...
-    assert not cwd_file.exists()  # the temp file is removed
 
 
-def test_cwd_unchanged_or_failed_gives_nothing(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    same = tmp_path / "same.cwd"
-    same.write_text("/c/Users/me/project")
-    assert (
-        read_final_cwd(
-            same, "c:\\users\\me\\project", windows=True, isdir=lambda p: True, realpath=lambda p: p
-        )
-        is None
-    )
-    gone = tmp_path / "gone.cwd"
-    gone.write_text("/c/deleted/dir")
+def test_cwd_unchanged_or_failed_gives_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    same = final_cwd(
+        "/c/Users/me/project", "c:\\users\\me\\project", windows=True, isdir=lambda p: True,
+        realpath=lambda p: p,
+    )  # fmt: skip
+    assert same is None
     caplog.set_level("DEBUG")
-    assert (
-        read_final_cwd(gone, "C:\\x", windows=True, isdir=lambda p: False, realpath=lambda p: p)
-        is None
+    gone = final_cwd(
+        "/c/deleted/dir", "C:\\x", windows=True, isdir=lambda p: False, realpath=lambda p: p
     )
-    assert read_final_cwd(tmp_path / "never-written.cwd", "C:\\x", windows=True) is None
+    assert gone is None
+    assert final_cwd(None, "C:\\x", windows=True) is None  # nothing captured
     assert all(r.levelname == "DEBUG" for r in caplog.records)  # never a warning
-    assert not gone.exists()
-
-
-def test_login_path_probe_on_windows_uses_cygpath() -> None:
-    assert 'cygpath -pw "$PATH"' in probe_script(windows=True)

@@ -5,7 +5,7 @@ values it needs.
 """
 
 from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
-from .cwd import read_final_cwd
+from .cwd import final_cwd
 from .errors import BadEnvironmentError, NoShellError
 from .files import TaskFiles
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
@@ -23,8 +23,10 @@ from .pymonitor import exit_status
 from .shell import Shell, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
+    ExitRecord,
     Monitor,
     MonitorExit,
+    read_exit_record,
     reap_monitor,
     start_monitor,
     task_environment,
@@ -44,6 +46,7 @@ __all__ = [
     "BadEnvironmentError",
     "CgroupTracker",
     "Excerpt",
+    "ExitRecord",
     "Monitor",
     "MonitorExit",
     "NoShellError",
@@ -58,6 +61,7 @@ __all__ = [
     "clean_text",
     "excerpt_text",
     "exit_status",
+    "final_cwd",
     "find_git_bash",
     "last_lines",
     "monitor_argv",
@@ -68,7 +72,7 @@ __all__ = [
     "probe_script",
     "process_tag",
     "read_excerpt",
-    "read_final_cwd",
+    "read_exit_record",
     "reap_monitor",
     "resolve_monitor_bash",
     "resolve_shell",

@@ -11,19 +11,17 @@ from typing import ClassVar
 @dataclass(frozen=True)
 class TaskFiles:
     """The files of one task inside ``tasks/``: ``<id>.log`` (its output), ``<id>.err.log``
-    (stderr, when kept apart), ``<id>.exit`` (its exit record, written by its monitor),
-    ``<id>.cwd`` (the directory a foreground command ended in) and ``<id>.json`` (its
-    record, from which a lost journal is rebuilt)."""
+    (stderr, when kept apart), ``<id>.exit`` (its exit record, written by its monitor,
+    with the directory a foreground command ended in) and ``<id>.json`` (its record, from
+    which a lost journal is rebuilt)."""
 
     LOG: ClassVar[str] = ".log"
     ERR_LOG: ClassVar[str] = ".err.log"
     EXIT: ClassVar[str] = ".exit"
-    CWD: ClassVar[str] = ".cwd"
     META: ClassVar[str] = ".json"
 
     log: Path
     exit: Path
-    cwd: Path
     meta: Path
     err_log: Path | None = None
 
@@ -32,7 +30,6 @@ class TaskFiles:
         return cls(
             log=tasks_dir / f"{task_id}{cls.LOG}",
             exit=tasks_dir / f"{task_id}{cls.EXIT}",
-            cwd=tasks_dir / f"{task_id}{cls.CWD}",
             meta=tasks_dir / f"{task_id}{cls.META}",
             err_log=tasks_dir / f"{task_id}{cls.ERR_LOG}" if separate_stderr else None,
         )

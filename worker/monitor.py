@@ -114,8 +114,9 @@ def build_prelude(
     cgroups: Sequence[str] = (),
 ) -> str:
     """The job's settings, one line run before its command: first it joins its cgroups
-    (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap capturing ``pwd -P``,
-    the caller's umask and the soft descriptor limit commands get.
+    (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap appending ``pwd -P``
+    to ``cwd_file`` (the task's exit record), the caller's umask and the soft descriptor
+    limit commands get.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status.
@@ -124,10 +125,10 @@ def build_prelude(
     if cwd_file is not None:
         if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
             cwd_file = windows_to_posix_path(cwd_file)
-        # umask 077: the file is private; the shell is exiting, nothing else sees it.
-        # Errors silenced before the redirection is tried: an unwritable or full tasks
-        # dir must not add a line to the command's output.
-        capture = f"umask 077; pwd -P 2>/dev/null >| {shlex.quote(cwd_file)}"
+        # Appended to the exit record (after its placeholder; the monitor writes the
+        # status over the placeholder). Errors silenced before the redirection is tried:
+        # an unwritable or full tasks dir must not add a line to the command's output.
+        capture = f"pwd -P 2>/dev/null >> {shlex.quote(cwd_file)}"
         parts.append(f"trap {shlex.quote(capture)} EXIT")
     if umask is not None:
         parts.append(f"umask {umask:04o}")

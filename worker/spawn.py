@@ -60,6 +60,31 @@ the record needs no new disk block when the command ends (a full disk loses no s
 even if the supervisor dies too). Read back, it holds no number: no status yet."""
 
 
+@dataclass(frozen=True)
+class ExitRecord:
+    """What a task's exit record holds: the status its monitor wrote over the placeholder
+    and, after the placeholder, the directory a foreground command ended in (its EXIT
+    trap appends ``pwd -P``: no file of its own to create)."""
+
+    status: int | None
+    """None: no status (the monitor was killed, or has not written it yet)."""
+    cwd: str | None
+    """What ``pwd -P`` printed, without its newline (None: nothing captured)."""
+
+
+def read_exit_record(path: Path) -> ExitRecord:
+    """The task's exit record; an unreadable one holds nothing."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ExitRecord(None, None)
+    head, tail = data[: len(EXIT_PLACEHOLDER)], data[len(EXIT_PLACEHOLDER) :]
+    first = head.split(b"\n", 1)[0].strip()
+    status = int(first) if first.isdigit() else None
+    cwd = os.fsdecode(tail).removesuffix("\n") if tail else None
+    return ExitRecord(status, cwd)
+
+
 def _reserve_exit_record(path: Path) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, LOG_MODE)
@@ -141,16 +166,19 @@ class Monitor:
         umask: int | None = None,
         open_files: int | None = None,
         cgroups: Sequence[str] = (),
+        *,
+        capture_cwd: bool = True,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
-        umask and soft descriptor limit, if given, in those cgroups).
+        umask and soft descriptor limit, if given, in those cgroups; its final directory
+        appended to its exit record with ``capture_cwd``).
 
         Raises:
             ValueError: text that cannot be encoded (a lone surrogate).
         """
         windows = sys.platform == "win32"
         return monitor_instructions(
-            command, cwd, str(self.files.cwd), umask, windows,
+            command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
             open_files=open_files, cgroups=cgroups,
         )  # fmt: skip
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import reap
+from conftest import REPO, reap
 
 from wave_bash.api import Client
 from wave_bash.worker import read_excerpt
@@ -230,8 +230,16 @@ def bench_many_tasks(client: Client, tmp: Path, n: int) -> list[Row]:
 
 
 def bench_cli_round_trip(state: Path, n: int) -> list[Row]:
+    """The installed ``wave-bash`` script against a bare Python doing the same work, both
+    with their bytecode compiled (as an install does; this machine sets
+    ``PYTHONDONTWRITEBYTECODE``, so nothing would be cached otherwise)."""
+    import compileall
+
+    for package in ("api", "supervisor", "worker"):
+        compileall.compile_dir(str(REPO / package), quiet=1)
     env = {**os.environ, "WAVE_STATE_DIR": str(state)}
-    cli = [sys.executable, "-m", "wave_bash.api.cli", "run", "--", "echo hello"]
+    script = Path(sys.executable).with_name("wave-bash")
+    cli = [str(script), "run", "--", "echo hello"]
     # The baseline: a bare Python process doing the same work with subprocess.run.
     bare = [sys.executable, "-c",
             "import subprocess; subprocess.run(['bash', '-c', 'echo hello'])"]  # fmt: skip
@@ -249,7 +257,8 @@ def bench_cli_round_trip(state: Path, n: int) -> list[Row]:
         b, o = percentile(base, p) * 1000, percentile(ours, p) * 1000
         rows.append(
             (f"CLI `wave-bash run` round trip {label}", f"{o:.1f} ms",
-             f"{b:.1f} ms (python + subprocess.run)", f"{o / b:.1f}×", "-")
+             f"{b:.1f} ms (python + subprocess.run)", f"{o / b:.2f}×",
+             "≤ 1.5×" if p == 50 else "-")
         )  # fmt: skip
     return rows
 
