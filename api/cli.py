@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -488,6 +489,18 @@ _RUN_WITH_VALUE = {"--timeout": "timeout", "--cwd": "cwd", "--description": "des
 _RUN_FLAGS = {"--background": "background", "--json": "json"}
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+"""argparse's own test (a value such as ``-5`` is no option)."""
+
+
+def _option_like(text: str) -> bool:
+    """Whether argparse reads ``text`` as an option rather than a value (its rules: not
+    ``-`` alone, not a negative number, nothing with a space)."""
+    if not text.startswith("-") or text == "-" or " " in text:
+        return False
+    return _NEGATIVE_NUMBER.match(text) is None
+
+
 def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
     """The arguments of a plain ``run`` (global options, ``run``'s own, the command), as
     :func:`build_parser` would parse them, or ``None`` for anything else (help, another
@@ -511,8 +524,8 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
         if eq:
             rest.pop(0)
             return inline
-        if len(rest) < 2:
-            return None
+        if len(rest) < 2 or _option_like(rest[1]):
+            return None  # argparse takes no option-like value: let it say so
         rest.pop(0)
         return rest.pop(0)
 

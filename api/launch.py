@@ -15,17 +15,18 @@ import socket
 import sys
 import time
 
-from .errors import SupervisorRefusedError, SupervisorUnavailableError
+from .errors import StateDirError, SupervisorRefusedError, SupervisorUnavailableError
 from .paths import StateLayout, ensure_private_dir
 from .transport import TRANSPORT_ENV, connect
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
-    from collections.abc import Iterator
     from typing import Any
 
 START_TIMEOUT = 15.0
 """Longest wait for a supervisor to come up."""
+LOCK_SLICE = 0.1
+"""How long each attempt at the start lock waits before looking for a serving supervisor."""
 
 
 def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> socket.socket:
@@ -42,11 +43,9 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
             raise SupervisorUnavailableError(
                 f"no supervisor is running for {layout.root}"
             ) from None
-    with _start_lock(layout):
-        try:
-            return connect(layout, transport)  # the starter before us started it
-        except OSError:
-            start_supervisor(layout, transport)
+    sock = _start_unless_started(layout, transport)
+    if sock is not None:
+        return sock
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
@@ -59,22 +58,41 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
             time.sleep(0.01)  # another starter holds the lock and is binding
 
 
-@contextlib.contextmanager
-def _start_lock(layout: StateLayout) -> Iterator[None]:
-    """The lock starters take in turn (waiting at most as long as a start may take)."""
+def _start_unless_started(layout: StateLayout, transport: str) -> socket.socket | None:
+    """Start the supervisor under the state dir's start lock, unless one comes up while
+    waiting for the lock (then a connection to it). The lock is taken in short slices,
+    so a starter that stalls holding it (a process stopped with Ctrl+Z) delays nobody
+    once the supervisor serves.
+
+    Raises:
+        StateDirError: the lock file cannot be used (a link, a directory).
+        SupervisorUnavailableError: the lock stayed taken, and none serves, too long.
+    """
     from filelock import FileLock, Timeout  # only to start a supervisor
 
     ensure_private_dir(layout.root)
-    lock = FileLock(str(layout.root / "start.lock"), timeout=START_TIMEOUT, mode=0o600)
+    path = layout.root / "start.lock"
+    lock = FileLock(str(path), timeout=LOCK_SLICE, mode=0o600)
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            lock.acquire()
+            break
+        except Timeout:
+            with contextlib.suppress(OSError):
+                return connect(layout, transport)  # the starter before us started it
+            if time.monotonic() > deadline:
+                raise SupervisorUnavailableError(
+                    f"another client has been starting the supervisor for {layout.root} for "
+                    f"{START_TIMEOUT:g}s (see {layout.log})"
+                ) from None
+        except OSError as exc:
+            raise StateDirError(f"cannot use the start lock {path}: {exc}") from None
     try:
-        lock.acquire()
-    except Timeout:
-        raise SupervisorUnavailableError(
-            f"another client has been starting the supervisor for {layout.root} for "
-            f"{START_TIMEOUT:g}s (see {layout.log})"
-        ) from None
-    try:
-        yield
+        with contextlib.suppress(OSError):
+            return connect(layout, transport)  # started while we waited for the lock
+        start_supervisor(layout, transport)
+        return None
     finally:
         lock.release()
 

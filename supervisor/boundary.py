@@ -26,7 +26,7 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
         raise ShellNotFoundError(str(exc)) from None
     except BadEnvironmentError as exc:
         raise InvalidInputError(f"cannot pass this environment on: {exc}") from None
-    except ValueError as exc:  # text no shell can be given (a lone surrogate)
+    except UnicodeEncodeError as exc:  # text no shell can be given (a lone surrogate)
         raise InvalidInputError(f"cannot run this command: {exc}") from None
     except StorageError as exc:
         raise _not_started(exc.message, state_dir) from None

@@ -95,10 +95,13 @@ QUICK_RUNS = [
     ["--state-dir", "/tmp/x", "--session=s", "--ssh-option", "-i k", "--ssh-option=-v",
      "--remote", "ssh://h", "--remote-command", "wb", "run", "ls", "--background", "--", "x"],
     ["run", "ls", "--json"],  # after the command, options are the command's
+    ["run", "--timeout", "-5", "ls"], ["run", "--cwd", "-", "ls"], ["run", "--description", "-a b", "ls"],
 ]  # fmt: skip
 NOT_QUICK = [
     ["run"], ["run", "--"], ["run", "--help"], ["--help"], ["tasks"], ["run", "--back", "ls"],
     ["run", "--timeout"], ["--state-dir"], ["--bogus", "run", "ls"], ["run", "--json=1", "ls"],
+    ["run", "--description", "--background", "--", "ls"], ["--session", "--remote", "run", "ls"],
+    ["run", "--timeout", "-5.", "ls"],
 ]  # fmt: skip
 
 

@@ -181,3 +181,36 @@ def test_a_directory_name_that_is_not_utf8(client: Client, tmp_path: Path) -> No
     assert (r.exit_code, r.stdout.split()) == (0, ["63", "61", "66", "e9", "0a"])
     (task,) = [t for t in client.tasks(all=True) if t.output_path == r.output_path]
     assert task.cwd.endswith("caf\\udce9")  # the journal keeps a readable escape
+
+
+def test_a_standby_whose_job_was_killed_still_runs_the_command(
+    client: Client, state_dir: Path
+) -> None:
+    """The job forked ahead (it joins the task's cgroups before its command comes) is
+    killed while it waits: the next command still runs, once, in its task's cgroup."""
+    client.bash("true")
+    if "cgroup" not in (client.status().tracking or ""):
+        pytest.skip("the job is forked ahead only where it joins cgroups")
+    standby = standby_of(client, state_dir)
+    (job,) = wait_until(standby.children)
+    job.kill()
+    wait_until(lambda: not job.is_running() or job.status() == psutil.STATUS_ZOMBIE)
+    r = client.bash("echo ran; grep -c '^0::.*wave-bash' /proc/self/cgroup; yes | head -1")
+    assert (r.exit_code, r.stdout.split()) == (0, ["ran", "1", "y"])
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_the_callers_errexit_holds_for_the_command_not_the_monitor(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """SHELLOPTS=errexit:nounset in the caller's environment: the command runs under
+    them (as with bash -c), and its status is recorded (the monitor once exited at its
+    own `wait` under errexit, leaving no exit record)."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    env = {**os.environ, "SHELLOPTS": "errexit:nounset"}
+    client = Client(state_dir=state_dir, env=env)
+    r = client.bash("false; echo after")
+    assert (r.exit_code, r.stdout, r.error) == (1, "", None)
+    r = client.bash("echo $nope_unset; echo after")
+    assert (r.exit_code, r.error) == (1, None) and "unbound variable" in r.stdout
+    assert client.bash("exit 7").exit_code == 7

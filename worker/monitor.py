@@ -39,13 +39,15 @@ GO_MARK = "__wave_go=1"
 # The exit record is written over the placeholder the supervisor reserved (`1<>`: no
 # truncation), so it needs no new disk block: it is written even on a full disk.
 # `eval "set --; $1"` expands the command before eval runs, so it starts with no helper
-# variable, no positional parameter and no job-control flag.
+# variable, no positional parameter and no job-control flag. The caller's errexit,
+# nounset and pipefail (SHELLOPTS in its environment) are kept aside for the command
+# (`__wave_re`): under them the monitor itself would exit at `wait` without a status.
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """unset __wave_go; while :; do if [ "$__wave_go" = 2 ]; then if [ -z "$2" ]; then ( eval "$__wave_pre"; set +m -- "$__wave_cmd"; unset __wave_cmd __wave_go __wave_pre; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
+BASH_MONITOR_SCRIPT = """unset __wave_go; __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_re; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
-[ "$__wave_go" = 1 ] || exit 0
+[ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
 cd -- "$__wave_cwd" || { printf '127\\n' 1<> "$1"; exit 127; }
 unset __wave_cwd
@@ -67,15 +69,18 @@ exit $__wave_status"""
 # ~15 ms on an idle host), which this takes off the command's path. The monitor reads
 # the instructions as above and hands the job its directory, prelude and command over the
 # coprocess pipe (``%q``-quoted: any bytes); the job's stdout/stderr are the log again
-# (fds 3/4).
-# bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """exec 3>&1 4>&2 >/dev/null 2>&1; set -m; coproc { exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "$__wave_go" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then eval "$__wave_pre"; set +m -- "$__wave_cmd"; unset __wave_cmd __wave_pre; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi; }; __wave_job=$!
+# (fds 3/4). A job killed before its command came is replaced (another coprocess, same
+# body: only its error messages then count lines from line 7). The caller's errexit,
+# nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
+# job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
+BASH_JOINED_MONITOR_SCRIPT = """__wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_pre __wave_re; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
 . /dev/stdin
-[ "$__wave_go" = 1 ] || exit 0
+[ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
-printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}"
-__wave_w=${COPROC[1]}; exec {__wave_w}>&-
-unset __wave_cwd __wave_pre __wave_cmd __wave_w
+trap '' PIPE
+__wave_hand() { kill -0 "$__wave_job" && printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && exec {__wave_w}>&-; } 2>/dev/null
+__wave_hand || { coproc { trap - PIPE; eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
+unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body
 umask 077
 wait "$__wave_job"
 __wave_status=$?
