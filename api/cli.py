@@ -43,13 +43,21 @@ class Cli:
         self.connector: Connector = connector_for(
             self.layout,
             remote=self.remote,
-            ssh_options=[arg for opt in args.ssh_option for arg in shlex.split(opt)],
+            ssh_options=_ssh_options(args.ssh_option),
             remote_command=args.remote_command,
         )
         self.calls = Caller(self.connector, str(self.layout.log))
 
     def call(self, op: str, patience: float = RECONNECT_PATIENCE, **params: Any) -> Any:
         return self.calls.call(op, {"session": self.session, **params}, patience=patience)
+
+
+def _ssh_options(given: Sequence[str]) -> list[str]:
+    """The ``--ssh-option`` values, each split as a shell would."""
+    try:
+        return [arg for option in given for arg in shlex.split(option)]
+    except ValueError as exc:  # an unclosed quote
+        raise InvalidInputError(f"--ssh-option {given!r}: {exc}") from None
 
 
 def _timeout_arg(text: str) -> float | None:
@@ -163,7 +171,7 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
 
     remote = {
         "remote": args.remote,
-        "ssh_options": [arg for opt in args.ssh_option for arg in shlex.split(opt)],
+        "ssh_options": _ssh_options(args.ssh_option),
         "remote_command": args.remote_command,
     }
     return serve_mcp(args.state_dir, args.mcp_session or args.session, args.follow_cd, remote)

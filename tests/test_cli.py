@@ -122,3 +122,8 @@ def test_anything_else_goes_to_argparse(argv: list[str]) -> None:
     from wave_bash.api.cli import quick_run_args
 
     assert quick_run_args(argv) is None
+
+
+def test_an_unsplittable_ssh_option_is_a_clear_error(state_dir: Path) -> None:
+    r = run_cli(state_dir, "--remote", "ssh://nowhere", "--ssh-option", "'-i", "tasks")
+    assert r.returncode == 2 and "--ssh-option" in r.stderr and "Traceback" not in r.stderr
