@@ -39,9 +39,13 @@ class MonitorKey:
 class Standby:
     """At most one monitor waiting for the next command."""
 
-    def __init__(self, tasks_dir: Path, release: Callable[[Monitor], None]) -> None:
-        """``release`` lets a monitor go that will run no command."""
+    def __init__(
+        self, tasks_dir: Path, release: Callable[[Monitor], None], subreaper: bool = False
+    ) -> None:
+        """``release`` lets a monitor go that will run no command; ``subreaper``: monitors
+        become child subreapers (see :func:`start_monitor`)."""
         self.tasks_dir = tasks_dir
+        self.subreaper = subreaper
         self._release = release
         self._monitor: Monitor | None = None
         self._key: MonitorKey | None = None
@@ -78,8 +82,9 @@ class Standby:
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         try:
             self._monitor = start_monitor(
-                task_id, key.env, key.shell, key.monitor_bash, files, joins=joins
-            )
+                task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
+                subreaper=self.subreaper,
+            )  # fmt: skip
         except (OSError, ValueError) as exc:
             log.debug("no standby monitor: %s", exc)
             return

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -223,7 +224,10 @@ class TaskManager:
         self.live: dict[str, LiveTask] = {}
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
-        self.standby = Standby(tasks_dir, self._release)
+        self.subreaper = tracker is None and sys.platform == "linux"
+        """Without cgroups, monitors are child subreapers: what a command leaves behind in
+        a new session, without its tag, stays in its monitor's tree (found, stopped)."""
+        self.standby = Standby(tasks_dir, self._release, self.subreaper)
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
         """Where cgroups are made ahead and removed: a cgroup ``mkdir``/``rmdir`` waits for
         a kernel grace period (up to ~10 ms on an idle host), which must not hold up the
@@ -355,7 +359,10 @@ class TaskManager:
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         joins = self._make_cgroup(task_id)
         try:
-            return start_monitor(task_id, key.env, key.shell, key.monitor_bash, files, joins=joins)
+            return start_monitor(
+                task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
+                subreaper=self.subreaper,
+            )  # fmt: skip
         except BaseException:
             if self.tracker is not None:
                 self.tracker.remove(task_id)

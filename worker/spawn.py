@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -233,6 +233,24 @@ def _write_and_close(fd: int, data: bytes) -> None:
     threading.Thread(target=finish, name="monitor-instructions", daemon=True).start()
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> Callable[[], None]:
+    """What a forked monitor runs before ``exec``: it becomes a child subreaper (the bit
+    survives ``exec``), so what its command leaves behind when a middle process exits
+    (``(setsid env -i daemon &)``) is reparented to the monitor, not to init, and stays
+    in its process tree. Resolved before the fork: the child only calls it."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def set_bit() -> None:
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+    return set_bit
+
+
 def start_monitor(
     task_id: str,
     env: Mapping[str, str],
@@ -241,6 +259,7 @@ def start_monitor(
     files: TaskFiles,
     *,
     joins: Sequence[str] = (),
+    subreaper: bool = False,
     use_posix_spawn: bool = hasattr(os, "posix_spawn"),
 ) -> Monitor:
     """Create the task's log and start its monitor, which then waits for :meth:`Monitor.run`.
@@ -251,7 +270,8 @@ def start_monitor(
 
     Where ``posix_spawn`` does not exist (Windows) the monitor is started with
     ``subprocess`` in a new process group instead; ``use_posix_spawn`` lets tests take
-    that path on any OS.
+    that path on any OS. With ``subreaper`` (Linux, where no cgroup tracks the task) it is
+    forked, to become a child subreaper before ``exec``.
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
@@ -268,7 +288,14 @@ def start_monitor(
         raise
     read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets read_fd as stdin
     try:
-        if use_posix_spawn:
+        if subreaper:  # a fork: posix_spawn runs nothing between fork and exec
+            proc = subprocess.Popen(
+                argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
+                close_fds=True, start_new_session=True, preexec_fn=_become_subreaper(),
+            )  # fmt: skip
+            _popen_monitors[proc.pid] = proc
+            pid = proc.pid
+        elif use_posix_spawn:
             pid = os.posix_spawn(
                 argv[0],
                 argv,
