@@ -373,7 +373,8 @@ class TaskManager:
     def tracking(self) -> str:
         """How a task's processes are found, for ``supervisor status``."""
         if self.tracker is None:
-            return "process table (process group, parentage, WAVE_TASK_ID tag)"
+            reaper = ", monitors as child subreapers" if self.subreaper else ""
+            return f"process table (process group, parentage, WAVE_TASK_ID tag{reaper})"
         return self.tracker.mode
 
     def _start_monitor(self, key: MonitorKey) -> Monitor:
