@@ -87,13 +87,22 @@ def _runs(pid: int, ticks: int) -> bool:
 
 
 def _listed_leftovers(path: Path) -> dict[int, int]:
-    """The processes a monitor listed as left behind, each with its start ticks (read at
-    once: the pids are fresh, and a pid reused later is told apart)."""
+    """The processes listed as left behind, each with its start ticks: as the monitor
+    listed them (``pid``: read now, the pids are fresh) or as a supervisor recorded them
+    (``pid:ticks``); a pid reused since is told apart by its ticks."""
+    found: dict[int, int] = {}
     try:
-        pids = [int(word) for word in path.read_text().split()]
-    except (OSError, ValueError):
-        return {}
-    return {pid: ticks for pid in pids if (ticks := start_ticks(pid)) is not None}
+        words = path.read_text().split()
+    except OSError:
+        return found
+    for word in words:
+        pid, _, recorded = word.partition(":")
+        if not pid.isdigit() or (recorded and not recorded.isdigit()):
+            continue
+        ticks = int(recorded) if recorded else start_ticks(int(pid))
+        if ticks is not None:
+            found[int(pid)] = ticks
+    return found
 
 
 def nearest_existing_dir(path: str) -> str:
@@ -541,9 +550,11 @@ class TaskManager:
             self.cgroup_ops.submit(self.tracker.remove, task.id)
 
     def adopt_leftovers(self) -> None:
-        """At start: ended tasks whose cgroups still hold processes (an earlier supervisor
-        watched them linger) linger here too, visible and stoppable."""
+        """At start: ended tasks whose cgroups still hold processes, or whose listed
+        leftovers still run (an earlier supervisor watched them linger) linger here too,
+        visible and stoppable."""
         if self.tracker is None:
+            self._adopt_listed_leftovers()
             return
         for task_id in self.tracker.task_ids():
             row = self.journal.get(task_id)
@@ -558,6 +569,21 @@ class TaskManager:
             task = self.ended_task(row)
             task.tracked = True
             self.lingering[task_id] = task
+
+    def _adopt_listed_leftovers(self) -> None:
+        for task_id in TaskFiles.left_behind(self.tasks_dir):
+            row = self.journal.get(task_id)
+            if (
+                row is None
+                or row.status is TaskStatus.RUNNING
+                or row.boot_id != boot_id()  # start ticks mean nothing after a reboot
+                or task_id in self.live
+            ):
+                continue
+            task = self.ended_task(row)
+            task.leftovers = _listed_leftovers(task.files.left)
+            if self._left_behind(task):
+                self.lingering[task_id] = task
 
     def check_leftovers(self) -> None:
         """Housekeeping: finish tasks whose lost monitor's processes are gone, and drop
@@ -574,6 +600,11 @@ class TaskManager:
         code = record.status
         if self.subreaper and not task.tracked:
             task.leftovers = _listed_leftovers(task.files.left)
+            if task.leftovers:  # with their start ticks, for a supervisor after this one
+                with contextlib.suppress(OSError):
+                    task.files.left.write_text(
+                        " ".join(f"{pid}:{ticks}" for pid, ticks in task.leftovers.items())
+                    )
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with

@@ -177,9 +177,8 @@ def test_memory_limit_kills_with_a_clear_reason(
     assert "reached the task memory limit" in notice.message
 
 
-def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path) -> None:
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path, tracking: str) -> None:
+    """By their cgroup, or by the pids and start ticks the fallback recorded."""
     n, tid, client = leave_a_daemon(state_dir)
     assert client.wait(tid, timeout=10_000).leftover_processes == 1
     kill_supervisor(state_dir)

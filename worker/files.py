@@ -57,6 +57,11 @@ class TaskFiles:
             if not path.name.endswith(cls.ERR_LOG):
                 yield path.name.removesuffix(cls.LOG)
 
+    @classmethod
+    def left_behind(cls, tasks_dir: Path) -> list[str]:
+        """IDs of the tasks whose monitor listed processes left behind."""
+        return sorted(p.name.removesuffix(cls.LEFT) for p in tasks_dir.glob(f"*{cls.LEFT}"))
+
     @staticmethod
     def every_file(tasks_dir: Path, task_id: str) -> Iterator[Path]:
         """Every file of one task, whatever it is."""
