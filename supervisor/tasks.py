@@ -77,34 +77,6 @@ def status_for(exit_code: int | None, stopped: bool) -> TaskStatus:
     return TaskStatus.COMPLETED if exit_code == 0 else TaskStatus.FAILED
 
 
-def _runs(pid: int, ticks: int) -> bool:
-    """Whether the process recorded with these start ticks still runs (a zombie left for
-    its new parent to reap does not)."""
-    try:
-        return start_ticks(pid) == ticks and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _listed_leftovers(path: Path) -> dict[int, int]:
-    """The processes listed as left behind, each with its start ticks: as the monitor
-    listed them (``pid``: read now, the pids are fresh) or as a supervisor recorded them
-    (``pid:ticks``); a pid reused since is told apart by its ticks."""
-    found: dict[int, int] = {}
-    try:
-        words = path.read_text().split()
-    except OSError:
-        return found
-    for word in words:
-        pid, _, recorded = word.partition(":")
-        if not pid.isdigit() or (recorded and not recorded.isdigit()):
-            continue
-        ticks = int(recorded) if recorded else start_ticks(int(pid))
-        if ticks is not None:
-            found[int(pid)] = ticks
-    return found
-
-
 def nearest_existing_dir(path: str) -> str:
     """``path`` itself or its nearest ancestor that is a directory (``/`` at worst)."""
     current = os.path.normpath(path)
@@ -212,9 +184,6 @@ class LiveTask:
     command started in the foreground captures it)."""
     tracked: bool = False
     """Its processes are in a cgroup of their own (else found by the process walk)."""
-    leftovers: dict[int, int] = field(default_factory=dict)
-    """Without a cgroup: the processes its command left behind (pid → start ticks), as
-    its monitor, a child subreaper, listed them when the command ended."""
     monitor_gone: MonitorExit | None = None
     """How its monitor ended, once it did (reaped once)."""
     monitor_lost: bool = False
@@ -493,10 +462,6 @@ class TaskManager:
             task.ended.set_result(None)
             if task.tracked:  # after its waiters (the result goes out first)
                 asyncio.get_running_loop().call_soon(self._after_end, task)
-            elif self._left_behind(task):
-                self.lingering[task.id] = task
-                log.info("task %s ended; %d process(es) it started still run", task.id,
-                         len(task.leftovers))  # fmt: skip
 
     def has_processes(self, task: LiveTask) -> bool:
         """Whether any process of the task runs (its cgroup, else its tag)."""
@@ -514,24 +479,14 @@ class TaskManager:
     def leftover_count(self, task_id: str) -> int:
         """Processes an ended task left running (0 when none, or unknown)."""
         task = self.lingering.get(task_id)
-        if task is None:
+        if task is None or self.tracker is None:
             return 0
-        if task.tracked and self.tracker is not None:
-            return len(self.tracker.pids(task_id))
-        return len(self._left_behind(task))
-
-    def _left_behind(self, task: LiveTask) -> list[int]:
-        """Without a cgroup: those of the processes its monitor listed that still run."""
-        alive = [pid for pid, ticks in task.leftovers.items() if _runs(pid, ticks)]
-        task.leftovers = {pid: task.leftovers[pid] for pid in alive}
-        return alive
+        return len(self.tracker.pids(task_id))
 
     def _after_end(self, task: LiveTask) -> None:
         """An ended task's cgroup goes when empty (what it used recorded first); with
         processes left it lingers."""
         if not task.tracked or self.tracker is None:
-            if not self._left_behind(task):
-                self.lingering.pop(task.id, None)
             return
         if not self.tracker.exists(task.id):  # removed already (stop and end both looked)
             self.lingering.pop(task.id, None)
@@ -550,11 +505,9 @@ class TaskManager:
             self.cgroup_ops.submit(self.tracker.remove, task.id)
 
     def adopt_leftovers(self) -> None:
-        """At start: ended tasks whose cgroups still hold processes, or whose listed
-        leftovers still run (an earlier supervisor watched them linger) linger here too,
-        visible and stoppable."""
+        """At start: ended tasks whose cgroups still hold processes (an earlier supervisor
+        watched them linger) linger here too, visible and stoppable."""
         if self.tracker is None:
-            self._adopt_listed_leftovers()
             return
         for task_id in self.tracker.task_ids():
             row = self.journal.get(task_id)
@@ -570,21 +523,6 @@ class TaskManager:
             task.tracked = True
             self.lingering[task_id] = task
 
-    def _adopt_listed_leftovers(self) -> None:
-        for task_id in TaskFiles.left_behind(self.tasks_dir):
-            row = self.journal.get(task_id)
-            if (
-                row is None
-                or row.status is TaskStatus.RUNNING
-                or row.boot_id != boot_id()  # start ticks mean nothing after a reboot
-                or task_id in self.live
-            ):
-                continue
-            task = self.ended_task(row)
-            task.leftovers = _listed_leftovers(task.files.left)
-            if self._left_behind(task):
-                self.lingering[task_id] = task
-
     def check_leftovers(self) -> None:
         """Housekeeping: finish tasks whose lost monitor's processes are gone, and drop
         the cgroups of lingering tasks once empty."""
@@ -598,13 +536,6 @@ class TaskManager:
         ended = task.monitor_gone
         record = ExitRecord(None, None) if host_restarted else read_exit_record(task.files.exit)
         code = record.status
-        if self.subreaper and not task.tracked:
-            task.leftovers = _listed_leftovers(task.files.left)
-            if task.leftovers:  # with their start ticks, for a supervisor after this one
-                with contextlib.suppress(OSError):
-                    task.files.left.write_text(
-                        " ".join(f"{pid}:{ticks}" for pid, ticks in task.leftovers.items())
-                    )
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
@@ -681,14 +612,10 @@ class TaskManager:
         walked = [t for t in tasks if not t.tracked]
         if walked:
             protected = {t.row.pid for t in self.live.values() if t.row.pid}
-            pairs = [(t.id, t.row.pid) for t in walked if t.row.pid and not t.ended.done()]
-            left = [(t.id, pid) for t in walked if t.ended.done() for pid in self._left_behind(t)]
+            pairs = [(t.id, t.row.pid) for t in walked if t.row.pid]
             await asyncio.to_thread(
-                stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left
+                stop_trees, pairs, protected=protected, grace=self.stop_grace
             )  # fmt: skip
-            for task in walked:
-                if task.ended.done():
-                    self._after_end(task)
         tracked = [t for t in tasks if t.tracked]
         if tracked:
             await self._stop_cgroups(tracked)

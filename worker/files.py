@@ -19,13 +19,10 @@ class TaskFiles:
     ERR_LOG: ClassVar[str] = ".err.log"
     EXIT: ClassVar[str] = ".exit"
     META: ClassVar[str] = ".json"
-    LEFT: ClassVar[str] = ".left"
 
     log: Path
     exit: Path
     meta: Path
-    left: Path
-    """Without cgroups: the processes its command left behind when it ended."""
     err_log: Path | None = None
 
     @classmethod
@@ -34,7 +31,6 @@ class TaskFiles:
             log=tasks_dir / f"{task_id}{cls.LOG}",
             exit=tasks_dir / f"{task_id}{cls.EXIT}",
             meta=tasks_dir / f"{task_id}{cls.META}",
-            left=tasks_dir / f"{task_id}{cls.LEFT}",
             err_log=tasks_dir / f"{task_id}{cls.ERR_LOG}" if separate_stderr else None,
         )
 
@@ -56,11 +52,6 @@ class TaskFiles:
         for path in tasks_dir.glob(f"*{cls.LOG}"):
             if not path.name.endswith(cls.ERR_LOG):
                 yield path.name.removesuffix(cls.LOG)
-
-    @classmethod
-    def left_behind(cls, tasks_dir: Path) -> list[str]:
-        """IDs of the tasks whose monitor listed processes left behind."""
-        return sorted(p.name.removesuffix(cls.LEFT) for p in tasks_dir.glob(f"*{cls.LEFT}"))
 
     @staticmethod
     def every_file(tasks_dir: Path, task_id: str) -> Iterator[Path]:

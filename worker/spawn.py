@@ -270,17 +270,15 @@ def start_monitor(
 
     Where ``posix_spawn`` does not exist (Windows) the monitor is started with
     ``subprocess`` in a new process group instead; ``use_posix_spawn`` lets tests take
-    that path on any OS. With ``subreaper`` (Linux, where no cgroup tracks the task) it is
-    forked, to become a child subreaper before ``exec``.
+    that path on any OS. With ``subreaper`` (Linux, where no cgroup tracks the task) a
+    bash monitor is forked, to become a child subreaper before ``exec`` (bash reaps the
+    orphans it adopts; the Python monitor would leave them zombies, so it is not one).
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
         BadEnvironmentError: ``env`` cannot be given to a process.
     """
-    argv = monitor_argv(
-        monitor_bash, shell.path, shell.kind, str(files.exit), joins,
-        str(files.left) if subreaper else None,
-    )  # fmt: skip
+    argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit), joins)
     child_env = task_environment(env, task_id)
     try:
         _reserve_exit_record(files.exit)
@@ -291,7 +289,7 @@ def start_monitor(
         raise
     read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets read_fd as stdin
     try:
-        if subreaper:  # a fork: posix_spawn runs nothing between fork and exec
+        if subreaper and monitor_bash:  # a fork: posix_spawn runs nothing before exec
             proc = subprocess.Popen(
                 argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
                 close_fds=True, start_new_session=True, preexec_fn=_become_subreaper(),
