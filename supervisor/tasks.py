@@ -620,11 +620,24 @@ class TaskManager:
         if tracked:
             await self._stop_cgroups(tracked)
         for task in tasks:
-            if task.monitor_lost:
-                self._finish(task)  # its processes are gone now
+            if task.monitor_lost:  # its processes are gone now
+                await self._record_of_unwatched_monitor(task)
+                self._finish(task)
         running = [t.ended for t in tasks if not t.ended.done()]
         if running:
             await asyncio.wait(running, timeout=self.stop_grace + 2)
+
+    async def _record_of_unwatched_monitor(self, task: LiveTask, timeout: float = 2.0) -> None:
+        """A monitor this supervisor could not watch (its pid was not its own any more)
+        may still live, outside the stopped processes: its status comes as it exits."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (
+            read_exit_file(task.files.exit) is None
+            and await asyncio.to_thread(lambda: bool(tagged_processes({task.id}).get(task.id)))
+            and loop.time() < deadline
+        ):
+            await asyncio.sleep(0.02)
 
     async def _stop_cgroups(self, tasks: list[LiveTask]) -> None:
         """SIGTERM every process in the tasks' cgroups; SIGKILL (``cgroup.kill``, which
