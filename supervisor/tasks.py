@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -75,6 +76,67 @@ def status_for(exit_code: int | None, stopped: bool) -> TaskStatus:
     if stopped or exit_code in SIGNAL_EXIT_CODES:
         return TaskStatus.KILLED
     return TaskStatus.COMPLETED if exit_code == 0 else TaskStatus.FAILED
+
+
+def _runs(pid: int, ticks: int) -> bool:
+    """Whether the process recorded with these start ticks still runs (a zombie left for
+    its new parent to reap does not)."""
+    try:
+        return start_ticks(pid) == ticks and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+LEFT_LIST_LIMIT = 64 * 1024
+"""Most bytes of a leftovers list read (a monitor writes a line of pids)."""
+
+
+def _read_small_file(path: Path) -> str:
+    """A regular file's start, never blocking (a FIFO planted there is refused), never
+    following a link; empty when it is none of that."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, LEFT_LIST_LIMIT).decode("ascii", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def _listed_leftovers(path: Path, started_at: float, monitors: Collection[int]) -> dict[int, int]:
+    """The processes a monitor listed as left behind as its command ended (read at once,
+    the pids fresh), each with its start ticks. The list is the task's own file, which
+    its command could write: a pid counts only if it is one of ours, started after the
+    task did, is neither the supervisor, an ancestor of it nor anything it started (other
+    tasks' monitors and jobs), and is not pid 1."""
+    me = os.getpid()
+    found: dict[int, int] = {}
+    for word in _read_small_file(path).split()[:1000]:
+        if not word.isdigit() or int(word) <= 1 or int(word) == me or int(word) in monitors:
+            continue
+        pid = int(word)
+        try:
+            proc = psutil.Process(pid)
+            lineage = {p.pid for p in proc.parents()}
+            ours = proc.uids().real == os.getuid()
+            started = proc.create_time()
+        except (psutil.Error, AttributeError):
+            continue
+        if not ours or me in lineage or started < started_at - 1 or started > time.time():
+            continue
+        if pid in {p.pid for p in psutil.Process(me).parents()}:
+            continue
+        ticks = start_ticks(pid)
+        if ticks is not None:
+            found[pid] = ticks
+    with contextlib.suppress(OSError):
+        path.unlink()  # read once: nothing acts on it again
+    return found
 
 
 def nearest_existing_dir(path: str) -> str:
@@ -184,6 +246,11 @@ class LiveTask:
     command started in the foreground captures it)."""
     tracked: bool = False
     """Its processes are in a cgroup of their own (else found by the process walk)."""
+    watched: bool = False
+    """Its monitor's exit is watched as it happens (not found over at adoption)."""
+    leftovers: dict[int, int] = field(default_factory=dict)
+    """Without a cgroup: the processes its command left behind (pid → start ticks), as
+    its monitor, a child subreaper, listed them when the command ended."""
     monitor_gone: MonitorExit | None = None
     """How its monitor ended, once it did (reaped once)."""
     monitor_lost: bool = False
@@ -433,6 +500,7 @@ class TaskManager:
 
     def _watch(self, task: LiveTask) -> None:
         assert task.row.pid is not None
+        task.watched = True
         on_exit(task.row.pid, task.child, lambda: self._finish(task))
 
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
@@ -462,6 +530,10 @@ class TaskManager:
             task.ended.set_result(None)
             if task.tracked:  # after its waiters (the result goes out first)
                 asyncio.get_running_loop().call_soon(self._after_end, task)
+            elif self._left_behind(task):
+                self.lingering[task.id] = task
+                log.info("task %s ended; %d process(es) it started still run", task.id,
+                         len(task.leftovers))  # fmt: skip
 
     def has_processes(self, task: LiveTask) -> bool:
         """Whether any process of the task runs (its cgroup, else its tag)."""
@@ -479,14 +551,24 @@ class TaskManager:
     def leftover_count(self, task_id: str) -> int:
         """Processes an ended task left running (0 when none, or unknown)."""
         task = self.lingering.get(task_id)
-        if task is None or self.tracker is None:
+        if task is None:
             return 0
-        return len(self.tracker.pids(task_id))
+        if task.tracked and self.tracker is not None:
+            return len(self.tracker.pids(task_id))
+        return len(self._left_behind(task))
+
+    def _left_behind(self, task: LiveTask) -> list[int]:
+        """Without a cgroup: those of the processes its monitor listed that still run."""
+        alive = [pid for pid, ticks in task.leftovers.items() if _runs(pid, ticks)]
+        task.leftovers = {pid: task.leftovers[pid] for pid in alive}
+        return alive
 
     def _after_end(self, task: LiveTask) -> None:
         """An ended task's cgroup goes when empty (what it used recorded first); with
         processes left it lingers."""
         if not task.tracked or self.tracker is None:
+            if not self._left_behind(task):
+                self.lingering.pop(task.id, None)
             return
         if not self.tracker.exists(task.id):  # removed already (stop and end both looked)
             self.lingering.pop(task.id, None)
@@ -536,6 +618,9 @@ class TaskManager:
         ended = task.monitor_gone
         record = ExitRecord(None, None) if host_restarted else read_exit_record(task.files.exit)
         code = record.status
+        if self.subreaper and not task.tracked and task.watched and not host_restarted:
+            monitors = {t.row.pid for t in self.live.values() if t.row.pid}
+            task.leftovers = _listed_leftovers(task.files.left, task.row.started_at, monitors)
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
@@ -612,10 +697,14 @@ class TaskManager:
         walked = [t for t in tasks if not t.tracked]
         if walked:
             protected = {t.row.pid for t in self.live.values() if t.row.pid}
-            pairs = [(t.id, t.row.pid) for t in walked if t.row.pid]
+            pairs = [(t.id, t.row.pid) for t in walked if t.row.pid and not t.ended.done()]
+            left = [(t.id, pid) for t in walked if t.ended.done() for pid in self._left_behind(t)]
             await asyncio.to_thread(
-                stop_trees, pairs, protected=protected, grace=self.stop_grace
+                stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left
             )  # fmt: skip
+            for task in walked:
+                if task.ended.done():
+                    self._after_end(task)
         tracked = [t for t in tasks if t.tracked]
         if tracked:
             await self._stop_cgroups(tracked)

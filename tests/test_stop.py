@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import psutil
 import pytest
 from conftest import kill_supervisor, needs, start_bg, wait_until
 
-from wave_bash.api import Client, texts
+from wave_bash.api import Client, TaskNotRunningError, texts
 
 CGROUP = "cgroup"
 PROCESS = "process"
@@ -95,9 +96,9 @@ def leave_a_daemon(state_dir: Path) -> tuple[str, str, Client]:
     return n, start_bg(client, f"(setsid env -i sleep {n} &); echo started"), client
 
 
-def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path) -> None:
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path, tracking: str) -> None:
+    """With the fallback, its monitor (a child subreaper) lists what the command left
+    behind as it ends."""
     n, tid, client = leave_a_daemon(state_dir)
     record = client.wait(tid, timeout=10_000)
     assert (record.status, record.leftover_processes) == ("completed", 1)
@@ -187,3 +188,29 @@ def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path) -> N
     assert record.leftover_processes == 1
     assert client.task_stop(tid).leftover_processes == 0
     wait_until(lambda: not running(n))
+
+
+def test_a_forged_leftovers_list_is_not_trusted(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback's list of leftovers is the task's own file, which its command can
+    write: pid 1, the supervisor, and processes that were not started by the task are
+    never adopted, counted or signalled; a FIFO there does not hang the supervisor."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)  # the supervisor started below
+    stranger = subprocess.Popen(["sleep", "300"])  # older than the task: not its own
+    try:
+        client = Client(state_dir=state_dir)
+        sup = client.status().pid
+        tasks = state_dir / "tasks"
+        forged = f"echo 1 {sup} {stranger.pid} 99999999 junk >| {tasks}/$WAVE_TASK_ID.left"
+        tid = start_bg(client, forged)
+        assert client.wait(tid, timeout=10_000).leftover_processes == 0
+        with pytest.raises(TaskNotRunningError):
+            client.task_stop(tid)
+        assert stranger.poll() is None and client.status().pid == sup
+        tid = start_bg(client, f"mkfifo {tasks}/$WAVE_TASK_ID.left")
+        assert client.wait(tid, timeout=10_000).status == "completed"
+        assert client.tasks()  # still answering
+    finally:
+        stranger.kill()
+        stranger.wait()

@@ -19,10 +19,13 @@ class TaskFiles:
     ERR_LOG: ClassVar[str] = ".err.log"
     EXIT: ClassVar[str] = ".exit"
     META: ClassVar[str] = ".json"
+    LEFT: ClassVar[str] = ".left"
 
     log: Path
     exit: Path
     meta: Path
+    left: Path
+    """Without cgroups: the processes its command left behind when it ended."""
     err_log: Path | None = None
 
     @classmethod
@@ -31,6 +34,7 @@ class TaskFiles:
             log=tasks_dir / f"{task_id}{cls.LOG}",
             exit=tasks_dir / f"{task_id}{cls.EXIT}",
             meta=tasks_dir / f"{task_id}{cls.META}",
+            left=tasks_dir / f"{task_id}{cls.LEFT}",
             err_log=tasks_dir / f"{task_id}{cls.ERR_LOG}" if separate_stderr else None,
         )
 

@@ -121,12 +121,24 @@ class TaskTree:
     pids: set[int] = field(default_factory=set)
 
 
-def snapshot(tasks: Iterable[tuple[str, int]], protected: Collection[int]) -> list[TaskTree]:
-    """Find the processes of each ``(task_id, monitor_pid)``, never listing ``protected``."""
+def snapshot(
+    tasks: Iterable[tuple[str, int]],
+    protected: Collection[int],
+    roots: Iterable[tuple[str, int]] = (),
+) -> list[TaskTree]:
+    """Find the processes of each ``(task_id, monitor_pid)``, never listing ``protected``;
+    ``roots``: ``(task_id, pid)`` of processes an ended task left behind, each listed with
+    its descendants."""
     trees = [TaskTree(task_id, monitor_pid) for task_id, monitor_pid in tasks]
-    table = ProcessTable.read({t.task_id for t in trees})
+    table = ProcessTable.read({t.task_id for t in trees} | {task_id for task_id, _ in roots})
     tagged = table.tagged()
+    for task_id, root in roots:
+        tree = TaskTree(task_id, 0, pids={root} | table.descendants(root))
+        tree.pids -= set(protected)
+        trees.append(tree)
     for tree in trees:
+        if not tree.monitor_pid:
+            continue
         pids = set(tagged.get(tree.task_id, ())) | table.descendants(tree.monitor_pid)
         direct = table.children.get(tree.monitor_pid)
         if direct and hasattr(os, "getpgid"):
@@ -172,6 +184,7 @@ def stop_trees(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     use_groups: bool = hasattr(os, "killpg"),
+    roots: Iterable[tuple[str, int]] = (),
 ) -> list[TaskTree]:
     """SIGTERM every task's processes, then SIGKILL what is left after ``grace`` seconds.
 
@@ -185,26 +198,28 @@ def stop_trees(
         clock, sleep: injectable for tests of the escalation.
         use_groups: signal the job's process group too (POSIX); off, the tree walk and
             the tags alone find every process (Windows, and tests of that path).
+        roots: ``(task_id, pid)`` of processes ended tasks left behind: stopped with
+            their descendants.
 
     Returns:
         The first snapshots, as signalled.
     """
     protected = {os.getpid(), *protected}
-    tasks = list(tasks)
-    first = trees = _living(snapshot(tasks, protected))
+    tasks, roots = list(tasks), list(roots)
+    first = trees = _living(snapshot(tasks, protected, roots))
     for tree in trees:
         _signal(tree, False, use_groups)
     deadline = clock() + grace
     while clock() < deadline:
         if not any(_alive(t.pids) for t in trees):
-            trees = _living(snapshot(tasks, protected))
+            trees = _living(snapshot(tasks, protected, roots))
             if not trees:
                 return first
             for tree in trees:  # forked after the first snapshot
                 _signal(tree, False, use_groups)
         sleep(0.02)
     for _ in range(5):
-        trees = _living(snapshot(tasks, protected))
+        trees = _living(snapshot(tasks, protected, roots))
         if not trees:
             break
         for tree in trees:

@@ -42,6 +42,9 @@ GO_MARK = "__wave_go=1"
 # variable, no positional parameter and no job-control flag. The caller's errexit,
 # nounset and pipefail (SHELLOPTS in its environment) are kept aside for the command
 # (`__wave_re`): under them the monitor itself would exit at `wait` without a status.
+# $3, when given, is where a monitor that is a child subreaper lists, as its command
+# ends, the processes the command left behind (its remaining children): the supervisor
+# keeps them visible and stoppable (where no cgroup does).
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
@@ -59,6 +62,7 @@ exec 3>&- 4>&-
 umask 077
 wait $!
 __wave_status=$?
+if [ -n "$3" ]; then read -r __wave_left < "/proc/$$/task/$$/children"; [ -n "$__wave_left" ] && printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
 printf '%s\\n' "$__wave_status" 1<> "$1"
 exit $__wave_status"""
 
@@ -162,6 +166,7 @@ def monitor_argv(
     shell_kind: str,
     exit_file: str,
     joins: Sequence[str] = (),
+    leftovers_file: str | None = None,
 ) -> list[str]:
     """The argv of the monitor process for one task.
 
@@ -172,6 +177,8 @@ def monitor_argv(
         exit_file: where the exit status is written.
         joins: ``cgroup.procs`` files the job joins as soon as it exists (bash only; the
             Python monitor's job joins them in its prelude).
+        leftovers_file: where a monitor that is a child subreaper lists the processes
+            its command left behind (its children when the command has ended).
     """
     if monitor_bash is None:
         # Run as a script, not a module: the stdlib only, nothing of wave-bash imported.
@@ -179,4 +186,4 @@ def monitor_argv(
     zsh = shell_path if shell_kind == "zsh" else ""
     if joins:
         return [monitor_bash, "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, zsh, *joins]
-    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh]
+    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, leftovers_file or ""]

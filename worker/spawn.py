@@ -278,7 +278,10 @@ def start_monitor(
         OSError: the shell cannot be executed, out of resources.
         BadEnvironmentError: ``env`` cannot be given to a process.
     """
-    argv = monitor_argv(monitor_bash, shell.path, shell.kind, str(files.exit), joins)
+    argv = monitor_argv(
+        monitor_bash, shell.path, shell.kind, str(files.exit), joins,
+        str(files.left) if subreaper else None,
+    )  # fmt: skip
     child_env = task_environment(env, task_id)
     try:
         _reserve_exit_record(files.exit)
