@@ -39,6 +39,7 @@ from wave_bash.worker import (
     TaskFiles,
     Usage,
     final_cwd,
+    process_tag,
     read_exit_record,
     reap_monitor,
     resolve_monitor_bash,
@@ -89,6 +90,8 @@ def _runs(pid: int, ticks: int) -> bool:
 
 LEFT_LIST_LIMIT = 64 * 1024
 """Most bytes of a leftovers list read (a monitor writes a line of pids)."""
+LEFT_LIST_PIDS = 256
+"""Most pids of a leftovers list looked at."""
 
 
 def _read_small_file(path: Path) -> str:
@@ -108,32 +111,44 @@ def _read_small_file(path: Path) -> str:
         os.close(fd)
 
 
-def _listed_leftovers(path: Path, started_at: float, monitors: Collection[int]) -> dict[int, int]:
+def _listed_leftovers(
+    path: Path, task_id: str, started_at: float, monitors: Collection[int]
+) -> dict[int, int]:
     """The processes a monitor listed as left behind as its command ended (read at once,
     the pids fresh), each with its start ticks. The list is the task's own file, which
     its command could write: a pid counts only if it is one of ours, started after the
-    task did, is neither the supervisor, an ancestor of it nor anything it started (other
-    tasks' monitors and jobs), and is not pid 1."""
+    task did, carries no other task's tag, and is neither pid 1, the supervisor, an
+    ancestor of it, anything it started, nor anything under another task's monitor."""
     me = os.getpid()
     found: dict[int, int] = {}
-    for word in _read_small_file(path).split()[:1000]:
-        if not word.isdigit() or int(word) <= 1 or int(word) == me or int(word) in monitors:
-            continue
-        pid = int(word)
-        try:
-            proc = psutil.Process(pid)
-            lineage = {p.pid for p in proc.parents()}
-            ours = proc.uids().real == os.getuid()
-            started = proc.create_time()
-        except (psutil.Error, AttributeError):
-            continue
-        if not ours or me in lineage or started < started_at - 1 or started > time.time():
-            continue
-        if pid in {p.pid for p in psutil.Process(me).parents()}:
-            continue
-        ticks = start_ticks(pid)
-        if ticks is not None:
-            found[pid] = ticks
+    try:
+        ancestors = {p.pid for p in psutil.Process(me).parents()}
+        words = dict.fromkeys(_read_small_file(path).split()[:LEFT_LIST_PIDS])
+        for word in words:
+            if not (word.isascii() and word.isdigit()) or len(word) > 10:
+                continue
+            pid = int(word)
+            if pid <= 1 or pid == me or pid in monitors or pid in ancestors:
+                continue
+            try:
+                proc = psutil.Process(pid)
+                lineage = {p.pid for p in proc.parents()}
+                if (
+                    proc.uids().real != os.getuid()
+                    or me in lineage
+                    or lineage & set(monitors)
+                    or not started_at - 1 <= proc.create_time() <= time.time()
+                    or process_tag(pid) not in (None, task_id)
+                ):
+                    continue
+            except (psutil.Error, AttributeError, OSError):
+                continue
+            ticks = start_ticks(pid)
+            if ticks is not None:
+                found[pid] = ticks
+    except Exception:  # a bad list never keeps a task from ending
+        log.exception("ignoring the leftovers list %s", path)
+        found = {}
     with contextlib.suppress(OSError):
         path.unlink()  # read once: nothing acts on it again
     return found
@@ -620,7 +635,9 @@ class TaskManager:
         code = record.status
         if self.subreaper and not task.tracked and task.watched and not host_restarted:
             monitors = {t.row.pid for t in self.live.values() if t.row.pid}
-            task.leftovers = _listed_leftovers(task.files.left, task.row.started_at, monitors)
+            task.leftovers = _listed_leftovers(
+                task.files.left, task.id, task.row.started_at, monitors
+            )
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
@@ -699,8 +716,10 @@ class TaskManager:
             protected = {t.row.pid for t in self.live.values() if t.row.pid}
             pairs = [(t.id, t.row.pid) for t in walked if t.row.pid and not t.ended.done()]
             left = [(t.id, pid) for t in walked if t.ended.done() for pid in self._left_behind(t)]
+            ticks = {pid: t.leftovers[pid] for t in walked for pid in t.leftovers}
             await asyncio.to_thread(
-                stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left
+                stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
+                root_runs=lambda pid: _runs(pid, ticks[pid]),
             )  # fmt: skip
             for task in walked:
                 if task.ended.done():

@@ -214,3 +214,16 @@ def test_a_forged_leftovers_list_is_not_trusted(
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_leftovers_list_that_cannot_be_parsed_never_keeps_a_task_from_ending(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pid of 5000 digits (past Python's int conversion limit) once kept the task
+    `running` forever: its end was never recorded."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    client = Client(state_dir=state_dir)
+    left = f"{state_dir}/tasks/$WAVE_TASK_ID.left"
+    tid = start_bg(client, f"printf '1%.0s' $(seq 5000) >| {left}; exit 3")
+    record = client.wait(tid, timeout=10_000)
+    assert (record.status, record.exit_code, record.leftover_processes) == ("failed", 3, 0)

@@ -125,14 +125,18 @@ def snapshot(
     tasks: Iterable[tuple[str, int]],
     protected: Collection[int],
     roots: Iterable[tuple[str, int]] = (),
+    root_runs: Callable[[int], bool] = lambda pid: True,
 ) -> list[TaskTree]:
     """Find the processes of each ``(task_id, monitor_pid)``, never listing ``protected``;
     ``roots``: ``(task_id, pid)`` of processes an ended task left behind, each listed with
-    its descendants."""
+    its descendants, while ``root_runs`` says it is still the process listed (not a
+    reused pid)."""
     trees = [TaskTree(task_id, monitor_pid) for task_id, monitor_pid in tasks]
     table = ProcessTable.read({t.task_id for t in trees} | {task_id for task_id, _ in roots})
     tagged = table.tagged()
     for task_id, root in roots:
+        if not root_runs(root):
+            continue
         tree = TaskTree(task_id, 0, pids={root} | table.descendants(root))
         tree.pids -= set(protected)
         trees.append(tree)
@@ -160,7 +164,7 @@ def _signal(tree: TaskTree, hard: bool, use_groups: bool) -> None:
         with contextlib.suppress(OSError):
             os.killpg(tree.job_pgid, signal.SIGKILL if hard else signal.SIGTERM)
     for pid in tree.pids:
-        with contextlib.suppress(psutil.Error):  # psutil checks the pid was not reused
+        with contextlib.suppress(psutil.Error):  # gone meanwhile: nothing to signal
             proc = psutil.Process(pid)
             proc.kill() if hard else proc.terminate()
 
@@ -185,6 +189,7 @@ def stop_trees(
     sleep: Callable[[float], None] = time.sleep,
     use_groups: bool = hasattr(os, "killpg"),
     roots: Iterable[tuple[str, int]] = (),
+    root_runs: Callable[[int], bool] = lambda pid: True,
 ) -> list[TaskTree]:
     """SIGTERM every task's processes, then SIGKILL what is left after ``grace`` seconds.
 
@@ -199,27 +204,27 @@ def stop_trees(
         use_groups: signal the job's process group too (POSIX); off, the tree walk and
             the tags alone find every process (Windows, and tests of that path).
         roots: ``(task_id, pid)`` of processes ended tasks left behind: stopped with
-            their descendants.
+            their descendants, each while ``root_runs(pid)`` (its identity still holds).
 
     Returns:
         The first snapshots, as signalled.
     """
     protected = {os.getpid(), *protected}
     tasks, roots = list(tasks), list(roots)
-    first = trees = _living(snapshot(tasks, protected, roots))
+    first = trees = _living(snapshot(tasks, protected, roots, root_runs))
     for tree in trees:
         _signal(tree, False, use_groups)
     deadline = clock() + grace
     while clock() < deadline:
         if not any(_alive(t.pids) for t in trees):
-            trees = _living(snapshot(tasks, protected, roots))
+            trees = _living(snapshot(tasks, protected, roots, root_runs))
             if not trees:
                 return first
             for tree in trees:  # forked after the first snapshot
                 _signal(tree, False, use_groups)
         sleep(0.02)
     for _ in range(5):
-        trees = _living(snapshot(tasks, protected, roots))
+        trees = _living(snapshot(tasks, protected, roots, root_runs))
         if not trees:
             break
         for tree in trees:
