@@ -19,7 +19,7 @@ from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
 from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS
 from .errors import InvalidInputError, SupervisorUnavailableError, WaveError
-from .paths import StateLayout, resolve_state_dir
+from .paths import StateLayout, current_umask, resolve_state_dir
 from .units import check_timeout_ms, parse_duration
 
 TYPE_CHECKING = False
@@ -74,18 +74,6 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _umask() -> int | None:
-    """This process's umask, read without changing it."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     command = " ".join(args.command) if len(args.command) != 1 else args.command[0]
     cwd = os.path.abspath(args.cwd) if args.cwd else cli.connector.default_cwd()
@@ -109,7 +97,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "cwd": cwd,
         "env": {} if cli.connector.remote else dict(os.environ),  # a bridge uses its own
         "progress": interactive,
-        "umask": _umask(),
+        "umask": current_umask(),
         "request_key": os.urandom(16).hex(),
     }
     patience = RECONNECT_PATIENCE if args.background else max(FOREGROUND_PATIENCE, wait_s)

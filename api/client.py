@@ -29,7 +29,7 @@ from .models import (
     TaskOutputResult,
     TaskRecord,
 )
-from .paths import StateLayout, resolve_state_dir
+from .paths import StateLayout, current_umask, resolve_state_dir
 from .protocol import (
     NOTICE_LEASE_SECONDS,
     AckRequest,
@@ -189,7 +189,7 @@ class Client:
                 env=self._command_env(),
                 progress=on_progress is not None or on_start is not None,
                 separate_stderr=separate_stderr,
-                umask=_current_umask(),
+                umask=current_umask(),
                 request_key=uuid.uuid4().hex,
                 cwd_fallback=self.follow_cd,
             )
@@ -372,18 +372,6 @@ class Client:
     def abort_calls(self) -> None:
         """The caller went away (its host died): see :meth:`Caller.abort_calls`."""
         self.calls.abort_calls()
-
-
-def _current_umask() -> int | None:
-    """This process's umask, read without changing it (``os.umask`` would race threads)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return None
 
 
 _login_path_injected = False

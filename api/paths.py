@@ -34,6 +34,19 @@ def _user_state_dir() -> str:
     return platformdirs.user_state_dir("wave-bash")
 
 
+def current_umask() -> int | None:
+    """This process's umask (the mode commands create files with), read without changing
+    it: ``os.umask`` would race other threads."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _owner() -> int | None:
     return os.getuid() if hasattr(os, "getuid") else None
 
