@@ -311,9 +311,9 @@ class TaskManager:
         a new session, without its tag, stays in its monitor's tree (found, stopped)."""
         self.standby = Standby(tasks_dir, self._release, self.subreaper)
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
-        """Where cgroups are made ahead and removed: a cgroup ``mkdir``/``rmdir`` waits for
-        a kernel grace period (up to ~10 ms on an idle host), which must not hold up the
-        event loop while a short command ends."""
+        """Where ended tasks' cgroups are removed, off the event loop: a cgroup ``rmdir``
+        can wait for a kernel grace period (up to ~10 ms on an idle host). (Cgroups are
+        made with the standby, whose job joins them ahead of its command.)"""
 
     # --- starting ----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -236,11 +237,12 @@ def _write_and_close(fd: int, data: bytes) -> None:
 PR_SET_CHILD_SUBREAPER = 36
 
 
+@functools.cache
 def _become_subreaper() -> Callable[[], None]:
     """What a forked monitor runs before ``exec``: it becomes a child subreaper (the bit
     survives ``exec``), so what its command leaves behind when a middle process exits
     (``(setsid env -i daemon &)``) is reparented to the monitor, not to init, and stays
-    in its process tree. Resolved before the fork: the child only calls it."""
+    in its process tree. Resolved once, before any fork: the child only calls it."""
     import ctypes
 
     prctl = ctypes.CDLL(None, use_errno=True).prctl
