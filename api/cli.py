@@ -78,9 +78,9 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     command = " ".join(args.command) if len(args.command) != 1 else args.command[0]
     cwd = os.path.abspath(args.cwd) if args.cwd else cli.connector.default_cwd()
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
-    interactive = (
+    watched = (
         sys.stderr.isatty() and sys.stdin.isatty() and not args.json and sys.platform != "win32"
-    )  # the key watcher needs termios
+    )  # the live view and its key watcher (termios)
     running: list[str] = []  # the task ID, once the supervisor started it
 
     def background_it() -> None:
@@ -96,14 +96,16 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "run_in_background": args.background,
         "cwd": cwd,
         "env": {} if cli.connector.remote else dict(os.environ),  # a bridge uses its own
-        "progress": interactive,
+        "progress": watched,
         "umask": current_umask(),
         "request_key": os.urandom(16).hex(),
+        "interactive": args.interactive,
+        "terminal_size": _size_arg(args.size) if args.size else None,
     }
     patience = RECONNECT_PATIENCE if args.background else max(FOREGROUND_PATIENCE, wait_s)
     with contextlib.ExitStack() as terminal:
         live = None
-        if interactive:
+        if watched:
             from .display import LiveView
             from .keys import CtrlBWatcher  # POSIX terminals only
 
@@ -114,10 +116,17 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             "run",
             params,
             live.show if live else None,
-            running.append if interactive else None,
+            running.append if watched else None,
             patience=patience,
         )
     return _report_run(result, args.json, cli.remote)
+
+
+def _size_arg(text: str) -> list[int]:
+    match = re.fullmatch(r"(\d{1,5})x(\d{1,5})", text.strip())
+    if match is None:
+        raise InvalidInputError(f"--size takes COLUMNSxROWS (such as 120x40), not {text!r}")
+    return [int(match[1]), int(match[2])]
 
 
 def _report_run(result: dict[str, Any], as_json: bool, remote: str | None = None) -> int:
@@ -127,6 +136,15 @@ def _report_run(result: dict[str, Any], as_json: bool, remote: str | None = None
         raise InvalidInputError(str(result["error"]))
     if as_json:
         _print_json(result)
+    elif result.get("waitingForInput"):
+        task_id = result["backgroundTaskId"]
+        if stdout:
+            print(stdout)
+        print(
+            f"[{task_id} waits for input: answer with `wave-bash input {task_id} TEXT`, "
+            f"or take over its terminal with `wave-bash attach {task_id}`]",
+            file=sys.stderr,
+        )
     elif moved:
         if stdout:
             print(stdout)
@@ -281,6 +299,31 @@ def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
+    text = args.text if args.no_enter else args.text + "\n"
+    timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
+    patience = max(FOREGROUND_PATIENCE, (timeout or 10_000) / 1000)
+    out = cli.call("input", patience, task_id=args.id, input=text, timeout=timeout)
+    if args.json:
+        _print_json(out)
+        return 0
+    if out.get("output"):
+        print(out["output"])
+    if out.get("waitingForInput"):
+        print(f"[{args.id} waits for input: wave-bash input {args.id} TEXT]", file=sys.stderr)
+    elif _ended(out):
+        print(f"[{_status_line({**out, 'id': args.id})}]", file=sys.stderr)
+    return 0
+
+
+def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
+    if sys.platform == "win32" or not sys.stdin.isatty():
+        raise InvalidInputError("attach needs a terminal (POSIX) on stdin")
+    from .attach import attach, main_call
+
+    return attach(main_call(cli.call), args.id)
+
+
 def cmd_bg(cli: Cli, args: argparse.Namespace) -> int:
     record = cli.call("background", task_id=args.id)
     print(f"{record['id']} moved to the background; output: {record['outputPath']}")
@@ -375,6 +418,11 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--cwd", help="directory to run in (default: here)")
     run.add_argument("--description", help="what the command does, for people")
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    run.add_argument(
+        "--interactive", "-i", action="store_true",
+        help="run on a terminal; returns when it waits for input (answer: wave-bash input)",
+    )  # fmt: skip
+    run.add_argument("--size", help="terminal size of --interactive, COLUMNSxROWS (80x24)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
     run.set_defaults(func=cmd_run)
 
@@ -404,6 +452,21 @@ def _add_wait(sub: Any) -> None:
 
 def _add_stop(sub: Any) -> None:
     _verb(sub, "stop", cmd_stop, "stop tasks and all their processes", ids="+")
+
+
+def _add_input(sub: Any) -> None:
+    typed = _verb(
+        sub, "input", cmd_input,
+        "type a line into an interactive task, print its new output", ids="1",
+    )  # fmt: skip
+    typed.add_argument("text", help="what to type (Enter is added unless -n)")
+    typed.add_argument("-n", "--no-enter", action="store_true", help="do not press Enter")
+    typed.add_argument("--timeout", help="longest wait in ms for the next prompt (10000)")
+
+
+def _add_attach(sub: Any) -> None:
+    help = "take over an interactive task's terminal (Ctrl+] detaches)"
+    _verb(sub, "attach", cmd_attach, help, ids="1", json=False)
 
 
 def _add_bg(sub: Any) -> None:
@@ -456,6 +519,8 @@ _VERBS: dict[str, Callable[[Any], None]] = {
     "wait": _add_wait,
     "stop": _add_stop,
     "bg": _add_bg,
+    "input": _add_input,
+    "attach": _add_attach,
     "bridge": _add_bridge,
     "mcp": _add_mcp,
     "gc": _add_gc,
@@ -481,8 +546,13 @@ def _verb_in(argv: Sequence[str]) -> str | None:
     return None
 
 
-_RUN_WITH_VALUE = {"--timeout": "timeout", "--cwd": "cwd", "--description": "description"}
-_RUN_FLAGS = {"--background": "background", "--json": "json"}
+_RUN_WITH_VALUE = {
+    "--timeout": "timeout", "--cwd": "cwd", "--description": "description", "--size": "size",
+}  # fmt: skip
+_RUN_FLAGS = {
+    "--background": "background", "--json": "json", "--interactive": "interactive",
+    "-i": "interactive",
+}  # fmt: skip
 
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -509,7 +579,7 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
         "ssh_option": [],
         "remote_command": os.environ.get("WAVE_REMOTE_COMMAND"),
         "timeout": None, "cwd": None, "description": None, "background": False,
-        "json": False, "verb": "run", "func": cmd_run,
+        "json": False, "interactive": False, "size": None, "verb": "run", "func": cmd_run,
     }  # fmt: skip
     rest = list(argv)
 

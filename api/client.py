@@ -28,6 +28,7 @@ from .models import (
     SupervisorStatus,
     TaskOutputResult,
     TaskRecord,
+    TerminalResult,
 )
 from .paths import StateLayout, current_umask, resolve_state_dir
 from .protocol import (
@@ -37,6 +38,7 @@ from .protocol import (
     BackgroundRequest,
     ClaimRequest,
     GcRequest,
+    InputRequest,
     LoginPathRequest,
     NotificationsRequest,
     OutputRequest,
@@ -49,12 +51,13 @@ from .protocol import (
     StopManyRequest,
     StopRequest,
     TasksRequest,
+    TerminalRequest,
     WaitRequest,
     check_session,
     parse_params,
     parse_result,
 )
-from .tools import BASH_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
+from .tools import BASH_TOOL, TASK_INPUT_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
 from .transport import (
     Remote,
     chosen_transport,
@@ -162,6 +165,8 @@ class Client:
         *,
         separate_stderr: bool = False,
         on_start: StartCallback | None = None,
+        interactive: bool = False,
+        terminal_size: tuple[int, int] | None = None,
     ) -> BashResult:
         """Run a command the way the Bash tool does (SPEC F, B1).
 
@@ -169,6 +174,9 @@ class Client:
         ``success=False`` and ``error`` set, ready to show to a model. Only an unreachable
         supervisor or unusable state dir raises. ``on_start`` receives the task ID of a
         foreground command as soon as it runs (so a UI can offer to background it).
+        ``interactive`` runs it on a pseudo-terminal of ``terminal_size`` (columns, rows;
+        default 80×24): a command that waits for input returns ``waiting_for_input`` and
+        is answered with :meth:`task_input` (SPEC P).
         """
         try:
             checked = BashInput.parse(
@@ -177,6 +185,7 @@ class Client:
                     "timeout": timeout,
                     "description": description,
                     "run_in_background": run_in_background,
+                    "interactive": interactive,
                 }
             )
             params = RunRequest(
@@ -192,6 +201,8 @@ class Client:
                 umask=current_umask(),
                 request_key=uuid.uuid4().hex,
                 cwd_fallback=self.follow_cd,
+                interactive=checked.interactive,
+                terminal_size=terminal_size,
             )
             wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
             patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)
@@ -231,6 +242,7 @@ class Client:
                 parsed.description,
                 on_progress,
                 on_start=on_start,
+                interactive=parsed.interactive,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
             stop = parse_params(StopRequest, {**args, "session": self.session})
@@ -238,6 +250,9 @@ class Client:
         if name == TASK_OUTPUT_TOOL:
             read = parse_params(OutputRequest, {**args, "session": self.session})
             return self._call(read).to_json_dict()
+        if name == TASK_INPUT_TOOL:
+            typed = parse_params(InputRequest, {**args, "session": self.session})
+            return self._call(typed).to_json_dict()
         raise InvalidInputError(f"unknown tool {name!r}")
 
     def _command_env(self) -> dict[str, str]:
@@ -290,6 +305,37 @@ class Client:
             pattern=pattern,
             offset=offset,
         )
+        return self._call(params)
+
+    def task_input(
+        self, task_id: str, input: str, timeout: float | None = None
+    ) -> TaskOutputResult:
+        """Type ``input`` into an interactive task (control characters included: ``\x03``
+        is Ctrl+C, ``\x04`` Ctrl+D; ``\n`` presses Enter) and wait until it waits for
+        input again, ends, or ``timeout`` ms pass (default 10 s); its new output since
+        this session's last read (SPEC P3)."""
+        params = parse_params(
+            InputRequest,
+            {"session": self.session, "task_id": task_id, "input": input, "timeout": timeout},
+        )
+        return self._call(params)
+
+    def terminal(
+        self,
+        task_id: str,
+        input: str | None = None,
+        *,
+        resize: tuple[int, int] | None = None,
+        offset: int | None = None,
+        wait: float = 0,
+    ) -> TerminalResult:
+        """A person's view of an interactive task's terminal (what ``attach`` uses): type
+        ``input``, apply ``resize``, then the raw output from ``offset`` (default: the
+        last 4 KiB), waiting up to ``wait`` ms for some (SPEC P5)."""
+        params = TerminalRequest(
+            session=self.session, task_id=task_id, input=input, resize=resize, offset=offset,
+            wait=wait,
+        )  # fmt: skip
         return self._call(params)
 
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:

@@ -24,6 +24,15 @@ SHORT_RESULT_LINES: Final = 3
 DEFAULT_TASK_OUTPUT_TIMEOUT_MS: Final = 30_000
 """How long a blocking TaskOutput waits when the caller gives no timeout."""
 
+DEFAULT_TASK_INPUT_TIMEOUT_MS: Final = 10_000
+"""How long TaskInput waits for the command to wait for input again (or end)."""
+
+TERMINAL_SIZE: Final = (80, 24)
+"""Columns and rows of an interactive task's terminal unless the caller gives a size."""
+
+MAX_INPUT_CHARS: Final = 65_536
+"""Most characters one TaskInput types."""
+
 STOP_GRACE_SECONDS: Final = 3.0
 """Time between SIGTERM and SIGKILL when a task is stopped."""
 

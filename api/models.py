@@ -45,6 +45,8 @@ class BashInput(ContractModel):
     timeout: float | None = None
     description: StrictStr | None = None
     run_in_background: StrictBool = False
+    interactive: StrictBool = False
+    """Run on a pseudo-terminal that TaskInput types into (SPEC P1)."""
 
     @field_validator("command")
     @classmethod
@@ -68,8 +70,9 @@ class BashInput(ContractModel):
             raise InvalidInputError("Bash input must be a JSON object")
         data = dict(raw)
         timeout = check_timeout_ms(data.pop("timeout", None))
-        if data.get("run_in_background") is None:
-            data.pop("run_in_background", None)
+        for flag in ("run_in_background", "interactive"):
+            if data.get(flag) is None:
+                data.pop(flag, None)
         try:
             model = cls.model_validate(data)
         except ValidationError as exc:
@@ -110,6 +113,8 @@ class BashResult(ContractModel):
     duration_ms: int = 0
     message: str = ""
     error: str | None = None
+    waiting_for_input: bool = False
+    """An interactive command waits for input: answer with TaskInput (SPEC P2)."""
 
     @property
     def ends_turn(self) -> bool:
@@ -162,6 +167,10 @@ class TaskRecord(ContractModel):
     """CPU time of all its processes, where cgroups count it (so far, while running)."""
     peak_memory_bytes: int | None = None
     """Its processes' peak memory together, where a memory cgroup counts it."""
+    interactive: bool = False
+    """It runs on a pseudo-terminal (SPEC P1)."""
+    waiting_for_input: bool = False
+    """It is interactive and waits for input now (SPEC P2)."""
 
     def __repr__(self) -> str:
         return f"<TaskRecord {self.id} {self.status} {self.owner} {self.command[:30]!r}>"
@@ -200,6 +209,21 @@ class TaskOutputResult(ContractModel):
     """Byte offset in the log where this read ended (for followers)."""
     leftover_processes: int = 0
     """Processes it started that still run although it ended."""
+    waiting_for_input: bool = False
+    """An interactive task waits for input now (SPEC P2)."""
+
+
+class TerminalResult(ContractModel):
+    """``terminal``: raw terminal bytes of an interactive task for a person attached to it
+    (SPEC P5), from ``offset`` of its log, base64-encoded (any bytes, escapes included)."""
+
+    task_id: str
+    data: str
+    offset: int
+    """Where the next read starts."""
+    status: TaskStatus
+    exit_code: int | None = None
+    waiting_for_input: bool = False
 
 
 class SupervisorStatus(ContractModel):

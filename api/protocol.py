@@ -21,7 +21,12 @@ from pydantic import (
     model_validator,
 )
 
-from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS
+from .constants import (
+    DEFAULT_SESSION,
+    DEFAULT_TASK_INPUT_TIMEOUT_MS,
+    DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
+    MAX_INPUT_CHARS,
+)
 from .errors import InvalidInputError, ProtocolError
 from .models import (
     AckResult,
@@ -36,6 +41,7 @@ from .models import (
     SupervisorStatus,
     TaskOutputResult,
     TaskRecord,
+    TerminalResult,
     check_timeout_ms,
     describe_validation_error,
 )
@@ -57,6 +63,15 @@ TaskId = Annotated[PrintableText, Field(validation_alias=AliasChoices("task_id",
 
 ByteOffset = Annotated[StrictInt, Field(ge=0, le=2**62)]
 """A position in a log (a JSON integer: no ``true``, no ``1e23``)."""
+
+TerminalSize = tuple[
+    Annotated[StrictInt, Field(ge=1, le=10_000)], Annotated[StrictInt, Field(ge=1, le=10_000)]
+]
+"""A terminal's columns and rows."""
+
+TypedText = Annotated[StrictStr, Field(max_length=MAX_INPUT_CHARS)]
+"""What TaskInput types: any characters, control characters included (no lone surrogate
+of JSON's ``\\ud800`` form: it has no bytes)."""
 
 PROBE_TIMEOUT_MAX_MS = 60_000
 """The longest a login shell may take to print its PATH."""
@@ -114,6 +129,10 @@ class RunParams(Params):
     request_key: PrintableText | None = None
     """The caller's unique key for this request: the same request sent again (after the
     supervisor went away) attaches to the task the first one started, never a second."""
+    interactive: StrictBool = False
+    """Run on a pseudo-terminal (SPEC P1)."""
+    terminal_size: TerminalSize | None = None
+    """Its columns and rows (default 80×24); only with ``interactive``."""
 
 
 class TaskParams(Params):
@@ -145,6 +164,27 @@ class OutputParams(Params):
     pattern: StrictStr | None = None
     offset: ByteOffset | None = None
     """Read from this byte offset instead of the session's last read (and do not record it)."""
+
+
+class InputParams(Params):
+    """``input``: TaskInput (SPEC P3), type into an interactive task's terminal and wait
+    until it waits for input again, ends, or ``timeout`` ms pass."""
+
+    task_id: TaskId
+    input: TypedText
+    timeout: TimeoutMs = DEFAULT_TASK_INPUT_TIMEOUT_MS
+
+
+class TerminalParams(Params):
+    """``terminal``: a person's view of an interactive task's terminal (SPEC P5): types
+    ``input`` (if any), applies ``resize`` (if any), returns raw output from ``offset``
+    (default: the last 4 KiB), waiting up to ``wait`` ms for some."""
+
+    task_id: TaskId
+    input: TypedText | None = None
+    resize: TerminalSize | None = None
+    offset: ByteOffset | None = None
+    wait: Annotated[StrictInt | StrictFloat, Field(ge=0, le=5000)] = 0
 
 
 class TasksParams(Params):
@@ -248,6 +288,16 @@ class OutputRequest(OutputParams, Request[TaskOutputResult]):
     result_type: ClassVar[Any] = TaskOutputResult
 
 
+class InputRequest(InputParams, Request[TaskOutputResult]):
+    op: Literal["input"] = "input"
+    result_type: ClassVar[Any] = TaskOutputResult
+
+
+class TerminalRequest(TerminalParams, Request[TerminalResult]):
+    op: Literal["terminal"] = "terminal"
+    result_type: ClassVar[Any] = TerminalResult
+
+
 class TasksRequest(TasksParams, Request[list[TaskRecord]]):
     op: Literal["tasks"] = "tasks"
     result_type: ClassVar[Any] = list[TaskRecord]
@@ -306,6 +356,8 @@ AnyRequest = Annotated[
     | BackgroundRequest
     | WaitRequest
     | OutputRequest
+    | InputRequest
+    | TerminalRequest
     | TasksRequest
     | NotificationsRequest
     | AnnounceRequest

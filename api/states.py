@@ -50,6 +50,8 @@ class BackgroundReason(StrEnum):
     """Moved by a person (Ctrl+B, ``wave-bash bg``)."""
     CALLER_LOST = "caller_lost"
     """Its caller went away while it ran."""
+    INPUT = "waiting_for_input"
+    """An interactive command waited for input: the Bash call returned (SPEC P2)."""
 
 
 class EndReason(StrEnum):

@@ -38,6 +38,16 @@ def background_started_text(task_id: str, output_path: str) -> str:
     return f"Command running in background with ID: {task_id}. Output is being written to: {output_path}"
 
 
+def waiting_for_input_text(task_id: str, output_path: str) -> str:
+    """P2: an interactive command waits for input; the call returned, the command runs."""
+    return (
+        f"Command is waiting for input (ID: {task_id}). It is still running. Answer with "
+        f'TaskInput (task_id "{task_id}"; end a line with \\n to press Enter, \\u0003 is '
+        f"Ctrl+C, \\u0004 is Ctrl+D), read more with TaskOutput, or stop it with TaskStop. "
+        f"Output is being written to: {output_path}"
+    )
+
+
 def sleep_terminated_text(timeout_ms: float) -> str:
     """F3 exception: a ``sleep`` command passed its timeout and was terminated."""
     return f"Command exceeded the timeout ({format_seconds(timeout_ms)}s) and was terminated."
@@ -144,6 +154,8 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     status, code = data.get("status"), data.get("exitCode")
     state = f"Status: {status}" + ("" if code is None else f" (exit code {code})")
     state += leftover_text(int(data.get("leftoverProcesses") or 0))
+    if data.get("waitingForInput"):
+        state += "; waiting for input (answer with TaskInput)"
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
     return f"Task {data.get('id')} {'was stopped' if status == TaskStatus.KILLED else status}. {state}."

@@ -11,6 +11,7 @@ import copy
 from typing import Any, Literal
 
 from .constants import (
+    DEFAULT_TASK_INPUT_TIMEOUT_MS,
     DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
     DEFAULT_TIMEOUT_MS,
     MAX_OUTPUT_CHARS,
@@ -23,6 +24,7 @@ ToolFormat = Literal["anthropic", "openai", "mcp"]
 BASH_TOOL = "Bash"
 TASK_OUTPUT_TOOL = "TaskOutput"
 TASK_STOP_TOOL = "TaskStop"
+TASK_INPUT_TOOL = "TaskInput"
 TOOL_ALIASES = {"KillBash": TASK_STOP_TOOL}
 """Older tool names still accepted when a host calls them."""
 
@@ -54,6 +56,10 @@ notified when it completes. Commands starting with `sleep` are terminated instea
 - Set run_in_background to true for servers, watchers and long builds: the call returns at \
 once with a task ID; no timeout applies. Read its output with TaskOutput (or the output file) \
 and stop it with TaskStop.
+- Set interactive to true for a command that asks questions (a prompt, a REPL, `git add \
+-p`, a confirmation): it runs on a terminal, and when it waits for input the call returns \
+at once with waitingForInput and its task ID; answer with TaskInput. Without it, commands \
+read no input (stdin is /dev/null).
 - Prefer dedicated tools (Read, Write, Grep) over cat, sed and grep where the host offers them.
 - Write a clear description of 5-10 words for the people watching."""
 
@@ -65,6 +71,15 @@ matches new output, or `timeout` milliseconds pass (default \
 {DEFAULT_TASK_OUTPUT_TIMEOUT_MS}ms / {format_seconds(DEFAULT_TASK_OUTPUT_TIMEOUT_MS)}s): \
 no polling loop is needed.
 - With block=false it returns at once."""
+
+TASK_INPUT_DESCRIPTION = f"""Types input into an interactive command (started with \
+interactive=true) and returns its new output.
+
+- `input` is typed as is: end a line with \\n to press Enter; control characters work \
+(\\u0003 is Ctrl+C, \\u0004 is Ctrl+D, \\u001b is Escape).
+- Returns as soon as the command waits for input again or ends, or after `timeout` \
+milliseconds (default {DEFAULT_TASK_INPUT_TIMEOUT_MS}ms), with status, exit code, new \
+output and waitingForInput."""
 
 TASK_STOP_DESCRIPTION = """Stops a running background task and every process it started.
 
@@ -87,6 +102,11 @@ def _bash_schema() -> dict[str, Any]:
                 "type": "boolean",
                 "description": "Set to true to run this command in the background. "
                 "Use TaskOutput to read the output later.",
+            },
+            "interactive": {
+                "type": "boolean",
+                "description": "Set to true to run this command on a terminal and answer its "
+                "prompts with TaskInput (default false: no input)",
             },
         },
         "required": ["command"],
@@ -116,6 +136,25 @@ def _task_output_schema() -> dict[str, Any]:
     }
 
 
+def _task_input_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "task_id": {"type": "string", "description": "The ID of the interactive task"},
+            "input": {
+                "type": "string",
+                "description": "Text to type; \\n presses Enter, \\u0003 is Ctrl+C, \\u0004 is Ctrl+D",
+            },
+            "timeout": {
+                "type": "number",
+                "description": "Longest wait in milliseconds for the command to wait for input "
+                f"again or end (default {DEFAULT_TASK_INPUT_TIMEOUT_MS})",
+            },
+        },
+        "required": ["task_id", "input"],
+    }
+
+
 def _task_stop_schema() -> dict[str, Any]:
     return {
         "type": "object",
@@ -130,6 +169,7 @@ _TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (BASH_TOOL, BASH_DESCRIPTION, _bash_schema()),
     (TASK_OUTPUT_TOOL, TASK_OUTPUT_DESCRIPTION, _task_output_schema()),
     (TASK_STOP_TOOL, TASK_STOP_DESCRIPTION, _task_stop_schema()),
+    (TASK_INPUT_TOOL, TASK_INPUT_DESCRIPTION, _task_input_schema()),
 )
 
 
@@ -145,7 +185,7 @@ FOLLOW_CD_LINE = (
 def tool_definitions(
     format: ToolFormat = "anthropic", *, follow_cd: bool = False
 ) -> list[dict[str, Any]]:
-    """The Bash, TaskOutput and TaskStop tool definitions in a provider's format.
+    """The Bash, TaskOutput, TaskStop and TaskInput tool definitions in a provider's format.
 
     Args:
         format: ``"anthropic"`` (``input_schema``), ``"openai"`` (function tools with

@@ -141,7 +141,12 @@ ALTER TABLE tasks ADD COLUMN peak_memory INTEGER;
 """
 """v4: what a task used (CPU time, peak memory), where cgroups count it."""
 
-MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4)
+SCHEMA_V5 = """
+ALTER TABLE tasks ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;
+"""
+"""v5: whether a task runs on a pseudo-terminal (SPEC P1)."""
+
+MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5)
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -174,9 +179,11 @@ class TaskRow:
     request_key: str | None = None
     cpu_seconds: float | None = None
     peak_memory: int | None = None
+    interactive: bool = False
 
     def __post_init__(self) -> None:
         """Rows read back hold the states' values: make them the enums again."""
+        self.interactive = bool(self.interactive)
         self.status = TaskStatus(self.status)
         self.owner = Owner(self.owner)
         if self.background_reason is not None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from wave_bash.api.constants import STOP_GRACE_SECONDS
+from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
 from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.protocol import RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
@@ -47,6 +47,7 @@ from wave_bash.worker import (
     start_monitor,
     stop_trees,
     tagged_processes,
+    terminal_command,
     wait_monitor_exited,
 )
 
@@ -55,6 +56,7 @@ from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
 from .journal import Journal, TaskRow, disk_problem
 from .standby import MonitorKey, Standby
+from .terminals import TerminalLink
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +273,18 @@ class LiveTask:
     monitor_lost: bool = False
     """Its monitor is gone without a status while its processes still run: it ends
     (``lost``) when they do, or when TaskStop stops them."""
+    terminal: TerminalLink | None = None
+    """An interactive task's terminal (SPEC P)."""
+
+    def connect_terminal(self) -> None:
+        """An interactive task: reach its terminal host (in the background)."""
+        if self.row.interactive and self.terminal is None:
+            self.terminal = TerminalLink(self.id, self.files.tty)
+            self.terminal.start(self.ended)
+
+    @property
+    def waiting_for_input(self) -> bool:
+        return self.terminal is not None and self.terminal.waiting and not self.ended.done()
 
     @property
     def id(self) -> str:
@@ -342,6 +356,10 @@ class TaskManager:
 
     def _start(self, p: RunParams, announce: Callable[[TaskRow], None] | None) -> LiveTask:
         cwd_note = None
+        if p.terminal_size is not None and not p.interactive:
+            raise InvalidInputError("terminal_size is only for interactive commands")
+        if p.interactive and sys.platform == "win32":
+            raise InvalidInputError("interactive commands need a pseudo-terminal (POSIX hosts)")
         if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
                 raise InvalidInputError(f"working directory does not exist: {p.cwd}")
@@ -368,6 +386,7 @@ class TaskManager:
             pid_start=None, boot_id=boot_id(), started_at=now, ended_at=None,
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
             timeout_ms=None if background else p.timeout, request_key=p.request_key,
+            interactive=p.interactive,
         )  # fmt: skip
         # The monitor exists but waits for its command. Journal, then tell the caller, then
         # hand the command over: a supervisor that dies before the hand-over leaves a monitor
@@ -378,9 +397,15 @@ class TaskManager:
         joins = list(monitor.joined) or self._make_cgroup(task_id)
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
+            command, capture_cwd = p.command, not p.run_in_background
+            if p.interactive:  # the job becomes the terminal host; its shell captures the cwd
+                cwd_file = str(files.exit) if capture_cwd else None
+                size = p.terminal_size or TERMINAL_SIZE
+                command = terminal_command(command, shell.path, str(files.tty), size, cwd_file)
+                capture_cwd = False
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
-                p.command, p.cwd, umask, self.command_open_files,
-                () if monitor.joined else joins, capture_cwd=not p.run_in_background,
+                command, p.cwd, umask, self.command_open_files,
+                () if monitor.joined else joins, capture_cwd=capture_cwd,
             )  # fmt: skip
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
@@ -407,6 +432,7 @@ class TaskManager:
         task.tracked = bool(joins)
         self.live[task_id] = task
         self._watch(task)
+        task.connect_terminal()
         if not self.standby.ready:  # the next command's monitor, while this one runs
             standby_id = self._new_id()
             self.standby.prepare(key, standby_id, self._make_cgroup(standby_id))
@@ -478,6 +504,7 @@ class TaskManager:
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
+            task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
             return task
@@ -543,6 +570,10 @@ class TaskManager:
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
+            if task.terminal is not None:
+                task.terminal.close()
+            if task.row.interactive:  # a host that was killed left its socket
+                task.files.tty.unlink(missing_ok=True)
             if task.tracked:  # after its waiters (the result goes out first)
                 asyncio.get_running_loop().call_soon(self._after_end, task)
             elif self._left_behind(task):

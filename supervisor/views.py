@@ -49,6 +49,8 @@ def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
         leftover_processes=tasks.leftover_count(row.id),
         monitor_lost=live is not None and live.monitor_lost,
         cpu_seconds=usage.cpu_seconds, peak_memory_bytes=usage.peak_memory,
+        interactive=row.interactive,
+        waiting_for_input=live is not None and live.waiting_for_input,
     )  # fmt: skip
 
 
@@ -134,11 +136,14 @@ def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
 
 
 def backgrounded_result(task: LiveTask, timeout_ms: float | None = None) -> BashResult:
-    """B4a (timeout), B4b (user) or B4c (explicit) for a task now owned by the background."""
+    """B4a (timeout), B4b (user) or B4c (explicit) for a task now owned by the background;
+    P2 for an interactive one that waited for input (with its output so far)."""
     row = task.row
     path = row.output_path
     reason = row.background_reason
     match reason:
+        case BackgroundReason.INPUT:
+            return waiting_result(task)
         case BackgroundReason.TIMEOUT:
             message = texts.auto_backgrounded_text(row.id, path, timeout_ms or 0)
         case BackgroundReason.USER:
@@ -156,4 +161,23 @@ def backgrounded_result(task: LiveTask, timeout_ms: float | None = None) -> Bash
         output_path=path,
         duration_ms=_duration_ms(task),
         message=_with_notes(task, message),
+    )
+
+
+def waiting_result(task: LiveTask, end: int | None = None) -> BashResult:
+    """P2: an interactive command waits for input: its output so far (up to ``end``) and
+    how to answer."""
+    row = task.row
+    out = log_excerpt(row.output_path, end=end)
+    note = texts.waiting_for_input_text(row.id, row.output_path)
+    return BashResult(
+        success=True,
+        stdout=out.text,
+        cwd=row.cwd if task.cwd_note else None,
+        background_task_id=row.id,
+        output_path=row.output_path,
+        truncated=out.truncated,
+        duration_ms=_duration_ms(task),
+        message=_with_notes(task, f"{out.text}\n{note}" if out.text else note),
+        waiting_for_input=task.waiting_for_input,
     )

@@ -10,7 +10,13 @@ from .errors import BadEnvironmentError, NoShellError
 from .files import TaskFiles
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
-from .monitor import BASH_MONITOR_SCRIPT, build_payload, monitor_argv, monitor_instructions
+from .monitor import (
+    BASH_MONITOR_SCRIPT,
+    build_payload,
+    monitor_argv,
+    monitor_instructions,
+    terminal_command,
+)
 from .output import (
     Excerpt,
     clean_bytes,
@@ -82,6 +88,7 @@ __all__ = [
     "stop_trees",
     "tagged_processes",
     "task_environment",
+    "terminal_command",
     "usual_git_bash_locations",
     "wait_monitor_exited",
     "windows_to_posix_path",

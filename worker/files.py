@@ -12,20 +12,23 @@ from typing import ClassVar
 class TaskFiles:
     """The files of one task inside ``tasks/``: ``<id>.log`` (its output), ``<id>.err.log``
     (stderr, when kept apart), ``<id>.exit`` (its exit record, written by its monitor,
-    with the directory a foreground command ended in) and ``<id>.json`` (its record, from
-    which a lost journal is rebuilt)."""
+    with the directory a foreground command ended in), ``<id>.json`` (its record, from
+    which a lost journal is rebuilt) and ``<id>.tty`` (an interactive task's terminal)."""
 
     LOG: ClassVar[str] = ".log"
     ERR_LOG: ClassVar[str] = ".err.log"
     EXIT: ClassVar[str] = ".exit"
     META: ClassVar[str] = ".json"
     LEFT: ClassVar[str] = ".left"
+    TTY: ClassVar[str] = ".tty"
 
     log: Path
     exit: Path
     meta: Path
     left: Path
     """Without cgroups: the processes its command left behind when it ended."""
+    tty: Path
+    """An interactive task's terminal socket (held by its terminal host)."""
     err_log: Path | None = None
 
     @classmethod
@@ -35,6 +38,7 @@ class TaskFiles:
             exit=tasks_dir / f"{task_id}{cls.EXIT}",
             meta=tasks_dir / f"{task_id}{cls.META}",
             left=tasks_dir / f"{task_id}{cls.LEFT}",
+            tty=tasks_dir / f"{task_id}{cls.TTY}",
             err_log=tasks_dir / f"{task_id}{cls.ERR_LOG}" if separate_stderr else None,
         )
 

@@ -187,3 +187,26 @@ def monitor_argv(
     if joins:
         return [monitor_bash, "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, zsh, *joins]
     return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, leftovers_file or ""]
+
+
+PTY_HOST = Path(__file__).with_name("ptyhost.py")
+"""An interactive task's job: holds its terminal (a standalone script, the stdlib only)."""
+
+
+def terminal_command(
+    command: str,
+    shell_path: str,
+    socket_path: str,
+    size: tuple[int, int],
+    cwd_file: str | None,
+) -> str:
+    """The command that runs ``command`` on a pseudo-terminal of ``size`` (columns, rows):
+    the job becomes the terminal host (``exec``), which runs the shell on the terminal;
+    that shell appends its final directory to ``cwd_file`` when given (the job's own
+    prelude has set the umask and descriptor limit, which the host passes on)."""
+    payload = build_payload(command, cwd_file)
+    argv = [
+        sys.executable, "-I", "-S", str(PTY_HOST), socket_path, str(size[0]), str(size[1]),
+        "--", shell_path, "-c", payload,
+    ]  # fmt: skip
+    return "exec " + " ".join(shlex.quote(word) for word in argv)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar, cast
 from wave_bash.api import protocol as rq
 
 from ..context import Connection, Context
-from . import gc, login_path, notifications, output, run, status, tasks
+from . import gc, login_path, notifications, output, run, status, tasks, terminal
 
 Q = TypeVar("Q", bound=rq.Request[Any])
 Handler = Callable[[Context, Any, Connection], Awaitable[Any]]
@@ -35,6 +35,8 @@ HANDLERS: dict[type[rq.Request[Any]], Handler] = dict(
         _serves(rq.WaitRequest, tasks.handle_wait),
         _serves(rq.TasksRequest, tasks.handle_tasks),
         _serves(rq.OutputRequest, output.handle),
+        _serves(rq.InputRequest, terminal.handle_input),
+        _serves(rq.TerminalRequest, terminal.handle_terminal),
         _serves(rq.NotificationsRequest, notifications.handle_notifications),
         _serves(rq.AckRequest, notifications.handle_ack),
         _serves(rq.AnnounceRequest, notifications.handle_announce),

@@ -15,6 +15,7 @@ from wave_bash.worker.tail import PatternScanner, changes, compile_pattern, file
 
 from .. import views
 from ..context import Connection, Context
+from ..journal import TaskRow
 from ..tasks import LiveTask
 
 T = TypeVar("T")
@@ -93,15 +94,25 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     if p.block and task is not None:
         await _wait(task, start, pattern, timeout_ms / 1000, conn)
         row = task.row
+    return read_output(ctx, row, p.session, start, stored, conn)
+
+
+def read_output(
+    ctx: Context, row: TaskRow, session: str, start: int, stored: bool, conn: Connection
+) -> TaskOutputResult:
+    """The output of ``row``'s log from ``start`` to its end, with the task's state; with
+    ``stored``, the end becomes the session's read offset once the result has left."""
     end = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
     excerpt = views.log_excerpt(row.output_path, start=start, end=end)
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
-        task_id, session = row.id, p.session
+        task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+    live = ctx.tasks.live.get(row.id)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
         output=excerpt.text, truncated=excerpt.truncated, output_path=row.output_path,
         next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
+        waiting_for_input=live is not None and live.waiting_for_input,
     )  # fmt: skip

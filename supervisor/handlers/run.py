@@ -13,6 +13,7 @@ from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import BashInput, BashResult
 from wave_bash.api.protocol import AttachParams, RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner
+from wave_bash.worker.tail import file_size
 
 from .. import views
 from ..context import Connection, Context
@@ -22,7 +23,12 @@ from ..tasks import LiveTask, is_sleep_command
 async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | None:
     # The same validation as the tool input (T4–T6): the protocol is a door too.
     BashInput.parse(
-        {"command": p.command, "timeout": p.timeout, "run_in_background": p.run_in_background}
+        {
+            "command": p.command,
+            "timeout": p.timeout,
+            "run_in_background": p.run_in_background,
+            "interactive": p.interactive,
+        }
     )
     earlier = ctx.journal.by_request_key(p.request_key) if p.request_key else None
     if earlier is not None and (earlier.session, earlier.command) != (p.session, p.command):
@@ -80,10 +86,13 @@ async def wait_foreground(
     deadline = task.row.started_at + timeout_ms / 1000
     task.attached += 1
     helpers: list[asyncio.Task[Any]] = [asyncio.create_task(task.backgrounded.wait())]
+    waits: list[asyncio.Future[Any]] = [task.ended, helpers[0], conn.closed]
+    if task.terminal is not None:  # an interactive command that waits for input returns
+        helpers.append(asyncio.create_task(task.terminal.waiting_for_input()))
+        waits.append(helpers[-1])
     if want_progress:
         helpers.append(asyncio.create_task(stream_progress(task, conn)))
     try:
-        waits: list[asyncio.Future[Any]] = [task.ended, helpers[0], conn.closed]
         await asyncio.wait(
             waits,
             timeout=max(0.0, deadline - time.time()),
@@ -100,6 +109,12 @@ async def wait_foreground(
     if conn.closed.done():
         ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
         return None
+    if task.waiting_for_input:  # P2: the caller answers with TaskInput
+        ctx.tasks.move_to_background(task, BackgroundReason.INPUT)
+        end = file_size(task.row.output_path)  # shown now: TaskInput starts after it
+        task_id, session = task.id, task.row.session
+        conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+        return views.waiting_result(task, end)
     if is_sleep_command(task.row.command):
         await ctx.tasks.stop([task], reason=EndReason.TIMEOUT)
         return views.terminated_result(task, timeout_ms)

@@ -1,0 +1,88 @@
+"""``wave-bash attach ID``: a person takes over an interactive task's terminal (SPEC P5).
+
+The person's terminal goes raw; what they type is sent to the task's terminal, what the
+task prints is written to theirs, and the detach key (Ctrl+], as in telnet) leaves the
+task running. Everything goes through the supervisor's ``terminal`` request, one short
+call at a time, so it works wherever the CLI does: after a supervisor restart (the next
+call reaches the new one) and over ``--remote``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import select
+import shutil
+import termios
+import tty
+from collections.abc import Callable
+from typing import Any
+
+DETACH_KEY = b"\x1d"
+"""Ctrl+]: leaves the task running."""
+POLL_MS = 100
+"""How long one call waits for output when nothing was typed."""
+
+Call = Callable[..., dict[str, Any]]
+
+
+def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
+    """Connect the terminal on ``stdin``/``stdout`` to the task's until the person detaches
+    (returns 0) or the task ends (returns its exit code, or 0 if unknown)."""
+    size = shutil.get_terminal_size()
+    reply = call(task_id=task_id, resize=[size.columns, size.lines], wait=0)
+    saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
+    _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n")
+    try:
+        if saved is not None:
+            tty.setraw(stdin)
+        while True:
+            _write(stdout, base64.b64decode(reply["data"]))
+            if reply["status"] != "running" and not reply["data"]:
+                code = reply.get("exitCode")
+                _say(stdout, f"\r\n[task {task_id} ended: {reply['status']}"
+                     + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
+                return 0
+            typed = _typed(stdin, reply)
+            if typed is None:
+                _say(stdout, f"\r\n[detached from {task_id}; it keeps running]\r\n")
+                return 0
+            reply = call(
+                task_id=task_id,
+                input=typed or None,
+                offset=reply["offset"],
+                wait=0 if typed else POLL_MS,
+            )
+    finally:
+        if saved is not None:
+            termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
+
+
+def _typed(stdin: int, reply: dict[str, Any]) -> str | None:
+    """What the person typed since the last call ("" for nothing), ``None`` to detach."""
+    ready, _, _ = select.select([stdin], [], [], 0 if reply["data"] else 0.01)
+    if not ready:
+        return ""
+    data = os.read(stdin, 4096)
+    if not data or data.startswith(DETACH_KEY):  # their terminal closed, or they detach
+        return None
+    return data.split(DETACH_KEY)[0].decode("utf-8", "surrogateescape")  # detach next
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _say(fd: int, text: str) -> None:
+    _write(fd, text.encode())
+
+
+def main_call(cli_call: Callable[..., Any]) -> Call:
+    """The ``terminal`` request through the CLI's caller."""
+
+    def call(**params: Any) -> dict[str, Any]:
+        return dict(cli_call("terminal", **{k: v for k, v in params.items() if v is not None}))
+
+    return call

@@ -1,0 +1,119 @@
+"""``input`` (TaskInput, SPEC P3) and ``terminal`` (a person attached, SPEC P5): typing
+into an interactive task's terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+from typing import Any
+
+from wave_bash.api.errors import InvalidInputError
+from wave_bash.api.models import TaskOutputResult, TerminalResult
+from wave_bash.api.protocol import InputParams, TerminalParams
+from wave_bash.worker.tail import file_size
+
+from ..context import Connection, Context
+from ..journal import TaskRow
+from ..tasks import LiveTask
+from ..terminals import TerminalLink
+from .output import read_output
+from .tasks import _row, _running
+
+TERMINAL_CHUNK = 64 * 1024
+"""Most log bytes one ``terminal`` answer carries."""
+TERMINAL_BACKLOG = 4096
+"""What a person who attaches sees first: the log's last bytes."""
+
+
+def _interactive(row: TaskRow) -> None:
+    if not row.interactive:
+        raise InvalidInputError(
+            f"Task {row.id} is not interactive: its input is /dev/null. Start a command "
+            "with interactive=true to type into it."
+        )
+
+
+def _typable(text: str) -> None:
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            "input must be valid Unicode text (it has a lone surrogate)"
+        ) from None
+
+
+def _terminal(task: LiveTask) -> TerminalLink:
+    task.connect_terminal()
+    assert task.terminal is not None
+    return task.terminal
+
+
+async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOutputResult:
+    """Type the input, then wait until the command waits for input again, ends, or the
+    timeout passes; the new output since this session's last read."""
+    _interactive(_row(ctx, p.task_id))
+    _typable(p.input)
+    task = _running(ctx, p.task_id, "type into")
+    link = _terminal(task)
+    start = ctx.journal.read_offset(task.id, p.session)
+    await link.type(p.input)
+    waiting = asyncio.create_task(link.waiting_for_input())
+    try:
+        timeout = None if p.timeout is None else p.timeout / 1000
+        waits: list[asyncio.Future[Any]] = [task.ended, waiting, conn.closed]
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    return read_output(ctx, task.row, p.session, start, True, conn)
+
+
+async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> TerminalResult:
+    """Raw output from ``offset`` for a person's terminal, after typing their keys."""
+    row = _row(ctx, p.task_id)
+    _interactive(row)
+    task = ctx.tasks.live.get(row.id)
+    if p.input is not None or p.resize is not None:
+        if p.input is not None:
+            _typable(p.input)
+        task = _running(ctx, p.task_id, "type into")
+        link = _terminal(task)
+        if p.resize is not None:
+            await link.resize(*p.resize)
+        if p.input:
+            await link.type(p.input)
+    path = row.output_path
+    offset = max(0, file_size(path) - TERMINAL_BACKLOG) if p.offset is None else p.offset
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + p.wait / 1000
+    while (
+        file_size(path) <= offset
+        and task is not None
+        and not task.ended.done()
+        and not conn.closed.done()
+        and loop.time() < deadline
+    ):
+        await asyncio.sleep(0.02)
+    data = _read_at(path, offset, TERMINAL_CHUNK)
+    current = task.row if task is not None else row
+    return TerminalResult(
+        task_id=row.id,
+        data=base64.b64encode(data).decode("ascii"),
+        offset=offset + len(data),
+        status=current.status,
+        exit_code=current.exit_code,
+        waiting_for_input=task is not None and task.waiting_for_input,
+    )
+
+
+def _read_at(path: str, offset: int, size: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return b""
+    try:
+        return os.pread(fd, size, offset)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
