@@ -319,6 +319,22 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
 def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
     if sys.platform == "win32" or not sys.stdin.isatty():
         raise InvalidInputError("attach needs a terminal (POSIX) on stdin")
+    if cli.remote is not None:  # attached over there, on a terminal ssh carries (-t)
+        import subprocess
+
+        from .transport import Remote
+
+        verb = shlex.join(["--session", cli.session, "attach", args.id])
+        remote_command = args.remote_command or "wave-bash"
+        argv = Remote.parse(cli.remote).ssh_argv(
+            _ssh_options(args.ssh_option), remote_command, verb, tty=True
+        )
+        try:
+            return subprocess.run(argv).returncode
+        except FileNotFoundError:
+            raise SupervisorUnavailableError(
+                "ssh is not installed: install an OpenSSH client to use --remote"
+            ) from None
     from .attach import attach, main_call
 
     return attach(main_call(cli.call), args.id)

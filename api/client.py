@@ -188,21 +188,24 @@ class Client:
                     "interactive": interactive,
                 }
             )
-            params = RunRequest(
-                session=self.session,
-                command=checked.command,
-                timeout=checked.timeout,
-                description=checked.description,
-                run_in_background=checked.run_in_background,
-                cwd=self.cwd or self.connector.default_cwd(),
-                env=self._command_env(),
-                progress=on_progress is not None or on_start is not None,
-                separate_stderr=separate_stderr,
-                umask=current_umask(),
-                request_key=uuid.uuid4().hex,
-                cwd_fallback=self.follow_cd,
-                interactive=checked.interactive,
-                terminal_size=terminal_size,
+            params = parse_params(
+                RunRequest,
+                dict(
+                    session=self.session,
+                    command=checked.command,
+                    timeout=checked.timeout,
+                    description=checked.description,
+                    run_in_background=checked.run_in_background,
+                    cwd=self.cwd or self.connector.default_cwd(),
+                    env=self._command_env(),
+                    progress=on_progress is not None or on_start is not None,
+                    separate_stderr=separate_stderr,
+                    umask=current_umask(),
+                    request_key=uuid.uuid4().hex,
+                    cwd_fallback=self.follow_cd,
+                    interactive=checked.interactive,
+                    terminal_size=terminal_size,
+                ),
             )
             wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
             patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)

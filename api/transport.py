@@ -224,13 +224,16 @@ class Remote:
         port = f":{self.port}" if self.port else ""
         return f"ssh://{user}{self.host}{port}"
 
-    def ssh_argv(self, options: Sequence[str], remote_command: str) -> list[str]:
-        """``ssh … HOST '<remote_command> bridge'`` (BatchMode: never a password prompt)."""
-        argv = ["ssh", "-o", "BatchMode=yes", *options]
+    def ssh_argv(
+        self, options: Sequence[str], remote_command: str, verb: str = "bridge", tty: bool = False
+    ) -> list[str]:
+        """``ssh … HOST '<remote_command> bridge'`` (BatchMode: never a password prompt);
+        ``verb`` another CLI verb (its arguments shell-quoted), ``tty`` one on a terminal."""
+        argv = ["ssh", "-o", "BatchMode=yes", *(["-t"] if tty else []), *options]
         if self.port:
             argv += ["-p", str(self.port)]
         target = f"{self.user}@{self.host}" if self.user else self.host
-        return [*argv, "--", target, f"{remote_command} bridge"]
+        return [*argv, "--", target, f"{remote_command} {verb}"]
 
 
 def connect_ssh(

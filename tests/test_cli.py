@@ -68,7 +68,7 @@ def test_unwritable_state_dir(tmp_path: Path) -> None:
 def test_schema(state_dir: Path) -> None:
     for fmt in ("anthropic", "openai", "mcp"):
         r = run_cli(state_dir, "schema", "--format", fmt)
-        assert r.returncode == 0 and len(json.loads(r.stdout)) == 3
+        assert r.returncode == 0 and len(json.loads(r.stdout)) == 4
 
 
 def test_supervisor_start_status_stop(state_dir: Path) -> None:

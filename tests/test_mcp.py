@@ -72,7 +72,7 @@ def input_schema(tool: types.Tool) -> Any:
 def test_tools_and_schemas_are_the_api_definitions(state_dir: Path) -> None:
     listed = run(state_dir, lambda s: s.list_tools(), "--session", "t")
     ours = {t["name"]: t for t in tool_definitions("mcp")}
-    assert [t.name for t in listed.tools] == ["Bash", "TaskOutput", "TaskStop"]
+    assert [t.name for t in listed.tools] == ["Bash", "TaskOutput", "TaskStop", "TaskInput"]
     for tool in listed.tools:
         assert tool.description == ours[tool.name]["description"]
         assert input_schema(tool) == ours[tool.name]["inputSchema"]
@@ -158,6 +158,33 @@ def test_bad_input_and_unknown_task(state_dir: Path) -> None:
     assert is_error(alias) and text(alias) == "No task found with ID: nosuch2"
     assert not is_error(big) and text(big) == "big"
     assert len(Client(state_dir=state_dir, session="t").tasks()) == 1  # bad input ran nothing
+
+
+def test_interactive_prompt_answered_with_task_input(state_dir: Path) -> None:
+    """Issue 16 through the SDK client: Bash with interactive=true returns at the prompt,
+    TaskInput answers it; TaskInput to a task that is not interactive is an error."""
+
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        asked = await s.call_tool(
+            "Bash", {"command": "read -p 'Proceed? [y/N] ' a; echo \"answer: $a\"",
+                     "interactive": True, "timeout": 60000},
+        )  # fmt: skip
+        task_id = structured(asked)["backgroundTaskId"]
+        answered = await s.call_tool("TaskInput", {"task_id": task_id, "input": "y\n"})
+        plain = await s.call_tool("Bash", {"command": "sleep 30", "run_in_background": True})
+        refused = await s.call_tool(
+            "TaskInput", {"task_id": structured(plain)["backgroundTaskId"], "input": "y\n"}
+        )
+        await s.call_tool("TaskStop", {"task_id": structured(plain)["backgroundTaskId"]})
+        return [asked, answered, refused]
+
+    asked, answered, refused = run(state_dir, scenario, "--session", "t")
+    data = structured(asked)
+    assert not is_error(asked) and data["waitingForInput"] is True and data["success"] is True
+    assert text(asked).startswith("Proceed? [y/N] \nCommand is waiting for input (ID: ")
+    assert not is_error(answered) and structured(answered)["status"] == "completed"
+    assert text(answered) == "Status: completed (exit code 0)\ny\nanswer: y"
+    assert is_error(refused) and "is not interactive" in text(refused)
 
 
 def test_task_stop_through_mcp(state_dir: Path) -> None:

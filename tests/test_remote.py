@@ -189,3 +189,49 @@ def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -
     output_path = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
     assert output_path.startswith(str(sshd["state"]))  # the task lives in the remote state dir
     assert not (tmp_path / "local" / "journal.db").exists()  # nothing ran locally
+
+
+def test_interactive_task_remotely_answered_and_attached_in_tmux(
+    sshd: dict[str, object],
+) -> None:
+    """Issue 16 over ssh: TaskInput through the bridge, and ``attach --remote`` (a
+    terminal that ssh carries, the attach itself running on the remote)."""
+    tmux = [needs_tool("tmux", "tmux"), "-L", f"wb-remote-{os.getpid()}"]
+    client = remote_client(sshd)
+    asked = client.bash("read -p 'Name? ' n; echo \"hi $n\"; python3 -q", timeout=60_000,
+                        interactive=True)  # fmt: skip
+    task_id = asked.background_task_id
+    assert asked.waiting_for_input and task_id and asked.stdout == "Name? "
+    assert client.task_input(task_id, "Eve\n").output == "Eve\nhi Eve\n>>> "
+    attach = shlex.join([
+        sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
+        "--ssh-option", shlex.join(list(sshd["options"])),  # type: ignore[arg-type]
+        "--remote-command", str(sshd["command"]), "attach", task_id,
+    ])  # fmt: skip
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True).stdout
+
+    try:
+        subprocess.run(
+            [
+                *tmux,
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "30",
+                f"{attach}; echo EXIT=$?; sleep 60",
+            ],
+            check=True,
+        )
+        wait_until(lambda: f"attached to {task_id}" in screen(), timeout=20)
+        subprocess.run([*tmux, "send-keys", "print(6 * 7)", "Enter"], check=True)
+        wait_until(lambda: "\n42\n" in screen())
+        subprocess.run([*tmux, "send-keys", "C-]"], check=True)
+        wait_until(lambda: "EXIT=0" in screen())
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    out = client.task_input(task_id, "\x04")
+    assert out.status == "completed" and "42" in out.output

@@ -43,14 +43,16 @@ def test_timeout_schema_is_a_plain_number() -> None:
     assert set(schema["properties"]["timeout"]) == {"type", "description"}
     assert "maximum" not in json.dumps(schema)
     assert schema["required"] == ["command"]
-    assert set(schema["properties"]) == {"command", "timeout", "description", "run_in_background"}
+    assert set(schema["properties"]) == {
+        "command", "timeout", "description", "run_in_background", "interactive",
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "openai", "mcp"])
-def test_formats_list_three_tools(fmt: str) -> None:
+def test_formats_list_four_tools(fmt: str) -> None:
     tools = tool_definitions(fmt)  # type: ignore[arg-type]
     names = [t["function"]["name"] if fmt == "openai" else t["name"] for t in tools]
-    assert names == ["Bash", "TaskOutput", "TaskStop"]
+    assert names == ["Bash", "TaskOutput", "TaskStop", "TaskInput"]
     assert bash_tool(fmt)[1]["properties"]["timeout"] == bash_tool()[1]["properties"]["timeout"]
 
 

@@ -1,0 +1,296 @@
+"""Interactive tasks on real pseudo-terminals (issue 16, SPEC P): prompts detected from the
+kernel, TaskInput, Ctrl+C/Ctrl+D, a supervisor killed under a session, a person attached
+through tmux."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import (
+    kill_supervisor,
+    needs_root,
+    needs_tool,
+    run_cli,
+    start_bg,
+    task_alive,
+    wait_until,
+)
+
+from wave_bash.api import Client, InvalidInputError, TaskNotFoundError, TaskNotRunningError
+from wave_bash.worker.monitor import PTY_HOST
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+
+LONG = 60_000
+"""A foreground timeout that never passes in these tests: what returns is the prompt."""
+
+
+def test_read_prompt_answered_with_task_input(client: Client) -> None:
+    t = time.monotonic()
+    r = client.bash("read -p 'Name? ' name; echo \"hello $name\"", timeout=LONG, interactive=True)
+    detected = time.monotonic() - t
+    assert r.success and r.waiting_for_input and r.background_task_id
+    assert detected < 2.5, f"the prompt took {detected:.1f}s to be detected"
+    assert r.stdout == "Name? " and r.exit_code is None
+    assert f"ID: {r.background_task_id}" in r.message and "TaskInput" in r.message
+    record = next(t for t in client.tasks() if t.id == r.background_task_id)
+    assert record.status == "running" and record.owner == "background"
+    assert record.background_reason == "waiting_for_input" and record.interactive
+    assert record.waiting_for_input
+
+    out = client.task_input(r.background_task_id, "Alice\n")
+    assert out.status == "completed" and out.exit_code == 0
+    assert out.output == "Alice\nhello Alice"  # the terminal echoes what was typed
+    assert not out.waiting_for_input
+    assert client.notifications() == []  # the answer said how it ended: no notice again
+
+
+def test_python_repl_for_several_rounds_then_ctrl_d(client: Client) -> None:
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    assert r.waiting_for_input and r.stdout == ">>> "
+    task_id = r.background_task_id
+    assert task_id
+    first = client.task_input(task_id, "x = 6\n")
+    assert first.waiting_for_input and first.status == "running"
+    assert first.output == "x = 6\n>>> "
+    second = client.task_input(task_id, "print(x * 7)\n")
+    assert second.output == "print(x * 7)\n42\n>>> " and second.waiting_for_input
+    third = client.task_input(task_id, "for i in range(2):\n    print(i)\n\n")
+    assert third.output.endswith("0\n1\n>>> ")
+    done = client.task_input(task_id, "\x04")
+    assert done.status == "completed" and done.exit_code == 0 and not done.waiting_for_input
+    assert not task_alive(task_id)
+
+
+def test_ctrl_c_to_a_running_command(client: Client) -> None:
+    r = client.bash(
+        "trap 'echo got SIGINT; exit 5' INT; echo busy; while :; do sleep 0.1; done",
+        timeout=1000,
+        interactive=True,
+    )
+    task_id = r.background_task_id
+    assert task_id and r.assistant_auto_backgrounded and not r.waiting_for_input
+    out = client.task_input(task_id, "\x03")
+    assert out.status == "failed" and out.exit_code == 5
+    assert "got SIGINT" in out.output
+
+    plain = client.bash("while :; do sleep 0.1; done", timeout=500, interactive=True)
+    assert plain.background_task_id
+    killed = client.task_input(plain.background_task_id, "\x03")
+    assert killed.status == "killed" and killed.exit_code == 130
+
+
+def test_it_is_a_terminal_of_the_given_size(client: Client) -> None:
+    command = 'echo "$TERM"; stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo tty'
+    assert client.bash(command, interactive=True).stdout == "dumb\n24 80\ntty"
+    sized = client.bash(command, interactive=True, terminal_size=(132, 43))
+    assert sized.stdout == "dumb\n43 132\ntty"
+    plain = client.bash("[ -t 0 ] || echo no terminal; stty size 2>/dev/null || echo none")
+    assert plain.stdout == "no terminal\nnone"  # the default is unchanged: stdin /dev/null
+
+
+def test_output_is_cleaned_like_any_output(client: Client) -> None:
+    r = client.bash(
+        r"printf 'a\nb\033[31mred\033[0m\n'; printf 'progress 10%%\rprogress 100%%\n'",
+        interactive=True,
+    )
+    assert r.success and r.stdout == "a\nbred\nprogress 100%" and not r.waiting_for_input
+
+
+def test_no_prompt_without_a_read_of_the_terminal(client: Client) -> None:
+    """A prompt-like text is not enough (the kernel says who reads what): a command that
+    prints ``Name? `` and then sleeps, or reads a pipe, runs to its end."""
+    r = client.bash("printf 'Name? '; sleep 1.6 | cat; echo done", timeout=LONG, interactive=True)
+    assert r.success and r.exit_code == 0 and not r.waiting_for_input
+    assert r.background_task_id is None and r.stdout == "Name? done"
+
+
+def test_prompt_of_a_command_in_a_pipeline_and_a_subshell(client: Client) -> None:
+    r = client.bash(
+        "(read -p 'Continue? [y/N] ' a; echo \"answer=$a\") | tr a-z A-Z",
+        timeout=LONG,
+        interactive=True,
+    )
+    assert r.waiting_for_input and r.background_task_id
+    out = client.task_input(r.background_task_id, "y\n")
+    assert out.status == "completed" and "ANSWER=Y" in out.output
+
+
+def test_task_input_errors(client: Client) -> None:
+    plain = start_bg(client, "sleep 30")
+    with pytest.raises(InvalidInputError, match=f"Task {plain} is not interactive"):
+        client.task_input(plain, "y\n")
+    ended = client.bash("echo hi", interactive=True)
+    assert ended.success and ended.stdout == "hi"
+    finished = client.tasks()[-1].id
+    with pytest.raises(TaskNotRunningError, match="not running"):
+        client.task_input(finished, "y\n")
+    with pytest.raises(TaskNotFoundError):
+        client.task_input("nosuchid", "y\n")
+    bad = client.bash("echo hi", terminal_size=(100, 30))
+    assert not bad.success and "only for interactive" in (bad.error or "")
+    too_small = client.bash("echo hi", interactive=True, terminal_size=(0, 30))
+    assert not too_small.success and "greater than or equal to 1" in (too_small.error or "")
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    assert r.background_task_id
+    with pytest.raises(InvalidInputError, match=r"input .*unicode string"):
+        client.task_input(r.background_task_id, "\ud800")
+    client.task_stop(r.background_task_id)
+
+
+def test_task_stop_ends_the_whole_session(client: Client, state_dir: Path) -> None:
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    socket_file = state_dir / "tasks" / f"{task_id}.tty"
+    assert stat.S_ISSOCK(socket_file.lstat().st_mode)
+    assert stat.S_IMODE(socket_file.lstat().st_mode) & 0o077 == 0
+    assert client.task_stop(task_id).status == "killed"
+    assert not task_alive(task_id) and not socket_file.exists()
+
+
+def test_task_input_after_the_supervisor_was_killed(client: Client, state_dir: Path) -> None:
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    assert client.task_input(task_id, "x = 41\n").waiting_for_input
+    kill_supervisor(state_dir)
+    again = Client(state_dir=state_dir, session=client.session)  # a new supervisor adopts
+    wait_until(lambda: next(t for t in again.tasks() if t.id == task_id).waiting_for_input)
+    out = again.task_input(task_id, "print(x + 1)\n")
+    # (What the killed supervisor last sent may come again: its read mark can die with it.)
+    assert out.output.endswith("print(x + 1)\n42\n>>> ") and out.waiting_for_input
+    assert again.task_input(task_id, "\x04").status == "completed"
+
+
+def test_cli_run_input_and_terminal_requests(state_dir: Path) -> None:
+    started = run_cli(state_dir, "run", "-i", "--", "read -p 'Name? ' n; echo \"hi $n\"")
+    assert started.returncode == 0 and started.stdout == "Name? \n"
+    task_id = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
+    assert f"wave-bash input {task_id} TEXT" in started.stderr
+    answered = run_cli(state_dir, "input", task_id, "Bob")
+    assert answered.returncode == 0 and answered.stdout == "Bob\nhi Bob\n"
+    assert "completed (exit code 0)" in answered.stderr
+    refused = run_cli(state_dir, "run", "--size", "12", "-i", "--", "true")
+    assert refused.returncode == 2 and "COLUMNSxROWS" in refused.stderr
+
+
+def test_terminal_request_types_resizes_and_reads_raw_bytes(client: Client) -> None:
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    view = client.terminal(task_id, resize=(100, 30))
+    assert view.status == "running" and view.waiting_for_input
+    import base64
+
+    assert base64.b64decode(view.data) == b">>> "
+    typed = client.terminal(
+        task_id, "import os; print(os.get_terminal_size(0))\r", offset=view.offset, wait=2000
+    )
+    wait_until(lambda: b"columns=100, lines=30" in client_raw(client, task_id, view.offset))
+    assert typed.offset >= view.offset
+    client.task_stop(task_id)
+
+
+def client_raw(client: Client, task_id: str, offset: int) -> bytes:
+    import base64
+
+    return base64.b64decode(client.terminal(task_id, offset=offset).data)
+
+
+@pytest.fixture
+def tmux() -> Iterator[list[str]]:
+    """A private tmux server (its own socket), killed afterwards."""
+    needs_tool("tmux", "tmux")
+    base = ["tmux", "-L", f"wb-{uuid.uuid4().hex[:8]}"]
+    try:
+        yield base
+    finally:
+        subprocess.run([*base, "kill-server"], capture_output=True)
+
+
+def test_a_person_attaches_in_tmux_types_and_detaches(
+    client: Client, state_dir: Path, tmux: list[str]
+) -> None:
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    attach = shlex.join([sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir),
+                         "attach", task_id])  # fmt: skip
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "100", "-y", "30", f"{attach}; echo EXIT=$?; sleep 60"],
+        check=True,
+    )
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True).stdout
+
+    wait_until(lambda: f"attached to {task_id}" in screen())
+    subprocess.run([*tmux, "send-keys", "print(6 * 7)", "Enter"], check=True)
+    wait_until(lambda: "\n42\n" in screen())
+    subprocess.run([*tmux, "send-keys", "C-]"], check=True)
+    wait_until(lambda: "EXIT=0" in screen())
+    assert f"detached from {task_id}" in screen()
+    # The task runs on, and the agent sees what the person did.
+    out = client.task_input(task_id, "print('back')\n")
+    assert out.status == "running" and "42" in out.output and out.output.endswith("back\n>>> ")
+    # Attached again after a supervisor restart: the task's end is shown, then it exits.
+    kill_supervisor(state_dir)
+    subprocess.run([*tmux, "kill-server"], capture_output=True)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "100", "-y", "30", f"{attach}; echo EXIT=$?; sleep 60"],
+        check=True,
+    )
+    wait_until(lambda: f"attached to {task_id}" in screen())
+    subprocess.run([*tmux, "send-keys", "C-d"], check=True)
+    wait_until(lambda: "EXIT=0" in screen())
+    assert f"task {task_id} ended: completed, exit code 0" in screen()
+
+
+def test_terminal_socket_serves_only_its_user() -> None:
+    """Peer credentials on the host's side: another user who reaches the socket (here
+    made reachable on purpose) is disconnected before anything is said or typed."""
+    needs_root("connecting as another uid needs root")
+    needs_tool("setpriv", "util-linux")
+    reachable = Path(tempfile.mkdtemp(prefix="wb-tty-", dir="/tmp"))
+    reachable.chmod(0o755)
+    path = reachable / "t.tty"
+    host = subprocess.Popen(
+        [sys.executable, "-I", "-S", str(PTY_HOST), str(path), "80", "24", "--", "sleep", "30"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: path.exists())
+        assert stat.S_IMODE(path.lstat().st_mode) & 0o077 == 0
+        os.chmod(path, 0o777)
+        probe = (
+            "import socket,sys; s=socket.socket(socket.AF_UNIX); s.settimeout(5); "
+            f"s.connect({str(path)!r}); sys.stdout.write(repr(s.recv(100)))"
+        )
+        other = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             sys.executable, "-c", probe],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+        assert other.stdout == "b''", other.stderr  # closed at once: no hello
+        with socket.socket(socket.AF_UNIX) as own:
+            own.settimeout(5)
+            own.connect(str(path))
+            assert json.loads(own.recv(100)) == {"waiting": False}
+    finally:
+        host.kill()
+        host.wait()
+        shutil.rmtree(reachable, ignore_errors=True)
