@@ -30,6 +30,10 @@ _WHERE = {
     "SHORT_RESULT_LINES": "constants",
     "ShellNotFoundError": "errors",
     "SpawnError": "errors",
+    "SandboxUnavailableError": "errors",
+    "RuleSet": "permissions",
+    "ParsedCommand": "permissions",
+    "Decision": "permissions",
     "StateDirError": "errors",
     "SupervisorStatus": "models",
     "SupervisorUnavailableError": "errors",
@@ -60,6 +64,7 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
     from .errors import (
         InvalidInputError,
         ProtocolError,
+        SandboxUnavailableError,
         ShellNotFoundError,
         SpawnError,
         StateDirError,
@@ -77,6 +82,7 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
         TaskOutputResult,
         TaskRecord,
     )
+    from .permissions import Decision, ParsedCommand, RuleSet
     from .tools import tool_definitions
     from .wire import PROTOCOL_VERSION
 
@@ -106,10 +112,14 @@ __all__ = [
     "BashInput",
     "BashResult",
     "Client",
+    "Decision",
     "InvalidInputError",
     "Notice",
+    "ParsedCommand",
     "Progress",
     "ProtocolError",
+    "RuleSet",
+    "SandboxUnavailableError",
     "ShellNotFoundError",
     "SpawnError",
     "StateDirError",

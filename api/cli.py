@@ -88,6 +88,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             cli.call("background", task_id=running[0])
 
     wait_s = (timeout or DEFAULT_TIMEOUT_MS) / 1000
+    rules, sandbox = _guard(args)
     params = {
         "session": cli.session,
         "command": command,
@@ -101,6 +102,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "request_key": os.urandom(16).hex(),
         "interactive": args.interactive,
         "terminal_size": _size_arg(args.size) if args.size else None,
+        "rules": rules,
+        "sandbox": sandbox,
     }
     patience = RECONNECT_PATIENCE if args.background else max(FOREGROUND_PATIENCE, wait_s)
     with contextlib.ExitStack() as terminal:
@@ -119,7 +122,37 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             running.append if watched else None,
             patience=patience,
         )
+    if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
+        params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
+        result = cli.calls.call("run", params, None, None, patience=patience)
     return _report_run(result, args.json, cli.remote)
+
+
+def _guard(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The rules and sandbox of ``run`` (options, else the environment); the quick path
+    parses no such options, so only the environment can give them there."""
+    if not (getattr(args, "rules", None) or os.environ.get("WAVE_RULES")) and not (
+        getattr(args, "sandbox", None) or os.environ.get("WAVE_SANDBOX")
+    ):
+        return None, None  # the common case: nothing to import
+    from .guard import from_environment
+
+    return from_environment(
+        getattr(args, "rules", None), getattr(args, "sandbox", None),
+        getattr(args, "allow_network", False) or None, getattr(args, "workspace", None),
+    )  # fmt: skip
+
+
+def _asks(result: dict[str, Any]) -> bool:
+    return bool((result.get("permission") or {}).get("decision") == "ask")
+
+
+def _approved(result: dict[str, Any]) -> bool:
+    """Ask the person at this terminal about a command that needs approval."""
+    print(result.get("message", ""), file=sys.stderr)
+    print("Run it anyway? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("y", "yes")
 
 
 def _size_arg(text: str) -> list[int]:
@@ -180,7 +213,13 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
         "ssh_options": _ssh_options(args.ssh_option),
         "remote_command": args.remote_command,
     }
-    return serve_mcp(args.state_dir, args.mcp_session or args.session, args.follow_cd, remote)
+    guard = {
+        "rules": args.rules, "sandbox": args.sandbox, "allow_network": args.allow_network or None,
+        "workspace": args.workspace,
+    }  # fmt: skip
+    return serve_mcp(
+        args.state_dir, args.mcp_session or args.session, args.follow_cd, remote, guard
+    )
 
 
 def _shutdown(cli: Cli) -> bool:
@@ -439,6 +478,7 @@ def _add_run(sub: Any) -> None:
         help="run on a terminal; returns when it waits for input (answer: wave-bash input)",
     )  # fmt: skip
     run.add_argument("--size", help="terminal size of --interactive, COLUMNSxROWS (80x24)")
+    _add_guard_options(run)
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
     run.set_defaults(func=cmd_run)
 
@@ -505,7 +545,23 @@ def _add_mcp(sub: Any) -> None:
     mcp.add_argument(
         "--follow-cd", action="store_true", help="start each command where the last ended"
     )
+    _add_guard_options(mcp)
     mcp.set_defaults(func=cmd_mcp, needs_client=False)
+
+
+def _add_guard_options(parser: Any) -> None:
+    """``--rules``, ``--sandbox``, ``--allow-network``, ``--workspace`` (SPEC PM, SB)."""
+    parser.add_argument("--rules", help="permission rules file, TOML or JSON (default WAVE_RULES)")
+    parser.add_argument(
+        "--sandbox", choices=["read-only", "workspace-write", "off"],
+        help="run commands under bubblewrap (default WAVE_SANDBOX)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--allow-network", action="store_true", help="keep the network inside the sandbox"
+    )
+    parser.add_argument(
+        "--workspace", help="the sandbox's writable directory (default: project root)"
+    )
 
 
 def _add_gc(sub: Any) -> None:

@@ -13,6 +13,7 @@ from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     InvalidInputError,
+    SandboxUnavailableError,
     ShellNotFoundError,
     SpawnError,
     StorageError,
@@ -24,6 +25,7 @@ from .models import (
     BashResult,
     Notice,
     NoticeClaim,
+    PermissionInfo,
     Progress,
     SupervisorStatus,
     TaskOutputResult,
@@ -65,9 +67,13 @@ from .transport import (
 
 if TYPE_CHECKING:
     from .connection import Connector
+    from .permissions import Hook, RuleSet
 
 ProgressCallback = Callable[[Progress], None]
 StartCallback = Callable[[str], None]
+AskCallback = Callable[[BashResult], "bool | None"]
+"""Asked about a command that needs approval (its result says why): True runs it,
+False refuses it, None leaves the "needs approval" result as it is."""
 CwdCallback = Callable[[str], None]
 
 
@@ -109,7 +115,25 @@ class Client:
         ssh_options: Sequence[str] = (),
         remote_command: str | None = None,
         connector: Connector | None = None,
+        rules: str | os.PathLike[str] | Mapping[str, Any] | RuleSet | None = None,
+        permission: Hook | None = None,
+        on_ask: AskCallback | None = None,
+        sandbox: str | None = None,
+        allow_network: bool | None = None,
+        workspace: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``rules`` (a TOML/JSON file, a mapping or a :class:`RuleSet`; default the file
+        named by ``WAVE_RULES``) and ``permission`` (a hook given the parsed command)
+        decide whether a command may run (SPEC PM); ``on_ask`` is asked about a command
+        that needs approval (True: run it). ``sandbox`` (``read-only`` or
+        ``workspace-write``; default ``WAVE_SANDBOX``) runs every command under
+        bubblewrap, with the network when ``allow_network`` (``WAVE_SANDBOX_NETWORK=1``),
+        writable ``workspace`` (``WAVE_SANDBOX_WORKSPACE``; default the project root of
+        the command's directory) (SPEC SB).
+
+        Raises:
+            InvalidInputError: an unreadable or invalid rules file, an unknown sandbox mode.
+        """
         self.layout = StateLayout(resolve_state_dir(state_dir))
         self.session = check_session(session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION)
         self.cwd = os.fspath(cwd) if cwd is not None else None
@@ -130,6 +154,15 @@ class Client:
             autostart=autostart,
         )
         self.calls = Caller(self.connector, str(self.layout.log))
+        from . import guard
+
+        self.rules = guard.rules_spec(rules) if rules is not None else None
+        env_rules, self.sandbox = guard.from_environment(
+            None, sandbox, allow_network, os.fspath(workspace) if workspace else None
+        )
+        self.rules = self.rules or env_rules
+        self.permission = permission
+        self.on_ask = on_ask
 
     @property
     def autostart(self) -> bool:
@@ -167,6 +200,7 @@ class Client:
         on_start: StartCallback | None = None,
         interactive: bool = False,
         terminal_size: tuple[int, int] | None = None,
+        on_ask: AskCallback | None = None,
     ) -> BashResult:
         """Run a command the way the Bash tool does (SPEC F, B1).
 
@@ -176,7 +210,9 @@ class Client:
         foreground command as soon as it runs (so a UI can offer to background it).
         ``interactive`` runs it on a pseudo-terminal of ``terminal_size`` (columns, rows;
         default 80×24): a command that waits for input returns ``waiting_for_input`` and
-        is answered with :meth:`task_input` (SPEC P).
+        is answered with :meth:`task_input` (SPEC P). A command the rules refuse comes
+        back with ``success=False`` and ``permission``; one that needs approval is run
+        only if ``on_ask`` (or the client's) returns True for it (SPEC PM3).
         """
         try:
             checked = BashInput.parse(
@@ -205,12 +241,28 @@ class Client:
                     cwd_fallback=self.follow_cd,
                     interactive=checked.interactive,
                     terminal_size=terminal_size,
+                    rules=self.rules,
+                    hook=self._hook_answer(checked.command),
+                    sandbox=self.sandbox,
                 ),
             )
             wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
             patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)
             result = self._call(params, on_progress, on_start, patience=patience)
-        except (InvalidInputError, ShellNotFoundError, SpawnError, StorageError) as exc:
+            ask = on_ask or self.on_ask
+            if result.permission is not None and result.permission.decision == "ask":
+                approved = ask(result) if ask is not None else None
+                if approved:  # the same command again, approved by a person
+                    params = params.model_copy(
+                        update={"approved": True, "request_key": uuid.uuid4().hex}
+                    )
+                    result = self._call(params, on_progress, on_start, patience=patience)
+                elif approved is False:
+                    result = _declined(result)
+        except (
+            InvalidInputError, ShellNotFoundError, SpawnError, StorageError,
+            SandboxUnavailableError,
+        ) as exc:  # fmt: skip
             return BashResult(success=False, message=exc.message, error=exc.message)
         if result.cwd:
             if self.follow_cd:
@@ -219,6 +271,15 @@ class Client:
                 self.on_cwd_change(result.cwd)
         return result
 
+    def _hook_answer(self, command: str) -> dict[str, str] | None:
+        """The permission hook's answer for ``command`` (parsed here, as the hook wants)."""
+        if self.permission is None:
+            return None
+        from .permissions import hook_decision, parse_command
+
+        decision = hook_decision(self.permission, parse_command(command))
+        return {"verdict": decision.verdict, "reason": decision.reason}
+
     def call_tool(
         self,
         name: str,
@@ -226,6 +287,7 @@ class Client:
         *,
         on_progress: ProgressCallback | None = None,
         on_start: StartCallback | None = None,
+        on_ask: AskCallback | None = None,
     ) -> dict[str, Any]:
         """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
         older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
@@ -246,6 +308,7 @@ class Client:
                 on_progress,
                 on_start=on_start,
                 interactive=parsed.interactive,
+                on_ask=on_ask,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
             stop = parse_params(StopRequest, {**args, "session": self.session})
@@ -440,3 +503,12 @@ def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) ->
             if path:
                 os.environ["PATH"] = path
     return os.environ.get("PATH")
+
+
+def _declined(result: BashResult) -> BashResult:
+    """A command a person was asked about and did not approve."""
+    reason = result.permission.reason if result.permission else "it needed approval"
+    text = f"The user did not approve this command ({reason}). Nothing was run."
+    info = PermissionInfo(decision="deny", reason="the user declined", source="user",
+                          rule=result.permission.rule if result.permission else None)  # fmt: skip
+    return BashResult(success=False, message=text, error=text, permission=info)

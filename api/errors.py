@@ -51,6 +51,13 @@ class SpawnError(WaveError):
     code = "spawn_failed"
 
 
+class SandboxUnavailableError(WaveError):
+    """A sandbox was asked for and cannot be set up here (no bubblewrap, no user
+    namespaces): the command is never run unsandboxed instead (SPEC SB2)."""
+
+    code = "sandbox_unavailable"
+
+
 class StateDirError(WaveError):
     """The state directory cannot be created or used."""
 
@@ -107,6 +114,7 @@ _BY_CODE: dict[str, type[WaveError]] = {
         TaskNotRunningError,
         ShellNotFoundError,
         SpawnError,
+        SandboxUnavailableError,
         StateDirError,
         SupervisorUnavailableError,
         ForbiddenError,

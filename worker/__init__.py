@@ -15,7 +15,7 @@ from .monitor import (
     build_payload,
     monitor_argv,
     monitor_instructions,
-    terminal_command,
+    wrapped_command,
 )
 from .output import (
     Excerpt,
@@ -26,6 +26,7 @@ from .output import (
     read_excerpt,
 )
 from .pymonitor import exit_status
+from .sandbox import Sandbox, SandboxError, bwrap_argv, project_root
 from .shell import Shell, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
@@ -57,11 +58,14 @@ __all__ = [
     "MonitorExit",
     "NoShellError",
     "ProcessTable",
+    "Sandbox",
+    "SandboxError",
     "Shell",
     "TaskFiles",
     "TaskTree",
     "Usage",
     "build_payload",
+    "bwrap_argv",
     "choose_tracker",
     "clean_bytes",
     "clean_text",
@@ -77,6 +81,7 @@ __all__ = [
     "probe_login_path",
     "probe_script",
     "process_tag",
+    "project_root",
     "read_excerpt",
     "read_exit_record",
     "reap_monitor",
@@ -88,8 +93,8 @@ __all__ = [
     "stop_trees",
     "tagged_processes",
     "task_environment",
-    "terminal_command",
     "usual_git_bash_locations",
     "wait_monitor_exited",
     "windows_to_posix_path",
+    "wrapped_command",
 ]

@@ -193,20 +193,22 @@ PTY_HOST = Path(__file__).with_name("ptyhost.py")
 """An interactive task's job: holds its terminal (a standalone script, the stdlib only)."""
 
 
-def terminal_command(
+def wrapped_command(
     command: str,
     shell_path: str,
-    socket_path: str,
-    size: tuple[int, int],
     cwd_file: str | None,
+    *,
+    terminal: tuple[str, tuple[int, int]] | None = None,
+    sandbox: Sequence[str] = (),
 ) -> str:
-    """The command that runs ``command`` on a pseudo-terminal of ``size`` (columns, rows):
-    the job becomes the terminal host (``exec``), which runs the shell on the terminal;
-    that shell appends its final directory to ``cwd_file`` when given (the job's own
-    prelude has set the umask and descriptor limit, which the host passes on)."""
-    payload = build_payload(command, cwd_file)
-    argv = [
-        sys.executable, "-I", "-S", str(PTY_HOST), socket_path, str(size[0]), str(size[1]),
-        "--", shell_path, "-c", payload,
-    ]  # fmt: skip
+    """The command that runs ``command`` on a pseudo-terminal (``terminal``: its socket
+    and size, columns × rows) and/or in a sandbox (``sandbox``: the bubblewrap argv that
+    precedes the command): the job ``exec``s the terminal host, which runs the sandbox,
+    which runs the shell. That shell appends its final directory to ``cwd_file`` when
+    given; the job's own prelude has set the umask and descriptor limit, inherited."""
+    argv = [*sandbox, shell_path, "-c", build_payload(command, cwd_file)]
+    if terminal is not None:
+        path, (columns, rows) = terminal
+        host = [sys.executable, "-I", "-S", str(PTY_HOST), path, str(columns), str(rows), "--"]
+        argv = host + argv
     return "exec " + " ".join(shlex.quote(word) for word in argv)

@@ -15,7 +15,7 @@ from wave_bash.api.protocol import AttachParams, RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner
 from wave_bash.worker.tail import file_size
 
-from .. import views
+from .. import policy, views
 from ..context import Connection, Context
 from ..tasks import LiveTask, is_sleep_command
 
@@ -30,6 +30,10 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
             "interactive": p.interactive,
         }
     )
+    decision = policy.decide(p)  # SPEC PM: before anything is journaled or spawned
+    if decision.verdict != "allow":
+        policy.audit_refusal(decision, p)
+        return views.refused_result(decision, policy.refusal_text(decision, p))
     earlier = ctx.journal.by_request_key(p.request_key) if p.request_key else None
     if earlier is not None and (earlier.session, earlier.command) != (p.session, p.command):
         raise InvalidInputError("this request key was already used for another request")
@@ -43,6 +47,7 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
     # it (Ctrl+B), and a caller that loses this connection attaches to the same task again.
     task = ctx.tasks.start(
         p,
+        decision,
         announce=lambda row: conn.send_now(
             {"type": "started", "data": {"taskId": row.id, "outputPath": row.output_path}}
         ),

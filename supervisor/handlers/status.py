@@ -31,6 +31,7 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
         tracking=ctx.tasks.tracking,
         held_writes=ctx.journal.held,
         storage_problem=ctx.journal.problem,
+        sandbox=ctx.tasks.sandbox_status,
     )
 
 

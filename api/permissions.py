@@ -1,0 +1,471 @@
+"""Permission rules (SPEC PM): a command is parsed with a real bash grammar
+(tree-sitter-bash) into the simple commands it would run and the files it would write,
+and checked against ``allow``/``ask``/``deny`` rules in Claude Code's syntax.
+
+Every simple command counts on its own: those joined by ``&&``, ``||``, ``;``, ``|``,
+``&`` or newlines, inside subshells, ``$(…)``, ``<(…)``, loops, conditionals, function
+bodies and the literal text of ``bash -c``/``sh -c``/``eval``. Wrappers (``timeout``,
+``time``, ``nice``, ``nohup``, ``stdbuf``, ``command``, ``env VAR=…``, ``exec``) and
+leading assignments are stripped before matching, so ``timeout 5 git push`` is checked as
+``git push``. A command that cannot be checked (a parse error, a command name computed at
+run time, a ``bash -c`` of a computed string) is ``ask``: never allowed unseen.
+
+Rules: ``Bash`` or ``Bash(*)`` match every command; ``Bash(git push *)`` is a glob over
+the command's text (``*`` any characters; a trailing `` *`` also matches the bare
+``git push``; ``Bash(ls *)`` does not match ``lsof``); ``Bash(npm run test:*)`` is the
+older prefix form: any command that starts with ``npm run test`` (``test:unit`` too);
+``Write(/etc/**)`` matches a
+file a redirection writes (``*`` within a path segment, ``**`` across them; relative
+paths are resolved against the command's directory). Deny wins over ask, ask over allow;
+a simple command no rule allows is ``ask``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import InvalidInputError
+
+Verdict = Literal["allow", "ask", "deny"]
+VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "env", "exec"})
+"""Commands that run the rest of their words as the command."""
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+"""``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
+WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command that would run: its text as matched (wrappers and assignments
+    stripped, words as written), and the wrappers that were around it."""
+
+    text: str
+    wrappers: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.text.split(" ", 1)[0]
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    """What a command line would do, as the grammar sees it."""
+
+    source: str
+    commands: tuple[SimpleCommand, ...]
+    writes: tuple[str, ...] = ()
+    """Files its redirections write (as written; a computed target as its text)."""
+    problems: tuple[str, ...] = ()
+    """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+    rule: str | None = None
+    """The rule that decided (for deny and ask), or the rules that allowed."""
+    source: str = "rules"
+    """``rules``, ``hook``, ``user`` (a person approved it) or ``none`` (no rules)."""
+    subject: str | None = None
+    """The simple command (or written file) that decided, when one did."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.verdict, "reason": self.reason, "rule": self.rule,
+                "source": self.source}  # fmt: skip
+
+
+# --- parsing --------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    try:
+        import tree_sitter
+        import tree_sitter_bash
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise InvalidInputError(
+            f"permission rules need tree-sitter-bash ({exc}): pip install tree-sitter-bash"
+        ) from None
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+MAX_NESTING = 8
+"""How deep ``bash -c 'bash -c …'`` is followed before it counts as unknowable."""
+
+
+def parse_command(source: str) -> ParsedCommand:
+    """The simple commands and written files of ``source`` (never raises on bad text)."""
+    walker = _Walker()
+    walker.parse(source, 0)
+    return ParsedCommand(
+        source, tuple(walker.commands), tuple(walker.writes), tuple(dict.fromkeys(walker.problems))
+    )
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.commands: list[SimpleCommand] = []
+        self.writes: list[str] = []
+        self.problems: list[str] = []
+
+    def parse(self, source: str, depth: int) -> None:
+        if depth > MAX_NESTING:
+            self.problems.append("shells nested too deep to check")
+            return
+        data = source.encode("utf-8", "surrogateescape")
+        tree = _parser().parse(data)
+        if tree.root_node.has_error:
+            self.problems.append("it does not parse as bash")
+        self.walk(tree.root_node, data, depth)
+
+    def walk(self, node: Any, data: bytes, depth: int) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node, data, depth)
+        elif kind == "declaration_command" or kind == "unset_command":
+            self.commands.append(SimpleCommand(_squeeze(_text(node, data))))
+        elif kind == "file_redirect":
+            self.redirect(node, data)
+        for child in node.children:
+            if kind == "command" and child.type in ("command_name", "word", "string",
+                                                    "raw_string", "concatenation"):  # fmt: skip
+                # its words are read in command(); look inside only for substitutions
+                self.walk_substitutions(child, data, depth)
+                continue
+            self.walk(child, data, depth)
+
+    def walk_substitutions(self, node: Any, data: bytes, depth: int) -> None:
+        for child in node.children:
+            if child.type in ("command_substitution", "process_substitution"):
+                self.walk(child, data, depth)
+            else:
+                self.walk_substitutions(child, data, depth)
+
+    def redirect(self, node: Any, data: bytes) -> None:
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        target = node.children[-1] if node.children else None
+        if operator not in WRITE_OPERATORS or target is None or target.type == "number":
+            return
+        self.writes.append(_literal(target, data) or _text(target, data))
+
+    def command(self, node: Any, data: bytes, depth: int) -> None:
+        words = [c for c in node.children if c.is_named and c.type != "variable_assignment"]
+        words = [c for c in words if c.type not in ("file_redirect", "heredoc_redirect")]
+        if words and words[0].type == "command_name":
+            words[0] = words[0].children[0] if words[0].children else words[0]
+        values = [_literal(w, data) for w in words]
+        raw = [_text(w, data) for w in words]
+        wrappers: list[str] = []
+        start = 0
+        while start < len(values) and values[start] in WRAPPERS:
+            skip = _wrapper_arguments(values[start] or "", values[start + 1 :])
+            if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
+                break
+            wrappers.append(values[start] or "")
+            start += 1 + skip
+        if start >= len(values):
+            if wrappers:
+                self.commands.append(SimpleCommand(" ".join(raw), ()))
+            return
+        name = values[start]
+        if name is None:
+            self.problems.append(f"the command name `{raw[start]}` is computed at run time")
+            self.commands.append(SimpleCommand(_squeeze(" ".join(raw[start:])), tuple(wrappers)))
+            return
+        rest = values[start + 1 :]
+        nested = _nested_script(name, rest)
+        if nested is not None:
+            if nested == "":
+                self.problems.append(f"`{name}` runs text computed at run time")
+            else:
+                self.parse(nested, depth + 1)
+            return
+        self.commands.append(SimpleCommand(_squeeze(" ".join(raw[start:])), tuple(wrappers)))
+
+
+def _text(node: Any, data: bytes) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8", "surrogateescape")
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
+
+
+_PLAIN_WORD = re.compile(r"[^\s$`\\'\"*?\[\]{}~]*")
+
+
+def _literal(node: Any, data: bytes) -> str | None:
+    """A word's value when it has no expansion (quotes removed), else None."""
+    kind = node.type
+    text = _text(node, data)
+    if kind in ("word", "number"):
+        if _PLAIN_WORD.fullmatch(text):
+            return text
+        if "$" in text or "`" in text:
+            return None
+        return re.sub(r"\\(.)", r"\1", text)
+    if kind == "raw_string":
+        return text[1:-1]
+    if kind == "string":
+        parts = [c for c in node.children if c.is_named]
+        if any(c.type != "string_content" for c in parts):
+            return None
+        return re.sub(r'\\([$`"\\\n])', r"\1", text[1:-1])
+    if kind == "concatenation":
+        values = [_literal(c, data) for c in node.children]
+        return None if any(v is None for v in values) else "".join(v or "" for v in values)
+    return None
+
+
+def _wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
+    """How many words after ``wrapper`` belong to it (the command follows), or None when
+    it runs no command of its own (``command -v``, a bare ``env``)."""
+    i = 0
+
+    def option_value(options_with_value: Iterable[str]) -> None:
+        nonlocal i
+        while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
+            if word == "--":
+                i += 1
+                return
+            flag = word.split("=", 1)[0]
+            i += 2 if flag in options_with_value and "=" not in word else 1
+
+    match wrapper:
+        case "timeout":
+            option_value({"-s", "--signal", "-k", "--kill-after"})
+            i += 1  # the duration
+        case "time":
+            option_value(())
+        case "nice":
+            option_value({"-n", "--adjustment"})
+        case "stdbuf":
+            option_value({"-i", "-o", "-e", "--input", "--output", "--error"})
+        case "nohup" | "exec":
+            option_value({"-a"})
+        case "command":
+            if i < len(rest) and rest[i] in ("-v", "-V"):
+                return None
+            option_value(())
+        case "env":
+            option_value({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+            while i < len(rest) and (word := rest[i]) is not None and "=" in word:
+                i += 1
+        case _:
+            return None
+    return i if i < len(rest) else None
+
+
+def _nested_script(name: str, rest: Sequence[str | None]) -> str | None:
+    """The script ``bash -c TEXT`` or ``eval TEXT…`` runs ("" when it is computed), or None
+    when ``name`` runs no script text."""
+    if name == "eval":
+        return "" if any(w is None for w in rest) else " ".join(w or "" for w in rest)
+    if os.path.basename(name) in SHELLS:
+        for i, word in enumerate(rest):
+            if word is None:
+                return ""
+            if word == "-c" or (word.startswith("-") and "c" in word[1:] and word[1:].isalpha()):
+                if i + 1 >= len(rest):
+                    return None
+                return rest[i + 1] if rest[i + 1] is not None else ""
+            if not word.startswith("-"):
+                return None  # `bash script.sh`: a command like any other
+    return None
+
+
+# --- rules ----------------------------------------------------------------------------
+
+_RULE = re.compile(r"^(Bash|Write)(?:\((.*)\))?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: ``Bash(pattern)`` (a command's text) or ``Write(path glob)``."""
+
+    text: str
+    kind: Literal["Bash", "Write"]
+    regex: re.Pattern[str]
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        if not isinstance(text, str):
+            raise InvalidInputError(f"a permission rule must be text, not {text!r}")
+        match = _RULE.fullmatch(text.strip())
+        if match is None:
+            raise InvalidInputError(
+                f"permission rule {text!r} is not Bash(…) or Write(…) (for example "
+                "Bash(git push *), Bash(npm run test:*), Write(/etc/**))"
+            )
+        kind: Literal["Bash", "Write"] = "Bash" if match[1] == "Bash" else "Write"
+        pattern = match[2]
+        if pattern is None or pattern.strip() in ("", "*", "**"):
+            return cls(text, kind, re.compile(r"[\s\S]*"))
+        if kind == "Bash":
+            return cls(text, kind, re.compile(_command_regex(_squeeze(pattern))))
+        return cls(text, kind, re.compile(_path_regex(pattern.strip())))
+
+    def matches(self, value: str) -> bool:
+        return self.regex.fullmatch(value) is not None
+
+    @property
+    def matches_everything(self) -> bool:
+        return self.regex.pattern == r"[\s\S]*"
+
+
+def _command_regex(pattern: str) -> str:
+    if pattern.endswith(":*"):  # the older prefix form: any command starting so
+        return re.escape(pattern[:-2]) + r"[\s\S]*"
+    tail = ""
+    if pattern.endswith(" *"):  # `git push *` matches `git push` too
+        pattern, tail = pattern[:-2], r"(?: [\s\S]*)?"
+    parts = [re.escape(part) for part in pattern.split("*")]
+    return r"[\s\S]*".join(parts) + tail
+
+
+def _path_regex(pattern: str) -> str:
+    out = []
+    for token in re.split(r"(\*\*/?|\*|\?)", pattern):
+        if token in ("**", "**/"):
+            out.append(r"(?:[\s\S]*/)?" if token == "**/" else r"[\s\S]*")
+        elif token == "*":
+            out.append(r"[^/]*")
+        elif token == "?":
+            out.append(r"[^/]")
+        else:
+            out.append(re.escape(token))
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """``allow``, ``ask`` and ``deny`` rules."""
+
+    allow: tuple[Rule, ...] = ()
+    ask: tuple[Rule, ...] = ()
+    deny: tuple[Rule, ...] = ()
+    origin: str = "the rules"
+    """Where they came from (a file), named in messages."""
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], origin: str = "the rules") -> RuleSet:
+        """From ``{"allow": [...], "ask": [...], "deny": [...]}``, also nested under
+        ``permissions`` (Claude Code's settings.json shape)."""
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"{origin}: permission rules must be an object")
+        if "permissions" in data and isinstance(data["permissions"], Mapping):
+            data = data["permissions"]
+        unknown = set(data) - set(VERDICTS)
+        if unknown:
+            raise InvalidInputError(
+                f"{origin}: unknown key(s) {sorted(unknown)}; use allow, ask and deny"
+            )
+        lists: dict[str, tuple[Rule, ...]] = {}
+        for verdict in VERDICTS:
+            items = data.get(verdict, [])
+            if not isinstance(items, list):
+                raise InvalidInputError(f"{origin}: {verdict} must be a list of rules")
+            lists[verdict] = tuple(Rule.parse(item) for item in items)
+        return cls(lists["allow"], lists["ask"], lists["deny"], origin)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RuleSet:
+        """A TOML or JSON rules file (by its suffix; JSON if it starts with ``{``)."""
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read the rules file {file}: {exc}") from None
+        try:
+            if file.suffix == ".json" or text.lstrip().startswith("{"):
+                data = json.loads(text)
+            else:
+                import tomllib
+
+                data = tomllib.loads(text)
+        except ValueError as exc:
+            raise InvalidInputError(f"the rules file {file} is not valid: {exc}") from None
+        return cls.from_mapping(data, str(file))
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {v: [r.text for r in getattr(self, v)] for v in VERDICTS}
+
+    def decide(self, parsed: ParsedCommand, cwd: str = "/") -> Decision:
+        """The verdict for a parsed command: deny if any part is denied, else ask if any
+        part asks or is allowed by no rule (or cannot be checked), else allow."""
+        verdicts: list[Decision] = []
+        for command in parsed.commands:
+            verdicts.append(self._command(command))
+        for target in parsed.writes:
+            decided = self._write(_resolve(target, cwd))
+            if decided is not None:
+                verdicts.append(decided)
+        if parsed.problems and not self._allows_anything():
+            verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
+        if not verdicts:
+            return Decision("allow", "it runs no command")
+        worst = max(verdicts, key=lambda d: _RANK[d.verdict])
+        if worst.verdict == "allow":
+            rules = sorted({d.rule for d in verdicts if d.rule})
+            return Decision("allow", "allowed by " + ", ".join(rules), ", ".join(rules))
+        return worst
+
+    def _allows_anything(self) -> bool:
+        """``Bash(*)`` allowed with no Bash rule to deny or ask: nothing to check for."""
+        everything = any(r.kind == "Bash" and r.matches_everything for r in self.allow)
+        return everything and not any(r.kind == "Bash" for r in (*self.deny, *self.ask))
+
+    def _command(self, command: SimpleCommand) -> Decision:
+        for verdict in ("deny", "ask", "allow"):
+            for rule in getattr(self, verdict):
+                if rule.kind == "Bash" and rule.matches(command.text):
+                    return Decision(verdict, f"`{command.text}` matches {verdict} rule {rule.text}",
+                                    rule.text, subject=command.text)  # fmt: skip
+        return Decision("ask", f"no rule allows `{command.text}`", subject=command.text)
+
+    def _write(self, path: str) -> Decision | None:
+        for verdict in ("deny", "ask"):
+            for rule in getattr(self, verdict):
+                if rule.kind == "Write" and rule.matches(path):
+                    return Decision(verdict, f"writing {path} matches {verdict} rule {rule.text}",
+                                    rule.text)  # fmt: skip
+        return None
+
+
+def _resolve(target: str, cwd: str) -> str:
+    if target.startswith("~"):
+        target = os.path.expanduser(target)
+    return os.path.normpath(os.path.join(cwd, target))
+
+
+Hook = Callable[[ParsedCommand], Any]
+"""``Client(permission=hook)``: receives the parsed command, returns ``"allow"``,
+``"ask"`` or ``"deny"``, or ``(verdict, reason)``, or a :class:`Decision`."""
+
+
+def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
+    """Run a permission hook; what it returns becomes a decision (a bad answer denies)."""
+    answer = hook(parsed)
+    if isinstance(answer, Decision):
+        return Decision(answer.verdict, answer.reason, answer.rule, "hook")
+    reason = ""
+    if isinstance(answer, tuple) and len(answer) == 2:
+        answer, reason = answer
+    if answer not in VERDICTS:
+        return Decision("deny", f"the permission hook answered {answer!r}", None, "hook")
+    return Decision(answer, str(reason or f"the permission hook answered {answer}"), None, "hook")
+
+
+def strictest(decisions: Iterator[Decision] | Sequence[Decision]) -> Decision:
+    return max(decisions, key=lambda d: _RANK[d.verdict])

@@ -1,0 +1,80 @@
+"""The permission check before a command runs (SPEC PM): one place, used by every door
+(library, CLI, MCP, the remote bridge all send ``run`` here), before anything is spawned
+or journaled. The rules travel with the request (each caller has its own), the caller's
+hook answer too; the strictest verdict wins, and a person's approval turns only an
+``ask`` into an allow."""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import lru_cache
+
+from wave_bash.api.permissions import Decision, RuleSet, parse_command, strictest
+from wave_bash.api.protocol import RulesSpec, RunParams
+from wave_bash.api.texts import short_command
+
+log = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=32)
+def _rules(spec: str) -> RuleSet:
+    data = json.loads(spec)
+    origin = data.pop("origin", "the rules")
+    return RuleSet.from_mapping(data, origin)
+
+
+def rule_set(spec: RulesSpec) -> RuleSet:
+    """The rules of a request, compiled once per distinct set.
+
+    Raises:
+        InvalidInputError: a rule that is not Bash(…) or Write(…).
+    """
+    return _rules(json.dumps(spec.model_dump(), sort_keys=True))
+
+
+def decide(p: RunParams) -> Decision:
+    """Whether ``p``'s command may run: ``none`` when no rules and no hook were given."""
+    if p.rules is None and p.hook is None:
+        return Decision("allow", "no permission rules were given", None, "none")
+    decisions = []
+    if p.rules is not None:
+        decisions.append(rule_set(p.rules).decide(parse_command(p.command), p.cwd))
+    if p.hook is not None:
+        reason = p.hook.reason or f"the permission hook answered {p.hook.verdict}"
+        decisions.append(Decision(p.hook.verdict, reason, None, "hook"))
+    decision = strictest(decisions)
+    if decision.verdict == "ask" and p.approved:
+        return Decision("allow", f"approved by the user ({decision.reason})", decision.rule, "user")
+    return decision
+
+
+def refusal_text(decision: Decision, p: RunParams) -> str:
+    """What the model reads when its command was not run."""
+    if decision.verdict == "deny":
+        return f"Permission denied: {decision.reason}. Nothing was run."
+    where = p.rules.origin if p.rules is not None else "the permission rules"
+    return (
+        f"This command needs approval: {decision.reason}. Nothing was run. A person can "
+        f"allow it when asked, or with an allow rule such as "
+        f"{suggested_rule(decision.subject or p.command)} "
+        f"in {where}."
+    )
+
+
+def suggested_rule(command: str) -> str:
+    """An allow rule for commands like this one: its first words (``git push *``)."""
+    parsed = parse_command(command)
+    text = parsed.commands[0].text if parsed.commands else command
+    words = text.split()[:2]
+    if len(words) == 2 and (words[1].startswith("-") or "/" in words[1] or "$" in words[1]):
+        words = words[:1]
+    return f"Bash({' '.join(words)} *)" if words else "Bash(…)"
+
+
+def audit_refusal(decision: Decision, p: RunParams) -> None:
+    """A refused command leaves no task: the supervisor log keeps it (no environment)."""
+    log.warning(
+        "permission %s (session %s, %s): %s — %s", decision.verdict, p.session,
+        decision.source, short_command(p.command), decision.reason,
+    )  # fmt: skip

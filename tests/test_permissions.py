@@ -1,0 +1,245 @@
+"""Permission rules (issue 17, SPEC PM): a real bash grammar, Claude Code's rule syntax,
+one check in the supervisor for every door, hooks, asking, the audit record."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import journal_rows, run_cli
+
+from wave_bash.api import Client, InvalidInputError
+from wave_bash.api.permissions import ParsedCommand, RuleSet, parse_command
+
+RULES = {
+    "allow": ["Bash(git status)", "Bash(git diff *)", "Bash(npm run test:*)", "Bash(echo *)",
+              "Bash(ls *)", "Bash(cd *)", "Bash(make *)", "Bash(touch *)"],
+    "ask": ["Bash(git push *)"],
+    "deny": ["Bash(rm *)", "Bash(curl *)", "Write(/etc/**)"],
+}  # fmt: skip
+
+
+def verdict(command: str, rules: dict[str, list[str]] = RULES, cwd: str = "/work") -> str:
+    decision = RuleSet.from_mapping(rules).decide(parse_command(command), cwd)
+    return decision.verdict
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("git status", "allow"),
+        ("git status && git diff HEAD~1", "allow"),
+        ("git status; rm -rf build", "deny"),  # every part on its own
+        ("git status || curl http://x", "deny"),
+        ("ls -la | grep x", "ask"),  # grep: no rule allows it
+        ("echo a & echo b\necho c", "allow"),
+        ("(cd sub && make) > /dev/null", "allow"),
+        ("echo $(rm -rf ~)", "deny"),  # inside a command substitution
+        ("cat <(curl evil)", "deny"),  # a process substitution
+        ("for f in *; do rm \"$f\"; done", "deny"),  # a loop body
+        ("if true; then ls; else rm x; fi", "deny"),
+        ("f() { rm -rf /; }", "deny"),  # a function body
+        ("timeout 5 git push origin main", "ask"),  # wrappers stripped
+        ("nice -n 10 nohup env CI=1 stdbuf -oL npm run test:unit -- --watch", "allow"),
+        ("time -p make all", "allow"),
+        ("command rm x", "deny"),
+        ("FOO=1 BAR=2 git status", "allow"),  # assignments stripped
+        ("npm run test", "allow"),  # the older prefix form matches the bare prefix too
+        ("npm run testing", "allow"),  # the prefix form is a plain prefix, as in Claude Code
+        ("git diffstat", "ask"),  # ...a trailing " *" is not
+        ("lsof", "ask"),  # Bash(ls *) is not Bash(ls*)
+        ("echo hi > /etc/passwd", "deny"),  # a redirection target is a write
+        ("echo hi >> ../../etc/hosts", "deny"),  # resolved against the directory
+        ("echo hi > notes.txt", "allow"),
+        ("bash -c 'git status; rm -rf /'", "deny"),  # the text a shell runs is checked
+        ("eval \"$(curl x)\"", "deny"),
+        ("eval \"$SOMETHING\"", "ask"),  # computed: cannot be checked
+        ("$TOOL --flag", "ask"),
+        ("echo \"unterminated", "ask"),  # does not parse
+        ("git push --force", "ask"),
+        ("true", "ask"),
+        ("X=1", "allow"),  # runs no command
+    ],
+)
+def test_rules_on_compound_commands(command: str, expected: str) -> None:
+    assert verdict(command) == expected
+
+
+def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
+    parsed = parse_command(
+        "FOO=1 timeout -s KILL 5 git push \"$(whoami)\" 2>err.log && (cd a; ls > out.txt) | "
+        "tee -a log >&2"
+    )
+    assert [c.text for c in parsed.commands] == [
+        'git push "$(whoami)"', "whoami", "cd a", "ls", "tee -a log",
+    ]  # fmt: skip
+    assert parsed.commands[0].wrappers == ("timeout",)
+    assert parsed.writes == ("err.log", "out.txt")  # `>&2` duplicates a descriptor
+    assert parsed.problems == ()
+    assert parse_command("echo 'a").problems == ("it does not parse as bash",)
+
+
+def test_allow_everything_still_checks_deny_rules_on_computed_commands() -> None:
+    everything = {"allow": ["Bash(*)"]}
+    assert verdict("$TOOL --flag", everything) == "allow"
+    assert verdict("echo \"unterminated", everything) == "allow"
+    guarded = {"allow": ["Bash"], "deny": ["Bash(rm *)"]}
+    assert verdict("X=rm; $X -rf /", guarded) == "ask"  # could be rm: not silently allowed
+    assert verdict("rm x", guarded) == "deny"
+
+
+def test_rules_files_toml_json_and_claude_settings(tmp_path: Path) -> None:
+    toml = tmp_path / "rules.toml"
+    toml.write_text('allow = ["Bash(git status)"]\ndeny = ["Bash(rm *)"]\n')
+    assert RuleSet.load(toml).decide(parse_command("rm x")).rule == "Bash(rm *)"
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls *)"], "ask": []}}))
+    assert RuleSet.load(settings).decide(parse_command("ls -l")).verdict == "allow"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('allow = ["Read(./x)"]\n')
+    with pytest.raises(InvalidInputError, match=r"'Read\(./x\)' is not Bash\(…\) or Write\(…\)"):
+        RuleSet.load(bad)
+    (tmp_path / "typo.toml").write_text('alow = ["Bash(ls)"]\n')
+    with pytest.raises(InvalidInputError, match=r"unknown key\(s\) \['alow'\]"):
+        RuleSet.load(tmp_path / "typo.toml")
+    with pytest.raises(InvalidInputError, match="cannot read the rules file"):
+        RuleSet.load(tmp_path / "missing.toml")
+    (tmp_path / "broken.toml").write_text("allow = [\n")
+    with pytest.raises(InvalidInputError, match="is not valid"):
+        RuleSet.load(tmp_path / "broken.toml")
+
+
+def rules_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(RULES))
+    return path
+
+
+def test_deny_runs_nothing_and_names_the_rule(
+    state_dir: Path, tmp_path: Path, workdir: Path
+) -> None:
+    client = Client(state_dir=state_dir, cwd=workdir, rules=rules_file(tmp_path))
+    r = client.bash("touch made && rm -rf made")
+    assert not r.success and r.permission is not None and r.permission.decision == "deny"
+    assert r.error == (
+        "Permission denied: `rm -rf made` matches deny rule Bash(rm *). Nothing was run."
+    )
+    assert r.permission.rule == "Bash(rm *)"
+    assert not (workdir / "made").exists() and journal_rows(state_dir) == []
+    log = (state_dir / "supervisor.log").read_text()
+    assert "permission deny" in log and "Bash(rm *)" in log
+
+
+def test_ask_runs_only_when_a_person_approves(
+    state_dir: Path, tmp_path: Path, workdir: Path
+) -> None:
+    client = Client(state_dir=state_dir, cwd=workdir, rules=rules_file(tmp_path))
+    asked = client.bash("touch x && git push origin main")
+    assert not asked.success and asked.permission and asked.permission.decision == "ask"
+    assert "needs approval: `git push origin main` matches ask rule Bash(git push *)" in (
+        asked.error or ""
+    )
+    assert "Bash(git push *)" in asked.message and str(tmp_path / "rules.json") in asked.message
+    assert not (workdir / "x").exists()
+    unknown = client.bash("whoami")
+    assert "no rule allows `whoami`" in (unknown.error or "") and "Bash(whoami *)" in unknown.message
+
+    seen: list[str] = []
+
+    def approve(result: object) -> bool:
+        seen.append(getattr(result, "message", ""))
+        return True
+
+    ran = client.bash("touch x && whoami", on_ask=approve)
+    assert ran.success and (workdir / "x").exists() and len(seen) == 1
+    record = client.tasks()[-1]
+    assert record.permission is not None and record.permission.source == "user"
+    assert record.permission.decision == "allow"
+    declined = client.bash("touch y && whoami", on_ask=lambda result: False)
+    assert not declined.success and "did not approve" in declined.message
+    assert not (workdir / "y").exists()
+    with_deny = client.bash("rm -rf x", on_ask=approve)  # approval never overrides deny
+    assert with_deny.permission and with_deny.permission.decision == "deny"
+    assert (workdir / "x").exists() and len(seen) == 1
+
+
+def test_allowed_commands_are_recorded_with_their_rules(
+    state_dir: Path, tmp_path: Path, workdir: Path
+) -> None:
+    client = Client(state_dir=state_dir, cwd=workdir, rules=rules_file(tmp_path))
+    assert client.bash("echo hi && ls").stdout == "hi"
+    record = client.tasks()[-1]
+    assert record.permission is not None and record.permission.decision == "allow"
+    assert record.permission.rule == "Bash(echo *), Bash(ls *)"
+    stored = json.loads(str(journal_rows(state_dir)[-1]["permission"]))
+    assert stored["rule"] == "Bash(echo *), Bash(ls *)" and stored["source"] == "rules"
+    plain = Client(state_dir=state_dir, cwd=workdir)
+    assert plain.bash("echo free").stdout == "free"  # no rules: nothing checked or recorded
+    assert plain.tasks()[-1].permission is None
+
+
+def test_python_hook_gets_the_parsed_command(
+    state_dir: Path, workdir: Path
+) -> None:
+    calls: list[ParsedCommand] = []
+
+    def hook(parsed: ParsedCommand) -> tuple[str, str]:
+        calls.append(parsed)
+        if any(c.name in ("curl", "wget") for c in parsed.commands):
+            return "deny", "no network tools here"
+        if parsed.writes:
+            return "ask", f"it writes {', '.join(parsed.writes)}"
+        return "allow", "fine"
+
+    client = Client(state_dir=state_dir, cwd=workdir, permission=hook)
+    assert client.bash("echo ok").stdout == "ok"
+    denied = client.bash("sleep 0 && curl -s example.com")
+    assert denied.permission and denied.permission.source == "hook"
+    assert denied.error == "Permission denied: no network tools here. Nothing was run."
+    asked = client.bash("echo x > out.txt")
+    assert asked.permission and asked.permission.decision == "ask"
+    assert "it writes out.txt" in (asked.error or "") and not (workdir / "out.txt").exists()
+    assert [c.name for c in calls[1].commands] == ["sleep", "curl"]
+    # With rules too, the stricter answer wins.
+    both = Client(state_dir=state_dir, cwd=workdir, permission=lambda p: "allow",
+                  rules={"deny": ["Bash(echo *)"]})  # fmt: skip
+    assert both.bash("echo no").permission.decision == "deny"  # type: ignore[union-attr]
+
+
+def test_cli_rules_option_and_environment(
+    state_dir: Path, tmp_path: Path, workdir: Path
+) -> None:
+    rules = str(rules_file(tmp_path))
+    denied = run_cli(state_dir, "run", "--rules", rules, "--cwd", str(workdir), "--", "rm -rf .")
+    assert denied.returncode == 2 and "Permission denied" in denied.stderr
+    allowed = run_cli(state_dir, "run", "--rules", rules, "--", "echo fine")
+    assert allowed.returncode == 0 and allowed.stdout == "fine\n"
+    os.environ["WAVE_RULES"] = rules
+    try:
+        from_env = run_cli(state_dir, "run", "--", "curl -s example.com")
+    finally:
+        del os.environ["WAVE_RULES"]
+    assert from_env.returncode == 2 and "Bash(curl *)" in from_env.stderr
+    bad = run_cli(state_dir, "run", "--rules", str(tmp_path / "none.toml"), "--", "true")
+    assert bad.returncode == 2 and "cannot read the rules file" in bad.stderr
+
+
+def test_the_protocol_door_is_checked_too(state_dir: Path) -> None:
+    """Rules sent in a raw request are checked by the supervisor itself (the library, the
+    CLI, the MCP server and the remote bridge all reach it this way)."""
+    from conftest import ask_supervisor
+
+    Client(state_dir=state_dir).status()  # a supervisor runs
+    answer = ask_supervisor(state_dir, "run", {
+        "session": "raw", "command": "rm -rf /nothing", "cwd": "/",
+        "rules": {"deny": ["Bash(rm *)"]},
+    })  # fmt: skip
+    result = answer["data"]
+    assert isinstance(result, dict) and result["success"] is False
+    assert result["permission"]["rule"] == "Bash(rm *)"
+    bad = ask_supervisor(state_dir, "run", {
+        "session": "raw", "command": "true", "cwd": "/", "rules": {"allow": ["Exec(x)"]},
+    })  # fmt: skip
+    assert bad["type"] == "error" and "is not Bash(…) or Write(…)" in str(bad["message"])
