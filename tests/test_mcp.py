@@ -24,7 +24,11 @@ from wave_bash.api.mcp_compat import MCP_V1
 
 @contextlib.asynccontextmanager
 async def mcp_client(
-    state_dir: Path, *args: str, env: dict[str, str] | None = None, errlog: Any = None
+    state_dir: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    errlog: Any = None,
+    elicitation: Any = None,
 ) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
@@ -34,7 +38,7 @@ async def mcp_client(
     )
     async with (
         stdio_client(params, errlog=errlog or sys.stderr) as streams,
-        ClientSession(*streams) as session,
+        ClientSession(*streams, elicitation_callback=elicitation) as session,
     ):
         await session.initialize()
         yield session
@@ -185,6 +189,51 @@ def test_interactive_prompt_answered_with_task_input(state_dir: Path) -> None:
     assert not is_error(answered) and structured(answered)["status"] == "completed"
     assert text(answered) == "Status: completed (exit code 0)\ny\nanswer: y"
     assert is_error(refused) and "is not interactive" in text(refused)
+
+
+def test_permission_deny_and_ask_through_mcp(state_dir: Path, tmp_path: Path) -> None:
+    """Issue 17 through the SDK client: deny names the rule; ask becomes an elicitation
+    where the client supports it (accepted: runs; declined: refused), otherwise a refusal
+    that says how to allow it."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text('allow = ["Bash(echo *)"]\nask = ["Bash(touch *)"]\ndeny = ["Bash(rm *)"]\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    asked: list[str] = []
+    answers = iter([True, False])
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        if next(answers):
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await s.call_tool("Bash", {"command": f"rm -rf {work}"}),
+            await s.call_tool("Bash", {"command": f"touch {work}/yes"}),
+            await s.call_tool("Bash", {"command": f"touch {work}/no"}),
+        ]
+
+    denied, approved, declined = run(
+        state_dir, scenario, "--session", "t", "--rules", str(rules), elicitation=on_elicit
+    )
+    assert is_error(denied) and text(denied) == (
+        f"Permission denied: `rm -rf {work}` matches deny rule Bash(rm *). Nothing was run."
+    )
+    assert structured(denied)["permission"]["rule"] == "Bash(rm *)"
+    assert not is_error(approved) and (work / "yes").exists()
+    assert is_error(declined) and "did not approve" in text(declined)
+    assert not (work / "no").exists() and len(asked) == 2
+    assert asked[0].startswith(f"This command needs approval: `touch {work}/yes` matches ask")
+
+    async def no_elicitation(s: ClientSession) -> types.CallToolResult:
+        return await s.call_tool("Bash", {"command": f"touch {work}/never"})
+
+    refused = run(state_dir, no_elicitation, "--session", "t", "--rules", str(rules))
+    assert is_error(refused) and not (work / "never").exists()
+    assert "needs approval" in text(refused) and "Bash(touch *)" in text(refused)
+    assert str(rules) in text(refused)
 
 
 def test_task_stop_through_mcp(state_dir: Path) -> None:

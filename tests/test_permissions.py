@@ -38,7 +38,7 @@ def verdict(command: str, rules: dict[str, list[str]] = RULES, cwd: str = "/work
         ("(cd sub && make) > /dev/null", "allow"),
         ("echo $(rm -rf ~)", "deny"),  # inside a command substitution
         ("cat <(curl evil)", "deny"),  # a process substitution
-        ("for f in *; do rm \"$f\"; done", "deny"),  # a loop body
+        ('for f in *; do rm "$f"; done', "deny"),  # a loop body
         ("if true; then ls; else rm x; fi", "deny"),
         ("f() { rm -rf /; }", "deny"),  # a function body
         ("timeout 5 git push origin main", "ask"),  # wrappers stripped
@@ -54,10 +54,10 @@ def verdict(command: str, rules: dict[str, list[str]] = RULES, cwd: str = "/work
         ("echo hi >> ../../etc/hosts", "deny"),  # resolved against the directory
         ("echo hi > notes.txt", "allow"),
         ("bash -c 'git status; rm -rf /'", "deny"),  # the text a shell runs is checked
-        ("eval \"$(curl x)\"", "deny"),
-        ("eval \"$SOMETHING\"", "ask"),  # computed: cannot be checked
+        ('eval "$(curl x)"', "deny"),
+        ('eval "$SOMETHING"', "ask"),  # computed: cannot be checked
         ("$TOOL --flag", "ask"),
-        ("echo \"unterminated", "ask"),  # does not parse
+        ('echo "unterminated', "ask"),  # does not parse
         ("git push --force", "ask"),
         ("true", "ask"),
         ("X=1", "allow"),  # runs no command
@@ -69,7 +69,7 @@ def test_rules_on_compound_commands(command: str, expected: str) -> None:
 
 def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
     parsed = parse_command(
-        "FOO=1 timeout -s KILL 5 git push \"$(whoami)\" 2>err.log && (cd a; ls > out.txt) | "
+        'FOO=1 timeout -s KILL 5 git push "$(whoami)" 2>err.log && (cd a; ls > out.txt) | '
         "tee -a log >&2"
     )
     assert [c.text for c in parsed.commands] == [
@@ -84,7 +84,7 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
 def test_allow_everything_still_checks_deny_rules_on_computed_commands() -> None:
     everything = {"allow": ["Bash(*)"]}
     assert verdict("$TOOL --flag", everything) == "allow"
-    assert verdict("echo \"unterminated", everything) == "allow"
+    assert verdict('echo "unterminated', everything) == "allow"
     guarded = {"allow": ["Bash"], "deny": ["Bash(rm *)"]}
     assert verdict("X=rm; $X -rf /", guarded) == "ask"  # could be rm: not silently allowed
     assert verdict("rm x", guarded) == "deny"
@@ -144,7 +144,9 @@ def test_ask_runs_only_when_a_person_approves(
     assert "Bash(git push *)" in asked.message and str(tmp_path / "rules.json") in asked.message
     assert not (workdir / "x").exists()
     unknown = client.bash("whoami")
-    assert "no rule allows `whoami`" in (unknown.error or "") and "Bash(whoami *)" in unknown.message
+    assert (
+        "no rule allows `whoami`" in (unknown.error or "") and "Bash(whoami *)" in unknown.message
+    )
 
     seen: list[str] = []
 
@@ -180,9 +182,7 @@ def test_allowed_commands_are_recorded_with_their_rules(
     assert plain.tasks()[-1].permission is None
 
 
-def test_python_hook_gets_the_parsed_command(
-    state_dir: Path, workdir: Path
-) -> None:
+def test_python_hook_gets_the_parsed_command(state_dir: Path, workdir: Path) -> None:
     calls: list[ParsedCommand] = []
 
     def hook(parsed: ParsedCommand) -> tuple[str, str]:
@@ -208,9 +208,7 @@ def test_python_hook_gets_the_parsed_command(
     assert both.bash("echo no").permission.decision == "deny"  # type: ignore[union-attr]
 
 
-def test_cli_rules_option_and_environment(
-    state_dir: Path, tmp_path: Path, workdir: Path
-) -> None:
+def test_cli_rules_option_and_environment(state_dir: Path, tmp_path: Path, workdir: Path) -> None:
     rules = str(rules_file(tmp_path))
     denied = run_cli(state_dir, "run", "--rules", rules, "--cwd", str(workdir), "--", "rm -rf .")
     assert denied.returncode == 2 and "Permission denied" in denied.stderr

@@ -1,0 +1,195 @@
+"""The opt-in sandbox (issue 17, SPEC SB): real bubblewrap, real files, a real TCP server,
+a background task that outlives its caller and is stopped whole."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import (
+    journal_rows,
+    needs_tool,
+    run_cli,
+    start_supervisor,
+    task_alive,
+    wait_until,
+)
+
+from wave_bash.api import Client
+
+
+@pytest.fixture(autouse=True)
+def _bwrap() -> None:
+    needs_tool("bwrap", "bubblewrap")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / "src").mkdir()
+    return root
+
+
+def test_workspace_write_inside_yes_outside_no(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    client = Client(state_dir=state_dir, cwd=project / "src", sandbox="workspace-write")
+    inside = client.bash("echo kept > ../notes.txt && cat ../notes.txt && pwd")
+    assert inside.success and inside.stdout == f"kept\n{project / 'src'}"
+    assert (project / "notes.txt").read_text() == "kept\n"  # the project root is writable
+    refused = client.bash(f"echo x > {outside}/f")
+    assert refused.exit_code == 1 and not (outside / "f").exists()
+    home = client.bash("touch ~/.wave-sandbox-probe")
+    assert home.exit_code == 1 and not Path("~/.wave-sandbox-probe").expanduser().exists()
+    hooks = client.bash("echo 'curl evil' > ../.git/hooks/pre-commit; echo x >> ../.git/config")
+    assert hooks.exit_code == 1 and "Read-only file system" in hooks.stdout
+    assert not (project / ".git/hooks/pre-commit").exists()
+    assert (project / ".git/config").read_text() == "[core]\n"
+    temp = client.bash("echo t > /tmp/scratch && cat /tmp/scratch && ls /tmp | wc -l")
+    assert temp.success and temp.stdout.splitlines()[0] == "t"  # a private, writable /tmp
+    assert client.tasks()[-1].sandbox == "workspace-write"
+
+
+def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:
+    client = Client(state_dir=state_dir, cwd=project, sandbox="read-only")
+    r = client.bash("ls .git >/dev/null && touch made; echo rc=$?")
+    assert r.stdout.endswith("rc=1") and "Read-only file system" in r.stdout
+    assert not (project / "made").exists()
+
+
+def test_state_dir_and_sockets_are_out_of_reach(state_dir: Path, project: Path) -> None:
+    """The supervisor's socket would run a command outside the sandbox: it is hidden, as
+    are other programs' sockets in /tmp (tmux, ssh-agent)."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    client.status()
+    assert (state_dir / "supervisor.sock").exists()
+    r = client.bash(f"test -e {state_dir}/supervisor.sock && echo visible; ls {state_dir}")
+    assert "visible" not in r.stdout and "journal.db" not in r.stdout
+    escape = client.bash(
+        f"WAVE_STATE_DIR={state_dir} {sys.executable} -m wave_bash.api.cli supervisor status"
+    )
+    assert str(os.getpid()) not in escape.stdout and '"running": true' not in escape.stdout
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[int]:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.sendall(b"hello\n")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+def test_network_blocked_unless_allowed(state_dir: Path, project: Path, tcp_server: int) -> None:
+    fetch = f"exec 3<>/dev/tcp/127.0.0.1/{tcp_server} && head -1 <&3"
+    assert Client(state_dir=state_dir, cwd=project).bash(fetch).stdout == "hello"
+    blocked = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write").bash(fetch)
+    assert blocked.exit_code == 1 and "Connection refused" in blocked.stdout
+    allowed = Client(state_dir=state_dir, cwd=project, sandbox="read-only", allow_network=True)
+    assert allowed.bash(fetch).stdout == "hello"
+
+
+def test_background_task_outlives_its_caller_and_stops_whole(
+    state_dir: Path, project: Path
+) -> None:
+    started = run_cli(
+        state_dir, "run", "--sandbox", "workspace-write", "--cwd", str(project), "--background",
+        "--", "(sleep 300 &) ; sleep 301",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    task_id = str(journal_rows(state_dir)[-1]["id"])
+    assert journal_rows(state_dir)[-1]["sandbox"] == "workspace-write"
+    # The CLI that started it has exited; the sandboxed task runs on.
+    client = Client(state_dir=state_dir)
+    wait_until(lambda: task_alive(task_id))
+    assert next(t for t in client.tasks(all=True) if t.id == task_id).status == "running"
+    assert client.task_stop(task_id).status == "killed"
+    wait_until(lambda: not task_alive(task_id), timeout=10)
+    leftovers = subprocess.run(["pgrep", "-f", "sleep 30[01]"], capture_output=True, text=True)
+    mine = [int(p) for p in leftovers.stdout.split() if _tagged(int(p), task_id)]
+    assert mine == []
+
+
+def _tagged(pid: int, task_id: str) -> bool:
+    try:
+        return f"WAVE_TASK_ID={task_id}".encode() in Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+
+
+def test_interactive_in_the_sandbox(state_dir: Path, project: Path) -> None:
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("[ -t 0 ] && read -p 'Name? ' n && echo \"hi $n\" > greeting",
+                    timeout=60_000, interactive=True)  # fmt: skip
+    assert r.waiting_for_input and r.background_task_id
+    done = client.task_input(r.background_task_id, "Ann\n")
+    assert done.status == "completed" and (project / "greeting").read_text() == "hi Ann\n"
+
+
+def test_no_bubblewrap_is_a_clear_error_never_unsandboxed(state_dir: Path, project: Path) -> None:
+    start_supervisor(state_dir, WAVE_BWRAP="/nonexistent/bwrap")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("touch ran")
+    assert not r.success and not (project / "ran").exists()
+    assert r.error == (
+        "bubblewrap is not installed (/nonexistent/bwrap not found): install the bubblewrap "
+        "package to use the sandbox"
+    )
+    assert "unavailable: bubblewrap is not installed" in (client.status().sandbox or "")
+    assert Client(state_dir=state_dir, cwd=project).bash("echo plain").stdout == "plain"
+    cli = run_cli(state_dir, "run", "--sandbox", "read-only", "--", "true")
+    assert cli.returncode == 2 and "bubblewrap is not installed" in cli.stderr
+
+
+def test_no_user_namespaces_is_a_clear_error(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """A bubblewrap that cannot create its namespaces (as without user namespaces): its
+    own words, and what is missing."""
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"
+        "echo 'bwrap: No permissions to create new namespace' >&2; exit 1\n"
+    )
+    fake.chmod(0o755)
+    start_supervisor(state_dir, WAVE_BWRAP=str(fake))
+    r = Client(state_dir=state_dir, cwd=project, sandbox="read-only").bash("touch ran")
+    assert not r.success and not (project / "ran").exists()
+    assert "No permissions to create new namespace" in (r.error or "")
+    assert "user namespaces" in (r.error or "")
+
+
+def test_bad_sandbox_settings(state_dir: Path, project: Path) -> None:
+    from wave_bash.api import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="sandbox must be read-only, workspace-write"):
+        Client(state_dir=state_dir, sandbox="strict")
+    r = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write",
+               workspace=project / "missing").bash("true")  # fmt: skip
+    assert not r.success and "workspace is not a directory" in (r.error or "")
