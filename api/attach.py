@@ -47,11 +47,15 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
             if typed is None:
                 _say(stdout, f"\r\n[detached from {task_id}; it keeps running]\r\n")
                 return 0
+            now = shutil.get_terminal_size()
+            resized = None if now == size else [now.columns, now.lines]
+            size = now
             reply = call(
                 task_id=task_id,
                 input=typed or None,
+                resize=resized,
                 offset=reply["offset"],
-                wait=0 if typed else POLL_MS,
+                wait=0 if typed or resized else POLL_MS,
             )
     finally:
         if saved is not None:
@@ -83,6 +87,8 @@ def main_call(cli_call: Callable[..., Any]) -> Call:
     """The ``terminal`` request through the CLI's caller."""
 
     def call(**params: Any) -> dict[str, Any]:
+        if params.get("input"):  # a call resent after a supervisor restart types once
+            params["request_key"] = os.urandom(16).hex()
         return dict(cli_call("terminal", **{k: v for k, v in params.items() if v is not None}))
 
     return call

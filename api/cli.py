@@ -342,7 +342,10 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     text = args.text if args.no_enter else args.text + "\n"
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     patience = max(FOREGROUND_PATIENCE, (timeout or 10_000) / 1000)
-    out = cli.call("input", patience, task_id=args.id, input=text, timeout=timeout)
+    out = cli.call(
+        "input", patience, task_id=args.id, input=text, timeout=timeout,
+        request_key=os.urandom(16).hex(),
+    )  # fmt: skip
     if args.json:
         _print_json(out)
         return 0

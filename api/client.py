@@ -382,7 +382,13 @@ class Client:
         this session's last read (SPEC P3)."""
         params = parse_params(
             InputRequest,
-            {"session": self.session, "task_id": task_id, "input": input, "timeout": timeout},
+            {
+                "session": self.session,
+                "task_id": task_id,
+                "input": input,
+                "timeout": timeout,
+                "request_key": uuid.uuid4().hex,
+            },
         )
         return self._call(params)
 
@@ -400,7 +406,7 @@ class Client:
         last 4 KiB), waiting up to ``wait`` ms for some (SPEC P5)."""
         params = TerminalRequest(
             session=self.session, task_id=task_id, input=input, resize=resize, offset=offset,
-            wait=wait,
+            wait=wait, request_key=uuid.uuid4().hex if input else None,
         )  # fmt: skip
         return self._call(params)
 

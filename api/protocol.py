@@ -210,6 +210,9 @@ class InputParams(Params):
     task_id: TaskId
     input: TypedText
     timeout: TimeoutMs = DEFAULT_TASK_INPUT_TIMEOUT_MS
+    request_key: PrintableText | None = None
+    """The caller's unique key: the same input sent again (after the supervisor went
+    away) is not typed twice."""
 
 
 class TerminalParams(Params):
@@ -219,6 +222,8 @@ class TerminalParams(Params):
 
     task_id: TaskId
     input: TypedText | None = None
+    request_key: PrintableText | None = None
+    """As for ``input``: keys sent again are not typed twice."""
     resize: TerminalSize | None = None
     offset: ByteOffset | None = None
     wait: Annotated[StrictInt | StrictFloat, Field(ge=0, le=5000)] = 0

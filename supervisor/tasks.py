@@ -162,6 +162,13 @@ def _listed_leftovers(
     return found
 
 
+def _remove_socket(path: Path) -> None:
+    """Remove ``path`` if it is a socket (the command could have put anything there)."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            path.unlink()
+
+
 def nearest_existing_dir(path: str) -> str:
     """``path`` itself or its nearest ancestor that is a directory (``/`` at worst)."""
     current = os.path.normpath(path)
@@ -284,7 +291,9 @@ class LiveTask:
 
     def connect_terminal(self) -> None:
         """An interactive task: reach its terminal host (in the background)."""
-        if self.row.interactive and self.terminal is None:
+        if not self.row.interactive or self.ended.done():
+            return
+        if self.terminal is None or self.terminal.closed:  # first, or the link broke
             self.terminal = TerminalLink(self.id, self.files.tty)
             self.terminal.start(self.ended)
 
@@ -637,8 +646,8 @@ class TaskManager:
             task.ended.set_result(None)
             if task.terminal is not None:
                 task.terminal.close()
-            if task.row.interactive:  # a host that was killed left its socket
-                task.files.tty.unlink(missing_ok=True)
+            if task.row.interactive:
+                _remove_socket(task.files.tty)  # a host that was killed left it
             if task.tracked:  # after its waiters (the result goes out first)
                 asyncio.get_running_loop().call_soon(self._after_end, task)
             elif self._left_behind(task):

@@ -32,7 +32,8 @@ class TerminalGone(InvalidInputError):
 
 
 class TerminalLink:
-    """One connection to one terminal host; requests go one at a time."""
+    """One connection to one terminal host; each request carries an ID its reply
+    repeats, so a reply that comes late (or never) is nobody else's."""
 
     def __init__(self, task_id: str, path: Path) -> None:
         self.task_id = task_id
@@ -44,8 +45,8 @@ class TerminalLink:
         self._connected: asyncio.Task[None] | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._pump: asyncio.Task[None] | None = None
-        self._replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._lock = asyncio.Lock()
+        self._replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._next_id = 0
 
     def start(self, gone: asyncio.Future[None]) -> None:
         """Connect in the background (the host may not listen yet); ``gone``: the task
@@ -104,8 +105,11 @@ class TerminalLink:
                     continue
                 if "waiting" in message:
                     self._set_waiting(bool(message["waiting"]))
-                else:
-                    self._replies.put_nowait(message)
+                    continue
+                ident = message.get("id")
+                reply = self._replies.pop(ident, None) if isinstance(ident, int) else None
+                if reply is not None and not reply.done():
+                    reply.set_result(message)
         except OSError:
             pass
         finally:
@@ -120,7 +124,11 @@ class TerminalLink:
         if self.closed:
             return
         self.closed = True
-        self._replies.put_nowait({"error": "the terminal closed"})
+        for reply in self._replies.values():
+            if not reply.done():
+                reply.set_exception(TerminalGone(f"the terminal of task {self.task_id} closed"))
+                reply.exception()  # retrieved: nobody may wait for it any more
+        self._replies.clear()
         self._set_waiting(False)
         if self._writer is not None:
             self._writer.close()
@@ -132,28 +140,37 @@ class TerminalLink:
                 await asyncio.Future()  # the task's end is what the caller waits for then
             await self._changed.wait()
 
-    async def _request(self, message: dict[str, Any], answer: str) -> dict[str, Any]:
+    async def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """Send a request and wait up to ``timeout`` s for its reply (None: not yet)."""
         await self.ready()
-        async with self._lock:
-            assert self._writer is not None
-            try:
-                self._writer.write(json.dumps(message).encode() + b"\n")
-                await self._writer.drain()
-                reply = await asyncio.wait_for(self._replies.get(), REPLY_TIMEOUT)
-            except (OSError, TimeoutError) as exc:
-                raise TerminalGone(
-                    f"the terminal of task {self.task_id} does not answer: {exc}"
-                ) from None
-        if answer not in reply:
-            raise TerminalGone(f"task {self.task_id}: {reply.get('error', 'no answer')}")
-        return reply
+        assert self._writer is not None
+        self._next_id += 1
+        ident = self._next_id
+        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._replies[ident] = reply
+        try:
+            self._writer.write(json.dumps({**message, "id": ident}).encode() + b"\n")
+            await self._writer.drain()
+            answer = await asyncio.wait_for(asyncio.shield(reply), timeout)
+        except TimeoutError:
+            return None
+        except OSError as exc:
+            raise TerminalGone(f"the terminal of task {self.task_id} is gone: {exc}") from None
+        finally:
+            self._replies.pop(ident, None)
+        if "error" in answer:
+            raise InvalidInputError(f"task {self.task_id}: {answer['error']}")
+        return answer
 
-    async def type(self, text: str) -> None:
-        """Type ``text`` into the terminal; returns once all of it was written."""
-        await self._request({"input": text}, "wrote")
+    async def type(self, text: str, key: str | None = None, timeout: float = REPLY_TIMEOUT) -> bool:
+        """Type ``text`` into the terminal (``key``: an input sent again with the same key
+        is typed once). True once all of it was written; False when the command has not
+        read it all within ``timeout`` s (the rest is typed as it reads)."""
+        return await self._request({"input": text, "key": key}, timeout) is not None
 
     async def resize(self, columns: int, rows: int) -> None:
-        await self._request({"resize": [columns, rows]}, "resized")
+        if await self._request({"resize": [columns, rows]}, REPLY_TIMEOUT) is None:
+            raise TerminalGone(f"the terminal of task {self.task_id} does not answer")
 
     def close(self) -> None:
         if self._connected is not None and not self._connected.done():

@@ -216,10 +216,12 @@ def tmux() -> Iterator[list[str]]:
     """A private tmux server (its own socket), killed afterwards."""
     needs_tool("tmux", "tmux")
     base = ["tmux", "-L", f"wb-{uuid.uuid4().hex[:8]}"]
+    first = base[2]
     try:
         yield base
     finally:
-        subprocess.run([*base, "kill-server"], capture_output=True)
+        for name in (first, base[2]):
+            subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
 
 
 def test_a_person_attaches_in_tmux_types_and_detaches(
@@ -250,6 +252,7 @@ def test_a_person_attaches_in_tmux_types_and_detaches(
     # Attached again after a supervisor restart: the task's end is shown, then it exits.
     kill_supervisor(state_dir)
     subprocess.run([*tmux, "kill-server"], capture_output=True)
+    tmux[2] += "-again"  # a new server (the old one may still be going away)
     subprocess.run(
         [*tmux, "new-session", "-d", "-x", "100", "-y", "30", f"{attach}; echo EXIT=$?; sleep 60"],
         check=True,
@@ -294,3 +297,152 @@ def test_terminal_socket_serves_only_its_user() -> None:
         host.kill()
         host.wait()
         shutil.rmtree(reachable, ignore_errors=True)
+
+
+def test_the_same_input_sent_again_is_typed_once(client: Client, state_dir: Path) -> None:
+    """A TaskInput resent after its supervisor died (the client resends what got no
+    answer) carries the same key: the terminal host types it once."""
+    from conftest import ask_supervisor
+
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    params = {"session": client.session, "task_id": task_id, "input": "print('ON' + 'CE')\n",
+              "request_key": "resent-1"}  # fmt: skip
+    for _ in range(2):
+        assert ask_supervisor(state_dir, "input", params)["type"] == "result"
+    log = (state_dir / "tasks" / f"{task_id}.log").read_text()
+    assert log.count("ONCE") == 1
+    client.task_stop(task_id)
+
+
+def test_replies_stay_in_step(client: Client) -> None:
+    """An empty input, and one the command does not read in time, neither fail nor put
+    later answers out of step."""
+    r = client.bash("stty -icanon -echo; echo ready; sleep 3; cat", timeout=500, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    t = time.monotonic()
+    first = client.task_input(task_id, "", timeout=1000)
+    assert first.status == "running" and time.monotonic() - t < 3
+    big = "x" * 20_000
+    slow = client.task_input(task_id, big, timeout=1000)  # more than the terminal holds
+    assert slow.status == "running"
+    view = client.terminal(task_id, resize=(90, 20))
+    assert view.status == "running"
+    wait_until(lambda: client.task_output(task_id, block=False, offset=0).output.count("x")
+               == 20_000, timeout=20)  # fmt: skip
+    client.task_stop(task_id)
+
+
+def test_no_false_prompt_for_programs_waiting_on_other_descriptors(client: Client) -> None:
+    """A server in poll/select on its socket, an asyncio sleep in epoll: quiet, stdin
+    a terminal, yet not reading it."""
+    server = client.bash("python3 -m http.server 0 --bind 127.0.0.1", timeout=2500,
+                         interactive=True)  # fmt: skip
+    assert server.assistant_auto_backgrounded and not server.waiting_for_input
+    assert server.background_task_id
+    client.task_stop(server.background_task_id)
+    quiet = client.bash(
+        "python3 -c 'import asyncio; asyncio.run(asyncio.sleep(2.2)); print(\"slept\")'",
+        timeout=LONG, interactive=True,
+    )
+    assert quiet.stdout == "slept" and not quiet.waiting_for_input
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import select,sys; p=select.poll(); p.register(0, select.POLLIN); "
+        "print('go?', flush=True); p.poll(); print('got', sys.stdin.readline().strip())",
+        "import select,sys; e=select.epoll(); e.register(0, select.EPOLLIN); "
+        "print('go?', flush=True); e.poll(); print('got', sys.stdin.readline().strip())",
+        "import subprocess,time; subprocess.Popen(['true']); time.sleep(0.3); "
+        "print('got', input('go?\\n'))",  # a zombie child in the group
+    ],
+    ids=["poll", "epoll", "zombie-beside"],
+)
+def test_prompts_behind_poll_epoll_and_a_zombie(client: Client, program: str) -> None:
+    r = client.bash(f"python3 -c {shlex.quote(program)}", timeout=LONG, interactive=True)
+    assert r.waiting_for_input and r.stdout == "go?" and r.background_task_id
+    done = client.task_input(r.background_task_id, "yes\n")
+    assert done.status == "completed" and done.output.endswith("got yes")
+
+
+def test_password_prompt_on_dev_tty(client: Client) -> None:
+    """getpass (like ssh, git and sudo) reads /dev/tty with echo off: detected, and the
+    answer is not echoed into the output."""
+    r = client.bash(
+        "python3 -c 'import getpass; print(\"len\", len(getpass.getpass(\"Password: \")))'",
+        timeout=LONG, interactive=True,
+    )
+    assert r.waiting_for_input and r.stdout == "Password: " and r.background_task_id
+    done = client.task_input(r.background_task_id, "s3cret!\n")
+    assert done.status == "completed" and "s3cret" not in done.output
+    assert done.output.strip() == "len 7"
+
+
+def test_a_line_longer_than_the_terminal_takes_is_refused(client: Client) -> None:
+    r = client.bash("read x; echo ${#x}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    with pytest.raises(InvalidInputError, match="lines of at most 4095 bytes; this input has one of 5000"):
+        client.task_input(task_id, "a" * 5000 + "\n")
+    assert client.task_input(task_id, "a" * 4000 + "\n").output.endswith("4000")
+    repl = client.bash("python3 -q", timeout=LONG, interactive=True)  # raw mode: no limit
+    assert repl.background_task_id
+    out = client.task_input(repl.background_task_id, f"print(len('{'b' * 6000}'))\n")
+    assert out.output.endswith("6000\n>>> ")
+    client.task_stop(repl.background_task_id)
+
+
+def test_stop_keeps_the_commands_last_words_and_status(client: Client) -> None:
+    r = client.bash("trap 'echo cleaning up; exit 1' TERM; echo started; "
+                    "while :; do sleep 0.1; done", run_in_background=True, interactive=True)  # fmt: skip
+    task_id = r.background_task_id
+    assert task_id
+    wait_until(lambda: "started" in client.task_output(task_id, block=False, offset=0).output)
+    record = client.task_stop(task_id)
+    assert record.status == "killed" and record.exit_code == 1  # the command's own status
+    assert client.task_output(task_id, block=False, offset=0).output.endswith("cleaning up")
+
+
+def test_ctrl_z_is_a_character_not_a_stop(client: Client) -> None:
+    r = client.bash("cat -v", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    typed = client.task_input(task_id, "a\x1ab\n")
+    assert typed.status == "running" and typed.output.endswith("a^Zb") and typed.waiting_for_input
+    assert client.task_input(task_id, "\x04").status == "completed"
+
+
+def test_typing_while_the_task_ends_says_it_ended(client: Client) -> None:
+    import concurrent.futures
+
+    r = client.bash("read x; echo \"got $x\"", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+
+    def type_one(_: int) -> str:
+        try:
+            return client.task_input(task_id, "y\n").status
+        except TaskNotRunningError:
+            return "not running"
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(type_one, range(6)))
+    assert set(answers) <= {"completed", "not running"} and "completed" in answers
+
+
+def test_a_command_that_replaces_its_socket(client: Client, state_dir: Path) -> None:
+    """The command can replace tasks/<id>.tty (it is its own task's file): with a
+    directory, the task still ends cleanly and nothing of it is removed."""
+    r = client.bash(
+        "s=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | sed -n 5p); rm -f \"$s\"; mkdir \"$s\"; "
+        "echo replaced",
+        interactive=True,
+    )
+    assert r.success and r.stdout == "replaced"
+    task_id = client.tasks()[-1].id
+    assert (state_dir / "tasks" / f"{task_id}.tty").is_dir()
+    assert "Traceback" not in (state_dir / "supervisor.log").read_text()

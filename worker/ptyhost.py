@@ -7,10 +7,11 @@ terminal prints to its stdout (the task's log) and exits with the command's stat
 signal N as 128 + N).
 
 SOCKET (a Unix socket in the private tasks dir) is how the supervisor, and through it a
-person who attaches, reaches the terminal: JSON lines. In: ``{"input": TEXT}``,
-``{"resize": [COLS, ROWS]}``. Out: ``{"waiting": BOOL}`` at connection and on every
-change, ``{"wrote": N}`` once an input is all written, ``{"error": TEXT}``. Only a peer of
-the same user is served.
+person who attaches, reaches the terminal: JSON lines. In: ``{"id": ID, "input": TEXT,
+"key": KEY}`` (an input whose KEY was seen is not typed again), ``{"id": ID, "resize":
+[COLS, ROWS]}``. Out: ``{"waiting": BOOL}`` at connection and on every change; to each
+request, with its ID, ``{"wrote": N}`` once all of it was written, ``{"resized": …}`` or
+``{"error": TEXT}``. Only peers of the same user are served, 16 at most.
 
 "Waiting for input" is read from the kernel: the terminal's foreground process group has a
 process blocked in a read (or poll/select) of the terminal, none of it runs, and nothing
@@ -41,13 +42,19 @@ MAX_PENDING_INPUT = 1 << 20
 """Input bytes queued for the terminal at most (a program that reads nothing)."""
 SOCKET_PATH_LIMIT = 100
 
-# Syscalls that wait for a descriptor to be readable: (read-like, taking the fd first),
-# (poll-like, whose descriptors are in memory). By architecture, from the kernel's tables.
+# Syscalls that wait for a descriptor to be readable, by architecture (the kernel's
+# tables): the descriptor is the first argument (read family); an array of pollfd at
+# the first argument, its length the second (poll); an fd_set of the second argument's
+# first N bits, N the first argument (select); an epoll descriptor whose registered
+# descriptors its fdinfo lists (epoll).
 _SYSCALLS = {
-    "x86_64": ({0, 17, 19, 295}, {7, 23, 232, 270, 271, 281, 441}),
-    "aarch64": ({63, 65, 67, 69}, {22, 72, 73, 441}),
-}
-READS, POLLS = _SYSCALLS.get(platform.machine(), (set(), set()))
+    "x86_64": {
+        "read": {0, 17, 19, 295}, "poll": {7, 271}, "select": {23, 270}, "epoll": {232, 281, 441},
+    },
+    "aarch64": {"read": {63, 65, 67, 69}, "poll": {73}, "select": {72}, "epoll": {22, 441}},
+}  # fmt: skip
+SYSCALLS = _SYSCALLS.get(platform.machine(), {})
+CONTROLLING_TERMINAL = "/dev/tty"
 
 
 def _proc(pid: int | str, name: str) -> str | None:
@@ -78,37 +85,85 @@ def _processes_of(root: int) -> list[int]:
     while todo:
         pid = todo.pop()
         found.append(pid)
-        for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else ():
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # gone meanwhile
+            continue
+        for tid in threads:
             todo.extend(int(c) for c in (_proc(f"{pid}/task/{tid}", "children") or "").split())
     return found
 
 
-def _thread_reads_terminal(pid: int, tid: str, tty: str) -> bool | None:
-    """Whether this thread waits to read the terminal (None: it is not waiting at all)."""
-    fields = _stat_fields(f"{pid}/task/{tid}")
-    if fields is None:
+class Terminal:
+    """What identifies the task's terminal in another process: its path, and
+    ``/dev/tty`` (the controlling terminal, which it is for the whole session)."""
+
+    def __init__(self, path: str) -> None:
+        self.names = {path, CONTROLLING_TERMINAL}
+
+    def is_fd(self, pid: int, fd: int) -> bool:
+        return _link(f"/proc/{pid}/fd/{fd}") in self.names
+
+
+def _memory(pid: int, address: int, size: int) -> bytes | None:
+    """Bytes of a process's memory (its ancestor may read them), or None."""
+    if size <= 0 or size > 1 << 16:
+        return None
+    try:
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            mem.seek(address)
+            return mem.read(size)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _waits_on_terminal(pid: int, call: list[str], terminal: Terminal) -> bool:
+    """Whether the syscall ``call`` (``/proc/…/syscall``: number, arguments) waits for
+    the terminal to be readable, reading the arguments as the kernel has them."""
+    number, args = int(call[0]), [int(a, 16) for a in call[1:7] if a.startswith("0x")]
+    if len(args) < 2:
         return False
-    if fields[0] not in ("S", "D"):  # running (R), stopped (T, t), a zombie
-        return None
-    call = (_proc(f"{pid}/task/{tid}", "syscall") or "").split()
-    if not call:  # unreadable (a setuid program such as sudo asking a password): asleep
-        return True
-    if not call[0].isdigit():  # "running"
-        return None
-    number = int(call[0])
-    if number in READS and len(call) > 1:
-        return _link(f"/proc/{pid}/fd/{int(call[1], 16)}") == tty
-    if number in POLLS:
-        return _link(f"/proc/{pid}/fd/0") == tty
+    if number in SYSCALLS.get("read", ()):
+        return terminal.is_fd(pid, args[0])
+    if number in SYSCALLS.get("poll", ()):
+        data = _memory(pid, args[0], 8 * args[1])
+        fds = [] if data is None else [struct.unpack_from("i", data, 8 * i)[0]
+                                       for i in range(len(data) // 8)]  # fmt: skip
+        return any(fd >= 0 and terminal.is_fd(pid, fd) for fd in fds)
+    if number in SYSCALLS.get("select", ()):
+        bitmap = _memory(pid, args[1], (args[0] + 7) // 8) if args[1] else None
+        fds = [] if bitmap is None else [i for i in range(args[0]) if bitmap[i // 8] >> (i % 8) & 1]
+        return any(terminal.is_fd(pid, fd) for fd in fds)
+    if number in SYSCALLS.get("epoll", ()):
+        info = _proc(pid, f"fdinfo/{args[0]}") or ""
+        fds = [int(line.split()[1]) for line in info.splitlines() if line.startswith("tfd:")]
+        return any(terminal.is_fd(pid, fd) for fd in fds)
     return False
 
 
-def blocked_on_terminal(master: int, child: int, tty: str) -> bool:
+def _thread_reads_terminal(pid: int, tid: str, terminal: Terminal, echo_off: bool) -> bool | None:
+    """Whether this thread waits to read the terminal (None: it runs, so the group is
+    not waiting)."""
+    fields = _stat_fields(f"{pid}/task/{tid}")
+    if fields is None or fields[0] in ("Z", "X"):  # gone, or a zombie: not in the way
+        return False
+    if fields[0] not in ("S", "D"):  # running (R), stopped (T, t)
+        return None
+    call = (_proc(f"{pid}/task/{tid}", "syscall") or "").split()
+    if not call:  # unreadable (setuid: sudo, passwd): asleep with echo off is a password
+        return echo_off
+    if not call[0].isdigit():  # "running"
+        return None
+    return _waits_on_terminal(pid, call, terminal)
+
+
+def blocked_on_terminal(master: int, child: int, terminal: Terminal) -> bool:
     """Whether the terminal's foreground process group waits to read it: a thread of it
     blocked reading the terminal, no thread of it running."""
     try:
         foreground = os.tcgetpgrp(master)
-    except OSError:
+        echo_off = not termios.tcgetattr(master)[3] & termios.ECHO
+    except (OSError, termios.error):
         return False
     reading = False
     for pid in _processes_of(child):
@@ -120,7 +175,7 @@ def blocked_on_terminal(master: int, child: int, tty: str) -> bool:
         except OSError:
             continue
         for tid in threads:
-            state = _thread_reads_terminal(pid, tid, tty)
+            state = _thread_reads_terminal(pid, tid, terminal, echo_off)
             if state is None:
                 return False
             reading = reading or state
@@ -166,6 +221,9 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, str]:
     """Start ``argv`` on a new terminal: (pid, master fd, terminal path)."""
     master, slave = os.openpty()
     set_size(slave, cols, rows)
+    attributes = termios.tcgetattr(slave)
+    attributes[6][termios.VSUSP] = 0  # no Ctrl+Z: without job control it would stop for good
+    termios.tcsetattr(slave, termios.TCSANOW, attributes)
     tty = os.ttyname(slave)
     pid = os.fork()
     if pid == 0:
@@ -185,6 +243,16 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, str]:
     return pid, master, tty
 
 
+MAX_CLIENTS = 16
+"""Connections served at once (the supervisor needs one; a person attaching, a few)."""
+MAX_OUTBOX = 1 << 20
+"""Replies a peer may leave unread before it is dropped."""
+REMEMBERED_KEYS = 256
+"""Inputs recognised when sent again (a supervisor replaced mid-call resends)."""
+LINE_LIMIT = 4095
+"""Longest line a terminal in line mode takes (the kernel's buffer, less the newline)."""
+
+
 class Client:
     """One connected peer: its unread bytes and its pending replies."""
 
@@ -199,16 +267,19 @@ class Client:
 
 class Host:
     def __init__(self, listener: socket.socket, master: int, child: int, tty: str) -> None:
-        self.listener, self.master, self.child, self.tty = listener, master, child, tty
+        self.listener, self.master, self.child = listener, master, child
+        self.terminal = Terminal(tty)
         self.sel = selectors.DefaultSelector()
         self.clients: dict[int, Client] = {}
         self.pending = b""
         """Input not written to the terminal yet."""
         self.queued = self.written = 0
         """Input bytes queued and written so far."""
-        self.owed: list[tuple[Client, int, int]] = []
-        """(client, size, end): ``{"wrote": size}`` is owed once ``written`` reaches end."""
-        self.last_activity = time.monotonic()
+        self.owed: list[tuple[Client, dict[str, object], int]] = []
+        """(client, reply, end): the reply is owed once ``written`` reaches end."""
+        self.typed: dict[str, int] = {}
+        """Keys of inputs typed (or queued) already, with their sizes."""
+        self.last_activity = self.last_check = time.monotonic()
         self.waiting = False
         self.status: int | None = None
         self.sel.register(listener, selectors.EVENT_READ, "listen")
@@ -219,7 +290,10 @@ class Host:
 
     def run(self) -> int:
         while self.status is None:
-            for client in self.clients.values():  # writable only matters with replies owed
+            for client in list(self.clients.values()):  # writable matters with replies owed
+                if len(client.outbox) > MAX_OUTBOX:  # it reads nothing: let it go
+                    self.drop(client)
+                    continue
                 wanted = selectors.EVENT_READ | (selectors.EVENT_WRITE if client.outbox else 0)
                 if self.sel.get_key(client.sock).events != wanted:
                     self.sel.modify(client.sock, wanted, client)
@@ -233,8 +307,8 @@ class Host:
                         self.write_input()
                 elif key.data == "child":
                     self.reap()
-                else:
-                    self.serve(key.data, events)
+                elif (peer := self.clients.get(key.fd)) is key.data and peer is not None:
+                    self.serve(peer, events)  # (not dropped earlier this round)
             if self.pidfd is None:
                 self.reap()
             self.check_waiting()
@@ -246,7 +320,7 @@ class Host:
             sock, _ = self.listener.accept()
         except OSError:
             return
-        if not same_user(sock):
+        if len(self.clients) >= MAX_CLIENTS or not same_user(sock):
             sock.close()
             return
         sock.setblocking(False)
@@ -290,23 +364,15 @@ class Host:
                 self.drop(client)
 
     def request(self, client: Client, line: bytes) -> None:
+        """One request; every reply carries the request's ``id``."""
+        ident: object = None
         try:
             message = json.loads(line)
             if not isinstance(message, dict):
                 raise ValueError("not an object")
+            ident = message.get("id")
             if "input" in message:
-                text = message["input"]
-                if not isinstance(text, str):
-                    raise ValueError("input must be text")
-                data = text.encode("utf-8", "surrogateescape")
-                if len(self.pending) + len(data) > MAX_PENDING_INPUT:
-                    client.say({"error": "the terminal is not reading its input"})
-                    return
-                self.pending += data
-                self.queued += len(data)
-                self.owed.append((client, len(data), self.queued))
-                self.activity()
-                self.write_input()
+                self.type(client, message["input"], message.get("key"), ident)
             elif "resize" in message:
                 cols, rows = message["resize"]
                 if not (isinstance(cols, int) and isinstance(rows, int)):
@@ -314,11 +380,39 @@ class Host:
                 if not (1 <= cols <= 10000 and 1 <= rows <= 10000):
                     raise ValueError("a terminal size is between 1 and 10000")
                 set_size(self.master, cols, rows)
-                client.say({"resized": [cols, rows]})
+                client.say({"id": ident, "resized": [cols, rows]})
             else:
                 raise ValueError("unknown request")
-        except (ValueError, TypeError, OSError) as exc:
-            client.say({"error": str(exc)})
+        except (ValueError, TypeError, OSError, termios.error) as exc:
+            client.say({"id": ident, "error": str(exc)})
+
+    def type(self, client: Client, text: object, key: object, ident: object) -> None:
+        """Queue typed input; ``{"wrote": N}`` once the terminal took all of it. An input
+        whose key was seen is not typed again (its caller resent it)."""
+        if not isinstance(text, str):
+            raise ValueError("input must be text")
+        if isinstance(key, str) and key in self.typed:
+            client.say({"id": ident, "wrote": self.typed[key], "again": True})
+            return
+        data = text.encode("utf-8", "surrogateescape")
+        if termios.tcgetattr(self.master)[3] & termios.ICANON:
+            longest = max(len(part) for part in data.replace(b"\r", b"\n").split(b"\n"))
+            if longest > LINE_LIMIT:
+                raise ValueError(
+                    f"a terminal in line mode takes lines of at most {LINE_LIMIT} bytes; this "
+                    f"input has one of {longest} (write long text to a file and read it from there)"
+                )
+        if len(self.pending) + len(data) > MAX_PENDING_INPUT:
+            raise ValueError("the terminal is not reading its input")
+        if isinstance(key, str):
+            self.typed[key] = len(data)
+            while len(self.typed) > REMEMBERED_KEYS:
+                del self.typed[next(iter(self.typed))]
+        self.pending += data
+        self.queued += len(data)
+        self.owed.append((client, {"id": ident, "wrote": len(data)}, self.queued))
+        self.activity()
+        self.write_input()
 
     def activity(self) -> None:
         self.last_activity = time.monotonic()
@@ -331,9 +425,21 @@ class Host:
                 client.say({"waiting": waiting})
 
     def check_waiting(self) -> None:
-        if time.monotonic() - self.last_activity < QUIET:
+        """Look again once quiet for QUIET: every round at first, then less often (a
+        quiet command with many processes costs a /proc walk each time)."""
+        now = time.monotonic()
+        quiet = now - self.last_activity
+        if quiet < QUIET:
             return
-        self.set_waiting(blocked_on_terminal(self.master, self.child, self.tty))
+        interval = CHECK_INTERVAL if quiet < QUIET + 2 else min(1.0, quiet / 10)
+        if now - self.last_check < interval:
+            return
+        self.last_check = now
+        try:
+            waiting = blocked_on_terminal(self.master, self.child, self.terminal)
+        except Exception:  # a process gone mid-look, no descriptor left: look again later
+            waiting = False
+        self.set_waiting(waiting)
 
     def copy_output(self) -> bool:
         """Copy what the terminal printed to the log; False once nothing more can come."""
@@ -365,17 +471,17 @@ class Host:
             except BlockingIOError:
                 break
             except OSError as exc:
-                for client, _, _ in self.owed:
-                    client.say({"error": f"cannot write to the terminal: {exc.strerror}"})
+                for client, reply, _ in self.owed:
+                    client.say({"id": reply["id"], "error": f"cannot type: {exc.strerror}"})
                 self.owed.clear()
                 self.written += len(self.pending)
                 self.pending = b""
                 break
             self.pending = self.pending[written:]
             self.written += written
-            while self.owed and self.owed[0][2] <= self.written:
-                client, size, _ = self.owed.pop(0)
-                client.say({"wrote": size})
+        while self.owed and self.owed[0][2] <= self.written:
+            client, reply, _ = self.owed.pop(0)
+            client.say(reply)
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending else 0)
         with contextlib.suppress(Exception):
             self.sel.modify(self.master, events, "master")
@@ -406,8 +512,8 @@ class Host:
         for client in list(self.clients.values()):
             with contextlib.suppress(OSError):
                 client.sock.setblocking(True)
-                client.sock.settimeout(0.2)
-                client.sock.sendall(client.outbox)
+                client.sock.settimeout(0.05)
+                client.sock.sendall(client.outbox[:65536])
             client.sock.close()
 
 
@@ -420,6 +526,9 @@ def main(argv: list[str]) -> int:
     listener = bind_private(path)
     try:
         child, master, tty = spawn(command, cols, rows)
+        # A stop signals every process of the task: the command's own status and last
+        # words are what count, so the host outlives it and drains its terminal.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         return Host(listener, master, child, tty).run()
     finally:
         with contextlib.suppress(OSError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+from collections.abc import Awaitable
 from typing import Any
 
 from wave_bash.api.errors import InvalidInputError
@@ -16,7 +17,7 @@ from wave_bash.worker.tail import file_size
 from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
-from ..terminals import TerminalLink
+from ..terminals import TerminalGone, TerminalLink
 from .output import read_output
 from .tasks import _row, _running
 
@@ -57,11 +58,13 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     task = _running(ctx, p.task_id, "type into")
     link = _terminal(task)
     start = ctx.journal.read_offset(task.id, p.session)
-    await link.type(p.input)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (p.timeout / 1000 if p.timeout is not None else 86400.0)
+    await _typed(ctx, task, link.type(p.input, p.request_key, deadline - loop.time()))
     waiting = asyncio.create_task(link.waiting_for_input())
     try:
-        timeout = None if p.timeout is None else p.timeout / 1000
         waits: list[asyncio.Future[Any]] = [task.ended, waiting, conn.closed]
+        timeout = max(0.0, deadline - loop.time())
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
@@ -90,9 +93,9 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         task = _running(ctx, p.task_id, "type into")
         link = _terminal(task)
         if p.resize is not None:
-            await link.resize(*p.resize)
+            await _typed(ctx, task, link.resize(*p.resize))
         if p.input:
-            await link.type(p.input)
+            await _typed(ctx, task, link.type(p.input, p.request_key))
     path = row.output_path
     offset = max(0, file_size(path) - TERMINAL_BACKLOG) if p.offset is None else p.offset
     loop = asyncio.get_running_loop()
@@ -115,6 +118,18 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         exit_code=current.exit_code,
         waiting_for_input=task is not None and task.waiting_for_input,
     )
+
+
+async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> None:
+    """Await a request to the terminal; a terminal that closed because the task ended
+    (typing raced its end) is the "not running" error, as for a task that had ended."""
+    try:
+        await typing
+    except TerminalGone:
+        await asyncio.wait([task.ended], timeout=2)
+        if task.ended.done():
+            _running(ctx, task.id, "type into")  # raises TaskNotRunningError
+        raise
 
 
 def _read_at(path: str, offset: int, size: int) -> bytes:
