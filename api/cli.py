@@ -654,7 +654,8 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
         "ssh_option": [],
         "remote_command": os.environ.get("WAVE_REMOTE_COMMAND"),
         "timeout": None, "cwd": None, "description": None, "background": False,
-        "json": False, "interactive": False, "size": None, "verb": "run", "func": cmd_run,
+        "json": False, "interactive": False, "size": None, "rules": None, "sandbox": None,
+        "allow_network": False, "workspace": None, "verb": "run", "func": cmd_run,
     }  # fmt: skip
     rest = list(argv)
 

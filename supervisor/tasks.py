@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -444,7 +445,7 @@ class TaskManager:
                 command = wrapped_command(
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
-                    sandbox=self._bwrap(sandbox, p.cwd, cwd_file) if sandbox else (),
+                    sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
                 )  # fmt: skip
                 capture_cwd = False
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
@@ -499,10 +500,17 @@ class TaskManager:
             raise InvalidInputError(f"the sandbox workspace is not a directory: {workspace}")
         return Sandbox(p.sandbox.mode, workspace, p.sandbox.network)
 
-    def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None) -> list[str]:
-        state_dir = str(self.tasks_dir.parent)
-        hidden = [state_dir, *self.hidden_dirs]
-        return bwrap_argv(self.bwrap, sandbox, cwd, hidden, [cwd_file] if cwd_file else [])
+    def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str) -> list[str]:
+        """The bubblewrap argv of one command; its ``/tmp`` is its session's own
+        directory (``sandbox-tmp/<hash of the session>`` in the state dir): files a
+        command leaves there are there for the session's next command, and nothing else
+        is (no other program's sockets)."""
+        state_dir = self.tasks_dir.parent
+        temp = state_dir / "sandbox-tmp" / hashlib.sha256(session.encode()).hexdigest()[:16]
+        temp.mkdir(mode=0o700, parents=True, exist_ok=True)
+        hidden = [str(state_dir), *self.hidden_dirs]
+        writable = [cwd_file] if cwd_file else []
+        return bwrap_argv(self.bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp))
 
     @property
     def sandbox_status(self) -> str:

@@ -345,7 +345,8 @@ def test_no_false_prompt_for_programs_waiting_on_other_descriptors(client: Clien
     client.task_stop(server.background_task_id)
     quiet = client.bash(
         "python3 -c 'import asyncio; asyncio.run(asyncio.sleep(2.2)); print(\"slept\")'",
-        timeout=LONG, interactive=True,
+        timeout=LONG,
+        interactive=True,
     )
     assert quiet.stdout == "slept" and not quiet.waiting_for_input
 
@@ -373,8 +374,9 @@ def test_password_prompt_on_dev_tty(client: Client) -> None:
     """getpass (like ssh, git and sudo) reads /dev/tty with echo off: detected, and the
     answer is not echoed into the output."""
     r = client.bash(
-        "python3 -c 'import getpass; print(\"len\", len(getpass.getpass(\"Password: \")))'",
-        timeout=LONG, interactive=True,
+        'python3 -c \'import getpass; print("len", len(getpass.getpass("Password: ")))\'',
+        timeout=LONG,
+        interactive=True,
     )
     assert r.waiting_for_input and r.stdout == "Password: " and r.background_task_id
     done = client.task_input(r.background_task_id, "s3cret!\n")
@@ -386,7 +388,9 @@ def test_a_line_longer_than_the_terminal_takes_is_refused(client: Client) -> Non
     r = client.bash("read x; echo ${#x}", timeout=LONG, interactive=True)
     task_id = r.background_task_id
     assert task_id and r.waiting_for_input
-    with pytest.raises(InvalidInputError, match="lines of at most 4095 bytes; this input has one of 5000"):
+    with pytest.raises(
+        InvalidInputError, match="lines of at most 4095 bytes; this input has one of 5000"
+    ):
         client.task_input(task_id, "a" * 5000 + "\n")
     assert client.task_input(task_id, "a" * 4000 + "\n").output.endswith("4000")
     repl = client.bash("python3 -q", timeout=LONG, interactive=True)  # raw mode: no limit
@@ -419,7 +423,7 @@ def test_ctrl_z_is_a_character_not_a_stop(client: Client) -> None:
 def test_typing_while_the_task_ends_says_it_ended(client: Client) -> None:
     import concurrent.futures
 
-    r = client.bash("read x; echo \"got $x\"", timeout=LONG, interactive=True)
+    r = client.bash('read x; echo "got $x"', timeout=LONG, interactive=True)
     task_id = r.background_task_id
     assert task_id
 

@@ -235,3 +235,21 @@ def test_interactive_task_remotely_answered_and_attached_in_tmux(
         subprocess.run([*tmux, "kill-server"], capture_output=True)
     out = client.task_input(task_id, "\x04")
     assert out.status == "completed" and "42" in out.output
+
+
+def test_permission_rules_and_sandbox_hold_over_ssh(sshd: dict[str, object]) -> None:
+    """Issue 17: the remote bridge is a door too; the remote supervisor checks the rules
+    the local client sends, and sandboxes the command on the remote machine."""
+    client = Client(
+        remote=str(sshd["url"]), ssh_options=list(sshd["options"]),  # type: ignore[call-overload]
+        remote_command=str(sshd["command"]), session="remote",
+        rules={"allow": ["Bash(echo *)"], "deny": ["Bash(rm *)"]}, sandbox="read-only",
+    )  # fmt: skip
+    denied = client.bash("echo a; rm -rf /tmp/nothing-here")
+    assert not denied.success and denied.permission is not None
+    assert denied.permission.rule == "Bash(rm *)"
+    sandboxed = client.bash("echo hi > ~/.wave-remote-probe; echo rc=$?")
+    assert sandboxed.stdout.endswith("rc=1") and not os.path.exists(
+        os.path.expanduser("~/.wave-remote-probe")
+    )
+    assert client.tasks()[-1].sandbox == "read-only"

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,8 +56,16 @@ def test_workspace_write_inside_yes_outside_no(
     assert hooks.exit_code == 1 and "Read-only file system" in hooks.stdout
     assert not (project / ".git/hooks/pre-commit").exists()
     assert (project / ".git/config").read_text() == "[core]\n"
-    temp = client.bash("echo t > /tmp/scratch && cat /tmp/scratch && ls /tmp | wc -l")
-    assert temp.success and temp.stdout.splitlines()[0] == "t"  # a private, writable /tmp
+    marker = Path(tempfile.mkstemp(prefix="wb-outside-", dir="/tmp")[1])
+    try:
+        temp = client.bash(f"echo t > /tmp/scratch && ls -A /tmp && test -e {marker}")
+        assert temp.exit_code == 1 and "scratch" in temp.stdout.split()  # a /tmp of its own
+        assert marker.name not in temp.stdout  # nothing of the real /tmp (no sockets)
+    finally:
+        marker.unlink()
+    assert client.bash("cat /tmp/scratch").stdout == "t"  # kept for the session's next command
+    other = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", session="other")
+    assert other.bash("cat /tmp/scratch").exit_code == 1  # another session has its own
     assert client.tasks()[-1].sandbox == "workspace-write"
 
 

@@ -2,9 +2,9 @@
 
 ``read-only``: the whole file system read-only. ``workspace-write``: the workspace (the
 project root of the command's directory, or a given one) writable, its ``.git/hooks`` and
-``.git/config`` and the shell rc files in it read-only. Both: a private, empty, writable
-``/tmp`` and ``/var/tmp`` (so no socket of another program there is reachable: tmux,
-ssh-agent, a supervisor), ``$XDG_RUNTIME_DIR`` and the state dir hidden (the supervisor's
+``.git/config`` and the shell rc files in it read-only. Both: a private writable ``/tmp``
+(one per agent session, kept between its commands) and ``/var/tmp`` (so no socket of
+another program there is reachable: tmux, ssh-agent, a supervisor), ``$XDG_RUNTIME_DIR`` and the state dir hidden (the supervisor's
 socket would run commands outside), a minimal ``/dev``, no network unless allowed (a new
 network namespace: loopback only, abstract sockets included).
 
@@ -61,14 +61,17 @@ def bwrap_argv(
     hidden: Sequence[str],
     writable_files: Sequence[str] = (),
     home: str | None = None,
+    temp_dir: str | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs what follows it in ``sandbox``.
 
     ``hidden``: directories replaced by empty ones (the state dir, the socket's dir);
     ``writable_files``: files inside them the command must write (its exit record, for
-    the directory it ends in)."""
+    the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
+    an empty one of its own)."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]  # fmt: skip
+            *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
+            "--tmpfs", "/var/tmp"]  # fmt: skip
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
         argv += ["--tmpfs", runtime]
