@@ -161,6 +161,19 @@ class Client:
             None, sandbox, allow_network, os.fspath(workspace) if workspace else None
         )
         self.rules = self.rules or env_rules
+        if self.sandbox is not None and self.sandbox["workspace"] is None:
+            # Pinned now: a command's `cd` (follow_cd) must not move what is writable.
+            if self.remote is None:
+                here = self.cwd or os.getcwd()
+                writable = self.sandbox["mode"] == "workspace-write"
+                self.sandbox["workspace"] = (
+                    guard.default_workspace(here) if writable else guard.project_root(here)
+                )
+            elif follow_cd:
+                raise InvalidInputError(
+                    "with a remote, follow_cd and a sandbox, give the sandbox's workspace "
+                    "(workspace=, --workspace): it must not move with the commands' cd"
+                )
         self.permission = permission
         self.on_ask = on_ask
 

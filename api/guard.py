@@ -30,6 +30,35 @@ def rules_spec(
     return {**rule_set.to_json(), "origin": rule_set.origin}
 
 
+def project_root(cwd: str) -> str:
+    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``."""
+    current = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return os.path.abspath(cwd)
+        current = parent
+
+
+def default_workspace(cwd: str) -> str:
+    """The writable workspace of a sandbox given none: the project root of ``cwd``.
+
+    Raises:
+        InvalidInputError: that would be ``/`` or the home directory (or above it): too
+        wide to mean anything, so it must be given.
+    """
+    root = os.path.realpath(project_root(cwd))
+    home = os.path.realpath(os.path.expanduser("~"))
+    if root == "/" or home == root or home.startswith(root.rstrip("/") + "/"):
+        raise InvalidInputError(
+            f"the sandbox's writable workspace would be {root} (no .git above {cwd}): "
+            "give it with --workspace DIR (or WAVE_SANDBOX_WORKSPACE, workspace=)"
+        )
+    return root
+
+
 def sandbox_spec(
     mode: str | None, network: bool = False, workspace: str | os.PathLike[str] | None = None
 ) -> dict[str, Any] | None:

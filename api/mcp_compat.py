@@ -51,7 +51,7 @@ class ToolRequest:
 
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"approve": {"type": "boolean", "title": "Run this command", "default": True}},
+    "properties": {"approve": {"type": "boolean", "title": "Run this command"}},
     "required": ["approve"],
 }
 """The form of an approval: one yes/no."""
@@ -63,7 +63,7 @@ async def _ask(session: Any, request_id: Any, message: str) -> bool | None:
         return None
     answer = await session.elicit(message, APPROVAL_SCHEMA, request_id)
     content = answer.content or {}
-    return bool(answer.action == "accept" and content.get("approve", True) is True)
+    return bool(answer.action == "accept" and content.get("approve") is True)  # said, not assumed
 
 
 ListTools = Callable[[], Awaitable[types.ListToolsResult]]

@@ -45,6 +45,10 @@ def default_session() -> str:
     return f"mcp-{secrets.token_hex(4)}"
 
 
+APPROVAL_COMMAND_CHARS = 4000
+"""Most of a command an approval question quotes."""
+
+
 def structured_result(
     tool: str, data: dict[str, Any] | None, notices: list[Notice]
 ) -> dict[str, Any] | None:
@@ -124,7 +128,7 @@ class WaveMcp:
         started: list[str] = []
         call = functools.partial(
             self.client.call_tool, name, arguments, on_progress=on_progress,
-            on_start=started.append, on_ask=self._asker(request),
+            on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
         )  # fmt: skip
         data: dict[str, Any] | None = None
         try:
@@ -199,14 +203,19 @@ class WaveMcp:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
 
-    def _asker(self, request: mcp_compat.ToolRequest) -> Any:
+    def _asker(self, request: mcp_compat.ToolRequest, command: object) -> Any:
         """Ask the host's user (an elicitation) about a command that needs approval, from
-        the thread that runs the call; None when the host cannot ask (SPEC PM3)."""
+        the thread that runs the call; None when the host cannot ask (SPEC PM3). The
+        question shows the whole command (what runs if they say yes), then why."""
 
         def ask(result: BashResult) -> bool | None:
             if self.host_gone:
                 return None
-            message = f"{result.message}\n\nRun this command?"
+            shown = str(command)
+            if len(shown) > APPROVAL_COMMAND_CHARS:
+                shown = f"{shown[:APPROVAL_COMMAND_CHARS]}\n… ({len(shown)} characters in all)"
+            reason = result.permission.reason if result.permission else result.message
+            message = f"Run this command?\n\n{shown}\n\nIt needs approval: {reason}."
             return anyio.from_thread.run(request.ask_user, message)
 
         return ask

@@ -28,6 +28,11 @@ def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen).expanduser().absolute()
 
 
+def default_state_dir() -> Path:
+    """The platform's user state dir of wave-bash (where a client given none goes)."""
+    return Path(_user_state_dir()).expanduser().absolute()
+
+
 def _user_state_dir() -> str:
     import platformdirs  # only where no state dir is given
 

@@ -37,7 +37,9 @@ Verdict = Literal["allow", "ask", "deny"]
 VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
-WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "stdbuf", "command", "env", "exec"})
+WRAPPERS = frozenset({
+    "timeout", "time", "nice", "nohup", "stdbuf", "command", "env", "exec", "coproc", "builtin",
+})  # fmt: skip
 """Commands that run the rest of their words as the command."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
@@ -46,15 +48,21 @@ WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 @dataclass(frozen=True)
 class SimpleCommand:
-    """One command that would run: its text as matched (wrappers and assignments
-    stripped, words as written), and the wrappers that were around it."""
+    """One command that would run. ``text`` is what an allow rule must match: its words
+    unquoted (``"rm"`` is ``rm``), transparent wrappers stripped, assignments that are not
+    known to be harmless kept in front (``GIT_CONFIG_…=… git status`` is not ``git
+    status``). ``variants`` are other readings a deny or ask rule also catches: without
+    the assignments, by the program's base name (``/bin/rm``), the command run by
+    ``sudo``/``doas``/``xargs``/``find -exec``/``watch``."""
 
     text: str
     wrappers: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        return self.text.split(" ", 1)[0]
+        words = self.text.split(" ")
+        return next((w for w in words if "=" not in w), words[0])
 
 
 @dataclass(frozen=True)
@@ -102,12 +110,34 @@ def _parser() -> Any:
 
 MAX_NESTING = 8
 """How deep ``bash -c 'bash -c …'`` is followed before it counts as unknowable."""
+MAX_CHECKED_CHARS = 256 * 1024
+"""A longer command is not parsed: it cannot be checked (ask)."""
+
+SAFE_ASSIGNMENTS = frozenset({
+    "CI", "NODE_ENV", "RUST_BACKTRACE", "RUST_LOG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
+    "NO_COLOR", "FORCE_COLOR", "TERM", "LANG", "LC_ALL", "TZ", "COLUMNS", "LINES", "DEBUG",
+    "VERBOSE",
+})  # fmt: skip
+"""Variables that only change how a program talks, stripped before matching with literal
+values (``LC_*`` too). Any other (``GIT_CONFIG_*``, ``LD_PRELOAD``, ``BASH_ENV``,
+``PATH``) changes what runs: it stays part of the command's text."""
+RUNNERS = frozenset({"sudo", "doas", "xargs", "watch", "find"})
+"""Commands that run another command given in their words: it is a variant, checked by
+deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
+ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
+ARITHMETIC_PROBLEM = (
+    "arithmetic on a variable, whose value could hide a command (`a='x[$(cmd)]'; ((a))`)"
+)
 
 
 def parse_command(source: str) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text)."""
     walker = _Walker()
-    walker.parse(source, 0)
+    if len(source) > MAX_CHECKED_CHARS:
+        walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
+    else:
+        walker.parse(source, 0)
     return ParsedCommand(
         source, tuple(walker.commands), tuple(walker.writes), tuple(dict.fromkeys(walker.problems))
     )
@@ -129,69 +159,187 @@ class _Walker:
             self.problems.append("it does not parse as bash")
         self.walk(tree.root_node, data, depth)
 
-    def walk(self, node: Any, data: bytes, depth: int) -> None:
-        kind = node.type
-        if kind == "command":
-            self.command(node, data, depth)
-        elif kind == "declaration_command" or kind == "unset_command":
-            self.commands.append(SimpleCommand(_squeeze(_text(node, data))))
-        elif kind == "file_redirect":
-            self.redirect(node, data)
-        for child in node.children:
-            if kind == "command" and child.type in ("command_name", "word", "string",
-                                                    "raw_string", "concatenation"):  # fmt: skip
-                # its words are read in command(); look inside only for substitutions
-                self.walk_substitutions(child, data, depth)
-                continue
-            self.walk(child, data, depth)
+    def walk(self, root: Any, data: bytes, depth: int) -> None:
+        """Every node once, iteratively (a deeply nested command cannot exhaust the
+        stack); ``arithmetic``: inside an expression bash evaluates as arithmetic."""
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, arithmetic = stack.pop()
+            kind = node.type
+            if kind == "command":
+                self.command(node, data, depth)
+            elif kind in ("declaration_command", "unset_command"):
+                self.declaration(node, data)
+            elif kind == "file_redirect":
+                self.redirect(node, data)
+            elif kind == "expansion" and self._evaluating_expansion(node, data):
+                self.problems.append("an expansion that evaluates a variable's value as code")
+            if arithmetic and self._variable(node, data):
+                self.problems.append(ARITHMETIC_PROBLEM)
+            children = node.children
+            inner = arithmetic or self._starts_arithmetic(node, data)
+            for index, child in enumerate(reversed(children)):
+                position = len(children) - 1 - index
+                if kind == "subscript" and position == 0:  # the array's own name
+                    stack.append((child, arithmetic))
+                else:
+                    stack.append((child, inner))
 
-    def walk_substitutions(self, node: Any, data: bytes, depth: int) -> None:
-        for child in node.children:
-            if child.type in ("command_substitution", "process_substitution"):
-                self.walk(child, data, depth)
-            else:
-                self.walk_substitutions(child, data, depth)
+    @staticmethod
+    def _starts_arithmetic(node: Any, data: bytes) -> bool:
+        kind = node.type
+        if kind in ("arithmetic_expansion", "c_style_for_statement", "subscript"):
+            return True
+        if kind == "compound_statement":
+            return bool(node.children) and node.children[0].type == "(("
+        if kind == "binary_expression":
+            return any(
+                c.type == "test_operator" and _text(c, data) in ARITHMETIC_TESTS
+                for c in node.children
+            )
+        return False
+
+    @staticmethod
+    def _variable(node: Any, data: bytes) -> bool:
+        """A reference to a variable's value in an arithmetic expression."""
+        kind = node.type
+        if kind == "simple_expansion":
+            special = [c for c in node.children if c.type == "special_variable_name"]
+            return not (special and _text(special[0], data) in NUMERIC_SPECIALS)
+        if kind in ("variable_name", "expansion"):
+            return True
+        if kind == "word":
+            return not _text(node, data).isdigit()
+        return False
+
+    @staticmethod
+    def _evaluating_expansion(node: Any, data: bytes) -> bool:
+        """``${x@P}`` (runs the value's command substitutions) or ``${!x}`` (indirect:
+        the value may be ``a[$(cmd)]``)."""
+        text = _text(node, data)
+        return text.startswith("${!") or "@P" in text or "@A" in text
+
+    def declaration(self, node: Any, data: bytes) -> None:
+        text = _squeeze(_text(node, data))
+        words = text.split()
+        if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
+            self.problems.append(ARITHMETIC_PROBLEM)
+        self.commands.append(SimpleCommand(text))
 
     def redirect(self, node: Any, data: bytes) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
         target = node.children[-1] if node.children else None
         if operator not in WRITE_OPERATORS or target is None or target.type == "number":
             return
-        self.writes.append(_literal(target, data) or _text(target, data))
+        value = _literal(target, data)
+        if value is None:
+            self.writes.append(_text(target, data))
+        else:
+            self.writes.append(value)
 
     def command(self, node: Any, data: bytes, depth: int) -> None:
-        words = [c for c in node.children if c.is_named and c.type != "variable_assignment"]
-        words = [c for c in words if c.type not in ("file_redirect", "heredoc_redirect")]
+        assignments = [
+            _literal_assignment(c, data) for c in node.children if c.type == "variable_assignment"
+        ]
+        words = [c for c in node.children if c.is_named and c.type not in (
+            "variable_assignment", "file_redirect", "heredoc_redirect", "herestring_redirect")]  # fmt: skip
         if words and words[0].type == "command_name":
             words[0] = words[0].children[0] if words[0].children else words[0]
         values = [_literal(w, data) for w in words]
-        raw = [_text(w, data) for w in words]
+        shown = [
+            v if v is not None else _squeeze(_text(w, data))
+            for v, w in zip(values, words, strict=True)
+        ]
+        self.simple(values, shown, assignments, depth)
+
+    def simple(
+        self,
+        values: list[str | None],
+        shown: list[str],
+        assignments: list[str | None],
+        depth: int,
+    ) -> None:
+        """One simple command from its words (``values``: literal or None; ``shown``: as
+        matched) and the assignments before it."""
         wrappers: list[str] = []
         start = 0
         while start < len(values) and values[start] in WRAPPERS:
-            skip = _wrapper_arguments(values[start] or "", values[start + 1 :])
+            wrapper = values[start] or ""
+            skip = _wrapper_arguments(wrapper, values[start + 1 :])
             if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
                 break
-            wrappers.append(values[start] or "")
+            if wrapper == "env":
+                options = values[start + 1 : start + 1 + skip]
+                if any(o is not None and o.startswith(("-S", "--split-string")) for o in options):
+                    self.problems.append("`env -S` runs a command line given as text")
+                assignments += [v for v in options if v is None or "=" in v]
+            wrappers.append(wrapper)
             start += 1 + skip
+        kept = [a if a is not None else "<computed assignment>" for a in assignments]
+        kept = [a for a in kept if not _harmless(a)]
         if start >= len(values):
             if wrappers:
-                self.commands.append(SimpleCommand(" ".join(raw), ()))
+                self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
             return
         name = values[start]
         if name is None:
-            self.problems.append(f"the command name `{raw[start]}` is computed at run time")
-            self.commands.append(SimpleCommand(_squeeze(" ".join(raw[start:])), tuple(wrappers)))
+            self.problems.append(f"the command name `{shown[start]}` is computed at run time")
+            self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
             return
         rest = values[start + 1 :]
         nested = _nested_script(name, rest)
-        if nested is not None:
-            if nested == "":
-                self.problems.append(f"`{name}` runs text computed at run time")
-            else:
-                self.parse(nested, depth + 1)
+        if nested == "":
+            self.problems.append(f"`{name}` runs text computed at run time")
             return
-        self.commands.append(SimpleCommand(_squeeze(" ".join(raw[start:])), tuple(wrappers)))
+        if nested == "-":  # a heredoc, a pipe, a file: what it runs is not in the text
+            self.problems.append(f"`{name}` runs a script it reads from its input")
+        elif nested is not None:
+            self.parse(nested, depth + 1)
+            return
+        text = " ".join(kept + shown[start:])
+        variants = []
+        if kept:
+            variants.append(" ".join(shown[start:]))
+        base = os.path.basename(name)
+        if base != name:
+            variants.append(" ".join([base, *shown[start + 1 :]]))
+        for inner in _runner_commands(base, values[start + 1 :], shown[start + 1 :]):
+            variants.append(inner)
+        self.commands.append(SimpleCommand(text, tuple(wrappers), tuple(variants)))
+
+
+def _literal_assignment(node: Any, data: bytes) -> str | None:
+    """``NAME=value`` when the value is literal (quotes removed), else None."""
+    parts = [c for c in node.children if c.is_named]
+    if not parts:
+        return None
+    name = _text(parts[0], data)
+    if len(parts) == 1:
+        return f"{name}="
+    value = _literal(parts[-1], data)
+    return None if value is None else f"{name}={value}"
+
+
+def _harmless(assignment: str) -> bool:
+    name = assignment.split("=", 1)[0]
+    return name in SAFE_ASSIGNMENTS or name.startswith("LC_")
+
+
+def _runner_commands(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> list[str]:
+    """The command a runner (``sudo``, ``xargs``, ``find -exec``, …) runs, as text."""
+    if name not in RUNNERS:
+        return []
+    if name == "find":
+        found = []
+        for i, word in enumerate(rest):
+            if word in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
+                found.append(" ".join(shown[i + 1 : end]))
+        return [f for f in found if f]
+    i = 0
+    while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
+        i += 2 if word in ("-u", "-g", "-n", "-I", "-d", "-E", "-s", "-P", "-L") else 1
+    return [" ".join(shown[i:])] if i < len(shown) else []
 
 
 def _text(node: Any, data: bytes) -> str:
@@ -252,7 +400,7 @@ def _wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
             option_value({"-n", "--adjustment"})
         case "stdbuf":
             option_value({"-i", "-o", "-e", "--input", "--output", "--error"})
-        case "nohup" | "exec":
+        case "nohup" | "exec" | "coproc" | "builtin":
             option_value({"-a"})
         case "command":
             if i < len(rest) and rest[i] in ("-v", "-V"):
@@ -260,29 +408,44 @@ def _wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
             option_value(())
         case "env":
             option_value({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
-            while i < len(rest) and (word := rest[i]) is not None and "=" in word:
+            while i < len(rest) and ((word := rest[i]) is None or "=" in word):
                 i += 1
         case _:
             return None
     return i if i < len(rest) else None
 
 
+SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
 def _nested_script(name: str, rest: Sequence[str | None]) -> str | None:
-    """The script ``bash -c TEXT`` or ``eval TEXT…`` runs ("" when it is computed), or None
-    when ``name`` runs no script text."""
+    """The script ``bash -c TEXT`` or ``eval TEXT…`` runs ("" when it is computed, "-"
+    when the shell reads it from its input), or None when ``name`` runs no script text
+    (``bash script.sh``: a command like any other)."""
     if name == "eval":
         return "" if any(w is None for w in rest) else " ".join(w or "" for w in rest)
-    if os.path.basename(name) in SHELLS:
-        for i, word in enumerate(rest):
-            if word is None:
-                return ""
-            if word == "-c" or (word.startswith("-") and "c" in word[1:] and word[1:].isalpha()):
-                if i + 1 >= len(rest):
-                    return None
-                return rest[i + 1] if rest[i + 1] is not None else ""
-            if not word.startswith("-"):
-                return None  # `bash script.sh`: a command like any other
-    return None
+    if os.path.basename(name) not in SHELLS:
+        return None
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word is None:
+            return ""
+        if word in SHELL_OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if word == "-c" or (word.startswith("-") and "c" in word[1:] and word[1:].isalpha()):
+            if i + 1 >= len(rest):
+                return "-"
+            return rest[i + 1] if rest[i + 1] is not None else ""
+        if word == "-s" or (word.startswith("-") and "s" in word[1:] and word[1:].isalpha()):
+            return "-"
+        if word == "--":
+            return None if i + 1 < len(rest) else "-"
+        if not word.startswith(("-", "+")):
+            return None
+        i += 1
+    return "-"
 
 
 # --- rules ----------------------------------------------------------------------------
@@ -296,7 +459,8 @@ class Rule:
 
     text: str
     kind: Literal["Bash", "Write"]
-    regex: re.Pattern[str]
+    regex: Any
+    """A compiled RE2 pattern: linear time whatever the rule and the command."""
 
     @classmethod
     def parse(cls, text: str) -> Rule:
@@ -311,17 +475,26 @@ class Rule:
         kind: Literal["Bash", "Write"] = "Bash" if match[1] == "Bash" else "Write"
         pattern = match[2]
         if pattern is None or pattern.strip() in ("", "*", "**"):
-            return cls(text, kind, re.compile(r"[\s\S]*"))
+            return cls(text, kind, _compile(EVERYTHING))
         if kind == "Bash":
-            return cls(text, kind, re.compile(_command_regex(_squeeze(pattern))))
-        return cls(text, kind, re.compile(_path_regex(pattern.strip())))
+            return cls(text, kind, _compile(_command_regex(_squeeze(pattern))))
+        return cls(text, kind, _compile(_path_regex(_normalized(pattern.strip()))))
 
     def matches(self, value: str) -> bool:
         return self.regex.fullmatch(value) is not None
 
     @property
     def matches_everything(self) -> bool:
-        return self.regex.pattern == r"[\s\S]*"
+        return bool(self.regex.pattern == EVERYTHING)
+
+
+EVERYTHING = r"[\s\S]*"
+
+
+def _compile(pattern: str) -> Any:
+    import re2  # google-re2: no backtracking, so no rule makes a check slow
+
+    return re2.compile(pattern)
 
 
 def _command_regex(pattern: str) -> str:
@@ -407,8 +580,14 @@ class RuleSet:
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
+        writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
         for target in parsed.writes:
-            decided = self._write(_resolve(target, cwd))
+            paths = _write_paths(target, cwd)
+            if paths is None:
+                if writes_ruled:
+                    verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
+                continue
+            decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
         if parsed.problems and not self._allows_anything():
@@ -427,26 +606,49 @@ class RuleSet:
         return everything and not any(r.kind == "Bash" for r in (*self.deny, *self.ask))
 
     def _command(self, command: SimpleCommand) -> Decision:
-        for verdict in ("deny", "ask", "allow"):
-            for rule in getattr(self, verdict):
-                if rule.kind == "Bash" and rule.matches(command.text):
-                    return Decision(verdict, f"`{command.text}` matches {verdict} rule {rule.text}",
-                                    rule.text, subject=command.text)  # fmt: skip
-        return Decision("ask", f"no rule allows `{command.text}`", subject=command.text)
-
-    def _write(self, path: str) -> Decision | None:
+        readings = (command.text, *command.variants)
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
-                if rule.kind == "Write" and rule.matches(path):
-                    return Decision(verdict, f"writing {path} matches {verdict} rule {rule.text}",
-                                    rule.text)  # fmt: skip
+                for text in readings:
+                    if rule.kind == "Bash" and rule.matches(text):
+                        return Decision(verdict, f"`{text}` matches {verdict} rule {rule.text}",
+                                        rule.text, subject=text)  # fmt: skip
+        for rule in self.allow:
+            if rule.kind == "Bash" and rule.matches(command.text):
+                return Decision("allow", f"`{command.text}` matches allow rule {rule.text}",
+                                rule.text, subject=command.text)  # fmt: skip
+        return Decision("ask", f"no rule allows `{command.text}`", subject=command.text)
+
+    def _write(self, paths: Sequence[str]) -> Decision | None:
+        for verdict in ("deny", "ask"):
+            for rule in getattr(self, verdict):
+                for path in paths:
+                    if rule.kind == "Write" and rule.matches(path):
+                        return Decision(verdict, f"writing {path} matches {verdict} rule "
+                                        f"{rule.text}", rule.text, subject=path)  # fmt: skip
         return None
 
 
-def _resolve(target: str, cwd: str) -> str:
+def _normalized(path: str) -> str:
+    """``path`` with ``..`` resolved and repeated slashes as one (``//etc`` is ``/etc``)."""
+    path = os.path.normpath(path)
+    return "/" + path.lstrip("/") if path.startswith("/") else path
+
+
+def _write_paths(target: str | None, cwd: str) -> list[str] | None:
+    """The paths a written target names: as written (resolved against ``cwd``) and with
+    its links followed as this machine has them (``/proc/self/root/etc`` is ``/etc``);
+    None when it is computed at run time."""
+    if target is None or "$" in target or "`" in target:
+        return None
     if target.startswith("~"):
         target = os.path.expanduser(target)
-    return os.path.normpath(os.path.join(cwd, target))
+    path = _normalized(os.path.join(cwd, target))
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        real = path
+    return list(dict.fromkeys([path, _normalized(real)]))
 
 
 Hook = Callable[[ParsedCommand], Any]

@@ -23,7 +23,13 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from wave_bash.api.errors import StateDirError, WaveError
-from wave_bash.api.paths import StateLayout, ensure_private_dir, resolve_state_dir, socket_address
+from wave_bash.api.paths import (
+    StateLayout,
+    default_state_dir,
+    ensure_private_dir,
+    resolve_state_dir,
+    socket_address,
+)
 from wave_bash.api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
 from wave_bash.worker import choose_tracker
 
@@ -97,6 +103,14 @@ async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
     return server
 
 
+def sandbox_hidden_dirs(layout: StateLayout) -> list[str]:
+    """Besides the state dir, what a sandboxed command must not reach: the socket's
+    directory when elsewhere, and the default state dir of any other wave-bash client
+    (its supervisor's socket would run commands outside the sandbox)."""
+    hidden = [layout.socket.parent, default_state_dir()]
+    return [str(d) for d in dict.fromkeys(hidden) if d != layout.root and d.is_dir()]
+
+
 async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = None) -> int:
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
@@ -106,7 +120,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     tasks = TaskManager(
         journal, layout.tasks, command_open_files=before if before != now else None,
         tracker=tracker, memory_limit=settings.task_memory_limit, bwrap=settings.bwrap,
-        hidden_dirs=[str(layout.socket.parent)] if layout.socket.parent != layout.root else [],
+        hidden_dirs=sandbox_hidden_dirs(layout),
     )  # fmt: skip
     log.info("tracking task processes by %s", tasks.tracking)
     if settings.task_memory_limit and (tracker is None or tracker.memory_base is None):

@@ -6,8 +6,10 @@ hook answer too; the strictest verdict wins, and a person's approval turns only 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from wave_bash.api.permissions import Decision, RuleSet, parse_command, strictest
@@ -31,6 +33,18 @@ def rule_set(spec: RulesSpec) -> RuleSet:
         InvalidInputError: a rule that is not Bash(…) or Write(…).
     """
     return _rules(json.dumps(spec.model_dump(), sort_keys=True))
+
+
+CHECKS = ThreadPoolExecutor(1, thread_name_prefix="permissions")
+"""Where commands are parsed and matched: off the event loop (a long command takes a
+while to parse), one at a time (a tree-sitter parser is not shared between threads)."""
+
+
+async def check(p: RunParams) -> Decision:
+    """:func:`decide`, in the checks thread."""
+    if p.rules is None and p.hook is None:
+        return decide(p)
+    return await asyncio.get_running_loop().run_in_executor(CHECKS, decide, p)
 
 
 def decide(p: RunParams) -> Decision:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+from wave_bash.api import guard
 from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
 from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
 from wave_bash.api.permissions import Decision
@@ -45,7 +46,6 @@ from wave_bash.worker import (
     bwrap_argv,
     final_cwd,
     process_tag,
-    project_root,
     read_exit_record,
     reap_monitor,
     resolve_monitor_bash,
@@ -495,9 +495,14 @@ class TaskManager:
             sandboxes.probe(self.bwrap)
         except SandboxError as exc:
             raise SandboxUnavailableError(str(exc)) from None
-        workspace = p.sandbox.workspace or project_root(p.cwd)
+        writable = p.sandbox.mode == "workspace-write"
+        workspace = p.sandbox.workspace or (
+            guard.default_workspace(p.cwd) if writable else guard.project_root(p.cwd)
+        )
         if not os.path.isabs(workspace) or not os.path.isdir(workspace):
             raise InvalidInputError(f"the sandbox workspace is not a directory: {workspace}")
+        if writable and os.path.realpath(workspace) == "/":
+            raise InvalidInputError("the sandbox's writable workspace cannot be /")
         return Sandbox(p.sandbox.mode, workspace, p.sandbox.network)
 
     def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str) -> list[str]:

@@ -225,7 +225,10 @@ def test_permission_deny_and_ask_through_mcp(state_dir: Path, tmp_path: Path) ->
     assert not is_error(approved) and (work / "yes").exists()
     assert is_error(declined) and "did not approve" in text(declined)
     assert not (work / "no").exists() and len(asked) == 2
-    assert asked[0].startswith(f"This command needs approval: `touch {work}/yes` matches ask")
+    assert asked[0] == (
+        f"Run this command?\n\ntouch {work}/yes\n\nIt needs approval: `touch {work}/yes` "
+        "matches ask rule Bash(touch *)."
+    )
 
     async def no_elicitation(s: ClientSession) -> types.CallToolResult:
         return await s.call_tool("Bash", {"command": f"touch {work}/never"})

@@ -45,7 +45,9 @@ def verdict(command: str, rules: dict[str, list[str]] = RULES, cwd: str = "/work
         ("nice -n 10 nohup env CI=1 stdbuf -oL npm run test:unit -- --watch", "allow"),
         ("time -p make all", "allow"),
         ("command rm x", "deny"),
-        ("FOO=1 BAR=2 git status", "allow"),  # assignments stripped
+        ("CI=1 LC_ALL=C git status", "allow"),  # harmless assignments stripped
+        ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor git status", "ask"),  # not those
+        ("env -S 'touch x' git status", "ask"),
         ("npm run test", "allow"),  # the older prefix form matches the bare prefix too
         ("npm run testing", "allow"),  # the prefix form is a plain prefix, as in Claude Code
         ("git diffstat", "ask"),  # ...a trailing " *" is not
@@ -73,12 +75,59 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
         "tee -a log >&2"
     )
     assert [c.text for c in parsed.commands] == [
-        'git push "$(whoami)"', "whoami", "cd a", "ls", "tee -a log",
+        'FOO=1 git push "$(whoami)"', "whoami", "cd a", "ls", "tee -a log",
     ]  # fmt: skip
+    assert parsed.commands[0].variants == ('git push "$(whoami)"',)
     assert parsed.commands[0].wrappers == ("timeout",)
     assert parsed.writes == ("err.log", "out.txt")  # `>&2` duplicates a descriptor
     assert parsed.problems == ()
     assert parse_command("echo 'a").problems == ("it does not parse as bash",)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ('"rm" -rf x', "deny"),  # the words as bash reads them, not as written
+        ("r''m -rf x", "deny"),
+        ("\\rm -rf x", "deny"),
+        ("/bin/rm -rf x", "deny"),  # by its base name too
+        ("git 'push' origin", "deny"),
+        ('git pu""sh', "deny"),
+        ("coproc rm -rf x", "deny"),
+        ("sudo rm -rf /", "deny"),  # what runners run
+        ("find . -name '*.o' -exec rm {} +", "deny"),
+        ("xargs -n1 rm < list", "deny"),
+        ("bash -o errexit -c 'rm x'", "deny"),
+        ("bash <<EOF\nrm x\nEOF", "ask"),  # a script read from input cannot be seen
+        ("echo rm x | sh", "ask"),
+        ("a='x[$(touch p)]'; ((a))", "ask"),  # arithmetic evaluates a variable's value
+        ("[[ a -eq 1 ]]", "ask"),
+        ("echo $((a + 1))", "ask"),
+        ("echo ${x@P}", "ask"),
+        ("echo ${!x}", "ask"),
+        ("[[ $? -eq 0 ]] && echo ok", "allow"),  # special parameters are numbers
+        ("echo hi > //etc/passwd", "deny"),
+        ("echo hi > /proc/self/root/etc/passwd", "deny"),
+        ("x=/etc; echo hi > $x/passwd", "ask"),  # a computed target, with Write rules
+        ("echo hi > $'/etc/passwd'", "ask"),
+        ("git status", "allow"),
+    ],
+)
+def test_bypasses_found_in_review(command: str, expected: str) -> None:
+    rules = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Bash(git push *)", "Write(/etc/**)"]}
+    assert verdict(command, rules) == expected
+
+
+def test_huge_and_deep_commands_are_checked_quickly() -> None:
+    import time
+
+    rules = {"allow": ["Bash(echo *)"], "deny": ["Bash(*rm*-rf*)"]}
+    t = time.monotonic()
+    assert verdict("echo x;" * 30_000, rules) == "allow"  # 240 KB: parsed, each part checked
+    assert verdict("echo x;" * 40_000, rules) == "ask"  # over the limit: not parsed at all
+    assert verdict("echo " + "a" * 150_000 + " rm -rf", rules) == "deny"  # RE2: linear
+    assert verdict("$(" * 3000 + "true" + ")" * 3000, rules) == "ask"  # no recursion limit
+    assert time.monotonic() - t < 20
 
 
 def test_allow_everything_still_checks_deny_rules_on_computed_commands() -> None:

@@ -4,6 +4,7 @@ a background task that outlives its caller and is stopped whole."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     journal_rows,
+    needs_root,
     needs_tool,
     run_cli,
     start_supervisor,
@@ -22,7 +24,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client
+from wave_bash.api import Client, InvalidInputError
 
 
 @pytest.fixture(autouse=True)
@@ -195,10 +197,76 @@ def test_no_user_namespaces_is_a_clear_error(
 
 
 def test_bad_sandbox_settings(state_dir: Path, project: Path) -> None:
-    from wave_bash.api import InvalidInputError
-
     with pytest.raises(InvalidInputError, match="sandbox must be read-only, workspace-write"):
         Client(state_dir=state_dir, sandbox="strict")
     r = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write",
                workspace=project / "missing").bash("true")  # fmt: skip
     assert not r.success and "workspace is not a directory" in (r.error or "")
+
+
+def test_no_process_outside_is_visible_or_signalled(state_dir: Path, project: Path) -> None:
+    """Its own pid namespace: the supervisor (whose /proc/<pid>/root and socket would be
+    a way out) cannot be seen or signalled."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    pid = client.status().pid
+    r = client.bash(f"ls /proc/{pid}/root/ 2>&1 | head -1; kill -0 {pid} && echo reached; "
+                    "ps -e --no-headers | wc -l")  # fmt: skip
+    assert "reached" not in r.stdout and "No such file" in r.stdout
+    assert int(r.stdout.splitlines()[-1]) < 10  # only the sandbox's own processes
+
+
+def test_the_workspace_cannot_be_widened(state_dir: Path, project: Path) -> None:
+    outside = Path(tempfile.mkdtemp(prefix="wb-elsewhere-", dir=Path.home()))  # not in /tmp
+    try:
+        _cannot_widen(state_dir, project, outside)
+    finally:
+        shutil.rmtree(outside)
+
+
+def _cannot_widen(state_dir: Path, project: Path, outside: Path) -> None:
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", follow_cd=True)
+    assert client.bash(f"cd {outside}").success  # follow_cd: the next command starts there
+    r = client.bash("touch moved-here; echo rc=$?")
+    assert r.stdout.endswith("rc=1") and not (outside / "moved-here").exists()
+    renamed = client.bash(f"cd {project} && mv .git .git-away; echo rc=$?")
+    assert renamed.stdout.endswith("rc=1") and (project / ".git").is_dir()  # pinned in place
+    home = Path("~").expanduser()
+    with pytest.raises(InvalidInputError, match=r"workspace would be .*: give it with --workspace"):
+        Client(state_dir=state_dir, cwd="/", sandbox="workspace-write")
+    if not (home / ".git").exists():
+        with pytest.raises(InvalidInputError, match="give it with --workspace"):
+            Client(state_dir=state_dir, cwd=home, sandbox="workspace-write")
+    explicit = Client(state_dir=state_dir, cwd="/", sandbox="workspace-write", workspace=project)
+    assert explicit.bash(f"touch {project}/given && echo ok").stdout == "ok"
+
+
+def test_daemon_sockets_under_run_are_hidden(state_dir: Path, project: Path) -> None:
+    needs_root("a socket under /run")
+    path = Path(f"/run/wb-test-{os.getpid()}.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    try:
+        r = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write").bash(
+            f"test -S {path} && echo visible; ls /run | wc -l"
+        )
+        assert "visible" not in r.stdout and r.stdout.splitlines()[-1] == "0"
+    finally:
+        server.close()
+        path.unlink()
+
+
+def test_stop_in_process_tracking_mode(state_dir: Path, project: Path) -> None:
+    """Without cgroups (the process-table fallback) the sandbox's processes, in their own
+    pid namespace, are still found and stopped."""
+    start_supervisor(state_dir, WAVE_TRACKING="process")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("(setsid sleep 302 &); sleep 303", run_in_background=True)
+    task_id = r.background_task_id
+    assert task_id
+    wait_until(lambda: len(_tagged_pids(task_id)) >= 4)  # bwrap, its init, shells, sleeps
+    assert client.task_stop(task_id).status == "killed"
+    wait_until(lambda: not _tagged_pids(task_id), timeout=10)
+
+
+def _tagged_pids(task_id: str) -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _tagged(int(p), task_id)]

@@ -26,7 +26,7 @@ from .output import (
     read_excerpt,
 )
 from .pymonitor import exit_status
-from .sandbox import Sandbox, SandboxError, bwrap_argv, project_root
+from .sandbox import Sandbox, SandboxError, bwrap_argv
 from .shell import Shell, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
@@ -81,7 +81,6 @@ __all__ = [
     "probe_login_path",
     "probe_script",
     "process_tag",
-    "project_root",
     "read_excerpt",
     "read_exit_record",
     "reap_monitor",

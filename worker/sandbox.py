@@ -1,12 +1,15 @@
 """The opt-in sandbox (SPEC SB): a command run under bubblewrap.
 
 ``read-only``: the whole file system read-only. ``workspace-write``: the workspace (the
-project root of the command's directory, or a given one) writable, its ``.git/hooks`` and
-``.git/config`` and the shell rc files in it read-only. Both: a private writable ``/tmp``
+project root of the caller's directory, or a given one) writable; its ``.git`` pinned in
+place, ``.git/hooks`` and ``.git/config`` (and its submodules') and the shell rc files in
+it read-only. Both: a private writable ``/tmp``
 (one per agent session, kept between its commands) and ``/var/tmp`` (so no socket of
-another program there is reachable: tmux, ssh-agent, a supervisor), ``$XDG_RUNTIME_DIR`` and the state dir hidden (the supervisor's
-socket would run commands outside), a minimal ``/dev``, no network unless allowed (a new
-network namespace: loopback only, abstract sockets included).
+another program there is reachable: tmux, ssh-agent, a supervisor), ``/run``, ``$XDG_RUNTIME_DIR``, the state dir and the default
+one hidden (the supervisor's socket would run commands outside; docker's too), its own
+process and IPC namespaces (no process outside is visible or signalled), a minimal
+``/dev``, no network unless allowed (a new network namespace: loopback only, abstract
+sockets included).
 
 No ``--die-with-parent``: a background task outlives its caller. The sandbox stays in the
 task's process group, cgroup and process tree, so TaskStop stops it like any task.
@@ -18,15 +21,37 @@ import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 RC_FILES = (
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
     ".zshenv", ".zprofile", ".zlogin", ".zlogout",
 )  # fmt: skip
 """Shell start-up files: what a sandboxed command writes there would run unsandboxed later."""
-GIT_PROTECTED = (".git/hooks", ".git/config")
-"""What git runs or reads for commands to run (``core.hooksPath``, aliases)."""
+RUNTIME_DIRS = ("/run", "/var/run")
+"""Where system daemons keep their sockets (docker, dbus, systemd, screen): hidden."""
+RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
+"""Kept (read-only) when the network is allowed: ``/etc/resolv.conf`` may point there."""
+
+
+def _protected(workspace: str, home: str) -> list[str]:
+    """What git or a shell would run later, outside the sandbox, if a command wrote it:
+    every ``.git`` dir in the workspace pinned in place, its (and its submodules')
+    ``hooks`` and ``config`` read-only, a ``.git`` file (a worktree's pointer) read-only,
+    the shell rc files in the workspace and in the home directory (if in the workspace)."""
+    found = []
+    git = os.path.join(workspace, ".git")
+    found.append(git)
+    if os.path.isdir(git) and not os.path.islink(git):
+        found += [os.path.join(git, "hooks"), os.path.join(git, "config")]
+        modules = os.path.join(git, "modules")
+        for root, dirs, _files in os.walk(modules):
+            if "config" in os.listdir(root) or "hooks" in dirs:
+                found += [os.path.join(root, "hooks"), os.path.join(root, "config")]
+            if root.count(os.sep) - modules.count(os.sep) >= 4:
+                dirs.clear()
+    found += [os.path.join(workspace, name) for name in RC_FILES]
+    found += [os.path.join(home, name) for name in RC_FILES]
+    return [path for path in dict.fromkeys(found) if _inside(path, workspace)]
 
 
 class SandboxError(Exception):
@@ -39,15 +64,6 @@ class Sandbox:
     """``read-only`` or ``workspace-write``."""
     workspace: str
     network: bool = False
-
-
-def project_root(cwd: str) -> str:
-    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``."""
-    current = Path(cwd)
-    for folder in (current, *current.parents):
-        if (folder / ".git").exists():
-            return str(folder)
-    return str(current)
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -69,27 +85,33 @@ def bwrap_argv(
     ``writable_files``: files inside them the command must write (its exit record, for
     the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
     an empty one of its own)."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/", "--dev", "/dev",
+            "--proc", "/proc",
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
             "--tmpfs", "/var/tmp"]  # fmt: skip
+    for run in RUNTIME_DIRS:  # sockets of daemons that would run things outside (docker…)
+        if os.path.isdir(run) and not os.path.islink(run):
+            argv += ["--tmpfs", run]
+    if sandbox.network:  # the resolver's files live there on some systems
+        for path in RESOLVER_DIRS:
+            argv += ["--ro-bind-try", path, path]
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
         argv += ["--tmpfs", runtime]
     workspace = os.path.realpath(sandbox.workspace)
+    real_cwd = os.path.realpath(cwd)
+    if real_cwd != "/" and not _inside(real_cwd, workspace):  # visible (read-only) even in /tmp
+        argv += ["--ro-bind-try", real_cwd, real_cwd]
     if sandbox.mode == "workspace-write":
         argv += ["--bind", workspace, workspace]
-        protected = [os.path.join(workspace, name) for name in GIT_PROTECTED]
         home = home or os.path.expanduser("~")
-        protected += [os.path.join(home, name) for name in RC_FILES]
-        protected += [os.path.join(workspace, name) for name in RC_FILES]
-        for path in dict.fromkeys(protected):
-            if _inside(path, workspace) and os.path.lexists(path) and not os.path.islink(path):
+        for path in _protected(workspace, home):
+            if path.endswith("/.git") and os.path.isdir(path) and not os.path.islink(path):
+                argv += ["--bind", path, path]  # a mount point: it cannot be renamed away
+            elif os.path.lexists(path) and not os.path.islink(path):
                 argv += ["--ro-bind", path, path]
     else:
         argv += ["--ro-bind", workspace, workspace]  # visible again if under /tmp
-    real_cwd = os.path.realpath(cwd)
-    if not _inside(real_cwd, workspace):
-        argv += ["--ro-bind-try", real_cwd, real_cwd]
     for folder in dict.fromkeys(hidden):
         argv += ["--tmpfs", folder]
     for path in writable_files:
