@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import stat
 import sys
 import threading
@@ -70,6 +71,11 @@ log = logging.getLogger(__name__)
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
 DEFAULT_UMASK = 0o022
 """A command's umask when the caller could not tell its own."""
+WINDOWS = sys.platform == "win32"
+REMOVAL_QUIET = 0.2
+REMOVAL_PATIENCE = 2.0
+"""Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
+seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
@@ -168,6 +174,118 @@ def _remove_socket(path: Path) -> None:
     with contextlib.suppress(OSError):
         if stat.S_ISSOCK(os.lstat(path).st_mode):
             path.unlink()
+
+
+BASH_BUILTINS = frozenset(
+    [
+        ".",
+        ":",
+        "[",
+        "alias",
+        "bg",
+        "bind",
+        "break",
+        "builtin",
+        "caller",
+        "cd",
+        "command",
+        "compgen",
+        "complete",
+        "compopt",
+        "continue",
+        "declare",
+        "dirs",
+        "disown",
+        "echo",
+        "enable",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "fc",
+        "fg",
+        "getopts",
+        "hash",
+        "help",
+        "history",
+        "jobs",
+        "kill",
+        "let",
+        "local",
+        "logout",
+        "mapfile",
+        "popd",
+        "printf",
+        "pushd",
+        "pwd",
+        "read",
+        "readarray",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "shopt",
+        "source",
+        "suspend",
+        "test",
+        "times",
+        "trap",
+        "true",
+        "type",
+        "typeset",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "wait",
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "case",
+        "esac",
+        "for",
+        "select",
+        "while",
+        "until",
+        "do",
+        "done",
+        "in",
+        "function",
+        "time",
+        "{",
+        "}",
+        "!",
+        "[[",
+        "]]",
+        "coproc",
+    ]
+)
+"""What bash runs itself (``compgen -b -k``): never ``exec``-ed."""
+
+
+def _execs(p: RunParams) -> bool:
+    """Whether the command is one program that the job's shell can ``exec`` without a
+    visible difference: one simple command of literal words naming an executable file
+    (found as bash would: on the command's PATH, or relative to its directory), no
+    builtin, keyword or exported function of that name."""
+    from wave_bash.api.permissions import lone_program
+
+    words = lone_program(p.command)
+    if not words:
+        return False
+    name = words[0]
+    if not name or name in BASH_BUILTINS or f"BASH_FUNC_{name}%%" in p.env:
+        return False
+    if "/" in name:
+        path = os.path.join(p.cwd, name)
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+    search = p.env.get("PATH", os.defpath)
+    if any(not os.path.isabs(entry) for entry in search.split(os.pathsep)):
+        return False  # an empty or relative entry means the command's own directory
+    return shutil.which(name, path=search) is not None
 
 
 def nearest_existing_dir(path: str) -> str:
@@ -348,6 +466,9 @@ class TaskManager:
         a new session, without its tag, stays in its monitor's tree (found, stopped)."""
         self.standby = Standby(tasks_dir, self._release, self.subreaper)
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
+        self._removals: dict[str, float] = {}
+        """Ended tasks whose cgroups wait to be removed (ID → when queued)."""
+        self._removals_since = 0.0
         """Where ended tasks' cgroups are removed, off the event loop: a cgroup ``rmdir``
         can wait for a kernel grace period (up to ~10 ms on an idle host). (Cgroups are
         made with the standby, whose job joins them ahead of its command.)"""
@@ -448,6 +569,10 @@ class TaskManager:
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
                 )  # fmt: skip
                 capture_cwd = False
+            elif monitor_bash is not None and shell.kind == "bash" and not WINDOWS and _execs(p):
+                # One program: it replaces the job's shell (one process fewer to start
+                # and to stop), and cannot move the shell's directory (nothing to capture).
+                command, capture_cwd = f"exec {command}", False
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd,
@@ -703,21 +828,42 @@ class TaskManager:
             if not self._left_behind(task):
                 self.lingering.pop(task.id, None)
             return
+        if task.id in self._removals:  # looked at already: empty, its removal queued
+            return
         if not self.tracker.exists(task.id):  # removed already (stop and end both looked)
             self.lingering.pop(task.id, None)
             return
-        if task.id not in self.lingering:
-            usage = self.tracker.usage(task.id)
-            row = task.row
-            row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
-            self.journal.save_row(row)  # grouped with the round's other writes
         if self.tracker.populated(task.id):
             self.lingering[task.id] = task
             log.info("task %s ended; %d process(es) it started still run", task.id,
                      len(self.tracker.pids(task.id)))  # fmt: skip
         else:
             self.lingering.pop(task.id, None)
-            self.cgroup_ops.submit(self.tracker.remove, task.id)
+            self._remove_later(task.id)
+
+    def _remove_later(self, task_id: str) -> None:
+        """Queue an ended task's empty cgroups for removal, done in one batch once ends
+        stop arriving (0.2 s without one, 2 s at most): removing a cgroup costs the
+        kernel more than anything else in a task's end, and a stop of many tasks answers
+        sooner when that work comes after it."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if not self._removals:
+            self._removals_since = now
+            loop.call_later(REMOVAL_QUIET, self._flush_removals)
+        self._removals[task_id] = now
+
+    def _flush_removals(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        latest = max(self._removals.values(), default=now)
+        if now - latest < REMOVAL_QUIET and now - self._removals_since < REMOVAL_PATIENCE:
+            loop.call_later(REMOVAL_QUIET, self._flush_removals)
+            return
+        batch, self._removals = list(self._removals), {}
+        tracker = self.tracker
+        if tracker is not None:
+            self.cgroup_ops.submit(lambda: [tracker.remove(task_id) for task_id in batch])
 
     def adopt_leftovers(self) -> None:
         """At start: ended tasks whose cgroups still hold processes (an earlier supervisor
@@ -761,12 +907,10 @@ class TaskManager:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
         task.final_cwd = final_cwd(record.cwd, row.cwd)
-        oom = (
-            task.tracked
-            and self.tracker is not None
-            and self.memory_limit is not None
-            and self.tracker.usage(row.id).oom_killed
-        )
+        usage = self.tracker.usage(row.id) if task.tracked and self.tracker is not None else None
+        if usage is not None:  # what it used, recorded with its end (one journal write)
+            row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
+        oom = usage is not None and self.memory_limit is not None and usage.oom_killed
         row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
         if host_restarted:
@@ -879,7 +1023,11 @@ class TaskManager:
         if monitored:  # the jobs' ends arrive as events (their monitors exit)
             await asyncio.wait(monitored, timeout=self.stop_grace)
         delay = 0.001
-        while (left := [t for t in tasks if tracker.populated(t.id)]) and loop.time() < deadline:
+
+        def still_populated() -> list[LiveTask]:  # (an ended task found empty is queued)
+            return [t for t in tasks if t.id not in self._removals and tracker.populated(t.id)]
+
+        while (left := still_populated()) and loop.time() < deadline:
             await asyncio.sleep(delay)  # what the jobs left behind, after SIGTERM
             delay = min(delay * 2, 0.02)
         for task in left:
