@@ -227,3 +227,20 @@ def test_a_leftovers_list_that_cannot_be_parsed_never_keeps_a_task_from_ending(
     tid = start_bg(client, f"printf '1%.0s' $(seq 5000) >| {left}; exit 3")
     record = client.wait(tid, timeout=10_000)
     assert (record.status, record.exit_code, record.leftover_processes) == ("failed", 3, 0)
+
+
+def test_ended_tasks_cgroups_go_in_one_batch(state_dir: Path) -> None:
+    """An ended task's empty cgroup is removed once ends stop arriving (one batch for a
+    stop of many), not at each end; what it used is in its record before that."""
+    if not cgroups_usable():
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    from wave_bash.supervisor.daemon import tracker_name
+    from wave_bash.worker.cgroups import cgroup_parents
+
+    client = Client(state_dir=state_dir)
+    ids = [start_bg(client, "sleep 300") for _ in range(20)]
+    parent = cgroup_parents(tracker_name(state_dir))[0]  # the cgroup v2 one
+    assert all((parent / task_id).is_dir() for task_id in ids)
+    records = client.task_stop_many(ids)
+    assert all(r.status == "killed" and r.cpu_seconds is not None for r in records)
+    wait_until(lambda: not any((parent / task_id).exists() for task_id in ids), timeout=10)
