@@ -782,8 +782,9 @@ class TaskManager:
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
-            if task.terminal is not None:
-                task.terminal.close()
+            # (Its terminal link is not closed here: the host, the task's job, has ended,
+            # and its last replies — an input that ended the command — come before its
+            # end of file, which closes the link.)
             if task.row.interactive:
                 _remove_socket(task.files.tty)  # a host that was killed left it
             if task.tracked:  # after its waiters (the result goes out first)

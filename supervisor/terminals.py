@@ -43,9 +43,12 @@ class TerminalLink:
         self.closed = False
         self._changed = asyncio.Event()
         self._connected: asyncio.Task[None] | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._sock: socket.socket | None = None
+        """A plain non-blocking socket, not asyncio streams: a failed write (the host
+        gone) must not discard replies already received, as a stream's error would."""
         self._pump: asyncio.Task[None] | None = None
         self._replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._sending = asyncio.Lock()
         self._next_id = 0
 
     def start(self, gone: asyncio.Future[None]) -> None:
@@ -69,13 +72,16 @@ class TerminalLink:
         deadline = loop.time() + CONNECT_PATIENCE
         delay = 0.005
         while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
             try:
                 if not stat.S_ISSOCK(os.lstat(self.path).st_mode):
                     raise ConnectionRefusedError(f"{self.path} is not a socket")
                 with socket_address(self.path) as address:
-                    reader, writer = await asyncio.open_unix_connection(address)
+                    await loop.sock_connect(sock, address)
                 break
             except OSError as exc:
+                sock.close()
                 if gone.done() or loop.time() > deadline:
                     self._close()
                     raise TerminalGone(
@@ -83,37 +89,44 @@ class TerminalLink:
                     ) from None
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.1)
-        sock = writer.get_extra_info("socket")
         _pid, uid, _gid = struct.unpack(
             "3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         )
         if uid != os.getuid():  # not our task's host: nothing is typed into it
-            writer.close()
+            sock.close()
             self._close()
             raise TerminalGone(f"the terminal socket of task {self.task_id} is not ours")
-        self._writer = writer
-        self._pump = asyncio.create_task(self._read(reader))
+        self._sock = sock
+        self._pump = asyncio.create_task(self._read(sock))
 
-    async def _read(self, reader: asyncio.StreamReader) -> None:
+    async def _read(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        pending = b""
         try:
-            while line := await reader.readline():
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(message, dict):
-                    continue
-                if "waiting" in message:
-                    self._set_waiting(bool(message["waiting"]))
-                    continue
-                ident = message.get("id")
-                reply = self._replies.pop(ident, None) if isinstance(ident, int) else None
-                if reply is not None and not reply.done():
-                    reply.set_result(message)
-        except OSError:
+            while data := await loop.sock_recv(sock, 65536):
+                pending += data
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    self._received(line)
+        except OSError:  # reset: what came before it was read first
             pass
         finally:
             self._close()
+
+    def _received(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if "waiting" in message:
+            self._set_waiting(bool(message["waiting"]))
+            return
+        ident = message.get("id")
+        reply = self._replies.pop(ident, None) if isinstance(ident, int) else None
+        if reply is not None and not reply.done():
+            reply.set_result(message)
 
     def _set_waiting(self, waiting: bool) -> None:
         self.waiting = waiting
@@ -130,8 +143,8 @@ class TerminalLink:
                 reply.exception()  # retrieved: nobody may wait for it any more
         self._replies.clear()
         self._set_waiting(False)
-        if self._writer is not None:
-            self._writer.close()
+        if self._sock is not None:
+            self._sock.close()
 
     async def waiting_for_input(self) -> None:
         """Returns once the command waits for input (never if the terminal closes)."""
@@ -143,14 +156,16 @@ class TerminalLink:
     async def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         """Send a request and wait up to ``timeout`` s for its reply (None: not yet)."""
         await self.ready()
-        assert self._writer is not None
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
         self._next_id += 1
         ident = self._next_id
-        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        reply: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._replies[ident] = reply
         try:
-            self._writer.write(json.dumps({**message, "id": ident}).encode() + b"\n")
-            await self._writer.drain()
+            line = json.dumps({**message, "id": ident}).encode() + b"\n"
+            async with self._sending:  # one line at a time: a long one is sent in parts
+                await asyncio.wait_for(loop.sock_sendall(self._sock, line), REPLY_TIMEOUT)
             answer = await asyncio.wait_for(asyncio.shield(reply), timeout)
         except TimeoutError:
             return None
@@ -158,6 +173,8 @@ class TerminalLink:
             raise TerminalGone(f"the terminal of task {self.task_id} is gone: {exc}") from None
         finally:
             self._replies.pop(ident, None)
+        if "gone" in answer:  # it came as the command ended: not typed
+            raise TerminalGone(f"the command of task {self.task_id} has ended")
         if "error" in answer:
             raise InvalidInputError(f"task {self.task_id}: {answer['error']}")
         return answer

@@ -510,11 +510,29 @@ class Host:
             if not self.copy_output():
                 break
         for client in list(self.clients.values()):
-            with contextlib.suppress(OSError):
-                client.sock.setblocking(True)
-                client.sock.settimeout(0.05)
-                client.sock.sendall(client.outbox[:65536])
-            client.sock.close()
+            self.farewell(client)
+
+    def farewell(self, client: Client) -> None:
+        """Answer a peer's last requests (the command has ended: ``gone``) and close.
+        What it sent is read first: a socket closed with unread data resets the peer's
+        end, which would lose the replies already sent (an input that ended the command)."""
+        sock = client.sock
+        with contextlib.suppress(OSError):
+            sock.setblocking(False)
+            for _ in range(2):  # what came, then what came while answering
+                with contextlib.suppress(BlockingIOError):
+                    while data := sock.recv(65536):
+                        client.inbox += data
+                while b"\n" in client.inbox:
+                    line, client.inbox = client.inbox.split(b"\n", 1)
+                    with contextlib.suppress(ValueError, AttributeError):
+                        client.say({"id": json.loads(line).get("id"), "gone": True})
+                sock.settimeout(0.2)
+                sock.sendall(client.outbox)
+                client.outbox = b""
+                sock.setblocking(False)
+            sock.shutdown(socket.SHUT_WR)
+        sock.close()
 
 
 def main(argv: list[str]) -> int:
