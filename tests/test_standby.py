@@ -194,7 +194,7 @@ def test_a_standby_whose_job_was_killed_still_runs_the_command(
     standby = standby_of(client, state_dir)
     (job,) = wait_until(standby.children)
     job.kill()
-    wait_until(lambda: _gone(job))
+    wait_until(lambda: gone(job))
     r = client.bash("echo ran; grep -c '^0::.*wave-bash' /proc/self/cgroup; yes | head -1")
     assert (r.exit_code, r.stdout.split()) == (0, ["ran", "1", "y"])
 
@@ -214,11 +214,3 @@ def test_the_callers_errexit_holds_for_the_command_not_the_monitor(
     r = client.bash("echo $nope_unset; echo after")
     assert (r.exit_code, r.error) == (1, None) and "unbound variable" in r.stdout
     assert client.bash("exit 7").exit_code == 7
-
-
-def _gone(process: psutil.Process) -> bool:
-    """Exited (a zombie too): reaped between two looks counts as gone."""
-    try:
-        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True

@@ -182,7 +182,7 @@ def test_soak_no_descriptor_or_zombie_growth(client: Client, state_dir: Path) ->
     fds_before = sup.num_fds()
     for i in range(1000):
         assert client.bash(f"echo {i}").stdout == str(i)
-    wait_until(lambda: not [c for c in sup.children() if c.status() == psutil.STATUS_ZOMBIE])
+    wait_until(lambda: not [c for c in sup.children() if _zombie(c)])
     assert sup.num_fds() <= fds_before + 2
     (standby,) = sup.children()  # only the monitor waiting for the next command
     assert standby.environ()["WAVE_TASK_ID"] not in {t.id for t in client.tasks(all=True)}
@@ -204,3 +204,10 @@ def test_background_tasks_leave_no_cwd_file(client: Client, state_dir: Path) -> 
     for task_id in ids:
         client.wait(task_id, timeout=10_000)
     assert list((state_dir / "tasks").glob("*.cwd")) == []
+
+
+def _zombie(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # reaped since it was listed
+        return False
