@@ -143,30 +143,6 @@ def parse_command(source: str) -> ParsedCommand:
     )
 
 
-def lone_program(source: str) -> list[str] | None:
-    """The words of ``source`` when it is one simple command that names a program with
-    literal words only (no assignment, redirection, expansion or second command), else
-    None. Such a command can replace its shell (``exec``) without changing what runs."""
-    if len(source) > 4096 or "\n" in source.strip():
-        return None
-    data = source.encode("utf-8", "surrogateescape")
-    root = _parser().parse(data).root_node
-    named = [c for c in root.children if c.is_named]
-    if root.has_error or len(named) != 1 or named[0].type != "command":
-        return None
-    command = named[0]
-    words: list[str] = []
-    for child in command.children:
-        node = child.children[0] if child.type == "command_name" and child.children else child
-        if node.type not in ("word", "raw_string", "string", "number", "concatenation"):
-            return None  # an assignment, a redirection, an expansion of another kind
-        value = _literal(node, data)
-        if value is None or (node.type == "word" and any(ch in value for ch in "*?[{~")):
-            return None  # a glob or tilde: let the shell expand it as it would
-        words.append(value)
-    return words or None
-
-
 class _Walker:
     def __init__(self) -> None:
         self.commands: list[SimpleCommand] = []

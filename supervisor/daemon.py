@@ -103,12 +103,6 @@ async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
     return server
 
 
-def warm_parser() -> None:
-    from wave_bash.api.permissions import lone_program
-
-    lone_program("true")
-
-
 def sandbox_hidden_dirs(layout: StateLayout) -> list[str]:
     """Besides the state dir, what a sandboxed command must not reach: the socket's
     directory when elsewhere, and the default state dir of any other wave-bash client
@@ -141,9 +135,6 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
         tracker.tidy(keep=keep | {row.id for row in journal.tasks(running_only=True)})
     remove_leftovers(journal, layout.tasks)
     prune(journal, layout.tasks, settings.retention)
-    # The bash grammar, loaded while idle: the first command is checked (rules) or
-    # looked at (one program: exec) without waiting for it.
-    asyncio.get_running_loop().run_in_executor(None, warm_parser)
     server = await _bind(ctx)
     if server is None:
         journal.close()

@@ -14,13 +14,12 @@ import json
 import logging
 import os
 import re
-import shutil
 import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -71,7 +70,6 @@ log = logging.getLogger(__name__)
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
 DEFAULT_UMASK = 0o022
 """A command's umask when the caller could not tell its own."""
-WINDOWS = sys.platform == "win32"
 REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
@@ -174,118 +172,6 @@ def _remove_socket(path: Path) -> None:
     with contextlib.suppress(OSError):
         if stat.S_ISSOCK(os.lstat(path).st_mode):
             path.unlink()
-
-
-BASH_BUILTINS = frozenset(
-    [
-        ".",
-        ":",
-        "[",
-        "alias",
-        "bg",
-        "bind",
-        "break",
-        "builtin",
-        "caller",
-        "cd",
-        "command",
-        "compgen",
-        "complete",
-        "compopt",
-        "continue",
-        "declare",
-        "dirs",
-        "disown",
-        "echo",
-        "enable",
-        "eval",
-        "exec",
-        "exit",
-        "export",
-        "false",
-        "fc",
-        "fg",
-        "getopts",
-        "hash",
-        "help",
-        "history",
-        "jobs",
-        "kill",
-        "let",
-        "local",
-        "logout",
-        "mapfile",
-        "popd",
-        "printf",
-        "pushd",
-        "pwd",
-        "read",
-        "readarray",
-        "readonly",
-        "return",
-        "set",
-        "shift",
-        "shopt",
-        "source",
-        "suspend",
-        "test",
-        "times",
-        "trap",
-        "true",
-        "type",
-        "typeset",
-        "ulimit",
-        "umask",
-        "unalias",
-        "unset",
-        "wait",
-        "if",
-        "then",
-        "else",
-        "elif",
-        "fi",
-        "case",
-        "esac",
-        "for",
-        "select",
-        "while",
-        "until",
-        "do",
-        "done",
-        "in",
-        "function",
-        "time",
-        "{",
-        "}",
-        "!",
-        "[[",
-        "]]",
-        "coproc",
-    ]
-)
-"""What bash runs itself (``compgen -b -k``): never ``exec``-ed."""
-
-
-def _execs(p: RunParams) -> bool:
-    """Whether the command is one program that the job's shell can ``exec`` without a
-    visible difference: one simple command of literal words naming an executable file
-    (found as bash would: on the command's PATH, or relative to its directory), no
-    builtin, keyword or exported function of that name."""
-    from wave_bash.api.permissions import lone_program
-
-    words = lone_program(p.command)
-    if not words:
-        return False
-    name = words[0]
-    if not name or name in BASH_BUILTINS or f"BASH_FUNC_{name}%%" in p.env:
-        return False
-    if "/" in name:
-        path = os.path.join(p.cwd, name)
-        return os.path.isfile(path) and os.access(path, os.X_OK)
-    search = p.env.get("PATH", os.defpath)
-    if any(not os.path.isabs(entry) for entry in search.split(os.pathsep)):
-        return False  # an empty or relative entry means the command's own directory
-    return shutil.which(name, path=search) is not None
 
 
 def nearest_existing_dir(path: str) -> str:
@@ -569,10 +455,6 @@ class TaskManager:
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
                 )  # fmt: skip
                 capture_cwd = False
-            elif monitor_bash is not None and shell.kind == "bash" and not WINDOWS and _execs(p):
-                # One program: it replaces the job's shell (one process fewer to start
-                # and to stop), and cannot move the shell's directory (nothing to capture).
-                command, capture_cwd = f"exec {command}", False
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd,
@@ -863,8 +745,31 @@ class TaskManager:
             return
         batch, self._removals = list(self._removals), {}
         tracker = self.tracker
-        if tracker is not None:
-            self.cgroup_ops.submit(lambda: [tracker.remove(task_id) for task_id in batch])
+        if tracker is None:
+            return
+
+        def remove() -> list[str]:
+            return [task_id for task_id in batch if not tracker.remove(task_id)]
+
+        def removed(done: Future[list[str]]) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: shutdown tidies
+                loop.call_soon_threadsafe(self._kept, done.result())
+
+        self.cgroup_ops.submit(remove).add_done_callback(removed)
+
+    def _kept(self, task_ids: list[str]) -> None:
+        """Cgroups that could not be removed: one that holds processes again (something
+        joined it after its task ended) makes its task linger, visible and stoppable."""
+        if self.tracker is None:
+            return
+        for task_id in task_ids:
+            row = self.journal.get(task_id)
+            if row is None or not row.status.ended or not self.tracker.populated(task_id):
+                continue
+            task = self.ended_task(row)
+            task.tracked = True
+            self.lingering[task_id] = task
+            log.warning("task %s: processes joined its cgroup after it ended", task_id)
 
     def adopt_leftovers(self) -> None:
         """At start: ended tasks whose cgroups still hold processes (an earlier supervisor

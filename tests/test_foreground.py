@@ -273,29 +273,3 @@ def test_bad_session_names_are_rejected(state_dir: Path, session: str) -> None:
     Client(state_dir=state_dir).status()
     answer = ask_supervisor(state_dir, "tasks", {"session": session})  # and at its door
     assert answer["type"] == "error" and "session" in answer["message"], answer
-
-
-def test_one_program_replaces_the_jobs_shell(client: Client, workdir: Path) -> None:
-    """A command that is one program is exec'd by the job's shell (one process fewer);
-    everything else runs as before: builtins, lists, exported functions, missing
-    commands, relative paths."""
-    import psutil
-    from conftest import start_bg, wait_until
-
-    task_id = start_bg(client, "sleep 30")
-    monitor = psutil.Process(next(t.pid for t in client.tasks() if t.id == task_id) or 0)
-    wait_until(lambda: [p.name() for p in monitor.children(recursive=True)] == ["sleep"])
-    client.task_stop(task_id)
-    assert client.bash("nosuchcmd-xyz").stdout == "bash: line 1: nosuchcmd-xyz: command not found"
-    script = workdir / "hello.sh"
-    script.write_text("#!/bin/sh\necho from script\n")
-    script.chmod(0o755)
-    assert Client(state_dir=client.layout.root, cwd=workdir).bash("./hello.sh").stdout == (
-        "from script"
-    )
-    shadowed = Client(
-        state_dir=client.layout.root,
-        env={**os.environ, "BASH_FUNC_uname%%": "() {  echo a function;\n}"},
-    )
-    assert shadowed.bash("uname").stdout == "a function"  # not the program: never exec'd
-    assert client.bash("uname -s").stdout == "Linux" and client.bash("exit 3").exit_code == 3

@@ -244,3 +244,28 @@ def test_ended_tasks_cgroups_go_in_one_batch(state_dir: Path) -> None:
     records = client.task_stop_many(ids)
     assert all(r.status == "killed" and r.cpu_seconds is not None for r in records)
     wait_until(lambda: not any((parent / task_id).exists() for task_id in ids), timeout=10)
+
+
+def test_a_process_that_joins_an_ended_tasks_cgroup_is_not_lost(state_dir: Path) -> None:
+    """Something joins a task's cgroup after the task ended, before the cgroup is
+    removed (a process escaping its own task): the cgroup stays, and the task lingers
+    with it, visible and stoppable."""
+    if not cgroups_usable():
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    from wave_bash.supervisor.daemon import tracker_name
+    from wave_bash.worker.cgroups import cgroup_parents
+
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "true")
+    assert client.wait(task_id, timeout=10_000).status == "completed"
+    joiner = subprocess.Popen(["sleep", "300"])
+    try:
+        procs = cgroup_parents(tracker_name(state_dir))[0] / task_id / "cgroup.procs"
+        procs.write_text(str(joiner.pid))  # within the removal's quiet period
+        wait_until(lambda: next(t for t in client.tasks() if t.id == task_id).leftover_processes
+                   == 1)  # fmt: skip
+        assert client.task_stop(task_id).leftover_processes == 0
+        joiner.wait(timeout=10)
+    finally:
+        joiner.kill()
+        joiner.wait()
