@@ -70,8 +70,8 @@ TerminalSize = tuple[
 """A terminal's columns and rows."""
 
 TypedText = Annotated[StrictStr, Field(max_length=MAX_INPUT_CHARS)]
-"""What TaskInput types: any characters, control characters included (no lone surrogate
-of JSON's ``\\ud800`` form: it has no bytes)."""
+"""What TaskInput types: any characters, control characters included (a lone surrogate,
+JSON's ``\\ud800``, is refused here: it has no bytes)."""
 
 PROBE_TIMEOUT_MAX_MS = 60_000
 """The longest a login shell may take to print its PATH."""

@@ -35,15 +35,6 @@ def _interactive(row: TaskRow) -> None:
         )
 
 
-def _typable(text: str) -> None:
-    try:
-        text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raise InvalidInputError(
-            "input must be valid Unicode text (it has a lone surrogate)"
-        ) from None
-
-
 def _terminal(task: LiveTask) -> TerminalLink:
     task.connect_terminal()
     assert task.terminal is not None
@@ -54,7 +45,6 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     """Type the input, then wait until the command waits for input again, ends, or the
     timeout passes; the new output since this session's last read."""
     _interactive(_row(ctx, p.task_id))
-    _typable(p.input)
     task = _running(ctx, p.task_id, "type into")
     link = _terminal(task)
     start = ctx.journal.read_offset(task.id, p.session)
@@ -88,8 +78,6 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     _interactive(row)
     task = ctx.tasks.live.get(row.id)
     if p.input is not None or p.resize is not None:
-        if p.input is not None:
-            _typable(p.input)
         task = _running(ctx, p.task_id, "type into")
         link = _terminal(task)
         if p.resize is not None:
