@@ -156,11 +156,9 @@ class Client:
         self.calls = Caller(self.connector, str(self.layout.log))
         from . import guard
 
-        self.rules = guard.rules_spec(rules) if rules is not None else None
-        env_rules, self.sandbox = guard.from_environment(
-            None, sandbox, allow_network, os.fspath(workspace) if workspace else None
+        self.rules, self.sandbox = guard.from_environment(
+            rules, sandbox, allow_network, os.fspath(workspace) if workspace else None
         )
-        self.rules = self.rules or env_rules
         if self.sandbox is not None and self.sandbox["workspace"] is None:
             # Pinned now: a command's `cd` (follow_cd) must not move what is writable.
             if self.remote is None:

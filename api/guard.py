@@ -72,13 +72,14 @@ def sandbox_spec(
 
 
 def from_environment(
-    rules: str | None = None,
+    rules: str | os.PathLike[str] | Mapping[str, Any] | RuleSet | None = None,
     sandbox: str | None = None,
     allow_network: bool | None = None,
     workspace: str | None = None,
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Rules and sandbox from arguments, else ``WAVE_RULES``, ``WAVE_SANDBOX``,
-    ``WAVE_SANDBOX_NETWORK=1``, ``WAVE_SANDBOX_WORKSPACE``."""
+    ``WAVE_SANDBOX_NETWORK=1``, ``WAVE_SANDBOX_WORKSPACE`` (each file read once; given
+    rules never read the environment's)."""
     env = os.environ
     network = allow_network if allow_network is not None else env.get("WAVE_SANDBOX_NETWORK") == "1"
     return (

@@ -77,10 +77,9 @@ def refusal_text(decision: Decision, p: RunParams) -> str:
 
 
 def suggested_rule(command: str) -> str:
-    """An allow rule for commands like this one: its first words (``git push *``)."""
-    parsed = parse_command(command)
-    text = parsed.commands[0].text if parsed.commands else command
-    words = text.split()[:2]
+    """An allow rule for commands like this one: the first words (``git push *``) of the
+    simple command that asked (not parsed again: the check did that, off the loop)."""
+    words = command.split(None, 2)[:2]
     if len(words) == 2 and (words[1].startswith("-") or "/" in words[1] or "$" in words[1]):
         words = words[:1]
     return f"Bash({' '.join(words)} *)" if words else "Bash(…)"

@@ -352,12 +352,12 @@ class TaskManager:
         a new session, without its tag, stays in its monitor's tree (found, stopped)."""
         self.standby = Standby(tasks_dir, self._release, self.subreaper)
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
-        self._removals: dict[str, float] = {}
-        """Ended tasks whose cgroups wait to be removed (ID → when queued)."""
-        self._removals_since = 0.0
         """Where ended tasks' cgroups are removed, off the event loop: a cgroup ``rmdir``
         can wait for a kernel grace period (up to ~10 ms on an idle host). (Cgroups are
         made with the standby, whose job joins them ahead of its command.)"""
+        self._removals: dict[str, float] = {}
+        """Ended tasks whose cgroups wait to be removed (ID → when queued)."""
+        self._removals_since = 0.0
 
     # --- starting ----------------------------------------------------------------------
 

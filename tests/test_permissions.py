@@ -290,3 +290,13 @@ def test_the_protocol_door_is_checked_too(state_dir: Path) -> None:
         "session": "raw", "command": "true", "cwd": "/", "rules": {"allow": ["Exec(x)"]},
     })  # fmt: skip
     assert bad["type"] == "error" and "is not Bash(…) or Write(…)" in str(bad["message"])
+
+
+def test_rules_given_to_the_client_win_over_the_environment(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAVE_RULES", str(tmp_path / "missing.toml"))  # never read then
+    client = Client(state_dir=state_dir, rules={"deny": ["Bash(rm *)"]})
+    assert client.rules is not None and client.rules["deny"] == ["Bash(rm *)"]
+    with pytest.raises(InvalidInputError, match="cannot read the rules file"):
+        Client(state_dir=state_dir)
