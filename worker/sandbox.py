@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -122,25 +123,43 @@ def bwrap_argv(
     return argv
 
 
-_probed: dict[str, str] = {}
+PROBE_RETRY_SECONDS = 30.0
+"""How long a failed probe's answer stands (bubblewrap may be installed meanwhile)."""
+_probed: dict[str, tuple[float, str | SandboxError]] = {}
 
 
 def probe(bwrap: str) -> str:
-    """Check once that bubblewrap runs here with the namespaces it needs; returns its
-    version.
+    """Check that bubblewrap runs here with the namespaces the sandbox uses; returns its
+    version. Success is remembered; a failure for ``PROBE_RETRY_SECONDS`` (the check
+    runs processes: not on every status or sandboxed request).
 
     Raises:
         SandboxError: it is not installed, or cannot create namespaces (saying why).
     """
+    now = time.monotonic()
     if bwrap in _probed:
-        return _probed[bwrap]
+        when, answer = _probed[bwrap]
+        if isinstance(answer, str):
+            return answer
+        if now - when < PROBE_RETRY_SECONDS:
+            raise answer
+    try:
+        version = _trial(bwrap)
+    except SandboxError as exc:
+        _probed[bwrap] = (now, exc)
+        raise
+    _probed[bwrap] = (now, version)
+    return version
+
+
+def _trial(bwrap: str) -> str:
     try:
         version = subprocess.run(
             [bwrap, "--version"], capture_output=True, text=True, timeout=10
         ).stdout.strip()
         trial = subprocess.run(
-            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-net", "--", "true"],
+            [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-net", "--ro-bind", "/", "/",
+             "--dev", "/dev", "--proc", "/proc", "--", "true"],
             capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except FileNotFoundError:
@@ -157,5 +176,4 @@ def probe(bwrap: str) -> str:
             "or root; see /proc/sys/user/max_user_namespaces and "
             "kernel.unprivileged_userns_clone)"
         )
-    _probed[bwrap] = version or "bubblewrap"
-    return _probed[bwrap]
+    return version or "bubblewrap"
