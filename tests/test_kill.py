@@ -29,7 +29,7 @@ def spawn_task() -> Iterator:  # type: ignore[type-arg]
             env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         assert proc.stdin is not None
-        proc.stdin.write(monitor_instructions(payload, "/", None))
+        proc.stdin.write(b"\n" + monitor_instructions(payload, "/", None))  # limit line
         proc.stdin.close()
         started.append((task_id, proc))
         return task_id, proc

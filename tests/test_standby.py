@@ -4,7 +4,9 @@ and the standby never changes what a command sees or leaves anything behind."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -214,3 +216,78 @@ def test_the_callers_errexit_holds_for_the_command_not_the_monitor(
     r = client.bash("echo $nope_unset; echo after")
     assert (r.exit_code, r.error) == (1, None) and "unbound variable" in r.stdout
     assert client.bash("exit 7").exit_code == 7
+
+
+def _limits_line(pid: int) -> str:
+    with open(f"/proc/{pid}/limits") as f:
+        return next(line for line in f if line.startswith("Max processes"))
+
+
+@pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="Linux only")
+@pytest.mark.parametrize("joined", [False, True], ids=["plain", "joined"])
+def test_a_bash_monitor_and_its_command_keep_the_real_process_limit(
+    tmp_path: Path, joined: bool
+) -> None:
+    """The supervisor lowers a new bash monitor's soft process limit (bash then sizes its
+    table of finished jobs small); the monitor restores it from its first line before it
+    forks, so neither it nor its command is left with the low one."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    task_id = "s" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    joins = [str(tmp_path / "cgroup.procs")] if joined else []  # a plain file takes the "0"
+    started = start_monitor(
+        task_id, dict(os.environ), Shell("/bin/bash", "bash"), "/bin/bash", files, joins=joins
+    )
+    assert started.primed > 0
+    started.run(f"ulimit -Su; grep '^Max processes' /proc/{started.pid}/limits", "/")
+    reap_monitor(started.pid, block=True)
+    expected = "unlimited" if soft == resource.RLIM_INFINITY else str(soft)
+    lines = files.log.read_text().splitlines()
+    assert lines[0] == expected and lines[1].split()[2] == expected, lines
+    assert read_exit_record(files.exit).status == 0
+
+
+@pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="Linux only")
+def test_a_user_with_many_processes_still_gets_commands_run() -> None:
+    """Run as a user who has more processes than the monitor's lowered limit: the monitor
+    forks its job only after restoring the real limit, so the command runs."""
+    from conftest import needs_root
+
+    needs_root("acting as another uid needs root (CI runs as root)")
+    work = Path(tempfile.mkdtemp(prefix="wb-nobody-", dir="/tmp"))  # reachable by nobody
+    work.chmod(0o777)
+    done_r, done_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # as nobody: 300 processes, then a monitor running one command
+        sleepers: list[int] = []
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            for _ in range(300):
+                sleepers.append(os.posix_spawn("/bin/sleep", ["sleep", "30"], {}))
+            files = TaskFiles.for_task(work, "nobodytask")
+            started = start_monitor(
+                "nobodytask", {"PATH": "/usr/bin:/bin"}, Shell("/bin/bash", "bash"),
+                "/bin/bash", files, joins=[str(work / "cgroup.procs")],
+            )  # fmt: skip
+            started.run("echo ran as $(id -u)", "/")
+            reap_monitor(started.pid, block=True)
+            os.write(done_w, files.log.read_bytes() or b"-")
+        except BaseException as exc:
+            os.write(done_w, b"E" + repr(exc).encode())
+        finally:
+            for pid in sleepers:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            os._exit(0)
+    os.close(done_w)
+    try:
+        got = os.read(done_r, 65536)
+    finally:
+        os.close(done_r)
+        os.waitpid(child, 0)
+        shutil.rmtree(work)
+    assert got == b"ran as 65534\n", got
