@@ -291,3 +291,10 @@ def test_a_user_with_many_processes_still_gets_commands_run() -> None:
         os.waitpid(child, 0)
         shutil.rmtree(work)
     assert got == b"ran as 65534\n", got
+
+
+def test_a_command_keeps_the_status_of_each_of_many_background_jobs(client: Client) -> None:
+    """The job is a fork of a monitor whose bash sized its job table by the lowered limit:
+    the command still remembers as many finished jobs as a bash under the real limit."""
+    r = client.bash("(exit 7) & first=$!; for i in $(seq 800); do true & done; wait $first")
+    assert r.exit_code == 7, (r.stdout, r.stderr)

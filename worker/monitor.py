@@ -47,11 +47,14 @@ GO_MARK = "__wave_go=1"
 # keeps them visible and stoppable (where no cgroup does).
 # The first line on stdin is the soft process limit the monitor restores before it forks
 # anything (see ``worker.spawn``: the supervisor lowers the limit of a monitor it has
-# just started, so that bash sizes its table of finished background jobs by it).
+# just started, so that bash sizes its table of finished background jobs by it). The job,
+# a fork, inherits that small table size: `CHILD_MAX` (the one trace left in the
+# command's shell) gives it back the size a bash started under the real limit has, so a
+# command keeps the status of each of thousands of background jobs for `wait PID`.
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """read -r __wave_nproc || exit 0; [ -z "$__wave_nproc" ] || ulimit -Su "$__wave_nproc" 2>/dev/null; unset __wave_nproc; unset __wave_go; __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_re; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
+BASH_MONITOR_SCRIPT = """unset __wave_go; __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || CHILD_MAX=$__wave_cm; eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_re __wave_cm; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -80,14 +83,14 @@ exit $__wave_status"""
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """read -r __wave_nproc || exit 0; [ -z "$__wave_nproc" ] || ulimit -Su "$__wave_nproc" 2>/dev/null; unset __wave_nproc; __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_pre __wave_re; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = """__wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || CHILD_MAX=$__wave_cm; eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_pre __wave_re __wave_cm; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
 . /dev/stdin
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
 trap '' PIPE
 __wave_hand() { kill -0 "$__wave_job" && printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && exec {__wave_w}>&-; } 2>/dev/null
 __wave_hand || { coproc { trap - PIPE; eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
-unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body
+unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body __wave_cm
 umask 077
 wait "$__wave_job"
 __wave_status=$?
