@@ -447,6 +447,10 @@ class Journal:
             db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ids])
         return ids
 
+    def sessions(self) -> set[str]:
+        """The sessions that have a task in the journal."""
+        return {r[0] for r in self.db.execute("SELECT DISTINCT session FROM tasks")}
+
     def checkpoint(self) -> None:
         """Fold the WAL back into the database file and truncate it."""
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

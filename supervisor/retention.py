@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from wave_bash.worker.tail import file_size
 
 from .context import Context
 from .journal import Journal, TaskRow
+from .tasks import SESSION_TEMPS, session_temp_dir
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +28,8 @@ GC_SECONDS = 3600.0
 
 def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
     """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
-    files, and checkpoint the WAL. Running tasks are never touched."""
+    files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
+    task left. Running tasks are never touched."""
     removed = journal.prune(time.time() - older_than)
     for task_id in removed:
         for path in TaskFiles.every_file(tasks_dir, task_id):
@@ -33,7 +37,59 @@ def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
     journal.checkpoint()
     if removed:
         log.info("pruned %d finished task(s) older than %gs", len(removed), older_than)
+    prune_session_temps(journal, tasks_dir.parent, older_than)
     return removed
+
+
+def prune_session_temps(journal: Journal, state_dir: Path, older_than: float) -> int:
+    """Remove the sandbox ``/tmp`` of sessions with no task in the journal any more and
+    nothing changed in it for ``older_than`` seconds; returns how many.
+
+    No process uses such a directory: a session with a running or lingering task has
+    that task in the journal.
+    """
+    parent = state_dir / SESSION_TEMPS
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:  # none yet
+        return 0
+    kept = {session_temp_dir(state_dir, session).name for session in journal.sessions()}
+    cutoff = time.time() - older_than
+    removed = 0
+    for entry in entries:
+        try:
+            if (
+                entry.name in kept
+                or not entry.is_dir(follow_symlinks=False)
+                or entry.stat(follow_symlinks=False).st_mtime > cutoff
+            ):
+                continue
+            _remove_tree(entry.path)
+        except OSError as exc:
+            log.warning("could not remove the sandbox /tmp %s: %s", entry.path, exc)
+            continue
+        removed += 1
+    if removed:
+        log.info("removed the sandbox /tmp of %d session(s) with no task left", removed)
+    return removed
+
+
+def _remove_tree(root: str) -> None:
+    """Remove a directory tree a sandboxed command wrote. Links are removed, never
+    followed (``rmtree`` works through descriptors); directories it made unreadable or
+    read-only (they are ours) are opened up, without following links, then removed."""
+    try:
+        shutil.rmtree(root)
+        return
+    except OSError:
+        pass
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        os.chmod(directory, 0o700)
+        with os.scandir(directory) as entries:
+            pending.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+    shutil.rmtree(root)
 
 
 async def housekeeping(ctx: Context) -> None:

@@ -78,6 +78,15 @@ SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
 
+SESSION_TEMPS = "sandbox-tmp"
+"""Where the sandbox's per-session ``/tmp`` directories live in the state dir."""
+
+
+def session_temp_dir(state_dir: Path, session: str) -> Path:
+    """A session's own ``/tmp`` in the sandbox (named by a hash of the session)."""
+    return state_dir / SESSION_TEMPS / hashlib.sha256(session.encode()).hexdigest()[:16]
+
+
 def is_sleep_command(command: str) -> bool:
     """The F3 exception: a command whose first word is ``sleep`` is terminated on timeout."""
     return SLEEP_COMMAND.match(command) is not None
@@ -518,7 +527,7 @@ class TaskManager:
         command leaves there are there for the session's next command, and nothing else
         is (no other program's sockets)."""
         state_dir = self.tasks_dir.parent
-        temp = state_dir / "sandbox-tmp" / hashlib.sha256(session.encode()).hexdigest()[:16]
+        temp = session_temp_dir(state_dir, session)
         temp.mkdir(mode=0o700, parents=True, exist_ok=True)
         hidden = [str(state_dir), *self.hidden_dirs]
         writable = [cwd_file] if cwd_file else []

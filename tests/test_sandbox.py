@@ -270,3 +270,69 @@ def test_stop_in_process_tracking_mode(state_dir: Path, project: Path) -> None:
 
 def _tagged_pids(task_id: str) -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and _tagged(int(p), task_id)]
+
+
+def test_a_sessions_sandbox_tmp_goes_with_its_last_task(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """Retention (LM6) removes the private /tmp of a session that has no task left, with
+    what its commands made there (links removed, not followed; locked directories too);
+    a session with a task keeps its own."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    gone = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", session="gone")
+    made = gone.bash(
+        f"echo x > /tmp/f && ln -s {outside} /tmp/link && mkdir -p /tmp/locked/in "
+        "&& touch /tmp/locked/in/f && chmod 000 /tmp/locked/in && chmod 500 /tmp/locked"
+    )
+    assert made.success, made.stdout
+    kept = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", session="kept")
+    running = kept.bash("echo y > /tmp/g; sleep 300", run_in_background=True).background_task_id
+    wait_until(lambda: len(list((state_dir / "sandbox-tmp").iterdir())) == 2)
+    temps = {p.name: p for p in (state_dir / "sandbox-tmp").iterdir()}
+    assert len(temps) == 2
+    gone.gc(older_than=0)
+    left = list((state_dir / "sandbox-tmp").iterdir())
+    assert len(left) == 1 and (left[0] / "g").exists()  # the session with a task keeps it
+    assert outside.read_text() == "keep me"  # the link was removed, not followed
+    kept.task_stop(running or "")
+
+
+def test_a_locked_tree_is_removed_without_root(tmp_path: Path) -> None:
+    """Without root, directories a command made unreadable or read-only are opened up
+    (never through a link) so that the tree can be removed."""
+    needs_root("acting as another uid needs root (CI runs as root)")
+    from wave_bash.supervisor.retention import _remove_tree
+
+    base = Path(tempfile.mkdtemp(prefix="wb-locked-", dir="/tmp"))
+    base.chmod(0o777)
+    target = tmp_path / "target"
+    target.mkdir()
+    done_r, done_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            tree = base / "tree"
+            (tree / "locked" / "in").mkdir(parents=True)
+            (tree / "locked" / "in" / "f").write_text("x")
+            (tree / "link").symlink_to(target)
+            (tree / "locked" / "in").chmod(0)
+            (tree / "locked").chmod(0o500)
+            _remove_tree(str(tree))
+            os.write(done_w, b"gone" if not tree.exists() else b"still there")
+        except BaseException as exc:
+            os.write(done_w, b"E" + repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(done_w)
+    try:
+        got = os.read(done_r, 4096)
+    finally:
+        os.close(done_r)
+        os.waitpid(child, 0)
+        shutil.rmtree(base)
+    assert got == b"gone", got
+    assert target.is_dir() and oct(target.stat().st_mode & 0o777) == oct(0o755)  # untouched
