@@ -218,11 +218,6 @@ def test_the_callers_errexit_holds_for_the_command_not_the_monitor(
     assert client.bash("exit 7").exit_code == 7
 
 
-def _limits_line(pid: int) -> str:
-    with open(f"/proc/{pid}/limits") as f:
-        return next(line for line in f if line.startswith("Max processes"))
-
-
 @pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="Linux only")
 @pytest.mark.parametrize("joined", [False, True], ids=["plain", "joined"])
 def test_a_bash_monitor_and_its_command_keep_the_real_process_limit(
@@ -250,9 +245,12 @@ def test_a_bash_monitor_and_its_command_keep_the_real_process_limit(
 
 
 @pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="Linux only")
-def test_a_user_with_many_processes_still_gets_commands_run() -> None:
+@pytest.mark.parametrize("bash_env", [False, True], ids=["plain", "BASH_ENV"])
+def test_a_user_with_many_processes_still_gets_commands_run(bash_env: bool) -> None:
     """Run as a user who has more processes than the monitor's lowered limit: the monitor
-    forks its job only after restoring the real limit, so the command runs."""
+    forks its job only after restoring the real limit, so the command runs. A caller's
+    BASH_ENV, which bash sources before the monitor's first line, may fork: then the
+    limit is not lowered at all."""
     from conftest import needs_root
 
     needs_root("acting as another uid needs root (CI runs as root)")
@@ -269,11 +267,15 @@ def test_a_user_with_many_processes_still_gets_commands_run() -> None:
             for _ in range(300):
                 sleepers.append(os.posix_spawn("/bin/sleep", ["sleep", "30"], {}))
             files = TaskFiles.for_task(work, "nobodytask")
+            env = {"PATH": "/usr/bin:/bin"}
+            if bash_env:
+                (work / "env.sh").write_text("FROM_ENV=$(echo sourced)\n")
+                env["BASH_ENV"] = str(work / "env.sh")
             started = start_monitor(
-                "nobodytask", {"PATH": "/usr/bin:/bin"}, Shell("/bin/bash", "bash"),
+                "nobodytask", env, Shell("/bin/bash", "bash"),
                 "/bin/bash", files, joins=[str(work / "cgroup.procs")],
             )  # fmt: skip
-            started.run("echo ran as $(id -u)", "/")
+            started.run("echo ran as $(id -u) ${FROM_ENV-}", "/")
             reap_monitor(started.pid, block=True)
             os.write(done_w, files.log.read_bytes() or b"-")
         except BaseException as exc:
@@ -290,7 +292,7 @@ def test_a_user_with_many_processes_still_gets_commands_run() -> None:
         os.close(done_r)
         os.waitpid(child, 0)
         shutil.rmtree(work)
-    assert got == b"ran as 65534\n", got
+    assert got == (b"ran as 65534 sourced\n" if bash_env else b"ran as 65534\n"), got
 
 
 def test_a_command_keeps_the_status_of_each_of_many_background_jobs(client: Client) -> None:
@@ -298,3 +300,16 @@ def test_a_command_keeps_the_status_of_each_of_many_background_jobs(client: Clie
     the command still remembers as many finished jobs as a bash under the real limit."""
     r = client.bash("(exit 7) & first=$!; for i in $(seq 800); do true & done; wait $first")
     assert r.exit_code == 7, (r.stdout, r.stderr)
+
+
+def test_the_command_sees_its_own_shell_variables(state_dir: Path) -> None:
+    """Under the caller's allexport, nothing the job sets for the command is exported;
+    BASH_EXECUTION_STRING is the command (as under bash -c), not the monitor's script; a
+    CHILD_MAX of the caller's own is left as it is."""
+    env = {**os.environ, "SHELLOPTS": "allexport"}
+    client = Client(state_dir=state_dir, env=env)
+    command = 'env | grep -c "^CHILD_MAX=\\|^BASH_EXECUTION_STRING=\\|^__wave"; echo "$BASH_EXECUTION_STRING"'
+    r = client.bash(command)
+    assert r.stdout.splitlines() == ["0", command], r.stdout
+    own = Client(state_dir=state_dir, env={**os.environ, "CHILD_MAX": "100"})
+    assert own.bash("echo $CHILD_MAX").stdout == "100"

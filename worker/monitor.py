@@ -46,15 +46,16 @@ GO_MARK = "__wave_go=1"
 # ends, the processes the command left behind (its remaining children): the supervisor
 # keeps them visible and stoppable (where no cgroup does).
 # The first line on stdin is the soft process limit the monitor restores before it forks
-# anything (see ``worker.spawn``: the supervisor lowers the limit of a monitor it has
-# just started, so that bash sizes its table of finished background jobs by it). The job,
-# a fork, inherits that small table size: `CHILD_MAX` (the one trace left in the
-# command's shell) gives it back the size a bash started under the real limit has, so a
-# command keeps the status of each of thousands of background jobs for `wait PID`.
+# (empty: nothing to restore; see ``worker.spawn``: the supervisor may lower the limit of
+# a monitor it has just started, so that bash sizes its table of finished background
+# jobs by it). The job, a fork, inherits that small table size: `CHILD_MAX` (not
+# exported) gives it back the size a bash started under the real limit has, so a command
+# keeps the status of each of thousands of background jobs for `wait PID`. The job's
+# `BASH_EXECUTION_STRING` is its command, as under `bash -c`, not the monitor's script.
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """unset __wave_go; __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || CHILD_MAX=$__wave_cm; eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_re __wave_cm; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
+BASH_MONITOR_SCRIPT = """unset __wave_go; __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_re __wave_cm; eval "set --; $1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -66,7 +67,7 @@ __wave_go=2
 done
 exec 3>&- 4>&-
 umask 077
-wait $!
+wait "$!"
 __wave_status=$?
 if [ -n "$3" ]; then read -r __wave_left < "/proc/$$/task/$$/children"; [ -n "$__wave_left" ] && printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
 printf '%s\\n' "$__wave_status" 1<> "$1"
@@ -83,7 +84,7 @@ exit $__wave_status"""
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """__wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || CHILD_MAX=$__wave_cm; eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_pre __wave_re __wave_cm; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = """__wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; set +e +u +o pipefail; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd"; eval "$__wave_re"; unset __wave_cmd __wave_pre __wave_re __wave_cm; eval "set --; $1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
 . /dev/stdin
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null

@@ -240,17 +240,44 @@ def _write_and_close(fd: int, data: bytes, room: int = PIPE_MIN_CAPACITY) -> Non
 
 
 MONITOR_PROCESS_LIMIT = 256
-"""The soft process limit a bash monitor starts under (its first line restores the real one)."""
+"""The soft process limit a bash monitor may start under (its first line restores the real one)."""
 
 
-def _prime(pid: int, pipe: int) -> int:
-    """Lower a just-started bash monitor's soft process limit, then hand it the real one as
-    its first line, which it restores before it forks anything; returns the line's length.
+@functools.cache
+def _bash_version(bash: str) -> tuple[int, int]:
+    """``BASH_VERSINFO``'s first two numbers, asked once per binary ((0, 0): unknown)."""
+    try:
+        out = subprocess.run(
+            [bash, "-c", 'echo "${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"'],
+            env={}, capture_output=True, text=True, timeout=10, check=False,
+        ).stdout.split()  # fmt: skip
+        return int(out[0]), int(out[1])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return 0, 0
 
-    bash 5.2 sizes its table of finished background jobs by the soft process limit it
-    reads at start-up (32768 entries, 512 KiB, for any usual limit) and fills it when its
-    first background job ends: the monitor's job. That is 128 page faults and ~0.3 ms in
-    every task's end, on the path from a command's exit to its recorded status, and
+
+def _may_lower(bash: str, env: Mapping[str, str]) -> bool:
+    """Whether a monitor may start under the low process limit: bash 4.4 or newer (which
+    sizes the table by it, and takes ``CHILD_MAX`` back), and nothing of the caller's
+    running before the monitor's first line could restore it: no ``BASH_ENV`` (sourced
+    first), no xtrace (a ``PS4`` may fork at each line), no ``CHILD_MAX`` of its own."""
+    return (
+        not env.get("BASH_ENV")
+        and "CHILD_MAX" not in env
+        and "xtrace" not in env.get("SHELLOPTS", "").split(":")
+        and _bash_version(bash) >= (4, 4)
+    )
+
+
+def _prime(pid: int, pipe: int, bash: str, env: Mapping[str, str]) -> int:
+    """Maybe lower a just-started bash monitor's soft process limit, then write its first
+    line: the real limit, which it restores before it forks anything (empty: nothing to
+    restore); returns the bytes written.
+
+    bash sizes its table of finished background jobs by the soft process limit it reads at
+    start-up (from 4.4 on: 32768 entries, 512 KiB, for any usual limit) and fills it when
+    its first background job ends: the monitor's job. That is 128 page faults and ~0.3 ms
+    in every task's end, on the path from a command's exit to its recorded status, and
     most of the cost of stopping many tasks at once. Under 256 the table is 8 KiB. The
     lowering races bash's start-up (``posix_spawn`` returns once the child has exec'd;
     bash reads the limit after the dynamic loader), and losing the race only loses the
@@ -258,13 +285,15 @@ def _prime(pid: int, pipe: int) -> int:
     monitor and its command always get the real limit (a monitor under the low one could
     not fork for a user with more processes).
     """
-    line = b"\n"  # (not Linux): change nothing
-    if sys.platform != "win32" and hasattr(resource, "prlimit"):
+    line = b"\n"
+    if sys.platform != "win32" and hasattr(resource, "prlimit") and _may_lower(bash, env):
         soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
         if soft == resource.RLIM_INFINITY or soft > MONITOR_PROCESS_LIMIT:
-            with contextlib.suppress(OSError):  # gone already, or not ours to change
+            try:
                 resource.prlimit(pid, resource.RLIMIT_NPROC, (MONITOR_PROCESS_LIMIT, hard))
-        line = b"unlimited\n" if soft == resource.RLIM_INFINITY else b"%d\n" % soft
+                line = b"unlimited\n" if soft == resource.RLIM_INFINITY else b"%d\n" % soft
+            except OSError:  # gone already, or not ours to change: nothing to restore
+                pass
     try:
         return os.write(pipe, line)
     except OSError:  # the monitor is gone: sending its command will say so
@@ -371,5 +400,5 @@ def start_monitor(
         os.close(log_fd)
         if err_fd != log_fd:
             os.close(err_fd)
-    primed = _prime(pid, write_fd) if monitor_bash else 0
+    primed = _prime(pid, write_fd, monitor_bash, child_env) if monitor_bash else 0
     return Monitor(pid, task_id, files, write_fd, tuple(joins) if monitor_bash else (), primed)
