@@ -4,6 +4,7 @@ and the standby never changes what a command sees or leaves anything behind."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -216,6 +217,22 @@ def test_the_callers_errexit_holds_for_the_command_not_the_monitor(
     r = client.bash("echo $nope_unset; echo after")
     assert (r.exit_code, r.error) == (1, None) and "unbound variable" in r.stdout
     assert client.bash("exit 7").exit_code == 7
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_the_callers_xtrace_and_allexport_hold_for_the_command_only(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """SHELLOPTS=xtrace: the command is traced, never the monitor's script nor the cwd
+    capture; SHELLOPTS=allexport: the command's assignments are exported, none of the
+    monitor's."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    traced = Client(state_dir=state_dir, follow_cd=True, env={**os.environ, "SHELLOPTS": "xtrace"})
+    lines = traced.bash("echo hi").stdout.splitlines()
+    assert len(lines) == 2 and re.fullmatch(r"\++ echo hi", lines[0]) and lines[1] == "hi", lines
+    exporting = Client(state_dir=state_dir, env={**os.environ, "SHELLOPTS": "allexport"})
+    r = exporting.bash("X=1; env | grep -c '^X='; env | grep -c '__wave'")
+    assert r.stdout.splitlines() == ["1", "0"], r.stdout
 
 
 @pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="Linux only")
