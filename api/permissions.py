@@ -58,6 +58,10 @@ class SimpleCommand:
     text: str
     wrappers: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
+    open_prefixes: tuple[str, ...] = ()
+    """Readings whose words after this prefix are only known at run time (``git $X``,
+    ``git $(…)``, what ``xargs git`` appends): a deny or ask rule that some command
+    starting so could match catches them (``Bash(git push *)`` asks for ``git $X``)."""
 
     @property
     def name(self) -> str:
@@ -297,15 +301,23 @@ class _Walker:
             self.parse(nested, depth + 1)
             return
         text = " ".join(kept + shown[start:])
-        variants = []
+        variants, opens = [], []
+        base = os.path.basename(name)
+        computed = next((i for i in range(start + 1, len(values)) if values[i] is None), None)
+        if computed is not None:
+            opens.append(" ".join(kept + shown[start:computed]) + " ")
+            opens.append(" ".join([base, *shown[start + 1 : computed]]) + " ")
         if kept:
             variants.append(" ".join(shown[start:]))
-        base = os.path.basename(name)
         if base != name:
             variants.append(" ".join([base, *shown[start + 1 :]]))
-        for inner in _runner_commands(base, values[start + 1 :], shown[start + 1 :]):
+        for inner, open_prefix in _runner_commands(base, values[start + 1 :], shown[start + 1 :]):
             variants.append(inner)
-        self.commands.append(SimpleCommand(text, tuple(wrappers), tuple(variants)))
+            if open_prefix is not None:
+                opens.append(open_prefix)
+        self.commands.append(
+            SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
+        )
 
 
 def _literal_assignment(node: Any, data: bytes) -> str | None:
@@ -325,8 +337,12 @@ def _harmless(assignment: str) -> bool:
     return name in SAFE_ASSIGNMENTS or name.startswith("LC_")
 
 
-def _runner_commands(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> list[str]:
-    """The command a runner (``sudo``, ``xargs``, ``find -exec``, …) runs, as text."""
+def _runner_commands(
+    name: str, rest: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str, str | None]]:
+    """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs, as text, each
+    with the prefix after which its words are only known at run time (None: all known):
+    what ``xargs`` appends, the ``{}`` of ``find``, a computed word."""
     if name not in RUNNERS:
         return []
     if name == "find":
@@ -334,12 +350,31 @@ def _runner_commands(name: str, rest: Sequence[str | None], shown: Sequence[str]
         for i, word in enumerate(rest):
             if word in ("-exec", "-execdir", "-ok", "-okdir"):
                 end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
-                found.append(" ".join(shown[i + 1 : end]))
-        return [f for f in found if f]
+                if end > i + 1:
+                    found.append(_inner(rest[i + 1 : end], shown[i + 1 : end], "{}", False))
+        return found
     i = 0
     while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
         i += 2 if word in ("-u", "-g", "-n", "-I", "-d", "-E", "-s", "-P", "-L") else 1
-    return [" ".join(shown[i:])] if i < len(shown) else []
+    if i >= len(shown):
+        return []
+    return [_inner(rest[i:], shown[i:], None, name == "xargs")]
+
+
+def _inner(
+    values: Sequence[str | None], shown: Sequence[str], placeholder: str | None, appended: bool
+) -> tuple[str, str | None]:
+    """A runner's command: its text and the prefix before its first word that is only
+    known at run time (a computed word, ``placeholder``; or its end, when the runner
+    ``appended`` words)."""
+    unknown = next(
+        (i for i, v in enumerate(values) if v is None or (placeholder and placeholder in v)),
+        len(values) if appended else None,
+    )
+    text = " ".join(shown)
+    if unknown is None:
+        return text, None
+    return text, " ".join(shown[:unknown]) + " "
 
 
 def _text(node: Any, data: bytes) -> str:
@@ -461,6 +496,8 @@ class Rule:
     kind: Literal["Bash", "Write"]
     regex: Any
     """A compiled RE2 pattern: linear time whatever the rule and the command."""
+    pattern: str = "*"
+    """The rule's pattern, as written (blanks squeezed)."""
 
     @classmethod
     def parse(cls, text: str) -> Rule:
@@ -477,11 +514,28 @@ class Rule:
         if pattern is None or pattern.strip() in ("", "*", "**"):
             return cls(text, kind, _compile(EVERYTHING))
         if kind == "Bash":
-            return cls(text, kind, _compile(_command_regex(_squeeze(pattern))))
-        return cls(text, kind, _compile(_path_regex(_normalized(pattern.strip()))))
+            squeezed = _squeeze(pattern)
+            return cls(text, kind, _compile(_command_regex(squeezed)), squeezed)
+        return cls(text, kind, _compile(_path_regex(_normalized(pattern.strip()))), pattern)
 
     def matches(self, value: str) -> bool:
         return self.regex.fullmatch(value) is not None
+
+    def may_match_after(self, prefix: str) -> bool:
+        """Whether a command starting with ``prefix`` and going on with words known only
+        at run time could match this Bash rule (a slight overestimate: ``Bash(git push
+        *)`` counts as ``git push*``)."""
+        if self.kind != "Bash":
+            return False
+        if self.matches_everything:
+            return True
+        pattern = self.pattern
+        if pattern.endswith((":*", " *")):
+            pattern = pattern[:-2] + "*"
+        if "*" not in pattern:  # the run-time words may also expand to nothing
+            return pattern.startswith(prefix) or pattern == prefix.rstrip()
+        head = pattern.split("*", 1)[0]
+        return head.startswith(prefix) or prefix.startswith(head)
 
     @property
     def matches_everything(self) -> bool:
@@ -613,6 +667,15 @@ class RuleSet:
                     if rule.kind == "Bash" and rule.matches(text):
                         return Decision(verdict, f"`{text}` matches {verdict} rule {rule.text}",
                                         rule.text, subject=text)  # fmt: skip
+        for verdict in ("deny", "ask"):
+            for rule in getattr(self, verdict):
+                for prefix in command.open_prefixes:
+                    if rule.may_match_after(prefix):
+                        reason = (
+                            f"`{command.text}` could match {verdict} rule {rule.text}: its "
+                            f"words after `{prefix.rstrip()}` are only known when it runs"
+                        )
+                        return Decision("ask", reason, rule.text, subject=command.text)
         for rule in self.allow:
             if rule.kind == "Bash" and rule.matches(command.text):
                 return Decision("allow", f"`{command.text}` matches allow rule {rule.text}",

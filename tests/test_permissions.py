@@ -118,6 +118,37 @@ def test_bypasses_found_in_review(command: str, expected: str) -> None:
     assert verdict(command, rules) == expected
 
 
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("X=push; git $X", "ask"),  # the word is only known when it runs
+        ("git ${X:-push}", "ask"),
+        ("git `echo push`", "ask"),
+        ("git $(echo push) origin", "ask"),
+        ("echo push | xargs git", "ask"),  # xargs appends words read from its input
+        ("find . -name x -exec git {} \\;", "ask"),  # find puts a name in the {}
+        ("sudo git $X", "ask"),
+        ("/usr/bin/git $X", "ask"),
+        ("git status", "allow"),
+        ("git status $X", "allow"),  # no deny or ask rule starts so
+        ("git log --format=$FMT", "allow"),
+        ("echo $X", "allow"),
+        ("xargs echo", "allow"),
+        ("rm $FILE", "deny"),  # a rule on the program alone matches whatever follows
+    ],
+)
+def test_words_known_only_at_run_time(command: str, expected: str) -> None:
+    """A deny or ask rule that the command could match once its computed words are known
+    makes it ask (the words of `git $X` may be `git push`)."""
+    rules = {
+        "allow": ["Bash(git *)", "Bash(echo *)", "Bash(xargs *)", "Bash(find *)",
+                  "Bash(sudo *)", "Bash(/usr/bin/git *)"],
+        "deny": ["Bash(git push *)", "Bash(rm *)"],
+    }  # fmt: skip
+    decision = RuleSet.from_mapping(rules).decide(parse_command(command), "/work")
+    assert decision.verdict == expected, decision.reason
+
+
 def test_huge_and_deep_commands_are_checked_quickly() -> None:
     import time
 
