@@ -68,12 +68,20 @@ def refusal_text(decision: Decision, p: RunParams) -> str:
     if decision.verdict == "deny":
         return f"Permission denied: {decision.reason}. Nothing was run."
     where = p.rules.origin if p.rules is not None else "the permission rules"
-    return (
-        f"This command needs approval: {decision.reason}. Nothing was run. A person can "
-        f"allow it when asked, or with an allow rule such as "
-        f"{suggested_rule(decision.subject or p.command)} "
-        f"in {where}."
+    text = (
+        f"This command needs approval: {decision.reason}. Nothing was run. "
+        "A person can allow it when asked"
     )
+    if decision.source != "rules":  # the caller's hook asked
+        return f"{text}."
+    if decision.rule is not None:  # an ask rule decided (or a rule it may match)
+        return f"{text}; no allow rule can: ask and deny rules in {where} come first."
+    if decision.subject is None:  # it cannot be checked
+        return (
+            f"{text}; a command that cannot be checked is allowed by no rule but Bash(*), "
+            "and only where no rule denies or asks."
+        )
+    return f"{text}, or with an allow rule such as {suggested_rule(decision.subject)} in {where}."
 
 
 def suggested_rule(command: str) -> str:

@@ -222,11 +222,15 @@ def test_ask_runs_only_when_a_person_approves(
         asked.error or ""
     )
     assert "Bash(git push *)" in asked.message and str(tmp_path / "rules.json") in asked.message
+    assert "no allow rule can: ask and deny rules in" in asked.message  # ask beats allow
+    assert "such as" not in asked.message  # so no allow rule is suggested
     assert not (workdir / "x").exists()
     unknown = client.bash("whoami")
     assert (
         "no rule allows `whoami`" in (unknown.error or "") and "Bash(whoami *)" in unknown.message
     )
+    unchecked = client.bash("$TOOL x")
+    assert "cannot be checked" in unchecked.message and "such as" not in unchecked.message
 
     seen: list[str] = []
 
