@@ -648,7 +648,9 @@ class RuleSet:
             verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
         if not verdicts:
             return Decision("allow", "it runs no command")
-        worst = max(verdicts, key=lambda d: _RANK[d.verdict])
+        # The strictest; among asks, the one that says most: a rule's, then why the
+        # command cannot be checked, then that no rule allows it.
+        worst = max(verdicts, key=lambda d: (_RANK[d.verdict], 2 if d.rule else d.subject is None))
         if worst.verdict == "allow":
             rules = sorted({d.rule for d in verdicts if d.rule})
             return Decision("allow", "allowed by " + ", ".join(rules), ", ".join(rules))
