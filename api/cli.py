@@ -334,7 +334,9 @@ def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
         _print_json(records[0] if len(records) == 1 else records)
     else:
         for record in records:
-            print(f"{record['id']} {record['status']}")
+            stopped = record.get("stoppedProcesses") or 0
+            left = f" (stopped {stopped} process(es) it had left running)" if stopped else ""
+            print(f"{record['id']} {record['status']}{left}")
     return 0
 
 
@@ -541,7 +543,9 @@ def _add_bridge(sub: Any) -> None:
 
 
 def _add_mcp(sub: Any) -> None:
-    mcp = sub.add_parser("mcp", help="serve the Bash, TaskOutput and TaskStop tools over MCP stdio")
+    mcp = sub.add_parser(
+        "mcp", help="serve the Bash, TaskOutput, TaskStop and TaskInput tools over MCP stdio"
+    )
     mcp.add_argument(
         "--session", dest="mcp_session", help="agent session (default: WAVE_SESSION or new)"
     )

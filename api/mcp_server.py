@@ -1,4 +1,4 @@
-"""``wave-bash mcp``: the Bash, TaskOutput and TaskStop tools over MCP stdio (SPEC I3).
+"""``wave-bash mcp``: the Bash, TaskOutput, TaskStop and TaskInput tools over MCP stdio (SPEC I3).
 
 Built on the official SDK's low-level ``Server`` so the tools' input schemas are exactly
 :func:`api.tool_definitions` (``format="mcp"``), not a second hand-written copy. Each tool

@@ -175,6 +175,9 @@ class TaskRecord(ContractModel):
     """Why it ended when the exit code does not say."""
     leftover_processes: int = 0
     """Processes it started that still run although it ended (TaskStop stops them)."""
+    stopped_processes: int = 0
+    """Set by TaskStop on a task that had ended: the processes it had left running that
+    this stop ended."""
     monitor_lost: bool = False
     """Running, but its monitor was killed: it ends (``lost``) when its processes do."""
     cpu_seconds: float | None = None

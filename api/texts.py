@@ -129,6 +129,15 @@ def leftover_text(count: int) -> str:
     return f"; {count} {these} still running (TaskStop stops them)"
 
 
+def left_running_text(task_id: str, count: int) -> str:
+    """The line of a foreground result whose command left processes running."""
+    these = "1 process it started is" if count == 1 else f"{count} processes it started are"
+    return (
+        f"Note: {these} still running (task {task_id}). Stop them with TaskStop "
+        f'(task_id "{task_id}") once they are no longer needed.'
+    )
+
+
 NOTICE_LABEL_CHARS = 80
 """How much of a command a notice quotes when the task has no description."""
 
@@ -158,4 +167,8 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
         state += "; waiting for input (answer with TaskInput)"
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
+    stopped = int(data.get("stoppedProcesses") or 0)
+    if stopped:
+        these = "the process" if stopped == 1 else f"the {stopped} processes"
+        state += f"; stopped {these} it had left running"
     return f"Task {data.get('id')} {'was stopped' if status == TaskStatus.KILLED else status}. {state}."

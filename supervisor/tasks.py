@@ -691,6 +691,13 @@ class TaskManager:
             return self.tracker.populated(task.id)
         return bool(tagged_processes({task.id}).get(task.id))
 
+    def left_running(self, task: LiveTask) -> int:
+        """How many processes an ended task's command left running, as its result is
+        given (before the task is seen to linger)."""
+        if task.tracked and self.tracker is not None:
+            return len(self.tracker.pids(task.id)) if self.tracker.populated(task.id) else 0
+        return len(task.leftovers)
+
     def usage_now(self, row: TaskRow) -> Usage:
         """What a task used: counted live while it runs (or lingers), else as recorded."""
         task = self.live.get(row.id) or self.lingering.get(row.id)

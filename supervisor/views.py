@@ -98,8 +98,10 @@ def _duration_ms(task: LiveTask) -> int:
     return int((end - task.row.started_at) * 1000)
 
 
-def finished_result(task: LiveTask) -> BashResult:
-    """A foreground command that ended before its timeout (SPEC R1, R2)."""
+def finished_result(task: LiveTask, left_running: int = 0) -> BashResult:
+    """A foreground command that ended before its timeout (SPEC R1, R2); with
+    ``left_running`` processes it started still running (a server put in the background
+    with ``&``), said with the task ID that TaskStop takes."""
     row = task.row
     out = log_excerpt(row.output_path)
     err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
@@ -109,6 +111,8 @@ def finished_result(task: LiveTask) -> BashResult:
         message = (
             f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip()
         )
+    if left_running:
+        message = f"{message}\n{texts.left_running_text(row.id, left_running)}".lstrip()
     return BashResult(
         success=code == 0,
         stdout=out.text,

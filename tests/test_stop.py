@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -110,8 +111,30 @@ def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path, tracking
     assert "1 process it started is still running (TaskStop stops them)" in notice.message
     assert running(n)
     stopped = client.task_stop(tid)  # not "not running": its leftovers are stopped
-    assert (stopped.status, stopped.leftover_processes) == ("completed", 0)
+    assert (stopped.status, stopped.leftover_processes, stopped.stopped_processes) == (
+        "completed", 0, 1,
+    )  # fmt: skip
+    said = texts.tool_result_text("TaskStop", stopped.model_dump(by_alias=True))
+    assert said.endswith("completed (exit code 0); stopped the process it had left running."), said
     wait_until(lambda: not running(n))
+
+
+def test_a_foreground_result_names_what_its_command_left_running(
+    state_dir: Path, tracking: str
+) -> None:
+    """`server &` in a foreground command: the result says a process still runs and gives
+    the task ID that TaskStop takes (the model has no other way to learn it)."""
+    n = marker()
+    client = Client(state_dir=state_dir)
+    r = client.bash(f"(setsid env -i sleep {n} &); echo started")
+    assert r.success and r.stdout == "started"
+    match = re.search(
+        r"Note: 1 process it started is still running \(task (\w+)\)\. Stop", r.message
+    )
+    assert match, r.message
+    assert client.task_stop(match[1]).stopped_processes == 1
+    wait_until(lambda: not running(n))
+    assert "still running" not in client.bash("echo alone").message
 
 
 def test_a_killed_monitor_does_not_orphan_its_command(state_dir: Path, tracking: str) -> None:

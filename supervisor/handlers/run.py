@@ -110,7 +110,7 @@ async def wait_foreground(
     if task.row.owner is Owner.BACKGROUND:  # backgrounded by the user (bg) before it ended
         return views.backgrounded_result(task)
     if task.ended.done():
-        return views.finished_result(task)
+        return views.finished_result(task, ctx.tasks.left_running(task))
     if conn.closed.done():
         ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
         return None

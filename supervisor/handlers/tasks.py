@@ -40,8 +40,10 @@ async def handle_stop(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
     that ended but left processes running has those stopped."""
     lingering = ctx.tasks.lingering.get(p.task_id)
     if lingering is not None and p.task_id not in ctx.tasks.live:
+        left = ctx.tasks.leftover_count(p.task_id)
         await ctx.tasks.stop([lingering])
-        return views.task_record(_row(ctx, p.task_id), ctx.tasks)
+        record = views.task_record(_row(ctx, p.task_id), ctx.tasks)
+        return record.model_copy(update={"stopped_processes": left})
     task = _running(ctx, p.task_id, "stop")
     await ctx.tasks.stop([task])
     return views.task_record(task.row, ctx.tasks)
