@@ -74,6 +74,8 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
+JOIN_PATIENCE = 1.0
+"""Seconds a stop waits for a just-started task's job to be in its cgroup."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
@@ -931,6 +933,22 @@ class TaskManager:
         ):
             await asyncio.sleep(0.02)
 
+    async def _joined(self, tasks: list[LiveTask]) -> None:
+        """Wait until the jobs of these just-started tasks are in their cgroups (or the
+        tasks end): a job forked with its monitor for this very command may still be
+        moving in (on an idle host the move waits for a kernel grace period), and a
+        SIGTERM sent to its empty cgroup would miss it."""
+        assert self.tracker is not None
+        tracker = self.tracker
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + JOIN_PATIENCE
+        delay = 0.001
+        while loop.time() < deadline and any(
+            not t.ended.done() and not t.monitor_lost and not tracker.populated(t.id) for t in tasks
+        ):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
     async def _stop_cgroups(self, tasks: list[LiveTask]) -> None:
         """SIGTERM every process in the tasks' cgroups; SIGKILL (``cgroup.kill``, which
         no fork outruns) what is left after the grace period. Costs the same whatever
@@ -938,6 +956,7 @@ class TaskManager:
         assert self.tracker is not None
         tracker = self.tracker
         loop = asyncio.get_running_loop()
+        await self._joined([t for t in tasks if time.time() - t.row.started_at < JOIN_PATIENCE])
         for task in tasks:
             tracker.terminate(task.id)
         deadline = loop.time() + self.stop_grace

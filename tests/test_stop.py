@@ -292,3 +292,18 @@ def test_a_process_that_joins_an_ended_tasks_cgroup_is_not_lost(state_dir: Path)
     finally:
         joiner.kill()
         joiner.wait()
+
+
+def test_a_task_stopped_as_it_starts_gets_its_sigterm(state_dir: Path, tracking: str) -> None:
+    """A command whose monitor was started for it (no standby matched its environment)
+    and stopped at once: its job may still be moving into its cgroup (on an idle host the
+    move waits for a kernel grace period). The stop waits for it, so the command gets
+    SIGTERM (its trap runs) rather than SIGKILL after the grace period."""
+    Client(state_dir=state_dir).bash("true")
+    for attempt in range(3):
+        time.sleep(0.3)  # an idle host: what makes the move into the cgroup slow
+        client = Client(state_dir=state_dir, env={**os.environ, "WB_ATTEMPT": str(attempt)})
+        tid = start_bg(client, "trap 'echo got TERM; exit 3' TERM; sleep 30 & wait")
+        record = client.task_stop(tid)
+        # 3: its trap ran; 143: TERM came before the trap was set (never 137: KILL).
+        assert record.exit_code in (3, 143), (attempt, record.exit_code)
