@@ -222,26 +222,34 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
     )
 
 
-def _shutdown(cli: Cli) -> bool:
-    """Stop the supervisor if one runs (its tasks keep running); whether one ran."""
+def _shutdown(cli: Cli) -> int | None:
+    """Stop the supervisor if one runs (its tasks keep running); how many tasks it left
+    running (None: none ran)."""
     try:
         channel = cli.connector.open(start=False)
     except SupervisorUnavailableError:
-        return False
+        return None
     try:
-        cli.calls.exchange(channel, "shutdown", {"session": cli.session})
+        answer = cli.calls.exchange(channel, "shutdown", {"session": cli.session})
     finally:
         channel.close()
-    return True
+    return int((answer or {}).get("runningTasks") or 0)
 
 
 def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
     if args.action == "stop":
-        stopped = _shutdown(cli)
+        left = _shutdown(cli)
         if args.json:
-            _print_json({"running": False, "stopped": stopped})
+            _print_json({"running": False, "stopped": left is not None, "runningTasks": left or 0})
+        elif left is None:
+            print("no supervisor was running")
+        elif left:
+            print(
+                f"supervisor stopped; {left} task(s) keep running (the next call starts a "
+                "supervisor that takes them back; `wave-bash stop ID` stops one)"
+            )
         else:
-            print("supervisor stopped" if stopped else "no supervisor was running")
+            print("supervisor stopped")
         return 0
     if args.action == "status":
         cli.connector.may_start = False
@@ -315,14 +323,23 @@ def _status_line(record: dict[str, Any]) -> str:
     return f"{record['id']} {record['status']}" + ("" if code is None else f" (exit code {code})")
 
 
+STILL_RUNNING_EXIT = 124
+"""What ``wait`` exits with when the task still runs at its ``--timeout`` (as timeout(1))."""
+
+
 def cmd_wait(cli: Cli, args: argparse.Namespace) -> int:
+    """Exits as the task did (a script can test it), 124 when it still runs at the
+    timeout, 1 when its exit status was lost."""
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     record = cli.call("wait", task_id=args.id, timeout=timeout)
     if args.json:
         _print_json(record)
     else:
         print(_status_line(record))
-    return 0
+    if record.get("status") == "running":
+        return STILL_RUNNING_EXIT
+    code = record.get("exitCode")
+    return int(code) & 0xFF if code is not None else 1
 
 
 def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
@@ -484,7 +501,11 @@ def _add_run(sub: Any) -> None:
     )  # fmt: skip
     run.add_argument("--size", help="terminal size of --interactive, COLUMNSxROWS (80x24)")
     _add_guard_options(run)
-    run.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
+    run.add_argument(
+        "command", nargs=argparse.REMAINDER,
+        help="-- COMMAND... (several words are joined with spaces into one shell command "
+        "line, as ssh does: quote the whole line to keep inner quoting)",
+    )  # fmt: skip
     run.set_defaults(func=cmd_run)
 
 
@@ -507,7 +528,11 @@ def _add_output(sub: Any) -> None:
 
 
 def _add_wait(sub: Any) -> None:
-    wait = _verb(sub, "wait", cmd_wait, "wait until a task ends", ids="1")
+    wait = _verb(
+        sub, "wait", cmd_wait,
+        "wait until a task ends; exits with its exit code (124: still running at --timeout)",
+        ids="1",
+    )  # fmt: skip
     wait.add_argument("--timeout", help="longest wait in ms")
 
 

@@ -37,6 +37,20 @@ def test_run_timeout_backgrounds(state_dir: Path) -> None:
     assert json.loads(w.stdout)["status"] == "completed"
 
 
+def test_wait_exits_as_the_task_did(state_dir: Path) -> None:
+    """`wave-bash wait` is usable in scripts: the task's exit code, 124 while it still
+    runs at --timeout; `supervisor stop` says how many tasks keep running."""
+    failing = json.loads(run_cli(state_dir, "run", "--json", "--background", "--", "exit 5").stdout)
+    w = run_cli(state_dir, "wait", failing["backgroundTaskId"])
+    assert w.returncode == 5 and "failed" in w.stdout
+    slow = json.loads(run_cli(state_dir, "run", "--json", "--background", "--", "sleep 30").stdout)
+    w = run_cli(state_dir, "wait", slow["backgroundTaskId"], "--timeout", "100")
+    assert w.returncode == 124 and "running" in w.stdout
+    stop = run_cli(state_dir, "supervisor", "stop")
+    assert stop.stdout.startswith("supervisor stopped; 1 task(s) keep running"), stop.stdout
+    run_cli(state_dir, "stop", slow["backgroundTaskId"])
+
+
 def test_bad_timeouts_exit_2(state_dir: Path) -> None:
     for bad in ("abc", "-5", "nan", "inf", "5000ms"):
         r = run_cli(state_dir, "run", "--timeout", bad, "--", "echo hi")
