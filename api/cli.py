@@ -106,26 +106,43 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "sandbox": sandbox,
     }
     patience = RECONNECT_PATIENCE if args.background else max(FOREGROUND_PATIENCE, wait_s)
-    with contextlib.ExitStack() as terminal:
-        live = None
-        if watched:
-            from .display import LiveView
-            from .keys import CtrlBWatcher  # POSIX terminals only
+    try:
+        with contextlib.ExitStack() as terminal:
+            live = None
+            if watched:
+                from .display import LiveView
+                from .keys import CtrlBWatcher  # POSIX terminals only
 
-            live = LiveView()
-            terminal.callback(live.clear)
-            terminal.enter_context(CtrlBWatcher(background_it))
-        result = cli.calls.call(
-            "run",
-            params,
-            live.show if live else None,
-            running.append if watched else None,
-            patience=patience,
-        )
+                live = LiveView()
+                terminal.callback(live.clear)
+                terminal.enter_context(CtrlBWatcher(background_it))
+            result = cli.calls.call(
+                "run", params, live.show if live else None, running.append, patience=patience
+            )
+    except KeyboardInterrupt:
+        return _interrupted(cli, running[0] if running else None, stop=watched)
     if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
         params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
         result = cli.calls.call("run", params, None, None, patience=patience)
     return _report_run(result, args.json, cli.remote)
+
+
+def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
+    """Ctrl+C during ``run``: a person at a terminal means to interrupt the command, so it
+    is stopped; anything else (a script, an agent's harness) leaves it running in the
+    background, as a caller that went away does. Either way, said on stderr."""
+    if task_id is None:
+        return INTERRUPTED_EXIT
+    if stop:
+        record = cli.call("stop", task_id=task_id)
+        print(f"^C: stopped task {task_id} ({record.get('status')})", file=sys.stderr)
+    else:
+        print(
+            f"wave-bash: interrupted; task {task_id} keeps running in the background "
+            f"(wave-bash stop {task_id} stops it)",
+            file=sys.stderr,
+        )
+    return INTERRUPTED_EXIT
 
 
 def _guard(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -323,6 +340,8 @@ def _status_line(record: dict[str, Any]) -> str:
     return f"{record['id']} {record['status']}" + ("" if code is None else f" (exit code {code})")
 
 
+INTERRUPTED_EXIT = 130
+"""What the CLI exits with after Ctrl+C (128 + SIGINT, as a shell reports it)."""
 STILL_RUNNING_EXIT = 124
 """What ``wait`` exits with when the task still runs at its ``--timeout`` (as timeout(1))."""
 
@@ -754,7 +773,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wave-bash: {exc.message}", file=sys.stderr)
         return ERROR_EXIT
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED_EXIT
     except BrokenPipeError:  # the reader went away (`wave-bash schema | head -1`)
         _quiet_stdout()
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import subprocess
 import sys
 import uuid
@@ -92,3 +93,39 @@ def test_bg_cli(state_dir: Path) -> None:
     assert r.returncode == 0 and tid in r.stdout
     missing = run_cli(state_dir, "bg", "nosuch")
     assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
+
+
+def test_ctrl_c_in_a_terminal_stops_the_command(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """A person pressing Ctrl+C means to interrupt: the task is stopped and it says so."""
+    out = tmp_path / "rc.txt"
+    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
+    line = f"{cli} run -- 'echo started; sleep 30'; echo rc=$? > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    assert out.read_text().strip() == "rc=130"
+    (task,) = Client(state_dir=state_dir).tasks(all=True)
+    assert task.status == "killed" and f"^C: stopped task {task.id} (killed)" in pane(tmux)
+
+
+def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
+    state_dir: Path,
+) -> None:
+    """SIGINT to `wave-bash run` from a script or an agent's harness: the command keeps
+    running in the background (a caller that went away), and stderr names it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         "sleep 30"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    client = Client(state_dir=state_dir)
+    wait_until(lambda: any(t.status == "running" for t in client.tasks(all=True)), timeout=15)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    (task,) = client.tasks(all=True)
+    assert proc.returncode == 130 and task.status == "running", (proc.returncode, err)
+    assert f"task {task.id} keeps running in the background (wave-bash stop {task.id}" in err
+    client.task_stop(task.id)
