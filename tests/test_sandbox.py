@@ -336,3 +336,32 @@ def test_a_locked_tree_is_removed_without_root(tmp_path: Path) -> None:
         shutil.rmtree(base)
     assert got == b"gone", got
     assert target.is_dir() and oct(target.stat().st_mode & 0o777) == oct(0o755)  # untouched
+
+
+def _argvs_holding(text: str) -> list[int]:
+    """Processes whose argv holds ``text`` (what `ps` shows every user)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("how", ["sandbox", "interactive", "both"])
+def test_a_wrapped_commands_text_is_in_no_argv(state_dir: Path, project: Path, how: str) -> None:
+    """F1a for commands run through bubblewrap or the terminal host: the text (a token,
+    say) reaches the shell in its environment, unset before it runs, never in an argv."""
+    secret = "TOKEN-" + os.urandom(6).hex()
+    sandbox = "workspace-write" if how in ("sandbox", "both") else None
+    client = Client(state_dir=state_dir, cwd=project, sandbox=sandbox)
+    command = f"echo {secret} > seen; env | grep -c __wave; sleep 30"
+    tid = client.bash(command, run_in_background=True, interactive=how != "sandbox")
+    task_id = tid.background_task_id or ""
+    wait_until(lambda: (project / "seen").exists())
+    assert _argvs_holding(secret) == []
+    assert client.task_output(task_id, block=False).output.splitlines()[-1:] == ["0"]
+    client.task_stop(task_id)

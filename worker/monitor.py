@@ -17,6 +17,7 @@ exists (zsh only), ``pymonitor.py`` is the monitor.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -216,9 +217,23 @@ def wrapped_command(
     precedes the command): the job ``exec``s the terminal host, which runs the sandbox,
     which runs the shell. That shell appends its final directory to ``cwd_file`` when
     given; the job's own prelude has set the umask and descriptor limit, inherited."""
-    argv = [*sandbox, shell_path, "-c", build_payload(command, cwd_file)]
+    runner = PAYLOAD_RUNNERS["zsh" if os.path.basename(shell_path).startswith("zsh") else "bash"]
+    argv = [*sandbox, shell_path, "-c", runner]
     if terminal is not None:
         path, (columns, rows) = terminal
         host = [sys.executable, "-I", "-S", str(PTY_HOST), path, str(columns), str(rows), "--"]
         argv = host + argv
-    return "exec " + " ".join(shlex.quote(word) for word in argv)
+    payload = shlex.quote(build_payload(command, cwd_file))
+    return f"{PAYLOAD_VARIABLE}={payload} exec " + " ".join(shlex.quote(word) for word in argv)
+
+
+PAYLOAD_VARIABLE = "__wave_payload"
+"""How a wrapped command reaches its shell: in its environment, never in an argv that
+``ps`` shows every user (F1a), and unset before it runs."""
+PAYLOAD_RUNNERS = {
+    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; export -n BASH_EXECUTION_STRING; "
+    f'eval "unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
+    "zsh": f'eval "unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
+}
+"""The ``-c`` script of a wrapped command's shell: the payload, on the first line of an
+``eval`` (its own lines count from 1), with no trace of how it came."""
