@@ -39,11 +39,10 @@ GO_MARK = "__wave_go=1"
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
 # The exit record is written over the placeholder the supervisor reserved (`1<>`: no
 # truncation), so it needs no new disk block: it is written even on a full disk.
-# `eval "unset __wave_re; set --; $__wave_re$1"` expands the command before eval runs,
-# so it starts with no helper variable, no positional parameter and no job-control flag.
-# The caller's errexit, nounset, pipefail, allexport and xtrace (SHELLOPTS in its
-# environment) are kept aside for the command (`__wave_re`, set on the command's own
-# line): under them the monitor itself would exit at `wait` without a status, export
+# `eval "set --; $2$1"` expands the command ($1) before eval runs, so it starts with no
+# helper variable, no positional parameter and no job-control flag. The caller's errexit,
+# nounset, pipefail, allexport and xtrace (SHELLOPTS in its environment) are kept aside
+# for the command (`__wave_re`, then $2, set on the command's own line): under them the monitor itself would exit at `wait` without a status, export
 # its variables to the command or trace its own script into the log.
 # $3, when given, is where a monitor that is a child subreaper lists, as its command
 # ends, the processes the command left behind (its remaining children): the supervisor
@@ -58,7 +57,7 @@ GO_MARK = "__wave_go=1"
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd"; unset __wave_cmd __wave_go __wave_pre __wave_cm; eval "unset __wave_re; set --; $__wave_re$1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
+BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re; eval "set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -87,7 +86,7 @@ exit $__wave_status"""
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd"; unset __wave_cmd __wave_pre __wave_cm; eval "unset __wave_re; set --; $__wave_re$1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_pre __wave_cm __wave_re; eval "set --; $2$1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
 . /dev/stdin
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
