@@ -42,8 +42,9 @@ GO_MARK = "__wave_go=1"
 # `eval "set --; $2$1"` expands the command ($1) before eval runs, so it starts with no
 # helper variable, no positional parameter and no job-control flag. The caller's errexit,
 # nounset, pipefail, allexport and xtrace (SHELLOPTS in its environment) are kept aside
-# for the command (`__wave_re`, then $2, set on the command's own line): under them the monitor itself would exit at `wait` without a status, export
-# its variables to the command or trace its own script into the log.
+# for the command (`__wave_re`, then $2, set on the command's own line): under them the
+# monitor itself would exit at `wait` without a status, export its variables to the
+# command or trace its own script into the log.
 # $3, when given, is where a monitor that is a child subreaper lists, as its command
 # ends, the processes the command left behind (its remaining children): the supervisor
 # keeps them visible and stoppable (where no cgroup does).
