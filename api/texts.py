@@ -165,6 +165,8 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     state += leftover_text(int(data.get("leftoverProcesses") or 0))
     if data.get("waitingForInput"):
         state += "; waiting for input (answer with TaskInput)"
+    elif tool == "TaskInput" and status == TaskStatus.RUNNING:  # its timeout passed
+        state += "; still working, not waiting for input (TaskOutput reads what comes next)"
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
     stopped = int(data.get("stoppedProcesses") or 0)

@@ -29,7 +29,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client, InvalidInputError, TaskNotFoundError, TaskNotRunningError
+from wave_bash.api import Client, InvalidInputError, TaskNotFoundError, TaskNotRunningError, texts
 from wave_bash.worker.monitor import PTY_HOST
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
@@ -455,3 +455,14 @@ def test_a_command_that_replaces_its_socket(client: Client, state_dir: Path) -> 
     task_id = client.tasks()[-1].id
     assert (state_dir / "tasks" / f"{task_id}.tty").is_dir()
     assert "Traceback" not in (state_dir / "supervisor.log").read_text()
+
+
+def test_task_input_whose_timeout_passes_mid_command_says_so(client: Client) -> None:
+    """The answer started a long step: the TaskInput text says the command works on and
+    is not waiting, and where its next output will be read."""
+    r = client.bash("read -p 'go? ' x; sleep 30; echo done", interactive=True, timeout=LONG)
+    task_id = r.background_task_id or ""
+    data = client.call_tool("TaskInput", {"task_id": task_id, "input": "y\n", "timeout": 300})
+    text = texts.tool_result_text("TaskInput", data)
+    assert "Status: running; still working, not waiting for input (TaskOutput" in text, text
+    client.task_stop(task_id)
