@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def prune_session_temps(journal: Journal, state_dir: Path, older_than: float) ->
             ):
                 continue
             _remove_tree(entry.path)
-        except OSError as exc:
+        except (OSError, RecursionError) as exc:  # never a reason for the supervisor to fail
             log.warning("could not remove the sandbox /tmp %s: %s", entry.path, exc)
             continue
         removed += 1
@@ -75,21 +74,35 @@ def prune_session_temps(journal: Journal, state_dir: Path, older_than: float) ->
 
 
 def _remove_tree(root: str) -> None:
-    """Remove a directory tree a sandboxed command wrote. Links are removed, never
-    followed (``rmtree`` works through descriptors); directories it made unreadable or
-    read-only (they are ours) are opened up, without following links, then removed."""
+    """Remove a directory tree a sandboxed command wrote, however deep (no recursion: a
+    tree of thousands of levels is fine) and never through a link: each directory is
+    opened by descriptor relative to its parent, without following links; directories
+    it made unreadable or read-only (they are ours) are opened up first."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    os.chmod(root, 0o700)  # a directory, not a link (the caller looked)
+    stack: list[tuple[int, str]] = [(os.open(root, flags), root)]  # (descriptor, its name)
     try:
-        shutil.rmtree(root)
-        return
-    except OSError:
-        pass
-    pending = [root]
-    while pending:
-        directory = pending.pop()
-        os.chmod(directory, 0o700)
-        with os.scandir(directory) as entries:
-            pending.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-    shutil.rmtree(root)
+        while stack:
+            fd = stack[-1][0]
+            child = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if child is not None:  # emptied first, removed when its turn comes back
+                os.chmod(child, 0o700, dir_fd=fd)
+                stack.append((os.open(child, flags, dir_fd=fd), child))
+                continue
+            fd, name = stack.pop()
+            os.close(fd)
+            if stack:
+                os.rmdir(name, dir_fd=stack[-1][0])
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+    os.rmdir(root)
 
 
 async def housekeeping(ctx: Context) -> None:

@@ -211,3 +211,27 @@ def _zombie(process: psutil.Process) -> bool:
         return process.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:  # reaped since it was listed
         return False
+
+
+def test_a_sandbox_tmp_thousands_of_levels_deep_is_removed(tmp_path: Path) -> None:
+    """A sandboxed command's /tmp can be any shape: 3000 nested directories (rmtree's
+    recursion limit once made retention crash the supervisor at every start)."""
+    from wave_bash.supervisor.retention import _remove_tree
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for level in range(3000):
+            os.mkdir("d", dir_fd=fd)
+            if level % 1000 == 0:
+                os.symlink(outside, "link", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    _remove_tree(str(root))
+    assert not root.exists() and outside.is_dir()
