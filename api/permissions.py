@@ -147,6 +147,14 @@ def parse_command(source: str) -> ParsedCommand:
     )
 
 
+def _joined_lines(source: str) -> str:
+    """``source`` with its line continuations removed, as bash reads it (``git pu\\⏎sh``
+    is ``git push``; the grammar would see two words). A backslash that is itself
+    escaped continues nothing. (Inside single quotes bash keeps them: removing them there
+    too only makes the check stricter.)"""
+    return re.sub(r"(\\+)\n", lambda m: m[1][:-1] if len(m[1]) % 2 else m[0], source)
+
+
 class _Walker:
     def __init__(self) -> None:
         self.commands: list[SimpleCommand] = []
@@ -157,7 +165,7 @@ class _Walker:
         if depth > MAX_NESTING:
             self.problems.append("shells nested too deep to check")
             return
-        data = source.encode("utf-8", "surrogateescape")
+        data = _joined_lines(source).encode("utf-8", "surrogateescape")
         tree = _parser().parse(data)
         if tree.root_node.has_error:
             self.problems.append("it does not parse as bash")
@@ -311,10 +319,15 @@ class _Walker:
             variants.append(" ".join(shown[start:]))
         if base != name:
             variants.append(" ".join([base, *shown[start + 1 :]]))
-        for inner, open_prefix in _runner_commands(base, values[start + 1 :], shown[start + 1 :]):
-            variants.append(inner)
-            if open_prefix is not None:
-                opens.append(open_prefix)
+        for words, texts, appended in _runner_commands(
+            base, values[start + 1 :], shown[start + 1 :]
+        ):  # read as a command of its own: wrappers, `sh -c`, computed words and all
+            inner = _Walker()
+            inner.simple(words, texts, [], depth + 1)
+            self.problems += inner.problems
+            for command in inner.commands:
+                variants += [command.text, *command.variants]
+                opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
         self.commands.append(
             SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
         )
@@ -337,12 +350,28 @@ def _harmless(assignment: str) -> bool:
     return name in SAFE_ASSIGNMENTS or name.startswith("LC_")
 
 
+XARGS_OPTIONS_WITH_VALUE = frozenset({
+    "-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter",
+    "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
+    "--process-slot-var",
+})  # fmt: skip
+WATCH_OPTIONS_WITH_VALUE = frozenset({"-n", "--interval", "-q", "--equexit"})
+SUDO_OPTIONS_WITH_VALUE = frozenset({
+    "-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user", "--group", "--host",
+    "--prompt", "--close-from", "--chdir", "--chroot", "--command-timeout", "--other-user",
+})  # fmt: skip
+
+
+RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE, "watch": WATCH_OPTIONS_WITH_VALUE}
+"""A runner's options that take the next word (sudo's and doas's otherwise)."""
+
+
 def _runner_commands(
     name: str, rest: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[str, str | None]]:
-    """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs, as text, each
-    with the prefix after which its words are only known at run time (None: all known):
-    what ``xargs`` appends, the ``{}`` of ``find``, a computed word."""
+) -> list[tuple[list[str | None], list[str], bool]]:
+    """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs: their words
+    (None: known only at run time, such as ``{}``, which ``find`` and ``xargs -I`` fill
+    in) and whether the runner appends more words (``xargs``)."""
     if name not in RUNNERS:
         return []
     if name == "find":
@@ -350,31 +379,33 @@ def _runner_commands(
         for i, word in enumerate(rest):
             if word in ("-exec", "-execdir", "-ok", "-okdir"):
                 end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
-                if end > i + 1:
-                    found.append(_inner(rest[i + 1 : end], shown[i + 1 : end], "{}", False))
+                words = [None if w is None or "{}" in w else w for w in rest[i + 1 : end]]
+                if words:
+                    found.append((words, list(shown[i + 1 : end]), False))
         return found
-    i = 0
+    takes_value = RUNNER_OPTIONS_WITH_VALUE.get(name, SUDO_OPTIONS_WITH_VALUE)
+    i, placeholder = 0, None
     while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
-        i += 2 if word in ("-u", "-g", "-n", "-I", "-d", "-E", "-s", "-P", "-L") else 1
+        if word == "--":
+            i += 1
+            break
+        flag = word.split("=", 1)[0]
+        if name == "xargs":  # -I R, -IR, -i[R], --replace[=R]: R in a word is filled in
+            if word.startswith("-I"):
+                given = word[2:] or (rest[i + 1] if i + 1 < len(rest) else "{}")
+                placeholder = given if given is not None else ""  # computed: any word
+            elif word.startswith("-i"):
+                placeholder = word[2:] or "{}"
+            elif flag == "--replace":
+                placeholder = word.split("=", 1)[1] if "=" in word else "{}"
+        short_with_value = len(word) > 2 and word[:2] in takes_value and not word.startswith("--")
+        i += 1 if ("=" in word or short_with_value or flag not in takes_value) else 2
+    if i < len(rest) and rest[i] is None:  # a runner option computed at run time
+        return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
     if i >= len(shown):
         return []
-    return [_inner(rest[i:], shown[i:], None, name == "xargs")]
-
-
-def _inner(
-    values: Sequence[str | None], shown: Sequence[str], placeholder: str | None, appended: bool
-) -> tuple[str, str | None]:
-    """A runner's command: its text and the prefix before its first word that is only
-    known at run time (a computed word, ``placeholder``; or its end, when the runner
-    ``appended`` words)."""
-    unknown = next(
-        (i for i, v in enumerate(values) if v is None or (placeholder and placeholder in v)),
-        len(values) if appended else None,
-    )
-    text = " ".join(shown)
-    if unknown is None:
-        return text, None
-    return text, " ".join(shown[:unknown]) + " "
+    words = [None if w is None or (placeholder and placeholder in w) else w for w in rest[i:]]
+    return [(words, list(shown[i:]), name == "xargs")]
 
 
 def _text(node: Any, data: bytes) -> str:
@@ -386,6 +417,10 @@ def _squeeze(text: str) -> str:
 
 
 _PLAIN_WORD = re.compile(r"[^\s$`\\'\"*?\[\]{}~]*")
+_PATTERN = re.compile(r"(?<!\\)[*?\[]")
+"""An unescaped glob character: the word becomes the names it matches."""
+_BRACES = re.compile(r"(?<!\\)\{[^{}'\"]*(?:,|\.\.)[^{}'\"]*\}")
+"""An unquoted brace expansion."""
 
 
 def _literal(node: Any, data: bytes) -> str | None:
@@ -395,8 +430,8 @@ def _literal(node: Any, data: bytes) -> str | None:
     if kind in ("word", "number"):
         if _PLAIN_WORD.fullmatch(text):
             return text
-        if "$" in text or "`" in text:
-            return None
+        if "$" in text or "`" in text or _PATTERN.search(text):
+            return None  # expanded or matched against file names when it runs
         return re.sub(r"\\(.)", r"\1", text)
     if kind == "raw_string":
         return text[1:-1]
@@ -406,6 +441,8 @@ def _literal(node: Any, data: bytes) -> str | None:
             return None
         return re.sub(r'\\([$`"\\\n])', r"\1", text[1:-1])
     if kind == "concatenation":
+        if _BRACES.search(text):  # `{push,}`, `{a..c}`: brace expansion
+            return None
         values = [_literal(c, data) for c in node.children]
         return None if any(v is None for v in values) else "".join(v or "" for v in values)
     return None

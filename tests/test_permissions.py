@@ -135,6 +135,28 @@ def test_bypasses_found_in_review(command: str, expected: str) -> None:
         ("echo $X", "allow"),
         ("xargs echo", "allow"),
         ("rm $FILE", "deny"),  # a rule on the program alone matches whatever follows
+        # found by a second review:
+        ("echo push | xargs -I{} git {}", "ask"),  # -I's placeholder is filled in
+        ("echo push | xargs -i git {}", "ask"),
+        ("xargs -a args.txt git", "ask"),  # options that take a value
+        ("xargs --max-args 1 git", "ask"),
+        ("echo | xargs $E git push", "ask"),  # the runner's command name is computed
+        ("find . -exec $E git push \\;", "ask"),
+        ("sudo $OPT git push", "ask"),
+        ("git {push,}", "ask"),  # brace expansion
+        ("git pu?h", "ask"),  # a glob: the names it matches
+        ("git pu[s]h", "ask"),
+        ("git pu\\\nsh", "deny"),  # a line continuation joins the word
+        ('git "pu\\\nsh"', "deny"),
+        ("echo \\\\\nrm x", "deny"),  # an escaped backslash continues nothing
+        ("find push -maxdepth 0 -exec env git {} \\;", "ask"),  # wrappers in a runner
+        ("find . -exec sh -c 'git push' \\;", "deny"),  # a shell in a runner
+        ("xargs sh -c 'git push'", "deny"),
+        ("watch -n 2 git push", "deny"),
+        ("ls *.py", "allow"),
+        ("echo {a..c}", "allow"),
+        ("git log --format={x}", "allow"),
+        ("find . -name '*.o' -exec echo {} +", "allow"),
     ],
 )
 def test_words_known_only_at_run_time(command: str, expected: str) -> None:
@@ -142,7 +164,7 @@ def test_words_known_only_at_run_time(command: str, expected: str) -> None:
     makes it ask (the words of `git $X` may be `git push`)."""
     rules = {
         "allow": ["Bash(git *)", "Bash(echo *)", "Bash(xargs *)", "Bash(find *)",
-                  "Bash(sudo *)", "Bash(/usr/bin/git *)"],
+                  "Bash(sudo *)", "Bash(/usr/bin/git *)", "Bash(ls *)", "Bash(watch *)"],
         "deny": ["Bash(git push *)", "Bash(rm *)"],
     }  # fmt: skip
     decision = RuleSet.from_mapping(rules).decide(parse_command(command), "/work")
