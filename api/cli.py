@@ -119,11 +119,12 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             result = cli.calls.call(
                 "run", params, live.show if live else None, running.append, patience=patience
             )
+        if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
+            params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
+            result = cli.calls.call("run", params, None, running.append, patience=patience)
     except KeyboardInterrupt:
-        return _interrupted(cli, running[0] if running else None, stop=watched)
-    if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
-        params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
-        result = cli.calls.call("run", params, None, None, patience=patience)
+        stop = watched and not args.background  # a background start was meant to go on
+        return _interrupted(cli, running[-1] if running else None, stop)
     return _report_run(result, args.json, cli.remote)
 
 
@@ -131,11 +132,19 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
     """Ctrl+C during ``run``: a person at a terminal means to interrupt the command, so it
     is stopped; anything else (a script, an agent's harness) leaves it running in the
     background, as a caller that went away does. Either way, said on stderr."""
-    if task_id is None:
+    if task_id is None:  # the supervisor had not named it yet
+        print(
+            "wave-bash: interrupted before the command was started or named; "
+            "`wave-bash tasks` shows whether it runs",
+            file=sys.stderr,
+        )
         return INTERRUPTED_EXIT
     if stop:
-        record = cli.call("stop", task_id=task_id)
-        print(f"^C: stopped task {task_id} ({record.get('status')})", file=sys.stderr)
+        try:
+            record = cli.call("stop", task_id=task_id)
+            print(f"^C: stopped task {task_id} ({record.get('status')})", file=sys.stderr)
+        except WaveError as exc:  # it ended meanwhile
+            print(f"^C: task {task_id}: {exc.message}", file=sys.stderr)
     else:
         print(
             f"wave-bash: interrupted; task {task_id} keeps running in the background "

@@ -129,3 +129,24 @@ def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
     assert proc.returncode == 130 and task.status == "running", (proc.returncode, err)
     assert f"task {task.id} keeps running in the background (wave-bash stop {task.id}" in err
     client.task_stop(task.id)
+
+
+def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """The command a person approved at the prompt is stopped by Ctrl+C too."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"ask": ["Bash(sleep *)"]}))
+    out = tmp_path / "rc.txt"
+    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
+    line = f"{cli} run --rules {shlex.quote(str(rules))} -- 'sleep 30'; echo rc=$? > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Run it anyway? [y/N]" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "y", "Enter"], check=True)
+    client = Client(state_dir=state_dir)
+    wait_until(lambda: any(t.status == "running" for t in client.tasks(all=True)), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    (task,) = client.tasks(all=True)
+    assert out.read_text().strip() == "rc=130" and task.status == "killed"
+    assert f"^C: stopped task {task.id}" in pane(tmux)
