@@ -131,10 +131,13 @@ def leftover_text(count: int) -> str:
 
 def left_running_text(task_id: str, count: int) -> str:
     """The line of a foreground result whose command left processes running."""
-    these = "1 process it started is" if count == 1 else f"{count} processes it started are"
+    if count == 1:
+        these, them, are = "1 process it started is", "it", "it is"
+    else:
+        these, them, are = f"{count} processes it started are", "them", "they are"
     return (
-        f"Note: {these} still running (task {task_id}). Stop them with TaskStop "
-        f'(task_id "{task_id}") once they are no longer needed.'
+        f"Note: {these} still running (task {task_id}). Stop {them} with TaskStop "
+        f'(task_id "{task_id}") once {are} no longer needed.'
     )
 
 

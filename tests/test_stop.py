@@ -110,6 +110,11 @@ def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path, tracking
     (notice,) = client.notifications()
     assert "1 process it started is still running (TaskStop stops them)" in notice.message
     assert running(n)
+    many = client.task_stop_many([tid])  # several at once say it too
+    assert many[0].stopped_processes == 1
+    wait_until(lambda: not running(n))
+    n, tid, client = leave_a_daemon(state_dir)
+    client.wait(tid, timeout=10_000)
     stopped = client.task_stop(tid)  # not "not running": its leftovers are stopped
     assert (stopped.status, stopped.leftover_processes, stopped.stopped_processes) == (
         "completed", 0, 1,
@@ -129,7 +134,7 @@ def test_a_foreground_result_names_what_its_command_left_running(
     r = client.bash(f"(setsid env -i sleep {n} &); echo started")
     assert r.success and r.stdout == "started"
     match = re.search(
-        r"Note: 1 process it started is still running \(task (\w+)\)\. Stop", r.message
+        r"Note: 1 process it started is still running \(task (\w+)\)\. Stop it", r.message
     )
     assert match, r.message
     assert client.task_stop(match[1]).stopped_processes == 1

@@ -56,9 +56,15 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
     rows = [_row(ctx, task_id) for task_id in p.task_ids]
     live = {r.id: ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live}
     lingering = [ctx.tasks.lingering[r.id] for r in rows if r.id in ctx.tasks.lingering]
+    left = {t.id: ctx.tasks.leftover_count(t.id) for t in lingering if t.id not in live}
     await ctx.tasks.stop([*live.values(), *lingering])
     # A live task's row is updated in place when it ends; the others are as read.
-    return [views.task_record(live[r.id].row if r.id in live else r, ctx.tasks) for r in rows]
+    return [
+        views.task_record(live[r.id].row if r.id in live else r, ctx.tasks).model_copy(
+            update={"stopped_processes": left.get(r.id, 0)}
+        )
+        for r in rows
+    ]
 
 
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
