@@ -74,6 +74,9 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
+WRAPPED_COMMAND_LIMIT = 124 * 1024
+"""Bytes of an interactive or sandboxed command: it travels in one environment string
+(the kernel takes 128 KiB at most), with its prelude and paths beside it."""
 JOIN_PATIENCE = 1.0
 """Seconds a stop waits for a just-started task's job to be in its cgroup."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
@@ -458,6 +461,14 @@ class TaskManager:
             if p.interactive or sandbox is not None:
                 # The job becomes the terminal host and/or the sandbox; its shell then
                 # captures the directory it ends in.
+                if len(command.encode("utf-8", "surrogateescape")) > WRAPPED_COMMAND_LIMIT:
+                    raise InvalidInputError(
+                        f"an interactive or sandboxed command can be at most "
+                        f"{WRAPPED_COMMAND_LIMIT // 1024} KiB (it reaches its shell in one "
+                        f"environment string, which the kernel limits to 128 KiB); this one "
+                        f"is {len(command.encode('utf-8', 'surrogateescape')) // 1024} KiB: "
+                        "write it to a script file and run that"
+                    )
                 cwd_file = str(files.exit) if capture_cwd else None
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
                 command = wrapped_command(

@@ -365,3 +365,16 @@ def test_a_wrapped_commands_text_is_in_no_argv(state_dir: Path, project: Path, h
     assert _argvs_holding(secret) == []
     assert client.task_output(task_id, block=False).output.splitlines()[-1:] == ["0"]
     client.task_stop(task_id)
+
+
+def test_a_wrapped_command_too_long_for_the_kernel_is_a_clear_error(
+    state_dir: Path, project: Path
+) -> None:
+    """An interactive or sandboxed command reaches its shell in one environment string
+    (128 KiB at most): a longer one is refused, saying what to do, and nothing runs."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="read-only")
+    refused = client.bash("true # " + "x" * 140_000)
+    assert not refused.success and "can be at most 124 KiB" in (refused.error or "")
+    assert "write it to a script file" in (refused.error or "") and client.tasks() == []
+    assert client.bash("true # " + "x" * 100_000).success  # below the limit it runs
+    assert Client(state_dir=state_dir, cwd=project).bash("true # " + "x" * 140_000).success
