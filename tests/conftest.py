@@ -142,6 +142,30 @@ def ask_supervisor(state_dir: Path, op: str, params: dict[str, object]) -> dict[
     raise AssertionError(f"no answer to {op}")
 
 
+def as_nobody(action: Callable[[], bytes]) -> bytes:
+    """What ``action`` returns when run as uid/gid 65534 in a forked child (its exception
+    as ``b"E" + repr``); root only. The child makes system calls and runs code already
+    imported (it may not be able to read the Python installation as that user)."""
+    done_r, done_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(done_w, action())
+        except BaseException as exc:
+            os.write(done_w, b"E" + repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(done_w)
+    try:
+        return os.read(done_r, 65536)
+    finally:
+        os.close(done_r)
+        os.waitpid(child, 0)
+
+
 def reap(state_dir: Path) -> None:
     """Kill everything that belongs to ``state_dir``: its supervisors, and every process
     tagged with one of its tasks (monitors carry the tag too)."""

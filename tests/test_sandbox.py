@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    as_nobody,
     journal_rows,
     needs_root,
     needs_tool,
@@ -308,31 +309,20 @@ def test_a_locked_tree_is_removed_without_root(tmp_path: Path) -> None:
     base.chmod(0o777)
     target = tmp_path / "target"
     target.mkdir()
-    done_r, done_w = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            tree = base / "tree"
-            (tree / "locked" / "in").mkdir(parents=True)
-            (tree / "locked" / "in" / "f").write_text("x")
-            (tree / "link").symlink_to(target)
-            (tree / "locked" / "in").chmod(0)
-            (tree / "locked").chmod(0o500)
-            _remove_tree(str(tree))
-            os.write(done_w, b"gone" if not tree.exists() else b"still there")
-        except BaseException as exc:
-            os.write(done_w, b"E" + repr(exc).encode())
-        finally:
-            os._exit(0)
-    os.close(done_w)
+
+    def remove() -> bytes:
+        tree = base / "tree"
+        (tree / "locked" / "in").mkdir(parents=True)
+        (tree / "locked" / "in" / "f").write_text("x")
+        (tree / "link").symlink_to(target)
+        (tree / "locked" / "in").chmod(0)
+        (tree / "locked").chmod(0o500)
+        _remove_tree(str(tree))
+        return b"gone" if not tree.exists() else b"still there"
+
     try:
-        got = os.read(done_r, 4096)
+        got = as_nobody(remove)
     finally:
-        os.close(done_r)
-        os.waitpid(child, 0)
         shutil.rmtree(base)
     assert got == b"gone", got
     assert target.is_dir() and oct(target.stat().st_mode & 0o777) == oct(0o755)  # untouched

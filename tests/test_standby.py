@@ -13,7 +13,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import ask_supervisor, journal_rows, kill_supervisor, wait_until
+from conftest import (
+    as_nobody,
+    ask_supervisor,
+    journal_rows,
+    kill_supervisor,
+    needs_root,
+    wait_until,
+)
 
 from wave_bash.api import Client
 from wave_bash.worker import (
@@ -268,21 +275,13 @@ def test_a_user_with_many_processes_still_gets_commands_run(bash_env: bool) -> N
     forks its job only after restoring the real limit, so the command runs. A caller's
     BASH_ENV, which bash sources before the monitor's first line, may fork: then the
     limit is not lowered at all."""
-    from conftest import needs_root
-
     needs_root("acting as another uid needs root (CI runs as root)")
     work = Path(tempfile.mkdtemp(prefix="wb-nobody-", dir="/tmp"))  # reachable by nobody
     work.chmod(0o777)
-    done_r, done_w = os.pipe()
-    child = os.fork()
-    if child == 0:  # as nobody: 300 processes, then a monitor running one command
-        sleepers: list[int] = []
+
+    def run_one() -> bytes:  # as nobody: 300 processes, then a monitor running one command
+        sleepers = [os.posix_spawn("/bin/sleep", ["sleep", "30"], {}) for _ in range(300)]
         try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            for _ in range(300):
-                sleepers.append(os.posix_spawn("/bin/sleep", ["sleep", "30"], {}))
             files = TaskFiles.for_task(work, "nobodytask")
             env = {"PATH": "/usr/bin:/bin"}
             if bash_env:
@@ -294,20 +293,15 @@ def test_a_user_with_many_processes_still_gets_commands_run(bash_env: bool) -> N
             )  # fmt: skip
             started.run("echo ran as $(id -u) ${FROM_ENV-}", "/")
             reap_monitor(started.pid, block=True)
-            os.write(done_w, files.log.read_bytes() or b"-")
-        except BaseException as exc:
-            os.write(done_w, b"E" + repr(exc).encode())
+            return files.log.read_bytes() or b"-"
         finally:
             for pid in sleepers:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-            os._exit(0)
-    os.close(done_w)
+
     try:
-        got = os.read(done_r, 65536)
+        got = as_nobody(run_one)
     finally:
-        os.close(done_r)
-        os.waitpid(child, 0)
         shutil.rmtree(work)
     assert got == (b"ran as 65534 sourced\n" if bash_env else b"ran as 65534\n"), got
 
