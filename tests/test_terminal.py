@@ -30,6 +30,11 @@ def tmux() -> Iterator[list[str]]:
         subprocess.run([*base, "kill-server"], check=False)
 
 
+def cli_line(state_dir: Path) -> str:
+    """The ``wave-bash`` command line a person types in the tmux pane."""
+    return f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
+
+
 def pane(tmux: list[str]) -> str:
     return subprocess.run(
         [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
@@ -40,7 +45,7 @@ def test_ctrl_b_backgrounds_the_running_command(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "stdout.txt"
-    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
+    cli = cli_line(state_dir)
     line = f"{cli} run -- 'echo started; sleep 20; echo done' > {out}; echo rc=$? >> {out}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
@@ -100,7 +105,7 @@ def test_ctrl_c_in_a_terminal_stops_the_command(
 ) -> None:
     """A person pressing Ctrl+C means to interrupt: the task is stopped and it says so."""
     out = tmp_path / "rc.txt"
-    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
+    cli = cli_line(state_dir)
     line = f"{cli} run -- 'echo started; sleep 30'; echo rc=$? > {out}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
@@ -138,7 +143,7 @@ def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"ask": ["Bash(sleep *)"]}))
     out = tmp_path / "rc.txt"
-    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {shlex.quote(str(state_dir))}"
+    cli = cli_line(state_dir)
     line = f"{cli} run --rules {shlex.quote(str(rules))} -- 'sleep 30'; echo rc=$? > {out}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "Run it anyway? [y/N]" in pane(tmux), timeout=15)
