@@ -484,34 +484,42 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="wave-bash",
         description="Run shell commands through a supervisor that keeps them alive.",
     )
-    parser.add_argument(
-        "--state-dir", default=os.environ.get("WAVE_STATE_DIR"), help="state directory"
-    )
-    parser.add_argument(
-        "--session", default=os.environ.get("WAVE_SESSION"), help="agent session name"
-    )
-    parser.add_argument(
-        "--remote",
-        default=os.environ.get("WAVE_REMOTE"),
-        help="ssh://[user@]host[:port]: drive the supervisor on that machine",
-    )
-    parser.add_argument(
-        "--ssh-option",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="extra ssh arguments, e.g. --ssh-option='-i ~/.ssh/devbox'",
-    )
-    parser.add_argument(
-        "--remote-command",
-        default=os.environ.get("WAVE_REMOTE_COMMAND"),
-        help="how to run wave-bash on the remote (default: wave-bash)",
-    )
+    _add_global_options(parser)
     sub = parser.add_subparsers(dest="verb", required=True)
     for name, add in _VERBS.items():
         if only is None or only == name:
             add(sub)
+    for name, verb in sub.choices.items():  # `mcp --session` is the MCP server's own
+        _add_global_options(verb, after_verb=True, skip=("--session",) if name == "mcp" else ())
     return parser
+
+
+def _add_global_options(
+    parser: argparse.ArgumentParser, *, after_verb: bool = False, skip: Sequence[str] = ()
+) -> None:
+    """The options of every verb. They come before the verb (``wave-bash --session S
+    tasks``) or, as users of git and pueue write them, after it (``wave-bash tasks
+    --session S``), where they win over the same option given before it."""
+    import argparse
+
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if after_verb else value  # unset after the verb: kept
+
+    options: list[tuple[str, dict[str, Any]]] = [
+        ("--state-dir", {"default": default(os.environ.get("WAVE_STATE_DIR")),
+                         "help": "state directory"}),
+        ("--session", {"default": default(os.environ.get("WAVE_SESSION")),
+                       "help": "agent session name"}),
+        ("--remote", {"default": default(os.environ.get("WAVE_REMOTE")),
+                      "help": "ssh://[user@]host[:port]: drive the supervisor on that machine"}),
+        ("--ssh-option", {"action": "append", "default": default([]), "metavar": "ARG",
+                          "help": "extra ssh arguments, e.g. --ssh-option='-i ~/.ssh/devbox'"}),
+        ("--remote-command", {"default": default(os.environ.get("WAVE_REMOTE_COMMAND")),
+                              "help": "how to run wave-bash on the remote (default: wave-bash)"}),
+    ]  # fmt: skip
+    for flag, settings in options:
+        if flag not in skip:
+            parser.add_argument(flag, **settings)
 
 
 def _add_run(sub: Any) -> None:
@@ -663,6 +671,7 @@ _VERBS: dict[str, Callable[[Any], None]] = {
 parser (building all of them costs a ``wave-bash run`` 3 ms)."""
 
 _GLOBAL_WITH_VALUE = ("--state-dir", "--session", "--remote", "--ssh-option", "--remote-command")
+_GLOBAL_SCALARS = tuple(option for option in _GLOBAL_WITH_VALUE if option != "--ssh-option")
 
 
 def _verb_in(argv: Sequence[str]) -> str | None:
@@ -746,8 +755,10 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
             args[_RUN_FLAGS[rest.pop(0)]] = True
         elif option in _RUN_WITH_VALUE and (found := value(option)) is not None:
             args[_RUN_WITH_VALUE[option]] = found
+        elif option in _GLOBAL_SCALARS and (found := value(option)) is not None:
+            args[option[2:].replace("-", "_")] = found  # after the verb: it wins
         else:
-            return None
+            return None  # an --ssh-option after the verb starts a new list: argparse's case
     if rest and rest[0] == "--":
         rest.pop(0)
     if not rest:

@@ -110,12 +110,15 @@ QUICK_RUNS = [
      "--remote", "ssh://h", "--remote-command", "wb", "run", "ls", "--background", "--", "x"],
     ["run", "ls", "--json"],  # after the command, options are the command's
     ["run", "--timeout", "-5", "ls"], ["run", "--cwd", "-", "ls"], ["run", "--description", "-a b", "ls"],
+    # global options after the verb, as git and pueue take them; there they win
+    ["run", "--session", "s", "--state-dir=/tmp/x", "--json", "--", "ls"],
+    ["--session", "a", "run", "--session", "b", "--remote-command", "wb", "--remote=ssh://h", "ls"],
 ]  # fmt: skip
 NOT_QUICK = [
     ["run"], ["run", "--"], ["run", "--help"], ["--help"], ["tasks"], ["run", "--back", "ls"],
     ["run", "--timeout"], ["--state-dir"], ["--bogus", "run", "ls"], ["run", "--json=1", "ls"],
     ["run", "--description", "--background", "--", "ls"], ["--session", "--remote", "run", "ls"],
-    ["run", "--timeout", "-5.", "ls"],
+    ["run", "--timeout", "-5.", "ls"], ["run", "--ssh-option", "-v", "ls"],
 ]  # fmt: skip
 
 
@@ -141,3 +144,38 @@ def test_anything_else_goes_to_argparse(argv: list[str]) -> None:
 def test_an_unsplittable_ssh_option_is_a_clear_error(state_dir: Path) -> None:
     r = run_cli(state_dir, "--remote", "ssh://nowhere", "--ssh-option", "'-i", "tasks")
     assert r.returncode == 2 and "--ssh-option" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_global_options_after_the_verb(state_dir: Path, tmp_path: Path) -> None:
+    """`wave-bash tasks --session S` works as `wave-bash --session S tasks` (git, pueue);
+    after the verb an option wins over the same option before it."""
+    other = tmp_path / "other-state"
+    r = run_cli(state_dir, "run", "--session", "s1", "--state-dir", str(other), "--", "echo hi")
+    assert r.returncode == 0, r.stderr
+    r = run_cli(state_dir, "tasks", "--json", "--session", "s1", "--state-dir", str(other))
+    assert r.returncode == 0, r.stderr
+    assert [t["command"] for t in json.loads(r.stdout)] == ["echo hi"]
+    r = run_cli(state_dir, "--session", "s1", "tasks", "--json", "--session", "s2",
+                "--state-dir", str(other))  # fmt: skip
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+    r = run_cli(state_dir, "tasks", "--json", "--session", "s1")  # WAVE_STATE_DIR: not there
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+    r = run_cli(state_dir, "supervisor", "stop", "--state-dir", str(other))
+    assert r.returncode == 0, r.stderr
+
+
+def test_every_verb_takes_the_global_options_after_it() -> None:
+    from wave_bash.api.cli import _VERBS, build_parser
+
+    rest = {"output": ["x"], "wait": ["x"], "stop": ["x"], "bg": ["x"], "input": ["x", "y"],
+            "attach": ["x"], "supervisor": ["status"], "run": ["--", "ls"]}  # fmt: skip
+    for verb in _VERBS:
+        session = [] if verb == "mcp" else ["--session", "after"]
+        argv = ["--session", "before", verb, *session, "--state-dir", "/d", "--remote", "r",
+                "--remote-command", "c", "--ssh-option=-v", *rest.get(verb, [])]  # fmt: skip
+        args = build_parser(verb).parse_args(argv)
+        given = (args.state_dir, args.remote, args.remote_command, args.ssh_option)
+        assert given == ("/d", "r", "c", ["-v"]), verb
+        assert args.session == ("before" if verb == "mcp" else "after"), verb
+    mcp = build_parser("mcp").parse_args(["mcp", "--session", "agent"])
+    assert mcp.mcp_session == "agent" and mcp.session != "agent"
