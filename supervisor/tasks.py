@@ -74,9 +74,10 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
-WRAPPED_COMMAND_LIMIT = 124 * 1024
-"""Bytes of an interactive or sandboxed command: it travels in one environment string
-(the kernel takes 128 KiB at most), with its prelude and paths beside it."""
+ENVIRONMENT_COMMAND_LIMIT = 124 * 1024
+"""Bytes of a command that reaches its shell in one environment string (interactive,
+sandboxed, zsh: never in an argv, F1a): the kernel takes 128 KiB at most, and its prelude
+and paths travel beside it."""
 JOIN_PATIENCE = 1.0
 """Seconds a stop waits for a just-started task's job to be in its cgroup."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
@@ -428,6 +429,8 @@ class TaskManager:
         shell, monitor_bash = _shells(
             p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
         )
+        if p.interactive or sandbox is not None or shell.kind == "zsh":
+            _check_environment_string(p.command)
         key = MonitorKey(p.env, shell, monitor_bash, p.separate_stderr)
         monitor = self.standby.take(key) or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
@@ -461,14 +464,6 @@ class TaskManager:
             if p.interactive or sandbox is not None:
                 # The job becomes the terminal host and/or the sandbox; its shell then
                 # captures the directory it ends in.
-                if len(command.encode("utf-8", "surrogateescape")) > WRAPPED_COMMAND_LIMIT:
-                    raise InvalidInputError(
-                        f"an interactive or sandboxed command can be at most "
-                        f"{WRAPPED_COMMAND_LIMIT // 1024} KiB (it reaches its shell in one "
-                        f"environment string, which the kernel limits to 128 KiB); this one "
-                        f"is {len(command.encode('utf-8', 'surrogateescape')) // 1024} KiB: "
-                        "write it to a script file and run that"
-                    )
                 cwd_file = str(files.exit) if capture_cwd else None
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
                 command = wrapped_command(
@@ -990,3 +985,19 @@ class TaskManager:
         for task in tasks:
             if task.ended.done():
                 self._after_end(task)
+
+
+def _check_environment_string(command: str) -> None:
+    """Refuse a command too long for the environment string it reaches its shell in.
+
+    Raises:
+        InvalidInputError: over :data:`ENVIRONMENT_COMMAND_LIMIT`, saying what to do.
+    """
+    size = len(command.encode("utf-8", "surrogateescape"))
+    if size > ENVIRONMENT_COMMAND_LIMIT:
+        raise InvalidInputError(
+            f"an interactive, sandboxed or zsh command can be at most "
+            f"{ENVIRONMENT_COMMAND_LIMIT // 1024} KiB (it reaches its shell in one environment "
+            f"string, which the kernel limits to 128 KiB); this one is {size // 1024} KiB: "
+            "write it to a script file and run that"
+        )

@@ -107,6 +107,19 @@ def needs(present: bool, what: str, fix: str) -> None:
     pytest.skip(text)
 
 
+def argvs_holding(text: str) -> list[int]:
+    """Processes whose argv holds ``text`` (what `ps` shows every user)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
 def needs_tool(command: str, package: str) -> str:
     """The path of ``command``, or skip (fail in CI) naming the package that provides it."""
     path = shutil.which(command)

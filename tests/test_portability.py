@@ -10,7 +10,9 @@ import signal
 import uuid
 from pathlib import Path
 
-from conftest import needs_tool, supervisor_pids, wait_until
+import psutil
+import pytest
+from conftest import argvs_holding, needs_tool, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.api.launch import start_supervisor
@@ -100,3 +102,46 @@ def test_python_monitor_where_only_zsh_exists(tmp_path: Path) -> None:
     version, pgid = files.log.read_text().split()
     assert version and int(pgid) not in (os.getpgid(0), pid)
     assert read_exit_record(files.exit).status == 3
+
+
+@pytest.mark.parametrize("monitor", ["cgroup", "process", "python"])
+def test_a_zsh_commands_text_is_in_no_argv(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, monitor: str
+) -> None:
+    """F1a under zsh, whichever monitor runs it: the text (a token, say) reaches zsh in its
+    environment, unset before it runs, never in an argv that `ps` shows every user."""
+    zsh = needs_tool("zsh", "zsh")
+    secret = "TOKEN-" + os.urandom(6).hex()
+    seen = tmp_path / "seen"
+    command = f"echo {secret} > {seen}; env | grep -c __wave >> {seen}; sleep 30; echo done"
+
+    def done() -> bool:
+        return seen.exists() and len(seen.read_text().split()) == 2
+
+    if monitor == "python":  # a host where only zsh exists
+        files = TaskFiles.for_task(tmp_path, "z" + uuid.uuid4().hex[:8])
+        started = start_monitor(files.log.stem, dict(os.environ), Shell(zsh, "zsh"), None, files)
+        started.run(command, str(tmp_path))
+        wait_until(done)
+        assert argvs_holding(secret) == []
+        (job,) = psutil.Process(started.pid).children()
+        os.killpg(job.pid, signal.SIGKILL)
+        reap_monitor(started.pid, block=True)
+    else:
+        monkeypatch.setenv("WAVE_TRACKING", monitor)
+        client = Client(state_dir=state_dir, env={**os.environ, "WAVE_SHELL": zsh})
+        task_id = client.bash(command, run_in_background=True).background_task_id or ""
+        wait_until(done)
+        assert argvs_holding(secret) == []
+        client.task_stop(task_id)
+    assert seen.read_text().split() == [secret, "0"]
+
+
+def test_a_zsh_command_too_long_for_the_kernel_is_a_clear_error(state_dir: Path) -> None:
+    """A zsh command reaches zsh in one environment string (128 KiB at most): a longer one
+    is refused, saying what to do, and nothing runs (in an argv it failed as obscurely)."""
+    client = Client(state_dir=state_dir, env={**os.environ, "WAVE_SHELL": needs_tool("zsh", "zsh")})
+    refused = client.bash("true # " + "x" * 140_000)
+    assert not refused.success and "can be at most 124 KiB" in (refused.error or "")
+    assert "write it to a script file" in (refused.error or "") and client.tasks() == []
+    assert client.bash("true # " + "x" * 100_000).success

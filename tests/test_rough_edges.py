@@ -79,6 +79,9 @@ def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
     else:
         assert missing == "zsh:1: command not found: sudo_not_here_xyz"
         assert second == "zsh:2: command not found: sudo_not_here_xyz"
+        # (the command runs as a function named zsh, which is gone before it starts)
+        nested = client.bash("zsh -c 'echo inner $0'; whence -w zsh; print -r -- $0").stdout
+        assert nested.splitlines() == ["inner zsh", "zsh: command", "zsh"]
 
 
 def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    argvs_holding,
     as_nobody,
     journal_rows,
     needs_root,
@@ -328,19 +329,6 @@ def test_a_locked_tree_is_removed_without_root(tmp_path: Path) -> None:
     assert target.is_dir() and oct(target.stat().st_mode & 0o777) == oct(0o755)  # untouched
 
 
-def _argvs_holding(text: str) -> list[int]:
-    """Processes whose argv holds ``text`` (what `ps` shows every user)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.parametrize("how", ["sandbox", "interactive", "both"])
 def test_a_wrapped_commands_text_is_in_no_argv(state_dir: Path, project: Path, how: str) -> None:
     """F1a for commands run through bubblewrap or the terminal host: the text (a token,
@@ -352,7 +340,7 @@ def test_a_wrapped_commands_text_is_in_no_argv(state_dir: Path, project: Path, h
     tid = client.bash(command, run_in_background=True, interactive=how != "sandbox")
     task_id = tid.background_task_id or ""
     wait_until(lambda: (project / "seen").exists())
-    assert _argvs_holding(secret) == []
+    assert argvs_holding(secret) == []
     wait_until(lambda: "0" in client.task_output(task_id, block=False).output.split())
     client.task_stop(task_id)
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .cgroups import join_line
+from .pymonitor import PAYLOAD_RUNNERS, PAYLOAD_VARIABLE
 from .windows import windows_to_posix_path
 
 PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
@@ -32,7 +33,11 @@ PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
 GO_MARK = "__wave_go=1"
 """The last line of complete instructions (a truncated write never runs anything)."""
 
-# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell).
+_ZSH_RUNNER = shlex.quote(PAYLOAD_RUNNERS["zsh"])
+
+# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell); zsh
+# gets the payload in its environment and the runner (`__wave_zsh`) as its script, so the
+# command's text is in no argv (F1a); a bash job unsets `__wave_zsh`.
 # Instructions on stdin set __wave_cwd, __wave_pre (the job's own settings: cwd capture
 # trap, umask, descriptor limit), __wave_cmd and, last, __wave_go. `.` reads a pipe
 # to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
@@ -58,7 +63,7 @@ GO_MARK = "__wave_go=1"
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re; eval "set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
+BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; __wave_zsh=@ZSH_RUNNER@; unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_zsh; eval "set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" "$2" -c "$__wave_zsh" 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -74,7 +79,7 @@ wait "$!"
 __wave_status=$?
 if [ -n "$3" ]; then read -r __wave_left < "/proc/$$/task/$$/children"; [ -n "$__wave_left" ] && printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
 printf '%s\\n' "$__wave_status" 1<> "$1"
-exit $__wave_status"""
+exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
 
 
 # The same monitor where the job must join cgroups ($3…: their cgroup.procs files). The
@@ -87,7 +92,7 @@ exit $__wave_status"""
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_pre __wave_cm __wave_re; eval "set --; $2$1"; else exec "$2" -c "${__wave_pre:+$__wave_pre; }$__wave_cmd"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; __wave_zsh=@ZSH_RUNNER@; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_zsh; eval "set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec "$2" -c "$__wave_zsh"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
 . /dev/stdin
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -99,7 +104,7 @@ umask 077
 wait "$__wave_job"
 __wave_status=$?
 printf '%s\\n' "$__wave_status" 1<> "$1"
-exit $__wave_status"""
+exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
 
 
 def monitor_instructions(
@@ -225,15 +230,3 @@ def wrapped_command(
         argv = host + argv
     payload = shlex.quote(build_payload(command, cwd_file))
     return f"{PAYLOAD_VARIABLE}={payload} exec " + " ".join(shlex.quote(word) for word in argv)
-
-
-PAYLOAD_VARIABLE = "__wave_payload"
-"""How a wrapped command reaches its shell: in its environment, never in an argv that
-``ps`` shows every user (F1a), and unset before it runs."""
-PAYLOAD_RUNNERS = {
-    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; export -n BASH_EXECUTION_STRING; "
-    f'eval "unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
-    "zsh": f'eval "unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
-}
-"""The ``-c`` script of a wrapped command's shell: the payload, on the first line of an
-``eval`` (its own lines count from 1), with no trace of how it came."""

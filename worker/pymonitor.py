@@ -2,7 +2,8 @@
 
 Run as a script, so it imports nothing but the standard library (and starts quickly). Like
 the bash monitor it reads its instructions from stdin until the supervisor closes it, runs
-the command in its own process group, waits for it and writes the exit status to EXIT;
+the command in its own process group (its text in the shell's environment, not its argv:
+F1a), waits for it and writes the exit status to EXIT;
 its own exit is the commit point. Incomplete instructions run nothing and record nothing.
 """
 
@@ -13,6 +14,20 @@ import shlex
 import subprocess
 import sys
 from typing import Any
+
+PAYLOAD_VARIABLE = "__wave_payload"
+"""How a command reaches a shell that is not the monitor's own job (zsh, a terminal host,
+a sandbox): in its environment, never in an argv that ``ps`` shows every user (F1a), and
+unset before it runs."""
+PAYLOAD_RUNNERS = {
+    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; export -n BASH_EXECUTION_STRING; "
+    f'eval "unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
+    "zsh": f'functions[zsh]="unfunction zsh; ${PAYLOAD_VARIABLE}"; unset {PAYLOAD_VARIABLE}; zsh',
+}
+"""The ``-c`` script that runs the payload: bash ``eval``s it on its first line (its own
+lines count from 1); zsh runs it as a function named ``zsh``, so that its error messages
+read ``zsh:N:`` as under ``zsh -c`` (an ``eval``'s read ``(eval):N:``), which drops its own
+definition first (a ``zsh`` in the command is the real one)."""
 
 
 def exit_status(returncode: int) -> int:
@@ -41,10 +56,11 @@ def main(argv: list[str]) -> int:
         else {"process_group": 0}
     )
     try:
+        payload = "; ".join(filter(None, (fields.get("__wave_pre"), fields["__wave_cmd"])))
+        kind = "zsh" if os.path.basename(shell).startswith("zsh") else "bash"
         proc = subprocess.Popen(
-            [shell, "-c", "; ".join(filter(None, (fields.get("__wave_pre"), fields["__wave_cmd"])))],
-            stdin=subprocess.DEVNULL, close_fds=True,
-            cwd=fields["__wave_cwd"], **group,
+            [shell, "-c", PAYLOAD_RUNNERS[kind]], stdin=subprocess.DEVNULL, close_fds=True,
+            cwd=fields["__wave_cwd"], env={**os.environ, PAYLOAD_VARIABLE: payload}, **group,
         )  # fmt: skip
     except OSError as exc:  # no such directory (or shell): as bash's failed `cd`
         print(f"wave-bash: {exc}", file=sys.stderr)
