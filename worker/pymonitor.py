@@ -20,15 +20,16 @@ PAYLOAD_VARIABLE = "__wave_payload"
 a sandbox): in its environment, never in an argv that ``ps`` shows every user (F1a), and
 unset before it runs."""
 PAYLOAD_RUNNERS = {
-    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; export -n BASH_EXECUTION_STRING; "
-    f'eval "unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
-    "zsh": f'functions[zsh]="\\unfunction zsh; ${PAYLOAD_VARIABLE}"; \\unset {PAYLOAD_VARIABLE}; \\zsh',
+    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; builtin export -n BASH_EXECUTION_STRING; "
+    f'builtin eval "builtin unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
+    "zsh": f'functions[zsh]="builtin unfunction zsh; ${PAYLOAD_VARIABLE}"; '
+    f"builtin unset {PAYLOAD_VARIABLE}; \\zsh",
 }
 """The ``-c`` script that runs the payload: bash ``eval``s it on its first line (its own
 lines count from 1); zsh runs it as a function named ``zsh``, so that its error messages
 read ``zsh:N:`` as under ``zsh -c`` (an ``eval``'s read ``(eval):N:``), which drops its own
-definition first (a ``zsh`` in the command is the real one). The runner's own words are
-quoted: an alias from the user's ``.zshenv`` never replaces them."""
+definition first (a ``zsh`` in the command is the real one). Neither an alias nor a
+function of the user's ``.zshenv`` or ``BASH_ENV`` replaces the runner's own words."""
 
 
 def exit_status(returncode: int) -> int:
