@@ -227,6 +227,10 @@ def test_a_forged_leftovers_list_is_not_trusted(
     monkeypatch.setenv("WAVE_TRACKING", PROCESS)  # the supervisor started below
     stranger = subprocess.Popen(["sleep", "300"])  # older than the task: not its own
     try:
+        # Older by more than the second of slack a start time read from /proc has (the
+        # boot time it counts from is in whole seconds).
+        born = psutil.Process(stranger.pid).create_time()
+        wait_until(lambda: time.time() - born > 2.5, timeout=10)
         client = Client(state_dir=state_dir)
         sup = client.status().pid
         tasks = state_dir / "tasks"
