@@ -50,6 +50,7 @@ from wave_bash.worker import (
     reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
+    runs_code_at_start,
     start_monitor,
     stop_trees,
     tagged_processes,
@@ -429,7 +430,10 @@ class TaskManager:
         shell, monitor_bash = _shells(
             p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
         )
-        if p.interactive or sandbox is not None or shell.kind == "zsh":
+        # The command reaches its shell in an environment string: the terminal host's or
+        # the sandbox's, or the monitor's for a shell of its own (and then wrapped, quoted).
+        through_monitor = shell.kind == "zsh" or runs_code_at_start(p.env)
+        if p.interactive or sandbox is not None or through_monitor:
             _check_environment_string(p.command)
         key = MonitorKey(p.env, shell, monitor_bash, p.separate_stderr)
         monitor = self.standby.take(key) or self._start_monitor(key)
@@ -472,6 +476,8 @@ class TaskManager:
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
                 )  # fmt: skip
                 capture_cwd = False
+                if through_monitor:
+                    _check_environment_string(command)
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd,
@@ -988,7 +994,8 @@ class TaskManager:
 
 
 def _check_environment_string(command: str) -> None:
-    """Refuse a command too long for the environment string it reaches its shell in.
+    """Refuse a command too long for the environment string it reaches its shell in (as
+    given, or wrapped for a terminal or sandbox and quoted).
 
     Raises:
         InvalidInputError: over :data:`ENVIRONMENT_COMMAND_LIMIT`, saying what to do.
@@ -998,6 +1005,6 @@ def _check_environment_string(command: str) -> None:
         raise InvalidInputError(
             f"an interactive, sandboxed or zsh command can be at most "
             f"{ENVIRONMENT_COMMAND_LIMIT // 1024} KiB (it reaches its shell in one environment "
-            f"string, which the kernel limits to 128 KiB); this one is {size // 1024} KiB: "
-            "write it to a script file and run that"
+            f"string, which the kernel limits to 128 KiB); this one needs {-(-size // 1024)} "
+            "KiB there: write it to a script file and run that"
         )

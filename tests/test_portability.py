@@ -145,16 +145,23 @@ def test_a_zsh_command_too_long_for_the_kernel_is_a_clear_error(state_dir: Path)
     assert not refused.success and "can be at most 124 KiB" in (refused.error or "")
     assert "write it to a script file" in (refused.error or "") and client.tasks() == []
     assert client.bash("true # " + "x" * 100_000).success
+    # On a terminal it travels wrapped and quoted: 36 KB of quotes take 130 KiB there
+    # (it failed with "Argument list too long", exit 126).
+    quoted = client.bash("true " + "'a'" * 12_000, interactive=True)
+    assert not quoted.success and "needs 130 KiB there" in (quoted.error or "")
+    assert client.bash("echo " + "'a'" * 3_000 + " | wc -c", interactive=True).stdout == "3001"
 
 
 def test_a_zshenv_cannot_take_over_the_zsh_runner(state_dir: Path, tmp_path: Path) -> None:
-    """The user's .zshenv (read by every zsh) aliasing the runner's own words changes
-    nothing: the command runs once, sees no helper and no argument, as under zsh -c."""
+    """The user's .zshenv (read by every zsh) aliasing the runner's own words, or making
+    functions of them, changes nothing: the command runs once, sees no helper and no
+    argument, as under zsh -c."""
     zsh = needs_tool("zsh", "zsh")
     (tmp_path / ".zshenv").write_text(
-        "alias zsh='echo ALIASED'; alias unfunction='echo NOPE'; alias unset='echo NOPE'\n"
+        "eval() { echo NOPE; }; unset() { echo NOPE; }\n"
+        "alias eval='echo NOPE' unset='echo NOPE' builtin='echo NOPE'\n"
     )
     env = {**os.environ, "WAVE_SHELL": zsh, "ZDOTDIR": str(tmp_path)}
     r = Client(state_dir=state_dir, env=env).bash("print -r -- $# ${+__wave_payload}; nope_x")
-    assert r.stdout.splitlines() == ["0 0", "zsh:1: command not found: nope_x"], r.stdout
+    assert r.stdout.splitlines() == ["0 0", "(eval):1: command not found: nope_x"], r.stdout
     assert r.exit_code == 127

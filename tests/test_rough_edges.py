@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,11 +78,13 @@ def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
         syntax = client.bash("echo (").stdout
         assert "line 1: syntax error" in syntax and "__wave" not in syntax
     else:
-        assert missing == "zsh:1: command not found: sudo_not_here_xyz"
-        assert second == "zsh:2: command not found: sudo_not_here_xyz"
-        # (the command runs as a function named zsh, which is gone before it starts)
-        nested = client.bash("zsh -c 'echo inner $0'; whence -w zsh; print -r -- $0").stdout
-        assert nested.splitlines() == ["inner zsh", "zsh: command", "zsh"]
+        # (zsh gets the command in its environment, never its argv, and evals it)
+        assert missing == "(eval):1: command not found: sudo_not_here_xyz"
+        assert second == "(eval):2: command not found: sudo_not_here_xyz"
+        r = client.bash("echo one; )")  # a syntax error fails, as under zsh -c
+        assert (r.exit_code, r.stdout) == (1, "(eval):1: parse error near `)'")
+        nested = client.bash("zsh() { command zsh -f \"$@\"; }; zsh -c 'echo in $0'; print $0")
+        assert nested.stdout.splitlines() == ["in zsh", "zsh"]
 
 
 def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) -> None:
@@ -150,7 +153,8 @@ def test_bash_env_and_exported_functions_reach_the_command_never_the_monitor(
     )  # fmt: skip
     client = Client(state_dir=state_dir, cwd=tmp_path, env=env)
     r = client.bash(command)
-    assert (r.stdout, r.exit_code, r.error) == (plain.stdout.rstrip("\n"), 3, None)
+    expected = re.sub(r"^zsh:", "(eval):", plain.stdout.rstrip("\n"), flags=re.M)  # zsh's eval
+    assert (r.stdout, r.exit_code, r.error) == (expected, 3, None)
     assert (shell == "bash") == ("sourced" in r.stdout and "TAKEN" in r.stdout)
     task_id = client.bash("sleep 0.1; exit 4", run_in_background=True).background_task_id
     assert client.wait(task_id or "", timeout=10_000).exit_code == 4

@@ -20,16 +20,17 @@ PAYLOAD_VARIABLE = "__wave_payload"
 a sandbox): in its environment, never in an argv that ``ps`` shows every user (F1a), and
 unset before it runs."""
 PAYLOAD_RUNNERS = {
-    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; builtin export -n BASH_EXECUTION_STRING; "
-    f'builtin eval "builtin unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
-    "zsh": f'functions[zsh]="builtin unfunction zsh; ${PAYLOAD_VARIABLE}"; '
-    f"builtin unset {PAYLOAD_VARIABLE}; \\zsh",
+    "bash": f"BASH_EXECUTION_STRING=${PAYLOAD_VARIABLE}; \\builtin export -n BASH_EXECUTION_STRING;"
+    f' \\builtin eval "\\builtin unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
+    "zsh": f"ZSH_EXECUTION_STRING=${PAYLOAD_VARIABLE};"
+    f' \\builtin eval "\\builtin unset {PAYLOAD_VARIABLE}; ${PAYLOAD_VARIABLE}"',
 }
-"""The ``-c`` script that runs the payload: bash ``eval``s it on its first line (its own
-lines count from 1); zsh runs it as a function named ``zsh``, so that its error messages
-read ``zsh:N:`` as under ``zsh -c`` (an ``eval``'s read ``(eval):N:``), which drops its own
-definition first (a ``zsh`` in the command is the real one). Neither an alias nor a
-function of the user's ``.zshenv`` or ``BASH_ENV`` replaces the runner's own words."""
+"""The ``-c`` script that runs the payload: an ``eval`` on its first line, so that its own
+lines count from 1 (zsh names them ``(eval):N:`` where ``zsh -c`` says ``zsh:N:``; a
+function named ``zsh`` would say ``zsh:N:`` but took a syntax error for success and made
+zsh 5.9 crash when the command defined a ``zsh`` function). Through ``\\builtin``: no alias
+or function of the user's ``.zshenv`` or ``BASH_ENV`` named like the runner's own words
+replaces them (a function named ``builtin`` would)."""
 
 
 def exit_status(returncode: int) -> int:
