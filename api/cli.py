@@ -499,7 +499,8 @@ def _add_global_options(
 ) -> None:
     """The options of every verb. They come before the verb (``wave-bash --session S
     tasks``) or, as users of git and pueue write them, after it (``wave-bash tasks
-    --session S``), where they win over the same option given before it."""
+    --session S``), where they win over the same option given before it; ``--ssh-option``
+    adds to those before it (see :func:`parse`)."""
     import argparse
 
     def default(value: Any) -> Any:
@@ -513,6 +514,7 @@ def _add_global_options(
         ("--remote", {"default": default(os.environ.get("WAVE_REMOTE")),
                       "help": "ssh://[user@]host[:port]: drive the supervisor on that machine"}),
         ("--ssh-option", {"action": "append", "default": default([]), "metavar": "ARG",
+                          "dest": "ssh_option_after" if after_verb else "ssh_option",
                           "help": "extra ssh arguments, e.g. --ssh-option='-i ~/.ssh/devbox'"}),
         ("--remote-command", {"default": default(os.environ.get("WAVE_REMOTE_COMMAND")),
                               "help": "how to run wave-bash on the remote (default: wave-bash)"}),
@@ -769,18 +771,25 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return SimpleNamespace(**args)  # type: ignore[return-value]  # argparse's attributes
 
 
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The CLI's arguments (argparse exits 2 with a message on bad ones)."""
+    args = quick_run_args(argv)
+    if args is not None:
+        return args
+    parser = build_parser(_verb_in(argv))
+    args = parser.parse_args(argv)
+    args.ssh_option = [*args.ssh_option, *vars(args).pop("ssh_option_after", [])]
+    if args.verb == "run":
+        if args.command and args.command[0] == "--":
+            args.command = args.command[1:]
+        if not args.command:
+            parser.error("run needs a command: wave-bash run -- COMMAND...")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = quick_run_args(argv)
-    if args is None:
-        parser = build_parser(_verb_in(argv))
-        args = parser.parse_args(argv)
-        if args.verb == "run":
-            if args.command and args.command[0] == "--":
-                args.command = args.command[1:]
-            if not args.command:
-                parser.error("run needs a command: wave-bash run -- COMMAND...")
+    args = parse(sys.argv[1:] if argv is None else list(argv))
     as_json = getattr(args, "json", False)
     func: Callable[[Any, argparse.Namespace], int] = args.func
     try:

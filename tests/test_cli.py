@@ -165,7 +165,7 @@ def test_global_options_after_the_verb(state_dir: Path, tmp_path: Path) -> None:
 
 
 def test_every_verb_takes_the_global_options_after_it() -> None:
-    from wave_bash.api.cli import _VERBS, build_parser
+    from wave_bash.api.cli import _VERBS, build_parser, parse
 
     rest = {"output": ["x"], "wait": ["x"], "stop": ["x"], "bg": ["x"], "input": ["x", "y"],
             "attach": ["x"], "supervisor": ["status"], "run": ["--", "ls"]}  # fmt: skip
@@ -173,9 +173,10 @@ def test_every_verb_takes_the_global_options_after_it() -> None:
         session = [] if verb == "mcp" else ["--session", "after"]
         argv = ["--session", "before", verb, *session, "--state-dir", "/d", "--remote", "r",
                 "--remote-command", "c", "--ssh-option=-v", *rest.get(verb, [])]  # fmt: skip
-        args = build_parser(verb).parse_args(argv)
+        args = parse(["--ssh-option=-i k", *argv])  # an --ssh-option after adds to those before
         given = (args.state_dir, args.remote, args.remote_command, args.ssh_option)
-        assert given == ("/d", "r", "c", ["-v"]), verb
+        assert given == ("/d", "r", "c", ["-i k", "-v"]), verb
         assert args.session == ("before" if verb == "mcp" else "after"), verb
+    assert build_parser().parse_args(["--ssh-option=-q", "tasks"]).ssh_option == ["-q"]
     mcp = build_parser("mcp").parse_args(["mcp", "--session", "agent"])
     assert mcp.mcp_session == "agent" and mcp.session != "agent"
