@@ -165,3 +165,15 @@ def test_a_zshenv_cannot_take_over_the_zsh_runner(state_dir: Path, tmp_path: Pat
     r = Client(state_dir=state_dir, env=env).bash("print -r -- $# ${+__wave_payload}; nope_x")
     assert r.stdout.splitlines() == ["0 0", "(eval):1: command not found: nope_x"], r.stdout
     assert r.exit_code == 127
+
+
+def test_zsh_keeps_every_byte_of_the_command(state_dir: Path, tmp_path: Path) -> None:
+    """Text whose UTF-8 bytes include 0x83-0x9F (CJK, emoji, an em dash) reaches zsh
+    intact, in what it prints and what it writes (a function body of zsh's own once
+    mangled those bytes)."""
+    env = {**os.environ, "WAVE_SHELL": needs_tool("zsh", "zsh")}
+    client = Client(state_dir=state_dir, cwd=tmp_path, env=env)
+    text = "a \u2014 b \U0001f389 \u6f22\u5b57"
+    r = client.bash(f"echo '{text}'; echo '{text}' > out.txt")
+    assert r.stdout == text
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == text + "\n"
