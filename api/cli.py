@@ -191,8 +191,9 @@ def _size_arg(text: str) -> list[int]:
 def _report_run(result: dict[str, Any], as_json: bool, remote: str | None = None) -> int:
     stdout, message = result.get("stdout") or "", result.get("message") or ""
     moved = bool(result.get("backgroundTaskId") or result.get("interrupted"))
-    if result.get("error") is not None:
-        raise InvalidInputError(str(result["error"]))
+    error = result.get("error")
+    if error is not None and result.get("exitCode") is None and not moved:
+        raise InvalidInputError(str(error))  # nothing ran (refused, a bad cwd, …)
     if as_json:
         _print_json(result)
     elif result.get("waitingForInput"):
@@ -210,12 +211,28 @@ def _report_run(result: dict[str, Any], as_json: bool, remote: str | None = None
         print(message.removeprefix(stdout).lstrip("\n"), file=sys.stderr)
         if remote is not None:
             print(f"(the output file is on {remote})", file=sys.stderr)
-    elif stdout:
-        print(stdout)
+    else:
+        if stdout:
+            print(stdout)
+        for note in _notes(result):
+            print(note, file=sys.stderr)
     if moved:
         return 0
     code = result.get("exitCode")
     return int(code) if code is not None else 1
+
+
+def _notes(result: dict[str, Any]) -> list[str]:
+    """What a finished command's result says beside its output and exit code (processes
+    it left running, a lost status, a directory gone, the state dir full): for stderr."""
+    stdout, message = result.get("stdout") or "", result.get("message") or ""
+    rest = message.replace(stdout, "", 1) if stdout else message
+    notes = [line for line in rest.splitlines() if line.strip()]
+    notes = [line for line in notes if line != f"Exit code {result.get('exitCode')}"]
+    error = result.get("error")
+    if error is not None and error not in notes:
+        notes.append(str(error))
+    return [f"wave-bash: {note}" for note in notes]
 
 
 def cmd_schema(cli: Cli | None, args: argparse.Namespace) -> int:

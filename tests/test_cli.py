@@ -180,3 +180,13 @@ def test_every_verb_takes_the_global_options_after_it() -> None:
     assert build_parser().parse_args(["--ssh-option=-q", "tasks"]).ssh_option == ["-q"]
     mcp = build_parser("mcp").parse_args(["mcp", "--session", "agent"])
     assert mcp.mcp_session == "agent" and mcp.session != "agent"
+
+
+def test_run_says_on_stderr_what_its_result_says_beside_the_output(state_dir: Path) -> None:
+    """A note of the result (here: a process the command left running, with the ID that
+    stops it) reaches a person on stderr; the exit code stays the process's own."""
+    r = run_cli(state_dir, "run", "--", "sleep 60 & echo started; exit 4")
+    assert (r.returncode, r.stdout) == (4, "started\n")
+    assert "1 process it started is still running" in r.stderr and "Exit code" not in r.stderr
+    task_id = r.stderr.split("(task ")[1].split(")")[0]
+    assert run_cli(state_dir, "stop", task_id).returncode == 0

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import journal_rows, kill_supervisor, needs_root, reap, wait_until
+from conftest import journal_rows, kill_supervisor, needs_root, reap, run_cli, wait_until
 
 from wave_bash.api import Client
 from wave_bash.worker import read_exit_record
@@ -199,3 +199,15 @@ def test_a_held_write_that_can_no_longer_be_made_blocks_nothing(
     row = next(r for r in journal_rows(small_state_dir) if r["id"] == bg)
     assert (row["status"], row["exit_code"]) == ("failed", 7)
     assert client.status().storage_problem is None
+
+
+def test_the_cli_keeps_the_result_of_a_command_that_filled_the_disk(
+    small_state_dir: Path,
+) -> None:
+    """`wave-bash run` prints what the command printed and exits with its own status,
+    the state dir's trouble on stderr (it printed only the trouble and exited 2)."""
+    command = "echo before; head -c 20M /dev/zero | tr '\\0' b; echo; echo after; exit 3"
+    r = run_cli(small_state_dir, "run", "--", command)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.startswith("before\nbbbb")  # "after" found no room in the log
+    assert "No space left on device" in r.stderr and "Exit code" not in r.stderr
