@@ -294,6 +294,14 @@ class Request(Params, Generic[ResultT]):
     op: str
     result_type: ClassVar[Any]
 
+    def __init__(self, **data: Any) -> None:
+        """Bad parameters are an :class:`InvalidInputError` in plain words, as at the
+        supervisor (a caller catching ``WaveError`` never meets pydantic's error)."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidInputError(describe_validation_error(exc)) from None
+
 
 class RunRequest(RunParams, Request[BashResult]):
     op: Literal["run"] = "run"

@@ -158,3 +158,21 @@ def test_bash_env_and_exported_functions_reach_the_command_never_the_monitor(
     assert (shell == "bash") == ("sourced" in r.stdout and "TAKEN" in r.stdout)
     task_id = client.bash("sleep 0.1; exit 4", run_in_background=True).background_task_id
     assert client.wait(task_id or "", timeout=10_000).exit_code == 4
+
+
+def test_bad_arguments_to_the_python_client_are_wave_errors(client: Client) -> None:
+    """A caller catching WaveError (as call_tool documents) never meets pydantic's error."""
+    from wave_bash.api import InvalidInputError
+
+    calls = [
+        lambda: client.task_output("abc", block="x"),  # type: ignore[arg-type]
+        lambda: client.task_output(123),  # type: ignore[arg-type]
+        lambda: client.task_stop(None),  # type: ignore[arg-type]
+        lambda: client.gc(older_than="bogus"),  # type: ignore[arg-type]
+        lambda: client.claim_notices(lease=0),
+        lambda: client.release_notices(""),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInputError) as caught:
+            call()
+        assert "pydantic" not in str(caught.value) and "validation error" not in str(caught.value)
