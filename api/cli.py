@@ -141,7 +141,7 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
         return INTERRUPTED_EXIT
     if stop:
         try:
-            record = cli.call("stop", task_id=task_id)
+            record = cli.call("stop", task_id=task_id, interrupted=True)
             print(f"^C: stopped task {task_id} ({record.get('status')})", file=sys.stderr)
         except WaveError as exc:  # it ended meanwhile
             print(f"^C: task {task_id}: {exc.message}", file=sys.stderr)

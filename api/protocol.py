@@ -179,6 +179,14 @@ class TaskParams(Params):
     timeout: TimeoutMs = None
 
 
+class StopParams(TaskParams):
+    """``stop``; ``interrupted``: its own foreground caller stops it (Ctrl+C in ``run``),
+    so it ends as that caller's command, even if the caller's connection was seen lost
+    first (then no notice tells anyone else of a "background" command)."""
+
+    interrupted: StrictBool = False
+
+
 class AttachParams(Params):
     """``attach``: wait again for a foreground command after the connection was lost."""
 
@@ -313,7 +321,7 @@ class AttachRequest(AttachParams, Request[BashResult]):
     result_type: ClassVar[Any] = BashResult
 
 
-class StopRequest(TaskParams, Request[TaskRecord]):
+class StopRequest(StopParams, Request[TaskRecord]):
     op: Literal["stop"] = "stop"
     result_type: ClassVar[Any] = TaskRecord
 

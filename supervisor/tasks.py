@@ -304,6 +304,9 @@ class LiveTask:
     its monitor, a child subreaper, listed them when the command ended."""
     monitor_gone: MonitorExit | None = None
     """How its monitor ended, once it did (reaped once)."""
+    interrupted: bool = False
+    """Its own foreground caller is stopping it (Ctrl+C): losing that caller's connection
+    does not move it to the background."""
     monitor_lost: bool = False
     """Its monitor is gone without a status while its processes still run: it ends
     (``lost``) when they do, or when TaskStop stops them."""

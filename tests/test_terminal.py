@@ -112,8 +112,13 @@ def test_ctrl_c_in_a_terminal_stops_the_command(
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
     wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
     assert out.read_text().strip() == "rc=130"
-    (task,) = Client(state_dir=state_dir).tasks(all=True)
+    client = Client(state_dir=state_dir)
+    (task,) = client.tasks(all=True)
     assert task.status == "killed" and f"^C: stopped task {task.id} (killed)" in pane(tmux)
+    # It ended as the person's foreground command: no notice tells any agent of the
+    # session about a "background command" (it was recorded as one whose caller was lost).
+    assert (task.owner, task.background_reason) == ("foreground", None)
+    assert client.notifications() == []
 
 
 def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(

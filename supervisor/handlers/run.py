@@ -112,7 +112,8 @@ async def wait_foreground(
     if task.ended.done():
         return views.finished_result(task, ctx.tasks.left_running(task))
     if conn.closed.done():
-        ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
+        if not task.interrupted:  # (a caller that stops it after Ctrl+C is not lost)
+            ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
         return None
     if task.waiting_for_input:  # P2: the caller answers with TaskInput
         ctx.tasks.move_to_background(task, BackgroundReason.INPUT)

@@ -6,7 +6,7 @@ import asyncio
 
 from wave_bash.api.errors import TaskNotFoundError, TaskNotRunningError
 from wave_bash.api.models import TaskRecord
-from wave_bash.api.protocol import StopManyParams, TaskParams, TasksParams
+from wave_bash.api.protocol import StopManyParams, StopParams, TaskParams, TasksParams
 from wave_bash.api.states import BackgroundReason
 from wave_bash.api.texts import outcome_text
 
@@ -35,7 +35,7 @@ def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
     return task
 
 
-async def handle_stop(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
+async def handle_stop(ctx: Context, p: StopParams, conn: Connection) -> TaskRecord:
     """TaskStop (SPEC B3): every process of the task, then the recorded status. A task
     that ended but left processes running has those stopped."""
     lingering = ctx.tasks.lingering.get(p.task_id)
@@ -45,6 +45,10 @@ async def handle_stop(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
         record = views.task_record(_row(ctx, p.task_id), ctx.tasks)
         return record.model_copy(update={"stopped_processes": left})
     task = _running(ctx, p.task_id, "stop")
+    if p.interrupted:  # its own caller: it ends as that caller's foreground command
+        task.interrupted = True
+        if task.row.background_reason is BackgroundReason.CALLER_LOST:
+            ctx.tasks.move_to_foreground(task)  # the lost connection was seen first
     await ctx.tasks.stop([task])
     return views.task_record(task.row, ctx.tasks)
 
