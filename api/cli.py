@@ -348,17 +348,20 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
             print(out["output"])
         return 0
     offset = 0
-    while True:  # each call is a real wait on the supervisor: until output, end or timeout
+    while True:  # each call is a real wait on the supervisor: until a line, the end, a timeout
         out = cli.call(
-            "output", task_id=args.id, block=True, timeout=30_000, pattern=r"[\s\S]", offset=offset
-        )
-        if out.get("output"):
-            print(out["output"], flush=True)
-        offset = out.get("nextOffset") or offset
-        if _ended(out):
-            if args.json:
-                _print_json(out)
-            return 0
+            "output", task_id=args.id, block=True, timeout=30_000, pattern=r"\n",
+            offset=offset, follow=True,
+        )  # fmt: skip
+        if out.get("output") and not args.json:
+            print(out["output"], flush=True)  # whole lines: cleaned as the lines they are
+        next_offset = out.get("nextOffset") or offset
+        if _ended(out) and next_offset == offset:  # read to the end
+            break
+        offset = next_offset
+    if args.json:  # one JSON value: the whole output, as without --follow
+        _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
+    return 0
 
 
 def _status_line(record: dict[str, Any]) -> str:

@@ -209,6 +209,10 @@ class OutputParams(Params):
     pattern: StrictStr | None = None
     offset: ByteOffset | None = None
     """Read from this byte offset instead of the session's last read (and do not record it)."""
+    follow: StrictBool = False
+    """A piece of a stream (``output --follow``): whole lines only (the rest of the last
+    line once the task has ended), at most ``FOLLOW_PIECE_BYTES``, so never truncated and
+    never cleaned apart from the rest of its line."""
 
 
 class InputParams(Params):

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, wait_until
 
 
 def test_run_prints_output_and_exits_with_its_code(state_dir: Path) -> None:
@@ -190,3 +190,31 @@ def test_run_says_on_stderr_what_its_result_says_beside_the_output(state_dir: Pa
     assert "1 process it started is still running" in r.stderr and "Exit code" not in r.stderr
     task_id = r.stderr.split("(task ")[1].split(")")[0]
     assert run_cli(state_dir, "stop", task_id).returncode == 0
+
+
+def test_output_follow_streams_whole_lines_and_all_of_them(state_dir: Path, tmp_path: Path) -> None:
+    """`output --follow` is a `tail -f` of the cleaned output: a line written in two
+    pieces stays one line, a progress line shows its last state, and nothing of a long
+    output is cut; with --json it prints exactly one JSON value."""
+    import subprocess
+    import sys
+
+    go = tmp_path / "go"
+    command = (
+        f'printf "Compiling..."; while [ ! -e {go} ]; do sleep 0.02; done; echo " done"; '
+        'printf "\\r33%%\\r66%%\\r99%%\\n"; seq 1 20000'
+    )
+    started = json.loads(run_cli(state_dir, "run", "--background", "--json", "--", command).stdout)
+    task_id, log = started["backgroundTaskId"], Path(started["outputPath"])
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "output", "--follow", task_id],
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    wait_until(lambda: log.read_bytes() == b"Compiling...")
+    go.touch()
+    out, _ = follow.communicate(timeout=60)
+    lines = out.splitlines()
+    assert lines[:3] == ["Compiling... done", "99%", "1"] and len(lines) == 20002
+    assert lines[-1] == "20000" and "omitted" not in out
+    r = run_cli(state_dir, "output", "--follow", "--json", task_id)
+    assert json.loads(r.stdout)["status"] == "completed"

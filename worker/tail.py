@@ -50,6 +50,25 @@ PATTERN_MAX_CHARS = 1024
 model's pattern is a line, not a page."""
 
 
+def whole_lines_end(path: Path | str, start: int, end: int, limit: int) -> int:
+    """Where a read of ``[start, end)`` limited to ``limit`` bytes stops to end with a
+    whole line: after the last newline in it; a line longer than ``limit`` is cut at the
+    limit; a partial line alone gives nothing yet (``start``)."""
+    stop = min(end, start + limit)
+    if stop <= start:
+        return start
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            data = fh.read(stop - start)
+    except OSError:
+        return start
+    newline = data.rfind(b"\n")
+    if newline >= 0:
+        return start + newline + 1
+    return start + len(data) if len(data) >= limit else start
+
+
 def compile_pattern(pattern: str) -> Any:
     """A pattern for :class:`PatternScanner`, matched in linear time (RE2): no model-sent
     pattern can run for long, whatever the output. ``^`` and ``$`` match at every line,

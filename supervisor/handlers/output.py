@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult
 from wave_bash.api.protocol import OutputParams
-from wave_bash.worker.tail import PatternScanner, changes, compile_pattern, file_size
+from wave_bash.worker.tail import (
+    PatternScanner,
+    changes,
+    compile_pattern,
+    file_size,
+    whole_lines_end,
+)
 
 from .. import views
 from ..context import Connection, Context
@@ -94,16 +100,35 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     if p.block and task is not None:
         await _wait(task, start, pattern, timeout_ms / 1000, conn)
         row = task.row
-    return read_output(ctx, row, p.session, start, stored, conn)
+    return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow)
+
+
+FOLLOW_PIECE_BYTES = 16 * 1024
+"""The most a piece of ``output --follow`` reads: cleaned, it stays under the result's
+limit (``MAX_OUTPUT_CHARS``), so a stream is never cut."""
 
 
 def read_output(
-    ctx: Context, row: TaskRow, session: str, start: int, stored: bool, conn: Connection
+    ctx: Context,
+    row: TaskRow,
+    session: str,
+    start: int,
+    stored: bool,
+    conn: Connection,
+    *,
+    follow: bool = False,
 ) -> TaskOutputResult:
     """The output of ``row``'s log from ``start`` to its end, with the task's state; with
-    ``stored``, the end becomes the session's read offset once the result has left."""
+    ``stored``, the end becomes the session's read offset once the result has left; with
+    ``follow``, a piece of a stream (whole lines, bounded)."""
     end = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
+    if follow:
+        ended = row.id not in ctx.tasks.live
+        if ended and end - start <= FOLLOW_PIECE_BYTES:
+            pass  # the last piece: its last line too, newline or not
+        else:
+            end = whole_lines_end(row.output_path, start, end, FOLLOW_PIECE_BYTES)
     excerpt = views.log_excerpt(row.output_path, start=start, end=end)
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
