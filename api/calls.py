@@ -7,8 +7,10 @@ from __future__ import annotations
 import threading
 import time
 
+from .constants import MAX_REQUEST_BYTES
 from .errors import (
     ForbiddenError,
+    InvalidInputError,
     SupervisorRefusedError,
     SupervisorUnavailableError,
     error_from_wire,
@@ -169,9 +171,18 @@ class Caller:
         on_start: StartCallback | None = None,
     ) -> Any:
         """One request on one channel: its result's data, or its error raised."""
+        line = encode({"v": PROTOCOL_VERSION, "op": op, **params})
+        if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
+            raise InvalidInputError(
+                f"the request is {len(line)} bytes, over the {MAX_REQUEST_BYTES >> 20} MiB a "
+                "request can have: write a command this long to a script file and run that"
+            )
         try:
-            channel.send(encode({"v": PROTOCOL_VERSION, "op": op, **params}))
-        except OSError as exc:  # it closed right after accepting (dying)
+            channel.send(line)
+        except OSError as exc:  # it closed before reading it all: its answer may say why
+            refusal = _refusal(channel)
+            if refusal is not None:
+                raise refusal from None
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False
         for message in channel.messages():
@@ -221,3 +232,17 @@ def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bo
             f"`wave-bash output {task_id}`"
         )
     return f"{text}: the command may have started" if maybe_started else text
+
+
+def _refusal(channel: Channel) -> Exception | None:
+    """The error a supervisor answered before closing on a request it would not read to
+    its end (too large, malformed), if it did."""
+    try:
+        for message in channel.messages():
+            if message.get("type") == "error":
+                return error_from_wire(
+                    str(message.get("code")), str(message.get("message")), message.get("taskId")
+                )
+    except (OSError, ValueError):
+        return None
+    return None

@@ -12,6 +12,9 @@ DEFAULT_TIMEOUT_MS: Final = 120_000
 MAX_TIMEOUT_MS: Final = 600_000
 """The ceiling advertised to models (10 minutes). Advertised only: larger values run as given."""
 
+MAX_REQUEST_BYTES: Final = 8 * 1024 * 1024
+"""The longest request line a supervisor reads: a command and the caller's environment fit
+many times; a client refuses a longer one before sending it."""
 MAX_OUTPUT_CHARS: Final = 30_000
 """Above this many characters a result keeps the head and the tail of the output."""
 

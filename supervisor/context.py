@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from wave_bash.api.constants import MAX_REQUEST_BYTES
 from wave_bash.api.errors import BusyError, ProtocolError
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.wire import encode
@@ -20,8 +21,6 @@ MAX_CONNECTIONS = 1024
 """The most connections served at once by default."""
 REQUEST_CHUNK = 64 * 1024
 """Bytes read from a peer at a time (also the stream's buffer limit)."""
-MAX_REQUEST_BYTES = 8 * 1024 * 1024
-"""The longest request line: a command and the caller's environment fit many times."""
 REQUEST_BUDGET_BYTES = 64 * 1024 * 1024
 """Bytes of unfinished requests buffered across all connections at once."""
 

@@ -4,6 +4,7 @@ again, and when, when a supervisor goes away mid-call (SPEC CR; issue 14 §3).""
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -109,3 +110,31 @@ def test_commands_start_where_the_connector_says(tmp_path: Path) -> None:
     connector = MemoryConnector(lambda request: iter([result(DONE)]), cwd="/srv/app")
     client(tmp_path, connector).bash("pwd")
     assert sent(connector)[0]["cwd"] == "/srv/app"
+
+
+def test_a_request_over_the_limit_is_refused_before_it_is_sent(state_dir: Path) -> None:
+    """9 MB of command: a clear error at once (the client once sent it, met a closed
+    pipe, retried for two minutes, then said the command "may have started")."""
+    client = Client(state_dir=state_dir)
+    started = time.monotonic()
+    r = client.bash("echo " + "y" * 9_000_000)
+    assert not r.success and "over the 8 MiB a request can have" in (r.error or "")
+    assert time.monotonic() - started < 30 and client.tasks() == []  # not minutes of retries
+
+
+def test_an_answer_sent_before_the_request_was_read_is_not_lost() -> None:
+    """A supervisor that refuses a request before reading it all answers, then closes: the
+    client's write fails, and the answer says why (not "the supervisor closed")."""
+    import socket
+
+    from wave_bash.api.calls import Caller
+    from wave_bash.api.connection import SocketChannel
+    from wave_bash.api.errors import ProtocolError
+
+    ours, theirs = socket.socketpair()
+    theirs.sendall(b'{"type":"error","code":"protocol","message":"request too large"}\n')
+    theirs.close()
+    caller = Caller(None, "the log")  # type: ignore[arg-type]  # the channel is given
+    with pytest.raises(ProtocolError, match="request too large"):
+        caller.exchange(SocketChannel(ours), "run", {"command": "x" * 4_000_000})
+    ours.close()
