@@ -133,6 +133,8 @@ def read_output(
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+    if row.status.ended:
+        end_reported(ctx, conn, row, session)
     live = ctx.tasks.live.get(row.id)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
@@ -141,3 +143,19 @@ def read_output(
         next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
     )  # fmt: skip
+
+
+def end_reported(ctx: Context, conn: Connection, row: TaskRow, session: str) -> None:
+    """The answer tells the task's own session how it ended (TaskOutput, TaskInput): no
+    completion notice says it again, once that answer has left. (A wait is a caller's
+    way to sync, not a look at the task: its notice stays.)"""
+    if row.session != session:
+        return
+    recorded, task_id = conn.after_reply, row.id
+
+    def after_reply() -> None:
+        if recorded is not None:
+            recorded()
+        ctx.journal.mark_delivered(session, [task_id])
+
+    conn.after_reply = after_reply

@@ -58,18 +58,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
-    result = read_output(ctx, task.row, p.session, start, True, conn)
-    if task.ended.done() and task.row.session == p.session:
-        # The answer says how it ended: no completion notice says it again.
-        recorded, task_id, session = conn.after_reply, task.id, p.session
-
-        def after_reply() -> None:
-            if recorded is not None:
-                recorded()
-            ctx.journal.mark_delivered(session, [task_id])
-
-        conn.after_reply = after_reply
-    return result
+    return read_output(ctx, task.row, p.session, start, True, conn)  # an end: reported
 
 
 async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> TerminalResult:
