@@ -457,11 +457,14 @@ def cmd_bg(cli: Cli, args: argparse.Namespace) -> int:
 
 def cmd_gc(cli: Cli, args: argparse.Namespace) -> int:
     older_than = parse_duration(args.older_than) if args.older_than is not None else None
-    removed = cli.call("gc", older_than=older_than)["removed"]
+    result = cli.call("gc", older_than=older_than)
+    removed, kept = result["removed"], result.get("keptUnread", 0)
     if args.json:
-        _print_json({"removed": removed})
+        _print_json({"removed": removed, "keptUnread": kept})
     else:
         print(f"removed {len(removed)} finished task(s)")
+        if kept:
+            print(f"kept {kept} whose completion notice no session has read yet")
     return 0
 
 

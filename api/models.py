@@ -292,6 +292,9 @@ class GcResult(ContractModel):
 
     removed: list[str]
     older_than_seconds: float
+    kept_unread: int = 0
+    """Finished tasks old enough but kept: their completion notices are still pending
+    (they go when read, or when the retention ends)."""
 
 
 class ShutdownResult(ContractModel):

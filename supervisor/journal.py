@@ -431,21 +431,37 @@ class Journal:
             found = [r for r in found if r.status is TaskStatus.RUNNING]
         return found
 
-    def prune(self, ended_before: float) -> list[str]:
+    def prune(self, ended_before: float, undelivered_before: float | None = None) -> list[str]:
         """Delete finished tasks that ended before ``ended_before`` (notices and read
-        offsets go with them); returns their IDs. A task with a held write is kept."""
+        offsets go with them); returns their IDs. A task with a held write is kept, and
+        one whose notice is still pending unless it ended before ``undelivered_before``
+        (default: ``ended_before``)."""
         self.flush()
+        undelivered_before = ended_before if undelivered_before is None else undelivered_before
         with self.transaction() as db:
             ids = [
                 r[0]
                 for r in db.execute(
-                    f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND ended_at < ?",
-                    (ended_before,),
+                    f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND ended_at < ?"
+                    " AND (ended_at < ? OR id NOT IN"
+                    " (SELECT task_id FROM notices WHERE delivered_at IS NULL))",
+                    (ended_before, undelivered_before),
                 )
                 if r[0] not in self._held_rows
             ]
             db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ids])
         return ids
+
+    def undelivered_ended_before(self, ended_before: float) -> int:
+        """How many finished tasks that ended before ``ended_before`` still have a notice
+        no session has read."""
+        return int(
+            self.db.execute(
+                "SELECT COUNT(*) FROM tasks WHERE ended_at < ? AND id IN"
+                " (SELECT task_id FROM notices WHERE delivered_at IS NULL)",
+                (ended_before,),
+            ).fetchone()[0]
+        )
 
     def sessions(self) -> set[str]:
         """The sessions that have a task in the journal."""

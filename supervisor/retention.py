@@ -25,11 +25,16 @@ GC_SECONDS = 3600.0
 """How often finished tasks past the retention age are pruned (serve() also does at start)."""
 
 
-def prune(journal: Journal, tasks_dir: Path, older_than: float) -> list[str]:
+def prune(
+    journal: Journal, tasks_dir: Path, older_than: float, notices_kept: float | None = None
+) -> list[str]:
     """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
     files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
-    task left. Running tasks are never touched."""
-    removed = journal.prune(time.time() - older_than)
+    task left. Running tasks are never touched, nor a task whose notice is pending and
+    that ended less than ``notices_kept`` seconds ago (default: ``older_than``)."""
+    now = time.time()
+    kept = older_than if notices_kept is None else max(notices_kept, older_than)
+    removed = journal.prune(now - older_than, now - kept)
     for task_id in removed:
         for path in TaskFiles.every_file(tasks_dir, task_id):
             path.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ import pytest
 from conftest import (
     kill_supervisor,
     raw_request,
+    run_cli,
     start_bg,
     start_supervisor,
     supervisor_pids,
@@ -144,11 +145,28 @@ def test_gc_prunes_finished_tasks_only(client: Client, state_dir: Path) -> None:
     client.wait(done, timeout=10_000)
     running = start_bg(client, "sleep 300")
     assert client.gc(older_than=3600) == []  # too young
+    assert [n.task_id for n in client.notifications()] == [done]  # read: it may go now
     assert client.gc(older_than=0) == [done]
     assert [t.id for t in client.tasks(all=True)] == [running]
     assert not list((state_dir / "tasks").glob(f"{done}.*"))
     assert (state_dir / "journal.db-wal").stat().st_size == 0  # checkpointed
-    assert client.notifications() == []  # its notice went with it
+
+
+def test_gc_keeps_a_task_whose_notice_no_session_has_read(state_dir: Path) -> None:
+    """A person's `gc` from one session once took another session's unread notices with
+    their tasks: that agent never learnt they ended. Such a task stays until its notice
+    is read, or until the retention ends (the automatic prune)."""
+    agent = Client(state_dir=state_dir, session="agent")
+    tid = start_bg(agent, "exit 4")
+    agent.wait(tid, timeout=10_000)
+    r = run_cli(state_dir, "--session", "me", "gc", "--older-than", "0s")
+    assert r.stdout.splitlines() == [
+        "removed 0 finished task(s)",
+        "kept 1 whose completion notice no session has read yet",
+    ]
+    (notice,) = agent.notifications()
+    assert (notice.task_id, notice.exit_code) == (tid, 4)
+    assert agent.gc(older_than=0) == [tid]
 
 
 def test_idle_exit(client: Client, state_dir: Path) -> None:

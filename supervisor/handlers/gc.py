@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from wave_bash.api.models import GcResult
 from wave_bash.api.protocol import GcParams
 
@@ -10,6 +12,10 @@ from ..retention import prune
 
 
 async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
+    """A person's or a script's prune: a task whose notice no session has read yet stays
+    until the retention ends (an agent of another session would never learn its end)."""
     older_than = ctx.settings.retention if p.older_than is None else p.older_than
-    removed = prune(ctx.journal, ctx.layout.tasks, older_than)
-    return GcResult(removed=removed, older_than_seconds=older_than)
+    retention = ctx.settings.retention
+    removed = prune(ctx.journal, ctx.layout.tasks, older_than, notices_kept=retention)
+    kept = ctx.journal.undelivered_ended_before(time.time() - older_than)
+    return GcResult(removed=removed, older_than_seconds=older_than, kept_unread=kept)
