@@ -312,7 +312,8 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
         print(
             f"supervisor pid {status.get('pid')} serving {status.get('socketPath')}\n"
             f"state dir {status.get('stateDir')}, {status.get('runningTasks')} running "
-            f"task(s), protocol {status.get('protocolVersion')}"
+            f"task(s), protocol {status.get('protocolVersion')}\n"
+            f"tracking: {status.get('tracking')}\nsandbox: {status.get('sandbox')}"
         )
         if status.get("heldWrites"):
             print(

@@ -95,6 +95,8 @@ def test_supervisor_start_status_stop(state_dir: Path) -> None:
     assert (Path(started["socketPath"]).stat().st_mode & 0o777) == 0o600
     r = run_cli(state_dir, "supervisor", "status", "--json")
     assert json.loads(r.stdout)["pid"] == started["pid"]
+    plain = run_cli(state_dir, "supervisor", "status").stdout  # what the README promises
+    assert "\ntracking: " in plain and "\nsandbox: " in plain
     r = run_cli(state_dir, "supervisor", "stop", "--json")
     assert json.loads(r.stdout)["stopped"] is True
     r = run_cli(state_dir, "supervisor", "status", "--json")
