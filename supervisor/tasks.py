@@ -422,6 +422,8 @@ class TaskManager:
             raise InvalidInputError("interactive commands need a pseudo-terminal (POSIX hosts)")
         if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
+                if os.path.isabs(p.cwd) and os.path.exists(p.cwd):
+                    raise InvalidInputError(f"working directory is not a directory: {p.cwd}")
                 raise InvalidInputError(f"working directory does not exist: {p.cwd}")
             existing = nearest_existing_dir(p.cwd)
             cwd_note = (

@@ -175,6 +175,9 @@ def test_cwd_capture_survives_exit_and_deleted_directory(client: Client, workdir
 def test_missing_cwd_is_a_clear_error(state_dir: Path) -> None:
     r = Client(state_dir=state_dir, cwd="/nonexistent/dir").bash("echo hi")
     assert not r.success and "working directory does not exist: /nonexistent/dir" in (r.error or "")
+    a_file = state_dir / "journal.db"  # there, but no directory
+    r = Client(state_dir=state_dir, cwd=a_file).bash("echo hi")
+    assert not r.success and f"working directory is not a directory: {a_file}" in (r.error or "")
 
 
 def test_zsh_via_wave_shell(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
