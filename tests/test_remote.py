@@ -111,10 +111,10 @@ def test_background_stop_and_notices_remotely(sshd: dict[str, object]) -> None:
     done = start_bg(client, "echo hi; exit 3")
     running = start_bg(client, "sleep 300")
     assert client.wait(done, timeout=10_000).status == "failed"
-    assert client.task_output(done, block=False).output == "hi"
     assert client.task_stop(running).status == "killed" and not task_alive(running)
     notices = {n.task_id: n.status for n in client.notifications()}
     assert notices == {done: "failed", running: "killed"}
+    assert client.task_output(done, block=False).output == "hi"
     assert remote_client(sshd).notifications() == []  # reattached by session: delivered once
     assert {t.id for t in client.tasks()} == {done, running}
 

@@ -103,12 +103,12 @@ def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path, tracking
     n, tid, client = leave_a_daemon(state_dir)
     record = client.wait(tid, timeout=10_000)
     assert (record.status, record.leftover_processes) == ("completed", 1)
+    (notice,) = client.notifications()  # (before TaskOutput shows the end: then it is none)
+    assert "1 process it started is still running (TaskStop stops them)" in notice.message
     out = client.call_tool("TaskOutput", {"task_id": tid, "block": False})
     assert out["leftoverProcesses"] == 1
     text = texts.tool_result_text("TaskOutput", out)
     assert "completed (exit code 0); 1 process it started is still running" in text
-    (notice,) = client.notifications()
-    assert "1 process it started is still running (TaskStop stops them)" in notice.message
     assert running(n)
     many = client.task_stop_many([tid])  # several at once say it too
     assert many[0].stopped_processes == 1
