@@ -50,7 +50,6 @@ from wave_bash.worker import (
     reap_monitor,
     resolve_monitor_bash,
     resolve_shell,
-    runs_code_at_start,
     start_monitor,
     stop_trees,
     tagged_processes,
@@ -436,8 +435,8 @@ class TaskManager:
             p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
         )
         # The command reaches its shell in an environment string: the terminal host's or
-        # the sandbox's, or the monitor's for a shell of its own (and then wrapped, quoted).
-        through_monitor = shell.kind == "zsh" or runs_code_at_start(p.env)
+        # the sandbox's, or the monitor's for zsh (and then wrapped, quoted).
+        through_monitor = shell.kind == "zsh"
         if p.interactive or sandbox is not None or through_monitor:
             _check_environment_string(p.command)
         key = MonitorKey(p.env, shell, monitor_bash, p.separate_stderr)
@@ -657,7 +656,7 @@ class TaskManager:
         return LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), done)
 
     def _caller_gone(self, task: LiveTask) -> None:
-        if task.attached == 0:
+        if task.attached == 0 and not task.interrupted:  # (its caller is stopping it)
             self.move_to_background(task, BackgroundReason.CALLER_LOST)
 
     # --- exit detection ----------------------------------------------------------------
@@ -862,7 +861,12 @@ class TaskManager:
             row.status, row.end_reason = TaskStatus.KILLED, EndReason.MEMORY_LIMIT
         else:
             row.end_reason = task.stop_reason
-        if row.owner is Owner.FOREGROUND and task.attached == 0 and not task.child:
+        if (
+            row.owner is Owner.FOREGROUND
+            and task.attached == 0
+            and not task.child
+            and not task.interrupted  # stopped by its own caller (Ctrl+C): no notice
+        ):
             # Re-adopted after a restart, ended before its caller came back: a notice.
             row.owner, row.background_reason = Owner.BACKGROUND, BackgroundReason.CALLER_LOST
             row.owner_changed_at = time.time()

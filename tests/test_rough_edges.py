@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_tool, start_bg
+from conftest import REPO, start_bg
 from mcp import ClientSession
 from test_mcp import run, text
 
@@ -126,38 +125,6 @@ def test_cli_exits_quietly_when_its_reader_goes_away() -> None:
         text=True, cwd=REPO, timeout=60,
     )  # fmt: skip
     assert r.stdout == "[\n" and r.stderr == ""
-
-
-@pytest.mark.parametrize("tracking", ["cgroup", "process"])
-@pytest.mark.parametrize("shell", ["bash", "zsh"])
-def test_bash_env_and_exported_functions_reach_the_command_never_the_monitor(
-    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tracking: str, shell: str
-) -> None:
-    """A BASH_ENV file (nvm's way into non-interactive shells) and exported functions run
-    as any bash starts, the monitor's included: functions named like its builtins took it
-    over (the output lost, exit 0, a bogus storage error). The command still gets them,
-    exactly as under `bash -c` (zsh ignores both)."""
-    path = needs_tool(shell, shell) if shell == "zsh" else shutil.which("bash") or "bash"
-    monkeypatch.setenv("WAVE_TRACKING", tracking)
-    bash_env = tmp_path / "env.sh"
-    bash_env.write_text(
-        "wait() { echo TAKEN; }; printf() { echo TAKEN; }; read() { echo TAKEN; }\n"
-        "kill() { echo TAKEN; }; echo sourced\n"
-    )
-    env = {**os.environ, "BASH_ENV": str(bash_env), "WAVE_SHELL": path,
-           "BASH_FUNC_cd%%": "() {  echo TAKEN\n}"}  # fmt: skip
-    command = "echo hi; type -t wait cd; cd /; pwd; nope_x; exit 3"
-    plain = subprocess.run(
-        [shell, "-c", command], executable=path, env=env, cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    client = Client(state_dir=state_dir, cwd=tmp_path, env=env)
-    r = client.bash(command)
-    expected = re.sub(r"^zsh:", "(eval):", plain.stdout.rstrip("\n"), flags=re.M)  # zsh's eval
-    assert (r.stdout, r.exit_code, r.error) == (expected, 3, None)
-    assert (shell == "bash") == ("sourced" in r.stdout and "TAKEN" in r.stdout)
-    task_id = client.bash("sleep 0.1; exit 4", run_in_background=True).background_task_id
-    assert client.wait(task_id or "", timeout=10_000).exit_code == 4
 
 
 def test_bad_arguments_to_the_python_client_are_wave_errors(client: Client) -> None:

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import kill_supervisor, needs, start_bg, wait_until
+from conftest import (
+    ask_supervisor,
+    kill_supervisor,
+    needs,
+    raw_request,
+    start_bg,
+    start_supervisor,
+    wait_until,
+)
 
 from wave_bash.api import Client, TaskNotRunningError, texts
 
@@ -316,3 +324,31 @@ def test_a_task_stopped_as_it_starts_gets_its_sigterm(state_dir: Path, tracking:
         record = client.task_stop(tid)
         # 3: its trap ran; 143: TERM came before the trap was set (never 137: KILL).
         assert record.exit_code in (3, 143), (attempt, record.exit_code)
+
+
+def test_a_caller_stopping_its_readopted_command_gets_no_notice(state_dir: Path) -> None:
+    """Ctrl+C just after the supervisor was replaced: the re-adopted foreground task is
+    stopped by its own caller (`interrupted`) before that caller attached again, so it
+    ends as that caller's command, not as a background task whose caller was lost, with
+    a notice of a stopped command."""
+    import json
+    import os
+    import socket
+
+    client = Client(state_dir=state_dir)
+    client.status()
+    caller = socket.socket(socket.AF_UNIX)  # a caller that will not come back by itself
+    caller.connect(str(state_dir / "supervisor.sock"))
+    params = {"session": "default", "command": "sleep 60", "cwd": "/", "env": dict(os.environ)}
+    caller.sendall(raw_request("run", params))
+    started = json.loads(caller.makefile("rb").readline())
+    assert started["type"] == "started", started
+    task_id = started["data"]["taskId"]
+    kill_supervisor(state_dir)
+    caller.close()
+    start_supervisor(state_dir)  # re-adopts it, waiting for its caller to attach again
+    stop = {"session": "default", "task_id": task_id, "interrupted": True}
+    assert ask_supervisor(state_dir, "stop", stop)["type"] == "result"
+    (task,) = client.tasks(all=True)
+    assert (task.status, task.owner, task.background_reason) == ("killed", "foreground", None)
+    assert client.notifications() == []

@@ -15,7 +15,6 @@ from .monitor import (
     build_payload,
     monitor_argv,
     monitor_instructions,
-    runs_code_at_start,
     wrapped_command,
 )
 from .output import (
@@ -87,7 +86,6 @@ __all__ = [
     "reap_monitor",
     "resolve_monitor_bash",
     "resolve_shell",
-    "runs_code_at_start",
     "shell_kind",
     "snapshot",
     "start_monitor",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from .cgroups import join_line
@@ -33,17 +33,11 @@ PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
 GO_MARK = "__wave_go=1"
 """The last line of complete instructions (a truncated write never runs anything)."""
 
-_RUNNER_LINE = (
-    f"[[ ${{2##*/}} == zsh* ]] && __wave_run={shlex.quote(PAYLOAD_RUNNERS['zsh'])} "
-    f"|| __wave_run={shlex.quote(PAYLOAD_RUNNERS['bash'])};"
-)
-"""Sets ``__wave_run``, the ``-c`` script of the shell in $2 (see :data:`PAYLOAD_RUNNERS`)."""
+_ZSH_RUNNER = shlex.quote(PAYLOAD_RUNNERS["zsh"])
 
-# $1 = exit file, $2 = the shell to exec for the command (empty: run it in a bash subshell
-# of the monitor): zsh, or a new bash where the caller's environment runs code as bash
-# starts (see `runs_code_at_start`: then the monitor is `bash -p`, which ignores it). That
-# shell gets the payload in its environment and `__wave_run` as its script, so the
-# command's text is in no argv (F1a); a bash subshell job unsets `__wave_run`.
+# $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell); zsh
+# gets the payload in its environment and the runner (`__wave_run`) as its script, so the
+# command's text is in no argv (F1a); a bash job unsets `__wave_run`.
 # Instructions on stdin set __wave_cwd, __wave_pre (the job's own settings: cwd capture
 # trap, umask, descriptor limit), __wave_cmd and, last, __wave_go. `.` reads a pipe
 # to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
@@ -69,7 +63,7 @@ _RUNNER_LINE = (
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; @RUNNER_LINE@ unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; eval "set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; break; fi
+BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; __wave_run=@ZSH_RUNNER@; unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; eval "set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; break; fi
 if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -85,7 +79,7 @@ wait "$!"
 __wave_status=$?
 if [ -n "$3" ]; then read -r __wave_left < "/proc/$$/task/$$/children"; [ -n "$__wave_left" ] && printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
 printf '%s\\n' "$__wave_status" 1<> "$1"
-exit $__wave_status""".replace("@RUNNER_LINE@", _RUNNER_LINE)
+exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
 
 
 # The same monitor where the job must join cgroups ($3…: their cgroup.procs files). The
@@ -98,7 +92,7 @@ exit $__wave_status""".replace("@RUNNER_LINE@", _RUNNER_LINE)
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; @RUNNER_LINE@ IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; eval "set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; eval "set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
 . /dev/stdin
 [ "${__wave_go-}" = 1 ] || exit 0
 exec </dev/null
@@ -110,7 +104,7 @@ umask 077
 wait "$__wave_job"
 __wave_status=$?
 printf '%s\\n' "$__wave_status" 1<> "$1"
-exit $__wave_status""".replace("@RUNNER_LINE@", _RUNNER_LINE)
+exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
 
 
 def monitor_instructions(
@@ -189,7 +183,6 @@ def monitor_argv(
     exit_file: str,
     joins: Sequence[str] = (),
     leftovers_file: str | None = None,
-    fresh_shell: bool = False,
 ) -> list[str]:
     """The argv of the monitor process for one task.
 
@@ -202,26 +195,14 @@ def monitor_argv(
             Python monitor's job joins them in its prelude).
         leftovers_file: where a monitor that is a child subreaper lists the processes
             its command left behind (its children when the command has ended).
-        fresh_shell: the command gets a shell of its own even under bash (see
-            :func:`runs_code_at_start`).
     """
     if monitor_bash is None:
         # Run as a script, not a module: the stdlib only, nothing of wave-bash imported.
         return [sys.executable, "-P", str(PYTHON_MONITOR), exit_file, shell_path]
-    bash = [monitor_bash, "-p"] if fresh_shell else [monitor_bash]
-    shell = shell_path if shell_kind == "zsh" or fresh_shell else ""
+    zsh = shell_path if shell_kind == "zsh" else ""
     if joins:
-        return [*bash, "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, shell, *joins]
-    return [*bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, shell, leftovers_file or ""]
-
-
-def runs_code_at_start(env: Mapping[str, str]) -> bool:
-    """Whether ``env`` makes bash run the caller's code as it starts: a ``BASH_ENV`` file
-    (sourced) or exported functions (``BASH_FUNC_…``, imported: a ``cd`` or ``wait`` of
-    the caller's would replace the monitor's own). Such a monitor starts as ``bash -p``,
-    which ignores them (and ``SHELLOPTS``), and the command gets a new bash that does not
-    (as under ``bash -c``): one exec more."""
-    return bool(env.get("BASH_ENV")) or any(name.startswith("BASH_FUNC_") for name in env)
+        return [monitor_bash, "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, zsh, *joins]
+    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, leftovers_file or ""]
 
 
 PTY_HOST = Path(__file__).with_name("ptyhost.py")

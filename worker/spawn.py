@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import BadEnvironmentError
 from .files import TaskFiles
-from .monitor import monitor_argv, monitor_instructions, runs_code_at_start
+from .monitor import monitor_argv, monitor_instructions
 from .shell import Shell
 
 if sys.platform != "win32":
@@ -348,7 +348,7 @@ def start_monitor(
     """
     argv = monitor_argv(
         monitor_bash, shell.path, shell.kind, str(files.exit), joins,
-        str(files.left) if subreaper else None, fresh_shell=runs_code_at_start(env),
+        str(files.left) if subreaper else None,
     )  # fmt: skip
     child_env = task_environment(env, task_id)
     try:
