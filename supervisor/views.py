@@ -27,10 +27,14 @@ def _time(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, UTC) if ts is not None else None
 
 
-def log_excerpt(path: str, start: int = 0, end: int | None = None) -> Excerpt:
-    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone)."""
+def log_excerpt(
+    path: str, start: int = 0, end: int | None = None, *, whole: bool = False
+) -> Excerpt:
+    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone);
+    ``whole``: not truncated (a bounded piece of a stream)."""
+    limit = 4 * (end - start) + MAX_OUTPUT_CHARS if whole and end is not None else None
     try:
-        return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end)
+        return read_excerpt(path, limit or MAX_OUTPUT_CHARS, start=start, end=end)
     except FileNotFoundError:
         return Excerpt("", False, 0)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -199,12 +200,12 @@ def test_output_follow_streams_whole_lines_and_all_of_them(state_dir: Path, tmp_
     pieces stays one line, a progress line shows its last state, and nothing of a long
     output is cut; with --json it prints exactly one JSON value."""
     import subprocess
-    import sys
 
     go = tmp_path / "go"
     command = (
         f'printf "Compiling..."; while [ ! -e {go} ]; do sleep 0.02; done; echo " done"; '
-        'printf "\\r33%%\\r66%%\\r99%%\\n"; seq 1 20000'
+        'printf "\\r33%%\\r66%%\\r99%%\\n"; seq 1 20000; '
+        f"{sys.executable} -c 'print(chr(0x5b57) * 20000)'"  # one line of 60 KB
     )
     started = json.loads(run_cli(state_dir, "run", "--background", "--json", "--", command).stdout)
     task_id, log = started["backgroundTaskId"], Path(started["outputPath"])
@@ -216,7 +217,7 @@ def test_output_follow_streams_whole_lines_and_all_of_them(state_dir: Path, tmp_
     go.touch()
     out, _ = follow.communicate(timeout=60)
     lines = out.splitlines()
-    assert lines[:3] == ["Compiling... done", "99%", "1"] and len(lines) == 20002
-    assert lines[-1] == "20000" and "omitted" not in out
+    assert lines[:3] == ["Compiling... done", "99%", "1"] and len(lines) == 20003
+    assert lines[-2:] == ["20000", "\u5b57" * 20000] and "omitted" not in out
     r = run_cli(state_dir, "output", "--follow", "--json", task_id)
     assert json.loads(r.stdout)["status"] == "completed"

@@ -85,3 +85,20 @@ def test_read_excerpt_range(tmp_path: Path) -> None:
     path.write_bytes(b"one\ntwo\nthree\n")
     assert read_excerpt(path, 100, start=4).text == "two\nthree"
     assert read_excerpt(path, 100, start=4, end=8).text == "two"
+
+
+def test_a_follow_piece_ends_with_a_whole_line_or_a_whole_character(tmp_path: Path) -> None:
+    from wave_bash.worker.tail import whole_lines_end
+
+    log = tmp_path / "log"
+    log.write_bytes(b"one\ntwo\nthr")
+    assert whole_lines_end(log, 0, 11, 9, 100) == 8  # the last newline within the limit
+    assert whole_lines_end(log, 0, 11, 6, 100) == 4
+    assert whole_lines_end(log, 8, 11, 6, 100) == 8  # a partial line alone: nothing yet
+    log.write_bytes(b"x" * 10 + b"\n")
+    assert whole_lines_end(log, 0, 11, 4, 100) == 11  # a long line: the first newline
+    line = ("\u5b57" * 10).encode()  # 30 bytes, no newline, longer than `longest`
+    log.write_bytes(line)
+    for longest in range(4, 12):
+        cut = whole_lines_end(log, 0, 30, 2, longest)
+        assert 0 < cut <= longest and line[:cut].decode()  # never inside a character

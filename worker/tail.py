@@ -50,11 +50,12 @@ PATTERN_MAX_CHARS = 1024
 model's pattern is a line, not a page."""
 
 
-def whole_lines_end(path: Path | str, start: int, end: int, limit: int) -> int:
-    """Where a read of ``[start, end)`` limited to ``limit`` bytes stops to end with a
-    whole line: after the last newline in it; a line longer than ``limit`` is cut at the
-    limit; a partial line alone gives nothing yet (``start``)."""
-    stop = min(end, start + limit)
+def whole_lines_end(path: Path | str, start: int, end: int, limit: int, longest: int) -> int:
+    """Where a read of ``[start, end)`` stops to end with a whole line: after the last
+    newline within ``limit`` bytes, or after the first one within ``longest`` (a long
+    line); a line longer than that is cut there, never inside a UTF-8 character; a
+    partial line alone gives nothing yet (``start``)."""
+    stop = min(end, start + longest)
     if stop <= start:
         return start
     try:
@@ -63,10 +64,19 @@ def whole_lines_end(path: Path | str, start: int, end: int, limit: int) -> int:
             data = fh.read(stop - start)
     except OSError:
         return start
-    newline = data.rfind(b"\n")
+    newline = data.rfind(b"\n", 0, limit)
+    if newline < 0:
+        newline = data.find(b"\n", limit)
     if newline >= 0:
         return start + newline + 1
-    return start + len(data) if len(data) >= limit else start
+    if len(data) < longest:
+        return start
+    cut = len(data)
+    while cut > len(data) - 3 and data[cut - 1] & 0xC0 == 0x80:  # inside a character
+        cut -= 1
+    if data[cut - 1] & 0xC0 == 0xC0:  # a character's first byte: it starts after the cut
+        cut -= 1
+    return start + cut
 
 
 def compile_pattern(pattern: str) -> Any:

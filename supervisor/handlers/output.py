@@ -104,8 +104,10 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
 
 
 FOLLOW_PIECE_BYTES = 16 * 1024
-"""The most a piece of ``output --follow`` reads: cleaned, it stays under the result's
-limit (``MAX_OUTPUT_CHARS``), so a stream is never cut."""
+"""What a piece of ``output --follow`` reads at most: whole lines up to here, or else the
+first whole line up to ``FOLLOW_LINE_BYTES`` (a piece is never truncated)."""
+FOLLOW_LINE_BYTES = 1 << 20
+"""A line longer than this is cut (at a character boundary) into pieces."""
 
 
 def read_output(
@@ -128,8 +130,10 @@ def read_output(
         if ended and end - start <= FOLLOW_PIECE_BYTES:
             pass  # the last piece: its last line too, newline or not
         else:
-            end = whole_lines_end(row.output_path, start, end, FOLLOW_PIECE_BYTES)
-    excerpt = views.log_excerpt(row.output_path, start=start, end=end)
+            end = whole_lines_end(
+                row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES
+            )
+    excerpt = views.log_excerpt(row.output_path, start=start, end=end, whole=follow)
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
