@@ -458,14 +458,17 @@ def cmd_bg(cli: Cli, args: argparse.Namespace) -> int:
 
 def cmd_gc(cli: Cli, args: argparse.Namespace) -> int:
     older_than = parse_duration(args.older_than) if args.older_than is not None else None
-    result = cli.call("gc", older_than=older_than)
+    result = cli.call("gc", older_than=older_than, unread=args.unread)
     removed, kept = result["removed"], result.get("keptUnread", 0)
     if args.json:
         _print_json({"removed": removed, "keptUnread": kept})
     else:
         print(f"removed {len(removed)} finished task(s)")
         if kept:
-            print(f"kept {kept} whose completion notice no session has read yet")
+            print(
+                f"kept {kept} whose completion notice no session has read yet "
+                "(`wave-bash gc --unread` removes them too)"
+            )
     return 0
 
 
@@ -663,6 +666,10 @@ def _add_gc(sub: Any) -> None:
         sub, "gc", cmd_gc, "prune finished tasks and their logs (default age: WAVE_RETENTION, 7d)"
     )
     gc.add_argument("--older-than", help="age such as 45s, 30m, 12h, 7d")
+    gc.add_argument(
+        "--unread", action="store_true",
+        help="also tasks whose completion notices no session has read (kept otherwise)",
+    )  # fmt: skip
 
 
 def _add_notifications(sub: Any) -> None:

@@ -454,10 +454,12 @@ class Client:
         whether it did (False: it was already in the background)."""
         return self._call(AnnounceRequest(session=self.session, task_id=task_id)).announced
 
-    def gc(self, older_than: float | None = None) -> list[str]:
+    def gc(self, older_than: float | None = None, unread: bool = False) -> list[str]:
         """Prune finished tasks that ended more than ``older_than`` seconds ago (default:
-        the supervisor's retention); returns the IDs removed."""
-        return self._call(GcRequest(session=self.session, older_than=older_than)).removed
+        the supervisor's retention), with ``unread`` also those whose completion notices
+        no session has read; returns the IDs removed."""
+        request = GcRequest(session=self.session, older_than=older_than, unread=unread)
+        return self._call(request).removed
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""

@@ -285,6 +285,8 @@ class GcParams(Params):
     supervisor's retention)."""
 
     older_than: Annotated[StrictFloat, Field(ge=0)] | None = None
+    unread: StrictBool = False
+    """Also tasks whose completion notices no session has read (kept otherwise)."""
 
 
 class LoginPathParams(Params):

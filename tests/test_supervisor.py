@@ -162,11 +162,16 @@ def test_gc_keeps_a_task_whose_notice_no_session_has_read(state_dir: Path) -> No
     r = run_cli(state_dir, "--session", "me", "gc", "--older-than", "0s")
     assert r.stdout.splitlines() == [
         "removed 0 finished task(s)",
-        "kept 1 whose completion notice no session has read yet",
+        "kept 1 whose completion notice no session has read yet "
+        "(`wave-bash gc --unread` removes them too)",
     ]
     (notice,) = agent.notifications()
     assert (notice.task_id, notice.exit_code) == (tid, 4)
     assert agent.gc(older_than=0) == [tid]
+    unread = start_bg(agent, "true")  # a person who means it: --unread
+    agent.wait(unread, timeout=10_000)
+    r = run_cli(state_dir, "gc", "--older-than", "0s", "--unread")
+    assert r.stdout.splitlines() == ["removed 1 finished task(s)"] and agent.tasks() == []
 
 
 def test_idle_exit(client: Client, state_dir: Path) -> None:

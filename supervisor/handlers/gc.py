@@ -16,6 +16,7 @@ async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
     until the retention ends (an agent of another session would never learn its end)."""
     older_than = ctx.settings.retention if p.older_than is None else p.older_than
     retention = ctx.settings.retention
-    removed = prune(ctx.journal, ctx.layout.tasks, older_than, notices_kept=retention)
+    kept_for = None if p.unread else retention
+    removed = prune(ctx.journal, ctx.layout.tasks, older_than, notices_kept=kept_for)
     kept = ctx.journal.undelivered_ended_before(time.time() - older_than)
     return GcResult(removed=removed, older_than_seconds=older_than, kept_unread=kept)
