@@ -232,7 +232,11 @@ def _notes(result: dict[str, Any]) -> list[str]:
     error = result.get("error")
     if error is not None and error not in notes:
         notes.append(str(error))
-    return [f"wave-bash: {note}" for note in notes]
+    # (a person stops a task with the CLI, not the tool a model is told to call)
+    return ["wave-bash: " + _TOOL_STOP.sub(r"`wave-bash stop \1`", note) for note in notes]
+
+
+_TOOL_STOP = re.compile(r'TaskStop \(task_id "([^"]+)"\)')
 
 
 def cmd_schema(cli: Cli | None, args: argparse.Namespace) -> int:
@@ -348,21 +352,23 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         elif out.get("output"):
             print(out["output"])
         return 0
+    if args.json:  # one JSON value: the whole output once it ended, as without --follow
+        while not _ended(cli.call("wait", task_id=args.id, timeout=600_000)):
+            pass
+        _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
+        return 0
     offset = 0
     while True:  # each call is a real wait on the supervisor: until a line, the end, a timeout
         out = cli.call(
             "output", task_id=args.id, block=True, timeout=30_000, pattern=r"\n",
             offset=offset, follow=True,
         )  # fmt: skip
-        if out.get("output") and not args.json:
+        if out.get("output"):
             print(out["output"], flush=True)  # whole lines: cleaned as the lines they are
         next_offset = out.get("nextOffset") or offset
         if _ended(out) and next_offset == offset:  # read to the end
-            break
+            return 0
         offset = next_offset
-    if args.json:  # one JSON value: the whole output, as without --follow
-        _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
-    return 0
 
 
 def _status_line(record: dict[str, Any]) -> str:

@@ -192,6 +192,7 @@ def test_run_says_on_stderr_what_its_result_says_beside_the_output(state_dir: Pa
     assert (r.returncode, r.stdout) == (4, "started\n")
     assert "1 process it started is still running" in r.stderr and "Exit code" not in r.stderr
     task_id = r.stderr.split("(task ")[1].split(")")[0]
+    assert f"Stop it with `wave-bash stop {task_id}`" in r.stderr  # a person's words
     assert run_cli(state_dir, "stop", task_id).returncode == 0
 
 
