@@ -214,7 +214,14 @@ class CgroupTracker:
             time.sleep(0.005)
         self._made.pop(task_id, None)
         gone = True
-        for group in (self._dir(task_id), self._memory_dir(task_id)):
+        memory = self._memory_dir(task_id)
+        if memory is not None:
+            # Its log's pages are charged to it: removed with them, it would linger in the
+            # kernel as a dying cgroup, one per task (18,561 here after ~20,000 tasks,
+            # slowing every cgroup operation of the host). Reclaimed first, it goes.
+            with contextlib.suppress(OSError):
+                _write(memory / "memory.force_empty", "0")
+        for group in (self._dir(task_id), memory):
             if group is None:
                 continue
             try:
