@@ -797,7 +797,7 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
         elif option in _GLOBAL_SCALARS and (found := value(option)) is not None:
             args[option[2:].replace("-", "_")] = found  # after the verb: it wins
         else:
-            return None  # an --ssh-option after the verb starts a new list: argparse's case
+            return None  # (an --ssh-option after the verb, added to those before: argparse)
     if rest and rest[0] == "--":
         rest.pop(0)
     if not rest:
