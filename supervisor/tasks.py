@@ -439,7 +439,12 @@ class TaskManager:
         through_monitor = shell.kind == "zsh"
         if p.interactive or sandbox is not None or through_monitor:
             _check_environment_string(p.command)
-        key = MonitorKey(p.env, shell, monitor_bash, p.separate_stderr)
+        wrapped = p.interactive or sandbox is not None
+        # A wrapped command's monitor runs without the caller's BASH_ENV, which bash would
+        # source there, outside the sandbox: a sandboxed command that can write that file
+        # would have its code run unsandboxed at the next call. Its own shell sources it.
+        monitor_env = {k: v for k, v in p.env.items() if k != "BASH_ENV"} if wrapped else p.env
+        key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         monitor = self.standby.take(key) or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
         now = time.time()
@@ -469,7 +474,7 @@ class TaskManager:
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             command, capture_cwd = p.command, not p.run_in_background
-            if p.interactive or sandbox is not None:
+            if wrapped:
                 # The job becomes the terminal host and/or the sandbox; its shell then
                 # captures the directory it ends in.
                 cwd_file = str(files.exit) if capture_cwd else None
@@ -478,6 +483,7 @@ class TaskManager:
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
+                    bash_env=p.env.get("BASH_ENV"),
                 )  # fmt: skip
                 capture_cwd = False
                 if through_monitor:

@@ -356,3 +356,26 @@ def test_a_wrapped_command_too_long_for_the_kernel_is_a_clear_error(
     assert "write it to a script file" in (refused.error or "") and client.tasks() == []
     assert client.bash("true # " + "x" * 100_000).success  # below the limit it runs
     assert Client(state_dir=state_dir, cwd=project).bash("true # " + "x" * 140_000).success
+
+
+@pytest.mark.parametrize("how", ["sandbox", "interactive"])
+def test_bash_env_runs_only_in_the_commands_own_shell(
+    state_dir: Path, project: Path, how: str
+) -> None:
+    """The caller's BASH_ENV is sourced by the command's shell, inside the sandbox, once;
+    never by its monitor outside it (there, a sandboxed command that can write the file
+    had its code run unsandboxed at the next call)."""
+    outside = Path(f"/tmp/wb-bash-env-{os.urandom(6).hex()}")  # not the sandbox's /tmp
+    bash_env = project / "env.sh"
+    bash_env.write_text(f"FROM_BASH_ENV=yes; echo sourced >> {outside}\n")
+    env = {**os.environ, "BASH_ENV": str(bash_env)}
+    sandbox = "workspace-write" if how == "sandbox" else None
+    client = Client(state_dir=state_dir, cwd=project, sandbox=sandbox, env=env)
+    try:
+        r = client.bash('echo "$FROM_BASH_ENV"; cat /tmp/wb-bash-env-* 2>/dev/null | wc -l',
+                        interactive=how == "interactive")  # fmt: skip
+        assert r.stdout.split() == ["yes", "1"], r.stdout  # sourced once, by its shell
+        if how == "sandbox":
+            assert not outside.exists()  # nothing ran outside the sandbox
+    finally:
+        outside.unlink(missing_ok=True)

@@ -216,12 +216,15 @@ def wrapped_command(
     *,
     terminal: tuple[str, tuple[int, int]] | None = None,
     sandbox: Sequence[str] = (),
+    bash_env: str | None = None,
 ) -> str:
     """The command that runs ``command`` on a pseudo-terminal (``terminal``: its socket
     and size, columns × rows) and/or in a sandbox (``sandbox``: the bubblewrap argv that
     precedes the command): the job ``exec``s the terminal host, which runs the sandbox,
     which runs the shell. That shell appends its final directory to ``cwd_file`` when
-    given; the job's own prelude has set the umask and descriptor limit, inherited."""
+    given; the job's own prelude has set the umask and descriptor limit, inherited.
+    ``bash_env``: the caller's ``BASH_ENV``, given back to that shell only (its monitor
+    ran without it: bash would source it there, outside the sandbox)."""
     runner = PAYLOAD_RUNNERS["zsh" if os.path.basename(shell_path).startswith("zsh") else "bash"]
     argv = [*sandbox, shell_path, "-c", runner]
     if terminal is not None:
@@ -229,4 +232,6 @@ def wrapped_command(
         host = [sys.executable, "-I", "-S", str(PTY_HOST), path, str(columns), str(rows), "--"]
         argv = host + argv
     payload = shlex.quote(build_payload(command, cwd_file))
-    return f"{PAYLOAD_VARIABLE}={payload} exec " + " ".join(shlex.quote(word) for word in argv)
+    given = f"BASH_ENV={shlex.quote(bash_env)} " if bash_env is not None else ""
+    words = " ".join(shlex.quote(word) for word in argv)
+    return f"{given}{PAYLOAD_VARIABLE}={payload} exec {words}"
