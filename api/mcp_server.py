@@ -141,6 +141,10 @@ class WaveMcp:
             self.unwritten_results[request.id] = started[0]  # a foreground result
         claim = await self._claim_notices(request.id)
         notices = claim.notices if claim else []
+        if name == "TaskOutput" and data is not None and data.get("status") != "running":
+            # It shows how the task ended: its notice is not said again, yet stays in the
+            # claim, acknowledged once this result is written (never lost with the host).
+            notices = [n for n in notices if n.task_id != data.get("taskId")]
         if data is None and notices:  # an error result: its text in structured content too
             data = {"success": False, "error": text}
         return _tool_result(

@@ -137,8 +137,6 @@ def read_output(
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
-    if stored and row.status.ended:  # TaskOutput's (and TaskInput's) look, not a CLI read
-        end_reported(ctx, conn, row, session)
     live = ctx.tasks.live.get(row.id)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
@@ -150,10 +148,9 @@ def read_output(
 
 
 def end_reported(ctx: Context, conn: Connection, row: TaskRow, session: str) -> None:
-    """The answer tells the task's own session how it ended (TaskOutput, TaskInput: the
-    reads from the session's last one): no completion notice says it again, once that
-    answer has left. (A wait is a caller's way to sync, and `wave-bash output` reads from
-    an offset of its own, printing no status: their notices stay.)"""
+    """TaskInput's answer tells the task's own session how it ended (P3): no completion
+    notice says it again, once that answer has left. (TaskOutput's notice stays: the MCP
+    server acknowledges it with the result that shows the end, once written to the host.)"""
     if row.session != session:
         return
     recorded, task_id = conn.after_reply, row.id

@@ -18,7 +18,7 @@ from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
 from ..terminals import TerminalGone, TerminalLink
-from .output import read_output
+from .output import end_reported, read_output
 from .tasks import _row, _running
 
 TERMINAL_CHUNK = 64 * 1024
@@ -58,7 +58,10 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
-    return read_output(ctx, task.row, p.session, start, True, conn)  # an end: reported
+    result = read_output(ctx, task.row, p.session, start, True, conn)
+    if task.ended.done():
+        end_reported(ctx, conn, task.row, p.session)
+    return result
 
 
 async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> TerminalResult:
