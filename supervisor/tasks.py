@@ -437,9 +437,9 @@ class TaskManager:
         # The command reaches its shell in an environment string: the terminal host's or
         # the sandbox's, or the monitor's for zsh (and then wrapped, quoted).
         through_monitor = shell.kind == "zsh"
-        if p.interactive or sandbox is not None or through_monitor:
-            _check_environment_string(p.command)
         wrapped = p.interactive or sandbox is not None
+        if wrapped or through_monitor:
+            _check_environment_string(p.command)
         # A wrapped command's monitor runs without the caller's BASH_ENV, which bash would
         # source there, outside the sandbox: a sandboxed command that can write that file
         # would have its code run unsandboxed at the next call. Its own shell sources it.

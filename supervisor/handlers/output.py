@@ -145,19 +145,3 @@ def read_output(
         next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
     )  # fmt: skip
-
-
-def end_reported(ctx: Context, conn: Connection, row: TaskRow, session: str) -> None:
-    """TaskInput's answer tells the task's own session how it ended (P3): no completion
-    notice says it again, once that answer has left. (TaskOutput's notice stays: the MCP
-    server acknowledges it with the result that shows the end, once written to the host.)"""
-    if row.session != session:
-        return
-    recorded, task_id = conn.after_reply, row.id
-
-    def after_reply() -> None:
-        if recorded is not None:
-            recorded()
-        ctx.journal.mark_delivered(session, [task_id])
-
-    conn.after_reply = after_reply

@@ -18,7 +18,7 @@ from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
 from ..terminals import TerminalGone, TerminalLink
-from .output import end_reported, read_output
+from .output import read_output
 from .tasks import _row, _running
 
 TERMINAL_CHUNK = 64 * 1024
@@ -123,3 +123,19 @@ def _read_at(path: str, offset: int, size: int) -> bytes:
         return b""
     finally:
         os.close(fd)
+
+
+def end_reported(ctx: Context, conn: Connection, row: TaskRow, session: str) -> None:
+    """TaskInput's answer tells the task's own session how it ended (P3): no completion
+    notice says it again, once that answer has left. (TaskOutput's notice stays: the MCP
+    server acknowledges it with the result that shows the end, once written to the host.)"""
+    if row.session != session:
+        return
+    recorded, task_id = conn.after_reply, row.id
+
+    def after_reply() -> None:
+        if recorded is not None:
+            recorded()
+        ctx.journal.mark_delivered(session, [task_id])
+
+    conn.after_reply = after_reply
