@@ -440,10 +440,13 @@ class TaskManager:
         wrapped = p.interactive or sandbox is not None
         if wrapped or through_monitor:
             _check_environment_string(p.command)
-        # A wrapped command's monitor runs without the caller's BASH_ENV, which bash would
-        # source there, outside the sandbox: a sandboxed command that can write that file
-        # would have its code run unsandboxed at the next call. Its own shell sources it.
-        monitor_env = {k: v for k, v in p.env.items() if k != "BASH_ENV"} if wrapped else p.env
+        # A monitor runs without the caller's BASH_ENV: bash would source it there, ahead
+        # of its command (a standby's: in another directory, maybe calls earlier), with
+        # the instructions on its stdin, and for a wrapped command outside the sandbox (a
+        # sandboxed command that can write that file would have its code run unsandboxed
+        # at the next call). The job sources it; a wrapped command's own shell does.
+        bash_env = p.env.get("BASH_ENV")
+        monitor_env = {k: v for k, v in p.env.items() if k != "BASH_ENV"}
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         monitor = self.standby.take(key) or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
@@ -483,14 +486,14 @@ class TaskManager:
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
-                    bash_env=p.env.get("BASH_ENV"),
+                    bash_env=bash_env,
                 )  # fmt: skip
-                capture_cwd = False
+                capture_cwd, bash_env = False, None
                 if through_monitor:
                     _check_environment_string(command)
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
-                () if monitor.joined else joins, capture_cwd=capture_cwd,
+                () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
             )  # fmt: skip
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -19,6 +20,7 @@ from conftest import (
     journal_rows,
     kill_supervisor,
     needs_root,
+    needs_tool,
     wait_until,
 )
 
@@ -324,3 +326,98 @@ def test_the_command_sees_its_own_shell_variables(state_dir: Path) -> None:
     assert r.stdout.splitlines() == ["0", command], r.stdout
     own = Client(state_dir=state_dir, env={**os.environ, "CHILD_MAX": "100"})
     assert own.bash("echo $CHILD_MAX").stdout == "100"
+
+
+# --- the caller's environment reaches the command, never the monitor (SPEC E2d) -------
+
+
+def bash_c(command: str, env: dict[str, str], cwd: Path) -> tuple[str, int]:
+    """What ``bash -c`` does with the same environment and directory (stdin empty, as a
+    task's): its output (stderr after stdout, trailing newlines off) and exit status."""
+    done = subprocess.run(
+        ["bash", "-c", command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    return (done.stdout + done.stderr).rstrip("\n"), done.returncode
+
+
+BUILTINS_THE_MONITOR_USES = (
+    "cd", "wait", "printf", "read", "exec", "set", "unset", "eval", "trap", "umask",
+    "ulimit", "pwd", "kill", "export", "echo", "declare", "command", "break", "source",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_the_callers_functions_named_like_builtins_reach_the_command_only(
+    state_dir: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """Exported functions named like the builtins the monitor and the job's own steps use
+    (a `cd` that lists the directory, a pass-through `exec`): the command sees each, as
+    under `bash -c`, exported ones exported again; the monitor calls the builtins. Before,
+    a `cd` function's output came before every command, and an `exec`, `set` or `wait`
+    function lost the command or its status."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    env = {**os.environ}
+    for name in BUILTINS_THE_MONITOR_USES:  # each says its name, then does its work
+        env[f"BASH_FUNC_{name}%%"] = f"() {{ builtin printf 'fn-{name} '; builtin {name} \"$@\"; }}"
+    client = Client(state_dir=state_dir, env=env, cwd=workdir, follow_cd=True)
+    command = "echo out; cd /tmp; pwd; bash -c 'type -t exec wait'; exit 3"
+    r = client.bash(command)
+    assert (r.stdout, r.exit_code) == bash_c(command, env, workdir), r
+    assert r.stdout.startswith("fn-echo out\nfn-cd fn-pwd /tmp\n"), r.stdout
+    assert client.bash("exit 0").error is None
+    assert client.cwd == "/tmp"  # the cwd capture called the real `pwd`
+    task_id = client.bash("sleep 0.2; echo done", run_in_background=True).background_task_id
+    assert task_id is not None
+    assert client.wait(task_id, timeout=10_000).exit_code == 0
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_the_callers_bash_env_is_sourced_as_bash_c_does(
+    state_dir: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """BASH_ENV is sourced once per command, by the command's own shell: in its
+    directory, as the file is now, after the umask it starts with, with nothing to read
+    on stdin. Before, the (standby) monitor sourced it: in the supervisor's directory, as
+    the file was a call earlier, once more per standby, and a `read` in it ate the
+    monitor's instructions (the command never ran, yet "succeeded")."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    count = workdir / "sourced"
+    bash_env = workdir / "env.sh"
+    bash_env.write_text(
+        f'echo "sourced in $PWD"; read -r line && echo "read $line"; umask 077\n'
+        f"echo x >> {count}; from_env() {{ echo version 1; }}\n"
+    )
+    env = {**os.environ, "BASH_ENV": str(bash_env)}
+    client = Client(state_dir=state_dir, env=env, cwd=workdir)
+    command = 'from_env; umask; echo "$BASH_ENV"; exit 4'
+    r = client.bash(command)
+    assert (r.stdout, r.exit_code) == bash_c(command, env, workdir), r
+    assert r.stdout.startswith(f"sourced in {workdir}\nversion 1\n0077"), r.stdout
+    bash_env.write_text(bash_env.read_text().replace("version 1", "version 2"))
+    assert client.bash("from_env").stdout.endswith("version 2")
+    assert count.read_text() == "x\n" * 3  # our two commands and the one bash -c
+    relative = Client(state_dir=state_dir, env={**os.environ, "BASH_ENV": "env.sh"}, cwd=workdir)
+    assert relative.bash("from_env").stdout.endswith("version 2")  # the directory's file
+
+
+def test_a_zsh_command_keeps_bash_env_for_the_bash_it_starts(
+    state_dir: Path, workdir: Path
+) -> None:
+    """zsh never reads BASH_ENV: a zsh command's monitor no longer sources it either (its
+    output came before every zsh command); a bash the command starts does."""
+    zsh = needs_tool("zsh", "zsh")
+    bash_env = workdir / "env.sh"
+    bash_env.write_text("echo sourced\n")
+    env = {**os.environ, "BASH_ENV": str(bash_env), "WAVE_SHELL": zsh}
+    client = Client(state_dir=state_dir, env=env, cwd=workdir)
+    r = client.bash('echo "zsh $BASH_ENV"; bash -c "echo in bash"')
+    assert r.stdout == f"zsh {bash_env}\nsourced\nin bash", r.stdout
+
+
+def test_errtrace_under_nocasematch_is_not_errexit(state_dir: Path) -> None:
+    """The monitor reads the caller's options by name: `$-` holds E (errtrace), which a
+    caller's nocasematch made match `*e*`, running its commands under errexit."""
+    env = {**os.environ, "SHELLOPTS": "errtrace", "BASHOPTS": "nocasematch"}
+    r = Client(state_dir=state_dir, env=env).bash("false; echo after; exit 5")
+    assert (r.stdout, r.exit_code) == ("after", 5), r

@@ -275,7 +275,7 @@ def cgroup_parents(name: str) -> list[Path]:
 def join_line(procs_files: list[str]) -> str:
     """The prelude statement by which a job moves itself into its cgroups (``0`` is the
     writing process); silent, so a refused move costs the task nothing but tracking."""
-    writes = "; ".join(f"echo 0 >| {_quote(f)}" for f in procs_files)
+    writes = "; ".join(f"\\builtin echo 0 >| {_quote(f)}" for f in procs_files)
     return f"{{ {writes}; }} 2>/dev/null"
 
 

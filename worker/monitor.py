@@ -35,6 +35,23 @@ GO_MARK = "__wave_go=1"
 
 _ZSH_RUNNER = shlex.quote(PAYLOAD_RUNNERS["zsh"])
 
+# The caller's functions (exported, or defined by its `BASH_ENV`) live in the monitor, as
+# in any bash it starts, so the monitor and the job's own steps call every builtin as
+# `\builtin NAME`: a function `cd`, `wait` or `printf` cannot take them over (and `\`
+# keeps an alias off). `exec` with redirections alone only acts as `exec` itself, so a
+# function `exec` is set aside first (`__wave_fx`: its definition, and its export) and
+# defined again in the job, before its command: the command sees every function.
+_MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set -e; '; [[ -o nounset ]] && __wave_re+='\\builtin set -u; '; [[ -o pipefail ]] && __wave_re+='\\builtin set -o pipefail; '; [[ -o allexport ]] && __wave_re+='\\builtin set -a; '; [[ -o xtrace ]] && __wave_re+='\\builtin set -x; '; \\builtin set +e +u +o pipefail +a +x; } 2>/dev/null; \\builtin export -n __wave_re; __wave_fx=; ! \\builtin declare -F exec >/dev/null 2>&1 || { __wave_fx=$(\\builtin declare -f exec); [[ $'\\n'$(\\builtin declare -Fx)$'\\n' != *$'\\ndeclare -fx exec\\n'* ]] || __wave_fx+=$'\\n\\\\builtin export -f exec'; \\builtin unset -f exec; }; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= \\builtin read -r __wave_cm || \\builtin exit 0; [[ -z $__wave_cm ]] || \\builtin ulimit -Su "$__wave_cm" 2>/dev/null; [[ $__wave_cm != unlimited ]] || __wave_cm=32768;"""
+
+_RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin unset __wave_fx;"""
+
+
+def _monitor_script(text: str) -> str:
+    for mark, part in (("@START@", _MONITOR_START), ("@ZSH_RUNNER@", _ZSH_RUNNER)):
+        text = text.replace(mark, part)
+    return text.replace("@RESTORE_EXEC@", _RESTORE_EXEC)
+
+
 # $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell); zsh
 # gets the payload in its environment and the runner (`__wave_run`) as its script, so the
 # command's text is in no argv (F1a); a bash job unsets `__wave_run`.
@@ -63,23 +80,23 @@ _ZSH_RUNNER = shlex.quote(PAYLOAD_RUNNERS["zsh"])
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; __wave_run=@ZSH_RUNNER@; unset __wave_go; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; while :; do if [ "${__wave_go-}" = 2 ]; then if [ -z "$2" ]; then ( [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; eval "set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; break; fi
-if ((BASH_VERSINFO[0] < 4)); then eval "$(cat)"; else . /dev/stdin; fi
-[ "${__wave_go-}" = 1 ] || exit 0
-exec </dev/null
-cd -- "$__wave_cwd" || { printf '127\\n' 1<> "$1"; exit 127; }
-unset __wave_cwd
-set -m
-exec 3>&1 4>&2 >/dev/null 2>&1
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then if [[ -z $2 ]]; then ( @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re$__wave_st"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_st __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
+if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
+[[ ${__wave_go-} == 1 ]] || \\builtin exit 0
+\\exec </dev/null
+\\builtin cd -- "$__wave_cwd" || { \\builtin printf '127\\n' 1<> "$1"; \\builtin exit 127; }
+\\builtin unset __wave_cwd
+\\builtin set -m
+\\exec 3>&1 4>&2 >/dev/null 2>&1
 __wave_go=2
 done
-exec 3>&- 4>&-
-umask 077
-wait "$!"
+\\exec 3>&- 4>&-
+\\builtin umask 077
+\\builtin wait "$!"
 __wave_status=$?
-if [ -n "$3" ]; then read -r __wave_left < "/proc/$$/task/$$/children"; [ -n "$__wave_left" ] && printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
-printf '%s\\n' "$__wave_status" 1<> "$1"
-exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
+if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && \\builtin printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
+\\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
+\\builtin exit $__wave_status""")
 
 
 # The same monitor where the job must join cgroups ($3…: their cgroup.procs files). The
@@ -92,19 +109,19 @@ exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = """{ __wave_re=; [[ $- == *e* ]] && __wave_re+='set -e; '; [[ $- == *u* ]] && __wave_re+='set -u; '; [[ -o pipefail ]] && __wave_re+='set -o pipefail; '; [[ $- == *a* ]] && __wave_re+='set -a; '; [[ $- == *x* ]] && __wave_re+='set -x; '; set +e +u +o pipefail +a +x; } 2>/dev/null; export -n __wave_re; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= read -r __wave_cm || exit 0; [ -z "$__wave_cm" ] || ulimit -Su "$__wave_cm" 2>/dev/null; [ "$__wave_cm" != unlimited ] || __wave_cm=32768; exec 3>&1 4>&2 >/dev/null 2>&1; set -m; __wave_body='unset __wave_body; exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { echo 0 >| "$__wave_f"; } 2>/dev/null; done; unset __wave_f; . /dev/stdin; [ "${__wave_go-}" = 1 ] || exit 0; unset __wave_go; exec </dev/null; cd -- "$__wave_cwd" || exit 127; unset __wave_cwd; if [ -z "$2" ]; then [ -z "$__wave_cm" ] || { CHILD_MAX=$__wave_cm; export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; export -n BASH_EXECUTION_STRING; eval "$__wave_pre"; set +m -- "$__wave_cmd" "$__wave_re"; unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; eval "set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { eval "$__wave_body"; }; __wave_job=$!
-. /dev/stdin
-[ "${__wave_go-}" = 1 ] || exit 0
-exec </dev/null
-trap '' PIPE
-__wave_hand() { kill -0 "$__wave_job" && printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && exec {__wave_w}>&-; } 2>/dev/null
-__wave_hand || { coproc { trap - PIPE; eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
-unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body __wave_cm
-umask 077
-wait "$__wave_job"
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re$__wave_st"; \\builtin unset __wave_cmd __wave_pre __wave_st __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
+\\builtin . /dev/stdin
+[[ ${__wave_go-} == 1 ]] || \\builtin exit 0
+\\exec </dev/null
+\\builtin trap '' PIPE
+__wave_hand() { \\builtin kill -0 "$__wave_job" && \\builtin printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_st=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_st" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && \\exec {__wave_w}>&-; } 2>/dev/null
+__wave_hand || { coproc { \\builtin trap - PIPE; \\builtin eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
+\\builtin unset __wave_cwd __wave_pre __wave_st __wave_cmd __wave_w __wave_body __wave_cm __wave_fx
+\\builtin umask 077
+\\builtin wait "$__wave_job"
 __wave_status=$?
-printf '%s\\n' "$__wave_status" 1<> "$1"
-exit $__wave_status""".replace("@ZSH_RUNNER@", _ZSH_RUNNER)
+\\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
+\\builtin exit $__wave_status""")
 
 
 def monitor_instructions(
@@ -116,15 +133,29 @@ def monitor_instructions(
     *,
     open_files: int | None = None,
     cgroups: Sequence[str] = (),
+    bash_env: str | None = None,
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
-    monitor with ``.`` and by the Python monitor with ``shlex``."""
+    monitor with ``.`` and by the Python monitor with ``shlex``.
+
+    ``bash_env``: the caller's ``BASH_ENV``, which its monitor ran without. The job puts it
+    back in its environment and a bash job sources it just before its command, as
+    ``bash -c`` does: in the command's directory, under its umask and options, with
+    nothing to read on stdin (``__wave_st``, on the command's line).
+    """
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
-    prelude = build_prelude(cwd_file, umask, windows, open_files=open_files, cgroups=cgroups)
+        bash_env = windows_to_posix_path(bash_env) if bash_env else bash_env
+    prelude = build_prelude(
+        cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env
+    )
+    startup = ""
+    if bash_env:  # a relative name is the directory's own file, never one on PATH
+        path = shlex.quote(bash_env if "/" in bash_env else f"./{bash_env}")
+        startup = f"[[ ! -e {path} ]] || \\builtin . {path}; "
     text = (
         f"__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
-        f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
+        f"__wave_st={shlex.quote(startup)}\n__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
     )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
 
@@ -136,11 +167,13 @@ def build_prelude(
     *,
     open_files: int | None = None,
     cgroups: Sequence[str] = (),
+    bash_env: str | None = None,
 ) -> str:
     """The job's settings, one line run before its command: first it joins its cgroups
     (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap appending ``pwd -P``
-    to ``cwd_file`` (the task's exit record), the caller's umask and the soft descriptor
-    limit commands get.
+    to ``cwd_file`` (the task's exit record), the caller's umask, the soft descriptor
+    limit commands get and the caller's ``BASH_ENV`` (``bash_env``) back in its
+    environment. Every builtin as ``\\builtin``: the caller's functions are defined here.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status.
@@ -153,12 +186,16 @@ def build_prelude(
         # status over the placeholder). Errors silenced before the redirection is tried:
         # an unwritable or full tasks dir must not add a line to the command's output;
         # nor does the caller's xtrace.
-        capture = f"{{ set +x; pwd -P >> {shlex.quote(cwd_file)}; }} 2>/dev/null"
-        parts.append(f"trap {shlex.quote(capture)} EXIT")
+        capture = (
+            f"{{ \\builtin set +x; \\builtin pwd -P >> {shlex.quote(cwd_file)}; }} 2>/dev/null"
+        )
+        parts.append(f"\\builtin trap {shlex.quote(capture)} EXIT")
     if umask is not None:
-        parts.append(f"umask {umask:04o}")
+        parts.append(f"\\builtin umask {umask:04o}")
     if open_files is not None:
-        parts.append(f"ulimit -Sn {int(open_files)} 2>/dev/null")
+        parts.append(f"\\builtin ulimit -Sn {int(open_files)} 2>/dev/null")
+    if bash_env is not None:
+        parts.append(f"\\builtin export BASH_ENV={shlex.quote(bash_env)}")
     return "; ".join(parts)
 
 
@@ -234,4 +271,4 @@ def wrapped_command(
     payload = shlex.quote(build_payload(command, cwd_file))
     given = f"BASH_ENV={shlex.quote(bash_env)} " if bash_env is not None else ""
     words = " ".join(shlex.quote(word) for word in argv)
-    return f"{given}{PAYLOAD_VARIABLE}={payload} exec {words}"
+    return f"{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}"

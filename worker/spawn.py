@@ -174,10 +174,12 @@ class Monitor:
         cgroups: Sequence[str] = (),
         *,
         capture_cwd: bool = True,
+        bash_env: str | None = None,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
-        appended to its exit record with ``capture_cwd``).
+        appended to its exit record with ``capture_cwd``; the caller's ``BASH_ENV``, which
+        the job sources, see :func:`worker.monitor.monitor_instructions`).
 
         Raises:
             ValueError: text that cannot be encoded (a lone surrogate).
@@ -185,7 +187,7 @@ class Monitor:
         windows = sys.platform == "win32"
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
-            open_files=open_files, cgroups=cgroups,
+            open_files=open_files, cgroups=cgroups, bash_env=bash_env,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
