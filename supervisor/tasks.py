@@ -74,9 +74,13 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
+HIDDEN_FROM_MONITORS = frozenset({"BASH_ENV", "BASH_FUNC_builtin%%"})
+"""What no monitor is started with (SPEC E2d): bash would source a ``BASH_ENV`` there,
+ahead of its command, and call each builtin of the monitor's through a function named
+``builtin``."""
 ENVIRONMENT_COMMAND_LIMIT = 124 * 1024
 """Bytes of a command that reaches its shell in one environment string (interactive,
-sandboxed, zsh: never in an argv, F1a): the kernel takes 128 KiB at most, and its prelude
+sandboxed, zsh, with BASH_ENV: never in an argv, F1a): the kernel takes 128 KiB at most, and its prelude
 and paths travel beside it."""
 JOIN_PATIENCE = 1.0
 """Seconds a stop waits for a just-started task's job to be in its cgroup."""
@@ -437,16 +441,18 @@ class TaskManager:
         # The command reaches its shell in an environment string: the terminal host's or
         # the sandbox's, or the monitor's for zsh (and then wrapped, quoted).
         through_monitor = shell.kind == "zsh"
-        wrapped = p.interactive or sandbox is not None
+        # No monitor runs with the caller's BASH_ENV, which bash would source there, ahead
+        # of its command: a standby's in another directory, maybe calls earlier, with the
+        # instructions on its stdin, for a wrapped command outside the sandbox (a
+        # sandboxed command that can write that file would have its code run unsandboxed
+        # at the next call). A bash command that has one is wrapped: its own bash starts
+        # as `bash -c` would, sourcing it. Nor with a function named `builtin`, which the
+        # monitor calls every builtin through (SPEC E2d).
+        bash_env = p.env.get("BASH_ENV")
+        monitor_env = {k: v for k, v in p.env.items() if k not in HIDDEN_FROM_MONITORS}
+        wrapped = p.interactive or sandbox is not None or bool(bash_env and shell.kind == "bash")
         if wrapped or through_monitor:
             _check_environment_string(p.command)
-        # A monitor runs without the caller's BASH_ENV: bash would source it there, ahead
-        # of its command (a standby's: in another directory, maybe calls earlier), with
-        # the instructions on its stdin, and for a wrapped command outside the sandbox (a
-        # sandboxed command that can write that file would have its code run unsandboxed
-        # at the next call). The job sources it; a wrapped command's own shell does.
-        bash_env = p.env.get("BASH_ENV")
-        monitor_env = {k: v for k, v in p.env.items() if k != "BASH_ENV"}
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         monitor = self.standby.take(key) or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
@@ -486,9 +492,9 @@ class TaskManager:
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
-                    bash_env=bash_env,
+                    bash_env=bash_env, windows=sys.platform == "win32",
                 )  # fmt: skip
-                capture_cwd, bash_env = False, None
+                capture_cwd, bash_env = False, None  # (its shell has it)
                 if through_monitor:
                     _check_environment_string(command)
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
@@ -1021,7 +1027,7 @@ def _check_environment_string(command: str) -> None:
     size = len(command.encode("utf-8", "surrogateescape"))
     if size > ENVIRONMENT_COMMAND_LIMIT:
         raise InvalidInputError(
-            f"an interactive, sandboxed or zsh command can be at most "
+            f"an interactive, sandboxed or zsh command (or one run with BASH_ENV) can be at most "
             f"{ENVIRONMENT_COMMAND_LIMIT // 1024} KiB (it reaches its shell in one environment "
             f"string, which the kernel limits to 128 KiB); this one needs {-(-size // 1024)} "
             "KiB there: write it to a script file and run that"

@@ -333,12 +333,12 @@ def test_the_command_sees_its_own_shell_variables(state_dir: Path) -> None:
 
 def bash_c(command: str, env: dict[str, str], cwd: Path) -> tuple[str, int]:
     """What ``bash -c`` does with the same environment and directory (stdin empty, as a
-    task's): its output (stderr after stdout, trailing newlines off) and exit status."""
+    task's): its output (stderr merged, blank lines around it off) and exit status."""
     done = subprocess.run(
         ["bash", "-c", command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=30, check=False,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30, check=False,
     )  # fmt: skip
-    return (done.stdout + done.stderr).rstrip("\n"), done.returncode
+    return done.stdout.strip("\n"), done.returncode
 
 
 BUILTINS_THE_MONITOR_USES = (
@@ -399,6 +399,55 @@ def test_the_callers_bash_env_is_sourced_as_bash_c_does(
     assert count.read_text() == "x\n" * 3  # our two commands and the one bash -c
     relative = Client(state_dir=state_dir, env={**os.environ, "BASH_ENV": "env.sh"}, cwd=workdir)
     assert relative.bash("from_env").stdout.endswith("version 2")  # the directory's file
+
+
+BASH_ENV_STARTUPS = {  # name: (the file, the caller's other variables, the command)
+    "errexit off while sourced": ("echo $-; false\necho still\n", {"SHELLOPTS": "errexit"}, "echo cmd"),
+    "nounset ends the file only": ("echo $nope; echo still\n", {"SHELLOPTS": "nounset"}, "echo cmd"),
+    "not read in POSIX mode": ("echo sourced\n", {"SHELLOPTS": "posix"}, "echo cmd"),
+    "its return is not the command's $?": ("return 3\n", {}, "echo $?"),
+    "a syntax error": ("if then\n", {"SHELLOPTS": "errexit"}, "echo cmd"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BASH_ENV_STARTUPS))
+def test_bash_env_is_read_by_bash_itself(state_dir: Path, workdir: Path, case: str) -> None:
+    """The command's own bash reads BASH_ENV, with bash's own start-up rules (errexit off
+    while it is read, its value expanded, a directory or a newline in its name): the
+    output and status are those of `bash -c`. Sourcing it from the job's script got each
+    of these wrong (found by review)."""
+    content, extra, command = BASH_ENV_STARTUPS[case]
+    (workdir / "env.sh").write_text(content)
+    env = {**os.environ, "BASH_ENV": str(workdir / "env.sh"), **extra}
+    r = Client(state_dir=state_dir, env=env, cwd=workdir).bash(command)
+    assert (r.stdout, r.exit_code) == bash_c(command, env, workdir), r
+    odd = workdir / "a\nb"  # its own line numbers stay the command's
+    odd.mkdir()
+    (odd / "e.sh").write_text("echo odd\n")
+    (workdir / "dir").mkdir()
+    for value in (f"{odd}/e.sh", "$PWD/env.sh", str(workdir / "dir")):
+        env = {**os.environ, "BASH_ENV": value}
+        r = Client(state_dir=state_dir, env=env, cwd=workdir).bash("nosuch_command")
+        assert (r.stdout, r.exit_code) == bash_c("nosuch_command", env, workdir), r
+
+
+def test_the_callers_exec_function_in_posix_mode_and_builtin_function(
+    state_dir: Path, workdir: Path
+) -> None:
+    """In POSIX mode a caller's `exec` function is left where it is (the special builtin
+    comes first; defining it again failed, and the command never ran). A function named
+    `builtin`, which every `\\builtin` of the monitor would call, is not passed on: the
+    commands run as they would without it."""
+    env = {**os.environ, "SHELLOPTS": "posix", "BASH_FUNC_exec%%": "() { echo fn; }"}
+    command = "type -t exec; exit 3"
+    r = Client(state_dir=state_dir, env=env, cwd=workdir).bash(command)
+    assert (r.stdout, r.exit_code) == bash_c(command, env, workdir) == ("function", 3), r
+    for body in ("() { :; }", '() { command builtin "$@"; }'):
+        env = {**os.environ, "BASH_FUNC_builtin%%": body}
+        client = Client(state_dir=state_dir, env=env, cwd=workdir, follow_cd=True)
+        r = client.bash("echo hi; cd /tmp; type -t builtin; exit 4")
+        assert (r.stdout, r.exit_code, r.error) == ("hi\nbuiltin", 4, None), r
+        assert client.cwd == "/tmp"
 
 
 def test_a_zsh_command_keeps_bash_env_for_the_bash_it_starts(

@@ -35,13 +35,15 @@ GO_MARK = "__wave_go=1"
 
 _ZSH_RUNNER = shlex.quote(PAYLOAD_RUNNERS["zsh"])
 
-# The caller's functions (exported, or defined by its `BASH_ENV`) live in the monitor, as
-# in any bash it starts, so the monitor and the job's own steps call every builtin as
-# `\builtin NAME`: a function `cd`, `wait` or `printf` cannot take them over (and `\`
-# keeps an alias off). `exec` with redirections alone only acts as `exec` itself, so a
-# function `exec` is set aside first (`__wave_fx`: its definition, and its export) and
-# defined again in the job, before its command: the command sees every function.
-_MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set -e; '; [[ -o nounset ]] && __wave_re+='\\builtin set -u; '; [[ -o pipefail ]] && __wave_re+='\\builtin set -o pipefail; '; [[ -o allexport ]] && __wave_re+='\\builtin set -a; '; [[ -o xtrace ]] && __wave_re+='\\builtin set -x; '; \\builtin set +e +u +o pipefail +a +x; } 2>/dev/null; \\builtin export -n __wave_re; __wave_fx=; ! \\builtin declare -F exec >/dev/null 2>&1 || { __wave_fx=$(\\builtin declare -f exec); [[ $'\\n'$(\\builtin declare -Fx)$'\\n' != *$'\\ndeclare -fx exec\\n'* ]] || __wave_fx+=$'\\n\\\\builtin export -f exec'; \\builtin unset -f exec; }; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= \\builtin read -r __wave_cm || \\builtin exit 0; [[ -z $__wave_cm ]] || \\builtin ulimit -Su "$__wave_cm" 2>/dev/null; [[ $__wave_cm != unlimited ]] || __wave_cm=32768;"""
+# The caller's exported functions live in the monitor, as in any bash it starts, so the
+# monitor and the job's own steps call every builtin as `\\builtin NAME`: a function `cd`,
+# `wait` or `printf` cannot take them over (and `\\` keeps an alias off). `exec` with
+# redirections alone only acts as `exec` itself, so a function `exec` is set aside first
+# (`__wave_fx`: its definition, and its export) and defined again in the job, before its
+# command: the command sees every function. (In POSIX mode the special builtin `exec`
+# comes before functions, and a function of that name cannot be defined again.) The
+# supervisor starts no monitor with a `BASH_ENV` or a function named `builtin`.
+_MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set -e; '; [[ -o nounset ]] && __wave_re+='\\builtin set -u; '; [[ -o pipefail ]] && __wave_re+='\\builtin set -o pipefail; '; [[ -o allexport ]] && __wave_re+='\\builtin set -a; '; [[ -o xtrace ]] && __wave_re+='\\builtin set -x; '; \\builtin set +e +u +o pipefail +a +x; } 2>/dev/null; \\builtin export -n __wave_re; __wave_fx=; [[ -o posix ]] || ! \\builtin declare -F exec >/dev/null 2>&1 || { __wave_fx=$(\\builtin declare -f exec); [[ $'\\n'$(\\builtin declare -Fx)$'\\n' != *$'\\ndeclare -fx exec\\n'* ]] || __wave_fx+=$'\\n\\\\builtin export -f exec'; \\builtin unset -f exec; }; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= \\builtin read -r __wave_cm || \\builtin exit 0; [[ -z $__wave_cm ]] || \\builtin ulimit -Su "$__wave_cm" 2>/dev/null; [[ $__wave_cm != unlimited ]] || __wave_cm=32768;"""
 
 _RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin unset __wave_fx;"""
 
@@ -80,7 +82,7 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then if [[ -z $2 ]]; then ( @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re$__wave_st"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_st __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then if [[ -z $2 ]]; then ( @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -109,14 +111,14 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re$__wave_st"; \\builtin unset __wave_cmd __wave_pre __wave_st __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
 \\builtin . /dev/stdin
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
 \\builtin trap '' PIPE
-__wave_hand() { \\builtin kill -0 "$__wave_job" && \\builtin printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_st=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_st" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && \\exec {__wave_w}>&-; } 2>/dev/null
+__wave_hand() { \\builtin kill -0 "$__wave_job" && \\builtin printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && \\exec {__wave_w}>&-; } 2>/dev/null
 __wave_hand || { coproc { \\builtin trap - PIPE; \\builtin eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
-\\builtin unset __wave_cwd __wave_pre __wave_st __wave_cmd __wave_w __wave_body __wave_cm __wave_fx
+\\builtin unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body __wave_cm __wave_fx
 \\builtin umask 077
 \\builtin wait "$__wave_job"
 __wave_status=$?
@@ -138,24 +140,18 @@ def monitor_instructions(
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``.
 
-    ``bash_env``: the caller's ``BASH_ENV``, which its monitor ran without. The job puts it
-    back in its environment and a bash job sources it just before its command, as
-    ``bash -c`` does: in the command's directory, under its umask and options, with
-    nothing to read on stdin (``__wave_st``, on the command's line).
+    ``bash_env``: the caller's ``BASH_ENV``, which its monitor ran without, given back to
+    the job's environment (a zsh command's bash reads it; a bash command's is empty, or it
+    would be a wrapped command, see :func:`wrapped_command`).
     """
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
-        bash_env = windows_to_posix_path(bash_env) if bash_env else bash_env
     prelude = build_prelude(
         cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env
     )
-    startup = ""
-    if bash_env:  # a relative name is the directory's own file, never one on PATH
-        path = shlex.quote(bash_env if "/" in bash_env else f"./{bash_env}")
-        startup = f"[[ ! -e {path} ]] || \\builtin . {path}; "
     text = (
         f"__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
-        f"__wave_st={shlex.quote(startup)}\n__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
+        f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
     )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
 
@@ -254,21 +250,28 @@ def wrapped_command(
     terminal: tuple[str, tuple[int, int]] | None = None,
     sandbox: Sequence[str] = (),
     bash_env: str | None = None,
+    windows: bool = False,
 ) -> str:
-    """The command that runs ``command`` on a pseudo-terminal (``terminal``: its socket
-    and size, columns × rows) and/or in a sandbox (``sandbox``: the bubblewrap argv that
-    precedes the command): the job ``exec``s the terminal host, which runs the sandbox,
-    which runs the shell. That shell appends its final directory to ``cwd_file`` when
-    given; the job's own prelude has set the umask and descriptor limit, inherited.
-    ``bash_env``: the caller's ``BASH_ENV``, given back to that shell only (its monitor
-    ran without it: bash would source it there, outside the sandbox)."""
+    """The command that runs ``command`` in a shell of its own, which the job ``exec``s:
+    on a pseudo-terminal (``terminal``: its socket and size, columns × rows) and/or in a
+    sandbox (``sandbox``: the bubblewrap argv that precedes the command), the terminal
+    host running the sandbox running the shell; or that shell alone, to start as
+    ``bash -c`` does (``BASH_ENV``). That shell appends its final directory to
+    ``cwd_file`` when given; the job's own prelude has set the umask and descriptor
+    limit, inherited. ``bash_env``: the caller's ``BASH_ENV``, given back to that shell
+    only (its monitor ran without it: bash would source it there, ahead of the command,
+    outside the sandbox). ``windows``: the shell is Git Bash."""
     runner = PAYLOAD_RUNNERS["zsh" if os.path.basename(shell_path).startswith("zsh") else "bash"]
+    if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
+        shell_path = windows_to_posix_path(shell_path)
     argv = [*sandbox, shell_path, "-c", runner]
     if terminal is not None:
         path, (columns, rows) = terminal
         host = [sys.executable, "-I", "-S", str(PTY_HOST), path, str(columns), str(rows), "--"]
         argv = host + argv
-    payload = shlex.quote(build_payload(command, cwd_file))
+    payload = shlex.quote(build_payload(command, cwd_file, windows=windows))
     given = f"BASH_ENV={shlex.quote(bash_env)} " if bash_env is not None else ""
     words = " ".join(shlex.quote(word) for word in argv)
+    if argv[0] == shell_path:  # named as `bash -c` names it (in its error messages)
+        words = f"-a {shlex.quote(os.path.basename(shell_path))} {words}"
     return f"{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}"
