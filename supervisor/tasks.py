@@ -80,8 +80,8 @@ ahead of its command, and call each builtin of the monitor's through a function 
 ``builtin``."""
 ENVIRONMENT_COMMAND_LIMIT = 124 * 1024
 """Bytes of a command that reaches its shell in one environment string (interactive,
-sandboxed, zsh, with BASH_ENV: never in an argv, F1a): the kernel takes 128 KiB at most, and its prelude
-and paths travel beside it."""
+sandboxed, zsh, with BASH_ENV: never in an argv, F1a): the kernel takes 128 KiB at most,
+and its prelude and paths travel beside it."""
 JOIN_PATIENCE = 1.0
 """Seconds a stop waits for a just-started task's job to be in its cgroup."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
