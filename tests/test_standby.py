@@ -470,3 +470,27 @@ def test_errtrace_under_nocasematch_is_not_errexit(state_dir: Path) -> None:
     env = {**os.environ, "SHELLOPTS": "errtrace", "BASHOPTS": "nocasematch"}
     r = Client(state_dir=state_dir, env=env).bash("false; echo after; exit 5")
     assert (r.stdout, r.exit_code) == ("after", 5), r
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
+    state_dir: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """SPEC F1b. `kill $$` (`$$` is its shell's pid, the monitor's): the monitor passes
+    the signal on to the command's shell, which ends by it or runs its trap, as under
+    `bash -c` (a moment later: the commands here go on long enough). Before, the monitor
+    died of it: the command ran on and its status was lost."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir, env=dict(os.environ), cwd=workdir)
+    for command in (
+        "echo a; kill $$; sleep 5; echo b",
+        "echo a; kill -INT $$; sleep 5; echo b",
+        "trap 'echo trapped; exit 5' TERM; kill $$; sleep 5; echo b",
+        "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 1; echo after",
+    ):
+        r = client.bash(command)
+        output, status = bash_c(command, dict(os.environ), workdir)
+        assert (r.stdout, r.exit_code) == (output, 128 - status if status < 0 else status), r
+        assert r.error is None, r
+    task_id = client.bash("sleep 0.1; kill $$; sleep 5", run_in_background=True).background_task_id
+    assert client.wait(task_id or "", timeout=10_000).exit_code == 143

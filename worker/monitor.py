@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,8 +49,32 @@ _MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set 
 _RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin unset __wave_fx;"""
 
 
+FORWARDED_SIGNALS = ("HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM")
+"""Signals the monitor passes on to its job: the command's `$$` is the monitor's pid (the
+job is its subshell), so its `kill $$` reaches the monitor, where under `bash -c` it
+would reach the command's shell; the monitor no longer dies of it with the status lost.
+It reaches the job a moment later than `bash -c`'s would, the time the monitor takes to
+wake."""
+
+# A forwarded signal interrupts the monitor's wait: it waits again, for the job's own
+# status. bash 5.2 sometimes answers that second wait with -1 when the job ended meanwhile:
+# then the status is the signal's, as if it had ended the command's shell.
+_FORWARD = "; ".join(
+    f"\\builtin trap '__wave_sig={128 + signal.Signals[f'SIG{name}'].value}; "
+    f'\\builtin kill -{name} "$!" 2>/dev/null\' {name}'
+    for name in FORWARDED_SIGNALS
+    if hasattr(signal, f"SIG{name}")
+)
+_WAIT = (
+    '__wave_got=; while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]]; do '
+    "__wave_got=$__wave_sig; done; ((__wave_status >= 0)) || __wave_status=${__wave_got:-255}"
+)
+
+
 def _monitor_script(text: str) -> str:
     for mark, part in (("@START@", _MONITOR_START), ("@ZSH_RUNNER@", _ZSH_RUNNER)):
+        text = text.replace(mark, part)
+    for mark, part in (("@FORWARD@", _FORWARD), ("@WAIT@", _WAIT)):
         text = text.replace(mark, part)
     return text.replace("@RESTORE_EXEC@", _RESTORE_EXEC)
 
@@ -82,7 +107,7 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then if [[ -z $2 ]]; then ( @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -94,8 +119,7 @@ __wave_go=2
 done
 \\exec 3>&- 4>&-
 \\builtin umask 077
-\\builtin wait "$!"
-__wave_status=$?
+@WAIT@
 if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && \\builtin printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\builtin exit $__wave_status""")
@@ -115,13 +139,12 @@ BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/n
 \\builtin . /dev/stdin
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
-\\builtin trap '' PIPE
+\\builtin trap '' PIPE; @FORWARD@
 __wave_hand() { \\builtin kill -0 "$__wave_job" && \\builtin printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && \\exec {__wave_w}>&-; } 2>/dev/null
 __wave_hand || { coproc { \\builtin trap - PIPE; \\builtin eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
 \\builtin unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body __wave_cm __wave_fx
 \\builtin umask 077
-\\builtin wait "$__wave_job"
-__wave_status=$?
+@WAIT@
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\builtin exit $__wave_status""")
 
@@ -264,7 +287,8 @@ def wrapped_command(
     runner = PAYLOAD_RUNNERS["zsh" if os.path.basename(shell_path).startswith("zsh") else "bash"]
     if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
         shell_path = windows_to_posix_path(shell_path)
-    argv = [*sandbox, shell_path, "-c", runner]
+    # $0 is the shell's name, as `bash -c` has it (argv[0] keeps the path, for `$BASH`).
+    argv = [*sandbox, shell_path, "-c", runner, os.path.basename(shell_path)]
     if terminal is not None:
         path, (columns, rows) = terminal
         host = [sys.executable, "-I", "-S", str(PTY_HOST), path, str(columns), str(rows), "--"]
@@ -272,6 +296,6 @@ def wrapped_command(
     payload = shlex.quote(build_payload(command, cwd_file, windows=windows))
     given = f"BASH_ENV={shlex.quote(bash_env)} " if bash_env is not None else ""
     words = " ".join(shlex.quote(word) for word in argv)
-    if argv[0] == shell_path:  # named as `bash -c` names it (in its error messages)
-        words = f"-a {shlex.quote(os.path.basename(shell_path))} {words}"
-    return f"{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}"
+    # One shell level, as under `bash -c`: the monitor counted one already.
+    level = "SHLVL=$((SHLVL > 0 ? SHLVL - 1 : 0)) "
+    return f"{level}{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}"
