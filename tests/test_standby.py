@@ -483,9 +483,9 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
     monkeypatch.setenv("WAVE_TRACKING", tracking)
     client = Client(state_dir=state_dir, env=dict(os.environ), cwd=workdir)
     for command in (
-        "echo a; kill $$; sleep 5; echo b",
-        "echo a; kill -INT $$; sleep 5; echo b",
-        "trap 'echo trapped; exit 5' TERM; kill $$; sleep 5; echo b",
+        "echo a; kill $$; sleep 2; echo b",
+        "echo a; kill -INT $$; while ((SECONDS < 5)); do :; done; echo b",  # no child
+        "trap 'echo trapped; exit 5' TERM; kill $$; sleep 2; echo b",
         "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 1; echo after",
     ):
         r = client.bash(command)

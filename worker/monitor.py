@@ -58,10 +58,12 @@ wake."""
 
 # A forwarded signal interrupts the monitor's wait: it waits again, for the job's own
 # status. bash 5.2 sometimes answers that second wait with -1 when the job ended meanwhile:
-# then the status is the signal's, as if it had ended the command's shell.
+# then the status is the signal's, as if it had ended the command's shell. INT and QUIT
+# go to the job's process group, as a terminal sends them: a bash waiting for a command
+# that SIGINT does not end goes on (it takes the command to have handled it).
 _FORWARD = "; ".join(
     f"\\builtin trap '__wave_sig={128 + signal.Signals[f'SIG{name}'].value}; "
-    f'\\builtin kill -{name} "$!" 2>/dev/null\' {name}'
+    f'\\builtin kill -{name} {"-" if name in ("INT", "QUIT") else ""}"$!" 2>/dev/null\' {name}'
     for name in FORWARDED_SIGNALS
     if hasattr(signal, f"SIG{name}")
 )
