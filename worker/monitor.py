@@ -52,7 +52,7 @@ _RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin
 FORWARDED_SIGNALS = ("HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM")
 """Signals the monitor passes on to its job: the command's `$$` is the monitor's pid (the
 job is its subshell), so its `kill $$` reaches the monitor, where under `bash -c` it
-would reach the command's shell; the monitor no longer dies of it with the status lost.
+would reach the command's shell: so the monitor does not die of it, losing the status.
 It reaches the job a moment later than `bash -c`'s would, the time the monitor takes to
 wake."""
 
@@ -74,11 +74,16 @@ _WAIT = (
 
 
 def _monitor_script(text: str) -> str:
-    for mark, part in (("@START@", _MONITOR_START), ("@ZSH_RUNNER@", _ZSH_RUNNER)):
+    parts = (  # in this order: the start holds the runner's mark
+        ("@START@", _MONITOR_START),
+        ("@ZSH_RUNNER@", _ZSH_RUNNER),
+        ("@FORWARD@", _FORWARD),
+        ("@WAIT@", _WAIT),
+        ("@RESTORE_EXEC@", _RESTORE_EXEC),
+    )
+    for mark, part in parts:
         text = text.replace(mark, part)
-    for mark, part in (("@FORWARD@", _FORWARD), ("@WAIT@", _WAIT)):
-        text = text.replace(mark, part)
-    return text.replace("@RESTORE_EXEC@", _RESTORE_EXEC)
+    return text
 
 
 # $1 = exit file, $2 = zsh to run the payload with (empty: run it in a bash subshell); zsh
