@@ -486,7 +486,7 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
         "echo a; kill $$; sleep 2; echo b",
         "echo a; kill -INT $$; while ((SECONDS < 5)); do :; done; echo b",  # no child
         "trap 'echo trapped; exit 5' TERM; kill $$; sleep 2; echo b",
-        "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 1; echo after",
+        "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 2; echo after",
     ):
         r = client.bash(command)
         output, status = bash_c(command, dict(os.environ), workdir)
