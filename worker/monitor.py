@@ -49,28 +49,32 @@ _MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set 
 _RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin unset __wave_fx;"""
 
 
-FORWARDED_SIGNALS = ("HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM")
+FORWARDED_SIGNALS = ("HUP", "INT", "USR1", "USR2", "ALRM", "TERM")
 """Signals the monitor passes on to its job: the command's `$$` is the monitor's pid (the
 job is its subshell), so its `kill $$` reaches the monitor, where under `bash -c` it
 would reach the command's shell: so the monitor does not die of it, losing the status.
 It reaches the job a moment later than `bash -c`'s would, the time the monitor takes to
-wake."""
+wake. (SIGQUIT needs nothing: bash ignores it, the monitor as `bash -c`.)"""
 
 # A forwarded signal interrupts the monitor's wait: it waits again, for the job's own
-# status. bash 5.2 sometimes answers that second wait with -1 when the job ended meanwhile:
-# then the status is the signal's, as if it had ended the command's shell. INT and QUIT
-# go to the job's process group, as a terminal sends them: a bash waiting for a command
-# that SIGINT does not end goes on (it takes the command to have handled it).
+# status. bash 5.2 sometimes answers that second wait with -1 when the job ended meanwhile
+# (it lost the status): then the monitor ends as one killed, with no record, and the task
+# ends with its status lost, never a made-up one. INT goes
+# to the job's process group, as a terminal sends it: a bash waiting for a command that
+# SIGINT does not end goes on (it takes the command to have handled it).
 _FORWARD = "; ".join(
     f"\\builtin trap '__wave_sig={128 + signal.Signals[f'SIG{name}'].value}; "
-    f'\\builtin kill -{name} {"-" if name in ("INT", "QUIT") else ""}"$!" 2>/dev/null\' {name}'
+    f'\\builtin kill -{name} {"-" if name == "INT" else ""}"$!" 2>/dev/null\' {name}'
     for name in FORWARDED_SIGNALS
     if hasattr(signal, f"SIG{name}")
 )
 _WAIT = (
-    '__wave_got=; while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]]; do '
-    "__wave_got=$__wave_sig; done; ((__wave_status >= 0)) || __wave_status=${__wave_got:-255}"
+    'while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]]; do ((1)); '
+    "done; ((__wave_status >= 0)) || \\builtin kill -KILL $$"
 )
+_UNTRAP = "\\builtin trap - " + " ".join(FORWARDED_SIGNALS)
+"""A job forked after the forwarding traps were set drops them (``trap -p`` would show
+them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
 
 
 def _monitor_script(text: str) -> str:
@@ -79,6 +83,7 @@ def _monitor_script(text: str) -> str:
         ("@ZSH_RUNNER@", _ZSH_RUNNER),
         ("@FORWARD@", _FORWARD),
         ("@WAIT@", _WAIT),
+        ("@UNTRAP@", _UNTRAP),
         ("@RESTORE_EXEC@", _RESTORE_EXEC),
     )
     for mark, part in parts:
@@ -114,7 +119,7 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -148,7 +153,7 @@ BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/n
 \\exec </dev/null
 \\builtin trap '' PIPE; @FORWARD@
 __wave_hand() { \\builtin kill -0 "$__wave_job" && \\builtin printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && \\exec {__wave_w}>&-; } 2>/dev/null
-__wave_hand || { coproc { \\builtin trap - PIPE; \\builtin eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
+__wave_hand || { coproc { \\builtin trap - PIPE; @UNTRAP@; \\builtin eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
 \\builtin unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body __wave_cm __wave_fx
 \\builtin umask 077
 @WAIT@
