@@ -59,9 +59,9 @@ wake. (SIGQUIT needs nothing: bash ignores it, the monitor as `bash -c`.)"""
 # A forwarded signal interrupts the monitor's wait: it waits again, for the job's own
 # status. bash 5.2 sometimes answers that second wait with -1 when the job ended meanwhile
 # (it lost the status): then the monitor ends as one killed, with no record, and the task
-# ends with its status lost, never a made-up one. INT goes
-# to the job's process group, as a terminal sends it: a bash waiting for a command that
-# SIGINT does not end goes on (it takes the command to have handled it).
+# ends with its status lost, never a made-up one. INT goes to the job's process group, as
+# a terminal sends it: a bash waiting for a command that SIGINT does not end goes on (it
+# takes the command to have handled it).
 _FORWARD = "; ".join(
     f"\\builtin trap '__wave_sig={128 + signal.Signals[f'SIG{name}'].value}; "
     f'\\builtin kill -{name} {"-" if name == "INT" else ""}"$!" 2>/dev/null\' {name}'
