@@ -427,8 +427,9 @@ def test_bash_env_is_read_by_bash_itself(state_dir: Path, workdir: Path, case: s
     (workdir / "dir").mkdir()
     for value in (f"{odd}/e.sh", "$PWD/env.sh", str(workdir / "dir")):
         env = {**os.environ, "BASH_ENV": value}
-        r = Client(state_dir=state_dir, env=env, cwd=workdir).bash("nosuch_command")
-        assert (r.stdout, r.exit_code) == bash_c("nosuch_command", env, workdir), r
+        command = "echo $0 $SHLVL; nosuch_command"  # its own name and one shell level
+        r = Client(state_dir=state_dir, env=env, cwd=workdir).bash(command)
+        assert (r.stdout, r.exit_code) == bash_c(command, env, workdir), r
 
 
 def test_the_callers_exec_function_in_posix_mode_and_builtin_function(
