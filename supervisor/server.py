@@ -136,5 +136,10 @@ async def serve_connection(
         if watcher is not None:
             watcher.cancel()
         writer.close()
+        try:  # after the reply: no caller waits for these process starts
+            if not ctx.stop_event.is_set():
+                ctx.tasks.refill_standby()
+        except Exception:  # only speed is lost
+            log.debug("no standby monitor", exc_info=True)
         with contextlib.suppress(Exception):
             await writer.wait_closed()

@@ -4,12 +4,13 @@ Python interpreter where only zsh exists).
 
 A monitor is fixed at exec time by the caller's environment, the shells and the task's
 files; the working directory, umask and command come later with its instructions. The
-environment is the same from one call of an agent to the next, so after each start the
-supervisor starts a standby for a command like it. A request that differs gets a monitor
-of its own, and the standby is replaced. The standby holds a reserved task ID and an
-empty log, and no journal row: nothing else ever sees it. When the supervisor goes away
-its pipe closes and the standby exits, recording nothing; the empty log it leaves is
-removed at the next start (:func:`remove_leftovers`).
+environment is the same from one call of an agent to the next, so once a command's reply
+has gone out the supervisor starts standbys for commands like it (two when that command
+found one, so that a command sent at once after it finds one ready). A request that
+differs gets a monitor of its own, and the standbys are replaced. A standby holds a
+reserved task ID and an empty log, and no journal row: nothing else ever sees it. When
+the supervisor goes away its pipe closes and the standby exits, recording nothing; the
+empty log it leaves is removed at the next start (:func:`remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ class MonitorKey:
     separate_stderr: bool
 
 
+STANDBY_DEPTH = 2
+"""Monitors kept waiting at most. Standbys are started once a reply has gone out (see
+``TaskManager.refill_standby``), so a command sent right after one finds the newest
+still starting: it takes the older one, ready since a call before."""
+
+
 class Standby:
-    """At most one monitor waiting for the next command."""
+    """Monitors waiting for the next commands, all started for one :class:`MonitorKey`."""
 
     def __init__(
         self, tasks_dir: Path, release: Callable[[Monitor], None], subreaper: bool = False
@@ -47,53 +54,56 @@ class Standby:
         self.tasks_dir = tasks_dir
         self.subreaper = subreaper
         self._release = release
-        self._monitor: Monitor | None = None
+        self._monitors: list[Monitor] = []
+        """Oldest first (the readiest)."""
         self._key: MonitorKey | None = None
 
-    @property
-    def ready(self) -> bool:
-        """Whether a standby waits."""
-        return self._monitor is not None
+    def count(self, key: MonitorKey) -> int:
+        """How many standbys for ``key`` wait."""
+        return len(self._monitors) if self._key == key else 0
 
-    @property
-    def reserved_id(self) -> str | None:
-        """The task ID the standby will run under."""
-        return self._monitor.task_id if self._monitor is not None else None
+    def reserved(self, task_id: str) -> bool:
+        """Whether a standby will run under that task ID."""
+        return any(m.task_id == task_id for m in self._monitors)
 
     def take(self, key: MonitorKey) -> Monitor | None:
-        """The standby, if it was started for ``key`` and still waits; otherwise ``None``
-        (and it is discarded)."""
-        monitor, self._monitor = self._monitor, None
-        if monitor is None:
-            return None
+        """The oldest standby, if they were started for ``key``; otherwise ``None`` (and
+        they are all let go). One killed meanwhile is reaped and skipped."""
         if self._key != key:
-            self._release(monitor)
+            self.discard()
             return None
-        if reap_monitor(monitor.pid):  # killed meanwhile (now reaped)
-            monitor.cancel()
-            return None
-        return monitor
+        while self._monitors:
+            monitor = self._monitors.pop(0)
+            if not reap_monitor(monitor.pid):
+                return monitor
+            monitor.cancel()  # killed meanwhile (now reaped)
+        return None
 
-    def prepare(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> None:
-        """Start a standby for the next command like ``key`` (failures only cost speed),
-        its job in the cgroups ``joins`` already."""
-        if self._monitor is not None:
-            return
+    def prepare(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> bool:
+        """Start a standby for the next command like ``key``, its job in the cgroups
+        ``joins`` already; returns whether it started (a failure only costs speed).
+        Standbys for another key are let go."""
+        if self._key != key:
+            self.discard()
+        if len(self._monitors) >= STANDBY_DEPTH:
+            return False
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         try:
-            self._monitor = start_monitor(
+            monitor = start_monitor(
                 task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
                 subreaper=self.subreaper,
             )  # fmt: skip
         except (OSError, ValueError) as exc:
             log.debug("no standby monitor: %s", exc)
-            return
+            return False
+        self._monitors.append(monitor)
         self._key = key
+        return True
 
     def discard(self) -> None:
-        """Let the standby go (the supervisor stops)."""
-        monitor, self._monitor = self._monitor, None
-        if monitor is not None:
+        """Let every standby go (another environment came, or the supervisor stops)."""
+        monitors, self._monitors = self._monitors, []
+        for monitor in monitors:
             self._release(monitor)
 
 

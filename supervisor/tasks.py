@@ -62,7 +62,7 @@ from .boundary import worker_errors
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
 from .journal import Journal, TaskRow, disk_problem
-from .standby import MonitorKey, Standby
+from .standby import STANDBY_DEPTH, MonitorKey, Standby
 from .terminals import TerminalLink
 
 log = logging.getLogger(__name__)
@@ -380,6 +380,10 @@ class TaskManager:
         self._removals: dict[str, float] = {}
         """Ended tasks whose cgroups wait to be removed (ID → when queued)."""
         self._removals_since = 0.0
+        self._standby_key: MonitorKey | None = None
+        """What the last command's monitor was started with: the next standbys'."""
+        self._standby_used = False
+        """Whether the last command found a standby started for it."""
 
     # --- starting ----------------------------------------------------------------------
 
@@ -388,7 +392,7 @@ class TaskManager:
             task_id = new_task_id()
             if (
                 task_id not in self.live
-                and task_id != self.standby.reserved_id
+                and not self.standby.reserved(task_id)
                 and not self.journal.exists(task_id)
             ):
                 return task_id
@@ -454,7 +458,8 @@ class TaskManager:
         if wrapped or through_monitor:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
-        monitor = self.standby.take(key) or self._start_monitor(key)
+        standby = self.standby.take(key)
+        monitor = standby or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
         now = time.time()
         background = p.run_in_background
@@ -527,10 +532,21 @@ class TaskManager:
         self.live[task_id] = task
         self._watch(task)
         task.connect_terminal()
-        if not self.standby.ready:  # the next command's monitor, while this one runs
-            standby_id = self._new_id()
-            self.standby.prepare(key, standby_id, self._make_cgroup(standby_id))
+        self._standby_key, self._standby_used = key, standby is not None
         return task
+
+    def refill_standby(self) -> None:
+        """Start monitors for the next commands (standbys), for the environment of the
+        last command started: as many as are kept when that command found one waiting,
+        else one (callers whose environments alternate would have each discard them).
+        Called once a reply has gone out, so that no caller waits for these process
+        starts and no command's end waits behind them."""
+        key = self._standby_key
+        wanted = STANDBY_DEPTH if self._standby_used else 1
+        while key is not None and self.standby.count(key) < wanted:
+            standby_id = self._new_id()
+            if not self.standby.prepare(key, standby_id, self._make_cgroup(standby_id)):
+                return
 
     def _sandbox(self, p: RunParams) -> Sandbox | None:
         """The sandbox the request asks for, checked usable here (SPEC SB2).

@@ -3,6 +3,7 @@ and the standby never changes what a command sees or leaves anything behind."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import shutil
@@ -36,23 +37,25 @@ from wave_bash.worker import (
 )
 
 
-def standby_of(client: Client, state_dir: Path) -> psutil.Process:
-    """The supervisor's child monitor whose task is not journaled: the standby."""
+def standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
+    """The supervisor's child monitors whose tasks are not journaled: the standbys."""
     sup = psutil.Process(client.status().pid or 0)
     journaled = {str(r["id"]) for r in journal_rows(state_dir)}
-
-    def find() -> psutil.Process | None:
-        for child in sup.children():
-            try:
-                if child.environ().get("WAVE_TASK_ID") not in journaled:
-                    return child
-            except psutil.Error:
-                continue
-        return None
-
-    found = wait_until(find)
-    assert isinstance(found, psutil.Process)
+    found = []
+    for child in sup.children():
+        try:
+            if child.environ().get("WAVE_TASK_ID") not in journaled and not gone(child):
+                found.append(child)
+        except psutil.Error:
+            continue
     return found
+
+
+def standby_of(client: Client, state_dir: Path) -> psutil.Process:
+    """The standby (the first, when two wait)."""
+    found = wait_until(lambda: standbys(client, state_dir))
+    assert isinstance(found, list)
+    return found[0]
 
 
 def gone(proc: psutil.Process) -> bool:
@@ -72,6 +75,54 @@ def test_the_next_command_runs_in_the_standby(client: Client, state_dir: Path) -
     assert r.stdout.splitlines() == [f"{reserved} {standby.pid}", "/tmp"]
     assert r.output_path == str(state_dir / "tasks" / f"{reserved}.log")
     assert standby_of(client, state_dir).pid != standby.pid  # a new one waits already
+
+
+def test_two_standbys_wait_once_a_command_found_one(client: Client, state_dir: Path) -> None:
+    """Standbys start once a reply has gone out: one after a command that found none, two
+    after one that ran in a standby, so that a command sent at once finds one ready."""
+    client.bash("true")  # no standby waited for the first command
+    first = wait_until(lambda: standbys(client, state_dir))
+    client.status()  # (served after the refill: the count is final)
+    assert standbys(client, state_dir) == first and len(first) == 1
+    r = client.bash("echo $$")
+    assert r.stdout == str(first[0].pid)
+    both = wait_until(lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir))
+    assert isinstance(both, list) and first[0] not in both
+    ids = {p.environ()["WAVE_TASK_ID"] for p in both}
+    assert len(ids) == 2 and not ids & {t.id for t in client.tasks(all=True)}
+
+
+def test_a_parallel_call_finds_a_standby(client: Client, state_dir: Path, tmp_path: Path) -> None:
+    """While one command runs in the foreground, a second caller's command starts in a
+    standby, not in a monitor started for it."""
+    client.bash("true")
+    client.bash("true")
+    wait_until(lambda: len(standbys(client, state_dir)) == 2)
+    go = tmp_path / "go"
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(client.bash, f"until [ -e {go} ]; do sleep 0.02; done")
+        try:
+            wait_until(lambda: any(t.status == "running" for t in client.tasks()))
+            waiting = {str(p.pid) for p in standbys(client, state_dir)}
+            assert Client(state_dir=state_dir).bash("echo $$").stdout in waiting
+        finally:
+            go.touch()
+        assert running.result(timeout=30).success
+
+
+def test_alternating_environments_start_one_standby_each(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for _ in range(2):
+        client.bash("true")
+    wait_until(lambda: len(standbys(client, state_dir)) == 2)
+    old = standbys(client, state_dir)
+    monkeypatch.setenv("WAVE_TEST_MARK", "other")
+    client.bash("true")  # another environment: both standbys go, one starts for it
+    wait_until(lambda: all(gone(p) for p in old))
+    client.status()
+    (new,) = standbys(client, state_dir)
+    assert new.environ()["WAVE_TEST_MARK"] == "other"
 
 
 def test_a_different_environment_gets_a_monitor_of_its_own(
@@ -172,16 +223,25 @@ def test_unrunnable_input_is_refused_and_leaves_nothing(
 ) -> None:
     client.bash("true")
     standby = standby_of(client, state_dir)
-    reserved = standby.environ()["WAVE_TASK_ID"]
+    environment = standby.environ()
+    reserved = environment.pop("WAVE_TASK_ID")
     body = {"command": "echo hi", "cwd": "/tmp", "env": dict(os.environ), **params}
     answer = ask_supervisor(state_dir, "run", body)
     assert answer["type"] == "error" and words in str(answer["message"]), answer
     (first,) = [str(row["id"]) for row in journal_rows(state_dir)]  # nothing recorded
     sup = psutil.Process(client.status().pid or 0)
-    # No monitor is left waiting for a command that never comes: at most the standby,
-    # untouched (refused before a monitor was taken) or let go (another environment).
-    wait_until(lambda: [c for c in sup.children() if not gone(c)] in ([], [standby]))
-    kept = set() if gone(standby) else {reserved}
+    # No monitor is left waiting for a command that never comes: only standbys for the
+    # last command's environment (the first untouched, when refused before a monitor was
+    # taken, else let go: another environment).
+    client.status()  # (served after the refill)
+    waiting = standbys(client, state_dir)
+    assert {c.pid for c in sup.children() if not gone(c)} == {p.pid for p in waiting}
+    kept = set()
+    for p in waiting:
+        other = p.environ()
+        kept.add(other.pop("WAVE_TASK_ID"))
+        assert other == environment
+    assert reserved in kept or gone(standby)
     assert {p.stem for p in (state_dir / "tasks").glob("*.log")} == {first} | kept
     assert client.bash("echo fine").stdout == "fine"
 
