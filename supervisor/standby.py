@@ -4,10 +4,10 @@ Python interpreter where only zsh exists).
 
 A monitor is fixed at exec time by the caller's environment, the shells and the task's
 files; the working directory, umask and command come later with its instructions. The
-environment is the same from one call of an agent to the next, so once a command's reply
-has gone out the supervisor starts standbys for commands like it (two when that command
-found one, so that a command sent at once after it finds one ready). A request that
-differs gets a monitor of its own, and the standbys are replaced. A standby holds a
+environment is the same from one call of an agent to the next, so once a reply has gone
+out (to any request) the supervisor starts standbys for commands like the last one (two
+when that one found one, so that a command sent at once after it finds one ready). A
+request that differs gets a monitor of its own, and the standbys are replaced. A standby holds a
 reserved task ID and an empty log, and no journal row: nothing else ever sees it. When
 the supervisor goes away its pipe closes and the standby exits, recording nothing; the
 empty log it leaves is removed at the next start (:func:`remove_leftovers`).
@@ -47,10 +47,11 @@ class Standby:
     """Monitors waiting for the next commands, all started for one :class:`MonitorKey`."""
 
     def __init__(
-        self, tasks_dir: Path, release: Callable[[Monitor], None], subreaper: bool = False
+        self, tasks_dir: Path, release: Callable[[Monitor, bool], None], subreaper: bool = False
     ) -> None:
-        """``release`` lets a monitor go that will run no command; ``subreaper``: monitors
-        become child subreapers (see :func:`start_monitor`)."""
+        """``release`` lets a monitor go that will run no command (``True``: reaped
+        already); ``subreaper``: monitors become child subreapers (see
+        :func:`start_monitor`)."""
         self.tasks_dir = tasks_dir
         self.subreaper = subreaper
         self._release = release
@@ -59,8 +60,18 @@ class Standby:
         self._key: MonitorKey | None = None
 
     def count(self, key: MonitorKey) -> int:
-        """How many standbys for ``key`` wait."""
-        return len(self._monitors) if self._key == key else 0
+        """How many standbys for ``key`` wait (those killed meanwhile let go)."""
+        if self._key != key:
+            return 0
+        self._drop_dead()
+        return len(self._monitors)
+
+    def _drop_dead(self) -> None:
+        """Reap standbys killed meanwhile and let them go, with their cgroups."""
+        for monitor in list(self._monitors):
+            if reap_monitor(monitor.pid):
+                self._monitors.remove(monitor)
+                self._release(monitor, True)
 
     def reserved(self, task_id: str) -> bool:
         """Whether a standby will run under that task ID."""
@@ -72,12 +83,8 @@ class Standby:
         if self._key != key:
             self.discard()
             return None
-        while self._monitors:
-            monitor = self._monitors.pop(0)
-            if not reap_monitor(monitor.pid):
-                return monitor
-            monitor.cancel()  # killed meanwhile (now reaped)
-        return None
+        self._drop_dead()
+        return self._monitors.pop(0) if self._monitors else None
 
     def prepare(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> bool:
         """Start a standby for the next command like ``key``, its job in the cgroups
@@ -104,7 +111,7 @@ class Standby:
         """Let every standby go (another environment came, or the supervisor stops)."""
         monitors, self._monitors = self._monitors, []
         for monitor in monitors:
-            self._release(monitor)
+            self._release(monitor, False)
 
 
 def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:

@@ -459,6 +459,9 @@ class TaskManager:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         standby = self.standby.take(key)
+        # The next standbys are for this environment, whatever happens to this command
+        # (another's standbys were let go: none come back with the last caller's).
+        self._standby_key, self._standby_used = key, standby is not None
         monitor = standby or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
         now = time.time()
@@ -532,20 +535,24 @@ class TaskManager:
         self.live[task_id] = task
         self._watch(task)
         task.connect_terminal()
-        self._standby_key, self._standby_used = key, standby is not None
         return task
 
     def refill_standby(self) -> None:
         """Start monitors for the next commands (standbys), for the environment of the
         last command started: as many as are kept when that command found one waiting,
         else one (callers whose environments alternate would have each discard them).
-        Called once a reply has gone out, so that no caller waits for these process
-        starts and no command's end waits behind them."""
+        Called once a reply has gone out, so that neither that reply nor the end of a
+        command just handed over waits for these process starts. A start that fails (no
+        process or descriptor left, a shell gone) is tried again after the next command.
+        """
         key = self._standby_key
         wanted = STANDBY_DEPTH if self._standby_used else 1
         while key is not None and self.standby.count(key) < wanted:
             standby_id = self._new_id()
             if not self.standby.prepare(key, standby_id, self._make_cgroup(standby_id)):
+                self._standby_key = None
+                if self.tracker is not None:
+                    self.tracker.remove(standby_id)
                 return
 
     def _sandbox(self, p: RunParams) -> Sandbox | None:
@@ -590,9 +597,13 @@ class TaskManager:
         except SandboxError as exc:
             return f"unavailable: {exc}"
 
-    def _release(self, monitor: Monitor) -> None:
-        """Let a monitor go that will run no command, with its cgroups."""
-        release(monitor)
+    def _release(self, monitor: Monitor, reaped: bool = False) -> None:
+        """Let a monitor go that will run no command, with its cgroups (``reaped``: it
+        was killed meanwhile, and is reaped already)."""
+        if reaped:
+            monitor.cancel()
+        else:
+            release(monitor)
         if self.tracker is not None:  # once its job, which may have joined them, is gone
             self.cgroup_ops.submit(self.tracker.remove, monitor.task_id, 1.0)
 

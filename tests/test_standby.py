@@ -26,6 +26,7 @@ from conftest import (
 )
 
 from wave_bash.api import Client
+from wave_bash.supervisor.daemon import tracker_name
 from wave_bash.worker import (
     ExitRecord,
     Shell,
@@ -35,6 +36,7 @@ from wave_bash.worker import (
     reap_monitor,
     start_monitor,
 )
+from wave_bash.worker.cgroups import cgroup_parents
 
 
 def standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
@@ -123,6 +125,55 @@ def test_alternating_environments_start_one_standby_each(
     client.status()
     (new,) = standbys(client, state_dir)
     assert new.environ()["WAVE_TEST_MARK"] == "other"
+
+
+def test_killed_standbys_are_reaped_and_replaced_with_their_cgroups_gone(
+    client: Client, state_dir: Path
+) -> None:
+    for _ in range(2):
+        client.bash("true")
+    killed = wait_until(
+        lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir)
+    )
+    assert isinstance(killed, list)
+    ids = [p.environ()["WAVE_TASK_ID"] for p in killed]
+    for proc in killed:
+        proc.kill()
+    wait_until(lambda: all(gone(p) for p in killed))
+    client.status()  # a reply: the dead are let go, two start again
+    fresh = wait_until(
+        lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir)
+    )
+    assert isinstance(fresh, list) and not {p.pid for p in fresh} & {p.pid for p in killed}
+    wait_until(lambda: not any(psutil.pid_exists(p.pid) for p in killed))  # reaped
+    parents = cgroup_parents(tracker_name(state_dir))
+    wait_until(lambda: not any((parent / i).exists() for parent in parents for i in ids))
+    assert client.bash("echo fine").stdout == "fine"
+
+
+def test_a_refused_run_in_another_environment_brings_no_standby_back(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request whose environment cannot be passed lets the last caller's standbys go (its
+    monitor could not start): none with that caller's environment comes back, and the
+    standby that cannot start leaves no cgroup behind, however many requests follow."""
+    monkeypatch.setenv("WAVE_TEST_SECRET", "first caller")
+    for _ in range(2):
+        client.bash("true")
+    before = wait_until(
+        lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir)
+    )
+    assert isinstance(before, list)
+    body = {"command": "echo hi", "cwd": "/tmp", "env": {"PATH": os.environ["PATH"], "B=": "x"}}
+    assert ask_supervisor(state_dir, "run", body)["type"] == "error"
+    for _ in range(5):
+        client.status()
+    wait_until(lambda: all(gone(p) for p in before))
+    assert standbys(client, state_dir) == []
+    # Only the two commands' cgroups were made, and they go once those end.
+    parents = [p for p in cgroup_parents(tracker_name(state_dir)) if p.exists()]
+    wait_until(lambda: not [c for p in parents for c in p.iterdir() if c.is_dir()], timeout=15)
+    assert client.bash("echo $WAVE_TEST_SECRET").stdout == "first caller"
 
 
 def test_a_different_environment_gets_a_monitor_of_its_own(
@@ -231,9 +282,11 @@ def test_unrunnable_input_is_refused_and_leaves_nothing(
     (first,) = [str(row["id"]) for row in journal_rows(state_dir)]  # nothing recorded
     sup = psutil.Process(client.status().pid or 0)
     # No monitor is left waiting for a command that never comes: only standbys for the
-    # last command's environment (the first untouched, when refused before a monitor was
-    # taken, else let go: another environment).
+    # caller's environment.
     client.status()  # (served after the refill)
+    # The standby is kept (refused before a monitor was taken) or let go; let go, it
+    # ends at once (then, with the refused environment, no other is started).
+    wait_until(lambda: gone(standby) or standby in standbys(client, state_dir))
     waiting = standbys(client, state_dir)
     assert {c.pid for c in sup.children() if not gone(c)} == {p.pid for p in waiting}
     kept = set()
