@@ -60,18 +60,21 @@ class Standby:
         self._key: MonitorKey | None = None
 
     def count(self, key: MonitorKey) -> int:
-        """How many standbys for ``key`` wait (those killed meanwhile let go)."""
-        if self._key != key:
-            return 0
-        self._drop_dead()
-        return len(self._monitors)
+        """How many standbys for ``key`` wait."""
+        return len(self._monitors) if self._key == key else 0
 
-    def _drop_dead(self) -> None:
-        """Reap standbys killed meanwhile and let them go, with their cgroups."""
+    def drop_dead(self) -> bool:
+        """Reap the standbys that ended meanwhile and let them go, with their cgroups;
+        returns whether one ended on its own, with a status (not killed): its bash
+        cannot run in this environment (a broken library, say), and nor would another."""
+        failed = False
         for monitor in list(self._monitors):
-            if reap_monitor(monitor.pid):
+            ended = reap_monitor(monitor.pid)
+            if ended:
                 self._monitors.remove(monitor)
                 self._release(monitor, True)
+                failed = failed or ended.code is not None
+        return failed
 
     def reserved(self, task_id: str) -> bool:
         """Whether a standby will run under that task ID."""
@@ -83,7 +86,7 @@ class Standby:
         if self._key != key:
             self.discard()
             return None
-        self._drop_dead()
+        self.drop_dead()
         return self._monitors.pop(0) if self._monitors else None
 
     def prepare(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> bool:

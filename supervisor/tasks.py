@@ -381,7 +381,8 @@ class TaskManager:
         """Ended tasks whose cgroups wait to be removed (ID → when queued)."""
         self._removals_since = 0.0
         self._standby_key: MonitorKey | None = None
-        """What the last command's monitor was started with: the next standbys'."""
+        """What the last command started was started with: the next standbys' (none
+        while a command starts, and after a standby failed)."""
         self._standby_used = False
         """Whether the last command found a standby started for it."""
 
@@ -459,9 +460,9 @@ class TaskManager:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         standby = self.standby.take(key)
-        # The next standbys are for this environment, whatever happens to this command
-        # (another's standbys were let go: none come back with the last caller's).
-        self._standby_key, self._standby_used = key, standby is not None
+        # No standby comes back before this command has started (another caller's were
+        # let go; this environment may not even start one).
+        self._standby_key = None
         monitor = standby or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
         now = time.time()
@@ -535,6 +536,7 @@ class TaskManager:
         self.live[task_id] = task
         self._watch(task)
         task.connect_terminal()
+        self._standby_key, self._standby_used = key, standby is not None
         return task
 
     def refill_standby(self) -> None:
@@ -542,12 +544,17 @@ class TaskManager:
         last command started: as many as are kept when that command found one waiting,
         else one (callers whose environments alternate would have each discard them).
         Called once a reply has gone out, so that neither that reply nor the end of a
-        command just handed over waits for these process starts. A start that fails (no
-        process or descriptor left, a shell gone) is tried again after the next command.
-        """
+        command just handed over waits for these process starts. A standby that cannot
+        start, or that ended on its own, stops the refills until the next command
+        starts (no process or descriptor left, a bash that cannot run here)."""
         key = self._standby_key
+        if key is None:
+            return
+        if self.standby.drop_dead():
+            self._standby_key = None
+            return
         wanted = STANDBY_DEPTH if self._standby_used else 1
-        while key is not None and self.standby.count(key) < wanted:
+        for _ in range(wanted - self.standby.count(key)):
             standby_id = self._new_id()
             if not self.standby.prepare(key, standby_id, self._make_cgroup(standby_id)):
                 self._standby_key = None

@@ -20,6 +20,7 @@ from conftest import (
     ask_supervisor,
     journal_rows,
     kill_supervisor,
+    needs,
     needs_root,
     needs_tool,
     wait_until,
@@ -170,10 +171,36 @@ def test_a_refused_run_in_another_environment_brings_no_standby_back(
         client.status()
     wait_until(lambda: all(gone(p) for p in before))
     assert standbys(client, state_dir) == []
-    # Only the two commands' cgroups were made, and they go once those end.
+    # No cgroup is left: the commands' go once they end, the standbys' once let go, and
+    # none is made again (nor kept) for a standby that cannot start.
     parents = [p for p in cgroup_parents(tracker_name(state_dir)) if p.exists()]
     wait_until(lambda: not [c for p in parents for c in p.iterdir() if c.is_dir()], timeout=15)
     assert client.bash("echo $WAVE_TEST_SECRET").stdout == "first caller"
+
+
+def test_an_environment_bash_cannot_run_in_does_not_start_standbys_over_and_over(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A standby that ends on its own (its bash cannot load a library of the caller's
+    LD_LIBRARY_PATH) stops the refills: no process start after every reply."""
+    broken = tmp_path / "lib"
+    broken.mkdir()
+    (broken / "libtinfo.so.6").write_bytes(b"")
+    env = {**os.environ, "LD_LIBRARY_PATH": str(broken)}
+    probe = subprocess.run(["bash", "-c", "true"], env=env, capture_output=True)
+    needs(probe.returncode == 127, "a bash linked with libtinfo.so.6", "Debian's bash")
+    assert Client(state_dir=state_dir).bash("echo fine").stdout == "fine"
+    client = Client(state_dir=state_dir, env=env)
+    client.bash("true")  # its monitor cannot run either; its standby ends at once
+
+    def last_pid() -> int:
+        return int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+
+    before = last_pid()
+    for _ in range(20):
+        client.status()
+    assert last_pid() - before < 10  # (one standby per reply before)
+    assert Client(state_dir=state_dir).bash("echo fine").stdout == "fine"
 
 
 def test_a_different_environment_gets_a_monitor_of_its_own(
@@ -284,9 +311,10 @@ def test_unrunnable_input_is_refused_and_leaves_nothing(
     # No monitor is left waiting for a command that never comes: only standbys for the
     # caller's environment.
     client.status()  # (served after the refill)
-    # The standby is kept (refused before a monitor was taken) or let go; let go, it
-    # ends at once (then, with the refused environment, no other is started).
-    wait_until(lambda: gone(standby) or standby in standbys(client, state_dir))
+    # The standby is kept (refused before a monitor was taken) or let go, its log removed
+    # before the refusal was sent; let go, it ends at once, and no other starts.
+    if not (state_dir / "tasks" / f"{reserved}.log").exists():
+        wait_until(lambda: gone(standby))
     waiting = standbys(client, state_dir)
     assert {c.pid for c in sup.children() if not gone(c)} == {p.pid for p in waiting}
     kept = set()
