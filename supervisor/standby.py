@@ -7,10 +7,10 @@ files; the working directory, umask and command come later with its instructions
 environment is the same from one call of an agent to the next, so once a reply has gone
 out (to any request) the supervisor starts standbys for commands like the last one (two
 when that one found one, so that a command sent at once after it finds one ready). A
-request that differs gets a monitor of its own, and the standbys are replaced. A standby holds a
-reserved task ID and an empty log, and no journal row: nothing else ever sees it. When
-the supervisor goes away its pipe closes and the standby exits, recording nothing; the
-empty log it leaves is removed at the next start (:func:`remove_leftovers`).
+request that differs gets a monitor of its own, and the standbys are replaced. A standby
+holds a reserved task ID and an empty log, and no journal row: nothing else ever sees
+it. When the supervisor goes away its pipe closes and the standby exits, recording
+nothing; the empty log it leaves is removed at the next start (:func:`remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Standby:
 
     def take(self, key: MonitorKey) -> Monitor | None:
         """The oldest standby, if they were started for ``key``; otherwise ``None`` (and
-        they are all let go). One killed meanwhile is reaped and skipped."""
+        they are all let go). One that ended meanwhile is reaped and skipped."""
         if self._key != key:
             self.discard()
             return None

@@ -606,7 +606,7 @@ class TaskManager:
 
     def _release(self, monitor: Monitor, reaped: bool = False) -> None:
         """Let a monitor go that will run no command, with its cgroups (``reaped``: it
-        was killed meanwhile, and is reaped already)."""
+        ended meanwhile, and is reaped already)."""
         if reaped:
             monitor.cancel()
         else:
