@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import REPO, reap
+from run import timed
 
 from wave_bash.api import Client
 
@@ -68,17 +69,17 @@ def alternate(clients: list[Client], rounds: int, call: Callable[[Client], float
     return [statistics.median(t) * 1000 for t in times]
 
 
-def timed(call: Callable[[], object]) -> float:
-    t = time.perf_counter()
-    call()
-    return time.perf_counter() - t
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("rev", help="the revision to compare the working tree with")
     parser.add_argument("--calls", type=int, default=400, help="calls per version and figure")
     args = parser.parse_args()
+    known = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{args.rev}^{{commit}}"],
+        capture_output=True,
+    )
+    if known.returncode != 0:
+        sys.exit(f"not a revision of this repository: {args.rev}")
     tmp = Path(tempfile.mkdtemp(prefix="wb-ab-", dir="/tmp"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so `finally` cleans up
     states = [tmp / "a", tmp / "b"]
@@ -121,7 +122,7 @@ def main() -> int:
             ("round trip p50", round_trip, n),
             ("back to back p50", back_to_back, max(2, n // 20)),
             ("completion -> wait p50", completion, max(2, n // 4)),
-            ("start of a background task p50", starts, max(2, n // 50)),
+            ("background start (mean of 50) p50", starts, max(2, n // 50)),
         ):
             base.clear()
             a, b = alternate(clients, rounds, call)
