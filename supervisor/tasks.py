@@ -745,7 +745,7 @@ class TaskManager:
             # end of file, which closes the link.)
             if task.row.interactive:
                 _remove_socket(task.files.tty)  # a host that was killed left it
-            if task.tracked:  # after its waiters (the result goes out first)
+            if task.tracked:  # the loop's next pass, still before a waiter's result is built
                 asyncio.get_running_loop().call_soon(self._after_end, task)
             elif self._left_behind(task):
                 self.lingering[task.id] = task
