@@ -228,25 +228,32 @@ def test_a_killed_standby_is_replaced_on_the_spot(client: Client, state_dir: Pat
     assert (r.stdout, r.exit_code) == ("still runs", 3)
 
 
+def two_standbys(client: Client, state_dir: Path) -> dict[str, psutil.Process]:
+    """Two commands run, so that two standbys wait: by their reserved task IDs."""
+    for _ in range(2):
+        client.bash("true")
+    wait_until(lambda: len(standbys(client, state_dir)) == 2)
+    return {p.environ()["WAVE_TASK_ID"]: p for p in standbys(client, state_dir)}
+
+
 def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir: Path) -> None:
-    client.bash("true")
-    standby = standby_of(client, state_dir)
-    reserved = standby.environ()["WAVE_TASK_ID"]
+    waiting = two_standbys(client, state_dir)
     kill_supervisor(state_dir)
-    wait_until(lambda: gone(standby))  # its pipe closed: it ran nothing, recorded nothing
-    assert (state_dir / "tasks" / f"{reserved}.exit").read_text().strip() == ""  # no status
+    wait_until(lambda: all(gone(p) for p in waiting.values()))  # pipes closed: ran nothing
+    for reserved in waiting:  # recorded nothing
+        assert (state_dir / "tasks" / f"{reserved}.exit").read_text().strip() == ""
     assert client.bash("echo next").stdout == "next"  # a new supervisor...
-    for suffix in (".log", ".exit"):  # ...removed its empty log and placeholder
-        assert not (state_dir / "tasks" / f"{reserved}{suffix}").exists()
+    for reserved in waiting:  # ...removed their empty logs and placeholders
+        for suffix in (".log", ".exit"):
+            assert not (state_dir / "tasks" / f"{reserved}{suffix}").exists()
 
 
-def test_a_stopping_supervisor_lets_its_standby_go(client: Client, state_dir: Path) -> None:
-    client.bash("true")
-    standby = standby_of(client, state_dir)
-    reserved = standby.environ()["WAVE_TASK_ID"]
+def test_a_stopping_supervisor_lets_its_standbys_go(client: Client, state_dir: Path) -> None:
+    waiting = two_standbys(client, state_dir)
     kill_supervisor(state_dir, signal.SIGTERM)
-    wait_until(lambda: gone(standby))
-    assert list((state_dir / "tasks").glob(f"{reserved}.*")) == []
+    wait_until(lambda: all(gone(p) for p in waiting.values()))
+    for reserved in waiting:
+        assert list((state_dir / "tasks").glob(f"{reserved}.*")) == []
 
 
 def test_a_command_longer_than_a_pipe_holds(client: Client) -> None:
