@@ -369,11 +369,16 @@ def test_a_caller_stopping_its_readopted_command_gets_no_notice(state_dir: Path)
     client.status()
     caller = socket.socket(socket.AF_UNIX)  # a caller that will not come back by itself
     caller.connect(str(state_dir / "supervisor.sock"))
-    params = {"session": "default", "command": "sleep 60", "cwd": "/", "env": dict(os.environ)}
+    command = "echo ready; sleep 60"
+    params = {"session": "default", "command": command, "cwd": "/", "env": dict(os.environ)}
     caller.sendall(raw_request("run", params))
     started = json.loads(caller.makefile("rb").readline())
     assert started["type"] == "started", started
     task_id = started["data"]["taskId"]
+    # Running, not only journaled: "started" is sent before the command is handed to its
+    # monitor, and a supervisor killed in between leaves a task that ran nothing (lost).
+    log = Path(started["data"]["outputPath"])
+    wait_until(lambda: log.read_text() == "ready\n")
     kill_supervisor(state_dir)
     caller.close()
     start_supervisor(state_dir)  # re-adopts it, waiting for its caller to attach again
