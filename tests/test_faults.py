@@ -38,6 +38,10 @@ def record(client: Client, task_id: str):  # type: ignore[no-untyped-def]
 def test_foreground_call_survives_supervisor_kill(client: Client, state_dir: Path) -> None:
     call = BashInThread(client, "echo a; sleep 2; echo b")
     task_id = call.task_id()
+    # Running, not only announced (a kill before the hand-over leaves a task that ran
+    # nothing, lost by design: D3a).
+    log = state_dir / "tasks" / f"{task_id}.log"
+    wait_until(lambda: log.read_text() == "a\n")
     old = kill_supervisor(state_dir)
     r = call.result()
     assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)
