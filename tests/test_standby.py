@@ -54,6 +54,20 @@ def standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
     return found
 
 
+def wait_for_standbys(client: Client, state_dir: Path, count: int) -> list[psutil.Process]:
+    """The standbys, once ``count`` of them wait."""
+    found = wait_until(lambda: len(s := standbys(client, state_dir)) == count and s)
+    assert isinstance(found, list)
+    return found
+
+
+def two_standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
+    """Two commands run, so that two standbys wait: them."""
+    for _ in range(2):
+        client.bash("true")
+    return wait_for_standbys(client, state_dir, 2)
+
+
 def standby_of(client: Client, state_dir: Path) -> psutil.Process:
     """The standby (the first, when two wait)."""
     found = wait_until(lambda: standbys(client, state_dir))
@@ -89,8 +103,8 @@ def test_two_standbys_wait_once_a_command_found_one(client: Client, state_dir: P
     assert standbys(client, state_dir) == first and len(first) == 1
     r = client.bash("echo $$")
     assert r.stdout == str(first[0].pid)
-    both = wait_until(lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir))
-    assert isinstance(both, list) and first[0] not in both
+    both = wait_for_standbys(client, state_dir, 2)
+    assert first[0] not in both
     ids = {p.environ()["WAVE_TASK_ID"] for p in both}
     assert len(ids) == 2 and not ids & {t.id for t in client.tasks(all=True)}
 
@@ -98,9 +112,7 @@ def test_two_standbys_wait_once_a_command_found_one(client: Client, state_dir: P
 def test_a_parallel_call_finds_a_standby(client: Client, state_dir: Path, tmp_path: Path) -> None:
     """While one command runs in the foreground, a second caller's command starts in a
     standby, not in a monitor started for it."""
-    client.bash("true")
-    client.bash("true")
-    wait_until(lambda: len(standbys(client, state_dir)) == 2)
+    two_standbys(client, state_dir)
     go = tmp_path / "go"
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         running = pool.submit(client.bash, f"until [ -e {go} ]; do sleep 0.02; done")
@@ -116,10 +128,7 @@ def test_a_parallel_call_finds_a_standby(client: Client, state_dir: Path, tmp_pa
 def test_alternating_environments_start_one_standby_each(
     client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for _ in range(2):
-        client.bash("true")
-    wait_until(lambda: len(standbys(client, state_dir)) == 2)
-    old = standbys(client, state_dir)
+    old = two_standbys(client, state_dir)
     monkeypatch.setenv("WAVE_TEST_MARK", "other")
     client.bash("true")  # another environment: both standbys go, one starts for it
     wait_until(lambda: all(gone(p) for p in old))
@@ -131,21 +140,14 @@ def test_alternating_environments_start_one_standby_each(
 def test_killed_standbys_are_reaped_and_replaced_with_their_cgroups_gone(
     client: Client, state_dir: Path
 ) -> None:
-    for _ in range(2):
-        client.bash("true")
-    killed = wait_until(
-        lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir)
-    )
-    assert isinstance(killed, list)
+    killed = two_standbys(client, state_dir)
     ids = [p.environ()["WAVE_TASK_ID"] for p in killed]
     for proc in killed:
         proc.kill()
     wait_until(lambda: all(gone(p) for p in killed))
     client.status()  # a reply: the dead are let go, two start again
-    fresh = wait_until(
-        lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir)
-    )
-    assert isinstance(fresh, list) and not {p.pid for p in fresh} & {p.pid for p in killed}
+    fresh = wait_for_standbys(client, state_dir, 2)
+    assert not {p.pid for p in fresh} & {p.pid for p in killed}
     wait_until(lambda: not any(psutil.pid_exists(p.pid) for p in killed))  # reaped
     parents = cgroup_parents(tracker_name(state_dir))
     wait_until(lambda: not any((parent / i).exists() for parent in parents for i in ids))
@@ -159,12 +161,7 @@ def test_a_refused_run_in_another_environment_brings_no_standby_back(
     monitor could not start): none with that caller's environment comes back, and the
     standby that cannot start leaves no cgroup behind, however many requests follow."""
     monkeypatch.setenv("WAVE_TEST_SECRET", "first caller")
-    for _ in range(2):
-        client.bash("true")
-    before = wait_until(
-        lambda: len(standbys(client, state_dir)) == 2 and standbys(client, state_dir)
-    )
-    assert isinstance(before, list)
+    before = two_standbys(client, state_dir)
     body = {"command": "echo hi", "cwd": "/tmp", "env": {"PATH": os.environ["PATH"], "B=": "x"}}
     assert ask_supervisor(state_dir, "run", body)["type"] == "error"
     for _ in range(5):
@@ -228,16 +225,8 @@ def test_a_killed_standby_is_replaced_on_the_spot(client: Client, state_dir: Pat
     assert (r.stdout, r.exit_code) == ("still runs", 3)
 
 
-def two_standbys(client: Client, state_dir: Path) -> dict[str, psutil.Process]:
-    """Two commands run, so that two standbys wait: by their reserved task IDs."""
-    for _ in range(2):
-        client.bash("true")
-    wait_until(lambda: len(standbys(client, state_dir)) == 2)
-    return {p.environ()["WAVE_TASK_ID"]: p for p in standbys(client, state_dir)}
-
-
 def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir: Path) -> None:
-    waiting = two_standbys(client, state_dir)
+    waiting = {p.environ()["WAVE_TASK_ID"]: p for p in two_standbys(client, state_dir)}
     kill_supervisor(state_dir)
     wait_until(lambda: all(gone(p) for p in waiting.values()))  # pipes closed: ran nothing
     for reserved in waiting:  # recorded nothing
@@ -249,7 +238,7 @@ def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir:
 
 
 def test_a_stopping_supervisor_lets_its_standbys_go(client: Client, state_dir: Path) -> None:
-    waiting = two_standbys(client, state_dir)
+    waiting = {p.environ()["WAVE_TASK_ID"]: p for p in two_standbys(client, state_dir)}
     kill_supervisor(state_dir, signal.SIGTERM)
     wait_until(lambda: all(gone(p) for p in waiting.values()))
     for reserved in waiting:
