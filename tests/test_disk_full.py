@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import journal_rows, kill_supervisor, needs_root, reap, run_cli, wait_until
 
@@ -211,3 +212,31 @@ def test_the_cli_keeps_the_result_of_a_command_that_filled_the_disk(
     assert r.returncode == 3, r.stderr
     assert r.stdout.startswith("before\nbbbb")  # "after" found no room in the log
     assert "No space left on device" in r.stderr and "Exit code" not in r.stderr
+
+
+def test_a_full_disk_starts_no_standby_and_leaves_no_file(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """A command refused on a full disk (its record cannot be written) took a standby: none
+    is started again while the disk is full, none leaves a file, and once there is room
+    again the next commands run and find standbys again."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    for _ in range(2):
+        client.bash("true")
+    sup = psutil.Process(client.status().pid or 0)
+    wait_until(lambda: len(sup.children()) == 2)  # two standbys wait
+    before = {p.pid for p in sup.children()}
+    tasks = small_state_dir / "tasks"
+    files = {p.name for p in tasks.iterdir()}
+    filler = fill(small_state_dir)
+    r = client.bash("echo hi")
+    assert not r.success and r.error and "No space left" in r.error, r
+    for _ in range(3):
+        client.status()
+    wait_until(lambda: {p.pid for p in sup.children()} < before)  # the one it took let go
+    assert {p.pid for p in sup.children()} < before  # and none new
+    assert {p.name for p in tasks.iterdir()} <= files  # nothing half made
+    filler.unlink()
+    assert client.bash("echo hi").stdout == "hi"
+    assert client.bash("echo again").stdout == "again"
+    wait_until(lambda: len(sup.children()) == 2)
