@@ -40,7 +40,7 @@ from .retention import housekeeping, prune
 from .server import serve_connection
 from .settings import Settings
 from .standby import remove_leftovers
-from .tasks import TaskManager
+from .tasks import AFTER_REPLIES, TaskManager
 
 log = logging.getLogger("supervisor")
 
@@ -115,7 +115,8 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
     journal = open_journal(layout)
-    journal.defer_writes(asyncio.get_running_loop().call_soon)
+    loop = asyncio.get_running_loop()
+    journal.defer_writes(lambda flush: loop.call_later(AFTER_REPLIES, flush))
     tracker = choose_tracker(tracker_name(layout.root))
     tasks = TaskManager(
         journal, layout.tasks, command_open_files=before if before != now else None,
@@ -139,7 +140,6 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     if server is None:
         journal.close()
         return 1
-    loop = asyncio.get_running_loop()
     _on_stop_signals(loop, ctx.stop_event)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
     _signal_ready(ready_fd, b"1")
@@ -152,6 +152,7 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     if ctx.tasks.tracker is not None:
         ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
+    ctx.tasks.log_ends()
     server.close()
     with contextlib.suppress(OSError):
         (layout.tcp_endpoint if ctx.token else layout.socket).unlink()

@@ -257,8 +257,9 @@ class Journal:
         return len(self._held) if self.problem else 0
 
     def defer_writes(self, schedule: Callable[[Callable[[], object]], object]) -> None:
-        """Group commit: writes wait for the end of the event loop's current round
-        (``schedule`` is ``loop.call_soon``) and go in one transaction; reads see them at
+        """Group commit: writes wait for ``schedule`` to run the flush, or for
+        :meth:`write_deferred` (the supervisor's come once a reply has gone out, see
+        ``supervisor.tasks.AFTER_REPLIES``), and go in one transaction; reads see them at
         once. 1000 tasks stopped together cost one commit, not 2000."""
         self._schedule = schedule
 
@@ -309,7 +310,14 @@ class Journal:
             log.warning("journal writes resumed (%s before)", self.problem)
         self.problem = None
 
+    def write_deferred(self) -> None:
+        """Commit the deferred writes now, if any wait (see :meth:`defer_writes`)."""
+        if self._flush_scheduled:
+            self._scheduled_flush()
+
     def _scheduled_flush(self) -> None:
+        if not self._flush_scheduled:  # written already, by write_deferred
+            return
         self._flush_scheduled = False
         try:
             self._write_held()

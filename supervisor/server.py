@@ -136,7 +136,9 @@ async def serve_connection(
         if watcher is not None:
             watcher.cancel()
         writer.close()
-        try:  # after the reply: no caller waits for these process starts
+        try:  # after the reply: no caller waits for these writes and process starts
+            ctx.journal.write_deferred()
+            ctx.tasks.log_ends()
             if not ctx.stop_event.is_set():
                 ctx.tasks.refill_standby()
         except Exception:  # only speed is lost

@@ -74,6 +74,12 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
+AFTER_REPLIES = 0.005
+"""Work no caller waits for (the journal's commit, the log of tasks' ends) is done once a
+reply has gone out, or this many seconds after it came when no reply goes out (a task
+that ended with nobody waiting): a waiter's reply comes two rounds of the event loop
+after its task's end, and would otherwise follow that work. A crash in between loses
+nothing: the exit record holds the end, and the next supervisor records it from there."""
 HIDDEN_FROM_MONITORS = frozenset({"BASH_ENV", "BASH_FUNC_builtin%%"})
 """What no monitor is started with (SPEC E2d): bash would source a ``BASH_ENV`` there,
 ahead of its command, and call each builtin of the monitor's through a function named
@@ -380,6 +386,8 @@ class TaskManager:
         self._removals: dict[str, float] = {}
         """Ended tasks whose cgroups wait to be removed (ID → when queued)."""
         self._removals_since = 0.0
+        self._ends_to_log: list[str] = []
+        """Ends not logged yet (see :meth:`_log_end`)."""
         self._standby_key: MonitorKey | None = None
         """What the last command started was started with: the next standbys' (none
         while a command starts, and after a standby failed)."""
@@ -807,6 +815,19 @@ class TaskManager:
             self.lingering.pop(task.id, None)
             self._remove_later(task.id)
 
+    def _log_end(self, line: str) -> None:
+        """Log a task's end with the others of its burst, once a reply has gone out (see
+        :data:`AFTER_REPLIES`): one log record costs about as much as the rest of an end."""
+        if not self._ends_to_log:
+            asyncio.get_running_loop().call_later(AFTER_REPLIES, self.log_ends)
+        self._ends_to_log.append(line)
+
+    def log_ends(self) -> None:
+        """Write the ends not logged yet (also as the supervisor stops)."""
+        if self._ends_to_log:
+            lines, self._ends_to_log = self._ends_to_log, []
+            log.info("ended: %s", "; ".join(lines))
+
     def _remove_later(self, task_id: str) -> None:
         """Queue an ended task's empty cgroups for removal, done in one batch once ends
         stop arriving (0.2 s without one, 2 s at most): removing a cgroup costs the
@@ -896,10 +917,15 @@ class TaskManager:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
         task.final_cwd = final_cwd(record.cwd, row.cwd)
-        usage = self.tracker.usage(row.id) if task.tracked and self.tracker is not None else None
+        limited = self.memory_limit is not None
+        usage = (
+            self.tracker.usage(row.id, oom=limited)
+            if task.tracked and self.tracker is not None
+            else None
+        )
         if usage is not None:  # what it used, recorded with its end (one journal write)
             row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
-        oom = usage is not None and self.memory_limit is not None and usage.oom_killed
+        oom = usage is not None and usage.oom_killed
         row.status = status_for(code, task.stop_reason is not None)
         row.exit_code, row.ended_at = code, time.time()
         if host_restarted:
@@ -933,7 +959,7 @@ class TaskManager:
                 "incomplete; wave-bash keeps what it could not record and writes it once "
                 "there is space again"
             )
-        log.info("task %s ended: %s (exit %s)", row.id, row.status, code)
+        self._log_end(f"{row.id} {row.status} (exit {code})")
 
     # --- ownership and stopping --------------------------------------------------------
 

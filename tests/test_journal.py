@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    journal_rows,
     kill_supervisor,
     start_bg,
     start_supervisor,
@@ -109,6 +110,18 @@ def test_leftover_wal_after_kill_keeps_every_row(client: Client, state_dir: Path
     records = {t.id: t.status for t in client.tasks(all=True)}
     assert records == dict.fromkeys(ids, "completed")
     assert not list(state_dir.glob("journal.db.corrupt-*"))
+
+
+def test_an_end_nobody_waits_for_is_committed_and_logged(client: Client, state_dir: Path) -> None:
+    """A task's end is committed and logged once a reply has gone out; when none goes out
+    (nobody waits for it, no request comes), a timer does it."""
+    tid = start_bg(client, "exit 3")
+
+    def committed() -> bool:
+        return [r["status"] for r in journal_rows(state_dir) if r["id"] == tid] == ["failed"]
+
+    wait_until(committed)
+    wait_until(lambda: f"{tid} failed (exit 3)" in (state_dir / "supervisor.log").read_text())
 
 
 def test_journal_holds_no_environment_values(

@@ -190,21 +190,24 @@ class CgroupTracker:
         with contextlib.suppress(OSError):
             _write(self._dir(task_id) / "cgroup.kill", "1")
 
-    def usage(self, task_id: str) -> Usage:
+    def usage(self, task_id: str, oom: bool = False) -> Usage:
+        """What the task used; with ``oom``, also whether the kernel's OOM killer killed
+        one of its processes (one more file to read, on a task's end)."""
         cpu = None
         for line in (_read(self._dir(task_id) / "cpu.stat") or "").splitlines():
             key, _, value = line.partition(" ")
             if key == "usage_usec":
                 cpu = int(value) / 1e6
-        peak, oom = None, False
+        peak, oom_killed = None, False
         memory = self._memory_dir(task_id)
         if memory is not None:
             text = _read(memory / "memory.max_usage_in_bytes")
             peak = int(text) if text and text.strip().isdigit() else None
-            for line in (_read(memory / "memory.oom_control") or "").splitlines():
+            control = (_read(memory / "memory.oom_control") or "") if oom else ""
+            for line in control.splitlines():
                 key, _, value = line.partition(" ")
-                oom = oom or (key == "oom_kill" and value.strip() not in ("", "0"))
-        return Usage(cpu, peak, oom)
+                oom_killed = oom_killed or (key == "oom_kill" and value.strip() not in ("", "0"))
+        return Usage(cpu, peak, oom_killed)
 
     def remove(self, task_id: str, wait: float = 0.0) -> bool:
         """Remove the task's cgroups once they are empty (waiting up to ``wait`` seconds
