@@ -65,7 +65,10 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
     count = 0
     for meta in TaskFiles.recorded(tasks_dir):
         try:
-            fields = json.loads(meta.read_text())
+            text = meta.read_text()
+            if not text:  # a standby's, whose command never came
+                continue
+            fields = json.loads(text)
             row = TaskRow(**{k: v for k, v in fields.items() if k in known})
         except (OSError, ValueError, TypeError) as exc:
             log.warning("cannot rebuild task from %s: %s", meta, exc)

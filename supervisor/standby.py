@@ -121,13 +121,17 @@ def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
     """Remove what standbys of a killed supervisor left (an empty log and the exit
     record's placeholder); returns how many standbys.
 
-    A task's ``.json`` record is written before its journal row, and a standby has
-    neither: an empty log with neither belongs to no task.
+    A task's ``.json`` record is written before its journal row, and a standby's is
+    empty, with no row: an empty log with neither belongs to no task.
     """
     removed = 0
     for task_id in list(TaskFiles.logged_ids(tasks_dir)):
         files = TaskFiles.for_task(tasks_dir, task_id, separate_stderr=True)
-        if files.meta.exists() or journal.exists(task_id):
+        try:
+            recorded = files.meta.stat().st_size > 0
+        except OSError:
+            recorded = False
+        if recorded or journal.exists(task_id):
             continue
         try:
             if files.log.stat().st_size == 0:

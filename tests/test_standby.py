@@ -232,9 +232,25 @@ def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir:
     for reserved in waiting:  # recorded nothing
         assert (state_dir / "tasks" / f"{reserved}.exit").read_text().strip() == ""
     assert client.bash("echo next").stdout == "next"  # a new supervisor...
-    for reserved in waiting:  # ...removed their empty logs and placeholders
-        for suffix in (".log", ".exit"):
+    for reserved in waiting:  # ...removed their empty logs, placeholders and records
+        for suffix in (".log", ".exit", ".json"):
             assert not (state_dir / "tasks" / f"{reserved}{suffix}").exists()
+
+
+def test_a_journal_rebuilt_after_a_crash_holds_no_standby(client: Client, state_dir: Path) -> None:
+    """A standby's ``.json`` is created empty, and filled as its command starts: a journal
+    rebuilt from the records after a crash holds the tasks that ran, and no standby."""
+    waiting = {p.environ()["WAVE_TASK_ID"] for p in two_standbys(client, state_dir)}
+    for reserved in waiting:
+        assert (state_dir / "tasks" / f"{reserved}.json").read_bytes() == b""
+    kill_supervisor(state_dir)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{state_dir / 'journal.db'}{suffix}").unlink(missing_ok=True)
+    records = client.tasks(all=True)
+    assert [(t.command, t.status) for t in records] == [("true", "completed")] * 2
+    assert "cannot rebuild" not in (state_dir / "supervisor.log").read_text()
+    for reserved in waiting:  # and their files are gone
+        assert list((state_dir / "tasks").glob(f"{reserved}.*")) == []
 
 
 def test_a_stopping_supervisor_lets_its_standbys_go(client: Client, state_dir: Path) -> None:
