@@ -175,11 +175,14 @@ class Monitor:
         *,
         capture_cwd: bool = True,
         bash_env: str | None = None,
+        job_status: bool = False,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
         appended to its exit record with ``capture_cwd``; the caller's ``BASH_ENV``, which
-        the job sources, see :func:`worker.monitor.monitor_instructions`).
+        the job sources, see :func:`worker.monitor.monitor_instructions`). With
+        ``job_status`` (a command the job's own bash runs), a joined monitor's job writes
+        the command's status there too as it exits (see :func:`only_child`).
 
         Raises:
             ValueError: text that cannot be encoded (a lone surrogate).
@@ -188,6 +191,7 @@ class Monitor:
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
             open_files=open_files, cgroups=cgroups, bash_env=bash_env,
+            status_file=str(self.files.exit) if job_status and self.joined else None,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
@@ -208,6 +212,18 @@ class Monitor:
         with contextlib.suppress(OSError):
             os.close(self.pipe)
         self.files.remove_unused()
+
+
+def only_child(pid: int) -> int | None:
+    """The pid of a process's only child (a joined monitor's job); ``None`` if it has
+    none or several, or elsewhere than on Linux. A job's exit is a hint, not a proof:
+    whoever watches it still reads the exit record for a status."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+            children = fh.read().split()
+    except OSError:
+        return None
+    return int(children[0]) if len(children) == 1 else None
 
 
 def _write_and_close(fd: int, data: bytes, room: int = PIPE_MIN_CAPACITY) -> None:
