@@ -18,7 +18,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -311,7 +311,7 @@ class LiveTask:
     """Its monitor's exit is watched as it happens (not found over at adoption)."""
     job_status: bool = False
     """Whether its job writes its command's status as it exits (see
-    :meth:`TaskManager.watch_job`); set to False once that is watched."""
+    :meth:`TaskManager.job_watched`)."""
     leftovers: dict[int, int] = field(default_factory=dict)
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
@@ -735,37 +735,58 @@ class TaskManager:
             task.monitor_gone = reap_monitor(task.row.pid or 0) or MonitorExit(None)
         self._finish(task)
 
-    def watch_job(self, task: LiveTask) -> None:
-        """Someone waits for the task: also watch its job, if it is a joined monitor's
-        bash job, which writes the command's status to the exit record as it exits after
-        the command returned (see :func:`worker.monitor.build_prelude`). The task then
-        ends without waiting for its monitor to wake, write the same status and exit
-        (0.3-0.5 ms here). Only while someone waits: a thousand tasks started in the
-        background need no second descriptor each, nor a second wake-up when stopped.
+    @contextlib.contextmanager
+    def job_watched(self, task: LiveTask) -> Iterator[None]:
+        """While a caller waits for the task, also watch its job, if it is a joined
+        monitor's bash job: it writes the command's status to the exit record as it
+        exits, when the command returned (see :func:`worker.monitor.build_prelude`). The
+        task then ends without waiting for its monitor to wake, write the same status and
+        exit (0.3-0.5 ms here). Only while someone waits: a thousand tasks in the
+        background hold no second descriptor each, nor cost a second wake-up when stopped.
 
         The job's exit is only a hint: a job that wrote no status (killed by a signal, or
         a command that exits itself or set its own EXIT trap) leaves the end to the
         monitor. Its pid is the monitor's only child, which may be a job killed and not
         yet replaced: then the hint comes early and finds no status."""
-        if not task.job_status or task.ended.done() or not hasattr(os, "pidfd_open"):
-            return
-        task.job_status = False  # watched once
+        watch = self._watch_job(task)
+        try:
+            yield
+        finally:
+            if watch is not None:
+                watch()
+
+    def _watch_job(self, task: LiveTask) -> Callable[[], None] | None:
+        """Start watching the task's job; returns what stops it (None: not watched)."""
+        if (
+            not task.job_status
+            or task.ended.done()
+            or task.monitor_gone is not None  # its pid may name another process now
+            or not hasattr(os, "pidfd_open")
+        ):
+            return None
         job = only_child(task.row.pid or 0)
         if job is None:
-            return
-        loop = asyncio.get_running_loop()
+            return None
         try:
             pidfd = os.pidfd_open(job)
         except OSError:  # gone already (reaped by its monitor): the monitor's exit follows
-            return
+            return None
+        loop = asyncio.get_running_loop()
+        watching = [True]
+
+        def stop() -> None:
+            if watching[0]:
+                watching[0] = False
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
 
         def on_readable() -> None:
-            loop.remove_reader(pidfd)
-            os.close(pidfd)
+            stop()
             if not task.ended.done() and read_exit_record(task.files.exit).status is not None:
                 self._finish(task, job_ended=True)
 
         loop.add_reader(pidfd, on_readable)
+        return stop
 
     def _finish(
         self, task: LiveTask, host_restarted: bool = False, job_ended: bool = False

@@ -131,6 +131,8 @@ def test_a_background_task_someone_waits_for_ends_as_its_job_exits(
         ("exit 4", 4),  # the job exits in the command: it vouches for nothing
         ("trap 'exit 5' EXIT; true", 5),  # its own EXIT trap replaced the job's
         ("kill -TERM $BASHPID", 143),  # bash runs an EXIT trap as a signal kills it, $? 0
+        # its own EXIT trap runs the job's after a step of its own: that step's status
+        ('prev=$(trap -p EXIT); eval "set -- $prev"; trap "true; $3" EXIT; false', 1),
     ],
 )
 def test_a_status_the_job_cannot_vouch_for_is_left_to_the_monitor(
@@ -159,3 +161,53 @@ def test_the_callers_errexit_does_not_hold_in_the_exit_trap(
     gone.mkdir()
     r = client.bash(f"cd {gone} && rmdir {gone} && (exit 3)")
     assert r.exit_code == 3
+
+
+def test_a_signal_after_the_command_returned_leaves_the_status_to_the_monitor(
+    joined: Client,
+) -> None:
+    """A signal that kills the job in its last steps, after the command returned: the
+    EXIT trap then has the status of the step it interrupted, never written."""
+    standbys_ready(joined)
+    kill_in_tail = "trap '[[ $BASH_COMMAND == *\"set +x\"* ]] && kill -TERM $BASHPID' DEBUG"
+    task_id = start_bg(joined, f"kill -STOP $$; {kill_in_tail}; (exit 3)")  # $$: the monitor
+    monitor = monitor_of(joined, task_id)
+    wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)
+    wait_until(lambda: all(exited(c) for c in monitor.children()))
+    assert joined.wait(task_id, timeout=300).status == "running"
+    monitor.resume()
+    assert joined.wait(task_id, timeout=10_000).exit_code == 143
+
+
+def test_a_flag_in_the_callers_environment_vouches_for_nothing(state_dir: Path, gate: Gate) -> None:
+    client = Client(state_dir=state_dir, env={**os.environ, "__wave_ok": "1"})
+    needs("cgroup" in (client.status().tracking or ""), "cgroup tracking", "run as root")
+    standbys_ready(client)
+    task_id = start_bg(client, f"{gate.prefix}kill -TERM $BASHPID")
+    gate.running()
+    with Suspended(client, task_id) as monitor:
+        gate.open()
+        wait_until(lambda: all(exited(c) for c in monitor.children()))
+        assert client.wait(task_id, timeout=300).status == "running"
+    assert client.wait(task_id, timeout=10_000).exit_code == 143
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_file_size_limit_does_not_kill_the_exit_trap(joined: Client, background: bool) -> None:
+    """``ulimit -f 0``: the trap's writes fail (EFBIG) instead of killing the shell."""
+    if background:
+        task_id = start_bg(joined, "ulimit -f 0; true")
+        assert joined.wait(task_id, timeout=10_000).exit_code == 0
+    else:
+        assert joined.bash("ulimit -f 0; true").exit_code == 0
+
+
+def test_waiting_with_a_timeout_holds_no_descriptor_afterwards(joined: Client) -> None:
+    standbys_ready(joined)
+    supervisor = psutil.Process(joined.status().pid or 0)
+    ids = [start_bg(joined, "sleep 100") for _ in range(10)]
+    before = supervisor.num_fds()
+    for task_id in ids:
+        assert joined.wait(task_id, timeout=1).status == "running"
+    assert supervisor.num_fds() <= before + 2  # (a standby being replaced meanwhile)
+    joined.task_stop_many(ids)

@@ -6,8 +6,11 @@ until the supervisor closes it: so a monitor can be started ahead of its command
 standby, see ``supervisor.standby``) and a command then starts with one write instead of
 a process start. It runs the command as a job in its own process group, waits for it and
 writes the status to the exit file; its own exit is the commit point (a reader trusts the
-exit file once the monitor process is gone), so no rename is needed. A monitor whose pipe
-closes without complete instructions exits at once and records nothing.
+exit file once the monitor process is gone), so no rename is needed. Where the job joined
+its cgroups, its own shell also writes the command's status as it exits after the command
+returned (see :func:`build_prelude`): a status read once the job is gone is complete too,
+and the same. A monitor whose pipe closes without complete instructions exits at once
+and records nothing.
 
 Usually the monitor is bash with job control (``set -m``). The command text never
 appears in argv, so ``ps``/``pkill -f`` never mistake a monitor for the command, and the
@@ -147,7 +150,7 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; { __wave_ok=$?; \\builtin set +x; } 2>/dev/null; \\builtin exit "$__wave_ok"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_ok; \\builtin eval "\\builtin set --; $2$1"; { __wave_ok=$?; \\builtin set +x; } 2>/dev/null; \\builtin exit "$__wave_ok"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
 \\builtin . /dev/stdin
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -229,15 +232,22 @@ def build_prelude(
         # Appended to the exit record, after its placeholder.
         steps.append(f"\\builtin pwd -P >> {shlex.quote(cwd_file)}")
     if status_file is not None:  # after the directory: a status read means both are there
+        # Only when reached through the job's own `exit "$__wave_ok"` (a signal's trap
+        # has the status of the step it interrupted; a command's trap that runs this one
+        # after its own steps, that of its last step).
         steps.append(
-            f"[[ -z ${{__wave_ok-}} ]] || "
-            f"\\builtin printf '%s\\n' \"$__wave_s\" 1<> {shlex.quote(status_file)}"
+            f'[[ $__wave_s == "${{__wave_ok-}}" ]] && '
+            f"\\builtin printf '%s\\n' \"$__wave_ok\" 1<> {shlex.quote(status_file)}"
         )
     if steps:
         # Errors silenced before a redirection is tried: an unwritable or full tasks dir
-        # must not add a line to the command's output; nor does the caller's xtrace.
+        # must not add a line to the command's output, nor a file-size limit kill the
+        # shell (SIGXFSZ); nor does the caller's xtrace trace it.
         keep = "__wave_s=$?; " if status_file is not None else ""
-        capture = f"{{ {keep}\\builtin set +eux; {'; '.join(steps)}; }} 2>/dev/null"
+        capture = (
+            f"{{ {keep}\\builtin set +eux; \\builtin trap '' XFSZ; {'; '.join(steps)}; }} "
+            "2>/dev/null"
+        )
         parts.append(f"\\builtin trap {shlex.quote(capture)} EXIT")
     if umask is not None:
         parts.append(f"\\builtin umask {umask:04o}")

@@ -89,7 +89,6 @@ async def wait_foreground(
 ) -> BashResult | None:
     """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance."""
     deadline = task.row.started_at + timeout_ms / 1000
-    ctx.tasks.watch_job(task)
     task.attached += 1
     helpers: list[asyncio.Task[Any]] = [asyncio.create_task(task.backgrounded.wait())]
     waits: list[asyncio.Future[Any]] = [task.ended, helpers[0], conn.closed]
@@ -99,11 +98,12 @@ async def wait_foreground(
     if want_progress:
         helpers.append(asyncio.create_task(stream_progress(task, conn)))
     try:
-        await asyncio.wait(
-            waits,
-            timeout=max(0.0, deadline - time.time()),
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        with ctx.tasks.job_watched(task):
+            await asyncio.wait(
+                waits,
+                timeout=max(0.0, deadline - time.time()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
     finally:
         task.attached -= 1
         for helper in helpers:
