@@ -18,7 +18,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -45,7 +45,6 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
-    only_child,
     process_tag,
     read_exit_record,
     reap_monitor,
@@ -309,9 +308,6 @@ class LiveTask:
     """Its processes are in a cgroup of their own (else found by the process walk)."""
     watched: bool = False
     """Its monitor's exit is watched as it happens (not found over at adoption)."""
-    job_status: bool = False
-    """Whether its job writes its command's status as it exits (see
-    :meth:`TaskManager.job_watched`)."""
     leftovers: dict[int, int] = field(default_factory=dict)
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
@@ -501,7 +497,6 @@ class TaskManager:
         # the pid's start time was not journaled yet).
         inserted = False
         joins = list(monitor.joined) or self._make_cgroup(task_id)
-        job_status = shell.kind == "bash" and not wrapped  # the job's own bash runs it
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             command, capture_cwd = p.command, not p.run_in_background
@@ -522,7 +517,6 @@ class TaskManager:
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
-                job_status=job_status,
             )  # fmt: skip
             write_meta(files.meta, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
@@ -549,7 +543,6 @@ class TaskManager:
         task.tracked = bool(joins)
         self.live[task_id] = task
         self._watch(task)
-        task.job_status = job_status and bool(monitor.joined)
         task.connect_terminal()
         self._standby_key, self._standby_used = key, standby is not None
         return task
@@ -728,81 +721,19 @@ class TaskManager:
     def _watch(self, task: LiveTask) -> None:
         assert task.row.pid is not None
         task.watched = True
-        on_exit(task.row.pid, task.child, lambda: self._monitor_exited(task))
+        on_exit(task.row.pid, task.child, lambda: self._finish(task))
 
-    def _monitor_exited(self, task: LiveTask) -> None:
-        if task.child and task.monitor_gone is None:  # reaped, even after its job's end
-            task.monitor_gone = reap_monitor(task.row.pid or 0) or MonitorExit(None)
-        self._finish(task)
-
-    @contextlib.contextmanager
-    def job_watched(self, task: LiveTask) -> Iterator[None]:
-        """While a caller waits for the task, also watch its job, if it is a joined
-        monitor's bash job: it writes the command's status to the exit record as it
-        exits, when the command returned (see :func:`worker.monitor.build_prelude`). The
-        task then ends without waiting for its monitor to wake, write the same status and
-        exit (0.3-0.5 ms here). Only while someone waits: a thousand tasks in the
-        background hold no second descriptor each, nor cost a second wake-up when stopped.
-
-        The job's exit is only a hint: a job that wrote no status (killed by a signal, or
-        a command that exits itself or set its own EXIT trap) leaves the end to the
-        monitor. Its pid is the monitor's only child, which may be a job killed and not
-        yet replaced: then the hint comes early and finds no status."""
-        watch = self._watch_job(task)
-        try:
-            yield
-        finally:
-            if watch is not None:
-                watch()
-
-    def _watch_job(self, task: LiveTask) -> Callable[[], None] | None:
-        """Start watching the task's job; returns what stops it (None: not watched)."""
-        if (
-            not task.job_status
-            or task.ended.done()
-            or task.monitor_gone is not None  # its pid may name another process now
-            or not hasattr(os, "pidfd_open")
-        ):
-            return None
-        job = only_child(task.row.pid or 0)
-        if job is None:
-            return None
-        try:
-            pidfd = os.pidfd_open(job)
-        except OSError:  # gone already (reaped by its monitor): the monitor's exit follows
-            return None
-        loop = asyncio.get_running_loop()
-        watching = [True]
-
-        def stop() -> None:
-            if watching[0]:
-                watching[0] = False
-                loop.remove_reader(pidfd)
-                os.close(pidfd)
-
-        def on_readable() -> None:
-            stop()
-            if not task.ended.done() and read_exit_record(task.files.exit).status is not None:
-                self._finish(task, job_ended=True)
-
-        loop.add_reader(pidfd, on_readable)
-        return stop
-
-    def _finish(
-        self, task: LiveTask, host_restarted: bool = False, job_ended: bool = False
-    ) -> None:
-        """Its monitor has exited (or, ``job_ended``, its job with a status recorded):
-        record how the task ended. A monitor killed without a status while the task's
-        processes still run ends nothing yet: the task stays (``monitor_lost``) until
-        they are gone or stopped."""
+    def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
+        """Its monitor has exited: record how the task ended. A monitor killed without a
+        status while the task's processes still run ends nothing yet: the task stays
+        (``monitor_lost``) until they are gone or stopped."""
         if task.ended.done():
             return
-        if task.monitor_gone is None and not job_ended:
+        if task.monitor_gone is None:
             gone = reap_monitor(task.row.pid or 0) if task.child else None
             task.monitor_gone = gone or MonitorExit(None)
         if (
             not host_restarted
-            and task.monitor_gone is not None
             and task.monitor_gone.code is None
             and read_exit_file(task.files.exit) is None
             and self.has_processes(task)

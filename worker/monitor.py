@@ -6,11 +6,8 @@ until the supervisor closes it: so a monitor can be started ahead of its command
 standby, see ``supervisor.standby``) and a command then starts with one write instead of
 a process start. It runs the command as a job in its own process group, waits for it and
 writes the status to the exit file; its own exit is the commit point (a reader trusts the
-exit file once the monitor process is gone), so no rename is needed. Where the job joined
-its cgroups, its own shell also writes the command's status as it exits after the command
-returned (see :func:`build_prelude`): a status read once the job is gone is complete too,
-and the same. A monitor whose pipe closes without complete instructions exits at once
-and records nothing.
+exit file once the monitor process is gone), so no rename is needed. A monitor whose pipe
+closes without complete instructions exits at once and records nothing.
 
 Usually the monitor is bash with job control (``set -m``). The command text never
 appears in argv, so ``ps``/``pkill -f`` never mistake a monitor for the command, and the
@@ -150,7 +147,7 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_ok; \\builtin eval "\\builtin set --; $2$1"; { __wave_ok=$?; \\builtin set +x; } 2>/dev/null; \\builtin exit "$__wave_ok"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
 \\builtin . /dev/stdin
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -174,22 +171,19 @@ def monitor_instructions(
     open_files: int | None = None,
     cgroups: Sequence[str] = (),
     bash_env: str | None = None,
-    status_file: str | None = None,
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``.
 
     ``bash_env``: the caller's ``BASH_ENV``, which its monitor ran without, given back to
     the job's environment (a zsh command's bash reads it; a bash command's is empty, or it
-    would be a wrapped command, see :func:`wrapped_command`). ``status_file``: see
-    :func:`build_prelude` (a joined monitor's bash job only).
+    would be a wrapped command, see :func:`wrapped_command`).
     """
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
     prelude = build_prelude(
-        cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env,
-        status_file=status_file,
-    )  # fmt: skip
+        cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env
+    )
     text = (
         f"__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
         f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
@@ -205,48 +199,26 @@ def build_prelude(
     open_files: int | None = None,
     cgroups: Sequence[str] = (),
     bash_env: str | None = None,
-    status_file: str | None = None,
 ) -> str:
     """The job's settings, one line run before its command: first it joins its cgroups
     (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap appending ``pwd -P``
-    to ``cwd_file`` (the task's exit record) and writing the command's status over the
-    placeholder of ``status_file`` (the same record), the caller's umask, the soft
-    descriptor limit commands get and the caller's ``BASH_ENV`` (``bash_env``) back in
-    its environment. Every builtin as ``\\builtin``: the caller's functions are defined
-    here.
+    to ``cwd_file`` (the task's exit record), the caller's umask, the soft descriptor
+    limit commands get and the caller's ``BASH_ENV`` (``bash_env``) back in its
+    environment. Every builtin as ``\\builtin``: the caller's functions are defined here.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
-    directory is gone; it never changes the command's status (the caller's errexit and
-    nounset do not hold in it). It writes the status only once a joined monitor's job
-    has set ``__wave_ok``: the command returned, and the job exits with its status. bash
-    also runs an EXIT trap when a signal kills it (with ``$?`` 0), and a command that
-    sets an EXIT trap of its own replaces this one (and may change its status): then the
-    monitor alone records the status. The supervisor takes the status as soon as the
-    job has exited, sooner than its monitor's exit (see ``supervisor.tasks``).
+    directory is gone; it never changes the command's status.
     """
     parts = [join_line(list(cgroups))] if cgroups else []
-    steps = []
     if cwd_file is not None:
         if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
             cwd_file = windows_to_posix_path(cwd_file)
-        # Appended to the exit record, after its placeholder.
-        steps.append(f"\\builtin pwd -P >> {shlex.quote(cwd_file)}")
-    if status_file is not None:  # after the directory: a status read means both are there
-        # Only when reached through the job's own `exit "$__wave_ok"` (a signal's trap
-        # has the status of the step it interrupted; a command's trap that runs this one
-        # after its own steps, that of its last step).
-        steps.append(
-            f'[[ $__wave_s == "${{__wave_ok-}}" ]] && '
-            f"\\builtin printf '%s\\n' \"$__wave_ok\" 1<> {shlex.quote(status_file)}"
-        )
-    if steps:
-        # Errors silenced before a redirection is tried: an unwritable or full tasks dir
-        # must not add a line to the command's output, nor a file-size limit kill the
-        # shell (SIGXFSZ); nor does the caller's xtrace trace it.
-        keep = "__wave_s=$?; " if status_file is not None else ""
+        # Appended to the exit record (after its placeholder; the monitor writes the
+        # status over the placeholder). Errors silenced before the redirection is tried:
+        # an unwritable or full tasks dir must not add a line to the command's output;
+        # nor does the caller's xtrace.
         capture = (
-            f"{{ {keep}\\builtin set +eux; \\builtin trap '' XFSZ; {'; '.join(steps)}; }} "
-            "2>/dev/null"
+            f"{{ \\builtin set +x; \\builtin pwd -P >> {shlex.quote(cwd_file)}; }} 2>/dev/null"
         )
         parts.append(f"\\builtin trap {shlex.quote(capture)} EXIT")
     if umask is not None:

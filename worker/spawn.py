@@ -175,14 +175,11 @@ class Monitor:
         *,
         capture_cwd: bool = True,
         bash_env: str | None = None,
-        job_status: bool = False,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
         appended to its exit record with ``capture_cwd``; the caller's ``BASH_ENV``, which
-        the job sources, see :func:`worker.monitor.monitor_instructions`). With
-        ``job_status`` (a command the job's own bash runs), a joined monitor's job writes
-        the command's status there too as it exits (see :func:`only_child`).
+        the job sources, see :func:`worker.monitor.monitor_instructions`).
 
         Raises:
             ValueError: text that cannot be encoded (a lone surrogate).
@@ -191,7 +188,6 @@ class Monitor:
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
             open_files=open_files, cgroups=cgroups, bash_env=bash_env,
-            status_file=str(self.files.exit) if job_status and self.joined else None,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
@@ -212,18 +208,6 @@ class Monitor:
         with contextlib.suppress(OSError):
             os.close(self.pipe)
         self.files.remove_unused()
-
-
-def only_child(pid: int) -> int | None:
-    """The pid of a process's only child (a joined monitor's job); ``None`` if it has
-    none or several, or elsewhere than on Linux. A job's exit is a hint, not a proof:
-    whoever watches it still reads the exit record for a status."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
-            children = fh.read().split()
-    except OSError:
-        return None
-    return int(children[0]) if len(children) == 1 else None
 
 
 def _write_and_close(fd: int, data: bytes, room: int = PIPE_MIN_CAPACITY) -> None:
@@ -372,17 +356,12 @@ def start_monitor(
         str(files.left) if subreaper else None,
     )  # fmt: skip
     child_env = task_environment(env, task_id)
-    log_fd = err_fd = -1
     try:
-        # The log first: a supervisor killed from here on leaves an empty log, by which
-        # the next one finds and removes all of these (``supervisor.standby``).
-        log_fd = _open_log(files.log)
-        err_fd = _open_log(files.err_log) if files.err_log else log_fd
         _reserve_exit_record(files.exit)
         os.close(_open_log(files.meta))  # created here, filled as the command starts
+        log_fd = _open_log(files.log)
+        err_fd = _open_log(files.err_log) if files.err_log else log_fd
     except BaseException:
-        for fd in {log_fd, err_fd} - {-1}:
-            os.close(fd)
         files.remove_unused()
         raise
     read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets read_fd as stdin

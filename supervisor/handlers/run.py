@@ -98,12 +98,11 @@ async def wait_foreground(
     if want_progress:
         helpers.append(asyncio.create_task(stream_progress(task, conn)))
     try:
-        with ctx.tasks.job_watched(task):
-            await asyncio.wait(
-                waits,
-                timeout=max(0.0, deadline - time.time()),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+        await asyncio.wait(
+            waits,
+            timeout=max(0.0, deadline - time.time()),
+            return_when=asyncio.FIRST_COMPLETED,
+        )
     finally:
         task.attached -= 1
         for helper in helpers:
