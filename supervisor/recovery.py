@@ -1,8 +1,8 @@
 """Start-up recovery: a sound journal, and every task an earlier supervisor left (SPEC D3–D5).
 
 The journal is the index, the task folder the truth. Each task has ``tasks/<id>.json``
-(what was asked, never the environment) written when it is journaled, the log, and the
-monitor's exit record. A corrupt journal is moved aside, never silently replaced, and the
+(what was asked, never the environment; created empty with its monitor, filled just
+before it is journaled), the log, and the monitor's exit record. A corrupt journal is moved aside, never silently replaced, and the
 index is rebuilt from those files.
 """
 

@@ -8,9 +8,10 @@ environment is the same from one call of an agent to the next, so once a reply h
 out (to any request) the supervisor starts standbys for commands like the last one (two
 when that one found one, so that a command sent at once after it finds one ready). A
 request that differs gets a monitor of its own, and the standbys are replaced. A standby
-holds a reserved task ID and an empty log, and no journal row: nothing else ever sees
-it. When the supervisor goes away its pipe closes and the standby exits, recording
-nothing; the empty log it leaves is removed at the next start (:func:`remove_leftovers`).
+holds a reserved task ID, an empty log, its exit record's placeholder and an empty
+``.json``, and no journal row: nothing else ever sees it. When the supervisor goes away
+its pipe closes and the standby exits, recording nothing; the files it leaves are removed
+at the next start (:func:`remove_leftovers`).
 """
 
 from __future__ import annotations
@@ -118,8 +119,9 @@ class Standby:
 
 
 def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
-    """Remove what standbys of a killed supervisor left (an empty log and the exit
-    record's placeholder); returns how many standbys.
+    """Remove what standbys of a killed supervisor left (an empty log, the exit record's
+    placeholder, an empty ``.json``); returns how many standbys. Their log is created
+    first (:func:`worker.start_monitor`): whatever a standby left, it left a log.
 
     A task's ``.json`` record is written before its journal row, and a standby's is
     empty, with no row: an empty log with neither belongs to no task.

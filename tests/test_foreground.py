@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,34 @@ def test_cwd_change_is_reported_and_temp_file_removed(
     assert sorted(os.listdir(workdir)) == before
     assert not list((state_dir / "tasks").glob("*.cwd"))
     assert c.bash("true").cwd is None  # unchanged → no cwd field
+
+
+GONE = "cd {gone} && rmdir {gone} && "
+"""A command that removes the directory it ends in: the capture's `pwd -P` fails."""
+
+
+@pytest.mark.parametrize(
+    ("setup", "errexit"),
+    [
+        (GONE, True),  # the caller's errexit (SHELLOPTS) held in the capture: status 1
+        ("trap 'echo ERR-TRAP; exit 9' ERR; " + GONE, False),  # the command's ERR trap ran
+        ("ulimit -f 0; cd {gone} && ", False),  # the capture's write was killed: SIGXFSZ
+    ],
+)
+@pytest.mark.parametrize("last", ["true", "(exit 3)"])
+def test_a_failed_cwd_capture_never_changes_the_result(
+    state_dir: Path, tmp_path: Path, setup: str, errexit: bool, last: str
+) -> None:
+    """The capture of the final directory fails (the command removed it, or a file-size
+    limit refuses the write): the result stays what `bash -c` gives."""
+    env = {**os.environ, "SHELLOPTS": "errexit"} if errexit else dict(os.environ)
+    gone = tmp_path / "gone"
+    command = setup.format(gone=gone) + last
+    gone.mkdir()
+    expected = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True)
+    gone.mkdir(exist_ok=True)
+    r = Client(state_dir=state_dir, env=env).bash(command)
+    assert (r.exit_code, r.stdout) == (expected.returncode, expected.stdout.rstrip("\n"))
 
 
 def test_follow_cd(state_dir: Path, workdir: Path) -> None:

@@ -13,7 +13,8 @@ class TaskFiles:
     """The files of one task inside ``tasks/``: ``<id>.log`` (its output), ``<id>.err.log``
     (stderr, when kept apart), ``<id>.exit`` (its exit record, written by its monitor,
     with the directory a foreground command ended in), ``<id>.json`` (its record, from
-    which a lost journal is rebuilt; empty until its command starts) and ``<id>.tty`` (an interactive task's terminal)."""
+    which a lost journal is rebuilt; empty until its command starts) and ``<id>.tty``
+    (an interactive task's terminal)."""
 
     LOG: ClassVar[str] = ".log"
     ERR_LOG: ClassVar[str] = ".err.log"

@@ -207,7 +207,8 @@ def build_prelude(
     environment. Every builtin as ``\\builtin``: the caller's functions are defined here.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
-    directory is gone; it never changes the command's status.
+    directory is gone; it never changes the command's status (the caller's errexit,
+    the command's ERR trap and a file-size limit included).
     """
     parts = [join_line(list(cgroups))] if cgroups else []
     if cwd_file is not None:
@@ -216,9 +217,12 @@ def build_prelude(
         # Appended to the exit record (after its placeholder; the monitor writes the
         # status over the placeholder). Errors silenced before the redirection is tried:
         # an unwritable or full tasks dir must not add a line to the command's output;
-        # nor does the caller's xtrace.
+        # nor does the caller's xtrace trace it, its errexit or ERR trap act on a failed
+        # capture (a deleted directory), or a file-size limit kill the shell (SIGXFSZ):
+        # each changed the command's status.
         capture = (
-            f"{{ \\builtin set +x; \\builtin pwd -P >> {shlex.quote(cwd_file)}; }} 2>/dev/null"
+            f"{{ \\builtin set +eux; \\builtin trap '' XFSZ; "
+            f"\\builtin pwd -P >> {shlex.quote(cwd_file)} || \\builtin :; }} 2>/dev/null"
         )
         parts.append(f"\\builtin trap {shlex.quote(capture)} EXIT")
     if umask is not None:

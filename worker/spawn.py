@@ -356,12 +356,17 @@ def start_monitor(
         str(files.left) if subreaper else None,
     )  # fmt: skip
     child_env = task_environment(env, task_id)
+    log_fd = err_fd = -1
     try:
-        _reserve_exit_record(files.exit)
-        os.close(_open_log(files.meta))  # created here, filled as the command starts
+        # The log first: a supervisor killed from here on leaves an empty log, by which
+        # the next one finds and removes all of these (``supervisor.standby``).
         log_fd = _open_log(files.log)
         err_fd = _open_log(files.err_log) if files.err_log else log_fd
+        _reserve_exit_record(files.exit)
+        os.close(_open_log(files.meta))  # created here, filled as the command starts
     except BaseException:
+        for fd in {log_fd, err_fd} - {-1}:
+            os.close(fd)
         files.remove_unused()
         raise
     read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets read_fd as stdin
