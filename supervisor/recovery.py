@@ -2,8 +2,8 @@
 
 The journal is the index, the task folder the truth. Each task has ``tasks/<id>.json``
 (what was asked, never the environment; created empty with its monitor, filled just
-before it is journaled), the log, and the monitor's exit record. A corrupt journal is moved aside, never silently replaced, and the
-index is rebuilt from those files.
+before it is journaled), the log, and the monitor's exit record. A corrupt journal is
+moved aside, never silently replaced, and the index is rebuilt from those files.
 """
 
 from __future__ import annotations

@@ -99,6 +99,11 @@ def _reserve_exit_record(path: Path) -> None:
         os.close(fd)
 
 
+def _create_empty(path: Path) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    os.close(os.open(path, flags, LOG_MODE))
+
+
 def _open_log(path: Path) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     return os.open(path, flags, LOG_MODE)
@@ -363,7 +368,7 @@ def start_monitor(
         log_fd = _open_log(files.log)
         err_fd = _open_log(files.err_log) if files.err_log else log_fd
         _reserve_exit_record(files.exit)
-        os.close(_open_log(files.meta))  # created here, filled as the command starts
+        _create_empty(files.meta)  # filled as the command starts
     except BaseException:
         for fd in {log_fd, err_fd} - {-1}:
             os.close(fd)
