@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = frozenset({"after_insert", "after_spawn", "before_finish", "before_reply"})
+POINTS = frozenset({"after_insert", "after_spawn", "before_finish", "before_reply", "after_reply"})
 
 
 def crash_point(name: str) -> None:

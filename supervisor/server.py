@@ -137,6 +137,7 @@ async def serve_connection(
             watcher.cancel()
         writer.close()
         try:  # after the reply: no caller waits for these writes and process starts
+            crash_point("after_reply")  # (the reply's own writes not committed yet)
             ctx.journal.write_deferred()
             ctx.tasks.log_ends()
             if not ctx.stop_event.is_set():

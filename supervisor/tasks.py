@@ -78,8 +78,9 @@ AFTER_REPLIES = 0.005
 """Work no caller waits for (the journal's commit, the log of tasks' ends) is done once a
 reply has gone out, or this many seconds after it came when no reply goes out (a task
 that ended with nobody waiting): a waiter's reply comes two rounds of the event loop
-after its task's end, and would otherwise follow that work. A crash in between loses
-nothing: the exit record holds the end, and the next supervisor records it from there."""
+after its task's end, and would otherwise follow that work. A crash in between loses no
+task's end (its exit record holds it, and the next supervisor records it from there),
+but may deliver a notice or output again (SPEC D1)."""
 HIDDEN_FROM_MONITORS = frozenset({"BASH_ENV", "BASH_FUNC_builtin%%"})
 """What no monitor is started with (SPEC E2d): bash would source a ``BASH_ENV`` there,
 ahead of its command, and call each builtin of the monitor's through a function named

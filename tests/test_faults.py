@@ -68,6 +68,19 @@ def test_crash_points_in_a_foreground_call(
     assert client.notifications() == []  # the caller got the result itself: no notice as well
 
 
+def test_crash_after_the_reply_before_its_commit(client: Client, state_dir: Path) -> None:
+    """D1: the journal's writes follow the reply; a supervisor killed in between loses no
+    task's end (the next one reads it from the exit record). It may post a notice for the
+    result already given, never another status."""
+    start_supervisor(state_dir, WAVE_FAULT="after_reply")
+    r = client.bash("echo x; exit 4")  # answered, then the supervisor dies
+    assert (r.stdout, r.exit_code) == ("x", 4)
+    wait_until(lambda: not supervisor_pids(state_dir))
+    (task,) = client.tasks(all=True)  # a new supervisor
+    assert (task.status, task.exit_code) == ("failed", 4)
+    assert all(n.task_id == task.id and "exit code 4" in n.message for n in client.notifications())
+
+
 def test_crash_between_journal_and_spawn(client: Client, state_dir: Path) -> None:
     start_supervisor(state_dir, WAVE_FAULT="after_insert")
     r = client.bash("echo never")

@@ -89,9 +89,12 @@ def read_exit_record(path: Path) -> ExitRecord:
     return ExitRecord(status, cwd)
 
 
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+"""Opening a task's own file: created or emptied, never through a link."""
+
+
 def _reserve_exit_record(path: Path) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, LOG_MODE)
+    fd = os.open(path, _CREATE, LOG_MODE)
     try:
         if os.write(fd, EXIT_PLACEHOLDER) != len(EXIT_PLACEHOLDER):
             raise OSError(28, "No space left on device", str(path))
@@ -100,8 +103,7 @@ def _reserve_exit_record(path: Path) -> None:
 
 
 def _create_empty(path: Path) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-    os.close(os.open(path, flags, LOG_MODE))
+    os.close(os.open(path, _CREATE, LOG_MODE))
 
 
 def _open_log(path: Path) -> int:
