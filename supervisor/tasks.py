@@ -1,8 +1,9 @@
 """Task lifecycle in the supervisor: spawn, exit detection, ownership, stop (SPEC F3, B, D7).
 
 Moving a task to the background changes one journal row and nothing about the process.
-Exit is detected through a pidfd on the monitor (no thread per child); the status comes
-from the monitor's exit file, never from the supervisor's memory.
+An end is seen as the monitor closes its record pipe once the status is written, or
+through a pidfd on the monitor (no thread per child); the status comes from the
+monitor's exit file, never from the supervisor's memory.
 """
 
 from __future__ import annotations
@@ -313,7 +314,8 @@ class LiveTask:
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
     monitor_gone: MonitorExit | None = None
-    """How its monitor ended, once it did (reaped once)."""
+    """How its monitor ended (reaped once), once the task ended: with no code when it
+    was no child of ours, or had recorded the status and was still exiting."""
     interrupted: bool = False
     """Its own foreground caller is stopping it (Ctrl+C): losing that caller's connection
     does not move it to the background."""
@@ -543,7 +545,7 @@ class TaskManager:
         task.cwd_note = cwd_note
         task.tracked = bool(joins)
         self.live[task_id] = task
-        self._watch(task)
+        self._watch(task, monitor.record_pipe)
         task.connect_terminal()
         self._standby_key, self._standby_used = key, standby is not None
         return task
@@ -719,19 +721,39 @@ class TaskManager:
 
     # --- exit detection ----------------------------------------------------------------
 
-    def _watch(self, task: LiveTask) -> None:
+    def _watch(self, task: LiveTask, record_pipe: int = -1) -> None:
+        """Finish the task once its monitor has recorded the status: as its record pipe
+        closes (``record_pipe``, see :attr:`worker.Monitor.record_pipe`), a process exit
+        sooner than the monitor's own, or else at that exit (a monitor this supervisor
+        did not start, one that closed it without a status: killed, a full disk)."""
         assert task.row.pid is not None
-        task.watched = True
-        on_exit(task.row.pid, task.child, lambda: self._finish(task))
+        pid, task.watched = task.row.pid, True
+        if record_pipe < 0:
+            on_exit(pid, task.child, lambda: self._finish(task))
+            return
+        loop = asyncio.get_running_loop()
+
+        def closed() -> None:
+            loop.remove_reader(record_pipe)
+            os.close(record_pipe)
+            if read_exit_file(task.files.exit) is None:
+                on_exit(pid, task.child, lambda: self._finish(task))
+            else:
+                self._finish(task)
+
+        loop.add_reader(record_pipe, closed)
 
     def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
-        """Its monitor has exited: record how the task ended. A monitor killed without a
-        status while the task's processes still run ends nothing yet: the task stays
-        (``monitor_lost``) until they are gone or stopped."""
+        """Its monitor has recorded the status, or exited: record how the task ended. A
+        monitor killed without a status while the task's processes still run ends
+        nothing yet: the task stays (``monitor_lost``) until they are gone or stopped."""
         if task.ended.done():
             return
         if task.monitor_gone is None:
-            gone = reap_monitor(task.row.pid or 0) if task.child else None
+            pid = task.row.pid or 0
+            gone = reap_monitor(pid) if task.child else None
+            if task.child and gone is None:  # it wrote the status and is exiting now
+                on_exit(pid, True, lambda: reap_monitor(pid))
             task.monitor_gone = gone or MonitorExit(None)
         if (
             not host_restarted

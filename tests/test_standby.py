@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -284,6 +285,40 @@ def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: 
     os.close(started.pipe)
     reap_monitor(started.pid, block=True)
     assert not marker.exists() and files.exit.read_text().strip() == ""  # the placeholder
+    assert os.read(started.record_pipe, 1) == b""  # closed, with no status written
+    os.close(started.record_pipe)
+
+
+@pytest.mark.parametrize("monitor", ["bash", "joined", "subreaper", "python"])
+def test_the_record_pipe_closes_once_the_status_is_written(tmp_path: Path, monitor: str) -> None:
+    """A monitor's record pipe reads end of file once its exit record holds the status,
+    whatever its command leaves running: neither the command nor what it starts holds
+    the pipe (its fd 5) open."""
+    task_id = "s" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
+    started = start_monitor(
+        task_id, dict(os.environ), Shell("/bin/bash", "bash"),
+        None if monitor == "python" else "/bin/bash", files, joins=joins,
+        subreaper=monitor == "subreaper",
+    )  # fmt: skip
+    left = f"{uuid.uuid4().int % 900_000 + 100_000}"
+    try:
+        started.run(
+            "if { : >&5; } 2>/dev/null; then echo open; else echo closed; fi; "
+            f"sleep {left} & exit 7",
+            str(tmp_path),
+        )
+        assert select.select([started.record_pipe], [], [], 10)[0], "the pipe stayed open"
+        assert os.read(started.record_pipe, 1) == b""
+        assert read_exit_record(files.exit).status == 7
+        assert files.log.read_text() == "closed\n"
+        reap_monitor(started.pid, block=True)
+    finally:
+        os.close(started.record_pipe)
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.info["cmdline"] == ["sleep", left]:
+                proc.kill()
 
 
 @pytest.mark.parametrize("monitor", ["bash", "python"])

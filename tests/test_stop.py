@@ -3,6 +3,7 @@ fallback forced with ``WAVE_TRACKING=process``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -85,6 +86,29 @@ def test_nothing_escapes_task_stop(state_dir: Path, tracking: str, name: str) ->
     wait_until(lambda: running(n) and running(m))
     assert client.task_stop(tid).status == "killed"
     wait_until(lambda: not running(n) and not running(m), timeout=10)
+
+
+def test_a_task_ends_as_its_monitor_records_it_and_every_monitor_is_reaped(
+    state_dir: Path, tracking: str
+) -> None:
+    """A task's end is taken as its monitor writes the status (its record pipe closes),
+    before that monitor has exited; the monitor is reaped once it has: none is left a
+    zombie, foreground or background."""
+    client = Client(state_dir=state_dir)
+    assert [client.bash(f"exit {code}").exit_code for code in (0, 3)] == [0, 3]
+    ids = [start_bg(client, f"exit {code}") for code in (0, 4)]
+    assert [client.wait(tid, timeout=10_000).exit_code for tid in ids] == [0, 4]
+    supervisor = psutil.Process(client.status().pid or 0)
+
+    def zombies() -> list[int]:
+        found = []
+        for child in supervisor.children():
+            with contextlib.suppress(psutil.Error):
+                if child.status() == psutil.STATUS_ZOMBIE:
+                    found.append(child.pid)
+        return found
+
+    wait_until(lambda: not zombies(), timeout=10)
 
 
 def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: str) -> None:

@@ -5,9 +5,10 @@ its instructions (working directory and command) from stdin, a pipe from the sup
 until the supervisor closes it: so a monitor can be started ahead of its command (a
 standby, see ``supervisor.standby``) and a command then starts with one write instead of
 a process start. It runs the command as a job in its own process group, waits for it and
-writes the status to the exit file; its own exit is the commit point (a reader trusts the
-exit file once the monitor process is gone), so no rename is needed. A monitor whose pipe
-closes without complete instructions exits at once and records nothing.
+writes the status to the exit file, then closes its record pipe; that close, or its own
+exit, is the commit point (a reader trusts the exit file once either has happened), so
+no rename is needed. A monitor whose pipe closes without complete instructions exits at
+once and records nothing.
 
 Usually the monitor is bash with job control (``set -m``). The command text never
 appears in argv, so ``ps``/``pkill -f`` never mistake a monitor for the command, and the
@@ -99,7 +100,9 @@ def _monitor_script(text: str) -> str:
 # to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
 # The exit record is written over the placeholder the supervisor reserved (`1<>`: no
-# truncation), so it needs no new disk block: it is written even on a full disk.
+# truncation), so it needs no new disk block: it is written even on a full disk. Then
+# the monitor closes fd 5, its record pipe (``worker.spawn.Monitor.record_pipe``; the
+# job closes it at once): the supervisor sees the status before the monitor's exit.
 # `eval "set --; $2$1"` expands the command ($1) before eval runs, so it starts with no
 # helper variable, no positional parameter and no job-control flag. The caller's errexit,
 # nounset, pipefail, allexport and xtrace (SHELLOPTS in its environment) are kept aside
@@ -119,7 +122,7 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- 5>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -134,6 +137,7 @@ done
 @WAIT@
 if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && \\builtin printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
+\\exec 5>&-
 \\builtin exit $__wave_status""")
 
 
@@ -147,7 +151,7 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # body: only its error messages then count lines from line 7). The caller's errexit,
 # nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
 # job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
 \\builtin . /dev/stdin
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -158,6 +162,7 @@ __wave_hand || { coproc { \\builtin trap - PIPE; @UNTRAP@; \\builtin eval "$__wa
 \\builtin umask 077
 @WAIT@
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
+\\exec 5>&-
 \\builtin exit $__wave_status""")
 
 
