@@ -17,7 +17,7 @@ from pathlib import Path
 
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.states import TaskStatus
-from wave_bash.worker import TaskFiles
+from wave_bash.worker import TaskFiles, read_exit_record
 
 from .journal import Journal, TaskRow
 from .tasks import TaskManager, find_monitors, read_exit_file, status_for
@@ -63,19 +63,26 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
     """
     known = {f.name for f in dataclasses.fields(TaskRow)}
     count = 0
-    for meta in TaskFiles.recorded(tasks_dir):
+    for path in TaskFiles.recorded(tasks_dir):
+        task_id = path.stem
+        if journal.exists(task_id):
+            continue
         try:
-            text = meta.read_text()
-            if not text:  # a standby's, whose command never came
+            old = path.suffix == TaskFiles.META  # an earlier version's record file
+            text = path.read_bytes() if old else read_exit_record(path).record
+            if not text:  # a standby's, whose command never came (or an old task's .exit)
                 continue
             fields = json.loads(text)
             row = TaskRow(**{k: v for k, v in fields.items() if k in known})
         except (OSError, ValueError, TypeError) as exc:
-            log.warning("cannot rebuild task from %s: %s", meta, exc)
+            log.warning("cannot rebuild task from %s: %s", path, exc)
             continue
-        if journal.exists(row.id):
-            continue
-        exit_file = TaskFiles.for_task(tasks_dir, row.id).exit
+        # Its own ID and files, whatever its record says: a sandboxed foreground command
+        # can write its exit record (its final directory goes there).
+        files = TaskFiles.for_task(tasks_dir, task_id, separate_stderr=row.err_path is not None)
+        row.id, row.output_path = task_id, str(files.log)
+        row.err_path = str(files.err_log) if files.err_log else None
+        exit_file = files.exit
         row.pid = row.pid_start = None
         row.status, row.exit_code, row.ended_at = TaskStatus.RUNNING, None, None
         code = read_exit_file(exit_file)

@@ -8,8 +8,8 @@ environment is the same from one call of an agent to the next, so once a reply h
 out (to any request) the supervisor starts standbys for commands like the last one (two
 when that one found one, so that a command sent at once after it finds one ready). A
 request that differs gets a monitor of its own, and the standbys are replaced. A standby
-holds a reserved task ID, an empty log, its exit record's placeholder and an empty
-``.json``, and no journal row: nothing else ever sees it. When the supervisor goes away
+holds a reserved task ID, an empty log and its exit record's placeholder (no task
+record), and no journal row: nothing else ever sees it. When the supervisor goes away
 its pipe closes and the standby exits, recording nothing; the files it leaves are removed
 at the next start (:func:`remove_leftovers`).
 """
@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wave_bash.worker import Monitor, Shell, TaskFiles, reap_monitor, start_monitor
+from wave_bash.worker import (
+    Monitor,
+    Shell,
+    TaskFiles,
+    read_exit_record,
+    reap_monitor,
+    start_monitor,
+)
 
 from .journal import Journal
 
@@ -120,19 +127,16 @@ class Standby:
 
 def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
     """Remove what standbys of a killed supervisor left (an empty log, the exit record's
-    placeholder, an empty ``.json``); returns how many standbys. Their log is created
-    first (:func:`worker.start_monitor`): whatever a standby left, it left a log.
+    placeholder); returns how many standbys. Their log is created first
+    (:func:`worker.start_monitor`): whatever a standby left, it left a log.
 
-    A task's ``.json`` record is written before its journal row, and a standby's is
-    empty, with no row: an empty log with neither belongs to no task.
+    A task's record is written in its exit record before its journal row, and a
+    standby's holds none, with no row: an empty log with neither belongs to no task.
     """
     removed = 0
     for task_id in list(TaskFiles.logged_ids(tasks_dir)):
         files = TaskFiles.for_task(tasks_dir, task_id, separate_stderr=True)
-        try:
-            recorded = files.meta.stat().st_size > 0
-        except OSError:
-            recorded = False
+        recorded = read_exit_record(files.exit).record is not None or _nonempty(files.meta)
         if recorded or journal.exists(task_id):
             continue
         try:
@@ -142,3 +146,10 @@ def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
         except OSError:
             continue
     return removed
+
+
+def _nonempty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False

@@ -56,6 +56,7 @@ from wave_bash.worker import (
     tagged_processes,
     wait_monitor_exited,
     wrapped_command,
+    write_task_record,
 )
 from wave_bash.worker import sandbox as sandboxes
 
@@ -212,15 +213,10 @@ def nearest_existing_dir(path: str) -> str:
     return current
 
 
-def write_meta(path: Path, row: TaskRow) -> None:
-    """The task's own record of what was asked (mode 0600; no environment values)."""
-    data = json.dumps(vars(row)).encode()  # a flat dataclass: vars() is asdict() without copies
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+def write_meta(files: TaskFiles, row: TaskRow) -> None:
+    """The task's own record of what was asked (no environment values), in its exit
+    record (see :class:`worker.ExitRecord`)."""
+    write_task_record(files.exit, json.dumps(vars(row)).encode())  # vars(): a flat dataclass
 
 
 def find_monitors(task_ids: Collection[str]) -> dict[str, int]:
@@ -521,7 +517,7 @@ class TaskManager:
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
             )  # fmt: skip
-            write_meta(files.meta, row)  # first: a full disk fails here, before the journal
+            write_meta(files, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
             inserted = True
             if announce is not None:

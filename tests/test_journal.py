@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -19,6 +20,7 @@ from conftest import (
 
 from wave_bash.api import Client
 from wave_bash.supervisor.journal import SCHEMA_VERSION, Journal, TaskRow
+from wave_bash.worker import read_exit_record
 
 FIXTURE = Path(__file__).parent / "fixtures" / "journal-v1.db"
 
@@ -99,6 +101,40 @@ def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:
         Path(f"{state_dir / 'journal.db'}{suffix}").unlink(missing_ok=True)
     (task,) = client.tasks(all=True)
     assert (task.id, task.status, task.command) == (tid, "completed", "echo hi")
+
+
+def test_a_journal_is_rebuilt_from_records_of_either_layout(
+    client: Client, state_dir: Path
+) -> None:
+    """A task's record is in its exit record (no file of its own); a task of an earlier
+    version has it in a ``.json``. Both are rebuilt, each under its own ID and files,
+    whatever its record says (a sandboxed command can write its exit record)."""
+    ids = [start_bg(client, f"echo {i}; exit {i}") for i in range(3)]
+    for tid in ids:
+        client.wait(tid, timeout=10_000)
+    client.shutdown()
+    wait_until(lambda: not supervisor_pids(state_dir))
+    tasks = state_dir / "tasks"
+    assert not list(tasks.glob("*.json"))  # one file besides the log
+    old, forged = (tasks / f"{tid}.exit" for tid in ids[1:])
+    status, record = old.read_bytes()[:8], read_exit_record(old).record or b""
+    old.write_bytes(status)  # an earlier version's layout: the record in a file of its own
+    (tasks / f"{ids[1]}.json").write_bytes(record)
+    fields = json.loads(read_exit_record(forged).record or b"")
+    fields.update(id=ids[0], output_path="/etc/passwd", command="forged")
+    forged.write_bytes(forged.read_bytes()[:8] + json.dumps(fields).encode() + b"\n")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{state_dir / 'journal.db'}{suffix}").unlink(missing_ok=True)
+    records = {t.id: t for t in client.tasks(all=True)}
+    assert sorted(records) == sorted(ids)
+    for code, tid in enumerate(ids):
+        assert (records[tid].exit_code, records[tid].output_path) == (
+            code,
+            str(tasks / f"{tid}.log"),
+        )
+    assert records[ids[1]].command == "echo 1; exit 1"
+    assert records[ids[2]].command == "forged"  # its own row only
+    assert "cannot rebuild" not in (state_dir / "supervisor.log").read_text()
 
 
 def test_leftover_wal_after_kill_keeps_every_row(client: Client, state_dir: Path) -> None:

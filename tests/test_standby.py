@@ -239,11 +239,12 @@ def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir:
 
 
 def test_a_journal_rebuilt_after_a_crash_holds_no_standby(client: Client, state_dir: Path) -> None:
-    """A standby's ``.json`` is created empty, and filled as its command starts: a journal
-    rebuilt from the records after a crash holds the tasks that ran, and no standby."""
+    """A standby's exit record holds no task record, written as its command starts: a
+    journal rebuilt from the records after a crash holds the tasks that ran, and no
+    standby."""
     waiting = {p.environ()["WAVE_TASK_ID"] for p in two_standbys(client, state_dir)}
     for reserved in waiting:
-        assert (state_dir / "tasks" / f"{reserved}.json").read_bytes() == b""
+        assert read_exit_record(state_dir / "tasks" / f"{reserved}.exit") == ExitRecord(None, None)
     kill_supervisor(state_dir)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{state_dir / 'journal.db'}{suffix}").unlink(missing_ok=True)

@@ -38,6 +38,7 @@ from .spawn import (
     start_monitor,
     task_environment,
     wait_monitor_exited,
+    write_task_record,
 )
 from .windows import (
     find_git_bash,
@@ -96,4 +97,5 @@ __all__ = [
     "wait_monitor_exited",
     "windows_to_posix_path",
     "wrapped_command",
+    "write_task_record",
 ]

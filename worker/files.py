@@ -11,10 +11,11 @@ from typing import ClassVar
 @dataclass(frozen=True)
 class TaskFiles:
     """The files of one task inside ``tasks/``: ``<id>.log`` (its output), ``<id>.err.log``
-    (stderr, when kept apart), ``<id>.exit`` (its exit record, written by its monitor,
-    with the directory a foreground command ended in), ``<id>.json`` (its record, from
-    which a lost journal is rebuilt; empty until its command starts) and ``<id>.tty``
-    (an interactive task's terminal)."""
+    (stderr, when kept apart), ``<id>.exit`` (its exit record: the status its monitor
+    writes, the task's record from which a lost journal is rebuilt, the directory a
+    foreground command ended in; see ``worker.spawn.ExitRecord``) and ``<id>.tty`` (an
+    interactive task's terminal). ``<id>.json`` held the record before it moved into
+    the exit record: tasks of an earlier version have one."""
 
     LOG: ClassVar[str] = ".log"
     ERR_LOG: ClassVar[str] = ".err.log"
@@ -44,16 +45,17 @@ class TaskFiles:
         )
 
     def remove_unused(self) -> None:
-        """Remove what a task that never ran can have: its empty logs, its exit record's
-        placeholder and its ``.json``."""
+        """Remove what a task that never ran can have: its empty logs and its exit
+        record's placeholder (and an earlier version's ``.json``)."""
         for path in (self.log, self.err_log, self.exit, self.meta):
             if path is not None:
                 path.unlink(missing_ok=True)
 
     @classmethod
     def recorded(cls, tasks_dir: Path) -> list[Path]:
-        """The ``.json`` records of every task (sorted), to rebuild a journal from."""
-        return sorted(tasks_dir.glob(f"*{cls.META}"))
+        """Every file that may hold a task's record (sorted), to rebuild a journal from:
+        the exit records (a standby's holds none), and an earlier version's ``.json``."""
+        return sorted([*tasks_dir.glob(f"*{cls.EXIT}"), *tasks_dir.glob(f"*{cls.META}")])
 
     @classmethod
     def logged_ids(cls, tasks_dir: Path) -> Iterator[str]:
