@@ -153,14 +153,17 @@ def _read_small_file(path: Path) -> str:
 
 
 def _listed_leftovers(
-    path: Path, task_id: str, started_at: float, monitors: Collection[int]
+    path: Path, task_id: str, started_at: float, monitors: Collection[int], own: int | None
 ) -> dict[int, int]:
-    """The processes a monitor listed as left behind as its command ended (read at once,
-    the pids fresh), each with its start ticks. The list is the task's own file, which
-    its command could write: a pid counts only if it is one of ours, started after the
-    task did, carries no other task's tag, and is neither pid 1, the supervisor, an
-    ancestor of it, anything it started, nor anything under another task's monitor."""
+    """The processes a monitor (``own``) listed as left behind as its command ended (read
+    at once, the pids fresh), each with its start ticks. The list is the task's own file,
+    which its command could write: a pid counts only if it is one of ours, started after
+    the task did, carries no other task's tag, and is neither pid 1, the supervisor, an
+    ancestor of it, anything it started other than through ``own``, nor anything under
+    another task's monitor. (``own`` may not have exited yet: its task ends as it records
+    the status.)"""
     me = os.getpid()
+    monitors = set(monitors) - {own}
     found: dict[int, int] = {}
     try:
         ancestors = {p.pid for p in psutil.Process(me).parents()}
@@ -173,11 +176,12 @@ def _listed_leftovers(
                 continue
             try:
                 proc = psutil.Process(pid)
-                lineage = {p.pid for p in proc.parents()}
+                parents = [p.pid for p in proc.parents()]
+                lineage = set(parents[: parents.index(own)] if own in parents else parents)
                 if (
                     proc.uids().real != os.getuid()
                     or me in lineage
-                    or lineage & set(monitors)
+                    or lineage & monitors
                     or not started_at - 1 <= proc.create_time() <= time.time()
                     or process_tag(pid) not in (None, task_id)
                 ):
@@ -929,7 +933,7 @@ class TaskManager:
         if self.subreaper and not task.tracked and task.watched and not host_restarted:
             monitors = {t.row.pid for t in self.live.values() if t.row.pid}
             task.leftovers = _listed_leftovers(
-                task.files.left, task.id, task.row.started_at, monitors
+                task.files.left, task.id, task.row.started_at, monitors, task.row.pid
             )
         unrecorded_exit = code is None and ended is not None and ended.code is not None
         if code is None and ended is not None:

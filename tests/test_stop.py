@@ -27,6 +27,7 @@ from conftest import (
 
 from wave_bash.api import Client, TaskNotRunningError, texts
 from wave_bash.supervisor.standby import STANDBY_DEPTH
+from wave_bash.supervisor.tasks import _listed_leftovers
 
 CGROUP = "cgroup"
 PROCESS = "process"
@@ -109,6 +110,29 @@ def test_a_task_ends_as_its_monitor_records_it_and_every_monitor_is_reaped(
         return found
 
     wait_until(lambda: not zombies(), timeout=10)
+
+
+def test_what_a_command_left_under_its_still_exiting_monitor_is_listed(tmp_path: Path) -> None:
+    """A task ends as its monitor records the status, maybe before that monitor (our
+    child) has exited: what the command left running, still the monitor's child then, is
+    listed all the same; what another task's monitor started is not."""
+    started = time.time() - 1
+    monitors = [
+        subprocess.Popen(["bash", "-c", f"sleep {marker()} & echo $!; wait"],
+                         stdout=subprocess.PIPE, text=True, start_new_session=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    try:
+        left, foreign = (int((m.stdout.readline() if m.stdout else "").strip()) for m in monitors)
+        listed = tmp_path / "t.left"
+        listed.write_text(f"{left} {foreign} {monitors[0].pid}\n")
+        pids = {m.pid for m in monitors}
+        found = _listed_leftovers(listed, "t", started, pids, monitors[0].pid)
+        assert list(found) == [left]
+    finally:
+        for m in monitors:
+            os.killpg(m.pid, signal.SIGKILL)
+            m.wait()
 
 
 def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: str) -> None:
