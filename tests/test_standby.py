@@ -269,18 +269,21 @@ def test_a_command_longer_than_a_pipe_holds(client: Client) -> None:
     assert (r.stdout, r.exit_code) == ("20000", 0)
 
 
-@pytest.mark.parametrize("monitor", ["bash", "python"])
+@pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
 @pytest.mark.parametrize("cut", [0, 20, -12, -2])
 def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: int) -> None:
     """A supervisor that dies while handing over a command leaves a monitor that runs
-    nothing and records nothing (the task then reads as lost, never as completed)."""
+    nothing and records nothing (the task then reads as lost, never as completed); a
+    joined monitor's job reads them itself, and says nothing to its monitor."""
     marker = tmp_path / "ran"
     task_id = "s" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
     shell = Shell("/bin/bash", "bash")
+    joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
     started = start_monitor(
-        task_id, dict(os.environ), shell, "/bin/bash" if monitor == "bash" else None, files
-    )
+        task_id, dict(os.environ), shell, None if monitor == "python" else "/bin/bash", files,
+        joins=joins,
+    )  # fmt: skip
     data = monitor_instructions(f"touch {marker}", str(tmp_path), None)
     os.write(started.pipe, data[:cut])
     os.close(started.pipe)
@@ -322,13 +325,14 @@ def test_the_record_pipe_closes_once_the_status_is_written(tmp_path: Path, monit
                 proc.kill()
 
 
-@pytest.mark.parametrize("monitor", ["bash", "python"])
+@pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
 def test_complete_instructions_run(tmp_path: Path, monitor: str) -> None:
     task_id = "s" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
+    joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
     started = start_monitor(
         task_id, dict(os.environ), Shell("/bin/bash", "bash"),
-        "/bin/bash" if monitor == "bash" else None, files,
+        None if monitor == "python" else "/bin/bash", files, joins=joins,
     )  # fmt: skip
     started.run("pwd; exit 5", str(tmp_path))
     reap_monitor(started.pid, block=True)

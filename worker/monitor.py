@@ -1,10 +1,10 @@
 """The per-task monitor: waits for the command and records its exit status durably.
 
-The monitor is started in its own session with stdout/stderr on the task's log. It reads
-its instructions (working directory and command) from stdin, a pipe from the supervisor,
-until the supervisor closes it: so a monitor can be started ahead of its command (a
-standby, see ``supervisor.standby``) and a command then starts with one write instead of
-a process start. It runs the command as a job in its own process group, waits for it and
+The monitor is started in its own session with stdout/stderr on the task's log. It (or,
+where the job joins cgroups, its job) reads its instructions (working directory and
+command) from stdin, a pipe from the supervisor, until the supervisor closes it: so a
+monitor can be started ahead of its command (a standby, see ``supervisor.standby``) and
+a command then starts with one write instead of a process start. It runs the command as a job in its own process group, waits for it and
 writes the status to the exit file, then closes its record pipe; that close, or its own
 exit, is the commit point (a reader trusts the exit file once either has happened), so
 no rename is needed. A monitor whose pipe closes without complete instructions exits at
@@ -142,25 +142,29 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 
 
 # The same monitor where the job must join cgroups ($3…: their cgroup.procs files). The
-# job is forked at once, as a coprocess, and joins them while the monitor waits for its
-# instructions: moving a process into a cgroup waits for a kernel grace period (up to
-# ~15 ms on an idle host), which this takes off the command's path. The monitor reads
-# the instructions as above and hands the job its directory, prelude and command over the
-# coprocess pipe (``%q``-quoted: any bytes); the job's stdout/stderr are the log again
-# (fds 3/4). A job killed before its command came is replaced (another coprocess, same
-# body: only its error messages then count lines from line 7). The caller's errexit,
-# nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor or the
-# job's own steps. bash 4 or newer (coproc): the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_go; \\exec </dev/null; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; coproc { \\builtin eval "$__wave_body"; }; __wave_job=$!
-\\builtin . /dev/stdin
-[[ ${__wave_go-} == 1 ]] || \\builtin exit 0
-\\exec </dev/null
+# job is forked at once and joins them while it waits for its instructions: moving a
+# process into a cgroup waits for a kernel grace period (up to ~15 ms on an idle host),
+# which this takes off the command's path. The job reads the instructions itself, from
+# the supervisor's pipe (the monitor's stdin, as fd 6), so a command starts with one
+# read of them, as with the monitor above; then it says "started" on its fd 8, the write
+# end of a pipe whose read end is the monitor's fd 9 (``worker.spawn.STARTED_FDS``), and
+# its stdout/stderr are the log again (fds 3/4). The monitor waits for the job at once:
+# nothing of its own comes between a command's end and its status. A job that ended
+# without saying it had started its command (killed before it read its instructions,
+# or given incomplete ones) ran nothing: the monitor reads what is left on its stdin,
+# and records nothing unless that is complete instructions, which it hands to another
+# job (forked with them: the same body, which then reads nothing; only its error
+# messages count lines from the line it is forked on). The instructions are read from
+# one pipe, by the job or by the monitor: a command never runs twice. The caller's
+# errexit, nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor
+# or the job's own steps. bash 4 or newer: the cgroup tracker only exists on Linux.
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; [[ -z $__wave_in ]] || \\builtin . "/dev/fd/$__wave_in"; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin echo started >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+\\exec 6<&- 8>&-
 \\builtin trap '' PIPE; @FORWARD@
-__wave_hand() { \\builtin kill -0 "$__wave_job" && \\builtin printf '__wave_cwd=%q\\n__wave_pre=%q\\n__wave_cmd=%q\\n__wave_go=1\\n' "$__wave_cwd" "$__wave_pre" "$__wave_cmd" >&"${COPROC[1]}" && __wave_w=${COPROC[1]} && \\exec {__wave_w}>&-; } 2>/dev/null
-__wave_hand || { coproc { \\builtin trap - PIPE; @UNTRAP@; \\builtin eval "$__wave_body"; }; __wave_job=$!; __wave_hand; }
-\\builtin unset __wave_cwd __wave_pre __wave_cmd __wave_w __wave_body __wave_cm __wave_fx
 \\builtin umask 077
 @WAIT@
+__wave_ok=; IFS= \\builtin read -r -u 9 __wave_ok
+if [[ $__wave_ok != started ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig; __wave_in=; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & @WAIT@; fi
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")

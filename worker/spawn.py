@@ -45,6 +45,9 @@ LOG_MODE = 0o600
 RECORDED_FD = 5
 """The monitor's descriptor for the write end of its record pipe (see
 :attr:`Monitor.record_pipe`), closed in its job."""
+STARTED_FDS = (8, 9)
+"""A monitor whose job joins cgroups: the write and read ends of a pipe on which its job
+says it has read its instructions (see ``worker.monitor.BASH_JOINED_MONITOR_SCRIPT``)."""
 PIPE_MIN_CAPACITY = 4096
 """Bytes an empty pipe takes without blocking anywhere (one page; POSIX PIPE_BUF on Linux)."""
 
@@ -199,7 +202,7 @@ class Monitor:
     """The read end of a pipe whose only writer is the monitor (its fd 5): it reads end of
     file as soon as the monitor has written its exit record, or is gone. A status is
     seen there a process exit sooner than by waiting for the monitor's (0.2-0.6 ms here).
-    -1 where the monitor is started without ``posix_spawn`` or a fork (Windows)."""
+    -1 on Windows."""
 
     def instructions(
         self,
@@ -351,16 +354,19 @@ def _prctl() -> Callable[..., int]:
     return ctypes.CDLL(None, use_errno=True).prctl
 
 
-def _become_subreaper(record_write: int) -> Callable[[], None]:
-    """What a forked monitor runs before ``exec``: it becomes a child subreaper (the bit
-    survives ``exec``), so what its command leaves behind when a middle process exits
+def _prepare_child(moves: Sequence[tuple[int, int]], subreaper: bool) -> Callable[[], None]:
+    """What a forked monitor runs before ``exec``: it gets its pipes at their numbers
+    (``moves``: descriptor, number); with ``subreaper`` it becomes a child subreaper (the
+    bit survives ``exec``), so what its command leaves behind when a middle process exits
     (``(setsid env -i daemon &)``) is reparented to the monitor, not to init, and stays
-    in its process tree; and it gets its record pipe as fd 5."""
-    prctl = _prctl()
+    in its process tree."""
+    prctl = _prctl() if subreaper else None
 
     def prepare() -> None:
-        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        os.dup2(record_write, RECORDED_FD)  # inheritable, unlike the original
+        if prctl is not None:
+            prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        for fd, number in moves:
+            os.dup2(fd, number)  # inheritable, unlike the original
 
     return prepare
 
@@ -401,7 +407,9 @@ def start_monitor(
     )  # fmt: skip
     child_env = task_environment(env, task_id)
     forked = subreaper and monitor_bash is not None
-    log_fd = err_fd = read_fd = write_fd = record_read = record_write = -1
+    log_fd = err_fd = read_fd = write_fd = record_read = -1
+    moves: list[tuple[int, int]] = []
+    """The monitor's pipes beyond its stdin: (our descriptor, its number there)."""
     try:
         # The log first: a supervisor killed from here on leaves an empty log, by which
         # the next one finds and removes all of these (``supervisor.standby``).
@@ -409,21 +417,25 @@ def start_monitor(
         err_fd = _open_log(files.err_log) if files.err_log else log_fd
         _reserve_exit_record(files.exit)  # the task's record is written in it as it starts
         read_fd, write_fd = os.pipe()  # close-on-exec; the child gets read_fd as stdin
-        if forked or use_posix_spawn:
+        if sys.platform != "win32":
             record_read, record_write = os.pipe()
+            moves.append((record_write, RECORDED_FD))
+        if joins and monitor_bash is not None:
+            started_read, started_write = os.pipe()
+            moves += [(started_write, STARTED_FDS[0]), (started_read, STARTED_FDS[1])]
     except BaseException:
-        for fd in {log_fd, err_fd, read_fd, write_fd, record_read, record_write} - {-1}:
+        for fd in {log_fd, err_fd, read_fd, write_fd, record_read, *(m[0] for m in moves)} - {-1}:
             os.close(fd)
         files.remove_unused()
         raise
     try:
-        if forked:  # posix_spawn runs nothing before exec
+        if forked or (not use_posix_spawn and moves):  # posix_spawn runs nothing before exec
             # (Nothing else inherited without close_fds: our descriptors are close-on-exec;
-            # with it, fd 5 would be closed after the preexec function made it.)
+            # with it, the pipes would be closed after the preexec function moved them.)
             proc = subprocess.Popen(
                 argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
                 close_fds=False, start_new_session=True,
-                preexec_fn=_become_subreaper(record_write),
+                preexec_fn=_prepare_child(moves, subreaper=forked),
             )  # fmt: skip
             _popen_monitors[proc.pid] = proc
             pid = proc.pid
@@ -436,7 +448,7 @@ def start_monitor(
                     (os.POSIX_SPAWN_DUP2, read_fd, 0),
                     (os.POSIX_SPAWN_DUP2, log_fd, 1),
                     (os.POSIX_SPAWN_DUP2, err_fd, 2),
-                    (os.POSIX_SPAWN_DUP2, record_write, RECORDED_FD),
+                    *((os.POSIX_SPAWN_DUP2, fd, number) for fd, number in moves),
                 ],
                 setsid=True,
                 # Python ignores these; a command must get the defaults (`yes | head` ends
@@ -460,8 +472,8 @@ def start_monitor(
         raise
     finally:
         os.close(read_fd)
-        if record_write >= 0:
-            os.close(record_write)
+        for fd, _ in moves:
+            os.close(fd)
         os.close(log_fd)
         if err_fd != log_fd:
             os.close(err_fd)
