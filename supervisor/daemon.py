@@ -149,10 +149,10 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     chores.cancel()
     ctx.tasks.standby.discard()
     ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
+    ctx.tasks.after_replies()  # (ends' usage read before their cgroups go)
     if ctx.tasks.tracker is not None:
         ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
-    ctx.tasks.log_ends()
     server.close()
     with contextlib.suppress(OSError):
         (layout.tcp_endpoint if ctx.token else layout.socket).unlink()

@@ -138,8 +138,8 @@ async def serve_connection(
         writer.close()
         try:  # after the reply: no caller waits for these writes and process starts
             crash_point("after_reply")  # (the reply's own writes not committed yet)
+            ctx.tasks.after_replies()  # (first: what it records goes in the same commit)
             ctx.journal.write_deferred()
-            ctx.tasks.log_ends()
             if not ctx.stop_event.is_set():
                 ctx.tasks.refill_standby()
         except Exception:  # only speed is lost

@@ -77,12 +77,13 @@ REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
 AFTER_REPLIES = 0.005
-"""Work no caller waits for (the journal's commit, the log of tasks' ends) is done once a
-reply has gone out, or this many seconds after it came when no reply goes out (a task
-that ended with nobody waiting): a waiter's reply comes two rounds of the event loop
-after its task's end, and would otherwise follow that work. A crash in between loses no
-task's end (its exit record holds it, and the next supervisor records it from there),
-but may deliver a notice or output again (SPEC D1)."""
+"""Work no caller waits for (the journal's commit, the log of tasks' ends, what a task
+ended in the foreground used, reaping a monitor that recorded its status before it
+exited) is done once a reply has gone out, or this many seconds after it came when no
+reply goes out (a task that ended with nobody waiting): a waiter's reply comes two
+rounds of the event loop after its task's end, and would otherwise follow that work. A
+crash in between loses no task's end (its exit record holds it, and the next supervisor
+records it from there), but may deliver a notice or output again (SPEC D1)."""
 HIDDEN_FROM_MONITORS = frozenset({"BASH_ENV", "BASH_FUNC_builtin%%"})
 """What no monitor is started with (SPEC E2d): bash would source a ``BASH_ENV`` there,
 ahead of its command, and call each builtin of the monitor's through a function named
@@ -391,6 +392,11 @@ class TaskManager:
         self._removals_since = 0.0
         self._ends_to_log: list[str] = []
         """Ends not logged yet (see :meth:`_log_end`)."""
+        self._deferred: list[Callable[[], object]] = []
+        """Work done once a reply has gone out (see :meth:`after_replies`)."""
+        self._deferred_due = False
+        self._usage_pending: dict[str, LiveTask] = {}
+        """Ended tasks whose usage is read after the reply (see :meth:`_record_end`)."""
         self._standby_key: MonitorKey | None = None
         """What the last command started was started with: the next standbys' (none
         while a command starts, and after a standby failed)."""
@@ -736,24 +742,28 @@ class TaskManager:
         def closed() -> None:
             loop.remove_reader(record_pipe)
             os.close(record_pipe)
-            if read_exit_file(task.files.exit) is None:
+            record = read_exit_record(task.files.exit)
+            if record.status is None:
                 on_exit(pid, task.child, lambda: self._finish(task))
             else:
-                self._finish(task)
+                self._finish(task, record=record)
 
         loop.add_reader(record_pipe, closed)
 
-    def _finish(self, task: LiveTask, host_restarted: bool = False) -> None:
-        """Its monitor has recorded the status, or exited: record how the task ended. A
-        monitor killed without a status while the task's processes still run ends
-        nothing yet: the task stays (``monitor_lost``) until they are gone or stopped."""
+    def _finish(
+        self, task: LiveTask, host_restarted: bool = False, record: ExitRecord | None = None
+    ) -> None:
+        """Its monitor has recorded the status (``record``, as read), or exited: record
+        how the task ended. A monitor killed without a status while the task's processes
+        still run ends nothing yet: the task stays (``monitor_lost``) until they are
+        gone or stopped."""
         if task.ended.done():
             return
         if task.monitor_gone is None:
             pid = task.row.pid or 0
-            gone = reap_monitor(pid) if task.child else None
+            gone = None if not task.child or record else reap_monitor(pid)
             if task.child and gone is None:  # it wrote the status and is exiting now
-                on_exit(pid, True, lambda: reap_monitor(pid))
+                self._after_replies(lambda: on_exit(pid, True, lambda: reap_monitor(pid)))
             task.monitor_gone = gone or MonitorExit(None)
         if (
             not host_restarted
@@ -767,7 +777,7 @@ class TaskManager:
                 log.warning("task %s: monitor gone, its processes still run", task.id)
             return
         try:
-            self._record_end(task, host_restarted)
+            self._record_end(task, host_restarted, record)
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
@@ -797,8 +807,11 @@ class TaskManager:
         return len(task.leftovers)
 
     def usage_now(self, row: TaskRow) -> Usage:
-        """What a task used: counted live while it runs (or lingers), else as recorded."""
-        task = self.live.get(row.id) or self.lingering.get(row.id)
+        """What a task used: counted live while it runs (or lingers, or its end's usage
+        is not recorded yet), else as recorded."""
+        task = (
+            self.live.get(row.id) or self.lingering.get(row.id) or self._usage_pending.get(row.id)
+        )
         if task is not None and task.tracked and self.tracker is not None:
             return self.tracker.usage(row.id)
         return Usage(row.cpu_seconds, row.peak_memory)
@@ -838,18 +851,41 @@ class TaskManager:
             self.lingering.pop(task.id, None)
             self._remove_later(task.id)
 
-    def _log_end(self, line: str) -> None:
-        """Log a task's end with the others of its burst, once a reply has gone out (see
-        :data:`AFTER_REPLIES`): one log record costs about as much as the rest of an end."""
-        if not self._ends_to_log:
-            asyncio.get_running_loop().call_later(AFTER_REPLIES, self.log_ends)
-        self._ends_to_log.append(line)
+    def _after_replies(self, work: Callable[[], object] | None = None) -> None:
+        """Do ``work`` once a reply has gone out (see :data:`AFTER_REPLIES`)."""
+        if not self._deferred_due:
+            self._deferred_due = True
+            asyncio.get_running_loop().call_later(AFTER_REPLIES, self.after_replies)
+        if work is not None:
+            self._deferred.append(work)
 
-    def log_ends(self) -> None:
-        """Write the ends not logged yet (also as the supervisor stops)."""
+    def after_replies(self) -> None:
+        """The work that waited for a reply to go out (also as the supervisor stops, before
+        the journal's last commit): ends' usage, reaping, one log record of the ends."""
+        self._deferred_due = False
+        work, self._deferred = self._deferred, []
+        for item in work:
+            try:
+                item()
+            except Exception:  # one failure must not keep the others undone
+                log.exception("deferred work failed")
         if self._ends_to_log:
             lines, self._ends_to_log = self._ends_to_log, []
             log.info("ended: %s", "; ".join(lines))
+
+    def _log_end(self, line: str) -> None:
+        """Log a task's end with the others of its burst, once a reply has gone out: one
+        log record costs about as much as the rest of an end."""
+        self._after_replies()
+        self._ends_to_log.append(line)
+
+    def _record_usage(self, task: LiveTask) -> None:
+        """Journal what an ended task used (see :meth:`_record_end`)."""
+        self._usage_pending.pop(task.id, None)
+        if self.tracker is not None:
+            usage = self.tracker.usage(task.id)
+            task.row.cpu_seconds, task.row.peak_memory = usage.cpu_seconds, usage.peak_memory
+            self.journal.save_row(task.row)
 
     def _remove_later(self, task_id: str) -> None:
         """Queue an ended task's empty cgroups for removal, done in one batch once ends
@@ -925,10 +961,15 @@ class TaskManager:
         for task in list(self.lingering.values()):
             self._after_end(task)
 
-    def _record_end(self, task: LiveTask, host_restarted: bool) -> None:
+    def _record_end(
+        self, task: LiveTask, host_restarted: bool, record: ExitRecord | None = None
+    ) -> None:
         crash_point("before_finish")
         ended = task.monitor_gone
-        record = ExitRecord(None, None) if host_restarted else read_exit_record(task.files.exit)
+        if host_restarted:
+            record = ExitRecord(None, None)
+        elif record is None:
+            record = read_exit_record(task.files.exit)
         code = record.status
         if self.subreaper and not task.tracked and task.watched and not host_restarted:
             monitors = {t.row.pid for t in self.live.values() if t.row.pid}
@@ -941,11 +982,13 @@ class TaskManager:
         row = task.row
         task.final_cwd = final_cwd(record.cwd, row.cwd)
         limited = self.memory_limit is not None
-        usage = (
-            self.tracker.usage(row.id, oom=limited)
-            if task.tracked and self.tracker is not None
-            else None
-        )
+        usage = None
+        if task.tracked and self.tracker is not None:
+            if task.attached and not limited:  # its caller's result has none: read later
+                self._usage_pending[row.id] = task
+                self._after_replies(lambda: self._record_usage(task))
+            else:
+                usage = self.tracker.usage(row.id, oom=limited)
         if usage is not None:  # what it used, recorded with its end (one journal write)
             row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
         oom = usage is not None and usage.oom_killed

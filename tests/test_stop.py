@@ -22,6 +22,7 @@ from conftest import (
     raw_request,
     start_bg,
     start_supervisor,
+    supervisor_pids,
     wait_until,
 )
 
@@ -247,6 +248,36 @@ def test_cpu_and_memory_are_recorded(state_dir: Path) -> None:
     status = client.status()
     if "memory" in (status.tracking or ""):
         assert record.peak_memory_bytes is not None and record.peak_memory_bytes > 64 << 20
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["kept", "crash after the result"])
+def test_what_a_foreground_command_used_is_recorded_after_its_result(
+    state_dir: Path, crash: bool
+) -> None:
+    """A foreground result carries no usage: it is read once the result has gone out, and
+    journaled with the task's end. A supervisor killed before that (after the reply)
+    leaves the task's cgroup: the next one records the end from the exit record, with
+    what it used."""
+    if not cgroups_usable():
+        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    if crash:
+        start_supervisor(state_dir, WAVE_FAULT="after_reply")
+    client = Client(state_dir=state_dir)
+    command = "python3 -c 'x = bytearray(64 << 20); sum(range(3_000_000))'"
+    assert client.bash(command).exit_code == 0
+    if crash:
+        wait_until(lambda: not supervisor_pids(state_dir))
+    (record,) = [t for t in client.tasks() if t.command == command]
+    assert (record.status, record.exit_code) == ("completed", 0)
+    assert record.cpu_seconds is not None and record.cpu_seconds > 0.05
+    memory = "memory" in (client.status().tracking or "")
+    if memory:
+        assert record.peak_memory_bytes is not None and record.peak_memory_bytes > 64 << 20
+    kill_supervisor(state_dir, signal.SIGTERM)
+    (again,) = [t for t in client.tasks() if t.command == command]  # from the journal
+    assert (again.cpu_seconds, again.peak_memory_bytes) == (
+        record.cpu_seconds, record.peak_memory_bytes,
+    )  # fmt: skip
 
 
 def test_memory_limit_kills_with_a_clear_reason(
