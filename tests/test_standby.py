@@ -4,12 +4,14 @@ and the standby never changes what a command sees or leaves anything behind."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import re
 import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -31,6 +33,7 @@ from wave_bash.api import Client
 from wave_bash.supervisor.daemon import tracker_name
 from wave_bash.worker import (
     ExitRecord,
+    MonitorExit,
     Shell,
     TaskFiles,
     monitor_instructions,
@@ -270,19 +273,19 @@ def test_a_command_longer_than_a_pipe_holds(client: Client) -> None:
 
 
 @pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
-@pytest.mark.parametrize("cut", [0, 20, -12, -2])
+@pytest.mark.parametrize("cut", [0, 1, 20, -12, -2])
 def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: int) -> None:
     """A supervisor that dies while handing over a command leaves a monitor that runs
     nothing and records nothing (the task then reads as lost, never as completed); a
-    joined monitor's job reads them itself, and says nothing to its monitor."""
+    joined monitor's job reads them itself. A caller's ``__wave_go=1`` changes nothing."""
     marker = tmp_path / "ran"
     task_id = "s" + uuid.uuid4().hex[:8]
     files = TaskFiles.for_task(tmp_path, task_id)
     shell = Shell("/bin/bash", "bash")
     joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
     started = start_monitor(
-        task_id, dict(os.environ), shell, None if monitor == "python" else "/bin/bash", files,
-        joins=joins,
+        task_id, {**os.environ, "__wave_go": "1"}, shell,
+        None if monitor == "python" else "/bin/bash", files, joins=joins,
     )  # fmt: skip
     data = monitor_instructions(f"touch {marker}", str(tmp_path), None)
     os.write(started.pipe, data[:cut])
@@ -291,6 +294,65 @@ def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: 
     assert not marker.exists() and files.exit.read_text().strip() == ""  # the placeholder
     assert os.read(started.record_pipe, 1) == b""  # closed, with no status written
     os.close(started.record_pipe)
+
+
+def unread(pipe: int) -> int:
+    """Bytes written to a pipe and not read yet (asked through its write end)."""
+    import fcntl
+    import termios
+
+    count = fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0")
+    return int.from_bytes(count, sys.byteorder)
+
+
+def test_a_joined_job_killed_as_it_reads_its_instructions_runs_nothing(tmp_path: Path) -> None:
+    """Its job has read part of a long command (the rest is still coming) when it is
+    killed (a TaskStop right after the start): nothing runs, neither the command nor
+    any part of it (before, its monitor read the rest and ran it as shell code), and the
+    status is the signal's, as for a `bash -c` killed before its command."""
+    task_id = "s" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    started = start_monitor(
+        task_id, dict(os.environ), Shell("/bin/bash", "bash"), "/bin/bash", files,
+        joins=[str(tmp_path / "cgroup.procs")],
+    )  # fmt: skip
+    command = f"touch {tmp_path}/start; " + "#" * 8000 + f"\ntouch {tmp_path}/part; : '"
+    data = monitor_instructions(command, str(tmp_path), None)
+    os.write(started.pipe, data[:5000])
+    wait_until(lambda: unread(started.pipe) == 0)
+    (job,) = wait_until(lambda: psutil.Process(started.pid).children())
+    job.kill()
+    wait_until(lambda: not psutil.pid_exists(job.pid) or gone(job))
+    with contextlib.suppress(OSError):
+        os.write(started.pipe, data[5000:])
+    os.close(started.pipe)
+    ended = reap_monitor(started.pid, block=True)
+    os.close(started.record_pipe)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["cgroup.procs", files.log.name, files.exit.name]
+    )  # fmt: skip
+    assert (ended, read_exit_record(files.exit).status) == (MonitorExit(137), 137)
+
+
+def test_a_joined_monitor_gets_its_pipes_whatever_descriptors_are_free() -> None:
+    """A fresh process (descriptors 3-9 free) starts a joined monitor: its pipes are
+    moved to their numbers one after another, and none overwrites another (the started
+    pipe once came as 8 and 9, and 8 was overwritten before it was moved: every such
+    task was lost)."""
+    script = (
+        "import os, sys, tempfile; from pathlib import Path\n"
+        "from wave_bash.worker import Shell, TaskFiles, reap_monitor, read_exit_record,"
+        " start_monitor\n"
+        "d = Path(tempfile.mkdtemp()); files = TaskFiles.for_task(d, 'fresh')\n"
+        "m = start_monitor('fresh', dict(os.environ), Shell('/bin/bash', 'bash'), '/bin/bash',"
+        " files, joins=[str(d / 'cgroup.procs')])\n"
+        "m.run('exit 5', str(d)); reap_monitor(m.pid, block=True)\n"
+        "print(read_exit_record(files.exit).status)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )  # fmt: skip
+    assert out.stdout.strip() == "5", out
 
 
 @pytest.mark.parametrize("monitor", ["bash", "joined", "subreaper", "python"])
@@ -537,6 +599,7 @@ def bash_c(command: str, env: dict[str, str], cwd: Path) -> tuple[str, int]:
 BUILTINS_THE_MONITOR_USES = (
     "cd", "wait", "printf", "read", "exec", "set", "unset", "eval", "trap", "umask",
     "ulimit", "pwd", "kill", "export", "echo", "declare", "command", "break", "source",
+    "continue",
 )  # fmt: skip
 
 
@@ -563,6 +626,9 @@ def test_the_callers_functions_named_like_builtins_reach_the_command_only(
     task_id = client.bash("sleep 0.2; echo done", run_in_background=True).background_task_id
     assert task_id is not None
     assert client.wait(task_id, timeout=10_000).exit_code == 0
+    waiting = standbys(client, state_dir)  # let go as the supervisor stops: each exits
+    kill_supervisor(state_dir, signal.SIGTERM)
+    wait_until(lambda: all(not psutil.pid_exists(p.pid) or gone(p) for p in waiting))
 
 
 @pytest.mark.parametrize("tracking", ["cgroup", "process"])

@@ -146,25 +146,31 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # process into a cgroup waits for a kernel grace period (up to ~15 ms on an idle host),
 # which this takes off the command's path. The job reads the instructions itself, from
 # the supervisor's pipe (the monitor's stdin, as fd 6), so a command starts with one
-# read of them, as with the monitor above; then it says "started" on its fd 8, the write
-# end of a pipe whose read end is the monitor's fd 9 (``worker.spawn.STARTED_FDS``), and
-# its stdout/stderr are the log again (fds 3/4). The monitor waits for the job at once:
-# nothing of its own comes between a command's end and its status. A job that ended
-# without saying it had started its command (killed before it read its instructions,
-# or given incomplete ones) ran nothing: the monitor reads what is left on its stdin,
-# and records nothing unless that is complete instructions, which it hands to another
-# job (forked with them: the same body, which then reads nothing; only its error
-# messages count lines from the line it is forked on). The instructions are read from
-# one pipe, by the job or by the monitor: a command never runs twice. The caller's
-# errexit, nounset and pipefail (SHELLOPTS) hold for the command, never for the monitor
-# or the job's own steps. bash 4 or newer: the cgroup tracker only exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; [[ -z $__wave_in ]] || \\builtin . "/dev/fd/$__wave_in"; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin echo started >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+# read of them, as with the monitor above; its stdout/stderr are the log again (fds
+# 3/4). It tells the monitor how far it got on its fd 8, the write end of a pipe whose
+# read end is the monitor's fd 9 (``worker.spawn.STARTED_FDS``): "r" once it has read
+# the instructions' first byte (an empty line: until then it has taken nothing from
+# them), "s" once it has all of them and starts its command. The monitor reads these,
+# then waits for the job (reading, not waiting, as a command's `kill $$` arrives at
+# once: bash 5.2 mostly loses a job's status when the job ends as a trap interrupts
+# `wait`). Then: "rs", the status is the command's; "r", the job ended with part of its
+# instructions: killed as it read them (a TaskStop as the task starts), the status is
+# the signal's, as for a `bash -c` killed before its command; cut short, nothing ran and
+# the monitor dies without a status; nothing, the job ended before it took any: the
+# monitor reads them from its stdin itself and hands complete ones to another job
+# (forked with them: the same body, which then reads nothing; only its error messages
+# count lines from the line it is forked on), or exits recording nothing. Instructions
+# are read from one pipe, by one of them: a command never runs twice, nor from part of
+# its text. The caller's errexit, nounset and pipefail (SHELLOPTS) hold for the command,
+# never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
+# exists on Linux.
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
 \\exec 6<&- 8>&-
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
+__wave_ok=; while ((${#__wave_ok} < 2)); do IFS= TMOUT= \\builtin read -r -N 1 -u 9 __wave_c; __wave_s=$?; ((__wave_s > 128)) && \\builtin continue; ((__wave_s == 0)) || \\builtin break; __wave_ok+=$__wave_c; done
 @WAIT@
-__wave_ok=; IFS= \\builtin read -r -u 9 __wave_ok
-if [[ $__wave_ok != started ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig; __wave_in=; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & @WAIT@; fi
+if [[ -z $__wave_ok ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s; __wave_in=; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")
@@ -193,8 +199,8 @@ def monitor_instructions(
     prelude = build_prelude(
         cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env
     )
-    text = (
-        f"__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
+    text = (  # (the first line is empty: see BASH_JOINED_MONITOR_SCRIPT)
+        f"\n__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
         f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
     )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes

@@ -87,12 +87,21 @@ class ExitRecord:
     """The task's record (None: a standby's, or a task's from before records moved here)."""
 
 
+EXIT_RECORD_LIMIT = 64 << 20
+"""Bytes of an exit record read at most: its task's record holds the command (a request
+is 8 MiB at most, as JSON up to six times that), and a sandboxed foreground command can
+write to the file (where its final directory goes). Past it only the status is read."""
+
+
 def read_exit_record(path: Path) -> ExitRecord:
     """The task's exit record; an unreadable one holds nothing."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(EXIT_RECORD_LIMIT + 1)
     except OSError:
         return ExitRecord(None, None)
+    if len(data) > EXIT_RECORD_LIMIT:
+        data = data[: len(EXIT_PLACEHOLDER)]
     head, tail = data[: len(EXIT_PLACEHOLDER)], data[len(EXIT_PLACEHOLDER) :]
     first = head.split(b"\n", 1)[0].strip()
     status = int(first) if first.isdigit() else None
@@ -122,6 +131,20 @@ def write_task_record(path: Path, record: bytes) -> None:
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 """Opening a task's own file: created or emptied, never through a link."""
+
+
+def _above_targets(fd: int) -> int:
+    """``fd`` moved above the numbers a monitor's pipes get (:data:`RECORDED_FD`,
+    :data:`STARTED_FDS`): they are put in place one after another, and one that already
+    has a later one's number would be overwritten before it is moved."""
+    if fd > max(RECORDED_FD, *STARTED_FDS):
+        return fd
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    finally:
+        os.close(fd)
 
 
 def _reserve_exit_record(path: Path) -> None:
@@ -233,7 +256,9 @@ class Monitor:
         """Hand the monitor its instructions; the command starts once the pipe is closed.
 
         Raises:
-            BrokenPipeError: the monitor is gone (nothing ran).
+            BrokenPipeError: the monitor is gone (nothing ran). (A joined monitor's job
+                reads them too: with the monitor gone it runs nothing, and the task
+                ends lost.)
         """
         _write_and_close(self.pipe, instructions, PIPE_MIN_CAPACITY - self.primed)
 
@@ -419,9 +444,9 @@ def start_monitor(
         read_fd, write_fd = os.pipe()  # close-on-exec; the child gets read_fd as stdin
         if sys.platform != "win32":
             record_read, record_write = os.pipe()
-            moves.append((record_write, RECORDED_FD))
+            moves.append((_above_targets(record_write), RECORDED_FD))
         if joins and monitor_bash is not None:
-            started_read, started_write = os.pipe()
+            started_read, started_write = (_above_targets(fd) for fd in os.pipe())
             moves += [(started_write, STARTED_FDS[0]), (started_read, STARTED_FDS[1])]
     except BaseException:
         for fd in {log_fd, err_fd, read_fd, write_fd, record_read, *(m[0] for m in moves)} - {-1}:
