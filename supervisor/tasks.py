@@ -268,6 +268,13 @@ def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
     loop.add_reader(pidfd, on_readable)
 
 
+def _reap_soon(pid: int) -> None:
+    """Reap a monitor of ours that has recorded its status: now if it has exited (as
+    most have by then when many tasks end at once), else as it exits."""
+    if reap_monitor(pid) is None:
+        on_exit(pid, True, lambda: reap_monitor(pid))
+
+
 def release(monitor: Monitor) -> None:
     """Let a monitor go that will run no command (its files removed); it exits on its
     closed pipe and is reaped then."""
@@ -763,7 +770,7 @@ class TaskManager:
             pid = task.row.pid or 0
             gone = None if not task.child or record else reap_monitor(pid)
             if task.child and gone is None:  # it wrote the status and is exiting now
-                self._after_replies(lambda: on_exit(pid, True, lambda: reap_monitor(pid)))
+                self._after_replies(lambda: _reap_soon(pid))
             task.monitor_gone = gone or MonitorExit(None)
         if (
             not host_restarted

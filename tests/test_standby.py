@@ -42,6 +42,7 @@ from wave_bash.worker import (
     start_monitor,
 )
 from wave_bash.worker.cgroups import cgroup_parents
+from wave_bash.worker.spawn import EXIT_RECORD_LIMIT
 
 
 def standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
@@ -303,6 +304,17 @@ def unread(pipe: int) -> int:
 
     count = fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0")
     return int.from_bytes(count, sys.byteorder)
+
+
+def test_an_exit_record_grown_huge_gives_its_status_only(tmp_path: Path) -> None:
+    """A sandboxed foreground command can write to its exit record (its final directory
+    goes there): one grown past the limit is not read into memory, only its status."""
+    path = tmp_path / "t.exit"
+    path.write_bytes(b"3\n     \n" + b'{"id": "t"}\n/tmp\n')
+    assert read_exit_record(path) == ExitRecord(3, "/tmp", b'{"id": "t"}')
+    with open(path, "r+b") as fh:
+        fh.truncate(EXIT_RECORD_LIMIT + 1)  # sparse: nothing written
+    assert read_exit_record(path) == ExitRecord(3, None)
 
 
 def test_a_joined_job_killed_as_it_reads_its_instructions_runs_nothing(tmp_path: Path) -> None:

@@ -96,12 +96,11 @@ write to the file (where its final directory goes). Past it only the status is r
 def read_exit_record(path: Path) -> ExitRecord:
     """The task's exit record; an unreadable one holds nothing."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(EXIT_RECORD_LIMIT + 1)
+        with open(path, "rb", buffering=0) as fh:
+            size = os.fstat(fh.fileno()).st_size  # (read(LIMIT) would allocate LIMIT)
+            data = fh.read(len(EXIT_PLACEHOLDER) if size > EXIT_RECORD_LIMIT else size + 1)
     except OSError:
         return ExitRecord(None, None)
-    if len(data) > EXIT_RECORD_LIMIT:
-        data = data[: len(EXIT_PLACEHOLDER)]
     head, tail = data[: len(EXIT_PLACEHOLDER)], data[len(EXIT_PLACEHOLDER) :]
     first = head.split(b"\n", 1)[0].strip()
     status = int(first) if first.isdigit() else None
