@@ -148,8 +148,8 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
     chores.cancel()
     ctx.tasks.standby.discard()
-    ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
     ctx.tasks.after_replies()  # (ends' usage read before their cgroups go)
+    ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
     if ctx.tasks.tracker is not None:
         ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan

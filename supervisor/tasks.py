@@ -84,10 +84,11 @@ reply goes out (a task that ended with nobody waiting): a waiter's reply comes t
 rounds of the event loop after its task's end, and would otherwise follow that work. A
 crash in between loses no task's end (its exit record holds it, and the next supervisor
 records it from there), but may deliver a notice or output again (SPEC D1)."""
-HIDDEN_FROM_MONITORS = frozenset({"BASH_ENV", "BASH_FUNC_builtin%%"})
+HIDDEN_FROM_MONITORS = frozenset({"BASH_ENV", "BASH_FUNC_builtin%%", "BASH_XTRACEFD"})
 """What no monitor is started with (SPEC E2d): bash would source a ``BASH_ENV`` there,
-ahead of its command, and call each builtin of the monitor's through a function named
-``builtin``."""
+ahead of its command, call each builtin of the monitor's through a function named
+``builtin``, and (under the caller's xtrace) trace its first line to a ``BASH_XTRACEFD``:
+one of the monitor's own pipes. The job gets ``BASH_XTRACEFD`` back."""
 ENVIRONMENT_COMMAND_LIMIT = 124 * 1024
 """Bytes of a command that reaches its shell in one environment string (interactive,
 sandboxed, zsh, with BASH_ENV: never in an argv, F1a): the kernel takes 128 KiB at most,
@@ -533,6 +534,7 @@ class TaskManager:
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
+                xtrace_fd=p.env.get("BASH_XTRACEFD"),
             )  # fmt: skip
             write_meta(files, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)
@@ -775,7 +777,7 @@ class TaskManager:
         if (
             not host_restarted
             and task.monitor_gone.code is None
-            and read_exit_file(task.files.exit) is None
+            and (record.status if record else read_exit_file(task.files.exit)) is None
             and self.has_processes(task)
         ):
             if not task.monitor_lost:
@@ -913,6 +915,8 @@ class TaskManager:
         if now - latest < REMOVAL_QUIET and now - self._removals_since < REMOVAL_PATIENCE:
             loop.call_later(REMOVAL_QUIET, self._flush_removals)
             return
+        for task in list(self._usage_pending.values()):  # read before their cgroups go
+            self._record_usage(task)
         batch, self._removals = list(self._removals), {}
         tracker = self.tracker
         if tracker is None:

@@ -511,6 +511,26 @@ def test_the_callers_xtrace_and_allexport_hold_for_the_command_only(
     assert r.stdout.splitlines() == ["1", "0"], r.stdout
 
 
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+@pytest.mark.parametrize("fd", ["5", "8"])
+def test_the_callers_bash_xtracefd_never_reaches_a_monitor(
+    state_dir: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str, fd: str
+) -> None:
+    """SHELLOPTS=xtrace with BASH_XTRACEFD naming one of a monitor's own pipes (its
+    record pipe, 5; its job's word, 8): the monitor's first line was traced into it, and
+    the task's status was lost or its end came late. The command gets it back (as under
+    `bash -c`, that descriptor is not open there: bash says so and traces to stderr)."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    env = {**os.environ, "SHELLOPTS": "xtrace", "BASH_XTRACEFD": fd}
+    client = Client(state_dir=state_dir, env=env, cwd=workdir)
+    command = "echo hi; printenv BASH_XTRACEFD; exit 3"
+    for _ in range(2):  # (the second in a standby)
+        r = client.bash(command)
+        lines = r.stdout.splitlines()
+        assert (r.exit_code, lines[-4], lines[-2]) == (3, "hi", fd), r
+        assert f"BASH_XTRACEFD: {fd}: invalid value" in lines[0] and "__wave" not in r.stdout
+
+
 @pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="Linux only")
 @pytest.mark.parametrize("joined", [False, True], ids=["plain", "joined"])
 def test_a_bash_monitor_and_its_command_keep_the_real_process_limit(

@@ -186,6 +186,7 @@ def monitor_instructions(
     open_files: int | None = None,
     cgroups: Sequence[str] = (),
     bash_env: str | None = None,
+    xtrace_fd: str | None = None,
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``.
@@ -197,8 +198,9 @@ def monitor_instructions(
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
     prelude = build_prelude(
-        cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env
-    )
+        cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env,
+        xtrace_fd=xtrace_fd,
+    )  # fmt: skip
     text = (  # (the first line is empty: see BASH_JOINED_MONITOR_SCRIPT)
         f"\n__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
         f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
@@ -214,12 +216,13 @@ def build_prelude(
     open_files: int | None = None,
     cgroups: Sequence[str] = (),
     bash_env: str | None = None,
+    xtrace_fd: str | None = None,
 ) -> str:
     """The job's settings, one line run before its command: first it joins its cgroups
     (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap appending ``pwd -P``
     to ``cwd_file`` (the task's exit record), the caller's umask, the soft descriptor
-    limit commands get and the caller's ``BASH_ENV`` (``bash_env``) back in its
-    environment. Every builtin as ``\\builtin``: the caller's functions are defined here.
+    limit commands get and the caller's ``BASH_ENV`` (``bash_env``) and
+    ``BASH_XTRACEFD`` (``xtrace_fd``) back in its environment. Every builtin as ``\\builtin``: the caller's functions are defined here.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status (the caller's errexit,
@@ -246,6 +249,8 @@ def build_prelude(
         parts.append(f"\\builtin ulimit -Sn {int(open_files)} 2>/dev/null")
     if bash_env is not None:
         parts.append(f"\\builtin export BASH_ENV={shlex.quote(bash_env)}")
+    if xtrace_fd is not None:  # (its monitor ran without it)
+        parts.append(f"\\builtin export BASH_XTRACEFD={shlex.quote(xtrace_fd)}")
     return "; ".join(parts)
 
 

@@ -140,10 +140,9 @@ def _above_targets(fd: int) -> int:
         return fd
     import fcntl
 
-    try:
-        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-    finally:
-        os.close(fd)
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
 
 
 def _reserve_exit_record(path: Path) -> None:
@@ -236,6 +235,7 @@ class Monitor:
         *,
         capture_cwd: bool = True,
         bash_env: str | None = None,
+        xtrace_fd: str | None = None,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
@@ -248,7 +248,7 @@ class Monitor:
         windows = sys.platform == "win32"
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
-            open_files=open_files, cgroups=cgroups, bash_env=bash_env,
+            open_files=open_files, cgroups=cgroups, bash_env=bash_env, xtrace_fd=xtrace_fd,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
@@ -443,10 +443,12 @@ def start_monitor(
         read_fd, write_fd = os.pipe()  # close-on-exec; the child gets read_fd as stdin
         if sys.platform != "win32":
             record_read, record_write = os.pipe()
-            moves.append((_above_targets(record_write), RECORDED_FD))
+            moves.append((record_write, RECORDED_FD))
         if joins and monitor_bash is not None:
-            started_read, started_write = (_above_targets(fd) for fd in os.pipe())
+            started_read, started_write = os.pipe()
             moves += [(started_write, STARTED_FDS[0]), (started_read, STARTED_FDS[1])]
+        for i, (fd, number) in enumerate(moves):  # (on a failure each is still listed)
+            moves[i] = (_above_targets(fd), number)
     except BaseException:
         for fd in {log_fd, err_fd, read_fd, write_fd, record_read, *(m[0] for m in moves)} - {-1}:
             os.close(fd)
