@@ -33,6 +33,7 @@ from wave_bash.api import Client
 from wave_bash.supervisor.daemon import tracker_name
 from wave_bash.worker import (
     ExitRecord,
+    Monitor,
     MonitorExit,
     Shell,
     TaskFiles,
@@ -273,6 +274,22 @@ def test_a_command_longer_than_a_pipe_holds(client: Client) -> None:
     assert (r.stdout, r.exit_code) == ("20000", 0)
 
 
+def started_monitor(
+    tmp_path: Path, kind: str, env: dict[str, str] | None = None
+) -> tuple[Monitor, TaskFiles]:
+    """A monitor started directly, of one kind: ``bash``, ``joined`` (its job joins a
+    plain file as its cgroup), ``subreaper`` or ``python``; with its task's files."""
+    task_id = "s" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    joins = [str(tmp_path / "cgroup.procs")] if kind == "joined" else []
+    started = start_monitor(
+        task_id, env if env is not None else dict(os.environ), Shell("/bin/bash", "bash"),
+        None if kind == "python" else "/bin/bash", files, joins=joins,
+        subreaper=kind == "subreaper",
+    )  # fmt: skip
+    return started, files
+
+
 @pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
 @pytest.mark.parametrize("cut", [0, 1, 20, -12, -2])
 def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: int) -> None:
@@ -280,14 +297,7 @@ def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: 
     nothing and records nothing (the task then reads as lost, never as completed); a
     joined monitor's job reads them itself. A caller's ``__wave_go=1`` changes nothing."""
     marker = tmp_path / "ran"
-    task_id = "s" + uuid.uuid4().hex[:8]
-    files = TaskFiles.for_task(tmp_path, task_id)
-    shell = Shell("/bin/bash", "bash")
-    joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
-    started = start_monitor(
-        task_id, {**os.environ, "__wave_go": "1"}, shell,
-        None if monitor == "python" else "/bin/bash", files, joins=joins,
-    )  # fmt: skip
+    started, files = started_monitor(tmp_path, monitor, {**os.environ, "__wave_go": "1"})
     data = monitor_instructions(f"touch {marker}", str(tmp_path), None)
     os.write(started.pipe, data[:cut])
     os.close(started.pipe)
@@ -322,12 +332,7 @@ def test_a_joined_job_killed_as_it_reads_its_instructions_runs_nothing(tmp_path:
     killed (a TaskStop right after the start): nothing runs, neither the command nor
     any part of it (before, its monitor read the rest and ran it as shell code), and the
     status is the signal's, as for a `bash -c` killed before its command."""
-    task_id = "s" + uuid.uuid4().hex[:8]
-    files = TaskFiles.for_task(tmp_path, task_id)
-    started = start_monitor(
-        task_id, dict(os.environ), Shell("/bin/bash", "bash"), "/bin/bash", files,
-        joins=[str(tmp_path / "cgroup.procs")],
-    )  # fmt: skip
+    started, files = started_monitor(tmp_path, "joined")
     command = f"touch {tmp_path}/start; " + "#" * 8000 + f"\ntouch {tmp_path}/part; : '"
     data = monitor_instructions(command, str(tmp_path), None)
     os.write(started.pipe, data[:5000])
@@ -372,14 +377,7 @@ def test_the_record_pipe_closes_once_the_status_is_written(tmp_path: Path, monit
     """A monitor's record pipe reads end of file once its exit record holds the status,
     whatever its command leaves running: neither the command nor what it starts holds
     the pipe (its fd 5) open."""
-    task_id = "s" + uuid.uuid4().hex[:8]
-    files = TaskFiles.for_task(tmp_path, task_id)
-    joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
-    started = start_monitor(
-        task_id, dict(os.environ), Shell("/bin/bash", "bash"),
-        None if monitor == "python" else "/bin/bash", files, joins=joins,
-        subreaper=monitor == "subreaper",
-    )  # fmt: skip
+    started, files = started_monitor(tmp_path, monitor)
     left = f"{uuid.uuid4().int % 900_000 + 100_000}"
     try:
         started.run(
@@ -401,13 +399,7 @@ def test_the_record_pipe_closes_once_the_status_is_written(tmp_path: Path, monit
 
 @pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
 def test_complete_instructions_run(tmp_path: Path, monitor: str) -> None:
-    task_id = "s" + uuid.uuid4().hex[:8]
-    files = TaskFiles.for_task(tmp_path, task_id)
-    joins = [str(tmp_path / "cgroup.procs")] if monitor == "joined" else []  # a plain file
-    started = start_monitor(
-        task_id, dict(os.environ), Shell("/bin/bash", "bash"),
-        None if monitor == "python" else "/bin/bash", files, joins=joins,
-    )  # fmt: skip
+    started, files = started_monitor(tmp_path, monitor)
     started.run("pwd; exit 5", str(tmp_path))
     reap_monitor(started.pid, block=True)
     assert files.log.read_text().strip() == str(tmp_path)
