@@ -135,9 +135,10 @@ def remove_leftovers(journal: Journal, tasks_dir: Path) -> int:
     """
     removed = 0
     for task_id in list(TaskFiles.logged_ids(tasks_dir)):
+        if journal.exists(task_id):  # (most are: no file read for them at each start)
+            continue
         files = TaskFiles.for_task(tasks_dir, task_id, separate_stderr=True)
-        recorded = read_exit_record(files.exit).record is not None or _nonempty(files.meta)
-        if recorded or journal.exists(task_id):
+        if read_exit_record(files.exit).record is not None or _nonempty(files.meta):
             continue
         try:
             if files.log.stat().st_size == 0:
