@@ -54,6 +54,7 @@ from wave_bash.worker import (
     start_monitor,
     stop_trees,
     tagged_processes,
+    tell_stopping,
     wait_monitor_exited,
     wrapped_command,
     write_task_record,
@@ -1131,6 +1132,8 @@ class TaskManager:
         loop = asyncio.get_running_loop()
         await self._joined([t for t in tasks if time.time() - t.row.started_at < JOIN_PATIENCE])
         for task in tasks:
+            if task.child and task.row.pid and not task.ended.done():
+                tell_stopping(task.row.pid)  # (its job may not have taken its command yet)
             tracker.terminate(task.id)
         deadline = loop.time() + self.stop_grace
         monitored = [t.ended for t in tasks if not t.ended.done() and not t.monitor_lost]

@@ -41,6 +41,7 @@ from wave_bash.worker import (
     read_exit_record,
     reap_monitor,
     start_monitor,
+    tell_stopping,
 )
 from wave_bash.worker.cgroups import cgroup_parents
 from wave_bash.worker.spawn import EXIT_RECORD_LIMIT
@@ -468,6 +469,50 @@ def test_a_standby_whose_job_was_killed_still_runs_the_command(
     wait_until(lambda: gone(job))
     r = client.bash("echo ran; grep -c '^0::.*wave-bash' /proc/self/cgroup; yes | head -1")
     assert (r.exit_code, r.stdout.split()) == (0, ["ran", "1", "y"])
+
+
+def test_a_stop_as_the_task_starts_runs_its_command_nowhere(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """The task is stopped before its job (forked ahead, here held stopped) took its
+    command: the job dies of the stop, and no other job runs the command (its monitor
+    once ran it in a new job, after the stop's kill, as for a job killed by chance)."""
+    if "cgroup" not in (client.status().tracking or ""):
+        pytest.skip("the job is forked ahead only where it joins cgroups")
+    jobs = [wait_until(s.children)[0] for s in two_standbys(client, state_dir)]
+    for job in jobs:
+        job.suspend()
+    marker = tmp_path / "ran"
+    try:
+        task_id = client.bash(f"touch {marker}", run_in_background=True).background_task_id
+        stopped = client.task_stop(task_id or "")
+    finally:
+        for job in jobs:
+            with contextlib.suppress(psutil.Error):
+                job.resume()
+    assert (stopped.status, stopped.exit_code) == ("killed", 137)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("stopping", [False, True])
+def test_a_joined_job_killed_before_its_command_is_replaced_unless_stopping(
+    tmp_path: Path, stopping: bool
+) -> None:
+    """The monitor's side: told of a stop first, it runs nothing once its job is killed
+    before it took the command, and records the kill; else a new job runs it."""
+    marker = tmp_path / "ran"
+    started, files = started_monitor(tmp_path, "joined")
+    (job,) = wait_until(psutil.Process(started.pid).children)
+    if stopping:
+        tell_stopping(started.pid)
+    job.kill()
+    wait_until(lambda: gone(job))
+    with contextlib.suppress(BrokenPipeError):  # (stopping: its monitor may have gone)
+        started.send(monitor_instructions(f"touch {marker}", str(tmp_path), None))
+    reap_monitor(started.pid, block=True)
+    os.close(started.record_pipe)
+    assert marker.exists() is not stopping
+    assert read_exit_record(files.exit).status == (137 if stopping else 0)
 
 
 @pytest.mark.parametrize("tracking", ["cgroup", "process"])

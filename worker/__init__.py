@@ -37,6 +37,7 @@ from .spawn import (
     reap_monitor,
     start_monitor,
     task_environment,
+    tell_stopping,
     wait_monitor_exited,
     write_task_record,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "stop_trees",
     "tagged_processes",
     "task_environment",
+    "tell_stopping",
     "usual_git_bash_locations",
     "wait_monitor_exited",
     "windows_to_posix_path",

@@ -73,6 +73,11 @@ _WAIT = (
     'while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]]; do ((1)); '
     "done; ((__wave_status >= 0)) || \\builtin kill -KILL $$"
 )
+STOPPING_SIGNAL = "URG"
+"""What a stop sends a joined monitor before it signals the job (``worker.spawn.tell_stopping``):
+a job killed before it took any of its instructions then has them run by no replacement
+job (it would run the command after the stop). Ignored by default, by every process;
+the monitor traps it until its job has said how far it got."""
 _UNTRAP = "\\builtin trap - " + " ".join(FORWARDED_SIGNALS)
 """A job forked after the forwarding traps were set drops them (``trap -p`` would show
 them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
@@ -86,6 +91,7 @@ def _monitor_script(text: str) -> str:
         ("@WAIT@", _WAIT),
         ("@UNTRAP@", _UNTRAP),
         ("@RESTORE_EXEC@", _RESTORE_EXEC),
+        ("@STOPPING@", STOPPING_SIGNAL),
     )
     for mark, part in parts:
         text = text.replace(mark, part)
@@ -159,18 +165,20 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # the monitor dies without a status; nothing, the job ended before it took any: the
 # monitor reads them from its stdin itself and hands complete ones to another job
 # (forked with them: the same body, which then reads nothing; only its error messages
-# count lines from the line it is forked on), or exits recording nothing. Instructions
+# count lines from the line it is forked on), or exits recording nothing; unless a stop
+# came first (``STOPPING_SIGNAL``, trapped from before the job's fork until it has
+# said how far it got): then the status is the job's, and nothing runs. Instructions
 # are read from one pipe, by one of them: a command never runs twice, nor from part of
 # its text. The caller's errexit, nounset and pipefail (SHELLOPTS) hold for the command,
 # never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
 # exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
 \\exec 6<&- 8>&-
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
-__wave_ok=; while ((${#__wave_ok} < 2)); do IFS= TMOUT= \\builtin read -r -N 1 -u 9 __wave_c; __wave_s=$?; ((__wave_s > 128)) && \\builtin continue; ((__wave_s == 0)) || \\builtin break; __wave_ok+=$__wave_c; done
+__wave_ok=; while ((${#__wave_ok} < 2)); do IFS= TMOUT= \\builtin read -r -N 1 -u 9 __wave_c; __wave_s=$?; ((__wave_s > 128)) && \\builtin continue; ((__wave_s == 0)) || \\builtin break; __wave_ok+=$__wave_c; done; \\builtin trap - @STOPPING@
 @WAIT@
-if [[ -z $__wave_ok ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s; __wave_in=; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
+if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s __wave_stop; __wave_in=; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")

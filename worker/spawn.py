@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import BadEnvironmentError
 from .files import TaskFiles
-from .monitor import monitor_argv, monitor_instructions
+from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
 from .shell import Shell
 
 if sys.platform != "win32":
@@ -193,6 +193,16 @@ def reap_monitor(pid: int, block: bool = False) -> MonitorExit | None:
     if reaped == 0:
         return None
     return MonitorExit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
+
+
+def tell_stopping(pid: int) -> None:
+    """Tell a monitor this process started that its task is being stopped, before its
+    job is signalled: a job killed before it took its command then has it run by no
+    other (see ``worker.monitor.STOPPING_SIGNAL``). Any other monitor ignores it."""
+    number = getattr(signal, f"SIG{STOPPING_SIGNAL}", None)
+    if number is not None:
+        with contextlib.suppress(OSError):  # (ended: an unreaped child, never another's pid)
+            os.kill(pid, number)
 
 
 def wait_monitor_exited(pid: int) -> None:
