@@ -313,3 +313,50 @@ def test_task_output_pattern_has_line_semantics(client: Client) -> None:
     assert time.monotonic() - started < 10  # woke on the match, not on the timeout
     assert out.status == "running" and out.output == "alpha\nbeta"
     client.task_stop(tid)
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_stopped_command_is_paused_not_ended(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """A command stopped by a signal (SIGSTOP, as a user pausing it) is paused: its task
+    runs on and ends with the command's own status once it is continued (its monitor
+    once recorded 147 at the stop and, exiting, killed the command with SIGHUP)."""
+    import psutil
+
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir)
+    pid_file = tmp_path / "pid"
+    task_id = start_bg(
+        client, f"echo $BASHPID > {pid_file}; kill -STOP $BASHPID; echo resumed; exit 3"
+    )
+    job = psutil.Process(
+        int(wait_until(lambda: pid_file.exists() and pid_file.read_text().strip()))
+    )
+    wait_until(lambda: job.status() == psutil.STATUS_STOPPED)
+    assert client.wait(task_id, timeout=300).status == "running"  # paused, for 300 ms
+    job.resume()
+    record = client.wait(task_id, timeout=10_000)
+    assert (record.status, record.exit_code) == ("failed", 3)
+    assert client.task_output(task_id).output.strip() == "resumed"
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_stop_ends_a_paused_command_with_its_sigterm(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """TaskStop of a stopped (paused) command: SIGCONT follows SIGTERM, so the command
+    gets the SIGTERM now (143), not only the SIGKILL after the grace period (137)."""
+    import psutil
+
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir)
+    pid_file = tmp_path / "pid"
+    task_id = start_bg(client, f"echo $BASHPID > {pid_file}; kill -STOP $BASHPID; echo resumed")
+    job = psutil.Process(
+        int(wait_until(lambda: pid_file.exists() and pid_file.read_text().strip()))
+    )
+    wait_until(lambda: job.status() == psutil.STATUS_STOPPED)
+    record = client.task_stop(task_id)
+    assert (record.status, record.exit_code) == ("killed", 143)
+    assert "resumed" not in client.task_output(task_id).output

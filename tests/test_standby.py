@@ -490,7 +490,7 @@ def test_a_stop_as_the_task_starts_runs_its_command_nowhere(
         for job in jobs:
             with contextlib.suppress(psutil.Error):
                 job.resume()
-    assert (stopped.status, stopped.exit_code) == ("killed", 137)
+    assert (stopped.status, stopped.exit_code) == ("killed", 143)  # the stop's SIGTERM
     assert not marker.exists()
 
 

@@ -180,10 +180,12 @@ class CgroupTracker:
         return "populated 1" in text
 
     def terminate(self, task_id: str) -> None:
-        """SIGTERM every process of the task (a chance to clean up before the kill)."""
+        """SIGTERM every process of the task (a chance to clean up before the kill), then
+        SIGCONT: a stopped (paused) one gets it now."""
         for pid in self.pids(task_id):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+                os.kill(pid, signal.SIGCONT)
 
     def kill(self, task_id: str) -> None:
         """SIGKILL every process of the task at once, forks racing it included."""

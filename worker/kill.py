@@ -156,17 +156,23 @@ def snapshot(
 
 
 def _signal(tree: TaskTree, hard: bool, use_groups: bool) -> None:
-    """SIGTERM (``hard``: SIGKILL) the job's group and every process of the snapshot.
+    """SIGTERM (``hard``: SIGKILL) the job's group and every process of the snapshot;
+    SIGCONT after SIGTERM, so that a stopped (paused) process gets it now, not only
+    SIGKILL after the grace period (as systemd and bash's ``kill`` do).
 
     Without process groups (Windows) psutil's terminate/kill reach each process of the
     tree walk instead (TerminateProcess there)."""
     if use_groups and tree.job_pgid and tree.job_pgid > 1:
         with contextlib.suppress(OSError):
             os.killpg(tree.job_pgid, signal.SIGKILL if hard else signal.SIGTERM)
+            if not hard:
+                os.killpg(tree.job_pgid, signal.SIGCONT)
     for pid in tree.pids:
         with contextlib.suppress(psutil.Error):  # gone meanwhile: nothing to signal
             proc = psutil.Process(pid)
             proc.kill() if hard else proc.terminate()
+            if not hard and use_groups:  # (Windows has no SIGCONT)
+                proc.send_signal(signal.SIGCONT)
 
 
 def _alive(pids: Iterable[int]) -> set[int]:

@@ -104,6 +104,9 @@ def _monitor_script(text: str) -> str:
 # Instructions on stdin set __wave_cwd, __wave_pre (the job's own settings: cwd capture
 # trap, umask, descriptor limit), __wave_cmd and, last, __wave_go. `.` reads a pipe
 # to its end from bash 4 on; bash 3 (old macOS) reads nothing from it: `eval "$(cat)"`.
+# Job control (`set -m`) is on for the job's fork only, to put it in a process group of
+# its own: with it on, `wait` would return as the job stops (147 for SIGSTOP), and the
+# monitor, exiting, would record that and kill the paused command by SIGHUP.
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
 # The exit record is written over the placeholder the supervisor reserved (`1<>`: no
 # truncation), so it needs no new disk block: it is written even on a full disk. Then
@@ -138,7 +141,7 @@ if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; els
 \\exec 3>&1 4>&2 >/dev/null 2>&1
 __wave_go=2
 done
-\\exec 3>&- 4>&-
+\\exec 3>&- 4>&-; \\builtin set +m
 \\builtin umask 077
 @WAIT@
 if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && \\builtin printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
@@ -173,12 +176,12 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
 # exists on Linux.
 BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
-\\exec 6<&- 8>&-
+\\exec 6<&- 8>&-; \\builtin set +m
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
 __wave_ok=; while ((${#__wave_ok} < 2)); do IFS= TMOUT= \\builtin read -r -N 1 -u 9 __wave_c; __wave_s=$?; ((__wave_s > 128)) && \\builtin continue; ((__wave_s == 0)) || \\builtin break; __wave_ok+=$__wave_c; done; \\builtin trap - @STOPPING@
 @WAIT@
-if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s __wave_stop; __wave_in=; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
+if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s __wave_stop; __wave_in=; \\builtin set -m; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & \\builtin set +m; @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")
