@@ -36,7 +36,7 @@ from wave_bash.worker import choose_tracker
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
 from .recovery import open_journal, recover
-from .retention import housekeeping, prune
+from .retention import housekeeping, prune, remove_pruned_later
 from .server import serve_connection
 from .settings import Settings
 from .standby import remove_leftovers
@@ -135,11 +135,12 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
         keep = {*ctx.tasks.live, *ctx.tasks.lingering}
         tracker.tidy(keep=keep | {row.id for row in journal.tasks(running_only=True)})
     remove_leftovers(journal, layout.tasks)
-    prune(journal, layout.tasks, settings.retention)
+    pruned = prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)
     if server is None:
         journal.close()
         return 1
+    remove_pruned_later(pruned)
     _on_stop_signals(loop, ctx.stop_event)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
     _signal_ready(ready_fd, b"1")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import secrets
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from wave_bash.api.states import EndReason
@@ -25,29 +29,67 @@ GC_SECONDS = 3600.0
 """How often finished tasks past the retention age are pruned (serve() also does at start)."""
 
 
+@dataclass(frozen=True)
+class Pruned:
+    """What a prune took out of the journal, and the files it leaves to remove
+    (:func:`remove_pruned`), off the event loop: a session's sandbox ``/tmp`` can hold a
+    ``node_modules``, and the supervisor answers nothing while its loop waits."""
+
+    task_ids: list[str]
+    files: list[Path]
+    """The pruned tasks' files (no row names them any more)."""
+    trees: list[str]
+    """Sandbox ``/tmp`` directories put aside (renamed, so a new command of their session
+    gets a new one) to remove, and any a supervisor stopped before it removed them."""
+
+
 def prune(
     journal: Journal, tasks_dir: Path, older_than: float, notices_kept: float | None = None
-) -> list[str]:
-    """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
-    files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
-    task left. Running tasks are never touched, nor a task whose notice is pending and
-    that ended less than ``notices_kept`` seconds ago (default: ``older_than``)."""
+) -> Pruned:
+    """Delete finished tasks that ended more than ``older_than`` seconds ago and
+    checkpoint the WAL; put aside the sandbox ``/tmp`` of each session that has no task
+    left. Running tasks are never touched, nor a task whose notice is pending and that
+    ended less than ``notices_kept`` seconds ago (default: ``older_than``). Their files
+    are removed by :func:`remove_pruned`."""
     now = time.time()
     kept = older_than if notices_kept is None else max(notices_kept, older_than)
     removed = journal.prune(now - older_than, now - kept)
-    for task_id in removed:
-        for path in TaskFiles.every_file(tasks_dir, task_id):
-            path.unlink(missing_ok=True)
     journal.checkpoint()
     if removed:
         log.info("pruned %d finished task(s) older than %gs", len(removed), older_than)
-    prune_session_temps(journal, tasks_dir.parent, older_than)
-    return removed
+    files = [path for task_id in removed for path in TaskFiles.every_file(tasks_dir, task_id)]
+    return Pruned(removed, files, set_aside_session_temps(journal, tasks_dir.parent, older_than))
 
 
-def prune_session_temps(journal: Journal, state_dir: Path, older_than: float) -> int:
-    """Remove the sandbox ``/tmp`` of sessions with no task in the journal any more and
-    nothing changed in it for ``older_than`` seconds; returns how many.
+def remove_pruned(pruned: Pruned) -> None:
+    """Remove what a prune left (in a thread: see :class:`Pruned`); never fails."""
+    for path in pruned.files:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+    for tree in pruned.trees:
+        try:
+            _remove_tree(tree)
+        except FileNotFoundError:  # (another prune's, removed meanwhile)
+            continue
+        except (OSError, RecursionError) as exc:  # never a reason for the supervisor to fail
+            log.warning("could not remove the sandbox /tmp %s: %s", tree, exc)
+
+
+def remove_pruned_later(pruned: Pruned) -> None:
+    """:func:`remove_pruned` in a thread of its own, which the supervisor does not wait
+    for as it stops (what it leaves is set aside, and removed by a later prune)."""
+    if pruned.files or pruned.trees:
+        threading.Thread(target=remove_pruned, args=(pruned,), name="prune", daemon=True).start()
+
+
+SET_ASIDE = ".removing-"
+"""The name prefix of a sandbox ``/tmp`` put aside for removal."""
+
+
+def set_aside_session_temps(journal: Journal, state_dir: Path, older_than: float) -> list[str]:
+    """Put aside (rename) the sandbox ``/tmp`` of sessions with no task in the journal
+    any more and nothing changed in it for ``older_than`` seconds; returns the
+    directories to remove, with those put aside before and not removed yet.
 
     No process uses such a directory: a session with a running or lingering task has
     that task in the journal.
@@ -56,11 +98,14 @@ def prune_session_temps(journal: Journal, state_dir: Path, older_than: float) ->
     try:
         entries = list(os.scandir(parent))
     except OSError:  # none yet
-        return 0
+        return []
     kept = {session_temp_dir(state_dir, session).name for session in journal.sessions()}
     cutoff = time.time() - older_than
-    removed = 0
+    trees, retired = [], 0
     for entry in entries:
+        if entry.name.startswith(SET_ASIDE):
+            trees.append(entry.path)
+            continue
         try:
             if (
                 entry.name in kept
@@ -68,14 +113,17 @@ def prune_session_temps(journal: Journal, state_dir: Path, older_than: float) ->
                 or entry.stat(follow_symlinks=False).st_mtime > cutoff
             ):
                 continue
-            _remove_tree(entry.path)
-        except (OSError, RecursionError) as exc:  # never a reason for the supervisor to fail
+            os.chmod(entry.path, 0o700)  # (moving a directory writes its "..")
+            aside = parent / f"{SET_ASIDE}{entry.name}-{secrets.token_hex(4)}"
+            os.rename(entry.path, aside)
+        except OSError as exc:
             log.warning("could not remove the sandbox /tmp %s: %s", entry.path, exc)
             continue
-        removed += 1
-    if removed:
-        log.info("removed the sandbox /tmp of %d session(s) with no task left", removed)
-    return removed
+        trees.append(str(aside))
+        retired += 1
+    if retired:
+        log.info("removing the sandbox /tmp of %d session(s) with no task left", retired)
+    return trees
 
 
 def _remove_tree(root: str) -> None:
@@ -130,7 +178,7 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
     ctx.tasks.check_leftovers()
     pruned = time.monotonic() - last_gc >= GC_SECONDS
     if pruned:
-        prune(ctx.journal, ctx.layout.tasks, settings.retention)
+        remove_pruned_later(prune(ctx.journal, ctx.layout.tasks, settings.retention))
     over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
     if over:
         log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)

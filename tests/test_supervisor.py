@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import select
@@ -222,7 +223,7 @@ def test_finished_tasks_past_retention_are_pruned_automatically(
     kill_supervisor(state_dir)
     start_supervisor(state_dir, WAVE_RETENTION="0s")  # prunes at start, then hourly
     assert client.tasks(all=True) == []
-    assert not list((state_dir / "tasks").glob(f"{tid}.*"))
+    wait_until(lambda: not list((state_dir / "tasks").glob(f"{tid}.*")))  # (in a thread)
 
 
 def test_background_tasks_leave_no_cwd_file(client: Client, state_dir: Path) -> None:
@@ -261,3 +262,46 @@ def test_a_sandbox_tmp_thousands_of_levels_deep_is_removed(tmp_path: Path) -> No
         os.close(fd)
     _remove_tree(str(root))
     assert not root.exists() and outside.is_dir()
+
+
+def test_what_a_prune_removes_goes_while_the_supervisor_answers(
+    client: Client, state_dir: Path
+) -> None:
+    """The files a prune leaves (here a session's sandbox /tmp of 60,000 entries) are
+    removed beside the requests: a command's result comes while that goes on (the
+    removal once held the supervisor's loop to its last file)."""
+    client.bash("true")
+    temps = state_dir / "sandbox-tmp"
+    tree = temps / "0123456789abcdef"  # a session's, with no task in the journal
+    tree.mkdir(parents=True)
+    (tree / "f").write_text("x")
+    fd = os.open(tree, os.O_RDONLY)
+    try:
+        for i in range(60_000):  # links: made fast, removed as slowly as files
+            os.link("f", f"l{i}", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+    def entries() -> int:
+        return sum(len(os.listdir(d)) for d in temps.iterdir() if d.is_dir())
+
+    pruner = Client(state_dir=state_dir, session="pruner")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        gc = pool.submit(pruner.gc, 0.0)
+        wait_until(lambda: entries() < 60_000, timeout=30)  # the removal has begun
+        assert client.bash("echo hi").stdout.strip() == "hi"
+        assert entries() > 0  # and goes on
+        gc.result(timeout=60)
+    assert list(temps.iterdir()) == []
+
+
+def test_a_sandbox_tmp_set_aside_by_a_stopped_supervisor_goes_at_the_next_prune(
+    client: Client, state_dir: Path
+) -> None:
+    """A supervisor that stopped while it removed a sandbox /tmp (set aside first, under
+    a name no session has) leaves it to the next prune."""
+    aside = state_dir / "sandbox-tmp" / ".removing-0123456789abcdef-00000000"
+    (aside / "d").mkdir(parents=True)
+    (aside / "d" / "f").write_text("x")
+    client.gc(older_than=3600)
+    assert not aside.exists()
