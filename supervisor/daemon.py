@@ -180,6 +180,22 @@ def _signal_ready(ready_fd: int | None, value: bytes) -> None:
             os.close(ready_fd)
 
 
+def keep_inherited_descriptors() -> None:
+    """Mark every descriptor the supervisor inherited (beyond stdin, stdout and stderr)
+    close-on-exec. A monitor gets only those it is handed (``worker.spawn``), never one
+    of whatever started the supervisor: a pipe its starter reads to the end would stay
+    open for as long as any task runs, and a command would see it."""
+    listing = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    try:
+        numbers = [int(name) for name in os.listdir(listing)]
+    except (OSError, ValueError):  # (Windows: no fd listing, nothing inherited by number)
+        return
+    for fd in numbers:
+        if fd > 2:
+            with contextlib.suppress(OSError):  # (the listing's own descriptor, closed)
+                os.set_inheritable(fd, False)
+
+
 def _detach() -> int | None:
     """Fork; the parent waits until the child serves, then exits (so callers never reap
     a long-lived daemon). Returns the write end of the ready pipe in the child."""
@@ -242,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         "--detach", action="store_true", help="run in the background; exit once serving"
     )
     args = parser.parse_args(argv)
+    keep_inherited_descriptors()
     layout = StateLayout(resolve_state_dir(args.state_dir))
     os.umask(0o077)  # everything the supervisor creates is private (SPEC X1); commands get
     # the caller's umask with their instructions

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
 import select
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -305,3 +308,36 @@ def test_a_sandbox_tmp_set_aside_by_a_stopped_supervisor_goes_at_the_next_prune(
     (aside / "d" / "f").write_text("x")
     client.gc(older_than=3600)
     assert not aside.exists()
+
+
+def test_no_command_gets_a_descriptor_the_supervisor_inherited(state_dir: Path) -> None:
+    """A supervisor started with an inheritable descriptor of its starter's (here the
+    write end of a pipe): no monitor or command gets it (each was handed it, and the
+    starter, reading the pipe to its end, waited for as long as any task ran)."""
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    pipe = f"pipe:[{os.fstat(read_end).st_ino}]"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(state_dir)],
+        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    os.close(write_end)
+    try:
+        wait_until(lambda: supervisor_pids(state_dir))
+        r = Client(state_dir=state_dir).bash("ls -l /proc/self/fd/")
+        assert r.exit_code == 0 and pipe not in r.stdout
+        for monitor in psutil.Process(supervisor.pid).children(recursive=True):
+            assert pipe not in _descriptors(monitor.pid)
+    finally:
+        supervisor.terminate()
+        supervisor.wait(timeout=30)
+        os.close(read_end)
+
+
+def _descriptors(pid: int) -> list[str]:
+    """What a process's descriptors are (``pipe:[N]``, paths)."""
+    found = []
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            found.append(os.readlink(f"/proc/{pid}/fd/{name}"))
+    return found
