@@ -77,8 +77,7 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
         except (OSError, ValueError, TypeError) as exc:
             log.warning("cannot rebuild task from %s: %s", path, exc)
             continue
-        # Its own ID and files, whatever its record says: a sandboxed foreground command
-        # can write its exit record (its final directory goes there).
+        # Its own ID and files, whatever its record says (no record names another's).
         files = TaskFiles.for_task(tasks_dir, task_id, separate_stderr=row.err_path is not None)
         row.id, row.output_path = task_id, str(files.log)
         row.err_path = str(files.err_log) if files.err_log else None

@@ -521,7 +521,9 @@ class TaskManager:
             if wrapped:
                 # The job becomes the terminal host and/or the sandbox; its shell then
                 # captures the directory it ends in.
-                cwd_file = str(files.exit) if capture_cwd else None
+                cwd_file = None
+                if capture_cwd:  # a sandbox can write that file: never the exit record
+                    cwd_file = files.make_cwd() if sandbox else str(files.exit)
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
                 command = wrapped_command(
                     command, shell.path, cwd_file,
@@ -992,7 +994,7 @@ class TaskManager:
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
-        task.final_cwd = final_cwd(record.cwd, row.cwd)
+        task.final_cwd = final_cwd(task.files.final_dir() if row.sandbox else record.cwd, row.cwd)
         limited = self.memory_limit is not None
         usage = None
         if task.tracked and self.tracker is not None:

@@ -3,6 +3,7 @@ a background task that outlives its caller and is stopped whole."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -27,6 +28,7 @@ from conftest import (
 )
 
 from wave_bash.api import Client, InvalidInputError
+from wave_bash.worker import read_exit_record
 
 
 @pytest.fixture(autouse=True)
@@ -379,3 +381,21 @@ def test_bash_env_runs_only_in_the_commands_own_shell(
             assert not outside.exists()  # nothing ran outside the sandbox
     finally:
         outside.unlink(missing_ok=True)
+
+
+def test_a_sandboxed_command_cannot_rewrite_its_task_record(state_dir: Path, project: Path) -> None:
+    """A sandboxed foreground command writes its final directory to a file of its own
+    (``.cwd``): it cannot reach its exit record, whose task record a lost journal is
+    rebuilt from (session, owner, request key), nor the status; follow-cd still works."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", follow_cd=True)
+    (project / "sub").mkdir()
+    exit_record = f'{state_dir}/tasks/"$WAVE_TASK_ID".exit'
+    forged = r'       \n{"session": "forged"}\n'  # a whole exit record, its own record forged
+    assert client.bash(f"printf '{forged}' > {exit_record}; cd sub").success
+    record = read_exit_record(state_dir / "tasks" / f"{_last_task(client)}.exit")
+    assert record.record is not None and json.loads(record.record)["session"] == client.session
+    assert client.bash("pwd").stdout.strip() == str(project / "sub")
+
+
+def _last_task(client: Client) -> str:
+    return max(client.tasks(), key=lambda r: r.started_at).id

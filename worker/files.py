@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
+
+FINAL_DIR_LIMIT = 64 << 10
+"""Bytes of a ``.cwd`` read at most (a directory is at most 4 KiB long on Linux)."""
 
 
 @dataclass(frozen=True)
@@ -13,15 +17,17 @@ class TaskFiles:
     """The files of one task inside ``tasks/``: ``<id>.log`` (its output), ``<id>.err.log``
     (stderr, when kept apart), ``<id>.exit`` (its exit record: the status its monitor
     writes, the task's record from which a lost journal is rebuilt, the directory a
-    foreground command ended in; see ``worker.spawn.ExitRecord``) and ``<id>.tty`` (an
-    interactive task's terminal). ``<id>.json`` held the record before it moved into
-    the exit record: tasks of an earlier version have one."""
+    foreground command ended in; see ``worker.spawn.ExitRecord``), ``<id>.cwd`` (the
+    directory a sandboxed foreground command ended in) and ``<id>.tty`` (an interactive
+    task's terminal). ``<id>.json`` held the record before it moved into the exit
+    record: tasks of an earlier version have one."""
 
     LOG: ClassVar[str] = ".log"
     ERR_LOG: ClassVar[str] = ".err.log"
     EXIT: ClassVar[str] = ".exit"
     META: ClassVar[str] = ".json"
     LEFT: ClassVar[str] = ".left"
+    CWD: ClassVar[str] = ".cwd"
     TTY: ClassVar[str] = ".tty"
 
     log: Path
@@ -29,6 +35,10 @@ class TaskFiles:
     meta: Path
     left: Path
     """Without cgroups: the processes its command left behind when it ended."""
+    cwd: Path
+    """The directory a sandboxed foreground command ended in: the one file of its task
+    its sandbox can write (its exit record holds the task's record, which a journal is
+    rebuilt from)."""
     tty: Path
     """An interactive task's terminal socket (held by its terminal host)."""
     err_log: Path | None = None
@@ -40,16 +50,40 @@ class TaskFiles:
             exit=tasks_dir / f"{task_id}{cls.EXIT}",
             meta=tasks_dir / f"{task_id}{cls.META}",
             left=tasks_dir / f"{task_id}{cls.LEFT}",
+            cwd=tasks_dir / f"{task_id}{cls.CWD}",
             tty=tasks_dir / f"{task_id}{cls.TTY}",
             err_log=tasks_dir / f"{task_id}{cls.ERR_LOG}" if separate_stderr else None,
         )
 
     def remove_unused(self) -> None:
-        """Remove what a task that never ran can have: its empty logs and its exit
-        record's placeholder (and an earlier version's ``.json``)."""
-        for path in (self.log, self.err_log, self.exit, self.meta):
+        """Remove what a task that never ran can have: its empty logs, its exit record's
+        placeholder, a sandboxed command's empty ``.cwd`` (and an earlier version's
+        ``.json``)."""
+        for path in (self.log, self.err_log, self.exit, self.cwd, self.meta):
             if path is not None:
                 path.unlink(missing_ok=True)
+
+    def make_cwd(self) -> str:
+        """Create the (empty, private) ``.cwd`` a sandboxed foreground command's shell
+        appends its final directory to; returns its path.
+
+        Raises:
+            OSError: it cannot be created (a full disk; something in its place).
+        """
+        os.close(os.open(self.cwd, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600))  # fmt: skip
+        return str(self.cwd)
+
+    def final_dir(self) -> str | None:
+        """What a sandboxed command's shell appended to its ``.cwd`` (its last line; the
+        command could write more there), or None."""
+        try:
+            with open(self.cwd, "rb", buffering=0) as fh:
+                data = fh.read(FINAL_DIR_LIMIT)
+        except OSError:
+            return None
+        lines = os.fsdecode(data).splitlines()
+        return lines[-1] if lines else None
 
     @classmethod
     def recorded(cls, tasks_dir: Path) -> list[Path]:

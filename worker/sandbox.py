@@ -83,7 +83,7 @@ def bwrap_argv(
     """The bubblewrap command line that runs what follows it in ``sandbox``.
 
     ``hidden``: directories replaced by empty ones (the state dir, the socket's dir);
-    ``writable_files``: files inside them the command must write (its exit record, for
+    ``writable_files``: files inside them the command must write (its ``.cwd``, for
     the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
     an empty one of its own)."""
     argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/", "--dev", "/dev",

@@ -89,8 +89,7 @@ class ExitRecord:
 
 EXIT_RECORD_LIMIT = 64 << 20
 """Bytes of an exit record read at most: its task's record holds the command (a request
-is 8 MiB at most, as JSON up to six times that), and a sandboxed foreground command can
-write to the file (where its final directory goes). Past it only the status is read."""
+is 8 MiB at most, as JSON up to six times that). Past it only the status is read."""
 
 
 def read_exit_record(path: Path) -> ExitRecord:
