@@ -481,6 +481,9 @@ class TaskManager:
         # monitor calls every builtin through (SPEC E2d).
         bash_env = p.env.get("BASH_ENV")
         monitor_env = {k: v for k, v in p.env.items() if k not in HIDDEN_FROM_MONITORS}
+        options = p.env.get("SHELLOPTS", "").split(":")
+        if "verbose" in options:  # a bash monitor would print its whole script to the log
+            monitor_env["SHELLOPTS"] = ":".join(o for o in options if o != "verbose")
         wrapped = p.interactive or sandbox is not None or bool(bash_env and shell.kind == "bash")
         if wrapped or through_monitor:
             _check_environment_string(p.command)
@@ -538,6 +541,8 @@ class TaskManager:
                 command, p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
                 xtrace_fd=p.env.get("BASH_XTRACEFD"),
+                verbose="verbose" in options and not wrapped and shell.kind == "bash"
+                and monitor_bash is not None,
             )  # fmt: skip
             write_meta(files, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)

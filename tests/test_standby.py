@@ -533,6 +533,23 @@ def test_the_callers_errexit_holds_for_the_command_not_the_monitor(
 
 
 @pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_the_callers_verbose_holds_for_the_command_only(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """SHELLOPTS=verbose: the command runs under it (a bash it starts echoes its input),
+    and no monitor echoes its own script into the log (each once did, whole)."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir, env={**os.environ, "SHELLOPTS": "verbose"})
+    command = "echo hi; [[ -o verbose ]] && echo on; bash -c 'echo child'"
+    for _ in range(2):  # a monitor started for it, then a standby
+        task_id = client.bash(command, run_in_background=True).background_task_id or ""
+        assert client.wait(task_id, timeout=10_000).exit_code == 0
+        output = client.task_output(task_id).output
+        assert output.splitlines() == ["hi", "on", "echo child", "child"], output
+    assert client.bash("echo fg").stdout.startswith("fg\n")
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
 def test_the_callers_xtrace_and_allexport_hold_for_the_command_only(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
 ) -> None:

@@ -198,13 +198,16 @@ def monitor_instructions(
     cgroups: Sequence[str] = (),
     bash_env: str | None = None,
     xtrace_fd: str | None = None,
+    verbose: bool = False,
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``.
 
     ``bash_env``: the caller's ``BASH_ENV``, which its monitor ran without, given back to
     the job's environment (a zsh command's bash reads it; a bash command's is empty, or it
-    would be a wrapped command, see :func:`wrapped_command`).
+    would be a wrapped command, see :func:`wrapped_command`). ``verbose``: the caller's
+    ``verbose`` (``SHELLOPTS``), which its bash monitor ran without, given back to a bash
+    command with its other options.
     """
     if windows:  # read by Git Bash's cd
         cwd = windows_to_posix_path(cwd)
@@ -212,6 +215,8 @@ def monitor_instructions(
         cwd_file, umask, windows, open_files=open_files, cgroups=cgroups, bash_env=bash_env,
         xtrace_fd=xtrace_fd,
     )  # fmt: skip
+    if verbose:  # (set with the caller's other options, on the command's own line)
+        prelude += ("; " if prelude else "") + "__wave_re+='\\builtin set -v; '"
     text = (  # (the first line is empty: see BASH_JOINED_MONITOR_SCRIPT)
         f"\n__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
         f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"

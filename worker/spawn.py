@@ -245,6 +245,7 @@ class Monitor:
         capture_cwd: bool = True,
         bash_env: str | None = None,
         xtrace_fd: str | None = None,
+        verbose: bool = False,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
@@ -258,6 +259,7 @@ class Monitor:
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
             open_files=open_files, cgroups=cgroups, bash_env=bash_env, xtrace_fd=xtrace_fd,
+            verbose=verbose,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
