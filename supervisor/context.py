@@ -139,3 +139,7 @@ class Context:
     active_connections: int = 0
     last_activity: float = field(default_factory=time.monotonic)
     """When a client was last served (monotonic), for the idle exit."""
+    pruning: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held by the prune under way (``retention``): one at a time."""
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+    """Work running beside the requests (a prune), kept referenced until it ends."""

@@ -36,7 +36,7 @@ from wave_bash.worker import choose_tracker
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
 from .recovery import open_journal, recover
-from .retention import housekeeping, prune, remove_pruned_later
+from .retention import housekeeping, prune_in_background
 from .server import serve_connection
 from .settings import Settings
 from .standby import remove_leftovers
@@ -135,12 +135,11 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
         keep = {*ctx.tasks.live, *ctx.tasks.lingering}
         tracker.tidy(keep=keep | {row.id for row in journal.tasks(running_only=True)})
     remove_leftovers(journal, layout.tasks)
-    pruned = prune(journal, layout.tasks, settings.retention)
     server = await _bind(ctx)
     if server is None:
         journal.close()
         return 1
-    remove_pruned_later(pruned)
+    prune_in_background(ctx)
     _on_stop_signals(loop, ctx.stop_event)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
     _signal_ready(ready_fd, b"1")
@@ -180,20 +179,21 @@ def _signal_ready(ready_fd: int | None, value: bytes) -> None:
             os.close(ready_fd)
 
 
-def keep_inherited_descriptors() -> None:
-    """Mark every descriptor the supervisor inherited (beyond stdin, stdout and stderr)
-    close-on-exec. A monitor gets only those it is handed (``worker.spawn``), never one
-    of whatever started the supervisor: a pipe its starter reads to the end would stay
-    open for as long as any task runs, and a command would see it."""
+def close_inherited_descriptors() -> None:
+    """Close every inheritable descriptor the supervisor was started with (beyond stdin,
+    stdout and stderr): it uses none of them (its own are all close-on-exec), and one
+    kept would keep its starter's pipe open for as long as the supervisor runs, or go to
+    every monitor and command (``posix_spawn`` and the subreaper's fork pass inheritable
+    descriptors on)."""
     listing = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
     try:
         numbers = [int(name) for name in os.listdir(listing)]
     except (OSError, ValueError):  # (Windows: no fd listing, nothing inherited by number)
         return
     for fd in numbers:
-        if fd > 2:
-            with contextlib.suppress(OSError):  # (the listing's own descriptor, closed)
-                os.set_inheritable(fd, False)
+        with contextlib.suppress(OSError):  # (the listing's own descriptor, closed)
+            if fd > 2 and os.get_inheritable(fd):
+                os.close(fd)
 
 
 def _detach() -> int | None:
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         "--detach", action="store_true", help="run in the background; exit once serving"
     )
     args = parser.parse_args(argv)
-    keep_inherited_descriptors()
+    close_inherited_descriptors()
     layout = StateLayout(resolve_state_dir(args.state_dir))
     os.umask(0o077)  # everything the supervisor creates is private (SPEC X1); commands get
     # the caller's umask with their instructions

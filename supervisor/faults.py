@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = frozenset({"after_insert", "after_spawn", "before_finish", "before_reply", "after_reply"})
+POINTS = frozenset(
+    {"after_insert", "after_spawn", "before_finish", "before_reply", "after_reply", "pruned_files"}
+)
 
 
 def crash_point(name: str) -> None:

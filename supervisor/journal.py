@@ -439,25 +439,32 @@ class Journal:
             found = [r for r in found if r.status is TaskStatus.RUNNING]
         return found
 
-    def prune(self, ended_before: float, undelivered_before: float | None = None) -> list[str]:
-        """Delete finished tasks that ended before ``ended_before`` (notices and read
-        offsets go with them); returns their IDs. A task with a held write is kept, and
-        one whose notice is still pending unless it ended before ``undelivered_before``
-        (default: ``ended_before``)."""
+    def prunable(self, ended_before: float, undelivered_before: float | None = None) -> list[str]:
+        """Finished tasks that ended before ``ended_before``; not a task with a held write,
+        nor one whose notice is still pending unless it ended before
+        ``undelivered_before`` (default: ``ended_before``)."""
         self.flush()
         undelivered_before = ended_before if undelivered_before is None else undelivered_before
+        return [
+            r[0]
+            for r in self.db.execute(
+                f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND ended_at < ?"
+                " AND (ended_at < ? OR id NOT IN"
+                " (SELECT task_id FROM notices WHERE delivered_at IS NULL))",
+                (ended_before, undelivered_before),
+            )
+            if r[0] not in self._held_rows
+        ]
+
+    def delete_tasks(self, task_ids: list[str]) -> list[str]:
+        """Delete these finished tasks (notices and read offsets go with them); returns
+        those deleted (not one that runs again or has a held write meanwhile)."""
         with self.transaction() as db:
-            ids = [
-                r[0]
-                for r in db.execute(
-                    f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND ended_at < ?"
-                    " AND (ended_at < ? OR id NOT IN"
-                    " (SELECT task_id FROM notices WHERE delivered_at IS NULL))",
-                    (ended_before, undelivered_before),
-                )
-                if r[0] not in self._held_rows
-            ]
-            db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ids])
+            ids = [i for i in task_ids if i not in self._held_rows]
+            db.executemany(
+                f"DELETE FROM tasks WHERE id = ? AND status != '{TaskStatus.RUNNING}'",
+                [(i,) for i in ids],
+            )
         return ids
 
     def undelivered_ended_before(self, ended_before: float) -> int:

@@ -9,14 +9,15 @@ import os
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from wave_bash.api.states import EndReason
-from wave_bash.worker import TaskFiles
 from wave_bash.worker.tail import file_size
 
 from .context import Context
+from .faults import crash_point
 from .journal import Journal, TaskRow
 from .tasks import SESSION_TEMPS, session_temp_dir
 
@@ -29,57 +30,95 @@ GC_SECONDS = 3600.0
 """How often finished tasks past the retention age are pruned (serve() also does at start)."""
 
 
-@dataclass(frozen=True)
-class Pruned:
-    """What a prune took out of the journal, and the files it leaves to remove
-    (:func:`remove_pruned`), off the event loop: a session's sandbox ``/tmp`` can hold a
-    ``node_modules``, and the supervisor answers nothing while its loop waits."""
+async def prune(ctx: Context, older_than: float, notices_kept: float | None = None) -> list[str]:
+    """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
+    files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
+    task left. Running tasks are never touched, nor a task whose notice is pending and
+    that ended less than ``notices_kept`` seconds ago (default: ``older_than``); returns
+    the IDs deleted.
 
-    task_ids: list[str]
-    files: list[Path]
-    """The pruned tasks' files (no row names them any more)."""
-    trees: list[str]
-    """Sandbox ``/tmp`` directories put aside (renamed, so a new command of their session
-    gets a new one) to remove, and any a supervisor stopped before it removed them."""
-
-
-def prune(
-    journal: Journal, tasks_dir: Path, older_than: float, notices_kept: float | None = None
-) -> Pruned:
-    """Delete finished tasks that ended more than ``older_than`` seconds ago and
-    checkpoint the WAL; put aside the sandbox ``/tmp`` of each session that has no task
-    left. Running tasks are never touched, nor a task whose notice is pending and that
-    ended less than ``notices_kept`` seconds ago (default: ``older_than``). Their files
-    are removed by :func:`remove_pruned`."""
-    now = time.time()
-    kept = older_than if notices_kept is None else max(notices_kept, older_than)
-    removed = journal.prune(now - older_than, now - kept)
-    journal.checkpoint()
-    if removed:
-        log.info("pruned %d finished task(s) older than %gs", len(removed), older_than)
-    files = [path for task_id in removed for path in TaskFiles.every_file(tasks_dir, task_id)]
-    return Pruned(removed, files, set_aside_session_temps(journal, tasks_dir.parent, older_than))
+    The files go in a thread (a session's ``/tmp`` can hold a ``node_modules``, and the
+    supervisor answers nothing while its loop waits), before the rows: a supervisor that
+    stops meanwhile leaves rows, which the next prune takes again, never files no row
+    names. One prune at a time."""
+    journal, tasks_dir = ctx.journal, ctx.layout.tasks
+    async with ctx.pruning:
+        now = time.time()
+        kept = older_than if notices_kept is None else max(notices_kept, older_than)
+        chosen = journal.prunable(now - older_than, now - kept)
+        if chosen:
+            await in_thread(remove_task_files, tasks_dir, set(chosen))
+            crash_point("pruned_files")
+        removed = journal.delete_tasks(chosen)
+        journal.checkpoint()
+        if removed:
+            log.info("pruned %d finished task(s) older than %gs", len(removed), older_than)
+        trees = set_aside_session_temps(journal, tasks_dir.parent, older_than)
+        if trees:
+            await in_thread(remove_trees, trees)
+        return removed
 
 
-def remove_pruned(pruned: Pruned) -> None:
-    """Remove what a prune left (in a thread: see :class:`Pruned`); never fails."""
-    for path in pruned.files:
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
-    for tree in pruned.trees:
+def prune_in_background(ctx: Context) -> None:
+    """:func:`prune` by the retention, beside the requests (at start, hourly)."""
+    task = asyncio.get_running_loop().create_task(prune(ctx, ctx.settings.retention))
+    ctx.background.add(task)
+    task.add_done_callback(_prune_done(ctx))
+
+
+def _prune_done(ctx: Context) -> Callable[[asyncio.Task[list[str]]], None]:
+    def done(task: asyncio.Task[list[str]]) -> None:
+        ctx.background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("prune failed", exc_info=task.exception())
+
+    return done
+
+
+async def in_thread(work: Callable[..., None], *args: Any) -> None:
+    """Run ``work`` in a daemon thread and wait for it: a supervisor that stops does not
+    wait for it (what it leaves, the next prune takes)."""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def report(error: BaseException | None) -> None:
+        if not finished.done():
+            finished.set_exception(error) if error else finished.set_result(None)
+
+    def run() -> None:
+        error: BaseException | None = None
+        try:
+            work(*args)
+        except BaseException as exc:  # (handed to the waiter)
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(report, error)
+
+    threading.Thread(target=run, name="prune", daemon=True).start()
+    await finished
+
+
+def remove_task_files(tasks_dir: Path, task_ids: set[str]) -> None:
+    """Remove every file of these tasks: one pass over the directory (thousands of
+    tasks may go at once, among tens of thousands of files)."""
+    try:
+        entries = list(os.scandir(tasks_dir))
+    except OSError as exc:
+        log.warning("cannot list %s to prune: %s", tasks_dir, exc)
+        return
+    for entry in entries:
+        if entry.name.split(".", 1)[0] in task_ids:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+
+
+def remove_trees(trees: list[str]) -> None:
+    """Remove sandbox ``/tmp`` directories put aside (:func:`set_aside_session_temps`)."""
+    for tree in trees:
         try:
             _remove_tree(tree)
-        except FileNotFoundError:  # (another prune's, removed meanwhile)
-            continue
         except (OSError, RecursionError) as exc:  # never a reason for the supervisor to fail
             log.warning("could not remove the sandbox /tmp %s: %s", tree, exc)
-
-
-def remove_pruned_later(pruned: Pruned) -> None:
-    """:func:`remove_pruned` in a thread of its own, which the supervisor does not wait
-    for as it stops (what it leaves is set aside, and removed by a later prune)."""
-    if pruned.files or pruned.trees:
-        threading.Thread(target=remove_pruned, args=(pruned,), name="prune", daemon=True).start()
 
 
 SET_ASIDE = ".removing-"
@@ -88,8 +127,9 @@ SET_ASIDE = ".removing-"
 
 def set_aside_session_temps(journal: Journal, state_dir: Path, older_than: float) -> list[str]:
     """Put aside (rename) the sandbox ``/tmp`` of sessions with no task in the journal
-    any more and nothing changed in it for ``older_than`` seconds; returns the
-    directories to remove, with those put aside before and not removed yet.
+    any more and nothing changed in it for ``older_than`` seconds, so that a new command
+    of the session gets a new one; returns the directories to remove, with those put
+    aside before and not removed yet (anything else of that name is removed here).
 
     No process uses such a directory: a session with a running or lingering task has
     that task in the journal.
@@ -103,17 +143,20 @@ def set_aside_session_temps(journal: Journal, state_dir: Path, older_than: float
     cutoff = time.time() - older_than
     trees, retired = [], 0
     for entry in entries:
-        if entry.name.startswith(SET_ASIDE):
-            trees.append(entry.path)
-            continue
         try:
+            if entry.name.startswith(SET_ASIDE):
+                if entry.is_dir(follow_symlinks=False):
+                    trees.append(entry.path)
+                else:  # (only our uid, outside any sandbox, can make one)
+                    os.unlink(entry.path)
+                continue
             if (
                 entry.name in kept
                 or not entry.is_dir(follow_symlinks=False)
                 or entry.stat(follow_symlinks=False).st_mtime > cutoff
             ):
                 continue
-            os.chmod(entry.path, 0o700)  # (moving a directory writes its "..")
+            os.chmod(entry.path, 0o700)  # (a directory, not a link; a move writes its "..")
             aside = parent / f"{SET_ASIDE}{entry.name}-{secrets.token_hex(4)}"
             os.rename(entry.path, aside)
         except OSError as exc:
@@ -178,7 +221,7 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
     ctx.tasks.check_leftovers()
     pruned = time.monotonic() - last_gc >= GC_SECONDS
     if pruned:
-        remove_pruned_later(prune(ctx.journal, ctx.layout.tasks, settings.retention))
+        prune_in_background(ctx)
     over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
     if over:
         log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)

@@ -999,7 +999,8 @@ class TaskManager:
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
-        task.final_cwd = final_cwd(task.files.final_dir() if row.sandbox else record.cwd, row.cwd)
+        captured = (task.files.final_dir() if row.sandbox else None) or record.cwd  # (older)
+        task.final_cwd = final_cwd(captured, row.cwd)
         limited = self.memory_limit is not None
         usage = None
         if task.tracked and self.tracker is not None:
@@ -1080,6 +1081,8 @@ class TaskManager:
                 task.stop_reason = reason
         walked = [t for t in tasks if not t.tracked]
         if walked:
+            for task in walked:
+                self._tell_stopping(task)
             protected = {t.row.pid for t in self.live.values() if t.row.pid}
             pairs = [(t.id, t.row.pid) for t in walked if t.row.pid and not t.ended.done()]
             left = [(t.id, pid) for t in walked if t.ended.done() for pid in self._left_behind(t)]
@@ -1101,6 +1104,13 @@ class TaskManager:
         running = [t.ended for t in tasks if not t.ended.done()]
         if running:
             await asyncio.wait(running, timeout=self.stop_grace + 2)
+
+    @staticmethod
+    def _tell_stopping(task: LiveTask) -> None:
+        """Tell a running task's monitor, if ours and not reaped, of its stop (see
+        :func:`worker.tell_stopping`)."""
+        if task.child and task.row.pid and task.monitor_gone is None and not task.ended.done():
+            tell_stopping(task.row.pid)
 
     async def _record_of_unwatched_monitor(self, task: LiveTask, timeout: float = 2.0) -> None:
         """A monitor this supervisor could not watch (its pid was not its own any more)
@@ -1139,8 +1149,7 @@ class TaskManager:
         loop = asyncio.get_running_loop()
         await self._joined([t for t in tasks if time.time() - t.row.started_at < JOIN_PATIENCE])
         for task in tasks:
-            if task.child and task.row.pid and not task.ended.done():
-                tell_stopping(task.row.pid)  # (its job may not have taken its command yet)
+            self._tell_stopping(task)  # (its job may not have taken its command yet)
             tracker.terminate(task.id)
         deadline = loop.time() + self.stop_grace
         monitored = [t.ended for t in tasks if not t.ended.done() and not t.monitor_lost]

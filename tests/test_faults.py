@@ -17,6 +17,7 @@ import psutil
 import pytest
 from conftest import (
     BashInThread,
+    journal_rows,
     kill_supervisor,
     start_bg,
     start_supervisor,
@@ -225,3 +226,22 @@ def test_foreground_task_whose_caller_never_returns(state_dir: Path) -> None:
     finally:
         host.kill()
         host.wait()
+
+
+def test_a_prune_cut_short_leaves_rows_to_prune_again_never_files_no_row_names(
+    client: Client, state_dir: Path
+) -> None:
+    """A supervisor killed as a prune goes (after the files, before the rows): the rows
+    stay, and the next prune takes them (it once deleted the rows first, and files whose
+    removal was cut short stayed for good)."""
+    task_id = start_bg(client, "echo old")
+    client.wait(task_id, timeout=10_000)
+    kill_supervisor(state_dir)
+    env = {**os.environ, "WAVE_FAULT": "pruned_files", "WAVE_RETENTION": "0s"}
+    supervisor = [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(state_dir)]
+    subprocess.run([*supervisor, "--detach"], env=env, check=True, timeout=30)
+    wait_until(lambda: not supervisor_pids(state_dir))  # killed by the fault, pruning at start
+    assert not list((state_dir / "tasks").glob(f"{task_id}.*"))  # the files went first
+    assert task_id in {row["id"] for row in journal_rows(state_dir)}  # the row stays
+    start_supervisor(state_dir, WAVE_RETENTION="0s")
+    wait_until(lambda: task_id not in {row["id"] for row in journal_rows(state_dir)})

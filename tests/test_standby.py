@@ -846,3 +846,18 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
     statuses = {client.bash('trap "" TERM; kill $$; exit 5').exit_code for _ in range(15)}
     assert statuses <= {5, None}, statuses
     assert client.bash("trap -p | grep -c __wave_sig").stdout == "0"
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_background_command_sees_none_of_its_monitors_traps(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """`trap -p` in a background command (no cwd capture trap of its own) shows nothing:
+    a trap its monitor had set (signal forwarding, the stop's SIGURG) would come back
+    with `eval "$(trap -p)"`."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir)
+    for _ in range(2):  # a monitor started for it, then a standby
+        task_id = client.bash("trap -p", run_in_background=True).background_task_id or ""
+        assert client.wait(task_id, timeout=10_000).exit_code == 0
+        assert client.task_output(task_id).output == ""

@@ -466,3 +466,19 @@ def test_a_caller_stopping_its_readopted_command_gets_no_notice(state_dir: Path)
     (task,) = client.tasks(all=True)
     assert (task.status, task.owner, task.background_reason) == ("killed", "foreground", None)
     assert client.notifications() == []
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_stop_ends_a_command_that_stopped_its_own_monitor(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """A command's `kill -STOP $$` stops its monitor (its `$$`), not itself: a stop still
+    ends the task at once, the monitor continued to record it (it stayed stopped, and
+    the stop returned the task as running after its wait ran out)."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "kill -STOP $$; sleep 300")
+    monitor = psutil.Process(next(r.pid for r in client.tasks() if r.id == task_id) or 0)
+    wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)
+    record = client.task_stop(task_id)
+    assert (record.status, record.exit_code) == ("killed", 143)

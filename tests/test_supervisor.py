@@ -312,8 +312,8 @@ def test_a_sandbox_tmp_set_aside_by_a_stopped_supervisor_goes_at_the_next_prune(
 
 def test_no_command_gets_a_descriptor_the_supervisor_inherited(state_dir: Path) -> None:
     """A supervisor started with an inheritable descriptor of its starter's (here the
-    write end of a pipe): no monitor or command gets it (each was handed it, and the
-    starter, reading the pipe to its end, waited for as long as any task ran)."""
+    write end of a pipe): it closes it, so no monitor or command gets it (each was
+    handed it) and the starter reading the pipe to its end is not held up."""
     read_end, write_end = os.pipe()
     os.set_inheritable(write_end, True)
     pipe = f"pipe:[{os.fstat(read_end).st_ino}]"
@@ -328,6 +328,8 @@ def test_no_command_gets_a_descriptor_the_supervisor_inherited(state_dir: Path) 
         assert r.exit_code == 0 and pipe not in r.stdout
         for monitor in psutil.Process(supervisor.pid).children(recursive=True):
             assert pipe not in _descriptors(monitor.pid)
+        assert pipe not in _descriptors(supervisor.pid)
+        assert os.read(read_end, 1) == b""  # no writer left: end of file at once
     finally:
         supervisor.terminate()
         supervisor.wait(timeout=30)
@@ -341,3 +343,23 @@ def _descriptors(pid: int) -> list[str]:
         with contextlib.suppress(OSError):
             found.append(os.readlink(f"/proc/{pid}/fd/{name}"))
     return found
+
+
+def test_two_prunes_at_once_each_return_with_the_files_gone(
+    client: Client, state_dir: Path
+) -> None:
+    """Two `gc` calls at once: prunes go one at a time, and neither returns before what
+    it removes is gone (both once took the same set-aside /tmp, and the one that found
+    it gone first returned with it still there)."""
+    aside = state_dir / "sandbox-tmp" / ".removing-0123456789abcdef-00000000"
+    aside.mkdir(parents=True)
+    (aside / "f").write_text("x")
+    fd = os.open(aside, os.O_RDONLY)
+    try:
+        for i in range(30_000):
+            os.link("f", f"l{i}", src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        calls = [pool.submit(lambda: (client.gc(older_than=0), aside.exists())) for _ in range(2)]
+        assert [call.result(timeout=60)[1] for call in calls] == [False, False]

@@ -195,13 +195,16 @@ def reap_monitor(pid: int, block: bool = False) -> MonitorExit | None:
 
 
 def tell_stopping(pid: int) -> None:
-    """Tell a monitor this process started that its task is being stopped, before its
-    job is signalled: a job killed before it took its command then has it run by no
-    other (see ``worker.monitor.STOPPING_SIGNAL``). Any other monitor ignores it."""
+    """Tell a monitor this process started, and has not reaped, that its task is being
+    stopped, before its job is signalled: a job killed before it took its command then
+    has it run by no other (see ``worker.monitor.STOPPING_SIGNAL``; any other monitor
+    ignores it). SIGCONT too: a command's `kill -STOP $$` stops its monitor (F1b), which
+    must live on to record the end."""
     number = getattr(signal, f"SIG{STOPPING_SIGNAL}", None)
     if number is not None:
-        with contextlib.suppress(OSError):  # (ended: an unreaped child, never another's pid)
+        with contextlib.suppress(OSError):  # (exited: an unreaped child, never another's pid)
             os.kill(pid, number)
+            os.kill(pid, signal.SIGCONT)
 
 
 def wait_monitor_exited(pid: int) -> None:

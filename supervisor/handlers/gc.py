@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from wave_bash.api.models import GcResult
 from wave_bash.api.protocol import GcParams
 
 from ..context import Connection, Context
-from ..retention import prune, remove_pruned
+from ..retention import prune
 
 
 async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
@@ -18,7 +17,6 @@ async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
     older_than = ctx.settings.retention if p.older_than is None else p.older_than
     retention = ctx.settings.retention
     kept_for = None if p.unread else retention
-    pruned = prune(ctx.journal, ctx.layout.tasks, older_than, notices_kept=kept_for)
+    removed = await prune(ctx, older_than, notices_kept=kept_for)  # (others answered meanwhile)
     kept = ctx.journal.undelivered_ended_before(time.time() - older_than)
-    await asyncio.to_thread(remove_pruned, pruned)  # (the loop answers others meanwhile)
-    return GcResult(removed=pruned.task_ids, older_than_seconds=older_than, kept_unread=kept)
+    return GcResult(removed=removed, older_than_seconds=older_than, kept_unread=kept)
