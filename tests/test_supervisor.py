@@ -224,9 +224,9 @@ def test_finished_tasks_past_retention_are_pruned_automatically(
     tid = start_bg(client, "echo old")
     client.wait(tid, timeout=10_000)
     kill_supervisor(state_dir)
-    start_supervisor(state_dir, WAVE_RETENTION="0s")  # prunes at start, then hourly
-    assert client.tasks(all=True) == []
-    wait_until(lambda: not list((state_dir / "tasks").glob(f"{tid}.*")))  # (in a thread)
+    start_supervisor(state_dir, WAVE_RETENTION="0s")  # prunes at start (beside the first
+    wait_until(lambda: client.tasks(all=True) == [])  # requests), then hourly
+    assert not list((state_dir / "tasks").glob(f"{tid}.*"))
 
 
 def test_background_tasks_leave_no_cwd_file(client: Client, state_dir: Path) -> None:
