@@ -82,8 +82,12 @@ async def in_thread(work: Callable[..., None], *args: Any) -> None:
     finished: asyncio.Future[None] = loop.create_future()
 
     def report(error: BaseException | None) -> None:
-        if not finished.done():
-            finished.set_exception(error) if error else finished.set_result(None)
+        if finished.done():  # (the waiter was cancelled: the supervisor stops)
+            return
+        if error is None:
+            finished.set_result(None)
+        else:
+            finished.set_exception(error)
 
     def run() -> None:
         error: BaseException | None = None

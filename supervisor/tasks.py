@@ -999,7 +999,8 @@ class TaskManager:
         if code is None and ended is not None:
             code = ended.code  # no exit record (a full disk): the status our child exited with
         row = task.row
-        captured = (task.files.final_dir() if row.sandbox else None) or record.cwd  # (older)
+        # (A sandboxed task started before `.cwd` existed has it in its exit record.)
+        captured = (task.files.final_dir() if row.sandbox else None) or record.cwd
         task.final_cwd = final_cwd(captured, row.cwd)
         limited = self.memory_limit is not None
         usage = None
