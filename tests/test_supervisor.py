@@ -323,8 +323,10 @@ def test_no_command_gets_a_descriptor_the_supervisor_inherited(state_dir: Path) 
     )  # fmt: skip
     os.close(write_end)
     try:
-        wait_until(lambda: supervisor_pids(state_dir))
+        # Serving: its socket bound (else the client would start a supervisor of its own).
+        wait_until(lambda: any(d.startswith("socket:") for d in _descriptors(supervisor.pid)))
         r = Client(state_dir=state_dir).bash("ls -l /proc/self/fd/")
+        assert Client(state_dir=state_dir).status().pid == supervisor.pid
         assert r.exit_code == 0 and pipe not in r.stdout
         for monitor in psutil.Process(supervisor.pid).children(recursive=True):
             assert pipe not in _descriptors(monitor.pid)
