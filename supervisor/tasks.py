@@ -60,6 +60,7 @@ from wave_bash.worker import (
     write_task_record,
 )
 from wave_bash.worker import sandbox as sandboxes
+from wave_bash.worker.files import read_small_file
 
 from .boundary import worker_errors
 from .faults import crash_point
@@ -138,23 +139,6 @@ LEFT_LIST_PIDS = 256
 """Most pids of a leftovers list looked at."""
 
 
-def _read_small_file(path: Path) -> str:
-    """A regular file's start, never blocking (a FIFO planted there is refused), never
-    following a link; empty when it is none of that."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
-        return os.read(fd, LEFT_LIST_LIMIT).decode("ascii", "replace")
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
-
-
 def _listed_leftovers(
     path: Path, task_id: str, started_at: float, monitors: Collection[int], own: int | None
 ) -> dict[int, int]:
@@ -170,7 +154,8 @@ def _listed_leftovers(
     found: dict[int, int] = {}
     try:
         ancestors = {p.pid for p in psutil.Process(me).parents()}
-        words = dict.fromkeys(_read_small_file(path).split()[:LEFT_LIST_PIDS])
+        text = read_small_file(path, LEFT_LIST_LIMIT).decode("ascii", "replace")
+        words = dict.fromkeys(text.split()[:LEFT_LIST_PIDS])
         for word in words:
             if not (word.isascii() and word.isdigit()) or len(word) > 10:
                 continue

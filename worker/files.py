@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,22 @@ from typing import ClassVar
 
 FINAL_DIR_LIMIT = 64 << 10
 """Bytes of a ``.cwd`` read at most (a directory is at most 4 KiB long on Linux)."""
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The first ``limit`` bytes of a regular file that a command could write, never
+    blocking (a FIFO planted there is refused) and never following a link; empty when
+    it is none of that."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -77,12 +94,7 @@ class TaskFiles:
     def final_dir(self) -> str | None:
         """What a sandboxed command's shell appended to its ``.cwd`` (its last line; the
         command could write more there), or None."""
-        try:
-            with open(self.cwd, "rb", buffering=0) as fh:
-                data = fh.read(FINAL_DIR_LIMIT)
-        except OSError:
-            return None
-        lines = os.fsdecode(data).splitlines()
+        lines = os.fsdecode(read_small_file(self.cwd, FINAL_DIR_LIMIT)).splitlines()
         return lines[-1] if lines else None
 
     @classmethod

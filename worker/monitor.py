@@ -238,7 +238,8 @@ def build_prelude(
     (``cgroups``: their ``cgroup.procs`` files), then an EXIT trap appending ``pwd -P``
     to ``cwd_file`` (the task's exit record), the caller's umask, the soft descriptor
     limit commands get and the caller's ``BASH_ENV`` (``bash_env``) and
-    ``BASH_XTRACEFD`` (``xtrace_fd``) back in its environment. Every builtin as ``\\builtin``: the caller's functions are defined here.
+    ``BASH_XTRACEFD`` (``xtrace_fd``) back in its environment. Every builtin as
+    ``\\builtin``: the caller's functions are defined here.
 
     The trap also runs after ``exit N`` (keeping N) and writes nothing when the
     directory is gone; it never changes the command's status (the caller's errexit,
