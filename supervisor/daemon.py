@@ -183,7 +183,7 @@ def close_inherited_descriptors() -> None:
     """Close every inheritable descriptor the supervisor was started with (beyond stdin,
     stdout and stderr): it uses none of them (its own are all close-on-exec), and one
     kept would keep its starter's pipe open for as long as the supervisor runs, or go to
-    every monitor and command (``posix_spawn`` and the subreaper's fork pass inheritable
+    every monitor and command (``posix_spawn`` and a fork pass inheritable
     descriptors on)."""
     listing = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
     try:

@@ -19,6 +19,7 @@ from .errors import BadEnvironmentError
 from .files import TaskFiles
 from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
 from .shell import Shell
+from .spawner import Spawner, SpawnerError, usable
 
 if sys.platform != "win32":
     import resource
@@ -157,6 +158,10 @@ def _open_log(path: Path) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     return os.open(path, flags, LOG_MODE)
 
+
+SPAWNER = Spawner() if usable() else None
+"""Starts monitors that are child subreapers, instead of a fork of this process (see
+``worker.spawner``)."""
 
 _popen_monitors: dict[int, subprocess.Popen[bytes]] = {}
 """Monitors started without posix_spawn, kept so that they can be reaped (Windows)."""
@@ -409,6 +414,52 @@ def _prepare_child(moves: Sequence[tuple[int, int]], subreaper: bool) -> Callabl
     return prepare
 
 
+def _launch(
+    argv: list[str],
+    child_env: dict[str, str],
+    stdio: tuple[int, int, int],
+    moves: Sequence[tuple[int, int]],
+    forked: bool,
+    use_posix_spawn: bool,
+) -> int:
+    """Start the monitor process (see :func:`start_monitor`); returns its pid."""
+    read_fd, log_fd, err_fd = stdio
+    if forked and SPAWNER is not None:
+        with contextlib.suppress(SpawnerError):  # (then a fork of this process, as below)
+            return SPAWNER.spawn(argv, child_env, [(read_fd, 0), (log_fd, 1), (err_fd, 2), *moves])
+    if use_posix_spawn and not forked:
+        return os.posix_spawn(
+            argv[0],
+            argv,
+            child_env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, read_fd, 0),
+                (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                (os.POSIX_SPAWN_DUP2, err_fd, 2),
+                *((os.POSIX_SPAWN_DUP2, fd, number) for fd, number in moves),
+            ],
+            setsid=True,
+            # Python ignores these; a command must get the defaults (`yes | head` ends
+            # by SIGPIPE, a file-size limit kills by SIGXFSZ), as subprocess restores.
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    if forked or moves:  # posix_spawn runs nothing before exec
+        # (Nothing else inherited without close_fds: our descriptors are close-on-exec;
+        # with it, the pipes would be closed after the preexec function moved them.)
+        proc = subprocess.Popen(
+            argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
+            close_fds=False, start_new_session=True,
+            preexec_fn=_prepare_child(moves, subreaper=forked),
+        )  # fmt: skip
+    else:
+        proc = subprocess.Popen(
+            argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
+            close_fds=True, **_new_process_group(),
+        )  # fmt: skip
+    _popen_monitors[proc.pid] = proc
+    return proc.pid
+
+
 def start_monitor(
     task_id: str,
     env: Mapping[str, str],
@@ -432,8 +483,9 @@ def start_monitor(
     Where ``posix_spawn`` does not exist (Windows) the monitor is started with
     ``subprocess`` in a new process group instead; ``use_posix_spawn`` lets tests take
     that path on any OS. With ``subreaper`` (Linux, where no cgroup tracks the task) a
-    bash monitor is forked, to become a child subreaper before ``exec`` (bash reaps the
-    orphans it adopts; the Python monitor would leave them zombies, so it is not one).
+    bash monitor becomes a child subreaper before ``exec`` (bash reaps the orphans it
+    adopts; the Python monitor would leave them zombies, so it is not one): started by
+    the small spawner (``worker.spawner``), or else forked from this process.
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
@@ -469,39 +521,7 @@ def start_monitor(
         files.remove_unused()
         raise
     try:
-        if forked or (not use_posix_spawn and moves):  # posix_spawn runs nothing before exec
-            # (Nothing else inherited without close_fds: our descriptors are close-on-exec;
-            # with it, the pipes would be closed after the preexec function moved them.)
-            proc = subprocess.Popen(
-                argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
-                close_fds=False, start_new_session=True,
-                preexec_fn=_prepare_child(moves, subreaper=forked),
-            )  # fmt: skip
-            _popen_monitors[proc.pid] = proc
-            pid = proc.pid
-        elif use_posix_spawn:
-            pid = os.posix_spawn(
-                argv[0],
-                argv,
-                child_env,
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, read_fd, 0),
-                    (os.POSIX_SPAWN_DUP2, log_fd, 1),
-                    (os.POSIX_SPAWN_DUP2, err_fd, 2),
-                    *((os.POSIX_SPAWN_DUP2, fd, number) for fd, number in moves),
-                ],
-                setsid=True,
-                # Python ignores these; a command must get the defaults (`yes | head` ends
-                # by SIGPIPE, a file-size limit kills by SIGXFSZ), as subprocess restores.
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-            )
-        else:
-            proc = subprocess.Popen(
-                argv, stdin=read_fd, stdout=log_fd, stderr=err_fd, env=child_env,
-                close_fds=True, **_new_process_group(),
-            )  # fmt: skip
-            _popen_monitors[proc.pid] = proc
-            pid = proc.pid
+        pid = _launch(argv, child_env, (read_fd, log_fd, err_fd), moves, forked, use_posix_spawn)
     except BaseException as exc:
         os.close(write_fd)
         if record_read >= 0:

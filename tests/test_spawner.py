@@ -1,0 +1,141 @@
+"""The spawner: monitors that are child subreapers, started without a fork of the supervisor
+(``worker.spawner``)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import start_bg, supervisor_pids, wait_until
+
+from wave_bash.api import Client
+from wave_bash.worker import spawner as spawner_module
+from wave_bash.worker.spawner import Spawner
+
+pytestmark = pytest.mark.skipif(not spawner_module.usable(), reason="Linux with a known clone")
+
+# What the started process reports: its parent, session, ignored signals and
+# the parent of an orphan it leaves (a child subreaper adopts it).
+REPORT = r"""
+echo "ppid=$(awk '/^PPid/{print $2}' /proc/$$/status)"
+echo "sid=$(ps -o sid= -p $$ | tr -d ' ')"
+echo "pid=$$"
+echo "ignored=$(awk '/^SigIgn/{print $2}' /proc/$$/status)"
+(sleep 30 & echo "orphan=$!") > "$ORPHAN_FILE"
+wait_for=$(cat "$ORPHAN_FILE"); wait_for=${wait_for#orphan=}
+for _ in $(seq 200); do
+  [[ $(awk '/^PPid/{print $2}' /proc/$wait_for/status) == $$ ]] && break; sleep 0.01
+done
+echo "orphan_ppid=$(awk '/^PPid/{print $2}' /proc/$wait_for/status)"
+kill $wait_for
+read -r line  # wait for the test
+"""
+
+
+@pytest.fixture
+def spawner() -> Iterator[Spawner]:
+    made = Spawner()
+    yield made
+    made.close()
+
+
+def start(
+    spawner: Spawner, tmp_path: Path, env: dict[str, str] | None = None
+) -> tuple[int, int, Path]:
+    """Start REPORT through ``spawner``; returns its pid, the write end of its stdin and
+    its output file."""
+    out = tmp_path / "out"
+    stdin_read, stdin_write = os.pipe()
+    extra_read, extra_write = os.pipe()
+    with open(out, "wb") as log:
+        pid = spawner.spawn(
+            ["/bin/bash", "-c", REPORT],
+            {"PATH": os.environ["PATH"], "ORPHAN_FILE": str(tmp_path / "orphan"), **(env or {})},
+            [(stdin_read, 0), (log.fileno(), 1), (log.fileno(), 2), (extra_write, 7)],
+        )
+    for fd in (stdin_read, extra_read, extra_write):
+        os.close(fd)
+    return pid, stdin_write, out
+
+
+def report(out: Path) -> dict[str, str]:
+    wait_until(lambda: "orphan_ppid=" in out.read_text())
+    return dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+
+
+def test_a_spawned_process_is_our_child_a_session_leader_and_a_subreaper(
+    spawner: Spawner, tmp_path: Path
+) -> None:
+    pid, stdin, out = start(spawner, tmp_path)
+    try:
+        said = report(out)
+        assert said["ppid"] == str(os.getpid())  # CLONE_PARENT: ours, not the spawner's
+        assert said["sid"] == said["pid"] == str(pid)
+        assert said["orphan_ppid"] == str(pid)  # a child subreaper
+        ignored = int(said["ignored"], 16)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # as posix_spawn's setsigdef
+            assert not ignored & (1 << (sig - 1)), said["ignored"]
+        fds = sorted(int(fd) for fd in os.listdir(f"/proc/{pid}/fd"))  # (it waits at `read`)
+        assert fds == [0, 1, 2, 7]  # nothing else
+    finally:
+        os.close(stdin)  # it reads end of file and exits
+    _, status = os.waitpid(pid, 0)  # ours to reap
+    assert os.waitstatus_to_exitcode(status) == 1  # (`read` at end of file)
+
+
+def zombies() -> set[int]:
+    return {p.pid for p in psutil.Process().children() if p.status() == psutil.STATUS_ZOMBIE}
+
+
+def test_an_exec_failure_is_raised_and_leaves_no_zombie(spawner: Spawner, tmp_path: Path) -> None:
+    before = zombies()
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        with pytest.raises(OSError) as raised:
+            spawner.spawn([str(tmp_path / "no-such-shell")], {}, [(null, 0), (null, 1), (null, 2)])
+        assert raised.value.errno == errno.ENOENT
+        with pytest.raises(ValueError):  # as posix_spawn refuses it
+            spawner.spawn(["/bin/true"], {"A=B": "1"}, [(null, 0)])
+    finally:
+        os.close(null)
+    assert zombies() <= before
+
+
+def test_a_dead_spawner_is_replaced(spawner: Spawner, tmp_path: Path) -> None:
+    first, stdin, _ = start(spawner, tmp_path)
+    os.close(stdin)
+    os.waitpid(first, 0)
+    dead = spawner.pid
+    os.kill(dead, signal.SIGKILL)
+    # A large environment too: more than a socket's buffer in one request.
+    big = {f"BIG{i}": "x" * 100_000 for i in range(10)}
+    pid, stdin, out = start(spawner, tmp_path, env=big)
+    try:
+        assert report(out)["ppid"] == str(os.getpid())
+        assert spawner.pid not in (0, dead)
+    finally:
+        os.close(stdin)
+        os.waitpid(pid, 0)
+
+
+def test_a_supervisor_without_cgroups_starts_its_monitors_through_the_spawner(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Process-table tracking makes every bash monitor a child subreaper. It was a fork of
+    the whole supervisor (2-3 ms, the event loop held); now the spawner's, still the
+    supervisor's child."""
+    monkeypatch.setenv("WAVE_TRACKING", "process")  # the auto-started supervisor's
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "sleep 60")
+    (record,) = [t for t in client.tasks() if t.id == tid]
+    (supervisor,) = supervisor_pids(state_dir)
+    monitor = psutil.Process(record.pid or 0)
+    assert monitor.ppid() == supervisor
+    children = psutil.Process(supervisor).children()
+    assert any("spawner.py" in " ".join(p.cmdline()) for p in children)
+    assert client.task_stop(tid).status == "killed"
