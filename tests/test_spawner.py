@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import errno
+import marshal
 import os
 import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from conftest import start_bg, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.worker import spawner as spawner_module
-from wave_bash.worker.spawner import Spawner
+from wave_bash.worker.spawner import HEADER, NUMBER, Spawner, SpawnerError
 
 pytestmark = pytest.mark.skipif(not spawner_module.usable(), reason="Linux with a known clone")
 
@@ -139,3 +141,92 @@ def test_a_supervisor_without_cgroups_starts_its_monitors_through_the_spawner(
     children = psutil.Process(supervisor).children()
     assert any("spawner.py" in " ".join(p.cmdline()) for p in children)
     assert client.task_stop(tid).status == "killed"
+
+
+def test_a_stopped_spawner_is_replaced_in_time_and_nothing_starts_twice(tmp_path: Path) -> None:
+    spawner = Spawner(patience=0.5)
+    try:
+        first, stdin, _ = start(spawner, tmp_path)
+        os.close(stdin)
+        os.waitpid(first, 0)
+        stopped = spawner.pid
+        before = {p.pid for p in psutil.Process().children()}
+        os.kill(stopped, signal.SIGSTOP)
+        pid, stdin, out = start(spawner, tmp_path)  # (it waits 0.5 s, then a new spawner)
+        try:
+            assert report(out)["ppid"] == str(os.getpid())
+            assert spawner.pid not in (0, stopped) and not psutil.pid_exists(stopped)
+            now = {p.pid for p in psutil.Process().children()}
+            assert now - before == {pid, spawner.pid}  # one started, and no other child left
+        finally:
+            os.close(stdin)
+            os.waitpid(pid, 0)
+    finally:
+        spawner.close()
+
+
+def test_a_child_whose_spawner_dies_before_the_go_never_execs(
+    spawner: Spawner, tmp_path: Path
+) -> None:
+    """The supervisor learns the child's pid from the child, before it execs: a spawner
+    killed mid-request leaves no monitor the supervisor does not know (it would be
+    started again, by the next spawner)."""
+    first, stdin, _ = start(spawner, tmp_path)
+    os.close(stdin)
+    os.waitpid(first, 0)
+    channel = spawner._channel
+    assert channel is not None
+    ran = tmp_path / "ran"
+    request = marshal.dumps(([b"/bin/sh", b"-c", f"echo > {ran}".encode()], [], []))
+    go_read, go_write = os.pipe()
+    report_read, report_write = os.pipe()
+    socket.send_fds(channel, [HEADER.pack(len(request))], [go_read, report_write])
+    channel.sendall(request)
+    os.close(go_read)
+    os.close(report_write)
+    (pid,) = NUMBER.unpack(os.read(report_read, NUMBER.size))
+    os.kill(spawner.pid, signal.SIGKILL)  # before the go
+    os.close(go_write)
+    _, status = os.waitpid(pid, 0)  # ours (CLONE_PARENT)
+    assert os.waitstatus_to_exitcode(status) == 127
+    assert os.read(report_read, 100) == b"" and not ran.exists()
+    os.close(report_read)
+
+
+def test_a_spawner_that_cannot_clone_falls_back_to_a_fork(tmp_path: Path) -> None:
+    """A 32-bit userland on a 64-bit kernel would pick the wrong syscall: ENOSYS here."""
+    spawner = Spawner(clone_number=100_000)
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        with pytest.raises(SpawnerError):
+            spawner.spawn(["/bin/true"], {}, [(null, 0), (null, 1), (null, 2)])
+        assert spawner.pid == 0
+        with pytest.raises(SpawnerError, match="cannot work here"):  # not tried again
+            spawner.spawn(["/bin/true"], {}, [(null, 0), (null, 1), (null, 2)])
+    finally:
+        os.close(null)
+        spawner.close()
+
+
+def test_an_interrupted_request_is_not_answered_to_the_next(
+    spawner: Spawner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, stdin, _ = start(spawner, tmp_path)
+    os.close(stdin)
+    os.waitpid(first, 0)
+    sent = socket.send_fds
+
+    def interrupted(*args: object, **kwargs: object) -> int:
+        sent(*args, **kwargs)  # type: ignore[arg-type]
+        raise KeyboardInterrupt  # mid-request: its payload never follows
+
+    monkeypatch.setattr(socket, "send_fds", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        start(spawner, tmp_path)
+    monkeypatch.setattr(socket, "send_fds", sent)
+    pid, stdin, out = start(spawner, tmp_path)  # a new spawner: the old one was mid-request
+    try:
+        assert report(out)["ppid"] == str(os.getpid())
+    finally:
+        os.close(stdin)
+        os.waitpid(pid, 0)

@@ -9,44 +9,55 @@ instead. Its fork is a ``clone`` with ``CLONE_PARENT``: the monitor is the super
 child all the same, which reaps it and gets its status as before.
 
 Run as a script (``python -I -S spawner.py``, the stdlib only) with its stdin a stream
-socket from the supervisor. Each request is a length (8 bytes) with the descriptors to
-give attached, then the marshalled argv, environment (``NAME=value`` bytes) and the
-numbers the descriptors take in the child; the answer is the pid and the ``exec``
-error's errno (one of them 0). Nothing else is inherited: every other descriptor here is
-close-on-exec. It exits when the supervisor's end closes.
+socket from the supervisor. A request is a length (8 bytes) with descriptors attached,
+then the marshalled argv, environment (``NAME=value`` bytes) and the numbers the
+descriptors after the first two take in the child. The first two are the supervisor's
+own pipes to the child: the child writes its pid on the second as it starts, then waits
+for one byte on the first before it goes on to ``exec``; on the second again it writes
+the errno of a failed ``exec`` (close-on-exec: end of file once it has exec'd). So the
+supervisor learns the child's pid and its fate from the child, not from this process,
+and a child execs only once the supervisor knows it: a spawner that dies or hangs
+mid-request never leaves a monitor started twice, or unknown. The answer to each
+request is ``clone``'s errno (0: cloned). It exits when the supervisor's end closes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import marshal
 import os
 import platform
+import select
 import signal
 import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Sequence
 
 CLONE_PARENT = 0x8000
 PR_SET_CHILD_SUBREAPER = 36
 SYSCALL_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220}
-"""``SYS_clone`` where known (the flags are its first argument on each); elsewhere the
-supervisor forks such monitors itself."""
+"""``SYS_clone`` of the 64-bit ABIs where it is known (the flags are its first argument on
+each); elsewhere the supervisor forks such monitors itself."""
 MAX_FDS = 16
 HEADER = struct.Struct("=Q")
-ANSWER = struct.Struct("=ii")
+NUMBER = struct.Struct("=i")
 LOW_FDS = 16
 """Descriptors here are kept at or above this, clear of the numbers a child's take."""
+GO = b"g"
+PATIENCE = 5.0
+"""Seconds the supervisor waits for the spawner or a new child at each step: one that is
+stopped or wedged is killed then, and the monitor forked the old way."""
 
 
-def _serve(channel: socket.socket) -> None:
+def _serve(channel: socket.socket, clone_number: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    clone_number = SYSCALL_CLONE[platform.machine()]
     while True:
         try:
             data, fds, _, _ = socket.recv_fds(
@@ -56,13 +67,14 @@ def _serve(channel: socket.socket) -> None:
             return
         if not data:
             return
+        fds = [_above_low(fd) for fd in fds]
         try:
-            while len(data) < HEADER.size:
-                data += _exactly(channel, HEADER.size - len(data))
+            data += _exactly(channel, HEADER.size - len(data))
             (length,) = HEADER.unpack(data)
             argv, env, numbers = marshal.loads(_exactly(channel, length))
-            fds = [_above_low(fd) for fd in fds]
-            channel.sendall(ANSWER.pack(*_start(libc, clone_number, argv, env, fds, numbers)))
+            go, report, *given = fds
+            error = _clone(libc, clone_number, go, report, (argv, env, given, numbers))
+            channel.sendall(NUMBER.pack(error))
         except (OSError, EOFError, ValueError, TypeError):
             return
         finally:
@@ -72,13 +84,13 @@ def _serve(channel: socket.socket) -> None:
 
 
 def _exactly(channel: socket.socket, size: int) -> bytes:
-    data = b""
+    data = bytearray()
     while len(data) < size:
         part = channel.recv(size - len(data))
         if not part:
             raise EOFError
         data += part
-    return data
+    return bytes(data)
 
 
 def _above_low(fd: int) -> int:
@@ -90,44 +102,38 @@ def _above_low(fd: int) -> int:
     return moved
 
 
-def _start(
-    libc: ctypes.CDLL, clone_number: int, argv: list[bytes], env: list[bytes],
-    fds: Sequence[int], numbers: Sequence[int],
-) -> tuple[int, int]:  # fmt: skip
-    """Clone, set the child up and ``exec``; returns (pid, 0), or (pid, errno) when
-    ``exec`` failed (the child has exited: the supervisor reaps it), or (0, errno)."""
-    error_read, error_write = os.pipe()  # close-on-exec: end of file once it has exec'd
-    error_read, error_write = _above_low(error_read), _above_low(error_write)
+def _clone(
+    libc: ctypes.CDLL,
+    clone_number: int,
+    go: int,
+    report: int,
+    what: tuple[list[bytes], list[bytes], list[int], list[int]],
+) -> int:
+    """Clone a child that reports its pid on ``report``, waits for :data:`GO` on ``go``,
+    sets itself up and execs; returns ``clone``'s errno (0: cloned)."""
+    argv, env, fds, numbers = what
+    pid = libc.syscall(clone_number, CLONE_PARENT | signal.SIGCHLD, 0, 0, 0, 0)
+    if pid != 0:
+        return 0 if pid > 0 else ctypes.get_errno() or errno.EINVAL
+    code = 1  # the child: one thread, nothing but os calls until exec
     try:
-        pid = libc.syscall(clone_number, CLONE_PARENT | signal.SIGCHLD, 0, 0, 0, 0)
-        if pid == 0:  # the child: one thread, nothing but os calls until exec
-            code = 0
-            try:
-                os.setsid()
-                if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-                    raise OSError(ctypes.get_errno(), "prctl")
-                for fd, number in zip(fds, numbers, strict=True):
-                    os.dup2(fd, number)  # inheritable, unlike the original
-                for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these
-                    signal.signal(sig, signal.SIG_DFL)
-                os.execve(argv[0], argv, dict(_split(entry) for entry in env))
-            except OSError as exc:
-                code = exc.errno or 1
-            except BaseException:
-                code = 1
-            with contextlib.suppress(BaseException):
-                os.write(error_write, ANSWER.pack(0, code))
+        os.write(report, NUMBER.pack(os.getpid()))
+        if os.read(go, 1) != GO:  # the supervisor gave up on it
             os._exit(127)
-        if pid < 0:
-            return 0, ctypes.get_errno() or 1
-        os.close(error_write)
-        error_write = -1
-        answer = os.read(error_read, ANSWER.size)
-        return pid, ANSWER.unpack(answer)[1] if answer else 0
-    finally:
-        os.close(error_read)
-        if error_write >= 0:
-            os.close(error_write)
+        os.setsid()
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # (as the fork did: best effort)
+        for fd, number in zip(fds, numbers, strict=True):
+            os.dup2(fd, number)  # inheritable, unlike the original
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these
+            signal.signal(sig, signal.SIG_DFL)
+        os.execve(argv[0], argv, dict(_split(entry) for entry in env))
+    except OSError as exc:
+        code = exc.errno or 1
+    except BaseException:  # (reported below, as any failure before exec)
+        code = 1
+    with contextlib.suppress(BaseException):
+        os.write(report, NUMBER.pack(code))
+    os._exit(127)
 
 
 def _split(entry: bytes) -> tuple[bytes, bytes]:
@@ -136,21 +142,33 @@ def _split(entry: bytes) -> tuple[bytes, bytes]:
 
 
 def usable() -> bool:
-    """Whether this machine can have a spawner (Linux, a known ``clone`` number)."""
-    return sys.platform == "linux" and platform.machine() in SYSCALL_CLONE
+    """Whether this machine can have a spawner: Linux, a 64-bit Python (the kernel's
+    machine name says nothing of a 32-bit userland's ABI) with a known ``clone``."""
+    return sys.platform == "linux" and sys.maxsize > 2**32 and platform.machine() in SYSCALL_CLONE
 
 
 class SpawnerError(OSError):
-    """The spawner could not be started or answer: start the monitor another way."""
+    """The spawner could not start the process, and nothing was started: fork it another
+    way."""
 
 
 class Spawner:
     """The supervisor's side: starts the spawner on first use, and again if it died."""
 
-    def __init__(self) -> None:
+    def __init__(self, patience: float = PATIENCE, clone_number: int | None = None) -> None:
+        """``clone_number`` (tests): the syscall the spawner clones with."""
+        self.patience = patience
+        self._clone_number = clone_number
         self._lock = threading.Lock()
         self._channel: socket.socket | None = None
         self._pid = 0
+        self._broken = False
+        """Set once the spawner cannot work here: every process is then forked the old way."""
+
+    @property
+    def pid(self) -> int:
+        """The spawner's pid (0: none started)."""
+        return self._pid
 
     def spawn(
         self, argv: Sequence[str], env: dict[str, str], moves: Sequence[tuple[int, int]]
@@ -161,7 +179,7 @@ class Spawner:
         Raises:
             OSError: ``exec`` failed (as ``posix_spawn`` raises it).
             ValueError: ``env`` cannot be given to a process.
-            SpawnerError: no spawner: fork another way.
+            SpawnerError: nothing was started: fork it another way.
         """
         for name, value in env.items():  # as os.posix_spawn checks them
             if not name or "=" in name or "\0" in name or "\0" in value:
@@ -174,50 +192,97 @@ class Spawner:
             )
         )
         with self._lock:
-            for attempt in (1, 2):  # once more with a new spawner if this one died
+            for attempt in (1, 2):  # once more with a new spawner: no child can have exec'd
+                if self._broken:
+                    raise SpawnerError("the spawner cannot work here")
                 try:
-                    channel = self._channel or self._start()
-                    socket.send_fds(channel, [HEADER.pack(len(request))], [fd for fd, _ in moves])
-                    channel.sendall(request)
-                    pid, error = (int(n) for n in ANSWER.unpack(_exactly(channel, ANSWER.size)))
-                except (OSError, EOFError) as exc:
+                    return self._spawn(request, [fd for fd, _ in moves], str(argv[0]))
+                except _Retry as retry:
                     self.close()
                     if attempt == 2:
-                        raise SpawnerError(f"no spawner: {exc}") from None
-                    continue
-                if error:
-                    if pid > 0:  # it exited at once: our child, reaped here
-                        with contextlib.suppress(ChildProcessError):
-                            os.waitpid(pid, 0)
-                    raise OSError(error, os.strerror(error), argv[0])
-                return pid
+                        self._broken = True
+                        raise SpawnerError(f"no spawner: {retry}") from None
+                except BaseException:  # (the channel may be mid-request: never reused)
+                    self.close()
+                    raise
         raise AssertionError("unreachable")
 
-    @property
-    def pid(self) -> int:
-        """The spawner's pid (0: none started)."""
-        return self._pid
+    def _spawn(self, request: bytes, fds: list[int], name: str) -> int:
+        deadline = time.monotonic() + self.patience
+        channel = self._channel or self._start()
+        go_read, go_write = os.pipe()
+        report_read, report_write = os.pipe()
+        try:
+            try:
+                socket.send_fds(channel, [HEADER.pack(len(request))], [go_read, report_write, *fds])
+                channel.sendall(request)
+            except OSError as exc:
+                raise _Retry(exc) from None
+            finally:
+                os.close(go_read)
+                os.close(report_write)
+            pid = _number(report_read, deadline)
+            if pid is None:  # no child: clone failed, or the spawner is gone
+                error = self._answer()
+                if error in (errno.EAGAIN, errno.ENOMEM):
+                    raise SpawnerError(error, os.strerror(error))  # (the fork fails alike)
+                if error:  # (ENOSYS, EINVAL: this clone is not the kernel's)
+                    self._broken = True
+                raise _Retry(f"clone: {os.strerror(error)}" if error else "no child came")
+            try:
+                os.write(go_write, GO)
+                exec_error = _number(report_read, deadline)
+            except OSError:  # killed before exec (EPIPE), or stuck there (TimeoutError)
+                exec_error = -1
+            if exec_error is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)  # our child: reaped here
+                if exec_error > 0:
+                    raise OSError(exec_error, os.strerror(exec_error), name)
+                raise SpawnerError(f"the spawner's child {pid} ended before exec")
+            if self._answer() != 0:  # (the channel is out of step: a new spawner next time)
+                self.close()
+            return pid
+        except TimeoutError:  # stopped or wedged: the child, if any, gets no go, and exits
+            raise _Retry("no answer in time") from None
+        finally:
+            os.close(go_write)
+            os.close(report_read)
+
+    def _answer(self) -> int | None:
+        """The spawner's answer to the request sent (``None``: none)."""
+        if self._channel is None:
+            return None
+        try:
+            return int(NUMBER.unpack(_exactly(self._channel, NUMBER.size))[0])
+        except (OSError, EOFError):
+            return None
 
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        number = self._clone_number
+        argv = [sys.executable, "-I", "-S", __file__, *([str(number)] if number else [])]
         try:
             with open(os.devnull, "wb") as null:
                 self._pid = os.posix_spawn(
                     sys.executable,
-                    [sys.executable, "-I", "-S", __file__],
+                    argv,
                     {},
                     file_actions=[
                         (os.POSIX_SPAWN_DUP2, theirs.fileno(), 0),
                         (os.POSIX_SPAWN_DUP2, null.fileno(), 1),
                         (os.POSIX_SPAWN_DUP2, null.fileno(), 2),
                     ],
+                    setsid=True,  # (a terminal's signals are not for it)
                     setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
                 )
-        except BaseException:
+        except OSError as exc:
             ours.close()
-            raise
+            raise _Retry(exc) from None
         finally:
             theirs.close()
+        ours.settimeout(self.patience)
         self._channel = ours
         return ours
 
@@ -233,15 +298,40 @@ class Spawner:
             self._pid = 0
 
 
-def main() -> int:
+class _Retry(Exception):
+    """This spawner failed, and no child of this request can exec."""
+
+
+def _number(fd: int, deadline: float) -> int | None:
+    """The next number on pipe ``fd`` (``None``: end of file first).
+
+    Raises:
+        TimeoutError: none by ``deadline``.
+    """
+    data = b""
+    poll = select.poll()  # (not select: the supervisor's descriptors go past 1024)
+    poll.register(fd, select.POLLIN)
+    while len(data) < NUMBER.size:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poll.poll(remaining * 1000):
+            raise TimeoutError
+        part = os.read(fd, NUMBER.size - len(data))
+        if not part:
+            return None
+        data += part
+    return int(NUMBER.unpack(data)[0])
+
+
+def main(argv: Sequence[str]) -> int:
+    clone_number = int(argv[0]) if argv else SYSCALL_CLONE[platform.machine()]
     number = _above_low(os.dup(0))
     os.close(0)
     # Nothing its starter left inheritable may reach a monitor: only the channel stays.
     os.closerange(3, number)
     os.closerange(number + 1, os.sysconf("SC_OPEN_MAX"))
-    _serve(socket.socket(fileno=number))
+    _serve(socket.socket(fileno=number), clone_number)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
