@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import REPO, reap
+from conftest import REPO, reap, start_supervisor
 
 from wave_bash.api import Client
 from wave_bash.worker import read_excerpt
@@ -78,6 +78,40 @@ def timed(call: Callable[[], object]) -> float:
     t = time.perf_counter()
     call()
     return time.perf_counter() - t
+
+
+def bench_process_tracking(tmp: Path, n: int, starts: int) -> list[Row]:
+    """The round trip and background starts where no cgroup tracks tasks (a user without
+    a delegated cgroup, a container): its monitors are child subreapers (``worker.spawner``)."""
+    state = tmp / "process-tracking"
+    start_supervisor(state, WAVE_TRACKING="process")
+    try:
+        client = Client(state_dir=state, session="bench")
+        assert "process" in (client.status().tracking or "")
+        for _ in range(20):
+            client.bash("echo hello")
+            subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
+        base, ours = [], []
+        for _ in range(n):
+            base.append(
+                timed(lambda: subprocess.run(["bash", "-c", "echo hello"], capture_output=True))
+            )
+            ours.append(timed(lambda: client.bash("echo hello")))
+        b, o = percentile(base, 50) * 1000, percentile(ours, 50) * 1000
+        t = time.perf_counter()
+        ids = [
+            client.bash("sleep 600", run_in_background=True).background_task_id or ""
+            for _ in range(starts)
+        ]
+        per_start = (time.perf_counter() - t) / starts * 1000
+        client.task_stop_many(ids)
+    finally:
+        reap(state)
+    return [
+        ("foreground echo round trip p50 (process table)", f"{o:.2f} ms", f"{b:.2f} ms (bash -c)",
+         f"{o / b:.2f}×", "-"),
+        (f"background start, mean of {starts} (process table)", f"{per_start:.2f} ms", "-", "-", "-"),
+    ]  # fmt: skip
 
 
 def bench_cold_start(tmp: Path) -> Row:
@@ -387,6 +421,7 @@ def main() -> int:
         client = Client(state_dir=state, session="bench")
         sections: list[Callable[[], list[Row]]] = [
             lambda: bench_round_trip(client, 100 if quick else 500),
+            lambda: bench_process_tracking(tmp, 100 if quick else 300, 200),
             lambda: bench_cli_round_trip(state, 20 if quick else 100),
             lambda: [bench_cold_start(tmp)],
             lambda: bench_throughput(client, tmp, (256 if quick else 1024) << 20),
