@@ -46,6 +46,7 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
+    prepare_spawner,
     process_tag,
     read_exit_record,
     reap_monitor,
@@ -376,6 +377,8 @@ class TaskManager:
         self.subreaper = tracker is None and sys.platform == "linux"
         """Without cgroups, monitors are child subreapers: what a command leaves behind in
         a new session, without its tag, stays in its monitor's tree (found, stopped)."""
+        if self.subreaper:
+            prepare_spawner()  # (its start-up beside ours, not in the first command's)
         self.standby = Standby(tasks_dir, self._release, self.subreaper)
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
         """Where ended tasks' cgroups are removed, off the event loop: a cgroup ``rmdir``

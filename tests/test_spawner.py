@@ -133,13 +133,15 @@ def test_a_supervisor_without_cgroups_starts_its_monitors_through_the_spawner(
     supervisor's child."""
     monkeypatch.setenv("WAVE_TRACKING", "process")  # the auto-started supervisor's
     client = Client(state_dir=state_dir)
+    assert "process" in (client.status().tracking or "")
+    (supervisor,) = supervisor_pids(state_dir)
+    (spawner,) = [  # started with the supervisor, ready for its first command
+        p for p in psutil.Process(supervisor).children() if "spawner.py" in " ".join(p.cmdline())
+    ]
     tid = start_bg(client, "sleep 60")
     (record,) = [t for t in client.tasks() if t.id == tid]
-    (supervisor,) = supervisor_pids(state_dir)
     monitor = psutil.Process(record.pid or 0)
-    assert monitor.ppid() == supervisor
-    children = psutil.Process(supervisor).children()
-    assert any("spawner.py" in " ".join(p.cmdline()) for p in children)
+    assert monitor.ppid() == supervisor and spawner.is_running()
     assert client.task_stop(tid).status == "killed"
 
 

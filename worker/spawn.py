@@ -163,6 +163,14 @@ SPAWNER = Spawner() if usable() else None
 """Starts monitors that are child subreapers, instead of a fork of this process (see
 ``worker.spawner``)."""
 
+
+def prepare_spawner() -> None:
+    """Start the spawner ahead, where monitors will be child subreapers: the first command
+    then finds it ready."""
+    if SPAWNER is not None:
+        SPAWNER.prepare()
+
+
 _popen_monitors: dict[int, subprocess.Popen[bytes]] = {}
 """Monitors started without posix_spawn, kept so that they can be reaped (Windows)."""
 
