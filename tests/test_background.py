@@ -360,3 +360,76 @@ def test_a_stop_ends_a_paused_command_with_its_sigterm(
     record = client.task_stop(task_id)
     assert (record.status, record.exit_code) == ("killed", 143)
     assert "resumed" not in client.task_output(task_id).output
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_lone_program_is_the_job_itself_as_under_bash_c(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """`sleep 600` in the background: its job execs it, as `bash -c` execs a lone program,
+    so the task is two processes (monitor, program), not three; the program leads the
+    task's process group, and a stop ends it as before."""
+    import psutil
+
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "sleep 600")
+    (record,) = [t for t in client.tasks() if t.id == task_id]
+    monitor = psutil.Process(record.pid or 0)
+    (program,) = wait_until(lambda: [p for p in monitor.children() if p.name() == "sleep"] or None)
+    assert monitor.children(recursive=True) == [program]  # no bash between them
+    assert os.getpgid(program.pid) == program.pid
+    assert (client.task_stop(task_id).status, program.is_running()) == ("killed", False)
+
+
+@pytest.mark.parametrize(
+    ("command", "env", "output", "code"),
+    [
+        ("nosuchprog-w 1", {}, "bash: line 1: nosuchprog-w: command not found", 127),
+        ("sleep 0", {"BASH_FUNC_sleep%%": "() {  echo function-sleep \"$@\"\n}"},
+         "function-sleep 0", 0),
+        ("sleep 0", {"SHELLOPTS": "xtrace"}, "+ sleep 0", 0),  # (+ per eval level)
+        ("echo plain", {}, "plain", 0),
+    ],
+)  # fmt: skip
+def test_a_lone_name_that_is_no_program_on_path_runs_as_any_command(
+    state_dir: Path, command: str, env: dict[str, str], output: str, code: int
+) -> None:
+    """Not found (bash's own message and 127), an exported function of that name, a
+    caller's xtrace (the trace shows the command, not an exec), a builtin."""
+    client = Client(state_dir=state_dir, env={**os.environ, **env})
+    task_id = start_bg(client, command)
+    record = client.wait(task_id, timeout=10_000)
+    assert record.exit_code == code
+    said = client.task_output(task_id).output.strip()
+    assert said == output or (output.startswith("+") and said.lstrip("+") == output[1:])
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("sleep 600", "sleep"),
+        ("  npm run dev -- --port=3000 ", "npm"),
+        ("python3 -m http.server 8000", "python3"),
+        ("echo hi", None),  # a builtin
+        ("time make", None),  # a keyword
+        ("./server", None),  # a path: not looked up
+        ("A=1 make", None),  # an assignment
+        ("make > log", None),
+        ("make; make install", None),
+        ("make &", None),
+        ("ls *.py", None),
+        ("cat $HOME/x", None),
+        ("grep 'a b' f", None),
+        ("sleep 1 # why", None),
+        ("make\nmake", None),
+        ("ls ~", None),
+        ("", None),
+    ],
+)
+def test_only_a_plain_program_with_plain_arguments_is_exec_d(
+    command: str, program: str | None
+) -> None:
+    from wave_bash.worker import lone_program
+
+    assert lone_program(command.replace("\\n", "\n")) == program

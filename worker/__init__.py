@@ -13,6 +13,7 @@ from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import (
     BASH_MONITOR_SCRIPT,
     build_payload,
+    lone_program,
     monitor_argv,
     monitor_instructions,
     wrapped_command,
@@ -77,6 +78,7 @@ __all__ = [
     "final_cwd",
     "find_git_bash",
     "last_lines",
+    "lone_program",
     "monitor_argv",
     "monitor_instructions",
     "parse_probe_output",

@@ -262,6 +262,7 @@ class Monitor:
         bash_env: str | None = None,
         xtrace_fd: str | None = None,
         verbose: bool = False,
+        lone: str | None = None,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
@@ -275,7 +276,7 @@ class Monitor:
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
             open_files=open_files, cgroups=cgroups, bash_env=bash_env, xtrace_fd=xtrace_fd,
-            verbose=verbose,
+            verbose=verbose, lone=lone,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
