@@ -109,7 +109,7 @@ class Standby:
         try:
             monitor = start_monitor(
                 task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
-                subreaper=self.subreaper,
+                subreaper=self.subreaper, ahead=True,
             )  # fmt: skip
         except (OSError, ValueError) as exc:
             log.debug("no standby monitor: %s", exc)

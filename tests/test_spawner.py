@@ -101,6 +101,13 @@ def test_an_exec_failure_is_raised_and_leaves_no_zombie(spawner: Spawner, tmp_pa
         with pytest.raises(OSError) as raised:
             spawner.spawn([str(tmp_path / "no-such-shell")], {}, [(null, 0), (null, 1), (null, 2)])
         assert raised.value.errno == errno.ENOENT
+        # Ahead (a standby's): the failure shows as the child's exit, 127.
+        pid = spawner.spawn(
+            [str(tmp_path / "no-such-shell")], {}, [(null, 0), (null, 1), (null, 2)],
+            wait_exec=False,
+        )  # fmt: skip
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 127
         with pytest.raises(ValueError):  # as posix_spawn refuses it
             spawner.spawn(["/bin/true"], {"A=B": "1"}, [(null, 0)])
     finally:

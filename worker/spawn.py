@@ -430,12 +430,14 @@ def _launch(
     moves: Sequence[tuple[int, int]],
     forked: bool,
     use_posix_spawn: bool,
+    ahead: bool = False,
 ) -> int:
     """Start the monitor process (see :func:`start_monitor`); returns its pid."""
     read_fd, log_fd, err_fd = stdio
     if forked and SPAWNER is not None:
+        fds = [(read_fd, 0), (log_fd, 1), (err_fd, 2), *moves]
         with contextlib.suppress(SpawnerError):  # (then a fork of this process, as below)
-            return SPAWNER.spawn(argv, child_env, [(read_fd, 0), (log_fd, 1), (err_fd, 2), *moves])
+            return SPAWNER.spawn(argv, child_env, fds, wait_exec=not ahead)
     if use_posix_spawn and not forked:
         return os.posix_spawn(
             argv[0],
@@ -479,6 +481,7 @@ def start_monitor(
     joins: Sequence[str] = (),
     subreaper: bool = False,
     use_posix_spawn: bool = hasattr(os, "posix_spawn"),
+    ahead: bool = False,
 ) -> Monitor:
     """Create the task's files and start its monitor, which then waits for :meth:`Monitor.run`.
 
@@ -494,7 +497,10 @@ def start_monitor(
     that path on any OS. With ``subreaper`` (Linux, where no cgroup tracks the task) a
     bash monitor becomes a child subreaper before ``exec`` (bash reaps the orphans it
     adopts; the Python monitor would leave them zombies, so it is not one): started by
-    the small spawner (``worker.spawner``), or else forked from this process.
+    the small spawner (``worker.spawner``), or else forked from this process. ``ahead``
+    (a standby): the spawner's child is not waited for until it has exec'd bash; one
+    that could not shows as a monitor that ended on its own (127), as a bash that cannot
+    run would.
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
@@ -530,7 +536,8 @@ def start_monitor(
         files.remove_unused()
         raise
     try:
-        pid = _launch(argv, child_env, (read_fd, log_fd, err_fd), moves, forked, use_posix_spawn)
+        stdio = (read_fd, log_fd, err_fd)
+        pid = _launch(argv, child_env, stdio, moves, forked, use_posix_spawn, ahead)
     except BaseException as exc:
         os.close(write_fd)
         if record_read >= 0:

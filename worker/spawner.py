@@ -131,7 +131,8 @@ def _clone(
         code = exc.errno or 1
     except BaseException:  # (reported below, as any failure before exec)
         code = 1
-    with contextlib.suppress(BaseException):
+    with contextlib.suppress(BaseException):  # (no one may read it: no death by SIGPIPE)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os.write(report, NUMBER.pack(code))
     os._exit(127)
 
@@ -179,10 +180,17 @@ class Spawner:
                     self._start()
 
     def spawn(
-        self, argv: Sequence[str], env: dict[str, str], moves: Sequence[tuple[int, int]]
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        moves: Sequence[tuple[int, int]],
+        *,
+        wait_exec: bool = True,
     ) -> int:
         """Start ``argv`` as this process's child, in a session of its own, a child
         subreaper, with each descriptor of ``moves`` at its number there; returns its pid.
+        Without ``wait_exec``, returns once the child has been told to exec (a wake-up
+        sooner): a failed exec then only shows as its exit, with status 127.
 
         Raises:
             OSError: ``exec`` failed (as ``posix_spawn`` raises it).
@@ -204,7 +212,7 @@ class Spawner:
                 if self._broken:
                     raise SpawnerError("the spawner cannot work here")
                 try:
-                    return self._spawn(request, [fd for fd, _ in moves], str(argv[0]))
+                    return self._spawn(request, [fd for fd, _ in moves], str(argv[0]), wait_exec)
                 except _Retry as retry:
                     self.close()
                     if attempt == 2:
@@ -215,7 +223,7 @@ class Spawner:
                     raise
         raise AssertionError("unreachable")
 
-    def _spawn(self, request: bytes, fds: list[int], name: str) -> int:
+    def _spawn(self, request: bytes, fds: list[int], name: str, wait_exec: bool) -> int:
         deadline = time.monotonic() + self.patience
         channel = self._channel or self._start()
         go_read, go_write = os.pipe()
@@ -239,7 +247,7 @@ class Spawner:
                 raise _Retry(f"clone: {os.strerror(error)}" if error else "no child came")
             try:
                 os.write(go_write, GO)
-                exec_error = _number(report_read, deadline)
+                exec_error = _number(report_read, deadline) if wait_exec else None
             except OSError:  # killed before exec (EPIPE), or stuck there (TimeoutError)
                 exec_error = -1
             if exec_error is not None:
