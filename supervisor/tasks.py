@@ -46,7 +46,6 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
-    lone_program,
     prepare_spawner,
     process_tag,
     read_exit_record,
@@ -532,7 +531,6 @@ class TaskManager:
                 xtrace_fd=p.env.get("BASH_XTRACEFD"),
                 verbose="verbose" in options and not wrapped and shell.kind == "bash"
                 and monitor_bash is not None,
-                lone=lone_program(command) if shell.kind == "bash" and monitor_bash else None,
             )  # fmt: skip
             write_meta(files, row)  # first: a full disk fails here, before the journal
             self.journal.insert_task(row)

@@ -13,7 +13,6 @@ from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import (
     BASH_MONITOR_SCRIPT,
     build_payload,
-    lone_program,
     monitor_argv,
     monitor_instructions,
     wrapped_command,
@@ -78,7 +77,6 @@ __all__ = [
     "final_cwd",
     "find_git_bash",
     "last_lines",
-    "lone_program",
     "monitor_argv",
     "monitor_instructions",
     "parse_probe_output",

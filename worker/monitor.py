@@ -19,7 +19,6 @@ exists (zsh only), ``pymonitor.py`` is the monitor.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import signal
 import sys
@@ -79,14 +78,6 @@ STOPPING_SIGNAL = "URG"
 a job killed before it took any of its instructions then has them run by no replacement
 job (it would run the command after the stop). Ignored by default, by every process;
 the monitor traps it until its job has said how far it got."""
-_LONE = (
-    '[[ -n $3 && -z $2 ]] && ! \\builtin declare -F -- "$3" >/dev/null 2>&1 && '
-    '\\builtin hash -- "$3" 2>/dev/null && \\builtin eval "\\builtin set --; \\builtin exec $1";'
-)
-"""A lone program (``lone_program``: its name in $3) is exec'd by the job, as ``bash -c``
-execs it, where no function of that name (the caller's, exported) and no option kept for
-the command (xtrace, verbose: $2) is in the way and it is found on PATH: one process
-less per task. Otherwise it runs as any command (a name not found fails as usual)."""
 _UNTRAP = "\\builtin trap - " + " ".join(FORWARDED_SIGNALS)
 """A job forked after the forwarding traps were set drops them (``trap -p`` would show
 them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
@@ -99,7 +90,6 @@ def _monitor_script(text: str) -> str:
         ("@FORWARD@", _FORWARD),
         ("@WAIT@", _WAIT),
         ("@UNTRAP@", _UNTRAP),
-        ("@LONE@", _LONE),
         ("@RESTORE_EXEC@", _RESTORE_EXEC),
         ("@STOPPING@", STOPPING_SIGNAL),
     )
@@ -141,7 +131,7 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_lone-}"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run __wave_lone; @LONE@ \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- 5>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- 5>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -185,7 +175,7 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # its text. The caller's errexit, nounset and pipefail (SHELLOPTS) hold for the command,
 # never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
 # exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_lone-}"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_lone; @LONE@ \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
 \\exec 6<&- 8>&-; \\builtin set +m
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
@@ -195,104 +185,6 @@ if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")
-
-
-_PLAIN_COMMAND = re.compile(
-    r"[ \t]*([A-Za-z0-9_][A-Za-z0-9_.+-]*)(?:[ \t]+[A-Za-z0-9_./+=:,@%-]+)*[ \t]*"
-)
-"""A simple command of plain words: no quoting, expansion, glob, redirection, operator
-or comment, and a first word with no slash and no ``=``."""
-
-_SHELL_WORDS = frozenset(
-    [
-        "alias",
-        "bg",
-        "bind",
-        "break",
-        "builtin",
-        "caller",
-        "case",
-        "cd",
-        "command",
-        "compgen",
-        "complete",
-        "compopt",
-        "continue",
-        "coproc",
-        "declare",
-        "dirs",
-        "disown",
-        "do",
-        "done",
-        "echo",
-        "elif",
-        "else",
-        "enable",
-        "esac",
-        "eval",
-        "exec",
-        "exit",
-        "export",
-        "false",
-        "fc",
-        "fg",
-        "fi",
-        "for",
-        "function",
-        "getopts",
-        "hash",
-        "help",
-        "history",
-        "if",
-        "in",
-        "jobs",
-        "kill",
-        "let",
-        "local",
-        "logout",
-        "mapfile",
-        "popd",
-        "printf",
-        "pushd",
-        "pwd",
-        "read",
-        "readarray",
-        "readonly",
-        "return",
-        "select",
-        "set",
-        "shift",
-        "shopt",
-        "source",
-        "suspend",
-        "test",
-        "then",
-        "time",
-        "times",
-        "trap",
-        "true",
-        "type",
-        "typeset",
-        "ulimit",
-        "umask",
-        "unalias",
-        "unset",
-        "until",
-        "wait",
-        "while",
-    ]
-)
-"""bash's keywords and builtins (any version's): never programs to exec."""
-
-
-def lone_program(command: str) -> str | None:
-    """The program a command is, when it is nothing but one program with plain arguments
-    (``sleep 600``, ``npm run dev``), which its job may then ``exec`` as ``bash -c`` does
-    (see ``_LONE``); otherwise ``None``."""
-    match = _PLAIN_COMMAND.fullmatch(command)
-    if match is None or match[1] in _SHELL_WORDS:
-        return None
-    return match[1]
 
 
 def monitor_instructions(
@@ -307,13 +199,9 @@ def monitor_instructions(
     bash_env: str | None = None,
     xtrace_fd: str | None = None,
     verbose: bool = False,
-    lone: str | None = None,
 ) -> bytes:
     """What the supervisor writes to a monitor's stdin: shell assignments, read by the bash
     monitor with ``.`` and by the Python monitor with ``shlex``.
-
-    ``lone``: the program ``command`` is (:func:`lone_program`), for a bash job to
-    ``exec`` when the job has nothing to do after it (no directory to capture).
 
     ``bash_env``: the caller's ``BASH_ENV``, which its monitor ran without, given back to
     the job's environment (a zsh command's bash reads it; a bash command's is empty, or it
@@ -329,10 +217,9 @@ def monitor_instructions(
     )  # fmt: skip
     if verbose:  # (set with the caller's other options, on the command's own line)
         prelude += ("; " if prelude else "") + "__wave_re+='\\builtin set -v; '"
-    exec_lone = f"__wave_lone={shlex.quote(lone)}\n" if lone and cwd_file is None else ""
     text = (  # (the first line is empty: see BASH_JOINED_MONITOR_SCRIPT)
         f"\n__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
-        f"__wave_cmd={shlex.quote(command)}\n{exec_lone}{GO_MARK}\n"
+        f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
     )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
 

@@ -262,7 +262,6 @@ class Monitor:
         bash_env: str | None = None,
         xtrace_fd: str | None = None,
         verbose: bool = False,
-        lone: str | None = None,
     ) -> bytes:
         """What :meth:`send` hands this monitor to run ``command`` in ``cwd`` (with that
         umask and soft descriptor limit, if given, in those cgroups; its final directory
@@ -276,7 +275,7 @@ class Monitor:
         return monitor_instructions(
             command, cwd, str(self.files.exit) if capture_cwd else None, umask, windows,
             open_files=open_files, cgroups=cgroups, bash_env=bash_env, xtrace_fd=xtrace_fd,
-            verbose=verbose, lone=lone,
+            verbose=verbose,
         )  # fmt: skip
 
     def send(self, instructions: bytes) -> None:
