@@ -84,8 +84,8 @@ def bench_process_tracking(tmp: Path, n: int, starts: int) -> list[Row]:
     """The round trip and background starts where no cgroup tracks tasks (a user without
     a delegated cgroup, a container): its monitors are child subreapers (``worker.spawner``)."""
     state = tmp / "process-tracking"
-    start_supervisor(state, WAVE_TRACKING="process")
     try:
+        start_supervisor(state, WAVE_TRACKING="process")
         client = Client(state_dir=state, session="bench")
         assert "process" in (client.status().tracking or "")
         for _ in range(20):
@@ -444,6 +444,7 @@ def main() -> int:
             proc.wait()
         reap(state)
         reap(tmp / "readopt")
+        reap(tmp / "process-tracking")
         shutil.rmtree(tmp, ignore_errors=True)
         if args.state_dir:
             shutil.rmtree(state / "tasks", ignore_errors=True)
