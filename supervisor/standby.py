@@ -90,12 +90,23 @@ class Standby:
 
     def take(self, key: MonitorKey) -> Monitor | None:
         """The oldest standby, if they were started for ``key``; otherwise ``None`` (and
-        they are all let go). One that ended meanwhile is reaped and skipped."""
+        they are all let go). One that ended meanwhile is reaped and skipped; one that
+        could not exec bash is let go with the rest (the command gets a monitor of its
+        own, whose start says what is wrong)."""
         if self._key != key:
             self.discard()
             return None
         self.drop_dead()
-        return self._monitors.pop(0) if self._monitors else None
+        if not self._monitors:
+            return None
+        monitor = self._monitors.pop(0)
+        failure = monitor.exec_failure()
+        if failure is not None:  # (its bash went meanwhile): the command starts its own,
+            log.warning("a standby monitor could not start: %s", failure)  # which says why
+            self._release(monitor, False)
+            self.discard()
+            return None
+        return monitor
 
     def prepare(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> bool:
         """Start a standby for the next command like ``key``, its job in the cgroups

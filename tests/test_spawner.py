@@ -17,7 +17,7 @@ from conftest import start_bg, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.worker import spawner as spawner_module
-from wave_bash.worker.spawner import HEADER, NUMBER, Spawner, SpawnerError
+from wave_bash.worker.spawner import HEADER, NUMBER, Spawner, SpawnerError, exec_failure
 
 pytestmark = pytest.mark.skipif(not spawner_module.usable(), reason="Linux with a known clone")
 
@@ -101,13 +101,17 @@ def test_an_exec_failure_is_raised_and_leaves_no_zombie(spawner: Spawner, tmp_pa
         with pytest.raises(OSError) as raised:
             spawner.spawn([str(tmp_path / "no-such-shell")], {}, [(null, 0), (null, 1), (null, 2)])
         assert raised.value.errno == errno.ENOENT
-        # Ahead (a standby's): the failure shows as the child's exit, 127.
-        pid = spawner.spawn(
-            [str(tmp_path / "no-such-shell")], {}, [(null, 0), (null, 1), (null, 2)],
-            wait_exec=False,
-        )  # fmt: skip
+        # Ahead (a standby's): asked later, on its own pipe; the child exits 127.
+        pid, report = spawner.spawn_ahead(
+            [str(tmp_path / "no-such-shell")], {}, [(null, 0), (null, 1), (null, 2)]
+        )
+        failure = exec_failure(report)
+        assert failure is not None and failure.errno == errno.ENOENT
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 127
+        pid, report = spawner.spawn_ahead(["/bin/true"], {}, [(null, 0), (null, 1), (null, 2)])
+        assert exec_failure(report) is None
+        os.waitpid(pid, 0)
         with pytest.raises(ValueError):  # as posix_spawn refuses it
             spawner.spawn(["/bin/true"], {"A=B": "1"}, [(null, 0)])
     finally:
@@ -239,3 +243,29 @@ def test_an_interrupted_request_is_not_answered_to_the_next(
     finally:
         os.close(stdin)
         os.waitpid(pid, 0)
+
+
+def test_a_standby_whose_bash_went_meanwhile_gives_way_to_a_clear_error(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A standby is not waited for until it has exec'd bash: taken for a command, it
+    says first whether it could. One that could not is let go, and the command's own
+    monitor says why (it ran on the standby, then failed as a lost record)."""
+    import shutil
+
+    bash = tmp_path / "bin" / "bash"
+    bash.parent.mkdir()
+    shutil.copy("/bin/bash", bash)
+    monkeypatch.setenv("WAVE_TRACKING", "process")
+    client = Client(state_dir=state_dir, env={**os.environ, "SHELL": str(bash)})
+    for _ in range(2):  # standbys for this environment, started ahead
+        assert client.bash("echo hi").stdout == "hi"
+    bash.chmod(0o644)  # (a shell reinstalled, removed: they cannot exec it now)
+    said = []
+    for _ in range(3):
+        try:
+            said.append(client.bash("echo hi").message)
+        except Exception as exc:
+            said.append(str(exc))
+    assert all("Permission denied" in text for text in said), said
+    assert not any("exit record" in text for text in said), said

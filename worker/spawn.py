@@ -19,7 +19,7 @@ from .errors import BadEnvironmentError
 from .files import TaskFiles
 from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
 from .shell import Shell
-from .spawner import Spawner, SpawnerError, usable
+from .spawner import Spawner, SpawnerError, exec_failure, usable
 
 if sys.platform != "win32":
     import resource
@@ -249,6 +249,17 @@ class Monitor:
     file as soon as the monitor has written its exit record, or is gone. A status is
     seen there a process exit sooner than by waiting for the monitor's (0.2-0.6 ms here).
     -1 on Windows."""
+    exec_report: int = -1
+    """Where a monitor started ahead by the spawner tells whether it exec'd bash (see
+    :meth:`exec_failure`); -1 once known, or for any other."""
+
+    def exec_failure(self) -> OSError | None:
+        """Why the monitor could not exec bash, for one started ahead (``None``: it did);
+        asked once, when it is about to be used (by then it has long exec'd)."""
+        if self.exec_report < 0:
+            return None
+        report, self.exec_report = self.exec_report, -1
+        return exec_failure(report)
 
     def instructions(
         self,
@@ -295,10 +306,11 @@ class Monitor:
     def cancel(self) -> None:
         """Close the pipe without instructions: the monitor exits at once, records nothing,
         and the files of its never-run task are removed. The caller still reaps it."""
-        for fd in (self.pipe, self.record_pipe):
+        for fd in (self.pipe, self.record_pipe, self.exec_report):
             with contextlib.suppress(OSError):
                 if fd >= 0:
                     os.close(fd)
+        self.exec_report = -1
         self.files.remove_unused()
 
 
@@ -430,15 +442,18 @@ def _launch(
     forked: bool,
     use_posix_spawn: bool,
     ahead: bool = False,
-) -> int:
-    """Start the monitor process (see :func:`start_monitor`); returns its pid."""
+) -> tuple[int, int]:
+    """Start the monitor process (see :func:`start_monitor`); returns its pid and, for one
+    started ``ahead`` by the spawner, the pipe that tells its exec (else -1)."""
     read_fd, log_fd, err_fd = stdio
     if forked and SPAWNER is not None:
         fds = [(read_fd, 0), (log_fd, 1), (err_fd, 2), *moves]
         with contextlib.suppress(SpawnerError):  # (then a fork of this process, as below)
-            return SPAWNER.spawn(argv, child_env, fds, wait_exec=not ahead)
+            if ahead:
+                return SPAWNER.spawn_ahead(argv, child_env, fds)
+            return SPAWNER.spawn(argv, child_env, fds), -1
     if use_posix_spawn and not forked:
-        return os.posix_spawn(
+        pid = os.posix_spawn(
             argv[0],
             argv,
             child_env,
@@ -453,6 +468,7 @@ def _launch(
             # by SIGPIPE, a file-size limit kills by SIGXFSZ), as subprocess restores.
             setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
         )
+        return pid, -1
     if forked or moves:  # posix_spawn runs nothing before exec
         # (Nothing else inherited without close_fds: our descriptors are close-on-exec;
         # with it, the pipes would be closed after the preexec function moved them.)
@@ -467,7 +483,7 @@ def _launch(
             close_fds=True, **_new_process_group(),
         )  # fmt: skip
     _popen_monitors[proc.pid] = proc
-    return proc.pid
+    return proc.pid, -1
 
 
 def start_monitor(
@@ -536,7 +552,7 @@ def start_monitor(
         raise
     try:
         stdio = (read_fd, log_fd, err_fd)
-        pid = _launch(argv, child_env, stdio, moves, forked, use_posix_spawn, ahead)
+        pid, exec_report = _launch(argv, child_env, stdio, moves, forked, use_posix_spawn, ahead)
     except BaseException as exc:
         os.close(write_fd)
         if record_read >= 0:
@@ -554,4 +570,4 @@ def start_monitor(
             os.close(err_fd)
     primed = _prime(pid, write_fd, monitor_bash, child_env) if monitor_bash else 0
     joined = tuple(joins) if monitor_bash else ()
-    return Monitor(pid, task_id, files, write_fd, joined, primed, record_read)
+    return Monitor(pid, task_id, files, write_fd, joined, primed, record_read, exec_report)

@@ -180,23 +180,35 @@ class Spawner:
                     self._start()
 
     def spawn(
-        self,
-        argv: Sequence[str],
-        env: dict[str, str],
-        moves: Sequence[tuple[int, int]],
-        *,
-        wait_exec: bool = True,
+        self, argv: Sequence[str], env: dict[str, str], moves: Sequence[tuple[int, int]]
     ) -> int:
         """Start ``argv`` as this process's child, in a session of its own, a child
-        subreaper, with each descriptor of ``moves`` at its number there; returns its pid.
-        Without ``wait_exec``, returns once the child has been told to exec (a wake-up
-        sooner): a failed exec then only shows as its exit, with status 127.
+        subreaper, with each descriptor of ``moves`` at its number there; returns its pid
+        once it has exec'd.
 
         Raises:
             OSError: ``exec`` failed (as ``posix_spawn`` raises it).
             ValueError: ``env`` cannot be given to a process.
             SpawnerError: nothing was started: fork it another way.
         """
+        pid, _ = self._request(argv, env, moves, wait_exec=True)
+        return pid
+
+    def spawn_ahead(
+        self, argv: Sequence[str], env: dict[str, str], moves: Sequence[tuple[int, int]]
+    ) -> tuple[int, int]:
+        """:meth:`spawn`, returning as soon as the child is told to exec (a wake-up
+        sooner, for a process not needed yet): its pid, and a pipe on which its exec
+        shows (:func:`exec_failure`; the caller closes it)."""
+        return self._request(argv, env, moves, wait_exec=False)
+
+    def _request(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        moves: Sequence[tuple[int, int]],
+        wait_exec: bool,
+    ) -> tuple[int, int]:
         for name, value in env.items():  # as os.posix_spawn checks them
             if not name or "=" in name or "\0" in name or "\0" in value:
                 raise ValueError(f"illegal environment variable {name!r}")
@@ -223,7 +235,8 @@ class Spawner:
                     raise
         raise AssertionError("unreachable")
 
-    def _spawn(self, request: bytes, fds: list[int], name: str, wait_exec: bool) -> int:
+    def _spawn(self, request: bytes, fds: list[int], name: str, wait_exec: bool) -> tuple[int, int]:
+        """(pid, -1), or without ``wait_exec`` (pid, the report pipe, now the caller's)."""
         deadline = time.monotonic() + self.patience
         channel = self._channel or self._start()
         go_read, go_write = os.pipe()
@@ -259,12 +272,16 @@ class Spawner:
                 raise SpawnerError(f"the spawner's child {pid} ended before exec")
             if self._answer() != 0:  # (the channel is out of step: a new spawner next time)
                 self.close()
-            return pid
+            if wait_exec:
+                return pid, -1
+            report_read, kept = -1, report_read
+            return pid, kept
         except TimeoutError:  # stopped or wedged: the child, if any, gets no go, and exits
             raise _Retry("no answer in time") from None
         finally:
             os.close(go_write)
-            os.close(report_read)
+            if report_read >= 0:
+                os.close(report_read)
 
     def _answer(self) -> int | None:
         """The spawner's answer to the request sent (``None``: none)."""
@@ -316,6 +333,18 @@ class Spawner:
 
 class _Retry(Exception):
     """This spawner failed, and no child of this request can exec."""
+
+
+def exec_failure(report: int, patience: float = PATIENCE) -> OSError | None:
+    """Whether a child of :meth:`Spawner.spawn_ahead` failed to exec (its errno, or
+    ``ETIMEDOUT`` when it has not exec'd within ``patience``); closes ``report``."""
+    try:
+        error = _number(report, time.monotonic() + patience)
+    except TimeoutError:
+        error = errno.ETIMEDOUT
+    finally:
+        os.close(report)
+    return None if error is None else OSError(error, os.strerror(error))
 
 
 def _number(fd: int, deadline: float) -> int | None:
