@@ -513,9 +513,8 @@ def start_monitor(
     bash monitor becomes a child subreaper before ``exec`` (bash reaps the orphans it
     adopts; the Python monitor would leave them zombies, so it is not one): started by
     the small spawner (``worker.spawner``), or else forked from this process. ``ahead``
-    (a standby): the spawner's child is not waited for until it has exec'd bash; one
-    that could not shows as a monitor that ended on its own (127), as a bash that cannot
-    run would.
+    (a standby): the spawner's child is not waited for until it has exec'd bash; whether
+    it could is asked when it is taken (:meth:`Monitor.exec_failure`).
 
     Raises:
         OSError: the shell cannot be executed, out of resources.
