@@ -39,12 +39,14 @@ def percentile(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(p / 100 * len(values)))]
 
 
-def bench_round_trip(client: Client, n: int) -> list[Row]:
-    for _ in range(20):  # warm up both sides
+def interleaved_round_trips(client: Client, n: int) -> tuple[list[float], list[float]]:
+    """``n`` round trips of ``bash -c`` and of ``client``, one for one so that machine
+    noise hits both alike, after a warm-up of both; returns (baseline, ours) seconds."""
+    for _ in range(20):
         client.bash("echo hello")
         subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
     base, ours = [], []
-    for _ in range(n):  # interleaved so machine noise hits both alike
+    for _ in range(n):
         t = time.perf_counter()
         subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
         base.append(time.perf_counter() - t)
@@ -52,6 +54,11 @@ def bench_round_trip(client: Client, n: int) -> list[Row]:
         r = client.bash("echo hello")
         ours.append(time.perf_counter() - t)
         assert r.stdout == "hello"
+    return base, ours
+
+
+def bench_round_trip(client: Client, n: int) -> list[Row]:
+    base, ours = interleaved_round_trips(client, n)
     rows = []
     for label, p in (("p50", 50), ("p90", 90)):
         b, o = percentile(base, p) * 1000, percentile(ours, p) * 1000
@@ -88,15 +95,7 @@ def bench_process_tracking(tmp: Path, n: int, starts: int) -> list[Row]:
         start_supervisor(state, WAVE_TRACKING="process")
         client = Client(state_dir=state, session="bench")
         assert "process" in (client.status().tracking or "")
-        for _ in range(20):
-            client.bash("echo hello")
-            subprocess.run(["bash", "-c", "echo hello"], capture_output=True)
-        base, ours = [], []
-        for _ in range(n):
-            base.append(
-                timed(lambda: subprocess.run(["bash", "-c", "echo hello"], capture_output=True))
-            )
-            ours.append(timed(lambda: client.bash("echo hello")))
+        base, ours = interleaved_round_trips(client, n)
         b, o = percentile(base, 50) * 1000, percentile(ours, 50) * 1000
         t = time.perf_counter()
         ids = [
