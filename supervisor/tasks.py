@@ -79,6 +79,9 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
+STOP_RECORD_PATIENCE = 2.0
+"""Seconds a stop waits, once the processes it walked are gone, for their monitors to
+record the ends (and list what the commands left) before it stops what they left."""
 AFTER_REPLIES = 0.005
 """Work no caller waits for (the journal's commit, the log of tasks' ends, what a task
 ended in the foreground used, reaping a monitor that recorded its status before it
@@ -1061,7 +1064,8 @@ class TaskManager:
 
     async def stop(self, tasks: Iterable[LiveTask], reason: EndReason = EndReason.STOPPED) -> None:
         """Stop tasks with every process they started and wait until their ends are
-        recorded; an ended task that left processes running (lingering) has those stopped."""
+        recorded; an ended task that left processes running (lingering) has those stopped,
+        as has, without cgroups, what a stopped command left as it ended."""
         tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]
         if not tasks:
             return
@@ -1080,6 +1084,7 @@ class TaskManager:
                 stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
                 root_runs=lambda pid: _runs(pid, ticks[pid]),
             )  # fmt: skip
+            await self._stop_what_they_left([t for t in walked if (t.id, t.row.pid) in pairs])
             for task in walked:
                 if task.ended.done():
                     self._after_end(task)
@@ -1093,6 +1098,25 @@ class TaskManager:
         running = [t.ended for t in tasks if not t.ended.done()]
         if running:
             await asyncio.wait(running, timeout=self.stop_grace + 2)
+
+    async def _stop_what_they_left(self, stopped: list[LiveTask]) -> None:
+        """Stop what these tasks' commands started as they were stopped (a TERM trap's
+        ``setsid env -i daemon &``): its monitor adopted it as the job ended, listed it
+        as it recorded the status, and exited: reparented to init, it is in no tree the
+        stop walked. The list is read as each end is recorded; those processes are
+        stopped as any lingering task's are, by pid and start time."""
+        recording = [t.ended for t in stopped if not t.ended.done() and not t.monitor_lost]
+        if recording:
+            await asyncio.wait(recording, timeout=STOP_RECORD_PATIENCE)
+        left = [(t.id, pid) for t in stopped if t.ended.done() for pid in self._left_behind(t)]
+        if not left:
+            return
+        ticks = {pid: t.leftovers[pid] for t in stopped for pid in t.leftovers}
+        protected = {t.row.pid for t in self.live.values() if t.row.pid}
+        await asyncio.to_thread(
+            stop_trees, [], protected=protected, grace=self.stop_grace, roots=left,
+            root_runs=lambda pid: _runs(pid, ticks[pid]),
+        )  # fmt: skip
 
     @staticmethod
     def _tell_stopping(task: LiveTask) -> None:

@@ -136,6 +136,28 @@ def test_what_a_command_left_under_its_still_exiting_monitor_is_listed(tmp_path:
             m.wait()
 
 
+def test_what_a_command_starts_as_it_is_stopped_is_stopped_too(
+    state_dir: Path, tracking: str, tmp_path: Path
+) -> None:
+    """A TERM trap that starts a daemon (new session, no tag) and exits: the job ends, its
+    monitor records the status and exits, and the daemon, reparented to init, is in no
+    tree the stop walks any more. With the fallback the monitor listed it as it ended,
+    and the stop stops it too (it escaped before: found by a reviewer)."""
+    n, m, spawned = marker(), marker(), tmp_path / "spawned"
+    client = Client(state_dir=state_dir)
+    trap = f"setsid env -i sleep {n} & echo > {spawned}; exit"
+    tid = start_bg(client, f"trap '{trap}' TERM; while :; do sleep 0.1{m}; done")
+    wait_until(lambda: running(f"sleep 0.1{m}"))
+    try:
+        record = client.task_stop(tid)
+        assert (record.status, record.exit_code) == ("killed", 0), record
+        assert spawned.exists()  # the trap ran: the daemon was started
+        wait_until(lambda: not running(n), timeout=10)
+    finally:
+        for proc in running(n):
+            proc.kill()
+
+
 def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: str) -> None:
     n = marker()
     client = Client(state_dir=state_dir)
