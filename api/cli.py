@@ -96,6 +96,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "description": args.description,
         "run_in_background": args.background,
         "cwd": cwd,
+        "cwd_fallback": not args.cwd,  # (the current directory, deleted: see current_dir)
         "env": {} if cli.connector.remote else dict(os.environ),  # a bridge uses its own
         "progress": watched,
         "umask": current_umask(),
@@ -226,7 +227,7 @@ def _notes(result: dict[str, Any]) -> list[str]:
     """What a finished command's result says beside its output and exit code (processes
     it left running, a lost status, a directory gone, the state dir full): for stderr."""
     stdout, message = result.get("stdout") or "", result.get("message") or ""
-    rest = message.replace(stdout, "", 1) if stdout else message
+    rest = _without_block(message, stdout) if stdout else message
     notes = [line for line in rest.splitlines() if line.strip()]
     notes = [line for line in notes if line != f"Exit code {result.get('exitCode')}"]
     error = result.get("error")
@@ -234,6 +235,18 @@ def _notes(result: dict[str, Any]) -> list[str]:
         notes.append(str(error))
     # (a person stops a task with the CLI, not the tool a model is told to call)
     return ["wave-bash: " + _TOOL_STOP.sub(r"`wave-bash stop \1`", note) for note in notes]
+
+
+def _without_block(text: str, block: str) -> str:
+    """``text`` without ``block`` where it stands as whole lines (the output in a result's
+    message, which a note before it may quote: `pwd` printing the directory a note names)."""
+    start = 0
+    while (found := text.find(block, start)) >= 0:
+        end = found + len(block)
+        if text[found - 1 : found] in ("", "\n") and text[end : end + 1] in ("", "\n"):
+            return text[:found] + text[end:]
+        start = found + 1
+    return text
 
 
 _TOOL_STOP = re.compile(r'TaskStop \(task_id "([^"]+)"\)')
@@ -457,6 +470,10 @@ def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
 
 
 def cmd_bg(cli: Cli, args: argparse.Namespace) -> int:
+    record = cli.call("wait", task_id=args.id, timeout=0)  # (its record now: no waiting)
+    if record["status"] == "running" and record["owner"] == "background":
+        print(f"{record['id']} is already in the background; output: {record['outputPath']}")
+        return 0  # (as bash's `bg` for a job already there)
     record = cli.call("background", task_id=args.id)
     print(f"{record['id']} moved to the background; output: {record['outputPath']}")
     return 0

@@ -249,7 +249,9 @@ class Client:
                     separate_stderr=separate_stderr,
                     umask=current_umask(),
                     request_key=uuid.uuid4().hex,
-                    cwd_fallback=self.follow_cd,
+                    # A default directory deleted under the caller falls back as a
+                    # followed `cd` does (see ``current_dir``); one named does not.
+                    cwd_fallback=self.follow_cd or not self.cwd,
                     interactive=checked.interactive,
                     terminal_size=terminal_size,
                     rules=self.rules,

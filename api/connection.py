@@ -13,6 +13,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Sequence
 
+from .errors import InvalidInputError
 from .launch import connect_or_start
 from .paths import StateLayout
 from .transport import REMOTE_HOME_CWD, Remote, chosen_transport, connect_ssh, finish_ssh
@@ -84,6 +85,28 @@ class SocketChannel:
         return None
 
 
+def current_dir() -> str:
+    """This process's working directory; once it is deleted (or renamed away) under us,
+    the path a shell would still give (``$PWD``): the supervisor then runs the command in
+    its nearest existing ancestor and says so (a default directory falls back, as a
+    followed ``cd`` does), or in it again if it was made anew (``rm -rf build && mkdir
+    build``).
+
+    Raises:
+        InvalidInputError: it is gone and no absolute ``$PWD`` names it.
+    """
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        pwd = os.environ.get("PWD", "")
+        if os.path.isabs(pwd):
+            return pwd
+        raise InvalidInputError(
+            "the current directory no longer exists (it was deleted or moved): "
+            "cd to an existing one, or name one (cwd)"
+        ) from None
+
+
 class LocalConnector:
     """The supervisor of a local state dir, over its Unix socket (or loopback TCP)."""
 
@@ -98,7 +121,7 @@ class LocalConnector:
         )
 
     def default_cwd(self) -> str:
-        return os.getcwd()
+        return current_dir()
 
 
 class SshChannel(SocketChannel):

@@ -40,6 +40,44 @@ def test_follow_cd_into_a_deleted_directory_recovers(state_dir: Path, tmp_path: 
     assert not r.success and "does not exist" in (r.error or "")
 
 
+def test_a_current_directory_deleted_under_the_caller_falls_back_to_its_ancestor(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller's own directory (the default, not one it named) deleted under it: a
+    command runs in the nearest existing ancestor and says so, as after a followed `cd`;
+    in the directory again when it was made anew. Before, `os.getcwd()` raised: a
+    traceback from the CLI, and every later call of an MCP server failed. Found by a
+    reviewer."""
+    gone = tmp_path / "a" / "b"
+    gone.mkdir(parents=True)
+    note = f"Note: the working directory {gone} no longer exists; this command ran in {tmp_path}."
+    cli = [sys.executable, "-m", "wave_bash.api.cli", "run", "--", "pwd"]
+    script = f'cd {gone} && rm -r {tmp_path / "a"} && exec "$@"'
+    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
+    done = subprocess.run(
+        ["bash", "-c", script, "bash", *cli], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"{tmp_path}\n",
+        f"wave-bash: {note}\n",
+    )
+    gone.mkdir(parents=True)
+    monkeypatch.chdir(gone)
+    monkeypatch.setenv("PWD", str(gone))  # (what a shell sets; chdir does not)
+    shutil.rmtree(tmp_path / "a")
+    client = Client(state_dir=state_dir)  # as the MCP server's: no directory named
+    r = client.bash("pwd")
+    assert r.success and r.stdout == str(tmp_path) and r.message.splitlines()[0] == note
+    gone.mkdir(parents=True)  # made anew at the same path: the command runs there
+    r = client.bash("pwd")
+    assert r.stdout == str(gone) and "no longer exists" not in r.message
+    shutil.rmtree(tmp_path / "a")
+    monkeypatch.delenv("PWD")
+    r = client.bash("pwd")
+    assert not r.success and "current directory no longer exists" in (r.error or "")
+
+
 def test_follow_cd_is_in_the_tool_description(state_dir: Path) -> None:
     listed = run(state_dir, lambda s: s.list_tools(), "--session", "t", "--follow-cd")
     bash = next(t for t in listed.tools if t.name == "Bash")

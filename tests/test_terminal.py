@@ -94,8 +94,8 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
 def test_bg_cli(state_dir: Path) -> None:
     c = Client(state_dir=state_dir)
     tid = start_bg(c, "sleep 30")
-    r = run_cli(state_dir, "bg", tid)
-    assert r.returncode == 0 and tid in r.stdout
+    r = run_cli(state_dir, "bg", tid)  # (it said "moved" before: a reviewer found it)
+    assert r.returncode == 0 and r.stdout.startswith(f"{tid} is already in the background;")
     missing = run_cli(state_dir, "bg", "nosuch")
     assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
 
