@@ -1076,15 +1076,9 @@ class TaskManager:
         if walked:
             for task in walked:
                 self._tell_stopping(task)
-            protected = {t.row.pid for t in self.live.values() if t.row.pid}
-            pairs = [(t.id, t.row.pid) for t in walked if t.row.pid and not t.ended.done()]
-            left = [(t.id, pid) for t in walked if t.ended.done() for pid in self._left_behind(t)]
-            ticks = {pid: t.leftovers[pid] for t in walked for pid in t.leftovers}
-            await asyncio.to_thread(
-                stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
-                root_runs=lambda pid: _runs(pid, ticks[pid]),
-            )  # fmt: skip
-            await self._stop_what_they_left([t for t in walked if (t.id, t.row.pid) in pairs])
+            stopping = [t for t in walked if t.row.pid and not t.ended.done()]
+            await self._walk_and_stop(stopping, [t for t in walked if t.ended.done()])
+            await self._stop_what_they_left(stopping)
             for task in walked:
                 if task.ended.done():
                     self._after_end(task)
@@ -1108,13 +1102,19 @@ class TaskManager:
         recording = [t.ended for t in stopped if not t.ended.done() and not t.monitor_lost]
         if recording:
             await asyncio.wait(recording, timeout=STOP_RECORD_PATIENCE)
-        left = [(t.id, pid) for t in stopped if t.ended.done() for pid in self._left_behind(t)]
-        if not left:
+        await self._walk_and_stop([], [t for t in stopped if t.ended.done()])
+
+    async def _walk_and_stop(self, running: list[LiveTask], ended: list[LiveTask]) -> None:
+        """Stop, by the process table (``worker.stop_trees``), the trees of ``running``
+        tasks' monitors and what ``ended`` tasks left behind (by pid and start time)."""
+        pairs = [(t.id, t.row.pid or 0) for t in running]
+        left = [(t.id, pid) for t in ended for pid in self._left_behind(t)]
+        if not pairs and not left:
             return
-        ticks = {pid: t.leftovers[pid] for t in stopped for pid in t.leftovers}
         protected = {t.row.pid for t in self.live.values() if t.row.pid}
+        ticks = {pid: t.leftovers[pid] for t in ended for pid in t.leftovers}
         await asyncio.to_thread(
-            stop_trees, [], protected=protected, grace=self.stop_grace, roots=left,
+            stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
             root_runs=lambda pid: _runs(pid, ticks[pid]),
         )  # fmt: skip
 
