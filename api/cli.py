@@ -442,6 +442,9 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
         print(f"[{args.id} waits for input: wave-bash input {args.id} TEXT]", file=sys.stderr)
     elif _ended(out):
         print(f"[{_status_line({**out, 'id': args.id})}]", file=sys.stderr)
+    else:  # (the timeout passed while it worked: say so, as the tool's text does)
+        print(f"[{args.id} still running, not waiting for input: wave-bash output {args.id}]",
+              file=sys.stderr)  # fmt: skip
     return 0
 
 

@@ -23,13 +23,15 @@ class LiveView:
     def show(self, update: dict[str, Any]) -> None:
         """Draw a progress update (its contract JSON)."""
         self.clear()
-        width = os.get_terminal_size(sys.stderr.fileno()).columns
-        lines = [line[: width - 1] for line in str(update.get("shortResult", "")).splitlines()]
+        # Every line cut short of the width: one that wrapped would leave a row behind
+        # at the next redraw. A terminal that reports no size (0, a bare pty) gets 80.
+        width = os.get_terminal_size(sys.stderr.fileno()).columns or 80
         seconds = int(update.get("elapsedMs", 0)) // 1000
         status = f"… running {seconds}s ({update.get('taskId')}, Ctrl+B to background)"
-        sys.stderr.write("\n".join([*lines, status]) + "\n")
+        lines = [*str(update.get("shortResult", "")).splitlines(), status]
+        sys.stderr.write("\n".join(line[: max(1, width - 1)] for line in lines) + "\n")
         sys.stderr.flush()
-        self.lines = len(lines) + 1
+        self.lines = len(lines)
 
     def clear(self) -> None:
         if self.lines:
@@ -53,13 +55,26 @@ def task_table(records: list[dict[str, Any]]) -> str:
         elif r.get("monitorLost"):
             status += " (monitor lost)"
         age = int((now - datetime.fromisoformat(r["startedAt"])).total_seconds())
-        command = str(r["command"]).replace("\n", " ")[:60]
+        command = visible(str(r["command"]).replace("\n", " ").replace("\t", " "))[:60]
         rows.append((str(r["id"]), status, who, _age(age), command))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "\n".join(
         "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
         for row in rows
     )
+
+
+_CONTROLS = {
+    **{code: f"^{chr(code + 64)}" for code in range(32)},
+    0x7F: "^?",
+    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
+}
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters shown, as ``cat -v`` does (``^[`` for ESC):
+    printed raw, a command's colour codes or carriage returns would act on the table."""
+    return text.translate(_CONTROLS)
 
 
 def _age(seconds: int) -> str:

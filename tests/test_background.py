@@ -256,6 +256,12 @@ def test_tasks_listing(client: Client, state_dir: Path) -> None:
 
     table = run_cli(state_dir, "--session", client.session, "tasks").stdout
     assert tid in table and "bg:explicit" in table and "sleep 30" in table
+    # A command's control characters are shown, not sent to the terminal (a reviewer
+    # found its colour codes acting on the table).
+    tinted = start_bg(client, "sleep 30 # \x1b[31mred\rback")
+    table = run_cli(state_dir, "--session", client.session, "tasks").stdout
+    assert "sleep 30 # ^[[31mred^Mback" in table and "\x1b" not in table and "\r" not in table
+    client.task_stop(tinted)
     data = json.loads(run_cli(state_dir, "--session", client.session, "tasks", "--json").stdout)
     assert set(data[0]) >= {
         "id",

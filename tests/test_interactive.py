@@ -184,6 +184,14 @@ def test_cli_run_input_and_terminal_requests(state_dir: Path) -> None:
     answered = run_cli(state_dir, "input", task_id, "Bob")
     assert answered.returncode == 0 and answered.stdout == "Bob\nhi Bob\n"
     assert "completed (exit code 0)" in answered.stderr
+    # Its timeout passing while the command works: said, not silence (a reviewer found it).
+    run_cli(state_dir, "run", "-i", "--", "read n; sleep 30")
+    busy = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
+    working = run_cli(state_dir, "input", "--timeout", "500", busy, "go")
+    assert working.returncode == 0 and working.stderr == (
+        f"[{busy} still running, not waiting for input: wave-bash output {busy}]\n"
+    )
+    assert run_cli(state_dir, "stop", busy).returncode == 0
     refused = run_cli(state_dir, "run", "--size", "12", "-i", "--", "true")
     assert refused.returncode == 2 and "COLUMNSxROWS" in refused.stderr
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -89,6 +90,33 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
         "message",
     }
     assert json.loads(run_cli(state_dir, "notifications", "--json").stdout) == []
+
+
+@pytest.mark.parametrize("columns", [0, 30])
+def test_the_live_view_cuts_every_line_short_of_the_width(
+    columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its status line was not cut: on a narrow terminal it wrapped, and each redraw,
+    which erases by lines, left a row behind; a terminal that reports no size (0, a bare
+    pty) lost every line's last character. Found by a reviewer."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from wave_bash.api.display import LiveView
+
+    main, sub = pty.openpty()
+    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    with os.fdopen(sub, "w") as terminal:
+        monkeypatch.setattr(sys, "stderr", terminal)
+        view = LiveView()
+        view.show({"shortResult": "tick 1\n" + "x" * 100, "elapsedMs": 3000, "taskId": "t1"})
+        lines = os.read(main, 65536).decode().split("\r\n")[:-1]
+    os.close(main)
+    width = columns or 80
+    assert lines[0] == "tick 1" and lines[1] == "x" * (width - 1) and len(lines) == view.lines == 3
+    assert lines[2] == "… running 3s (t1, Ctrl+B to background)"[: width - 1]
 
 
 def test_bg_cli(state_dir: Path) -> None:
