@@ -503,8 +503,10 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(notices)
     else:
-        for notice in notices:
-            print(notice["message"])
+        from .display import visible
+
+        for notice in notices:  # (it quotes the command: its colour codes shown, not run)
+            print("\n".join(visible(line) for line in str(notice["message"]).split("\n")))
     return 0
 
 

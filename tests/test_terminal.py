@@ -92,6 +92,15 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
     assert json.loads(run_cli(state_dir, "notifications", "--json").stdout) == []
 
 
+def test_notifications_cli_shows_control_characters(client: Client, state_dir: Path) -> None:
+    """A notice quotes its command: printed raw, the command's colour codes and carriage
+    returns acted on the terminal (as they did in `tasks`)."""
+    tid = start_bg(client, "true # \x1b[31mred\x1b[0m")
+    client.wait(tid)
+    shown = run_cli(state_dir, "--session", client.session, "notifications").stdout
+    assert tid in shown and "true # ^[[31mred^[[0m" in shown and "\x1b" not in shown
+
+
 @pytest.mark.parametrize("columns", [0, 30])
 def test_the_live_view_cuts_every_line_short_of_the_width(
     columns: int, monkeypatch: pytest.MonkeyPatch
