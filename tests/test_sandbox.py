@@ -82,6 +82,19 @@ def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:
     assert not (project / "made").exists()
 
 
+def test_no_capability_inside_even_for_root(state_dir: Path, project: Path) -> None:
+    """bubblewrap run by root kept every capability: `mount -o remount,rw /` made the
+    read-only root writable (a reviewer wrote /root)."""
+    needs_root("bubblewrap run by root")
+    marker = Path(f"/wb-sandbox-escape-{os.getpid()}")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(f"grep CapEff /proc/self/status; mount -o remount,rw / ; touch {marker}")
+    try:
+        assert "CapEff:\t0000000000000000" in r.stdout and not marker.exists()
+    finally:
+        marker.unlink(missing_ok=True)
+
+
 def test_state_dir_and_sockets_are_out_of_reach(state_dir: Path, project: Path) -> None:
     """The supervisor's socket would run a command outside the sandbox: it is hidden, as
     are other programs' sockets in /tmp (tmux, ssh-agent)."""

@@ -86,7 +86,10 @@ def bwrap_argv(
     ``writable_files``: files inside them the command must write (its ``.cwd``, for
     the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
     an empty one of its own)."""
-    argv = [bwrap, "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/", "--dev", "/dev",
+    # No capability inside, whoever starts it: bubblewrap run by root keeps root's (it
+    # could remount the root read-write), by another user it has none to drop.
+    argv = [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/",
+            "--dev", "/dev",
             "--proc", "/proc",
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
             "--tmpfs", "/var/tmp"]  # fmt: skip
