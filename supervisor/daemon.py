@@ -111,7 +111,7 @@ def sandbox_hidden_dirs(layout: StateLayout) -> list[str]:
     return [str(d) for d in dict.fromkeys(hidden) if d != layout.root and d.is_dir()]
 
 
-async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = None) -> int:
+async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = None) -> int:
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
     journal = open_journal(layout)
@@ -142,7 +142,8 @@ async def serve(layout: StateLayout, settings: Settings, ready_fd: int | None = 
     prune_in_background(ctx)
     _on_stop_signals(loop, ctx.stop_event)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
-    _signal_ready(ready_fd, b"1")
+    if ready is not None:
+        ready.say(b"1")
     chores = asyncio.create_task(housekeeping(ctx))
     await ctx.stop_event.wait()
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
@@ -172,11 +173,25 @@ def _on_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> No
             signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
 
 
-def _signal_ready(ready_fd: int | None, value: bytes) -> None:
-    if ready_fd is not None:
-        with contextlib.suppress(OSError):
-            os.write(ready_fd, value)
-            os.close(ready_fd)
+class Ready:
+    """The write end of the pipe a detached supervisor's starter waits on (None: not
+    detached). Said once: ``1`` serving, ``0`` another supervisor serves, else why it
+    could not start, which the starter prints (its log may be on the full disk that
+    stopped it)."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def say(self, value: bytes) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            with contextlib.suppress(OSError):
+                os.write(fd, value[:READY_LIMIT])
+            os.close(fd)
+
+
+READY_LIMIT = 4096
+"""Bytes of a start failure's reason sent to the starter (one pipe write, never blocked)."""
 
 
 def close_inherited_descriptors() -> None:
@@ -196,24 +211,26 @@ def close_inherited_descriptors() -> None:
                 os.close(fd)
 
 
-def _detach() -> int | None:
+def _detach(layout: StateLayout) -> Ready:
     """Fork; the parent waits until the child serves, then exits (so callers never reap
     a long-lived daemon). Returns the write end of the ready pipe in the child."""
     read_fd, write_fd = os.pipe()
     if os.fork() > 0:
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as ready:
-            answer = ready.read(1)
-        if answer == b"":
-            print("wave-bash supervisor failed to start; see supervisor.log", file=sys.stderr)
-        os._exit(0 if answer else 1)
+            answer = ready.read(READY_LIMIT)
+        if answer in (b"0", b"1"):
+            os._exit(0)
+        why = answer.decode(errors="replace").strip() or f"see {layout.log}"
+        print(f"wave-bash supervisor failed to start: {why}", file=sys.stderr)
+        os._exit(1)
     os.close(read_fd)
     os.setsid()
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
-    return write_fd
+    return Ready(write_fd)
 
 
 def tracker_name(root: Path) -> str:
@@ -274,16 +291,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wave-bash supervisor: {exc}", file=sys.stderr)
         return 2
     setup_logging(layout)
-    ready_fd = _detach() if args.detach else None
+    ready = _detach(layout) if args.detach else Ready(None)
     os.chdir("/")  # never keep a project directory busy
     lock = FileLock(str(layout.lock), timeout=0)
     try:
         lock.acquire()
     except Timeout:
         log.info("another supervisor holds %s; exiting", layout.lock)
-        _signal_ready(ready_fd, b"0")
+        ready.say(b"0")
         return 0
     try:
-        return asyncio.run(serve(layout, settings, ready_fd))
+        return asyncio.run(serve(layout, settings, ready))
+    except Exception as exc:
+        log.exception("supervisor failed")
+        ready.say(str(exc).encode(errors="replace") or type(exc).__name__.encode())
+        raise
     finally:
         lock.release()

@@ -11,35 +11,50 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
 
+from wave_bash.api.errors import StorageError
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.states import TaskStatus
 from wave_bash.worker import TaskFiles, read_exit_record
 
-from .journal import Journal, TaskRow
+from .journal import Journal, TaskRow, disk_problem, storage_problem
 from .tasks import TaskManager, find_monitors, read_exit_file, status_for
 
 log = logging.getLogger(__name__)
 
 
+DAMAGE = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+"""SQLite's primary result codes that mean the journal is damaged (not that the disk
+refuses it now: full, read-only, an I/O error, which leave it as it is)."""
+
+
 def open_journal(layout: StateLayout) -> Journal:
-    """Open the journal; quarantine it and rebuild the index when it is damaged or gone."""
+    """Open the journal; quarantine it when it is damaged, and build the index from the
+    task files when it is damaged or gone.
+
+    Raises:
+        StorageError: the journal cannot be opened or built for another reason (a full or
+            read-only disk, an I/O error): it is left as it is, for a later start.
+    """
     path = layout.journal
-    existed = path.exists()
-    problem = None
+    if not path.exists():
+        return _build(layout)
     try:
         journal = Journal(path)
         problem = journal.quick_check()
+    except sqlite3.DatabaseError as exc:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if "_".join(name.split("_")[:2]) not in DAMAGE:
+            raise StorageError(f"cannot open {path}: {_why(path, exc)}") from None
+        problem = str(exc)
+    else:
         if problem == "ok":
-            if not existed and TaskFiles.recorded(layout.tasks):
-                rebuild(journal, layout.tasks)  # the journal was deleted: rebuild the index
             return journal
         journal.close()
-    except sqlite3.DatabaseError as exc:
-        problem = str(exc)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for suffix in ("", "-wal", "-shm"):
         damaged = Path(f"{path}{suffix}")
@@ -49,9 +64,40 @@ def open_journal(layout: StateLayout) -> Journal:
         "journal %s is corrupt (%s): moved aside as %s.corrupt-%s; rebuilding the index from %s",
         path, problem, path.name, stamp, layout.tasks,
     )  # fmt: skip
-    journal = Journal(path)
-    rebuild(journal, layout.tasks)
-    return journal
+    return _build(layout)
+
+
+def _why(path: Path, exc: sqlite3.Error) -> str:
+    """What keeps ``path`` from being written, in the file system's words where it says
+    (SQLite reports a full disk as a "disk I/O error" when it cannot grow its files)."""
+    return disk_problem(path.parent) or storage_problem(exc) or str(exc)
+
+
+def _build(layout: StateLayout) -> Journal:
+    """A journal indexing the task files, built beside its place and moved there whole: a
+    build the disk cuts short leaves no journal, so the next start builds it again (an
+    empty one left in place would pass its check, every task and notice lost)."""
+    path = layout.journal
+    building = path.with_name(f"{path.name}.building")
+    files = [Path(f"{building}{suffix}") for suffix in ("", "-wal", "-shm")]
+    for leftover in files:  # of a build cut short
+        leftover.unlink(missing_ok=True)
+    try:
+        journal = Journal(building)
+        try:
+            rebuild(journal, layout.tasks)
+            journal.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            journal.close()
+        os.replace(building, path)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot build {path}: {_why(path, exc)}") from None
+    except StorageError as exc:
+        raise StorageError(f"cannot build {path}: {exc}") from None
+    finally:
+        for leftover in files:
+            leftover.unlink(missing_ok=True)
+    return Journal(path)
 
 
 def rebuild(journal: Journal, tasks_dir: Path) -> int:

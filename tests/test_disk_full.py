@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -21,7 +22,7 @@ import psutil
 import pytest
 from conftest import journal_rows, kill_supervisor, needs_root, reap, run_cli, wait_until
 
-from wave_bash.api import Client
+from wave_bash.api import Client, SupervisorUnavailableError
 from wave_bash.worker import read_exit_record
 
 
@@ -240,3 +241,41 @@ def test_a_full_disk_starts_no_standby_and_leaves_no_file(
     assert client.bash("echo hi").stdout == "hi"
     assert client.bash("echo again").stdout == "again"
     wait_until(lambda: len(sup.children()) == 2)
+
+
+def test_a_supervisor_started_on_a_full_disk_keeps_the_journal(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """A supervisor that cannot open its journal for want of space says so and keeps it:
+    it took the disk's error for damage, moved the journal aside and rebuilt an empty
+    one on the full disk, which later passed its check: every task and unread notice
+    was gone (found by a review)."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    tid = client.bash("exit 42", run_in_background=True).background_task_id
+    assert tid and client.wait(tid, timeout=10_000).exit_code == 42
+    kill_supervisor(small_state_dir, signal.SIGTERM)
+    filler = fill(small_state_dir)
+    try:
+        for _ in range(2):  # each start refused, saying why
+            with pytest.raises(SupervisorUnavailableError, match="No space left on device"):
+                client.tasks()
+            assert not list(small_state_dir.glob("journal.db.corrupt-*"))
+    finally:
+        filler.unlink()
+    (record,) = client.tasks()
+    assert (record.id, record.exit_code) == (tid, 42)
+    assert [n.task_id for n in client.notifications()] == [tid]
+
+
+def test_a_first_start_on_a_full_disk_says_why(small_state_dir: Path, tmp_path: Path) -> None:
+    """It said "see supervisor.log", an empty log on that disk, and left a new journal
+    moved aside as corrupt at every try."""
+    filler = fill(small_state_dir)
+    try:
+        for _ in range(2):
+            with pytest.raises(SupervisorUnavailableError, match="No space left on device"):
+                Client(state_dir=small_state_dir, cwd=tmp_path).bash("true")
+        assert not [p.name for p in small_state_dir.iterdir() if p.name.startswith("journal")]
+    finally:
+        filler.unlink()
+    assert Client(state_dir=small_state_dir, cwd=tmp_path).bash("echo hi").stdout == "hi"
