@@ -135,6 +135,43 @@ ARITHMETIC_PROBLEM = (
 )
 
 
+HEREDOC_PROBLEM = "a here-document whose expansions cannot be checked (`` `cmd` `` in it)"
+SUBSCRIPT_PROBLEM = "an array subscript that bash may run as code (`test -v 'x[$(cmd)]'`)"
+_EVALUATED_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*[$`].*\]", re.DOTALL)
+"""A variable name with a subscript holding an expansion: ``test -v``, ``printf -v``,
+``read``, ``unset`` and others evaluate it, running its ``$(…)``."""
+_EXPANDING = re.compile(r"(\\*)(`|\$\(|\$\[)")
+"""Where a here-document body expands: `` ` ``, ``$(``, ``$[`` (an odd run of
+backslashes before one makes it plain text)."""
+
+
+def _unchecked_heredoc(node: Any, data: bytes) -> bool:
+    """Whether an unquoted here-document's body expands something the grammar did not
+    read as an expansion (it misses backquotes, and ``$(…)`` after ``<<-``'s tabs): bash
+    runs those too."""
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    body = next((c for c in node.children if c.type == "heredoc_body"), None)
+    if start is None or body is None or any(q in _text(start, data) for q in "'\"\\"):
+        return False  # a quoted delimiter: the body is plain text
+    read: list[tuple[int, int]] = []
+    stack = list(body.children)
+    while stack:
+        child = stack.pop()
+        if child.type in ("command_substitution", "arithmetic_expansion", "expansion"):
+            read.append((child.start_byte, child.end_byte))
+        else:
+            stack += child.children
+    text = data[body.start_byte : body.end_byte].decode("utf-8", "surrogateescape")
+    base = body.start_byte
+    for match in _EXPANDING.finditer(text):
+        if len(match[1]) % 2:
+            continue
+        at = base + len(text[: match.start(2)].encode("utf-8", "surrogateescape"))
+        if not any(begin <= at < end for begin, end in read):
+            return True
+    return False
+
+
 def parse_command(source: str) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text)."""
     walker = _Walker()
@@ -143,15 +180,19 @@ def parse_command(source: str) -> ParsedCommand:
     else:
         walker.parse(source, 0)
     return ParsedCommand(
-        source, tuple(walker.commands), tuple(walker.writes), tuple(dict.fromkeys(walker.problems))
+        source,
+        tuple(dict.fromkeys(walker.commands)),
+        tuple(dict.fromkeys(walker.writes)),
+        tuple(dict.fromkeys(walker.problems)),
     )
 
 
 def _joined_lines(source: str) -> str:
-    """``source`` with its line continuations removed, as bash reads it (``git pu\\⏎sh``
-    is ``git push``; the grammar would see two words). A backslash that is itself
-    escaped continues nothing. (Inside single quotes bash keeps them: removing them there
-    too only makes the check stricter.)"""
+    """``source`` with its line continuations removed, as bash reads them outside quotes
+    (``git pu\\⏎sh`` is ``git push``; the grammar would see two words). A backslash
+    that is itself escaped continues nothing. Bash continues no comment, nor a line in
+    single quotes or a quoted here-document: the text is checked as the grammar reads it
+    too (``_Walker.parse``), so that a command either reading finds is checked."""
     return re.sub(r"(\\+)\n", lambda m: m[1][:-1] if len(m[1]) % 2 else m[0], source)
 
 
@@ -165,11 +206,12 @@ class _Walker:
         if depth > MAX_NESTING:
             self.problems.append("shells nested too deep to check")
             return
-        data = _joined_lines(source).encode("utf-8", "surrogateescape")
-        tree = _parser().parse(data)
-        if tree.root_node.has_error:
-            self.problems.append("it does not parse as bash")
-        self.walk(tree.root_node, data, depth)
+        for text in dict.fromkeys((_joined_lines(source), source)):
+            data = text.encode("utf-8", "surrogateescape")
+            tree = _parser().parse(data)
+            if tree.root_node.has_error:
+                self.problems.append("it does not parse as bash")
+            self.walk(tree.root_node, data, depth)
 
     def walk(self, root: Any, data: bytes, depth: int) -> None:
         """Every node once, iteratively (a deeply nested command cannot exhaust the
@@ -186,14 +228,24 @@ class _Walker:
                 self.redirect(node, data)
             elif kind == "expansion" and self._evaluating_expansion(node, data):
                 self.problems.append("an expansion that evaluates a variable's value as code")
+            elif kind == "heredoc_redirect" and _unchecked_heredoc(node, data):
+                self.problems.append(HEREDOC_PROBLEM)
+            elif kind in ("word", "raw_string", "string", "concatenation"):
+                value = _literal(node, data)
+                if value is not None and _EVALUATED_SUBSCRIPT.fullmatch(value):
+                    self.problems.append(SUBSCRIPT_PROBLEM)
             if arithmetic and self._variable(node, data):
                 self.problems.append(ARITHMETIC_PROBLEM)
             children = node.children
             inner = arithmetic or self._starts_arithmetic(node, data)
+            offset = kind == "expansion" and any(c.type == ":" for c in children)
             for index, child in enumerate(reversed(children)):
                 position = len(children) - 1 - index
                 if kind == "subscript" and position == 0:  # the array's own name
                     stack.append((child, arithmetic))
+                elif offset:  # ${x:OFFSET:LENGTH}: both arithmetic
+                    after = any(c.type == ":" for c in children[:position])
+                    stack.append((child, arithmetic or after))
                 else:
                     stack.append((child, inner))
 
@@ -278,15 +330,20 @@ class _Walker:
         while start < len(values) and values[start] in WRAPPERS:
             wrapper = values[start] or ""
             skip = _wrapper_arguments(wrapper, values[start + 1 :])
+            if wrapper == "env" and any(
+                o is None or o.startswith("--split-string") or "-S" in _short_options(o, "uCS")
+                for o in values[start + 1 : start + 1 + (skip or len(values))]
+            ):
+                self.problems.append("`env -S` runs a command line given as text")
             if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
                 break
             if wrapper == "env":
                 options = values[start + 1 : start + 1 + skip]
-                if any(o is not None and o.startswith(("-S", "--split-string")) for o in options):
-                    self.problems.append("`env -S` runs a command line given as text")
                 assignments += [v for v in options if v is None or "=" in v]
             wrappers.append(wrapper)
             start += 1 + skip
+        if any(a is not None and a.startswith("BASH_FUNC_") for a in assignments):
+            self.problems.append("a BASH_FUNC_ variable defines functions in the shells it starts")
         kept = [a if a is not None else "<computed assignment>" for a in assignments]
         kept = [a for a in kept if not _harmless(a)]
         if start >= len(values):
@@ -299,6 +356,17 @@ class _Walker:
             self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
             return
         rest = values[start + 1 :]
+        if name in ("source", ".") and rest and (rest[0] is None or _reads_input(rest[0])):
+            self.problems.append(f"`{name}` runs a script it reads from its input")
+        elif name == "hash" and any(w is None or "-p" in _short_options(w, "pt") for w in rest):
+            self.problems.append("`hash -p` makes a name run another program")
+        elif name == "enable" and any(w is None or "-f" in _short_options(w, "f") for w in rest):
+            self.problems.append("`enable -f` loads a builtin from a file")
+        for code in _code_arguments(name, rest):
+            if code is None:
+                self.problems.append(f"`{name}` runs text computed at run time")
+            else:
+                self.parse(code, depth + 1)
         nested = _nested_script(name, rest)
         if nested == "":
             self.problems.append(f"`{name}` runs text computed at run time")
@@ -398,8 +466,11 @@ def _runner_commands(
                 placeholder = word[2:] or "{}"
             elif flag == "--replace":
                 placeholder = word.split("=", 1)[1] if "=" in word else "{}"
-        short_with_value = len(word) > 2 and word[:2] in takes_value and not word.startswith("--")
-        i += 1 if ("=" in word or short_with_value or flag not in takes_value) else 2
+        letters = "".join(o[1] for o in takes_value if len(o) == 2)
+        if word.startswith("--"):
+            i += 1 if ("=" in word or flag not in takes_value) else 2
+        else:  # grouped short options: `-rn 1`, `-Eu root`, `-uroot`
+            i += 2 if _takes_next_word(word, letters) else 1
     if i < len(rest) and rest[i] is None:  # a runner option computed at run time
         return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
     if i >= len(shown):
@@ -488,6 +559,54 @@ def _wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
 
 
 SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+STDIN_PATHS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|thread-self|\d+)/fd/\d+")
+"""A script path that is the shell's own input (a pipe, a here-string, a heredoc)."""
+
+
+def _reads_input(path: str) -> bool:
+    return STDIN_PATHS.fullmatch(path) is not None
+
+
+def _short_options(word: str, with_value: str) -> list[str]:
+    """The options of a word of grouped short options (``-rn`` is ``-r -n``), up to the
+    first that takes a value (the rest of the word, or the next one); none for another
+    word (``--long``, an operand)."""
+    if not word.startswith("-") or word.startswith("--") or len(word) < 2:
+        return []
+    found = []
+    for letter in word[1:]:
+        found.append(f"-{letter}")
+        if letter in with_value:
+            break
+    return found
+
+
+def _takes_next_word(word: str, with_value: str) -> bool:
+    """Whether a word of grouped short options ends with one that takes the next word."""
+    options = _short_options(word, with_value)
+    return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
+
+
+def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
+    """Shell code a builtin takes as an argument and runs later (None: computed at run
+    time): ``trap CODE SIGNAL…``, ``mapfile -C CODE``, ``alias NAME=CODE``."""
+    words = list(rest)
+    if name == "trap":
+        if words[:1] == ["--"]:
+            words = words[1:]
+        if len(words) < 2 or (words[0] is not None and words[0].startswith("-")):
+            return []  # `trap SIG`, `trap - SIG`, `trap -p`: no code
+        return [words[0]]
+    if name in ("mapfile", "readarray"):
+        found: list[str | None] = []
+        for i, word in enumerate(words[:-1]):
+            if word is not None and _short_options(word, "dnOsuCc")[-1:] == ["-C"]:
+                value = word[word.index("C") + 1 :]
+                found.append(value or words[i + 1])
+        return found
+    if name == "alias":
+        return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
+    return []
 
 
 def _nested_script(name: str, rest: Sequence[str | None]) -> str | None:
@@ -495,6 +614,7 @@ def _nested_script(name: str, rest: Sequence[str | None]) -> str | None:
     when the shell reads it from its input), or None when ``name`` runs no script text
     (``bash script.sh``: a command like any other)."""
     if name == "eval":
+        rest = rest[1:] if rest[:1] == ["--"] else rest
         return "" if any(w is None for w in rest) else " ".join(w or "" for w in rest)
     if os.path.basename(name) not in SHELLS:
         return None
@@ -507,17 +627,25 @@ def _nested_script(name: str, rest: Sequence[str | None]) -> str | None:
             i += 2
             continue
         if word == "-c" or (word.startswith("-") and "c" in word[1:] and word[1:].isalpha()):
-            if i + 1 >= len(rest):
+            i += 1  # the script is the first word that is no option (`bash -c -e -- TEXT`)
+            while i < len(rest) and (w := rest[i]) is not None and w.startswith(("-", "+")):
+                i += 2 if w in SHELL_OPTIONS_WITH_VALUE else 1
+                if w == "--":
+                    break
+            if i >= len(rest):
                 return "-"
-            return rest[i + 1] if rest[i + 1] is not None else ""
+            return rest[i] if rest[i] is not None else ""
         if word == "-s" or (word.startswith("-") and "s" in word[1:] and word[1:].isalpha()):
             return "-"
         if word == "--":
-            return None if i + 1 < len(rest) else "-"
+            i += 1
+            break
         if not word.startswith(("-", "+")):
-            return None
+            break
         i += 1
-    return "-"
+    if i >= len(rest) or (rest[i] is not None and _reads_input(rest[i] or "")):
+        return "-"  # no script file: the shell reads its input
+    return "" if rest[i] is None else None
 
 
 # --- rules ----------------------------------------------------------------------------

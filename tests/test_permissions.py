@@ -69,6 +69,49 @@ def test_rules_on_compound_commands(command: str, expected: str) -> None:
     assert verdict(command) == expected
 
 
+DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "rules", "expected"),
+    [  # found by a review: each ran rm where a rule should have stopped it
+        ("# \\\nrm -f /tmp/v", RULES, "deny"),  # bash continues no comment
+        ("cat <<'X'\nfoo\\\nX\nrm -f /tmp/v\nX", RULES, "deny"),  # nor a quoted heredoc
+        ("echo <<EOF\n`rm -f /tmp/v`\nEOF", RULES, "ask"),  # expansions in a heredoc body
+        ("echo <<-EOF\n\t$(rm -f /tmp/v)\n\tEOF", RULES, "ask"),
+        ("echo <<'EOF'\n`rm x` $(rm y)\nEOF", RULES, "allow"),  # quoted: plain text
+        ("echo <<EOF\nx \\`rm x\\`\nEOF", RULES, "allow"),  # escaped: plain text
+        ("[[ -v 'x[$(rm -f /tmp/v)]' ]]", RULES, "ask"),  # a subscript bash evaluates
+        ("printf -v 'x[$(rm -f /tmp/v)]' %s 1", DENY_LIST, "ask"),
+        ("y=abc; a=1; echo ${y:a}", RULES, "ask"),  # a substring's offset is arithmetic
+        ("echo ${y:1:2} ${y:-x}", RULES, "allow"),
+        ("bash -c -- 'rm -f x'", DENY_LIST, "deny"),
+        ("bash -c -e 'rm -f x'", DENY_LIST, "deny"),
+        ("eval -- 'rm -f x'", DENY_LIST, "deny"),
+        ("env -iS'rm -f x'", DENY_LIST, "ask"),
+        ("env -vS 'rm -f x'", DENY_LIST, "deny"),
+        ("sudo -Eu root rm x", DENY_LIST, "deny"),
+        ("xargs -rn 1 rm < list", DENY_LIST, "deny"),
+        ("bash /dev/stdin <<<'rm x'", DENY_LIST, "ask"),
+        (". /dev/stdin <<<'rm x'", DENY_LIST, "ask"),
+        ("source <(echo rm x)", DENY_LIST, "ask"),
+        ("trap 'rm -f x' EXIT", DENY_LIST, "deny"),
+        ("trap -- 'rm -f x' EXIT", DENY_LIST, "deny"),
+        ("mapfile -C 'rm -f' -c 1 a < f", DENY_LIST, "deny"),
+        ("hash -p /bin/rm x; x y", DENY_LIST, "ask"),
+        ("alias x='rm -f'", DENY_LIST, "deny"),
+        ("env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", DENY_LIST, "ask"),
+        ("BASH_FUNC_ls%%='() { rm x; }' bash -c ls", DENY_LIST, "ask"),
+        ("trap 'echo bye' EXIT; trap - EXIT; bash -c 'echo hi'", DENY_LIST, "allow"),
+        ("npm run build \\\n  --prod", {"allow": ["Bash(npm run *)"]}, "allow"),
+    ],
+)
+def test_what_bash_would_run_is_what_is_checked(
+    command: str, rules: dict[str, list[str]], expected: str
+) -> None:
+    assert verdict(command, rules) == expected
+
+
 def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
     parsed = parse_command(
         'FOO=1 timeout -s KILL 5 git push "$(whoami)" 2>err.log && (cd a; ls > out.txt) | '
