@@ -369,6 +369,8 @@ class TaskManager:
         self.memory_limit = memory_limit
         self.bwrap = bwrap
         """The bubblewrap of sandboxed commands (``WAVE_BWRAP``)."""
+        self._sandbox_filter: str | None = None
+        """The sandbox's system-call filter file, once a sandboxed command was asked for."""
         self.hidden_dirs = list(hidden_dirs)
         """Directories a sandboxed command must not see besides the state dir (the
         socket's, when it lives elsewhere)."""
@@ -523,6 +525,7 @@ class TaskManager:
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
                     sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
+                    sandbox_filter=self._sandbox_filter if sandbox else None,
                     bash_env=bash_env, windows=sys.platform == "win32",
                 )  # fmt: skip
                 capture_cwd, bash_env = False, None  # (its shell has it)
@@ -597,6 +600,7 @@ class TaskManager:
             return None
         try:
             sandboxes.probe(self.bwrap)
+            self._sandbox_filter = sandboxes.filter_file(str(self.tasks_dir.parent))
         except SandboxError as exc:
             raise SandboxUnavailableError(str(exc)) from None
         writable = p.sandbox.mode == "workspace-write"

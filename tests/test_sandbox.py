@@ -3,10 +3,13 @@ a background task that outlives its caller and is stopped whole."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shlex
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -21,6 +24,7 @@ from conftest import (
     journal_rows,
     needs_root,
     needs_tool,
+    reap,
     run_cli,
     start_supervisor,
     task_alive,
@@ -29,6 +33,7 @@ from conftest import (
 
 from wave_bash.api import Client, InvalidInputError
 from wave_bash.worker import read_exit_record
+from wave_bash.worker.seccomp import socket_filter
 
 
 @pytest.fixture(autouse=True)
@@ -255,6 +260,96 @@ def _cannot_widen(state_dir: Path, project: Path, outside: Path) -> None:
             Client(state_dir=state_dir, cwd=home, sandbox="workspace-write")
     explicit = Client(state_dir=state_dir, cwd="/", sandbox="workspace-write", workspace=project)
     assert explicit.bash(f"touch {project}/given && echo ok").stdout == "ok"
+
+
+def test_no_unix_socket_is_reachable_anywhere(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """A socket file is a way out wherever it is (a read-only mount does not stop
+    `connect`): a reviewer ran a command outside through another state dir's supervisor.
+    The sandbox makes no Unix socket at all; pipes between its own processes
+    (`socketpair`) and other socket families still work."""
+    other = Path(tempfile.mkdtemp(prefix="wb-other-", dir=Path.home()))  # not in /tmp
+    outside = tmp_path / "escaped"
+    try:
+        assert Client(state_dir=other, cwd=tmp_path).bash("true").success  # its supervisor
+        client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+        escape = client.bash(
+            f"WAVE_STATE_DIR={other} {sys.executable} -m wave_bash.api.cli run -- "
+            f"'touch {outside}'; echo rc=$?"
+        )
+        assert not outside.exists(), escape.stdout
+        probe = (
+            "import socket, ctypes\n"
+            "try:\n    socket.socket(socket.AF_UNIX)\nexcept OSError as e:\n    print(e)\n"
+            "a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))\n"
+            "socket.socket(socket.AF_INET); print('inet')\n"
+            "print(ctypes.CDLL(None, use_errno=True).syscall(425, 1, ctypes.create_string_buffer("
+            "120)), ctypes.get_errno())\n"
+        )
+        r = client.bash(f"{sys.executable} -c {shlex.quote(probe)}")
+        assert r.stdout.splitlines() == ["[Errno 13] Permission denied", "b'x'", "inet", "-1 38"]
+        assert client.bash("ls / | head -1 && git --version >/dev/null && echo ok").success
+    finally:
+        reap(other)
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def _run_filter(program: bytes, arch: int, nr: int, arg0: int) -> int:
+    """What a classic BPF seccomp program returns for one system call (the few
+    instructions the filter uses)."""
+    code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
+    data = struct.pack("=iIQ", nr, arch, 0) + struct.pack("=6Q", arg0, 0, 0, 0, 0, 0)
+    a, pc = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        pc += 1
+        if op == 0x20:
+            a = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x54:
+            a &= k
+        elif op == 0x15:
+            pc += jt if a == k else jf
+        elif op == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unknown instruction {op:#x}")
+
+
+@pytest.mark.parametrize(
+    ("machine", "arch", "nr", "arg0", "expected"),
+    [
+        ("x86_64", 0xC000003E, 41, 1, "EACCES"),  # socket(AF_UNIX)
+        ("x86_64", 0xC000003E, 41, 2, "allow"),  # socket(AF_INET)
+        ("x86_64", 0xC000003E, 41 | 0x40000000, 1, "EACCES"),  # x32
+        ("x86_64", 0xC000003E, 53, 1, "allow"),  # socketpair(AF_UNIX)
+        ("x86_64", 0xC000003E, 425, 0, "ENOSYS"),  # io_uring_setup
+        ("x86_64", 0xC000003E, 0, 1, "allow"),  # read
+        ("x86_64", 0x40000003, 359, 1, "EACCES"),  # i386 socket(AF_UNIX)
+        ("x86_64", 0x40000003, 359, 2, "allow"),
+        ("x86_64", 0x40000003, 102, 1, "EACCES"),  # i386 socketcall(SYS_SOCKET)
+        ("x86_64", 0x40000003, 102, 8, "allow"),  # socketcall(SYS_SOCKETPAIR)
+        ("x86_64", 0x40000003, 425, 0, "ENOSYS"),
+        ("x86_64", 0x40000003, 3, 0, "allow"),
+        ("x86_64", 0xC00000B7, 0, 0, "ENOSYS"),  # an ABI the filter does not know
+        ("aarch64", 0xC00000B7, 198, 1, "EACCES"),
+        ("aarch64", 0xC00000B7, 198, 2, "allow"),
+        ("aarch64", 0xC00000B7, 425, 0, "ENOSYS"),
+        ("aarch64", 0x40000028, 281, 1, "EACCES"),
+        ("aarch64", 0x40000028, 63, 1, "allow"),
+    ],
+)
+def test_the_socket_filter(machine: str, arch: int, nr: int, arg0: int, expected: str) -> None:
+    program = socket_filter(machine)
+    assert program is not None
+    answer = _run_filter(program, arch, nr, arg0)
+    named = {
+        0x7FFF0000: "allow",
+        0x50000 | errno.EACCES: "EACCES",
+        0x50000 | errno.ENOSYS: "ENOSYS",
+    }
+    assert named.get(answer) == expected
+    assert socket_filter("mips") is None
 
 
 def test_daemon_sockets_under_run_are_hidden(state_dir: Path, project: Path) -> None:

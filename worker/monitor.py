@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .cgroups import join_line
 from .pymonitor import PAYLOAD_RUNNERS, PAYLOAD_VARIABLE
+from .sandbox import SECCOMP_FD
 from .windows import windows_to_posix_path
 
 PYTHON_MONITOR = Path(__file__).with_name("pymonitor.py")
@@ -325,6 +326,7 @@ def wrapped_command(
     *,
     terminal: tuple[str, tuple[int, int]] | None = None,
     sandbox: Sequence[str] = (),
+    sandbox_filter: str | None = None,
     bash_env: str | None = None,
     windows: bool = False,
 ) -> str:
@@ -336,7 +338,9 @@ def wrapped_command(
     ``cwd_file`` when given; the job's own prelude has set the umask and descriptor
     limit, inherited. ``bash_env``: the caller's ``BASH_ENV``, given back to that shell
     only (its monitor ran without it: bash would source it there, ahead of the command,
-    outside the sandbox). ``windows``: the shell is Git Bash."""
+    outside the sandbox). ``sandbox_filter``: the system-call filter file the sandbox reads
+    from descriptor ``SECCOMP_FD`` (``worker.sandbox.filter_file``). ``windows``: the
+    shell is Git Bash."""
     runner = PAYLOAD_RUNNERS["zsh" if os.path.basename(shell_path).startswith("zsh") else "bash"]
     if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
         shell_path = windows_to_posix_path(shell_path)
@@ -351,4 +355,5 @@ def wrapped_command(
     words = " ".join(shlex.quote(word) for word in argv)
     # One shell level, as under `bash -c`: the monitor counted one already.
     level = "SHLVL=$((SHLVL > 0 ? SHLVL - 1 : 0)) "
-    return f"{level}{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}"
+    opened = f" {SECCOMP_FD}< {shlex.quote(sandbox_filter)}" if sandbox_filter else ""
+    return f"{level}{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}{opened}"

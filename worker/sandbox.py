@@ -7,9 +7,10 @@ it read-only. Both: a private writable ``/tmp``
 (one per agent session, kept between its commands) and ``/var/tmp`` (so no socket of
 another program there is reachable: tmux, ssh-agent, a supervisor), ``/run``, ``$XDG_RUNTIME_DIR``, the state dir and the default
 one hidden (the supervisor's socket would run commands outside; docker's too), its own
-process and IPC namespaces (no process outside is visible or signalled), a minimal
-``/dev``, no network unless allowed (a new network namespace: loopback only, abstract
-sockets included).
+process and IPC namespaces (no process outside is visible or signalled), no capability,
+no Unix-domain socket and no io_uring (``worker.seccomp``: a socket file anywhere is a
+way out), a minimal ``/dev``, no network unless allowed (a new network namespace:
+loopback only, abstract sockets included).
 
 No ``--die-with-parent``: a background task outlives its caller. The sandbox stays in the
 task's process group, cgroup and process tree, so TaskStop stops it like any task.
@@ -17,11 +18,15 @@ task's process group, cgroup and process tree, so TaskStop stops it like any tas
 
 from __future__ import annotations
 
+import contextlib
 import os
+import platform
 import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .seccomp import socket_filter
 
 RC_FILES = (
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
@@ -79,13 +84,16 @@ def bwrap_argv(
     writable_files: Sequence[str] = (),
     home: str | None = None,
     temp_dir: str | None = None,
+    filtered: bool = True,
 ) -> list[str]:
     """The bubblewrap command line that runs what follows it in ``sandbox``.
 
     ``hidden``: directories replaced by empty ones (the state dir, the socket's dir);
     ``writable_files``: files inside them the command must write (its ``.cwd``, for
     the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
-    an empty one of its own)."""
+    an empty one of its own); ``filtered``: bubblewrap reads the system-call filter
+    (``worker.seccomp``) from descriptor ``SECCOMP_FD``, which its caller opens on
+    :func:`filter_file`."""
     # No capability inside, whoever starts it: bubblewrap run by root keeps root's (it
     # could remount the root read-write), by another user it has none to drop.
     argv = [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/",
@@ -122,8 +130,53 @@ def bwrap_argv(
         argv += ["--bind", path, path]
     if not sandbox.network:
         argv.append("--unshare-net")
+    if filtered:
+        argv += ["--seccomp", str(SECCOMP_FD)]
     argv += ["--chdir", real_cwd, "--"]
     return argv
+
+
+def _program() -> bytes:
+    program = socket_filter()
+    if program is None:
+        raise SandboxError(
+            f"the sandbox has no system-call filter for this machine ({platform.machine()}): "
+            "it could not keep Unix sockets, a way out, from its commands"
+        )
+    return program
+
+
+SECCOMP_FD = 9
+"""The descriptor bubblewrap reads the system-call filter from (opened for its exec)."""
+FILTER_NAME = "sandbox-filter.bpf"
+
+
+def filter_file(state_dir: str) -> str:
+    """The sandbox's system-call filter in ``state_dir`` (written when missing or stale;
+    the state dir is private, and hidden from sandboxed commands).
+
+    Raises:
+        SandboxError: no filter is known for this machine, or it cannot be written.
+    """
+    program = _program()
+    path = os.path.join(state_dir, FILTER_NAME)
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(program) + 1) == program:
+                return path
+    except OSError:
+        pass
+    temp = f"{path}.{os.getpid()}"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(program)
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise SandboxError(f"cannot write the sandbox's filter {path}: {exc}") from None
+    return path
 
 
 PROBE_RETRY_SECONDS = 30.0
@@ -160,11 +213,21 @@ def _trial(bwrap: str) -> str:
         version = subprocess.run(
             [bwrap, "--version"], capture_output=True, text=True, timeout=10
         ).stdout.strip()
-        trial = subprocess.run(
-            [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-net", "--ro-bind", "/", "/",
-             "--dev", "/dev", "--proc", "/proc", "--", "true"],
-            capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        read_end, write_end = os.pipe()  # (the filter is far smaller than a pipe)
+        try:
+            try:
+                os.write(write_end, _program())
+            finally:
+                os.close(write_end)
+            trial = subprocess.run(
+                [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--seccomp", str(read_end), "--", "true"],
+                capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL,
+                pass_fds=(read_end,),
+            )  # fmt: skip
+        finally:
+            os.close(read_end)
     except FileNotFoundError:
         raise SandboxError(
             f"bubblewrap is not installed ({bwrap} not found): install the bubblewrap "

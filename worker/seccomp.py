@@ -1,0 +1,99 @@
+"""The sandbox's system-call filter (SPEC SB1): no Unix-domain socket and no io_uring.
+
+A socket file is a door out of any file-system view: a read-only mount does not stop
+``connect()``, and a supervisor (of another state dir), an ssh ControlMaster, a gpg or
+docker socket run what they are told outside the sandbox. Hiding known directories
+cannot find them all (a supervisor's state dir can be anywhere; a hard link in the
+workspace reaches any socket on its file system), so the sandboxed command cannot make a
+Unix-domain socket at all: ``socket(AF_UNIX, …)`` fails with EACCES. ``socketpair``
+(pipes between its own processes) still works, and so do other socket families (a new
+network namespace takes the network away unless it is allowed). io_uring can make and
+connect sockets past a seccomp filter: ``io_uring_setup`` fails with ENOSYS, as on
+kernels without it, and programs fall back to plain system calls.
+
+A classic BPF program for bubblewrap's ``--seccomp FD``, for this machine's system-call
+ABIs (its native one and the 32-bit one it also runs); any other ABI is refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+
+_LOAD = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JUMP_EQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_RETURN = 0x06  # BPF_RET | BPF_K
+_AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
+_ALLOW = 0x7FFF0000
+_ERRNO = 0x00050000
+_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg 0's low half)
+_X32_BIT = 0x40000000
+AF_UNIX = 1
+_SYS_SOCKET = 1  # socketcall's call number for socket()
+_IO_URING_SETUP = 425  # the same number in every ABI here
+
+
+class _Abi:
+    """One system-call ABI: its audit arch and the numbers the filter looks at."""
+
+    def __init__(self, arch: int, socket: int, socketcall: int | None = None) -> None:
+        self.arch, self.socket, self.socketcall = arch, socket, socketcall
+
+
+_ABIS = {
+    "x86_64": (_Abi(0xC000003E, 41), _Abi(0x40000003, 359, socketcall=102)),
+    "aarch64": (_Abi(0xC00000B7, 198), _Abi(0x40000028, 281)),
+}
+"""Per machine: the native ABI (x32 shares its arch, with a bit set in the number), then
+the 32-bit one (i386's ``socketcall`` hides the domain in memory: its ``socket`` call is
+refused whatever the domain)."""
+
+
+def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
+    """Instructions run once the arch matched, each section ending in a return; jump
+    offsets count the instructions skipped."""
+    refuse_socket = (_RETURN, 0, 0, _ERRNO | errno.EACCES)
+    no_io_uring = (_RETURN, 0, 0, _ERRNO | errno.ENOSYS)
+    allow = (_RETURN, 0, 0, _ALLOW)
+    code = [(_LOAD, 0, 0, _NR)]
+    if native:
+        code.append((_AND, 0, 0, ~_X32_BIT & 0xFFFFFFFF))  # x32 numbers as native ones
+    # nr: io_uring_setup → ENOSYS; socket → look at the domain; socketcall → look at the call
+    checks = [(_IO_URING_SETUP, "uring"), (abi.socket, "socket")]
+    if abi.socketcall is not None:
+        checks.append((abi.socketcall, "socketcall"))
+    tails: dict[str, list[tuple[int, int, int, int]]] = {
+        "uring": [no_io_uring],
+        "socket": [(_LOAD, 0, 0, _ARG0), (_JUMP_EQ, 0, 1, AF_UNIX), refuse_socket, allow],
+        "socketcall": [(_LOAD, 0, 0, _ARG0), (_JUMP_EQ, 0, 1, _SYS_SOCKET), refuse_socket, allow],
+    }
+    body: list[tuple[int, int, int, int]] = []
+    targets: list[tuple[int, str]] = []
+    for number, name in checks:
+        targets.append((len(body), name))
+        body.append((_JUMP_EQ, 0, 0, number))
+    body.append(allow)
+    for at, name in targets:  # point each check at its tail
+        skip = len(body) - at - 1
+        body[at] = (_JUMP_EQ, skip, 0, body[at][3])
+        body += tails[name]
+    return code + body
+
+
+def socket_filter(machine: str | None = None) -> bytes | None:
+    """The filter for ``machine`` (default this one), or None where it is not known."""
+    abis = _ABIS.get(machine or platform.machine())
+    if abis is None:
+        return None
+    native, compat = (_abi_section(abis[0], True), _abi_section(abis[1], False))
+    code = [(_LOAD, 0, 0, _ARCH)]
+    # arch == native → native section; arch == compat → compat section; else refused
+    code.append((_JUMP_EQ, 0, len(native), abis[0].arch))
+    code += native
+    code.append((_JUMP_EQ, 0, len(compat), abis[1].arch))
+    code += compat
+    code.append((_RETURN, 0, 0, _ERRNO | errno.ENOSYS))  # an ABI this filter does not know
+    if any(jt > 255 or jf > 255 for _, jt, jf, _ in code):  # pragma: no cover - fixed size
+        raise AssertionError("seccomp filter jump too long")
+    return b"".join(struct.pack("=HBBI", op, jt, jf, k) for op, jt, jf, k in code)
