@@ -15,6 +15,7 @@ import importlib
 _WHERE = {
     "BashInput": "models",
     "BashResult": "models",
+    "CallScope": "calls",
     "Client": "client",
     "DEFAULT_SESSION": "constants",
     "DEFAULT_TASK_OUTPUT_TIMEOUT_MS": "constants",
@@ -51,6 +52,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
     from typing import Any
 
+    from .calls import CallScope
     from .client import Client, inject_login_path
     from .constants import (
         DEFAULT_SESSION,
@@ -111,6 +113,7 @@ __all__ = [
     "SHORT_RESULT_LINES",
     "BashInput",
     "BashResult",
+    "CallScope",
     "Client",
     "Decision",
     "InvalidInputError",

@@ -48,6 +48,35 @@ class _ConnectionLost(SupervisorUnavailableError):
         """Whether ``ssh`` itself failed (its error is the message)."""
 
 
+class CallScope:
+    """Lets another thread abandon one call (an MCP host cancelled its request): it ends
+    as a lost caller's does (see :meth:`Caller.abort_calls`, which ends them all), its
+    command, if one started, in the background, announced as a notice later."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._channels: set[Channel] = set()
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        """End the call now, from any thread; it sends nothing more."""
+        with self._lock:
+            self.abandoned = True
+            channels = list(self._channels)
+        for channel in channels:
+            channel.interrupt()
+
+    def enter(self, channel: Channel) -> bool:
+        """Track the channel the call uses now; False when the call was abandoned."""
+        with self._lock:
+            self._channels.add(channel)
+            return not self.abandoned
+
+    def leave(self, channel: Channel) -> None:
+        with self._lock:
+            self._channels.discard(channel)
+
+
 class Caller:
     """Sends requests through a :class:`Connector`, again when the supervisor goes away."""
 
@@ -68,6 +97,7 @@ class Caller:
         on_start: StartCallback | None = None,
         *,
         patience: float = RECONNECT_PATIENCE,
+        scope: CallScope | None = None,
     ) -> Any:
         """Send one request and return its result's data, through supervisor restarts.
 
@@ -95,7 +125,7 @@ class Caller:
             if self._closed:
                 raise SupervisorUnavailableError("this client was closed: its caller went away")
             try:
-                return self._attempt(op, params, on_progress, note_start, epoch)
+                return self._attempt(op, params, on_progress, note_start, epoch, scope)
             except _ConnectionLost as lost:
                 if lost.ssh_failed and not started:
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
@@ -110,7 +140,7 @@ class Caller:
                 if (not self.connector.may_start or refused) and not sent:
                     raise  # ssh failed, none may be started, or it refuses: nothing was sent
                 failure = exc
-            if epoch != self._abort_epoch:
+            if epoch != self._abort_epoch or (scope is not None and scope.abandoned):
                 raise SupervisorUnavailableError(
                     "the call was abandoned: its caller went away"
                     + (f" (task {started[0]} keeps running in the background)" if started else "")
@@ -141,11 +171,14 @@ class Caller:
         on_progress: RawProgress | None,
         on_start: StartCallback,
         epoch: int,
+        scope: CallScope | None = None,
     ) -> Any:
         channel = self.connector.open()
         with self._lock:
             self._in_flight.add(channel)
             abandoned = epoch != self._abort_epoch or self._closed  # left while we connected
+        if scope is not None and not scope.enter(channel):
+            abandoned = True
         if abandoned:
             channel.interrupt()
         closed = False
@@ -159,6 +192,8 @@ class Caller:
         finally:
             with self._lock:
                 self._in_flight.discard(channel)
+            if scope is not None:
+                scope.leave(channel)
             if not closed:
                 channel.close()
 

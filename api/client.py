@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
+from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
 from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
@@ -212,6 +212,7 @@ class Client:
         interactive: bool = False,
         terminal_size: tuple[int, int] | None = None,
         on_ask: AskCallback | None = None,
+        scope: CallScope | None = None,
     ) -> BashResult:
         """Run a command the way the Bash tool does (SPEC F, B1).
 
@@ -223,7 +224,8 @@ class Client:
         default 80×24): a command that waits for input returns ``waiting_for_input`` and
         is answered with :meth:`task_input` (SPEC P). A command the rules refuse comes
         back with ``success=False`` and ``permission``; one that needs approval is run
-        only if ``on_ask`` (or the client's) returns True for it (SPEC PM3).
+        only if ``on_ask`` (or the client's) returns True for it (SPEC PM3). ``scope``
+        lets another thread abandon the call (:class:`CallScope`).
         """
         try:
             checked = BashInput.parse(
@@ -261,7 +263,7 @@ class Client:
             )
             wait_s = (checked.timeout or DEFAULT_TIMEOUT_MS) / 1000
             patience = RECONNECT_PATIENCE if run_in_background else max(FOREGROUND_PATIENCE, wait_s)
-            result = self._call(params, on_progress, on_start, patience=patience)
+            result = self._call(params, on_progress, on_start, patience=patience, scope=scope)
             ask = on_ask or self.on_ask
             if result.permission is not None and result.permission.decision == "ask":
                 approved = ask(result) if ask is not None else None
@@ -269,7 +271,9 @@ class Client:
                     params = params.model_copy(
                         update={"approved": True, "request_key": uuid.uuid4().hex}
                     )
-                    result = self._call(params, on_progress, on_start, patience=patience)
+                    result = self._call(
+                        params, on_progress, on_start, patience=patience, scope=scope
+                    )
                 elif approved is False:
                     result = _declined(result)
         except (
@@ -301,10 +305,12 @@ class Client:
         on_progress: ProgressCallback | None = None,
         on_start: StartCallback | None = None,
         on_ask: AskCallback | None = None,
+        scope: CallScope | None = None,
     ) -> dict[str, Any]:
         """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
         older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
-        ``on_start`` receives a Bash command's task ID as soon as it runs.
+        ``on_start`` receives a Bash command's task ID as soon as it runs; ``scope`` lets
+        another thread abandon the call (:class:`CallScope`).
 
         Raises:
             WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
@@ -322,16 +328,17 @@ class Client:
                 on_start=on_start,
                 interactive=parsed.interactive,
                 on_ask=on_ask,
+                scope=scope,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
             stop = parse_params(StopRequest, {**args, "session": self.session})
-            return self._call(stop).to_json_dict()
+            return self._call(stop, scope=scope).to_json_dict()
         if name == TASK_OUTPUT_TOOL:
             read = parse_params(OutputRequest, {**args, "session": self.session})
-            return self._call(read).to_json_dict()
+            return self._call(read, scope=scope).to_json_dict()
         if name == TASK_INPUT_TOOL:
             typed = parse_params(InputRequest, {**args, "session": self.session})
-            return self._call(typed).to_json_dict()
+            return self._call(typed, scope=scope).to_json_dict()
         raise InvalidInputError(f"unknown tool {name!r}")
 
     def _command_env(self) -> dict[str, str]:
@@ -485,6 +492,7 @@ class Client:
         on_start: StartCallback | None = None,
         *,
         patience: float = RECONNECT_PATIENCE,
+        scope: CallScope | None = None,
     ) -> ResultT:
         """Send one request (see :meth:`Caller.call`) and return its result, validated."""
         progress = None
@@ -495,7 +503,7 @@ class Client:
                 callback(Progress.model_validate(data))
 
         params = req.model_dump(mode="json", exclude={"op"})
-        data = self.calls.call(req.op, params, progress, on_start, patience=patience)
+        data = self.calls.call(req.op, params, progress, on_start, patience=patience, scope=scope)
         return parse_result(req, data)
 
     def close(self) -> None:

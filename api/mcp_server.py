@@ -27,6 +27,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from . import mcp_compat
+from .calls import CallScope
 from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
@@ -126,13 +127,21 @@ class WaveMcp:
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
+        scope = CallScope()
         call = functools.partial(
             self.client.call_tool, name, arguments, on_progress=on_progress,
             on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
+            scope=scope,
         )  # fmt: skip
         data: dict[str, Any] | None = None
         try:
-            data = await anyio.to_thread.run_sync(call)
+            data = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            # The host cancelled the request (its user pressed Esc, its request timed
+            # out): the call ends as a lost caller's, at once, its thread freed; its
+            # command goes on in the background and is announced (SPEC F5).
+            scope.abandon()
+            raise
         except WaveError as exc:
             text, is_error = exc.message, True
         else:

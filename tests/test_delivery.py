@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp.types as types
@@ -421,3 +423,62 @@ def test_a_foreground_result_that_cannot_be_written_becomes_a_notice(state_dir: 
         "completed", "background", "caller_lost",
     )  # fmt: skip
     assert [n.task_id for n in watcher.notifications()] == [task.id]
+
+
+def test_a_cancelled_call_leaves_its_command_to_the_background(state_dir: Path) -> None:
+    """The host cancels a Bash call (its user pressed Esc, its request timed out): the
+    call ends at once, its command goes on in the background (caller_lost) and is
+    announced with the session's next result. A cancelled call held a worker thread
+    until its command ended: 40 of them and the server answered nothing more."""
+    host = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "esc"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
+    )  # fmt: skip
+    assert host.stdin is not None and host.stdout is not None
+    replies: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(
+        target=lambda: [replies.put(json.loads(line)) for line in host.stdout or ()], daemon=True
+    ).start()
+
+    def send(message: dict[str, Any]) -> None:
+        assert host.stdin is not None
+        host.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        host.stdin.flush()
+
+    def reply(request_id: int) -> dict[str, Any]:
+        while True:  # (a cancelled request may get an error reply, or none)
+            message = replies.get(timeout=20)
+            if message.get("id") == request_id:
+                return message
+
+    def bash(request_id: int, command: str) -> None:
+        send({"id": request_id, "method": "tools/call",
+              "params": {"name": "Bash", "arguments": {"command": command}}})  # fmt: skip
+
+    try:
+        send({"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+              "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})  # fmt: skip
+        reply(0)
+        send({"method": "notifications/initialized"})
+        watcher = Client(state_dir=state_dir, session="esc")
+        for request_id in range(1, 46):  # more than the server's 40 worker threads
+            bash(request_id, "sleep 1; exit 3" if request_id == 1 else "sleep 60")
+            wait_until(lambda n=request_id: len(watcher.tasks()) == n)  # type: ignore[misc]
+            send({"method": "notifications/cancelled", "params": {"requestId": request_id}})
+        bash(100, "echo quick")
+        said = reply(100)["result"]["content"][0]["text"]
+        assert said.startswith("quick")
+        first = min(watcher.tasks(), key=lambda t: t.started_at)
+        ended = watcher.wait(first.id, timeout=20_000)
+        assert (ended.exit_code, ended.owner, ended.background_reason) == (
+            3, "background", "caller_lost",
+        )  # fmt: skip
+        bash(101, "echo next")
+        said += reply(101)["result"]["content"][0]["text"]  # (the notice comes with one)
+        assert said.count(f"(ID: {first.id}) failed with exit code 3") == 1
+        others = [t for t in watcher.tasks() if t.command == "sleep 60"]
+        assert len(others) == 44 and all(t.background_reason == "caller_lost" for t in others)
+    finally:
+        host.stdin.close()
+        host.wait(20)
