@@ -265,37 +265,43 @@ class HostStdin:
 
 class HostStdout:
     """stdout for the SDK's stdio transport, telling which results reached the host: the
-    transport writes one message and flushes; once the flush returned, it is out."""
+    transport writes one message and flushes; a message is out once each of its bytes
+    is in the pipe. They are written to the descriptor itself, no buffer between: a
+    buffered writer took a write the host's leaving cut short for a whole one, and the
+    notices of a result the host never got counted as delivered."""
 
     def __init__(
         self,
-        raw: Any,
+        fd: int,
         on_written: Callable[[Any], Awaitable[None]],
         on_gone: Callable[[], Awaitable[None]],
     ) -> None:
-        self.raw, self.on_written, self.on_gone = raw, on_written, on_gone
+        self.fd, self.on_written, self.on_gone = fd, on_written, on_gone
         self._unflushed: list[str] = []
 
     async def write(self, text: str) -> int:
+        data = text.encode("utf-8", "replace")
         try:
-            count = int(await self.raw.write(text))
-        except (OSError, ValueError):
+            await anyio.to_thread.run_sync(_write_all, self.fd, data)
+        except OSError:
             await self.on_gone()
             raise
         self._unflushed.append(text)
-        return count
+        return len(text)
 
     async def flush(self) -> None:
-        try:
-            await self.raw.flush()
-        except (OSError, ValueError):
-            await self.on_gone()
-            raise
         done, self._unflushed = self._unflushed, []
         for text in done:
             request_id = _response_id(text)
             if request_id is not None:
                 await self.on_written(request_id)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (a pipe takes a long message in parts), or raise."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _response_id(line: str) -> Any:
@@ -323,9 +329,7 @@ def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]
 async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
     """Serve MCP on this process's stdio; what could not be written goes back at the end."""
     stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone)
-    stdout = HostStdout(
-        anyio.wrap_file(_text_stream(sys.stdout)), handlers.written, handlers.write_failed
-    )
+    stdout = HostStdout(sys.stdout.fileno(), handlers.written, handlers.write_failed)
     try:
         async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
             read_stream,

@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -267,8 +268,7 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
         read_fd, write_fd = os.pipe()
         if not pipe_alive:
             os.close(read_fd)  # the host is gone
-        raw = open(write_fd, "w")  # noqa: SIM115 - closed below, after a failed flush too
-        out = HostStdout(anyio.wrap_file(raw), handlers.written, handlers.gone)  # not exit
+        out = HostStdout(write_fd, handlers.written, handlers.gone)  # not exit
         line = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}) + "\n"
         try:
             await out.write(line)
@@ -279,8 +279,7 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
             assert pipe_alive
             os.close(read_fd)
         finally:
-            with contextlib.suppress(OSError):
-                raw.close()
+            os.close(write_fd)
         await handlers.release_unwritten()  # as when the transport stops
         return [n.task_id for n in Client(state_dir=state_dir, session="w").notifications()]
 
@@ -482,3 +481,49 @@ def test_a_cancelled_call_leaves_its_command_to_the_background(state_dir: Path) 
     finally:
         host.stdin.close()
         host.wait(20)
+
+
+def test_a_result_cut_short_by_a_dying_host_is_not_delivered(state_dir: Path) -> None:
+    """The host stops reading while a result larger than the pipe is written, then goes:
+    the write came back short, yet counted as done, so the notices it carried were
+    marked delivered and the foreground command's end was never announced (found by a
+    review). Both come back to the session."""
+    client = Client(state_dir=state_dir, session="cut")
+    ended = [start_bg(client, f"exit {n}") for n in (1, 2, 3)]
+    for tid in ended:
+        client.wait(tid, timeout=10_000)
+    host = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "cut"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
+    )  # fmt: skip
+    assert host.stdin is not None and host.stdout is not None
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "Bash", "arguments": {"command": "seq 1 20000"}}},
+    ]  # fmt: skip
+    host.stdin.write(json.dumps(lines[0]).encode() + b"\n")
+    host.stdin.flush()
+    assert b'"id":0' in host.stdout.readline()
+    host.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines[1:]))
+    host.stdin.flush()
+    wait_until(lambda: any(t.status == "completed" for t in client.tasks()))  # seq ran
+    pipe = host.stdout.fileno()
+    wait_until(lambda: _pipe_bytes(pipe) >= 60_000)  # the result fills the pipe
+    host.stdout.close()  # the host goes, its result unread
+    host.stdin.close()
+    host.wait(20)
+    seq = next(t.id for t in client.tasks() if t.command == "seq 1 20000")
+    assert sorted(n.task_id for n in client.notifications()) == sorted([*ended, seq])
+
+
+def _pipe_bytes(fd: int) -> int:
+    """Bytes waiting in a pipe (FIONREAD)."""
+    import fcntl
+    import termios
+
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
