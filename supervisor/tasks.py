@@ -137,6 +137,22 @@ def _runs(pid: int, ticks: int) -> bool:
         return False
 
 
+PF_EXITING = 0x4
+"""The kernel's flag of a process in its exit (``/proc/PID/stat``'s ninth field)."""
+
+
+def _exiting(pid: int) -> bool:
+    """Whether a process is on its way out: a sandbox's own init, still ending as its
+    command's end is reported (bubblewrap's outer process leaves first), is not left
+    running."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return True  # gone already
+    return fields[0] in (b"Z", b"X") or bool(int(fields[6]) & PF_EXITING)
+
+
 LEFT_LIST_LIMIT = 64 * 1024
 """Most bytes of a leftovers list read (a monitor writes a line of pids)."""
 LEFT_LIST_PIDS = 256
@@ -815,7 +831,9 @@ class TaskManager:
         """How many processes an ended task's command left running, as its result is
         given (before the task is seen to linger)."""
         if task.tracked and self.tracker is not None:
-            return len(self.tracker.pids(task.id)) if self.tracker.populated(task.id) else 0
+            if not self.tracker.populated(task.id):
+                return 0
+            return sum(not _exiting(pid) for pid in self.tracker.pids(task.id))
         return len(task.leftovers)
 
     def usage_now(self, row: TaskRow) -> Usage:
