@@ -48,6 +48,9 @@ class TerminalLink:
         gone) must not discard replies already received, as a stream's error would."""
         self._pump: asyncio.Task[None] | None = None
         self._replies: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._queued: dict[int, asyncio.Future[None]] = {}
+        """Inputs the host has said it took (``queued``), before its reply that all of it
+        was written: a refusal comes first, however short the caller's timeout."""
         self._sending = asyncio.Lock()
         self._next_id = 0
 
@@ -124,6 +127,11 @@ class TerminalLink:
             self._set_waiting(bool(message["waiting"]))
             return
         ident = message.get("id")
+        if "queued" in message:
+            queued = self._queued.pop(ident, None) if isinstance(ident, int) else None
+            if queued is not None and not queued.done():
+                queued.set_result(None)
+            return
         reply = self._replies.pop(ident, None) if isinstance(ident, int) else None
         if reply is not None and not reply.done():
             reply.set_result(message)
@@ -153,8 +161,12 @@ class TerminalLink:
                 await asyncio.Future()  # the task's end is what the caller waits for then
             await self._changed.wait()
 
-    async def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        """Send a request and wait up to ``timeout`` s for its reply (None: not yet)."""
+    async def _request(
+        self, message: dict[str, Any], timeout: float, queued: bool = False
+    ) -> dict[str, Any] | None:
+        """Send a request and wait up to ``timeout`` s for its reply (None: not yet);
+        ``queued``: first for the host to take it or refuse it (up to ``REPLY_TIMEOUT``;
+        a host from before ``queued`` was said answers only when done)."""
         await self.ready()
         assert self._sock is not None
         loop = asyncio.get_running_loop()
@@ -162,10 +174,18 @@ class TerminalLink:
         ident = self._next_id
         reply: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._replies[ident] = reply
+        taken: asyncio.Future[None] = loop.create_future()
+        if queued:
+            self._queued[ident] = taken
         try:
             line = json.dumps({**message, "id": ident}).encode() + b"\n"
             async with self._sending:  # one line at a time: a long one is sent in parts
                 await asyncio.wait_for(loop.sock_sendall(self._sock, line), REPLY_TIMEOUT)
+            if queued:
+                first: list[asyncio.Future[Any]] = [taken, reply]
+                await asyncio.wait(
+                    first, timeout=REPLY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+                )
             answer = await asyncio.wait_for(asyncio.shield(reply), timeout)
         except TimeoutError:
             return None
@@ -173,6 +193,7 @@ class TerminalLink:
             raise TerminalGone(f"the terminal of task {self.task_id} is gone: {exc}") from None
         finally:
             self._replies.pop(ident, None)
+            self._queued.pop(ident, None)
         if "gone" in answer:  # it came as the command ended: not typed
             raise TerminalGone(f"the command of task {self.task_id} has ended")
         if "error" in answer:
@@ -183,7 +204,7 @@ class TerminalLink:
         """Type ``text`` into the terminal (``key``: an input sent again with the same key
         is typed once). True once all of it was written; False when the command has not
         read it all within ``timeout`` s (the rest is typed as it reads)."""
-        return await self._request({"input": text, "key": key}, timeout) is not None
+        return await self._request({"input": text, "key": key}, timeout, queued=True) is not None
 
     async def resize(self, columns: int, rows: int) -> None:
         if await self._request({"resize": [columns, rows]}, REPLY_TIMEOUT) is None:

@@ -400,7 +400,18 @@ def test_a_line_longer_than_the_terminal_takes_is_refused(client: Client) -> Non
         InvalidInputError, match="lines of at most 4095 bytes; this input has one of 5000"
     ):
         client.task_input(task_id, "a" * 5000 + "\n")
+    with pytest.raises(InvalidInputError, match="this input has one of 5000"):
+        client.task_input(task_id, "a" * 5000 + "\n", timeout=0)  # (its refusal was lost)
     assert client.task_input(task_id, "a" * 4000 + "\n").output.endswith("4000")
+    # Counted with what is already typed on the line: two inputs of 4000 made a line
+    # the terminal cut to 4095 bytes, silently (found by a review).
+    r = client.bash("read x; echo ${#x}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    client.task_input(task_id, "a" * 4000, timeout=0)
+    with pytest.raises(InvalidInputError, match="this input has one of 4200 with what is typed"):
+        client.task_input(task_id, "b" * 200 + "\n")
+    assert client.task_input(task_id, "b" * 95 + "\n").output.endswith("4095")
     repl = client.bash("python3 -q", timeout=LONG, interactive=True)  # raw mode: no limit
     assert repl.background_task_id
     out = client.task_input(repl.background_task_id, f"print(len('{'b' * 6000}'))\n")

@@ -10,8 +10,9 @@ SOCKET (a Unix socket in the private tasks dir) is how the supervisor, and throu
 person who attaches, reaches the terminal: JSON lines. In: ``{"id": ID, "input": TEXT,
 "key": KEY}`` (an input whose KEY was seen is not typed again), ``{"id": ID, "resize":
 [COLS, ROWS]}``. Out: ``{"waiting": BOOL}`` at connection and on every change; to each
-request, with its ID, ``{"wrote": N}`` once all of it was written, ``{"resized": …}`` or
-``{"error": TEXT}``. Only peers of the same user are served, 16 at most.
+request, with its ID, ``{"queued": N}`` at once for an input taken (refused: ``{"error":
+TEXT}``), ``{"wrote": N}`` once all of it was written, ``{"resized": …}`` or ``{"error":
+TEXT}``. Only peers of the same user are served, 16 at most.
 
 "Waiting for input" is read from the kernel: the terminal's foreground process group has a
 process blocked in a read (or poll/select) of the terminal, none of it runs, and nothing
@@ -26,6 +27,7 @@ import fcntl
 import json
 import os
 import platform
+import re
 import selectors
 import signal
 import socket
@@ -251,6 +253,9 @@ REMEMBERED_KEYS = 256
 """Inputs recognised when sent again (a supervisor replaced mid-call resends)."""
 LINE_LIMIT = 4095
 """Longest line a terminal in line mode takes (the kernel's buffer, less the newline)."""
+LINE_ENDS = re.compile(rb"[\r\n\x03\x04\x15]")
+"""What ends (or drops) the line a terminal in line mode keeps: Enter, Ctrl+C, Ctrl+D,
+Ctrl+U."""
 
 
 class Client:
@@ -279,6 +284,8 @@ class Host:
         """(client, reply, end): the reply is owed once ``written`` reaches end."""
         self.typed: dict[str, int] = {}
         """Keys of inputs typed (or queued) already, with their sizes."""
+        self.open_line = 0
+        """Bytes typed since the last line end (line mode: the terminal keeps them)."""
         self.last_activity = self.last_check = time.monotonic()
         self.waiting = False
         self.status: int | None = None
@@ -395,21 +402,32 @@ class Host:
             client.say({"id": ident, "wrote": self.typed[key], "again": True})
             return
         data = text.encode("utf-8", "surrogateescape")
+        lines = LINE_ENDS.split(data)
         if termios.tcgetattr(self.master)[3] & termios.ICANON:
-            longest = max(len(part) for part in data.replace(b"\r", b"\n").split(b"\n"))
+            first = self.open_line + len(lines[0])  # the line typed so far goes on
+            longest = max([first, *(len(line) for line in lines[1:])])
             if longest > LINE_LIMIT:
+                joined = (
+                    " with what is typed on it already" if longest == first > len(lines[0]) else ""
+                )
                 raise ValueError(
                     f"a terminal in line mode takes lines of at most {LINE_LIMIT} bytes; this "
-                    f"input has one of {longest} (write long text to a file and read it from there)"
+                    f"input has one of {longest}{joined} (write long text to a file and read it "
+                    "from there)"
                 )
+            open_line = first if len(lines) == 1 else len(lines[-1])
+        else:
+            open_line = 0
         if len(self.pending) + len(data) > MAX_PENDING_INPUT:
             raise ValueError("the terminal is not reading its input")
+        self.open_line = open_line
         if isinstance(key, str):
             self.typed[key] = len(data)
             while len(self.typed) > REMEMBERED_KEYS:
                 del self.typed[next(iter(self.typed))]
         self.pending += data
         self.queued += len(data)
+        client.say({"id": ident, "queued": len(data)})  # (a refusal would have come now)
         self.owed.append((client, {"id": ident, "wrote": len(data)}, self.queued))
         self.activity()
         self.write_input()
