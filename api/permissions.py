@@ -39,10 +39,12 @@ _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 WRAPPERS = frozenset({
     "timeout", "time", "nice", "nohup", "stdbuf", "command", "env", "exec", "coproc", "builtin",
+    "setsid", "ionice",
 })  # fmt: skip
 """Commands that run the rest of their words as the command."""
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
+DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
@@ -125,7 +127,7 @@ SAFE_ASSIGNMENTS = frozenset({
 """Variables that only change how a program talks, stripped before matching with literal
 values (``LC_*`` too). Any other (``GIT_CONFIG_*``, ``LD_PRELOAD``, ``BASH_ENV``,
 ``PATH``) changes what runs: it stays part of the command's text."""
-RUNNERS = frozenset({"sudo", "doas", "xargs", "watch", "find"})
+RUNNERS = frozenset({"sudo", "doas", "xargs", "watch", "find", "busybox"})
 """Commands that run another command given in their words: it is a variant, checked by
 deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
 ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -387,6 +389,8 @@ class _Walker:
             variants.append(" ".join(shown[start:]))
         if base != name:
             variants.append(" ".join([base, *shown[start + 1 :]]))
+        if base == "git" and (skip := _git_options(values[start + 1 :])):
+            variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
         for words, texts, appended in _runner_commands(
             base, values[start + 1 :], shown[start + 1 :]
         ):  # read as a command of its own: wrappers, `sh -c`, computed words and all
@@ -545,6 +549,12 @@ def _wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
             option_value({"-i", "-o", "-e", "--input", "--output", "--error"})
         case "nohup" | "exec" | "coproc" | "builtin":
             option_value({"-a"})
+        case "setsid":
+            option_value(())
+        case "ionice":
+            if any(w is None or w.startswith(("-p", "-P", "-u", "--pid")) for w in rest):
+                return None  # `ionice -p PID`: it runs no command
+            option_value({"-c", "--class", "-n", "--classdata"})
         case "command":
             if i < len(rest) and rest[i] in ("-v", "-V"):
                 return None
@@ -585,6 +595,20 @@ def _takes_next_word(word: str, with_value: str) -> bool:
     """Whether a word of grouped short options ends with one that takes the next word."""
     options = _short_options(word, with_value)
     return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
+
+
+GIT_OPTIONS_WITH_VALUE = frozenset({
+    "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+})  # fmt: skip
+
+
+def _git_options(rest: Sequence[str | None]) -> int:
+    """How many of git's words are its own options, before its subcommand (``git -C dir
+    --no-pager push`` runs ``git push``)."""
+    i = 0
+    while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
+        i += 2 if word in GIT_OPTIONS_WITH_VALUE else 1
+    return min(i, len(rest))
 
 
 def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
@@ -800,8 +824,12 @@ class RuleSet:
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
+        moves = any(c.name in DIRECTORY_CHANGES for c in parsed.commands)
         for target in parsed.writes:
-            paths = _write_paths(target, cwd)
+            # After a `cd` in the same command a relative target is in a directory only
+            # known as it runs.
+            relative = not target.startswith(("/", "~"))
+            paths = None if moves and relative else _write_paths(target, cwd)
             if paths is None:
                 if writes_ruled:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
@@ -869,8 +897,8 @@ def _write_paths(target: str | None, cwd: str) -> list[str] | None:
     """The paths a written target names: as written (resolved against ``cwd``) and with
     its links followed as this machine has them (``/proc/self/root/etc`` is ``/etc``);
     None when it is computed at run time."""
-    if target is None or "$" in target or "`" in target:
-        return None
+    if target is None or "$" in target or "`" in target or _PATTERN.search(target):
+        return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
     if target.startswith("~"):
         target = os.path.expanduser(target)
     path = _normalized(os.path.join(cwd, target))

@@ -104,6 +104,14 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("BASH_FUNC_ls%%='() { rm x; }' bash -c ls", DENY_LIST, "ask"),
         ("trap 'echo bye' EXIT; trap - EXIT; bash -c 'echo hi'", DENY_LIST, "allow"),
         ("npm run build \\\n  --prod", {"allow": ["Bash(npm run *)"]}, "allow"),
+        ("setsid rm x", DENY_LIST, "deny"),
+        ("ionice -c 3 rm x", DENY_LIST, "deny"),
+        ("busybox rm x", DENY_LIST, "deny"),
+        ("fish -c 'rm x'", DENY_LIST, "deny"),
+        ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
+        ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
+        ("cd /etc && echo x > passwd", RULES, "ask"),  # after a cd: the same
+        ("cd sub && echo x > /work/notes", RULES, "allow"),
     ],
 )
 def test_what_bash_would_run_is_what_is_checked(
