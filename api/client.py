@@ -135,7 +135,9 @@ class Client:
             InvalidInputError: an unreadable or invalid rules file, an unknown sandbox mode.
         """
         self.layout = StateLayout(resolve_state_dir(state_dir))
-        self.session = check_session(session or os.environ.get("WAVE_SESSION") or DEFAULT_SESSION)
+        if session is None:  # (a given one is checked as given: "" is no name)
+            session = os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
+        self.session = check_session(session)
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.follow_cd = follow_cd
         self.on_cwd_change = on_cwd_change

@@ -32,7 +32,7 @@ from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .texts import tool_result_text
-from .tools import BASH_TOOL, TOOL_ALIASES, tool_definitions
+from .tools import BASH_TOOL, TASK_STOP_TOOL, TOOL_ALIASES, tool_definitions
 
 SERVER_NAME = "wave-bash"
 MCP_NOTICE_LEASE_SECONDS = 600.0
@@ -150,10 +150,12 @@ class WaveMcp:
             self.unwritten_results[request.id] = started[0]  # a foreground result
         claim = await self._claim_notices(request.id)
         notices = claim.notices if claim else []
-        if name == "TaskOutput" and data is not None and data.get("status") != "running":
-            # It shows how the task ended: its notice is not said again, yet stays in the
-            # claim, acknowledged once this result is written (never lost with the host).
-            notices = [n for n in notices if n.task_id != data.get("taskId")]
+        shown = _ended_task(name, data)
+        if shown is not None:
+            # It shows how the task ended (TaskOutput, TaskStop): its notice is not said
+            # again, yet stays in the claim, acknowledged once this result is written
+            # (never lost with the host).
+            notices = [n for n in notices if n.task_id != shown]
         if data is None and notices:  # an error result: its text in structured content too
             data = {"success": False, "error": text}
         return _tool_result(
@@ -302,6 +304,13 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _ended_task(tool: str, data: dict[str, Any] | None) -> Any:
+    """The task whose end a tool result shows (TaskOutput's, TaskStop's), if it does."""
+    if data is None or data.get("status") == "running":
+        return None
+    return {"TaskOutput": data.get("taskId"), TASK_STOP_TOOL: data.get("id")}.get(tool)
 
 
 def _response_id(line: str) -> Any:

@@ -240,14 +240,18 @@ def test_permission_deny_and_ask_through_mcp(state_dir: Path, tmp_path: Path) ->
 
 
 def test_task_stop_through_mcp(state_dir: Path) -> None:
-    async def scenario(s: ClientSession) -> types.CallToolResult:
+    async def scenario(s: ClientSession) -> tuple[types.CallToolResult, str]:
         started = await s.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})
         assert text(started).startswith("Command running in background with ID:")
-        return await s.call_tool("TaskStop", {"task_id": structured(started)["backgroundTaskId"]})
+        tid = structured(started)["backgroundTaskId"]
+        stopped = await s.call_tool("TaskStop", {"task_id": tid})
+        return stopped, text(await s.call_tool("Bash", {"command": "echo next"}))
 
-    stopped = run(state_dir, scenario, "--session", "t")
+    stopped, after = run(state_dir, scenario, "--session", "t")
     assert not is_error(stopped) and structured(stopped)["status"] == "killed"
     assert "was stopped" in text(stopped)
+    # The stop's own notice is said neither with it (it repeated it) nor later.
+    assert "Background command" not in text(stopped) and after == "next"
 
 
 def test_completion_notice_arrives_with_the_next_result(state_dir: Path) -> None:

@@ -181,3 +181,13 @@ def test_bad_arguments_to_the_python_client_are_wave_errors(client: Client) -> N
         with pytest.raises(InvalidInputError) as caught:
             call()
         assert "pydantic" not in str(caught.value) and "validation error" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["", "x" * 201, "a\nb"])
+def test_a_bad_session_name_is_refused_when_the_client_is_made(state_dir: Path, name: str) -> None:
+    """An empty name quietly became the default session (shared with every other
+    default caller), found by a review."""
+    from wave_bash.api import Client, InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="session name must be 1 to 200"):
+        Client(state_dir=state_dir, session=name)
