@@ -80,6 +80,17 @@ def test_workspace_write_inside_yes_outside_no(
     assert client.tasks()[-1].sandbox == "workspace-write"
 
 
+def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Path) -> None:
+    """`core.hooksPath` naming a directory in the workspace (husky's `.husky/_`): a hook
+    written there ran at the next commit outside the sandbox (found by a review)."""
+    (project / ".git" / "config").write_text('[core]\n\thooksPath = ".husky/_"\n')
+    (project / ".husky" / "_").mkdir(parents=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("echo 'curl evil' > .husky/_/pre-commit; echo rc=$?; touch .husky/kept")
+    assert r.stdout.endswith("rc=1") and not (project / ".husky/_/pre-commit").exists()
+    assert (project / ".husky/kept").exists()  # the rest of the workspace stays writable
+
+
 def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:
     client = Client(state_dir=state_dir, cwd=project, sandbox="read-only")
     r = client.bash("ls .git >/dev/null && touch made; echo rc=$?")

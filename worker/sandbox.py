@@ -18,6 +18,7 @@ task's process group, cgroup and process tree, so TaskStop stops it like any tas
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import os
 import platform
@@ -42,13 +43,17 @@ RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
 def _protected(workspace: str, home: str) -> list[str]:
     """What git or a shell would run later, outside the sandbox, if a command wrote it:
     every ``.git`` dir in the workspace pinned in place, its (and its submodules')
-    ``hooks`` and ``config`` read-only, a ``.git`` file (a worktree's pointer) read-only,
+    ``hooks`` and ``config`` read-only, its ``commondir`` and the hooks directory its
+    config names (``core.hooksPath``) too where they exist, a ``.git`` file (a worktree's pointer) read-only,
     the shell rc files in the workspace and in the home directory (if in the workspace)."""
     found = []
     git = os.path.join(workspace, ".git")
     found.append(git)
     if os.path.isdir(git) and not os.path.islink(git):
-        found += [os.path.join(git, "hooks"), os.path.join(git, "config")]
+        found += [os.path.join(git, name) for name in ("hooks", "config", "commondir")]
+        hooks = _hooks_path(os.path.join(git, "config"))
+        if hooks:  # `core.hooksPath` (husky's `.husky/_`): git runs what is there
+            found.append(os.path.normpath(os.path.join(workspace, os.path.expanduser(hooks))))
         modules = os.path.join(git, "modules")
         for root, dirs, _files in os.walk(modules):
             if "config" in os.listdir(root) or "hooks" in dirs:
@@ -58,6 +63,17 @@ def _protected(workspace: str, home: str) -> list[str]:
     found += [os.path.join(workspace, name) for name in RC_FILES]
     found += [os.path.join(home, name) for name in RC_FILES]
     return [path for path in dict.fromkeys(found) if _inside(path, workspace)]
+
+
+def _hooks_path(config: str) -> str | None:
+    """A repository config's ``core.hooksPath`` (None when unset or unreadable)."""
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read(config, encoding="utf-8")
+        value = parser.get("core", "hookspath", fallback=None)
+    except (configparser.Error, OSError, UnicodeDecodeError):
+        return None
+    return value.strip().strip('"') if value else None
 
 
 class SandboxError(Exception):
