@@ -32,7 +32,7 @@ from conftest import (
 )
 
 from wave_bash.api import Client, InvalidInputError
-from wave_bash.worker import read_exit_record
+from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.seccomp import socket_filter
 
 
@@ -89,6 +89,18 @@ def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Pa
     r = client.bash("echo 'curl evil' > .husky/_/pre-commit; echo rc=$?; touch .husky/kept")
     assert r.stdout.endswith("rc=1") and not (project / ".husky/_/pre-commit").exists()
     assert (project / ".husky/kept").exists()  # the rest of the workspace stays writable
+
+
+def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:
+    """`~/.gitconfig` (aliases, core.fsmonitor) and `~/.bash_aliases` stayed writable
+    with the home directory as the workspace (found by a review)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in (".gitconfig", ".bash_aliases", ".bashrc"):
+        (home / name).write_text("")
+    argv = bwrap_argv("bwrap", Sandbox("workspace-write", str(home)), str(home), [], home=str(home))
+    bound = {argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"}
+    assert {str(home / n) for n in (".gitconfig", ".bash_aliases", ".bashrc")} <= bound
 
 
 def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:

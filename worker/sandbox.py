@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from .seccomp import socket_filter
 
 RC_FILES = (
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-    ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
+    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig",
 )  # fmt: skip
-"""Shell start-up files: what a sandboxed command writes there would run unsandboxed later."""
+"""Start-up files of shells (and git's own config: its aliases and ``core.fsmonitor``
+run programs): what a sandboxed command writes there would run unsandboxed later."""
 RUNTIME_DIRS = ("/run", "/var/run")
 """Where system daemons keep their sockets (docker, dbus, systemd, screen): hidden."""
 RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
