@@ -32,6 +32,7 @@ from conftest import (
 )
 
 from wave_bash.api import Client, InvalidInputError
+from wave_bash.api.paths import StateLayout
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.seccomp import socket_filter
 
@@ -300,25 +301,25 @@ def test_no_unix_socket_is_reachable_anywhere(
     `connect`): a reviewer ran a command outside through another state dir's supervisor.
     The sandbox makes no Unix socket at all; pipes between its own processes
     (`socketpair`) and other socket families still work."""
+    python = os.path.realpath(os.path.join(sys.base_prefix, "bin", "python3"))
+    assert not python.startswith("/tmp/")  # (the sandbox has a /tmp of its own)
     other = Path(tempfile.mkdtemp(prefix="wb-other-", dir=Path.home()))  # not in /tmp
-    outside = tmp_path / "escaped"
     try:
         assert Client(state_dir=other, cwd=tmp_path).bash("true").success  # its supervisor
-        client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-        escape = client.bash(
-            f"WAVE_STATE_DIR={other} {sys.executable} -m wave_bash.api.cli run -- "
-            f"'touch {outside}'; echo rc=$?"
-        )
-        assert not outside.exists(), escape.stdout
+        sock = StateLayout(other).socket
+        assert sock.exists() and not str(sock).startswith("/tmp/")
         probe = (
             "import socket, ctypes\n"
-            "try:\n    socket.socket(socket.AF_UNIX)\nexcept OSError as e:\n    print(e)\n"
+            "try:\n    s = socket.socket(socket.AF_UNIX)\n"
+            f"    s.connect({str(sock)!r}); print('reached')\n"
+            "except OSError as e:\n    print(e)\n"
             "a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))\n"
             "socket.socket(socket.AF_INET); print('inet')\n"
             "print(ctypes.CDLL(None, use_errno=True).syscall(425, 1, ctypes.create_string_buffer("
             "120)), ctypes.get_errno())\n"
         )
-        r = client.bash(f"{sys.executable} -c {shlex.quote(probe)}")
+        client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+        r = client.bash(f"{python} -I -c {shlex.quote(probe)}")
         assert r.stdout.splitlines() == ["[Errno 13] Permission denied", "b'x'", "inet", "-1 38"]
         assert client.bash("ls / | head -1 && git --version >/dev/null && echo ok").success
     finally:
