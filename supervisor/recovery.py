@@ -83,6 +83,8 @@ def _build(layout: StateLayout) -> Journal:
     files = [Path(f"{building}{suffix}") for suffix in ("", "-wal", "-shm")]
     for leftover in files:  # of a build cut short
         leftover.unlink(missing_ok=True)
+    for stale in (Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")):
+        stale.unlink(missing_ok=True)  # of a journal deleted: replayed over the new one
     if not TaskFiles.recorded(layout.tasks):  # nothing to index: made in place
         try:
             return Journal(path)
