@@ -314,24 +314,29 @@ def test_no_unix_socket_is_reachable_anywhere(
             f"    s.connect({str(sock)!r}); print('reached')\n"
             "except OSError as e:\n    print(e)\n"
             "a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))\n"
+            "try:\n    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+            "except OSError as e:\n    print('dgram', e)\n"
             "socket.socket(socket.AF_INET); print('inet')\n"
             "print(ctypes.CDLL(None, use_errno=True).syscall(425, 1, ctypes.create_string_buffer("
             "120)), ctypes.get_errno())\n"
         )
         client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
         r = client.bash(f"{python} -I -c {shlex.quote(probe)}")
-        assert r.stdout.splitlines() == ["[Errno 13] Permission denied", "b'x'", "inet", "-1 38"]
+        assert r.stdout.splitlines() == [
+            "[Errno 13] Permission denied", "b'x'", "dgram [Errno 13] Permission denied", "inet",
+            "-1 38",
+        ]  # fmt: skip
         assert client.bash("ls / | head -1 && git --version >/dev/null && echo ok").success
     finally:
         reap(other)
         shutil.rmtree(other, ignore_errors=True)
 
 
-def _run_filter(program: bytes, arch: int, nr: int, arg0: int) -> int:
+def _run_filter(program: bytes, arch: int, nr: int, arg0: int, arg1: int = 1) -> int:
     """What a classic BPF seccomp program returns for one system call (the few
     instructions the filter uses)."""
     code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
-    data = struct.pack("=iIQ", nr, arch, 0) + struct.pack("=6Q", arg0, 0, 0, 0, 0, 0)
+    data = struct.pack("=iIQ", nr, arch, 0) + struct.pack("=6Q", arg0, arg1, 0, 0, 0, 0)
     a, pc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -351,16 +356,22 @@ def _run_filter(program: bytes, arch: int, nr: int, arg0: int) -> int:
 @pytest.mark.parametrize(
     ("machine", "arch", "nr", "arg0", "expected"),
     [
+        ("x86_64", 0xC000003E, 53, 1 | 2 << 32, "EACCES"),  # socketpair(AF_UNIX, SOCK_DGRAM)
+        ("x86_64", 0xC000003E, 53, 1 | (2 | 0x80000) << 32, "EACCES"),  # …| SOCK_CLOEXEC
+        ("x86_64", 0x40000003, 360, 1 | 2 << 32, "EACCES"),
+        ("aarch64", 0xC00000B7, 199, 1 | 2 << 32, "EACCES"),
+        ("aarch64", 0x40000028, 288, 1 | 5 << 32, "allow"),  # SOCK_SEQPACKET
         ("x86_64", 0xC000003E, 41, 1, "EACCES"),  # socket(AF_UNIX)
         ("x86_64", 0xC000003E, 41, 2, "allow"),  # socket(AF_INET)
         ("x86_64", 0xC000003E, 41 | 0x40000000, 1, "EACCES"),  # x32
-        ("x86_64", 0xC000003E, 53, 1, "allow"),  # socketpair(AF_UNIX)
+        ("x86_64", 0xC000003E, 53, 1, "allow"),  # socketpair(AF_UNIX, SOCK_STREAM)
         ("x86_64", 0xC000003E, 425, 0, "ENOSYS"),  # io_uring_setup
         ("x86_64", 0xC000003E, 0, 1, "allow"),  # read
         ("x86_64", 0x40000003, 359, 1, "EACCES"),  # i386 socket(AF_UNIX)
         ("x86_64", 0x40000003, 359, 2, "allow"),
         ("x86_64", 0x40000003, 102, 1, "EACCES"),  # i386 socketcall(SYS_SOCKET)
-        ("x86_64", 0x40000003, 102, 8, "allow"),  # socketcall(SYS_SOCKETPAIR)
+        ("x86_64", 0x40000003, 102, 8, "EACCES"),  # socketcall(SYS_SOCKETPAIR)
+        ("x86_64", 0x40000003, 102, 3, "allow"),  # socketcall(SYS_CONNECT)
         ("x86_64", 0x40000003, 425, 0, "ENOSYS"),
         ("x86_64", 0x40000003, 3, 0, "allow"),
         ("x86_64", 0xC00000B7, 0, 0, "ENOSYS"),  # an ABI the filter does not know
@@ -374,7 +385,7 @@ def _run_filter(program: bytes, arch: int, nr: int, arg0: int) -> int:
 def test_the_socket_filter(machine: str, arch: int, nr: int, arg0: int, expected: str) -> None:
     program = socket_filter(machine)
     assert program is not None
-    answer = _run_filter(program, arch, nr, arg0)
+    answer = _run_filter(program, arch, nr, arg0 & 0xFFFFFFFF, arg0 >> 32 or 1)
     named = {
         0x7FFF0000: "allow",
         0x50000 | errno.EACCES: "EACCES",

@@ -5,8 +5,9 @@ A socket file is a door out of any file-system view: a read-only mount does not 
 docker socket run what they are told outside the sandbox. Hiding known directories
 cannot find them all (a supervisor's state dir can be anywhere; a hard link in the
 workspace reaches any socket on its file system), so the sandboxed command cannot make a
-Unix-domain socket at all: ``socket(AF_UNIX, …)`` fails with EACCES. ``socketpair``
-(pipes between its own processes) still works, and so do other socket families (a new
+Unix-domain socket at all: ``socket(AF_UNIX, …)`` fails with EACCES, and so does a
+datagram ``socketpair`` (one can be connected again, to any socket file). A stream
+``socketpair`` (pipes between its own processes) still works, and so do other socket families (a new
 network namespace takes the network away unless it is allowed). io_uring can make and
 connect sockets past a seccomp filter: ``io_uring_setup`` fails with ENOSYS, as on
 kernels without it, and programs fall back to plain system calls.
@@ -27,27 +28,30 @@ _RETURN = 0x06  # BPF_RET | BPF_K
 _AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
 _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
-_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg 0's low half)
+_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24  # offsets in struct seccomp_data (low halves)
 _X32_BIT = 0x40000000
 AF_UNIX = 1
-_SYS_SOCKET = 1  # socketcall's call number for socket()
+SOCK_DGRAM = 2
+_SOCK_TYPE_MASK = 0xF  # (the type's other bits are SOCK_NONBLOCK and SOCK_CLOEXEC)
+_SYS_SOCKET, _SYS_SOCKETPAIR = 1, 8  # socketcall's call numbers
 _IO_URING_SETUP = 425  # the same number in every ABI here
 
 
 class _Abi:
     """One system-call ABI: its audit arch and the numbers the filter looks at."""
 
-    def __init__(self, arch: int, socket: int, socketcall: int | None = None) -> None:
-        self.arch, self.socket, self.socketcall = arch, socket, socketcall
+    def __init__(self, arch: int, socket: int, socketpair: int, socketcall: int | None = None):
+        self.arch, self.socket, self.socketpair = arch, socket, socketpair
+        self.socketcall = socketcall
 
 
 _ABIS = {
-    "x86_64": (_Abi(0xC000003E, 41), _Abi(0x40000003, 359, socketcall=102)),
-    "aarch64": (_Abi(0xC00000B7, 198), _Abi(0x40000028, 281)),
+    "x86_64": (_Abi(0xC000003E, 41, 53), _Abi(0x40000003, 359, 360, socketcall=102)),
+    "aarch64": (_Abi(0xC00000B7, 198, 199), _Abi(0x40000028, 281, 288)),
 }
 """Per machine: the native ABI (x32 shares its arch, with a bit set in the number), then
-the 32-bit one (i386's ``socketcall`` hides the domain in memory: its ``socket`` call is
-refused whatever the domain)."""
+the 32-bit one (i386's ``socketcall`` hides its arguments in memory: its ``socket`` and
+``socketpair`` calls are refused whatever the domain)."""
 
 
 def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
@@ -60,13 +64,29 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
     if native:
         code.append((_AND, 0, 0, ~_X32_BIT & 0xFFFFFFFF))  # x32 numbers as native ones
     # nr: io_uring_setup → ENOSYS; socket → look at the domain; socketcall → look at the call
-    checks = [(_IO_URING_SETUP, "uring"), (abi.socket, "socket")]
+    checks = [(_IO_URING_SETUP, "uring"), (abi.socket, "socket"), (abi.socketpair, "pair")]
     if abi.socketcall is not None:
         checks.append((abi.socketcall, "socketcall"))
     tails: dict[str, list[tuple[int, int, int, int]]] = {
         "uring": [no_io_uring],
         "socket": [(_LOAD, 0, 0, _ARG0), (_JUMP_EQ, 0, 1, AF_UNIX), refuse_socket, allow],
-        "socketcall": [(_LOAD, 0, 0, _ARG0), (_JUMP_EQ, 0, 1, _SYS_SOCKET), refuse_socket, allow],
+        # A datagram pair can be connected again, to any socket file: only stream pairs.
+        "pair": [
+            (_LOAD, 0, 0, _ARG0),
+            (_JUMP_EQ, 0, 4, AF_UNIX),
+            (_LOAD, 0, 0, _ARG1),
+            (_AND, 0, 0, _SOCK_TYPE_MASK),
+            (_JUMP_EQ, 0, 1, SOCK_DGRAM),
+            refuse_socket,
+            allow,
+        ],
+        "socketcall": [
+            (_LOAD, 0, 0, _ARG0),
+            (_JUMP_EQ, 1, 0, _SYS_SOCKET),
+            (_JUMP_EQ, 0, 1, _SYS_SOCKETPAIR),
+            refuse_socket,
+            allow,
+        ],
     }
     body: list[tuple[int, int, int, int]] = []
     targets: list[tuple[int, str]] = []
