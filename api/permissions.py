@@ -81,6 +81,9 @@ class ParsedCommand:
     """Files its redirections write (as written; a computed target as its text)."""
     problems: tuple[str, ...] = ()
     """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
+    moves: bool = False
+    """Whether it changes directory (``cd``, ``env -C``, ``find -execdir``…): its relative
+    write targets are then in a directory known only as it runs."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,9 @@ ARITHMETIC_PROBLEM = (
 
 
 HEREDOC_PROBLEM = "a here-document whose expansions cannot be checked (`` `cmd` `` in it)"
+CONTINUED_PROBLEM = "a comment or quoted here-document line ending in a backslash"
+PROMPTS = frozenset({"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
+"""Variables whose value bash expands as it prints a prompt or a trace (``set -x``)."""
 SUBSCRIPT_PROBLEM = "an array subscript that bash may run as code (`test -v 'x[$(cmd)]'`)"
 _EVALUATED_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*[$`].*\]", re.DOTALL)
 """A variable name with a subscript holding an expansion: ``test -v``, ``printf -v``,
@@ -153,23 +159,38 @@ def _unchecked_heredoc(node: Any, data: bytes) -> bool:
     runs those too."""
     start = next((c for c in node.children if c.type == "heredoc_start"), None)
     body = next((c for c in node.children if c.type == "heredoc_body"), None)
-    if start is None or body is None or any(q in _text(start, data) for q in "'\"\\"):
-        return False  # a quoted delimiter: the body is plain text
-    read: list[tuple[int, int]] = []
-    stack = list(body.children)
+    if start is None or body is None:
+        return False
+    if any(q in _text(start, data) for q in "'\"\\"):  # quoted: the body is plain text,
+        return any(_continued(line) for line in _text(body, data).split("\n"))  # not joined
+    return _unread(body, data, body.start_byte)
+
+
+def _continued(line: str) -> bool:
+    """Whether a line ends in a backslash that is not itself escaped."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _unread(node: Any, data: bytes, after: int) -> bool:
+    """Whether ``node``'s text (from byte ``after``) expands something the grammar did
+    not read as an expansion: a backquote or ``$(`` outside every command substitution
+    it found (it misses backquotes in ``${…}`` and in here-documents), ``$((`` outside
+    every arithmetic expansion (in a here-document it reads ``$( (a) )``)."""
+    read: list[tuple[int, int, str]] = []
+    stack = list(node.children)
     while stack:
         child = stack.pop()
-        if child.type in ("command_substitution", "arithmetic_expansion", "expansion"):
-            read.append((child.start_byte, child.end_byte))
-        else:
-            stack += child.children
-    text = data[body.start_byte : body.end_byte].decode("utf-8", "surrogateescape")
-    base = body.start_byte
+        if child.type in ("command_substitution", "arithmetic_expansion"):
+            read.append((child.start_byte, child.end_byte, child.type))
+        stack += child.children
+    text = data[after : node.end_byte].decode("utf-8", "surrogateescape")
     for match in _EXPANDING.finditer(text):
         if len(match[1]) % 2:
             continue
-        at = base + len(text[: match.start(2)].encode("utf-8", "surrogateescape"))
-        if not any(begin <= at < end for begin, end in read):
+        at = after + len(text[: match.start(2)].encode("utf-8", "surrogateescape"))
+        arithmetic = text.startswith("$((", match.start(2))
+        kinds = ("arithmetic_expansion",) if arithmetic else ("command_substitution",)
+        if not any(begin <= at < end and kind in kinds for begin, end, kind in read):
             return True
     return False
 
@@ -186,6 +207,7 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.commands)),
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
+        walker.moves,
     )
 
 
@@ -203,6 +225,7 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
         self.problems: list[str] = []
+        self.moves = False
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -234,8 +257,18 @@ class _Walker:
                 self.problems.append(HEREDOC_PROBLEM)
             elif kind in ("word", "raw_string", "string", "concatenation"):
                 value = _literal(node, data)
-                if value is not None and _EVALUATED_SUBSCRIPT.fullmatch(value):
+                if value is not None and _EVALUATED_SUBSCRIPT.match(value):
                     self.problems.append(SUBSCRIPT_PROBLEM)
+            elif kind == "ansi_c_string":  # `$'x[\x24(cmd)]'`: escapes make the text
+                text = _text(node, data)
+                if "[" in text and any(c in text for c in "$`\\"):
+                    self.problems.append(SUBSCRIPT_PROBLEM)
+            elif kind == "comment" and _continued(_text(node, data)):
+                self.problems.append(CONTINUED_PROBLEM)  # (read two ways: see parse)
+            elif kind == "variable_assignment" and _text(node, data).split("=", 1)[0] in PROMPTS:
+                self.problems.append("a prompt variable runs the `$(…)` in its value")
+            if kind == "expansion" and _unread(node, data, node.start_byte + 2):
+                self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic and self._variable(node, data):
                 self.problems.append(ARITHMETIC_PROBLEM)
             children = node.children
@@ -358,7 +391,10 @@ class _Walker:
             self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
             return
         rest = values[start + 1 :]
-        if name in ("source", ".") and rest and (rest[0] is None or _reads_input(rest[0])):
+        if _changes_directory(name, wrappers, values[: start + 1], rest):
+            self.moves = True
+        script = rest[1:] if rest[:1] == ["--"] else rest
+        if name in ("source", ".") and script and (script[0] is None or _reads_input(script[0])):
             self.problems.append(f"`{name}` runs a script it reads from its input")
         elif name == "hash" and any(w is None or "-p" in _short_options(w, "pt") for w in rest):
             self.problems.append("`hash -p` makes a name run another program")
@@ -397,6 +433,8 @@ class _Walker:
             inner = _Walker()
             inner.simple(words, texts, [], depth + 1)
             self.problems += inner.problems
+            self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
+            self.moves = self.moves or inner.moves
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -597,6 +635,24 @@ def _takes_next_word(word: str, with_value: str) -> bool:
     return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
 
 
+def _changes_directory(
+    name: str, wrappers: Sequence[str], before: Sequence[str | None], rest: Sequence[str | None]
+) -> bool:
+    """Whether a command runs (what follows) in another directory: ``cd``, ``pushd``,
+    ``popd``, ``env -C``, ``sudo -D``, ``find -execdir``."""
+    if name in DIRECTORY_CHANGES:
+        return True
+    words = [*before, *rest]
+    chdir = any(w is not None and (w.startswith("--chdir") or "-C" in _short_options(w, "uCS"))
+                for w in words)  # fmt: skip
+    if chdir and ("env" in wrappers or name == "env"):
+        return True
+    if name in ("sudo", "doas") and any(w is not None and w.startswith(("-D", "--chdir"))
+                                        for w in rest):  # fmt: skip
+        return True
+    return name == "find" and any(w in ("-execdir", "-okdir") for w in rest)
+
+
 GIT_OPTIONS_WITH_VALUE = frozenset({
     "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
 })  # fmt: skip
@@ -623,10 +679,11 @@ def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
         return [words[0]]
     if name in ("mapfile", "readarray"):
         found: list[str | None] = []
-        for i, word in enumerate(words[:-1]):
+        for i, word in enumerate(words):
             if word is not None and _short_options(word, "dnOsuCc")[-1:] == ["-C"]:
                 value = word[word.index("C") + 1 :]
-                found.append(value or words[i + 1])
+                if value or i + 1 < len(words):
+                    found.append(value or words[i + 1])
         return found
     if name == "alias":
         return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
@@ -824,7 +881,7 @@ class RuleSet:
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
-        moves = any(c.name in DIRECTORY_CHANGES for c in parsed.commands)
+        moves = parsed.moves
         for target in parsed.writes:
             # After a `cd` in the same command a relative target is in a directory only
             # known as it runs.
@@ -899,6 +956,8 @@ def _write_paths(target: str | None, cwd: str) -> list[str] | None:
     None when it is computed at run time."""
     if target is None or "$" in target or "`" in target or _PATTERN.search(target):
         return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
+    if target.startswith(("~+", "~-")):
+        return None  # ($PWD and $OLDPWD)
     if target.startswith("~"):
         target = os.path.expanduser(target)
     path = _normalized(os.path.join(cwd, target))

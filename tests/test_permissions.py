@@ -112,6 +112,33 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
         ("cd /etc && echo x > passwd", RULES, "ask"),  # after a cd: the same
         ("cd sub && echo x > /work/notes", RULES, "allow"),
+        # ...and from a review of those fixes
+        ("# x \\\necho hi; r\\\nm -rf /tmp/x", DENY_LIST, "ask"),
+        ("cat <<'X'\nfoo\\\nX\nr\\\nm -rf /\nX", DENY_LIST, "ask"),
+        ("echo ${x/a/`rm -rf /`}", RULES, "ask"),
+        ('echo "${x:-`rm -rf /`}"', RULES, "ask"),
+        ("cat <<EOF\n${x:-`rm -rf /`}\nEOF", DENY_LIST, "ask"),
+        ("cat <<EOF\n$((a))\nEOF", DENY_LIST, "ask"),
+        ("cat <<EOF\n$(date)\nEOF", DENY_LIST, "allow"),
+        ("cat <<EOF\n$(( 1 + 2 ))\nEOF", DENY_LIST, "ask"),  # (the grammar reads `$( (…) )`)
+        ("sudo sh -c 'echo x > /etc/passwd'", RULES, "deny"),
+        ("declare 'a[$(rm -rf /)]=1'", DENY_LIST, "ask"),
+        ("test -v $'x[\\x24(rm -rf /)]'", DENY_LIST, "ask"),
+        ("mapfile -c 1 -C'rm -rf /tmp/x;:' < f", DENY_LIST, "deny"),
+        ("source -- /dev/stdin <<< 'rm x'", DENY_LIST, "ask"),
+        ("PS4='$(rm -rf /)'; set -x; true", DENY_LIST, "ask"),
+        ("cd /etc; echo x > ~+/passwd", RULES, "ask"),
+        ("OLDPWD=/etc; echo x > ~-/passwd", RULES, "ask"),
+        (
+            "env -C /etc sh -c 'echo x > passwd'",
+            {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]},
+            "ask",
+        ),
+        (
+            "find /etc -execdir sh -c 'echo x > passwd' \\;",
+            {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]},
+            "ask",
+        ),
     ],
 )
 def test_what_bash_would_run_is_what_is_checked(
