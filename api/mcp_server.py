@@ -109,6 +109,7 @@ class WaveMcp:
         self.unwritten_results: dict[Any, str] = {}
         """Request ID → task of a foreground result, until it is written."""
         self.host_gone = False
+        self._calls_limiter: anyio.CapacityLimiter | None = None
 
     async def list_tools(self) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -135,7 +136,9 @@ class WaveMcp:
         )  # fmt: skip
         data: dict[str, Any] | None = None
         try:
-            data = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            data = await anyio.to_thread.run_sync(
+                call, abandon_on_cancel=True, limiter=self._call_threads()
+            )
         except anyio.get_cancelled_exc_class():
             # The host cancelled the request (its user pressed Esc, its request timed
             # out): the call ends as a lost caller's, at once, its thread freed; its
@@ -163,6 +166,14 @@ class WaveMcp:
             structuredContent=structured_result(name, data, notices),
             isError=is_error,
         )
+
+    def _call_threads(self) -> anyio.CapacityLimiter:
+        """The threads tool calls wait in, apart from anyio's default ones, which read
+        stdin and write stdout: calls that wait long (40 foreground commands) must not
+        keep the server from reading the host's next request or its cancellations."""
+        if self._calls_limiter is None:
+            self._calls_limiter = anyio.CapacityLimiter(CALL_THREADS)
+        return self._calls_limiter
 
     async def _claim_notices(self, request_id: Any) -> NoticeClaim | None:
         """Take the session's pending notices for this result (none once the host left)."""
@@ -263,6 +274,10 @@ class HostStdin:
                 yield line
         finally:
             await self.on_gone()
+
+
+CALL_THREADS = 256
+"""Tool calls run at once, each in a thread of its own (more wait for a thread)."""
 
 
 class HostStdout:

@@ -527,3 +527,46 @@ def _pipe_bytes(fd: int) -> int:
     import termios
 
     return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def test_calls_that_wait_long_do_not_stop_the_server_reading(state_dir: Path) -> None:
+    """42 foreground commands in flight held all 40 of anyio's default threads, which
+    also read stdin: the server read no further request (found by a review). Calls wait
+    in threads of their own."""
+    host = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "busy"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
+    )  # fmt: skip
+    assert host.stdin is not None and host.stdout is not None
+    replies: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(
+        target=lambda: [replies.put(json.loads(line)) for line in host.stdout or ()], daemon=True
+    ).start()
+    lines = [{"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+              "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+             {"method": "notifications/initialized"}]  # fmt: skip
+    lines += [
+        {"id": n, "method": "tools/call",
+         "params": {"name": "Bash", "arguments": {"command": "sleep 60", "timeout": 60_000}}}
+        for n in range(1, 43)
+    ]  # fmt: skip
+    try:
+        for line in lines:
+            host.stdin.write(json.dumps({"jsonrpc": "2.0", **line}).encode() + b"\n")
+        host.stdin.flush()
+        watcher = Client(state_dir=state_dir, session="busy")
+        wait_until(lambda: len(watcher.tasks()) == 42, timeout=30)
+        quick = {"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                 "params": {"name": "Bash", "arguments": {"command": "echo quick"}}}  # fmt: skip
+        host.stdin.write(json.dumps(quick).encode() + b"\n")
+        host.stdin.flush()
+        deadline = time.monotonic() + 20
+        while True:
+            message = replies.get(timeout=max(0.1, deadline - time.monotonic()))
+            if message.get("id") == 100:
+                break
+        assert message["result"]["content"][0]["text"] == "quick"
+    finally:
+        host.stdin.close()  # the host goes: its calls become lost callers
+        host.wait(30)

@@ -84,7 +84,9 @@ def test_workspace_write_inside_yes_outside_no(
 def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Path) -> None:
     """`core.hooksPath` naming a directory in the workspace (husky's `.husky/_`): a hook
     written there ran at the next commit outside the sandbox (found by a review)."""
-    (project / ".git" / "config").write_text('[core]\n\thooksPath = ".husky/_"\n')
+    (project / ".git" / "config").write_text(  # as git reads it: any case, comments, flags
+        '[rerere]\n\tenabled\n[Core]\n\thooksPath = ".husky/_" # husky\n'
+    )
     (project / ".husky" / "_").mkdir(parents=True)
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
     r = client.bash("echo 'curl evil' > .husky/_/pre-commit; echo rc=$?; touch .husky/kept")

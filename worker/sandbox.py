@@ -68,12 +68,17 @@ def _protected(workspace: str, home: str) -> list[str]:
 
 def _hooks_path(config: str) -> str | None:
     """A repository config's ``core.hooksPath`` (None when unset or unreadable)."""
-    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    parser = configparser.RawConfigParser(
+        strict=False, interpolation=None, allow_no_value=True, inline_comment_prefixes=("#", ";")
+    )
     try:
         parser.read(config, encoding="utf-8")
-        value = parser.get("core", "hookspath", fallback=None)
     except (configparser.Error, OSError, UnicodeDecodeError):
         return None
+    value = None
+    for section in parser.sections():  # git's section names ignore case (`[Core]`)
+        if section.strip().lower() == "core":
+            value = parser.get(section, "hookspath", fallback=value)
     return value.strip().strip('"') if value else None
 
 
