@@ -56,15 +56,21 @@ def open_journal(layout: StateLayout) -> Journal:
             return journal
         journal.close()
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    for suffix in ("", "-wal", "-shm"):
-        damaged = Path(f"{path}{suffix}")
+    for damaged, aside in zip(
+        _database(path), _database(path.with_name(f"{path.name}.corrupt-{stamp}")), strict=True
+    ):
         if damaged.exists():
-            damaged.rename(f"{path}.corrupt-{stamp}{suffix}")
+            damaged.rename(aside)
     log.error(
         "journal %s is corrupt (%s): moved aside as %s.corrupt-%s; rebuilding the index from %s",
         path, problem, path.name, stamp, layout.tasks,
     )  # fmt: skip
     return _build(layout)
+
+
+def _database(path: Path) -> list[Path]:
+    """A SQLite database's files: itself, its WAL and its shared-memory index."""
+    return [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
 
 
 def _why(path: Path, exc: sqlite3.Error) -> str:
@@ -80,16 +86,16 @@ def _build(layout: StateLayout) -> Journal:
     task file to index it is made in place (a first start: 6 ms sooner)."""
     path = layout.journal
     building = path.with_name(f"{path.name}.building")
-    files = [Path(f"{building}{suffix}") for suffix in ("", "-wal", "-shm")]
+    files = _database(building)
     for leftover in files:  # of a build cut short
         leftover.unlink(missing_ok=True)
-    for stale in (Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")):
+    for stale in _database(path)[1:]:
         stale.unlink(missing_ok=True)  # of a journal deleted: replayed over the new one
     if not TaskFiles.recorded(layout.tasks):  # nothing to index: made in place
         try:
             return Journal(path)
         except sqlite3.Error as exc:
-            for made in (Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")):
+            for made in _database(path):
                 made.unlink(missing_ok=True)  # (there was none: see open_journal)
             raise StorageError(f"cannot create {path}: {_why(path, exc)}") from None
     try:
