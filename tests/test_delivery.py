@@ -424,63 +424,91 @@ def test_a_foreground_result_that_cannot_be_written_becomes_a_notice(state_dir: 
     assert [n.task_id for n in watcher.notifications()] == [task.id]
 
 
+class _RawHost:
+    """An MCP host speaking JSON-RPC lines to `wave-bash mcp` over its pipes, without the
+    SDK: it can cancel, flood and stop reading as a real host may. ``reading``: a thread
+    reads every reply at once (else a reply is read when asked for)."""
+
+    def __init__(self, state_dir: Path, session: str, reading: bool = True) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", session],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
+        )  # fmt: skip
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        self.replies: queue.Queue[dict[str, Any]] | None = None
+        if reading:
+            replies: queue.Queue[dict[str, Any]] = queue.Queue()
+            threading.Thread(
+                target=lambda: [replies.put(json.loads(line)) for line in self.stdout],
+                daemon=True,
+            ).start()
+            self.replies = replies
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        for message in messages:
+            self.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.stdin.flush()
+
+    def reply(self, request_id: int, timeout: float = 20) -> dict[str, Any]:
+        """The reply to ``request_id`` (a cancelled request may get an error reply, or
+        none: others are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.replies is not None:
+                message = self.replies.get(timeout=max(0.1, deadline - time.monotonic()))
+            else:
+                message = json.loads(self.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    def initialize(self) -> None:
+        self.send({"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                   "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})  # fmt: skip
+        self.reply(0)
+        self.send({"method": "notifications/initialized"})
+
+    @staticmethod
+    def bash(request_id: int, command: str, **arguments: Any) -> dict[str, Any]:
+        """A Bash tool call, to send."""
+        return {"id": request_id, "method": "tools/call",
+                "params": {"name": "Bash", "arguments": {"command": command, **arguments}}}  # fmt: skip
+
+    def close(self) -> None:
+        """The host goes: its calls in flight become lost callers."""
+        self.stdin.close()
+        self.proc.wait(30)
+
+
 def test_a_cancelled_call_leaves_its_command_to_the_background(state_dir: Path) -> None:
     """The host cancels a Bash call (its user pressed Esc, its request timed out): the
     call ends at once, its command goes on in the background (caller_lost) and is
     announced with the session's next result. A cancelled call held a worker thread
     until its command ended: 40 of them and the server answered nothing more."""
-    host = subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "esc"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
-    )  # fmt: skip
-    assert host.stdin is not None and host.stdout is not None
-    replies: queue.Queue[dict[str, Any]] = queue.Queue()
-    threading.Thread(
-        target=lambda: [replies.put(json.loads(line)) for line in host.stdout or ()], daemon=True
-    ).start()
-
-    def send(message: dict[str, Any]) -> None:
-        assert host.stdin is not None
-        host.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-        host.stdin.flush()
-
-    def reply(request_id: int) -> dict[str, Any]:
-        while True:  # (a cancelled request may get an error reply, or none)
-            message = replies.get(timeout=20)
-            if message.get("id") == request_id:
-                return message
-
-    def bash(request_id: int, command: str) -> None:
-        send({"id": request_id, "method": "tools/call",
-              "params": {"name": "Bash", "arguments": {"command": command}}})  # fmt: skip
-
+    host = _RawHost(state_dir, "esc")
     try:
-        send({"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-              "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})  # fmt: skip
-        reply(0)
-        send({"method": "notifications/initialized"})
+        host.initialize()
         watcher = Client(state_dir=state_dir, session="esc")
         for request_id in range(1, 46):  # more than the server's 40 worker threads
-            bash(request_id, "sleep 1; exit 3" if request_id == 1 else "sleep 60")
+            host.send(host.bash(request_id, "sleep 1; exit 3" if request_id == 1 else "sleep 60"))
             wait_until(lambda n=request_id: len(watcher.tasks()) == n)  # type: ignore[misc]
-            send({"method": "notifications/cancelled", "params": {"requestId": request_id}})
-        bash(100, "echo quick")
-        said = reply(100)["result"]["content"][0]["text"]
+            host.send({"method": "notifications/cancelled", "params": {"requestId": request_id}})
+        host.send(host.bash(100, "echo quick"))
+        said = host.reply(100)["result"]["content"][0]["text"]
         assert said.startswith("quick")
         first = min(watcher.tasks(), key=lambda t: t.started_at)
         ended = watcher.wait(first.id, timeout=20_000)
         assert (ended.exit_code, ended.owner, ended.background_reason) == (
             3, "background", "caller_lost",
         )  # fmt: skip
-        bash(101, "echo next")
-        said += reply(101)["result"]["content"][0]["text"]  # (the notice comes with one)
+        host.send(host.bash(101, "echo next"))
+        said += host.reply(101)["result"]["content"][0]["text"]  # (the notice comes with one)
         assert said.count(f"(ID: {first.id}) failed with exit code 3") == 1
         others = [t for t in watcher.tasks() if t.command == "sleep 60"]
         assert len(others) == 44 and all(t.background_reason == "caller_lost" for t in others)
     finally:
-        host.stdin.close()
-        host.wait(20)
+        host.close()
 
 
 def test_a_result_cut_short_by_a_dying_host_is_not_delivered(state_dir: Path) -> None:
@@ -492,31 +520,14 @@ def test_a_result_cut_short_by_a_dying_host_is_not_delivered(state_dir: Path) ->
     ended = [start_bg(client, f"exit {n}") for n in (1, 2, 3)]
     for tid in ended:
         client.wait(tid, timeout=10_000)
-    host = subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "cut"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
-    )  # fmt: skip
-    assert host.stdin is not None and host.stdout is not None
-    lines = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-         "params": {"name": "Bash", "arguments": {"command": "seq 1 20000"}}},
-    ]  # fmt: skip
-    host.stdin.write(json.dumps(lines[0]).encode() + b"\n")
-    host.stdin.flush()
-    assert b'"id":0' in host.stdout.readline()
-    host.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines[1:]))
-    host.stdin.flush()
+    host = _RawHost(state_dir, "cut", reading=False)
+    host.initialize()
+    host.send(host.bash(1, "seq 1 20000"))
     wait_until(lambda: any(t.status == "completed" for t in client.tasks()))  # seq ran
     pipe = host.stdout.fileno()
     wait_until(lambda: _pipe_bytes(pipe) >= 60_000)  # the result fills the pipe
     host.stdout.close()  # the host goes, its result unread
-    host.stdin.close()
-    host.wait(20)
+    host.close()
     seq = next(t.id for t in client.tasks() if t.command == "seq 1 20000")
     assert sorted(n.task_id for n in client.notifications()) == sorted([*ended, seq])
 
@@ -533,40 +544,13 @@ def test_calls_that_wait_long_do_not_stop_the_server_reading(state_dir: Path) ->
     """42 foreground commands in flight held all 40 of anyio's default threads, which
     also read stdin: the server read no further request (found by a review). Calls wait
     in threads of their own."""
-    host = subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "busy"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
-    )  # fmt: skip
-    assert host.stdin is not None and host.stdout is not None
-    replies: queue.Queue[dict[str, Any]] = queue.Queue()
-    threading.Thread(
-        target=lambda: [replies.put(json.loads(line)) for line in host.stdout or ()], daemon=True
-    ).start()
-    lines = [{"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-              "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
-             {"method": "notifications/initialized"}]  # fmt: skip
-    lines += [
-        {"id": n, "method": "tools/call",
-         "params": {"name": "Bash", "arguments": {"command": "sleep 60", "timeout": 60_000}}}
-        for n in range(1, 43)
-    ]  # fmt: skip
+    host = _RawHost(state_dir, "busy")
     try:
-        for line in lines:
-            host.stdin.write(json.dumps({"jsonrpc": "2.0", **line}).encode() + b"\n")
-        host.stdin.flush()
+        host.initialize()
+        host.send(*(host.bash(n, "sleep 60", timeout=60_000) for n in range(1, 43)))
         watcher = Client(state_dir=state_dir, session="busy")
         wait_until(lambda: len(watcher.tasks()) == 42, timeout=30)
-        quick = {"jsonrpc": "2.0", "id": 100, "method": "tools/call",
-                 "params": {"name": "Bash", "arguments": {"command": "echo quick"}}}  # fmt: skip
-        host.stdin.write(json.dumps(quick).encode() + b"\n")
-        host.stdin.flush()
-        deadline = time.monotonic() + 20
-        while True:
-            message = replies.get(timeout=max(0.1, deadline - time.monotonic()))
-            if message.get("id") == 100:
-                break
-        assert message["result"]["content"][0]["text"] == "quick"
+        host.send(host.bash(100, "echo quick"))
+        assert host.reply(100)["result"]["content"][0]["text"] == "quick"
     finally:
-        host.stdin.close()  # the host goes: its calls become lost callers
-        host.wait(30)
+        host.close()
