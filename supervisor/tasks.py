@@ -3,7 +3,9 @@
 Moving a task to the background changes one journal row and nothing about the process.
 An end is seen as the monitor closes its record pipe once the status is written, or
 through a pidfd on the monitor (no thread per child); the status comes from the
-monitor's exit file, never from the supervisor's memory.
+monitor's exit file, never from the supervisor's memory. A task someone waits for ends
+sooner, as its job exits, where the kernel tells the job's status (``worker.jobexit``):
+the monitor records the same one, durably, a moment later.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
+    jobexit,
     prepare_spawner,
     process_tag,
     read_exit_record,
@@ -325,6 +328,8 @@ class LiveTask:
     """Its processes are in a cgroup of their own (else found by the process walk)."""
     watched: bool = False
     """Its monitor's exit is watched as it happens (not found over at adoption)."""
+    job_watched: bool = False
+    """Its job's exit is watched too (:meth:`TaskManager.watch_job`)."""
     leftovers: dict[int, int] = field(default_factory=dict)
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
@@ -770,6 +775,8 @@ class TaskManager:
         def closed() -> None:
             loop.remove_reader(record_pipe)
             os.close(record_pipe)
+            if task.ended.done():  # (as its job exited: watch_job)
+                return
             record = read_exit_record(task.files.exit)
             if record.status is None:
                 on_exit(pid, task.child, lambda: self._finish(task))
@@ -777,6 +784,39 @@ class TaskManager:
                 self._finish(task, record=record)
 
         loop.add_reader(record_pipe, closed)
+
+    def watch_job(self, task: LiveTask) -> None:
+        """Someone waits for this task: end it as its job exits, where the kernel tells
+        how (``worker.jobexit``), not a moment later as its monitor has recorded that.
+
+        Only a task in a cgroup: the job is told from the monitor's other children by
+        the cgroup it ended in, and its end leaves nothing for the monitor to add (a
+        subreaper monitor lists leftovers after it). A job that exits, not killed, had
+        taken its instructions, complete (they were sent); one killed may not have, and
+        is left to its monitor (``worker.jobexit``). Not watched: a job not forked yet,
+        or a monitor this supervisor did not start (its pid may be another's).
+        """
+        if task.job_watched or not (task.tracked and task.child) or task.ended.done():
+            return
+        group = self.tracker.cgroup_id(task.id) if self.tracker is not None else None
+        found = jobexit.open_job(task.row.pid or 0) if group is not None else None
+        if group is None or found is None:
+            return
+        job, pidfd = found
+        task.job_watched = True
+        loop = asyncio.get_running_loop()
+
+        def exited() -> None:
+            loop.remove_reader(pidfd)
+            try:
+                status = jobexit.exited_status(pidfd, job, group)
+            finally:
+                os.close(pidfd)
+            if status is not None and not task.ended.done():
+                record = read_exit_record(task.files.exit)  # (its directory, when captured)
+                self._finish(task, record=ExitRecord(status, record.cwd, record.record))
+
+        loop.add_reader(pidfd, exited)
 
     def _finish(
         self, task: LiveTask, host_restarted: bool = False, record: ExitRecord | None = None

@@ -107,6 +107,15 @@ def needs(present: bool, what: str, fix: str) -> None:
     pytest.skip(text)
 
 
+def needs_cgroups() -> None:
+    """Skip (fail in CI) unless a cgroup v2 is mounted here for task tracking."""
+    usable = (
+        Path("/sys/fs/cgroup/unified/cgroup.procs").exists()
+        or Path("/sys/fs/cgroup/cgroup.controllers").exists()
+    )
+    needs(usable, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+
+
 def argvs_holding(text: str) -> list[int]:
     """Processes whose argv holds ``text`` (what `ps` shows every user)."""
     found = []

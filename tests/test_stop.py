@@ -19,6 +19,7 @@ from conftest import (
     ask_supervisor,
     kill_supervisor,
     needs,
+    needs_cgroups,
     raw_request,
     start_bg,
     start_supervisor,
@@ -34,17 +35,10 @@ CGROUP = "cgroup"
 PROCESS = "process"
 
 
-def cgroups_usable() -> bool:
-    return (
-        Path("/sys/fs/cgroup/unified/cgroup.procs").exists()
-        or Path("/sys/fs/cgroup/cgroup.controllers").exists()
-    )
-
-
 @pytest.fixture(params=[CGROUP, PROCESS])
 def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == CGROUP and not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    if request.param == CGROUP:
+        needs_cgroups()
     monkeypatch.setenv("WAVE_TRACKING", request.param)  # the auto-started supervisor's
     yield request.param
 
@@ -261,8 +255,7 @@ def test_a_fork_loop_is_stopped(state_dir: Path, tracking: str) -> None:
 
 
 def test_cpu_and_memory_are_recorded(state_dir: Path) -> None:
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    needs_cgroups()
     client = Client(state_dir=state_dir)
     tid = start_bg(client, "python3 -c 'x = bytearray(64 << 20); sum(range(3_000_000))'")
     record = client.wait(tid, timeout=30_000)
@@ -280,8 +273,7 @@ def test_what_a_foreground_command_used_is_recorded_after_its_result(
     journaled with the task's end. A supervisor killed before that (after the reply)
     leaves the task's cgroup: the next one records the end from the exit record, with
     what it used."""
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    needs_cgroups()
     if crash:
         start_supervisor(state_dir, WAVE_FAULT="after_reply")
     client = Client(state_dir=state_dir)
@@ -317,8 +309,7 @@ def test_memory_limit_kills_with_a_clear_reason(
 
 
 def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path) -> None:
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    needs_cgroups()
     n, tid, client = leave_a_daemon(state_dir)
     assert client.wait(tid, timeout=10_000).leftover_processes == 1
     kill_supervisor(state_dir)
@@ -374,8 +365,7 @@ def test_a_leftovers_list_that_cannot_be_parsed_never_keeps_a_task_from_ending(
 def test_ended_tasks_cgroups_go_in_one_batch(state_dir: Path) -> None:
     """An ended task's empty cgroup is removed once ends stop arriving (one batch for a
     stop of many), not at each end; what it used is in its record before that."""
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    needs_cgroups()
     from wave_bash.supervisor.daemon import tracker_name
     from wave_bash.worker.cgroups import cgroup_parents
 
@@ -421,8 +411,7 @@ def test_a_process_that_joins_an_ended_tasks_cgroup_is_not_lost(state_dir: Path)
     """Something joins a task's cgroup after the task ended, before the cgroup is
     removed (a process escaping its own task): the cgroup stays, and the task lingers
     with it, visible and stoppable."""
-    if not cgroups_usable():
-        needs(False, "a writable cgroup v2", "run as root where /sys/fs/cgroup is writable")
+    needs_cgroups()
     from wave_bash.supervisor.daemon import tracker_name
     from wave_bash.worker.cgroups import cgroup_parents
 

@@ -170,6 +170,13 @@ class CgroupTracker:
         """Whether the task has a cgroup (made by this supervisor or an earlier one)."""
         return self._dir(task_id).is_dir()
 
+    def cgroup_id(self, task_id: str) -> int | None:
+        """The task's cgroup v2 id (its directory's inode number), None when it has none."""
+        try:
+            return os.stat(self._dir(task_id)).st_ino
+        except OSError:
+            return None
+
     def pids(self, task_id: str) -> list[int]:
         """The task's processes now (its job and everything it started)."""
         text = _read(self._dir(task_id) / "cgroup.procs")

@@ -98,6 +98,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     start = ctx.journal.read_offset(row.id, p.session) if stored else (p.offset or 0)
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
+        ctx.tasks.watch_job(task)
         await _wait(task, start, pattern, timeout_ms / 1000, conn)
         row = task.row
     return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow)

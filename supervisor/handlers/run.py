@@ -89,6 +89,7 @@ async def wait_foreground(
 ) -> BashResult | None:
     """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance."""
     deadline = task.row.started_at + timeout_ms / 1000
+    ctx.tasks.watch_job(task)
     task.attached += 1
     helpers: list[asyncio.Task[Any]] = [asyncio.create_task(task.backgrounded.wait())]
     waits: list[asyncio.Future[Any]] = [task.ended, helpers[0], conn.closed]

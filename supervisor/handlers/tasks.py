@@ -85,6 +85,7 @@ async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskReco
     if task is None:
         return views.task_record(row, ctx.tasks)  # ended: the journal row is complete
     timeout = None if p.timeout is None else p.timeout / 1000
+    ctx.tasks.watch_job(task)
     await asyncio.wait([task.ended, conn.closed], timeout=timeout, return_when="FIRST_COMPLETED")
     return views.task_record(task.row, ctx.tasks)
 
