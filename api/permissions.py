@@ -81,9 +81,16 @@ class ParsedCommand:
     """Files its redirections write (as written; a computed target as its text)."""
     problems: tuple[str, ...] = ()
     """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
-    moves: bool = False
-    """Whether it changes directory (``cd``, ``env -C``, ``find -execdir``…): its relative
-    write targets are then in a directory known only as it runs."""
+    directories: tuple[str | None, ...] = ()
+    """Where it changes directory, in order: the literal target of each ``cd DIR`` or
+    ``pushd DIR``, None for one known only as it runs (``popd``, ``cd -``, ``cd`` with
+    no or a computed argument, ``env -C``, ``sudo -D``, ``find -execdir``)."""
+
+    @property
+    def moves(self) -> bool:
+        """Whether it changes directory: its relative write targets are then in one of
+        the directories it may be in as it runs."""
+        return bool(self.directories)
 
 
 @dataclass(frozen=True)
@@ -207,7 +214,7 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.commands)),
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
-        walker.moves,
+        tuple(walker.directories),
     )
 
 
@@ -225,7 +232,7 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
         self.problems: list[str] = []
-        self.moves = False
+        self.directories: list[str | None] = []
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -392,7 +399,7 @@ class _Walker:
             return
         rest = values[start + 1 :]
         if _changes_directory(name, wrappers, values[: start + 1], rest):
-            self.moves = True
+            self.directories.append(_literal_directory(name, rest))
         script = rest[1:] if rest[:1] == ["--"] else rest
         if name in ("source", ".") and script and (script[0] is None or _reads_input(script[0])):
             self.problems.append(f"`{name}` runs a script it reads from its input")
@@ -434,7 +441,7 @@ class _Walker:
             inner.simple(words, texts, [], depth + 1)
             self.problems += inner.problems
             self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
-            self.moves = self.moves or inner.moves
+            self.directories += inner.directories
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -633,6 +640,19 @@ def _takes_next_word(word: str, with_value: str) -> bool:
     """Whether a word of grouped short options ends with one that takes the next word."""
     options = _short_options(word, with_value)
     return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
+
+
+def _literal_directory(name: str, rest: Sequence[str | None]) -> str | None:
+    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written (None: known only as
+    it runs: an option, ``-``, ``+N``, none, a computed word, ``~+``/``~-``, or
+    ``popd``)."""
+    words = rest[1:] if rest[:1] == ["--"] else rest
+    if name not in ("cd", "pushd") or len(words) != 1 or words[0] is None:
+        return None
+    word = words[0]
+    if word.startswith(("-", "+", "~+", "~-")) or "$" in word or "`" in word:
+        return None  # (`pushd +1` turns the stack)
+    return None if _PATTERN.search(word) else word
 
 
 def _changes_directory(
@@ -874,19 +894,19 @@ class RuleSet:
     def to_json(self) -> dict[str, list[str]]:
         return {v: [r.text for r in getattr(self, v)] for v in VERDICTS}
 
-    def decide(self, parsed: ParsedCommand, cwd: str = "/") -> Decision:
+    def decide(
+        self, parsed: ParsedCommand, cwd: str = "/", env: Mapping[str, str] | None = None
+    ) -> Decision:
         """The verdict for a parsed command: deny if any part is denied, else ask if any
-        part asks or is allowed by no rule (or cannot be checked), else allow."""
+        part asks or is allowed by no rule (or cannot be checked), else allow. ``env``:
+        the command's environment (its ``CDPATH`` makes where a ``cd`` goes unknown)."""
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
-        moves = parsed.moves
+        places = _places(parsed.directories, cwd, _cd_may_search(parsed, env or {}))
         for target in parsed.writes:
-            # After a `cd` in the same command a relative target is in a directory only
-            # known as it runs.
-            relative = not target.startswith(("/", "~"))
-            paths = None if moves and relative else _write_paths(target, cwd)
+            paths = _write_paths(target, places)
             if paths is None:
                 if writes_ruled:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
@@ -950,22 +970,81 @@ def _normalized(path: str) -> str:
     return "/" + path.lstrip("/") if path.startswith("/") else path
 
 
-def _write_paths(target: str | None, cwd: str) -> list[str] | None:
-    """The paths a written target names: as written (resolved against ``cwd``) and with
-    its links followed as this machine has them (``/proc/self/root/etc`` is ``/etc``);
-    None when it is computed at run time."""
+MAX_DIRECTORY_CHANGES = 4
+"""Literal ``cd``s in one command that are followed (up to 3^N directories it may be
+in); past them a relative write target is computed at run time."""
+
+
+_SETS_SHELL_STATE = frozenset(
+    {"declare", "typeset", "export", "local", "readonly", "printf", "read", "mapfile",
+     "readarray", "getopts", "let", "eval", "source", ".", "shopt"}
+)  # fmt: skip
+"""Builtins that may set a variable whose name is computed, or a shell option."""
+
+
+def _cd_may_search(parsed: ParsedCommand, env: Mapping[str, str]) -> bool:
+    """Whether a ``cd`` to a bare name (``cd etc``) may go elsewhere than below the
+    current directory: ``CDPATH``, the ``cdable_vars`` option or a ``cd`` function set
+    in ``env`` or, maybe, by the command itself."""
+    if env.get("CDPATH") or "cdable_vars" in env.get("BASHOPTS", ""):
+        return True
+    if any(name.startswith(("BASH_FUNC_cd%", "BASH_FUNC_pushd%")) for name in env):
+        return True  # (the caller's own `cd` function)
+    if any(text in parsed.source for text in ("CDPATH", "cdable_vars", "${!")):
+        return True
+    readings = (r for c in parsed.commands for r in (c.text, *c.variants))
+    return any(word in _SETS_SHELL_STATE for r in readings for word in r.split(" "))
+
+
+def _places(directories: Sequence[str | None], cwd: str, search: bool) -> list[str] | None:
+    """The directories a command may be in as it runs, from ``cwd`` and its literal
+    ``cd`` targets in order (each may or may not have happened: a failed ``cd``, a
+    subshell's; logically or, under ``set -P``, physically), or None when one is known
+    only as it runs (with ``search``, a ``cd`` to a bare name too:
+    :func:`_cd_may_search`)."""
+    if len(directories) > MAX_DIRECTORY_CHANGES:
+        return None
+    places = [cwd]
+    for target in directories:
+        if target is None or (search and not target.startswith(("/", ".", "~"))):
+            return None
+        target = os.path.expanduser(target)
+        for place in list(places):  # as `cd` goes (logically) and as `cd -P` does
+            path = os.path.join(place, target)
+            places += [_normalized(path), _physical(path)]
+        places = list(dict.fromkeys(places))
+    return places
+
+
+def _physical(path: str) -> str:
+    """``path`` with its links followed as this machine has them, each before the ``..``
+    after it (as ``cd -P`` and the kernel read it)."""
+    try:
+        return _normalized(os.path.realpath(path))
+    except (OSError, ValueError):
+        return path
+
+
+def _write_paths(target: str | None, places: Sequence[str] | None) -> list[str] | None:
+    """The paths a written target names: as written (resolved against each of the
+    directories the command may be in, ``places``) and with its links followed as this
+    machine has them (``/proc/self/root/etc`` is ``/etc``); None when it is computed at
+    run time (``places`` None: a relative target in a directory known only then)."""
     if target is None or "$" in target or "`" in target or _PATTERN.search(target):
         return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
     if target.startswith(("~+", "~-")):
         return None  # ($PWD and $OLDPWD)
     if target.startswith("~"):
         target = os.path.expanduser(target)
-    path = _normalized(os.path.join(cwd, target))
-    try:
-        real = os.path.realpath(path)
-    except (OSError, ValueError):
-        real = path
-    return list(dict.fromkeys([path, _normalized(real)]))
+    if target.startswith("/"):
+        places = ["/"]
+    elif places is None:
+        return None
+    paths = []
+    for place in places:
+        path = os.path.join(place, target)
+        paths += [_normalized(path), _physical(path)]
+    return list(dict.fromkeys(paths))
 
 
 Hook = Callable[[ParsedCommand], Any]

@@ -110,7 +110,7 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("fish -c 'rm x'", DENY_LIST, "deny"),
         ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
         ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
-        ("cd /etc && echo x > passwd", RULES, "ask"),  # after a cd: the same
+        ("cd /etc && echo x > passwd", RULES, "deny"),  # after a literal cd: there too
         ("cd sub && echo x > /work/notes", RULES, "allow"),
         # ...and from a review of those fixes
         ("# x \\\necho hi; r\\\nm -rf /tmp/x", DENY_LIST, "ask"),
@@ -145,6 +145,66 @@ def test_what_bash_would_run_is_what_is_checked(
     command: str, rules: dict[str, list[str]], expected: str
 ) -> None:
     assert verdict(command, rules) == expected
+
+
+WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)", "Write(/work/secret/**)"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cd frontend && npm run build > build.log", "allow"),
+        ("cd secret && echo x > key", "deny"),
+        ("cd a; cd ..; cd secret; echo x > key", "deny"),  # each cd may fail, or not
+        ("cd -- /etc && echo x > passwd", "deny"),
+        ("pushd /etc && echo x > passwd", "deny"),
+        ("builtin cd /etc; echo x > passwd", "deny"),
+        ("(cd /etc); echo x > notes", "deny"),  # (a subshell's cd counts too: stricter)
+        ("cd ~ && echo x > notes", "allow"),
+        # where a cd goes is known only as it runs
+        ("cd - && echo x > passwd", "ask"),
+        ("cd && echo x > passwd", "ask"),
+        ("cd $D && echo x > passwd", "ask"),
+        ("cd -P e && echo x > passwd", "ask"),
+        ("pushd +1 && echo x > passwd", "ask"),
+        ("popd && echo x > passwd", "ask"),
+        ("cd a; cd b; cd c; cd d; cd e; echo x > notes", "ask"),  # too many to follow
+        # a cd to a bare name that may search elsewhere: CDPATH, cdable_vars
+        ("CDPATH=/; cd etc && echo x > passwd", "ask"),
+        ('a=CD; declare "${a}PATH=/"; cd etc && echo x > passwd', "ask"),
+        ('a=CD; printf -v "${a}PATH" /; cd etc && echo x > passwd', "ask"),
+        ("shopt -s cdable_vars; e=/etc; cd e && echo x > passwd", "ask"),
+        ("CDPATH=/; cd ./etc && echo x > passwd", "allow"),  # (a path: never searched)
+    ],
+)
+def test_a_relative_write_after_a_cd_is_checked_where_the_cd_goes(
+    command: str, expected: str
+) -> None:
+    """A relative write target after a literal `cd` (or `pushd`) is checked in every
+    directory the command may be in: before the cd and after it (logically, and under
+    `set -P` physically); one after a cd whose target is known only as it runs asks."""
+    assert verdict(command, WRITES_DENIED) == expected
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"CDPATH": "/"}, {"BASHOPTS": "cdable_vars"}, {"BASH_FUNC_cd%%": "() { builtin cd /; }"}],
+)
+def test_a_callers_cdpath_or_cd_function_makes_a_cd_to_a_name_unknown(env: dict[str, str]) -> None:
+    decision = RuleSet.from_mapping(WRITES_DENIED).decide(
+        parse_command("cd etc && echo x > passwd"), "/work", env
+    )
+    assert decision.verdict == "ask", decision.reason
+
+
+def test_a_link_before_dot_dot_is_followed_as_the_kernel_does(tmp_path: Path) -> None:
+    """`e/..` through a link `e` to `/etc/ssl` is `/etc` (the kernel, and `cd -P`), not the
+    directory that holds `e`."""
+    (tmp_path / "e").symlink_to("/etc/ssl")
+    rules = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
+    assert verdict("echo x > e/../passwd", rules, str(tmp_path)) == "deny"
+    assert verdict("set -P; cd e/.. && echo x > passwd", rules, str(tmp_path)) == "deny"
+    assert verdict("cd e && echo x > ../notes", rules, str(tmp_path)) == "deny"
 
 
 def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
