@@ -812,7 +812,9 @@ class TaskManager:
                 status = jobexit.exited_status(pidfd, job, group)
             finally:
                 os.close(pidfd)
-            if status is not None and not task.ended.done():
+            # Processes still in its cgroup may be ending too (a sandbox's init exits
+            # after bubblewrap has passed its status on): its monitor has the word then.
+            if status is not None and not task.ended.done() and not self.has_processes(task):
                 record = read_exit_record(task.files.exit)  # (its directory, when captured)
                 self._finish(task, record=ExitRecord(status, record.cwd, record.record))
 
