@@ -287,31 +287,14 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
     assert anyio.run(deliver_through, True) == []  # written: delivered, never again
 
 
-def _raw_mcp_host(state_dir: Path, session: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", session],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
-    )  # fmt: skip
-
-
 def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) -> None:
     """The host sends a call and closes stdin at once: the command runs nowhere, or it
     becomes a background task (caller_lost) announced to the next reader; never a
     foreground result thrown away."""
-    lines = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-         "params": {"name": "Bash", "arguments": {"command": "sleep 2; echo x"}}},
-    ]  # fmt: skip
-    host = _raw_mcp_host(state_dir, "early")
-    assert host.stdin is not None
-    host.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
-    host.stdin.close()
-    assert host.wait(15) is not None
+    host = _RawHost(state_dir, "early", reading=False)
+    host.initialize(wait=False)
+    host.send(host.bash(1, "sleep 2; echo x"))
+    host.close()
     watcher = Client(state_dir=state_dir, session="early")
     tasks = watcher.tasks()
     assert all(t.owner == "background" for t in tasks), tasks
@@ -389,32 +372,14 @@ def test_utf16_output_is_text(state_dir: Path) -> None:
 def test_a_foreground_result_that_cannot_be_written_becomes_a_notice(state_dir: Path) -> None:
     """The host stops reading (its end of our stdout closes) while a command runs: the
     result cannot be written, so the command's end is announced to the session instead."""
-    host = subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "mcp", "--session", "deaf"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, cwd=REPO,
-    )  # fmt: skip
-    assert host.stdin is not None and host.stdout is not None
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
-    host.stdin.write(json.dumps(init).encode() + b"\n")
-    host.stdin.flush()
-    assert b'"id":0' in host.stdout.readline()
-    call = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "Bash", "arguments": {"command": "sleep 1; echo first"}},
-    }
-    host.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    host.stdin.write(json.dumps(call).encode() + b"\n")
-    host.stdin.flush()
+    host = _RawHost(state_dir, "deaf", reading=False)
+    host.initialize()
+    host.send(host.bash(1, "sleep 1; echo first"))
     watcher = Client(state_dir=state_dir, session="deaf")
     wait_until(lambda: watcher.tasks())
     host.stdout.close()  # the host stops listening; stdin stays open
     try:
-        host.wait(20)
+        host.proc.wait(20)
     finally:
         host.stdin.close()
     (task,) = watcher.tasks()
@@ -463,10 +428,12 @@ class _RawHost:
             if message.get("id") == request_id:
                 return message
 
-    def initialize(self) -> None:
+    def initialize(self, wait: bool = True) -> None:
+        """The handshake (``wait``: for the server's reply before the last step)."""
         self.send({"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
                    "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})  # fmt: skip
-        self.reply(0)
+        if wait:
+            self.reply(0)
         self.send({"method": "notifications/initialized"})
 
     @staticmethod
