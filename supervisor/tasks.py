@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import signal
 import stat
 import sys
 import threading
@@ -49,6 +50,7 @@ from wave_bash.worker import (
     bwrap_argv,
     final_cwd,
     jobexit,
+    monitor_running,
     prepare_spawner,
     process_tag,
     read_exit_record,
@@ -75,6 +77,8 @@ from .terminals import TerminalLink
 
 log = logging.getLogger(__name__)
 
+JOB_LOOKS = (0.002, 0.02, 0.2)
+"""Seconds after which a job not forked yet is looked for again (``watch_job``)."""
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
 DEFAULT_UMASK = 0o022
 """A command's umask when the caller could not tell its own."""
@@ -328,8 +332,10 @@ class LiveTask:
     """Its processes are in a cgroup of their own (else found by the process walk)."""
     watched: bool = False
     """Its monitor's exit is watched as it happens (not found over at adoption)."""
-    job_watched: bool = False
-    """Its job's exit is watched too (:meth:`TaskManager.watch_job`)."""
+    job_pidfd: int = -1
+    """A pidfd on its job, whose exit is watched too (:meth:`TaskManager.watch_job`)."""
+    job_looks: int = 0
+    """How often its job was looked for."""
     leftovers: dict[int, int] = field(default_factory=dict)
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
@@ -793,32 +799,55 @@ class TaskManager:
         the cgroup it ended in, and its end leaves nothing for the monitor to add (a
         subreaper monitor lists leftovers after it). A job that exits, not killed, had
         taken its instructions, complete (they were sent); one killed may not have, and
-        is left to its monitor (``worker.jobexit``). Not watched: a job not forked yet,
-        or a monitor this supervisor did not start (its pid may be another's).
+        is left to its monitor (``worker.jobexit``). So is a job whose monitor is gone
+        (killed: the task is lost, D2), or no child of ours (its pid may be another's).
+        A job not forked yet is looked for again, a few times (``JOB_LOOKS``).
         """
-        if task.job_watched or not (task.tracked and task.child) or task.ended.done():
+        if task.job_looks == 0:  # (else found, or being looked for)
+            self._look_for_job(task)
+
+    def _look_for_job(self, task: LiveTask) -> None:
+        task.job_looks += 1
+        monitor = task.row.pid or 0
+        if not (task.tracked and task.child) or task.ended.done() or task.monitor_lost:
             return
         group = self.tracker.cgroup_id(task.id) if self.tracker is not None else None
-        found = jobexit.open_job(task.row.pid or 0) if group is not None else None
-        if group is None or found is None:
+        if group is None or task.monitor_gone is not None or not monitor_running(monitor):
             return
-        job, pidfd = found
-        task.job_watched = True
+        found = jobexit.open_job(monitor)
         loop = asyncio.get_running_loop()
+        if found is None:
+            if task.job_looks <= len(JOB_LOOKS):
+                loop.call_later(JOB_LOOKS[task.job_looks - 1], self._look_for_job, task)
+            return
+        job, task.job_pidfd = found
 
         def exited() -> None:
-            loop.remove_reader(pidfd)
-            try:
-                status = jobexit.exited_status(pidfd, job, group)
-            finally:
-                os.close(pidfd)
-            # Processes still in its cgroup may be ending too (a sandbox's init exits
-            # after bubblewrap has passed its status on): its monitor has the word then.
-            if status is not None and not task.ended.done() and not self.has_processes(task):
-                record = read_exit_record(task.files.exit)  # (its directory, when captured)
-                self._finish(task, record=ExitRecord(status, record.cwd, record.record))
+            status = jobexit.exited_status(task.job_pidfd, job, group)
+            self._unwatch_job(task)
+            # Left to the monitor: a task ended meanwhile; processes still in its cgroup,
+            # which may be ending too (a sandbox's init exits after bubblewrap has passed
+            # its status on); a monitor gone, which records nothing (the task is lost).
+            if (
+                status is None
+                or task.ended.done()
+                or self.has_processes(task)
+                or not monitor_running(monitor)
+            ):
+                return
+            with contextlib.suppress(OSError):  # F1c: a command's `kill -STOP $$` stopped it
+                os.kill(monitor, signal.SIGCONT)
+            record = read_exit_record(task.files.exit)  # (its directory, when captured)
+            self._finish(task, record=ExitRecord(status, record.cwd, record.record))
 
-        loop.add_reader(pidfd, exited)
+        loop.add_reader(task.job_pidfd, exited)
+
+    @staticmethod
+    def _unwatch_job(task: LiveTask) -> None:
+        if task.job_pidfd >= 0:
+            asyncio.get_running_loop().remove_reader(task.job_pidfd)
+            os.close(task.job_pidfd)
+            task.job_pidfd = -1
 
     def _finish(
         self, task: LiveTask, host_restarted: bool = False, record: ExitRecord | None = None
@@ -851,6 +880,7 @@ class TaskManager:
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
+            self._unwatch_job(task)  # (a job that left its cgroup may live on)
             # (Its terminal link is not closed here: the host, the task's job, has ended,
             # and its last replies — an input that ended the command — come before its
             # end of file, which closes the link.)

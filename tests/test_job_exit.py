@@ -3,6 +3,7 @@ monitor records the same status a moment later (D2)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -12,10 +13,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import needs_cgroups, start_bg, wait_until
+from conftest import needs_cgroups, start_bg, supervisor_pids, wait_until
 
 from wave_bash.api import Client
-from wave_bash.worker import jobexit, read_exit_record, tagged_processes
+from wave_bash.worker import jobexit, monitor_running, read_exit_record, tagged_processes
 from wave_bash.worker.cgroups import _mounts
 
 
@@ -70,7 +71,7 @@ def test_a_waited_task_ends_as_its_job_exits_while_its_monitor_is_paused(
     client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its monitor stopped (SIGSTOP), a task still ends with its status as its command
-    exits; the monitor, continued, records the same status."""
+    exits; the supervisor then continues the monitor, which records the same status."""
     needs_cgroups()
     monkeypatch.setenv("WAVE_TRACKING", "cgroup")
     go = state_dir / "go"
@@ -91,12 +92,77 @@ def test_a_waited_task_ends_as_its_job_exits_while_its_monitor_is_paused(
         assert waited, "the wait did not return"
         (task,) = waited
         assert (task.status, task.exit_code) == ("failed", 7)  # type: ignore[attr-defined]
-        assert monitor.status() == psutil.STATUS_STOPPED  # nothing came from it
+        exit_file = state_dir / "tasks" / f"{task_id}.exit"
+        wait_until(lambda: read_exit_record(exit_file).status is not None)  # continued
+        assert read_exit_record(exit_file).status == 7
+        wait_until(lambda: not psutil.pid_exists(monitor.pid))  # and reaped
     finally:
-        monitor.resume()
-    exit_file = state_dir / "tasks" / f"{task_id}.exit"
-    wait_until(lambda: read_exit_record(exit_file).status is not None)
-    assert read_exit_record(exit_file).status == 7
-    wait_until(lambda: not psutil.pid_exists(monitor.pid))  # reaped
+        with contextlib.suppress(psutil.Error):
+            monitor.resume()
     (row,) = [t for t in client.tasks(all=True) if t.id == task_id]
     assert (row.status, row.exit_code) == ("failed", 7)
+
+
+def test_a_command_that_stops_or_kills_its_monitor(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`$$` is the monitor's pid (F1b). `kill -STOP $$; exit 3`: the task ends with 3 and
+    its monitor, continued, records it (it stayed stopped, holding two descriptors, with
+    a task that could no longer be stopped). `kill -9 $$; …; exit 3`: the task is lost,
+    waited for or not, as D2 says (it ended with 3 only when waited for)."""
+    needs_cgroups()
+    monkeypatch.setenv("WAVE_TRACKING", "cgroup")
+    for _ in range(3):  # (a call that finds a standby, and one that starts its monitor)
+        ids: list[str] = []
+        result = client.bash("kill -STOP $$; exit 3", timeout=20_000, on_start=ids.append)
+        assert result.exit_code == 3, result
+        (task_id,) = ids
+        exit_file = state_dir / "tasks" / f"{task_id}.exit"
+        wait_until(lambda exit_file=exit_file: read_exit_record(exit_file).status == 3)
+        wait_until(lambda task_id=task_id: not tagged_processes({task_id}).get(task_id))
+    ids = []
+    killed = client.bash("kill -9 $$; sleep 0.3; exit 3", timeout=20_000, on_start=ids.append)
+    assert killed.exit_code is None, killed
+    (row,) = [t for t in client.tasks(all=True) if t.id == ids[0]]
+    assert (row.status, row.exit_code) == ("lost", None)
+    started = start_bg(client, "kill -9 $$; sleep 0.3; exit 3")
+    assert client.wait(started, timeout=20_000).status == "lost"
+
+
+def test_a_monitor_counts_as_running_only_while_its_pid_is_its_own() -> None:
+    """A job is looked for, and its status believed, only while its monitor is a child of
+    ours that has not exited: a reaped monitor's pid may be another process's."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert monitor_running(child.pid)
+        child.send_signal(signal.SIGSTOP)
+        assert monitor_running(child.pid)  # (stopped still runs)
+        child.kill()
+        wait_until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE)
+        assert not monitor_running(child.pid)  # exited, not reaped
+    finally:
+        child.kill()
+        child.wait()
+    assert not monitor_running(child.pid)  # reaped
+    assert not monitor_running(os.getppid())  # no child of ours
+
+
+def _pidfds(pid: int) -> int:
+    fds = Path(f"/proc/{pid}/fd")
+    return sum(1 for fd in fds.iterdir() if os.readlink(fd) == "anon_inode:[pidfd]")
+
+
+def test_a_job_that_outlives_its_task_is_no_longer_watched(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task that ended without its job (its monitor killed, its job gone from its
+    cgroup) lets go of the job's pidfd; it was held until the job exited."""
+    needs_cgroups()
+    monkeypatch.setenv("WAVE_TRACKING", "cgroup")
+    client.bash("true")
+    (supervisor,) = supervisor_pids(state_dir)
+    before = _pidfds(supervisor)
+    procs = _mounts()[""] / "cgroup.procs"
+    result = client.bash(f"kill -9 $$; echo $BASHPID > {procs}; exec sleep 60", timeout=20_000)
+    assert result.exit_code is None, result  # lost
+    wait_until(lambda: _pidfds(supervisor) <= before)

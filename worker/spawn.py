@@ -220,6 +220,15 @@ def tell_stopping(pid: int) -> None:
             os.kill(pid, signal.SIGCONT)
 
 
+def monitor_running(pid: int) -> bool:
+    """Whether a monitor this process started still runs (stopped counts): not exited,
+    not reaped, so its pid is still its own."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        return False
+
+
 def wait_monitor_exited(pid: int) -> None:
     """Block until a monitor this process started has exited, leaving it to be reaped
     (with its status) by :func:`reap_monitor`."""
