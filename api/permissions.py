@@ -81,16 +81,9 @@ class ParsedCommand:
     """Files its redirections write (as written; a computed target as its text)."""
     problems: tuple[str, ...] = ()
     """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
-    directories: tuple[str | None, ...] = ()
-    """Where it changes directory, in order: the literal target of each ``cd DIR`` or
-    ``pushd DIR``, None for one known only as it runs (``popd``, ``cd -``, ``cd`` with
-    no or a computed argument, ``env -C``, ``sudo -D``, ``find -execdir``)."""
-
-    @property
-    def moves(self) -> bool:
-        """Whether it changes directory: its relative write targets are then in one of
-        the directories it may be in as it runs."""
-        return bool(self.directories)
+    moves: bool = False
+    """Whether it changes directory (``cd``, ``env -C``, ``find -execdir``…): its relative
+    write targets are then in a directory known only as it runs."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +207,7 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.commands)),
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
-        tuple(walker.directories),
+        walker.moves,
     )
 
 
@@ -232,7 +225,7 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
         self.problems: list[str] = []
-        self.directories: list[str | None] = []
+        self.moves = False
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -334,7 +327,10 @@ class _Walker:
 
     def redirect(self, node: Any, data: bytes) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
-        target = node.children[-1] if node.children else None
+        targets = node.children_by_field_name("destination")
+        if len(targets) > 1:  # `> f word`: bash gives `word` to the command
+            self.problems.append("words after a redirection are not read as bash reads them")
+        target = targets[0] if targets else None
         if operator not in WRITE_OPERATORS or target is None or target.type == "number":
             return
         value = _literal(target, data)
@@ -399,7 +395,7 @@ class _Walker:
             return
         rest = values[start + 1 :]
         if _changes_directory(name, wrappers, values[: start + 1], rest):
-            self.directories.append(_literal_directory(name, rest))
+            self.moves = True
         script = rest[1:] if rest[:1] == ["--"] else rest
         if name in ("source", ".") and script and (script[0] is None or _reads_input(script[0])):
             self.problems.append(f"`{name}` runs a script it reads from its input")
@@ -441,7 +437,7 @@ class _Walker:
             inner.simple(words, texts, [], depth + 1)
             self.problems += inner.problems
             self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
-            self.directories += inner.directories
+            self.moves = self.moves or inner.moves
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -640,19 +636,6 @@ def _takes_next_word(word: str, with_value: str) -> bool:
     """Whether a word of grouped short options ends with one that takes the next word."""
     options = _short_options(word, with_value)
     return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
-
-
-def _literal_directory(name: str, rest: Sequence[str | None]) -> str | None:
-    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written (None: known only as
-    it runs: an option, ``-``, ``+N``, none, a computed word, ``~+``/``~-``, or
-    ``popd``)."""
-    words = rest[1:] if rest[:1] == ["--"] else rest
-    if name not in ("cd", "pushd") or len(words) != 1 or words[0] is None:
-        return None
-    word = words[0]
-    if word.startswith(("-", "+", "~+", "~-")) or "$" in word or "`" in word:
-        return None  # (`pushd +1` turns the stack)
-    return None if _PATTERN.search(word) else word
 
 
 def _changes_directory(
@@ -894,19 +877,22 @@ class RuleSet:
     def to_json(self) -> dict[str, list[str]]:
         return {v: [r.text for r in getattr(self, v)] for v in VERDICTS}
 
-    def decide(
-        self, parsed: ParsedCommand, cwd: str = "/", env: Mapping[str, str] | None = None
-    ) -> Decision:
+    def decide(self, parsed: ParsedCommand, cwd: str = "/", home: str | None = None) -> Decision:
         """The verdict for a parsed command: deny if any part is denied, else ask if any
-        part asks or is allowed by no rule (or cannot be checked), else allow. ``env``:
-        the command's environment (its ``CDPATH`` makes where a ``cd`` goes unknown)."""
+        part asks or is allowed by no rule (or cannot be checked), else allow. ``home``:
+        the command's ``HOME``, for its ``~/`` targets (else this process's)."""
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
-        places = _places(parsed.directories, cwd, _cd_may_search(parsed, env or {}))
+        moves = parsed.moves
         for target in parsed.writes:
-            paths = _write_paths(target, places)
+            # After a `cd` in the same command a relative target is in a directory only
+            # known as it runs.
+            relative = not target.startswith(("/", "~"))
+            # A `~/` target after the command sets HOME: known as it runs.
+            homed = target.startswith("~") and "HOME" in parsed.source
+            paths = None if (moves and relative) or homed else _write_paths(target, cwd, home)
             if paths is None:
                 if writes_ruled:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
@@ -927,9 +913,10 @@ class RuleSet:
         return worst
 
     def _allows_anything(self) -> bool:
-        """``Bash(*)`` allowed with no Bash rule to deny or ask: nothing to check for."""
+        """``Bash(*)`` allowed with no rule to deny or ask: nothing to check for (with a
+        Write rule, a command that cannot be checked may write anywhere)."""
         everything = any(r.kind == "Bash" and r.matches_everything for r in self.allow)
-        return everything and not any(r.kind == "Bash" for r in (*self.deny, *self.ask))
+        return everything and not (self.deny or self.ask)
 
     def _command(self, command: SimpleCommand) -> Decision:
         readings = (command.text, *command.variants)
@@ -970,81 +957,36 @@ def _normalized(path: str) -> str:
     return "/" + path.lstrip("/") if path.startswith("/") else path
 
 
-MAX_DIRECTORY_CHANGES = 4
-"""Literal ``cd``s in one command that are followed (up to 3^N directories it may be
-in); past them a relative write target is computed at run time."""
-
-
-_SETS_SHELL_STATE = frozenset(
-    {"declare", "typeset", "export", "local", "readonly", "printf", "read", "mapfile",
-     "readarray", "getopts", "let", "eval", "source", ".", "shopt"}
-)  # fmt: skip
-"""Builtins that may set a variable whose name is computed, or a shell option."""
-
-
-def _cd_may_search(parsed: ParsedCommand, env: Mapping[str, str]) -> bool:
-    """Whether a ``cd`` to a bare name (``cd etc``) may go elsewhere than below the
-    current directory: ``CDPATH``, the ``cdable_vars`` option or a ``cd`` function set
-    in ``env`` or, maybe, by the command itself."""
-    if env.get("CDPATH") or "cdable_vars" in env.get("BASHOPTS", ""):
-        return True
-    if any(name.startswith(("BASH_FUNC_cd%", "BASH_FUNC_pushd%")) for name in env):
-        return True  # (the caller's own `cd` function)
-    if any(text in parsed.source for text in ("CDPATH", "cdable_vars", "${!")):
-        return True
-    readings = (r for c in parsed.commands for r in (c.text, *c.variants))
-    return any(word in _SETS_SHELL_STATE for r in readings for word in r.split(" "))
-
-
-def _places(directories: Sequence[str | None], cwd: str, search: bool) -> list[str] | None:
-    """The directories a command may be in as it runs, from ``cwd`` and its literal
-    ``cd`` targets in order (each may or may not have happened: a failed ``cd``, a
-    subshell's; logically or, under ``set -P``, physically), or None when one is known
-    only as it runs (with ``search``, a ``cd`` to a bare name too:
-    :func:`_cd_may_search`)."""
-    if len(directories) > MAX_DIRECTORY_CHANGES:
-        return None
-    places = [cwd]
-    for target in directories:
-        if target is None or (search and not target.startswith(("/", ".", "~"))):
-            return None
-        target = os.path.expanduser(target)
-        for place in list(places):  # as `cd` goes (logically) and as `cd -P` does
-            path = os.path.join(place, target)
-            places += [_normalized(path), _physical(path)]
-        places = list(dict.fromkeys(places))
-    return places
-
-
-def _physical(path: str) -> str:
-    """``path`` with its links followed as this machine has them, each before the ``..``
-    after it (as ``cd -P`` and the kernel read it)."""
-    try:
-        return _normalized(os.path.realpath(path))
-    except (OSError, ValueError):
-        return path
-
-
-def _write_paths(target: str | None, places: Sequence[str] | None) -> list[str] | None:
-    """The paths a written target names: as written (resolved against each of the
-    directories the command may be in, ``places``) and with its links followed as this
-    machine has them (``/proc/self/root/etc`` is ``/etc``); None when it is computed at
-    run time (``places`` None: a relative target in a directory known only then)."""
+def _write_paths(target: str | None, cwd: str, home: str | None = None) -> list[str] | None:
+    """The paths a written target names: as written (resolved against ``cwd``, ``~/``
+    against ``home``) and with its links followed as this machine has them (each before
+    the ``..`` after it, as the kernel reads ``link/..``); None when it is computed at
+    run time (``/proc/self/…`` and ``/dev/fd/N/…`` included: they are the command's)."""
     if target is None or "$" in target or "`" in target or _PATTERN.search(target):
         return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
-    if target.startswith(("~+", "~-")):
-        return None  # ($PWD and $OLDPWD)
-    if target.startswith("~"):
+    if target.startswith(("~+", "~-")) or (target.startswith("~") and target[1:2].isdigit()):
+        return None  # ($PWD, $OLDPWD and the directory stack)
+    if home is not None and (target == "~" or target.startswith("~/")):
+        target = home + target[1:]
+    elif target.startswith("~"):
         target = os.path.expanduser(target)
-    if target.startswith("/"):
-        places = ["/"]
-    elif places is None:
-        return None
-    paths = []
-    for place in places:
-        path = os.path.join(place, target)
-        paths += [_normalized(path), _physical(path)]
-    return list(dict.fromkeys(paths))
+    path = os.path.join(cwd, target)
+    if _PER_PROCESS.search(path):
+        return None  # (the command's own descriptors and directories, not ours)
+    try:  # each link before the `..` after it, as the kernel reads `link/..`
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        real = path
+    return list(dict.fromkeys([_normalized(path), _normalized(real)]))
+
+
+_PER_PROCESS = re.compile(
+    r"(^|/)(proc/+(\./+)*(self|thread-self|\d+)(/|$)"
+    r"|dev/+(\./+)*(fd/+[^/]+|stdin|stdout|stderr)/)"
+)
+"""Paths through something of the process that opens them (``/proc/self/cwd``, the
+directory ``/dev/fd/3/``), anywhere in the path (``/tmp/../proc/self``): followed here
+they would be the supervisor's. (``/dev/stderr`` itself is a descriptor, no place.)"""
 
 
 Hook = Callable[[ParsedCommand], Any]

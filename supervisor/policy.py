@@ -53,7 +53,9 @@ def decide(p: RunParams) -> Decision:
         return Decision("allow", "no permission rules were given", None, "none")
     decisions = []
     if p.rules is not None:
-        decisions.append(rule_set(p.rules).decide(parse_command(p.command), p.cwd, p.env))
+        decisions.append(
+            rule_set(p.rules).decide(parse_command(p.command), p.cwd, p.env.get("HOME"))
+        )
     if p.hook is not None:
         reason = p.hook.reason or f"the permission hook answered {p.hook.verdict}"
         decisions.append(Decision(p.hook.verdict, reason, None, "hook"))

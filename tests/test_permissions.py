@@ -110,7 +110,7 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("fish -c 'rm x'", DENY_LIST, "deny"),
         ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
         ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
-        ("cd /etc && echo x > passwd", RULES, "deny"),  # after a literal cd: there too
+        ("cd /etc && echo x > passwd", RULES, "ask"),  # after a cd: the same
         ("cd sub && echo x > /work/notes", RULES, "allow"),
         # ...and from a review of those fixes
         ("# x \\\necho hi; r\\\nm -rf /tmp/x", DENY_LIST, "ask"),
@@ -147,64 +147,43 @@ def test_what_bash_would_run_is_what_is_checked(
     assert verdict(command, rules) == expected
 
 
-WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)", "Write(/work/secret/**)"]}
+WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
 
 
 @pytest.mark.parametrize(
     ("command", "expected"),
-    [
-        ("cd frontend && npm run build > build.log", "allow"),
-        ("cd secret && echo x > key", "deny"),
-        ("cd a; cd ..; cd secret; echo x > key", "deny"),  # each cd may fail, or not
-        ("cd -- /etc && echo x > passwd", "deny"),
-        ("pushd /etc && echo x > passwd", "deny"),
-        ("builtin cd /etc; echo x > passwd", "deny"),
-        ("(cd /etc); echo x > notes", "deny"),  # (a subshell's cd counts too: stricter)
-        ("cd ~ && echo x > notes", "allow"),
-        # where a cd goes is known only as it runs
-        ("cd - && echo x > passwd", "ask"),
-        ("cd && echo x > passwd", "ask"),
-        ("cd $D && echo x > passwd", "ask"),
-        ("cd -P e && echo x > passwd", "ask"),
-        ("pushd +1 && echo x > passwd", "ask"),
-        ("popd && echo x > passwd", "ask"),
-        ("cd a; cd b; cd c; cd d; cd e; echo x > notes", "ask"),  # too many to follow
-        # a cd to a bare name that may search elsewhere: CDPATH, cdable_vars
-        ("CDPATH=/; cd etc && echo x > passwd", "ask"),
-        ('a=CD; declare "${a}PATH=/"; cd etc && echo x > passwd', "ask"),
-        ('a=CD; printf -v "${a}PATH" /; cd etc && echo x > passwd', "ask"),
-        ("shopt -s cdable_vars; e=/etc; cd e && echo x > passwd", "ask"),
-        ("CDPATH=/; cd ./etc && echo x > passwd", "allow"),  # (a path: never searched)
+    [  # found by a review: each wrote below /etc past Write(/etc/**) with Bash(*) allowed
+        ("echo x > /etc/passwd foo", "deny"),  # `foo` is echo's: the target is the first word
+        ("git >/dev/null push --force", "ask"),  # (and no word of a command hides there)
+        ("((echo x > /etc/passwd) )", "ask"),  # nested subshells the grammar cannot read
+        ("x=cd; $x /etc; echo x > passwd", "ask"),  # unchecked, with a Write rule: ask
+        ("echo x > /proc/self/cwd/passwd", "ask"),  # the command's directory, not ours
+        ("echo x > /tmp/../proc/./self/root/etc/passwd", "ask"),
+        ("exec 3</etc; echo x > /dev/fd/3/passwd", "ask"),
+        ("HOME=/etc; echo x > ~/passwd", "ask"),
+        ("pushd /etc; popd; echo x > ~1/passwd", "ask"),  # the directory stack
+        # still allowed
+        ("echo x > /dev/stderr; echo y > /dev/fd/2; echo z > /dev/null", "allow"),
+        ("echo x > a1.txt 2>&1", "allow"),
     ],
 )
-def test_a_relative_write_after_a_cd_is_checked_where_the_cd_goes(
-    command: str, expected: str
-) -> None:
-    """A relative write target after a literal `cd` (or `pushd`) is checked in every
-    directory the command may be in: before the cd and after it (logically, and under
-    `set -P` physically); one after a cd whose target is known only as it runs asks."""
+def test_writes_a_review_got_past_a_write_rule(command: str, expected: str) -> None:
     assert verdict(command, WRITES_DENIED) == expected
 
 
-@pytest.mark.parametrize(
-    "env",
-    [{"CDPATH": "/"}, {"BASHOPTS": "cdable_vars"}, {"BASH_FUNC_cd%%": "() { builtin cd /; }"}],
-)
-def test_a_callers_cdpath_or_cd_function_makes_a_cd_to_a_name_unknown(env: dict[str, str]) -> None:
-    decision = RuleSet.from_mapping(WRITES_DENIED).decide(
-        parse_command("cd etc && echo x > passwd"), "/work", env
+def test_a_targets_home_is_the_commands(tmp_path: Path) -> None:
+    rules = RuleSet.from_mapping(WRITES_DENIED)
+    assert rules.decide(parse_command("echo x > ~/passwd"), "/work", "/etc").verdict == "deny"
+    assert (
+        rules.decide(parse_command("echo x > ~/notes"), "/work", str(tmp_path)).verdict == "allow"
     )
-    assert decision.verdict == "ask", decision.reason
 
 
 def test_a_link_before_dot_dot_is_followed_as_the_kernel_does(tmp_path: Path) -> None:
-    """`e/..` through a link `e` to `/etc/ssl` is `/etc` (the kernel, and `cd -P`), not the
-    directory that holds `e`."""
+    """`e/..` through a link `e` to `/etc/ssl` is `/etc`, not the directory that holds
+    `e` (it was checked as `./passwd`)."""
     (tmp_path / "e").symlink_to("/etc/ssl")
-    rules = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
-    assert verdict("echo x > e/../passwd", rules, str(tmp_path)) == "deny"
-    assert verdict("set -P; cd e/.. && echo x > passwd", rules, str(tmp_path)) == "deny"
-    assert verdict("cd e && echo x > ../notes", rules, str(tmp_path)) == "deny"
+    assert verdict("echo x > e/../passwd", WRITES_DENIED, str(tmp_path)) == "deny"
 
 
 def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
@@ -245,7 +224,7 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
         ("echo ${!x}", "ask"),
         ("[[ $? -eq 0 ]] && echo ok", "allow"),  # special parameters are numbers
         ("echo hi > //etc/passwd", "deny"),
-        ("echo hi > /proc/self/root/etc/passwd", "deny"),
+        ("echo hi > /proc/self/root/etc/passwd", "ask"),  # (the command's root: not ours)
         ("x=/etc; echo hi > $x/passwd", "ask"),  # a computed target, with Write rules
         ("echo hi > $'/etc/passwd'", "ask"),
         ("git status", "allow"),
