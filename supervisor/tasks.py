@@ -825,18 +825,15 @@ class TaskManager:
         def exited() -> None:
             status = jobexit.exited_status(task.job_pidfd, job, group)
             self._unwatch_job(task)
+            running = monitor_running(monitor)
+            if running:  # its job is gone: let it record (F1c: `kill -STOP $$` stopped it)
+                with contextlib.suppress(OSError):
+                    os.kill(monitor, signal.SIGCONT)
             # Left to the monitor: a task ended meanwhile; processes still in its cgroup,
             # which may be ending too (a sandbox's init exits after bubblewrap has passed
             # its status on); a monitor gone, which records nothing (the task is lost).
-            if (
-                status is None
-                or task.ended.done()
-                or self.has_processes(task)
-                or not monitor_running(monitor)
-            ):
+            if status is None or task.ended.done() or self.has_processes(task) or not running:
                 return
-            with contextlib.suppress(OSError):  # F1c: a command's `kill -STOP $$` stopped it
-                os.kill(monitor, signal.SIGCONT)
             record = read_exit_record(task.files.exit)  # (its directory, when captured)
             self._finish(task, record=ExitRecord(status, record.cwd, record.record))
 
@@ -1214,10 +1211,14 @@ class TaskManager:
 
     @staticmethod
     def _tell_stopping(task: LiveTask) -> None:
-        """Tell a running task's monitor, if ours and not reaped, of its stop (see
-        :func:`worker.tell_stopping`)."""
-        if task.child and task.row.pid and task.monitor_gone is None and not task.ended.done():
-            tell_stopping(task.row.pid)
+        """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`):
+        ours and not reaped, or one re-adopted that is still the same process (a command's
+        `kill -STOP $$` stopped it, F1c: it records nothing until continued)."""
+        row = task.row
+        if not row.pid or task.monitor_gone is not None or task.ended.done():
+            return
+        if task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id):
+            tell_stopping(row.pid)
 
     async def _record_of_unwatched_monitor(self, task: LiveTask, timeout: float = 2.0) -> None:
         """A monitor this supervisor could not watch (its pid was not its own any more)

@@ -121,6 +121,10 @@ def test_a_command_that_stops_or_kills_its_monitor(
         wait_until(lambda exit_file=exit_file: read_exit_record(exit_file).status == 3)
         wait_until(lambda task_id=task_id: not tagged_processes({task_id}).get(task_id))
     ids = []
+    # A job that left a process behind, or was killed: left to its monitor, continued.
+    left = client.bash("kill -STOP $$; sleep 30 & exit 3", timeout=20_000)
+    assert left.exit_code == 3 and "still running" in (left.message or ""), left
+    assert client.bash("kill -STOP $$; kill -KILL $BASHPID", timeout=20_000).exit_code == 137
     killed = client.bash("kill -9 $$; sleep 0.3; exit 3", timeout=20_000, on_start=ids.append)
     assert killed.exit_code is None, killed
     (row,) = [t for t in client.tasks(all=True) if t.id == ids[0]]

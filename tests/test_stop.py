@@ -493,3 +493,19 @@ def test_a_stop_ends_a_command_that_stopped_its_own_monitor(
     wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)
     record = client.task_stop(task_id)
     assert (record.status, record.exit_code) == ("killed", 143)
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_stop_continues_a_readopted_monitor_its_command_stopped(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """The same after a supervisor restart: the re-adopted monitor, no child of the new
+    supervisor, stayed stopped, and the task could never end."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "kill -STOP $$; sleep 300")
+    monitor = psutil.Process(next(r.pid for r in client.tasks() if r.id == task_id) or 0)
+    wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)
+    kill_supervisor(state_dir)
+    record = Client(state_dir=state_dir).task_stop(task_id)
+    assert (record.status, record.exit_code) == ("killed", 143)
