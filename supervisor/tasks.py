@@ -77,6 +77,8 @@ from .terminals import TerminalLink
 
 log = logging.getLogger(__name__)
 
+LEFTOVER_PATIENCE = 0.05
+"""Seconds a result waits for the processes an ended command left to go themselves."""
 JOB_LOOKS = (0.002, 0.02, 0.2)
 """Seconds after which a job not forked yet is looked for again (``watch_job``)."""
 SLEEP_COMMAND = re.compile(r"^\s*sleep(\s|$)")
@@ -896,9 +898,18 @@ class TaskManager:
             return self.tracker.populated(task.id)
         return bool(tagged_processes({task.id}).get(task.id))
 
-    def left_running(self, task: LiveTask) -> int:
+    async def left_running(self, task: LiveTask) -> int:
         """How many processes an ended task's command left running, as its result is
-        given (before the task is seen to linger)."""
+        given (before the task is seen to linger). Those still there wait up to
+        ``LEFTOVER_PATIENCE`` to go: a sandbox's init exits just after bubblewrap has
+        passed its command's status on (a result said one was left running)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LEFTOVER_PATIENCE
+        while (left := self._left_running(task)) and task.tracked and loop.time() < deadline:
+            await asyncio.sleep(0.002)
+        return left
+
+    def _left_running(self, task: LiveTask) -> int:
         if task.tracked and self.tracker is not None:
             if not self.tracker.populated(task.id):
                 return 0

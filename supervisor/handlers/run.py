@@ -111,7 +111,7 @@ async def wait_foreground(
     if task.row.owner is Owner.BACKGROUND:  # backgrounded by the user (bg) before it ended
         return views.backgrounded_result(task)
     if task.ended.done():
-        return views.finished_result(task, ctx.tasks.left_running(task))
+        return views.finished_result(task, await ctx.tasks.left_running(task))
     if conn.closed.done():
         if not task.interrupted:  # (a caller that stops it after Ctrl+C is not lost)
             ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
