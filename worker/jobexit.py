@@ -1,9 +1,11 @@
 """A job's exit status read from the kernel as the job exits, before its monitor wakes.
 
 Only a process's parent can wait for it, and a task's job is its monitor's child: the
-monitor is the one that records the status. But from Linux 6.15 a pidfd tells anyone who
-holds it how its process exited (``PIDFD_GET_INFO`` with ``PIDFD_INFO_EXIT``), from the
-moment the pidfd polls readable. A caller waiting for a task then has its result without
+monitor is the one that records the status. But a pidfd polls readable for anyone who
+holds it as its process exits; until the parent reaps it, the zombie's ``/proc`` entry
+shows its status, and from Linux 6.15 the kernel keeps it with the pidfd after the reap
+(``PIDFD_GET_INFO`` with ``PIDFD_INFO_EXIT``, filled at reap time). A caller waiting for
+a task then has its result without
 waiting for the monitor's bash to wake, write the record and exit (about 1 ms here, two
 process wake-ups). The monitor still records the same status, durably: nothing about
 crash recovery changes.
@@ -48,9 +50,9 @@ def _info(pidfd: int, mask: int) -> tuple[int, bytearray] | None:
 
 
 def open_job(monitor_pid: int) -> tuple[int, int] | None:
-    """The pid of, and a pidfd on, the one child of a monitor this process started and has not reaped (so
-    its pid is the monitor's own), or None: no support here, no child (the job not
-    forked yet, or ended), or more than one. That child is the job, or a command
+    """The pid of, and a pidfd on, the one child of a monitor this process started and
+    has not reaped (so its pid is the monitor's own), or None: no support here, no child
+    (the job not forked yet, or ended), or more than one. That child is the job, or a command
     substitution of the monitor's start: :func:`exited_status` tells them apart."""
     if not _supported:
         return None
