@@ -84,6 +84,11 @@ class ParsedCommand:
     moves: bool = False
     """Whether it changes directory (``cd``, ``env -C``, ``find -execdir``…): its relative
     write targets are then in a directory known only as it runs."""
+    sets_home: bool = False
+    """Whether it may change ``HOME`` as it runs: it names ``HOME`` anywhere in its text,
+    or sets a variable whose name is only known then (``declare "${a}OME=/etc"``,
+    ``read -r HOM\\E``, ``printf -v "$v"``), or sources a file. Its ``~/`` write targets
+    are then known only as it runs."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,12 @@ SAFE_ASSIGNMENTS = frozenset({
 """Variables that only change how a program talks, stripped before matching with literal
 values (``LC_*`` too). Any other (``GIT_CONFIG_*``, ``LD_PRELOAD``, ``BASH_ENV``,
 ``PATH``) changes what runs: it stays part of the command's text."""
+VARIABLE_SETTERS = frozenset({
+    "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile",
+    "readarray", "getopts", "wait", "let",
+})  # fmt: skip
+"""Builtins that set (or unset) variables named by their words: one given ``HOME``, or a
+word computed at run time, may move ``~`` (``wait -p``, ``printf -v``, ``let``)."""
 RUNNERS = frozenset({"sudo", "doas", "xargs", "watch", "find", "busybox"})
 """Commands that run another command given in their words: it is a variant, checked by
 deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
@@ -208,6 +219,7 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
         walker.moves,
+        walker.sets_home or "HOME" in source,
     )
 
 
@@ -226,6 +238,7 @@ class _Walker:
         self.writes: list[str] = []
         self.problems: list[str] = []
         self.moves = False
+        self.sets_home = False
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -323,7 +336,19 @@ class _Walker:
         words = text.split()
         if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
             self.problems.append(ARITHMETIC_PROBLEM)
+        arguments = [  # (an assignment's name is plain text; its value sets no name)
+            _text(c.children[0], data) if c.type == "variable_assignment" else _literal(c, data)
+            for c in node.children[1:]
+            if c.is_named
+        ]
+        self._may_set_home(arguments)
         self.commands.append(SimpleCommand(text))
+
+    def _may_set_home(self, words: Sequence[str | None]) -> None:
+        """Note a variable setter's words (literal, or None when computed): one that
+        names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``."""
+        if any(w is None or "HOME" in w for w in words):
+            self.sets_home = True
 
     def redirect(self, node: Any, data: bytes) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
@@ -378,6 +403,7 @@ class _Walker:
             if wrapper == "env":
                 options = values[start + 1 : start + 1 + skip]
                 assignments += [v for v in options if v is None or "=" in v]
+                self._may_set_home(options)  # (`env HO''ME=/etc sh -c …`, `env -u HOME`)
             wrappers.append(wrapper)
             start += 1 + skip
         if any(a is not None and a.startswith("BASH_FUNC_") for a in assignments):
@@ -396,6 +422,13 @@ class _Walker:
         rest = values[start + 1 :]
         if _changes_directory(name, wrappers, values[: start + 1], rest):
             self.moves = True
+        if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
+            self._may_set_home(rest[:2] if rest[:1] == [None] or (rest[0] or "").startswith("-v")
+                               else [])  # fmt: skip
+        elif name in VARIABLE_SETTERS:
+            self._may_set_home(rest)
+        elif name in ("source", "."):  # the file may set anything
+            self.sets_home = True
         script = rest[1:] if rest[:1] == ["--"] else rest
         if name in ("source", ".") and script and (script[0] is None or _reads_input(script[0])):
             self.problems.append(f"`{name}` runs a script it reads from its input")
@@ -438,6 +471,7 @@ class _Walker:
             self.problems += inner.problems
             self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
             self.moves = self.moves or inner.moves
+            self.sets_home = self.sets_home or inner.sets_home
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -890,8 +924,8 @@ class RuleSet:
             # After a `cd` in the same command a relative target is in a directory only
             # known as it runs.
             relative = not target.startswith(("/", "~"))
-            # A `~/` target after the command sets HOME: known as it runs.
-            homed = target.startswith("~") and "HOME" in parsed.source
+            # A `~/` target of a command that may set HOME: known as it runs.
+            homed = target.startswith("~") and parsed.sets_home
             paths = None if (moves and relative) or homed else _write_paths(target, cwd, home)
             if paths is None:
                 if writes_ruled:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,60 @@ WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
 )
 def test_writes_a_review_got_past_a_write_rule(command: str, expected: str) -> None:
     assert verdict(command, WRITES_DENIED) == expected
+
+
+HOME_MOVES = [  # each sets HOME by a name the text does not spell out (found by a review)
+    'a=H; declare "${a}OME=/etc"',
+    'v=HOME; printf -v "$v" %s /etc',
+    "read -r HOM\\E <<< /etc",
+    'declare HO"ME"=/etc',
+    "x=HOME; declare -n r=$x; r=/etc",
+    'v=HOME; getopts a "$v" -a',  # (HOME=a: `~/passwd` is `a/passwd`)
+    "builtin export HOM''E=/etc",
+]
+
+
+@pytest.mark.parametrize("moves", HOME_MOVES)
+def test_a_command_that_may_move_home_has_its_home_targets_checked_as_it_runs(
+    moves: str,
+) -> None:
+    """``~/`` is known only as such a command runs: with a Write rule it asks (each of
+    these was allowed, and wrote below /etc). Bash does move ``~`` so."""
+    moved = subprocess.run(
+        ["bash", "-c", f"{moves}; echo ~/passwd"], capture_output=True, text=True,
+        env={**os.environ, "HOME": "/nonexistent"}, timeout=10,
+    ).stdout.strip()  # fmt: skip
+    assert moved in ("/etc/passwd", "a/passwd")
+    assert verdict(f"{moves}; echo x > ~/passwd", WRITES_DENIED) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "unset HO''ME; echo x > ~/passwd",  # (then `~` is the account's home)
+        "env -u HO''ME sh -c 'echo x > ~/passwd'",
+        "env HO''ME=/etc sh -c 'echo x > ~/passwd'",
+        'a=H; let "${a}OME=1"; echo x > ~/passwd',
+        ". ./env.sh; echo x > ~/passwd",  # (the file may set anything)
+        "sudo bash -c 'read -r \"$v\"; echo x > ~/passwd'",
+        'printf "$o" "$v" /etc; echo x > ~/passwd',  # (`$o` may be `-v`)
+    ],
+)
+def test_other_ways_to_move_home_ask_too(command: str) -> None:
+    assert verdict(command, WRITES_DENIED) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'read -r line < f; echo "$line" > ~/notes',
+        'printf "%s" "$x" > ~/notes',
+        "declare -a arr=(1 2); x=$y; export FOO=1; echo x > ~/notes",
+        "X=$(pwd) make > ~/build.log",
+    ],
+)
+def test_setting_other_variables_keeps_home_targets_checked(command: str) -> None:
+    assert verdict(command, WRITES_DENIED) == "allow"
 
 
 def test_a_targets_home_is_the_commands(tmp_path: Path) -> None:
