@@ -89,6 +89,10 @@ class ParsedCommand:
     or sets a variable whose name is only known then (``declare "${a}OME=/etc"``,
     ``read -r HOM\\E``, ``printf -v "$v"``), or sources a file. Its ``~/`` write targets
     are then known only as it runs."""
+    reads_files: bool = False
+    """Whether a redirection opens a file for reading (``3< f``, ``< f``): a write to that
+    descriptor's path (``/dev/fd/3``, ``/dev/stdin``) then opens the same file again, for
+    writing."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,7 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.problems)),
         walker.moves,
         walker.sets_home or "HOME" in source,
+        walker.reads_files,
     )
 
 
@@ -239,6 +244,7 @@ class _Walker:
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
+        self.reads_files = False
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -356,6 +362,8 @@ class _Walker:
         if len(targets) > 1:  # `> f word`: bash gives `word` to the command
             self.problems.append("words after a redirection are not read as bash reads them")
         target = targets[0] if targets else None
+        if operator == "<":
+            self.reads_files = True
         if operator not in WRITE_OPERATORS or target is None or target.type == "number":
             return
         value = _literal(target, data)
@@ -472,6 +480,7 @@ class _Walker:
             self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
             self.moves = self.moves or inner.moves
             self.sets_home = self.sets_home or inner.sets_home
+            self.reads_files = self.reads_files or inner.reads_files
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -926,7 +935,11 @@ class RuleSet:
             relative = not target.startswith(("/", "~"))
             # A `~/` target of a command that may set HOME: known as it runs.
             homed = target.startswith("~") and parsed.sets_home
-            paths = None if (moves and relative) or homed else _write_paths(target, cwd, home)
+            paths = (
+                None
+                if (moves and relative) or homed
+                else _write_paths(target, cwd, home, reopens=parsed.reads_files)
+            )
             if paths is None:
                 if writes_ruled:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
@@ -991,11 +1004,17 @@ def _normalized(path: str) -> str:
     return "/" + path.lstrip("/") if path.startswith("/") else path
 
 
-def _write_paths(target: str | None, cwd: str, home: str | None = None) -> list[str] | None:
+def _write_paths(
+    target: str | None, cwd: str, home: str | None = None, *, reopens: bool = False
+) -> list[str] | None:
     """The paths a written target names: as written (resolved against ``cwd``, ``~/``
     against ``home``) and with its links followed as this machine has them (each before
     the ``..`` after it, as the kernel reads ``link/..``); None when it is computed at
-    run time (``/proc/self/…`` and ``/dev/fd/N/…`` included: they are the command's)."""
+    run time (``/proc/self/…`` and ``/dev/fd/N/…`` included, and links to them: they are
+    the command's). A descriptor's own path (``/dev/stderr``, ``/dev/fd/3``) is the
+    command's log, ``/dev/null`` or terminal; with ``reopens`` (the command opens files
+    for reading on descriptors, ``3< /etc/passwd``) it is computed: writing it opens that
+    file again, for writing."""
     if target is None or "$" in target or "`" in target or _PATTERN.search(target):
         return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
     if target.startswith(("~+", "~-")) or (target.startswith("~") and target[1:2].isdigit()):
@@ -1005,15 +1024,54 @@ def _write_paths(target: str | None, cwd: str, home: str | None = None) -> list[
     elif target.startswith("~"):
         target = os.path.expanduser(target)
     path = os.path.join(cwd, target)
+    written = _normalized(path)
+    if _DESCRIPTOR.fullmatch(written):
+        return None if reopens else [written]
     if _PER_PROCESS.search(path):
         return None  # (the command's own descriptors and directories, not ours)
-    try:  # each link before the `..` after it, as the kernel reads `link/..`
-        real = os.path.realpath(path)
-    except (OSError, ValueError):
-        real = path
-    return list(dict.fromkeys([_normalized(path), _normalized(real)]))
+    real = _followed(path)
+    return None if real is None else list(dict.fromkeys([written, _normalized(real)]))
 
 
+MAX_LINKS = 40
+"""Links followed in one path before it counts as a loop (the kernel's limit)."""
+
+
+def _followed(path: str) -> str | None:
+    """Absolute ``path`` with each link followed as the kernel does (each before the
+    ``..`` after it); None when a link leads through something of the process that opens
+    it (``/proc/self/cwd``, ``/dev/stdout``: the command's, not this process's), or
+    links loop. What does not exist is taken as written."""
+    done = "/"
+    left = [part for part in path.split("/") if part]
+    links = 0
+    while left:
+        part = left.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        here = os.path.join(done, part)
+        try:
+            target = os.readlink(here)
+        except (OSError, ValueError):  # not a link, or nothing there (yet)
+            done = here
+            continue
+        links += 1
+        if links > MAX_LINKS or _PER_PROCESS.search(target) or _DESCRIPTOR.fullmatch(target):
+            return None
+        if target.startswith("/"):
+            done = "/"
+        left[:0] = [p for p in target.split("/") if p]
+    return done
+
+
+_DESCRIPTOR = re.compile(
+    r"/+(dev/+(fd/+\d+|stdin|stdout|stderr)|proc/+(self|thread-self)/+fd/+\d+)"
+)
+"""A descriptor's own path (``fullmatch``, normalized): opening it opens what the
+descriptor is, again (on Linux, not a copy of the descriptor)."""
 _PER_PROCESS = re.compile(
     r"(^|/)(proc/+(\./+)*(self|thread-self|\d+)(/|$)"
     r"|dev/+(\./+)*(fd/+[^/]+|stdin|stdout|stderr)/)"

@@ -226,6 +226,45 @@ def test_setting_other_variables_keeps_home_targets_checked(command: str) -> Non
     assert verdict(command, WRITES_DENIED) == "allow"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "exec 3</etc/passwd; echo x >> /dev/fd/3",
+        "exec 0</etc/passwd; echo x >> /dev/stdin",
+        "cat < /etc/passwd > /dev/stdin",  # (truncates it)
+        "echo x >> /dev//fd/3 3</etc/passwd",
+    ],
+)
+def test_a_descriptor_a_command_opened_for_reading_is_not_written_unchecked(
+    command: str,
+) -> None:
+    """Opening ``/dev/fd/N`` opens the file behind descriptor N again, for writing: each
+    of these was allowed past Write(/etc/**)."""
+    assert verdict(command, WRITES_DENIED) == "ask"
+
+
+def test_writing_a_reopened_descriptor_writes_its_file(tmp_path: Path) -> None:
+    """What the rule above guards against, as bash does it."""
+    victim = tmp_path / "victim"
+    victim.write_text("kept\n")
+    subprocess.run(
+        ["bash", "-c", f"exec 3<{victim}; echo written >> /dev/fd/3"], check=True, timeout=10
+    )
+    assert victim.read_text() == "kept\nwritten\n"
+
+
+def test_a_link_to_something_of_the_commands_process_is_the_commands(tmp_path: Path) -> None:
+    """A link made earlier to ``/proc/self/cwd`` or ``/dev/stdout`` was followed in the
+    supervisor's own process (``/proc/self/cwd`` is ``/`` there)."""
+    (tmp_path / "here").symlink_to("/proc/self/cwd")
+    (tmp_path / "out").symlink_to("/dev/stdout")
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({tmp_path}/.env)"]}
+    assert verdict("echo x > .env", rules, str(tmp_path)) == "deny"
+    assert verdict("echo x > here/.env", rules, str(tmp_path)) == "ask"
+    assert verdict("echo x > out", rules, str(tmp_path)) == "ask"
+    assert verdict("echo x > /dev/stdout 2> /dev/fd/2", rules, str(tmp_path)) == "allow"
+
+
 def test_a_targets_home_is_the_commands(tmp_path: Path) -> None:
     rules = RuleSet.from_mapping(WRITES_DENIED)
     assert rules.decide(parse_command("echo x > ~/passwd"), "/work", "/etc").verdict == "deny"
