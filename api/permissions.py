@@ -89,6 +89,8 @@ class ParsedCommand:
     or sets a variable whose name is only known then (``declare "${a}OME=/etc"``,
     ``read -r HOM\\E``, ``printf -v "$v"``), or sources a file. Its ``~/`` write targets
     are then known only as it runs."""
+    computed_writes: tuple[str, ...] = ()
+    """Those of ``writes`` expanded as it runs (``$dir/f``, ``{/etc/passwd,}``, a glob)."""
     reads_files: bool = False
     """Whether a redirection opens a file for reading (``3< f``, ``< f``): a write to that
     descriptor's path (``/dev/fd/3``, ``/dev/stdin``) then opens the same file again, for
@@ -224,6 +226,7 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.problems)),
         walker.moves,
         walker.sets_home or "HOME" in source,
+        tuple(dict.fromkeys(walker.computed_writes)),
         walker.reads_files,
     )
 
@@ -241,6 +244,7 @@ class _Walker:
     def __init__(self) -> None:
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
+        self.computed_writes: list[str] = []
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
@@ -369,6 +373,7 @@ class _Walker:
         value = _literal(target, data)
         if value is None:
             self.writes.append(_text(target, data))
+            self.computed_writes.append(self.writes[-1])
         else:
             self.writes.append(value)
 
@@ -478,6 +483,7 @@ class _Walker:
             inner.simple(words, texts, [], depth + 1)
             self.problems += inner.problems
             self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
+            self.computed_writes += inner.computed_writes
             self.moves = self.moves or inner.moves
             self.sets_home = self.sets_home or inner.sets_home
             self.reads_files = self.reads_files or inner.reads_files
@@ -935,11 +941,8 @@ class RuleSet:
             relative = not target.startswith(("/", "~"))
             # A `~/` target of a command that may set HOME: known as it runs.
             homed = target.startswith("~") and parsed.sets_home
-            paths = (
-                None
-                if (moves and relative) or homed
-                else _write_paths(target, cwd, home, reopens=parsed.reads_files)
-            )
+            computed = (moves and relative) or homed or target in parsed.computed_writes
+            paths = None if computed else _write_paths(target, cwd, home, parsed.reads_files)
             if paths is None:
                 if writes_ruled:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
@@ -1005,7 +1008,7 @@ def _normalized(path: str) -> str:
 
 
 def _write_paths(
-    target: str | None, cwd: str, home: str | None = None, *, reopens: bool = False
+    target: str | None, cwd: str, home: str | None = None, reopens: bool = False
 ) -> list[str] | None:
     """The paths a written target names: as written (resolved against ``cwd``, ``~/``
     against ``home``) and with its links followed as this machine has them (each before

@@ -163,6 +163,7 @@ WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
         ("exec 3</etc; echo x > /dev/fd/3/passwd", "ask"),
         ("HOME=/etc; echo x > ~/passwd", "ask"),
         ("pushd /etc; popd; echo x > ~1/passwd", "ask"),  # the directory stack
+        ("echo x > {/etc/passwd,}", "ask"),  # brace expansion: one word, /etc/passwd
         # still allowed
         ("echo x > /dev/stderr; echo y > /dev/fd/2; echo z > /dev/null", "allow"),
         ("echo x > a1.txt 2>&1", "allow"),
