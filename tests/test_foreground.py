@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from conftest import ask_supervisor, needs_tool, task_alive, wait_until
 
 from wave_bash.api import MAX_OUTPUT_CHARS, Client, texts
 from wave_bash.api.errors import InvalidInputError
+from wave_bash.worker.monitor import direct_program
 
 
 def test_echo_hello(client: Client) -> None:
@@ -305,3 +307,106 @@ def test_bad_session_names_are_rejected(state_dir: Path, session: str) -> None:
     Client(state_dir=state_dir).status()
     answer = ask_supervisor(state_dir, "tasks", {"session": session})  # and at its door
     assert answer["type"] == "error" and "session" in answer["message"], answer
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls /nonexistent-dir",
+        "no-such-program-x arg",  # (bash's own message, not exec's)
+        "cd /tmp",  # builtins stay builtins
+        "echo plain words: a=b c,d @e %f +g",
+        "sleep 0",
+        "noshebang-x one",  # a script without `#!` still runs (as bash runs it)
+        "sleep-fn 0",  # an exported function of the caller, not a program
+    ],
+)
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_plain_program_runs_as_under_bash_c(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, tracking: str
+) -> None:
+    """A command that is one program and plain words is exec'd by its job (a process
+    fewer): what it prints and its status are what `bash -c` gives."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "noshebang-x").write_text('echo "no shebang: $0 $1"\n')
+    (bin_dir / "sleep-fn").write_text("#!/bin/sh\necho the program, not the function\n")
+    for script in bin_dir.iterdir():
+        script.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "BASH_FUNC_sleep-fn%%": '() { echo "the function $1"; }',
+    }
+    expected = subprocess.run(
+        ["bash", "-c", command], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=30
+    )
+    r = Client(state_dir=state_dir, env=env, cwd=tmp_path).bash(command)
+    theirs = (expected.stdout + expected.stderr).rstrip("\n")
+    assert (r.exit_code, r.stdout) == (expected.returncode, theirs)
+
+
+def test_an_execd_program_has_the_environment_a_shell_gives_it(client: Client) -> None:
+    """The same variables as a program its shell forks, `_` (its path) included; `time`
+    stays the keyword (not /usr/bin/time)."""
+
+    def variables(command: str) -> list[str]:
+        lines = client.bash(command).stdout.splitlines()
+        return sorted(line for line in lines if not line.startswith("WAVE_TASK_ID="))
+
+    assert variables("env") == variables("env; :")
+    assert "_=" + shutil.which("env", path=client.bash("echo $PATH").stdout) in variables("env")
+    timed = client.bash("time sleep 0")
+    assert [line.split("\t")[0] for line in timed.stdout.splitlines()] == ["real", "user", "sys"]
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_plain_program_is_its_tasks_job(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """`sleep 600` runs as its monitor's only child, no shell between (as `bash -c`
+    execs it); a stop ends it as any task."""
+    import psutil
+
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    for env, tree in (
+        (None, ["sleep"]),
+        ({**os.environ, "SHELLOPTS": "errexit"}, ["bash", "sleep"]),
+    ):
+        # (with one of the caller's options, its shell runs it as before)
+        client = Client(state_dir=state_dir, env=env)
+        task_id = client.bash("sleep 600", run_in_background=True).background_task_id or ""
+        record = next(r for r in client.tasks() if r.id == task_id)
+        monitor = psutil.Process(record.pid or 0)
+        sleeps = wait_until(
+            lambda m=monitor: [c for c in m.children(recursive=True) if c.name() == "sleep"]
+        )
+        assert [c.name() for c in monitor.children(recursive=True)] == tree
+        assert sleeps[0].cmdline() == ["sleep", "600"]
+        assert client.task_stop(task_id).status == "killed"
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("sleep 600", "sleep"),
+        ("  pytest -x tests/unit --maxfail=1 ", "pytest"),
+        ("make CC=gcc -j4", "make"),
+        ("npm run test:unit", "npm"),
+        ("time sleep 1", None),  # a keyword
+        ("FOO=1 make", None),  # an assignment
+        ("./build.sh", None),  # a path: its errors read differently under `exec`
+        ("echo $HOME", None),
+        ("ls *.py", None),
+        ("echo ~", None),
+        ("git commit -m 'a b'", None),
+        ("make && make test", None),
+        ("make > log", None),
+        ("echo {a,b}", None),
+        ("sleep 1\nsleep 2", None),
+        ("make # comment", None),
+    ],
+)
+def test_which_commands_are_one_plain_program(command: str, program: str | None) -> None:
+    assert direct_program(command) == program

@@ -19,6 +19,7 @@ exists (zsh only), ``pymonitor.py`` is the monitor.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import sys
@@ -84,6 +85,19 @@ _UNTRAP = "\\builtin trap - " + " ".join(FORWARDED_SIGNALS)
 them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
 
 
+# The job runs its command as `bash -c` would (`$1`, with the caller's options `$2`); a
+# command that is one program and its plain words (`$3`: the program's name, see
+# :func:`direct_program`) it execs, as `bash -c` execs the last simple command: a process
+# fewer per task. Only a program found on PATH (`hash` lists no builtin, function or
+# keyword; bash 4+), and with none of the caller's options, which would trace or
+# change the line. Its environment's `_` is the program's path, as bash gives it.
+_RUN = (
+    'if [[ -n $3 && -z $2 ]] && ((BASH_VERSINFO[0] >= 4)) && \\builtin hash -- "$3" 2>/dev/null '
+    '&& [[ -n ${BASH_CMDS[$3]-} ]]; then \\builtin set -- "$1" "${BASH_CMDS[$3]}"; '
+    '\\builtin eval "_=\\$2 \\builtin exec $1"; else \\builtin eval "\\builtin set --; $2$1"; fi'
+)
+
+
 def _monitor_script(text: str) -> str:
     parts = (  # in this order: the start holds the runner's mark
         ("@START@", _MONITOR_START),
@@ -93,6 +107,7 @@ def _monitor_script(text: str) -> str:
         ("@UNTRAP@", _UNTRAP),
         ("@RESTORE_EXEC@", _RESTORE_EXEC),
         ("@STOPPING@", STOPPING_SIGNAL),
+        ("@RUN@", _RUN),
     )
     for mark, part in parts:
         text = text.replace(mark, part)
@@ -132,7 +147,7 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1" ) 1>&3 2>&4 3>&- 4>&- 5>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@ ) 1>&3 2>&4 3>&- 4>&- 5>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || \\builtin exit 0
 \\exec </dev/null
@@ -176,7 +191,7 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # its text. The caller's errexit, nounset and pipefail (SHELLOPTS) hold for the command,
 # never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
 # exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run; \\builtin eval "\\builtin set --; $2$1"; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
 \\exec 6<&- 8>&-; \\builtin set +m
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
@@ -218,11 +233,35 @@ def monitor_instructions(
     )  # fmt: skip
     if verbose:  # (set with the caller's other options, on the command's own line)
         prelude += ("; " if prelude else "") + "__wave_re+='\\builtin set -v; '"
+    program = None if windows else direct_program(command)
     text = (  # (the first line is empty: see BASH_JOINED_MONITOR_SCRIPT)
         f"\n__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
-        f"__wave_cmd={shlex.quote(command)}\n{GO_MARK}\n"
+        f"__wave_cmd={shlex.quote(command)}\n{f'__wave_x={program}' + chr(10) if program else ''}"
+        f"{GO_MARK}\n"
     )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
+
+
+_PLAIN_COMMAND = re.compile(
+    r"[ \t]*([A-Za-z0-9_][A-Za-z0-9_.+-]*)([ \t]+[A-Za-z0-9_./:=,@%+-]+)*[ \t]*"
+)
+"""One program and plain words: nothing bash expands, quotes, redirects or joins."""
+KEYWORDS = frozenset({
+    "!", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function",
+    "if", "in", "select", "then", "time", "until", "while",
+})  # fmt: skip
+"""Bash's reserved words (``time`` has a program of its name too)."""
+
+
+def direct_program(command: str) -> str | None:
+    """The program a command that is one program and plain words runs (``pytest -x
+    tests``, ``sleep 600``), which its job may exec as ``bash -c`` would; None for any
+    other command. Whether the name is a program (not a builtin or function) is the
+    job's to tell, as it runs."""
+    match = _PLAIN_COMMAND.fullmatch(command)
+    if match is None or match[1] in KEYWORDS:
+        return None
+    return match[1]
 
 
 def build_prelude(
