@@ -69,7 +69,7 @@ def _own_paths() -> dict[str, str]:
     return found
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: str, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.write(fd, text.encode())
@@ -77,7 +77,13 @@ def _write(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def _read(path: Path) -> str | None:
+def _make_dir(path: str) -> None:
+    """``mkdir``; one that exists is fine (a directory: cgroupfs holds nothing else)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path)
+
+
+def _read(path: str) -> str | None:
     """A cgroup file's text (small), or None: plain ``os`` calls, as stopping a thousand
     tasks reads a few thousand of them."""
     try:
@@ -99,6 +105,8 @@ class CgroupTracker:
         self.base = base
         self.memory_base = memory_base
         """The v1 memory hierarchy's parent of task cgroups (None: none usable)."""
+        self._base = str(base)  # (paths as text: a stop of 1000 tasks builds 16,000)
+        self._memory_base = str(memory_base) if memory_base else None
         self._made: dict[str, list[str]] = {}
         """Task cgroups made by this tracker and not removed: their join files."""
 
@@ -135,11 +143,11 @@ class CgroupTracker:
         memory = ", memory from cgroup v1" if self.memory_base else ""
         return f"cgroup v2 ({self.base}{memory})"
 
-    def _dir(self, task_id: str) -> Path:
-        return self.base / task_id
+    def _dir(self, task_id: str) -> str:
+        return f"{self._base}/{task_id}"
 
-    def _memory_dir(self, task_id: str) -> Path | None:
-        return self.memory_base / task_id if self.memory_base else None
+    def _memory_dir(self, task_id: str) -> str | None:
+        return f"{self._memory_base}/{task_id}" if self._memory_base else None
 
     def create(self, task_id: str, memory_limit: int | None = None) -> list[str]:
         """Make the task's cgroups; returns the ``cgroup.procs`` files its job joins.
@@ -151,24 +159,24 @@ class CgroupTracker:
         if made is not None:  # made ahead (for a standby monitor)
             return made
         group = self._dir(task_id)
-        group.mkdir(exist_ok=True)
-        joins = [str(group / "cgroup.procs")]
+        _make_dir(group)
+        joins = [f"{group}/cgroup.procs"]
         memory = self._memory_dir(task_id)
         if memory is not None:
             try:
-                memory.mkdir(exist_ok=True)
+                _make_dir(memory)
                 if memory_limit is not None:
-                    _write(memory / "memory.limit_in_bytes", str(memory_limit))
-                joins.append(str(memory / "cgroup.procs"))
+                    _write(f"{memory}/memory.limit_in_bytes", str(memory_limit))
+                joins.append(f"{memory}/cgroup.procs")
             except OSError:
                 with contextlib.suppress(OSError):
-                    memory.rmdir()
+                    os.rmdir(memory)
         self._made[task_id] = joins
         return joins
 
     def exists(self, task_id: str) -> bool:
         """Whether the task has a cgroup (made by this supervisor or an earlier one)."""
-        return self._dir(task_id).is_dir()
+        return os.path.isdir(self._dir(task_id))
 
     def cgroup_id(self, task_id: str) -> int | None:
         """The task's cgroup v2 id (its directory's inode number), None when it has none."""
@@ -179,11 +187,11 @@ class CgroupTracker:
 
     def pids(self, task_id: str) -> list[int]:
         """The task's processes now (its job and everything it started)."""
-        text = _read(self._dir(task_id) / "cgroup.procs")
+        text = _read(f"{self._dir(task_id)}/cgroup.procs")
         return [int(p) for p in text.split()] if text else []
 
     def populated(self, task_id: str) -> bool:
-        text = _read(self._dir(task_id) / "cgroup.events") or ""
+        text = _read(f"{self._dir(task_id)}/cgroup.events") or ""
         return "populated 1" in text
 
     def terminate(self, task_id: str) -> None:
@@ -197,22 +205,22 @@ class CgroupTracker:
     def kill(self, task_id: str) -> None:
         """SIGKILL every process of the task at once, forks racing it included."""
         with contextlib.suppress(OSError):
-            _write(self._dir(task_id) / "cgroup.kill", "1")
+            _write(f"{self._dir(task_id)}/cgroup.kill", "1")
 
     def usage(self, task_id: str, oom: bool = False) -> Usage:
         """What the task used; with ``oom``, also whether the kernel's OOM killer killed
         one of its processes (one more file to read, on a task's end)."""
         cpu = None
-        for line in (_read(self._dir(task_id) / "cpu.stat") or "").splitlines():
+        for line in (_read(f"{self._dir(task_id)}/cpu.stat") or "").splitlines():
             key, _, value = line.partition(" ")
             if key == "usage_usec":
                 cpu = int(value) / 1e6
         peak, oom_killed = None, False
         memory = self._memory_dir(task_id)
         if memory is not None:
-            text = _read(memory / "memory.max_usage_in_bytes")
+            text = _read(f"{memory}/memory.max_usage_in_bytes")
             peak = int(text) if text and text.strip().isdigit() else None
-            control = (_read(memory / "memory.oom_control") or "") if oom else ""
+            control = (_read(f"{memory}/memory.oom_control") or "") if oom else ""
             for line in control.splitlines():
                 key, _, value = line.partition(" ")
                 oom_killed = oom_killed or (key == "oom_kill" and value.strip() not in ("", "0"))
@@ -232,12 +240,12 @@ class CgroupTracker:
             # kernel as a dying cgroup, one per task (18,561 here after ~20,000 tasks,
             # slowing every cgroup operation of the host). Reclaimed first, it goes.
             with contextlib.suppress(OSError):
-                _write(memory / "memory.force_empty", "0")
+                _write(f"{memory}/memory.force_empty", "0")
         for group in (self._dir(task_id), memory):
             if group is None:
                 continue
             try:
-                group.rmdir()
+                os.rmdir(group)
             except FileNotFoundError:
                 pass
             except OSError:
