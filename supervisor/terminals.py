@@ -31,6 +31,11 @@ class TerminalGone(InvalidInputError):
     """The task's terminal cannot be reached (its host ended or was killed)."""
 
 
+class TypedThenGone(TerminalGone):
+    """The host took the input, then its terminal closed before all of it was written:
+    the command ended, maybe by what it read (a paste longer than the terminal holds)."""
+
+
 class TerminalLink:
     """One connection to one terminal host; each request carries an ID its reply
     repeats, so a reply that comes late (or never) is nobody else's."""
@@ -194,6 +199,8 @@ class TerminalLink:
         finally:
             self._replies.pop(ident, None)
             self._queued.pop(ident, None)
+        if "ended" in answer:  # typed (in part at least), then the command ended
+            raise TypedThenGone(f"the command of task {self.task_id} has ended")
         if "gone" in answer:  # it came as the command ended: not typed
             raise TerminalGone(f"the command of task {self.task_id} has ended")
         if "error" in answer:

@@ -485,3 +485,16 @@ def test_task_input_whose_timeout_passes_mid_command_says_so(client: Client) -> 
     text = texts.tool_result_text("TaskInput", data)
     assert "Status: running; still working, not waiting for input (TaskOutput" in text, text
     client.task_stop(task_id)
+
+
+def test_an_input_that_ends_the_command_gets_its_end(client: Client) -> None:
+    """A paste longer than the terminal holds, whose first line ends the command: the
+    rest is never typed, and the answer is the end (it said "not running" though part of
+    the input was typed and read)."""
+    r = client.bash("read -p 'one line? ' l; echo got ${#l}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    assert r.waiting_for_input
+    out = client.task_input(task_id, "a\n" + ("b" * 100 + "\n") * 300)
+    assert (out.status, out.exit_code) == ("completed", 0)
+    assert "got 1" in out.output  # (amid the echo of what the terminal took)
+    assert client.notifications() == []  # the answer said how it ended

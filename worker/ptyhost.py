@@ -12,7 +12,9 @@ person who attaches, reaches the terminal: JSON lines. In: ``{"id": ID, "input":
 [COLS, ROWS]}``. Out: ``{"waiting": BOOL}`` at connection and on every change; to each
 request, with its ID, ``{"queued": N}`` at once for an input taken (refused: ``{"error":
 TEXT}``), ``{"wrote": N}`` once all of it was written, ``{"resized": …}`` or ``{"error":
-TEXT}``. Only peers of the same user are served, 16 at most.
+TEXT}``; as the command ends, to an input not all written ``{"ended": true}`` (part of it
+was: the command may have ended by it) or ``{"gone": true}`` (none was), as to any request
+that comes then. Only peers of the same user are served, 16 at most.
 
 "Waiting for input" is read from the kernel: the terminal's foreground process group has a
 process blocked in a read (or poll/select) of the terminal, none of it runs, and nothing
@@ -527,6 +529,10 @@ class Host:
                 break
             if not self.copy_output():
                 break
+        for client, reply, end in self.owed:  # (typed in part, or not at all)
+            typed = self.written > end - int(str(reply["wrote"]))
+            client.say({"id": reply["id"], "ended" if typed else "gone": True})
+        self.owed.clear()
         for client in list(self.clients.values()):
             self.farewell(client)
 

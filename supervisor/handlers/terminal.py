@@ -17,7 +17,7 @@ from wave_bash.worker.tail import file_size
 from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
-from ..terminals import TerminalGone, TerminalLink
+from ..terminals import TerminalGone, TerminalLink, TypedThenGone
 from .output import read_output
 from .tasks import _row, _running
 
@@ -102,12 +102,16 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
 
 async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> None:
     """Await a request to the terminal; a terminal that closed because the task ended
-    (typing raced its end) is the "not running" error, as for a task that had ended."""
+    (typing raced its end) is the "not running" error, as for a task that had ended;
+    unless the host took the input first: the command ended as it read it (the end is
+    the answer)."""
     try:
         await typing
-    except TerminalGone:
+    except TerminalGone as exc:
         await asyncio.wait([task.ended], timeout=2)
         if task.ended.done():
+            if isinstance(exc, TypedThenGone):
+                return
             _running(ctx, task.id, "type into")  # raises TaskNotRunningError
         raise
 
