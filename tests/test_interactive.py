@@ -498,3 +498,21 @@ def test_an_input_that_ends_the_command_gets_its_end(client: Client) -> None:
     assert (out.status, out.exit_code) == ("completed", 0)
     assert "got 1" in out.output  # (amid the echo of what the terminal took)
     assert client.notifications() == []  # the answer said how it ended
+
+
+def test_a_blocking_task_output_returns_at_the_next_prompt(client: Client) -> None:
+    """TaskInput's text sends the model to TaskOutput while the command works on: that
+    wait ends as the command waits for input again (it ran to its 30 s timeout), and
+    at once when it waits already."""
+    r = client.bash("read -p 'A? ' a; sleep 1; read -p 'B? ' b", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    assert r.waiting_for_input
+    assert client.task_input(task_id, "x\n", timeout=300).status == "running"
+    t = time.monotonic()
+    out = client.task_output(task_id, timeout=20_000)
+    assert out.waiting_for_input and out.output.endswith("B? ")
+    assert time.monotonic() - t < 10
+    t = time.monotonic()
+    again = client.task_output(task_id, timeout=20_000)
+    assert again.waiting_for_input and time.monotonic() - t < 5
+    client.task_stop(task_id)

@@ -49,9 +49,16 @@ async def _compile(pattern: str | None) -> Any:
 
 
 async def _wait(
-    task: LiveTask, start: int, pattern: Any, timeout_s: float, conn: Connection
+    task: LiveTask,
+    start: int,
+    pattern: Any,
+    timeout_s: float,
+    conn: Connection,
+    until_waiting: bool = False,
 ) -> None:
-    """Until the task ends, the pattern matches output after ``start``, or the timeout.
+    """Until the task ends, the pattern matches output after ``start``, or the timeout;
+    with ``until_waiting`` (an interactive task), also once its command waits for input
+    (at once if it does: nothing comes before an answer).
 
     The pattern is matched in a worker thread, chunk by chunk, so that a big log never
     holds the event loop; the scan stops at the next chunk once the wait is over.
@@ -77,6 +84,12 @@ async def _wait(
 
     task.ended.add_done_callback(wake)
     conn.closed.add_done_callback(wake)
+    waiting: asyncio.Task[None] | None = None
+    if until_waiting:
+        task.connect_terminal()
+        if task.terminal is not None:
+            waiting = asyncio.create_task(task.terminal.waiting_for_input())
+            waiting.add_done_callback(wake)
     try:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watch(), timeout=timeout_s)
@@ -86,6 +99,9 @@ async def _wait(
             scanner.cancel()
         task.ended.remove_done_callback(wake)
         conn.closed.remove_done_callback(wake)
+        if waiting is not None:
+            waiting.remove_done_callback(wake)
+            waiting.cancel()
 
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
@@ -99,7 +115,9 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
         ctx.tasks.watch_job(task)
-        await _wait(task, start, pattern, timeout_ms / 1000, conn)
+        # (a stream goes on past a prompt: its pieces come as the output grows)
+        until_waiting = row.interactive and not p.follow
+        await _wait(task, start, pattern, timeout_ms / 1000, conn, until_waiting)
         row = task.row
     return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow)
 
