@@ -10,6 +10,7 @@ call reaches the new one) and over ``--remote``.
 from __future__ import annotations
 
 import base64
+import codecs
 import os
 import select
 import shutil
@@ -17,6 +18,8 @@ import termios
 import tty
 from collections.abc import Callable
 from typing import Any
+
+from .errors import InvalidInputError, TaskNotRunningError
 
 DETACH_KEY = b"\x1d"
 """Ctrl+]: leaves the task running."""
@@ -32,6 +35,9 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     size = shutil.get_terminal_size()
     reply = call(task_id=task_id, resize=[size.columns, size.lines], wait=0)
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
+    # Keys as UTF-8 text (the request's input): a character split between two reads
+    # waits for its end; a byte that is no UTF-8 (a Latin-1 terminal) becomes U+FFFD.
+    keys = codecs.getincrementaldecoder("utf-8")(errors="replace")
     _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n")
     try:
         if saved is not None:
@@ -43,26 +49,34 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                 _say(stdout, f"\r\n[task {task_id} ended: {reply['status']}"
                      + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
                 return 0
-            typed = _typed(stdin, reply)
+            typed = _typed(stdin, reply, keys)
             if typed is None:
                 _say(stdout, f"\r\n[detached from {task_id}; it keeps running]\r\n")
                 return 0
             now = shutil.get_terminal_size()
             resized = None if now == size else [now.columns, now.lines]
             size = now
-            reply = call(
-                task_id=task_id,
-                input=typed or None,
-                resize=resized,
-                offset=reply["offset"],
-                wait=0 if typed or resized else POLL_MS,
-            )
+            try:
+                reply = call(
+                    task_id=task_id,
+                    input=typed or None,
+                    resize=resized,
+                    offset=reply["offset"],
+                    wait=0 if typed or resized else POLL_MS,
+                )
+            except (InvalidInputError, TaskNotRunningError) as exc:
+                if not typed:
+                    raise
+                # Refused (a line longer than the terminal takes) or typed as it ended:
+                # said, and the session goes on (the next call shows an end).
+                _say(stdout, f"\r\n[not typed: {exc}]\r\n")
+                reply = call(task_id=task_id, offset=reply["offset"], wait=0)
     finally:
         if saved is not None:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
 
 
-def _typed(stdin: int, reply: dict[str, Any]) -> str | None:
+def _typed(stdin: int, reply: dict[str, Any], keys: codecs.IncrementalDecoder) -> str | None:
     """What the person typed since the last call ("" for nothing), ``None`` to detach."""
     ready, _, _ = select.select([stdin], [], [], 0 if reply["data"] else 0.01)
     if not ready:
@@ -70,7 +84,7 @@ def _typed(stdin: int, reply: dict[str, Any]) -> str | None:
     data = os.read(stdin, 4096)
     if not data or data.startswith(DETACH_KEY):  # their terminal closed, or they detach
         return None
-    return data.split(DETACH_KEY)[0].decode("utf-8", "surrogateescape")  # detach next
+    return keys.decode(data.split(DETACH_KEY)[0])  # (detached at the next read)
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -516,3 +516,84 @@ def test_a_blocking_task_output_returns_at_the_next_prompt(client: Client) -> No
     again = client.task_output(task_id, timeout=20_000)
     assert again.waiting_for_input and time.monotonic() - t < 5
     client.task_stop(task_id)
+
+
+class _Person:
+    """``wave-bash attach`` on a pseudo-terminal this test types into and reads."""
+
+    def __init__(self, state_dir: Path, task_id: str) -> None:
+        import pty
+
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "attach",
+             task_id], stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        )  # fmt: skip
+        os.close(slave)
+        self.screen = b""
+
+    def read(self) -> bytes:
+        import select
+
+        while self.master >= 0 and select.select([self.master], [], [], 0.05)[0]:
+            try:
+                self.screen += os.read(self.master, 65536)
+            except OSError:  # the attach ended and its terminal closed
+                break
+        return self.screen
+
+    def type(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            self.read()  # (a full terminal blocks the writer)
+            view = view[os.write(self.master, view[:1024]) :]
+
+    def close(self) -> int:
+        """Its exit code, once it has ended; what it printed stays in ``screen``."""
+        deadline = time.monotonic() + 30
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self.read()  # (its last words must not fill the terminal)
+        code = self.proc.wait(timeout=1)
+        self.read()
+        os.close(self.master)
+        self.master = -1
+        return code
+
+
+def test_attach_types_any_paste_and_goes_on_after_a_refusal(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """A paste whose characters straddle a read's end, a byte that is no UTF-8 and a
+    line longer than the terminal takes: each ended the attach (and lost the rest)."""
+    pasted = tmp_path / "pasted"
+    r = client.bash(f"cat > {pasted}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    person = _Person(state_dir, task_id)
+    try:
+        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        line = "a" + "é" * 30
+        person.type(f"{line}\r".encode() * 200)  # 12.6 KB: reads of 4096 bytes split "é"
+        wait_until(lambda: pasted.exists() and pasted.read_text().count("\n") == 200)
+        person.type(b"x" * 5000 + b"\r")  # refused whole: said, and the attach goes on
+        wait_until(lambda: b"[not typed:" in person.read())
+        person.type(b"caf\xe9\r\x04")  # Latin-1: U+FFFD; then Ctrl+D ends cat
+        assert person.close() == 0
+        assert b"ended: completed, exit code 0" in person.read()
+    finally:
+        if person.proc.poll() is None:
+            person.proc.kill()
+            person.proc.wait()
+    *lines, long = pasted.read_text().splitlines()
+    assert lines == [line] * 200
+    assert long.strip("x") == "caf\ufffd" and len(long) < 4096  # (typed up to the limit)
+
+
+def test_attach_to_an_ended_task_shows_its_end(client: Client, state_dir: Path) -> None:
+    r = client.bash("echo last words", interactive=True)
+    task_id = client.tasks()[-1].id
+    assert r.stdout == "last words"
+    person = _Person(state_dir, task_id)
+    assert person.close() == 0
+    screen = person.read()
+    assert b"last words" in screen and b"ended: completed, exit code 0" in screen
+    assert b"Cannot type" not in screen

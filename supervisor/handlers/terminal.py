@@ -69,11 +69,12 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     row = _row(ctx, p.task_id)
     _interactive(row)
     task = ctx.tasks.live.get(row.id)
-    if p.input is not None or p.resize is not None:
-        task = _running(ctx, p.task_id, "type into")
+    resize = p.resize if task is not None and not task.ended.done() else None
+    if p.input or resize is not None:  # (an ended task's terminal has no size to set:
+        task = _running(ctx, p.task_id, "type into")  # a person attaching sees its end)
         link = _terminal(task)
-        if p.resize is not None:
-            await _typed(ctx, task, link.resize(*p.resize))
+        if resize is not None:
+            await _typed(ctx, task, link.resize(*resize))
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
     path = row.output_path
