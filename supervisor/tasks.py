@@ -36,6 +36,7 @@ from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
 from wave_bash.api.permissions import Decision
 from wave_bash.api.protocol import RunParams
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
+from wave_bash.api.units import parse_duration
 from wave_bash.worker import (
     CgroupTracker,
     ExitRecord,
@@ -476,6 +477,9 @@ class TaskManager:
             raise InvalidInputError("terminal_size is only for interactive commands")
         if p.interactive and sys.platform == "win32":
             raise InvalidInputError("interactive commands need a pseudo-terminal (POSIX hosts)")
+        if p.interactive and INPUT_QUIET_ENV in p.env:  # the terminal host reads seconds
+            quiet = _quiet_seconds(p.env[INPUT_QUIET_ENV])
+            p = p.model_copy(update={"env": {**p.env, INPUT_QUIET_ENV: quiet}})
         if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
                 if os.path.isabs(p.cwd) and os.path.exists(p.cwd):
@@ -1290,6 +1294,22 @@ class TaskManager:
         for task in tasks:
             if task.ended.done():
                 self._after_end(task)
+
+
+INPUT_QUIET_ENV = "WAVE_INPUT_QUIET_S"
+"""Quiet seconds before a blocked read counts as waiting for input (SPEC CF19)."""
+
+
+def _quiet_seconds(text: str) -> str:
+    """``WAVE_INPUT_QUIET_S`` as plain seconds (a duration: ``1``, ``0.5``, ``2s``).
+
+    Raises:
+        InvalidInputError: not a duration, naming the variable.
+    """
+    try:
+        return repr(parse_duration(text))
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{INPUT_QUIET_ENV}: {exc}") from None
 
 
 def _check_environment_string(command: str) -> None:

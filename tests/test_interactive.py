@@ -597,3 +597,19 @@ def test_attach_to_an_ended_task_shows_its_end(client: Client, state_dir: Path) 
     screen = person.read()
     assert b"last words" in screen and b"ended: completed, exit code 0" in screen
     assert b"Cannot type" not in screen
+
+
+@pytest.mark.parametrize("quiet", ["2s", "abc", "nan", "-5"])
+def test_the_quiet_period_is_a_duration(state_dir: Path, quiet: str) -> None:
+    """`WAVE_INPUT_QUIET_S` takes durations as every setting does (`2s`); anything else
+    refuses the command naming the variable (the terminal host printed a traceback as
+    the command's output)."""
+    client = Client(state_dir=state_dir, env={**os.environ, "WAVE_INPUT_QUIET_S": quiet})
+    if quiet == "2s":
+        r = client.bash("read -p 'Q? ' x", timeout=LONG, interactive=True)
+        assert r.waiting_for_input and r.stdout == "Q? "
+        client.task_stop(r.background_task_id or "")
+        return
+    r = client.bash("read -p 'Q? ' x", timeout=LONG, interactive=True)
+    assert not r.success and "WAVE_INPUT_QUIET_S: a duration must be" in (r.error or "")
+    assert client.tasks() == []  # nothing ran
