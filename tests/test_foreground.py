@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -310,20 +311,31 @@ def test_bad_session_names_are_rejected(state_dir: Path, session: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "given"),
     [
-        "ls /nonexistent-dir",
-        "no-such-program-x arg",  # (bash's own message, not exec's)
-        "cd /tmp",  # builtins stay builtins
-        "echo plain words: a=b c,d @e %f +g",
-        "sleep 0",
-        "noshebang-x one",  # a script without `#!` still runs (as bash runs it)
-        "sleep-fn 0",  # an exported function of the caller, not a program
+        ("ls /nonexistent-dir", {}),
+        ("no-such-program-x arg", {}),  # (bash's own message, not exec's)
+        ("cd /tmp", {}),  # builtins stay builtins
+        ("echo plain words: a=b c,d @e %f +g", {}),
+        ("sleep 0", {}),
+        ("noshebang-x one", {}),  # a script without `#!` still runs (as bash runs it)
+        ("sleep-fn 0", {}),  # an exported function of the caller, not a program
+        # found by a review: the caller's environment must not change what runs
+        ("cd /tmp && pwd", {"__wave_x": "ls"}),
+        ("sleep 0; echo two", {"__wave_x": "sleep"}),
+        ("cd /tmp", {"BASH_CMDS": "x"}),  # (a string, not bash's table)
+        ("sleep-fn 0", {"BASH_CMDS": "x"}),
+        ("dollar0-x", {"PATH": "bin:/usr/bin:/bin"}),  # `$0` as the relative PATH has it
     ],
 )
 @pytest.mark.parametrize("tracking", ["cgroup", "process"])
 def test_a_plain_program_runs_as_under_bash_c(
-    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, tracking: str
+    state_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    given: dict[str, str],
+    tracking: str,
 ) -> None:
     """A command that is one program and plain words is exec'd by its job (a process
     fewer): what it prints and its status are what `bash -c` gives."""
@@ -332,12 +344,14 @@ def test_a_plain_program_runs_as_under_bash_c(
     bin_dir.mkdir()
     (bin_dir / "noshebang-x").write_text('echo "no shebang: $0 $1"\n')
     (bin_dir / "sleep-fn").write_text("#!/bin/sh\necho the program, not the function\n")
+    (bin_dir / "dollar0-x").write_text('#!/bin/sh\necho "I am $0"\n')
     for script in bin_dir.iterdir():
         script.chmod(0o755)
     env = {
         **os.environ,
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "BASH_FUNC_sleep-fn%%": '() { echo "the function $1"; }',
+        **given,
     }
     expected = subprocess.run(
         ["bash", "-c", command], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=30
@@ -410,3 +424,16 @@ def test_a_plain_program_is_its_tasks_job(
 )
 def test_which_commands_are_one_plain_program(command: str, program: str | None) -> None:
     assert direct_program(command) == program
+
+
+def test_setsid_program_leaves_it_running_as_under_a_group_leading_bash_c(
+    client: Client,
+) -> None:
+    """The exec'd program leads the task's process group, as a `bash -c` that leads its
+    own does: `setsid` forks, returns, and the result says what it left running."""
+    t = time.monotonic()
+    r = client.bash("setsid sleep 30")
+    assert (r.exit_code, time.monotonic() - t < 20) == (0, True)
+    assert "1 process it started is still running" in r.message
+    task_id = client.tasks()[-1].id
+    assert client.task_stop(task_id).stopped_processes == 1

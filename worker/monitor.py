@@ -88,13 +88,19 @@ them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
 # The job runs its command as `bash -c` would (`$1`, with the caller's options `$2`); a
 # command that is one program and its plain words (`$3`: the program's name, see
 # :func:`direct_program`) it execs, as `bash -c` execs the last simple command: a process
-# fewer per task. Only a program found on PATH (`hash` lists no builtin, function or
-# keyword; bash 4+), and with none of the caller's options, which would trace or
-# change the line. Its environment's `_` is the program's path, as bash gives it.
+# fewer per task. Only a program found on PATH at an absolute path (`hash` lists no
+# builtin, function or keyword; bash 5+, where `BASH_CMDS` is bash's table, not a
+# string from the caller's environment; a relative PATH entry would change the `$0` it
+# gets; then it is forgotten again: a hashed path is what bash would run), and with
+# none of the caller's options, which would trace or change the line.
+# Its environment's `_` is the program's path, as bash gives it. The program leads the
+# job's process group, as under a `bash -c` that leads its own (`setsid PROGRAM` forks).
 _RUN = (
-    'if [[ -n $3 && -z $2 ]] && ((BASH_VERSINFO[0] >= 4)) && \\builtin hash -- "$3" 2>/dev/null '
-    '&& [[ -n ${BASH_CMDS[$3]-} ]]; then \\builtin set -- "$1" "${BASH_CMDS[$3]}"; '
-    '\\builtin eval "_=\\$2 \\builtin exec $1"; else \\builtin eval "\\builtin set --; $2$1"; fi'
+    "if [[ -n $3 && -z $2 ]] && ((BASH_VERSINFO[0] >= 5)) && [[ ${BASH_CMDS@a} == *A* ]] "
+    '&& \\builtin hash -- "$3" 2>/dev/null && [[ ${BASH_CMDS[$3]-} == /* ]]; then '
+    '\\builtin set -- "$1" "${BASH_CMDS[$3]}"; \\builtin eval "_=\\$2 \\builtin exec $1"; '
+    'else [[ -z $3 ]] || \\builtin hash -d -- "$3" 2>/dev/null; '
+    '\\builtin eval "\\builtin set --; $2$1"; fi'
 )
 
 
@@ -236,8 +242,7 @@ def monitor_instructions(
     program = None if windows else direct_program(command)
     text = (  # (the first line is empty: see BASH_JOINED_MONITOR_SCRIPT)
         f"\n__wave_cwd={shlex.quote(cwd)}\n__wave_pre={shlex.quote(prelude)}\n"
-        f"__wave_cmd={shlex.quote(command)}\n{f'__wave_x={program}' + chr(10) if program else ''}"
-        f"{GO_MARK}\n"
+        f"__wave_cmd={shlex.quote(command)}\n__wave_x={program or ''}\n{GO_MARK}\n"
     )
     return text.encode("utf-8", "surrogateescape")  # paths may hold undecodable bytes
 
