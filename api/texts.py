@@ -169,7 +169,7 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     if data.get("waitingForInput"):
         state += "; waiting for input (answer with TaskInput)"
     elif tool == "TaskInput" and status == TaskStatus.RUNNING:  # its timeout passed
-        state += "; still working, not waiting for input (TaskOutput reads what comes next)"
+        state += "; no prompt before the timeout (TaskOutput waits for the next one, or the end)"
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
     stopped = int(data.get("stoppedProcesses") or 0)

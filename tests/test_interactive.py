@@ -477,13 +477,14 @@ def test_a_command_that_replaces_its_socket(client: Client, state_dir: Path) -> 
 
 
 def test_task_input_whose_timeout_passes_mid_command_says_so(client: Client) -> None:
-    """The answer started a long step: the TaskInput text says the command works on and
-    is not waiting, and where its next output will be read."""
+    """The answer started a long step: the TaskInput text says no prompt came before
+    the timeout, and that TaskOutput waits for the next one (it did not always know the
+    command was not waiting: a timeout under the quiet period cannot see a prompt)."""
     r = client.bash("read -p 'go? ' x; sleep 30; echo done", interactive=True, timeout=LONG)
     task_id = r.background_task_id or ""
     data = client.call_tool("TaskInput", {"task_id": task_id, "input": "y\n", "timeout": 300})
     text = texts.tool_result_text("TaskInput", data)
-    assert "Status: running; still working, not waiting for input (TaskOutput" in text, text
+    assert "Status: running; no prompt before the timeout (TaskOutput waits" in text, text
     client.task_stop(task_id)
 
 
