@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,6 +45,12 @@ WRAPPERS = frozenset({
 """Commands that run the rest of their words as the command."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
+_SHELL_NAME = re.compile(r"(?:(?:ba|rba|z|da|k|mk|pdk|a|c|tc|ya|po)?sh|fish|ksh93)[-._0-9]*")
+"""A shell's base name, versioned too (``zsh5``, ``bash-5.2``): ``ssh`` is none."""
+
+
+def _is_shell(name: str) -> bool:
+    return _SHELL_NAME.fullmatch(os.path.basename(name)) is not None
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
@@ -91,10 +98,10 @@ class ParsedCommand:
     are then known only as it runs."""
     computed_writes: tuple[str, ...] = ()
     """Those of ``writes`` expanded as it runs (``$dir/f``, ``{/etc/passwd,}``, a glob)."""
-    reads_files: bool = False
-    """Whether a redirection opens a file for reading (``3< f``, ``< f``): a write to that
-    descriptor's path (``/dev/fd/3``, ``/dev/stdin``) then opens the same file again, for
-    writing."""
+    reads: tuple[str | None, ...] = ()
+    """Files its redirections open for reading (``3< f``, ``< f``; None: known only as it
+    runs, a sourced file's too): a write to a descriptor's path (``/dev/fd/3``,
+    ``/dev/stdin``) opens such a file again, for writing."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,11 @@ SAFE_ASSIGNMENTS = frozenset({
 """Variables that only change how a program talks, stripped before matching with literal
 values (``LC_*`` too). Any other (``GIT_CONFIG_*``, ``LD_PRELOAD``, ``BASH_ENV``,
 ``PATH``) changes what runs: it stays part of the command's text."""
+_HOME_READ = re.compile(r"\$HOME\b|\$\{HOME\}")
+"""``HOME`` read as it is (``"$HOME/.local/bin"``), which sets nothing."""
+SOURCED_VARIABLES = frozenset({"BASH_ENV", "ENV"})
+"""Variables naming a file the shells a command starts run first."""
+ALIAS_PROBLEM = "an alias changes what its word runs"
 VARIABLE_SETTERS = frozenset({
     "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile",
     "readarray", "getopts", "wait", "let",
@@ -155,6 +167,24 @@ NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
 ARITHMETIC_PROBLEM = (
     "arithmetic on a variable, whose value could hide a command (`a='x[$(cmd)]'; ((a))`)"
 )
+
+
+BRACKET_PROBLEM = "a `[ … > … ]` test: bash reads its `>` or `<` as a redirection"
+
+
+def _redirects_in_brackets(node: Any) -> bool:
+    """Whether a ``[ … ]`` test (not ``[[ … ]]``) holds an unquoted ``>`` or ``<``: the
+    grammar reads a comparison, bash a redirection (``[ x > /etc/passwd ]`` writes it)."""
+    if not node.children or node.children[0].type != "[":
+        return False
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if not child.is_named and child.type in (">", ">>", "<", ">|", "&>", "&>>", "<>"):
+            return True
+        if child.type not in ("string", "raw_string", "command_substitution"):
+            stack += child.children
+    return False
 
 
 HEREDOC_PROBLEM = "a here-document whose expansions cannot be checked (`` `cmd` `` in it)"
@@ -225,9 +255,9 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
         walker.moves,
-        walker.sets_home or "HOME" in source,
+        walker.sets_home or "HOME" in _HOME_READ.sub("", source),
         tuple(dict.fromkeys(walker.computed_writes)),
-        walker.reads_files,
+        tuple(dict.fromkeys(walker.reads)),
     )
 
 
@@ -248,7 +278,7 @@ class _Walker:
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
-        self.reads_files = False
+        self.reads: list[str | None] = []
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -276,6 +306,8 @@ class _Walker:
                 self.redirect(node, data)
             elif kind == "expansion" and self._evaluating_expansion(node, data):
                 self.problems.append("an expansion that evaluates a variable's value as code")
+            elif kind == "test_command" and _redirects_in_brackets(node):
+                self.problems.append(BRACKET_PROBLEM)
             elif kind == "heredoc_redirect" and _unchecked_heredoc(node, data):
                 self.problems.append(HEREDOC_PROBLEM)
             elif kind in ("word", "raw_string", "string", "concatenation"):
@@ -288,8 +320,12 @@ class _Walker:
                     self.problems.append(SUBSCRIPT_PROBLEM)
             elif kind == "comment" and _continued(_text(node, data)):
                 self.problems.append(CONTINUED_PROBLEM)  # (read two ways: see parse)
-            elif kind == "variable_assignment" and _text(node, data).split("=", 1)[0] in PROMPTS:
-                self.problems.append("a prompt variable runs the `$(…)` in its value")
+            elif kind == "variable_assignment":
+                assigned = _text(node, data).split("=", 1)[0].split("[", 1)[0].rstrip("+")
+                if assigned in PROMPTS:
+                    self.problems.append("a prompt variable runs the `$(…)` in its value")
+                elif assigned in SOURCED_VARIABLES:  # (`BASH_ENV=f bash -c …`: that shell
+                    self._sources_a_file()  # runs f first)
             if kind == "expansion" and _unread(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic and self._variable(node, data):
@@ -330,8 +366,9 @@ class _Walker:
             return not (special and _text(special[0], data) in NUMERIC_SPECIALS)
         if kind in ("variable_name", "expansion"):
             return True
-        if kind == "word":
-            return not _text(node, data).isdigit()
+        if kind == "word":  # (`${a[@]}` is every element: no arithmetic)
+            text = _text(node, data)
+            return not (text.isdigit() or text in ("@", "*"))
         return False
 
     @staticmethod
@@ -346,13 +383,26 @@ class _Walker:
         words = text.split()
         if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
             self.problems.append(ARITHMETIC_PROBLEM)
-        arguments = [  # (an assignment's name is plain text; its value sets no name)
-            _text(c.children[0], data) if c.type == "variable_assignment" else _literal(c, data)
-            for c in node.children[1:]
-            if c.is_named
-        ]
+        nameref = any(w.startswith("-") and "n" in w[1:] for w in words[1:])
+        arguments: list[str | None] = []
+        for child in node.children[1:]:
+            if child.type == "variable_assignment":  # its name is plain text; with `-n`
+                parts = [c for c in child.children if c.is_named]  # its value is a name
+                arguments.append(_text(parts[0], data))
+                if nameref and len(parts) > 1:
+                    arguments.append(_literal(parts[-1], data))
+            elif child.is_named:
+                arguments.append(_literal(child, data))
         self._may_set_home(arguments)
+        if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
+            self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
         self.commands.append(SimpleCommand(text))
+
+    def _sources_a_file(self) -> None:
+        """The command runs a file's code (``source``, a ``BASH_ENV``): it may set
+        ``HOME``, change directory and open descriptors, as it runs."""
+        self.sets_home = self.moves = True
+        self.reads.append(None)
 
     def _may_set_home(self, words: Sequence[str | None]) -> None:
         """Note a variable setter's words (literal, or None when computed): one that
@@ -367,10 +417,14 @@ class _Walker:
             self.problems.append("words after a redirection are not read as bash reads them")
         target = targets[0] if targets else None
         if operator == "<":
-            self.reads_files = True
-        if operator not in WRITE_OPERATORS or target is None or target.type == "number":
+            self.reads.append(None if target is None else _literal(target, data))
+        if operator not in WRITE_OPERATORS or target is None:
+            return
+        if target.type == "number" and operator == ">&":  # a descriptor (`>&2`), not a file
             return
         value = _literal(target, data)
+        if value is not None and value.startswith("~") and not _TILDE.match(_text(target, data)):
+            value = "./" + value  # (a quoted `~` is a name: `'~/f'` is in the directory)
         if value is None:
             self.writes.append(_text(target, data))
             self.computed_writes.append(self.writes[-1])
@@ -417,6 +471,8 @@ class _Walker:
                 options = values[start + 1 : start + 1 + skip]
                 assignments += [v for v in options if v is None or "=" in v]
                 self._may_set_home(options)  # (`env HO''ME=/etc sh -c …`, `env -u HOME`)
+                if any(v is None or v.split("=", 1)[0] in SOURCED_VARIABLES for v in options):
+                    self._sources_a_file()  # (the shells it starts run that file first)
             wrappers.append(wrapper)
             start += 1 + skip
         if any(a is not None and a.startswith("BASH_FUNC_") for a in assignments):
@@ -441,7 +497,9 @@ class _Walker:
         elif name in VARIABLE_SETTERS:
             self._may_set_home(rest)
         elif name in ("source", "."):  # the file may set anything
-            self.sets_home = True
+            self._sources_a_file()
+        if name == "alias" and any(w is None or "=" in w for w in rest):
+            self.problems.append(ALIAS_PROBLEM)
         script = rest[1:] if rest[:1] == ["--"] else rest
         if name in ("source", ".") and script and (script[0] is None or _reads_input(script[0])):
             self.problems.append(f"`{name}` runs a script it reads from its input")
@@ -486,7 +544,7 @@ class _Walker:
             self.computed_writes += inner.computed_writes
             self.moves = self.moves or inner.moves
             self.sets_home = self.sets_home or inner.sets_home
-            self.reads_files = self.reads_files or inner.reads_files
+            self.reads += inner.reads
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -584,8 +642,12 @@ def _squeeze(text: str) -> str:
 _PLAIN_WORD = re.compile(r"[^\s$`\\'\"*?\[\]{}~]*")
 _PATTERN = re.compile(r"(?<!\\)[*?\[]")
 """An unescaped glob character: the word becomes the names it matches."""
-_BRACES = re.compile(r"(?<!\\)\{[^{}'\"]*(?:,|\.\.)[^{}'\"]*\}")
-"""An unquoted brace expansion."""
+_BRACES = re.compile(r"(?<!\\)\{[^{}]*(?:,|\.\.)[^{}]*\}")
+"""A brace expansion (quotes may be inside: `{"/etc/passwd",}`; a quoted comma makes
+none, which counts as one all the same)."""
+_TILDE = re.compile(r"~[A-Za-z0-9._+-]*(/|$)")
+"""A word that starts with a tilde bash expands: its prefix up to the first slash
+unquoted."""
 
 
 def _literal(node: Any, data: bytes) -> str | None:
@@ -664,7 +726,19 @@ STDIN_PATHS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|thread-self|\d+)
 
 
 def _reads_input(path: str) -> bool:
-    return STDIN_PATHS.fullmatch(path) is not None
+    """Whether a script path is the shell's input, however spelled (``//dev/stdin``,
+    ``/dev/./stdin``), or something of its own process (``/proc/net/../fd/0``)."""
+    if path == "-":
+        return True
+    absolute = os.path.join("/", path) if path.startswith("/") else None
+    if absolute is None:
+        return False
+    normal = _normalized(absolute)
+    return (
+        STDIN_PATHS.fullmatch(normal) is not None
+        or _PER_PROCESS.search(absolute) is not None
+        or _followed(absolute) is None
+    )
 
 
 def _short_options(word: str, with_value: str) -> list[str]:
@@ -749,7 +823,7 @@ def _nested_script(name: str, rest: Sequence[str | None]) -> str | None:
     if name == "eval":
         rest = rest[1:] if rest[:1] == ["--"] else rest
         return "" if any(w is None for w in rest) else " ".join(w or "" for w in rest)
-    if os.path.basename(name) not in SHELLS:
+    if not _is_shell(name):
         return None
     i = 0
     while i < len(rest):
@@ -934,15 +1008,26 @@ class RuleSet:
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
-        moves = parsed.moves
-        for target in parsed.writes:
+
+        def paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
+            if target is None or target in parsed.computed_writes:
+                return None
             # After a `cd` in the same command a relative target is in a directory only
-            # known as it runs.
+            # known as it runs; a `~/` one of a command that may set HOME too.
             relative = not target.startswith(("/", "~"))
-            # A `~/` target of a command that may set HOME: known as it runs.
             homed = target.startswith("~") and parsed.sets_home
-            computed = (moves and relative) or homed or target in parsed.computed_writes
-            paths = None if computed else _write_paths(target, cwd, home, parsed.reads_files)
+            return None if (parsed.moves and relative) or homed else (
+                _write_paths(target, cwd, home, reopens)
+            )  # fmt: skip
+
+        # Writing a descriptor's path opens what it is again: one of the files opened for
+        # reading, which must then be one a Write rule lets it write.
+        reopens = any(
+            (paths := paths_of(read)) is None or self._write(paths) is not None
+            for read in parsed.reads
+        )
+        for target in parsed.writes:
+            paths = paths_of(target, reopens)
             if paths is None:
                 if writes_ruled:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
@@ -1033,7 +1118,19 @@ def _write_paths(
     if _PER_PROCESS.search(path):
         return None  # (the command's own descriptors and directories, not ours)
     real = _followed(path)
-    return None if real is None else list(dict.fromkeys([written, _normalized(real)]))
+    if real is None or _has_other_names(real):
+        return None
+    return list(dict.fromkeys([written, _normalized(real)]))
+
+
+def _has_other_names(path: str) -> bool:
+    """Whether ``path`` is a file with hard links elsewhere (``ln /etc/passwd x``): one
+    of its names may be one a rule protects, and only the kernel knows them."""
+    try:
+        found = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_nlink > 1
 
 
 MAX_LINKS = 40
@@ -1049,6 +1146,8 @@ def _followed(path: str) -> str | None:
     left = [part for part in path.split("/") if part]
     links = 0
     while left:
+        if _IN_PROCESS.match(done):  # (reached through `..` or a link: `/proc/net`)
+            return None
         part = left.pop(0)
         if part == ".":
             continue
@@ -1067,7 +1166,11 @@ def _followed(path: str) -> str | None:
         if target.startswith("/"):
             done = "/"
         left[:0] = [p for p in target.split("/") if p]
-    return done
+    return None if _IN_PROCESS.match(done) else done
+
+
+_IN_PROCESS = re.compile(r"/proc/(self|thread-self|\d+)(/|$)")
+"""A resolved path in the process that opens it (or another's): not this process's."""
 
 
 _DESCRIPTOR = re.compile(

@@ -266,6 +266,73 @@ def test_a_link_to_something_of_the_commands_process_is_the_commands(tmp_path: P
     assert verdict("echo x > /dev/stdout 2> /dev/fd/2", rules, str(tmp_path)) == "allow"
 
 
+@pytest.mark.parametrize(
+    ("command", "cwd", "expected"),
+    [  # found by a third review: each was allowed, and bash wrote the protected file
+        ("declare -n r=HO\\ME; r=/etc; echo x > ~/passwd", "/work", "ask"),  # a nameref
+        ('x=HO; declare -n r="${x}ME"; r=/etc; echo x > ~/passwd', "/work", "ask"),
+        ("f() { local -n r=HO\\ME; r=/etc; echo x > ~/passwd; }; f", "/work", "ask"),
+        (
+            "shopt -s expand_aliases\nalias d=declare\nd HO\\ME=/etc\necho x > ~/passwd",
+            "/work",
+            "ask",
+        ),
+        ("echo x > /proc/sys/../self/cwd/passwd", "/etc", "ask"),  # `..` to /proc/self
+        ("exec 3</etc/passwd; echo x > /proc/net/../fd/3", "/work", "ask"),  # a link to self/
+        ("[ x > /etc/passwd ]", "/work", "ask"),  # a redirection to bash
+        ('echo x > {"/etc/passwd",}', "/work", "ask"),  # quotes inside the braces
+        (". ./env.sh; echo x > passwd", "/etc", "ask"),  # the file may `cd`
+        (". ./env.sh; echo x > /dev/fd/3", "/work", "ask"),  # … or open descriptors
+        ("BASH_ENV=./e bash -c 'echo x > passwd'", "/etc", "ask"),  # that shell runs ./e first
+        ("export BASH_ENV=./e; bash -c 'echo x > ~/passwd'", "/work", "ask"),
+        ("zsh5 -c 'echo x > /etc/passwd'", "/work", "deny"),  # a versioned shell's text
+        ("bash //dev/stdin <<< 'echo x > /etc/passwd'", "/work", "ask"),  # its input, spelled so
+        ("echo x > 3", "/etc", "deny"),  # a file named 3 (only `>&3` is a descriptor)
+        ("echo x 2>1", "/etc", "deny"),
+        ("echo x > '~/passwd'", "/etc", "deny"),  # a quoted `~` is a name in the directory
+        # still allowed (the first two asked before)
+        ('for x in "${arr[@]}"; do echo "$x"; done > out.txt', "/work", "allow"),
+        ('export PATH="$HOME/.local/bin:$PATH"; tool > ~/log.txt', "/work", "allow"),
+        ("sort < in.txt > /dev/stdout; wc -l < in.txt 2> /dev/stderr", "/work", "allow"),
+        ("echo x 2>&1 >&2", "/work", "allow"),
+    ],
+)
+def test_writes_a_third_review_got_past_a_write_rule(command: str, cwd: str, expected: str) -> None:
+    assert verdict(command, WRITES_DENIED, cwd) == expected
+
+
+def test_what_the_third_review_wrote_bash_does_write(tmp_path: Path) -> None:
+    """`[ x > f ]`, `> 3` and `> '~/f'` write files, as bash reads them."""
+    (tmp_path / "~").mkdir()
+    subprocess.run(
+        ["bash", "-c", "[ x > bracket ]; echo a > 3; echo b > '~/f'"], cwd=tmp_path, timeout=10
+    )
+    assert (tmp_path / "bracket").exists() and (tmp_path / "3").read_text() == "a\n"
+    assert (tmp_path / "~" / "f").read_text() == "b\n"
+
+
+def test_a_file_with_another_name_may_be_a_protected_one(tmp_path: Path) -> None:
+    """A hard link made earlier to a protected file: only the kernel knows its names."""
+    protected = tmp_path / "protected"
+    protected.mkdir()
+    (protected / "f").write_text("kept")
+    os.link(protected / "f", tmp_path / "alias")
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({protected}/**)"]}
+    assert verdict("echo x > alias", rules, str(tmp_path)) == "ask"
+    (tmp_path / "single").write_text("")
+    assert verdict("echo x > single", rules, str(tmp_path)) == "allow"
+
+
+def test_a_descriptor_reopens_only_what_was_read(tmp_path: Path) -> None:
+    """Writing `/dev/stdout` after `< file` asks only when that file is protected."""
+    protected = tmp_path / "protected"
+    protected.mkdir()
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({protected}/**)"]}
+    assert verdict("sort < in.txt > /dev/stdout", rules, str(tmp_path)) == "allow"
+    assert verdict("sort < protected/f > /dev/stdin", rules, str(tmp_path)) == "ask"
+    assert verdict('sort < "$f" > /dev/stdout', rules, str(tmp_path)) == "ask"
+
+
 def test_a_targets_home_is_the_commands(tmp_path: Path) -> None:
     rules = RuleSet.from_mapping(WRITES_DENIED)
     assert rules.decide(parse_command("echo x > ~/passwd"), "/work", "/etc").verdict == "deny"
