@@ -51,6 +51,8 @@ _SHELL_NAME = re.compile(r"(?:(?:ba|rba|z|da|k|mk|pdk|a|c|tc|ya|po)?sh|fish|ksh9
 
 def _is_shell(name: str) -> bool:
     return _SHELL_NAME.fullmatch(os.path.basename(name)) is not None
+
+
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
