@@ -584,9 +584,11 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
         if person.proc.poll() is None:
             person.proc.kill()
             person.proc.wait()
-    *lines, long = pasted.read_text().splitlines()
-    assert lines == [line] * 200
-    assert long.strip("x") == "caf\ufffd" and len(long) < 4096  # (typed up to the limit)
+    *lines, last = pasted.read_text().splitlines()
+    assert lines[:200] == [line] * 200
+    # What of the long line was typed depends on how the reads cut it: up to the limit.
+    assert all(set(x) == {"x"} and len(x) < 4096 for x in lines[200:])
+    assert last.strip("x") == "caf\ufffd" and len(last) < 4096
 
 
 def test_attach_to_an_ended_task_shows_its_end(client: Client, state_dir: Path) -> None:
