@@ -1141,9 +1141,10 @@ MAX_LINKS = 40
 
 def _followed(path: str) -> str | None:
     """Absolute ``path`` with each link followed as the kernel does (each before the
-    ``..`` after it); None when a link leads through something of the process that opens
-    it (``/proc/self/cwd``, ``/dev/stdout``: the command's, not this process's), or
-    links loop. What does not exist is taken as written."""
+    ``..`` after it); None when it reaches, at any step, something of the process that
+    opens it (``/proc/self``, ``/proc/PID``: through ``..`` or a link such as
+    ``/proc/net`` or ``/dev/stdout``; the command's, not this process's), or links loop.
+    What does not exist is taken as written."""
     done = "/"
     left = [part for part in path.split("/") if part]
     links = 0
