@@ -7,7 +7,8 @@ Every simple command counts on its own: those joined by ``&&``, ``||``, ``;``, `
 bodies and the literal text of ``bash -c``/``sh -c``/``eval``. Wrappers (``timeout``,
 ``time``, ``nice``, ``nohup``, ``stdbuf``, ``command``, ``env VAR=…``, ``exec``) and
 leading assignments are stripped before matching, so ``timeout 5 git push`` is checked as
-``git push``. A command that cannot be checked (a parse error, a command name computed at
+``git push``. What runners run (``sudo``, ``xargs``, ``uv run``, ``npx``, ``su -c``, see
+``api.runners``) is checked by deny and ask rules too. A command that cannot be checked (a parse error, a command name computed at
 run time, a ``bash -c`` of a computed string) is ``ask``: never allowed unseen.
 
 Rules: ``Bash`` or ``Bash(*)`` match every command; ``Bash(git push *)`` is a glob over
@@ -26,23 +27,27 @@ import json
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from .errors import InvalidInputError
+from .runners import (
+    ROOT_CHANGERS,
+    WRAPPERS,
+    program_commands,
+    program_scripts,
+    runner_commands,
+    short_options,
+    wrapper_arguments,
+)
 
 Verdict = Literal["allow", "ask", "deny"]
 VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
-WRAPPERS = frozenset({
-    "timeout", "time", "nice", "nohup", "stdbuf", "command", "env", "exec", "coproc", "builtin",
-    "setsid", "ionice",
-})  # fmt: skip
-"""Commands that run the rest of their words as the command."""
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
 _SHELL_NAME = re.compile(r"(?:(?:ba|rba|z|da|k|mk|pdk|a|c|tc|ya|po)?sh|fish|ksh93)[-._0-9]*")
@@ -139,6 +144,8 @@ def _parser() -> Any:
 
 MAX_NESTING = 8
 """How deep ``bash -c 'bash -c …'`` is followed before it counts as unknowable."""
+MAX_RUNNER_READINGS = 64
+"""Readings of the commands runners run, at most, in one command (see ``_Walker``)."""
 MAX_CHECKED_CHARS = 256 * 1024
 """A longer command is not parsed: it cannot be checked (ask)."""
 
@@ -161,9 +168,6 @@ VARIABLE_SETTERS = frozenset({
 })  # fmt: skip
 """Builtins that set (or unset) variables named by their words: one given ``HOME``, or a
 word computed at run time, may move ``~`` (``wait -p``, ``printf -v``, ``let``)."""
-RUNNERS = frozenset({"sudo", "doas", "xargs", "watch", "find", "busybox"})
-"""Commands that run another command given in their words: it is a variant, checked by
-deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
 ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
 ARITHMETIC_PROBLEM = (
@@ -273,7 +277,10 @@ def _joined_lines(source: str) -> str:
 
 
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, readings: list[int] | None = None) -> None:
+        self.readings = [0] if readings is None else readings
+        """Runners' commands read so far, shared with the walkers reading them: each way
+        a runner's options can be read is a reading, and nested runners multiply them."""
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
         self.computed_writes: list[str] = []
@@ -461,9 +468,9 @@ class _Walker:
         start = 0
         while start < len(values) and values[start] in WRAPPERS:
             wrapper = values[start] or ""
-            skip = _wrapper_arguments(wrapper, values[start + 1 :])
+            skip = wrapper_arguments(wrapper, values[start + 1 :])
             if wrapper == "env" and any(
-                o is None or o.startswith("--split-string") or "-S" in _short_options(o, "uCS")
+                o is None or o.startswith("--split-string") or "-S" in short_options(o, "uCS")
                 for o in values[start + 1 : start + 1 + (skip or len(values))]
             ):
                 self.problems.append("`env -S` runs a command line given as text")
@@ -505,9 +512,9 @@ class _Walker:
         script = rest[1:] if rest[:1] == ["--"] else rest
         if name in ("source", ".") and script and (script[0] is None or _reads_input(script[0])):
             self.problems.append(f"`{name}` runs a script it reads from its input")
-        elif name == "hash" and any(w is None or "-p" in _short_options(w, "pt") for w in rest):
+        elif name == "hash" and any(w is None or "-p" in short_options(w, "pt") for w in rest):
             self.problems.append("`hash -p` makes a name run another program")
-        elif name == "enable" and any(w is None or "-f" in _short_options(w, "f") for w in rest):
+        elif name == "enable" and any(w is None or "-f" in short_options(w, "f") for w in rest):
             self.problems.append("`enable -f` loads a builtin from a file")
         for code in _code_arguments(name, rest):
             if code is None:
@@ -536,7 +543,7 @@ class _Walker:
             variants.append(" ".join([base, *shown[start + 1 :]]))
         if base == "git" and (skip := _git_options(values[start + 1 :])):
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
-        for words, texts, appended in _runner_commands(
+        for words, texts, appended in runner_commands(
             base, values[start + 1 :], shown[start + 1 :]
         ):  # read as a command of its own: wrappers, `sh -c`, computed words and all
             inner = _Walker()
@@ -550,9 +557,46 @@ class _Walker:
             for command in inner.commands:
                 variants += [command.text, *command.variants]
                 opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
+        after = values[start + 1 :]
+        starts = program_commands(base, after)
+        if starts is None:
+            self.problems.append(f"`{base}`'s options leave too many readings of its command")
+        for index in starts or ():  # `uv run …`, `npx …`, `strace …`: read as above
+            self.readings[0] += 1
+            if self.readings[0] > MAX_RUNNER_READINGS:
+                self.problems.append("runners nested in too many ways to check")
+                break
+            inner = _Walker(self.readings)
+            inner.simple(list(after[index:]), list(shown[start + 1 + index :]), [], depth + 1)
+            self._take_runner(inner, base, variants, opens)
+        for code in program_scripts(base, after, max(starts or (), default=len(after))):
+            if code is None:
+                self.problems.append(f"`{base}` runs text computed at run time")
+                continue
+            inner = _Walker(self.readings)  # `su -c TEXT`, `flock FILE -c TEXT`
+            inner.parse(code, depth + 1)
+            self._take_runner(inner, base, variants, opens)
         self.commands.append(
             SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
         )
+
+    def _take_runner(
+        self, inner: _Walker, name: str, variants: list[str], opens: list[str]
+    ) -> None:
+        """Take in what a program runner or wrapper runs, read by ``inner``: its commands
+        are variants of the runner's; its writes count, computed unless the target is
+        absolute and the runner keeps the file system (``uv run``, ``su``, ``direnv exec``
+        may change the directory or ``HOME`` the command sees, ``chroot`` the root)."""
+        self.problems += inner.problems
+        for target in inner.writes:
+            self.writes.append(target)
+            if name in ROOT_CHANGERS or not target.startswith("/"):
+                self.computed_writes.append(target)
+        self.computed_writes += inner.computed_writes
+        self.reads += inner.reads
+        for command in inner.commands:
+            variants += [command.text, *command.variants]
+            opens += command.open_prefixes
 
 
 def _literal_assignment(node: Any, data: bytes) -> str | None:
@@ -570,67 +614,6 @@ def _literal_assignment(node: Any, data: bytes) -> str | None:
 def _harmless(assignment: str) -> bool:
     name = assignment.split("=", 1)[0]
     return name in SAFE_ASSIGNMENTS or name.startswith("LC_")
-
-
-XARGS_OPTIONS_WITH_VALUE = frozenset({
-    "-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter",
-    "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
-    "--process-slot-var",
-})  # fmt: skip
-WATCH_OPTIONS_WITH_VALUE = frozenset({"-n", "--interval", "-q", "--equexit"})
-SUDO_OPTIONS_WITH_VALUE = frozenset({
-    "-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user", "--group", "--host",
-    "--prompt", "--close-from", "--chdir", "--chroot", "--command-timeout", "--other-user",
-})  # fmt: skip
-
-
-RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE, "watch": WATCH_OPTIONS_WITH_VALUE}
-"""A runner's options that take the next word (sudo's and doas's otherwise)."""
-
-
-def _runner_commands(
-    name: str, rest: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[list[str | None], list[str], bool]]:
-    """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs: their words
-    (None: known only at run time, such as ``{}``, which ``find`` and ``xargs -I`` fill
-    in) and whether the runner appends more words (``xargs``)."""
-    if name not in RUNNERS:
-        return []
-    if name == "find":
-        found = []
-        for i, word in enumerate(rest):
-            if word in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
-                words = [None if w is None or "{}" in w else w for w in rest[i + 1 : end]]
-                if words:
-                    found.append((words, list(shown[i + 1 : end]), False))
-        return found
-    takes_value = RUNNER_OPTIONS_WITH_VALUE.get(name, SUDO_OPTIONS_WITH_VALUE)
-    i, placeholder = 0, None
-    while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
-        if word == "--":
-            i += 1
-            break
-        flag = word.split("=", 1)[0]
-        if name == "xargs":  # -I R, -IR, -i[R], --replace[=R]: R in a word is filled in
-            if word.startswith("-I"):
-                given = word[2:] or (rest[i + 1] if i + 1 < len(rest) else "{}")
-                placeholder = given if given is not None else ""  # computed: any word
-            elif word.startswith("-i"):
-                placeholder = word[2:] or "{}"
-            elif flag == "--replace":
-                placeholder = word.split("=", 1)[1] if "=" in word else "{}"
-        letters = "".join(o[1] for o in takes_value if len(o) == 2)
-        if word.startswith("--"):
-            i += 1 if ("=" in word or flag not in takes_value) else 2
-        else:  # grouped short options: `-rn 1`, `-Eu root`, `-uroot`
-            i += 2 if _takes_next_word(word, letters) else 1
-    if i < len(rest) and rest[i] is None:  # a runner option computed at run time
-        return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
-    if i >= len(shown):
-        return []
-    words = [None if w is None or (placeholder and placeholder in w) else w for w in rest[i:]]
-    return [(words, list(shown[i:]), name == "xargs")]
 
 
 def _text(node: Any, data: bytes) -> str:
@@ -677,51 +660,6 @@ def _literal(node: Any, data: bytes) -> str | None:
     return None
 
 
-def _wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
-    """How many words after ``wrapper`` belong to it (the command follows), or None when
-    it runs no command of its own (``command -v``, a bare ``env``)."""
-    i = 0
-
-    def option_value(options_with_value: Iterable[str]) -> None:
-        nonlocal i
-        while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
-            if word == "--":
-                i += 1
-                return
-            flag = word.split("=", 1)[0]
-            i += 2 if flag in options_with_value and "=" not in word else 1
-
-    match wrapper:
-        case "timeout":
-            option_value({"-s", "--signal", "-k", "--kill-after"})
-            i += 1  # the duration
-        case "time":
-            option_value(())
-        case "nice":
-            option_value({"-n", "--adjustment"})
-        case "stdbuf":
-            option_value({"-i", "-o", "-e", "--input", "--output", "--error"})
-        case "nohup" | "exec" | "coproc" | "builtin":
-            option_value({"-a"})
-        case "setsid":
-            option_value(())
-        case "ionice":
-            if any(w is None or w.startswith(("-p", "-P", "-u", "--pid")) for w in rest):
-                return None  # `ionice -p PID`: it runs no command
-            option_value({"-c", "--class", "-n", "--classdata"})
-        case "command":
-            if i < len(rest) and rest[i] in ("-v", "-V"):
-                return None
-            option_value(())
-        case "env":
-            option_value({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
-            while i < len(rest) and ((word := rest[i]) is None or "=" in word):
-                i += 1
-        case _:
-            return None
-    return i if i < len(rest) else None
-
-
 SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 STDIN_PATHS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|thread-self|\d+)/fd/\d+")
 """A script path that is the shell's own input (a pipe, a here-string, a heredoc)."""
@@ -743,26 +681,6 @@ def _reads_input(path: str) -> bool:
     )
 
 
-def _short_options(word: str, with_value: str) -> list[str]:
-    """The options of a word of grouped short options (``-rn`` is ``-r -n``), up to the
-    first that takes a value (the rest of the word, or the next one); none for another
-    word (``--long``, an operand)."""
-    if not word.startswith("-") or word.startswith("--") or len(word) < 2:
-        return []
-    found = []
-    for letter in word[1:]:
-        found.append(f"-{letter}")
-        if letter in with_value:
-            break
-    return found
-
-
-def _takes_next_word(word: str, with_value: str) -> bool:
-    """Whether a word of grouped short options ends with one that takes the next word."""
-    options = _short_options(word, with_value)
-    return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
-
-
 def _changes_directory(
     name: str, wrappers: Sequence[str], before: Sequence[str | None], rest: Sequence[str | None]
 ) -> bool:
@@ -771,7 +689,7 @@ def _changes_directory(
     if name in DIRECTORY_CHANGES:
         return True
     words = [*before, *rest]
-    chdir = any(w is not None and (w.startswith("--chdir") or "-C" in _short_options(w, "uCS"))
+    chdir = any(w is not None and (w.startswith("--chdir") or "-C" in short_options(w, "uCS"))
                 for w in words)  # fmt: skip
     if chdir and ("env" in wrappers or name == "env"):
         return True
@@ -808,7 +726,7 @@ def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
     if name in ("mapfile", "readarray"):
         found: list[str | None] = []
         for i, word in enumerate(words):
-            if word is not None and _short_options(word, "dnOsuCc")[-1:] == ["-C"]:
+            if word is not None and short_options(word, "dnOsuCc")[-1:] == ["-C"]:
                 value = word[word.index("C") + 1 :]
                 if value or i + 1 < len(words):
                     found.append(value or words[i + 1])

@@ -301,6 +301,59 @@ def test_writes_a_third_review_got_past_a_write_rule(command: str, cwd: str, exp
     assert verdict(command, WRITES_DENIED, cwd) == expected
 
 
+@pytest.mark.parametrize(
+    ("command", "rules", "expected"),
+    [  # each ran `rm` past `Bash(rm *)`, or wrote past `Write(/etc/**)`, with `Bash(*)`
+        ("uv run rm -rf build", DENY_LIST, "deny"),  # project runners
+        ("uv run --with requests rm -rf build", DENY_LIST, "deny"),  # an option's value?
+        ("uv --directory sub run -- rm x", DENY_LIST, "deny"),
+        ("uvx --from pkg rm x", DENY_LIST, "deny"),
+        ("uv tool run rm x", DENY_LIST, "deny"),
+        ("poetry run rm x", DENY_LIST, "deny"),
+        ("pipenv run sh -c 'rm x'", DENY_LIST, "deny"),
+        ("npx -y rm x", DENY_LIST, "deny"),
+        ("npm exec -- rm x", DENY_LIST, "deny"),
+        ("pnpm dlx rm x", DENY_LIST, "deny"),
+        ("bundle exec rm x", DENY_LIST, "deny"),
+        ("conda run -n env rm x", DENY_LIST, "deny"),
+        ("direnv exec . rm x", DENY_LIST, "deny"),
+        ("nix develop .#shell -c rm x", DENY_LIST, "deny"),
+        ("mise exec node@20 -- rm x", DENY_LIST, "deny"),
+        ("flock /tmp/l rm x", DENY_LIST, "deny"),  # wrappers
+        ("flock -w 5 /tmp/l rm x", DENY_LIST, "deny"),
+        ("strace -f -o trace.txt rm x", DENY_LIST, "deny"),
+        ("taskset -c 0 rm x", DENY_LIST, "deny"),
+        ("chroot / rm x", DENY_LIST, "deny"),
+        ("unshare -r rm x", DENY_LIST, "deny"),
+        ("systemd-run --user rm x", DENY_LIST, "deny"),
+        ("su -c 'rm x'", DENY_LIST, "deny"),  # shell code as an option's value
+        ("su -lc 'rm x' root", DENY_LIST, "deny"),
+        ("runuser -u nobody -- rm x", DENY_LIST, "deny"),
+        ("script -qc 'rm x' /dev/null", DENY_LIST, "deny"),
+        ("flock /tmp/l -c 'rm x'", DENY_LIST, "deny"),
+        ("nix-shell -p hello --run 'rm x'", DENY_LIST, "deny"),
+        ('uv run "$TOOL" x', DENY_LIST, "ask"),  # what it runs is known only as it runs
+        ('su -c "$CODE"', DENY_LIST, "ask"),
+        ("flock /tmp/l bash -c 'echo x > /etc/passwd'", WRITES_DENIED, "deny"),
+        ("uv run sh -c 'echo x > /etc/passwd'", WRITES_DENIED, "deny"),
+        ("su -c 'echo x > ~/passwd'", WRITES_DENIED, "ask"),  # another HOME
+        ("uv run --directory /etc sh -c 'echo x > passwd'", WRITES_DENIED, "ask"),
+        ("chroot /srv sh -c 'echo x > /tmp/f'", WRITES_DENIED, "ask"),  # another root
+        # still allowed
+        ("uv run pytest -k rm", DENY_LIST, "allow"),  # `rm` is pytest's
+        ("uv run --python 3.12 pytest -x > out.txt", WRITES_DENIED, "allow"),
+        ("npx prettier --write . && uv pip install x", DENY_LIST, "allow"),
+        ('flock "$LOCK" make', DENY_LIST, "allow"),  # a computed operand, not the command
+        ("strace -f make", {"allow": ["Bash(strace *)"], "deny": ["Bash(rm *)"]}, "allow"),
+        ("uv run rm x", {"allow": ["Bash(rm *)"]}, "ask"),  # allowing rm is not allowing uv
+    ],
+)
+def test_what_runners_and_wrappers_run_is_checked(
+    command: str, rules: dict[str, list[str]], expected: str
+) -> None:
+    assert verdict(command, rules) == expected
+
+
 def test_what_the_third_review_wrote_bash_does_write(tmp_path: Path) -> None:
     """`[ x > f ]`, `> 3` and `> '~/f'` write files, as bash reads them."""
     (tmp_path / "~").mkdir()
@@ -460,6 +513,10 @@ def test_huge_and_deep_commands_are_checked_quickly() -> None:
     assert verdict("echo " + "a" * 150_000 + " rm -rf", rules) == "deny"  # RE2: linear
     assert verdict("$(" * 3000 + "true" + ")" * 3000, rules) == "ask"  # no recursion limit
     assert time.monotonic() - t < 20
+    t = time.monotonic()  # each reading of a runner's options is followed: nested, they multiply
+    assert verdict("npx -y " * 14 + "echo x", DENY_LIST) == "ask"
+    assert verdict("npx -y " * 5 + "rm -rf x", DENY_LIST) == "deny"
+    assert time.monotonic() - t < 2
 
 
 def test_allow_everything_still_checks_deny_rules_on_computed_commands() -> None:
