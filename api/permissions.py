@@ -35,10 +35,10 @@ from typing import Any, Literal
 
 from .errors import InvalidInputError
 from .runners import (
-    ROOT_CHANGERS,
+    COMMAND_RUNNERS,
     WRAPPERS,
-    program_commands,
-    program_scripts,
+    Place,
+    read_runner,
     runner_commands,
     short_options,
     wrapper_arguments,
@@ -543,60 +543,74 @@ class _Walker:
             variants.append(" ".join([base, *shown[start + 1 :]]))
         if base == "git" and (skip := _git_options(values[start + 1 :])):
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
-        for words, texts, appended in runner_commands(
-            base, values[start + 1 :], shown[start + 1 :]
-        ):  # read as a command of its own: wrappers, `sh -c`, computed words and all
-            inner = _Walker()
-            inner.simple(words, texts, [], depth + 1)
-            self.problems += inner.problems
-            self.writes += inner.writes  # (`sudo sh -c 'echo x > /etc/f'`)
-            self.computed_writes += inner.computed_writes
-            self.moves = self.moves or inner.moves
-            self.sets_home = self.sets_home or inner.sets_home
-            self.reads += inner.reads
-            for command in inner.commands:
-                variants += [command.text, *command.variants]
-                opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
-        after = values[start + 1 :]
-        starts = program_commands(base, after)
-        if starts is None:
-            self.problems.append(f"`{base}`'s options leave too many readings of its command")
-        for index in starts or ():  # `uv run …`, `npx …`, `strace …`: read as above
-            self.readings[0] += 1
-            if self.readings[0] > MAX_RUNNER_READINGS:
-                self.problems.append("runners nested in too many ways to check")
+        after, after_shown = values[start + 1 :], shown[start + 1 :]
+        chroot = base in ("sudo", "doas") and any(
+            w is not None and (w.startswith("--chroot") or "-R" in short_options(w, "ughpCDRTU"))
+            for w in after
+        )  # (`sudo -R DIR`: another root)
+        for words, texts, appended in runner_commands(base, after, after_shown):
+            inner = self._inner(depth)  # `sudo …`, `xargs …`: read as a command of its own
+            if inner is None:
                 break
-            inner = _Walker(self.readings)
-            inner.simple(list(after[index:]), list(shown[start + 1 + index :]), [], depth + 1)
-            self._take_runner(inner, base, variants, opens)
-        for code in program_scripts(base, after, max(starts or (), default=len(after))):
+            inner.simple(words, texts, [], depth + 1)
+            self._take_runner(inner, "root" if chroot else "kept", variants, opens, appended)
+        runner = COMMAND_RUNNERS.get(base)
+        read = read_runner(base, after)
+        if read.unclear is not None:
+            self.problems.append(read.unclear)
+        place: Place = runner.place if runner else "moved"
+        for index in read.starts:  # `uv run …`, `npx …`, `strace …`
+            inner = self._inner(depth)
+            if inner is None:
+                break
+            inner.simple(list(after[index:]), list(after_shown[index:]), [], depth + 1)
+            self._take_runner(inner, place, variants, opens)
+        for code in read.scripts:  # `su -c TEXT`, `sg GROUP TEXT`, `npx -c TEXT`
+            inner = self._inner(depth) if code is not None else None
             if code is None:
                 self.problems.append(f"`{base}` runs text computed at run time")
-                continue
-            inner = _Walker(self.readings)  # `su -c TEXT`, `flock FILE -c TEXT`
-            inner.parse(code, depth + 1)
-            self._take_runner(inner, base, variants, opens)
+            elif inner is not None:
+                inner.parse(code, depth + 1)
+                self._take_runner(inner, place, variants, opens)
         self.commands.append(
             SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
         )
 
+    def _inner(self, depth: int) -> _Walker | None:
+        """A walker for what a runner runs, sharing this one's count of readings; None
+        (and a problem) past :data:`MAX_RUNNER_READINGS` or :data:`MAX_NESTING`."""
+        self.readings[0] += 1
+        if self.readings[0] > MAX_RUNNER_READINGS or depth >= MAX_NESTING:
+            self.problems.append("runners nested too deep or in too many ways to check")
+            return None
+        return _Walker(self.readings)
+
     def _take_runner(
-        self, inner: _Walker, name: str, variants: list[str], opens: list[str]
+        self,
+        inner: _Walker,
+        place: Place,
+        variants: list[str],
+        opens: list[str],
+        appended: bool = False,
     ) -> None:
-        """Take in what a program runner or wrapper runs, read by ``inner``: its commands
-        are variants of the runner's; its writes count, computed unless the target is
-        absolute and the runner keeps the file system (``uv run``, ``su``, ``direnv exec``
-        may change the directory or ``HOME`` the command sees, ``chroot`` the root)."""
+        """Take in what a runner runs, read by ``inner``: its commands are variants of the
+        runner's (with an open end where the runner appends words: ``xargs``); its writes
+        count as written where the runner keeps the directory, ``HOME`` and root
+        (``sudo``, ``flock``), only absolute ones where it may move the first two (``uv
+        run``, ``su``, ``direnv exec``), none where it may change the root (``chroot``)."""
         self.problems += inner.problems
+        self.reads += inner.reads
+        self.computed_writes += inner.computed_writes
         for target in inner.writes:
             self.writes.append(target)
-            if name in ROOT_CHANGERS or not target.startswith("/"):
+            if place == "root" or (place == "moved" and not target.startswith("/")):
                 self.computed_writes.append(target)
-        self.computed_writes += inner.computed_writes
-        self.reads += inner.reads
+        if place == "kept":
+            self.moves = self.moves or inner.moves
+            self.sets_home = self.sets_home or inner.sets_home
         for command in inner.commands:
             variants += [command.text, *command.variants]
-            opens += command.open_prefixes
+            opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
 
 
 def _literal_assignment(node: Any, data: bytes) -> str | None:

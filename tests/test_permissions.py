@@ -354,6 +354,66 @@ def test_what_runners_and_wrappers_run_is_checked(
     assert verdict(command, rules) == expected
 
 
+@pytest.mark.parametrize(
+    ("command", "rules", "expected"),
+    [  # a review of the runners above found each of these
+        # code given to an option, or words a shell runs
+        ("npm exec -c 'true; rm x'", DENY_LIST, "deny"),
+        ("npx --call='true; rm x'", DENY_LIST, "deny"),
+        ("npm x -c 'true; rm x'", DENY_LIST, "deny"),
+        ("pnpm exec --shell-mode 'true; rm x'", DENY_LIST, "deny"),
+        ("pnpm -c exec 'true; rm x'", DENY_LIST, "deny"),
+        ("yarn exec 'true; rm x'", DENY_LIST, "deny"),
+        ("bun x rm x", DENY_LIST, "deny"),
+        ("mise exec --command 'true; rm x'", DENY_LIST, "deny"),
+        ("doppler run --command 'true; rm x'", DENY_LIST, "deny"),
+        ("sg docker 'true; rm x'", DENY_LIST, "deny"),
+        ("sg root 'echo > /etc/passwd'", WRITES_DENIED, "deny"),
+        ("npm exec -c 'echo x > /etc/passwd'", WRITES_DENIED, "deny"),
+        ("watch 'true; rm x'", DENY_LIST, "deny"),
+        ("pixi run 'true; rm x'", DENY_LIST, "deny"),
+        ("strace -o '|rm -rf x' true", DENY_LIST, "deny"),  # its output piped to a command
+        ("strace -o'!rm x' ls", DENY_LIST, "deny"),
+        # spellings of code options
+        ("su -c'true;rm x'", DENY_LIST, "deny"),
+        ("script -qc'true; rm x' /dev/null", DENY_LIST, "deny"),
+        ("su --comm 'true; rm x'", DENY_LIST, "deny"),  # a long option shortened
+        ("runuser -l root --session-command='true; rm x'", DENY_LIST, "deny"),
+        ("runuser root -- -c 'true; rm x'", DENY_LIST, "deny"),  # after the user
+        # subcommand aliases, runners without a subcommand
+        ("bundle e rm x", DENY_LIST, "deny"),
+        ("npm exe rm x", DENY_LIST, "deny"),
+        ("hatch env run rm x", DENY_LIST, "deny"),
+        ("dotenv -e .env rm x", DENY_LIST, "deny"),
+        ("cross-env A=1 rm x", DENY_LIST, "deny"),
+        ("gdb --args rm x", DENY_LIST, "deny"),
+        ("rustup run stable rm x", DENY_LIST, "deny"),
+        ("hyperfine 'sleep 1' 'rm -rf x'", DENY_LIST, "deny"),  # each word a command
+        ("tmux new-session -d 'true; rm x'", DENY_LIST, "deny"),
+        ("distrobox enter box -- rm x", DENY_LIST, "deny"),
+        # what it runs is computed: ask
+        ('npx -y "$(echo rm)" -rf x', DENY_LIST, "ask"),
+        ('strace -f "$BIN" -rf x', DENY_LIST, "ask"),
+        ("S=run; uv $S rm -rf x", DENY_LIST, "ask"),
+        # another root
+        ("sudo -R /etc sh -c 'echo x > /passwd'", WRITES_DENIED, "ask"),
+        # still allowed: options known to take no value, wrappers that stay in place
+        ("uv run --frozen pytest -k rm", DENY_LIST, "allow"),
+        ("npx --yes jest -t rm", DENY_LIST, "allow"),
+        ("uv run --frozen pytest -m docker", {"allow": ["Bash(*)"], "deny": ["Bash(docker *)"]},
+         "allow"),
+        ('uv run --python "$PY" pytest', DENY_LIST, "allow"),
+        ("flock /tmp/l sh -c 'make > build.log'", WRITES_DENIED, "allow"),
+        ("strace -f sh -c 'make > log'", WRITES_DENIED, "allow"),
+        ("watch -n 2 git status", DENY_LIST, "allow"),
+    ],
+)  # fmt: skip
+def test_what_a_review_found_runners_run(
+    command: str, rules: dict[str, list[str]], expected: str
+) -> None:
+    assert verdict(command, rules) == expected
+
+
 def test_what_the_third_review_wrote_bash_does_write(tmp_path: Path) -> None:
     """`[ x > f ]`, `> 3` and `> '~/f'` write files, as bash reads them."""
     (tmp_path / "~").mkdir()
@@ -516,6 +576,8 @@ def test_huge_and_deep_commands_are_checked_quickly() -> None:
     t = time.monotonic()  # each reading of a runner's options is followed: nested, they multiply
     assert verdict("npx -y " * 14 + "echo x", DENY_LIST) == "ask"
     assert verdict("npx -y " * 5 + "rm -rf x", DENY_LIST) == "deny"
+    assert verdict("npx -y sudo " * 18 + "rm x", DENY_LIST) == "ask"  # (sudo reset the count)
+    assert verdict(("mise x " + "sudo " * 8) * 5 + "rm x", DENY_LIST) == "ask"
     assert time.monotonic() - t < 2
 
 
