@@ -38,6 +38,7 @@ from .runners import (
     COMMAND_RUNNERS,
     WRAPPERS,
     Place,
+    may_vanish,
     read_runner,
     runner_commands,
     short_options,
@@ -162,6 +163,7 @@ _HOME_READ = re.compile(r"\$HOME\b|\$\{HOME\}")
 SOURCED_VARIABLES = frozenset({"BASH_ENV", "ENV"})
 """Variables naming a file the shells a command starts run first."""
 ALIAS_PROBLEM = "an alias changes what its word runs"
+MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
 VARIABLE_SETTERS = frozenset({
     "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile",
     "readarray", "getopts", "wait", "let",
@@ -476,6 +478,8 @@ class _Walker:
                 self.problems.append("`env -S` runs a command line given as text")
             if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
                 break
+            if any(may_vanish(values[k], shown[k]) for k in range(start + 1, start + 1 + skip)):
+                self.problems.append(MOVED_PROBLEM.format(wrapper))  # `timeout $(f) 5 rm`
             if wrapper == "env":
                 options = values[start + 1 : start + 1 + skip]
                 assignments += [v for v in options if v is None or "=" in v]
@@ -549,13 +553,16 @@ class _Walker:
             for w in after
         )  # (`sudo -R DIR`: another root)
         for words, texts, appended in runner_commands(base, after, after_shown):
+            own = range(len(after) - len(words)) if base != "find" else range(0)
+            if any(may_vanish(after[k], after_shown[k]) for k in own):
+                self.problems.append(MOVED_PROBLEM.format(base))  # `sudo -u $(f) root rm`
             inner = self._inner(depth)  # `sudo …`, `xargs …`: read as a command of its own
             if inner is None:
                 break
             inner.simple(words, texts, [], depth + 1)
             self._take_runner(inner, "root" if chroot else "kept", variants, opens, appended)
         runner = COMMAND_RUNNERS.get(base)
-        read = read_runner(base, after)
+        read = read_runner(base, after, after_shown)
         if read.unclear is not None:
             self.problems.append(read.unclear)
         place: Place = runner.place if runner else "moved"

@@ -19,16 +19,17 @@ WRAPPERS = frozenset({
     "setsid", "ionice",
 })  # fmt: skip
 """Commands that run the rest of their words as the command."""
-RUNNERS = frozenset({"sudo", "doas", "xargs", "find", "busybox"})
+RUNNERS = frozenset({"sudo", "doas", "xargs", "find", "busybox", "toybox"})
 """Commands that run another command given in their words: it is a variant, checked by
 deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
 XARGS_OPTIONS_WITH_VALUE = frozenset({
-    "-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter",
-    "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
-    "--process-slot-var",
+    "-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args",
+    "--max-procs", "--max-chars", "--process-slot-var",
 })  # fmt: skip
+"""(``-e``, ``-l``, ``-i``, ``--eof``, ``--max-lines``, ``--replace`` take a value only
+attached: ``-l1``, ``--eof=x``.)"""
 SUDO_OPTIONS_WITH_VALUE = frozenset({
-    "-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user", "--group", "--host",
+    "-a", "-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user", "--group", "--host",
     "--prompt", "--close-from", "--chdir", "--chroot", "--command-timeout", "--other-user",
 })  # fmt: skip
 
@@ -78,7 +79,9 @@ def runner_commands(
         return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
     if i >= len(shown):
         return []
-    words = [None if w is None or (placeholder and placeholder in w) else w for w in rest[i:]]
+    # (a computed placeholder, "", may be in any word)
+    words = [None if w is None or (placeholder is not None and placeholder in w) else w
+             for w in rest[i:]]  # fmt: skip
     return [(words, list(shown[i:]), name == "xargs")]
 
 
@@ -143,11 +146,12 @@ def short_options(word: str, with_value: str) -> list[str]:
 
 def _takes_next_word(word: str, with_value: str) -> bool:
     """Whether a word of grouped short options ends with one that takes the next word."""
-    options = short_options(word, with_value)
-    return bool(options) and options[-1][1] in with_value and word.endswith(options[-1][1])
+    options = short_options(word, with_value)  # (`-oo`: the value `o` is attached)
+    return bool(options) and options[-1][1] in with_value and len(options) == len(word) - 1
 
 
 Place = Literal["kept", "moved", "root"]
+_NONE: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -155,26 +159,48 @@ class Runner:
     """How a program runs a command given in its words (``uv run --with x pytest``)."""
 
     paths: tuple[tuple[str, ...], ...] = ((),)
-    """The subcommands that run it (``("run",)``; ``()``: the program itself)."""
+    """The subcommands that run it (``("run",)``; ``()``: the program itself; none: it
+    runs only the code of its options)."""
     operands: int = 0
     """Operands that come first (``flock FILE``, ``direnv exec DIR``)."""
+    path_operands: tuple[tuple[tuple[str, ...], int], ...] = ()
+    """More of them after some subcommand (``npm explore PKG -- CMD``)."""
     optional: int = 0
-    """Operands that may come first too (``mise exec node@20``, ``nix develop .#dev``)."""
-    flags: frozenset[str] = frozenset()
-    """Options known to take no value (``--frozen``): the next word is no value."""
-    valued: frozenset[str] = frozenset()
+    """Operands that may come first too (``mise exec node@20``), none after ``--``."""
+    flags: frozenset[str] = _NONE
+    """Options known to take no value (``--frozen``)."""
+    valued: frozenset[str] = _NONE
     """Options known to take the next word (``--with``, ``-p``)."""
-    texts: frozenset[str] = frozenset()
-    """Options whose value is shell code the program runs (``su -c``, ``npx --call``)."""
-    shell_flags: frozenset[str] = frozenset()
+    pairs: frozenset[str] = _NONE
+    """Options that take the next two words (``nix --option NAME VALUE``)."""
+    texts: frozenset[str] = _NONE
+    """Options whose value is shell code it runs (``su -c``, ``npx --call``)."""
+    global_texts: frozenset[str] = _NONE
+    """The same, before its subcommand only (``tmux -c CODE``)."""
+    prefixed: tuple[tuple[str, str], ...] = ()
+    """(option, prefix): a value starting so runs the rest as code (``strace -o '|CMD'``)."""
+    programs: frozenset[str] = _NONE
+    """Options whose value is a program it runs with the words after (``su -s PROG``)."""
+    shell_flags: frozenset[str] = _NONE
     """Options that make it run its command words through a shell (``pnpm exec -c``)."""
+    no_command: frozenset[str] = _NONE
+    """Options with which it runs no command (``taskset -p``)."""
+    argv_options: frozenset[str] = _NONE
+    """Options after which its code options are read only before the command
+    (``runuser -u USER CMD -c …``: that ``-c`` is the command's)."""
+    placeholders: frozenset[str] = _NONE
+    """Options that fill values into its commands' ``{…}`` (``hyperfine -L``)."""
     shell: bool = False
-    """It always joins its command words and runs them through a shell (``sg``, ``watch``)."""
+    """It joins its command words and runs them through a shell (``sg``, ``watch``)."""
     each: bool = False
-    """Each of its words is a command of its own, run by a shell (``hyperfine A B``)."""
+    """Each of its words that is no option is a command of its own, run by a shell
+    (``hyperfine A B``), but for words starting with one of :attr:`shortcuts`."""
+    shortcuts: tuple[str, ...] = ()
+    sequences: bool = False
+    r"""A ``;`` word starts another of its commands (``tmux new \; run CODE``)."""
     assignments: bool = False
     """``NAME=value`` words may come first (``cross-env A=1 CMD``)."""
-    marker: frozenset[str] = frozenset()
+    marker: frozenset[str] = _NONE
     """Words after which the command comes, as after ``--`` (``gdb --args``)."""
     keeps_place: bool = False
     """The command runs in the same directory with the same ``HOME``: writes inside it are
@@ -182,7 +208,7 @@ class Runner:
     root: bool = False
     """The command may see another root: no write inside it is known (``chroot``)."""
     anywhere: bool = False
-    """Its code options may follow the command's start (``runuser USER -c CODE``)."""
+    """Its code options may come after the command's start (``su USER -c CODE``)."""
 
     @property
     def place(self) -> Place:
@@ -193,7 +219,8 @@ class Runner:
     @property
     def letters(self) -> str:
         """Short options that take a value (attached, or the next word)."""
-        return "".join(o[1] for o in self.valued | self.texts if len(o) == 2)
+        options = self.valued | self.texts | self.programs | {o for o, _ in self.prefixed}
+        return "".join(o[1] for o in options if len(o) == 2)
 
 
 def _options(text: str) -> frozenset[str]:
@@ -234,13 +261,28 @@ _STRACE = Runner(
         -e -o -s -p -u -a -b -E -I -O -P -S -X -U --trace --signal --status --output
         --string-limit --attach --user --env --trace-path
     """),
+    prefixed=(("-o", "|"), ("-o", "!"), ("--output", "|"), ("--output", "!")),
+    no_command=_options("-p --attach"),
     keeps_place=True,
 )
 _RUN = Runner(paths=(("run",),))
 _EXEC = Runner(paths=(("exec",),))
-_SHELL_TEXT = Runner(texts=_options("-c --command --session-command"), anywhere=True)
+_SHELL_CODE = _options("-c --command --session-command")
 _IN_PLACE = Runner(keeps_place=True)
 _ELSEWHERE = Runner(root=True)
+_TMUX_RUNNING = (
+    "new-session new new-window neww split-window splitw respawn-pane respawnp respawn-window "
+    "respawnw run-shell run if-shell if display-popup popup pipe-pane pipep send-keys send"
+)
+_BWRAP_PAIRS = _options("""
+    --bind --ro-bind --dev-bind --bind-try --ro-bind-try --dev-bind-try --symlink --setenv
+    --file --bind-data --ro-bind-data --chmod
+""")
+_BWRAP_VALUED = _options("""
+    --proc --dev --tmpfs --dir --chdir --unsetenv --uid --gid --hostname --remount-ro --seccomp
+    --lock-file --sync-fd --info-fd --block-fd --userns-block-fd --argv0 --cap-add --cap-drop
+    --exec-label --file-label --perms --size --args --userns --userns2 --pidns
+""")
 
 COMMAND_RUNNERS: dict[str, Runner] = {
     # project and environment runners, by the subcommand that runs a command
@@ -248,28 +290,29 @@ COMMAND_RUNNERS: dict[str, Runner] = {
     "uvx": Runner(flags=_UV.flags, valued=_UV.valued),
     **dict.fromkeys(("npx", "pnpx"), _NPX),
     "npm": Runner(
-        paths=(("exec",), ("exe",), ("x",)),
+        paths=(("exec",), ("exe",), ("x",), ("explore",)),
+        path_operands=((("explore",), 1),),
         flags=_NPX.flags,
         valued=_NPX.valued,
         texts=_NPX.texts,
     ),
     "pnpm": Runner(
         paths=(("exec",), ("dlx",)),
-        valued=_options("-C --dir --filter -F --workspace-root -w"),
-        flags=_options("-r --recursive --parallel --silent -s --no-bail"),
+        valued=_options("-C --dir --filter -F"),
+        flags=_options("-r --recursive --parallel --silent -s --no-bail -w --workspace-root"),
         shell_flags=_options("-c --shell-mode"),
     ),
     "yarn": Runner(paths=(("exec",), ("dlx",)), shell=True),
-    "bun": Runner(paths=(("x",),)),
+    "bun": Runner(paths=(("x",), ("exec",)), shell=True),  # (`exec`: its own shell)
     "bunx": Runner(flags=_options("--bun"), valued=_options("-p --package")),
     "bundle": Runner(paths=(("exec",), ("exe",), ("ex",), ("e",))),
     **dict.fromkeys(("pipenv", "pdm", "rye", "op"), _RUN),
     "poetry": Runner(paths=(("run",),), valued=_options("-C --directory -P --project")),
     "hatch": Runner(paths=(("run",), ("env", "run"))),
-    "pixi": Runner(paths=(("run",), ("exec",)), shell=True),  # (`run`: its task shell)
+    "pixi": Runner(paths=(("run",), ("exec",), ("x",)), shell=True),  # (`run`: its task shell)
     "devbox": Runner(paths=(("run",),), shell=True),
-    "doppler": Runner(paths=(("run",),), texts=_options("--command")),
-    "infisical": Runner(paths=(("run",),), texts=_options("--command")),
+    "doppler": Runner(paths=(("run",),), texts=_options("--command"), anywhere=True),
+    "infisical": Runner(paths=(("run",),), texts=_options("--command"), anywhere=True),
     "dotenv": Runner(paths=(("run",), ()), valued=_options("-e -f -v -c")),
     "dotenvx": Runner(paths=(("run",),), valued=_options("-f --env-file -e --env")),
     "env-cmd": Runner(valued=_options("-f --file -e --environments -r --rc-file")),
@@ -284,7 +327,7 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         ),
     ),
     **dict.fromkeys(("asdf", "pyenv", "rbenv", "nodenv"), _EXEC),
-    "mise": Runner(paths=(("exec",), ("x",)), optional=8, texts=_options("-c --command")),
+    "mise": Runner(paths=(("exec",), ("x",)), optional=64, texts=_options("-c --command")),
     "nvm": Runner(paths=(("exec",), ("run",)), optional=1),
     "fnm": Runner(paths=(("exec",),), valued=_options("--using")),
     "volta": Runner(paths=(("run",),), valued=_options("--node --npm --yarn --pnpm --env")),
@@ -292,21 +335,31 @@ COMMAND_RUNNERS: dict[str, Runner] = {
     "tox": Runner(paths=(("exec",),), valued=_options("-e")),
     "direnv": Runner(paths=(("exec",),), operands=1),
     "aws-vault": Runner(paths=(("exec",),), operands=1),
-    "nix": Runner(paths=(("develop",), ("shell",)), optional=8),
+    "nix": Runner(paths=(("develop",), ("shell",)), optional=64, pairs=_options("--option")),
     "nix-shell": Runner(paths=(), texts=_options("--run --command"), anywhere=True),
     # wrappers: their words after their options (and operands) are the command
     "strace": _STRACE,
     **dict.fromkeys(
         _options(
-            "ltrace valgrind unbuffer xvfb-run catchsegv eatmydata nocache torsocks proxychains "
+            "valgrind unbuffer xvfb-run catchsegv eatmydata nocache torsocks proxychains "
             "proxychains4 dbus-run-session numactl prlimit chronic ifne dumb-init tini "
-            "caffeinate arch fakeroot cgexec setpriv"
+            "caffeinate arch fakeroot cgexec setpriv linux32 linux64 i386 x86_64 ssh-agent"
         ),
         _IN_PLACE,
     ),
-    **dict.fromkeys(
-        ("taskset", "chrt", "faketime", "setarch"), Runner(operands=1, keeps_place=True)
+    "ltrace": Runner(
+        valued=_options("-o -p -e -s -n -u -a -A -D -F -l"),
+        keeps_place=True,
+        no_command=_options("-p"),
     ),
+    "taskset": Runner(
+        operands=1,
+        keeps_place=True,
+        flags=_options("-a -c --all-tasks --cpu-list"),
+        no_command=_options("-p --pid"),
+    ),
+    **dict.fromkeys(("chrt", "faketime", "setarch"), Runner(operands=1, keeps_place=True)),
+    "systemd-inhibit": Runner(valued=_options("--what --who --why --mode"), keeps_place=True),
     "flock": Runner(
         operands=1,
         valued=_options("-w --timeout -E --conflict-exit-code"),
@@ -314,62 +367,93 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         keeps_place=True,
     ),
     "rr": Runner(paths=(("record",),), keeps_place=True),
-    "perf": Runner(paths=(("stat",), ("record",), ("trace",), ("ftrace",)), keeps_place=True),
-    "ip": Runner(paths=(("netns", "exec"),), operands=1, keeps_place=True),
-    "gdb": Runner(marker=_options("--args"), keeps_place=True),
-    "lldb": Runner(keeps_place=True),
-    **dict.fromkeys(
-        _options(
-            "pkexec run0 systemd-run unshare nsenter firejail proot flatpak-spawn sandbox-exec"
+    "perf": Runner(
+        paths=(("stat",), ("record",), ("trace",), ("ftrace",)),
+        keeps_place=True,
+        valued=_options("-p --pid -o --output -e --event -t --tid -C --cpu"),
+        no_command=_options("-p --pid -t --tid -a --all-cpus"),
+    ),
+    "ip": Runner(paths=(("netns", "exec"),), optional=1, keeps_place=True),
+    "gdb": Runner(
+        marker=_options("--args"),
+        valued=_options(
+            "-ex --eval-command -iex --init-eval-command -x --command -p --pid "
+            "-cd --directory -d -s --symbols -e --exec -c --core"
         ),
+        prefixed=tuple(
+            (o, p)
+            for o in ("-ex", "--eval-command", "-iex", "--init-eval-command")
+            for p in ("shell ", "!", "pipe ")
+        ),
+        no_command=_options("-p --pid"),
+        keeps_place=True,
+    ),
+    "lldb": Runner(keeps_place=True, valued=_options("-p --attach-pid -o --one-line")),
+    **dict.fromkeys(
+        _options("pkexec run0 systemd-run unshare nsenter firejail proot flatpak-spawn"),
         _ELSEWHERE,
     ),
+    "sandbox-exec": Runner(valued=_options("-p -f -n -D"), root=True),
+    "bwrap": Runner(pairs=_BWRAP_PAIRS, valued=_BWRAP_VALUED, root=True),
     **dict.fromkeys(("chroot", "arch-chroot"), Runner(operands=1, root=True)),
     "systemd-nspawn": Runner(valued=_options("-D --directory -M --machine -u --user"), root=True),
     "toolbox": Runner(paths=(("run",),), root=True),
     "distrobox": Runner(paths=(("enter",),), optional=1, root=True),
-    "runuser": Runner(texts=_SHELL_TEXT.texts, valued=_options("-u -g -G -s -w"), anywhere=True),
-    "su": Runner(paths=(), texts=_SHELL_TEXT.texts, valued=_options("-g -G -s -w"), anywhere=True),
+    "runuser": Runner(
+        texts=_SHELL_CODE,
+        valued=_options("-u --user -g -G -s -w"),
+        programs=_options("-s --shell"),
+        argv_options=_options("-u --user"),
+        anywhere=True,
+    ),
+    "su": Runner(
+        paths=(),
+        texts=_SHELL_CODE,
+        valued=_options("-g -G -w"),
+        programs=_options("-s --shell"),
+        anywhere=True,
+    ),
     "script": Runner(
         optional=1,
         texts=_options("-c --command"),
         anywhere=True,
         valued=_options("-E -I -O -B -T -m -o --echo --log-in --log-out"),
     ),
-    "sg": Runner(operands=1, shell=True, texts=_options("-c"), anywhere=True),
+    "sg": Runner(operands=1, shell=True, texts=_options("-c"), flags=_options("-"), anywhere=True),
     # programs that run their words through a shell
-    "watch": Runner(shell=True, valued=_options("-n --interval -q --equexit -d")),
+    "watch": Runner(
+        shell=True,
+        valued=_options("-n --interval -q --equexit"),
+        flags=_options("-d -x --exec -t -b -e -g -c -p -w"),
+    ),
     "watchexec": Runner(shell=True, valued=_options("-w --watch -e --exts -i --ignore")),
+    "parallel": Runner(shell=True, valued=_options("-j --jobs -S --sshlogin")),
     "entr": Runner(texts=_options("-s")),
-    "nodemon": Runner(paths=(), texts=_options("-x --exec")),
+    "nodemon": Runner(paths=(), texts=_options("-x --exec"), anywhere=True),
     "hyperfine": Runner(
         each=True,
-        texts=_options("-p --prepare -c --cleanup -s --setup"),
+        anywhere=True,
+        texts=_options("-p --prepare -c --cleanup -s --setup --conclude --reference -S --shell"),
         valued=_options(
-            "-w --warmup -r --runs -m --min-runs -M --max-runs "
-            "-n --command-name --export-json --export-markdown "
-            "--export-csv -S --shell -u --time-unit"
+            "-w --warmup -r --runs -m --min-runs -M --max-runs -n --command-name "
+            "--export-json --export-markdown --export-csv --export-asciidoc "
+            "--export-orgmode -u --time-unit --output --input"
         ),
+        placeholders=_options("-L --parameter-list -P --parameter-scan"),
     ),
-    "concurrently": Runner(each=True, valued=_options("-n --names -c --prefix-colors -p --prefix")),
+    "concurrently": Runner(
+        each=True,
+        anywhere=True,
+        valued=_options("-n --names -c --prefix-colors -p --prefix"),
+        placeholders=_options("-P --passthrough-arguments"),
+        shortcuts=("npm:", "yarn:", "pnpm:", "bun:"),
+    ),
     "tmux": Runner(
-        paths=tuple(
-            (p,)
-            for p in (
-                "new-session",
-                "new",
-                "new-window",
-                "neww",
-                "split-window",
-                "splitw",
-                "respawn-pane",
-                "respawnp",
-                "run-shell",
-                "run",
-            )
-        ),
+        paths=tuple((p,) for p in _TMUX_RUNNING.split()),
         shell=True,
-        valued=_options("-s -n -c -t -x -y -F -e -f -l -p -L -S"),
+        sequences=True,
+        valued=_options("-s -n -c -t -x -y -F -e -l -p -L -S -T"),
+        global_texts=_options("-c"),
     ),
     "screen": Runner(valued=_options("-S -c -h -e -p -T -X -t")),
 }
@@ -379,6 +463,8 @@ both ways: a word after one may be its value or the command, and both are taken.
 MAX_READINGS = 16
 """Possible starts of a runner's command read at most; more make the command ask."""
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_ONE_WORD = re.compile(r'"[^"@*]*"|\'[^\']*\'')
+"""A word computed at run time that is exactly one word: quoted, no ``"$@"``."""
 
 
 @dataclass
@@ -393,30 +479,61 @@ class Readings:
     """Why what it runs cannot be told (too many readings, a computed subcommand)."""
 
 
+@dataclass
+class _Words:
+    """A runner's words: their values (None: computed) and their text as written."""
+
+    values: Sequence[str | None]
+    texts: Sequence[str]
+
+    def option(self, index: int) -> str | None:
+        """The word as an option (``-c"$X"`` is one, with a computed value), or None."""
+        value, text = self.values[index], self.texts[index]
+        word = text if value is None else value
+        return word if word.startswith("-") and len(word) > 1 and word != "--" else None
+
+    def may_vanish(self, index: int) -> bool:
+        return may_vanish(self.values[index], self.texts[index])
+
+
+def may_vanish(value: str | None, text: str) -> bool:
+    """Whether a word computed at run time (``value`` None; ``text``: as written) may be
+    no word at all (``$(true)``, ``"$@"``), or several: it is not one quoted word."""
+    return value is None and _ONE_WORD.fullmatch(text) is None
+
+
 def _option_kind(runner: Runner, word: str) -> str:
-    """``flag``, ``valued`` (the next word is its value) or ``unknown`` (either)."""
+    """``flag``, ``valued`` (the next word is its value), ``pair`` (the next two) or
+    ``unknown`` (no value, or the next word)."""
     if word in runner.flags or "=" in word:
         return "flag"
-    if word in runner.valued or word in runner.texts:
+    if word in runner.pairs:
+        return "pair"
+    if word in runner.valued | runner.texts | runner.programs | {o for o, _ in runner.prefixed}:
         return "valued"
     if not word.startswith("--") and len(word) > 2:  # grouped short options (`-fo out`)
         letters = runner.letters
         options = short_options(word, letters)
-        if options[-1][1] in letters:
-            return "valued" if word.endswith(options[-1][1]) else "flag"
+        if options[-1][1] in letters:  # (`-oo`: the value `o` is attached)
+            return "valued" if len(options) == len(word) - 1 else "flag"
         if all(o in runner.flags for o in options):
             return "flag"
     return "unknown"
 
 
-def command_starts(runner: Runner, rest: Sequence[str | None], first: int) -> list[int]:
-    """Where in ``rest`` the command a runner runs may start, from ``first``: at the first
-    word that is no option, no option's value and no operand. Where that is unclear (an
-    option not listed, optional operands) each reading is followed; a word computed at
-    run time is read as the command wherever it may be one."""
+def command_starts(
+    runner: Runner, words: _Words, first: int, operands: int = 0
+) -> tuple[list[int], int]:
+    """Where the command a runner runs may start among ``words``, from ``first``: at the
+    first word that is no option, no option's value and no operand; and where its own
+    words end, at most. Where that is unclear (an option not listed, optional operands, a
+    computed word that may be no word or several) each reading is followed; a word
+    computed at run time is read as the command wherever it may be one."""
+    rest = words.values
     starts: set[int] = set()
+    end = first
     seen: set[tuple[int, int, int, str]] = set()
-    todo = [(first, runner.operands, runner.optional, "none")]  # (word, operands, optional, after)
+    todo = [(first, runner.operands + operands, runner.optional, "none")]  # (word, operands,
     while todo:
         state = todo.pop()
         index, required, optional, after = state
@@ -424,101 +541,196 @@ def command_starts(runner: Runner, rest: Sequence[str | None], first: int) -> li
             continue
         seen.add(state)
         word = rest[index]
-        if word == "--" or word in runner.marker:  # the command follows (operands first)
-            todo.append((index + 1, required, optional, "end"))
+        if words.may_vanish(index):
+            todo.append((index + 1, required, optional, after))
+        if after in ("valued", "pair"):
+            end = max(end, index + 1)
+            todo.append((index + 1, required, optional, "valued" if after == "pair" else "none"))
             continue
-        if after == "valued":
-            todo.append((index + 1, required, optional, "none"))
+        if word == "--" or (word is not None and word in runner.marker):
+            end = max(end, index + 1)
+            todo.append((index + 1, required, 0, "end"))  # the command follows its operands
             continue
-        if after != "end" and word is not None and word.startswith("-") and len(word) > 1:
-            todo.append((index + 1, required, optional, _option_kind(runner, word)))
+        option = words.option(index) if after != "end" else None
+        if option is not None or (word is not None and word in runner.flags):
+            end = max(end, index + 1)
+            kind = "unknown" if word is None else _option_kind(runner, option or word)
+            todo.append((index + 1, required, optional, kind))
             continue
         if runner.assignments and word is not None and _ASSIGNMENT.match(word):
             todo.append((index + 1, required, optional, after))
             continue
+        ended = "end" if after == "end" else "none"
         if required:
-            todo.append((index + 1, required - 1, optional, after if after == "end" else "none"))
+            end = max(end, index + 1)
+            todo.append((index + 1, required - 1, optional, ended))
             if after == "unknown":
                 todo.append((index + 1, required, optional, "none"))
             continue
         starts.add(index)
         if after == "unknown":
+            end = max(end, index + 1)
             todo.append((index + 1, 0, optional, "none"))
         if optional:
-            todo.append((index + 1, 0, optional - 1, after if after == "end" else "none"))
-    return sorted(starts)
+            end = max(end, index + 1)
+            todo.append((index + 1, 0, optional - 1, ended))
+    return sorted(starts), end
 
 
-def read_runner(name: str, rest: Sequence[str | None]) -> Readings:
-    """What the program ``name`` runs, from its words ``rest``: the starts of the command
-    it runs (``uv run --with x pytest``: ``pytest``) and the shell code it runs (``su -c
-    TEXT``, ``flock FILE -c TEXT``, ``sg GROUP TEXT``)."""
+def read_runner(
+    name: str, rest: Sequence[str | None], texts: Sequence[str] | None = None
+) -> Readings:
+    """What the program ``name`` runs, from its words ``rest`` (None: computed at run
+    time; ``texts``: the words as written): the starts of the command it runs (``uv run
+    --with x pytest``: ``pytest``) and the shell code it runs (``su -c TEXT``, ``sg GROUP
+    TEXT``, each word of ``hyperfine``)."""
     runner = COMMAND_RUNNERS.get(name)
     if runner is None:
         return Readings([], [])
+    words = _Words(rest, [w or "" for w in rest] if texts is None else texts)
+    if not runner.sequences:
+        return _read(name, runner, words)
+    readings = Readings([], [])
+    begin = 0
+    for index in [*(i for i, w in enumerate(rest) if w == ";"), len(rest)]:
+        part = _Words(rest[begin:index], words.texts[begin:index])
+        found = _read(name, runner, part)
+        readings.starts += [begin + i for i in found.starts]
+        readings.scripts += found.scripts
+        readings.unclear = readings.unclear or found.unclear
+        begin = index + 1
+    return readings
+
+
+def _read(name: str, runner: Runner, words: _Words) -> Readings:
+    """:func:`read_runner` for one of its commands (``tmux … \\; …``: each)."""
+    rest = words.values
+    own = Runner(flags=runner.flags, valued=runner.valued, pairs=runner.pairs)
     found: set[int] = set()
+    ends = [0]
+    scripts: list[str | None] = []
+    if runner.global_texts:  # (`tmux -c CODE`: before its subcommand)
+        _, own_end = command_starts(own, words, 0)
+        scripts += _option_scripts(Runner(texts=runner.global_texts), words, range(own_end))
     for path in runner.paths:
         at = [0]
         if path:
-            at = command_starts(Runner(flags=runner.flags, valued=runner.valued), rest, 0)
+            at, _ = command_starts(own, words, 0)
             if any(rest[i] is None for i in at):
                 return Readings([], [], f"`{name}`'s subcommand is computed at run time")
         for index in at:
-            if tuple(rest[index : index + len(path)]) == path:
-                found.update(command_starts(runner, rest, index + len(path)))
+            after = _after_path(words, index, path)
+            if after is None:
+                continue
+            more = dict(runner.path_operands).get(path, 0)
+            starts, end = command_starts(runner, words, after, more)
+            found.update(starts)
+            ends.append(end)
     if len(found) > MAX_READINGS:
         return Readings([], [], f"`{name}`'s options leave too many readings of its command")
     starts = sorted(found)
-    before = len(rest) if runner.anywhere or not starts else max(starts)
-    scripts = _option_scripts(runner, rest[:before], rest)
-    shell = runner.shell or any(w in runner.shell_flags for w in rest[:before])
+    argv = any(words.option(i) in runner.argv_options for i in range(max(ends)))
+    region = range(len(rest) if runner.anywhere and not argv else max(ends))
+    options = {o for i in region for o in _named(runner, words.option(i))}
+    scripts += _option_scripts(runner, words, region)
+    if options & runner.no_command:
+        starts = []
+    starts += [i + 1 for i in region if words.option(i) in runner.programs and i + 1 < len(rest)]
     if runner.each:
-        scripts += [w for i in starts for w in rest[i:] if w is None or not w.startswith("-")]
-    elif shell:
-        for index in starts:
-            words = rest[index:]
-            scripts.append(None if None in words else " ".join(w or "" for w in words))
+        filled = bool(options & runner.placeholders)
+        scripts += _each(runner, words, starts, filled)
+        starts = []
+    elif runner.shell or options & runner.shell_flags:
+        scripts += [_joined(rest[i:]) for i in starts]
         starts = []
     return Readings(starts, scripts)
 
 
-def _option_scripts(
-    runner: Runner, words: Sequence[str | None], rest: Sequence[str | None]
-) -> list[str | None]:
-    """The values of a runner's code options among ``words`` (``-c TEXT``, ``-cTEXT``,
-    ``-qc TEXT``, ``--command=TEXT``, ``--comm TEXT``: a long option may be shortened);
-    ``strace -o '|CMD'`` too."""
+def _named(runner: Runner, word: str | None) -> list[str]:
+    """The options a word names: ``--name`` (without ``=value``), or each of its grouped
+    short ones (``-pc``: ``-p``, ``-c``)."""
+    if word is None:
+        return []
+    if word.startswith("--"):
+        return [word.split("=", 1)[0]]
+    return [word, *short_options(word, runner.letters)]
+
+
+def _after_path(words: _Words, index: int, path: tuple[str, ...]) -> int | None:
+    """Where the words after subcommand ``path`` start, when it begins at ``index``
+    (options may come between its words: ``uv tool -q run``); None when it does not."""
+    for part in path:
+        while index < len(words.values) and words.option(index) is not None:
+            index += 1
+        if index >= len(words.values) or words.values[index] != part:
+            return None
+        index += 1
+    return index
+
+
+def _joined(words: Sequence[str | None]) -> str | None:
+    """Words a program joins with spaces and hands a shell (None: one is computed)."""
+    return None if None in words else " ".join(w or "" for w in words)
+
+
+def _each(runner: Runner, words: _Words, starts: list[int], filled: bool) -> list[str | None]:
+    """The commands of a runner whose every word is one (``hyperfine A B``), from its first
+    start: not its options, their values or its shortcuts (``npm:watch``); one with a
+    ``{…}`` its options fill in is computed."""
     found: list[str | None] = []
-    longs = [o for o in runner.texts if o.startswith("--")]
-    letters = runner.letters
-    for index, word in enumerate(words):
-        following = rest[index + 1] if index + 1 < len(rest) else ""
-        if word is None or not word.startswith("-"):
-            continue
-        flag, equals, value = word.partition("=")
-        if flag.startswith("--"):
-            named = flag in runner.texts or (
-                len(flag) > 2 and flag not in runner.flags | runner.valued
-                and any(o.startswith(flag) for o in longs)
-            )  # fmt: skip
-            if named:
-                found.append(value if equals else following)
-            elif runner is COMMAND_RUNNERS["strace"] and flag == "--output" and equals:
-                found += _piped(value)
-            continue
-        options = short_options(word, letters)
-        if not options or options[-1] not in runner.texts | {"-o"}:
-            continue
-        attached = word[word.index(options[-1][1], 1) + 1 :]
-        given = attached if attached else following
-        if options[-1] in runner.texts:
-            found.append(given)
-        elif runner is COMMAND_RUNNERS["strace"]:  # `-o |CMD`: its output is piped to CMD
-            found += _piped(given)
+    index = min(starts, default=len(words.values))
+    while index < len(words.values):
+        word, option = words.values[index], words.option(index)
+        index += 1
+        if option is not None:
+            kind = _option_kind(runner, option)
+            index += 2 if kind == "pair" else 1 if kind == "valued" else 0
+        elif word is None or not word.startswith(runner.shortcuts or ("\0",)):
+            found.append(None if word is None or (filled and "{" in word) else word)
     return found
 
 
-def _piped(value: str | None) -> list[str | None]:
-    if value is None:
-        return [None]
-    return [value[1:]] if value.startswith(("|", "!")) else []
+def _option_scripts(runner: Runner, words: _Words, region: Iterable[int]) -> list[str | None]:
+    """The code a runner's options among the words at ``region`` give it (``-c TEXT``,
+    ``-cTEXT``, ``-qc TEXT``, ``--command=TEXT``, ``--comm TEXT``: a long option may be
+    shortened; ``strace -o '|CMD'``); None for code computed at run time."""
+    found: list[str | None] = []
+    longs = [o for o in runner.texts if o.startswith("--")]
+    letters = runner.letters
+    prefixes = [o for o in dict.fromkeys(o for o, _ in runner.prefixed) if o.startswith("-")]
+    for index in region:
+        word = words.option(index)
+        if word is None:
+            continue
+        following = words.values[index + 1] if index + 1 < len(words.values) else ""
+        computed = words.values[index] is None  # (`-c"$X"`: its value is computed)
+        flag, equals, value = word.partition("=")
+        given: str | None
+        if word in runner.texts or word in prefixes or (flag.startswith("--") and equals):
+            option, given = flag, (None if computed else value) if equals else following
+        elif flag.startswith("--"):
+            option, given = flag, following
+        else:  # grouped short options
+            options = short_options(word, letters)
+            if not options:
+                continue
+            option = options[-1]
+            attached = word[len(options) + 1 :]
+            given = (None if computed else attached) if attached else following
+        if option.startswith("--") and option not in runner.flags | runner.valued:
+            option = next((o for o in [*longs, *prefixes] if o.startswith(option)), option)
+        if option in runner.texts:  # (a long option may be shortened: `--comm`)
+            found.append(given)
+        elif option in prefixes:
+            if given is not None:
+                found += [given[len(p) :] for o, p in runner.prefixed
+                          if o == option and given.startswith(p)]  # fmt: skip
+            elif index + 1 >= len(words.values) or _may_start_with_any(words.texts[index + 1]):
+                found.append(None)
+    return found
+
+
+def _may_start_with_any(text: str) -> bool:
+    """Whether a word computed at run time may start with anything (``"$LOG"``), as
+    opposed to a literal start (``"trace-$$.txt"``, ``log-$(date)``)."""
+    return text.lstrip("\"'")[:1] in ("", "$", "`", "\\", "~", "{", "*", "?", "[")

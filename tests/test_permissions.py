@@ -414,6 +414,56 @@ def test_what_a_review_found_runners_run(
     assert verdict(command, rules) == expected
 
 
+ASK_PUSH = {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "rules", "expected"),
+    [  # a second review of the runners found each of these
+        ("strace -oo rm -rf x", DENY_LIST, "deny"),  # `-oo`: the value `o` is attached
+        ("xargs -l rm -rf < list", DENY_LIST, "deny"),  # `-l[N]`: a value only attached
+        ("watch -d rm -rf x", DENY_LIST, "deny"),
+        ("pnpm -w exec rm -rf x", DENY_LIST, "deny"),  # `-w` takes no value
+        ("tmux -c 'rm -rf x'", DENY_LIST, "deny"),
+        ("tmux ls \\; run-shell 'rm -rf x'", DENY_LIST, "deny"),  # command sequences
+        ("tmux new-session -d \\; send-keys 'rm -rf x' Enter", DENY_LIST, "deny"),
+        ("strace --output '|rm -rf x' true", DENY_LIST, "deny"),
+        ("flock $(true) /tmp/l rm -rf x", DENY_LIST, "deny"),  # a word that may be none
+        ("uv tool -q run rm -rf x", DENY_LIST, "deny"),  # options inside the subcommand
+        ("nix --option sandbox false develop -c rm -rf x", DENY_LIST, "deny"),  # two values
+        ("mise x t1 t2 t3 t4 t5 t6 t7 t8 t9 -- rm -rf x", DENY_LIST, "deny"),
+        ("hyperfine true --cleanup='rm -rf x'", DENY_LIST, "deny"),  # options after commands
+        ("npx --loglevel silent -c 'rm -rf x'", DENY_LIST, "deny"),
+        ("sg - root 'rm -rf x'", DENY_LIST, "deny"),
+        ("gdb -batch -ex 'shell rm -rf x'", DENY_LIST, "deny"),
+        ("su -s /bin/rm root x", DENY_LIST, "deny"),  # the "shell" is the program run
+        ("ip -all netns exec rm -rf x", DENY_LIST, "deny"),
+        ("npm explore lodash -- rm -rf x", DENY_LIST, "deny"),
+        ("bwrap --bind / / rm -rf x", DENY_LIST, "deny"),
+        ("toybox rm -rf x", DENY_LIST, "deny"),
+        ("doas -a x rm -rf y", DENY_LIST, "deny"),
+        ("linux64 rm -rf x", DENY_LIST, "deny"),
+        ('su -c"$C"', DENY_LIST, "ask"),  # computed code
+        ('nodemon --exec="$C"', DENY_LIST, "ask"),
+        ('echo push | xargs -I "$X" git Q', ASK_PUSH, "ask"),  # a computed placeholder
+        ("timeout $(true) 5 rm -rf x", DENY_LIST, "ask"),  # words that may move the command
+        ("sudo -u $(true) root rm -rf x", DENY_LIST, "ask"),
+        # still allowed
+        ("tmux new-session -d -s main \\; split-window -h \\; attach", DENY_LIST, "allow"),
+        ('runuser -u app -- grep -c "$PAT" file', DENY_LIST, "allow"),  # grep's `-c`
+        ('gdb -p "$PID"', DENY_LIST, "allow"),
+        ('taskset -pc 0 "$PID"', DENY_LIST, "allow"),
+        ('strace -o "trace-$$.txt" ls', DENY_LIST, "allow"),  # cannot start with `|`
+        ("concurrently 'npm:watch-*' 'npm:serve'", DENY_LIST, "allow"),
+        ('timeout "$T" make', DENY_LIST, "allow"),
+    ],
+)
+def test_what_a_second_review_found_runners_run(
+    command: str, rules: dict[str, list[str]], expected: str
+) -> None:
+    assert verdict(command, rules) == expected
+
+
 def test_what_the_third_review_wrote_bash_does_write(tmp_path: Path) -> None:
     """`[ x > f ]`, `> 3` and `> '~/f'` write files, as bash reads them."""
     (tmp_path / "~").mkdir()
