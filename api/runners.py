@@ -533,7 +533,7 @@ def command_starts(
     starts: set[int] = set()
     end = first
     seen: set[tuple[int, int, int, str]] = set()
-    todo = [(first, runner.operands + operands, runner.optional, "none")]  # (word, operands,
+    todo = [(first, runner.operands + operands, runner.optional, "none")]  # (word, left, after)
     while todo:
         state = todo.pop()
         index, required, optional, after = state
