@@ -97,9 +97,8 @@ class ParsedCommand:
     problems: tuple[str, ...] = ()
     """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
     moves: bool = False
-    """Whether it changes directory to one known only as it runs (``cd "$d"``, ``cd -``,
-    ``popd``, ``env -C``, ``find -execdir``, a sourced file, any ``cd`` where the text
-    names ``CDPATH``…): its relative write targets are then known only as it runs."""
+    """Whether it changes directory (``cd``, ``env -C``, ``find -execdir``…): its relative
+    write targets are then in a directory known only as it runs."""
     sets_home: bool = False
     """Whether it may change ``HOME`` as it runs: it names ``HOME`` anywhere in its text,
     or sets a variable whose name is only known then (``declare "${a}OME=/etc"``,
@@ -111,9 +110,6 @@ class ParsedCommand:
     """Files its redirections open for reading (``3< f``, ``< f``; None: known only as it
     runs, a sourced file's too): a write to a descriptor's path (``/dev/fd/3``,
     ``/dev/stdin``) opens such a file again, for writing."""
-    directories: tuple[str, ...] = ()
-    """The directories its ``cd DIR`` and ``pushd DIR`` go to, as written, in order: its
-    relative write targets are checked in each directory it may then be in."""
 
 
 @dataclass(frozen=True)
@@ -266,11 +262,10 @@ def parse_command(source: str) -> ParsedCommand:
         tuple(dict.fromkeys(walker.commands)),
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
-        walker.moves or (bool(walker.directories) and "CDPATH" in source),
+        walker.moves,
         walker.sets_home or "HOME" in _HOME_READ.sub("", source),
         tuple(dict.fromkeys(walker.computed_writes)),
         tuple(dict.fromkeys(walker.reads)),
-        tuple(walker.directories),
     )
 
 
@@ -294,7 +289,6 @@ class _Walker:
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
-        self.directories: list[str] = []
         self.reads: list[str | None] = []
 
     def parse(self, source: str, depth: int) -> None:
@@ -509,11 +503,7 @@ class _Walker:
             return
         rest = values[start + 1 :]
         if _changes_directory(name, wrappers, values[: start + 1], rest):
-            known = None if wrappers else _directory(name, rest)
-            if known is None:
-                self.moves = True
-            else:
-                self.directories.append(known)
+            self.moves = True
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
             self._may_set_home(rest[:2] if rest[:1] == [None] or (rest[0] or "").startswith("-v")
                                else [])  # fmt: skip
@@ -625,7 +615,6 @@ class _Walker:
         if place == "kept":
             self.moves = self.moves or inner.moves
             self.sets_home = self.sets_home or inner.sets_home
-            self.directories += inner.directories
         for command in inner.commands:
             variants += [command.text, *command.variants]
             opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -711,21 +700,6 @@ def _reads_input(path: str) -> bool:
         or _PER_PROCESS.search(absolute) is not None
         or _followed(absolute) is None
     )
-
-
-def _directory(name: str, rest: Sequence[str | None]) -> str | None:
-    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written; None when it is
-    known only as it runs (``cd "$d"``, ``cd -``, ``cd ~x``, ``cd`` alone, ``pushd +1``,
-    ``popd``)."""
-    if name not in ("cd", "pushd"):
-        return None
-    words = list(rest)
-    while words and words[0] is not None and words[0][:1] == "-" and words[0] != "-":
-        if words.pop(0) == "--":
-            break
-    if len(words) != 1 or words[0] is None or words[0][:1] in ("", "~", "+", "-"):
-        return None
-    return words[0]
 
 
 def _changes_directory(
@@ -967,37 +941,25 @@ class RuleSet:
     def to_json(self) -> dict[str, list[str]]:
         return {v: [r.text for r in getattr(self, v)] for v in VERDICTS}
 
-    def decide(
-        self,
-        parsed: ParsedCommand,
-        cwd: str = "/",
-        home: str | None = None,
-        cdpath: str | None = None,
-    ) -> Decision:
+    def decide(self, parsed: ParsedCommand, cwd: str = "/", home: str | None = None) -> Decision:
         """The verdict for a parsed command: deny if any part is denied, else ask if any
         part asks or is allowed by no rule (or cannot be checked), else allow. ``home``:
-        the command's ``HOME``, for its ``~/`` targets (else this process's); ``cdpath``:
-        its ``CDPATH``, by which a ``cd`` may go elsewhere."""
+        the command's ``HOME``, for its ``~/`` targets (else this process's)."""
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
 
-        places = None if parsed.moves else _places(cwd, parsed.directories, cdpath)
-
         def paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
             if target is None or target in parsed.computed_writes:
                 return None
-            if target.startswith("~") and parsed.sets_home:
-                return None  # (a `~/` one of a command that may set HOME)
-            if target.startswith(("/", "~")):
-                return _write_paths(target, cwd, home, reopens)
-            if places is None:  # (after a `cd` to a directory known only as it runs)
-                return None
-            found = [_write_paths(target, place, home, reopens) for place in places]
-            if any(paths is None for paths in found):
-                return None
-            return list(dict.fromkeys(p for paths in found for p in paths or ()))
+            # After a `cd` in the same command a relative target is in a directory only
+            # known as it runs; a `~/` one of a command that may set HOME too.
+            relative = not target.startswith(("/", "~"))
+            homed = target.startswith("~") and parsed.sets_home
+            return None if (parsed.moves and relative) or homed else (
+                _write_paths(target, cwd, home, reopens)
+            )  # fmt: skip
 
         # Writing a descriptor's path opens what it is again: one of the files opened for
         # reading, which must then be one a Write rule lets it write.
@@ -1063,25 +1025,6 @@ class RuleSet:
                         return Decision(verdict, f"writing {path} matches {verdict} rule "
                                         f"{rule.text}", rule.text, subject=path)  # fmt: skip
         return None
-
-
-MAX_PLACES = 16
-"""Directories a command's ``cd``s may leave it in, at most, for its writes to be checked."""
-
-
-def _places(cwd: str, directories: Sequence[str], cdpath: str | None) -> list[str] | None:
-    """Each directory a command may be in after its ``cd``s to ``directories`` (each may
-    fail or not run: ``cd a || cd b``); None when too many, or when ``CDPATH`` may take a
-    ``cd`` elsewhere."""
-    places = [cwd]
-    for directory in directories:
-        if cdpath and not directory.startswith(("/", "./", "../")) and directory != "..":
-            return None  # (bash looks in CDPATH's directories first)
-        places = list(dict.fromkeys([*places, *(_normalized(os.path.join(p, directory))
-                                                for p in places)]))  # fmt: skip
-        if len(places) > MAX_PLACES:
-            return None
-    return places
 
 
 def _normalized(path: str) -> str:
