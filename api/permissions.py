@@ -97,8 +97,8 @@ class ParsedCommand:
     problems: tuple[str, ...] = ()
     """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
     moves: bool = False
-    """Whether it changes directory (``cd``, ``env -C``, ``find -execdir``…): its relative
-    write targets are then in a directory known only as it runs."""
+    """Whether it may change directory anywhere in it (a sourced file, a ``BASH_ENV``):
+    its relative write targets are then in a directory known only as it runs."""
     sets_home: bool = False
     """Whether it may change ``HOME`` as it runs: it names ``HOME`` anywhere in its text,
     or sets a variable whose name is only known then (``declare "${a}OME=/etc"``,
@@ -110,6 +110,12 @@ class ParsedCommand:
     """Files its redirections open for reading (``3< f``, ``< f``; None: known only as it
     runs, a sourced file's too): a write to a descriptor's path (``/dev/fd/3``,
     ``/dev/stdin``) opens such a file again, for writing."""
+    moved_by: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
+    """For a write target, the directories the ``cd``s that may run before it go to, in
+    order (as written; None: known only as it runs): one in a loop, a function, a nested
+    shell or ``eval``, ``cd "$d"``, ``cd -``, ``popd``, ``env -C``…, or a relative one
+    when the text names ``CDPATH``. Its relative target is checked in each directory the
+    command may then be in."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +272,7 @@ def parse_command(source: str) -> ParsedCommand:
         walker.sets_home or "HOME" in _HOME_READ.sub("", source),
         tuple(dict.fromkeys(walker.computed_writes)),
         tuple(dict.fromkeys(walker.reads)),
+        walker.moved_by("cdpath" in source.lower()),
     )
 
 
@@ -276,6 +283,54 @@ def _joined_lines(source: str) -> str:
     single quotes or a quoted here-document: the text is checked as the grammar reads it
     too (``_Walker.parse``), so that a command either reading finds is checked."""
     return re.sub(r"(\\+)\n", lambda m: m[1][:-1] if len(m[1]) % 2 else m[0], source)
+
+
+_SCOPES = frozenset({"subshell", "command_substitution", "process_substitution"})
+_REPEATS = frozenset({"for_statement", "c_style_for_statement", "while_statement",
+                      "function_definition"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Site:
+    """Where in a command something is: a node of the tree of one reading of its text
+    (``tree``), or nested (in a shell it starts, ``eval``'s or a trap's text, or read by
+    a runner's walker): then it may come before or after anything."""
+
+    node: Any
+    tree: int
+    nested: bool
+
+    def repeated(self) -> bool:
+        """Whether it may run more than once, or elsewhere than it is written: in a loop
+        or a function body."""
+        node = self.node.parent if self.node is not None else None
+        while node is not None:
+            if node.type in _REPEATS:
+                return True
+            node = node.parent
+        return False
+
+    def precedes(self, later: _Site) -> bool:
+        """Whether a directory change here may act on ``later``: it comes first in the
+        same shell, or either is nested. ``(cd x; …) > f``, ``echo > f; cd x``: no."""
+        if self.nested or later.nested or self.node is None or later.node is None:
+            return True
+        if self.tree != later.tree or self.node.start_byte >= later.node.start_byte:
+            return False
+        scope = self.node.parent
+        while scope is not None and scope.type not in _SCOPES:
+            scope = scope.parent
+        if scope is None:
+            return True
+        node = later.node
+        while node is not None and node != scope:
+            node = node.parent
+        return node is not None
+
+
+def _searched(directory: str) -> bool:
+    """Whether ``cd DIR`` looks for DIR in ``CDPATH`` first."""
+    return not directory.startswith(("/", "./", "../", "~")) and directory not in (".", "..")
 
 
 class _Walker:
@@ -289,18 +344,29 @@ class _Walker:
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
+        self.sets_cdpath = False
+        self.cds: list[tuple[_Site, str | None]] = []
+        """Directory changes: where, and to which directory (None: known as it runs)."""
+        self.write_sites: list[tuple[str, _Site]] = []
+        self._trees = 0
+        self._site = _Site(None, 0, True)
+        """Where the command being read is (a node of a parsed tree)."""
         self.reads: list[str | None] = []
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
             self.problems.append("shells nested too deep to check")
             return
+        outer = self._site
         for text in dict.fromkeys((_joined_lines(source), source)):
             data = text.encode("utf-8", "surrogateescape")
             tree = _parser().parse(data)
             if tree.root_node.has_error:
                 self.problems.append("it does not parse as bash")
+            self._trees += 1
+            self._site = _Site(tree.root_node, self._trees, depth > 0)
             self.walk(tree.root_node, data, depth)
+        self._site = outer
 
     def walk(self, root: Any, data: bytes, depth: int) -> None:
         """Every node once, iteratively (a deeply nested command cannot exhaust the
@@ -337,6 +403,8 @@ class _Walker:
                     self.problems.append("a prompt variable runs the `$(…)` in its value")
                 elif assigned in SOURCED_VARIABLES:  # (`BASH_ENV=f bash -c …`: that shell
                     self._sources_a_file()  # runs f first)
+                elif assigned.upper() == "CDPATH":
+                    self.sets_cdpath = True
             if kind == "expansion" and _unread(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic and self._variable(node, data):
@@ -420,6 +488,8 @@ class _Walker:
         names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``."""
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True
+        if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
+            self.sets_cdpath = True
 
     def redirect(self, node: Any, data: bytes) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
@@ -441,6 +511,7 @@ class _Walker:
             self.computed_writes.append(self.writes[-1])
         else:
             self.writes.append(value)
+        self.write_sites.append((self.writes[-1], _Site(node, self._site.tree, self._site.nested)))
 
     def command(self, node: Any, data: bytes, depth: int) -> None:
         assignments = [
@@ -455,7 +526,12 @@ class _Walker:
             v if v is not None else _squeeze(_text(w, data))
             for v, w in zip(values, words, strict=True)
         ]
-        self.simple(values, shown, assignments, depth)
+        tree, outer = self._site, self._site
+        self._site = _Site(node, tree.tree, tree.nested)
+        try:
+            self.simple(values, shown, assignments, depth)
+        finally:
+            self._site = outer
 
     def simple(
         self,
@@ -503,7 +579,9 @@ class _Walker:
             return
         rest = values[start + 1 :]
         if _changes_directory(name, wrappers, values[: start + 1], rest):
-            self.moves = True
+            site = self._site
+            known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
+            self.cds.append((site, known))
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
             self._may_set_home(rest[:2] if rest[:1] == [None] or (rest[0] or "").startswith("-v")
                                else [])  # fmt: skip
@@ -583,6 +661,22 @@ class _Walker:
             SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
         )
 
+    def moved_by(self, names_cdpath: bool) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+        """:attr:`ParsedCommand.moved_by`: for each write target, the ``cd``s that may run
+        before it (``names_cdpath``: the text names ``CDPATH``, which may take a relative
+        ``cd`` elsewhere)."""
+        searched = names_cdpath or self.sets_cdpath
+        found: dict[str, list[str | None]] = {}
+        for target, write in self.write_sites:
+            moves = found.setdefault(target, [])
+            for move, directory in self.cds:
+                if not move.precedes(write):
+                    continue
+                if directory is not None and searched and _searched(directory):
+                    directory = None
+                moves.append(directory)
+        return tuple((t, tuple(m)) for t, m in found.items() if m)
+
     def _inner(self, depth: int) -> _Walker | None:
         """A walker for what a runner runs, sharing this one's count of readings; None
         (and a problem) past :data:`MAX_RUNNER_READINGS` or :data:`MAX_NESTING`."""
@@ -612,9 +706,12 @@ class _Walker:
             self.writes.append(target)
             if place == "root" or (place == "moved" and not target.startswith("/")):
                 self.computed_writes.append(target)
+        self.write_sites += [(t, _Site(None, 0, True)) for t, _ in inner.write_sites]
         if place == "kept":
             self.moves = self.moves or inner.moves
             self.sets_home = self.sets_home or inner.sets_home
+            self.sets_cdpath = self.sets_cdpath or inner.sets_cdpath
+            self.cds += [(_Site(None, 0, True), None) for _ in inner.cds]
         for command in inner.commands:
             variants += [command.text, *command.variants]
             opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -700,6 +797,25 @@ def _reads_input(path: str) -> bool:
         or _PER_PROCESS.search(absolute) is not None
         or _followed(absolute) is None
     )
+
+
+def _directory(name: str, rest: Sequence[str | None]) -> str | None:
+    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written (``~`` for ``cd``
+    alone); None when it is known only as it runs (``cd "$d"``, ``cd -``, ``cd ~user``,
+    ``pushd +1``, ``popd``)."""
+    if name not in ("cd", "pushd"):
+        return None
+    words = list(rest)
+    while words and words[0] is not None and words[0][:1] == "-" and words[0] != "-":
+        if words.pop(0) == "--":
+            break
+    if not words and name == "cd":
+        return "~"
+    if len(words) != 1 or words[0] is None or words[0][:1] in ("", "+", "-"):
+        return None
+    if words[0].startswith("~") and words[0] != "~" and not words[0].startswith("~/"):
+        return None
+    return words[0]
 
 
 def _changes_directory(
@@ -941,25 +1057,40 @@ class RuleSet:
     def to_json(self) -> dict[str, list[str]]:
         return {v: [r.text for r in getattr(self, v)] for v in VERDICTS}
 
-    def decide(self, parsed: ParsedCommand, cwd: str = "/", home: str | None = None) -> Decision:
+    def decide(
+        self,
+        parsed: ParsedCommand,
+        cwd: str = "/",
+        home: str | None = None,
+        cdpath: str | None = None,
+    ) -> Decision:
         """The verdict for a parsed command: deny if any part is denied, else ask if any
         part asks or is allowed by no rule (or cannot be checked), else allow. ``home``:
-        the command's ``HOME``, for its ``~/`` targets (else this process's)."""
+        the command's ``HOME``, for its ``~/`` targets (else this process's); ``cdpath``:
+        its ``CDPATH``, where a ``cd`` may look first."""
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
 
+        moved_by = dict(parsed.moved_by)
+
         def paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
             if target is None or target in parsed.computed_writes:
                 return None
-            # After a `cd` in the same command a relative target is in a directory only
-            # known as it runs; a `~/` one of a command that may set HOME too.
-            relative = not target.startswith(("/", "~"))
-            homed = target.startswith("~") and parsed.sets_home
-            return None if (parsed.moves and relative) or homed else (
-                _write_paths(target, cwd, home, reopens)
+            if target.startswith("~") and parsed.sets_home:
+                return None  # (a `~/` one of a command that may set HOME)
+            if target.startswith(("/", "~")):
+                return _write_paths(target, cwd, home, reopens)
+            places = None if parsed.moves else _places(
+                cwd, moved_by.get(target, ()), None if parsed.sets_home else home, cdpath
             )  # fmt: skip
+            if places is None:  # (after a `cd` to a directory known only as it runs)
+                return None
+            found = [_write_paths(target, place, home, reopens) for place in places]
+            if any(paths is None for paths in found):
+                return None
+            return list(dict.fromkeys(p for paths in found for p in paths or ()))
 
         # Writing a descriptor's path opens what it is again: one of the files opened for
         # reading, which must then be one a Write rule lets it write.
@@ -1025,6 +1156,40 @@ class RuleSet:
                         return Decision(verdict, f"writing {path} matches {verdict} rule "
                                         f"{rule.text}", rule.text, subject=path)  # fmt: skip
         return None
+
+
+MAX_PLACES = 64
+"""Directories a command's ``cd``s may leave it in, at most, for its writes to be checked."""
+
+
+def _places(
+    cwd: str, directories: Sequence[str | None], home: str | None, cdpath: str | None
+) -> list[str] | None:
+    """Each directory a command may be in after ``cd``s to ``directories`` (each may
+    fail, or not run: ``cd a || cd b``); None when one is known only as it runs: as
+    written there, or ``~`` with no known ``HOME``, or one ``CDPATH`` may find
+    elsewhere, or one that does not exist as a directory now (made as the command runs,
+    perhaps as a link), or one that a physical ``cd`` (``cd -P``, ``set -P``, bash's
+    fallback when the path as written does not exist) would find elsewhere (``link/..``)."""
+    places = [cwd]
+    for directory in directories:
+        if directory is None or (cdpath and _searched(directory)):
+            return None
+        if directory == "~" or directory.startswith("~/"):
+            if home is None:
+                return None
+            directory = home + directory[1:]
+        moved = []
+        for place in places:
+            logical = _normalized(os.path.join(place, directory))
+            physical = os.path.realpath(os.path.join(os.path.realpath(place), directory))
+            if not os.path.isdir(logical) or os.path.realpath(logical) != physical:
+                return None
+            moved.append(logical)
+        places = list(dict.fromkeys([*places, *moved]))
+        if len(places) > MAX_PLACES:
+            return None
+    return places
 
 
 def _normalized(path: str) -> str:

@@ -54,7 +54,9 @@ def decide(p: RunParams) -> Decision:
     decisions = []
     if p.rules is not None:
         decisions.append(
-            rule_set(p.rules).decide(parse_command(p.command), p.cwd, p.env.get("HOME"))
+            rule_set(p.rules).decide(
+                parse_command(p.command), p.cwd, p.env.get("HOME"), p.env.get("CDPATH")
+            )
         )
     if p.hook is not None:
         reason = p.hook.reason or f"the permission hook answered {p.hook.verdict}"

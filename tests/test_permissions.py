@@ -111,7 +111,7 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("fish -c 'rm x'", DENY_LIST, "deny"),
         ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
         ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
-        ("cd /etc && echo x > passwd", RULES, "ask"),  # after a cd: the same
+        ("cd /etc && echo x > passwd", RULES, "deny"),  # after a cd: in /etc too
         ("cd sub && echo x > /work/notes", RULES, "allow"),
         # ...and from a review of those fixes
         ("# x \\\necho hi; r\\\nm -rf /tmp/x", DENY_LIST, "ask"),
@@ -462,6 +462,71 @@ def test_what_a_second_review_found_runners_run(
     command: str, rules: dict[str, list[str]], expected: str
 ) -> None:
     assert verdict(command, rules) == expected
+
+
+@pytest.fixture
+def cd_tree(tmp_path: Path) -> Path:
+    """``protected/sub``, ``w/build``, ``w/a/b`` and ``w/link`` -> ``protected/sub``."""
+    for path in ("protected/sub", "w/build", "w/a/b"):
+        (tmp_path / path).mkdir(parents=True)
+    (tmp_path / "w" / "link").symlink_to(tmp_path / "protected" / "sub")
+    return tmp_path
+
+
+CD_CASES = [  # (command, run in, verdict); a `cd` the text names is followed
+    ("cd build && make > build.log", "w", "allow"),  # w/build/build.log, w/build.log
+    ("cd build; cd ..; echo x > f", "w", "allow"),
+    ("(cd ../protected && ls) > list.txt", "w", "allow"),  # opened outside the subshell
+    ("echo x > notes.txt; cd ../protected", "w", "allow"),  # written before the cd
+    ("pushd build > /dev/null && echo x > log; popd", "w", "allow"),
+    ("cd ../protected && echo x > PWNED", "w", "deny"),
+    ("cd ..; cd ..; echo x > protected/PWNED", "w/a", "deny"),
+    # known only as it runs: ask (each of these writes protected/PWNED in bash)
+    ("for i in 1 2 3; do cd ..; done; echo x > protected/PWNED", "w/a/b", "ask"),
+    ("f() { cd ..; }; f; f; f; echo x > protected/PWNED", "w/a/b", "ask"),
+    ("trap 'cd ..' DEBUG; :; :; echo x > protected/PWNED", "w/a/b", "ask"),
+    ("cd link/../sub && echo x > PWNED", "w", "ask"),  # bash's physical fallback
+    ("set -P; cd link/..; echo x > PWNED", "w", "ask"),  # physical `..`
+    ("cd -P link/.. && echo x > PWNED", "w", "ask"),
+    ('declare "CD""PATH=$R"; cd protected; echo x > PWNED', "w", "ask"),
+    ("export CD\\PATH=$R; cd protected; echo x > PWNED", "w", "ask"),
+    ("eval 'CD''PATH=$R'; cd protected; echo x > PWNED", "w", "ask"),
+    ("shopt -s cdable_vars; p=$R/protected; cd p; echo x > PWNED", "w", "ask"),  # no dir p
+    ("ln -s $R/protected l2; cd l2; echo x > PWNED", "w", "ask"),  # made as it runs
+    ('cd "$(echo ../protected)" && echo x > PWNED', "w", "ask"),
+]
+
+
+@pytest.mark.parametrize(("command", "where", "expected"), CD_CASES)
+def test_a_cd_the_text_names_is_followed(
+    cd_tree: Path, command: str, where: str, expected: str
+) -> None:
+    command = command.replace("$R", str(cd_tree))
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({cd_tree}/protected/**)"]}
+    cwd = cd_tree / where
+    assert verdict(command, rules, str(cwd)) == expected
+    env = {k: v for k, v in os.environ.items() if k != "CDPATH"}
+    subprocess.run(["bash", "-c", command], cwd=cwd, env={**env, "PWD": str(cwd)},
+                   capture_output=True, timeout=10)  # fmt: skip
+    written = list((cd_tree / "protected").rglob("PWNED"))
+    assert bool(written) == (expected != "allow")  # (what the checks stand for)
+
+
+def test_a_cd_by_cdpath_may_go_elsewhere(state_dir: Path, cd_tree: Path) -> None:
+    """bash looks in an exported CDPATH in `bash -c` too: the caller's counts."""
+    env = {**os.environ, "CDPATH": str(cd_tree)}
+    shown = subprocess.run(["bash", "-c", "cd protected && pwd"], cwd=cd_tree / "w", env=env,
+                           capture_output=True, text=True, timeout=10)  # fmt: skip
+    assert shown.stdout.splitlines()[-1] == str(cd_tree / "protected")  # (cd prints it too)
+    parsed = parse_command("cd build && echo x > PWNED")
+    rules = RuleSet.from_mapping({"allow": ["Bash(*)"], "deny": [f"Write({cd_tree}/x/**)"]})
+    assert rules.decide(parsed, str(cd_tree / "w")).verdict == "allow"
+    assert rules.decide(parsed, str(cd_tree / "w"), cdpath=str(cd_tree)).verdict == "ask"
+    rules_path = cd_tree / "rules.json"
+    rules_path.write_text(json.dumps(rules.to_json()))
+    client = Client(state_dir=state_dir, cwd=cd_tree / "w", rules=rules_path, env=env)
+    result = client.bash("cd build && echo x > PWNED")
+    assert result.permission is not None and result.permission.decision == "ask"
 
 
 def test_what_the_third_review_wrote_bash_does_write(tmp_path: Path) -> None:
