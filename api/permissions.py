@@ -813,6 +813,8 @@ def _directory(name: str, rest: Sequence[str | None]) -> str | None:
         return "~"
     if len(words) != 1 or words[0] is None or words[0][:1] in ("", "+", "-"):
         return None
+    if _BRACES.search(words[0]):  # (`cd {../etc,}` is `cd ../etc`)
+        return None
     if words[0].startswith("~") and words[0] != "~" and not words[0].startswith("~/"):
         return None
     return words[0]

@@ -494,6 +494,7 @@ CD_CASES = [  # (command, run in, verdict); a `cd` the text names is followed
     ("shopt -s cdable_vars; p=$R/protected; cd p; echo x > PWNED", "w", "ask"),  # no dir p
     ("ln -s $R/protected l2; cd l2; echo x > PWNED", "w", "ask"),  # made as it runs
     ('cd "$(echo ../protected)" && echo x > PWNED', "w", "ask"),
+    ("cd {../protected,} && echo x > PWNED", "w", "ask"),  # a brace expansion
 ]
 
 
