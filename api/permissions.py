@@ -28,7 +28,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -286,6 +286,11 @@ def _joined_lines(source: str) -> str:
 
 
 _SCOPES = frozenset({"subshell", "command_substitution", "process_substitution"})
+_GROUPS = frozenset({
+    "command", "compound_statement", "subshell", "if_statement", "case_statement",
+    "for_statement", "c_style_for_statement", "while_statement",
+})  # fmt: skip
+"""Statements whose redirections bash opens before any of their commands runs."""
 _REPEATS = frozenset({"for_statement", "c_style_for_statement", "while_statement",
                       "function_definition"})  # fmt: skip
 
@@ -311,21 +316,29 @@ class _Site:
         return False
 
     def precedes(self, later: _Site) -> bool:
-        """Whether a directory change here may act on ``later``: it comes first in the
-        same shell, or either is nested. ``(cd x; …) > f``, ``echo > f; cd x``: no."""
+        """Whether a directory change here may act on ``later`` (a redirection): it comes
+        first in the same shell, or either is nested or may run again (in a loop or a
+        function body). ``(cd x; …) > f``, ``echo > f; cd x``, ``cd x 2> f``: no."""
         if self.nested or later.nested or self.node is None or later.node is None:
+            return True
+        if later.repeated():
             return True
         if self.tree != later.tree or self.node.start_byte >= later.node.start_byte:
             return False
+        statement = later.node.parent  # (its redirections open before its commands run;
+        body = statement.child_by_field_name("body")  # the grammar gives `a && b > f`'s
+        if body is not None and body.type in _GROUPS and _within(self.node, statement):
+            return False  # to the list, bash to `b`)
         scope = self.node.parent
         while scope is not None and scope.type not in _SCOPES:
             scope = scope.parent
-        if scope is None:
-            return True
-        node = later.node
-        while node is not None and node != scope:
-            node = node.parent
-        return node is not None
+        return scope is None or _within(later.node, scope)
+
+
+def _within(node: Any, ancestor: Any) -> bool:
+    while node is not None and node != ancestor:
+        node = node.parent
+    return node is not None
 
 
 def _searched(directory: str) -> bool:
@@ -497,8 +510,11 @@ class _Walker:
         if len(targets) > 1:  # `> f word`: bash gives `word` to the command
             self.problems.append("words after a redirection are not read as bash reads them")
         target = targets[0] if targets else None
+        here = _Site(node, self._site.tree, self._site.nested)
         if operator == "<":
             self.reads.append(None if target is None else _literal(target, data))
+            if self.reads[-1] is not None:  # (reopened for writing by `> /dev/fd/3`)
+                self.write_sites.append((self.reads[-1], here))
         if operator not in WRITE_OPERATORS or target is None:
             return
         if target.type == "number" and operator == ">&":  # a descriptor (`>&2`), not a file
@@ -511,7 +527,7 @@ class _Walker:
             self.computed_writes.append(self.writes[-1])
         else:
             self.writes.append(value)
-        self.write_sites.append((self.writes[-1], _Site(node, self._site.tree, self._site.nested)))
+        self.write_sites.append((self.writes[-1], here))
 
     def command(self, node: Any, data: bytes, depth: int) -> None:
         assignments = [
@@ -598,6 +614,8 @@ class _Walker:
             self.problems.append("`hash -p` makes a name run another program")
         elif name == "enable" and any(w is None or "-f" in short_options(w, "f") for w in rest):
             self.problems.append("`enable -f` loads a builtin from a file")
+        elif name == "fc":
+            self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
         for code in _code_arguments(name, rest):
             if code is None:
                 self.problems.append(f"`{name}` runs text computed at run time")
@@ -1064,12 +1082,17 @@ class RuleSet:
         parsed: ParsedCommand,
         cwd: str = "/",
         home: str | None = None,
-        cdpath: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> Decision:
         """The verdict for a parsed command: deny if any part is denied, else ask if any
         part asks or is allowed by no rule (or cannot be checked), else allow. ``home``:
-        the command's ``HOME``, for its ``~/`` targets (else this process's); ``cdpath``:
-        its ``CDPATH``, where a ``cd`` may look first."""
+        the command's ``HOME``, for its ``~/`` targets (else this process's); ``env``:
+        its environment, for a ``CDPATH`` where a ``cd`` may look first and a ``BASH_ENV``
+        file its shell runs first (which may change directory or ``HOME``)."""
+        env = env or {}
+        if env.get("BASH_ENV"):
+            parsed = replace(parsed, moves=True, sets_home=True, reads=(*parsed.reads, None))
+        cdpath = env.get("CDPATH")
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
@@ -1184,8 +1207,10 @@ def _places(
         moved = []
         for place in places:
             logical = _normalized(os.path.join(place, directory))
-            physical = os.path.realpath(os.path.join(os.path.realpath(place), directory))
-            if not os.path.isdir(logical) or os.path.realpath(logical) != physical:
+            written = os.path.join(os.path.realpath(place), directory)  # (`a/link/..`)
+            if not (os.path.isdir(logical) and os.path.isdir(written)):
+                return None
+            if os.path.realpath(logical) != os.path.realpath(written):
                 return None
             moved.append(logical)
         places = list(dict.fromkeys([*places, *moved]))

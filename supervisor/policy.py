@@ -54,9 +54,7 @@ def decide(p: RunParams) -> Decision:
     decisions = []
     if p.rules is not None:
         decisions.append(
-            rule_set(p.rules).decide(
-                parse_command(p.command), p.cwd, p.env.get("HOME"), p.env.get("CDPATH")
-            )
+            rule_set(p.rules).decide(parse_command(p.command), p.cwd, p.env.get("HOME"), p.env)
         )
     if p.hook is not None:
         reason = p.hook.reason or f"the permission hook answered {p.hook.verdict}"

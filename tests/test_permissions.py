@@ -467,7 +467,7 @@ def test_what_a_second_review_found_runners_run(
 @pytest.fixture
 def cd_tree(tmp_path: Path) -> Path:
     """``protected/sub``, ``w/build``, ``w/a/b`` and ``w/link`` -> ``protected/sub``."""
-    for path in ("protected/sub", "w/build", "w/a/b"):
+    for path in ("protected/sub", "w/build", "w/a/b", "w/d"):
         (tmp_path / path).mkdir(parents=True)
     (tmp_path / "w" / "link").symlink_to(tmp_path / "protected" / "sub")
     return tmp_path
@@ -495,6 +495,14 @@ CD_CASES = [  # (command, run in, verdict); a `cd` the text names is followed
     ("ln -s $R/protected l2; cd l2; echo x > PWNED", "w", "ask"),  # made as it runs
     ('cd "$(echo ../protected)" && echo x > PWNED', "w", "ask"),
     ("cd {../protected,} && echo x > PWNED", "w", "ask"),  # a brace expansion
+    # from a second review
+    ("cd ../protected 2> err.log", "w", "allow"),  # opened before the cd runs
+    ("{ cd ../protected; echo; } > out", "w", "allow"),
+    ("for i in 1 2; do echo x > PWNED; cd ../protected; done", "w", "ask"),  # again
+    ("f() { echo x > PWNED; }; cd ../protected; f", "w", "deny"),  # a body runs later
+    ("command_not_found_handle() { echo x > PWNED; }; cd ../protected; nosuch", "w", "deny"),
+    ("ln -s ../../protected/sub d/pl && cd -P d/pl/.. && echo x > PWNED", "w", "ask"),
+    ('history -s "echo x > $R/protected/PWNED"; fc -s', "w", "ask"),  # runs history
 ]
 
 
@@ -513,6 +521,19 @@ def test_a_cd_the_text_names_is_followed(
     assert bool(written) == (expected != "allow")  # (what the checks stand for)
 
 
+def test_what_a_cd_reaches_is_checked_for_reads_reopened_and_bash_env(cd_tree: Path) -> None:
+    (cd_tree / "protected" / "secret").write_text("x\n")
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({cd_tree}/protected/**)"]}
+    cwd = str(cd_tree / "w")
+    reopened = "cd ../protected; exec 3< secret; echo pwned > /dev/fd/3"
+    assert verdict(reopened, rules, cwd) == "ask"  # (it writes protected/secret)
+    subprocess.run(["bash", "-c", reopened], cwd=cwd, capture_output=True, timeout=10)
+    assert (cd_tree / "protected" / "secret").read_text() == "pwned\n"
+    parsed, ruled = parse_command("cd build && echo x > f"), RuleSet.from_mapping(rules)
+    assert ruled.decide(parsed, cwd).verdict == "allow"
+    assert ruled.decide(parsed, cwd, env={"BASH_ENV": "/x"}).verdict == "ask"  # runs a file
+
+
 def test_a_cd_by_cdpath_may_go_elsewhere(state_dir: Path, cd_tree: Path) -> None:
     """bash looks in an exported CDPATH in `bash -c` too: the caller's counts."""
     env = {**os.environ, "CDPATH": str(cd_tree)}
@@ -522,7 +543,7 @@ def test_a_cd_by_cdpath_may_go_elsewhere(state_dir: Path, cd_tree: Path) -> None
     parsed = parse_command("cd build && echo x > PWNED")
     rules = RuleSet.from_mapping({"allow": ["Bash(*)"], "deny": [f"Write({cd_tree}/x/**)"]})
     assert rules.decide(parsed, str(cd_tree / "w")).verdict == "allow"
-    assert rules.decide(parsed, str(cd_tree / "w"), cdpath=str(cd_tree)).verdict == "ask"
+    assert rules.decide(parsed, str(cd_tree / "w"), env={"CDPATH": str(cd_tree)}).verdict == "ask"
     rules_path = cd_tree / "rules.json"
     rules_path.write_text(json.dumps(rules.to_json()))
     client = Client(state_dir=state_dir, cwd=cd_tree / "w", rules=rules_path, env=env)
