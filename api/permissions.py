@@ -169,6 +169,12 @@ _HOME_READ = re.compile(r"\$HOME\b|\$\{HOME\}")
 SOURCED_VARIABLES = frozenset({"BASH_ENV", "ENV"})
 """Variables naming a file the shells a command starts run first."""
 ALIAS_PROBLEM = "an alias changes what its word runs"
+MISREAD_NAMES = frozenset({
+    "!", "{", "}", "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done",
+    "case", "esac", "select", "function", "in", "[[", "]]", "coproc", "time",
+})  # fmt: skip
+"""Reserved words the grammar takes for a command's name after ``!`` or ``time`` (bash
+runs what follows them as the compound command it is)."""
 MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
 VARIABLE_SETTERS = frozenset({
     "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile",
@@ -416,8 +422,10 @@ class _Walker:
                     self.problems.append("a prompt variable runs the `$(…)` in its value")
                 elif assigned in SOURCED_VARIABLES:  # (`BASH_ENV=f bash -c …`: that shell
                     self._sources_a_file()  # runs f first)
-                elif assigned.upper() == "CDPATH":
-                    self.sets_cdpath = True
+                self._may_set_home([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
+            elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
+                variable = node.child_by_field_name("variable")
+                self._may_set_home([None if variable is None else _text(variable, data)])
             if kind == "expansion" and _unread(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic and self._variable(node, data):
@@ -589,6 +597,8 @@ class _Walker:
                 self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
             return
         name = values[start]
+        if name in MISREAD_NAMES:  # (`! ! rm x`, `time { rm x; }`: bash runs them)
+            self.problems.append(f"the grammar misreads `{name}` as a command's name")
         if name is None:
             self.problems.append(f"the command name `{shown[start]}` is computed at run time")
             self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
@@ -685,6 +695,8 @@ class _Walker:
         ``cd`` elsewhere)."""
         searched = names_cdpath or self.sets_cdpath
         found: dict[str, list[str | None]] = {}
+        if len(self.cds) > MAX_PLACES:  # (each pair is checked: computed, past a limit)
+            return tuple((t, (None,)) for t in dict.fromkeys(t for t, _ in self.write_sites))
         for target, write in self.write_sites:
             moves = found.setdefault(target, [])
             for move, directory in self.cds:
@@ -818,8 +830,8 @@ def _reads_input(path: str) -> bool:
 
 
 def _directory(name: str, rest: Sequence[str | None]) -> str | None:
-    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written (``~`` for ``cd``
-    alone); None when it is known only as it runs (``cd "$d"``, ``cd -``, ``cd ~user``,
+    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written; None when it is
+    known only as it runs (``cd "$d"``, ``cd -``, ``cd ~/x``, ``cd`` alone: ``HOME``,
     ``pushd +1``, ``popd``)."""
     if name not in ("cd", "pushd"):
         return None
@@ -827,13 +839,9 @@ def _directory(name: str, rest: Sequence[str | None]) -> str | None:
     while words and words[0] is not None and words[0][:1] == "-" and words[0] != "-":
         if words.pop(0) == "--":
             break
-    if not words and name == "cd":
-        return "~"
-    if len(words) != 1 or words[0] is None or words[0][:1] in ("", "+", "-"):
-        return None
+    if len(words) != 1 or words[0] is None or words[0][:1] in ("", "+", "-", "~"):
+        return None  # (`~` as written may be quoted: `cd '~'` is no HOME)
     if _BRACES.search(words[0]):  # (`cd {../etc,}` is `cd ../etc`)
-        return None
-    if words[0].startswith("~") and words[0] != "~" and not words[0].startswith("~/"):
         return None
     return words[0]
 
@@ -1107,9 +1115,7 @@ class RuleSet:
                 return None  # (a `~/` one of a command that may set HOME)
             if target.startswith(("/", "~")):
                 return _write_paths(target, cwd, home, reopens)
-            places = None if parsed.moves else _places(
-                cwd, moved_by.get(target, ()), None if parsed.sets_home else home, cdpath
-            )  # fmt: skip
+            places = None if parsed.moves else _places(cwd, moved_by.get(target, ()), cdpath)
             if places is None:  # (after a `cd` to a directory known only as it runs)
                 return None
             found = [_write_paths(target, place, home, reopens) for place in places]
@@ -1187,12 +1193,10 @@ MAX_PLACES = 64
 """Directories a command's ``cd``s may leave it in, at most, for its writes to be checked."""
 
 
-def _places(
-    cwd: str, directories: Sequence[str | None], home: str | None, cdpath: str | None
-) -> list[str] | None:
+def _places(cwd: str, directories: Sequence[str | None], cdpath: str | None) -> list[str] | None:
     """Each directory a command may be in after ``cd``s to ``directories`` (each may
     fail, or not run: ``cd a || cd b``); None when one is known only as it runs: as
-    written there, or ``~`` with no known ``HOME``, or one ``CDPATH`` may find
+    written there, or one ``CDPATH`` may find
     elsewhere, or one that does not exist as a directory now (made as the command runs,
     perhaps as a link), or one that a physical ``cd`` (``cd -P``, ``set -P``, bash's
     fallback when the path as written does not exist) would find elsewhere (``link/..``)."""
@@ -1200,10 +1204,6 @@ def _places(
     for directory in directories:
         if directory is None or (cdpath and _searched(directory)):
             return None
-        if directory == "~" or directory.startswith("~/"):
-            if home is None:
-                return None
-            directory = home + directory[1:]
         moved = []
         for place in places:
             logical = _normalized(os.path.join(place, directory))

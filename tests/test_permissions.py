@@ -123,6 +123,8 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("cat <<EOF\n$(date)\nEOF", DENY_LIST, "allow"),
         ("cat <<EOF\n$(( 1 + 2 ))\nEOF", DENY_LIST, "ask"),  # (the grammar reads `$( (…) )`)
         ("sudo sh -c 'echo x > /etc/passwd'", RULES, "deny"),
+        ("! ! rm x", DENY_LIST, "ask"),  # the grammar reads `!` as a command's name
+        ("time { rm x; }", DENY_LIST, "ask"),
         ("declare 'a[$(rm -rf /)]=1'", DENY_LIST, "ask"),
         ("test -v $'x[\\x24(rm -rf /)]'", DENY_LIST, "ask"),
         ("mapfile -c 1 -C'rm -rf /tmp/x;:' < f", DENY_LIST, "deny"),
@@ -503,6 +505,12 @@ CD_CASES = [  # (command, run in, verdict); a `cd` the text names is followed
     ("command_not_found_handle() { echo x > PWNED; }; cd ../protected; nosuch", "w", "deny"),
     ("ln -s ../../protected/sub d/pl && cd -P d/pl/.. && echo x > PWNED", "w", "ask"),
     ('history -s "echo x > $R/protected/PWNED"; fc -s', "w", "ask"),  # runs history
+    # from a third review
+    ("! { cd ../protected; }; echo x > PWNED", "w", "ask"),  # the grammar misreads these
+    ("time ! cd ../protected; echo x > PWNED", "w", "ask"),
+    ("ln -s ../protected '~' && cd '~' && echo x > PWNED", "w", "ask"),  # a quoted `~`
+    ("eval 'HO''ME=$R/protected'; echo x > ~/PWNED", "w", "ask"),  # HOME in nested text
+    ('eval "for CD""PATH in $R; do :; done"; cd protected; echo x > PWNED', "w", "ask"),
 ]
 
 
@@ -532,6 +540,15 @@ def test_what_a_cd_reaches_is_checked_for_reads_reopened_and_bash_env(cd_tree: P
     parsed, ruled = parse_command("cd build && echo x > f"), RuleSet.from_mapping(rules)
     assert ruled.decide(parsed, cwd).verdict == "allow"
     assert ruled.decide(parsed, cwd, env={"BASH_ENV": "/x"}).verdict == "ask"  # runs a file
+
+
+def test_a_command_starts_in_its_cwd_not_the_callers_pwd(state_dir: Path, cd_tree: Path) -> None:
+    """The checks resolve `cd ..` from the cwd given; the task starts there too, whatever
+    the caller's PWD says (a link to it elsewhere)."""
+    (cd_tree / "protected" / "L").symlink_to(cd_tree / "w" / "build")
+    env = {**os.environ, "PWD": str(cd_tree / "protected" / "L")}
+    client = Client(state_dir=state_dir, cwd=cd_tree / "w" / "build", env=env)
+    assert client.bash("cd ..; pwd").stdout.strip() == str(cd_tree / "w")
 
 
 def test_a_cd_by_cdpath_may_go_elsewhere(state_dir: Path, cd_tree: Path) -> None:
@@ -715,6 +732,7 @@ def test_huge_and_deep_commands_are_checked_quickly() -> None:
     assert verdict("npx -y " * 5 + "rm -rf x", DENY_LIST) == "deny"
     assert verdict("npx -y sudo " * 18 + "rm x", DENY_LIST) == "ask"  # (sudo reset the count)
     assert verdict(("mise x " + "sudo " * 8) * 5 + "rm x", DENY_LIST) == "ask"
+    assert verdict("cd .; " * 4000 + "echo x > f; " * 4000, WRITES_DENIED) == "ask"  # cds
     assert time.monotonic() - t < 2
 
 
