@@ -8,8 +8,9 @@ bodies and the literal text of ``bash -c``/``sh -c``/``eval``. Wrappers (``timeo
 ``time``, ``nice``, ``nohup``, ``stdbuf``, ``command``, ``env VAR=…``, ``exec``) and
 leading assignments are stripped before matching, so ``timeout 5 git push`` is checked as
 ``git push``. What runners run (``sudo``, ``xargs``, ``uv run``, ``npx``, ``su -c``, see
-``api.runners``) is checked by deny and ask rules too. A command that cannot be checked (a parse error, a command name computed at
-run time, a ``bash -c`` of a computed string) is ``ask``: never allowed unseen.
+``api.runners``) is checked by deny and ask rules too. A command that cannot be checked (a
+parse error, a command name computed at run time, a ``bash -c`` of a computed string) is
+``ask``: never allowed unseen.
 
 Rules: ``Bash`` or ``Bash(*)`` match every command; ``Bash(git push *)`` is a glob over
 the command's text (``*`` any characters; a trailing `` *`` also matches the bare
@@ -17,7 +18,8 @@ the command's text (``*`` any characters; a trailing `` *`` also matches the bar
 older prefix form: any command that starts with ``npm run test`` (``test:unit`` too);
 ``Write(/etc/**)`` matches a
 file a redirection writes (``*`` within a path segment, ``**`` across them; relative
-paths are resolved against the command's directory). Deny wins over ask, ask over allow;
+paths are resolved against the command's directory, and each directory its ``cd``s may
+take it to). Deny wins over ask, ask over allow;
 a simple command no rule allows is ``ask``.
 """
 
@@ -550,8 +552,8 @@ class _Walker:
             v if v is not None else _squeeze(_text(w, data))
             for v, w in zip(values, words, strict=True)
         ]
-        tree, outer = self._site, self._site
-        self._site = _Site(node, tree.tree, tree.nested)
+        outer = self._site
+        self._site = _Site(node, outer.tree, outer.nested)
         try:
             self.simple(values, shown, assignments, depth)
         finally:
