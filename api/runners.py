@@ -609,20 +609,19 @@ def _read(name: str, runner: Runner, words: _Words) -> Readings:
     found: set[int] = set()
     ends = [0]
     scripts: list[str | None] = []
+    subcommands, own_end = command_starts(own, words, 0)  # (where a subcommand may be)
     if runner.global_texts:  # (`tmux -c CODE`: before its subcommand)
-        _, own_end = command_starts(own, words, 0)
         scripts += _option_scripts(Runner(texts=runner.global_texts), words, range(own_end))
+    path_operands = dict(runner.path_operands)
     for path in runner.paths:
-        at = [0]
-        if path:
-            at, _ = command_starts(own, words, 0)
-            if any(rest[i] is None for i in at):
-                return Readings([], [], f"`{name}`'s subcommand is computed at run time")
+        at = subcommands if path else [0]
+        if path and any(rest[i] is None for i in at):
+            return Readings([], [], f"`{name}`'s subcommand is computed at run time")
         for index in at:
             after = _after_path(words, index, path)
             if after is None:
                 continue
-            more = dict(runner.path_operands).get(path, 0)
+            more = path_operands.get(path, 0)
             starts, end = command_starts(runner, words, after, more)
             found.update(starts)
             ends.append(end)
