@@ -114,6 +114,7 @@ def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
         assert second == "bash: line 2: sudo_not_here_xyz: command not found"
         syntax = client.bash("echo (").stdout
         assert "line 1: syntax error" in syntax and "__wave" not in syntax
+        assert syntax.splitlines()[-1] == "bash: eval: line 1: `echo ('"  # its line alone
     else:
         # (zsh gets the command in its environment, never its argv, and evals it)
         assert missing == "(eval):1: command not found: sudo_not_here_xyz"

@@ -85,9 +85,10 @@ _UNTRAP = "\\builtin trap - " + " ".join(FORWARDED_SIGNALS)
 them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
 
 
-# The job runs its command as `bash -c` would (`$1`, with the caller's options `$2`); a
-# command that is one program and its plain words (`$3`: the program's name, see
-# :func:`direct_program`) it execs, as `bash -c` execs the last simple command: a process
+# The job runs its command as `bash -c` would: `$1`, with the caller's options (`$2`) on
+# the command's own line; with none, the text of `BASH_EXECUTION_STRING` alone, so that
+# a syntax error quotes the command's line, not the job's. A command that is one program
+# and its plain words (`$3`: the program's name, see :func:`direct_program`) it execs, as `bash -c` execs the last simple command: a process
 # fewer per task. Only a program found on PATH at an absolute path (`hash` lists no
 # builtin, function or keyword; bash 5+, where `BASH_CMDS` is bash's table, not a
 # string from the caller's environment; a relative PATH entry would change the `$0` it
@@ -100,7 +101,8 @@ _RUN = (
     '&& \\builtin hash -- "$3" 2>/dev/null && [[ ${BASH_CMDS[$3]-} == /* ]]; then '
     '\\builtin set -- "$1" "${BASH_CMDS[$3]}"; \\builtin eval "_=\\$2 \\builtin exec $1"; '
     'else [[ -z $3 ]] || \\builtin hash -d -- "$3" 2>/dev/null; '
-    '\\builtin eval "\\builtin set --; $2$1"; fi'
+    'if [[ -z $2 ]]; then \\builtin set --; \\builtin eval "$BASH_EXECUTION_STRING"; '
+    'else \\builtin eval "\\builtin set --; $2$1"; fi; fi'
 )
 
 
