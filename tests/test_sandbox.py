@@ -126,6 +126,26 @@ def test_no_capability_inside_even_for_root(state_dir: Path, project: Path) -> N
         marker.unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_proc_sys_is_read_only_even_for_root(state_dir: Path, project: Path, mode: str) -> None:
+    """Files of /proc/sys check the uid, not a capability: a reviewer's sandboxed command
+    run by root set `kernel.core_pattern` to `|/tmp/…/payload` and crashed, and the
+    kernel ran the payload as root outside the sandbox. Only opened here, never written."""
+    needs_root("bubblewrap run by root")
+    probe = (
+        "import os\n"
+        "for p in ('/proc/sys/kernel/core_pattern', '/proc/sys/vm/drop_caches',"
+        " '/proc/sys/kernel/hostname', '/proc/sysrq-trigger'):\n"
+        "    try:\n        os.close(os.open(p, os.O_WRONLY)); print(p, 'writable')\n"
+        "    except OSError as e:\n        print(p, e.strerror)\n"
+    )
+    client = Client(state_dir=state_dir, cwd=project, sandbox=mode)
+    lines = client.bash(f"python3 -I -c {shlex.quote(probe)}").stdout.splitlines()
+    assert len(lines) == 4 and not [line for line in lines if line.endswith("writable")]
+    assert lines[0] == "/proc/sys/kernel/core_pattern Read-only file system"
+    assert client.bash("cat /proc/sys/kernel/core_pattern").success  # (readable)
+
+
 def test_a_sandbox_still_ending_is_no_leftover(state_dir: Path, project: Path) -> None:
     """bubblewrap's outer process exits as the command ends, its init in the sandbox a
     moment later: results said "1 process it started is still running" (10 of 40 here)."""
@@ -302,7 +322,8 @@ def test_no_unix_socket_is_reachable_anywhere(
     """A socket file is a way out wherever it is (a read-only mount does not stop
     `connect`): a reviewer ran a command outside through another state dir's supervisor.
     The sandbox makes no Unix socket at all; pipes between its own processes
-    (`socketpair`) and other socket families still work."""
+    (`socketpair`), Internet and netlink sockets still work; no other family (vsock
+    reached the VM's host from the sandbox's network namespace)."""
     python = os.path.realpath(os.path.join(sys.base_prefix, "bin", "python3"))
     assert not python.startswith("/tmp/")  # (the sandbox has a /tmp of its own)
     other = Path(tempfile.mkdtemp(prefix="wb-other-", dir=Path.home()))  # not in /tmp
@@ -318,7 +339,10 @@ def test_no_unix_socket_is_reachable_anywhere(
             "a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))\n"
             "try:\n    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
             "except OSError as e:\n    print('dgram', e)\n"
-            "socket.socket(socket.AF_INET); print('inet')\n"
+            "socket.socket(socket.AF_INET); socket.socket(socket.AF_INET6); print('inet')\n"
+            "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW); print('netlink')\n"
+            "try:\n    socket.socket(socket.AF_VSOCK)\n"
+            "except OSError as e:\n    print('vsock', e)\n"
             "print(ctypes.CDLL(None, use_errno=True).syscall(425, 1, ctypes.create_string_buffer("
             "120)), ctypes.get_errno())\n"
         )
@@ -326,7 +350,7 @@ def test_no_unix_socket_is_reachable_anywhere(
         r = client.bash(f"{python} -I -c {shlex.quote(probe)}")
         assert r.stdout.splitlines() == [
             "[Errno 13] Permission denied", "b'x'", "dgram [Errno 13] Permission denied", "inet",
-            "-1 38",
+            "netlink", "vsock [Errno 97] Address family not supported by protocol", "-1 38",
         ]  # fmt: skip
         assert client.bash("ls / | head -1 && git --version >/dev/null && echo ok").success
     finally:
@@ -365,6 +389,15 @@ def _run_filter(program: bytes, arch: int, nr: int, arg0: int, arg1: int = 1) ->
         ("aarch64", 0x40000028, 288, 1 | 5 << 32, "allow"),  # SOCK_SEQPACKET
         ("x86_64", 0xC000003E, 41, 1, "EACCES"),  # socket(AF_UNIX)
         ("x86_64", 0xC000003E, 41, 2, "allow"),  # socket(AF_INET)
+        ("x86_64", 0xC000003E, 41, 10, "allow"),  # socket(AF_INET6)
+        ("x86_64", 0xC000003E, 41, 16, "allow"),  # socket(AF_NETLINK)
+        ("x86_64", 0xC000003E, 41, 40, "EAFNOSUPPORT"),  # socket(AF_VSOCK): the VM's host
+        ("x86_64", 0xC000003E, 41, 17, "EAFNOSUPPORT"),  # socket(AF_PACKET)
+        ("x86_64", 0xC000003E, 41, 0, "EAFNOSUPPORT"),  # socket(AF_UNSPEC)
+        ("x86_64", 0xC000003E, 41, 40 | 1 << 32, "EAFNOSUPPORT"),  # (the type changes nothing)
+        ("x86_64", 0x40000003, 359, 40, "EAFNOSUPPORT"),
+        ("aarch64", 0xC00000B7, 198, 40, "EAFNOSUPPORT"),
+        ("aarch64", 0x40000028, 281, 10, "allow"),
         ("x86_64", 0xC000003E, 41 | 0x40000000, 1, "EACCES"),  # x32
         ("x86_64", 0xC000003E, 53, 1, "allow"),  # socketpair(AF_UNIX, SOCK_STREAM)
         ("x86_64", 0xC000003E, 425, 0, "ENOSYS"),  # io_uring_setup
@@ -392,6 +425,7 @@ def test_the_socket_filter(machine: str, arch: int, nr: int, arg0: int, expected
         0x7FFF0000: "allow",
         0x50000 | errno.EACCES: "EACCES",
         0x50000 | errno.ENOSYS: "ENOSYS",
+        0x50000 | errno.EAFNOSUPPORT: "EAFNOSUPPORT",
     }
     assert named.get(answer) == expected
     assert socket_filter("mips") is None

@@ -8,8 +8,9 @@ it read-only. Both: a private writable ``/tmp``
 another program there is reachable: tmux, ssh-agent, a supervisor), ``/run``, ``$XDG_RUNTIME_DIR``, the state dir and the default
 one hidden (the supervisor's socket would run commands outside; docker's too), its own
 process and IPC namespaces (no process outside is visible or signalled), no capability,
-no Unix-domain socket and no io_uring (``worker.seccomp``: a socket file anywhere is a
-way out), a minimal ``/dev``, no network unless allowed (a new network namespace:
+``/proc/sys`` read-only, no Unix-domain socket, no socket family but Internet and
+netlink, and no io_uring (``worker.seccomp``: a socket file anywhere is a way out), a
+minimal ``/dev``, no network unless allowed (a new network namespace:
 loopback only, abstract sockets included).
 
 No ``--die-with-parent``: a background task outlives its caller. The sandbox stays in the
@@ -82,6 +83,18 @@ def _hooks_path(config: str) -> str | None:
     return value.strip().strip('"') if value else None
 
 
+PROC_WRITABLE_BY_ROOT = ("sys", "sysrq-trigger", "irq", "bus")
+"""What in a new ``/proc`` root writes with no capability: ``/proc/sys`` checks the uid
+only (``kernel.core_pattern = |PROGRAM`` has the kernel run PROGRAM as root outside, at
+the next crash), ``sysrq-trigger`` reboots. bubblewrap makes them read-only only where
+it sees them writable, and bubblewrap run by root does not (a reviewer escaped so)."""
+_PROC_READ_ONLY = [
+    word
+    for name in PROC_WRITABLE_BY_ROOT
+    for word in ("--ro-bind-try", f"/proc/{name}", f"/proc/{name}")
+]
+
+
 class SandboxError(Exception):
     """The sandbox cannot be set up here (the message says why)."""
 
@@ -120,7 +133,7 @@ def bwrap_argv(
     # could remount the root read-write), by another user it has none to drop.
     argv = [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/",
             "--dev", "/dev",
-            "--proc", "/proc",
+            "--proc", "/proc", *_PROC_READ_ONLY,
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
             "--tmpfs", "/var/tmp"]  # fmt: skip
     for run in RUNTIME_DIRS:  # sockets of daemons that would run things outside (docker…)
@@ -243,7 +256,7 @@ def _trial(bwrap: str) -> str:
                 os.close(write_end)
             trial = subprocess.run(
                 [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-net",
-                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_PROC_READ_ONLY,
                  "--seccomp", str(read_end), "--", "true"],
                 capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL,
                 pass_fds=(read_end,),

@@ -1,4 +1,5 @@
-"""The sandbox's system-call filter (SPEC SB1): no Unix-domain socket and no io_uring.
+"""The sandbox's system-call filter (SPEC SB1): no Unix-domain socket, no socket family
+but Internet and netlink ones, and no io_uring.
 
 A socket file is a door out of any file-system view: a read-only mount does not stop
 ``connect()``, and a supervisor (of another state dir), an ssh ControlMaster, a gpg or
@@ -7,8 +8,10 @@ cannot find them all (a supervisor's state dir can be anywhere; a hard link in t
 workspace reaches any socket on its file system), so the sandboxed command cannot make a
 Unix-domain socket at all: ``socket(AF_UNIX, …)`` fails with EACCES, and so does a
 datagram ``socketpair`` (one can be connected again, to any socket file). A stream
-``socketpair`` (pipes between its own processes) still works, and so do other socket families (a new
-network namespace takes the network away unless it is allowed). io_uring can make and
+``socketpair`` (pipes between its own processes) still works. Only Internet and netlink
+sockets can be made besides (a new network namespace takes the network away unless it is
+allowed); any other family fails with EAFNOSUPPORT: vsock, for one, reaches the host of a
+virtual machine from any network namespace. io_uring can make and
 connect sockets past a seccomp filter: ``io_uring_setup`` fails with ENOSYS, as on
 kernels without it, and programs fall back to plain system calls.
 
@@ -31,6 +34,8 @@ _ERRNO = 0x00050000
 _NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24  # offsets in struct seccomp_data (low halves)
 _X32_BIT = 0x40000000
 AF_UNIX = 1
+SOCKET_FAMILIES = (2, 10, 16)
+"""AF_INET, AF_INET6 and AF_NETLINK: the only families a sandboxed ``socket()`` makes."""
 SOCK_DGRAM = 2
 _SOCK_TYPE_MASK = 0xF  # (the type's other bits are SOCK_NONBLOCK and SOCK_CLOEXEC)
 _SYS_SOCKET, _SYS_SOCKETPAIR = 1, 8  # socketcall's call numbers
@@ -69,7 +74,19 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
         checks.append((abi.socketcall, "socketcall"))
     tails: dict[str, list[tuple[int, int, int, int]]] = {
         "uring": [no_io_uring],
-        "socket": [(_LOAD, 0, 0, _ARG0), (_JUMP_EQ, 0, 1, AF_UNIX), refuse_socket, allow],
+        # Internet and netlink sockets only (vsock, for one, reaches the VM's host from
+        # any network namespace); Unix ones EACCES, every other family EAFNOSUPPORT.
+        "socket": [
+            (_LOAD, 0, 0, _ARG0),
+            *(
+                (_JUMP_EQ, len(SOCKET_FAMILIES) + 2 - i, 0, family)
+                for i, family in enumerate(SOCKET_FAMILIES)
+            ),
+            (_JUMP_EQ, 1, 0, AF_UNIX),
+            (_RETURN, 0, 0, _ERRNO | errno.EAFNOSUPPORT),
+            refuse_socket,
+            allow,
+        ],
         # A datagram pair can be connected again, to any socket file: only stream pairs.
         "pair": [
             (_LOAD, 0, 0, _ARG0),
