@@ -480,7 +480,7 @@ class TaskManager:
         if p.interactive and INPUT_QUIET_ENV in p.env:  # the terminal host reads seconds
             quiet = _quiet_seconds(p.env[INPUT_QUIET_ENV])
             p = p.model_copy(update={"env": {**p.env, INPUT_QUIET_ENV: quiet}})
-        if not os.path.isabs(p.cwd) or not os.path.isdir(p.cwd):
+        if not os.path.isabs(p.cwd) or not (os.path.isdir(p.cwd) or self._in_sandbox_temp(p)):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
                 if os.path.isabs(p.cwd) and os.path.exists(p.cwd):
                     raise InvalidInputError(f"working directory is not a directory: {p.cwd}")
@@ -565,7 +565,7 @@ class TaskManager:
                 if through_monitor:
                     _check_environment_string(command)
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
-                command, p.cwd, umask, self.command_open_files,
+                command, self._host_dir(p) if sandbox else p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
                 xtrace_fd=p.env.get("BASH_XTRACEFD"),
                 verbose="verbose" in options and not wrapped and shell.kind == "bash"
@@ -645,6 +645,28 @@ class TaskManager:
         if writable and os.path.realpath(workspace) == "/":
             raise InvalidInputError("the sandbox's writable workspace cannot be /")
         return Sandbox(p.sandbox.mode, workspace, p.sandbox.network)
+
+    def _in_sandbox_temp(self, p: RunParams) -> bool:
+        """Whether a sandboxed command's directory is one in its session's own ``/tmp``
+        (with follow-cd, where the last command ended: ``cd /tmp/build``)."""
+        temp = session_temp_dir(self.tasks_dir.parent, p.session)
+        return p.sandbox is not None and sandboxes.in_own_temp(p.cwd, str(temp))
+
+    def _directory_test(self, row: TaskRow) -> Callable[[str], bool]:
+        """Whether a directory a task's command ended in exists: in a sandbox's own
+        ``/tmp`` too, for a sandboxed one (follow-cd goes there: ``cd /tmp/build``)."""
+        if not row.sandbox:
+            return os.path.isdir
+        temp = str(session_temp_dir(self.tasks_dir.parent, row.session))
+        return lambda path: os.path.isdir(path) or sandboxes.in_own_temp(path, temp)
+
+    def _host_dir(self, p: RunParams) -> str:
+        """Where a sandboxed command's monitor starts, outside: its directory, or the one in
+        its session's ``/tmp`` that stands for it."""
+        if os.path.isdir(p.cwd) or not self._in_sandbox_temp(p):
+            return p.cwd
+        temp = session_temp_dir(self.tasks_dir.parent, p.session)
+        return os.path.join(temp, os.path.normpath(p.cwd)[len("/tmp/") :])
 
     def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str) -> list[str]:
         """The bubblewrap argv of one command; its ``/tmp`` is its session's own
@@ -1098,7 +1120,7 @@ class TaskManager:
         row = task.row
         # (A sandboxed task started before `.cwd` existed has it in its exit record.)
         captured = (task.files.final_dir() if row.sandbox else None) or record.cwd
-        task.final_cwd = final_cwd(captured, row.cwd)
+        task.final_cwd = final_cwd(captured, row.cwd, isdir=self._directory_test(row))
         limited = self.memory_limit is not None
         usage = None
         if task.tracked and self.tracker is not None:

@@ -81,6 +81,37 @@ def test_workspace_write_inside_yes_outside_no(
     assert client.tasks()[-1].sandbox == "workspace-write"
 
 
+def test_follow_cd_never_shows_what_the_sandbox_hides(state_dir: Path, project: Path) -> None:
+    """The directory a command ends in is where the next one starts (follow-cd): a
+    reviewer's `cd /tmp` had the next command's start directory bound in from outside,
+    the real /tmp with it (and /run, /var/tmp the same way). Under /tmp it is the
+    session's own /tmp; a hidden directory is its empty root."""
+    secret = Path(tempfile.mkdtemp(prefix="wb-secret-", dir="/tmp"))
+    (secret / "s").write_text("host only")
+    var_marker = Path(tempfile.mkstemp(prefix="wb-outside-", dir="/var/tmp")[1])
+    client = Client(
+        state_dir=state_dir, cwd=project, follow_cd=True, sandbox="workspace-write",
+        workspace=project,
+    )  # fmt: skip
+    try:
+        assert client.bash(f"cd {secret}").exit_code == 1  # (not in the session's /tmp)
+        assert client.bash("cd /tmp").cwd == "/tmp"
+        seen = client.bash(f"pwd; ls -A; cat {secret}/s")
+        assert seen.stdout.splitlines()[0] == "/tmp" and "host only" not in seen.stdout
+        assert secret.name not in seen.stdout.splitlines()[1:-1]  # (what `ls` lists)
+        assert client.bash("mkdir -p /tmp/build/x && cd /tmp/build/x").cwd == "/tmp/build/x"
+        assert client.bash("pwd && touch made").stdout == "/tmp/build/x"  # its own /tmp
+        assert not Path("/tmp/build/x/made").exists()
+        assert client.bash("cd /var").cwd == "/var"
+        assert var_marker.name not in client.bash("ls -A /var/tmp").stdout
+        assert client.bash("cd /run").cwd == "/run"
+        assert client.bash("pwd; ls -A").stdout == "/run"  # (empty)
+        assert client.bash(f"cd {project}").cwd == str(project)
+    finally:
+        shutil.rmtree(secret)
+        var_marker.unlink()
+
+
 def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Path) -> None:
     """`core.hooksPath` naming a directory in the workspace (husky's `.husky/_`): a hook
     written there ran at the next commit outside the sandbox (found by a review)."""

@@ -23,6 +23,7 @@ import configparser
 import contextlib
 import os
 import platform
+import stat
 import subprocess
 import time
 from collections.abc import Sequence
@@ -142,13 +143,10 @@ def bwrap_argv(
     if sandbox.network:  # the resolver's files live there on some systems
         for path in RESOLVER_DIRS:
             argv += ["--ro-bind-try", path, path]
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
+    runtime = _runtime_dir()
+    if runtime:
         argv += ["--tmpfs", runtime]
     workspace = os.path.realpath(sandbox.workspace)
-    real_cwd = os.path.realpath(cwd)
-    if real_cwd != "/" and not _inside(real_cwd, workspace):  # visible (read-only) even in /tmp
-        argv += ["--ro-bind-try", real_cwd, real_cwd]
     if sandbox.mode == "workspace-write":
         argv += ["--bind", workspace, workspace]
         home = home or os.path.expanduser("~")
@@ -167,8 +165,51 @@ def bwrap_argv(
         argv.append("--unshare-net")
     if filtered:
         argv += ["--seccomp", str(SECCOMP_FD)]
-    argv += ["--chdir", real_cwd, "--"]
+    argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
     return argv
+
+
+def _runtime_dir() -> str | None:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return runtime if runtime and os.path.isdir(runtime) else None
+
+
+def start_dir(cwd: str, sandbox: Sandbox, hidden: Sequence[str], temp_dir: str | None) -> str:
+    """Where a command asked to start in ``cwd`` starts in the sandbox: there, where the
+    sandbox shows it (the workspace, the read-only root); under ``/tmp``, the nearest
+    directory at or above it in the sandbox's own ``/tmp`` (``temp_dir``); under a
+    hidden directory, its empty root. Nothing hidden is ever bound back for a start
+    directory: with follow-cd, the directory one command ends in (``/tmp``, ``/run/x``)
+    is where the next one starts."""
+    given = os.path.normpath(cwd)
+    path = given if _inside(given, "/tmp") else os.path.realpath(given)  # (/tmp: its own)
+    if _inside(path, os.path.realpath(sandbox.workspace)):
+        return path
+    if _inside(path, "/tmp"):
+        while path != "/tmp" and not (temp_dir and plain_dir(temp_dir, path[len("/tmp/") :])):
+            path = os.path.dirname(path)
+        return path
+    covered = ["/var/tmp", *RUNTIME_DIRS, _runtime_dir() or "/tmp", *hidden]
+    return next((os.path.normpath(c) for c in covered if _inside(path, os.path.normpath(c))), path)
+
+
+def in_own_temp(path: str, temp_dir: str) -> bool:
+    """Whether ``path`` is a directory in the sandbox's own ``/tmp`` (``temp_dir``
+    outside), reached through no link: where a command may end, and the next start."""
+    path = os.path.normpath(path)
+    return path.startswith("/tmp/") and plain_dir(temp_dir, path[len("/tmp/") :])
+
+
+def plain_dir(root: str, relative: str) -> bool:
+    """Whether ``relative`` is a directory under ``root`` reached through no link (what a
+    command left in its ``/tmp`` is not followed outside it)."""
+    try:
+        for depth in range(1, len(parts := relative.split("/")) + 1):
+            if not stat.S_ISDIR(os.lstat(os.path.join(root, *parts[:depth])).st_mode):
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def _program() -> bytes:
