@@ -125,6 +125,30 @@ def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Pa
     assert (project / ".husky/kept").exists()  # the rest of the workspace stays writable
 
 
+@pytest.mark.parametrize("how", ["missing", "a link into the workspace"])
+def test_hooks_directories_missing_or_linked_are_read_only_too(
+    state_dir: Path, project: Path, how: str
+) -> None:
+    """A repository may have no `.git/hooks` (or its `core.hooksPath` may not exist yet):
+    a reviewer's command made one and planted a hook that `git commit` ran outside the
+    sandbox. Missing, it is an empty read-only directory in the sandbox; a link's target
+    in the workspace is read-only."""
+    shutil.rmtree(project / ".git" / "hooks")
+    (project / ".git" / "config").write_text("[core]\n\thooksPath = .husky/_\n")
+    if how != "missing":
+        (project / "githooks").mkdir()
+        (project / ".git" / "hooks").symlink_to("../githooks")
+        (project / ".husky").mkdir()
+        (project / ".husky" / "_").symlink_to("../githooks")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "mkdir -p .git/hooks .husky/_; echo 'id > /tmp/x' > .git/hooks/pre-commit;"
+        " echo 'id' > .husky/_/pre-commit; touch kept"
+    )
+    assert r.stdout.count("Read-only file system") == 2, r.stdout
+    assert not list(project.glob("**/pre-commit")) and (project / "kept").exists()
+
+
 def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:
     """`~/.gitconfig` (aliases, core.fsmonitor) and `~/.bash_aliases` stayed writable
     with the home directory as the workspace (found by a review)."""

@@ -2,8 +2,8 @@
 
 ``read-only``: the whole file system read-only. ``workspace-write``: the workspace (the
 project root of the caller's directory, or a given one) writable; its ``.git`` pinned in
-place, ``.git/hooks`` and ``.git/config`` (and its submodules') and the shell rc files in
-it read-only. Both: a private writable ``/tmp``
+place, ``.git/hooks`` (an empty one where there is none) and ``.git/config`` (and its
+submodules') and the shell rc files in it read-only. Both: a private writable ``/tmp``
 (one per agent session, kept between its commands) and ``/var/tmp`` (so no socket of
 another program there is reachable: tmux, ssh-agent, a supervisor), ``/run``, ``$XDG_RUNTIME_DIR``, the state dir and the default
 one hidden (the supervisor's socket would run commands outside; docker's too), its own
@@ -43,29 +43,35 @@ RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
 """Kept (read-only) when the network is allowed: ``/etc/resolv.conf`` may point there."""
 
 
-def _protected(workspace: str, home: str) -> list[str]:
-    """What git or a shell would run later, outside the sandbox, if a command wrote it:
-    every ``.git`` dir in the workspace pinned in place, its (and its submodules')
-    ``hooks`` and ``config`` read-only, its ``commondir`` and the hooks directory its
-    config names (``core.hooksPath``) too where they exist, a ``.git`` file (a worktree's pointer) read-only,
-    the shell rc files in the workspace and in the home directory (if in the workspace)."""
-    found = []
-    git = os.path.join(workspace, ".git")
-    found.append(git)
+def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
+    """What git or a shell would run later, outside the sandbox, if a command wrote it,
+    each with whether it is a hooks directory: every ``.git`` dir in the workspace pinned
+    in place, its (and its submodules') ``hooks`` and ``config`` read-only, its
+    ``commondir`` and the hooks directory its config names (``core.hooksPath``) too
+    where they exist, a ``.git`` file (a worktree's pointer) read-only, the shell rc
+    files in the workspace and in the home directory (if in the workspace)."""
+    found = [(os.path.join(workspace, ".git"), False)]
+    git = found[0][0]
     if os.path.isdir(git) and not os.path.islink(git):
-        found += [os.path.join(git, name) for name in ("hooks", "config", "commondir")]
+        found += [(os.path.join(git, "hooks"), True)]
+        found += [(os.path.join(git, name), False) for name in ("config", "commondir")]
         hooks = _hooks_path(os.path.join(git, "config"))
         if hooks:  # `core.hooksPath` (husky's `.husky/_`): git runs what is there
-            found.append(os.path.normpath(os.path.join(workspace, os.path.expanduser(hooks))))
+            found.append(
+                (os.path.normpath(os.path.join(workspace, os.path.expanduser(hooks))), True)
+            )
         modules = os.path.join(git, "modules")
         for root, dirs, _files in os.walk(modules):
             if "config" in os.listdir(root) or "hooks" in dirs:
-                found += [os.path.join(root, "hooks"), os.path.join(root, "config")]
+                found += [
+                    (os.path.join(root, "hooks"), True),
+                    (os.path.join(root, "config"), False),
+                ]
             if root.count(os.sep) - modules.count(os.sep) >= 4:
                 dirs.clear()
-    found += [os.path.join(workspace, name) for name in RC_FILES]
-    found += [os.path.join(home, name) for name in RC_FILES]
-    return [path for path in dict.fromkeys(found) if _inside(path, workspace)]
+    found += [(os.path.join(workspace, name), False) for name in RC_FILES]
+    found += [(os.path.join(home, name), False) for name in RC_FILES]
+    return [(path, hooks) for path, hooks in dict.fromkeys(found) if _inside(path, workspace)]
 
 
 def _hooks_path(config: str) -> str | None:
@@ -150,11 +156,13 @@ def bwrap_argv(
     if sandbox.mode == "workspace-write":
         argv += ["--bind", workspace, workspace]
         home = home or os.path.expanduser("~")
-        for path in _protected(workspace, home):
+        for path, hooks in _protected(workspace, home):
             if path.endswith("/.git") and os.path.isdir(path) and not os.path.islink(path):
                 argv += ["--bind", path, path]  # a mount point: it cannot be renamed away
             elif os.path.lexists(path) and not os.path.islink(path):
                 argv += ["--ro-bind", path, path]
+            elif hooks:  # missing, or a link: git runs what a command would put there
+                argv += _read_only_hooks(os.path.realpath(path), workspace)
     else:
         argv += ["--ro-bind", workspace, workspace]  # visible again if under /tmp
     for folder in dict.fromkeys(hidden):
@@ -167,6 +175,18 @@ def bwrap_argv(
         argv += ["--seccomp", str(SECCOMP_FD)]
     argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
     return argv
+
+
+def _read_only_hooks(real: str, workspace: str) -> list[str]:
+    """bubblewrap's words that keep a hooks directory (``real``: where its path leads)
+    read-only: bound over itself where it exists in the workspace, an empty read-only
+    one made there where it does not (git makes ``.git/hooks``; a repository may have
+    none: a reviewer's command made one and planted a hook git ran outside)."""
+    if not _inside(real, workspace) or real == workspace:
+        return []  # (outside, the sandbox writes nothing)
+    if os.path.exists(real):
+        return ["--ro-bind", real, real]
+    return ["--tmpfs", real, "--remount-ro", real]
 
 
 def _runtime_dir() -> str | None:
