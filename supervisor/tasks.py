@@ -677,6 +677,7 @@ class TaskManager:
         temp = session_temp_dir(state_dir, session)
         temp.mkdir(mode=0o700, parents=True, exist_ok=True)
         hidden = [str(state_dir), *self.hidden_dirs]
+        sandboxes.prepare_temp(str(temp), sandbox.workspace, hidden)
         writable = [cwd_file] if cwd_file else []
         return bwrap_argv(self.bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp))
 

@@ -125,6 +125,23 @@ def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Pa
     assert (project / ".husky/kept").exists()  # the rest of the workspace stays writable
 
 
+def test_a_link_left_in_the_sessions_tmp_makes_nothing_outside(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """The workspace under /tmp is mounted on a directory in the session's own /tmp: a
+    reviewer's command put a link on its way there (`/tmp/… → /oldroot/…`), and the
+    next command's bubblewrap made directories at the host path it named, as root."""
+    target = tmp_path / "target"
+    target.mkdir()
+    first = project.relative_to("/tmp").parts[0]
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    moved = client.bash(f"mv /tmp/{first} /tmp/moved && ln -s /oldroot{target} /tmp/{first}")
+    assert moved.success, moved.stdout
+    after = client.bash("pwd")
+    assert after.success and after.stdout == str(project)
+    assert list(target.iterdir()) == []
+
+
 @pytest.mark.parametrize("how", ["missing", "a link into the workspace"])
 def test_hooks_directories_missing_or_linked_are_read_only_too(
     state_dir: Path, project: Path, how: str

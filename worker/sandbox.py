@@ -177,6 +177,33 @@ def bwrap_argv(
     return argv
 
 
+def prepare_temp(temp_dir: str, workspace: str, hidden: Sequence[str]) -> None:
+    """Make, in a sandbox's own ``/tmp`` (``temp_dir``), the directories bubblewrap mounts
+    the workspace and the hidden directories on where they are under ``/tmp``, each
+    through no link: a link an earlier command left on the way (``/tmp/x → /oldroot/…``)
+    had bubblewrap make directories at a host path of the command's choice. A link or
+    file in such a place is removed (a mount would cover it)."""
+    places = [os.path.realpath(workspace), *(os.path.normpath(h) for h in hidden)]
+    under_tmp = [p for p in places if p.startswith("/tmp/")]
+    for place in under_tmp:
+        if any(other != place and _inside(place, other) for other in under_tmp):
+            continue  # (made in that mount)
+        fd = os.open(temp_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for name in place[len("/tmp/") :].split("/"):
+                try:
+                    if not stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                        os.unlink(name, dir_fd=fd)
+                        raise FileNotFoundError
+                except FileNotFoundError:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+        finally:
+            os.close(fd)
+
+
 def _read_only_hooks(real: str, workspace: str) -> list[str]:
     """bubblewrap's words that keep a hooks directory (``real``: where its path leads)
     read-only: bound over itself where it exists in the workspace, an empty read-only
