@@ -392,6 +392,21 @@ def test_password_prompt_on_dev_tty(client: Client) -> None:
     assert done.output.strip() == "len 7"
 
 
+def test_a_command_that_lets_go_of_its_terminal_and_opens_it_again(client: Client) -> None:
+    """A build that sends its output to a file, then asks on /dev/tty: with nothing
+    holding the terminal in between, the host stopped copying it, and the prompt (and a
+    REPL's every answer) came only with the end (a review)."""
+    r = client.bash(
+        "exec </dev/null >/dev/null 2>&1; sleep 0.5; exec </dev/tty >/dev/tty 2>&1; "
+        'python3 -c \'import getpass; print("len", len(getpass.getpass("Password: ")))\'',
+        timeout=LONG,
+        interactive=True,
+    )
+    assert r.waiting_for_input and r.stdout == "Password: " and r.background_task_id
+    done = client.task_input(r.background_task_id, "s3cret!\n")
+    assert done.status == "completed" and done.output.strip() == "len 7"
+
+
 def test_a_line_longer_than_the_terminal_takes_is_refused(client: Client) -> None:
     r = client.bash("read x; echo ${#x}", timeout=LONG, interactive=True)
     task_id = r.background_task_id

@@ -221,8 +221,11 @@ def set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
-def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, str]:
-    """Start ``argv`` on a new terminal: (pid, master fd, terminal path)."""
+def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
+    """Start ``argv`` on a new terminal: (pid, master fd, terminal fd, terminal path).
+    The caller keeps the terminal open while the command runs: with no process holding
+    it (a command that closes it, to open ``/dev/tty`` again later) reading the master
+    fails, and what came after was lost until the end."""
     master, slave = os.openpty()
     set_size(slave, cols, rows)
     attributes = termios.tcgetattr(slave)
@@ -242,9 +245,8 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, str]:
             with contextlib.suppress(BaseException):
                 os.write(2, f"wave-bash: cannot run {argv[0]}: {exc}\n".encode())
             os._exit(127)
-    os.close(slave)
     os.set_blocking(master, False)
-    return pid, master, tty
+    return pid, master, slave, tty
 
 
 MAX_CLIENTS = 16
@@ -273,8 +275,12 @@ class Client:
 
 
 class Host:
-    def __init__(self, listener: socket.socket, master: int, child: int, tty: str) -> None:
+    def __init__(
+        self, listener: socket.socket, master: int, child: int, tty: str, held: int = -1
+    ) -> None:
         self.listener, self.master, self.child = listener, master, child
+        self.held = held
+        """The terminal's own end, held open until the command ends (see :func:`spawn`)."""
         self.terminal = Terminal(tty)
         self.sel = selectors.DefaultSelector()
         self.clients: dict[int, Client] = {}
@@ -510,11 +516,13 @@ class Host:
         try:
             pid, status = os.waitpid(self.child, os.WNOHANG)
         except ChildProcessError:
-            self.status = 127
-            return
+            pid, self.status = 0, 127
         if pid:
             code = os.waitstatus_to_exitcode(status)
             self.status = 128 - code if code < 0 else code
+        if self.status is not None and self.held >= 0:  # the drain ends as the last
+            os.close(self.held)  # holder closes it
+            self.held = -1
 
     def drain(self) -> None:
         """What the command printed last (the terminal may hold it after its exit)."""
@@ -567,11 +575,11 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     listener = bind_private(path)
     try:
-        child, master, tty = spawn(command, cols, rows)
+        child, master, slave, tty = spawn(command, cols, rows)
         # A stop signals every process of the task: the command's own status and last
         # words are what count, so the host outlives it and drains its terminal.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        return Host(listener, master, child, tty).run()
+        return Host(listener, master, child, tty, slave).run()
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)
