@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import codecs
+import contextlib
 import os
+import re
 import select
 import shutil
 import termios
@@ -38,20 +40,25 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     # Keys as UTF-8 text (the request's input): a character split between two reads
     # waits for its end; a byte that is no UTF-8 (a Latin-1 terminal) becomes U+FFFD.
     keys = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    screen = _Screen()
     _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n")
+    farewell = ""
+    detached = f"\r\n[detached from {task_id}; it keeps running]\r\n"
     try:
         if saved is not None:
             tty.setraw(stdin)
         while True:
-            _write(stdout, base64.b64decode(reply["data"]))
+            data = base64.b64decode(reply["data"])
+            screen.see(data)
+            _write(stdout, data)
             if reply["status"] != "running" and not reply["data"]:
                 code = reply.get("exitCode")
-                _say(stdout, f"\r\n[task {task_id} ended: {reply['status']}"
-                     + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
+                farewell = (f"\r\n[task {task_id} ended: {reply['status']}"
+                            + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
                 return 0
-            typed = _typed(stdin, reply, keys)
-            if typed is None:
-                _say(stdout, f"\r\n[detached from {task_id}; it keeps running]\r\n")
+            typed, detach = _typed(stdin, reply, keys)
+            if detach and not typed:
+                farewell = detached
                 return 0
             now = shutil.get_terminal_size()
             resized = None if now == size else [now.columns, now.lines]
@@ -71,20 +78,56 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                 # said, and the session goes on (the next call shows an end).
                 _say(stdout, f"\r\n[not typed: {exc}]\r\n")
                 reply = call(task_id=task_id, offset=reply["offset"], wait=0)
+            if detach:  # (what they typed before Ctrl+] went first)
+                _write(stdout, base64.b64decode(reply["data"]))
+                farewell = detached
+                return 0
     finally:
+        with contextlib.suppress(OSError):
+            _write(stdout, screen.reset())  # their terminal as the task's output left it
+            _say(stdout, farewell)
         if saved is not None:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
 
 
-def _typed(stdin: int, reply: dict[str, Any], keys: codecs.IncrementalDecoder) -> str | None:
-    """What the person typed since the last call ("" for nothing), ``None`` to detach."""
+class _Screen:
+    """Which of the terminal's modes the task's output left on, to turn off as the person
+    leaves: their own shell came back on the alternate screen, with mouse reports (a
+    review). The alternate screen is left only if it was seen entered (leaving it also
+    moves the cursor to where it was saved)."""
+
+    ALTERNATE = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
+    RESET = b"\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+    """Plain text, a visible cursor, normal cursor and keypad keys, no mouse reports, no
+    bracketed paste: as a shell expects them."""
+
+    def __init__(self) -> None:
+        self.alternate = False
+        self.tail = b""
+
+    def see(self, data: bytes) -> None:
+        seen = self.tail + data
+        for match in self.ALTERNATE.finditer(seen):
+            self.alternate = match[1] == b"h"
+        self.tail = seen[-8:]  # (a sequence split between two reads)
+        if self.tail.rfind(b"\x1b") < 0:
+            self.tail = b""
+
+    def reset(self) -> bytes:
+        return (b"\x1b[?1049l" if self.alternate else b"") + self.RESET
+
+
+def _typed(stdin: int, reply: dict[str, Any], keys: codecs.IncrementalDecoder) -> tuple[str, bool]:
+    """What the person typed since the last call ("" for nothing), and whether they
+    detach (Ctrl+], or their terminal closed): what they typed before it is sent."""
     ready, _, _ = select.select([stdin], [], [], 0 if reply["data"] else 0.01)
     if not ready:
-        return ""
+        return "", False
     data = os.read(stdin, 4096)
-    if not data or data.startswith(DETACH_KEY):  # their terminal closed, or they detach
-        return None
-    return keys.decode(data.split(DETACH_KEY)[0])  # (detached at the next read)
+    if not data:  # their terminal closed
+        return "", True
+    before, detach, _ = data.partition(DETACH_KEY)
+    return keys.decode(before), bool(detach)
 
 
 def _write(fd: int, data: bytes) -> None:

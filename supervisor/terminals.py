@@ -182,16 +182,17 @@ class TerminalLink:
         taken: asyncio.Future[None] = loop.create_future()
         if queued:
             self._queued[ident] = taken
+        deadline = loop.time() + timeout
         try:
             line = json.dumps({**message, "id": ident}).encode() + b"\n"
             async with self._sending:  # one line at a time: a long one is sent in parts
-                await asyncio.wait_for(loop.sock_sendall(self._sock, line), REPLY_TIMEOUT)
+                await self._send(line)
             if queued:
                 first: list[asyncio.Future[Any]] = [taken, reply]
                 await asyncio.wait(
                     first, timeout=REPLY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
                 )
-            answer = await asyncio.wait_for(asyncio.shield(reply), timeout)
+            answer = await asyncio.wait_for(asyncio.shield(reply), max(0, deadline - loop.time()))
         except TimeoutError:
             return None
         except OSError as exc:
@@ -206,6 +207,22 @@ class TerminalLink:
         if "error" in answer:
             raise InvalidInputError(f"task {self.task_id}: {answer['error']}")
         return answer
+
+    async def _send(self, line: bytes) -> None:
+        """Send one whole line, or close the link: a host that reads nothing for
+        ``REPLY_TIMEOUT`` s (stopped, wedged) would have had the next request joined to
+        the part of this one already sent, and both lost; closed, it drops that part."""
+        assert self._sock is not None
+        try:
+            await asyncio.wait_for(
+                asyncio.get_running_loop().sock_sendall(self._sock, line), REPLY_TIMEOUT
+            )
+        except TimeoutError:
+            self.close()
+            raise TerminalGone(
+                f"the terminal of task {self.task_id} takes no input: its host has read "
+                f"nothing for {REPLY_TIMEOUT:.0f} s (nothing was typed)"
+            ) from None
 
     async def type(self, text: str, key: str | None = None, timeout: float = REPLY_TIMEOUT) -> bool:
         """Type ``text`` into the terminal (``key``: an input sent again with the same key

@@ -407,6 +407,30 @@ def test_a_command_that_lets_go_of_its_terminal_and_opens_it_again(client: Clien
     assert done.status == "completed" and done.output.strip() == "len 7"
 
 
+def test_input_to_a_stalled_terminal_host_is_refused_whole(client: Client, state_dir: Path) -> None:
+    """A host that reads nothing (stopped) while a long input is sent: the send gave up
+    half-way, the next input was joined to that half and both were lost, with no error
+    (a review). Now the first says nothing was typed; the next ones are typed."""
+    import psutil
+
+    r = client.bash("python3 -q", interactive=True, timeout=LONG)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    tty = str(state_dir / "tasks" / f"{task_id}.tty")
+    host = next(p for p in psutil.process_iter(["cmdline"]) if tty in (p.info["cmdline"] or []))
+    host.suspend()
+    try:
+        with pytest.raises(InvalidInputError, match=r"takes no input.*nothing was typed"):
+            client.task_input(task_id, "#" + "é" * 60000 + "\n", timeout=8000)
+    finally:
+        host.resume()
+    client.task_input(task_id, "x = 6 * 7\n")
+    assert client.task_input(task_id, "print('X', x)\n").output.splitlines()[-2:] == [
+        "X 42",
+        ">>> ",
+    ]
+
+
 def test_a_line_longer_than_the_terminal_takes_is_refused(client: Client) -> None:
     r = client.bash("read x; echo ${#x}", timeout=LONG, interactive=True)
     task_id = r.background_task_id
@@ -604,6 +628,31 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
     # What of the long line was typed depends on how the reads cut it: up to the limit.
     assert all(set(x) == {"x"} and len(x) < 4096 for x in lines[200:])
     assert last.strip("x") == "caf\ufffd" and len(last) < 4096
+
+
+def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
+    client: Client, state_dir: Path
+) -> None:
+    """Ctrl+] read together with the keys before it detached only at a second press, and
+    the person's terminal stayed on the task's alternate screen with mouse reports on
+    (a review). The keys go first, then it detaches and turns those modes off."""
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    client.task_input(task_id, "print('\\x1b[?1049h\\x1b[?1000h', end='')\n")
+    person = _Person(state_dir, task_id)
+    try:
+        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.type(b"x = 6 * 7\r\x1d")  # one read
+        assert person.close() == 0
+    finally:
+        if person.proc.poll() is None:
+            person.proc.kill()
+            person.proc.wait()
+    screen = person.read()
+    after = screen.rsplit(b"\x1b[?1000h", 1)[-1]
+    assert b"\x1b[?1049l" in after and b"\x1b[?1000l" in after
+    assert after.index(b"\x1b[?1049l") < after.index(b"detached from")
+    assert client.task_input(task_id, "print(x)\n").output.splitlines()[-2:] == ["42", ">>> "]
 
 
 def test_attach_to_an_ended_task_shows_its_end(client: Client, state_dir: Path) -> None:
