@@ -236,7 +236,7 @@ def start_dir(cwd: str, sandbox: Sandbox, hidden: Sequence[str], temp_dir: str |
         while path != "/tmp" and not (temp_dir and plain_dir(temp_dir, path[len("/tmp/") :])):
             path = os.path.dirname(path)
         return path
-    covered = ["/var/tmp", *RUNTIME_DIRS, _runtime_dir() or "/tmp", *hidden]
+    covered = ["/var/tmp", *RUNTIME_DIRS, *filter(None, [_runtime_dir()]), *hidden]
     return next((os.path.normpath(c) for c in covered if _inside(path, os.path.normpath(c))), path)
 
 
