@@ -115,6 +115,9 @@ def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
         syntax = client.bash("echo (").stdout
         assert "line 1: syntax error" in syntax and "__wave" not in syntax
         assert syntax.splitlines()[-1] == "bash: eval: line 1: `echo ('"  # its line alone
+        for dashed in ("-n", "--version", "-- echo hi"):  # a command, not eval's options
+            r = client.bash(dashed)
+            assert r.exit_code == 127 and r.stdout.endswith(": command not found"), dashed
     else:
         # (zsh gets the command in its environment, never its argv, and evals it)
         assert missing == "(eval):1: command not found: sudo_not_here_xyz"

@@ -101,7 +101,7 @@ _RUN = (
     '&& \\builtin hash -- "$3" 2>/dev/null && [[ ${BASH_CMDS[$3]-} == /* ]]; then '
     '\\builtin set -- "$1" "${BASH_CMDS[$3]}"; \\builtin eval "_=\\$2 \\builtin exec $1"; '
     'else [[ -z $3 ]] || \\builtin hash -d -- "$3" 2>/dev/null; '
-    'if [[ -z $2 ]]; then \\builtin set --; \\builtin eval "$BASH_EXECUTION_STRING"; '
+    'if [[ -z $2 ]]; then \\builtin set --; \\builtin eval -- "$BASH_EXECUTION_STRING"; '
     'else \\builtin eval "\\builtin set --; $2$1"; fi; fi'
 )
 
