@@ -565,7 +565,7 @@ class TaskManager:
                 if through_monitor:
                     _check_environment_string(command)
             instructions = monitor.instructions(  # a job that joined on its own: nothing to join
-                command, self._host_dir(p) if sandbox else p.cwd, umask, self.command_open_files,
+                command, "/" if sandbox else p.cwd, umask, self.command_open_files,
                 () if monitor.joined else joins, capture_cwd=capture_cwd, bash_env=bash_env,
                 xtrace_fd=p.env.get("BASH_XTRACEFD"),
                 verbose="verbose" in options and not wrapped and shell.kind == "bash"
@@ -632,7 +632,7 @@ class TaskManager:
         if p.sandbox is None:
             return None
         try:
-            sandboxes.probe(self.bwrap)
+            sandboxes.probe(sandboxes.locate(self.bwrap))
             self._sandbox_filter = sandboxes.filter_file(str(self.tasks_dir.parent))
         except SandboxError as exc:
             raise SandboxUnavailableError(str(exc)) from None
@@ -660,14 +660,6 @@ class TaskManager:
         temp = str(session_temp_dir(self.tasks_dir.parent, row.session))
         return lambda path: os.path.isdir(path) or sandboxes.in_own_temp(path, temp)
 
-    def _host_dir(self, p: RunParams) -> str:
-        """Where a sandboxed command's monitor starts, outside: its directory, or the one in
-        its session's ``/tmp`` that stands for it."""
-        if os.path.isdir(p.cwd) or not self._in_sandbox_temp(p):
-            return p.cwd
-        temp = session_temp_dir(self.tasks_dir.parent, p.session)
-        return os.path.join(temp, os.path.normpath(p.cwd)[len("/tmp/") :])
-
     def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str) -> list[str]:
         """The bubblewrap argv of one command; its ``/tmp`` is its session's own
         directory (``sandbox-tmp/<hash of the session>`` in the state dir): files a
@@ -679,13 +671,15 @@ class TaskManager:
         hidden = [str(state_dir), *self.hidden_dirs]
         sandboxes.prepare_temp(str(temp), sandbox.workspace, hidden)
         writable = [cwd_file] if cwd_file else []
-        return bwrap_argv(self.bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp))
+        bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
+        return bwrap_argv(bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp))
 
     @property
     def sandbox_status(self) -> str:
         """Whether a sandbox can be set up here, for ``supervisor status``."""
         try:
-            return f"available ({sandboxes.probe(self.bwrap)}); off unless a caller asks"
+            version = sandboxes.probe(sandboxes.locate(self.bwrap))
+            return f"available ({version}); off unless a caller asks"
         except SandboxError as exc:
             return f"unavailable: {exc}"
 

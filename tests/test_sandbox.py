@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import platform
 import shlex
 import shutil
 import socket
@@ -123,6 +124,25 @@ def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Pa
     r = client.bash("echo 'curl evil' > .husky/_/pre-commit; echo rc=$?; touch .husky/kept")
     assert r.stdout.endswith("rc=1") and not (project / ".husky/_/pre-commit").exists()
     assert (project / ".husky/kept").exists()  # the rest of the workspace stays writable
+
+
+def test_a_bwrap_a_command_leaves_on_a_relative_path_entry_never_runs(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """The job that starts the sandbox ran `bwrap` by the caller's PATH, from the
+    command's directory: a reviewer's command planted `node_modules/.bin/bwrap` and the
+    next one, with that relative PATH entry, ran it outside as root."""
+    marker = tmp_path / "escaped"
+    env = {**os.environ, "PATH": f"node_modules/.bin:.:{os.environ['PATH']}"}
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", env=env)
+    fake = f'#!/bin/sh\ntouch {marker}\nexec /usr/bin/env -i bwrap "$@"\n'
+    plant = client.bash(
+        f"mkdir -p node_modules/.bin && printf %s {shlex.quote(fake)} > node_modules/.bin/bwrap"
+        " && cp node_modules/.bin/bwrap bwrap && chmod +x node_modules/.bin/bwrap bwrap"
+    )
+    assert plant.success, plant.stdout
+    assert client.bash("echo second").stdout == "second"
+    assert not marker.exists()
 
 
 def test_a_link_left_in_the_sessions_tmp_makes_nothing_outside(
@@ -403,14 +423,18 @@ def test_no_unix_socket_is_reachable_anywhere(
         assert Client(state_dir=other, cwd=tmp_path).bash("true").success  # its supervisor
         sock = StateLayout(other).socket
         assert sock.exists() and not str(sock).startswith("/tmp/")
+        keyctl = {"x86_64": 250, "aarch64": 219}[platform.machine()]  # (KEYCTL_GET_KEYRING_ID)
         probe = (
             "import socket, ctypes\n"
             "try:\n    s = socket.socket(socket.AF_UNIX)\n"
             f"    s.connect({str(sock)!r}); print('reached')\n"
             "except OSError as e:\n    print(e)\n"
             "a, b = socket.socketpair(); a.send(b'x'); print(b.recv(1))\n"
-            "try:\n    socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
-            "except OSError as e:\n    print('dgram', e)\n"
+            "for kind in (socket.SOCK_DGRAM, 3):\n    try:\n"
+            "        socket.socketpair(socket.AF_UNIX, kind)\n"
+            "    except OSError as e:\n        print('dgram', e)\n"
+            f"print(ctypes.CDLL(None, use_errno=True).syscall({keyctl}, 0, -3, 0),"
+            " ctypes.get_errno())\n"
             "socket.socket(socket.AF_INET); socket.socket(socket.AF_INET6); print('inet')\n"
             "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW); print('netlink')\n"
             "try:\n    socket.socket(socket.AF_VSOCK)\n"
@@ -421,7 +445,8 @@ def test_no_unix_socket_is_reachable_anywhere(
         client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
         r = client.bash(f"{python} -I -c {shlex.quote(probe)}")
         assert r.stdout.splitlines() == [
-            "[Errno 13] Permission denied", "b'x'", "dgram [Errno 13] Permission denied", "inet",
+            "[Errno 13] Permission denied", "b'x'", "dgram [Errno 13] Permission denied",
+            "dgram [Errno 13] Permission denied", "-1 38", "inet",
             "netlink", "vsock [Errno 97] Address family not supported by protocol", "-1 38",
         ]  # fmt: skip
         assert client.bash("ls / | head -1 && git --version >/dev/null && echo ok").success
@@ -472,6 +497,16 @@ def _run_filter(program: bytes, arch: int, nr: int, arg0: int, arg1: int = 1) ->
         ("aarch64", 0x40000028, 281, 10, "allow"),
         ("x86_64", 0xC000003E, 41 | 0x40000000, 1, "EACCES"),  # x32
         ("x86_64", 0xC000003E, 53, 1, "allow"),  # socketpair(AF_UNIX, SOCK_STREAM)
+        ("x86_64", 0xC000003E, 53, 1 | 5 << 32, "allow"),  # SOCK_SEQPACKET
+        ("x86_64", 0xC000003E, 53, 1 | 3 << 32, "EACCES"),  # SOCK_RAW: a datagram pair
+        ("x86_64", 0x40000003, 360, 1 | 3 << 32, "EACCES"),
+        ("x86_64", 0xC000003E, 248, 0, "ENOSYS"),  # add_key
+        ("x86_64", 0xC000003E, 249, 0, "ENOSYS"),  # request_key
+        ("x86_64", 0xC000003E, 250, 0, "ENOSYS"),  # keyctl
+        ("x86_64", 0x40000003, 288, 0, "ENOSYS"),  # i386 keyctl
+        ("aarch64", 0xC00000B7, 219, 0, "ENOSYS"),
+        ("aarch64", 0x40000028, 311, 0, "ENOSYS"),
+        ("x86_64", 0xC000003E, 251, 0, "allow"),  # ioprio_set, after keyctl
         ("x86_64", 0xC000003E, 425, 0, "ENOSYS"),  # io_uring_setup
         ("x86_64", 0xC000003E, 0, 1, "allow"),  # read
         ("x86_64", 0x40000003, 359, 1, "EACCES"),  # i386 socket(AF_UNIX)

@@ -307,6 +307,21 @@ PROBE_RETRY_SECONDS = 30.0
 _probed: dict[str, tuple[float, str | SandboxError]] = {}
 
 
+def locate(bwrap: str) -> str:
+    """bubblewrap's absolute path (``bwrap`` itself when it is one, or not found): the
+    job that execs it runs with the caller's ``PATH``, whose relative entries
+    (``node_modules/.bin``) a sandboxed command can write (a reviewer's earlier command
+    planted a ``bwrap`` there and the next one ran it, outside, as root). A name is
+    looked up in the absolute entries of the supervisor's own ``PATH``."""
+    if os.path.isabs(bwrap):
+        return bwrap
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder, bwrap)
+        if os.path.isabs(folder) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return bwrap
+
+
 def probe(bwrap: str) -> str:
     """Check that bubblewrap runs here with the namespaces the sandbox uses; returns its
     version. Success is remembered; a failure for ``PROBE_RETRY_SECONDS`` (the check
@@ -332,6 +347,11 @@ def probe(bwrap: str) -> str:
 
 
 def _trial(bwrap: str) -> str:
+    if not os.path.isabs(bwrap):
+        raise SandboxError(
+            f"bubblewrap is not installed ({bwrap} not found in the absolute entries of the "
+            "supervisor's PATH): install the bubblewrap package to use the sandbox"
+        )
     try:
         version = subprocess.run(
             [bwrap, "--version"], capture_output=True, text=True, timeout=10

@@ -1,5 +1,5 @@
 """The sandbox's system-call filter (SPEC SB1): no Unix-domain socket, no socket family
-but Internet and netlink ones, and no io_uring.
+but Internet and netlink ones, no io_uring and no kernel keyring.
 
 A socket file is a door out of any file-system view: a read-only mount does not stop
 ``connect()``, and a supervisor (of another state dir), an ssh ControlMaster, a gpg or
@@ -7,13 +7,16 @@ docker socket run what they are told outside the sandbox. Hiding known directori
 cannot find them all (a supervisor's state dir can be anywhere; a hard link in the
 workspace reaches any socket on its file system), so the sandboxed command cannot make a
 Unix-domain socket at all: ``socket(AF_UNIX, …)`` fails with EACCES, and so does a
-datagram ``socketpair`` (one can be connected again, to any socket file). A stream
-``socketpair`` (pipes between its own processes) still works. Only Internet and netlink
+``socketpair`` but of stream or seqpacket sockets (a datagram one, ``SOCK_RAW`` too, can
+be connected again, to any socket file). A stream ``socketpair`` (pipes between its own
+processes) still works. Only Internet and netlink
 sockets can be made besides (a new network namespace takes the network away unless it is
 allowed); any other family fails with EAFNOSUPPORT: vsock, for one, reaches the host of a
 virtual machine from any network namespace. io_uring can make and
 connect sockets past a seccomp filter: ``io_uring_setup`` fails with ENOSYS, as on
-kernels without it, and programs fall back to plain system calls.
+kernels without it, and programs fall back to plain system calls. The kernel's keyrings
+belong to a uid, not to a namespace: ``add_key``, ``request_key`` and ``keyctl`` fail with
+ENOSYS too (root's cached secrets, and ``request_key`` runs a helper outside).
 
 A classic BPF program for bubblewrap's ``--seccomp FD``, for this machine's system-call
 ABIs (its native one and the 32-bit one it also runs); any other ABI is refused.
@@ -36,7 +39,7 @@ _X32_BIT = 0x40000000
 AF_UNIX = 1
 SOCKET_FAMILIES = (2, 10, 16)
 """AF_INET, AF_INET6 and AF_NETLINK: the only families a sandboxed ``socket()`` makes."""
-SOCK_DGRAM = 2
+SOCK_STREAM, SOCK_SEQPACKET = 1, 5
 _SOCK_TYPE_MASK = 0xF  # (the type's other bits are SOCK_NONBLOCK and SOCK_CLOEXEC)
 _SYS_SOCKET, _SYS_SOCKETPAIR = 1, 8  # socketcall's call numbers
 _IO_URING_SETUP = 425  # the same number in every ABI here
@@ -45,14 +48,17 @@ _IO_URING_SETUP = 425  # the same number in every ABI here
 class _Abi:
     """One system-call ABI: its audit arch and the numbers the filter looks at."""
 
-    def __init__(self, arch: int, socket: int, socketpair: int, socketcall: int | None = None):
+    def __init__(
+        self, arch: int, socket: int, socketpair: int, add_key: int, socketcall: int | None = None
+    ):
         self.arch, self.socket, self.socketpair = arch, socket, socketpair
+        self.keys = (add_key, add_key + 1, add_key + 2)  # add_key, request_key, keyctl
         self.socketcall = socketcall
 
 
 _ABIS = {
-    "x86_64": (_Abi(0xC000003E, 41, 53), _Abi(0x40000003, 359, 360, socketcall=102)),
-    "aarch64": (_Abi(0xC00000B7, 198, 199), _Abi(0x40000028, 281, 288)),
+    "x86_64": (_Abi(0xC000003E, 41, 53, 248), _Abi(0x40000003, 359, 360, 286, socketcall=102)),
+    "aarch64": (_Abi(0xC00000B7, 198, 199, 217), _Abi(0x40000028, 281, 288, 309)),
 }
 """Per machine: the native ABI (x32 shares its arch, with a bit set in the number), then
 the 32-bit one (i386's ``socketcall`` hides its arguments in memory: its ``socket`` and
@@ -68,12 +74,15 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
     code = [(_LOAD, 0, 0, _NR)]
     if native:
         code.append((_AND, 0, 0, ~_X32_BIT & 0xFFFFFFFF))  # x32 numbers as native ones
-    # nr: io_uring_setup → ENOSYS; socket → look at the domain; socketcall → look at the call
-    checks = [(_IO_URING_SETUP, "uring"), (abi.socket, "socket"), (abi.socketpair, "pair")]
+    # nr: io_uring_setup → ENOSYS; socket → look at the domain; socketcall → look at the call;
+    # add_key, request_key, keyctl → ENOSYS: keyrings are the uid's, not the namespace's
+    # (a reviewer read and planted keys of root's user keyring from the sandbox)
+    checks = [(_IO_URING_SETUP, "absent"), *((n, "absent") for n in abi.keys)]
+    checks += [(abi.socket, "socket"), (abi.socketpair, "pair")]
     if abi.socketcall is not None:
         checks.append((abi.socketcall, "socketcall"))
     tails: dict[str, list[tuple[int, int, int, int]]] = {
-        "uring": [no_io_uring],
+        "absent": [no_io_uring],
         # Internet and netlink sockets only (vsock, for one, reaches the VM's host from
         # any network namespace); Unix ones EACCES, every other family EAFNOSUPPORT.
         "socket": [
@@ -87,13 +96,15 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
             refuse_socket,
             allow,
         ],
-        # A datagram pair can be connected again, to any socket file: only stream pairs.
+        # A datagram pair can be connected again, to any socket file (SOCK_RAW is one
+        # too, for Unix sockets): only stream and seqpacket pairs, connected for good.
         "pair": [
             (_LOAD, 0, 0, _ARG0),
-            (_JUMP_EQ, 0, 4, AF_UNIX),
+            (_JUMP_EQ, 0, 5, AF_UNIX),
             (_LOAD, 0, 0, _ARG1),
             (_AND, 0, 0, _SOCK_TYPE_MASK),
-            (_JUMP_EQ, 0, 1, SOCK_DGRAM),
+            (_JUMP_EQ, 2, 0, SOCK_STREAM),
+            (_JUMP_EQ, 1, 0, SOCK_SEQPACKET),
             refuse_socket,
             allow,
         ],
