@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
+
 import pytest
 
 from wave_bash.worker import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
@@ -93,3 +97,20 @@ def test_monitor_is_the_same_bash_or_any_bash_for_zsh() -> None:
     assert resolve_monitor_bash(Shell("/opt/bash5", "bash"), env, **ALL) == "/opt/bash5"
     assert resolve_monitor_bash(Shell("/usr/bin/zsh", "zsh"), env, **ALL) == "/usr/bin/bash"
     assert resolve_monitor_bash(Shell("/usr/bin/zsh", "zsh"), env, **fs("/usr/bin/zsh")) is None
+
+
+def test_relative_path_entries_are_not_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative PATH entry names a directory a command may write (a sandboxed one
+    too): a `bash` there would run the monitor, outside any sandbox."""
+    planted = tmp_path / "node_modules" / ".bin" / "bash"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("#!/bin/sh\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    real = shutil.which("bash")
+    assert real is not None
+    env = {"PATH": f"node_modules/.bin:.:{os.path.dirname(real)}"}
+    assert resolve_shell(env).path == real
+    assert resolve_monitor_bash(Shell("/usr/bin/zsh", "zsh"), env) == real

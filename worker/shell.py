@@ -47,6 +47,11 @@ def _default_is_executable(path: str) -> bool:
 
 
 def _default_which(name: str, path: str | None) -> str | None:
+    """``name`` on ``path``'s absolute entries only: a relative one (``node_modules/.bin``)
+    names a directory a command, maybe a sandboxed one, can write, and the shell found
+    there would run the monitor, outside any sandbox."""
+    if path is not None:
+        path = os.pathsep.join(p for p in path.split(os.pathsep) if os.path.isabs(p))
     return shutil.which(name, path=path)
 
 
