@@ -34,6 +34,7 @@ from conftest import (
 
 from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
+from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.seccomp import socket_filter
 
@@ -150,40 +151,65 @@ def test_a_link_left_in_the_sessions_tmp_makes_nothing_outside(
 ) -> None:
     """The workspace under /tmp is mounted on a directory in the session's own /tmp: a
     reviewer's command put a link on its way there (`/tmp/… → /oldroot/…`), and the
-    next command's bubblewrap made directories at the host path it named, as root."""
+    next command's bubblewrap made directories at the host path it named, as root; a
+    second one did it while another command of the session started. Each directory on
+    the way is a mount point now (it cannot be renamed), and a link found there (left
+    by an earlier version) is removed before the next start."""
     target = tmp_path / "target"
     target.mkdir()
     first = project.relative_to("/tmp").parts[0]
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
     moved = client.bash(f"mv /tmp/{first} /tmp/moved && ln -s /oldroot{target} /tmp/{first}")
-    assert moved.success, moved.stdout
+    assert moved.exit_code == 1 and "busy" in moved.stdout, moved.stdout
+    own = session_temp_dir(state_dir, client.session) / first
+    shutil.rmtree(own)  # as an earlier version's command left it
+    own.symlink_to(f"/oldroot{target}")
     after = client.bash("pwd")
     assert after.success and after.stdout == str(project)
-    assert list(target.iterdir()) == []
+    assert list(target.iterdir()) == [] and not own.is_symlink()
 
 
-@pytest.mark.parametrize("how", ["missing", "a link into the workspace"])
-def test_hooks_directories_missing_or_linked_are_read_only_too(
+@pytest.mark.parametrize("how", ["missing", "renamed away"])
+def test_hooks_directories_missing_or_moved_stay_read_only(
     state_dir: Path, project: Path, how: str
 ) -> None:
     """A repository may have no `.git/hooks` (or its `core.hooksPath` may not exist yet):
     a reviewer's command made one and planted a hook that `git commit` ran outside the
-    sandbox. Missing, it is an empty read-only directory in the sandbox; a link's target
-    in the workspace is read-only."""
+    sandbox; another renamed the read-only one's parent away (`mv .husky x`) and made a
+    new one. Missing, it is made; each directory on the way is a mount point."""
     shutil.rmtree(project / ".git" / "hooks")
     (project / ".git" / "config").write_text("[core]\n\thooksPath = .husky/_\n")
     if how != "missing":
-        (project / "githooks").mkdir()
-        (project / ".git" / "hooks").symlink_to("../githooks")
-        (project / ".husky").mkdir()
-        (project / ".husky" / "_").symlink_to("../githooks")
+        (project / ".husky" / "_").mkdir(parents=True)
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
     r = client.bash(
-        "mkdir -p .git/hooks .husky/_; echo 'id > /tmp/x' > .git/hooks/pre-commit;"
-        " echo 'id' > .husky/_/pre-commit; touch kept"
+        "mv .husky .husky.old; mkdir -p .git/hooks .husky/_; echo 'id > /tmp/x' > "
+        ".git/hooks/pre-commit; echo 'id' > .husky/_/pre-commit; touch kept"
     )
     assert r.stdout.count("Read-only file system") == 2, r.stdout
     assert not list(project.glob("**/pre-commit")) and (project / "kept").exists()
+    assert (project / ".git" / "hooks").is_dir() and not (project / ".husky.old").exists()
+
+
+def test_hooks_through_a_link_are_refused_or_kept(state_dir: Path, project: Path) -> None:
+    """A link on the way to a hooks directory can be pointed elsewhere by a command (no
+    mount holds a link): the workspace-write sandbox refuses to start, saying why. A hook
+    that is a link into the workspace has its target kept read-only."""
+    (project / "scripts").mkdir()
+    (project / "scripts" / "pre-commit").write_text("#!/bin/sh\n")
+    (project / ".git" / "hooks" / "pre-commit").symlink_to("../../scripts/pre-commit")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("echo evil >> scripts/pre-commit; mv scripts s2; touch kept")
+    assert r.stdout.count("Read-only file system") == 1, r.stdout
+    assert "busy" in r.stdout and (project / "kept").exists()
+    assert (project / "scripts" / "pre-commit").read_text() == "#!/bin/sh\n"
+    shutil.rmtree(project / ".git" / "hooks")
+    (project / "githooks").mkdir()
+    (project / ".git" / "hooks").symlink_to("../githooks")
+    refused = client.bash("true")
+    assert not refused.success and "hooks directory" in (refused.error or "")
+    assert "leads through a link" in (refused.error or "")
+    assert Client(state_dir=state_dir, cwd=project, sandbox="read-only").bash("true").success
 
 
 def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:

@@ -143,6 +143,9 @@ def bwrap_argv(
             "--proc", "/proc", *_PROC_READ_ONLY,
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
             "--tmpfs", "/var/tmp"]  # fmt: skip
+    if temp_dir:  # each directory on the way to a mount in its /tmp: see prepare_temp
+        for place in _temp_chain(sandbox.workspace, hidden):
+            argv += ["--bind-try", os.path.join(temp_dir, place[len("/tmp/") :]), place]
     for run in RUNTIME_DIRS:  # sockets of daemons that would run things outside (docker…)
         if os.path.isdir(run) and not os.path.islink(run):
             argv += ["--tmpfs", run]
@@ -156,13 +159,19 @@ def bwrap_argv(
     if sandbox.mode == "workspace-write":
         argv += ["--bind", workspace, workspace]
         home = home or os.path.expanduser("~")
-        for path, hooks in _protected(workspace, home):
+        protected = _protected(workspace, home)
+        linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
+        for folder in _pinned(workspace, [path for path, _ in protected] + linked):
+            argv += ["--bind", folder, folder]  # a mount point: not renamed, nor replaced
+        for path, hooks in protected:
             if path.endswith("/.git") and os.path.isdir(path) and not os.path.islink(path):
                 argv += ["--bind", path, path]  # a mount point: it cannot be renamed away
             elif os.path.lexists(path) and not os.path.islink(path):
                 argv += ["--ro-bind", path, path]
-            elif hooks:  # missing, or a link: git runs what a command would put there
-                argv += _read_only_hooks(os.path.realpath(path), workspace)
+            elif hooks:  # missing (made by prepare_hooks), or a link (refused there)
+                argv += ["--ro-bind-try", path, path]
+        for target in linked:  # what a hook that is a link runs
+            argv += ["--ro-bind", target, target]
     else:
         argv += ["--ro-bind", workspace, workspace]  # visible again if under /tmp
     for folder in dict.fromkeys(hidden):
@@ -183,11 +192,7 @@ def prepare_temp(temp_dir: str, workspace: str, hidden: Sequence[str]) -> None:
     through no link: a link an earlier command left on the way (``/tmp/x → /oldroot/…``)
     had bubblewrap make directories at a host path of the command's choice. A link or
     file in such a place is removed (a mount would cover it)."""
-    places = [os.path.realpath(workspace), *(os.path.normpath(h) for h in hidden)]
-    under_tmp = [p for p in places if p.startswith("/tmp/")]
-    for place in under_tmp:
-        if any(other != place and _inside(place, other) for other in under_tmp):
-            continue  # (made in that mount)
+    for place in _temp_places(workspace, hidden):
         fd = os.open(temp_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
             for name in place[len("/tmp/") :].split("/"):
@@ -204,16 +209,95 @@ def prepare_temp(temp_dir: str, workspace: str, hidden: Sequence[str]) -> None:
             os.close(fd)
 
 
-def _read_only_hooks(real: str, workspace: str) -> list[str]:
-    """bubblewrap's words that keep a hooks directory (``real``: where its path leads)
-    read-only: bound over itself where it exists in the workspace, an empty read-only
-    one made there where it does not (git makes ``.git/hooks``; a repository may have
-    none: a reviewer's command made one and planted a hook git ran outside)."""
-    if not _inside(real, workspace) or real == workspace:
-        return []  # (outside, the sandbox writes nothing)
-    if os.path.exists(real):
-        return ["--ro-bind", real, real]
-    return ["--tmpfs", real, "--remount-ro", real]
+def _temp_chain(workspace: str, hidden: Sequence[str]) -> list[str]:
+    """The directories on the way (below ``/tmp``, parents first) to what is mounted in
+    the sandbox's own ``/tmp``: each pinned by a mount of its own, so that no command of
+    the session can rename it and put a link in its place while another one starts."""
+    chain: list[str] = []
+    for place in _temp_places(workspace, hidden):
+        parent = os.path.dirname(place)
+        while parent != "/tmp":
+            chain.append(parent)
+            parent = os.path.dirname(parent)
+    return sorted(set(chain), key=lambda p: p.count("/"))
+
+
+def _temp_places(workspace: str, hidden: Sequence[str]) -> list[str]:
+    places = [os.path.realpath(workspace), *(os.path.normpath(h) for h in hidden)]
+    under_tmp = [p for p in places if p.startswith("/tmp/")]
+    return [p for p in under_tmp if not any(o != p and _inside(p, o) for o in under_tmp)]
+
+
+def _pinned(workspace: str, protected: Sequence[str]) -> list[str]:
+    """The existing directories between the workspace and what it protects (parents
+    first): renaming one (``mv .husky x; mkdir -p .husky/_``) replaced what was read-only
+    (a review), as a mount point it cannot be."""
+    found: list[str] = []
+    for path in protected:
+        parent = os.path.dirname(path)
+        while parent != workspace and _inside(parent, workspace):
+            if os.path.isdir(parent) and not os.path.islink(parent):
+                found.append(parent)
+            parent = os.path.dirname(parent)
+    return sorted(set(found) - {os.path.join(workspace, ".git")}, key=lambda p: p.count("/"))
+
+
+def _linked_hooks(workspace: str, folders: Sequence[str]) -> list[str]:
+    """The files in the workspace that hooks which are links lead to
+    (``.git/hooks/pre-commit → ../../scripts/pre-commit``): read-only too."""
+    targets = (os.path.realpath(link) for folder in folders for link in _hook_links(folder))
+    return sorted({t for t in targets if _inside(t, workspace) and os.path.exists(t)})
+
+
+def prepare_hooks(workspace: str, home: str | None = None) -> None:
+    """Make each hooks directory the workspace's git would run that does not exist yet
+    (git makes ``.git/hooks``; a repository may have none, and ``core.hooksPath`` may
+    name one to come: a reviewer's command made one and planted a hook that git ran
+    outside), so that it is mounted read-only like the others.
+
+    Raises:
+        SandboxError: one that leads through a link in the workspace (a command could
+            point the link elsewhere: no mount keeps a link in place).
+    """
+    workspace = os.path.realpath(workspace)
+    for path, hooks in _protected(workspace, home or os.path.expanduser("~")):
+        if not hooks:
+            continue
+        relative = os.path.relpath(path, workspace).split(os.sep)
+        fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in relative:
+                try:
+                    mode = os.lstat(name, dir_fd=fd).st_mode
+                except FileNotFoundError:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                    mode = stat.S_IFDIR
+                if stat.S_ISLNK(mode):
+                    raise SandboxError(
+                        f"the sandbox cannot keep the hooks directory {path} read-only: it "
+                        f"leads through a link ({name}), which a command could point "
+                        "elsewhere; make it a directory, or use the read-only sandbox"
+                    )
+                if not stat.S_ISDIR(mode):
+                    break  # (a file: mounted read-only as it is)
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+        finally:
+            os.close(fd)
+        for link in _hook_links(path):
+            named = os.path.normpath(os.path.join(path, os.readlink(link)))
+            if _inside(named, workspace) and named != os.path.realpath(link):
+                raise SandboxError(
+                    f"the sandbox cannot keep the hook {link} read-only: it leads to "
+                    f"{named} through another link, which a command could point elsewhere"
+                )
+
+
+def _hook_links(folder: str) -> list[str]:
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        return [entry.path for entry in entries if entry.is_symlink()]
+    return []
 
 
 def _runtime_dir() -> str | None:
