@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
+import threading
 from typing import Any, BinaryIO
 
 from .client import Client
@@ -47,11 +49,23 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, client: Client) -> int:
         return 2
     with sock:
         sock.sendall(encode(message))
+        threading.Thread(target=_hang_up_with, args=(stdin, sock), daemon=True).start()
         with sock.makefile("rb") as answers:
             for answer in answers:  # progress lines, then the result or error
                 stdout.write(answer)
                 stdout.flush()
     return 0
+
+
+def _hang_up_with(stdin: BinaryIO, sock: socket.socket) -> None:
+    """Close the supervisor's connection once the caller's end closes (its ssh gone: the
+    local CLI killed, interrupted, its machine asleep): the supervisor then sees its
+    caller lost (F5), where it went on answering a bridge nobody read (a review)."""
+    with contextlib.suppress(OSError, ValueError):
+        while stdin.read(65536):
+            pass  # (nothing more comes: one request per bridge)
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def main(state_dir: str | None) -> int:

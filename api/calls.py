@@ -40,12 +40,16 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
 class _ConnectionLost(SupervisorUnavailableError):
     """The connection ended before the answer (the supervisor died or was stopped)."""
 
-    def __init__(self, message: str, answered: bool = True, *, ssh_failed: bool = False) -> None:
+    def __init__(
+        self, message: str, answered: bool = True, *, ssh_failed: bool = False, cut: bool = False
+    ) -> None:
         super().__init__(message)
         self.answered = answered
         """Whether any message had arrived before the connection ended."""
         self.ssh_failed = ssh_failed
         """Whether ``ssh`` itself failed (its error is the message)."""
+        self.cut = cut
+        """Whether that ssh had connected, then lost its connection (tried again)."""
 
 
 class CallScope:
@@ -127,7 +131,11 @@ class Caller:
             try:
                 return self._attempt(op, params, on_progress, note_start, epoch, scope)
             except _ConnectionLost as lost:
-                if lost.ssh_failed and not started:
+                if lost.ssh_failed and not started and not lost.cut:  # could not connect
+                    if sent:  # (an earlier attempt's connection was cut)
+                        raise SupervisorUnavailableError(
+                            _give_up_text(lost, None, maybe_started=first_op == "run")
+                        ) from None
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
                 sent = True
                 if lost.answered and not started:
@@ -187,7 +195,8 @@ class Caller:
         except _ConnectionLost as lost:
             failure, closed = channel.close(), True
             if failure:  # the carrier itself failed (ssh unreachable, killed)
-                raise _ConnectionLost(failure, lost.answered, ssh_failed=True) from None
+                cut = bool(getattr(failure, "cut", False))
+                raise _ConnectionLost(failure, lost.answered, ssh_failed=True, cut=cut) from None
             raise
         finally:
             with self._lock:

@@ -230,10 +230,16 @@ class Remote:
         """``ssh … HOST '<remote_command> bridge'`` (BatchMode: never a password prompt);
         ``verb`` another CLI verb (its arguments shell-quoted), ``tty`` one on a terminal."""
         argv = ["ssh", "-o", "BatchMode=yes", *(["-t"] if tty else []), *options]
+        argv += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT}"]  # (ssh: the first value holds)
         if self.port:
             argv += ["-p", str(self.port)]
         target = f"{self.user}@{self.host}" if self.user else self.host
         return [*argv, "--", target, f"{remote_command} {verb}"]
+
+
+CONNECT_TIMEOUT = 15
+"""Seconds ssh waits for an unreachable host (its own default is the system's TCP
+timeout: minutes); an ``-o ConnectTimeout=`` among the caller's options comes first."""
 
 
 def connect_ssh(
@@ -260,7 +266,19 @@ def connect_ssh(
     return ours, proc
 
 
-def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> str | None:
+class SshFailure(str):
+    """Why ssh failed (the message); ``cut``: a connection made, then lost (ssh killed,
+    the server's end closed), which a call may try again, unlike one that could not be
+    made (refused, unreachable, no key, no wave-bash there)."""
+
+    cut = False
+
+
+CUT_SIGNS = ("closed by remote host", "Connection reset", "Broken pipe", "Timeout, server")
+"""What ssh says when a connection it had made is lost."""
+
+
+def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> SshFailure | None:
     """Reap the ssh process; returns why it failed (its stderr), or None if it did not."""
     import subprocess
 
@@ -269,9 +287,15 @@ def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> str | None:
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-    if proc.returncode == 0:
+    code = proc.returncode
+    if code == 0:
         return None
-    detail = err.decode(errors="replace").strip() or f"exit {proc.returncode}"
-    if proc.returncode == 127:
+    detail = err.decode(errors="replace").strip()
+    if code < 0:  # (killed: by us after the wait above, or by someone)
+        detail = detail or f"the connection was cut (ssh ended by signal {-code})"
+    detail = detail or f"exit {code}"
+    if code == 127:
         detail += " (is wave-bash installed on the remote, or set --remote-command?)"
-    return f"could not reach wave-bash on {remote} over ssh: {detail}"
+    failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
+    failure.cut = code < 0 or any(sign in detail for sign in CUT_SIGNS)
+    return failure

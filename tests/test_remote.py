@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,6 +130,60 @@ def test_killed_ssh_connection_during_a_foreground_call(sshd: dict[str, object])
         proc.send_signal(signal.SIGKILL)  # the SSH connection drops mid-call
     r = call.result()
     assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)  # reconnected, kept waiting
+
+
+def test_a_caller_killed_mid_call_is_a_lost_caller_remotely(
+    sshd: dict[str, object], tmp_path: Path
+) -> None:
+    """The local CLI killed during a foreground `run`: its ssh's end closes, and the
+    remote bridge hung up on the supervisor, which moved the command to the background
+    (`caller_lost`) and delivered its end as a notice; it went on answering nobody, and
+    the end was never told (a review)."""
+    started = tmp_path / "started"
+    base = [sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
+            "--remote-command", str(sshd["command"]), "--session", "remote",
+            "--ssh-option", shlex.join(list(sshd["options"]))]  # type: ignore[arg-type]  # fmt: skip
+    cli = subprocess.Popen(
+        [*base, "run", "--", f"touch {started}; sleep 3; echo done; exit 4"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(started.exists, timeout=30)
+    finally:
+        cli.kill()
+        cli.wait()
+    client = remote_client(sshd)
+    task = client.tasks()[-1]
+    wait_until(lambda: client.tasks()[-1].background_reason == "caller_lost", timeout=10)
+    assert client.wait(task.id, timeout=10_000).exit_code == 4
+    assert [(n.task_id, n.status) for n in client.notifications()] == [(task.id, "failed")]
+
+
+def test_a_cut_connection_during_wait_is_tried_again(sshd: dict[str, object]) -> None:
+    """The ssh of a `wait` killed mid-call: the call failed with `could not reach …
+    exit -9` where a supervisor restart is waited out (a review); a connection that was
+    made and then cut is tried again, as any call is (CR1)."""
+    client = remote_client(sshd)
+    task_id = start_bg(client, "sleep 2; echo end; exit 5")
+    answers: list[object] = []
+
+    def wait() -> None:
+        try:
+            answers.append(client.wait(task_id, timeout=30_000))
+        except Exception as exc:  # (said below)
+            answers.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+
+    def ssh() -> list[psutil.Process]:
+        return [p for p in psutil.Process().children() if p.name() == "ssh"]
+
+    wait_until(lambda: bool(ssh()), timeout=10)
+    for proc in ssh():
+        proc.send_signal(signal.SIGKILL)
+    waiter.join(timeout=60)
+    assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
 
 
 def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
