@@ -131,6 +131,9 @@ class SshChannel(SocketChannel):
         super().__init__(sock)
         self.proc, self.remote = proc, remote
 
+    def messages(self) -> Iterator[dict[str, Any]]:
+        return read_messages(self.sock, preamble=True)
+
     def close(self) -> str | None:
         super().close()
         return finish_ssh(self.proc, self.remote)

@@ -45,8 +45,10 @@ def decode(line: bytes) -> dict[str, Any]:
     return message
 
 
-def read_messages(sock: socket.socket) -> Iterator[dict[str, Any]]:
-    """The protocol lines arriving on ``sock`` until the peer closes it."""
+def read_messages(sock: socket.socket, preamble: bool = False) -> Iterator[dict[str, Any]]:
+    """The protocol lines arriving on ``sock`` until the peer closes it. ``preamble``:
+    lines that are no JSON object before the first message are skipped (a remote login
+    shell's greeting from its ``.bashrc``, on the stdout ssh relays)."""
     buf = b""
     while True:
         try:
@@ -58,6 +60,9 @@ def read_messages(sock: socket.socket) -> Iterator[dict[str, Any]]:
         buf += chunk
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
+            if preamble and not line.lstrip().startswith(b"{"):
+                continue
+            preamble = False
             yield decode(line)
         if len(buf) > MAX_MESSAGE_BYTES:
             raise ProtocolError("the peer sent an oversized message")

@@ -186,6 +186,15 @@ def test_a_cut_connection_during_wait_is_tried_again(sshd: dict[str, object]) ->
     assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
 
 
+def test_a_remote_shell_that_greets_on_stdout(sshd: dict[str, object]) -> None:
+    """A `.bashrc` that prints on the remote: every call failed (`malformed protocol
+    message`) though its command ran (a review); its lines before the answer are skipped."""
+    client = remote_client(sshd, remote_command=f"echo Welcome to devbox; {sshd['command']}")
+    r = client.bash("echo hi")
+    assert (r.success, r.stdout) == (True, "hi")
+    assert [t.command for t in client.tasks()] == ["echo hi"]
+
+
 def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
     base = [sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]),
