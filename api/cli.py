@@ -70,13 +70,21 @@ def _timeout_arg(text: str) -> float | None:
     return check_timeout_ms(value)
 
 
+def _cwd_arg(cli: Cli, cwd: str) -> str:
+    """``--cwd`` as the supervisor takes it: absolute here; on a remote, one that is not
+    is read in the remote home (the bridge expands ``~``), as commands start there."""
+    if not cli.connector.remote:
+        return os.path.abspath(cwd)
+    return cwd if cwd.startswith(("/", "~")) else f"~/{cwd}"
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     command = " ".join(args.command) if len(args.command) != 1 else args.command[0]
-    cwd = os.path.abspath(args.cwd) if args.cwd else cli.connector.default_cwd()
+    cwd = _cwd_arg(cli, args.cwd) if args.cwd else cli.connector.default_cwd()
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     watched = (
         sys.stderr.isatty() and sys.stdin.isatty() and not args.json and sys.platform != "win32"

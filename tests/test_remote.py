@@ -202,6 +202,11 @@ def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
     r = subprocess.run([*base, "run", "--background", "--json", "--", "for i in 1 2; do echo n$i; sleep 0.3; done"],
                        capture_output=True, text=True, timeout=60)  # fmt: skip
     tid = json.loads(r.stdout)["backgroundTaskId"]
+    home = os.path.expanduser("~")  # (the remote's: the same machine here)
+    for given in (".", "~", "~/"):  # a relative --cwd is read in the remote home
+        there = subprocess.run([*base, "run", "--cwd", given, "--", "pwd"],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert there.stdout.strip() == home, (given, there.stdout, there.stderr)
     follow = subprocess.run(
         [*base, "output", tid, "--follow"], capture_output=True, text=True, timeout=60
     )
