@@ -68,6 +68,7 @@ from wave_bash.worker import (
 )
 from wave_bash.worker import sandbox as sandboxes
 from wave_bash.worker.files import read_small_file
+from wave_bash.worker.sandbox import Sources
 
 from .boundary import worker_errors
 from .faults import crash_point
@@ -353,6 +354,8 @@ class LiveTask:
     (``lost``) when they do, or when TaskStop stops them."""
     terminal: TerminalLink | None = None
     """An interactive task's terminal (SPEC P)."""
+    sources: Sources | None = None
+    """What its sandbox binds by descriptor, held until it ends."""
 
     def connect_terminal(self) -> None:
         """An interactive task: reach its terminal host (in the background)."""
@@ -544,6 +547,7 @@ class TaskManager:
         # the pid's start time was not journaled yet).
         inserted = False
         joins = list(monitor.joined) or self._make_cgroup(task_id)
+        sources: Sources | None = None
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             command, capture_cwd = p.command, not p.run_in_background
@@ -554,12 +558,15 @@ class TaskManager:
                 if capture_cwd:  # a sandbox can write that file: never the exit record
                     cwd_file = files.make_cwd() if sandbox else str(files.exit)
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
+                bwrap: list[str] = []
+                if sandbox:
+                    bwrap, sources = self._bwrap(sandbox, p.cwd, cwd_file, p.session)
                 command = wrapped_command(
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
-                    sandbox=self._bwrap(sandbox, p.cwd, cwd_file, p.session) if sandbox else (),
-                    sandbox_filter=self._sandbox_filter if sandbox else None,
+                    sandbox=bwrap, sandbox_filter=self._sandbox_filter if sandbox else None,
                     bash_env=bash_env, windows=sys.platform == "win32",
+                    opened=sources.redirections(os.getpid()) if sources else "",
                 )  # fmt: skip
                 capture_cwd, bash_env = False, None  # (its shell has it)
                 if through_monitor:
@@ -583,6 +590,8 @@ class TaskManager:
             if inserted:
                 self.journal.delete_task(task_id)
             self._release(monitor)
+            if sources is not None:
+                sources.close()
             raise
         crash_point("after_spawn")
         # The start time is read later, in flush_identities: /proc/<pid>/stat of a process
@@ -593,6 +602,7 @@ class TaskManager:
         self.unrecorded.add(task_id)
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), child=True)
         task.cwd_note = cwd_note
+        task.sources = sources
         task.tracked = bool(joins)
         self.live[task_id] = task
         self._watch(task, monitor.record_pipe)
@@ -660,8 +670,11 @@ class TaskManager:
         temp = str(session_temp_dir(self.tasks_dir.parent, row.session))
         return lambda path: os.path.isdir(path) or sandboxes.in_own_temp(path, temp)
 
-    def _bwrap(self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str) -> list[str]:
-        """The bubblewrap argv of one command; its ``/tmp`` is its session's own
+    def _bwrap(
+        self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str
+    ) -> tuple[list[str], Sources]:
+        """The bubblewrap argv of one command, and what it binds by descriptor (held
+        until the command ends); its ``/tmp`` is its session's own
         directory (``sandbox-tmp/<hash of the session>`` in the state dir): files a
         command leaves there are there for the session's next command, and nothing else
         is (no other program's sockets)."""
@@ -677,7 +690,11 @@ class TaskManager:
                 raise SandboxUnavailableError(str(exc)) from None
         writable = [cwd_file] if cwd_file else []
         bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
-        return bwrap_argv(bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp))
+        sources = sandboxes.open_sources(sandbox, hidden, str(temp))
+        argv = bwrap_argv(
+            bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources
+        )
+        return argv, sources
 
     @property
     def sandbox_status(self) -> str:
@@ -883,6 +900,8 @@ class TaskManager:
         gone or stopped."""
         if task.ended.done():
             return
+        if task.sources is not None:  # (bubblewrap has long mounted them)
+            task.sources.close()
         if task.monitor_gone is None:
             pid = task.row.pid or 0
             gone = None if not task.child or record else reap_monitor(pid)

@@ -36,6 +36,7 @@ from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
+from wave_bash.worker.sandbox import open_sources
 from wave_bash.worker.seccomp import socket_filter
 
 
@@ -212,6 +213,33 @@ def test_hooks_through_a_link_are_refused_or_kept(state_dir: Path, project: Path
     assert Client(state_dir=state_dir, cwd=project, sandbox="read-only").bash("true").success
 
 
+def test_what_is_bound_is_what_was_checked(tmp_path: Path) -> None:
+    """What the sandbox binds from its workspace is opened before and handed to
+    bubblewrap as descriptors: a reviewer's background command replaced a directory with
+    `ln -s ../../../.. …` between the checks and bubblewrap's mounts, and the next
+    command had the host's root bound writable. Here `.git` is replaced by another
+    directory after the checks: bubblewrap binds the one that was checked."""
+    needs_root("bubblewrap run by root")
+    workspace = tmp_path / "ws"
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / ".git" / "config").write_text("[core]\n")
+    (workspace / ".git" / "which").write_text("checked")
+    sandbox = Sandbox("workspace-write", str(workspace))
+    sources = open_sources(sandbox, [], None, home=str(tmp_path))
+    try:
+        (workspace / ".git").rename(workspace / ".git.checked")
+        (workspace / ".git" / "hooks").mkdir(parents=True)
+        (workspace / ".git" / "which").write_text("put in its place")
+        argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(workspace), [], filtered=False,
+                          home=str(tmp_path), sources=sources)  # fmt: skip
+        line = shlex.join([*argv, "cat", str(workspace / ".git" / "which")])
+        seen = subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert seen.stdout == "checked", seen.stderr
+    finally:
+        sources.close()
+
+
 def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:
     """`~/.gitconfig` (aliases, core.fsmonitor) and `~/.bash_aliases` stayed writable
     with the home directory as the workspace (found by a review)."""
@@ -219,8 +247,11 @@ def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> N
     home.mkdir()
     for name in (".gitconfig", ".bash_aliases", ".bashrc"):
         (home / name).write_text("")
-    argv = bwrap_argv("bwrap", Sandbox("workspace-write", str(home)), str(home), [], home=str(home))
-    bound = {argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"}
+    sources = open_sources(Sandbox("workspace-write", str(home)), [], None, home=str(home))
+    try:
+        bound = {dest for _, dest, writable in sources.workspace if not writable}
+    finally:
+        sources.close()
     assert {str(home / n) for n in (".gitconfig", ".bash_aliases", ".bashrc")} <= bound
 
 

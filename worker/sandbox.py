@@ -27,7 +27,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .seccomp import socket_filter
 
@@ -127,8 +127,13 @@ def bwrap_argv(
     home: str | None = None,
     temp_dir: str | None = None,
     filtered: bool = True,
+    sources: Sources | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs what follows it in ``sandbox``.
+
+    ``sources``: what is bound from places a command can write (:func:`open_sources`),
+    as descriptors ``FIRST_SOURCE_FD`` on, which its caller opens on them (see
+    :meth:`Sources.redirections`).
 
     ``hidden``: directories replaced by empty ones (the state dir, the socket's dir);
     ``writable_files``: files inside them the command must write (its ``.cwd``, for
@@ -143,9 +148,8 @@ def bwrap_argv(
             "--proc", "/proc", *_PROC_READ_ONLY,
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
             "--tmpfs", "/var/tmp"]  # fmt: skip
-    if temp_dir:  # each directory on the way to a mount in its /tmp: see prepare_temp
-        for place in _temp_chain(sandbox.workspace, hidden):
-            argv += ["--bind-try", os.path.join(temp_dir, place[len("/tmp/") :]), place]
+    binds = sources.binds() if sources is not None else []
+    argv += [word for bind in binds if bind[0] == "temp" for word in bind[1]]
     for run in RUNTIME_DIRS:  # sockets of daemons that would run things outside (docker…)
         if os.path.isdir(run) and not os.path.islink(run):
             argv += ["--tmpfs", run]
@@ -158,20 +162,7 @@ def bwrap_argv(
     workspace = os.path.realpath(sandbox.workspace)
     if sandbox.mode == "workspace-write":
         argv += ["--bind", workspace, workspace]
-        home = home or os.path.expanduser("~")
-        protected = _protected(workspace, home)
-        linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
-        for folder in _pinned(workspace, [path for path, _ in protected] + linked):
-            argv += ["--bind", folder, folder]  # a mount point: not renamed, nor replaced
-        for path, hooks in protected:
-            if path.endswith("/.git") and os.path.isdir(path) and not os.path.islink(path):
-                argv += ["--bind", path, path]  # a mount point: it cannot be renamed away
-            elif os.path.lexists(path) and not os.path.islink(path):
-                argv += ["--ro-bind", path, path]
-            elif hooks:  # missing (made by prepare_hooks), or a link (refused there)
-                argv += ["--ro-bind-try", path, path]
-        for target in linked:  # what a hook that is a link runs
-            argv += ["--ro-bind", target, target]
+        argv += [word for bind in binds if bind[0] == "workspace" for word in bind[1]]
     else:
         argv += ["--ro-bind", workspace, workspace]  # visible again if under /tmp
     for folder in dict.fromkeys(hidden):
@@ -184,6 +175,109 @@ def bwrap_argv(
         argv += ["--seccomp", str(SECCOMP_FD)]
     argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
     return argv
+
+
+FIRST_SOURCE_FD = 10
+"""bubblewrap's descriptors of what it binds from places a command can write."""
+
+
+@dataclass
+class Sources:
+    """What bubblewrap binds from places a sandboxed command can write (its workspace,
+    its own ``/tmp``), opened here through no link and handed to bubblewrap as
+    descriptors (``--bind-fd``): a path it would look up again as it mounts, after a
+    background command of the session had put a link in its way (a reviewer had the
+    host's root bound writable in the sandbox so). Held until the command ends."""
+
+    temp: list[tuple[int, str, bool]] = field(default_factory=list)
+    """(descriptor here, where it is mounted, writable), after the sandbox's ``/tmp``."""
+    workspace: list[tuple[int, str, bool]] = field(default_factory=list)
+    """The same, after the workspace."""
+
+    def _all(self) -> list[tuple[str, tuple[int, str, bool]]]:
+        return [("temp", t) for t in self.temp] + [("workspace", w) for w in self.workspace]
+
+    def binds(self) -> list[tuple[str, list[str]]]:
+        """bubblewrap's words for each, with the place they go after."""
+        return [
+            (where, ["--bind-fd" if writable else "--ro-bind-fd", str(FIRST_SOURCE_FD + i), dest])
+            for i, (where, (_, dest, writable)) in enumerate(self._all())
+        ]
+
+    def redirections(self, pid: int) -> str:
+        """The shell redirections that open them for bubblewrap, from this process's
+        descriptors (``/proc/PID/fd/N``: the very files opened here, not their paths)."""
+        return "".join(
+            f" {FIRST_SOURCE_FD + i}< /proc/{pid}/fd/{fd}"
+            for i, (_, (fd, _, _)) in enumerate(self._all())
+        )
+
+    def close(self) -> None:
+        for _, (fd, _, _) in self._all():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.temp.clear()
+        self.workspace.clear()
+
+
+def open_sources(
+    sandbox: Sandbox, hidden: Sequence[str], temp_dir: str | None, home: str | None = None
+) -> Sources:
+    """Open what bubblewrap binds from where a command can write (see :class:`Sources`):
+    each directory on the way to a mount in the sandbox's own ``/tmp`` (pinned: none can
+    be renamed away), and in ``workspace-write`` the workspace's ``.git`` and each
+    directory on the way to a protected path (pinned, writable), the protected paths
+    (read-only) and what hooks that are links lead to (read-only). A path that is a link
+    or missing now is left out."""
+    sources = Sources()
+    try:
+        if temp_dir:
+            for place in _temp_chain(sandbox.workspace, hidden):
+                fd = _open_plain(temp_dir, place[len("/tmp/") :])
+                if fd is not None:
+                    sources.temp.append((fd, place, True))
+        if sandbox.mode != "workspace-write":
+            return sources
+        workspace = os.path.realpath(sandbox.workspace)
+        protected = _protected(workspace, home or os.path.expanduser("~"))
+        linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
+        pins = _pinned(workspace, [path for path, _ in protected] + linked)
+        git = os.path.join(workspace, ".git")
+        wanted = [(p, True) for p in pins] + [(p, p == git) for p, _ in protected]
+        wanted += [(target, False) for target in linked]
+        for path, writable in wanted:
+            fd = _open_plain(workspace, os.path.relpath(path, workspace))
+            if fd is not None:
+                if path == git and not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    writable = False  # (a worktree's `.git` file: read-only)
+                sources.workspace.append((fd, path, writable))
+    except BaseException:
+        sources.close()
+        raise
+    return sources
+
+
+def _open_plain(root: str, relative: str) -> int | None:
+    """``relative`` under ``root`` opened (``O_PATH``) through no link, or None where it
+    is missing or a link."""
+    flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for name in relative.split("/"):
+            if name in ("", "."):
+                continue
+            inner = os.open(name, flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise OSError("a link")
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def prepare_temp(temp_dir: str, workspace: str, hidden: Sequence[str]) -> None:
