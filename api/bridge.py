@@ -61,8 +61,8 @@ def _hang_up_with(stdin: BinaryIO, sock: socket.socket) -> None:
     """Close the supervisor's connection once the caller's end closes (its ssh gone: the
     local CLI killed, interrupted, its machine asleep): the supervisor then sees its
     caller lost (F5), where it went on answering a bridge nobody read (a review)."""
-    with contextlib.suppress(OSError, ValueError):
-        while stdin.read(65536):
+    with contextlib.suppress(OSError, ValueError):  # (the descriptor, not the buffered
+        while os.read(stdin.fileno(), 65536):  # file: its lock held at exit aborted Python)
             pass  # (nothing more comes: one request per bridge)
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)

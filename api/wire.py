@@ -10,6 +10,7 @@ Closing the connection before the end is how a caller disappears (SPEC F5).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from collections.abc import Iterator
@@ -60,12 +61,29 @@ def read_messages(sock: socket.socket, preamble: bool = False) -> Iterator[dict[
         buf += chunk
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
-            if preamble and not line.lstrip().startswith(b"{"):
+            if preamble:
+                found = _after_preamble(line)
+                if found is None:
+                    continue
+                preamble = False
+                yield found
                 continue
-            preamble = False
             yield decode(line)
         if len(buf) > MAX_MESSAGE_BYTES:
             raise ProtocolError("the peer sent an oversized message")
+
+
+def _after_preamble(line: bytes) -> dict[str, Any] | None:
+    """The message a line ends with, after what a greeting left before it on the same
+    line (one printed with no newline), or None for a line of greeting alone."""
+    start = line.find(b"{")
+    for _ in range(64):
+        if start < 0:
+            return None
+        with contextlib.suppress(ProtocolError):
+            return decode(line[start:])
+        start = line.find(b"{", start + 1)
+    return None
 
 
 def error_message(code: str, message: str, task_id: str | None = None) -> dict[str, Any]:

@@ -189,10 +189,26 @@ def test_a_cut_connection_during_wait_is_tried_again(sshd: dict[str, object]) ->
 def test_a_remote_shell_that_greets_on_stdout(sshd: dict[str, object]) -> None:
     """A `.bashrc` that prints on the remote: every call failed (`malformed protocol
     message`) though its command ran (a review); its lines before the answer are skipped."""
-    client = remote_client(sshd, remote_command=f"echo Welcome to devbox; {sshd['command']}")
-    r = client.bash("echo hi")
-    assert (r.success, r.stdout) == (True, "hi")
-    assert [t.command for t in client.tasks()] == ["echo hi"]
+    for greeting in ("echo Welcome to devbox", "printf 'Welcome {user}'"):  # (no newline)
+        client = remote_client(sshd, remote_command=f"{greeting}; {sshd['command']}")
+        r = client.bash("echo hi")
+        assert (r.success, r.stdout) == (True, "hi")
+        assert [t.command for t in client.tasks()][-1] == "echo hi"
+
+
+def test_the_bridge_ends_cleanly(sshd: dict[str, object]) -> None:
+    """Its stdin watcher, a thread still reading as Python exits, aborted every bridge
+    (SIGABRT, exit 134: a review)."""
+    command = shlex.split(str(sshd["command"]))
+    request = b'{"v":1,"op":"tasks","session":"r1"}\n'
+    proc = subprocess.Popen([*command, "bridge"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(request)
+    proc.stdin.flush()
+    answer = proc.stdout.readline()  # (its stdin stays open until then, as ssh's does)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b'"type"' in answer, err
 
 
 def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
