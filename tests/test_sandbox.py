@@ -123,9 +123,60 @@ def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Pa
     )
     (project / ".husky" / "_").mkdir(parents=True)
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash("echo 'curl evil' > .husky/_/pre-commit; echo rc=$?; touch .husky/kept")
-    assert r.stdout.endswith("rc=1") and not (project / ".husky/_/pre-commit").exists()
-    assert (project / ".husky/kept").exists()  # the rest of the workspace stays writable
+    r = client.bash(
+        "echo 'curl evil' > .husky/_/pre-commit; echo rc=$?; echo 'curl evil' > "
+        ".husky/pre-commit; echo rc=$?; touch src/kept"
+    )  # (husky's hooks in `_` run the scripts beside it: a third review wrote one)
+    assert r.stdout.count("rc=1") == 2 and not list((project / ".husky").glob("**/pre-commit"))
+    assert (project / "src/kept").exists()  # the rest of the workspace stays writable
+
+
+def test_submodules_named_in_the_config_are_protected(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """A submodule's hooks and config, as the main repository's; found from the
+    read-only config, not by walking `.git/modules`, where a command's own directories
+    (a hooks link planted there refused every later command: a third review) count
+    for nothing."""
+    needs_tool("git", "git")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always"]
+    lib = tmp_path / "lib"
+    subprocess.run([*git, "init", "-q", str(lib)], check=True)
+    subprocess.run([*git, "-C", str(lib), "commit", "-q", "--allow-empty", "-m", "1"], check=True)
+    shutil.rmtree(project / ".git")
+    subprocess.run([*git, "init", "-q", str(project)], check=True)
+    subprocess.run([*git, "-C", str(project), "submodule", "add", "-q", str(lib), "sub"],
+                   check=True, capture_output=True)  # fmt: skip
+    assert (project / ".git" / "modules" / "sub" / "hooks").is_dir()
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "echo x > .git/modules/sub/hooks/pre-commit; echo x >> .git/modules/sub/config;"
+        " mv .git/modules/sub .git/modules/moved; mkdir -p .git/modules/zz README.d;"
+        " ln -s ../../../README.d .git/modules/zz/hooks"
+    )
+    assert r.stdout.count("Read-only file system") == 2 and "busy" in r.stdout, r.stdout
+    assert not (project / ".git" / "modules" / "sub" / "hooks" / "pre-commit").exists()
+    assert client.bash("git status --short >/dev/null && echo ok").stdout == "ok"
+
+
+def test_what_the_repository_config_includes_is_read_only_too(
+    state_dir: Path, project: Path
+) -> None:
+    """A config included by `.git/config` (`include.path`, `includeIf`) sets what git
+    runs (`core.fsmonitor`, aliases, `core.hooksPath`); so does `config.worktree`; a
+    third review had git run what a sandboxed command wrote in them."""
+    (project / ".gitconfig.project").write_text("[user]\n\tname = x\n")
+    (project / ".git" / "config.worktree").write_text("")
+    (project / ".git" / "config").write_text(
+        "[core]\n[include]\n\tpath = ../.gitconfig.project\n"
+        '[includeIf "gitdir:/"]\n\tpath = ../.gitconfig.project\n'
+    )
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "echo '[core] fsmonitor = evil' >> .gitconfig.project; echo x >> .git/config.worktree"
+    )
+    assert r.stdout.count("Read-only file system") == 2, r.stdout
+    assert "evil" not in (project / ".gitconfig.project").read_text()
 
 
 def test_a_bwrap_a_command_leaves_on_a_relative_path_entry_never_runs(

@@ -46,48 +46,75 @@ RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
 def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     """What git or a shell would run later, outside the sandbox, if a command wrote it,
     each with whether it is a hooks directory: every ``.git`` dir in the workspace pinned
-    in place, its (and its submodules') ``hooks`` and ``config`` read-only, its
-    ``commondir`` and the hooks directory its config names (``core.hooksPath``) too
-    where they exist, a ``.git`` file (a worktree's pointer) read-only, the shell rc
-    files in the workspace and in the home directory (if in the workspace)."""
+    in place, its (and the submodules its config names') ``hooks`` and ``config``
+    read-only, its ``commondir``, ``config.worktree``, the files its config includes and
+    the hooks directory it names (``core.hooksPath``; husky's ``.husky/_`` with the
+    scripts in ``.husky`` its hooks run) too, a ``.git`` file (a worktree's pointer)
+    read-only, the shell rc files in the workspace and in the home directory (if in the
+    workspace)."""
     found = [(os.path.join(workspace, ".git"), False)]
     git = found[0][0]
     if os.path.isdir(git) and not os.path.islink(git):
-        found += [(os.path.join(git, "hooks"), True)]
-        found += [(os.path.join(git, name), False) for name in ("config", "commondir")]
-        hooks = _hooks_path(os.path.join(git, "config"))
-        if hooks:  # `core.hooksPath` (husky's `.husky/_`): git runs what is there
-            found.append(
-                (os.path.normpath(os.path.join(workspace, os.path.expanduser(hooks))), True)
-            )
-        modules = os.path.join(git, "modules")
-        for root, dirs, _files in os.walk(modules):
-            if "config" in os.listdir(root) or "hooks" in dirs:
-                found += [
-                    (os.path.join(root, "hooks"), True),
-                    (os.path.join(root, "config"), False),
-                ]
-            if root.count(os.sep) - modules.count(os.sep) >= 4:
-                dirs.clear()
+        found += _repository(workspace, git, 0)
     found += [(os.path.join(workspace, name), False) for name in RC_FILES]
     found += [(os.path.join(home, name), False) for name in RC_FILES]
-    return [(path, hooks) for path, hooks in dict.fromkeys(found) if _inside(path, workspace)]
+    real = os.path.realpath(workspace)
+    return [
+        (path, hooks)
+        for path, hooks in dict.fromkeys(found)
+        if _inside(path, workspace) or _inside(path, real)
+    ]
 
 
-def _hooks_path(config: str) -> str | None:
-    """A repository config's ``core.hooksPath`` (None when unset or unreadable)."""
+def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
+    """A git directory's protected paths, its submodules' (named in its read-only
+    config, not found by walking what a command can make) to 4 levels."""
+    config = os.path.join(git, "config")
+    settings = _git_config(config)
+    found = [(os.path.join(git, "hooks"), True)]
+    found += [
+        (os.path.join(git, name), False) for name in ("config", "commondir", "config.worktree")
+    ]
+    hooks = settings.get("core.hookspath")
+    if hooks:  # `core.hooksPath` (husky's `.husky/_`): git runs what is there
+        where = os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks[-1])))
+        found.append((where, True))
+        if os.path.basename(where) == "_":  # husky: its hooks run the scripts beside
+            found.append((os.path.dirname(where), False))
+    for included in settings.get("include.path", []):  # (relative to the config's dir)
+        found.append((os.path.realpath(os.path.join(git, os.path.expanduser(included))), False))
+    if depth < 4:
+        for name in settings.get("submodule", []):
+            module = os.path.join(git, "modules", name)
+            if os.path.isdir(module) and not os.path.islink(module):
+                found += _repository(workspace, module, depth + 1)
+    return found
+
+
+def _git_config(config: str) -> dict[str, list[str]]:
+    """The few settings of a repository config the sandbox reads: ``core.hookspath``,
+    ``include.path`` (with ``includeIf`` sections') and the names of its
+    ``submodule`` sections (empty when unreadable)."""
     parser = configparser.RawConfigParser(
         strict=False, interpolation=None, allow_no_value=True, inline_comment_prefixes=("#", ";")
     )
     try:
         parser.read(config, encoding="utf-8")
     except (configparser.Error, OSError, UnicodeDecodeError):
-        return None
-    value = None
+        return {}
+    found: dict[str, list[str]] = {}
     for section in parser.sections():  # git's section names ignore case (`[Core]`)
-        if section.strip().lower() == "core":
-            value = parser.get(section, "hookspath", fallback=value)
-    return value.strip().strip('"') if value else None
+        kind, _, name = section.strip().partition(" ")
+        kind = kind.lower()
+        if kind == "submodule" and name:
+            found.setdefault("submodule", []).append(name.strip().strip('"'))
+            continue
+        key = {"core": "hookspath", "include": "path", "includeif": "path"}.get(kind)
+        value = parser.get(section, key, fallback=None) if key else None
+        if value:
+            setting = "core.hookspath" if kind == "core" else "include.path"
+            found.setdefault(setting, []).append(value.strip().strip('"'))
+    return found
 
 
 PROC_WRITABLE_BY_ROOT = ("sys", "sysrq-trigger", "irq", "bus")
