@@ -683,14 +683,14 @@ class TaskManager:
         temp.mkdir(mode=0o700, parents=True, exist_ok=True)
         hidden = [str(state_dir), *self.hidden_dirs]
         sandboxes.prepare_temp(str(temp), sandbox.workspace, hidden)
-        if sandbox.mode == "workspace-write":
-            try:
+        try:
+            if sandbox.mode == "workspace-write":
                 sandboxes.prepare_hooks(sandbox.workspace)
-            except SandboxError as exc:
-                raise SandboxUnavailableError(str(exc)) from None
+            sources = sandboxes.open_sources(sandbox, hidden, str(temp))
+        except SandboxError as exc:
+            raise SandboxUnavailableError(str(exc)) from None
         writable = [cwd_file] if cwd_file else []
         bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
-        sources = sandboxes.open_sources(sandbox, hidden, str(temp))
         argv = bwrap_argv(
             bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources
         )

@@ -162,21 +162,51 @@ def test_submodules_named_in_the_config_are_protected(
 def test_what_the_repository_config_includes_is_read_only_too(
     state_dir: Path, project: Path
 ) -> None:
-    """A config included by `.git/config` (`include.path`, `includeIf`) sets what git
-    runs (`core.fsmonitor`, aliases, `core.hooksPath`); so does `config.worktree`; a
-    third review had git run what a sandboxed command wrote in them."""
+    """A config included by `.git/config` (`include.path`, `includeIf`, each value of a
+    key given many times, and what an included file includes) sets what git runs
+    (`core.fsmonitor`, aliases, `core.hooksPath`); so does `config.worktree`; reviews
+    had git run what a sandboxed command wrote in them, or in one still missing."""
     (project / ".gitconfig.project").write_text("[user]\n\tname = x\n")
     (project / ".git" / "config.worktree").write_text("")
     (project / ".git" / "config").write_text(
-        "[core]\n[include]\n\tpath = ../.gitconfig.project\n"
-        '[includeIf "gitdir:/"]\n\tpath = ../.gitconfig.project\n'
+        "[core]\n[include]\n\tpath = ../.gitconfig.project\n\tpath = ../inc-b.cfg\n"
+        '[includeIf "gitdir:/"]\n\tpath = ../missing.cfg\n'
     )
+    (project / "inc-b.cfg").write_text("[include]\n\tpath = inc-c.cfg\n")
+    (project / "inc-c.cfg").write_text("")
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(
-        "echo '[core] fsmonitor = evil' >> .gitconfig.project; echo x >> .git/config.worktree"
-    )
+    files = (".gitconfig.project", ".git/config.worktree", "inc-b.cfg", "inc-c.cfg", "missing.cfg")
+    r = client.bash("; ".join(f"echo '[core] fsmonitor = evil' >> {f}" for f in files))
+    assert r.stdout.count("Read-only file system") == len(files), r.stdout
+    assert (project / "missing.cfg").read_text() == ""  # (made, empty)
+    assert not [f for f in files if "evil" in (project / f).read_text()]
+
+
+def test_worktrees_and_a_git_file_pointing_into_the_workspace(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """A linked worktree's `commondir` (a review pointed it at a repository it made) and
+    the git dir a `.git` file points to in the workspace (`gitdir: ./.bare`) are
+    protected as the main repository's; a FIFO where a protected file goes refuses the
+    sandbox (bubblewrap hung opening it, and every command after it); a workspace under
+    /tmp given through a link is where commands start."""
+    (project / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (project / ".git" / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("echo /tmp/evil > .git/worktrees/wt/commondir")
+    assert "Read-only file system" in r.stdout
+    bare = tmp_path / "bare-layout"
+    shutil.copytree(project / ".git", bare / ".bare")
+    (bare / ".git").write_text("gitdir: ./.bare\n")
+    linked = tmp_path / "linked"
+    linked.symlink_to(bare)
+    there = Client(state_dir=state_dir, cwd=linked, sandbox="workspace-write", workspace=linked)
+    r = there.bash("pwd; echo x > .bare/hooks/pre-commit; echo x >> .bare/config")
+    assert r.stdout.splitlines()[0] == str(bare), r.stdout
     assert r.stdout.count("Read-only file system") == 2, r.stdout
-    assert "evil" not in (project / ".gitconfig.project").read_text()
+    os.mkfifo(project / ".profile")
+    refused = client.bash("true")
+    assert not refused.success and "is no file or directory" in (refused.error or "")
 
 
 def test_a_bwrap_a_command_leaves_on_a_relative_path_entry_never_runs(

@@ -19,7 +19,6 @@ task's process group, cgroup and process tree, so TaskStop stops it like any tas
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import os
 import platform
@@ -56,6 +55,8 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     git = found[0][0]
     if os.path.isdir(git) and not os.path.islink(git):
         found += _repository(workspace, git, 0)
+    elif (pointed := _gitdir(git)) is not None and _inside(pointed, os.path.realpath(workspace)):
+        found += [(pointed, False), *_repository(workspace, pointed, 0)]  # (`.bare` layout)
     found += [(os.path.join(workspace, name), False) for name in RC_FILES]
     found += [(os.path.join(home, name), False) for name in RC_FILES]
     real = os.path.realpath(workspace)
@@ -81,8 +82,14 @@ def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
         found.append((where, True))
         if os.path.basename(where) == "_":  # husky: its hooks run the scripts beside
             found.append((os.path.dirname(where), False))
-    for included in settings.get("include.path", []):  # (relative to the config's dir)
-        found.append((os.path.realpath(os.path.join(git, os.path.expanduser(included))), False))
+    for included in _included(config, depth):
+        found.append((included, False))
+    worktrees = os.path.join(git, "worktrees")  # (linked worktrees' own git dirs)
+    with contextlib.suppress(OSError), os.scandir(worktrees) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                found += [(os.path.join(entry.path, name), False)
+                          for name in ("commondir", "gitdir", "config.worktree", "config")]  # fmt: skip
     if depth < 4:
         for name in settings.get("submodule", []):
             module = os.path.join(git, "modules", name)
@@ -91,29 +98,62 @@ def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
     return found
 
 
-def _git_config(config: str) -> dict[str, list[str]]:
-    """The few settings of a repository config the sandbox reads: ``core.hookspath``,
-    ``include.path`` (with ``includeIf`` sections') and the names of its
-    ``submodule`` sections (empty when unreadable)."""
-    parser = configparser.RawConfigParser(
-        strict=False, interpolation=None, allow_no_value=True, inline_comment_prefixes=("#", ";")
-    )
+def _gitdir(dot_git: str) -> str | None:
+    """Where a ``.git`` file (``gitdir: ./.bare``) points, or None."""
     try:
-        parser.read(config, encoding="utf-8")
-    except (configparser.Error, OSError, UnicodeDecodeError):
+        with open(dot_git, encoding="utf-8", errors="replace") as fh:
+            line = fh.readline(4096)
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.realpath(os.path.join(os.path.dirname(dot_git), line[7:].strip()))
+
+
+def _included(config: str, depth: int = 0) -> list[str]:
+    """Every file a config includes (``include.path``, ``includeIf``), its own included
+    ones too (to 4 levels), as real paths (relative ones from the config's directory)."""
+    found = []
+    for value in _git_config(config).get("include.path", []):
+        path = os.path.realpath(os.path.join(os.path.dirname(config), os.path.expanduser(value)))
+        found.append(path)
+        if depth < 4:
+            found += _included(path, depth + 1)
+    return found
+
+
+def _git_config(config: str) -> dict[str, list[str]]:
+    """The few settings of a config file the sandbox reads, each value in order:
+    ``core.hookspath``, ``include.path`` (``includeIf`` sections' too) and the names of
+    its ``submodule`` sections (empty when unreadable). Read line by line as git does:
+    a key may come many times (``git config --add include.path``)."""
+    try:
+        with open(config, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read(1 << 20).splitlines()
+    except OSError:
         return {}
     found: dict[str, list[str]] = {}
-    for section in parser.sections():  # git's section names ignore case (`[Core]`)
-        kind, _, name = section.strip().partition(" ")
-        kind = kind.lower()
-        if kind == "submodule" and name:
-            found.setdefault("submodule", []).append(name.strip().strip('"'))
+    kind = ""
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith("["):
+            header = line[1 : line.find("]")] if "]" in line else line[1:]
+            kind, _, name = header.strip().partition(" ")
+            kind = kind.lower().split(".")[0]
+            if kind == "submodule" and name.strip():
+                found.setdefault("submodule", []).append(name.strip().strip('"'))
+            line = line[line.find("]") + 1 :].strip() if "]" in line else ""
+            if not line:
+                continue
+        key, sep, value = line.partition("=")
+        key = key.strip().lower()
+        value = value.split(" #")[0].split(" ;")[0].strip().strip('"')
+        if not sep or not value:
             continue
-        key = {"core": "hookspath", "include": "path", "includeif": "path"}.get(kind)
-        value = parser.get(section, key, fallback=None) if key else None
-        if value:
-            setting = "core.hookspath" if kind == "core" else "include.path"
-            found.setdefault(setting, []).append(value.strip().strip('"'))
+        if kind == "core" and key == "hookspath":
+            found.setdefault("core.hookspath", []).append(value)
+        elif kind in ("include", "includeif") and key == "path":
+            found.setdefault("include.path", []).append(value)
     return found
 
 
@@ -274,10 +314,18 @@ def open_sources(
         wanted += [(target, False) for target in linked]
         for path, writable in wanted:
             fd = _open_plain(workspace, os.path.relpath(path, workspace))
-            if fd is not None:
-                if path == git and not stat.S_ISDIR(os.fstat(fd).st_mode):
-                    writable = False  # (a worktree's `.git` file: read-only)
-                sources.workspace.append((fd, path, writable))
+            if fd is None:
+                continue
+            mode = os.fstat(fd).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # (a FIFO hung bubblewrap's
+                os.close(fd)  # opening it, and every command after: a review)
+                raise SandboxError(
+                    f"the sandbox cannot keep {path} read-only: it is no file or directory "
+                    "(a FIFO, a socket, a device); remove it"
+                )
+            if path == git and not stat.S_ISDIR(mode):
+                writable = False  # (a worktree's `.git` file: read-only)
+            sources.workspace.append((fd, path, writable))
     except BaseException:
         sources.close()
         raise
@@ -374,13 +422,16 @@ def prepare_hooks(workspace: str, home: str | None = None) -> None:
     """Make each hooks directory the workspace's git would run that does not exist yet
     (git makes ``.git/hooks``; a repository may have none, and ``core.hooksPath`` may
     name one to come: a reviewer's command made one and planted a hook that git ran
-    outside), so that it is mounted read-only like the others.
+    outside), and each file its config includes (empty), so that each is mounted
+    read-only like the others.
 
     Raises:
         SandboxError: one that leads through a link in the workspace (a command could
             point the link elsewhere: no mount keeps a link in place).
     """
     workspace = os.path.realpath(workspace)
+    for included in _included(os.path.join(workspace, ".git", "config")):
+        _make_empty(workspace, included)  # (a command would write what git reads)
     for path, hooks in _protected(workspace, home or os.path.expanduser("~")):
         if not hooks:
             continue
@@ -415,6 +466,27 @@ def prepare_hooks(workspace: str, home: str | None = None) -> None:
                 )
 
 
+def _make_empty(workspace: str, path: str) -> None:
+    """An empty file at ``path`` in the workspace where there is nothing, its directory
+    reached through no link (else nothing is made)."""
+    if not _inside(path, workspace) or os.path.lexists(path):
+        return
+    folder = _open_plain(workspace, os.path.relpath(os.path.dirname(path), workspace))
+    if folder is None:
+        return
+    try:
+        dir_fd = os.open(f"/proc/self/fd/{folder}", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            os.close(os.open(os.path.basename(path), flags, 0o644, dir_fd=dir_fd))
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
+
+
 def _hook_links(folder: str) -> list[str]:
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         return [entry.path for entry in entries if entry.is_symlink()]
@@ -434,8 +506,11 @@ def start_dir(cwd: str, sandbox: Sandbox, hidden: Sequence[str], temp_dir: str |
     directory: with follow-cd, the directory one command ends in (``/tmp``, ``/run/x``)
     is where the next one starts."""
     given = os.path.normpath(cwd)
+    workspace = os.path.realpath(sandbox.workspace)
+    if _inside(os.path.realpath(given), workspace):  # (a path to it through a link too)
+        return os.path.realpath(given)
     path = given if _inside(given, "/tmp") else os.path.realpath(given)  # (/tmp: its own)
-    if _inside(path, os.path.realpath(sandbox.workspace)):
+    if _inside(path, workspace):
         return path
     if _inside(path, "/tmp"):
         while path != "/tmp" and not (temp_dir and plain_dir(temp_dir, path[len("/tmp/") :])):
