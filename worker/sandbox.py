@@ -530,13 +530,13 @@ def in_own_temp(path: str, temp_dir: str) -> bool:
 def plain_dir(root: str, relative: str) -> bool:
     """Whether ``relative`` is a directory under ``root`` reached through no link (what a
     command left in its ``/tmp`` is not followed outside it)."""
-    try:
-        for depth in range(1, len(parts := relative.split("/")) + 1):
-            if not stat.S_ISDIR(os.lstat(os.path.join(root, *parts[:depth])).st_mode):
-                return False
-    except OSError:
+    fd = _open_plain(root, relative)
+    if fd is None:
         return False
-    return True
+    try:
+        return stat.S_ISDIR(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
 
 
 def _program() -> bytes:
