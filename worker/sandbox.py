@@ -185,6 +185,25 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def host_read_only(bwrap: str, writable: Sequence[str]) -> list[str]:
+    """The bubblewrap words that run the sandbox's own bubblewrap where the host is
+    read-only but for ``writable`` (what its command may write anyway).
+
+    bubblewrap 0.8 looks up where each mount goes by its path, following links, and
+    creates it when missing: a background sandboxed command of the session could swap a
+    place it mounts on in the workspace or the session's ``/tmp`` for a link to
+    ``/oldroot/…`` (the host, during its set-up) after the checks, and bubblewrap, run by
+    root, made an empty file or directory at any host path (``/etc/nologin``: no login
+    but root's) before it saw the race. Under this one such a creation fails, read-only,
+    with nothing made. ``/dev`` is a new one of its own; ``/proc`` stays writable (a
+    bubblewrap in a user namespace writes its uid map there; no file can be made in it).
+    """
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--bind", "/proc", "/proc"]
+    for path in dict.fromkeys(writable):
+        argv += ["--bind", path, path]
+    return [*argv, "--"]
+
+
 def bwrap_argv(
     bwrap: str,
     sandbox: Sandbox,
@@ -208,9 +227,14 @@ def bwrap_argv(
     an empty one of its own); ``filtered``: bubblewrap reads the system-call filter
     (``worker.seccomp``) from descriptor ``SECCOMP_FD``, which its caller opens on
     :func:`filter_file`."""
+    workspace = os.path.realpath(sandbox.workspace)
+    writable = [*([temp_dir] if temp_dir else []), *writable_files]
+    if sandbox.mode == "workspace-write":
+        writable.append(workspace)
     # No capability inside, whoever starts it: bubblewrap run by root keeps root's (it
     # could remount the root read-write), by another user it has none to drop.
-    argv = [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/",
+    argv = [*host_read_only(bwrap, writable),
+            bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/",
             "--dev", "/dev",
             "--proc", "/proc", *_PROC_READ_ONLY,
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
@@ -226,7 +250,6 @@ def bwrap_argv(
     runtime = _runtime_dir()
     if runtime:
         argv += ["--tmpfs", runtime]
-    workspace = os.path.realpath(sandbox.workspace)
     if sandbox.mode == "workspace-write":
         argv += ["--bind", workspace, workspace]
         argv += [word for bind in binds if bind[0] == "workspace" for word in bind[1]]
@@ -643,7 +666,7 @@ def _trial(bwrap: str) -> str:
             finally:
                 os.close(write_end)
             trial = subprocess.run(
-                [bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+                [*host_read_only(bwrap, []), bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-net",
                  "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_PROC_READ_ONLY,
                  "--seccomp", str(read_end), "--", "true"],
                 capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL,
