@@ -38,7 +38,7 @@ class Cli:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.layout = StateLayout(resolve_state_dir(args.state_dir))
-        self.session: str = args.session or DEFAULT_SESSION
+        self.session: str = DEFAULT_SESSION if args.session is None else args.session
         self.remote: str | None = args.remote or os.environ.get("WAVE_REMOTE") or None
         self.connector: Connector = connector_for(
             self.layout,
@@ -285,9 +285,8 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
         "rules": args.rules, "sandbox": args.sandbox, "allow_network": args.allow_network or None,
         "workspace": args.workspace,
     }  # fmt: skip
-    return serve_mcp(
-        args.state_dir, args.mcp_session or args.session, args.follow_cd, remote, guard
-    )
+    session = args.session if args.mcp_session is None else args.mcp_session
+    return serve_mcp(args.state_dir, session, args.follow_cd, remote, guard)
 
 
 def _shutdown(cli: Cli) -> int | None:
@@ -572,7 +571,7 @@ def _add_global_options(
     options: list[tuple[str, dict[str, Any]]] = [
         ("--state-dir", {"default": default(os.environ.get("WAVE_STATE_DIR")),
                          "help": "state directory"}),
-        ("--session", {"default": default(os.environ.get("WAVE_SESSION")),
+        ("--session", {"default": default(os.environ.get("WAVE_SESSION") or None),
                        "help": "agent session name"}),
         ("--remote", {"default": default(os.environ.get("WAVE_REMOTE")),
                       "help": "ssh://[user@]host[:port]: drive the supervisor on that machine"}),
@@ -784,7 +783,7 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
     this hottest path 4 ms of a 30 ms call."""
     args: dict[str, Any] = {
         "state_dir": os.environ.get("WAVE_STATE_DIR"),
-        "session": os.environ.get("WAVE_SESSION"),
+        "session": os.environ.get("WAVE_SESSION") or None,
         "remote": os.environ.get("WAVE_REMOTE"),
         "ssh_option": [],
         "remote_command": os.environ.get("WAVE_REMOTE_COMMAND"),

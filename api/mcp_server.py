@@ -31,6 +31,7 @@ from .calls import CallScope
 from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
+from .protocol import check_session
 from .texts import tool_result_text
 from .tools import BASH_TOOL, TASK_STOP_TOOL, TOOL_ALIASES, tool_definitions
 
@@ -379,7 +380,7 @@ def main(
 ) -> int:
     """Serve MCP on stdin/stdout until the client closes the connection. ``guard``: the
     client's ``rules``, ``sandbox``, ``allow_network`` and ``workspace`` (SPEC PM, SB)."""
-    session = session or default_session()
+    session = default_session() if session is None else check_session(session)
     print(
         f"wave-bash mcp: agent session {session} (reuse it with --session to reattach)",
         file=sys.stderr,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,6 +66,21 @@ def test_bad_timeouts_exit_2(state_dir: Path) -> None:
 def test_empty_command_exit_2(state_dir: Path) -> None:
     r = run_cli(state_dir, "run", "--", "  ")
     assert r.returncode == 2 and "command must not be empty" in r.stderr
+
+
+def test_an_empty_session_name_is_an_error_not_the_default(state_dir: Path) -> None:
+    """`--session "$NAME"` with NAME unset joined the `default` session (its notices, its
+    tasks); an empty WAVE_SESSION is unset, as environment variables go."""
+    for args in (["--session", "", "run", "true"], ["run", "--session", "", "true"]):
+        r = run_cli(state_dir, *args)
+        assert r.returncode == 2 and "session" in r.stderr and "1 character" in r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "run", "--json", "true"], capture_output=True,
+        text=True, timeout=60, env={**os.environ, "WAVE_STATE_DIR": str(state_dir), "WAVE_SESSION": ""},
+    )  # fmt: skip
+    assert r.returncode == 0 and json.loads(r.stdout)["exitCode"] == 0
+    mcp = run_cli(state_dir, "mcp", "--session", "")
+    assert mcp.returncode == 2 and "session name must be 1 to 200" in mcp.stderr
 
 
 def test_unwritable_state_dir(tmp_path: Path) -> None:
