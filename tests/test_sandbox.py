@@ -325,30 +325,33 @@ def test_a_link_put_where_bubblewrap_mounts_makes_nothing_on_the_host(tmp_path: 
     """bubblewrap finds where each mount goes by its path: a background sandboxed command
     swapped a protected file for a link to `/oldroot/<host path>` after the checks, and
     bubblewrap, as root, created an empty file at that host path (`/etc/nologin`) before
-    it failed (a review). Here the swap comes between the checks and the start: nothing
-    is made outside, and the command does not run."""
+    it failed (a review); then through `/proc/2/root` (a kernel thread's root: the host's,
+    writable) around the first fix. Here the swap comes between the checks and the start:
+    nothing is made outside, and the command does not run."""
     needs_root("bubblewrap run by root")
     workspace = tmp_path / "ws"
     (workspace / ".git" / "hooks").mkdir(parents=True)
-    (workspace / ".git" / "config").write_text("[core]\n")
     made = Path(f"/wb-made-by-bubblewrap-{os.getpid()}")
-    sandbox = Sandbox("workspace-write", str(workspace))
-    sources = open_sources(sandbox, [], None, home=str(tmp_path))
-    try:
-        argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(workspace), [], filtered=False,
-                          home=str(tmp_path), sources=sources)  # fmt: skip
-        (workspace / ".git" / "config").rename(workspace / ".git" / "config.checked")
-        (workspace / ".git" / "config").symlink_to(f"/oldroot{made}")
-        line = shlex.join([*argv, "echo", "ran"])
-        seen = subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
-                              capture_output=True, text=True, timeout=30)  # fmt: skip
-        assert not made.exists() and not made.is_symlink(), seen.stderr
-        assert seen.returncode != 0 and "ran" not in seen.stdout
-    finally:
-        sources.close()
-        if made.is_dir():
-            made.rmdir()
-        made.unlink(missing_ok=True)
+    for way in ("", "/proc/2/root", "/proc/1/root"):
+        (workspace / ".git" / "config").write_text("[core]\n")
+        sandbox = Sandbox("workspace-write", str(workspace))
+        sources = open_sources(sandbox, [], None, home=str(tmp_path))
+        try:
+            argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(workspace), [], filtered=False,
+                              home=str(tmp_path), sources=sources)  # fmt: skip
+            (workspace / ".git" / "config").rename(workspace / ".git" / "config.checked")
+            (workspace / ".git" / "config").symlink_to(f"/oldroot{way}{made}")
+            line = shlex.join([*argv, "echo", "ran"])
+            seen = subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
+                                  capture_output=True, text=True, timeout=30)  # fmt: skip
+            assert not made.exists() and not made.is_symlink(), (way, seen.stderr)
+            assert seen.returncode != 0 and "ran" not in seen.stdout
+        finally:
+            sources.close()
+            (workspace / ".git" / "config").unlink()
+            if made.is_dir():
+                made.rmdir()
+            made.unlink(missing_ok=True)
 
 
 def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:

@@ -195,10 +195,11 @@ def host_read_only(bwrap: str, writable: Sequence[str]) -> list[str]:
     ``/oldroot/…`` (the host, during its set-up) after the checks, and bubblewrap, run by
     root, made an empty file or directory at any host path (``/etc/nologin``: no login
     but root's) before it saw the race. Under this one such a creation fails, read-only,
-    with nothing made. ``/dev`` is a new one of its own; ``/proc`` stays writable (a
-    bubblewrap in a user namespace writes its uid map there; no file can be made in it).
+    with nothing made. ``/dev`` is a new one of its own, and so are the process
+    namespace and its ``/proc``: the host's leads back to the writable host
+    (``/proc/2/root``, a kernel thread's root, a reviewer's way round the first version).
     """
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--bind", "/proc", "/proc"]
+    argv = [bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for path in dict.fromkeys(writable):
         argv += ["--bind", path, path]
     return [*argv, "--"]
