@@ -264,6 +264,65 @@ def _unread(node: Any, data: bytes, after: int) -> bool:
     return False
 
 
+_BLANKS = re.compile(rb"(?:[ \t\n]|\\\n)*")
+"""What bash skips between words: blanks, newlines and line continuations."""
+_CONTENT = frozenset({
+    "word", "string", "raw_string", "ansi_c_string", "translated_string", "heredoc_body",
+    "comment", "arithmetic_expansion", "expansion", "regex", "extglob_pattern",
+})  # fmt: skip
+"""Nodes whose text is all theirs (quoted text, a body, arithmetic): not looked into."""
+_TIGHT = frozenset({"simple_expansion", "variable_assignment", "concatenation", "command_name"})
+"""Nodes that are one word to bash: nothing may come between their parts."""
+_DELIMITER = re.compile(r"-?\s*(?:\\?[A-Za-z0-9_.-]+|'[^']+'|\"[A-Za-z0-9_.-]+\")")
+"""A here-document delimiter read alike by the grammar and bash (one quoted in part,
+``E'O'F``, ends at ``EOF`` for bash and at ``E'O'F`` for the grammar)."""
+_WORD_ENDS = b" \t\n;&|()<>"
+_DASH = re.compile(rb"[ \t]+-[ \t]+")
+
+
+def _misread(root: Any, data: bytes) -> str | None:
+    """Why the grammar may have read ``data`` otherwise than bash, which then runs what
+    the check did not see; None when nothing says so. The grammar skips as blanks what
+    bash reads as part of a word (``\\r``, ``\\v``, Unicode spaces, an escaped blank
+    before ``#``), joins lines bash ends (``git status ==⏎rm -f x``), splits words bash
+    joins (``x=]\\; rm -f x``), and reads some here-document delimiters and nested
+    backquotes otherwise: each leaves text between its tokens that bash would not skip,
+    or none where bash needs some."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind == "heredoc_start" and not _DELIMITER.fullmatch(_text(node, data)):
+            return "a here-document delimiter quoted in part"
+        if kind == "comment" and node.start_byte and data[node.start_byte - 1] not in _WORD_ENDS:
+            return "a `#` inside a word"
+        backquoted = kind == "command_substitution" and data[node.start_byte] == ord("`")
+        if backquoted and b"\\`" in data[node.start_byte : node.end_byte]:
+            return "backquotes nested in backquotes"
+        if kind in _CONTENT:
+            continue
+        at = node.start_byte
+        for index, child in enumerate(node.children):
+            gap = data[at : child.start_byte]
+            if gap and kind in _TIGHT:
+                return "a blank inside one word"
+            if not _BLANKS.fullmatch(gap) and not (
+                child.type.endswith("redirect") and _DASH.fullmatch(gap)  # (`python - <<EOF`:
+            ):  # the grammar drops a `-` before a redirection, a word bash passes on)
+                return "characters it skips that bash does not"
+            if kind == "command" and index > 0:
+                if b"\n" in gap.replace(b"\\\n", b""):
+                    return "one command over lines bash ends"
+                joined = child.is_named and node.children[index - 1].is_named  # (not `$"…"`)
+                if not gap and joined and not child.type.endswith("redirect"):
+                    return "two words where bash reads one"
+            at = max(at, child.end_byte)
+            stack.append(child)
+        if node.children and not _BLANKS.fullmatch(data[at : node.end_byte]):
+            return "characters it skips that bash does not"
+    return None
+
+
 def parse_command(source: str) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text)."""
     walker = _Walker()
@@ -384,6 +443,9 @@ class _Walker:
             tree = _parser().parse(data)
             if tree.root_node.has_error:
                 self.problems.append("it does not parse as bash")
+            misread = _misread(tree.root_node, data)
+            if misread is not None:
+                self.problems.append(f"the grammar may read it otherwise than bash ({misread})")
             self._trees += 1
             self._site = _Site(tree.root_node, self._trees, depth > 0)
             self.walk(tree.root_node, data, depth)

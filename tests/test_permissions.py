@@ -910,3 +910,72 @@ def test_rules_given_to_the_client_win_over_the_environment(
     assert client.rules is not None and client.rules["deny"] == ["Bash(rm *)"]
     with pytest.raises(InvalidInputError, match="cannot read the rules file"):
         Client(state_dir=state_dir)
+
+
+EVERYTHING_BUT = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Write(/etc/**)"]}
+"""Rules that allow all but a few: what the grammar misses is allowed."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # A here-document delimiter quoted in part: bash ends it at `EOF`, the grammar
+        # at `E'O'F`, reading the `rm` as body text.
+        "cat <<E'O'F\nEOF\nrm -f x\nE'O'F",
+        'cat <<-E"O"F\nEOF\nrm -f x\nE"O"F',
+        'cat <<EOF""\nEOF\nrm -f x\nEOF""',
+        "cat <<$'E'\nE\nrm -f x\n$'E'",
+        "git status ==\nrm -f x",  # one command over two lines, for the grammar
+        "echo x =~ \nrm -f x",
+        "echo \\ #; rm -f x",  # an escaped blank before `#`: no comment for bash
+        "echo \\ # > /etc/passwd",
+        "echo \r#; rm -f x",  # blanks for the grammar, word characters for bash
+        "echo \x0b#; rm -f x",
+        "echo x \\\r\nrm -f x",
+        "x=\u2028 rm -f x",
+        "x=\u3000 rm -f x",
+        "\ufeff# ; rm -f x",
+        "echo \r#; echo x > /etc/x",
+        "x=$ rm -f x",  # one word for bash, split by the grammar
+        "<<<$ rm -f x",
+        "x=\\  rm -f x",
+        ">\\  rm -f x",
+        "x=]\\; rm -f x",
+        'x="\\""\\; rm -f x',
+        "x=$a/$b.c rm -f x",
+        "echo `echo \\`rm -f x\\``",  # backquotes nested in backquotes
+    ],
+)
+def test_what_the_grammar_reads_otherwise_than_bash_is_never_allowed(command: str) -> None:
+    """A review found tree-sitter-bash reading text otherwise than bash does, hiding a
+    command (or a write) even from narrow allow rules: each such reading asks now."""
+    assert verdict(command, EVERYTHING_BUT) != "allow"
+    assert any("otherwise than bash" in p for p in parse_command(command).problems)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status && git diff HEAD~1",
+        "cat <<'EOF'\nhello\nEOF",
+        'cat <<"EOF"\nhi $x\nEOF',
+        "cat <<\\EOF\nx\nEOF",
+        "cat <<-EOF\n\tx $(date)\n\tEOF",
+        "python - <<EOF\nprint(1)\nEOF",  # (the grammar drops the `-`)
+        "docker run \\\n  -v a:b \\\n  img",
+        "echo hi>f 2>&1",
+        "for f in *.py; do\n  echo $f\ndone",
+        "if true; then echo a; fi # a comment",
+        "echo a#b",
+        'echo $"translated"',
+        "x=1 y=2 env",
+        "echo ${x:-a b} $((1 + 2))",
+        "case $x in\n  a) echo a;;\n  *) echo b;;\nesac",
+        "f() {\n  echo hi\n}\nf",
+        "ls |\n  wc -l",
+        "echo `date`",
+        "cat <<EOF | grep x\nx\nEOF",
+    ],
+)
+def test_usual_commands_are_read_alike(command: str) -> None:
+    assert not any("otherwise than bash" in p for p in parse_command(command).problems)
