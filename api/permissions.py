@@ -44,6 +44,7 @@ from .runners import (
     read_runner,
     runner_commands,
     short_options,
+    takes_next_word,
     wrapper_arguments,
 )
 
@@ -214,6 +215,12 @@ CONTINUED_PROBLEM = "a comment or quoted here-document line ending in a backslas
 PROMPTS = frozenset({"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
 """Variables whose value bash expands as it prints a prompt or a trace (``set -x``)."""
 SUBSCRIPT_PROBLEM = "an array subscript that bash may run as code (`test -v 'x[$(cmd)]'`)"
+TABLES = frozenset({"BASH_CMDS", "BASH_ALIASES"})
+"""bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
+_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]", re.DOTALL)
+SOURCED_INPUT = "`{}` names a script computed or read from input (`<(…)`) the shells run"
+NAME_OPTIONS = {"read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}
+"""Builtins whose operands name variables, and their options that take a value."""
 _EVALUATED_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*[$`].*\]", re.DOTALL)
 """A variable name with a subscript holding an expansion: ``test -v``, ``printf -v``,
 ``read``, ``unset`` and others evaluate it, running its ``$(…)``."""
@@ -466,6 +473,8 @@ class _Walker:
                 self.redirect(node, data)
             elif kind == "expansion" and self._evaluating_expansion(node, data):
                 self.problems.append("an expansion that evaluates a variable's value as code")
+            elif kind == "unary_expression" and _text(node.children[0], data) == "-v":
+                self._names([_name(c, data) for c in node.children[1:2]])  # `[[ -v NAME ]]`
             elif kind == "test_command" and _redirects_in_brackets(node):
                 self.problems.append(BRACKET_PROBLEM)
             elif kind == "heredoc_redirect" and _unchecked_heredoc(node, data):
@@ -486,10 +495,14 @@ class _Walker:
                     self.problems.append("a prompt variable runs the `$(…)` in its value")
                 elif assigned in SOURCED_VARIABLES:  # (`BASH_ENV=f bash -c …`: that shell
                     self._sources_a_file()  # runs f first)
-                self._may_set_home([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
+                    value = node.child_by_field_name("value")
+                    named = None if value is None else _literal(value, data)
+                    if value is not None and (named is None or _reads_input(named)):
+                        self.problems.append(SOURCED_INPUT.format(assigned))
+                self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
-                self._may_set_home([None if variable is None else _text(variable, data)])
+                self._setting([None if variable is None else _text(variable, data)])
             if kind == "expansion" and _unread(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic and self._variable(node, data):
@@ -555,9 +568,12 @@ class _Walker:
                 arguments.append(_text(parts[0], data))
                 if nameref and len(parts) > 1:
                     arguments.append(_literal(parts[-1], data))
+                    if arguments[-1] is None:
+                        self.problems.append("a nameref to a variable named as it runs")
             elif child.is_named:
                 arguments.append(_literal(child, data))
-        self._may_set_home(arguments)
+                self._names([_name(child, data)])
+        self._setting(arguments)
         if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
             self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
         self.commands.append(SimpleCommand(text))
@@ -568,13 +584,32 @@ class _Walker:
         self.sets_home = self.moves = True
         self.reads.append(None)
 
-    def _may_set_home(self, words: Sequence[str | None]) -> None:
+    def _setting(self, words: Sequence[str | None]) -> None:
         """Note a variable setter's words (literal, or None when computed): one that
-        names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``."""
+        names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``; one
+        naming a prompt (``printf -v PS4 …``, ``read PS4``, a nameref's target: ``set -x``
+        runs its ``$(…)``) or one of bash's command tables changes what runs."""
+        for word in words:
+            name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
+            if name in PROMPTS:
+                self.problems.append("a prompt variable runs the `$(…)` in its value")
+            elif name in TABLES:
+                self.problems.append(f"`{name}` changes what a command's name runs")
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
             self.sets_cdpath = True
+
+    def _names(self, words: Sequence[str | None]) -> None:
+        """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
+        bash evaluates a subscript in one (``x[$(cmd)]``, or ``x[b]`` whose ``b`` holds
+        that), so one known only as it runs, or with a subscript other than a number,
+        ``@`` or ``*``, may run a command."""
+        for word in words:
+            match = None if word is None else _SUBSCRIPTED.match(word.split("=", 1)[0])
+            if word is None or (match and not re.fullmatch(r"\d+|[@*]", match[1])):
+                self.problems.append(SUBSCRIPT_PROBLEM)
+                return
 
     def redirect(self, node: Any, data: bytes) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
@@ -647,9 +682,13 @@ class _Walker:
             if wrapper == "env":
                 options = values[start + 1 : start + 1 + skip]
                 assignments += [v for v in options if v is None or "=" in v]
-                self._may_set_home(options)  # (`env HO''ME=/etc sh -c …`, `env -u HOME`)
+                self._setting(options)  # (`env HO''ME=/etc sh -c …`, `env -u HOME`)
                 if any(v is None or v.split("=", 1)[0] in SOURCED_VARIABLES for v in options):
                     self._sources_a_file()  # (the shells it starts run that file first)
+                for value, text in zip(options, shown[start + 1 : start + 1 + skip], strict=True):
+                    variable, _, named = (value or text).partition("=")
+                    if variable in SOURCED_VARIABLES and (value is None or _reads_input(named)):
+                        self.problems.append(SOURCED_INPUT.format(variable))
             wrappers.append(wrapper)
             start += 1 + skip
         if any(a is not None and a.startswith("BASH_FUNC_") for a in assignments):
@@ -673,10 +712,13 @@ class _Walker:
             known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
             self.cds.append((site, known))
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
-            self._may_set_home(rest[:2] if rest[:1] == [None] or (rest[0] or "").startswith("-v")
+            self._setting(rest[:2] if rest[:1] == [None] or (rest[0] or "").startswith("-v")
                                else [])  # fmt: skip
         elif name in VARIABLE_SETTERS:
-            self._may_set_home(rest)
+            self._setting(rest)
+        self._names(_named_variables(name, rest))
+        if name == "let" and any(w is None or re.search(r"[A-Za-z_]", w) for w in rest):
+            self.problems.append(ARITHMETIC_PROBLEM)
         elif name in ("source", "."):  # the file may set anything
             self._sources_a_file()
         if name == "alias" and any(w is None or "=" in w for w in rest):
@@ -809,6 +851,42 @@ class _Walker:
         for command in inner.commands:
             variants += [command.text, *command.variants]
             opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
+
+
+def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:
+    """The words of a builtin that name variables (see ``_Walker._names``)."""
+    if name in ("test", "[", "printf", "wait"):  # after `-v` (`wait -p`)
+        flag = "-p" if name == "wait" else "-v"
+        return [rest[i + 1] for i, w in enumerate(rest[:-1]) if w == flag]
+    if name == "getopts":
+        return list(rest[1:2])
+    if name == "unset":
+        return [w for w in rest if w is None or not w.startswith("-")]
+    if name not in NAME_OPTIONS:
+        return []
+    names: list[str | None] = []
+    words = iter(rest)
+    for word in words:
+        if word is None or not word.startswith("-") or word == "-":
+            names.append(word)
+        elif takes_next_word(word, NAME_OPTIONS[name]):
+            value = next(words, "")
+            if word.endswith("a"):  # `read -a NAME`
+                names.append(value)
+    return names
+
+
+_PLAIN_ELEMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[A-Za-z0-9_@*]*\]")
+"""``a[0]``, ``a[b]`` unquoted: a name and its subscript, not a glob."""
+
+
+def _name(node: Any, data: bytes) -> str | None:
+    """A word naming a variable as bash reads it (``x``, ``'a[1]'``; a subscript the
+    grammar read is its text: its expressions are checked as arithmetic), or None."""
+    text = _text(node, data)
+    if node.type in ("variable_name", "subscript") or _PLAIN_ELEMENT.fullmatch(text):
+        return text
+    return _literal(node, data)
 
 
 def _literal_assignment(node: Any, data: bytes) -> str | None:

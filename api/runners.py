@@ -74,7 +74,7 @@ def runner_commands(
         if word.startswith("--"):
             i += 1 if ("=" in word or flag not in takes_value) else 2
         else:  # grouped short options: `-rn 1`, `-Eu root`, `-uroot`
-            i += 2 if _takes_next_word(word, letters) else 1
+            i += 2 if takes_next_word(word, letters) else 1
     if i < len(rest) and rest[i] is None:  # a runner option computed at run time
         return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
     if i >= len(shown):
@@ -144,7 +144,7 @@ def short_options(word: str, with_value: str) -> list[str]:
     return found
 
 
-def _takes_next_word(word: str, with_value: str) -> bool:
+def takes_next_word(word: str, with_value: str) -> bool:
     """Whether a word of grouped short options ends with one that takes the next word."""
     options = short_options(word, with_value)  # (`-oo`: the value `o` is attached)
     return bool(options) and options[-1][1] in with_value and len(options) == len(word) - 1

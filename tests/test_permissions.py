@@ -979,3 +979,56 @@ def test_what_the_grammar_reads_otherwise_than_bash_is_never_allowed(command: st
 )
 def test_usual_commands_are_read_alike(command: str) -> None:
     assert not any("otherwise than bash" in p for p in parse_command(command).problems)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'BASH_CMDS["ls"]=/bin/rm; ls -f x',  # bash's table of what a name runs
+        "BASH_CMDS=([ls]=/bin/rm); ls -f x",
+        "shopt -s expand_aliases; BASH_ALIASES[\"ls\"]='rm -f'\nls x",
+        "printf -v PS4 %s '$(rm -f x)'; set -x; true",  # a prompt set by a builtin
+        "read -r PS4 <<< '$(rm -f x)'; set -x; true",
+        "mapfile PS4 <<< '$(rm -f x)'; set -x; true",
+        "declare -n r=PS4; r='$(rm -f x)'; set -x; true",
+        "declare -n r=$v; r='$(rm -f x)'",
+        # A name whose subscript bash evaluates: computed, or naming a variable.
+        'test -v "$b"',
+        '[ -v "$b" ]',
+        "[[ -v $b ]]",
+        'printf -v "$b" %s 1',
+        'read "$b" <<< 1',
+        'declare "$b=1"',
+        "printf -v 'arr[b]' %s 1",
+        "read 'arr[b]' <<< 1",
+        "test -v 'arr[b]'",
+        "let c=b",
+        "BASH_ENV=<(echo rm -f x) bash -c true",  # a script read from input, sourced
+        "env BASH_ENV=<(echo rm -f x) bash -c true",
+        "export BASH_ENV=<(echo rm -f x); bash -c true",
+    ],
+)
+def test_what_bash_runs_through_its_own_variables_is_never_allowed(command: str) -> None:
+    """A review ran `rm` under `Bash(*)` with `rm` denied through each of these."""
+    assert verdict(command, EVERYTHING_BUT) != "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "read -r line < f",
+        "read -rp 'Continue? [y/N] ' ans",
+        "mapfile -t arr < <(ls)",
+        "printf -v x %s 1",
+        "test -v HOME",
+        "[[ -v arr[0] ]]",
+        "declare -a a=(1 2)",
+        "unset x",
+        "wait $pid",
+        "getopts ab opt",
+        "source venv/bin/activate",
+        "BASH_ENV=~/.env bash -c true",
+    ],
+)
+def test_usual_variable_setters_raise_no_problem(command: str) -> None:
+    assert parse_command(command).problems == ()
