@@ -403,6 +403,9 @@ class TaskManager:
         self.bwrap = bwrap
         """The bubblewrap of sandboxed commands (``WAVE_BWRAP``)."""
         self._sandbox_filter: str | None = None
+        self._workspaces: dict[tuple[str, str], tuple[str, int, int]] = {}
+        """Where each session's sandbox workspace led when first used (see
+        :meth:`_pinned_workspace`)."""
         """The sandbox's system-call filter file, once a sandboxed command was asked for."""
         self.hidden_dirs = list(hidden_dirs)
         """Directories a sandboxed command must not see besides the state dir (the
@@ -654,7 +657,36 @@ class TaskManager:
             raise InvalidInputError(f"the sandbox workspace is not a directory: {workspace}")
         if writable and os.path.realpath(workspace) == "/":
             raise InvalidInputError("the sandbox's writable workspace cannot be /")
-        return Sandbox(p.sandbox.mode, workspace, p.sandbox.network)
+        return Sandbox(
+            p.sandbox.mode, self._pinned_workspace(p.session, workspace), p.sandbox.network
+        )
+
+    def _pinned_workspace(self, session: str, workspace: str) -> str:
+        """The directory ``workspace`` leads to (no link on its path), the one it led to
+        for this session's first sandboxed command: a sandboxed command whose workspace
+        holds this one's parent could replace a directory on its path with a link (to
+        ``/root/.ssh``), and the next command had that as its writable workspace (a
+        review). A supervisor that restarts pins it again.
+
+        Raises:
+            SandboxUnavailableError: it leads elsewhere now.
+        """
+        real = os.path.realpath(workspace)
+        try:
+            found = os.stat(real)
+        except OSError as exc:
+            raise InvalidInputError(
+                f"the sandbox workspace is not a directory: {workspace}"
+            ) from exc
+        here = (real, found.st_dev, found.st_ino)
+        first = self._workspaces.setdefault((session, workspace), here)
+        if first != here:
+            raise SandboxUnavailableError(
+                f"the sandbox workspace {workspace} now leads to {real}, not to {first[0]} as "
+                "when this session's first sandboxed command ran: a link on its path was "
+                "changed (by a command?); check it, then use another session"
+            )
+        return real
 
     def _in_sandbox_temp(self, p: RunParams) -> bool:
         """Whether a sandboxed command's directory is one in its session's own ``/tmp``

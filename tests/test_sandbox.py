@@ -354,6 +354,50 @@ def test_a_link_put_where_bubblewrap_mounts_makes_nothing_on_the_host(tmp_path: 
             made.unlink(missing_ok=True)
 
 
+def test_a_workspace_swapped_for_a_link_is_not_what_is_bound(tmp_path: Path) -> None:
+    """A workspace inside another sandboxed command's (a nested repository): that command
+    replaced it with a link to a host directory after the checks, and the host
+    directory was bound writable as the workspace (a review). The outer bubblewrap binds
+    the directory the supervisor opened instead."""
+    needs_root("bubblewrap run by root")
+    host = tmp_path / "host"
+    workspace = tmp_path / "proj" / "a" / "b"
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    host.mkdir()
+    sandbox = Sandbox("workspace-write", str(workspace))
+    sources = open_sources(sandbox, [], None, home=str(tmp_path))
+    try:
+        workspace.rename(workspace.with_name("b.real"))
+        workspace.symlink_to(host)
+        argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(workspace), [], filtered=False,
+                          home=str(tmp_path), sources=sources)  # fmt: skip
+        line = shlex.join([*argv, "touch", "proof"])  # (where it starts: the workspace)
+        subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
+                       capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert not (host / "proof").exists()
+    finally:
+        sources.close()
+
+
+def test_a_workspace_that_leads_elsewhere_later_is_refused(state_dir: Path, tmp_path: Path) -> None:
+    """A session's sandbox workspace leads where it led for its first command: a
+    directory on its path replaced by a link (an earlier sandboxed command of a
+    workspace holding it could) refuses the sandbox instead of binding the link's
+    target writable."""
+    outer, host = tmp_path / "proj", tmp_path / "host"
+    workspace = outer / "a" / "b"
+    (workspace / ".git").mkdir(parents=True)
+    host.mkdir()
+    client = Client(state_dir=state_dir, cwd=workspace, sandbox="workspace-write")
+    assert client.bash("touch first").success and (workspace / "first").exists()
+    (outer / "a").rename(outer / "a.real")
+    (outer / "a").mkdir()
+    (outer / "a" / "b").symlink_to(host)
+    r = client.bash("touch second")
+    assert not r.success and "now leads to" in (r.error or "")
+    assert list(host.iterdir()) == []
+
+
 def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:
     """`~/.gitconfig` (aliases, core.fsmonitor) and `~/.bash_aliases` stayed writable
     with the home directory as the workspace (found by a review)."""

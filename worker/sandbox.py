@@ -185,9 +185,11 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def host_read_only(bwrap: str, writable: Sequence[str]) -> list[str]:
+def host_read_only(bwrap: str, writable: Sequence[str], bound: Sequence[str] = ()) -> list[str]:
     """The bubblewrap words that run the sandbox's own bubblewrap where the host is
-    read-only but for ``writable`` (what its command may write anyway).
+    read-only but for ``writable`` (what its command may write anyway) and what
+    ``bound`` binds (bubblewrap's words: the workspace, by the descriptor the supervisor
+    opened through no link, which a command cannot swap for a host directory).
 
     bubblewrap 0.8 looks up where each mount goes by its path, following links, and
     creates it when missing: a background sandboxed command of the session could swap a
@@ -202,7 +204,7 @@ def host_read_only(bwrap: str, writable: Sequence[str]) -> list[str]:
     argv = [bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for path in dict.fromkeys(writable):
         argv += ["--bind", path, path]
-    return [*argv, "--"]
+    return [*argv, *bound, "--"]
 
 
 def bwrap_argv(
@@ -228,19 +230,20 @@ def bwrap_argv(
     an empty one of its own); ``filtered``: bubblewrap reads the system-call filter
     (``worker.seccomp``) from descriptor ``SECCOMP_FD``, which its caller opens on
     :func:`filter_file`."""
-    workspace = os.path.realpath(sandbox.workspace)
+    workspace = sandbox.workspace  # (its real path: see Sources.outer)
+    binds = sources.binds() if sources is not None else []
     writable = [*([temp_dir] if temp_dir else []), *writable_files]
-    if sandbox.mode == "workspace-write":
-        writable.append(workspace)
+    outer = [word for bind in binds if bind[0] == "outer" for word in bind[1]]
+    if sandbox.mode == "workspace-write" and not outer:
+        writable.append(workspace)  # (no descriptor: a caller that checked nothing)
     # No capability inside, whoever starts it: bubblewrap run by root keeps root's (it
     # could remount the root read-write), by another user it has none to drop.
-    argv = [*host_read_only(bwrap, writable),
+    argv = [*host_read_only(bwrap, writable, outer),
             bwrap, "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--ro-bind", "/", "/",
             "--dev", "/dev",
             "--proc", "/proc", *_PROC_READ_ONLY,
             *(["--bind", temp_dir, "/tmp"] if temp_dir else ["--tmpfs", "/tmp"]),
             "--tmpfs", "/var/tmp"]  # fmt: skip
-    binds = sources.binds() if sources is not None else []
     argv += [word for bind in binds if bind[0] == "temp" for word in bind[1]]
     for run in RUNTIME_DIRS:  # sockets of daemons that would run things outside (docker…)
         if os.path.isdir(run) and not os.path.islink(run):
@@ -280,13 +283,20 @@ class Sources:
     background command of the session had put a link in its way (a reviewer had the
     host's root bound writable in the sandbox so). Held until the command ends."""
 
+    outer: list[tuple[int, str, bool]] = field(default_factory=list)
+    """The same, bound by the bubblewrap around the sandbox's (:func:`host_read_only`):
+    the writable workspace."""
     temp: list[tuple[int, str, bool]] = field(default_factory=list)
     """(descriptor here, where it is mounted, writable), after the sandbox's ``/tmp``."""
     workspace: list[tuple[int, str, bool]] = field(default_factory=list)
     """The same, after the workspace."""
 
     def _all(self) -> list[tuple[str, tuple[int, str, bool]]]:
-        return [("temp", t) for t in self.temp] + [("workspace", w) for w in self.workspace]
+        return (
+            [("outer", o) for o in self.outer]
+            + [("temp", t) for t in self.temp]
+            + [("workspace", w) for w in self.workspace]
+        )
 
     def binds(self) -> list[tuple[str, list[str]]]:
         """bubblewrap's words for each, with the place they go after."""
@@ -307,6 +317,7 @@ class Sources:
         for _, (fd, _, _) in self._all():
             with contextlib.suppress(OSError):
                 os.close(fd)
+        self.outer.clear()
         self.temp.clear()
         self.workspace.clear()
 
@@ -329,7 +340,14 @@ def open_sources(
                     sources.temp.append((fd, place, True))
         if sandbox.mode != "workspace-write":
             return sources
-        workspace = os.path.realpath(sandbox.workspace)
+        workspace = sandbox.workspace  # (its real path: found once, by the supervisor)
+        root = _open_plain("/", workspace)
+        if root is None:
+            raise SandboxError(
+                f"the sandbox workspace {workspace} leads through a link now, or is gone: "
+                "a directory on its path was replaced (by a command?)"
+            )
+        sources.outer.append((root, workspace, True))
         protected = _protected(workspace, home or os.path.expanduser("~"))
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
         pins = _pinned(workspace, [path for path, _ in protected] + linked)
