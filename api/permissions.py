@@ -667,14 +667,17 @@ class _Walker:
         matched) and the assignments before it."""
         wrappers: list[str] = []
         start = 0
-        while start < len(values) and values[start] in WRAPPERS:
-            wrapper = values[start] or ""
+        while start < len(values) and os.path.basename(values[start] or "") in WRAPPERS:
+            wrapper = os.path.basename(values[start] or "")  # (`/usr/bin/env rm`: env)
             skip = wrapper_arguments(wrapper, values[start + 1 :])
             if wrapper == "env" and any(
                 o is None or o.startswith("--split-string") or "-S" in short_options(o, "uCS")
                 for o in values[start + 1 : start + 1 + (skip or len(values))]
             ):
                 self.problems.append("`env -S` runs a command line given as text")
+                line = _split_string(values[start + 1 :])
+                if line is not None:  # (checked as the command it is too: a deny rule holds)
+                    self.parse(line, depth + 1)
             if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
                 break
             if any(may_vanish(values[k], shown[k]) for k in range(start + 1, start + 1 + skip)):
@@ -759,6 +762,8 @@ class _Walker:
             variants.append(" ".join([base, *shown[start + 1 :]]))
         if base == "git" and (skip := _git_options(values[start + 1 :])):
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
+        if base == "git" and (problem := _git_runs(values[start + 1 :])):
+            self.problems.append(problem)
         after, after_shown = values[start + 1 :], shown[start + 1 :]
         chroot = base in ("sudo", "doas") and any(
             w is not None and (w.startswith("--chroot") or "-R" in short_options(w, "ughpCDRTU"))
@@ -1018,6 +1023,61 @@ def _git_options(rest: Sequence[str | None]) -> int:
     while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
         i += 2 if word in GIT_OPTIONS_WITH_VALUE else 1
     return min(i, len(rest))
+
+
+def _split_string(words: Sequence[str | None]) -> str | None:
+    """The command line ``env -S TEXT WORDS…`` runs (``-vS``, ``-STEXT``,
+    ``--split-string=TEXT`` too), or None when a word of it is known only as it runs."""
+    for index, word in enumerate(words):
+        if word is None:
+            return None
+        options = short_options(word, "uCSP")
+        if word.startswith("--split-string") or options[-1:] == ["-S"]:
+            if word.startswith("--split-string"):
+                attached = word.split("=", 1)[1] if "=" in word else ""
+            else:
+                attached = word[len(options) + 1 :]  # (`-vSrm`)
+            line: list[str | None] = [attached] if attached else []
+            line += words[index + 1 :]  # (the text, unless attached, and the words after)
+            return None if any(w is None for w in line) else " ".join(w or "" for w in line)
+    return None
+
+
+GIT_RUNS = {
+    "rebase": ("-x", "--exec"), "difftool": ("-x", "--extcmd"), "bisect": ("run",),
+    "submodule": ("foreach",), "filter-branch": ("",), "filter-repo": ("",),
+}  # fmt: skip
+"""git subcommands (and their words) that run a command given to them."""
+
+
+def _git_runs(rest: Sequence[str | None]) -> str | None:
+    """Why ``git REST`` may run a command its words do not name: configuration given
+    on its command line (``-c alias.p=push``, ``-c core.fsmonitor=CMD``,
+    ``help.autocorrect``), another ``--exec-path``, or a subcommand that runs one
+    (``rebase -x CMD``, ``bisect run``, ``submodule foreach``)."""
+    skip = _git_options(rest)
+    for word in rest[:skip]:
+        flag = (word or "").split("=", 1)[0]
+        if (
+            word is None
+            or flag in ("-c", "--config-env")
+            or (flag == "--exec-path" and "=" in word)
+        ):
+            return "git runs what configuration given to it names (`-c alias.p=push`)"
+    words = list(rest[skip:])
+    if not words or words[0] not in GIT_RUNS:
+        return None
+    signs = GIT_RUNS[words[0] or ""]
+    for word in words[1:]:
+        if word is None or any(
+            word == s
+            or (s.startswith("--") and word.startswith(s + "="))
+            or (len(s) == 2 and word.startswith("-") and not word.startswith("--") and s[1] in word)
+            for s in signs
+            if s
+        ):  # (`-ix CMD`: grouped)
+            return f"`git {words[0]}` runs a command given to it"
+    return f"`git {words[0]}` runs a command given to it" if "" in signs else None
 
 
 def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:

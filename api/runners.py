@@ -92,12 +92,16 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
 
     def option_value(options_with_value: Iterable[str]) -> None:
         nonlocal i
+        takes_value = frozenset(options_with_value)
+        letters = "".join(o[1] for o in takes_value if len(o) == 2)
         while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
             if word == "--":
                 i += 1
                 return
-            flag = word.split("=", 1)[0]
-            i += 2 if flag in options_with_value and "=" not in word else 1
+            if word.startswith("--"):
+                i += 2 if word.split("=", 1)[0] in takes_value and "=" not in word else 1
+            else:  # grouped short options: `timeout -vs KILL 5`, `env -iu HOME`
+                i += 2 if takes_next_word(word, letters) else 1
 
     match wrapper:
         case "timeout":
@@ -122,7 +126,7 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
                 return None
             option_value(())
         case "env":
-            option_value({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+            option_value({"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"})
             while i < len(rest) and ((word := rest[i]) is None or "=" in word):
                 i += 1
         case _:

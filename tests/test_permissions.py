@@ -89,7 +89,7 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("bash -c -- 'rm -f x'", DENY_LIST, "deny"),
         ("bash -c -e 'rm -f x'", DENY_LIST, "deny"),
         ("eval -- 'rm -f x'", DENY_LIST, "deny"),
-        ("env -iS'rm -f x'", DENY_LIST, "ask"),
+        ("env -iS'rm -f x'", DENY_LIST, "deny"),  # (what -S runs is checked too)
         ("env -vS 'rm -f x'", DENY_LIST, "deny"),
         ("sudo -Eu root rm x", DENY_LIST, "deny"),
         ("xargs -rn 1 rm < list", DENY_LIST, "deny"),
@@ -1032,3 +1032,57 @@ def test_what_bash_runs_through_its_own_variables_is_never_allowed(command: str)
 )
 def test_usual_variable_setters_raise_no_problem(command: str) -> None:
     assert parse_command(command).problems == ()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "timeout -vs KILL 5 rm -f x",  # grouped short options of a wrapper
+        "timeout -vk 1 5 rm -f x",
+        "ionice -tc 3 rm -f x",
+        "env -iu HOME rm -f x",
+        "exec -la name rm -f x",
+        "/usr/bin/env rm -f x",  # a wrapper given by its path
+        "/usr/bin/timeout 5 rm -f x",
+        "/usr/bin/nohup rm -f x",
+        "/usr/bin/stdbuf -oL rm -f x",
+        "env -P /bin rm -f x",  # (BSD env: -P takes a directory)
+    ],
+)
+def test_wrappers_are_read_as_they_parse_their_options(command: str) -> None:
+    assert verdict(command, EVERYTHING_BUT) == "deny"
+
+
+GIT_ONLY = {"allow": ["Bash(git *)"], "ask": ["Bash(git push *)"], "deny": ["Bash(rm *)"]}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c alias.p=push p origin HEAD:x",  # what its configuration names
+        "git -c help.autocorrect=immediate psuh origin main",
+        "git -c alias.x='!rm -f x' x",
+        "git -c core.fsmonitor='rm -f x; false' status",
+        "git --config-env=alias.p=X p",
+        "git --exec-path=/tmp/bin push",
+        "git rebase -x 'rm -f x' HEAD~1",  # subcommands that run a command
+        "git rebase -ix 'rm -f x' HEAD~1",
+        "git rebase --exec='rm -f x' HEAD~1",
+        "git bisect run rm -f x",
+        "git submodule foreach 'rm -f x'",
+        "git difftool -x rm HEAD",
+        "git filter-branch --tree-filter 'rm x' HEAD",
+    ],
+)
+def test_git_running_a_command_it_is_given_is_not_allowed_by_a_git_rule(command: str) -> None:
+    """A review pushed past `Bash(git push *)` (ask) and ran `rm` under `Bash(git *)`."""
+    assert verdict(command, GIT_ONLY) != "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git rebase -i HEAD~3", "git rebase main", "git bisect start", "git -C sub status",
+     "git submodule update --init", "git --exec-path"],
+)  # fmt: skip
+def test_usual_git_stays_allowed(command: str) -> None:
+    assert verdict(command, GIT_ONLY) == "allow"
