@@ -1175,7 +1175,9 @@ class Rule:
         if kind == "Bash":
             squeezed = _squeeze(pattern)
             return cls(text, kind, _compile(_command_regex(squeezed)), squeezed)
-        return cls(text, kind, _compile(_path_regex(_normalized(pattern.strip()))), pattern)
+        spellings = _write_patterns(pattern.strip())
+        regex = "|".join(f"(?:{_path_regex(spelled)})" for spelled in spellings)
+        return cls(text, kind, _compile(regex), pattern)
 
     def matches(self, value: str) -> bool:
         return self.regex.fullmatch(value) is not None
@@ -1218,6 +1220,25 @@ def _command_regex(pattern: str) -> str:
         pattern, tail = pattern[:-2], r"(?: [\s\S]*)?"
     parts = [re.escape(part) for part in pattern.split("*")]
     return r"[\s\S]*".join(parts) + tail
+
+
+def _write_patterns(pattern: str) -> list[str]:
+    """The absolute path globs a ``Write(…)`` pattern stands for: ``~/…`` in the home
+    directory; a relative one (``.env``, ``./config/*.yml``) at any depth, as in a
+    ``.gitignore`` (the commands' directories vary); and, where the directory before its
+    first wildcard leads through a link, that directory as the link leads too
+    (``Write(/bin/**)`` is ``/usr/bin/**`` where ``/bin`` is a link to it): a written
+    path is matched with its links followed. Each was a rule that never matched (a
+    review)."""
+    if pattern == "~" or pattern.startswith("~/"):
+        pattern = os.path.expanduser("~") + pattern[1:]
+    elif not pattern.startswith("/"):
+        pattern = "/**/" + pattern.removeprefix("./")
+    pattern = _normalized(pattern) + ("/" if pattern.endswith("/") and pattern != "/" else "")
+    wild = min((i for i, c in enumerate(pattern) if c in "*?"), default=len(pattern))
+    folder = pattern[: pattern.rfind("/", 0, wild) + 1] or "/"
+    real = os.path.realpath(folder).rstrip("/") + "/"
+    return [pattern] if real == folder else [pattern, real + pattern[len(folder) :]]
 
 
 def _path_regex(pattern: str) -> str:

@@ -1086,3 +1086,25 @@ def test_git_running_a_command_it_is_given_is_not_allowed_by_a_git_rule(command:
 )  # fmt: skip
 def test_usual_git_stays_allowed(command: str) -> None:
     assert verdict(command, GIT_ONLY) == "allow"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Write(~/.bashrc)", "echo x >> ~/.bashrc"),  # `~` in a rule: the home directory
+        ("Write(~/**)", "echo x > ~/notes"),
+        ("Write(.env)", "echo A=1 > .env"),  # relative: at any depth, as in .gitignore
+        ("Write(./.env)", "echo A=1 > sub/.env"),
+        ("Write(config/*.yml)", "echo x > /srv/app/config/a.yml"),
+        ("Write(/bin/**)", "echo x > /usr/bin/x"),  # a rule's path through a link
+    ],
+)
+def test_write_rules_that_never_matched_now_do(rule: str, command: str) -> None:
+    """A review found each of these rules silently matching nothing."""
+    rules = {"allow": ["Bash(*)"], "deny": [rule]}
+    assert (
+        RuleSet.from_mapping(rules)
+        .decide(parse_command(command), "/work", env={"HOME": os.path.expanduser("~")})
+        .verdict
+        == "deny"
+    )
