@@ -158,6 +158,20 @@ MAX_RUNNER_READINGS = 64
 """Readings of the commands runners run, at most, in one command (see ``_Walker``)."""
 MAX_CHECKED_CHARS = 256 * 1024
 """A longer command is not parsed: it cannot be checked (ask)."""
+MAX_DEPTH = 500
+"""Levels of syntax (``$(``, ``(``, ``if``…) a command may nest to be checked (ask)."""
+
+
+def _deeper_than(root: Any, limit: int) -> bool:
+    """Whether the syntax tree under ``root`` is more than ``limit`` nodes deep."""
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack += [(child, depth + 1) for child in node.children]
+    return False
+
 
 SAFE_ASSIGNMENTS = frozenset({
     "CI", "NODE_ENV", "RUST_BACKTRACE", "RUST_LOG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
@@ -448,6 +462,9 @@ class _Walker:
         for text in dict.fromkeys((_joined_lines(source), source)):
             data = text.encode("utf-8", "surrogateescape")
             tree = _parser().parse(data)
+            if _deeper_than(tree.root_node, MAX_DEPTH):  # (checking it took time and
+                self.problems.append(f"it nests more than {MAX_DEPTH} deep")  # memory
+                continue  # quadratic in its depth: 44 s for a page of `$(`, a review)
             if tree.root_node.has_error:
                 self.problems.append("it does not parse as bash")
             misread = _misread(tree.root_node, data)

@@ -1108,3 +1108,12 @@ def test_write_rules_that_never_matched_now_do(rule: str, command: str) -> None:
         .verdict
         == "deny"
     )
+
+
+def test_a_command_nested_too_deep_asks_at_once() -> None:
+    """A page of `$(`…`)` took 44 s to check (a review), holding the one thread that
+    checks every session's commands."""
+    nested = "$(" * 40_000 + "true" + ")" * 40_000
+    found = parse_command(nested)
+    assert found.problems == ("it nests more than 500 deep",)
+    assert verdict(" && ".join(["echo a"] * 400)) == "allow"  # (long lists are flat enough)
