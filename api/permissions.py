@@ -344,13 +344,26 @@ def _misread(root: Any, data: bytes) -> str | None:
     return None
 
 
-def parse_command(source: str) -> ParsedCommand:
-    """The simple commands and written files of ``source`` (never raises on bad text)."""
+ZSH_MODIFIERS = frozenset({"noglob", "nocorrect", "-"})
+"""zsh's precommand modifiers: what follows is the command (``repeat N`` too)."""
+_ZSH_CODE = re.compile(r"[*?\]]\((?:#q)?[^()]*?(?:e\W|\+)|\$\{\(")
+"""zsh's glob qualifiers that run code (``*(e:'cmd':)``, ``*(+func)``) and parameter
+expansion flags (``${(e)x}`` evaluates the value)."""
+
+
+def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
+    """The simple commands and written files of ``source`` (never raises on bad text).
+    ``zsh``: zsh runs it, read by the same grammar (bash's), with zsh's precommand
+    modifiers and ``=cmd`` read as zsh reads them and its code-running glob qualifiers
+    and parameter flags asking."""
     walker = _Walker()
+    walker.zsh = zsh
     if len(source) > MAX_CHECKED_CHARS:
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:
         walker.parse(source, 0)
+        if zsh and _ZSH_CODE.search(source):
+            walker.problems.append("zsh glob qualifiers or parameter flags may run code")
     return ParsedCommand(
         source,
         tuple(dict.fromkeys(walker.commands)),
@@ -453,6 +466,8 @@ class _Walker:
         self._site = _Site(None, 0, True)
         """Where the command being read is (a node of a parsed tree)."""
         self.reads: list[str | None] = []
+        self.zsh = False
+        """zsh runs it (see :func:`parse_command`)."""
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -684,6 +699,12 @@ class _Walker:
         matched) and the assignments before it."""
         wrappers: list[str] = []
         start = 0
+        while self.zsh and start < len(values) and values[start] in (*ZSH_MODIFIERS, "repeat"):
+            start += 2 if values[start] == "repeat" else 1  # (`noglob rm x`, `repeat 3 rm x`)
+        first = values[start] if start < len(values) else None
+        if self.zsh and first is not None and first.startswith("=") and len(first) > 1:
+            values, shown = list(values), list(shown)  # `=rm`: the rm found on PATH
+            values[start], shown[start] = first[1:], shown[start][1:]
         while start < len(values) and os.path.basename(values[start] or "") in WRAPPERS:
             wrapper = os.path.basename(values[start] or "")  # (`/usr/bin/env rm`: env)
             skip = wrapper_arguments(wrapper, values[start + 1 :])

@@ -15,6 +15,7 @@ from functools import lru_cache
 from wave_bash.api.permissions import Decision, RuleSet, parse_command, strictest
 from wave_bash.api.protocol import RulesSpec, RunParams
 from wave_bash.api.texts import short_command
+from wave_bash.worker import NoShellError, resolve_shell
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,12 @@ def decide(p: RunParams) -> Decision:
     decisions = []
     if p.rules is not None:
         decisions.append(
-            rule_set(p.rules).decide(parse_command(p.command), p.cwd, p.env.get("HOME"), p.env)
+            rule_set(p.rules).decide(
+                parse_command(p.command, zsh=_shell_kind(p) == "zsh"),
+                p.cwd,
+                p.env.get("HOME"),
+                p.env,
+            )
         )
     if p.hook is not None:
         reason = p.hook.reason or f"the permission hook answered {p.hook.verdict}"
@@ -63,6 +69,15 @@ def decide(p: RunParams) -> Decision:
     if decision.verdict == "ask" and p.approved:
         return Decision("allow", f"approved by the user ({decision.reason})", decision.rule, "user")
     return decision
+
+
+def _shell_kind(p: RunParams) -> str:
+    """The shell that will run ``p``'s command (SH1), as its task will find it."""
+    env = {name: p.env.get(name, "") for name in ("WAVE_SHELL", "SHELL", "PATH")}
+    try:
+        return resolve_shell(env).kind
+    except NoShellError:  # (none: the command will not run anyway)
+        return "bash"
 
 
 def refusal_text(decision: Decision, p: RunParams) -> str:

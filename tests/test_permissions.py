@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import journal_rows, run_cli
+from conftest import journal_rows, needs_tool, run_cli
 
 from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.permissions import ParsedCommand, RuleSet, parse_command
@@ -1117,3 +1117,36 @@ def test_a_command_nested_too_deep_asks_at_once() -> None:
     found = parse_command(nested)
     assert found.problems == ("it nests more than 500 deep",)
     assert verdict(" && ".join(["echo a"] * 400)) == "allow"  # (long lists are flat enough)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["=rm -f x", "noglob rm -f x", "nocorrect rm -f x", "- rm -f x", "repeat 1 rm -f x"],
+)
+def test_zsh_runs_what_its_modifiers_name(command: str) -> None:
+    """Where the shell is zsh (SH1: `$SHELL`, macOS's default), its precommand modifiers
+    and `=cmd` ran `rm` past a deny rule (a review)."""
+    rules = RuleSet.from_mapping(EVERYTHING_BUT)
+    assert rules.decide(parse_command(command, zsh=True), "/work").verdict == "deny"
+
+
+@pytest.mark.parametrize("command", ["ls *(e:'rm -f x':)", "ls *(+f)", "echo ${(e)x}"])
+def test_zsh_code_in_globs_and_expansions_asks(command: str) -> None:
+    assert verdict_in_zsh(command) == "ask"
+
+
+def verdict_in_zsh(command: str) -> str:
+    return (
+        RuleSet.from_mapping(EVERYTHING_BUT).decide(parse_command(command, zsh=True), "/w").verdict
+    )
+
+
+def test_the_shell_that_runs_it_is_the_one_checked(state_dir: Path, tmp_path: Path) -> None:
+    """The supervisor checks a command as the shell it will run in reads it."""
+    zsh = needs_tool("zsh", "zsh")
+    victim = tmp_path / "victim"
+    victim.write_text("x")
+    env = {**os.environ, "SHELL": zsh, "WAVE_SHELL": zsh}
+    client = Client(state_dir=state_dir, env=env, rules=EVERYTHING_BUT)
+    r = client.bash(f"noglob rm -f {victim}")
+    assert not r.success and victim.exists()
