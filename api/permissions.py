@@ -25,6 +25,7 @@ a simple command no rule allows is ``ask``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -38,6 +39,7 @@ from typing import Any, Literal
 from .errors import InvalidInputError
 from .runners import (
     COMMAND_RUNNERS,
+    RUNNERS,
     WRAPPERS,
     Place,
     may_vanish,
@@ -230,15 +232,32 @@ PROMPTS = frozenset({"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
 """Variables whose value bash expands as it prints a prompt or a trace (``set -x``)."""
 SUBSCRIPT_PROBLEM = "an array subscript that bash may run as code (`test -v 'x[$(cmd)]'`)"
 TABLES = frozenset({"BASH_CMDS", "BASH_ALIASES"})
+ZSH_CODE_VARIABLES = frozenset({
+    "functions", "commands", "aliases", "galiases", "saliases", "dis_functions", "PROMPT",
+    "PROMPT2", "PROMPT3", "PROMPT4", "RPROMPT", "RPROMPT2", "RPS1", "RPS2", "precmd_functions",
+    "preexec_functions", "chpwd_functions", "periodic_functions", "zshaddhistory_functions",
+    "zshexit_functions",
+})  # fmt: skip
+"""zsh's tables of what names run and its prompts (``functions+=(git 'rm x')``)."""
+GIT_COMMANDS = frozenset({
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
+})  # fmt: skip
+"""Variables naming a command git runs (``GIT_CONFIG_*`` set its configuration)."""
 """bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
 _SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]", re.DOTALL)
+_LISTING = re.compile(r"\$\{![A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\]|[@*])\}")
+_PATTERN_CODE = re.compile(r"`|\$[({\[]|[<>]\(")
+"""What expands in a ``=~`` regex or a ``case`` pattern, which the grammar leaves as one
+piece of text: a command or arithmetic in it would run unchecked."""
+_ARRAY_KEY = re.compile(r"\[([^\]]*)\]\+?=")
 SOURCED_INPUT = "`{}` names a script computed or read from input (`<(…)`) the shells run"
 NAME_OPTIONS = {"read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}
 """Builtins whose operands name variables, and their options that take a value."""
 _EVALUATED_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*[$`].*\]", re.DOTALL)
 """A variable name with a subscript holding an expansion: ``test -v``, ``printf -v``,
 ``read``, ``unset`` and others evaluate it, running its ``$(…)``."""
-_EXPANDING = re.compile(r"(\\*)(`|\$\(|\$\[)")
+_EXPANDING = re.compile(r"(\\*)(`|\$\(|\$\[|\$\{)")
 """Where a here-document body expands: `` ` ``, ``$(``, ``$[`` (an odd run of
 backslashes before one makes it plain text)."""
 
@@ -270,7 +289,7 @@ def _unread(node: Any, data: bytes, after: int) -> bool:
     stack = list(node.children)
     while stack:
         child = stack.pop()
-        if child.type in ("command_substitution", "arithmetic_expansion"):
+        if child.type in ("command_substitution", "arithmetic_expansion", "expansion"):
             read.append((child.start_byte, child.end_byte, child.type))
         stack += child.children
     text = data[after : node.end_byte].decode("utf-8", "surrogateescape")
@@ -280,6 +299,8 @@ def _unread(node: Any, data: bytes, after: int) -> bool:
         at = after + len(text[: match.start(2)].encode("utf-8", "surrogateescape"))
         arithmetic = text.startswith("$((", match.start(2))
         kinds = ("arithmetic_expansion",) if arithmetic else ("command_substitution",)
+        if match[2] == "${":  # (`${a@P}` in a `<<-` body: the grammar reads no expansion)
+            kinds = ("expansion",)
         if not any(begin <= at < end and kind in kinds for begin, end, kind in read):
             return True
     return False
@@ -299,6 +320,33 @@ _DELIMITER = re.compile(r"-?\s*(?:\\?[A-Za-z0-9_.-]+|'[^']+'|\"[A-Za-z0-9_.-]+\"
 ``E'O'F``, ends at ``EOF`` for bash and at ``E'O'F`` for the grammar)."""
 _WORD_ENDS = b" \t\n;&|()<>"
 _DASH = re.compile(rb"[ \t]+-[ \t]+")
+
+
+WORDS_RUN = frozenset({
+    "eval", "exec", "source", ".", "trap", "alias", "command", "builtin", "git", "watch", "env",
+    "mapfile", "readarray", "printf", "read", "declare", "typeset", "local", "export",
+    "readonly", "unset", "test", "[", "let", "hash", "enable", "fc", "getopts", "wait",
+    "emulate", "print", "zargs", "noglob", "nocorrect", "repeat", "-", "coproc", "time",
+})  # fmt: skip
+"""Builtins and programs whose words say what runs (a command, code, a variable name)."""
+
+
+def _splits_what_runs(command: Any, index: int, data: bytes) -> bool:
+    """Whether words the grammar split at ``command``'s child ``index`` (bash reads one)
+    may change what the check reads as running: its name or what comes before, or any
+    word of a command whose words name what runs (``sudo``, ``bash -c``, ``git``, a
+    wrapper). ``cp $a/$b.c x`` (the grammar splits after ``$a/$``) runs ``cp`` either
+    way, with whichever words: its split changes no check."""
+    names = [i for i, c in enumerate(command.children) if c.type == "command_name"]
+    if not names or index <= names[0]:
+        return True
+    named = command.children[names[0]]
+    name = _literal(named.children[0] if named.children else named, data)
+    base = os.path.basename(name or "")
+    return (
+        name is None or base in WORDS_RUN or base in WRAPPERS or base in RUNNERS
+        or base in COMMAND_RUNNERS or _is_shell(base)
+    )  # fmt: skip
 
 
 def _misread(root: Any, data: bytes) -> str | None:
@@ -335,7 +383,8 @@ def _misread(root: Any, data: bytes) -> str | None:
                 if b"\n" in gap.replace(b"\\\n", b""):
                     return "one command over lines bash ends"
                 joined = child.is_named and node.children[index - 1].is_named  # (not `$"…"`)
-                if not gap and joined and not child.type.endswith("redirect"):
+                split = not gap and joined and not child.type.endswith("redirect")
+                if split and _splits_what_runs(node, index, data):
                     return "two words where bash reads one"
             at = max(at, child.end_byte)
             stack.append(child)
@@ -344,9 +393,13 @@ def _misread(root: Any, data: bytes) -> str | None:
     return None
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_ZSH_EQUALS = re.compile(r"=[A-Za-z0-9_.+-]")
+_QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
+"""Quoted text, where zsh expands no glob qualifier."""
 ZSH_MODIFIERS = frozenset({"noglob", "nocorrect", "-"})
 """zsh's precommand modifiers: what follows is the command (``repeat N`` too)."""
-_ZSH_CODE = re.compile(r"[*?\]]\((?:#q)?[^()]*?(?:e\W|\+)|\$\{\(")
+_ZSH_CODE = re.compile(r"[*?\]]\((?:#q)?[^()]*?(?:e[^\w\s)]|\+[A-Za-z_])|\$\{\([^)]*[e%]")
 """zsh's glob qualifiers that run code (``*(e:'cmd':)``, ``*(+func)``) and parameter
 expansion flags (``${(e)x}`` evaluates the value)."""
 
@@ -362,7 +415,7 @@ def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:
         walker.parse(source, 0)
-        if zsh and _ZSH_CODE.search(source):
+        if zsh and _ZSH_CODE.search(_QUOTED.sub("", source)):
             walker.problems.append("zsh glob qualifiers or parameter flags may run code")
     return ParsedCommand(
         source,
@@ -505,6 +558,13 @@ class _Walker:
                 self.redirect(node, data)
             elif kind == "expansion" and self._evaluating_expansion(node, data):
                 self.problems.append("an expansion that evaluates a variable's value as code")
+            elif kind in ("regex", "extglob_pattern") and _PATTERN_CODE.search(_text(node, data)):
+                self.problems.append("an expansion in a pattern the grammar reads as text")
+            elif kind == "array":  # `z=([d]=1)`: an indexed array evaluates `d`
+                for element in node.children:
+                    key = _ARRAY_KEY.match(_text(element, data))
+                    if key and not key[1].isdigit():
+                        self.problems.append(SUBSCRIPT_PROBLEM)
             elif kind == "unary_expression" and _text(node.children[0], data) == "-v":
                 self._names([_name(c, data) for c in node.children[1:2]])  # `[[ -v NAME ]]`
             elif kind == "test_command" and _redirects_in_brackets(node):
@@ -559,8 +619,12 @@ class _Walker:
             return True
         if kind == "compound_statement":
             return bool(node.children) and node.children[0].type == "(("
-        if kind == "binary_expression":
-            return any(
+        if kind == "binary_expression":  # (in `[[ … ]]`: `[`/`test` compare numbers only)
+            test = node.parent
+            while test is not None and test.type != "test_command":
+                test = test.parent
+            single = test is not None and bool(test.children) and test.children[0].type == "["
+            return not single and any(
                 c.type == "test_operator" and _text(c, data) in ARITHMETIC_TESTS
                 for c in node.children
             )
@@ -575,6 +639,8 @@ class _Walker:
             return not (special and _text(special[0], data) in NUMERIC_SPECIALS)
         if kind in ("variable_name", "expansion"):
             return True
+        if kind in ("string", "raw_string"):  # (`z["d"]`: a name, for an indexed array)
+            return bool(re.search(r"[A-Za-z_]", _text(node, data)))
         if kind == "word":  # (`${a[@]}` is every element: no arithmetic)
             text = _text(node, data)
             return not (text.isdigit() or text in ("@", "*"))
@@ -585,7 +651,8 @@ class _Walker:
         """``${x@P}`` (runs the value's command substitutions) or ``${!x}`` (indirect:
         the value may be ``a[$(cmd)]``)."""
         text = _text(node, data)
-        return text.startswith("${!") or "@P" in text or "@A" in text
+        listing = _LISTING.fullmatch(text)  # (`${!map[@]}`, `${!prefix@}`: names, no value)
+        return (text.startswith("${!") and not listing) or "@P" in text or "@A" in text
 
     def declaration(self, node: Any, data: bytes) -> None:
         text = _squeeze(_text(node, data))
@@ -593,6 +660,8 @@ class _Walker:
         if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
             self.problems.append(ARITHMETIC_PROBLEM)
         nameref = any(w.startswith("-") and "n" in w[1:] for w in words[1:])
+        if nameref:  # (what it names is set later, by any spelling: `declare -n r; r=PS4`)
+            self.problems.append("a nameref: the variable it names may be one that runs code")
         arguments: list[str | None] = []
         for child in node.children[1:]:
             if child.type == "variable_assignment":  # its name is plain text; with `-n`
@@ -604,7 +673,8 @@ class _Walker:
                         self.problems.append("a nameref to a variable named as it runs")
             elif child.is_named:
                 arguments.append(_literal(child, data))
-                self._names([_name(child, data)])
+                if words[0] != "export":  # (export takes no subscript: bash evaluates none)
+                    self._names([_name(child, data)])
         self._setting(arguments)
         if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
             self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
@@ -625,8 +695,10 @@ class _Walker:
             name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
             if name in PROMPTS:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
-            elif name in TABLES:
+            elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
                 self.problems.append(f"`{name}` changes what a command's name runs")
+            elif name.startswith("GIT_CONFIG") or name in GIT_COMMANDS:
+                self.problems.append(f"`{name}` makes git run what it names")
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
@@ -701,16 +773,20 @@ class _Walker:
         start = 0
         while self.zsh and start < len(values) and values[start] in (*ZSH_MODIFIERS, "repeat"):
             start += 2 if values[start] == "repeat" else 1  # (`noglob rm x`, `repeat 3 rm x`)
-        first = values[start] if start < len(values) else None
-        if self.zsh and first is not None and first.startswith("=") and len(first) > 1:
-            values, shown = list(values), list(shown)  # `=rm`: the rm found on PATH
-            values[start], shown[start] = first[1:], shown[start][1:]
-        while start < len(values) and os.path.basename(values[start] or "") in WRAPPERS:
+        if self.zsh:  # `=rm`: the rm found on PATH, wherever a command's name may be
+            equals = [i for i, v in enumerate(values) if v and _ZSH_EQUALS.match(v)]
+            values, shown = list(values), list(shown)
+            for i in equals:
+                values[i], shown[i] = (values[i] or "")[1:], shown[i][1:]
+        while start < len(values) and _wrapper(values[start]):
             wrapper = os.path.basename(values[start] or "")  # (`/usr/bin/env rm`: env)
             skip = wrapper_arguments(wrapper, values[start + 1 :])
-            if wrapper == "env" and any(
-                o is None or o.startswith("--split-string") or "-S" in short_options(o, "uCS")
-                for o in values[start + 1 : start + 1 + (skip or len(values))]
+            span = range(start + 1, min(len(values), start + 1 + (skip or len(values))))
+            if wrapper == "env" and any(  # (`env FOO=$BAR make`: an assignment, no option)
+                (values[k] is None and not _ASSIGNMENT.match(shown[k]))
+                or (values[k] or "").startswith("--split-string")
+                or "-S" in short_options(values[k] or "", "uCS")
+                for k in span
             ):
                 self.problems.append("`env -S` runs a command line given as text")
                 line = _split_string(values[start + 1 :])
@@ -753,8 +829,7 @@ class _Walker:
             known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
             self.cds.append((site, known))
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
-            self._setting(rest[:2] if rest[:1] == [None] or (rest[0] or "").startswith("-v")
-                               else [])  # fmt: skip
+            self._setting([*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])])
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
         self._names(_named_variables(name, rest))
@@ -771,14 +846,30 @@ class _Walker:
             self.problems.append("`hash -p` makes a name run another program")
         elif name == "enable" and any(w is None or "-f" in short_options(w, "f") for w in rest):
             self.problems.append("`enable -f` loads a builtin from a file")
+        elif name == "hash" and any(w is None or "=" in w for w in rest):
+            self.problems.append("`hash NAME=PATH` makes a name run another program")
+        elif self.zsh and name in ("print", "zargs", "emulate", "eval_zsh"):
+            if name == "zargs" or any(w is None or "-P" in short_options(w, "CRuxf") for w in rest):
+                self.problems.append(f"zsh's `{name}` runs code its words hold")
+            elif name == "emulate" and any(w == "-c" or w is None for w in rest):
+                self.problems.append("zsh's `emulate -c` runs code its words hold")
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
-        for code in _code_arguments(name, rest):
+        codes = _code_arguments(name, rest)
+        nested = _nested_script(name, rest)
+        changing = [a for a in kept if a.split("=", 1)[0] not in SOURCED_VARIABLES]
+        if changing and (codes or nested is not None):  # (checked alone, it ran with them)
+            self.problems.append(f"assignments before `{name}` change what the code it runs does")
+        if _is_shell(name) and any(
+            w in ("--rcfile", "--init-file") and (v is None or _reads_input(v))
+            for w, v in itertools.pairwise([*rest, None])
+        ):
+            self.problems.append(f"`{name}` runs a start-up file it reads from input")
+        for code in codes:
             if code is None:
                 self.problems.append(f"`{name}` runs text computed at run time")
             else:
                 self.parse(code, depth + 1)
-        nested = _nested_script(name, rest)
         if nested == "":
             self.problems.append(f"`{name}` runs text computed at run time")
             return
@@ -800,8 +891,12 @@ class _Walker:
             variants.append(" ".join([base, *shown[start + 1 :]]))
         if base == "git" and (skip := _git_options(values[start + 1 :])):
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
-        if base == "git" and (problem := _git_runs(values[start + 1 :])):
-            self.problems.append(problem)
+        if base == "git":
+            given = _git_code(values[start + 1 + _git_options(values[start + 1 :]) :])
+            for code in given or ():  # (`git rebase -x 'npm test'`: checked as a command)
+                self.parse(code, depth + 1)
+            if problem := _git_runs(values[start + 1 :], subcommand=given is None):
+                self.problems.append(problem)
         after, after_shown = values[start + 1 :], shown[start + 1 :]
         chroot = base in ("sudo", "doas") and any(
             w is not None and (w.startswith("--chroot") or "-R" in short_options(w, "ughpCDRTU"))
@@ -896,11 +991,23 @@ class _Walker:
             opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
 
 
+SYSTEM_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"})
+
+
+def _wrapper(word: str | None) -> bool:
+    """A wrapper's name, or its path in a system directory (``./nice`` is a script)."""
+    if word is None or "/" not in word:
+        return word in WRAPPERS
+    return os.path.dirname(word) in SYSTEM_DIRS and os.path.basename(word) in WRAPPERS
+
+
 def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:
     """The words of a builtin that name variables (see ``_Walker._names``)."""
-    if name in ("test", "[", "printf", "wait"):  # after `-v` (`wait -p`)
+    if name in ("test", "[", "printf", "wait"):  # after `-v` (`wait -p`), or attached
         flag = "-p" if name == "wait" else "-v"
-        return [rest[i + 1] for i, w in enumerate(rest[:-1]) if w == flag]
+        given = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w == flag]
+        attached = name in ("printf", "wait")  # (`printf -vNAME`)
+        return given + [w[2:] for w in rest if attached and w and w.startswith(flag) and w != flag]
     if name == "getopts":
         return list(rest[1:2])
     if name == "unset":
@@ -1084,38 +1191,101 @@ def _split_string(words: Sequence[str | None]) -> str | None:
 GIT_RUNS = {
     "rebase": ("-x", "--exec"), "difftool": ("-x", "--extcmd"), "bisect": ("run",),
     "submodule": ("foreach",), "filter-branch": ("",), "filter-repo": ("",),
+    "fetch": ("--upload-pack",), "pull": ("--upload-pack",), "ls-remote": ("--upload-pack",),
+    "clone": ("-u", "--upload-pack"), "archive": ("--exec",), "grep": ("-O",
+    "--open-files-in-pager"), "push": ("--receive-pack", "--exec"),
+    "send-pack": ("--receive-pack", "--exec"),
 }  # fmt: skip
 """git subcommands (and their words) that run a command given to them."""
+SAFE_GIT_SETTINGS = re.compile(
+    r"(user|color|advice|i18n|column|log|status|gc|maintenance|rerere|feature|init|fetch|pull"
+    r"|rebase|merge|branch|tag|format|commit|blame|diff\.(noprefix|algorithm|renames|colormoved"
+    r"|mnemonicprefix)|core\.(quotepath|autocrlf|filemode|ignorecase|longpaths|eol|safecrlf"
+    r"|symlinks|compression|precomposeunicode|whitespace|abbrev)|push\.(default|autosetupremote"
+    r"|followtags)|safe\.directory|http\.(sslverify|version|postbuffer|extraheader)"
+    r"|protocol\.version|transfer\.fsckobjects)(\..*)?",
+    re.IGNORECASE,
+)
+"""Settings that change no program git runs (``-c user.name=…``); any other may
+(``alias.p``, ``core.fsmonitor``, ``core.pager``, ``*.command``, ``include.path``)."""
+_SETTINGS_WITH_PROGRAMS = re.compile(
+    r".*\.(cmd|command|program|path|helper|tool|driver|editor)$", re.I
+)
 
 
-def _git_runs(rest: Sequence[str | None]) -> str | None:
-    """Why ``git REST`` may run a command its words do not name: configuration given
-    on its command line (``-c alias.p=push``, ``-c core.fsmonitor=CMD``,
-    ``help.autocorrect``), another ``--exec-path``, or a subcommand that runs one
-    (``rebase -x CMD``, ``bisect run``, ``submodule foreach``)."""
-    skip = _git_options(rest)
-    for word in rest[:skip]:
-        flag = (word or "").split("=", 1)[0]
-        if (
-            word is None
-            or flag in ("-c", "--config-env")
-            or (flag == "--exec-path" and "=" in word)
-        ):
-            return "git runs what configuration given to it names (`-c alias.p=push`)"
-    words = list(rest[skip:])
-    if not words or words[0] not in GIT_RUNS:
+def _git_setting_runs(key: str | None) -> bool:
+    """Whether setting ``key`` may make git run a program (an unknown key may)."""
+    if key is None:
+        return True
+    return not SAFE_GIT_SETTINGS.fullmatch(key) or bool(_SETTINGS_WITH_PROGRAMS.match(key))
+
+
+def _git_code(words: Sequence[str | None]) -> list[str] | None:
+    """The commands ``git rebase -x CMD``, ``git bisect run CMD…`` and ``git submodule
+    foreach CMD…`` run (``words``: after git's own options), checked as commands; None
+    for another subcommand, or one whose command is known only as it runs."""
+    if words[:2] in (["bisect", "run"], ["submodule", "foreach"]):
+        rest = list(words[2:])
+        return None if not rest or None in rest else [" ".join(w or "" for w in rest)]
+    if words[:1] != ["rebase"]:
         return None
-    signs = GIT_RUNS[words[0] or ""]
+    codes: list[str] = []
+    for index, word in enumerate(words[1:], 1):
+        if word is None:
+            continue
+        value: str | None = ""
+        if word.startswith("--exec="):
+            value = word.split("=", 1)[1]
+        elif word == "--exec" or (
+            word.startswith("-") and not word.startswith("--") and word.endswith("x")
+        ):
+            value = words[index + 1] if index + 1 < len(words) else None
+        elif word.startswith("--") and "--exec".startswith(word.split("=", 1)[0]) and len(word) > 3:
+            return None  # (an abbreviation: left to ask)
+        elif word.startswith("-") and not word.startswith("--") and "x" in word:
+            value = word[word.index("x") + 1 :]  # (`-xCMD`)
+        if value is None:
+            return None
+        if value:
+            codes.append(value)
+    return codes
+
+
+def _git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None:
+    """Why ``git REST`` may run a command its words do not name: configuration given
+    on its command line that may name one (``-c alias.p=push``, ``-c
+    core.fsmonitor=CMD``, ``help.autocorrect``; ``-c user.name=…`` is fine), another
+    ``--exec-path``, such configuration set for later (``git config alias.p push``), or a
+    subcommand that runs one (``rebase -x CMD``, ``fetch --upload-pack=CMD``)."""
+    skip = _git_options(rest)
+    for index, word in enumerate(rest[:skip]):
+        flag = (word or "").split("=", 1)[0]
+        if flag == "-c" or flag == "--config-env":
+            setting = rest[index + 1] if "=" not in (word or "") else (word or "").split("=", 1)[1]
+            if _git_setting_runs(None if setting is None else setting.split("=", 1)[0]):
+                return "git runs what configuration given to it may name (`-c alias.p=push`)"
+        elif flag == "--exec-path" and "=" in (word or ""):
+            return "git runs its commands from another `--exec-path`"
+    words = list(rest[skip:])
+    if words[:1] == ["config"]:
+        operands = [w for w in words[1:] if w is None or not w.startswith("-")]
+        if len(operands) > 1 and _git_setting_runs(operands[0]):  # (`git config KEY VALUE`)
+            return "git is set to run what a setting names (`git config alias.p push`)"
+    if not subcommand or not words or words[0] not in GIT_RUNS:
+        return None  # (a subcommand's command checked as one: see _git_code)
+    signs = [s for s in GIT_RUNS[words[0] or ""] if s]
     for word in words[1:]:
-        if word is None or any(
-            word == s
-            or (s.startswith("--") and word.startswith(s + "="))
+        flag = (word or "").split("=", 1)[0]
+        if word is not None and any(  # (a word known only as it runs is not read)
+            s == word
+            or (s.startswith("--") and len(flag) > 3 and s.startswith(flag))  # (`--exe`)
             or (len(s) == 2 and word.startswith("-") and not word.startswith("--") and s[1] in word)
             for s in signs
-            if s
         ):  # (`-ix CMD`: grouped)
             return f"`git {words[0]}` runs a command given to it"
-    return f"`git {words[0]}` runs a command given to it" if "" in signs else None
+    return (
+        f"`git {words[0]}` runs a command given to it" if "" in GIT_RUNS[words[0] or ""] else None
+    )
 
 
 def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
@@ -1370,6 +1540,14 @@ class RuleSet:
         moved_by = dict(parsed.moved_by)
 
         def paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
+            paths = _paths_of(target, reopens)
+            own = os.path.expanduser("~")  # (`Write(~/…)` rules are in it)
+            if paths is None or not home or home.rstrip("/") == own.rstrip("/"):
+                return paths
+            inside = [own + p[len(home.rstrip("/")) :] for p in paths if _inside(p, home)]
+            return list(dict.fromkeys([*paths, *inside]))  # (the command's own `~` too)
+
+        def _paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
             if target is None or target in parsed.computed_writes:
                 return None
             if target.startswith("~") and parsed.sets_home:
@@ -1484,6 +1662,10 @@ def _normalized(path: str) -> str:
     """``path`` with ``..`` resolved and repeated slashes as one (``//etc`` is ``/etc``)."""
     path = os.path.normpath(path)
     return "/" + path.lstrip("/") if path.startswith("/") else path
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder.rstrip("/") or path.startswith(folder.rstrip("/") + "/")
 
 
 def _write_paths(

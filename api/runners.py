@@ -72,7 +72,7 @@ def runner_commands(
                 placeholder = word.split("=", 1)[1] if "=" in word else "{}"
         letters = "".join(o[1] for o in takes_value if len(o) == 2)
         if word.startswith("--"):
-            i += 1 if ("=" in word or flag not in takes_value) else 2
+            i += 1 if ("=" in word or not takes_long_value(flag, takes_value)) else 2
         else:  # grouped short options: `-rn 1`, `-Eu root`, `-uroot`
             i += 2 if takes_next_word(word, letters) else 1
     if i < len(rest) and rest[i] is None:  # a runner option computed at run time
@@ -99,7 +99,7 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
                 i += 1
                 return
             if word.startswith("--"):
-                i += 2 if word.split("=", 1)[0] in takes_value and "=" not in word else 1
+                i += 2 if takes_long_value(word, takes_value) and "=" not in word else 1
             else:  # grouped short options: `timeout -vs KILL 5`, `env -iu HOME`
                 i += 2 if takes_next_word(word, letters) else 1
 
@@ -132,6 +132,17 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
         case _:
             return None
     return i if i < len(rest) else None
+
+
+def takes_long_value(word: str, takes_value: Iterable[str]) -> bool:
+    """Whether a long option takes the next word: one of ``takes_value``, or a prefix
+    of one (``--sig KILL``: getopt takes any prefix that is not ambiguous)."""
+    flag = word.split("=", 1)[0]
+    return any(
+        o == flag or (len(flag) > 2 and o.startswith(flag))
+        for o in takes_value
+        if o.startswith("--")
+    )
 
 
 def short_options(word: str, with_value: str) -> list[str]:

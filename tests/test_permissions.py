@@ -1150,3 +1150,91 @@ def test_the_shell_that_runs_it_is_the_one_checked(state_dir: Path, tmp_path: Pa
     client = Client(state_dir=state_dir, env=env, rules=EVERYTHING_BUT)
     r = client.bash(f"noglob rm -f {victim}")
     assert not r.success and victim.exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "rules"),
+    [
+        ("[[ x =~ <(rm -f x) ]]", {"deny": ["Bash(rm *)"]}),  # a pattern read as text
+        ("[[ x =~ (`rm -f x`) ]]", {"deny": ["Bash(rm *)"]}),
+        ("a='$(rm -f x)'; [[ x =~ ${a@P} ]]", {"deny": ["Bash(rm *)"]}),
+        ("case a in a$[d]) ;; esac", {"deny": ["Bash(rm *)"]}),
+        ("d=$b$c; z=([d]=1)", {"deny": ["Bash(rm *)"]}),  # subscripts bash evaluates
+        ('d=$b$c; z["d"]=1', {"deny": ["Bash(rm *)"]}),
+        ('echo ${z["d"]}', {"allow": ["Bash(echo *)"], "deny": ["Bash(rm *)"]}),
+        (
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='rm -f x' "
+            "bash -c 'git status'",
+            {"allow": ["Bash(git status)"]},
+        ),  # assignments, then -c
+        ("bash --rcfile <(echo 'rm -f x') -ic 'echo hi'", {"allow": ["Bash(echo *)"]}),
+        ("git ls-remote --upload-pack='rm -f x;:' .", GIT_ONLY),  # git options that run one
+        ("git grep -O'rm -f x' foo", GIT_ONLY),
+        ("git rebase --exe 'rm -f x' HEAD~1", GIT_ONLY),
+        ("git config core.fsmonitor 'rm -f x'; git status", GIT_ONLY),
+        ("git config alias.p push && git p origin", EVERYTHING_BUT | {"ask": ["Bash(git push *)"]}),
+        ("GIT_CONFIG_PARAMETERS=\"'alias.p'='push'\" git p", EVERYTHING_BUT),
+        ("declare -n \"r=PS4\"; r='$(rm -f x)'; set -x; :", EVERYTHING_BUT),  # namerefs
+        ("declare -n r; r=PS4; r='$(rm -f x)'; set -x; :", EVERYTHING_BUT),
+        ("printf -vPS4 %s '$(rm -f x)'; set -x; :", EVERYTHING_BUT),
+        ("timeout --sig KILL 5 rm -f x", EVERYTHING_BUT),  # abbreviated long options
+        ("env --unse HOME rm -f x", EVERYTHING_BUT),
+        ("xargs --arg list rm", EVERYTHING_BUT),
+        ("./nice echo hi", {"allow": ["Bash(echo *)"]}),  # a wrapper's name, not its path
+    ],
+)
+def test_a_second_review_of_the_checks(command: str, rules: dict[str, list[str]]) -> None:
+    """Each ran `rm` (or pushed, or ran a script) past the rules, found by a second review."""
+    assert verdict(command, rules) != "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "zsh"),
+    [
+        ("functions+=(git 'rm -f x'); git status", True),  # zsh's tables and prompts
+        ("commands+=(git /usr/bin/rm); git x", True),
+        ("hash git=/usr/bin/rm; git x", True),
+        ("PROMPT4='$(rm -f x)'; setopt promptsubst xtrace; :", True),
+        ("timeout 5 =rm -f x", True),
+        ("emulate sh -c 'rm -f x'", True),
+        ("setopt promptsubst; print -P '$(rm -f x)'", True),
+    ],
+)
+def test_zsh_ways_to_run_what_is_denied(command: str, zsh: bool) -> None:
+    rules = RuleSet.from_mapping(EVERYTHING_BUT | {"allow": ["Bash(*)"]})
+    assert rules.decide(parse_command(command, zsh=zsh), "/work").verdict != "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp $SRC/$NAME.tar.gz /tmp/",  # split by the grammar, one command either way
+        "gcc -o $out/$name.o -c $src/$name.c",
+        "git -c user.name=a -c user.email=b commit -m x",  # settings that run nothing
+        "git -c core.quotepath=off status",
+        "git config user.email a@b.c",
+        "git rebase -x 'npm test' main",  # the command given is checked, and allowed
+        "git bisect run pytest tests/x.py",
+        "export $(grep -v '^#' .env | xargs)",  # export evaluates no subscript
+        '[ "$count" -gt 10 ]',  # `[` compares numbers, no arithmetic
+        "echo ${!map[@]} ${!prefix@}",  # names, no indirection
+    ],
+)
+def test_what_a_second_review_found_asking_for_nothing(command: str) -> None:
+    rules = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Bash(git push *)"]}
+    assert verdict(command, rules) == "allow", parse_command(command).problems
+
+
+def test_zsh_checks_only_unquoted_text() -> None:
+    for command in ("python -c 'print(2*(3+4))'", "jq '.items[](.name)'"):
+        assert parse_command(command, zsh=True).problems == ()
+
+
+def test_a_command_with_another_home_is_checked_against_home_rules() -> None:
+    """`Write(~/…)` is the home directory of whoever's `~` the command writes."""
+    rules = RuleSet.from_mapping({"allow": ["Bash(*)"], "deny": ["Write(~/.bashrc)"]})
+    other = {"HOME": "/home/other"}
+    assert (
+        rules.decide(parse_command("echo x >> ~/.bashrc"), "/w", "/home/other", other).verdict
+        == "deny"
+    )
