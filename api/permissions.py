@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -56,7 +57,7 @@ _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
-_SHELL_NAME = re.compile(r"(?:(?:ba|rba|z|da|k|mk|pdk|a|c|tc|ya|po)?sh|fish|ksh93)[-._0-9]*")
+_SHELL_NAME = re.compile(r"(?:(?:ba|rba|z|rz|da|k|rk|mk|pdk|a|c|tc|ya|po)?sh|fish|ksh93)[-._0-9]*")
 """A shell's base name, versioned too (``zsh5``, ``bash-5.2``): ``ssh`` is none."""
 
 
@@ -242,6 +243,7 @@ ZSH_CODE_VARIABLES = frozenset({
 GIT_COMMANDS = frozenset({
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
+    "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS",
 })  # fmt: skip
 """Variables naming a command git runs (``GIT_CONFIG_*`` set its configuration)."""
 """bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
@@ -342,9 +344,9 @@ def _splits_what_runs(command: Any, index: int, data: bytes) -> bool:
         return True
     named = command.children[names[0]]
     name = _literal(named.children[0] if named.children else named, data)
-    base = os.path.basename(name or "")
+    base = os.path.basename(name or "").lstrip("=")  # (zsh's `=env`)
     return (
-        name is None or base in WORDS_RUN or base in WRAPPERS or base in RUNNERS
+        name is None or "/" in name or base in WORDS_RUN or base in WRAPPERS or base in RUNNERS
         or base in COMMAND_RUNNERS or _is_shell(base)
     )  # fmt: skip
 
@@ -395,6 +397,8 @@ def _misread(root: Any, data: bytes) -> str | None:
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _ZSH_EQUALS = re.compile(r"=[A-Za-z0-9_.+-]")
+_GLOB_SUBST = re.compile(r"glob_?subst", re.IGNORECASE)
+"""zsh's option that globs variables' values: a qualifier in one runs code."""
 _QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
 """Quoted text, where zsh expands no glob qualifier."""
 ZSH_MODIFIERS = frozenset({"noglob", "nocorrect", "-"})
@@ -415,7 +419,7 @@ def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:
         walker.parse(source, 0)
-        if zsh and _ZSH_CODE.search(_QUOTED.sub("", source)):
+        if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
             walker.problems.append("zsh glob qualifiers or parameter flags may run code")
     return ParsedCommand(
         source,
@@ -659,7 +663,9 @@ class _Walker:
         words = text.split()
         if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
             self.problems.append(ARITHMETIC_PROBLEM)
-        nameref = any(w.startswith("-") and "n" in w[1:] for w in words[1:])
+        nameref = words[0] in ("declare", "typeset", "local") and any(
+            w.startswith("-") and "n" in w[1:] for w in words[1:]
+        )  # (`export -n`: no nameref)
         if nameref:  # (what it names is set later, by any spelling: `declare -n r; r=PS4`)
             self.problems.append("a nameref: the variable it names may be one that runs code")
         arguments: list[str | None] = []
@@ -784,7 +790,7 @@ class _Walker:
             span = range(start + 1, min(len(values), start + 1 + (skip or len(values))))
             if wrapper == "env" and any(  # (`env FOO=$BAR make`: an assignment, no option)
                 (values[k] is None and not _ASSIGNMENT.match(shown[k]))
-                or (values[k] or "").startswith("--split-string")
+                or _abbreviates(values[k], "--split-string")
                 or "-S" in short_options(values[k] or "", "uCS")
                 for k in span
             ):
@@ -824,6 +830,10 @@ class _Walker:
             self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
             return
         rest = values[start + 1 :]
+        if "/" in name and os.path.basename(name) in WRAPPERS and not _wrapper(name):
+            skip = wrapper_arguments(os.path.basename(name), rest)  # (`./env rm x`: maybe a
+            if skip is not None:  # copy of env; a deny rule catches what it would run)
+                self.parse(_rejoined(rest[skip:], shown[start + 1 + skip :]), depth + 1)
         if _changes_directory(name, wrappers, values[: start + 1], rest):
             site = self._site
             known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
@@ -848,11 +858,11 @@ class _Walker:
             self.problems.append("`enable -f` loads a builtin from a file")
         elif name == "hash" and any(w is None or "=" in w for w in rest):
             self.problems.append("`hash NAME=PATH` makes a name run another program")
-        elif self.zsh and name in ("print", "zargs", "emulate", "eval_zsh"):
-            if name == "zargs" or any(w is None or "-P" in short_options(w, "CRuxf") for w in rest):
+        elif self.zsh and name in ("print", "zargs", "zpty", "emulate"):
+            if name in ("zargs", "zpty", "emulate") or any(
+                w is None or "-P" in short_options(w, "CRuxf") for w in rest
+            ):  # (`emulate sh` turns on globsubst: a value's glob qualifiers run)
                 self.problems.append(f"zsh's `{name}` runs code its words hold")
-            elif name == "emulate" and any(w == "-c" or w is None for w in rest):
-                self.problems.append("zsh's `emulate -c` runs code its words hold")
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
         codes = _code_arguments(name, rest)
@@ -998,7 +1008,8 @@ def _wrapper(word: str | None) -> bool:
     """A wrapper's name, or its path in a system directory (``./nice`` is a script)."""
     if word is None or "/" not in word:
         return word in WRAPPERS
-    return os.path.dirname(word) in SYSTEM_DIRS and os.path.basename(word) in WRAPPERS
+    folder = os.path.normpath(os.path.dirname(word))  # (`/usr/bin/../bin/env`)
+    return folder.replace("//", "/") in SYSTEM_DIRS and os.path.basename(word) in WRAPPERS
 
 
 def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:
@@ -1100,7 +1111,9 @@ def _literal(node: Any, data: bytes) -> str | None:
     return None
 
 
-SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+SHELL_OPTIONS_WITH_VALUE = frozenset({
+    "-o", "+o", "-O", "+O", "--rcfile", "--init-file", "--emulate",
+})  # fmt: skip
 STDIN_PATHS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|thread-self|\d+)/fd/\d+")
 """A script path that is the shell's own input (a pipe, a here-string, a heredoc)."""
 
@@ -1138,6 +1151,13 @@ def _directory(name: str, rest: Sequence[str | None]) -> str | None:
     return words[0]
 
 
+def _abbreviates(word: str | None, option: str) -> bool:
+    """Whether ``word`` is the long ``option``, or a prefix of it getopt takes for it
+    (``--ch`` for ``--chdir``; ``--split=TEXT``)."""
+    flag = (word or "").split("=", 1)[0]
+    return len(flag) > 3 and flag.startswith("--") and option.startswith(flag)
+
+
 def _changes_directory(
     name: str, wrappers: Sequence[str], before: Sequence[str | None], rest: Sequence[str | None]
 ) -> bool:
@@ -1146,11 +1166,11 @@ def _changes_directory(
     if name in DIRECTORY_CHANGES:
         return True
     words = [*before, *rest]
-    chdir = any(w is not None and (w.startswith("--chdir") or "-C" in short_options(w, "uCS"))
+    chdir = any(w is not None and (_abbreviates(w, "--chdir") or "-C" in short_options(w, "uCS"))
                 for w in words)  # fmt: skip
     if chdir and ("env" in wrappers or name == "env"):
         return True
-    if name in ("sudo", "doas") and any(w is not None and w.startswith(("-D", "--chdir"))
+    if name in ("sudo", "doas") and any(w is not None and (w.startswith("-D") or _abbreviates(w, "--chdir"))
                                         for w in rest):  # fmt: skip
         return True
     return name == "find" and any(w in ("-execdir", "-okdir") for w in rest)
@@ -1177,8 +1197,8 @@ def _split_string(words: Sequence[str | None]) -> str | None:
         if word is None:
             return None
         options = short_options(word, "uCSP")
-        if word.startswith("--split-string") or options[-1:] == ["-S"]:
-            if word.startswith("--split-string"):
+        if _abbreviates(word, "--split-string") or options[-1:] == ["-S"]:
+            if word.startswith("--"):
                 attached = word.split("=", 1)[1] if "=" in word else ""
             else:
                 attached = word[len(options) + 1 :]  # (`-vSrm`)
@@ -1194,22 +1214,28 @@ GIT_RUNS = {
     "fetch": ("--upload-pack",), "pull": ("--upload-pack",), "ls-remote": ("--upload-pack",),
     "clone": ("-u", "--upload-pack"), "archive": ("--exec",), "grep": ("-O",
     "--open-files-in-pager"), "push": ("--receive-pack", "--exec"),
-    "send-pack": ("--receive-pack", "--exec"),
+    "send-pack": ("--receive-pack", "--exec"), "fetch-pack": ("--upload-pack", "--exec"),
 }  # fmt: skip
 """git subcommands (and their words) that run a command given to them."""
+GIT_TRANSFERS = frozenset({"fetch", "pull", "push", "clone", "ls-remote", "grep"})
+"""Of those, the ones whose words known only as run are not taken for such an option
+(`git push origin "$BRANCH"`: far too common to ask)."""
 SAFE_GIT_SETTINGS = re.compile(
-    r"(user|color|advice|i18n|column|log|status|gc|maintenance|rerere|feature|init|fetch|pull"
-    r"|rebase|merge|branch|tag|format|commit|blame|diff\.(noprefix|algorithm|renames|colormoved"
-    r"|mnemonicprefix)|core\.(quotepath|autocrlf|filemode|ignorecase|longpaths|eol|safecrlf"
-    r"|symlinks|compression|precomposeunicode|whitespace|abbrev)|push\.(default|autosetupremote"
-    r"|followtags)|safe\.directory|http\.(sslverify|version|postbuffer|extraheader)"
-    r"|protocol\.version|transfer\.fsckobjects)(\..*)?",
+    r"(user|color|advice|i18n|column|status|rerere)\.[\w.-]+|init\.defaultbranch"
+    r"|diff\.(noprefix|algorithm|renames|colormoved|mnemonicprefix)|core\.(quotepath|autocrlf"
+    r"|filemode|ignorecase|longpaths|eol|safecrlf|symlinks|compression|precomposeunicode"
+    r"|whitespace|abbrev)|push\.(default|autosetupremote|followtags)|safe\.directory"
+    r"|http\.(sslverify|version|postbuffer|extraheader)|protocol\.version|transfer\.fsckobjects"
+    r"|pull\.(rebase|ff)|fetch\.prune|rebase\.(autosquash|autostash)|merge\.ff"
+    r"|log\.(date|decorate|abbrevcommit)|format\.pretty|gc\.auto|maintenance\.auto",
     re.IGNORECASE,
 )
 """Settings that change no program git runs (``-c user.name=…``); any other may
 (``alias.p``, ``core.fsmonitor``, ``core.pager``, ``*.command``, ``include.path``)."""
 _SETTINGS_WITH_PROGRAMS = re.compile(
-    r".*\.(cmd|command|program|path|helper|tool|driver|editor)$", re.I
+    r".*\.(cmd|command|program|path|helper|tool|driver|editor|textconv|clean|smudge|process"
+    r"|pager|sshcommand|askpass|fsmonitor|hookspath|templatedir)$",
+    re.IGNORECASE,
 )
 
 
@@ -1220,19 +1246,57 @@ def _git_setting_runs(key: str | None) -> bool:
     return not SAFE_GIT_SETTINGS.fullmatch(key) or bool(_SETTINGS_WITH_PROGRAMS.match(key))
 
 
+TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--info-script",
+                "--new-volume-script", "--checkpoint-action")  # fmt: skip
+
+
+def _tar_command(words: Sequence[str | None], index: int) -> str | None:
+    """The command ``tar``'s word ``index`` gives it to run ("" for none; None when it
+    is computed): ``--to-command=CMD``, ``-I CMD``, ``--checkpoint-action=exec=CMD``."""
+    word = words[index]
+    if word is None:
+        return ""
+    value: str | None = ""
+    if word.startswith("--") and any(_abbreviates(word, o) for o in TAR_COMMANDS):
+        value = (
+            word.split("=", 1)[1]
+            if "=" in word
+            else words[index + 1]
+            if index + 1 < len(words)
+            else ""
+        )
+        if _abbreviates(word, "--checkpoint-action"):
+            value = value[len("exec=") :] if value and value.startswith("exec=") else ""
+    elif word.startswith("-") and not word.startswith("--") and ("I" in word or "F" in word):
+        letter = word.index("I") if "I" in word else word.index("F")
+        value = word[letter + 1 :] or (words[index + 1] if index + 1 < len(words) else "")
+    return value
+
+
+def _rejoined(values: Sequence[str | None], shown: Sequence[str]) -> str:
+    """Words as a command line again: literal ones quoted, computed ones as written."""
+    return " ".join(shown[i] if v is None else shlex.quote(v) for i, v in enumerate(values))
+
+
 def _git_code(words: Sequence[str | None]) -> list[str] | None:
     """The commands ``git rebase -x CMD``, ``git bisect run CMD…`` and ``git submodule
     foreach CMD…`` run (``words``: after git's own options), checked as commands; None
     for another subcommand, or one whose command is known only as it runs."""
     if words[:2] in (["bisect", "run"], ["submodule", "foreach"]):
         rest = list(words[2:])
-        return None if not rest or None in rest else [" ".join(w or "" for w in rest)]
+        while words[0] == "submodule" and rest and (rest[0] or "").startswith("-"):
+            rest = rest[1:]  # (`--recursive`, `--quiet`)
+        if not rest or None in rest:
+            return None
+        if words[0] == "submodule" and len(rest) == 1:
+            return [rest[0] or ""]  # (one word: shell code, as git runs it)
+        return [shlex.join(w or "" for w in rest)]  # (words: run as they are)
     if words[:1] != ["rebase"]:
         return None
     codes: list[str] = []
     for index, word in enumerate(words[1:], 1):
         if word is None:
-            continue
+            return None  # (`git rebase $X CMD`: `$X` may be `-x`)
         value: str | None = ""
         if word.startswith("--exec="):
             value = word.split("=", 1)[1]
@@ -1267,6 +1331,16 @@ def _git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None
         elif flag == "--exec-path" and "=" in (word or ""):
             return "git runs its commands from another `--exec-path`"
     words = list(rest[skip:])
+    if words[:1] == ["clone"]:  # (`git clone -c core.sshCommand=CMD`: set, then used)
+        for index, word in enumerate(words[1:], 1):
+            if word in ("-c", "--config"):
+                given = words[index + 1] if index + 1 < len(words) else ""
+            elif word is not None and word.startswith(("--config=", "-c")):
+                given = word.split("=", 1)[1] if word.startswith("--") else word[2:]
+            else:
+                continue
+            if _git_setting_runs(None if given is None else given.split("=", 1)[0]):
+                return "git runs what configuration given to it may name (`-c alias.p=push`)"
     if words[:1] == ["config"]:
         operands = [w for w in words[1:] if w is None or not w.startswith("-")]
         if len(operands) > 1 and _git_setting_runs(operands[0]):  # (`git config KEY VALUE`)
@@ -1275,13 +1349,17 @@ def _git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None
         return None  # (a subcommand's command checked as one: see _git_code)
     signs = [s for s in GIT_RUNS[words[0] or ""] if s]
     for word in words[1:]:
-        flag = (word or "").split("=", 1)[0]
-        if word is not None and any(  # (a word known only as it runs is not read)
+        if word is None:  # (`git rebase $X CMD`: `$X` may be `-x`)
+            if words[0] not in GIT_TRANSFERS:
+                return f"`git {words[0]}` runs a command given to it"
+            continue
+        flag = word.split("=", 1)[0]
+        if any(
             s == word
             or (s.startswith("--") and len(flag) > 3 and s.startswith(flag))  # (`--exe`)
             or (len(s) == 2 and word.startswith("-") and not word.startswith("--") and s[1] in word)
-            for s in signs
-        ):  # (`-ix CMD`: grouped)
+            for s in signs  # (`-ix CMD`: grouped)
+        ):
             return f"`git {words[0]}` runs a command given to it"
     return (
         f"`git {words[0]}` runs a command given to it" if "" in GIT_RUNS[words[0] or ""] else None
@@ -1308,6 +1386,15 @@ def _code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
         return found
     if name == "alias":
         return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
+    if name == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
+        return [code for i, word in enumerate(words) if (code := _tar_command(words, i)) != ""]
+    if name in ("compgen", "complete"):  # `-C CODE`: run to find the words
+        found = []
+        for i, word in enumerate(words):
+            if word is None or (word.startswith("-") and "C" in word[1:]):
+                after = None if word is None else word[word.index("C") + 1 :]
+                found.append(after or (words[i + 1] if i + 1 < len(words) else None))
+        return found
     return []
 
 

@@ -68,7 +68,7 @@ def runner_commands(
                 placeholder = given if given is not None else ""  # computed: any word
             elif word.startswith("-i"):
                 placeholder = word[2:] or "{}"
-            elif flag == "--replace":
+            elif len(flag) > 3 and "--replace".startswith(flag):  # (`--rep`)
                 placeholder = word.split("=", 1)[1] if "=" in word else "{}"
         letters = "".join(o[1] for o in takes_value if len(o) == 2)
         if word.startswith("--"):

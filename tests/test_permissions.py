@@ -1238,3 +1238,50 @@ def test_a_command_with_another_home_is_checked_against_home_rules() -> None:
         rules.decide(parse_command("echo x >> ~/.bashrc"), "/w", "/home/other", other).verdict
         == "deny"
     )
+
+
+RM_DENIED = {"allow": ["Bash(*)"], "deny": ["Bash(rm -rf *)", "Write(/etc/**)"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "zsh"),
+    [
+        ("/usr/bin/../bin/env rm -rf x", False),  # a wrapper's path, spelled otherwise
+        ("//usr/bin/env rm -rf x", False),
+        ("cd /usr/bin && ./env rm -rf x", False),  # a path named like a wrapper
+        ("env --sp 'rm -rf x'", False),  # abbreviated long options
+        ("env --ch /etc sh -c 'echo x > passwd'", False),
+        ("echo rf | xargs --rep rm -{} x", False),
+        ("git submodule foreach --recursive 'rm -rf x'", False),  # what git runs, quoted
+        ("git bisect run sh -c 'rm -rf x'", False),
+        ("git submodule foreach sh -c 'rm -rf x'", False),
+        ("C='rm -rf x'; git rebase -x\"$C\" HEAD~1", False),
+        ("git rebase $X 'rm -rf x'", False),
+        ("git -c diff.renames.textconv='rm -rf x; cat' diff", False),  # a "safe" section
+        ("git clone -c core.sshCommand='rm -rf x; false' ssh://h/r d", False),
+        ("git fetch-pack --upload-pack='rm -rf x; git-upload-pack' r HEAD", False),
+        ("GIT_ALLOW_PROTOCOL=ext git ls-remote 'ext::sh -c rm% -rf% x'", False),
+        ("EDITOR='rm -rf x; true' git commit --allow-empty", False),
+        ("compgen -C 'rm -rf x' w", False),
+        ("zsh --emulate sh -c 'rm -rf x'", False),
+        ("rzsh -c 'rm -rf x'", False),
+        ("tar --checkpoint-action=exec='rm -rf x' -cf a.tar .", False),
+        ("tar --to-command='rm -rf x' -xf a.tar", False),
+        ("=env -u 'X'\\;Y rm -rf x", True),
+        ("x='v(e:rm -rf v:)'; setopt globsubst; echo $x", True),
+        ("zmodload zsh/zpty; zpty w 'rm -rf x'", True),
+    ],
+)
+def test_a_third_review_of_the_checks(command: str, zsh: bool) -> None:
+    """Each ran what a rule denies (checked in real bash or zsh by a third review)."""
+    rules = RuleSet.from_mapping(RM_DENIED)
+    assert rules.decide(parse_command(command, zsh=zsh), "/work").verdict != "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["export -n FOO", "git submodule foreach --recursive 'git fetch'", "tar -I zstd -xf a.tar.zst",
+     "/usr/bin/env python3 x.py", 'git grep "$pattern"', "git config --global user.email a@b"],
+)  # fmt: skip
+def test_what_the_third_review_left_allowed(command: str) -> None:
+    assert verdict(command, RM_DENIED) == "allow", parse_command(command).problems
