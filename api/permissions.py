@@ -1204,7 +1204,10 @@ def _split_string(words: Sequence[str | None]) -> str | None:
                 attached = word[len(options) + 1 :]  # (`-vSrm`)
             line: list[str | None] = [attached] if attached else []
             line += words[index + 1 :]  # (the text, unless attached, and the words after)
-            return None if any(w is None for w in line) else " ".join(w or "" for w in line)
+            if not line or any(w is None for w in line):
+                return None
+            text, *after = [w or "" for w in line]  # (the text split as env splits it; the
+            return " ".join([text, *map(shlex.quote, after)])  # words after as they are)
     return None
 
 

@@ -1285,3 +1285,10 @@ def test_a_third_review_of_the_checks(command: str, zsh: bool) -> None:
 )  # fmt: skip
 def test_what_the_third_review_left_allowed(command: str) -> None:
     assert verdict(command, RM_DENIED) == "allow", parse_command(command).problems
+
+
+def test_words_after_env_split_string_keep_their_quoting() -> None:
+    """`env -S 'sh -c' 'echo a b'` runs `sh -c 'echo a b'`: joined without their quotes,
+    the words after the text were read as `sh -c echo a b`."""
+    texts = [c.text for c in parse_command("env -S 'sh -c' 'echo a b'").commands]
+    assert "echo a b" in texts and "echo" not in texts
