@@ -403,10 +403,10 @@ class TaskManager:
         self.bwrap = bwrap
         """The bubblewrap of sandboxed commands (``WAVE_BWRAP``)."""
         self._sandbox_filter: str | None = None
-        self._workspaces: dict[tuple[str, str], tuple[str, int, int]] = {}
+        """The sandbox's system-call filter file, once a sandboxed command was asked for."""
+        self._workspaces: dict[tuple[str, str], str] = {}
         """Where each session's sandbox workspace led when first used (see
         :meth:`_pinned_workspace`)."""
-        """The sandbox's system-call filter file, once a sandboxed command was asked for."""
         self.hidden_dirs = list(hidden_dirs)
         """Directories a sandboxed command must not see besides the state dir (the
         socket's, when it lives elsewhere)."""
@@ -671,18 +671,11 @@ class TaskManager:
         Raises:
             SandboxUnavailableError: it leads elsewhere now.
         """
-        real = os.path.realpath(workspace)
-        try:
-            found = os.stat(real)
-        except OSError as exc:
-            raise InvalidInputError(
-                f"the sandbox workspace is not a directory: {workspace}"
-            ) from exc
-        here = (real, found.st_dev, found.st_ino)
-        first = self._workspaces.setdefault((session, workspace), here)
-        if first != here:
+        real = os.path.realpath(workspace)  # (a directory made again there is the same:
+        first = self._workspaces.setdefault((session, workspace), real)  # a clone anew)
+        if first != real:
             raise SandboxUnavailableError(
-                f"the sandbox workspace {workspace} now leads to {real}, not to {first[0]} as "
+                f"the sandbox workspace {workspace} now leads to {real}, not to {first} as "
                 "when this session's first sandboxed command ran: a link on its path was "
                 "changed (by a command?); check it, then use another session"
             )
