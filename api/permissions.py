@@ -243,9 +243,10 @@ ZSH_CODE_VARIABLES = frozenset({
 GIT_COMMANDS = frozenset({
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
-    "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS",
+    "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "TAR_OPTIONS",
 })  # fmt: skip
-"""Variables naming a command git runs (``GIT_CONFIG_*`` set its configuration)."""
+"""Variables naming a command git (or tar, ``TAR_OPTIONS``) runs (``GIT_CONFIG_*`` set
+git's configuration)."""
 """bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
 _SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]", re.DOTALL)
 _LISTING = re.compile(r"\$\{![A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\]|[@*])\}")
@@ -704,7 +705,7 @@ class _Walker:
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
                 self.problems.append(f"`{name}` changes what a command's name runs")
             elif name.startswith("GIT_CONFIG") or name in GIT_COMMANDS:
-                self.problems.append(f"`{name}` makes git run what it names")
+                self.problems.append(f"`{name}` names a command a program runs")
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
@@ -831,9 +832,8 @@ class _Walker:
             return
         rest = values[start + 1 :]
         if "/" in name and os.path.basename(name) in WRAPPERS and not _wrapper(name):
-            skip = wrapper_arguments(os.path.basename(name), rest)  # (`./env rm x`: maybe a
-            if skip is not None:  # copy of env; a deny rule catches what it would run)
-                self.parse(_rejoined(rest[skip:], shown[start + 1 + skip :]), depth + 1)
+            base = os.path.basename(name)  # (`./env rm x`: maybe a copy of env; a deny rule
+            self.parse(_rejoined([base, *rest], [base, *shown[start + 1 :]]), depth + 1)
         if _changes_directory(name, wrappers, values[: start + 1], rest):
             site = self._site
             known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
@@ -1249,6 +1249,8 @@ def _git_setting_runs(key: str | None) -> bool:
     return not SAFE_GIT_SETTINGS.fullmatch(key) or bool(_SETTINGS_WITH_PROGRAMS.match(key))
 
 
+TAR_VALUED = "bCfFgHIKLNTVX"
+"""tar's old-style letters that take a value (``tar cIf CMD out.tgz dir``)."""
 TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--info-script",
                 "--new-volume-script", "--checkpoint-action")  # fmt: skip
 
@@ -1260,6 +1262,13 @@ def _tar_command(words: Sequence[str | None], index: int) -> str | None:
     if word is None:
         return ""
     value: str | None = ""
+    if index == 0 and not word.startswith("-"):  # old style, `tar cIf CMD out f`: each
+        taken = 0  # letter that takes a value takes the next word, in order
+        for letter in word:
+            taken += letter in TAR_VALUED
+            if letter in "IF":
+                return words[taken] if taken < len(words) else ""
+        return ""
     if word.startswith("--") and any(_abbreviates(word, o) for o in TAR_COMMANDS):
         value = (
             word.split("=", 1)[1]
@@ -1268,11 +1277,11 @@ def _tar_command(words: Sequence[str | None], index: int) -> str | None:
             if index + 1 < len(words)
             else ""
         )
-        if _abbreviates(word, "--checkpoint-action"):
-            value = value[len("exec=") :] if value and value.startswith("exec=") else ""
+        if value is not None and _abbreviates(word, "--checkpoint-action"):
+            value = value[len("exec=") :] if value.startswith("exec=") else ""
     elif word.startswith("-") and not word.startswith("--") and ("I" in word or "F" in word):
-        letter = word.index("I") if "I" in word else word.index("F")
-        value = word[letter + 1 :] or (words[index + 1] if index + 1 < len(words) else "")
+        at = word.index("I") if "I" in word else word.index("F")
+        value = word[at + 1 :] or (words[index + 1] if index + 1 < len(words) else "")
     return value
 
 
@@ -1291,8 +1300,8 @@ def _git_code(words: Sequence[str | None]) -> list[str] | None:
             rest = rest[1:]  # (`--recursive`, `--quiet`)
         if not rest or None in rest:
             return None
-        if words[0] == "submodule" and len(rest) == 1:
-            return [rest[0] or ""]  # (one word: shell code, as git runs it)
+        if words[0] == "submodule":  # (the first word is shell code, the rest its words)
+            return [" ".join([rest[0] or "", *(shlex.quote(w or "") for w in rest[1:])])]
         return [shlex.join(w or "" for w in rest)]  # (words: run as they are)
     if words[:1] != ["rebase"]:
         return None
@@ -1336,9 +1345,11 @@ def _git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None
     words = list(rest[skip:])
     if words[:1] == ["clone"]:  # (`git clone -c core.sshCommand=CMD`: set, then used)
         for index, word in enumerate(words[1:], 1):
-            if word in ("-c", "--config"):
+            if _abbreviates(word, "--template"):  # (its hooks run at the checkout)
+                return "git runs hooks from the template directory given to it"
+            if word == "-c" or (_abbreviates(word, "--config") and "=" not in (word or "")):
                 given = words[index + 1] if index + 1 < len(words) else ""
-            elif word is not None and word.startswith(("--config=", "-c")):
+            elif word is not None and (word.startswith("-c") or _abbreviates(word, "--config")):
                 given = word.split("=", 1)[1] if word.startswith("--") else word[2:]
             else:
                 continue

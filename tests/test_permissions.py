@@ -1292,3 +1292,19 @@ def test_words_after_env_split_string_keep_their_quoting() -> None:
     the words after the text were read as `sh -c echo a b`."""
     texts = [c.text for c in parse_command("env -S 'sh -c' 'echo a b'").commands]
     assert "echo a b" in texts and "echo" not in texts
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git submodule foreach 'x=1;rm' -rf x",  # several words: the first is shell code
+        "./env -S 'rm -rf x'",  # a path named like env, read as env whole
+        "tar cIf 'rm -rf x; gzip' o.tgz f",  # tar's old-style letters take words in order
+        'tar --checkpoint=1 --checkpoint-action "$X" -cf o.tar f',
+        "TAR_OPTIONS='--to-command=rm -rf x' tar xf a.tar",
+        "git clone --conf core.sshCommand='rm -rf x; false' ssh://h/r d",  # abbreviated
+        "git clone --template=/tmp/t ssh://h/r d",  # its hooks run at the checkout
+    ],
+)
+def test_a_fourth_review_of_the_checks(command: str) -> None:
+    assert verdict(command, RM_DENIED) != "allow"
