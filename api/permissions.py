@@ -240,7 +240,7 @@ ZSH_CODE_VARIABLES = frozenset({
     "zshexit_functions",
 })  # fmt: skip
 """zsh's tables of what names run and its prompts (``functions+=(git 'rm x')``)."""
-GIT_COMMANDS = frozenset({
+COMMAND_VARIABLES = frozenset({
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
     "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "TAR_OPTIONS",
@@ -704,7 +704,7 @@ class _Walker:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
                 self.problems.append(f"`{name}` changes what a command's name runs")
-            elif name.startswith("GIT_CONFIG") or name in GIT_COMMANDS:
+            elif name.startswith("GIT_CONFIG") or name in COMMAND_VARIABLES:
                 self.problems.append(f"`{name}` names a command a program runs")
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True

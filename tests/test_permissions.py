@@ -22,8 +22,10 @@ RULES = {
 }  # fmt: skip
 
 
-def verdict(command: str, rules: dict[str, list[str]] = RULES, cwd: str = "/work") -> str:
-    decision = RuleSet.from_mapping(rules).decide(parse_command(command), cwd)
+def verdict(
+    command: str, rules: dict[str, list[str]] = RULES, cwd: str = "/work", zsh: bool = False
+) -> str:
+    decision = RuleSet.from_mapping(rules).decide(parse_command(command, zsh=zsh), cwd)
     return decision.verdict
 
 
@@ -1126,19 +1128,12 @@ def test_a_command_nested_too_deep_asks_at_once() -> None:
 def test_zsh_runs_what_its_modifiers_name(command: str) -> None:
     """Where the shell is zsh (SH1: `$SHELL`, macOS's default), its precommand modifiers
     and `=cmd` ran `rm` past a deny rule (a review)."""
-    rules = RuleSet.from_mapping(EVERYTHING_BUT)
-    assert rules.decide(parse_command(command, zsh=True), "/work").verdict == "deny"
+    assert verdict(command, EVERYTHING_BUT, zsh=True) == "deny"
 
 
 @pytest.mark.parametrize("command", ["ls *(e:'rm -f x':)", "ls *(+f)", "echo ${(e)x}"])
 def test_zsh_code_in_globs_and_expansions_asks(command: str) -> None:
-    assert verdict_in_zsh(command) == "ask"
-
-
-def verdict_in_zsh(command: str) -> str:
-    return (
-        RuleSet.from_mapping(EVERYTHING_BUT).decide(parse_command(command, zsh=True), "/w").verdict
-    )
+    assert verdict(command, EVERYTHING_BUT, zsh=True) == "ask"
 
 
 def test_the_shell_that_runs_it_is_the_one_checked(state_dir: Path, tmp_path: Path) -> None:
@@ -1201,8 +1196,7 @@ def test_a_second_review_of_the_checks(command: str, rules: dict[str, list[str]]
     ],
 )
 def test_zsh_ways_to_run_what_is_denied(command: str, zsh: bool) -> None:
-    rules = RuleSet.from_mapping(EVERYTHING_BUT | {"allow": ["Bash(*)"]})
-    assert rules.decide(parse_command(command, zsh=zsh), "/work").verdict != "allow"
+    assert verdict(command, EVERYTHING_BUT | {"allow": ["Bash(*)"]}, zsh=zsh) != "allow"
 
 
 @pytest.mark.parametrize(
@@ -1274,8 +1268,7 @@ RM_DENIED = {"allow": ["Bash(*)"], "deny": ["Bash(rm -rf *)", "Write(/etc/**)"]}
 )
 def test_a_third_review_of_the_checks(command: str, zsh: bool) -> None:
     """Each ran what a rule denies (checked in real bash or zsh by a third review)."""
-    rules = RuleSet.from_mapping(RM_DENIED)
-    assert rules.decide(parse_command(command, zsh=zsh), "/work").verdict != "allow"
+    assert verdict(command, RM_DENIED, zsh=zsh) != "allow"
 
 
 @pytest.mark.parametrize(
