@@ -31,7 +31,7 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -205,8 +205,33 @@ word computed at run time, may move ``~`` (``wait -p``, ``printf -v``, ``let``).
 ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
 ARITHMETIC_PROBLEM = (
-    "arithmetic on a variable, whose value could hide a command (`a='x[$(cmd)]'; ((a))`)"
+    "arithmetic on a variable the command does not set to a number itself, whose value "
+    "could hide a command (`a='x[$(cmd)]'; ((a))`)"
 )
+BASH_SET_VARIABLES = frozenset({
+    "_", "REPLY", "OPTARG", "OPTIND", "MAPFILE", "PWD", "OLDPWD", "DIRSTACK", "COPROC",
+    "COMPREPLY", "READLINE_LINE", "READLINE_POINT", "READLINE_MARK", "FUNCNAME", "GROUPS",
+    "HOSTNAME", "SHELLOPTS",
+})  # fmt: skip
+"""Variables bash sets itself, from what a command reads or does (``read``'s ``REPLY``,
+``$_``: the last word of the command before), with ``BASH_*`` and ``COMP_*``: never
+taken for numbers the command set."""
+ARITHMETIC_ASSIGNMENTS = frozenset({
+    "=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", "++", "--",
+})  # fmt: skip
+_NUMBER = re.compile(r"[+-]?\d*")
+"""A literal value that is a number to arithmetic (empty: 0)."""
+_NUMERIC_WORD = re.compile(r"\d+|0[xX][0-9a-fA-F]+|\d+#[0-9A-Za-z@_]+")
+"""A number as arithmetic reads one (decimal, hexadecimal, ``BASE#DIGITS``)."""
+_LET_EXPRESSION = re.compile(r"[\w\s+\-*/%=<>!&|^~?:(),]*")
+"""A ``let`` expression of names, numbers and operators only (no subscript, no quote)."""
+_LET_TARGET = re.compile(
+    r"(?<![\w#])([A-Za-z_]\w*)(?=\s*(?:(?:<<|>>|[-+*/%&|^])?=(?!=)|\+\+|--))"
+    r"|(?:\+\+|--)\s*([A-Za-z_]\w*)"
+)
+_DECLARED_NUMBER = re.compile(r"[-+][grxv]+")
+"""Options of ``declare``/``local``/``export``/``readonly``/``unset`` that leave a number
+one (global, read-only, exported)."""
 
 
 BRACKET_PROBLEM = "a `[ … > … ]` test: bash reads its `>` or `<` as a redirection"
@@ -420,6 +445,7 @@ def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:
         walker.parse(source, 0)
+        walker.settle()
         if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
             walker.problems.append("zsh glob qualifiers or parameter flags may run code")
     return ParsedCommand(
@@ -526,12 +552,25 @@ class _Walker:
         self.reads: list[str | None] = []
         self.zsh = False
         """zsh runs it (see :func:`parse_command`)."""
+        self._scope = self._scopes = 0
+        """The text being read (each ``parse``, an ``eval``'s or ``bash -c``'s own)."""
+        self._numbers: set[tuple[int, str]] = set()
+        """Variables a text sets to a number (a literal one, ``$((…))``, arithmetic)."""
+        self._not_numbers: set[str] = set()
+        """Variables set otherwise, by any text of the command."""
+        self._any_set = False
+        """Something sets variables the check cannot name (a sourced file, a name
+        computed at run time)."""
+        self._arithmetic_uses: list[tuple[int, str]] = []
+        """Variables whose values arithmetic evaluates, by text: see :meth:`settle`."""
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
             self.problems.append("shells nested too deep to check")
             return
-        outer = self._site
+        outer, outer_scope = self._site, self._scope
+        self._scopes += 1
+        self._scope = self._scopes
         for text in dict.fromkeys((_joined_lines(source), source)):
             data = text.encode("utf-8", "surrogateescape")
             tree = _parser().parse(data)
@@ -546,7 +585,26 @@ class _Walker:
             self._trees += 1
             self._site = _Site(tree.root_node, self._trees, depth > 0)
             self.walk(tree.root_node, data, depth)
-        self._site = outer
+        self._site, self._scope = outer, outer_scope
+
+    def settle(self) -> None:
+        """Once the whole command is read: arithmetic on a variable asks unless that text
+        sets it, and only to numbers (``n=0; ((n++))``, ``for ((i=0; …))``), and nothing
+        else sets it anywhere (``read n``, ``eval 'n=…'``, a sourced file, ``${n:=…}``).
+        A value from the caller's environment, used before the command's own assignment,
+        is the user's own. zsh's arithmetic is not followed: there it always asks."""
+        for scope, name in self._arithmetic_uses:
+            if (
+                self.zsh
+                or self._any_set
+                or name in self._not_numbers
+                or (scope, name) not in self._numbers
+                or name in BASH_SET_VARIABLES
+                or name.startswith(("BASH", "COMP_"))
+            ):
+                self.problems.append(ARITHMETIC_PROBLEM)
+                break
+        self._arithmetic_uses = []
 
     def walk(self, root: Any, data: bytes, depth: int) -> None:
         """Every node once, iteratively (a deeply nested command cannot exhaust the
@@ -596,16 +654,30 @@ class _Walker:
                     named = None if value is None else _literal(value, data)
                     if value is not None and (named is None or _reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
-                self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
+                in_for = node.parent is not None and node.parent.type == "c_style_for_statement"
+                number = in_for or _numeric_value(node.child_by_field_name("value"), data)
+                self._setting([assigned], numbers={assigned} if number else ())  # (`eval
+                # 'HO''ME=x'`, `HO\⏎ME=x`)
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
-                self._setting([None if variable is None else _text(variable, data)])
+                name = None if variable is None else _text(variable, data)
+                values = node.children_by_field_name("value")
+                counting = _text(node.children[0], data) == "for" and all(
+                    _counted(v, data) for v in values
+                )  # (`for i in 1 2 {3..9}`; `select` sets REPLY too, from input)
+                self._setting([name], numbers={name} if counting and values and name else ())
+            elif kind == "expansion" and any(c.type in ("=", ":=") for c in node.children):
+                self._not_numbers.add(_expansion_name(node, data))  # `${n:=text}` sets n
             if kind == "expansion" and _unread(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
-            if arithmetic and self._variable(node, data):
-                self.problems.append(ARITHMETIC_PROBLEM)
+            if arithmetic:
+                self._arithmetic(node, data)
             children = node.children
             inner = arithmetic or self._starts_arithmetic(node, data)
+            if kind in _SUBSTITUTIONS or (
+                kind == "expansion" and len(children) > 1 and children[1].type == "#"
+            ):  # (a length is a number; a substitution's commands are commands)
+                inner = False
             offset = kind == "expansion" and any(c.type == ":" for c in children)
             for index, child in enumerate(reversed(children)):
                 position = len(children) - 1 - index
@@ -614,6 +686,8 @@ class _Walker:
                 elif offset:  # ${x:OFFSET:LENGTH}: both arithmetic
                     after = any(c.type == ":" for c in children[:position])
                     stack.append((child, arithmetic or after))
+                elif kind == "c_style_for_statement" and child.type in _BODIES:
+                    stack.append((child, arithmetic))  # (its body is commands)
                 else:
                     stack.append((child, inner))
 
@@ -635,21 +709,26 @@ class _Walker:
             )
         return False
 
-    @staticmethod
-    def _variable(node: Any, data: bytes) -> bool:
-        """A reference to a variable's value in an arithmetic expression."""
-        kind = node.type
-        if kind == "simple_expansion":
-            special = [c for c in node.children if c.type == "special_variable_name"]
-            return not (special and _text(special[0], data) in NUMERIC_SPECIALS)
-        if kind in ("variable_name", "expansion"):
-            return True
-        if kind in ("string", "raw_string"):  # (`z["d"]`: a name, for an indexed array)
-            return bool(re.search(r"[A-Za-z_]", _text(node, data)))
-        if kind == "word":  # (`${a[@]}` is every element: no arithmetic)
-            text = _text(node, data)
-            return not (text.isdigit() or text in ("@", "*"))
-        return False
+    def _arithmetic(self, node: Any, data: bytes) -> None:
+        """A node of an arithmetic expression: a variable whose value it evaluates (kept
+        for :meth:`settle`), a value it cannot follow (a positional parameter, a
+        transformed expansion, a substitution's output: asks now), or one it sets to a
+        number (``n=…``, ``n+=…``, ``n++``)."""
+        use = _arithmetic_use(node, data)
+        if use is True:
+            self.problems.append(ARITHMETIC_PROBLEM)
+        elif use:
+            self._arithmetic_uses.append((self._scope, use))
+        operators = [c for c in node.children if _text(c, data) in ARITHMETIC_ASSIGNMENTS]
+        if operators and node.type in (
+            "binary_expression",
+            "postfix_expression",
+            "unary_expression",
+        ):
+            target = node.children[-1] if node.type == "unary_expression" else node.children[0]
+            name = _text(target, data)
+            if target.type in ("variable_name", "word") and _IDENTIFIER.fullmatch(name):
+                self._numbers.add((self._scope, name))
 
     @staticmethod
     def _evaluating_expansion(node: Any, data: bytes) -> bool:
@@ -670,19 +749,31 @@ class _Walker:
         if nameref:  # (what it names is set later, by any spelling: `declare -n r; r=PS4`)
             self.problems.append("a nameref: the variable it names may be one that runs code")
         arguments: list[str | None] = []
+        numbers: set[str] = set()  # (set to a number, or left one: `local i`, `export n`)
+        keeps_numbers = all(_DECLARED_NUMBER.fullmatch(w) for w in words[1:] if w[0] in "-+")
         for child in node.children[1:]:
             if child.type == "variable_assignment":  # its name is plain text; with `-n`
                 parts = [c for c in child.children if c.is_named]  # its value is a name
-                arguments.append(_text(parts[0], data))
+                assigned = _text(parts[0], data)
+                arguments.append(assigned)
+                value = child.child_by_field_name("value")
+                if keeps_numbers and (value is None or _numeric_value(value, data)):
+                    numbers.add(assigned.split("[", 1)[0].rstrip("+"))
                 if nameref and len(parts) > 1:
                     arguments.append(_literal(parts[-1], data))
                     if arguments[-1] is None:
                         self.problems.append("a nameref to a variable named as it runs")
-            elif child.is_named:
-                arguments.append(_literal(child, data))
+            elif child.is_named:  # (`local i`: a name; `HO''ME` is not two words)
+                following = child.next_sibling
+                plain = child.type == "variable_name" and (
+                    following is None or following.start_byte > child.end_byte
+                )
+                arguments.append(_text(child, data) if plain else _literal(child, data))
+                if keeps_numbers and arguments[-1] and _IDENTIFIER.fullmatch(arguments[-1]):
+                    numbers.add(arguments[-1])
                 if words[0] != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([_name(child, data)])
-        self._setting(arguments)
+        self._setting(arguments, numbers)
         if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
             self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
         self.commands.append(SimpleCommand(text))
@@ -690,16 +781,23 @@ class _Walker:
     def _sources_a_file(self) -> None:
         """The command runs a file's code (``source``, a ``BASH_ENV``): it may set
         ``HOME``, change directory and open descriptors, as it runs."""
-        self.sets_home = self.moves = True
+        self.sets_home = self.moves = self._any_set = True
         self.reads.append(None)
 
-    def _setting(self, words: Sequence[str | None]) -> None:
+    def _setting(self, words: Sequence[str | None], numbers: Collection[str] = ()) -> None:
         """Note a variable setter's words (literal, or None when computed): one that
         names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``; one
         naming a prompt (``printf -v PS4 …``, ``read PS4``, a nameref's target: ``set -x``
-        runs its ``$(…)``) or one of bash's command tables changes what runs."""
+        runs its ``$(…)``) or one of bash's command tables changes what runs.
+        ``numbers``: the names it sets to a number (see :meth:`settle`)."""
         for word in words:
             name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
+            if word is None:
+                self._any_set = True
+            elif name in numbers:
+                self._numbers.add((self._scope, name))
+            else:
+                self._not_numbers.add(name)
             if name in PROMPTS:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
@@ -710,6 +808,21 @@ class _Walker:
             self.sets_home = True
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
             self.sets_cdpath = True
+
+    def _let(self, expressions: Sequence[str | None]) -> None:
+        """``let``'s words are arithmetic: the variables they name are used (and those
+        they assign set to numbers); one with more than names, numbers and operators
+        (a subscript, a computed word) asks."""
+        if any(e is None or not _LET_EXPRESSION.fullmatch(e) for e in expressions):
+            self.problems.append(ARITHMETIC_PROBLEM)
+            self._setting([None])
+            return
+        for expression in expressions:
+            assert expression is not None
+            targets = [a or b for a, b in _LET_TARGET.findall(expression)]
+            self._setting(targets, set(targets))
+            uses = re.findall(r"(?<![\w#])[A-Za-z_]\w*", expression)
+            self._arithmetic_uses += [(self._scope, use) for use in uses]
 
     def _names(self, words: Sequence[str | None]) -> None:
         """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
@@ -840,12 +953,12 @@ class _Walker:
             self.cds.append((site, known))
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
             self._setting([*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])])
+        elif name == "let":
+            self._let(rest)
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
         self._names(_named_variables(name, rest))
-        if name == "let" and any(w is None or re.search(r"[A-Za-z_]", w) for w in rest):
-            self.problems.append(ARITHMETIC_PROBLEM)
-        elif name in ("source", "."):  # the file may set anything
+        if name in ("source", "."):  # the file may set anything
             self._sources_a_file()
         if name == "alias" and any(w is None or "=" in w for w in rest):
             self.problems.append(ALIAS_PROBLEM)
@@ -983,6 +1096,7 @@ class _Walker:
         count as written where the runner keeps the directory, ``HOME`` and root
         (``sudo``, ``flock``), only absolute ones where it may move the first two (``uv
         run``, ``su``, ``direnv exec``), none where it may change the root (``chroot``)."""
+        inner.settle()
         self.problems += inner.problems
         self.reads += inner.reads
         self.computed_writes += inner.computed_writes
@@ -1048,6 +1162,74 @@ def _name(node: Any, data: bytes) -> str | None:
     if node.type in ("variable_name", "subscript") or _PLAIN_ELEMENT.fullmatch(text):
         return text
     return _literal(node, data)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_BODIES = frozenset({"do_group", "compound_statement"})
+
+
+def _arithmetic_use(node: Any, data: bytes) -> str | bool:
+    """What a node of an arithmetic expression evaluates: the name of a variable (whose
+    value bash evaluates as arithmetic in turn), True for a value that cannot be followed
+    (a positional parameter, an expansion that transforms a value, a substitution's
+    output, text with letters), False for none (a number, ``$?``, a length, a part
+    whose own nodes say)."""
+    kind = node.type
+    text = _text(node, data)
+    if kind in ("variable_name", "word"):
+        expanded = node.parent is not None and node.parent.type in ("simple_expansion", "expansion")
+        if (not expanded and _NUMERIC_WORD.fullmatch(text)) or text in ("@", "*"):
+            return False  # (`${a[@]}` is every element: no arithmetic)
+        return text if _IDENTIFIER.fullmatch(text) else True
+    if kind == "simple_expansion":  # (its variable_name says which)
+        special = [c for c in node.children if c.type == "special_variable_name"]
+        return bool(special) and _text(special[0], data) not in NUMERIC_SPECIALS
+    if kind == "expansion":  # `${n}` (its variable_name says), `${#n}`: a number
+        inner = [c.type for c in node.children[1:-1]]
+        return inner not in (["variable_name"], ["#", "variable_name"], ["#", "subscript"])
+    if kind in _SUBSTITUTIONS:  # its output is evaluated (`$(( $(cat f) ))`)
+        return True
+    if kind == "string":  # `"$n"`: its expansions say; text in it is evaluated
+        return any(
+            c.type == "string_content" and re.search(r"[A-Za-z_]", _text(c, data))
+            for c in node.children
+        )
+    if kind == "raw_string":  # (`z["d"]`: a name, for an indexed array)
+        return bool(re.search(r"[A-Za-z_]", text))
+    return False
+
+
+def _numeric_value(node: Any, data: bytes) -> bool:
+    """Whether an assigned value is a number (a literal one, ``$((…))``, ``$?``, ``$#``,
+    a length, or ``"$((…))"``); no value (``n=``) is 0."""
+    if node is None:
+        return True
+    kind = node.type
+    if kind == "string":
+        parts = [c for c in node.children if c.is_named]
+        return len(parts) == 1 and _numeric_value(parts[0], data)
+    if kind == "arithmetic_expansion":
+        return True
+    if kind == "simple_expansion":
+        special = [c for c in node.children if c.type == "special_variable_name"]
+        return bool(special) and _text(special[0], data) in NUMERIC_SPECIALS
+    if kind == "expansion":  # a length
+        return len(node.children) > 2 and node.children[1].type == "#"
+    literal = _literal(node, data)
+    return literal is not None and bool(_NUMBER.fullmatch(literal))
+
+
+def _counted(node: Any, data: bytes) -> bool:
+    """A word of ``for``'s list that is a number, or a brace expansion of numbers."""
+    if node.type == "brace_expression":
+        return all(c.type in ("{", "}", "..", "number") for c in node.children)
+    return bool(_NUMBER.fullmatch(_literal(node, data) or "x"))
+
+
+def _expansion_name(node: Any, data: bytes) -> str:
+    names = [c for c in node.children if c.type in ("variable_name", "subscript")]
+    return _text(names[0], data).split("[", 1)[0] if names else ""
 
 
 def _literal_assignment(node: Any, data: bytes) -> str | None:

@@ -86,7 +86,8 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("echo <<EOF\nx \\`rm x\\`\nEOF", RULES, "allow"),  # escaped: plain text
         ("[[ -v 'x[$(rm -f /tmp/v)]' ]]", RULES, "ask"),  # a subscript bash evaluates
         ("printf -v 'x[$(rm -f /tmp/v)]' %s 1", DENY_LIST, "ask"),
-        ("y=abc; a=1; echo ${y:a}", RULES, "ask"),  # a substring's offset is arithmetic
+        ("y=abc; read a; echo ${y:a}", RULES, "ask"),  # a substring's offset is arithmetic
+        ("y=abc; a=1; echo ${y:a}", RULES, "allow"),  # ...on a number the command set
         ("echo ${y:1:2} ${y:-x}", RULES, "allow"),
         ("bash -c -- 'rm -f x'", DENY_LIST, "deny"),
         ("bash -c -e 'rm -f x'", DENY_LIST, "deny"),
@@ -1217,6 +1218,73 @@ def test_zsh_ways_to_run_what_is_denied(command: str, zsh: bool) -> None:
 def test_what_a_second_review_found_asking_for_nothing(command: str) -> None:
     rules = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Bash(git push *)"]}
     assert verdict(command, rules) == "allow", parse_command(command).problems
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "n=0; n=$((n+1)); echo $n",
+        "for ((i=0; i<3; i++)); do echo $i; done",  # (its body is commands, no arithmetic)
+        "i=0; while ((i < 10)); do ((i++)); done",
+        "for i in 1 2 {3..5}; do echo $((i * 2)); done",
+        "f() { local i; for ((i=0; i<3; i++)); do :; done; }; f",
+        "count=0; for f in *; do count=$((count + 1)); done; echo $count",
+        'n=5; [[ "$n" -gt 3 ]] && echo big',
+        "let n=1 'm = n + 2'; echo $m",
+        "x=3; echo ${a[x]} ${y:x:1}",
+        "s=abc; echo $(( ${#s} + ${#PATH} + $# ))",  # lengths are numbers
+        "n=$#; ((n > 0))",
+        'total="$((4 + 1))"; ((total++))',
+        "echo $((16#ff + 0x1f))",
+        "declare -r MAX=10; export N=4; ((MAX > N))",
+    ],
+)
+def test_arithmetic_on_numbers_the_command_set_itself_is_allowed(command: str) -> None:
+    """Counters and loops: a variable the command sets, only to numbers, hides nothing."""
+    assert verdict(command, EVERYTHING_BUT) == "allow", parse_command(command).problems
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "a='x[$(rm -f p)]'; ((a))",
+        "((a))",  # the caller's environment
+        "n=0; read n < f; ((n))",
+        "n=0; builtin read n < f; ((n))",
+        "n=0; { read n; } < f; ((n))",
+        "n=0; eval 'n=$(cat f)'; ((n))",  # set by another text of the same shell
+        "n=0; trap 'n=$(cat f)' DEBUG; ((n))",
+        "n=0; . ./env.sh; ((n))",  # a sourced file may set anything
+        "n=0; : ${n:=$(cat f)}; ((n))",
+        'n=0; declare "$x"; ((n))',  # a computed name
+        'n=0; printf -v n %s "$(cat f)"; ((n))',
+        "n=0; n+=x; ((n))",
+        "n=0; declare -a n=(1); ((n))",
+        "n=$(cat f); ((n))",
+        "echo $(( $(cat f) ))",  # a substitution's output is evaluated
+        "echo $(( `cat f` ))",
+        "echo $(( ${n:-x} ))",
+        "[[ $1 -gt 0 ]]",  # a positional parameter
+        "for i in a b; do ((i)); done",
+        "for i in $(cat f); do ((i)); done",
+        "select i in 1 2; do ((i)); done",
+        "REPLY=0; read; ((REPLY))",  # set by bash from what the command read
+        "_=1; echo 'x[$(rm -f p)]'; ((_))",
+        "[[ $(cat f) =~ (.*) ]]; BASH_REMATCH=1; ((BASH_REMATCH))",
+        "x=1; bash -c '((x))'",  # another shell: the caller's environment
+        "((n)); bash -c 'n=1'",
+        "let 'n = a[$(cat f)]'",
+        'n=0; let "$x"; ((n))',
+    ],
+)
+def test_arithmetic_on_values_the_command_did_not_set_to_numbers_asks(command: str) -> None:
+    assert verdict(command, EVERYTHING_BUT) != "allow"
+    assert verdict(command.replace("bash -c", "zsh -c"), EVERYTHING_BUT, zsh=True) != "allow"
+
+
+def test_arithmetic_on_a_variable_asks_under_zsh_still() -> None:
+    """zsh's arithmetic is not followed: any variable in it asks, as before."""
+    assert verdict("n=0; ((n++))", EVERYTHING_BUT, zsh=True) == "ask"
 
 
 def test_zsh_checks_only_unquoted_text() -> None:
