@@ -1,0 +1,342 @@
+"""Programs that run code their words give (SPEC PM1): shells (``-c TEXT``, a script read
+from input), ``eval``, ``trap``, ``env -S``; git (settings and options that name a
+program, ``rebase -x``, ``bisect run``, ``submodule foreach``); tar (``--to-command``,
+``-I``). ``api.reading`` checks that code as a command of its own, or asks."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Sequence
+
+from .linkpaths import PER_PROCESS, links_followed, normal_path
+from .runners import (
+    short_options,
+)
+
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
+"""``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
+
+
+_SHELL_NAME = re.compile(r"(?:(?:ba|rba|z|rz|da|k|rk|mk|pdk|a|c|tc|ya|po)?sh|fish|ksh93)[-._0-9]*")
+"""A shell's base name, versioned too (``zsh5``, ``bash-5.2``): ``ssh`` is none."""
+
+
+def is_shell(name: str) -> bool:
+    return _SHELL_NAME.fullmatch(os.path.basename(name)) is not None
+
+
+SHELL_OPTIONS_WITH_VALUE = frozenset({
+    "-o", "+o", "-O", "+O", "--rcfile", "--init-file", "--emulate",
+})  # fmt: skip
+
+
+STDIN_PATHS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|thread-self|\d+)/fd/\d+")
+"""A script path that is the shell's own input (a pipe, a here-string, a heredoc)."""
+
+
+def reads_input(path: str) -> bool:
+    """Whether a script path is the shell's input, however spelled (``//dev/stdin``,
+    ``/dev/./stdin``), or something of its own process (``/proc/net/../fd/0``)."""
+    if path == "-":
+        return True
+    absolute = os.path.join("/", path) if path.startswith("/") else None
+    if absolute is None:
+        return False
+    normal = normal_path(absolute)
+    return (
+        STDIN_PATHS.fullmatch(normal) is not None
+        or PER_PROCESS.search(absolute) is not None
+        or links_followed(absolute) is None
+    )
+
+
+def abbreviates(word: str | None, option: str) -> bool:
+    """Whether ``word`` is the long ``option``, or a prefix of it getopt takes for it
+    (``--ch`` for ``--chdir``; ``--split=TEXT``)."""
+    flag = (word or "").split("=", 1)[0]
+    return len(flag) > 3 and flag.startswith("--") and option.startswith(flag)
+
+
+GIT_OPTIONS_WITH_VALUE = frozenset({
+    "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+})  # fmt: skip
+
+
+def git_options(rest: Sequence[str | None]) -> int:
+    """How many of git's words are its own options, before its subcommand (``git -C dir
+    --no-pager push`` runs ``git push``)."""
+    i = 0
+    while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
+        i += 2 if word in GIT_OPTIONS_WITH_VALUE else 1
+    return min(i, len(rest))
+
+
+def split_string(words: Sequence[str | None]) -> str | None:
+    """The command line ``env -S TEXT WORDS…`` runs (``-vS``, ``-STEXT``,
+    ``--split-string=TEXT`` too), or None when a word of it is known only as it runs."""
+    for index, word in enumerate(words):
+        if word is None:
+            return None
+        options = short_options(word, "uCSP")
+        if abbreviates(word, "--split-string") or options[-1:] == ["-S"]:
+            if word.startswith("--"):
+                attached = word.split("=", 1)[1] if "=" in word else ""
+            else:
+                attached = word[len(options) + 1 :]  # (`-vSrm`)
+            line: list[str | None] = [attached] if attached else []
+            line += words[index + 1 :]  # (the text, unless attached, and the words after)
+            if not line or any(w is None for w in line):
+                return None
+            text, *after = [w or "" for w in line]  # (the text split as env splits it; the
+            return " ".join([text, *map(shlex.quote, after)])  # words after as they are)
+    return None
+
+
+GIT_RUNS = {
+    "rebase": ("-x", "--exec"), "difftool": ("-x", "--extcmd"), "bisect": ("run",),
+    "submodule": ("foreach",), "filter-branch": ("",), "filter-repo": ("",),
+    "fetch": ("--upload-pack",), "pull": ("--upload-pack",), "ls-remote": ("--upload-pack",),
+    "clone": ("-u", "--upload-pack"), "archive": ("--exec",), "grep": ("-O",
+    "--open-files-in-pager"), "push": ("--receive-pack", "--exec"),
+    "send-pack": ("--receive-pack", "--exec"), "fetch-pack": ("--upload-pack", "--exec"),
+}  # fmt: skip
+"""git subcommands (and their words) that run a command given to them."""
+
+
+GIT_TRANSFERS = frozenset({"fetch", "pull", "push", "clone", "ls-remote", "grep"})
+"""Of those, the ones whose words known only as run are not taken for such an option
+(`git push origin "$BRANCH"`: far too common to ask)."""
+
+
+SAFE_GIT_SETTINGS = re.compile(
+    r"(user|color|advice|i18n|column|status|rerere)\.[\w.-]+|init\.defaultbranch"
+    r"|diff\.(noprefix|algorithm|renames|colormoved|mnemonicprefix)|core\.(quotepath|autocrlf"
+    r"|filemode|ignorecase|longpaths|eol|safecrlf|symlinks|compression|precomposeunicode"
+    r"|whitespace|abbrev)|push\.(default|autosetupremote|followtags)|safe\.directory"
+    r"|http\.(sslverify|version|postbuffer|extraheader)|protocol\.version|transfer\.fsckobjects"
+    r"|pull\.(rebase|ff)|fetch\.prune|rebase\.(autosquash|autostash)|merge\.ff"
+    r"|log\.(date|decorate|abbrevcommit)|format\.pretty|gc\.auto|maintenance\.auto",
+    re.IGNORECASE,
+)
+"""Settings that change no program git runs (``-c user.name=…``); any other may
+(``alias.p``, ``core.fsmonitor``, ``core.pager``, ``*.command``, ``include.path``)."""
+
+
+_SETTINGS_WITH_PROGRAMS = re.compile(
+    r".*\.(cmd|command|program|path|helper|tool|driver|editor|textconv|clean|smudge|process"
+    r"|pager|sshcommand|askpass|fsmonitor|hookspath|templatedir)$",
+    re.IGNORECASE,
+)
+
+
+def _git_setting_runs(key: str | None) -> bool:
+    """Whether setting ``key`` may make git run a program (an unknown key may)."""
+    if key is None:
+        return True
+    return not SAFE_GIT_SETTINGS.fullmatch(key) or bool(_SETTINGS_WITH_PROGRAMS.match(key))
+
+
+TAR_VALUED = "bCfFgHIKLNTVX"
+"""tar's old-style letters that take a value (``tar cIf CMD out.tgz dir``)."""
+
+
+TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--info-script",
+                "--new-volume-script", "--checkpoint-action")  # fmt: skip
+
+
+def _tar_command(words: Sequence[str | None], index: int) -> str | None:
+    """The command ``tar``'s word ``index`` gives it to run ("" for none; None when it
+    is computed): ``--to-command=CMD``, ``-I CMD``, ``--checkpoint-action=exec=CMD``."""
+    word = words[index]
+    if word is None:
+        return ""
+    value: str | None = ""
+    if index == 0 and not word.startswith("-"):  # old style, `tar cIf CMD out f`: each
+        taken = 0  # letter that takes a value takes the next word, in order
+        for letter in word:
+            taken += letter in TAR_VALUED
+            if letter in "IF":
+                return words[taken] if taken < len(words) else ""
+        return ""
+    if word.startswith("--") and any(abbreviates(word, o) for o in TAR_COMMANDS):
+        value = (
+            word.split("=", 1)[1]
+            if "=" in word
+            else words[index + 1]
+            if index + 1 < len(words)
+            else ""
+        )
+        if value is not None and abbreviates(word, "--checkpoint-action"):
+            value = value[len("exec=") :] if value.startswith("exec=") else ""
+    elif word.startswith("-") and not word.startswith("--") and ("I" in word or "F" in word):
+        at = word.index("I") if "I" in word else word.index("F")
+        value = word[at + 1 :] or (words[index + 1] if index + 1 < len(words) else "")
+    return value
+
+
+def rejoined(values: Sequence[str | None], shown: Sequence[str]) -> str:
+    """Words as a command line again: literal ones quoted, computed ones as written."""
+    return " ".join(shown[i] if v is None else shlex.quote(v) for i, v in enumerate(values))
+
+
+def git_code(words: Sequence[str | None]) -> list[str] | None:
+    """The commands ``git rebase -x CMD``, ``git bisect run CMD…`` and ``git submodule
+    foreach CMD…`` run (``words``: after git's own options), checked as commands; None
+    for another subcommand, or one whose command is known only as it runs."""
+    if words[:2] in (["bisect", "run"], ["submodule", "foreach"]):
+        rest = list(words[2:])
+        while words[0] == "submodule" and rest and (rest[0] or "").startswith("-"):
+            rest = rest[1:]  # (`--recursive`, `--quiet`)
+        if not rest or None in rest:
+            return None
+        if words[0] == "submodule":  # (the first word is shell code, the rest its words)
+            return [" ".join([rest[0] or "", *(shlex.quote(w or "") for w in rest[1:])])]
+        return [shlex.join(w or "" for w in rest)]  # (words: run as they are)
+    if words[:1] != ["rebase"]:
+        return None
+    codes: list[str] = []
+    for index, word in enumerate(words[1:], 1):
+        if word is None:
+            return None  # (`git rebase $X CMD`: `$X` may be `-x`)
+        value: str | None = ""
+        if word.startswith("--exec="):
+            value = word.split("=", 1)[1]
+        elif word == "--exec" or (
+            word.startswith("-") and not word.startswith("--") and word.endswith("x")
+        ):
+            value = words[index + 1] if index + 1 < len(words) else None
+        elif word.startswith("--") and "--exec".startswith(word.split("=", 1)[0]) and len(word) > 3:
+            return None  # (an abbreviation: left to ask)
+        elif word.startswith("-") and not word.startswith("--") and "x" in word:
+            value = word[word.index("x") + 1 :]  # (`-xCMD`)
+        if value is None:
+            return None
+        if value:
+            codes.append(value)
+    return codes
+
+
+def git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None:
+    """Why ``git REST`` may run a command its words do not name: configuration given
+    on its command line that may name one (``-c alias.p=push``, ``-c
+    core.fsmonitor=CMD``, ``help.autocorrect``; ``-c user.name=…`` is fine), another
+    ``--exec-path``, such configuration set for later (``git config alias.p push``), or a
+    subcommand that runs one (``rebase -x CMD``, ``fetch --upload-pack=CMD``)."""
+    skip = git_options(rest)
+    for index, word in enumerate(rest[:skip]):
+        flag = (word or "").split("=", 1)[0]
+        if flag == "-c" or flag == "--config-env":
+            setting = rest[index + 1] if "=" not in (word or "") else (word or "").split("=", 1)[1]
+            if _git_setting_runs(None if setting is None else setting.split("=", 1)[0]):
+                return "git runs what configuration given to it may name (`-c alias.p=push`)"
+        elif flag == "--exec-path" and "=" in (word or ""):
+            return "git runs its commands from another `--exec-path`"
+    words = list(rest[skip:])
+    if words[:1] == ["clone"]:  # (`git clone -c core.sshCommand=CMD`: set, then used)
+        for index, word in enumerate(words[1:], 1):
+            if abbreviates(word, "--template"):  # (its hooks run at the checkout)
+                return "git runs hooks from the template directory given to it"
+            if word == "-c" or (abbreviates(word, "--config") and "=" not in (word or "")):
+                given = words[index + 1] if index + 1 < len(words) else ""
+            elif word is not None and (word.startswith("-c") or abbreviates(word, "--config")):
+                given = word.split("=", 1)[1] if word.startswith("--") else word[2:]
+            else:
+                continue
+            if _git_setting_runs(None if given is None else given.split("=", 1)[0]):
+                return "git runs what configuration given to it may name (`-c alias.p=push`)"
+    if words[:1] == ["config"]:
+        operands = [w for w in words[1:] if w is None or not w.startswith("-")]
+        if len(operands) > 1 and _git_setting_runs(operands[0]):  # (`git config KEY VALUE`)
+            return "git is set to run what a setting names (`git config alias.p push`)"
+    if not subcommand or not words or words[0] not in GIT_RUNS:
+        return None  # (a subcommand's command checked as one: see git_code)
+    signs = [s for s in GIT_RUNS[words[0] or ""] if s]
+    for word in words[1:]:
+        if word is None:  # (`git rebase $X CMD`: `$X` may be `-x`)
+            if words[0] not in GIT_TRANSFERS:
+                return f"`git {words[0]}` runs a command given to it"
+            continue
+        flag = word.split("=", 1)[0]
+        if any(
+            s == word
+            or (s.startswith("--") and len(flag) > 3 and s.startswith(flag))  # (`--exe`)
+            or (len(s) == 2 and word.startswith("-") and not word.startswith("--") and s[1] in word)
+            for s in signs  # (`-ix CMD`: grouped)
+        ):
+            return f"`git {words[0]}` runs a command given to it"
+    return (
+        f"`git {words[0]}` runs a command given to it" if "" in GIT_RUNS[words[0] or ""] else None
+    )
+
+
+def code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
+    """Shell code a builtin takes as an argument and runs later (None: computed at run
+    time): ``trap CODE SIGNAL…``, ``mapfile -C CODE``, ``alias NAME=CODE``."""
+    words = list(rest)
+    if name == "trap":
+        if words[:1] == ["--"]:
+            words = words[1:]
+        if len(words) < 2 or (words[0] is not None and words[0].startswith("-")):
+            return []  # `trap SIG`, `trap - SIG`, `trap -p`: no code
+        return [words[0]]
+    if name in ("mapfile", "readarray"):
+        found: list[str | None] = []
+        for i, word in enumerate(words):
+            if word is not None and short_options(word, "dnOsuCc")[-1:] == ["-C"]:
+                value = word[word.index("C") + 1 :]
+                if value or i + 1 < len(words):
+                    found.append(value or words[i + 1])
+        return found
+    if name == "alias":
+        return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
+    if name == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
+        return [code for i, word in enumerate(words) if (code := _tar_command(words, i)) != ""]
+    if name in ("compgen", "complete"):  # `-C CODE`: run to find the words
+        found = []
+        for i, word in enumerate(words):
+            if word is None or (word.startswith("-") and "C" in word[1:]):
+                after = None if word is None else word[word.index("C") + 1 :]
+                found.append(after or (words[i + 1] if i + 1 < len(words) else None))
+        return found
+    return []
+
+
+def nested_script(name: str, rest: Sequence[str | None]) -> str | None:
+    """The script ``bash -c TEXT`` or ``eval TEXT…`` runs ("" when it is computed, "-"
+    when the shell reads it from its input), or None when ``name`` runs no script text
+    (``bash script.sh``: a command like any other)."""
+    if name == "eval":
+        rest = rest[1:] if rest[:1] == ["--"] else rest
+        return "" if any(w is None for w in rest) else " ".join(w or "" for w in rest)
+    if not is_shell(name):
+        return None
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word is None:
+            return ""
+        if word in SHELL_OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if word == "-c" or (word.startswith("-") and "c" in word[1:] and word[1:].isalpha()):
+            i += 1  # the script is the first word that is no option (`bash -c -e -- TEXT`)
+            while i < len(rest) and (w := rest[i]) is not None and w.startswith(("-", "+")):
+                i += 2 if w in SHELL_OPTIONS_WITH_VALUE else 1
+                if w == "--":
+                    break
+            if i >= len(rest):
+                return "-"
+            return rest[i] if rest[i] is not None else ""
+        if word == "-s" or (word.startswith("-") and "s" in word[1:] and word[1:].isalpha()):
+            return "-"
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith(("-", "+")):
+            break
+        i += 1
+    if i >= len(rest) or (rest[i] is not None and reads_input(rest[i] or "")):
+        return "-"  # no script file: the shell reads its input
+    return "" if rest[i] is None else None

@@ -1,0 +1,1150 @@
+"""What a command runs and writes, read as bash would (SPEC PM1): the simple commands of
+its text with their wrappers, what runners and programs run (``sudo``, ``xargs``,
+``bash -c``, ``eval``, ``git rebase -x``), the files its redirections write and the
+``cd``s that may come before them, and the problems that make it uncheckable (asked,
+never allowed unseen). :func:`parse_command` is the entry point; ``api.permissions``
+matches what it finds against rules."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .bashgrammar import (
+    BRACES,
+    MAX_DEPTH,
+    TILDE,
+    bash_parser,
+    continued_line,
+    deeper_than,
+    grammar_misreads,
+    joined_lines,
+    literal_assignment,
+    name_word,
+    node_text,
+    squeeze,
+    unchecked_heredoc,
+    unread_expansion,
+    word_value,
+)
+from .programs import (
+    abbreviates,
+    code_arguments,
+    git_code,
+    git_options,
+    git_runs,
+    is_shell,
+    nested_script,
+    reads_input,
+    rejoined,
+    split_string,
+)
+from .runners import (
+    COMMAND_RUNNERS,
+    WRAPPERS,
+    Place,
+    may_vanish,
+    read_runner,
+    runner_commands,
+    short_options,
+    takes_next_word,
+    wrapper_arguments,
+)
+
+DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
+
+
+WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command that would run. ``text`` is what an allow rule must match: its words
+    unquoted (``"rm"`` is ``rm``), transparent wrappers stripped, assignments that are not
+    known to be harmless kept in front (``GIT_CONFIG_…=… git status`` is not ``git
+    status``). ``variants`` are other readings a deny or ask rule also catches: without
+    the assignments, by the program's base name (``/bin/rm``), the command run by
+    ``sudo``/``doas``/``xargs``/``find -exec``/``watch``."""
+
+    text: str
+    wrappers: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    open_prefixes: tuple[str, ...] = ()
+    """Readings whose words after this prefix are only known at run time (``git $X``,
+    ``git $(…)``, what ``xargs git`` appends): a deny or ask rule that some command
+    starting so could match catches them (``Bash(git push *)`` asks for ``git $X``)."""
+
+    @property
+    def name(self) -> str:
+        words = self.text.split(" ")
+        return next((w for w in words if "=" not in w), words[0])
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    """What a command line would do, as the grammar sees it."""
+
+    source: str
+    commands: tuple[SimpleCommand, ...]
+    writes: tuple[str, ...] = ()
+    """Files its redirections write (as written; a computed target as its text)."""
+    problems: tuple[str, ...] = ()
+    """Why (part of) it cannot be checked; any problem makes it ``ask`` at best."""
+    moves: bool = False
+    """Whether it may change directory anywhere in it (a sourced file, a ``BASH_ENV``):
+    its relative write targets are then in a directory known only as it runs."""
+    sets_home: bool = False
+    """Whether it may change ``HOME`` as it runs: it names ``HOME`` anywhere in its text,
+    or sets a variable whose name is only known then (``declare "${a}OME=/etc"``,
+    ``read -r HOM\\E``, ``printf -v "$v"``), or sources a file. Its ``~/`` write targets
+    are then known only as it runs."""
+    computed_writes: tuple[str, ...] = ()
+    """Those of ``writes`` expanded as it runs (``$dir/f``, ``{/etc/passwd,}``, a glob)."""
+    reads: tuple[str | None, ...] = ()
+    """Files its redirections open for reading (``3< f``, ``< f``; None: known only as it
+    runs, a sourced file's too): a write to a descriptor's path (``/dev/fd/3``,
+    ``/dev/stdin``) opens such a file again, for writing."""
+    moved_by: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
+    """For a write target, the directories the ``cd``s that may run before it go to, in
+    order (as written; None: known only as it runs): one in a loop, a function, a nested
+    shell or ``eval``, ``cd "$d"``, ``cd -``, ``popd``, ``env -C``…, or a relative one
+    when the text names ``CDPATH``. Its relative target is checked in each directory the
+    command may then be in."""
+
+
+MAX_NESTING = 8
+"""How deep ``bash -c 'bash -c …'`` is followed before it counts as unknowable."""
+
+
+MAX_RUNNER_READINGS = 64
+"""Readings of the commands runners run, at most, in one command (see ``_Walker``)."""
+
+
+MAX_CHECKED_CHARS = 256 * 1024
+"""A longer command is not parsed: it cannot be checked (ask)."""
+
+
+SAFE_ASSIGNMENTS = frozenset({
+    "CI", "NODE_ENV", "RUST_BACKTRACE", "RUST_LOG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
+    "NO_COLOR", "FORCE_COLOR", "TERM", "LANG", "LC_ALL", "TZ", "COLUMNS", "LINES", "DEBUG",
+    "VERBOSE",
+})  # fmt: skip
+"""Variables that only change how a program talks, stripped before matching with literal
+values (``LC_*`` too). Any other (``GIT_CONFIG_*``, ``LD_PRELOAD``, ``BASH_ENV``,
+``PATH``) changes what runs: it stays part of the command's text."""
+
+
+_HOME_READ = re.compile(r"\$HOME\b|\$\{HOME\}")
+"""``HOME`` read as it is (``"$HOME/.local/bin"``), which sets nothing."""
+
+
+SOURCED_VARIABLES = frozenset({"BASH_ENV", "ENV"})
+"""Variables naming a file the shells a command starts run first."""
+
+
+ALIAS_PROBLEM = "an alias changes what its word runs"
+
+
+MISREAD_NAMES = frozenset({
+    "!", "{", "}", "if", "then", "else", "elif", "fi", "while", "until", "for", "do", "done",
+    "case", "esac", "select", "function", "in", "[[", "]]", "coproc", "time",
+})  # fmt: skip
+"""Reserved words the grammar takes for a command's name after ``!`` or ``time`` (bash
+runs what follows them as the compound command it is)."""
+
+
+MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
+
+
+VARIABLE_SETTERS = frozenset({
+    "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile",
+    "readarray", "getopts", "wait", "let",
+})  # fmt: skip
+"""Builtins that set (or unset) variables named by their words: one given ``HOME``, or a
+word computed at run time, may move ``~`` (``wait -p``, ``printf -v``, ``let``)."""
+
+
+ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+
+
+NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
+
+
+ARITHMETIC_PROBLEM = (
+    "arithmetic on a variable the command does not set to a number itself, whose value "
+    "could hide a command (`a='x[$(cmd)]'; ((a))`)"
+)
+
+
+BASH_SET_VARIABLES = frozenset({
+    "_", "REPLY", "OPTARG", "OPTIND", "MAPFILE", "PWD", "OLDPWD", "DIRSTACK", "COPROC",
+    "COMPREPLY", "READLINE_LINE", "READLINE_POINT", "READLINE_MARK", "FUNCNAME", "GROUPS",
+    "HOSTNAME", "SHELLOPTS",
+})  # fmt: skip
+"""Variables bash sets itself, from what a command reads or does (``read``'s ``REPLY``,
+``$_``: the last word of the command before), with ``BASH_*`` and ``COMP_*``: never
+taken for numbers the command set."""
+
+
+ARITHMETIC_ASSIGNMENTS = frozenset({
+    "=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", "++", "--",
+})  # fmt: skip
+
+
+_NUMBER = re.compile(r"[+-]?\d*")
+"""A literal value that is a number to arithmetic (empty: 0)."""
+
+
+_NUMERIC_WORD = re.compile(r"\d+|0[xX][0-9a-fA-F]+|\d+#[0-9A-Za-z@_]+")
+"""A number as arithmetic reads one (decimal, hexadecimal, ``BASE#DIGITS``)."""
+
+
+_LET_EXPRESSION = re.compile(r"[\w\s+\-*/%=<>!&|^~?:(),]*")
+"""A ``let`` expression of names, numbers and operators only (no subscript, no quote)."""
+
+
+_LET_TARGET = re.compile(
+    r"(?<![\w#])([A-Za-z_]\w*)(?=\s*(?:(?:<<|>>|[-+*/%&|^])?=(?!=)|\+\+|--))"
+    r"|(?:\+\+|--)\s*([A-Za-z_]\w*)"
+)
+
+
+_DECLARED_NUMBER = re.compile(r"[-+][grxv]+")
+"""Options of ``declare``/``local``/``export``/``readonly``/``unset`` that leave a number
+one (global, read-only, exported)."""
+
+
+BRACKET_PROBLEM = "a `[ … > … ]` test: bash reads its `>` or `<` as a redirection"
+
+
+def _redirects_in_brackets(node: Any) -> bool:
+    """Whether a ``[ … ]`` test (not ``[[ … ]]``) holds an unquoted ``>`` or ``<``: the
+    grammar reads a comparison, bash a redirection (``[ x > /etc/passwd ]`` writes it)."""
+    if not node.children or node.children[0].type != "[":
+        return False
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if not child.is_named and child.type in (">", ">>", "<", ">|", "&>", "&>>", "<>"):
+            return True
+        if child.type not in ("string", "raw_string", "command_substitution"):
+            stack += child.children
+    return False
+
+
+HEREDOC_PROBLEM = "a here-document whose expansions cannot be checked (`` `cmd` `` in it)"
+
+
+CONTINUED_PROBLEM = "a comment or quoted here-document line ending in a backslash"
+
+
+PROMPTS = frozenset({"PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND"})
+"""Variables whose value bash expands as it prints a prompt or a trace (``set -x``)."""
+
+
+SUBSCRIPT_PROBLEM = "an array subscript that bash may run as code (`test -v 'x[$(cmd)]'`)"
+
+
+TABLES = frozenset({"BASH_CMDS", "BASH_ALIASES"})
+
+
+ZSH_CODE_VARIABLES = frozenset({
+    "functions", "commands", "aliases", "galiases", "saliases", "dis_functions", "PROMPT",
+    "PROMPT2", "PROMPT3", "PROMPT4", "RPROMPT", "RPROMPT2", "RPS1", "RPS2", "precmd_functions",
+    "preexec_functions", "chpwd_functions", "periodic_functions", "zshaddhistory_functions",
+    "zshexit_functions",
+})  # fmt: skip
+"""zsh's tables of what names run and its prompts (``functions+=(git 'rm x')``)."""
+
+
+COMMAND_VARIABLES = frozenset({
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
+    "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "TAR_OPTIONS",
+})  # fmt: skip
+"""Variables naming a command git (or tar, ``TAR_OPTIONS``) runs (``GIT_CONFIG_*`` set
+git's configuration)."""
+"""bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
+
+
+_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]", re.DOTALL)
+
+
+_LISTING = re.compile(r"\$\{![A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\]|[@*])\}")
+
+
+_PATTERN_CODE = re.compile(r"`|\$[({\[]|[<>]\(")
+"""What expands in a ``=~`` regex or a ``case`` pattern, which the grammar leaves as one
+piece of text: a command or arithmetic in it would run unchecked."""
+
+
+_ARRAY_KEY = re.compile(r"\[([^\]]*)\]\+?=")
+
+
+SOURCED_INPUT = "`{}` names a script computed or read from input (`<(…)`) the shells run"
+
+
+NAME_OPTIONS = {"read": "adinNptu", "mapfile": "dnOsuCc", "readarray": "dnOsuCc"}
+"""Builtins whose operands name variables, and their options that take a value."""
+
+
+_EVALUATED_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[.*[$`].*\]", re.DOTALL)
+"""A variable name with a subscript holding an expansion: ``test -v``, ``printf -v``,
+``read``, ``unset`` and others evaluate it, running its ``$(…)``."""
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+_ZSH_EQUALS = re.compile(r"=[A-Za-z0-9_.+-]")
+
+
+_GLOB_SUBST = re.compile(r"glob_?subst", re.IGNORECASE)
+"""zsh's option that globs variables' values: a qualifier in one runs code."""
+
+
+_QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
+"""Quoted text, where zsh expands no glob qualifier."""
+
+
+ZSH_MODIFIERS = frozenset({"noglob", "nocorrect", "-"})
+"""zsh's precommand modifiers: what follows is the command (``repeat N`` too)."""
+
+
+_ZSH_CODE = re.compile(r"[*?\]]\((?:#q)?[^()]*?(?:e[^\w\s)]|\+[A-Za-z_])|\$\{\([^)]*[e%]")
+"""zsh's glob qualifiers that run code (``*(e:'cmd':)``, ``*(+func)``) and parameter
+expansion flags (``${(e)x}`` evaluates the value)."""
+
+
+def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
+    """The simple commands and written files of ``source`` (never raises on bad text).
+    ``zsh``: zsh runs it, read by the same grammar (bash's), with zsh's precommand
+    modifiers and ``=cmd`` read as zsh reads them and its code-running glob qualifiers
+    and parameter flags asking."""
+    walker = _Walker()
+    walker.zsh = zsh
+    if len(source) > MAX_CHECKED_CHARS:
+        walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
+    else:
+        walker.parse(source, 0)
+        walker.settle()
+        if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
+            walker.problems.append("zsh glob qualifiers or parameter flags may run code")
+    return ParsedCommand(
+        source,
+        tuple(dict.fromkeys(walker.commands)),
+        tuple(dict.fromkeys(walker.writes)),
+        tuple(dict.fromkeys(walker.problems)),
+        walker.moves,
+        walker.sets_home or "HOME" in _HOME_READ.sub("", source),
+        tuple(dict.fromkeys(walker.computed_writes)),
+        tuple(dict.fromkeys(walker.reads)),
+        walker.moved_by("cdpath" in source.lower()),
+    )
+
+
+_SCOPES = frozenset({"subshell", "command_substitution", "process_substitution"})
+
+
+_GROUPS = frozenset({
+    "command", "compound_statement", "subshell", "if_statement", "case_statement",
+    "for_statement", "c_style_for_statement", "while_statement",
+})  # fmt: skip
+"""Statements whose redirections bash opens before any of their commands runs."""
+
+
+_REPEATS = frozenset({"for_statement", "c_style_for_statement", "while_statement",
+                      "function_definition"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Site:
+    """Where in a command something is: a node of the tree of one reading of its text
+    (``tree``), or nested (in a shell it starts, ``eval``'s or a trap's text, or read by
+    a runner's walker): then it may come before or after anything."""
+
+    node: Any
+    tree: int
+    nested: bool
+
+    def repeated(self) -> bool:
+        """Whether it may run more than once, or elsewhere than it is written: in a loop
+        or a function body."""
+        node = self.node.parent if self.node is not None else None
+        while node is not None:
+            if node.type in _REPEATS:
+                return True
+            node = node.parent
+        return False
+
+    def precedes(self, later: _Site) -> bool:
+        """Whether a directory change here may act on ``later`` (a redirection): it comes
+        first in the same shell, or either is nested or may run again (in a loop or a
+        function body). ``(cd x; …) > f``, ``echo > f; cd x``, ``cd x 2> f``: no."""
+        if self.nested or later.nested or self.node is None or later.node is None:
+            return True
+        if later.repeated():
+            return True
+        if self.tree != later.tree or self.node.start_byte >= later.node.start_byte:
+            return False
+        statement = later.node.parent  # (its redirections open before its commands run;
+        body = statement.child_by_field_name("body")  # the grammar gives `a && b > f`'s
+        if body is not None and body.type in _GROUPS and _within(self.node, statement):
+            return False  # to the list, bash to `b`)
+        scope = self.node.parent
+        while scope is not None and scope.type not in _SCOPES:
+            scope = scope.parent
+        return scope is None or _within(later.node, scope)
+
+
+def _within(node: Any, ancestor: Any) -> bool:
+    while node is not None and node != ancestor:
+        node = node.parent
+    return node is not None
+
+
+def cdpath_searched(directory: str) -> bool:
+    """Whether ``cd DIR`` looks for DIR in ``CDPATH`` first."""
+    return not directory.startswith(("/", "./", "../", "~")) and directory not in (".", "..")
+
+
+class _Walker:
+    def __init__(self, readings: list[int] | None = None) -> None:
+        self.readings = [0] if readings is None else readings
+        """Runners' commands read so far, shared with the walkers reading them: each way
+        a runner's options can be read is a reading, and nested runners multiply them."""
+        self.commands: list[SimpleCommand] = []
+        self.writes: list[str] = []
+        self.computed_writes: list[str] = []
+        self.problems: list[str] = []
+        self.moves = False
+        self.sets_home = False
+        self.sets_cdpath = False
+        self.cds: list[tuple[_Site, str | None]] = []
+        """Directory changes: where, and to which directory (None: known as it runs)."""
+        self.write_sites: list[tuple[str, _Site]] = []
+        self._trees = 0
+        self._site = _Site(None, 0, True)
+        """Where the command being read is (a node of a parsed tree)."""
+        self.reads: list[str | None] = []
+        self.zsh = False
+        """zsh runs it (see :func:`parse_command`)."""
+        self._scope = self._scopes = 0
+        """The text being read (each ``parse``, an ``eval``'s or ``bash -c``'s own)."""
+        self._numbers: set[tuple[int, str]] = set()
+        """Variables a text sets to a number (a literal one, ``$((…))``, arithmetic)."""
+        self._not_numbers: set[str] = set()
+        """Variables set otherwise, by any text of the command."""
+        self._any_set = False
+        """Something sets variables the check cannot name (a sourced file, a name
+        computed at run time)."""
+        self._arithmetic_uses: list[tuple[int, str]] = []
+        """Variables whose values arithmetic evaluates, by text: see :meth:`settle`."""
+
+    def parse(self, source: str, depth: int) -> None:
+        if depth > MAX_NESTING:
+            self.problems.append("shells nested too deep to check")
+            return
+        outer, outer_scope = self._site, self._scope
+        self._scopes += 1
+        self._scope = self._scopes
+        for text in dict.fromkeys((joined_lines(source), source)):
+            data = text.encode("utf-8", "surrogateescape")
+            tree = bash_parser().parse(data)
+            if deeper_than(tree.root_node, MAX_DEPTH):  # (checking it took time and
+                self.problems.append(f"it nests more than {MAX_DEPTH} deep")  # memory
+                continue  # quadratic in its depth: 44 s for a page of `$(`, a review)
+            if tree.root_node.has_error:
+                self.problems.append("it does not parse as bash")
+            misread = grammar_misreads(tree.root_node, data)
+            if misread is not None:
+                self.problems.append(f"the grammar may read it otherwise than bash ({misread})")
+            self._trees += 1
+            self._site = _Site(tree.root_node, self._trees, depth > 0)
+            self.walk(tree.root_node, data, depth)
+        self._site, self._scope = outer, outer_scope
+
+    def settle(self) -> None:
+        """Once the whole command is read: arithmetic on a variable asks unless that text
+        sets it, and only to numbers (``n=0; ((n++))``, ``for ((i=0; …))``), and nothing
+        else sets it anywhere (``read n``, ``eval 'n=…'``, a sourced file, ``${n:=…}``).
+        A value from the caller's environment, used before the command's own assignment,
+        is the user's own. zsh's arithmetic is not followed: there it always asks."""
+        for scope, name in self._arithmetic_uses:
+            if (
+                self.zsh
+                or self._any_set
+                or name in self._not_numbers
+                or (scope, name) not in self._numbers
+                or name in BASH_SET_VARIABLES
+                or name.startswith(("BASH", "COMP_"))
+            ):
+                self.problems.append(ARITHMETIC_PROBLEM)
+                break
+        self._arithmetic_uses = []
+
+    def walk(self, root: Any, data: bytes, depth: int) -> None:
+        """Every node once, iteratively (a deeply nested command cannot exhaust the
+        stack); ``arithmetic``: inside an expression bash evaluates as arithmetic."""
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            node, arithmetic = stack.pop()
+            kind = node.type
+            if kind == "command":
+                self.command(node, data, depth)
+            elif kind in ("declaration_command", "unset_command"):
+                self.declaration(node, data)
+            elif kind == "file_redirect":
+                self.redirect(node, data)
+            elif kind == "expansion" and self._evaluating_expansion(node, data):
+                self.problems.append("an expansion that evaluates a variable's value as code")
+            elif kind in ("regex", "extglob_pattern") and _PATTERN_CODE.search(
+                node_text(node, data)
+            ):
+                self.problems.append("an expansion in a pattern the grammar reads as text")
+            elif kind == "array":  # `z=([d]=1)`: an indexed array evaluates `d`
+                for element in node.children:
+                    key = _ARRAY_KEY.match(node_text(element, data))
+                    if key and not key[1].isdigit():
+                        self.problems.append(SUBSCRIPT_PROBLEM)
+            elif kind == "unary_expression" and node_text(node.children[0], data) == "-v":
+                self._names([name_word(c, data) for c in node.children[1:2]])  # `[[ -v NAME ]]`
+            elif kind == "test_command" and _redirects_in_brackets(node):
+                self.problems.append(BRACKET_PROBLEM)
+            elif kind == "heredoc_redirect" and unchecked_heredoc(node, data):
+                self.problems.append(HEREDOC_PROBLEM)
+            elif kind in ("word", "raw_string", "string", "concatenation"):
+                value = word_value(node, data)
+                if value is not None and _EVALUATED_SUBSCRIPT.match(value):
+                    self.problems.append(SUBSCRIPT_PROBLEM)
+            elif kind == "ansi_c_string":  # `$'x[\x24(cmd)]'`: escapes make the text
+                text = node_text(node, data)
+                if "[" in text and any(c in text for c in "$`\\"):
+                    self.problems.append(SUBSCRIPT_PROBLEM)
+            elif kind == "comment" and continued_line(node_text(node, data)):
+                self.problems.append(CONTINUED_PROBLEM)  # (read two ways: see parse)
+            elif kind == "variable_assignment":
+                assigned = node_text(node, data).split("=", 1)[0].split("[", 1)[0].rstrip("+")
+                if assigned in PROMPTS:
+                    self.problems.append("a prompt variable runs the `$(…)` in its value")
+                elif assigned in SOURCED_VARIABLES:  # (`BASH_ENV=f bash -c …`: that shell
+                    self._sources_a_file()  # runs f first)
+                    value = node.child_by_field_name("value")
+                    named = None if value is None else word_value(value, data)
+                    if value is not None and (named is None or reads_input(named)):
+                        self.problems.append(SOURCED_INPUT.format(assigned))
+                in_for = node.parent is not None and node.parent.type == "c_style_for_statement"
+                number = in_for or _numeric_value(node.child_by_field_name("value"), data)
+                self._setting([assigned], numbers={assigned} if number else ())  # (`eval
+                # 'HO''ME=x'`, `HO\⏎ME=x`)
+            elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
+                variable = node.child_by_field_name("variable")
+                name = None if variable is None else node_text(variable, data)
+                values = node.children_by_field_name("value")
+                counting = node_text(node.children[0], data) == "for" and all(
+                    _counted(v, data) for v in values
+                )  # (`for i in 1 2 {3..9}`; `select` sets REPLY too, from input)
+                self._setting([name], numbers={name} if counting and values and name else ())
+            elif kind == "expansion" and any(c.type in ("=", ":=") for c in node.children):
+                self._not_numbers.add(_expansion_name(node, data))  # `${n:=text}` sets n
+            if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
+                self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
+            if arithmetic:
+                self._arithmetic(node, data)
+            children = node.children
+            inner = arithmetic or self._starts_arithmetic(node, data)
+            if kind in _SUBSTITUTIONS or (
+                kind == "expansion" and len(children) > 1 and children[1].type == "#"
+            ):  # (a length is a number; a substitution's commands are commands)
+                inner = False
+            offset = kind == "expansion" and any(c.type == ":" for c in children)
+            for index, child in enumerate(reversed(children)):
+                position = len(children) - 1 - index
+                if kind == "subscript" and position == 0:  # the array's own name
+                    stack.append((child, arithmetic))
+                elif offset:  # ${x:OFFSET:LENGTH}: both arithmetic
+                    after = any(c.type == ":" for c in children[:position])
+                    stack.append((child, arithmetic or after))
+                elif kind == "c_style_for_statement" and child.type in _BODIES:
+                    stack.append((child, arithmetic))  # (its body is commands)
+                else:
+                    stack.append((child, inner))
+
+    @staticmethod
+    def _starts_arithmetic(node: Any, data: bytes) -> bool:
+        kind = node.type
+        if kind in ("arithmetic_expansion", "c_style_for_statement", "subscript"):
+            return True
+        if kind == "compound_statement":
+            return bool(node.children) and node.children[0].type == "(("
+        if kind == "binary_expression":  # (in `[[ … ]]`: `[`/`test` compare numbers only)
+            test = node.parent
+            while test is not None and test.type != "test_command":
+                test = test.parent
+            single = test is not None and bool(test.children) and test.children[0].type == "["
+            return not single and any(
+                c.type == "test_operator" and node_text(c, data) in ARITHMETIC_TESTS
+                for c in node.children
+            )
+        return False
+
+    def _arithmetic(self, node: Any, data: bytes) -> None:
+        """A node of an arithmetic expression: a variable whose value it evaluates (kept
+        for :meth:`settle`), a value it cannot follow (a positional parameter, a
+        transformed expansion, a substitution's output: asks now), or one it sets to a
+        number (``n=…``, ``n+=…``, ``n++``)."""
+        use = _arithmetic_use(node, data)
+        if use is True:
+            self.problems.append(ARITHMETIC_PROBLEM)
+        elif use:
+            self._arithmetic_uses.append((self._scope, use))
+        operators = [c for c in node.children if node_text(c, data) in ARITHMETIC_ASSIGNMENTS]
+        if operators and node.type in (
+            "binary_expression",
+            "postfix_expression",
+            "unary_expression",
+        ):
+            target = node.children[-1] if node.type == "unary_expression" else node.children[0]
+            name = node_text(target, data)
+            if target.type in ("variable_name", "word") and _IDENTIFIER.fullmatch(name):
+                self._numbers.add((self._scope, name))
+
+    @staticmethod
+    def _evaluating_expansion(node: Any, data: bytes) -> bool:
+        """``${x@P}`` (runs the value's command substitutions) or ``${!x}`` (indirect:
+        the value may be ``a[$(cmd)]``)."""
+        text = node_text(node, data)
+        listing = _LISTING.fullmatch(text)  # (`${!map[@]}`, `${!prefix@}`: names, no value)
+        return (text.startswith("${!") and not listing) or "@P" in text or "@A" in text
+
+    def declaration(self, node: Any, data: bytes) -> None:
+        text = squeeze(node_text(node, data))
+        words = text.split()
+        if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
+            self.problems.append(ARITHMETIC_PROBLEM)
+        nameref = words[0] in ("declare", "typeset", "local") and any(
+            w.startswith("-") and "n" in w[1:] for w in words[1:]
+        )  # (`export -n`: no nameref)
+        if nameref:  # (what it names is set later, by any spelling: `declare -n r; r=PS4`)
+            self.problems.append("a nameref: the variable it names may be one that runs code")
+        arguments: list[str | None] = []
+        numbers: set[str] = set()  # (set to a number, or left one: `local i`, `export n`)
+        keeps_numbers = all(_DECLARED_NUMBER.fullmatch(w) for w in words[1:] if w[0] in "-+")
+        for child in node.children[1:]:
+            if child.type == "variable_assignment":  # its name is plain text; with `-n`
+                parts = [c for c in child.children if c.is_named]  # its value is a name
+                assigned = node_text(parts[0], data)
+                arguments.append(assigned)
+                value = child.child_by_field_name("value")
+                if keeps_numbers and (value is None or _numeric_value(value, data)):
+                    numbers.add(assigned.split("[", 1)[0].rstrip("+"))
+                if nameref and len(parts) > 1:
+                    arguments.append(word_value(parts[-1], data))
+                    if arguments[-1] is None:
+                        self.problems.append("a nameref to a variable named as it runs")
+            elif child.is_named:  # (`local i`: a name; `HO''ME` is not two words)
+                following = child.next_sibling
+                plain = child.type == "variable_name" and (
+                    following is None or following.start_byte > child.end_byte
+                )
+                arguments.append(node_text(child, data) if plain else word_value(child, data))
+                if keeps_numbers and arguments[-1] and _IDENTIFIER.fullmatch(arguments[-1]):
+                    numbers.add(arguments[-1])
+                if words[0] != "export":  # (export takes no subscript: bash evaluates none)
+                    self._names([name_word(child, data)])
+        self._setting(arguments, numbers)
+        if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
+            self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
+        self.commands.append(SimpleCommand(text))
+
+    def _sources_a_file(self) -> None:
+        """The command runs a file's code (``source``, a ``BASH_ENV``): it may set
+        ``HOME``, change directory and open descriptors, as it runs."""
+        self.sets_home = self.moves = self._any_set = True
+        self.reads.append(None)
+
+    def _setting(self, words: Sequence[str | None], numbers: Collection[str] = ()) -> None:
+        """Note a variable setter's words (literal, or None when computed): one that
+        names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``; one
+        naming a prompt (``printf -v PS4 …``, ``read PS4``, a nameref's target: ``set -x``
+        runs its ``$(…)``) or one of bash's command tables changes what runs.
+        ``numbers``: the names it sets to a number (see :meth:`settle`)."""
+        for word in words:
+            name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
+            if word is None:
+                self._any_set = True
+            elif name in numbers:
+                self._numbers.add((self._scope, name))
+            else:
+                self._not_numbers.add(name)
+            if name in PROMPTS:
+                self.problems.append("a prompt variable runs the `$(…)` in its value")
+            elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
+                self.problems.append(f"`{name}` changes what a command's name runs")
+            elif name.startswith("GIT_CONFIG") or name in COMMAND_VARIABLES:
+                self.problems.append(f"`{name}` names a command a program runs")
+        if any(w is None or "HOME" in w for w in words):
+            self.sets_home = True
+        if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
+            self.sets_cdpath = True
+
+    def _let(self, expressions: Sequence[str | None]) -> None:
+        """``let``'s words are arithmetic: the variables they name are used (and those
+        they assign set to numbers); one with more than names, numbers and operators
+        (a subscript, a computed word) asks."""
+        if any(e is None or not _LET_EXPRESSION.fullmatch(e) for e in expressions):
+            self.problems.append(ARITHMETIC_PROBLEM)
+            self._setting([None])
+            return
+        for expression in expressions:
+            assert expression is not None
+            targets = [a or b for a, b in _LET_TARGET.findall(expression)]
+            self._setting(targets, set(targets))
+            uses = re.findall(r"(?<![\w#])[A-Za-z_]\w*", expression)
+            self._arithmetic_uses += [(self._scope, use) for use in uses]
+
+    def _names(self, words: Sequence[str | None]) -> None:
+        """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
+        bash evaluates a subscript in one (``x[$(cmd)]``, or ``x[b]`` whose ``b`` holds
+        that), so one known only as it runs, or with a subscript other than a number,
+        ``@`` or ``*``, may run a command."""
+        for word in words:
+            match = None if word is None else _SUBSCRIPTED.match(word.split("=", 1)[0])
+            if word is None or (match and not re.fullmatch(r"\d+|[@*]", match[1])):
+                self.problems.append(SUBSCRIPT_PROBLEM)
+                return
+
+    def redirect(self, node: Any, data: bytes) -> None:
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        targets = node.children_by_field_name("destination")
+        if len(targets) > 1:  # `> f word`: bash gives `word` to the command
+            self.problems.append("words after a redirection are not read as bash reads them")
+        target = targets[0] if targets else None
+        here = _Site(node, self._site.tree, self._site.nested)
+        if operator == "<":
+            self.reads.append(None if target is None else word_value(target, data))
+            if self.reads[-1] is not None:  # (reopened for writing by `> /dev/fd/3`)
+                self.write_sites.append((self.reads[-1], here))
+        if operator not in WRITE_OPERATORS or target is None:
+            return
+        if target.type == "number" and operator == ">&":  # a descriptor (`>&2`), not a file
+            return
+        value = word_value(target, data)
+        if value is not None and value.startswith("~") and not TILDE.match(node_text(target, data)):
+            value = "./" + value  # (a quoted `~` is a name: `'~/f'` is in the directory)
+        if value is None:
+            self.writes.append(node_text(target, data))
+            self.computed_writes.append(self.writes[-1])
+        else:
+            self.writes.append(value)
+        self.write_sites.append((self.writes[-1], here))
+
+    def command(self, node: Any, data: bytes, depth: int) -> None:
+        assignments = [
+            literal_assignment(c, data) for c in node.children if c.type == "variable_assignment"
+        ]
+        words = [c for c in node.children if c.is_named and c.type not in (
+            "variable_assignment", "file_redirect", "heredoc_redirect", "herestring_redirect")]  # fmt: skip
+        if words and words[0].type == "command_name":
+            words[0] = words[0].children[0] if words[0].children else words[0]
+        values = [word_value(w, data) for w in words]
+        shown = [
+            v if v is not None else squeeze(node_text(w, data))
+            for v, w in zip(values, words, strict=True)
+        ]
+        outer = self._site
+        self._site = _Site(node, outer.tree, outer.nested)
+        try:
+            self.simple(values, shown, assignments, depth)
+        finally:
+            self._site = outer
+
+    def simple(
+        self,
+        values: list[str | None],
+        shown: list[str],
+        assignments: list[str | None],
+        depth: int,
+    ) -> None:
+        """One simple command from its words (``values``: literal or None; ``shown``: as
+        matched) and the assignments before it."""
+        wrappers: list[str] = []
+        start = 0
+        while self.zsh and start < len(values) and values[start] in (*ZSH_MODIFIERS, "repeat"):
+            start += 2 if values[start] == "repeat" else 1  # (`noglob rm x`, `repeat 3 rm x`)
+        if self.zsh:  # `=rm`: the rm found on PATH, wherever a command's name may be
+            equals = [i for i, v in enumerate(values) if v and _ZSH_EQUALS.match(v)]
+            values, shown = list(values), list(shown)
+            for i in equals:
+                values[i], shown[i] = (values[i] or "")[1:], shown[i][1:]
+        while start < len(values) and _wrapper(values[start]):
+            wrapper = os.path.basename(values[start] or "")  # (`/usr/bin/env rm`: env)
+            skip = wrapper_arguments(wrapper, values[start + 1 :])
+            span = range(start + 1, min(len(values), start + 1 + (skip or len(values))))
+            if wrapper == "env" and any(  # (`env FOO=$BAR make`: an assignment, no option)
+                (values[k] is None and not _ASSIGNMENT.match(shown[k]))
+                or abbreviates(values[k], "--split-string")
+                or "-S" in short_options(values[k] or "", "uCS")
+                for k in span
+            ):
+                self.problems.append("`env -S` runs a command line given as text")
+                line = split_string(values[start + 1 :])
+                if line is not None:  # (checked as the command it is too: a deny rule holds)
+                    self.parse(line, depth + 1)
+            if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
+                break
+            if any(may_vanish(values[k], shown[k]) for k in range(start + 1, start + 1 + skip)):
+                self.problems.append(MOVED_PROBLEM.format(wrapper))  # `timeout $(f) 5 rm`
+            if wrapper == "env":
+                options = values[start + 1 : start + 1 + skip]
+                assignments += [v for v in options if v is None or "=" in v]
+                self._setting(options)  # (`env HO''ME=/etc sh -c …`, `env -u HOME`)
+                if any(v is None or v.split("=", 1)[0] in SOURCED_VARIABLES for v in options):
+                    self._sources_a_file()  # (the shells it starts run that file first)
+                for value, text in zip(options, shown[start + 1 : start + 1 + skip], strict=True):
+                    variable, _, named = (value or text).partition("=")
+                    if variable in SOURCED_VARIABLES and (value is None or reads_input(named)):
+                        self.problems.append(SOURCED_INPUT.format(variable))
+            wrappers.append(wrapper)
+            start += 1 + skip
+        if any(a is not None and a.startswith("BASH_FUNC_") for a in assignments):
+            self.problems.append("a BASH_FUNC_ variable defines functions in the shells it starts")
+        kept = [a if a is not None else "<computed assignment>" for a in assignments]
+        kept = [a for a in kept if not _harmless(a)]
+        if start >= len(values):
+            if wrappers:
+                self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
+            return
+        name = values[start]
+        if name in MISREAD_NAMES:  # (`! ! rm x`, `time { rm x; }`: bash runs them)
+            self.problems.append(f"the grammar misreads `{name}` as a command's name")
+        if name is None:
+            self.problems.append(f"the command name `{shown[start]}` is computed at run time")
+            self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
+            return
+        rest = values[start + 1 :]
+        if "/" in name and os.path.basename(name) in WRAPPERS and not _wrapper(name):
+            base = os.path.basename(name)  # (`./env rm x`: maybe a copy of env; a deny rule
+            self.parse(rejoined([base, *rest], [base, *shown[start + 1 :]]), depth + 1)
+        if _changes_directory(name, wrappers, values[: start + 1], rest):
+            site = self._site
+            known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
+            self.cds.append((site, known))
+        if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
+            self._setting([*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])])
+        elif name == "let":
+            self._let(rest)
+        elif name in VARIABLE_SETTERS:
+            self._setting(rest)
+        self._names(_named_variables(name, rest))
+        if name in ("source", "."):  # the file may set anything
+            self._sources_a_file()
+        if name == "alias" and any(w is None or "=" in w for w in rest):
+            self.problems.append(ALIAS_PROBLEM)
+        script = rest[1:] if rest[:1] == ["--"] else rest
+        if name in ("source", ".") and script and (script[0] is None or reads_input(script[0])):
+            self.problems.append(f"`{name}` runs a script it reads from its input")
+        elif name == "hash" and any(w is None or "-p" in short_options(w, "pt") for w in rest):
+            self.problems.append("`hash -p` makes a name run another program")
+        elif name == "enable" and any(w is None or "-f" in short_options(w, "f") for w in rest):
+            self.problems.append("`enable -f` loads a builtin from a file")
+        elif name == "hash" and any(w is None or "=" in w for w in rest):
+            self.problems.append("`hash NAME=PATH` makes a name run another program")
+        elif self.zsh and name in ("print", "zargs", "zpty", "emulate"):
+            if name in ("zargs", "zpty", "emulate") or any(
+                w is None or "-P" in short_options(w, "CRuxf") for w in rest
+            ):  # (`emulate sh` turns on globsubst: a value's glob qualifiers run)
+                self.problems.append(f"zsh's `{name}` runs code its words hold")
+        elif name == "fc":
+            self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
+        codes = code_arguments(name, rest)
+        nested = nested_script(name, rest)
+        changing = [a for a in kept if a.split("=", 1)[0] not in SOURCED_VARIABLES]
+        if changing and (codes or nested is not None):  # (checked alone, it ran with them)
+            self.problems.append(f"assignments before `{name}` change what the code it runs does")
+        if is_shell(name) and any(
+            w in ("--rcfile", "--init-file") and (v is None or reads_input(v))
+            for w, v in itertools.pairwise([*rest, None])
+        ):
+            self.problems.append(f"`{name}` runs a start-up file it reads from input")
+        for code in codes:
+            if code is None:
+                self.problems.append(f"`{name}` runs text computed at run time")
+            else:
+                self.parse(code, depth + 1)
+        if nested == "":
+            self.problems.append(f"`{name}` runs text computed at run time")
+            return
+        if nested == "-":  # a heredoc, a pipe, a file: what it runs is not in the text
+            self.problems.append(f"`{name}` runs a script it reads from its input")
+        elif nested is not None:
+            self.parse(nested, depth + 1)
+            return
+        text = " ".join(kept + shown[start:])
+        variants, opens = [], []
+        base = os.path.basename(name)
+        computed = next((i for i in range(start + 1, len(values)) if values[i] is None), None)
+        if computed is not None:
+            opens.append(" ".join(kept + shown[start:computed]) + " ")
+            opens.append(" ".join([base, *shown[start + 1 : computed]]) + " ")
+        if kept:
+            variants.append(" ".join(shown[start:]))
+        if base != name:
+            variants.append(" ".join([base, *shown[start + 1 :]]))
+        if base == "git" and (skip := git_options(values[start + 1 :])):
+            variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
+        if base == "git":
+            given = git_code(values[start + 1 + git_options(values[start + 1 :]) :])
+            for code in given or ():  # (`git rebase -x 'npm test'`: checked as a command)
+                self.parse(code, depth + 1)
+            if problem := git_runs(values[start + 1 :], subcommand=given is None):
+                self.problems.append(problem)
+        after, after_shown = values[start + 1 :], shown[start + 1 :]
+        chroot = base in ("sudo", "doas") and any(
+            w is not None and (w.startswith("--chroot") or "-R" in short_options(w, "ughpCDRTU"))
+            for w in after
+        )  # (`sudo -R DIR`: another root)
+        for words, texts, appended in runner_commands(base, after, after_shown):
+            own = range(len(after) - len(words)) if base != "find" else range(0)
+            if any(may_vanish(after[k], after_shown[k]) for k in own):
+                self.problems.append(MOVED_PROBLEM.format(base))  # `sudo -u $(f) root rm`
+            inner = self._inner(depth)  # `sudo …`, `xargs …`: read as a command of its own
+            if inner is None:
+                break
+            inner.simple(words, texts, [], depth + 1)
+            self._take_runner(inner, "root" if chroot else "kept", variants, opens, appended)
+        runner = COMMAND_RUNNERS.get(base)
+        read = read_runner(base, after, after_shown)
+        if read.unclear is not None:
+            self.problems.append(read.unclear)
+        place: Place = runner.place if runner else "moved"
+        for index in read.starts:  # `uv run …`, `npx …`, `strace …`
+            inner = self._inner(depth)
+            if inner is None:
+                break
+            inner.simple(list(after[index:]), list(after_shown[index:]), [], depth + 1)
+            self._take_runner(inner, place, variants, opens)
+        for code in read.scripts:  # `su -c TEXT`, `sg GROUP TEXT`, `npx -c TEXT`
+            inner = self._inner(depth) if code is not None else None
+            if code is None:
+                self.problems.append(f"`{base}` runs text computed at run time")
+            elif inner is not None:
+                inner.parse(code, depth + 1)
+                self._take_runner(inner, place, variants, opens)
+        self.commands.append(
+            SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
+        )
+
+    def moved_by(self, names_cdpath: bool) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
+        """:attr:`ParsedCommand.moved_by`: for each write target, the ``cd``s that may run
+        before it (``names_cdpath``: the text names ``CDPATH``, which may take a relative
+        ``cd`` elsewhere)."""
+        searched = names_cdpath or self.sets_cdpath
+        found: dict[str, list[str | None]] = {}
+        if len(self.cds) > MAX_PLACES:  # (each pair is checked: computed, past a limit)
+            return tuple((t, (None,)) for t in dict.fromkeys(t for t, _ in self.write_sites))
+        for target, write in self.write_sites:
+            moves = found.setdefault(target, [])
+            for move, directory in self.cds:
+                if not move.precedes(write):
+                    continue
+                if directory is not None and searched and cdpath_searched(directory):
+                    directory = None
+                moves.append(directory)
+        return tuple((t, tuple(m)) for t, m in found.items() if m)
+
+    def _inner(self, depth: int) -> _Walker | None:
+        """A walker for what a runner runs, sharing this one's count of readings; None
+        (and a problem) past :data:`MAX_RUNNER_READINGS` or :data:`MAX_NESTING`."""
+        self.readings[0] += 1
+        if self.readings[0] > MAX_RUNNER_READINGS or depth >= MAX_NESTING:
+            self.problems.append("runners nested too deep or in too many ways to check")
+            return None
+        return _Walker(self.readings)
+
+    def _take_runner(
+        self,
+        inner: _Walker,
+        place: Place,
+        variants: list[str],
+        opens: list[str],
+        appended: bool = False,
+    ) -> None:
+        """Take in what a runner runs, read by ``inner``: its commands are variants of the
+        runner's (with an open end where the runner appends words: ``xargs``); its writes
+        count as written where the runner keeps the directory, ``HOME`` and root
+        (``sudo``, ``flock``), only absolute ones where it may move the first two (``uv
+        run``, ``su``, ``direnv exec``), none where it may change the root (``chroot``)."""
+        inner.settle()
+        self.problems += inner.problems
+        self.reads += inner.reads
+        self.computed_writes += inner.computed_writes
+        for target in inner.writes:
+            self.writes.append(target)
+            if place == "root" or (place == "moved" and not target.startswith("/")):
+                self.computed_writes.append(target)
+        self.write_sites += [(t, _Site(None, 0, True)) for t, _ in inner.write_sites]
+        if place == "kept":
+            self.moves = self.moves or inner.moves
+            self.sets_home = self.sets_home or inner.sets_home
+            self.sets_cdpath = self.sets_cdpath or inner.sets_cdpath
+            self.cds += [(_Site(None, 0, True), None) for _ in inner.cds]
+        for command in inner.commands:
+            variants += [command.text, *command.variants]
+            opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
+
+
+SYSTEM_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"})
+
+
+def _wrapper(word: str | None) -> bool:
+    """A wrapper's name, or its path in a system directory (``./nice`` is a script)."""
+    if word is None or "/" not in word:
+        return word in WRAPPERS
+    folder = os.path.normpath(os.path.dirname(word))  # (`/usr/bin/../bin/env`)
+    return folder.replace("//", "/") in SYSTEM_DIRS and os.path.basename(word) in WRAPPERS
+
+
+def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:
+    """The words of a builtin that name variables (see ``_Walker._names``)."""
+    if name in ("test", "[", "printf", "wait"):  # after `-v` (`wait -p`), or attached
+        flag = "-p" if name == "wait" else "-v"
+        given = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w == flag]
+        attached = name in ("printf", "wait")  # (`printf -vNAME`)
+        return given + [w[2:] for w in rest if attached and w and w.startswith(flag) and w != flag]
+    if name == "getopts":
+        return list(rest[1:2])
+    if name == "unset":
+        return [w for w in rest if w is None or not w.startswith("-")]
+    if name not in NAME_OPTIONS:
+        return []
+    names: list[str | None] = []
+    words = iter(rest)
+    for word in words:
+        if word is None or not word.startswith("-") or word == "-":
+            names.append(word)
+        elif takes_next_word(word, NAME_OPTIONS[name]):
+            value = next(words, "")
+            if word.endswith("a"):  # `read -a NAME`
+                names.append(value)
+    return names
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+
+
+_BODIES = frozenset({"do_group", "compound_statement"})
+
+
+def _arithmetic_use(node: Any, data: bytes) -> str | bool:
+    """What a node of an arithmetic expression evaluates: the name of a variable (whose
+    value bash evaluates as arithmetic in turn), True for a value that cannot be followed
+    (a positional parameter, an expansion that transforms a value, a substitution's
+    output, text with letters), False for none (a number, ``$?``, a length, a part
+    whose own nodes say)."""
+    kind = node.type
+    text = node_text(node, data)
+    if kind in ("variable_name", "word"):
+        expanded = node.parent is not None and node.parent.type in ("simple_expansion", "expansion")
+        if (not expanded and _NUMERIC_WORD.fullmatch(text)) or text in ("@", "*"):
+            return False  # (`${a[@]}` is every element: no arithmetic)
+        return text if _IDENTIFIER.fullmatch(text) else True
+    if kind == "simple_expansion":  # (its variable_name says which)
+        special = [c for c in node.children if c.type == "special_variable_name"]
+        return bool(special) and node_text(special[0], data) not in NUMERIC_SPECIALS
+    if kind == "expansion":  # `${n}` (its variable_name says), `${#n}`: a number
+        inner = [c.type for c in node.children[1:-1]]
+        return inner not in (["variable_name"], ["#", "variable_name"], ["#", "subscript"])
+    if kind in _SUBSTITUTIONS:  # its output is evaluated (`$(( $(cat f) ))`)
+        return True
+    if kind == "string":  # `"$n"`: its expansions say; text in it is evaluated
+        return any(
+            c.type == "string_content" and re.search(r"[A-Za-z_]", node_text(c, data))
+            for c in node.children
+        )
+    if kind == "raw_string":  # (`z["d"]`: a name, for an indexed array)
+        return bool(re.search(r"[A-Za-z_]", text))
+    return False
+
+
+def _numeric_value(node: Any, data: bytes) -> bool:
+    """Whether an assigned value is a number (a literal one, ``$((…))``, ``$?``, ``$#``,
+    a length, or ``"$((…))"``); no value (``n=``) is 0."""
+    if node is None:
+        return True
+    kind = node.type
+    if kind == "string":
+        parts = [c for c in node.children if c.is_named]
+        return len(parts) == 1 and _numeric_value(parts[0], data)
+    if kind == "arithmetic_expansion":
+        return True
+    if kind == "simple_expansion":
+        special = [c for c in node.children if c.type == "special_variable_name"]
+        return bool(special) and node_text(special[0], data) in NUMERIC_SPECIALS
+    if kind == "expansion":  # a length
+        return len(node.children) > 2 and node.children[1].type == "#"
+    literal = word_value(node, data)
+    return literal is not None and bool(_NUMBER.fullmatch(literal))
+
+
+def _counted(node: Any, data: bytes) -> bool:
+    """A word of ``for``'s list that is a number, or a brace expansion of numbers."""
+    if node.type == "brace_expression":
+        return all(c.type in ("{", "}", "..", "number") for c in node.children)
+    return bool(_NUMBER.fullmatch(word_value(node, data) or "x"))
+
+
+def _expansion_name(node: Any, data: bytes) -> str:
+    names = [c for c in node.children if c.type in ("variable_name", "subscript")]
+    return node_text(names[0], data).split("[", 1)[0] if names else ""
+
+
+def _harmless(assignment: str) -> bool:
+    name = assignment.split("=", 1)[0]
+    return name in SAFE_ASSIGNMENTS or name.startswith("LC_")
+
+
+def _directory(name: str, rest: Sequence[str | None]) -> str | None:
+    """The directory ``cd DIR`` or ``pushd DIR`` goes to, as written; None when it is
+    known only as it runs (``cd "$d"``, ``cd -``, ``cd ~/x``, ``cd`` alone: ``HOME``,
+    ``pushd +1``, ``popd``)."""
+    if name not in ("cd", "pushd"):
+        return None
+    words = list(rest)
+    while words and words[0] is not None and words[0][:1] == "-" and words[0] != "-":
+        if words.pop(0) == "--":
+            break
+    if len(words) != 1 or words[0] is None or words[0][:1] in ("", "+", "-", "~"):
+        return None  # (`~` as written may be quoted: `cd '~'` is no HOME)
+    if BRACES.search(words[0]):  # (`cd {../etc,}` is `cd ../etc`)
+        return None
+    return words[0]
+
+
+def _changes_directory(
+    name: str, wrappers: Sequence[str], before: Sequence[str | None], rest: Sequence[str | None]
+) -> bool:
+    """Whether a command runs (what follows) in another directory: ``cd``, ``pushd``,
+    ``popd``, ``env -C``, ``sudo -D``, ``find -execdir``."""
+    if name in DIRECTORY_CHANGES:
+        return True
+    words = [*before, *rest]
+    chdir = any(w is not None and (abbreviates(w, "--chdir") or "-C" in short_options(w, "uCS"))
+                for w in words)  # fmt: skip
+    if chdir and ("env" in wrappers or name == "env"):
+        return True
+    if name in ("sudo", "doas") and any(w is not None and (w.startswith("-D") or abbreviates(w, "--chdir"))
+                                        for w in rest):  # fmt: skip
+        return True
+    return name == "find" and any(w in ("-execdir", "-okdir") for w in rest)
+
+
+MAX_PLACES = 64
+"""Directories a command's ``cd``s may leave it in, at most, for its writes to be checked."""
