@@ -19,7 +19,7 @@ from pathlib import Path
 from wave_bash.api.errors import StorageError
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.states import TaskStatus
-from wave_bash.worker import TaskFiles, read_exit_record
+from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
 from .journal import Journal, TaskRow, disk_problem, storage_problem
 from .tasks import TaskManager, find_monitors, read_exit_file, status_for
@@ -130,8 +130,12 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
         if journal.exists(task_id):
             continue
         try:
-            old = path.suffix == TaskFiles.META  # an earlier version's record file
-            text = path.read_bytes() if old else read_exit_record(path).record
+            text: bytes | None
+            if path.suffix == TaskFiles.META:  # an earlier version's record file
+                with open_regular(path) as fh:
+                    text = fh.read()
+            else:
+                text = read_exit_record(path).record
             if not text:  # a standby's, whose command never came (or an old task's .exit)
                 continue
             fields = json.loads(text)

@@ -35,7 +35,7 @@ def log_excerpt(
     limit = 4 * (end - start) + MAX_OUTPUT_CHARS if whole and end is not None else None
     try:
         return read_excerpt(path, limit or MAX_OUTPUT_CHARS, start=start, end=end)
-    except FileNotFoundError:
+    except OSError:  # (gone, or replaced by something else: a directory, a FIFO)
         return Excerpt("", False, 0)
 
 

@@ -7,7 +7,7 @@ values it needs.
 from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
 from .cwd import final_cwd
 from .errors import BadEnvironmentError, NoShellError
-from .files import TaskFiles
+from .files import TaskFiles, open_regular
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import (
@@ -81,6 +81,7 @@ __all__ = [
     "monitor_argv",
     "monitor_instructions",
     "monitor_running",
+    "open_regular",
     "parse_probe_output",
     "posix_to_windows_path",
     "prepare_spawner",

@@ -2,31 +2,53 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import BinaryIO, ClassVar
 
 FINAL_DIR_LIMIT = 64 << 10
 """Bytes of a ``.cwd`` read at most (a directory is at most 4 KiB long on Linux)."""
 
 
-def read_small_file(path: Path, limit: int) -> bytes:
-    """The first ``limit`` bytes of a regular file that a command could write, never
-    blocking (a FIFO planted there is refused) and never following a link; empty when
-    it is none of that."""
+class NotRegularFileError(OSError):
+    """A file a command could write that is no regular file (a FIFO, a directory, a
+    device put in its place)."""
+
+
+def open_regular(
+    path: str | os.PathLike[str], *, follow: bool = False, buffering: int = -1
+) -> BinaryIO:
+    """A file a command could write (a task's files, a workspace's git files), opened for
+    reading only when it is a regular file: never waiting (a FIFO planted there would
+    hold the reader, the supervisor's event loop, until someone writes to it) and, unless
+    ``follow``, never through a link.
+
+    Raises:
+        OSError: it cannot be opened; :class:`NotRegularFileError`: it is no regular file.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    except OSError:
-        return b""
-    finally:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", os.fsdecode(path))
+        return os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_small_file(path: Path, limit: int) -> bytes:
+    """The first ``limit`` bytes of a regular file that a command could write (see
+    :func:`open_regular`); empty when it is none."""
+    try:
+        with open_regular(path, buffering=0) as fh:
+            return fh.read(limit) or b""
+    except OSError:
+        return b""
 
 
 @dataclass(frozen=True)

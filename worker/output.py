@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import open_regular
+
 # The sequences a terminal consumes without showing anything, one pattern each.
 _CSI = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # colours, cursor moves, erase
 _OSC = r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # titles, hyperlinks
@@ -179,7 +181,7 @@ def read_excerpt(
     whole, and as raw bytes for larger ones.
     """
     shown = shown_path or str(path)
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size if end is None else end
         span = max(0, size - start)
         fh.seek(start)

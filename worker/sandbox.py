@@ -20,6 +20,7 @@ task's process group, cgroup and process tree, so TaskStop stops it like any tas
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import platform
 import stat
@@ -28,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .files import open_regular
 from .seccomp import socket_filter
 
 RC_FILES = (
@@ -101,7 +103,7 @@ def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
 def _gitdir(dot_git: str) -> str | None:
     """Where a ``.git`` file (``gitdir: ./.bare``) points, or None."""
     try:
-        with open(dot_git, encoding="utf-8", errors="replace") as fh:
+        with io.TextIOWrapper(open_regular(dot_git, follow=True), "utf-8", "replace") as fh:
             line = fh.readline(4096)
     except OSError:
         return None
@@ -128,7 +130,7 @@ def _git_config(config: str) -> dict[str, list[str]]:
     its ``submodule`` sections (empty when unreadable). Read line by line as git does:
     a key may come many times (``git config --add include.path``)."""
     try:
-        with open(config, encoding="utf-8", errors="replace") as fh:
+        with io.TextIOWrapper(open_regular(config, follow=True), "utf-8", "replace") as fh:
             lines = fh.read(1 << 20).splitlines()
     except OSError:
         return {}
@@ -606,7 +608,7 @@ def filter_file(state_dir: str) -> str:
     program = _program()
     path = os.path.join(state_dir, FILTER_NAME)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             if fh.read(len(program) + 1) == program:
                 return path
     except OSError:

@@ -7,6 +7,7 @@ import errno
 import functools
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadEnvironmentError
-from .files import TaskFiles
+from .files import NotRegularFileError, TaskFiles, open_regular
 from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
 from .shell import Shell
 from .spawner import Spawner, SpawnerError, exec_failure, usable
@@ -96,7 +97,7 @@ is 8 MiB at most, as JSON up to six times that). Past it only the status is read
 def read_exit_record(path: Path) -> ExitRecord:
     """The task's exit record; an unreadable one holds nothing."""
     try:
-        with open(path, "rb", buffering=0) as fh:
+        with open_regular(path, buffering=0) as fh:
             size = os.fstat(fh.fileno()).st_size  # (read(LIMIT) would allocate LIMIT)
             data = fh.read(len(EXIT_PLACEHOLDER) if size > EXIT_RECORD_LIMIT else size + 1)
     except OSError:
@@ -119,8 +120,10 @@ def write_task_record(path: Path, record: bytes) -> None:
         OSError: the disk refuses it (the command must not start).
     """
     line = record + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
-    try:
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    try:  # (a FIFO put in a standby's place would hold the supervisor: refused)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", str(path))
         os.lseek(fd, len(EXIT_PLACEHOLDER), os.SEEK_SET)
         if os.write(fd, line) != len(line):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import re2
 from watchfiles import awatch
 
+from .files import open_regular
 from .output import clean_bytes
 
 RECHECK_MS = 200
@@ -21,18 +23,25 @@ e.g. a write that lands before the watcher is set up."""
 async def changes(path: Path | str, stop: asyncio.Event) -> AsyncIterator[None]:
     """Yield whenever ``path`` may have changed, and at least every ``RECHECK_MS``.
 
-    Works with ``WATCHFILES_FORCE_POLLING=1`` too; ends when ``stop`` is set.
+    Works with ``WATCHFILES_FORCE_POLLING=1`` too; ends when ``stop`` is set. A file that
+    is not there (a command removed its log) is looked at every ``RECHECK_MS`` only.
     """
-    async for _ in awatch(
-        path,
-        stop_event=stop,
-        debounce=5,
-        step=5,
-        rust_timeout=RECHECK_MS,
-        yield_on_timeout=True,
-        recursive=False,
-    ):
-        yield None
+    try:
+        async for _ in awatch(
+            path,
+            stop_event=stop,
+            debounce=5,
+            step=5,
+            rust_timeout=RECHECK_MS,
+            yield_on_timeout=True,
+            recursive=False,
+        ):
+            yield None
+    except FileNotFoundError:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), RECHECK_MS / 1000)
+            yield None
 
 
 def file_size(path: Path | str) -> int:
@@ -59,7 +68,7 @@ def whole_lines_end(path: Path | str, start: int, end: int, limit: int, longest:
     if stop <= start:
         return start
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(start)
             data = fh.read(stop - start)
     except OSError:
@@ -129,7 +138,7 @@ class PatternScanner:
         """Look at the bytes up to ``size``; True once the pattern matched."""
         if size <= self.pos:
             return False
-        with open(self.path, "rb") as fh:
+        with open_regular(self.path) as fh:
             fh.seek(self.pos)
             while self.pos < size and not self.cancelled:
                 data = fh.read(min(self.CHUNK, size - self.pos))

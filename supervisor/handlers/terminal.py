@@ -12,6 +12,7 @@ from typing import Any
 from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.models import TaskOutputResult, TerminalResult
 from wave_bash.api.protocol import InputParams, TerminalParams
+from wave_bash.worker import open_regular
 from wave_bash.worker.tail import file_size
 
 from ..context import Connection, Context
@@ -119,15 +120,10 @@ async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> Non
 
 def _read_at(path: str, offset: int, size: int) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        with open_regular(path, buffering=0) as fh:
+            return os.pread(fh.fileno(), size, offset)
     except OSError:
         return b""
-    try:
-        return os.pread(fd, size, offset)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
 
 
 def end_reported(ctx: Context, conn: Connection, row: TaskRow, session: str) -> None:
