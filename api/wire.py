@@ -41,6 +41,8 @@ def decode(line: bytes) -> dict[str, Any]:
         message = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolError(f"malformed protocol message: {exc}") from None
+    except RecursionError:  # (`[[[[…`: nested deeper than the parser's stack)
+        raise ProtocolError("malformed protocol message: nested too deep") from None
     if not isinstance(message, dict):
         raise ProtocolError("malformed protocol message: not a JSON object")
     return message

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket
 import stat
@@ -25,6 +26,11 @@ from wave_bash.api.paths import socket_address
 CONNECT_PATIENCE = 10.0
 """Seconds a new task's host may take to open its socket (a Python start on a busy host)."""
 REPLY_TIMEOUT = 5.0
+HOST_LINE_LIMIT = 1 << 20
+"""Bytes of one message from a terminal host at most (its replies are a few dozen): a
+socket that sends more is no host of ours, and its link is closed."""
+
+log = logging.getLogger(__name__)
 
 
 class TerminalGone(InvalidInputError):
@@ -116,6 +122,9 @@ class TerminalLink:
                 while b"\n" in pending:
                     line, pending = pending.split(b"\n", 1)
                     self._received(line)
+                if len(pending) > HOST_LINE_LIMIT:  # no host of ours says that much at once
+                    log.warning("task %s: its terminal host sent too long a line", self.task_id)
+                    return
         except OSError:  # reset: what came before it was read first
             pass
         finally:

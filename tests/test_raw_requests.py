@@ -3,7 +3,11 @@ never an internal error (issue 11 §5)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,45 @@ def test_an_offset_past_the_end_reads_nothing(client: Client, state_dir: Path) -
         answer = ask_supervisor(state_dir, "output", {"task_id": tid, "offset": offset})
         assert answer["type"] == "result", answer
         assert answer["data"]["output"] == ""  # type: ignore[index]
+
+
+def test_a_request_nested_too_deep_is_a_protocol_error(client: Client, state_dir: Path) -> None:
+    """200,000 `[` once reached the JSON parser's recursion limit: an internal error."""
+    client.status()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(b"[" * 200_000 + b"\n")
+        answer = json.loads(s.makefile("rb").readline())
+    assert (answer["type"], answer["code"]) == ("error", "protocol"), answer
+    assert client.status().pid
+
+
+def test_a_terminal_socket_that_sends_an_endless_line_is_let_go(tmp_path: Path) -> None:
+    """What stands at a task's `.tty` may be no host of ours: one endless line from it
+    grew the supervisor's memory without bound."""
+    from wave_bash.supervisor.terminals import HOST_LINE_LIMIT, TerminalLink
+
+    path = tmp_path / "t.tty"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    async def scenario() -> None:
+        link = TerminalLink("t", path)
+        gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        link.start(gone)
+        peer, _ = await asyncio.get_running_loop().sock_accept(server)
+        chunk = b"x" * 65536
+        sent = 0
+        with peer:
+            peer.setblocking(False)
+            while not link.closed and sent < 4 * HOST_LINE_LIMIT:
+                with contextlib.suppress(BlockingIOError):
+                    sent += peer.send(chunk)
+                await asyncio.sleep(0)
+        assert link.closed and sent < 4 * HOST_LINE_LIMIT
+
+    server.setblocking(False)
+    with server:
+        asyncio.run(asyncio.wait_for(scenario(), 30))
