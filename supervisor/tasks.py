@@ -179,7 +179,10 @@ def _listed_leftovers(
     the task did, carries no other task's tag, and is neither pid 1, the supervisor, an
     ancestor of it, anything it started other than through ``own``, nor anything under
     another task's monitor. (``own`` may not have exited yet: its task ends as it records
-    the status.)"""
+    the status.) It must be ``own``'s descendant, or an orphan whose parent is the one
+    that adopts ``own``'s orphans once it has exited (pid 1 or one of the supervisor's
+    ancestors, a subreaper): a process another session of the user started after the
+    task, whose parent lives elsewhere, is none of the task's, whatever the list says."""
     me = os.getpid()
     monitors = set(monitors) - {own}
     found: dict[int, int] = {}
@@ -196,7 +199,12 @@ def _listed_leftovers(
             try:
                 proc = psutil.Process(pid)
                 parents = [p.pid for p in proc.parents()]
-                lineage = set(parents[: parents.index(own)] if own in parents else parents)
+                if own in parents:
+                    lineage = set(parents[: parents.index(own)])
+                elif parents and (parents[0] == 1 or parents[0] in ancestors):
+                    lineage = set(parents)  # (orphaned as its monitor exited)
+                else:
+                    continue
                 if (
                     proc.uids().real != os.getuid()
                     or me in lineage

@@ -509,3 +509,28 @@ def test_a_stop_continues_a_readopted_monitor_its_command_stopped(
     kill_supervisor(state_dir)
     record = Client(state_dir=state_dir).task_stop(task_id)
     assert (record.status, record.exit_code) == ("killed", 143)
+
+
+def test_a_process_started_after_the_task_by_someone_else_is_not_its_leftover(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A command listed a process another session started a second after the task
+    (started later, untagged, the same user): TaskStop killed it (a review)."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    client = Client(state_dir=state_dir)
+    victim_pid = tmp_path / "victim.pid"
+    left = f"{state_dir}/tasks/$WAVE_TASK_ID.left"
+    tid = start_bg(
+        client, f"while [ ! -s {victim_pid} ]; do sleep 0.05; done; cat {victim_pid} >| {left}"
+    )
+    victim = subprocess.Popen(["setsid", "sleep", "300"])
+    try:
+        wait_until(lambda: psutil.Process(victim.pid).name() == "sleep")
+        victim_pid.write_text(str(victim.pid))
+        assert client.wait(tid, timeout=10_000).leftover_processes == 0
+        with pytest.raises(TaskNotRunningError):
+            client.task_stop(tid)
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
