@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -258,11 +259,13 @@ def start_bg(client: Client, command: str, **kw: object) -> str:
 class BashInThread:
     """A foreground ``Client.bash`` call running in a thread, to act on while it waits."""
 
-    def __init__(self, client: Client, command: str) -> None:
+    def __init__(self, client: Client, command: str, **kw: Any) -> None:
         self._started: list[str] = []
         self._results: list[BashResult] = []
         self._thread = threading.Thread(
-            target=lambda: self._results.append(client.bash(command, on_start=self._started.append))
+            target=lambda: self._results.append(
+                client.bash(command, on_start=self._started.append, **kw)
+            )
         )
         self._thread.start()
 

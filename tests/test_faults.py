@@ -50,6 +50,19 @@ def test_foreground_call_survives_supervisor_kill(client: Client, state_dir: Pat
     assert record(client, task_id).owner == "foreground"
 
 
+def test_sleep_stopped_at_its_timeout_after_a_restart_is_no_notice(
+    client: Client, state_dir: Path
+) -> None:
+    """Its caller has the answer (terminated): a re-adopted `sleep` stopped at the timeout
+    was also announced as a background command that was stopped (a review)."""
+    call = BashInThread(client, "sleep 10", timeout=3000)
+    task_id = call.task_id()
+    wait_until(lambda: task_alive(task_id))
+    kill_supervisor(state_dir)
+    assert call.result().message == "Command exceeded the timeout (3s) and was terminated."
+    assert client.notifications() == []
+
+
 @pytest.mark.parametrize(
     ("point", "command", "stdout", "code"),
     [

@@ -123,7 +123,11 @@ async def wait_foreground(
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
         return views.waiting_result(task, end)
     if is_sleep_command(task.row.command):
-        await ctx.tasks.stop([task], reason=EndReason.TIMEOUT)
+        task.attached += 1  # (its caller is here for the answer: its end is no notice)
+        try:
+            await ctx.tasks.stop([task], reason=EndReason.TIMEOUT)
+        finally:
+            task.attached -= 1
         return views.terminated_result(task, timeout_ms)
     ctx.tasks.move_to_background(task, BackgroundReason.TIMEOUT)
     return views.backgrounded_result(task, timeout_ms)
