@@ -23,14 +23,26 @@ PROC_FD = Path("/proc/self/fd")
 
 
 def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The state dir: the argument, else ``WAVE_STATE_DIR``, else the platform's user state dir."""
+    """The state dir: the argument, else ``WAVE_STATE_DIR``, else the platform's user state
+    dir; as one spelling (:func:`canonical`)."""
     chosen = state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir()
-    return Path(chosen).expanduser().absolute()
+    return canonical(Path(chosen).expanduser())
 
 
 def default_state_dir() -> Path:
     """The platform's user state dir of wave-bash (where a client given none goes)."""
-    return Path(_user_state_dir()).expanduser().absolute()
+    return canonical(Path(_user_state_dir()).expanduser())
+
+
+def canonical(path: Path) -> Path:
+    """``path`` absolute with its parent's links and ``..`` resolved as the kernel does:
+    one state dir has one name (its cgroups and socket are named after it; ``../state``
+    and ``/tmp/x/state`` once had a supervisor each). Its last part is kept as given, so
+    a state dir that is itself a link is still seen, and refused (X1)."""
+    path = path.absolute()
+    if path.name in ("", ".", ".."):
+        return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def _user_state_dir() -> str:

@@ -19,6 +19,7 @@ import pytest
 from conftest import (
     kill_supervisor,
     raw_request,
+    reap,
     run_cli,
     start_bg,
     start_supervisor,
@@ -365,3 +366,22 @@ def test_two_prunes_at_once_each_return_with_the_files_gone(
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         calls = [pool.submit(lambda: (client.gc(older_than=0), aside.exists())) for _ in range(2)]
         assert [call.result(timeout=60)[1] for call in calls] == [False, False]
+
+
+def test_one_state_dir_spelled_two_ways_has_one_supervisor(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`../state` from a subdirectory once started a second supervisor, with cgroups of
+    its own name: a task's processes in the first's cgroups escaped its TaskStop."""
+    (state_dir / "sub").mkdir()
+    (state_dir / "link").symlink_to(state_dir / "sub")
+    first = Client(state_dir=state_dir / "state")
+    try:
+        tracking = first.status().tracking
+        monkeypatch.chdir(state_dir / "sub")
+        for spelling in ("../state", f"{state_dir}/sub/../state", f"{state_dir}/link/../state"):
+            kill_supervisor(state_dir / "state")  # the next one is started by this spelling
+            assert Client(state_dir=spelling).status().tracking == tracking, spelling
+            assert len(supervisor_pids(state_dir / "state")) == 1
+    finally:
+        reap(state_dir / "state")
