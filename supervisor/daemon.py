@@ -59,13 +59,15 @@ def _socket_answers(path: Path) -> bool:
     return True
 
 
-async def _bind(ctx: Context) -> asyncio.AbstractServer | None:
+async def _bind(ctx: Context, again: bool = False) -> asyncio.AbstractServer | None:
+    """Listen (``again``: on a socket path something removed or replaced while this
+    supervisor, which holds the state dir, serves: whatever is there goes)."""
     if chosen_transport() == "tcp":
         return await _bind_tcp(ctx)
     path = ctx.layout.socket
     ensure_private_dir(path.parent)
     if path.exists() or path.is_symlink():
-        if _socket_answers(path):
+        if not again and _socket_answers(path):
             log.error("another process already serves %s; exiting", path)
             return None
         path.unlink()  # stale socket of a dead supervisor
@@ -144,21 +146,59 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
     if ready is not None:
         ready.say(b"1")
-    chores = asyncio.create_task(housekeeping(ctx))
+    servers = [server]
+    chores = [asyncio.create_task(housekeeping(ctx))]
+    if not ctx.token:
+        chores.append(asyncio.create_task(_keep_socket(ctx, servers)))
     await ctx.stop_event.wait()
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
-    chores.cancel()
+    for chore in chores:
+        chore.cancel()
     ctx.tasks.standby.discard()
     ctx.tasks.after_replies()  # (ends' usage read before their cgroups go)
     ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
     if ctx.tasks.tracker is not None:
         ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
     ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
-    server.close()
+    servers[-1].close()
     with contextlib.suppress(OSError):
         (layout.tcp_endpoint if ctx.token else layout.socket).unlink()
     journal.close()
     return 0
+
+
+SOCKET_CHECK_SECONDS = 2.0
+"""How often the supervisor checks that its socket is still where clients look for it."""
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+async def _keep_socket(ctx: Context, servers: list[asyncio.AbstractServer]) -> None:
+    """Listen again when the socket's path no longer leads to this supervisor (a command
+    or a person removed it): clients would find no supervisor there, and none could
+    start while this one holds the state dir."""
+    path = ctx.layout.socket
+    bound = _identity(path)
+    while True:
+        await asyncio.sleep(SOCKET_CHECK_SECONDS)
+        if _identity(path) == bound:
+            continue
+        log.warning("socket %s was removed or replaced: listening there again", path)
+        try:
+            server = await _bind(ctx, again=True)
+        except OSError as exc:  # (a directory put there): tried again at the next check
+            log.error("cannot listen on %s again: %s", path, exc)
+            continue
+        if server is not None:
+            servers[-1].close()  # (its connections go on; no new one reaches it)
+            servers.append(server)
+            bound = _identity(path)
 
 
 def _on_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

@@ -385,3 +385,16 @@ def test_one_state_dir_spelled_two_ways_has_one_supervisor(
             assert len(supervisor_pids(state_dir / "state")) == 1
     finally:
         reap(state_dir / "state")
+
+
+def test_a_removed_socket_is_listened_on_again(client: Client, state_dir: Path) -> None:
+    """With its socket removed, a supervisor that runs tasks (so never idle) kept the
+    state dir: every call said no supervisor started, and none could (a review)."""
+    tid = start_bg(client, "sleep 60")
+    pid = client.status().pid
+    (state_dir / "supervisor.sock").unlink()
+    assert client.status().pid == pid
+    (state_dir / "supervisor.sock").unlink()
+    (state_dir / "supervisor.sock").write_text("")  # replaced by something else
+    assert client.status().pid == pid
+    assert client.task_stop(tid).status == "killed"
