@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from .constants import MAX_REQUEST_BYTES
+from .constants import DEFAULT_TIMEOUT_MS, MAX_REQUEST_BYTES
 from .errors import (
     ForbiddenError,
     InvalidInputError,
@@ -15,7 +15,7 @@ from .errors import (
     SupervisorUnavailableError,
     error_from_wire,
 )
-from .wire import PROTOCOL_VERSION, encode
+from .wire import PROTOCOL_VERSION, AnswerOverdue, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
@@ -35,6 +35,27 @@ FOREGROUND_PATIENCE = 10.0
 a moment even when the timeout is short."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
 """Seconds between attempts to reach the supervisor again: doubling, up to the maximum."""
+ANSWER_SLACK = 30.0
+"""Seconds past a call's own time limit (a command's timeout, a wait's) its answer may
+take before the supervisor counts as gone: a stopped or frozen one (or link) keeps the
+connection open and silent, and the call would wait forever."""
+QUICK_CALL_LIMIT = 120.0
+"""Seconds a call with no time limit of its own (status, tasks, stop) waits for its answer."""
+TIMED_OPS = frozenset({"wait", "output", "input"})
+"""Calls whose ``timeout`` is what they wait: sent again after a restart, with what is left."""
+
+
+def answer_deadline(op: str, params: dict[str, Any], began: float) -> float | None:
+    """When a call's answer is overdue (``time.monotonic()``), or None: it may take as
+    long as its task runs (``wait`` with no timeout, ``output --follow``)."""
+    timeout = params.get("timeout")
+    if op == "run" and timeout is None:
+        timeout = DEFAULT_TIMEOUT_MS
+    if params.get("follow") or (op == "wait" and timeout is None):
+        return None
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        return began + timeout / 1000 + ANSWER_SLACK
+    return began + QUICK_CALL_LIMIT
 
 
 class _ConnectionLost(SupervisorUnavailableError):
@@ -116,6 +137,9 @@ class Caller:
         epoch = self._abort_epoch
         sent = False
         first_op = op
+        began = time.monotonic()
+        deadline = answer_deadline(op, params, began)  # (kept when sent again: `attach`)
+        first_timeout = params.get("timeout") or 0
 
         def note_start(task_id: str) -> None:
             if not started:
@@ -129,7 +153,7 @@ class Caller:
             if self._closed:
                 raise SupervisorUnavailableError("this client was closed: its caller went away")
             try:
-                return self._attempt(op, params, on_progress, note_start, epoch, scope)
+                return self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
             except _ConnectionLost as lost:
                 if lost.ssh_failed and not started and not lost.cut:  # could not connect
                     if sent:  # (an earlier attempt's connection was cut)
@@ -170,6 +194,9 @@ class Caller:
                     "task_id": started[0],
                     "progress": on_progress is not None,
                 }
+            elif op in TIMED_OPS and isinstance(params.get("timeout"), (int, float)):
+                elapsed = (time.monotonic() - began) * 1000  # (what is left of it, not again)
+                params = {**params, "timeout": max(0.0, float(first_timeout) - elapsed)}
             # Otherwise the same request goes again: a run with the same key (never twice).
 
     def _attempt(
@@ -180,6 +207,7 @@ class Caller:
         on_start: StartCallback,
         epoch: int,
         scope: CallScope | None = None,
+        deadline: float | None = None,
     ) -> Any:
         channel = self.connector.open()
         with self._lock:
@@ -191,7 +219,7 @@ class Caller:
             channel.interrupt()
         closed = False
         try:
-            return self.exchange(channel, op, params, on_progress, on_start)
+            return self.exchange(channel, op, params, on_progress, on_start, deadline)
         except _ConnectionLost as lost:
             failure, closed = channel.close(), True
             if failure:  # the carrier itself failed (ssh unreachable, killed)
@@ -213,8 +241,10 @@ class Caller:
         params: dict[str, Any],
         on_progress: RawProgress | None = None,
         on_start: StartCallback | None = None,
+        deadline: float | None = None,
     ) -> Any:
-        """One request on one channel: its result's data, or its error raised."""
+        """One request on one channel: its result's data, or its error raised; past
+        ``deadline`` with no answer, a connection lost."""
         line = encode({"v": PROTOCOL_VERSION, "op": op, **params})
         if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
             raise InvalidInputError(
@@ -229,21 +259,27 @@ class Caller:
                 raise refusal from None
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False
-        for message in channel.messages():
-            answered = True
-            kind = message.get("type")
-            if kind == "started":
-                if on_start is not None:
-                    on_start(str(message["data"]["taskId"]))
-            elif kind == "progress":
-                if on_progress is not None:
-                    on_progress(message["data"])
-            elif kind == "result":
-                return message.get("data")
-            elif kind == "error":
-                raise error_from_wire(
-                    str(message.get("code")), str(message.get("message")), message.get("taskId")
-                )
+        try:
+            for message in channel.messages(deadline):
+                answered = True
+                kind = message.get("type")
+                if kind == "started":
+                    if on_start is not None:
+                        on_start(str(message["data"]["taskId"]))
+                elif kind == "progress":
+                    if on_progress is not None:
+                        on_progress(message["data"])
+                elif kind == "result":
+                    return message.get("data")
+                elif kind == "error":
+                    raise error_from_wire(
+                        str(message.get("code")), str(message.get("message")), message.get("taskId")
+                    )
+        except AnswerOverdue:
+            raise _ConnectionLost(
+                f"the supervisor has not answered in time (stopped or frozen? see {self.log_hint})",
+                answered,
+            ) from None
         raise _ConnectionLost(
             f"the supervisor closed the connection before answering (see {self.log_hint})",
             answered,

@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
         def send(self, data: bytes) -> None:
             """Send the request line. Raises ``OSError`` when the other side is gone."""
 
-        def messages(self) -> Iterator[dict[str, Any]]:
-            """The answer's messages until the other side closes."""
+        def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
+            """The answer's messages until the other side closes (past ``deadline``, a
+            ``time.monotonic()``, waiting for the next raises ``AnswerOverdue``)."""
 
         def interrupt(self) -> None:
             """End the exchange now, from any thread (the caller went away)."""
@@ -73,8 +74,8 @@ class SocketChannel:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def messages(self) -> Iterator[dict[str, Any]]:
-        return read_messages(self.sock)
+    def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
+        return read_messages(self.sock, deadline=deadline)
 
     def interrupt(self) -> None:
         with contextlib.suppress(OSError):
@@ -131,8 +132,8 @@ class SshChannel(SocketChannel):
         super().__init__(sock)
         self.proc, self.remote = proc, remote
 
-    def messages(self) -> Iterator[dict[str, Any]]:
-        return read_messages(self.sock, preamble=True)
+    def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
+        return read_messages(self.sock, preamble=True, deadline=deadline)
 
     def close(self) -> str | None:
         super().close()
@@ -188,7 +189,7 @@ class MemoryChannel:
     def send(self, data: bytes) -> None:
         self._request = decode(data.rstrip(b"\n"))
 
-    def messages(self) -> Iterator[dict[str, Any]]:
+    def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
         assert self._request is not None, "send() first"
         for message in self.exchange(self._request):
             if self._interrupted.is_set():

@@ -231,6 +231,12 @@ class Remote:
         ``verb`` another CLI verb (its arguments shell-quoted), ``tty`` one on a terminal."""
         argv = ["ssh", "-o", "BatchMode=yes", *(["-t"] if tty else []), *options]
         argv += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT}"]  # (ssh: the first value holds)
+        argv += [
+            "-o",
+            f"ServerAliveInterval={ALIVE_INTERVAL}",
+            "-o",
+            f"ServerAliveCountMax={ALIVE_COUNT}",
+        ]
         if self.port:
             argv += ["-p", str(self.port)]
         target = f"{self.user}@{self.host}" if self.user else self.host
@@ -240,6 +246,11 @@ class Remote:
 CONNECT_TIMEOUT = 15
 """Seconds ssh waits for an unreachable host (its own default is the system's TCP
 timeout: minutes); an ``-o ConnectTimeout=`` among the caller's options comes first."""
+ALIVE_INTERVAL, ALIVE_COUNT = 10, 3
+"""ssh asks the server whether it is still there after 10 s of silence and gives up
+after 3 unanswered asks: a connection frozen or cut on the way (no reset ever comes)
+ends in 30-40 s, and the call is sent again (RM3), instead of hanging until TCP gives up
+(hours). The caller's own ``-o ServerAlive…`` come first."""
 
 
 def connect_ssh(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import time
 from collections.abc import Iterator
 
 from .errors import ProtocolError
@@ -48,16 +49,23 @@ def decode(line: bytes) -> dict[str, Any]:
     return message
 
 
-def read_messages(sock: socket.socket, preamble: bool = False) -> Iterator[dict[str, Any]]:
+def read_messages(
+    sock: socket.socket, preamble: bool = False, deadline: float | None = None
+) -> Iterator[dict[str, Any]]:
     """The protocol lines arriving on ``sock`` until the peer closes it. ``preamble``:
     lines that are no JSON object before the first message are skipped (a remote login
-    shell's greeting from its ``.bashrc``, on the stdout ssh relays)."""
+    shell's greeting from its ``.bashrc``, on the stdout ssh relays). ``deadline`` (a
+    ``time.monotonic()``): past it, waiting for more raises :class:`AnswerOverdue`."""
     buf = b""
     while True:
+        if deadline is not None:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
             chunk = sock.recv(65536)
         except ConnectionResetError:
             return
+        except TimeoutError:
+            raise AnswerOverdue("no answer in time") from None
         if not chunk:
             return
         buf += chunk
@@ -73,6 +81,10 @@ def read_messages(sock: socket.socket, preamble: bool = False) -> Iterator[dict[
             yield decode(line)
         if len(buf) > MAX_MESSAGE_BYTES:
             raise ProtocolError("the peer sent an oversized message")
+
+
+class AnswerOverdue(OSError):
+    """The peer has said nothing by the call's deadline (a frozen supervisor or link)."""
 
 
 def _after_preamble(line: bytes) -> dict[str, Any] | None:

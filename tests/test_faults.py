@@ -11,6 +11,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -26,7 +28,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client
+from wave_bash.api import Client, SupervisorUnavailableError, calls
 from wave_bash.supervisor.identity import start_ticks
 from wave_bash.worker import tagged_processes
 
@@ -258,3 +260,36 @@ def test_a_prune_cut_short_leaves_rows_to_prune_again_never_files_no_row_names(
     assert task_id in {row["id"] for row in journal_rows(state_dir)}  # the row stays
     start_supervisor(state_dir, WAVE_RETENTION="0s")
     wait_until(lambda: task_id not in {row["id"] for row in journal_rows(state_dir)})
+
+
+def test_a_frozen_supervisor_holds_no_call_past_its_timeout(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped (or frozen) supervisor keeps the connection open and silent: a call with
+    a 3 s timeout waited forever (a review)."""
+    monkeypatch.setattr(calls, "ANSWER_SLACK", 2.0)
+    pid = client.status().pid or 0
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        with pytest.raises(SupervisorUnavailableError, match="not answered in time"):
+            client.bash("echo x", timeout=1000)
+        assert time.monotonic() - began < 30
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_a_wait_sent_again_after_a_restart_waits_only_what_is_left(
+    client: Client, state_dir: Path
+) -> None:
+    """`wait --timeout 4000` with the supervisor killed at 2 s returned after 6.5 s: the
+    resent request waited its whole timeout again (a review)."""
+    tid = start_bg(client, "sleep 60")
+    done: list[float] = []
+    began = time.monotonic()
+    waiter = threading.Thread(target=lambda: (client.wait(tid, timeout=6000), done.append(1)))
+    waiter.start()
+    wait_until(lambda: time.monotonic() - began > 3)
+    kill_supervisor(state_dir)
+    waiter.join(30)
+    assert done and time.monotonic() - began < 8.5

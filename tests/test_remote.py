@@ -6,6 +6,7 @@ The test starts Debian's sshd with a throwaway host key and an authorized key; t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -338,3 +339,39 @@ def test_permission_rules_and_sandbox_hold_over_ssh(sshd: dict[str, object]) -> 
         os.path.expanduser("~/.wave-remote-probe")
     )
     assert client.tasks()[-1].sandbox == "read-only"
+
+
+def test_a_frozen_connection_is_given_up_and_the_call_sent_again(
+    sshd: dict[str, object],
+) -> None:
+    """Its sshd stopped mid-call (a network cut looks the same): no reset ever comes, and
+    the call hung until TCP gave up (a review). ssh's keepalives end it (here after ~2 s;
+    30-40 s by default), and the call is sent again (RM3)."""
+    client = Client(
+        remote=str(sshd["url"]), remote_command=str(sshd["command"]), session="remote",
+        ssh_options=["-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2",
+                     *sshd["options"]],  # type: ignore[misc]
+    )  # fmt: skip
+    call = BashInThread(client, "echo a; sleep 6; echo b")
+    call.task_id(timeout=30)
+    server = psutil.Process(sshd["server"].pid)  # type: ignore[attr-defined]
+    sessions = server.children(recursive=False)
+    assert sessions
+    for proc in sessions:
+        proc.send_signal(signal.SIGSTOP)
+    try:
+        r = call.result(timeout=60)
+        assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)
+    finally:
+        for proc in sessions:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGCONT)
+
+
+def test_ssh_keeps_the_connection_alive_unless_told_otherwise() -> None:
+    from wave_bash.api.transport import Remote
+
+    argv = Remote.parse("ssh://me@box").ssh_argv(["-o", "ServerAliveInterval=1"], "wave-bash")
+    given = [a for a in argv if a.startswith("ServerAliveInterval=")]
+    assert given == ["ServerAliveInterval=1", "ServerAliveInterval=10"]  # (the first holds)
+    assert "ServerAliveCountMax=3" in Remote.parse("ssh://box").ssh_argv([], "wave-bash")
