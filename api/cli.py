@@ -506,7 +506,12 @@ def cmd_gc(cli: Cli, args: argparse.Namespace) -> int:
 
 
 def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
-    notices = cli.call("notifications", ack=True)
+    """Claimed, shown, then confirmed (see ``Client.notifications``): a cut connection
+    loses none, and one not shown (the CLI killed) goes to the next reader in a minute."""
+    import uuid
+
+    token = uuid.uuid4().hex
+    notices = cli.call("claim", claim=token)["notices"]
     if args.json:
         _print_json(notices)
     else:
@@ -514,6 +519,9 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
 
         for notice in notices:  # (it quotes the command: its colour codes shown, not run)
             print("\n".join(visible(line) for line in str(notice["message"]).split("\n")))
+    if notices:
+        sys.stdout.flush()  # (shown first: a closed stdout confirms nothing)
+        cli.call("ack", claim=token)
     return 0
 
 

@@ -442,8 +442,19 @@ class Client:
 
     def notifications(self) -> list[Notice]:
         """Pending completion notices of this session, each delivered exactly once (SPEC B5):
-        taken in one step, so concurrent readers (threads, processes) never share one."""
-        return self._call(NotificationsRequest(session=self.session, ack=True))
+        claimed in one step, so concurrent readers (threads, processes) never share one,
+        then confirmed once they arrived here. A claim whose answer a cut connection lost is
+        sent again with its token and gets the same notices (RM3); confirmed never, they go
+        to the next reader when the lease ends."""
+        token = uuid.uuid4().hex
+        claim = self._call(ClaimRequest(session=self.session, claim=token))
+        if claim.notices:
+            self._call(AckRequest(session=self.session, claim=token))
+        return claim.notices
+
+    def pending_notices(self) -> list[Notice]:
+        """This session's pending notices, left pending (the next reader still gets them)."""
+        return self._call(NotificationsRequest(session=self.session, ack=False))
 
     def claim_notices(self, lease: float = NOTICE_LEASE_SECONDS) -> NoticeClaim:
         """Take this session's pending notices for ``lease`` seconds, to show them somewhere

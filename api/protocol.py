@@ -265,6 +265,9 @@ class ClaimParams(Params):
     A reader that dies meanwhile loses them to the next one when the lease ends."""
 
     lease: Annotated[StrictFloat, Field(ge=1, le=3600)] = NOTICE_LEASE_SECONDS
+    claim: Annotated[PrintableText, Field(min_length=16, max_length=64)] | None = None
+    """A token of the reader's choosing (random): the claim sent again with it (its
+    connection cut before the answer) gets the notices it already holds, and any new."""
 
 
 class AckParams(Params):

@@ -512,8 +512,9 @@ class Journal:
         self, session: str, claim: str, lease: float, *, deliver: bool = False
     ) -> list[TaskRow]:
         """Atomically take the session's pending notices that nobody holds (or whose
-        holder's lease ran out) for ``claim``: concurrent readers never get the same one.
-        With ``deliver`` they are marked delivered in the same transaction.
+        holder's lease ran out, or ``claim`` holds already: a claim sent again) for
+        ``claim``: concurrent readers never get the same one. With ``deliver`` they are
+        marked delivered in the same transaction.
 
         While the disk refuses writes a claim cannot be recorded: nothing is handed out
         then, and the notices wait for the disk.
@@ -527,8 +528,8 @@ class Journal:
                     r[0]
                     for r in db.execute(
                         "SELECT task_id FROM notices WHERE session = ? AND delivered_at IS NULL "
-                        "AND (claim IS NULL OR claim_until < ?)",
-                        (session, now),
+                        "AND (claim IS NULL OR claim_until < ? OR claim = ?)",
+                        (session, now, claim),
                     )
                 ]
                 db.executemany(

@@ -355,6 +355,20 @@ def test_output_read_whose_reply_was_lost_is_read_again(state_dir: Path) -> None
     assert client.task_output(tid).output == "line1\nline2"  # resent to the next one
 
 
+def test_notices_whose_answer_was_lost_are_read_again(state_dir: Path) -> None:
+    """The supervisor (or an ssh connection: RM3) gone as it answers `notifications`: the
+    notices were marked delivered as the answer was written, and the call sent again got
+    none (a review). A claim sent again with its token gets them; once they arrived they
+    are confirmed, never delivered again."""
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "exit 3")
+    client.wait(tid, timeout=10_000)
+    kill_supervisor(state_dir)
+    start_supervisor(state_dir, WAVE_FAULT="before_reply")  # dies before answering once
+    assert [n.task_id for n in client.notifications()] == [tid]  # resent to the next one
+    assert client.notifications() == [] and client.pending_notices() == []
+
+
 def test_a_long_description_is_cut_in_its_notice(state_dir: Path) -> None:
     client = Client(state_dir=state_dir)
     tid = start_bg(client, "true", description="word " * 10_000 + "\nsecond line")

@@ -28,9 +28,9 @@ from ..context import Connection, Context
 
 
 def _claim(
-    ctx: Context, session: str, lease: float, deliver: bool = False
+    ctx: Context, session: str, lease: float, deliver: bool = False, token: str | None = None
 ) -> tuple[str, list[Notice]]:
-    token = secrets.token_hex(8)
+    token = token or secrets.token_hex(8)
     rows = ctx.journal.claim_notices(session, token, lease, deliver=deliver)
     return token, [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows]
 
@@ -46,7 +46,7 @@ async def handle_notifications(
 
 
 async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> NoticeClaim:
-    token, notices = _claim(ctx, p.session, p.lease)
+    token, notices = _claim(ctx, p.session, p.lease, token=p.claim)
     return NoticeClaim(claim=token, notices=notices)
 
 
