@@ -130,6 +130,11 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
     nonce = secrets.token_hex(16)
     sock.sendall(encode({"hello": nonce}))
     reply = _small_line(sock)
+    if reply.get("type") == "error" and "proof" not in reply:  # (its text is not trusted)
+        code = re.sub(r"[^a-z_]", "", str(reply.get("code")))[:32]
+        raise SupervisorUnavailableError(
+            f"the server at {where} answered `{code}` instead of the handshake: try again"
+        )
     if not hmac.compare_digest(
         str(reply.get("proof", "")), handshake_proof(token, "server", nonce)
     ):

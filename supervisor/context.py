@@ -137,6 +137,9 @@ class Context:
     """Connections served at once; more are answered ``busy`` (see ``daemon``)."""
     request_budget: ByteBudget = field(default_factory=lambda: ByteBudget(REQUEST_BUDGET_BYTES))
     active_connections: int = 0
+    """Connections open now (any peer): the supervisor is idle with none."""
+    served_connections: int = 0
+    """Connections of peers let in (the peer's uid, or the TCP token shown): the cap's."""
     last_activity: float = field(default_factory=time.monotonic)
     """When a client was last served (monotonic), for the idle exit."""
     pruning: asyncio.Lock = field(default_factory=asyncio.Lock)

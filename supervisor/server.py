@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 REFUSAL_LINGER_SECONDS = 2.0  # how long a refused peer may keep sending before we close
 
 
+HANDSHAKE_SECONDS = 2.0
+"""How long a TCP peer may take to show the token (a client of ours takes milliseconds)."""
+
+
 async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
     """Unix socket: the peer runs as our uid (SPEC X1). TCP: it presents the token first."""
     if ctx.token is None:
@@ -86,16 +90,25 @@ async def serve_connection(
     conn = Connection(reader, writer)
     watcher: asyncio.Task[None] | None = None
     ctx.active_connections += 1
+    served = False
     try:
-        if ctx.active_connections > ctx.max_connections:
+        try:  # (TCP: a peer that has not shown the token within a moment is let go)
+            async with asyncio.timeout(HANDSHAKE_SECONDS if ctx.token else None):
+                if not await _peer_allowed(ctx, conn):
+                    return
+        except TimeoutError:
+            raise ProtocolError(f"no handshake within {HANDSHAKE_SECONDS:g}s") from None
+        # Only peers let in count towards the cap: another user's idle connections to a
+        # TCP supervisor filled it, and its own clients were turned away (a review).
+        ctx.served_connections += 1
+        served = True
+        if ctx.served_connections > ctx.max_connections:
             raise BusyError(
                 f"the supervisor is serving {ctx.max_connections} connections already; "
                 "try again shortly"
             )
         try:
             async with asyncio.timeout(ctx.settings.request_timeout):
-                if not await _peer_allowed(ctx, conn):
-                    return
                 line = await conn.read_line(ctx.request_budget)
         except TimeoutError:
             raise ProtocolError(
@@ -132,6 +145,7 @@ async def serve_connection(
         await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
     finally:
         ctx.active_connections -= 1
+        ctx.served_connections -= served
         ctx.last_activity = time.monotonic()
         if watcher is not None:
             watcher.cancel()

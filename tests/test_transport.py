@@ -161,3 +161,24 @@ def test_an_oversized_handshake_is_refused_without_touching_the_budget(
     finally:
         for s in floods:
             s.close()
+
+
+def test_peers_without_the_token_do_not_fill_the_connection_cap(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's idle connections to a TCP supervisor counted towards its cap: its
+    own clients were answered `busy`, which they took for impersonation (a review). Only
+    peers that showed the token count now, and one that shows none is let go at once."""
+    monkeypatch.setenv("WAVE_TRANSPORT", "tcp")
+    monkeypatch.setenv("WAVE_MAX_CONNECTIONS", "8")
+    client = Client(state_dir=state_dir, session="tcp")
+    client.status()
+    port = json.loads((state_dir / "supervisor.tcp").read_text())["port"]
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
+    try:
+        assert client.bash("echo ok").stdout == "ok"
+        idle[0].settimeout(10)
+        assert json.loads(idle[0].makefile("rb").readline())["code"] == "protocol"  # let go
+    finally:
+        for s in idle:
+            s.close()
