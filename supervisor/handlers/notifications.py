@@ -55,6 +55,7 @@ async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> AckResult:
     count = ctx.journal.settle_claim(p.claim, delivered=True) if p.claim else 0
     if p.task_ids:
         count += ctx.journal.mark_delivered(p.session, p.task_ids)
+    ctx.journal.write_deferred()  # committed before the answer: a reader told so is done
     return AckResult(acknowledged=count)
 
 
