@@ -47,11 +47,12 @@ TIMED_OPS = frozenset({"wait", "output", "input"})
 
 def answer_deadline(op: str, params: dict[str, Any], began: float) -> float | None:
     """When a call's answer is overdue (``time.monotonic()``), or None: it may take as
-    long as its task runs (``wait`` with no timeout, ``output --follow``)."""
+    long as its task runs (``wait`` with no timeout, ``output --follow``) or its work
+    (``gc``: a prune of many files)."""
     timeout = params.get("timeout")
     if op == "run" and timeout is None:
         timeout = DEFAULT_TIMEOUT_MS
-    if params.get("follow") or (op == "wait" and timeout is None):
+    if params.get("follow") or (op == "wait" and timeout is None) or op == "gc":
         return None
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
         return began + timeout / 1000 + ANSWER_SLACK
