@@ -192,7 +192,7 @@ async def _keep_socket(ctx: Context, servers: list[asyncio.AbstractServer]) -> N
         log.warning("socket %s was removed or replaced: listening there again", path)
         try:
             server = await _bind(ctx, again=True)
-        except OSError as exc:  # (a directory put there): tried again at the next check
+        except Exception as exc:  # (a directory put there): tried again at the next check
             log.error("cannot listen on %s again: %s", path, exc)
             continue
         if server is not None:
