@@ -175,8 +175,8 @@ NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
 
 
 ARITHMETIC_PROBLEM = (
-    "arithmetic on a variable the command does not set to a number itself, whose value "
-    "could hide a command (`a='x[$(cmd)]'; ((a))`)"
+    "arithmetic on a variable the command has not surely set to a number itself, whose "
+    "value could hide a command (`a='x[$(cmd)]'; ((a))`)"
 )
 
 
@@ -188,11 +188,6 @@ BASH_SET_VARIABLES = frozenset({
 """Variables bash sets itself, from what a command reads or does (``read``'s ``REPLY``,
 ``$_``: the last word of the command before), with ``BASH_*`` and ``COMP_*``: never
 taken for numbers the command set."""
-
-
-ARITHMETIC_ASSIGNMENTS = frozenset({
-    "=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", "++", "--",
-})  # fmt: skip
 
 
 _NUMBER = re.compile(r"[+-]?\d*")
@@ -211,11 +206,6 @@ _LET_TARGET = re.compile(
     r"(?<![\w#])([A-Za-z_]\w*)(?=\s*(?:(?:<<|>>|[-+*/%&|^])?=(?!=)|\+\+|--))"
     r"|(?:\+\+|--)\s*([A-Za-z_]\w*)"
 )
-
-
-_DECLARED_NUMBER = re.compile(r"[-+][grxv]+")
-"""Options of ``declare``/``local``/``export``/``readonly``/``unset`` that leave a number
-one (global, read-only, exported)."""
 
 
 BRACKET_PROBLEM = "a `[ … > … ]` test: bash reads its `>` or `<` as a redirection"
@@ -433,25 +423,23 @@ class _Walker:
         self.reads: list[str | None] = []
         self.zsh = False
         """zsh runs it (see :func:`parse_command`)."""
-        self._scope = self._scopes = 0
-        """The text being read (each ``parse``, an ``eval``'s or ``bash -c``'s own)."""
-        self._numbers: set[tuple[int, str]] = set()
-        """Variables a text sets to a number (a literal one, ``$((…))``, arithmetic)."""
+        self._numbers: list[tuple[int, str, int, int]] = []
+        """Where a variable surely holds a number the command gave it: (tree, name, from
+        byte, to byte), after a plain ``n=0`` of the text's top level or a loop's own
+        ``for ((i=0; …))``, ``for i in 1 2 3``."""
         self._not_numbers: set[str] = set()
-        """Variables set otherwise, by any text of the command."""
+        """Variables set to anything but a number, by any text of the command."""
         self._any_set = False
         """Something sets variables the check cannot name (a sourced file, a name
         computed at run time)."""
-        self._arithmetic_uses: list[tuple[int, str]] = []
-        """Variables whose values arithmetic evaluates, by text: see :meth:`settle`."""
+        self._arithmetic_uses: list[tuple[int, str, int]] = []
+        """Variables whose values arithmetic evaluates: (tree, name, byte), see :meth:`settle`."""
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
             self.problems.append("shells nested too deep to check")
             return
-        outer, outer_scope = self._site, self._scope
-        self._scopes += 1
-        self._scope = self._scopes
+        outer = self._site
         for text in dict.fromkeys((joined_lines(source), source)):
             data = text.encode("utf-8", "surrogateescape")
             tree = bash_parser().parse(data)
@@ -466,22 +454,27 @@ class _Walker:
             self._trees += 1
             self._site = _Site(tree.root_node, self._trees, depth > 0)
             self.walk(tree.root_node, data, depth)
-        self._site, self._scope = outer, outer_scope
+        self._site = outer
 
     def settle(self) -> None:
-        """Once the whole command is read: arithmetic on a variable asks unless that text
-        sets it, and only to numbers (``n=0; ((n++))``, ``for ((i=0; …))``), and nothing
-        else sets it anywhere (``read n``, ``eval 'n=…'``, a sourced file, ``${n:=…}``).
-        A value from the caller's environment, used before the command's own assignment,
-        is the user's own. zsh's arithmetic is not followed: there it always asks."""
-        for scope, name in self._arithmetic_uses:
+        """Once the whole command is read: arithmetic on a variable asks unless the
+        variable surely holds a number there, one its own text gave it before (``n=0;
+        ((n++))``, ``for ((i=0; …))``: see ``_numbers``), and nothing anywhere sets it
+        otherwise (``read n``, ``eval 'n=…'``, a sourced file, ``${n:=…}``, ``readonly
+        n``). Any other value may be text naming other variables, which bash evaluates
+        in turn (``OSTYPE`` is ``linux-gnu``: ``gnu='x[$(cmd)]'`` runs cmd). zsh's
+        arithmetic is not followed: there it always asks."""
+        for tree, name, at in self._arithmetic_uses:
             if (
                 self.zsh
                 or self._any_set
                 or name in self._not_numbers
-                or (scope, name) not in self._numbers
                 or name in BASH_SET_VARIABLES
                 or name.startswith(("BASH", "COMP_"))
+                or not any(
+                    (t, n) == (tree, name) and start <= at < end
+                    for t, n, start, end in self._numbers
+                )
             ):
                 self.problems.append(ARITHMETIC_PROBLEM)
                 break
@@ -537,10 +530,13 @@ class _Walker:
                     named = None if value is None else word_value(value, data)
                     if value is not None and (named is None or reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
-                in_for = node.parent is not None and node.parent.type == "c_style_for_statement"
+                parent = node.parent
+                in_for = parent is not None and parent.type == "c_style_for_statement"
                 number = in_for or _numeric_value(node.child_by_field_name("value"), data)
                 self._setting([assigned], numbers={assigned} if number else ())  # (`eval
                 # 'HO''ME=x'`, `HO\⏎ME=x`)
+                if number and assigned == node_text(node, data).split("=", 1)[0]:
+                    self._surely_number(node, assigned, data)
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
                 name = None if variable is None else node_text(variable, data)
@@ -549,6 +545,9 @@ class _Walker:
                     _counted(v, data) for v in values
                 )  # (`for i in 1 2 {3..9}`; `select` sets REPLY too, from input)
                 self._setting([name], numbers={name} if counting and values and name else ())
+                body = node.child_by_field_name("body")
+                if counting and values and name and body is not None:
+                    self._numbers.append((self._site.tree, name, body.start_byte, node.end_byte))
             elif kind == "expansion" and any(c.type in ("=", ":=") for c in node.children):
                 self._not_numbers.add(_expansion_name(node, data))  # `${n:=text}` sets n
             if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
@@ -597,21 +596,41 @@ class _Walker:
         for :meth:`settle`), a value it cannot follow (a positional parameter, a
         transformed expansion, a substitution's output: asks now), or one it sets to a
         number (``n=…``, ``n+=…``, ``n++``)."""
+        parent = node.parent
+        if (
+            parent is not None
+            and parent.type == "variable_assignment"
+            and node == parent.children[0]
+        ):
+            return  # (`for ((i=0; …))`: the name assigned, not a use)
         use = _arithmetic_use(node, data)
         if use is True:
             self.problems.append(ARITHMETIC_PROBLEM)
         elif use:
-            self._arithmetic_uses.append((self._scope, use))
-        operators = [c for c in node.children if node_text(c, data) in ARITHMETIC_ASSIGNMENTS]
-        if operators and node.type in (
-            "binary_expression",
-            "postfix_expression",
-            "unary_expression",
-        ):
-            target = node.children[-1] if node.type == "unary_expression" else node.children[0]
-            name = node_text(target, data)
-            if target.type in ("variable_name", "word") and _IDENTIFIER.fullmatch(name):
-                self._numbers.add((self._scope, name))
+            self._arithmetic_uses.append((self._site.tree, use, node.start_byte))
+
+    def _surely_number(self, assignment: Any, name: str, data: bytes) -> None:
+        """A numeric assignment that surely runs before what follows it: a statement of
+        the text's top level (not backgrounded, not one command's own, not in a list, a
+        block or a function), ``declare``/``export``/``readonly`` too; or a c-style
+        ``for``'s own start (``for ((i=0; …))``), for the rest of that loop."""
+        parent = assignment.parent
+        if parent is None:
+            return
+        if parent.type == "c_style_for_statement":
+            scope = parent
+        else:
+            statement = assignment
+            if parent.type == "declaration_command":
+                if node_text(parent.children[0], data) == "local":
+                    return
+                statement = parent
+            top = statement.parent
+            following = statement.next_sibling
+            if top is None or top.type != "program" or (following and following.type == "&"):
+                return
+            scope = top
+        self._numbers.append((self._site.tree, name, assignment.end_byte, scope.end_byte))
 
     @staticmethod
     def _evaluating_expansion(node: Any, data: bytes) -> bool:
@@ -623,24 +642,30 @@ class _Walker:
 
     def declaration(self, node: Any, data: bytes) -> None:
         text = squeeze(node_text(node, data))
-        words = text.split()
-        if any(w.startswith("-") and "i" in w[1:] for w in words[1:]):  # declare -i: arithmetic
+        builtin = text.split(maxsplit=1)[0]
+        options = [  # (as bash reads them: `"-i"`, `\-i` are options too; None: computed)
+            value
+            for c in node.children[1:]
+            if c.is_named and c.type not in ("variable_assignment", "variable_name")
+            if (value := word_value(c, data)) is None or value[:1] in ("-", "+")
+        ]
+        flags = "".join(o[1:] for o in options if o)
+        attributes = builtin in ("declare", "typeset", "local")  # (what may say -i or -n)
+        if "i" in flags or (attributes and None in options):  # -i: arithmetic (or computed)
             self.problems.append(ARITHMETIC_PROBLEM)
-        nameref = words[0] in ("declare", "typeset", "local") and any(
-            w.startswith("-") and "n" in w[1:] for w in words[1:]
-        )  # (`export -n`: no nameref)
+        nameref = attributes and ("n" in flags or None in options)
         if nameref:  # (what it names is set later, by any spelling: `declare -n r; r=PS4`)
             self.problems.append("a nameref: the variable it names may be one that runs code")
         arguments: list[str | None] = []
-        numbers: set[str] = set()  # (set to a number, or left one: `local i`, `export n`)
-        keeps_numbers = all(_DECLARED_NUMBER.fullmatch(w) for w in words[1:] if w[0] in "-+")
+        numbers: set[str] = set()  # (set to a number, or left as it was: `local i`)
+        fixed = builtin == "readonly" or "r" in flags  # (a later `n=0` fails: it stays)
         for child in node.children[1:]:
             if child.type == "variable_assignment":  # its name is plain text; with `-n`
                 parts = [c for c in child.children if c.is_named]  # its value is a name
                 assigned = node_text(parts[0], data)
                 arguments.append(assigned)
                 value = child.child_by_field_name("value")
-                if keeps_numbers and (value is None or _numeric_value(value, data)):
+                if value is None or _numeric_value(value, data):
                     numbers.add(assigned.split("[", 1)[0].rstrip("+"))
                 if nameref and len(parts) > 1:
                     arguments.append(word_value(parts[-1], data))
@@ -652,9 +677,10 @@ class _Walker:
                     following is None or following.start_byte > child.end_byte
                 )
                 arguments.append(node_text(child, data) if plain else word_value(child, data))
-                if keeps_numbers and arguments[-1] and _IDENTIFIER.fullmatch(arguments[-1]):
-                    numbers.add(arguments[-1])
-                if words[0] != "export":  # (export takes no subscript: bash evaluates none)
+                name = arguments[-1]
+                if name and _IDENTIFIER.fullmatch(name) and not fixed:
+                    numbers.add(name)
+                if builtin != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([name_word(child, data)])
         self._setting(arguments, numbers)
         if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
@@ -677,9 +703,7 @@ class _Walker:
             name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
             if word is None:
                 self._any_set = True
-            elif name in numbers:
-                self._numbers.add((self._scope, name))
-            else:
+            elif name not in numbers:
                 self._not_numbers.add(name)
             if name in PROMPTS:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
@@ -705,7 +729,7 @@ class _Walker:
             targets = [a or b for a, b in _LET_TARGET.findall(expression)]
             self._setting(targets, set(targets))
             uses = re.findall(r"(?<![\w#])[A-Za-z_]\w*", expression)
-            self._arithmetic_uses += [(self._scope, use) for use in uses]
+            self._arithmetic_uses += [(self._site.tree, use, -1) for use in uses]
 
     def _names(self, words: Sequence[str | None]) -> None:
         """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
@@ -840,6 +864,12 @@ class _Walker:
             self._let(rest)
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
+        if name in ("declare", "typeset", "local"):  # (`builtin declare -i n`: a plain
+            flags = "".join((w or "-?")[1:] for w in rest if w is None or w[:1] in ("-", "+"))
+            if "i" in flags or "?" in flags:  # command here; `?`: a computed word)
+                self.problems.append(ARITHMETIC_PROBLEM)
+            if "n" in flags or "?" in flags:
+                self.problems.append("a nameref: the variable it names may be one that runs code")
         self._names(_named_variables(name, rest))
         if name in ("source", "."):  # the file may set anything
             self._sources_a_file()
@@ -1069,8 +1099,8 @@ def _arithmetic_use(node: Any, data: bytes) -> str | bool:
             c.type == "string_content" and re.search(r"[A-Za-z_]", node_text(c, data))
             for c in node.children
         )
-    if kind == "raw_string":  # (`z["d"]`: a name, for an indexed array)
-        return bool(re.search(r"[A-Za-z_]", text))
+    if kind in ("raw_string", "ansi_c_string", "translated_string"):  # (`z["d"]`: a name,
+        return bool(re.search(r"[A-Za-z_]", text[1:]))  # for an indexed array; `$'n'` too)
     return False
 
 

@@ -10,10 +10,12 @@ same way, and an auto-started supervisor inherits the client's environment.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import socket
+import stat
 import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,8 +73,17 @@ class TcpEndpoint:
 
     @classmethod
     def read(cls, path: Path) -> TcpEndpoint:
-        """Raises ``FileNotFoundError`` when no TCP supervisor has published one."""
-        data = json.loads(path.read_text())
+        """Raises ``FileNotFoundError`` when no TCP supervisor has published one (anything
+        but a regular file there counts as none: a FIFO would hold the reader; the
+        supervisor publishes its endpoint again)."""
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise FileNotFoundError(errno.ENOENT, "no endpoint file there", str(path))
+            data = json.loads(os.read(fd, 4096))
+        finally:
+            os.close(fd)
         return cls(int(data["port"]), str(data["token"]))
 
 

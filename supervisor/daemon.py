@@ -19,6 +19,7 @@ import socket
 import sys
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 from filelock import FileLock, Timeout
 
@@ -148,8 +149,7 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
         ready.say(b"1")
     servers = [server]
     chores = [asyncio.create_task(housekeeping(ctx))]
-    if not ctx.token:
-        chores.append(asyncio.create_task(_keep_socket(ctx, servers)))
+    chores.append(asyncio.create_task(_keep_socket(ctx, servers)))
     await ctx.stop_event.wait()
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
     for chore in chores:
@@ -171,26 +171,34 @@ SOCKET_CHECK_SECONDS = 2.0
 """How often the supervisor checks that its socket is still where clients look for it."""
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells a file from the one put in its place (an inode number is often given
+    again at once: the type and change time tell them apart)."""
     try:
         found = os.lstat(path)
     except OSError:
         return None
-    return found.st_dev, found.st_ino
+    return found.st_dev, found.st_ino, found.st_mode, found.st_ctime_ns
 
 
 async def _keep_socket(ctx: Context, servers: list[asyncio.AbstractServer]) -> None:
-    """Listen again when the socket's path no longer leads to this supervisor (a command
-    or a person removed it): clients would find no supervisor there, and none could
-    start while this one holds the state dir."""
-    path = ctx.layout.socket
+    """Listen again (TCP: publish the endpoint again) when the socket's path no longer
+    leads to this supervisor (a command or a person removed or replaced it): clients
+    would find no supervisor there, and none could start while this one holds the state
+    dir."""
+    path = ctx.layout.tcp_endpoint if ctx.token else ctx.layout.socket
     bound = _identity(path)
     while True:
         await asyncio.sleep(SOCKET_CHECK_SECONDS)
         if _identity(path) == bound:
             continue
-        log.warning("socket %s was removed or replaced: listening there again", path)
+        log.warning("%s was removed or replaced: published again", path)
         try:
+            if ctx.token:  # (the same port and token)
+                port = cast(asyncio.Server, servers[-1]).sockets[0].getsockname()[1]
+                TcpEndpoint(port, ctx.token).write(path)
+                bound = _identity(path)
+                continue
             server = await _bind(ctx, again=True)
         except Exception as exc:  # (a directory put there): tried again at the next check
             log.error("cannot listen on %s again: %s", path, exc)

@@ -1230,7 +1230,7 @@ def test_what_a_second_review_found_asking_for_nothing(command: str) -> None:
         "f() { local i; for ((i=0; i<3; i++)); do :; done; }; f",
         "count=0; for f in *; do count=$((count + 1)); done; echo $count",
         'n=5; [[ "$n" -gt 3 ]] && echo big',
-        "let n=1 'm = n + 2'; echo $m",
+        "n=0; export n; readonly MAX=10; ((n < MAX)) && echo less",
         "x=3; echo ${a[x]} ${y:x:1}",
         "s=abc; echo $(( ${#s} + ${#PATH} + $# ))",  # lengths are numbers
         "n=$#; ((n > 0))",
@@ -1242,6 +1242,10 @@ def test_what_a_second_review_found_asking_for_nothing(command: str) -> None:
 def test_arithmetic_on_numbers_the_command_set_itself_is_allowed(command: str) -> None:
     """Counters and loops: a variable the command sets, only to numbers, hides nothing."""
     assert verdict(command, EVERYTHING_BUT) == "allow", parse_command(command).problems
+
+
+A = "a=x[; b='$(rm -rf /tmp/x)]'; "
+"""Half a subscript each: `$a$b` is `x[$(rm -rf /tmp/x)]` (one literal word asks anyway)."""
 
 
 @pytest.mark.parametrize(
@@ -1275,9 +1279,27 @@ def test_arithmetic_on_numbers_the_command_set_itself_is_allowed(command: str) -
         "((n)); bash -c 'n=1'",
         "let 'n = a[$(cat f)]'",
         'n=0; let "$x"; ((n))',
+        # A value the command did not surely give it may be text naming variables, which
+        # bash evaluates in turn: OSTYPE is `linux-gnu` (a review of the first version).
+        A + "gnu=$a$b; export OSTYPE; echo $((OSTYPE))",
+        A + "x86_64=$a$b; echo $((HOSTTYPE)); HOSTTYPE=0",  # used before its assignment
+        A + "gnu=$a$b; (( 0 && (OSTYPE = 1) )); echo $((OSTYPE))",  # one that never runs
+        A + "gnu=$a$b; OSTYPE=0 true; echo $((OSTYPE))",  # one command's own
+        A + "gnu=$a$b; false && OSTYPE=0; echo $((OSTYPE))",
+        A + "alice=$a$b; readonly USER; USER=0; echo $((USER))",  # (the assignment fails)
+        A + "export n=$a$b; xargs bash -c 'export n; echo $((n))' </dev/null",
+        A + "n=$a$b; [[ $'n' -eq 5 ]]",
+        A + "builtin declare -i n; n=$a$b",  # -i evaluates every later assignment
+        A + "command declare -i n; n=$a$b",
+        A + 'declare "-i" n; n=$a$b',
+        A + "declare \\-i n; n=$a$b",
+        A + 'f(){ local "-i" n; n=$a$b; }; f',
+        "n=0 & ((n))",  # (set in a background subshell)
+        "{ n=0; } | cat; ((n))",
     ],
 )
 def test_arithmetic_on_values_the_command_did_not_set_to_numbers_asks(command: str) -> None:
+    """Each runs its command substitution in bash 5 (checked with `touch`) or may."""
     assert verdict(command, EVERYTHING_BUT) != "allow"
     assert verdict(command.replace("bash -c", "zsh -c"), EVERYTHING_BUT, zsh=True) != "allow"
 

@@ -182,3 +182,16 @@ def test_peers_without_the_token_do_not_fill_the_connection_cap(
     finally:
         for s in idle:
             s.close()
+
+
+def test_an_endpoint_file_replaced_by_a_fifo_is_published_again(
+    tcp_client: Client, state_dir: Path
+) -> None:
+    """A FIFO in place of `supervisor.tcp` held every client reading it (and a starting
+    supervisor); the running one publishes its endpoint again, as it listens again on a
+    removed Unix socket."""
+    pid = tcp_client.status().pid
+    endpoint = state_dir / "supervisor.tcp"
+    endpoint.unlink()
+    os.mkfifo(endpoint)
+    assert tcp_client.status().pid == pid
