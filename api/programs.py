@@ -293,12 +293,15 @@ def code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
         return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
     if name == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
         return [code for i, word in enumerate(words) if (code := _tar_command(words, i)) != ""]
-    if name in ("compgen", "complete"):  # `-C CODE`: run to find the words
-        found = []
+    if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:
+        found = []  # expanded as a command's words are (`$(cmd)` in it runs)
         for i, word in enumerate(words):
-            if word is None or (word.startswith("-") and "C" in word[1:]):
-                after = None if word is None else word[word.index("C") + 1 :]
-                found.append(after or (words[i + 1] if i + 1 < len(words) else None))
+            for letter, prefix in (("C", ""), ("W", "echo ")):
+                if word is None or (word.startswith("-") and letter in word[1:]):
+                    after = None if word is None else word[word.index(letter) + 1 :]
+                    given = after or (words[i + 1] if i + 1 < len(words) else None)
+                    found.append(None if given is None else prefix + given)
+                    break
         return found
     return []
 

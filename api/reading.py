@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,37 +175,12 @@ NUMERIC_SPECIALS = frozenset({"?", "#", "$", "!"})
 
 
 ARITHMETIC_PROBLEM = (
-    "arithmetic on a variable the command has not surely set to a number itself, whose "
-    "value could hide a command (`a='x[$(cmd)]'; ((a))`)"
+    "arithmetic on a variable, whose value could hide a command (`a='x[$(cmd)]'; ((a))`)"
 )
-
-
-BASH_SET_VARIABLES = frozenset({
-    "_", "REPLY", "OPTARG", "OPTIND", "MAPFILE", "PWD", "OLDPWD", "DIRSTACK", "COPROC",
-    "COMPREPLY", "READLINE_LINE", "READLINE_POINT", "READLINE_MARK", "FUNCNAME", "GROUPS",
-    "HOSTNAME", "SHELLOPTS",
-})  # fmt: skip
-"""Variables bash sets itself, from what a command reads or does (``read``'s ``REPLY``,
-``$_``: the last word of the command before), with ``BASH_*`` and ``COMP_*``: never
-taken for numbers the command set."""
-
-
-_NUMBER = re.compile(r"[+-]?\d*")
-"""A literal value that is a number to arithmetic (empty: 0)."""
 
 
 _NUMERIC_WORD = re.compile(r"\d+|0[xX][0-9a-fA-F]+|\d+#[0-9A-Za-z@_]+")
 """A number as arithmetic reads one (decimal, hexadecimal, ``BASE#DIGITS``)."""
-
-
-_LET_EXPRESSION = re.compile(r"[\w\s+\-*/%=<>!&|^~?:(),]*")
-"""A ``let`` expression of names, numbers and operators only (no subscript, no quote)."""
-
-
-_LET_TARGET = re.compile(
-    r"(?<![\w#])([A-Za-z_]\w*)(?=\s*(?:(?:<<|>>|[-+*/%&|^])?=(?!=)|\+\+|--))"
-    r"|(?:\+\+|--)\s*([A-Za-z_]\w*)"
-)
 
 
 BRACKET_PROBLEM = "a `[ … > … ]` test: bash reads its `>` or `<` as a redirection"
@@ -321,7 +296,6 @@ def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:
         walker.parse(source, 0)
-        walker.settle()
         if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
             walker.problems.append("zsh glob qualifiers or parameter flags may run code")
     return ParsedCommand(
@@ -423,17 +397,6 @@ class _Walker:
         self.reads: list[str | None] = []
         self.zsh = False
         """zsh runs it (see :func:`parse_command`)."""
-        self._numbers: list[tuple[int, str, int, int]] = []
-        """Where a variable surely holds a number the command gave it: (tree, name, from
-        byte, to byte), after a plain ``n=0`` of the text's top level or a loop's own
-        ``for ((i=0; …))``, ``for i in 1 2 3``."""
-        self._not_numbers: set[str] = set()
-        """Variables set to anything but a number, by any text of the command."""
-        self._any_set = False
-        """Something sets variables the check cannot name (a sourced file, a name
-        computed at run time)."""
-        self._arithmetic_uses: list[tuple[int, str, int]] = []
-        """Variables whose values arithmetic evaluates: (tree, name, byte), see :meth:`settle`."""
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -455,30 +418,6 @@ class _Walker:
             self._site = _Site(tree.root_node, self._trees, depth > 0)
             self.walk(tree.root_node, data, depth)
         self._site = outer
-
-    def settle(self) -> None:
-        """Once the whole command is read: arithmetic on a variable asks unless the
-        variable surely holds a number there, one its own text gave it before (``n=0;
-        ((n++))``, ``for ((i=0; …))``: see ``_numbers``), and nothing anywhere sets it
-        otherwise (``read n``, ``eval 'n=…'``, a sourced file, ``${n:=…}``, ``readonly
-        n``). Any other value may be text naming other variables, which bash evaluates
-        in turn (``OSTYPE`` is ``linux-gnu``: ``gnu='x[$(cmd)]'`` runs cmd). zsh's
-        arithmetic is not followed: there it always asks."""
-        for tree, name, at in self._arithmetic_uses:
-            if (
-                self.zsh
-                or self._any_set
-                or name in self._not_numbers
-                or name in BASH_SET_VARIABLES
-                or name.startswith(("BASH", "COMP_"))
-                or not any(
-                    (t, n) == (tree, name) and start <= at < end
-                    for t, n, start, end in self._numbers
-                )
-            ):
-                self.problems.append(ARITHMETIC_PROBLEM)
-                break
-        self._arithmetic_uses = []
 
     def walk(self, root: Any, data: bytes, depth: int) -> None:
         """Every node once, iteratively (a deeply nested command cannot exhaust the
@@ -530,26 +469,10 @@ class _Walker:
                     named = None if value is None else word_value(value, data)
                     if value is not None and (named is None or reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
-                parent = node.parent
-                in_for = parent is not None and parent.type == "c_style_for_statement"
-                number = in_for or _numeric_value(node.child_by_field_name("value"), data)
-                self._setting([assigned], numbers={assigned} if number else ())  # (`eval
-                # 'HO''ME=x'`, `HO\⏎ME=x`)
-                if number and assigned == node_text(node, data).split("=", 1)[0]:
-                    self._surely_number(node, assigned, data)
+                self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
-                name = None if variable is None else node_text(variable, data)
-                values = node.children_by_field_name("value")
-                counting = node_text(node.children[0], data) == "for" and all(
-                    _counted(v, data) for v in values
-                )  # (`for i in 1 2 {3..9}`; `select` sets REPLY too, from input)
-                self._setting([name], numbers={name} if counting and values and name else ())
-                body = node.child_by_field_name("body")
-                if counting and values and name and body is not None:
-                    self._numbers.append((self._site.tree, name, body.start_byte, node.end_byte))
-            elif kind == "expansion" and any(c.type in ("=", ":=") for c in node.children):
-                self._not_numbers.add(_expansion_name(node, data))  # `${n:=text}` sets n
+                self._setting([None if variable is None else node_text(variable, data)])
             if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic:
@@ -592,10 +515,12 @@ class _Walker:
         return False
 
     def _arithmetic(self, node: Any, data: bytes) -> None:
-        """A node of an arithmetic expression: a variable whose value it evaluates (kept
-        for :meth:`settle`), a value it cannot follow (a positional parameter, a
-        transformed expansion, a substitution's output: asks now), or one it sets to a
-        number (``n=…``, ``n+=…``, ``n++``)."""
+        """A node of an arithmetic expression: a variable whose value it evaluates, or a
+        value it cannot follow (a positional parameter, a transformed expansion, a
+        substitution's output), asks. (Following which variables surely hold numbers
+        the command gave them was tried and broken twice by reviews: traps, ``enable``,
+        functions named like builtins, here-documents the grammar ends early and words
+        expanded before their statement's assignments all change what runs first.)"""
         parent = node.parent
         if (
             parent is not None
@@ -603,34 +528,8 @@ class _Walker:
             and node == parent.children[0]
         ):
             return  # (`for ((i=0; …))`: the name assigned, not a use)
-        use = _arithmetic_use(node, data)
-        if use is True:
+        if _arithmetic_use(node, data):
             self.problems.append(ARITHMETIC_PROBLEM)
-        elif use:
-            self._arithmetic_uses.append((self._site.tree, use, node.start_byte))
-
-    def _surely_number(self, assignment: Any, name: str, data: bytes) -> None:
-        """A numeric assignment that surely runs before what follows it: a statement of
-        the text's top level (not backgrounded, not one command's own, not in a list, a
-        block or a function), ``declare``/``export``/``readonly`` too; or a c-style
-        ``for``'s own start (``for ((i=0; …))``), for the rest of that loop."""
-        parent = assignment.parent
-        if parent is None:
-            return
-        if parent.type == "c_style_for_statement":
-            scope = parent
-        else:
-            statement = assignment
-            if parent.type == "declaration_command":
-                if node_text(parent.children[0], data) == "local":
-                    return
-                statement = parent
-            top = statement.parent
-            following = statement.next_sibling
-            if top is None or top.type != "program" or (following and following.type == "&"):
-                return
-            scope = top
-        self._numbers.append((self._site.tree, name, assignment.end_byte, scope.end_byte))
 
     @staticmethod
     def _evaluating_expansion(node: Any, data: bytes) -> bool:
@@ -657,16 +556,11 @@ class _Walker:
         if nameref:  # (what it names is set later, by any spelling: `declare -n r; r=PS4`)
             self.problems.append("a nameref: the variable it names may be one that runs code")
         arguments: list[str | None] = []
-        numbers: set[str] = set()  # (set to a number, or left as it was: `local i`)
-        fixed = builtin == "readonly" or "r" in flags  # (a later `n=0` fails: it stays)
         for child in node.children[1:]:
             if child.type == "variable_assignment":  # its name is plain text; with `-n`
                 parts = [c for c in child.children if c.is_named]  # its value is a name
                 assigned = node_text(parts[0], data)
                 arguments.append(assigned)
-                value = child.child_by_field_name("value")
-                if value is None or _numeric_value(value, data):
-                    numbers.add(assigned.split("[", 1)[0].rstrip("+"))
                 if nameref and len(parts) > 1:
                     arguments.append(word_value(parts[-1], data))
                     if arguments[-1] is None:
@@ -677,12 +571,9 @@ class _Walker:
                     following is None or following.start_byte > child.end_byte
                 )
                 arguments.append(node_text(child, data) if plain else word_value(child, data))
-                name = arguments[-1]
-                if name and _IDENTIFIER.fullmatch(name) and not fixed:
-                    numbers.add(name)
                 if builtin != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([name_word(child, data)])
-        self._setting(arguments, numbers)
+        self._setting(arguments)
         if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
             self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
         self.commands.append(SimpleCommand(text))
@@ -690,21 +581,16 @@ class _Walker:
     def _sources_a_file(self) -> None:
         """The command runs a file's code (``source``, a ``BASH_ENV``): it may set
         ``HOME``, change directory and open descriptors, as it runs."""
-        self.sets_home = self.moves = self._any_set = True
+        self.sets_home = self.moves = True
         self.reads.append(None)
 
-    def _setting(self, words: Sequence[str | None], numbers: Collection[str] = ()) -> None:
+    def _setting(self, words: Sequence[str | None]) -> None:
         """Note a variable setter's words (literal, or None when computed): one that
         names ``HOME`` as bash reads it (``HO"ME"``), or is computed, may move ``~``; one
         naming a prompt (``printf -v PS4 …``, ``read PS4``, a nameref's target: ``set -x``
-        runs its ``$(…)``) or one of bash's command tables changes what runs.
-        ``numbers``: the names it sets to a number (see :meth:`settle`)."""
+        runs its ``$(…)``) or one of bash's command tables changes what runs."""
         for word in words:
             name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
-            if word is None:
-                self._any_set = True
-            elif name not in numbers:
-                self._not_numbers.add(name)
             if name in PROMPTS:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
@@ -715,21 +601,6 @@ class _Walker:
             self.sets_home = True
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
             self.sets_cdpath = True
-
-    def _let(self, expressions: Sequence[str | None]) -> None:
-        """``let``'s words are arithmetic: the variables they name are used (and those
-        they assign set to numbers); one with more than names, numbers and operators
-        (a subscript, a computed word) asks."""
-        if any(e is None or not _LET_EXPRESSION.fullmatch(e) for e in expressions):
-            self.problems.append(ARITHMETIC_PROBLEM)
-            self._setting([None])
-            return
-        for expression in expressions:
-            assert expression is not None
-            targets = [a or b for a, b in _LET_TARGET.findall(expression)]
-            self._setting(targets, set(targets))
-            uses = re.findall(r"(?<![\w#])[A-Za-z_]\w*", expression)
-            self._arithmetic_uses += [(self._site.tree, use, -1) for use in uses]
 
     def _names(self, words: Sequence[str | None]) -> None:
         """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
@@ -860,10 +731,10 @@ class _Walker:
             self.cds.append((site, known))
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
             self._setting([*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])])
-        elif name == "let":
-            self._let(rest)
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
+        if name == "let" and any(w is None or re.search(r"[A-Za-z_]", w) for w in rest):
+            self.problems.append(ARITHMETIC_PROBLEM)
         if name in ("declare", "typeset", "local"):  # (`builtin declare -i n`: a plain
             flags = "".join((w or "-?")[1:] for w in rest if w is None or w[:1] in ("-", "+"))
             if "i" in flags or "?" in flags:  # command here; `?`: a computed word)
@@ -1009,7 +880,6 @@ class _Walker:
         count as written where the runner keeps the directory, ``HOME`` and root
         (``sudo``, ``flock``), only absolute ones where it may move the first two (``uv
         run``, ``su``, ``direnv exec``), none where it may change the root (``chroot``)."""
-        inner.settle()
         self.problems += inner.problems
         self.reads += inner.reads
         self.computed_writes += inner.computed_writes
@@ -1102,38 +972,6 @@ def _arithmetic_use(node: Any, data: bytes) -> str | bool:
     if kind in ("raw_string", "ansi_c_string", "translated_string"):  # (`z["d"]`: a name,
         return bool(re.search(r"[A-Za-z_]", text[1:]))  # for an indexed array; `$'n'` too)
     return False
-
-
-def _numeric_value(node: Any, data: bytes) -> bool:
-    """Whether an assigned value is a number (a literal one, ``$((…))``, ``$?``, ``$#``,
-    a length, or ``"$((…))"``); no value (``n=``) is 0."""
-    if node is None:
-        return True
-    kind = node.type
-    if kind == "string":
-        parts = [c for c in node.children if c.is_named]
-        return len(parts) == 1 and _numeric_value(parts[0], data)
-    if kind == "arithmetic_expansion":
-        return True
-    if kind == "simple_expansion":
-        special = [c for c in node.children if c.type == "special_variable_name"]
-        return bool(special) and node_text(special[0], data) in NUMERIC_SPECIALS
-    if kind == "expansion":  # a length
-        return len(node.children) > 2 and node.children[1].type == "#"
-    literal = word_value(node, data)
-    return literal is not None and bool(_NUMBER.fullmatch(literal))
-
-
-def _counted(node: Any, data: bytes) -> bool:
-    """A word of ``for``'s list that is a number, or a brace expansion of numbers."""
-    if node.type == "brace_expression":
-        return all(c.type in ("{", "}", "..", "number") for c in node.children)
-    return bool(_NUMBER.fullmatch(word_value(node, data) or "x"))
-
-
-def _expansion_name(node: Any, data: bytes) -> str:
-    names = [c for c in node.children if c.type in ("variable_name", "subscript")]
-    return node_text(names[0], data).split("[", 1)[0] if names else ""
 
 
 def _harmless(assignment: str) -> bool:

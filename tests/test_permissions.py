@@ -87,7 +87,6 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("[[ -v 'x[$(rm -f /tmp/v)]' ]]", RULES, "ask"),  # a subscript bash evaluates
         ("printf -v 'x[$(rm -f /tmp/v)]' %s 1", DENY_LIST, "ask"),
         ("y=abc; read a; echo ${y:a}", RULES, "ask"),  # a substring's offset is arithmetic
-        ("y=abc; a=1; echo ${y:a}", RULES, "allow"),  # ...on a number the command set
         ("echo ${y:1:2} ${y:-x}", RULES, "allow"),
         ("bash -c -- 'rm -f x'", DENY_LIST, "deny"),
         ("bash -c -e 'rm -f x'", DENY_LIST, "deny"),
@@ -1223,25 +1222,31 @@ def test_what_a_second_review_found_asking_for_nothing(command: str) -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        "n=0; n=$((n+1)); echo $n",
-        "for ((i=0; i<3; i++)); do echo $i; done",  # (its body is commands, no arithmetic)
-        "i=0; while ((i < 10)); do ((i++)); done",
-        "for i in 1 2 {3..5}; do echo $((i * 2)); done",
-        "f() { local i; for ((i=0; i<3; i++)); do :; done; }; f",
-        "count=0; for f in *; do count=$((count + 1)); done; echo $count",
-        'n=5; [[ "$n" -gt 3 ]] && echo big',
-        "n=0; export n; readonly MAX=10; ((n < MAX)) && echo less",
-        "x=3; echo ${a[x]} ${y:x:1}",
+        "for ((;;)); do echo $RANDOM; break; done",  # (its body is commands, no arithmetic)
         "s=abc; echo $(( ${#s} + ${#PATH} + $# ))",  # lengths are numbers
-        "n=$#; ((n > 0))",
-        'total="$((4 + 1))"; ((total++))',
         "echo $((16#ff + 0x1f))",
-        "declare -r MAX=10; export N=4; ((MAX > N))",
+        "echo $(( 1 + 2 )) $(($? + $$))",
     ],
 )
-def test_arithmetic_on_numbers_the_command_set_itself_is_allowed(command: str) -> None:
-    """Counters and loops: a variable the command sets, only to numbers, hides nothing."""
+def test_arithmetic_on_numbers_and_lengths_alone_is_allowed(command: str) -> None:
     assert verdict(command, EVERYTHING_BUT) == "allow", parse_command(command).problems
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "n=0; n=$((n+1)); echo $n",
+        "for ((i=0; i<3; i++)); do echo $i; done",
+        "OSTYPE=0; echo $((OSTYPE))",
+    ],
+)
+def test_arithmetic_on_any_variable_still_asks(command: str) -> None:
+    """Counters ask. Following which variables surely hold numbers the command gave them
+    was built and broken by two reviews (a value may be text naming variables bash
+    evaluates in turn; traps, `enable`, functions named like builtins, here-documents
+    ended early and words expanded before their statement's assignments change what
+    runs first): sound and simple wins here over fewer asks."""
+    assert verdict(command, EVERYTHING_BUT) == "ask"
 
 
 A = "a=x[; b='$(rm -rf /tmp/x)]'; "
@@ -1279,8 +1284,8 @@ A = "a=x[; b='$(rm -rf /tmp/x)]'; "
         "((n)); bash -c 'n=1'",
         "let 'n = a[$(cat f)]'",
         'n=0; let "$x"; ((n))',
-        # A value the command did not surely give it may be text naming variables, which
-        # bash evaluates in turn: OSTYPE is `linux-gnu` (a review of the first version).
+        # A value may be text naming variables, which bash evaluates in turn: OSTYPE is
+        # `linux-gnu` (reviews of a check that allowed numbers the command set itself).
         A + "gnu=$a$b; export OSTYPE; echo $((OSTYPE))",
         A + "x86_64=$a$b; echo $((HOSTTYPE)); HOSTTYPE=0",  # used before its assignment
         A + "gnu=$a$b; (( 0 && (OSTYPE = 1) )); echo $((OSTYPE))",  # one that never runs
@@ -1294,19 +1299,17 @@ A = "a=x[; b='$(rm -rf /tmp/x)]'; "
         A + 'declare "-i" n; n=$a$b',
         A + "declare \\-i n; n=$a$b",
         A + 'f(){ local "-i" n; n=$a$b; }; f',
+        A + "export OSTYPE=0 x=$((OSTYPE))",  # (a second review: expanded before it assigns)
+        A + "enable -n export; export OSTYPE=0; echo $((OSTYPE))",
+        A + "for ((x=0; x<1; OSTYPE=0)); do echo $((OSTYPE)); x=1; done",
         "n=0 & ((n))",  # (set in a background subshell)
         "{ n=0; } | cat; ((n))",
     ],
 )
-def test_arithmetic_on_values_the_command_did_not_set_to_numbers_asks(command: str) -> None:
+def test_arithmetic_on_values_that_may_hide_a_command_asks(command: str) -> None:
     """Each runs its command substitution in bash 5 (checked with `touch`) or may."""
     assert verdict(command, EVERYTHING_BUT) != "allow"
     assert verdict(command.replace("bash -c", "zsh -c"), EVERYTHING_BUT, zsh=True) != "allow"
-
-
-def test_arithmetic_on_a_variable_asks_under_zsh_still() -> None:
-    """zsh's arithmetic is not followed: any variable in it asks, as before."""
-    assert verdict("n=0; ((n++))", EVERYTHING_BUT, zsh=True) == "ask"
 
 
 def test_zsh_checks_only_unquoted_text() -> None:
@@ -1347,6 +1350,7 @@ RM_DENIED = {"allow": ["Bash(*)"], "deny": ["Bash(rm -rf *)", "Write(/etc/**)"]}
         ("GIT_ALLOW_PROTOCOL=ext git ls-remote 'ext::sh -c rm% -rf% x'", False),
         ("EDITOR='rm -rf x; true' git commit --allow-empty", False),
         ("compgen -C 'rm -rf x' w", False),
+        ("compgen -W '$(rm -rf x)' w", False),  # its list is expanded (a later review)
         ("zsh --emulate sh -c 'rm -rf x'", False),
         ("rzsh -c 'rm -rf x'", False),
         ("tar --checkpoint-action=exec='rm -rf x' -cf a.tar .", False),
