@@ -528,7 +528,7 @@ class _Walker:
             and node == parent.children[0]
         ):
             return  # (`for ((i=0; …))`: the name assigned, not a use)
-        if _arithmetic_use(node, data):
+        if _evaluates_a_value(node, data):
             self.problems.append(ARITHMETIC_PROBLEM)
 
     @staticmethod
@@ -934,28 +934,24 @@ def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:
     return names
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-
-
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 
 
 _BODIES = frozenset({"do_group", "compound_statement"})
 
 
-def _arithmetic_use(node: Any, data: bytes) -> str | bool:
-    """What a node of an arithmetic expression evaluates: the name of a variable (whose
-    value bash evaluates as arithmetic in turn), True for a value that cannot be followed
-    (a positional parameter, an expansion that transforms a value, a substitution's
-    output, text with letters), False for none (a number, ``$?``, a length, a part
-    whose own nodes say)."""
+def _evaluates_a_value(node: Any, data: bytes) -> bool:
+    """Whether a node of an arithmetic expression has bash evaluate a value the text does
+    not show, which may hide a command (``x[$(cmd)]``): a variable's (bash evaluates it
+    as arithmetic in turn), a positional parameter's, a transformed expansion's, a
+    substitution's output, text with letters. A number, ``$?``, a length, or a part
+    whose own nodes say, does not."""
     kind = node.type
     text = node_text(node, data)
     if kind in ("variable_name", "word"):
         expanded = node.parent is not None and node.parent.type in ("simple_expansion", "expansion")
-        if (not expanded and _NUMERIC_WORD.fullmatch(text)) or text in ("@", "*"):
-            return False  # (`${a[@]}` is every element: no arithmetic)
-        return text if _IDENTIFIER.fullmatch(text) else True
+        number = not expanded and _NUMERIC_WORD.fullmatch(text)
+        return not (number or text in ("@", "*"))  # (`${a[@]}` is every element)
     if kind == "simple_expansion":  # (its variable_name says which)
         special = [c for c in node.children if c.type == "special_variable_name"]
         return bool(special) and node_text(special[0], data) not in NUMERIC_SPECIALS
