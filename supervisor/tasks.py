@@ -164,6 +164,16 @@ def _exiting(pid: int) -> bool:
     return fields[0] in (b"Z", b"X") or bool(int(fields[6]) & PF_EXITING)
 
 
+def _stopped(pid: int) -> bool:
+    """Whether a process is stopped (``kill -STOP $$`` of a command, whose ``$$`` is its
+    monitor's pid, F1c)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[:1] == [b"T"]
+    except (OSError, IndexError):
+        return False
+
+
 LEFT_LIST_LIMIT = 64 * 1024
 """Most bytes of a leftovers list read (a monitor writes a line of pids)."""
 LEFT_LIST_PIDS = 256
@@ -1144,12 +1154,34 @@ class TaskManager:
             self.lingering[task_id] = task
 
     def check_leftovers(self) -> None:
-        """Housekeeping: finish tasks whose lost monitor's processes are gone, and drop
-        the cgroups of lingering tasks once empty."""
+        """Housekeeping: finish tasks whose lost monitor's processes are gone, wake the
+        stopped monitors of ended jobs, and drop the cgroups of lingering tasks once
+        empty."""
         for task in [t for t in self.live.values() if t.monitor_lost]:
             self._finish(task)
+        for task in list(self.live.values()):
+            self._wake_if_its_job_ended(task)
         for task in list(self.lingering.values()):
             self._after_end(task)
+
+    def _wake_if_its_job_ended(self, task: LiveTask) -> None:
+        """A command stopped its monitor (``kill -STOP $$``) and ended: its monitor is
+        woken to record the status. A waiter's job watch does so at once (F1c); with no
+        waiter, or a monitor re-adopted after a restart, nothing else would, and the task
+        stayed running for good (a review)."""
+        row = task.row
+        if (
+            row.pid
+            and task.tracked
+            and self.tracker is not None
+            and not task.ended.done()
+            and task.monitor_gone is None
+            and _stopped(row.pid)
+            and not self.tracker.populated(task.id)
+            and (task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id))
+        ):
+            with contextlib.suppress(OSError):
+                os.kill(row.pid, signal.SIGCONT)
 
     def _record_end(
         self, task: LiveTask, host_restarted: bool, record: ExitRecord | None = None

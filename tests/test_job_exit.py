@@ -173,3 +173,20 @@ def test_a_job_that_outlives_its_task_is_no_longer_watched(
     result = client.bash(f"kill -9 $$; echo $BASHPID > {procs}; exec sleep 60", timeout=20_000)
     assert result.exit_code is None, result  # lost
     wait_until(lambda: _pidfds(supervisor) <= before)
+
+
+def test_a_monitor_its_command_stopped_is_woken_with_no_waiter_or_after_a_restart(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kill -STOP $$; exit 5` in the background, nobody waiting, then a supervisor
+    restart: the task stayed `running` for good (a review): only a waiter's job watch
+    woke its monitor, and a re-adopted monitor has none."""
+    needs_cgroups()
+    monkeypatch.setenv("WAVE_TRACKING", "cgroup")
+    quiet = start_bg(client, "kill -STOP $$; exit 4")
+    wait_until(lambda: read_exit_record(state_dir / "tasks" / f"{quiet}.exit").status == 4)
+    tid = start_bg(client, "sleep 1; kill -STOP $$; exit 5")
+    for pid in supervisor_pids(state_dir):
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not supervisor_pids(state_dir))
+    assert client.wait(tid, timeout=20_000).exit_code == 5
