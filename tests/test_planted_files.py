@@ -47,6 +47,9 @@ def test_a_log_replaced_by_a_fifo_holds_no_reader(client: Client, state_dir: Pat
     client.task_stop(tid)
     folder = client.bash(f"rm {log}; mkdir {log}")  # (was an internal error)
     assert folder.success and folder.stdout == ""
+    tid = start_bg(client, f"rm {log}; mkdir {log}; sleep 60")
+    assert client.task_output(tid, timeout=500, pattern="x").output == ""  # (a pattern too)
+    client.task_stop(tid)
 
 
 def test_an_exit_record_replaced_by_a_fifo_holds_no_reader(client: Client, state_dir: Path) -> None:

@@ -138,7 +138,11 @@ class PatternScanner:
         """Look at the bytes up to ``size``; True once the pattern matched."""
         if size <= self.pos:
             return False
-        with open_regular(self.path) as fh:
+        try:
+            fh = open_regular(self.path)
+        except OSError:  # gone, or something else put there (a directory): nothing to match
+            return False
+        with fh:
             fh.seek(self.pos)
             while self.pos < size and not self.cancelled:
                 data = fh.read(min(self.CHUNK, size - self.pos))
