@@ -300,8 +300,9 @@ def code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
                 if word is None or (word.startswith("-") and letter in word[1:]):
                     after = None if word is None else word[word.index(letter) + 1 :]
                     given = after or (words[i + 1] if i + 1 < len(words) else None)
-                    found.append(None if given is None else prefix + given)
-                    break
+                    if letter == "C" or given is None or re.search(r"[$`]|[<>]\(", given):
+                        found.append(None if given is None else prefix + given)
+                    break  # (a plain word list expands to itself: nothing runs)
         return found
     return []
 

@@ -1395,3 +1395,11 @@ def test_words_after_env_split_string_keep_their_quoting() -> None:
 )
 def test_a_fourth_review_of_the_checks(command: str) -> None:
     assert verdict(command, RM_DENIED) != "allow"
+
+
+def test_a_plain_word_list_of_compgen_runs_nothing() -> None:
+    """`compgen -W LIST` expands LIST (`$(cmd)` in it runs: checked); plain words run
+    nothing, and ask for nothing more than compgen itself."""
+    rules = {"allow": ["Bash(compgen *)"], "deny": ["Bash(rm *)"]}
+    assert verdict("compgen -W 'start stop' -- st", rules) == "allow"
+    assert verdict("compgen -W '$(rm -rf x)' w", rules) == "deny"
