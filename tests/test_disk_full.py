@@ -146,6 +146,9 @@ def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
     ).background_task_id
     assert tid
     tasks = small_state_dir / "tasks"
+    # The standby monitor started once that reply went out (its log open for writing): on
+    # the new mount, it would keep it from turning read-only ("mount point is busy").
+    wait_until(lambda: len(list(tasks.glob("*.log"))) >= 2)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(tasks)], check=True)
     try:
         # The running task's files are hidden under the new mount, which is read-only.
