@@ -3,6 +3,7 @@ type (the lines themselves are :mod:`.wire`'s)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
@@ -320,9 +321,16 @@ class Request(Params, Generic[ResultT]):
             raise InvalidInputError(describe_validation_error(exc)) from None
 
 
+def new_request_key() -> str:
+    """A request's own key: sent again after the supervisor went away, it is not run (or
+    typed) twice."""
+    return os.urandom(16).hex()
+
+
 class RunRequest(RunParams, Request[BashResult]):
     op: Literal["run"] = "run"
     result_type: ClassVar[Any] = BashResult
+    request_key: PrintableText | None = Field(default_factory=new_request_key)
 
 
 class AttachRequest(AttachParams, Request[BashResult]):
@@ -358,6 +366,8 @@ class OutputRequest(OutputParams, Request[TaskOutputResult]):
 class InputRequest(InputParams, Request[TaskOutputResult]):
     op: Literal["input"] = "input"
     result_type: ClassVar[Any] = TaskOutputResult
+    request_key: PrintableText | None = Field(default_factory=new_request_key)
+    """(Every door gets one: the TaskInput tool's had none, and was typed twice.)"""
 
 
 class TerminalRequest(TerminalParams, Request[TerminalResult]):

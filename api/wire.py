@@ -49,6 +49,11 @@ def decode(line: bytes) -> dict[str, Any]:
     return message
 
 
+LONGEST_WAIT = 86400.0
+"""Seconds one wait on a socket lasts at most (a timeout of ``1e13`` ms, which a caller
+may give, overflows the platform's ``time_t``)."""
+
+
 def read_messages(
     sock: socket.socket, preamble: bool = False, deadline: float | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -58,13 +63,15 @@ def read_messages(
     ``time.monotonic()``): past it, waiting for more raises :class:`AnswerOverdue`."""
     buf = b""
     while True:
-        if deadline is not None:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
+        if deadline is not None:  # (a day at a time: a socket takes no longer timeout)
+            sock.settimeout(min(max(0.001, deadline - time.monotonic()), LONGEST_WAIT))
         try:
             chunk = sock.recv(65536)
         except ConnectionResetError:
             return
         except TimeoutError:
+            if deadline is not None and time.monotonic() < deadline:
+                continue
             raise AnswerOverdue("no answer in time") from None
         if not chunk:
             return

@@ -127,6 +127,16 @@ def test_timeout_above_advertised_ceiling_runs_as_given(client: Client) -> None:
     assert r.success
 
 
+@pytest.mark.parametrize("huge", [1e13, 1e20, 1e300])
+def test_a_huge_timeout_is_waited_as_given(client: Client, huge: float) -> None:
+    """A finite timeout of any size is valid (T4): the call waits for the command's end,
+    where a socket timeout that long overflowed (an error after the command had run)."""
+    r = client.bash("sleep 0.2; echo ok", timeout=huge)
+    assert r.success and r.stdout == "ok"
+    task = client.bash("sleep 0.2", run_in_background=True).background_task_id or ""
+    assert client.task_output(task, timeout=huge).status == "completed"
+
+
 @pytest.mark.parametrize("bad", ["5000", True, False, float("nan"), float("inf"), -1, [], {}])
 def test_bad_timeouts_are_rejected_without_running(client: Client, bad: object) -> None:
     r = client.bash("echo should-not-run", timeout=bad)  # type: ignore[arg-type]

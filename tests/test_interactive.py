@@ -324,6 +324,31 @@ def test_the_same_input_sent_again_is_typed_once(client: Client, state_dir: Path
     client.task_stop(task_id)
 
 
+def test_the_task_input_tool_sent_again_is_typed_once(client: Client, state_dir: Path) -> None:
+    """The TaskInput tool (what the MCP server calls) carries a key of its own too: sent
+    again after its supervisor was killed mid-call, its line is typed once (it had none,
+    and a second read got the line again)."""
+    import concurrent.futures
+
+    r = client.bash(
+        'read x; echo "first=[$x]"; read -t 4 y; echo "second=[$y]"; sleep 30',
+        timeout=LONG, interactive=True,
+    )  # fmt: skip
+    task_id = r.background_task_id
+    assert task_id and r.output_path
+    log = Path(r.output_path)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        typed = pool.submit(
+            client.call_tool, "TaskInput", {"task_id": task_id, "input": "yes\n", "timeout": LONG}
+        )
+        wait_until(lambda: "first=[yes]" in log.read_text(errors="replace"))
+        kill_supervisor(state_dir)  # the call gets no answer: it is sent again
+        typed.result(timeout=60)
+    wait_until(lambda: "second=[" in log.read_text(errors="replace"), timeout=20)
+    assert "second=[]" in log.read_text(errors="replace")
+    client.task_stop(task_id)
+
+
 def test_replies_stay_in_step(client: Client) -> None:
     """An empty input, and one the command does not read in time, neither fail nor put
     later answers out of step."""
