@@ -259,7 +259,7 @@ class Client:
                     interactive=checked.interactive,
                     terminal_size=terminal_size,
                     rules=self.rules,
-                    hook=self._hook_answer(checked.command),
+                    hook=self._hook_answer(checked.command, checked.interactive),
                     sandbox=self.sandbox,
                 ),
             )
@@ -290,13 +290,13 @@ class Client:
                 self.on_cwd_change(result.cwd)
         return result
 
-    def _hook_answer(self, command: str) -> dict[str, str] | None:
+    def _hook_answer(self, command: str, interactive: bool) -> dict[str, str] | None:
         """The permission hook's answer for ``command`` (parsed here, as the hook wants)."""
         if self.permission is None:
             return None
         from .permissions import hook_decision, parse_command
 
-        decision = hook_decision(self.permission, parse_command(command))
+        decision = hook_decision(self.permission, parse_command(command, interactive=interactive))
         return {"verdict": decision.verdict, "reason": decision.reason}
 
     def call_tool(

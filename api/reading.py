@@ -285,13 +285,22 @@ _ZSH_CODE = re.compile(r"[*?\]]\((?:#q)?[^()]*?(?:e[^\w\s)]|\+[A-Za-z_])|\$\{\([
 expansion flags (``${(e)x}`` evaluates the value)."""
 
 
-def parse_command(source: str, zsh: bool = False) -> ParsedCommand:
+INTERACTIVE_PROBLEM = (
+    "it runs interactively: what is typed into it later (TaskInput) is read by the program, "
+    "which may run it (a pager's !cmd, an editor's :!cmd, a shell), and no rule sees that"
+)
+
+
+def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text).
     ``zsh``: zsh runs it, read by the same grammar (bash's), with zsh's precommand
     modifiers and ``=cmd`` read as zsh reads them and its code-running glob qualifiers
-    and parameter flags asking."""
+    and parameter flags asking. ``interactive``: it runs on a terminal that TaskInput
+    types into (SPEC P1), which cannot be checked (:data:`INTERACTIVE_PROBLEM`)."""
     walker = _Walker()
     walker.zsh = zsh
+    if interactive:
+        walker.problems.append(INTERACTIVE_PROBLEM)
     if len(source) > MAX_CHECKED_CHARS:
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:

@@ -56,7 +56,7 @@ def decide(p: RunParams) -> Decision:
     if p.rules is not None:
         decisions.append(
             rule_set(p.rules).decide(
-                parse_command(p.command, zsh=_shell_kind(p) == "zsh"),
+                parse_command(p.command, zsh=_shell_kind(p) == "zsh", interactive=p.interactive),
                 p.cwd,
                 p.env.get("HOME"),
                 p.env,

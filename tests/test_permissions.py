@@ -828,6 +828,36 @@ def test_ask_runs_only_when_a_person_approves(
     assert (workdir / "x").exists() and len(seen) == 1
 
 
+def test_an_interactive_command_asks_under_rules(state_dir: Path, workdir: Path) -> None:
+    """What is typed into an interactive command runs as the program reads it: `less`
+    allowed by a rule, then `!rm -rf …` typed into it, removed what `rm` was denied for (a
+    review). Under rules it asks, unless everything is allowed; a person may approve it;
+    a hook sees why."""
+    (workdir / "victim").mkdir()
+    (workdir / "notes.txt").write_text("hello\n")
+    rules = {"allow": ["Bash(less *)", "Bash(git log *)"], "deny": ["Bash(rm *)"]}
+    client = Client(state_dir=state_dir, cwd=workdir, rules=rules)
+    assert client.bash("less notes.txt").stdout == "hello"  # not interactive: allowed
+    asked = client.bash("less notes.txt", interactive=True)
+    assert asked.permission is not None and asked.permission.decision == "ask"
+    assert "it runs interactively" in asked.message and "TaskInput" in asked.message
+    assert client.tasks(all=True)[-1].interactive is False  # nothing ran
+    approved = client.bash("less notes.txt", interactive=True, on_ask=lambda result: True)
+    assert approved.background_task_id and approved.waiting_for_input
+    client.task_stop(approved.background_task_id)
+    free = Client(state_dir=state_dir, cwd=workdir, rules={"allow": ["Bash(*)"]})
+    anything = free.bash("less notes.txt", interactive=True)
+    assert anything.background_task_id and anything.waiting_for_input
+    free.task_stop(anything.background_task_id)
+    seen: list[ParsedCommand] = []
+    hooked = Client(
+        state_dir=state_dir, cwd=workdir, permission=lambda p: seen.append(p) or "allow"
+    )
+    hooked.task_stop(hooked.bash("less notes.txt", interactive=True).background_task_id or "")
+    assert any("it runs interactively" in problem for problem in seen[0].problems)
+    assert (workdir / "victim").is_dir()
+
+
 def test_allowed_commands_are_recorded_with_their_rules(
     state_dir: Path, tmp_path: Path, workdir: Path
 ) -> None:
