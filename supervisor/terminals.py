@@ -37,6 +37,11 @@ class TerminalGone(InvalidInputError):
     """The task's terminal cannot be reached (its host ended or was killed)."""
 
 
+class NotTaken(InvalidInputError):
+    """The host neither took nor refused an input in time (stopped, overloaded): it may
+    still type it when it goes on."""
+
+
 class TypedThenGone(TerminalGone):
     """The host took the input, then its terminal closed before all of it was written:
     the command ended, maybe by what it read (a paste longer than the terminal holds)."""
@@ -198,9 +203,17 @@ class TerminalLink:
                 await self._send(line)
             if queued:
                 first: list[asyncio.Future[Any]] = [taken, reply]
-                await asyncio.wait(
+                done, _ = await asyncio.wait(
                     first, timeout=REPLY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
                 )
+                if not done:  # (a reply of "waiting" it sent before is stale now)
+                    self._set_waiting(False)
+                    raise NotTaken(
+                        f"the terminal of task {self.task_id} has not taken the input for "
+                        f"{REPLY_TIMEOUT:.0f} s (its host is stopped or overloaded): it may "
+                        "still be typed when the host goes on; read the task's output "
+                        "before typing it again"
+                    )
             answer = await asyncio.wait_for(asyncio.shield(reply), max(0, deadline - loop.time()))
         except TimeoutError:
             return None

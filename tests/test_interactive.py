@@ -349,6 +349,29 @@ def test_the_task_input_tool_sent_again_is_typed_once(client: Client, state_dir:
     client.task_stop(task_id)
 
 
+def test_input_to_a_stopped_terminal_host_says_it_was_not_taken(client: Client) -> None:
+    """A terminal host that takes nothing (stopped) gets the input in its socket: the
+    answer says it was not taken and may be typed later, never "waits for input" from
+    before (a model then typed it again, and both were typed once the host went on)."""
+    import psutil
+
+    r = client.bash('read x; echo "got=[$x]"; sleep 30', timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input and r.output_path
+    monitor = psutil.Process(client.tasks()[-1].pid or 0)
+    (host,) = [p for p in monitor.children(recursive=True) if str(PTY_HOST) in p.cmdline()]
+    host.suspend()
+    try:
+        with pytest.raises(InvalidInputError, match=r"has not taken the input.*may still be typed"):
+            client.task_input(task_id, "once\n", timeout=0)
+        assert not client.task_output(task_id, block=False).waiting_for_input
+    finally:
+        host.resume()
+    log = Path(r.output_path)
+    wait_until(lambda: "got=[once]" in log.read_text(errors="replace"))
+    client.task_stop(task_id)
+
+
 def test_replies_stay_in_step(client: Client) -> None:
     """An empty input, and one the command does not read in time, neither fail nor put
     later answers out of step."""
