@@ -33,7 +33,7 @@ from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
 from .texts import tool_result_text
-from .tools import BASH_TOOL, TASK_STOP_TOOL, TOOL_ALIASES, tool_definitions
+from .tools import BASH_TOOL, TASK_INPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES, tool_definitions
 
 SERVER_NAME = "wave-bash"
 MCP_NOTICE_LEASE_SECONDS = 600.0
@@ -128,6 +128,8 @@ class WaveMcp:
         if self.host_gone:  # it sent the call and left: nobody would see what it does
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
+        if name == TASK_INPUT_TOOL:  # an end it shows is confirmed once written (below)
+            arguments["keep_notice"] = True
         started: list[str] = []
         scope = CallScope()
         call = functools.partial(
@@ -156,7 +158,7 @@ class WaveMcp:
         notices = claim.notices if claim else []
         shown = _ended_task(name, data)
         if shown is not None:
-            # It shows how the task ended (TaskOutput, TaskStop): its notice is not said
+            # It shows how the task ended (TaskOutput, TaskInput, TaskStop): its notice is not said
             # again, yet stays in the claim, acknowledged once this result is written
             # (never lost with the host).
             notices = [n for n in notices if n.task_id != shown]
@@ -326,7 +328,8 @@ def _ended_task(tool: str, data: dict[str, Any] | None) -> Any:
     """The task whose end a tool result shows (TaskOutput's, TaskStop's), if it does."""
     if data is None or data.get("status") == "running":
         return None
-    return {"TaskOutput": data.get("taskId"), TASK_STOP_TOOL: data.get("id")}.get(tool)
+    shown = {"TaskOutput": data.get("taskId"), TASK_INPUT_TOOL: data.get("taskId")}
+    return {**shown, TASK_STOP_TOOL: data.get("id")}.get(tool)
 
 
 def _response_id(line: str) -> Any:

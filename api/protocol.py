@@ -226,6 +226,10 @@ class InputParams(Params):
     request_key: PrintableText | None = None
     """The caller's unique key: the same input sent again (after the supervisor went
     away) is not typed twice."""
+    keep_notice: StrictBool = False
+    """The caller confirms the end's notice itself, with the answer that shows the end,
+    once that reached its reader (the MCP server, as for TaskOutput): the answer does not
+    mark it delivered (P3)."""
 
 
 class TerminalParams(Params):

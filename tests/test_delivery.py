@@ -287,6 +287,56 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
     assert anyio.run(deliver_through, True) == []  # written: delivered, never again
 
 
+def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Path) -> None:
+    """A TaskInput result that shows the task's end, like TaskOutput's, confirms its
+    notice only once written to the host: never written (the host died first), the
+    next reader learns of the end (the answer had marked it delivered: it was lost)."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    async def answer_through(pipe_alive: bool, session: str) -> tuple[str, list[str]]:
+        client = Client(state_dir=state_dir, session=session)  # the server closes its own
+        started = client.bash("read x; echo got-$x", interactive=True)
+        tid = started.background_task_id or ""
+        handlers = WaveMcp(client)
+        request = ToolRequest(id=7, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(
+            name="TaskInput", arguments={"task_id": tid, "input": "y\n"}
+        )
+        result = await handlers.call_tool(request, params)
+        read_fd, write_fd = os.pipe()
+        if not pipe_alive:
+            os.close(read_fd)  # the host is gone
+        out = HostStdout(write_fd, handlers.written, handlers.gone)  # not exit
+        line = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}) + "\n"
+        try:
+            await out.write(line)
+            await out.flush()
+        except BrokenPipeError:
+            assert not pipe_alive
+        else:
+            os.close(read_fd)
+        finally:
+            os.close(write_fd)
+        await handlers.release_unwritten()  # as when the transport stops
+        shown = text(result)
+        return shown, [
+            n.task_id for n in Client(state_dir=state_dir, session=session).notifications()
+        ]
+
+    shown, lost = anyio.run(answer_through, False, "lost")
+    assert shown.startswith("Status: completed") and len(lost) == 1  # the next reader learns
+    shown, seen = anyio.run(answer_through, True, "seen")
+    assert shown.startswith("Status: completed") and "Background command" not in shown
+    assert seen == []  # written: delivered with it, never again
+    plain = Client(state_dir=state_dir, session="plain")  # the library: the answer delivers
+    tid = plain.bash("read x; echo got-$x", interactive=True).background_task_id or ""
+    assert plain.task_input(tid, "y\n").status == "completed"
+    assert plain.notifications() == []
+
+
 def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) -> None:
     """The host sends a call and closes stdin at once: the command runs nowhere, or it
     becomes a background task (caller_lost) announced to the next reader; never a

@@ -60,7 +60,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     finally:
         waiting.cancel()
     result = read_output(ctx, task.row, p.session, start, True, conn)
-    if task.ended.done():
+    if task.ended.done() and not p.keep_notice:
         end_reported(ctx, conn, task.row, p.session)
     return result
 
