@@ -21,6 +21,7 @@ import tty
 from collections.abc import Callable
 from typing import Any
 
+from .constants import TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, TaskNotRunningError
 
 DETACH_KEY = b"\x1d"
@@ -34,8 +35,8 @@ Call = Callable[..., dict[str, Any]]
 def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     """Connect the terminal on ``stdin``/``stdout`` to the task's until the person detaches
     (returns 0) or the task ends (returns its exit code, or 0 if unknown)."""
-    size = shutil.get_terminal_size()
-    reply = call(task_id=task_id, resize=[size.columns, size.lines], wait=0)
+    size = _size(stdout)
+    reply = call(task_id=task_id, resize=list(size), wait=0)
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
     # Keys as UTF-8 text (the request's input): a character split between two reads
     # waits for its end; a byte that is no UTF-8 (a Latin-1 terminal) becomes U+FFFD.
@@ -60,8 +61,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
             if detach and not typed:
                 farewell = detached
                 return 0
-            now = shutil.get_terminal_size()
-            resized = None if now == size else [now.columns, now.lines]
+            now = _size(stdout)
+            resized = None if now == size else list(now)
             size = now
             try:
                 reply = call(
@@ -97,9 +98,15 @@ class _Screen:
     moves the cursor to where it was saved)."""
 
     ALTERNATE = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
-    RESET = b"\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
-    """Plain text, a visible cursor, normal cursor and keypad keys, no mouse reports, no
-    bracketed paste: as a shell expects them."""
+    RESET = (
+        b"\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l"
+        b"\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?2004l\x1b[?7h\x1b[4l\x1b(B\x0f\x1b7\x1b[r\x1b8"
+    )
+    """Plain text, a visible cursor, normal cursor and keypad keys, no mouse reports (in
+    any encoding), no focus reports, no bracketed paste, lines that wrap, no insert mode,
+    the ASCII character set, the whole screen scrolling (its cursor kept: setting the
+    scroll region moves it): as a shell expects them (a review found a task's scroll
+    region, wrapping and insert mode left on the person's terminal)."""
 
     def __init__(self) -> None:
         self.alternate = False
@@ -115,6 +122,18 @@ class _Screen:
 
     def reset(self) -> bytes:
         return (b"\x1b[?1049l" if self.alternate else b"") + self.RESET
+
+
+def _size(stdout: int) -> tuple[int, int]:
+    """The person's terminal's columns and rows: the terminal's own (``COLUMNS`` and
+    ``LINES`` may be stale or made up, 20000 was refused), within what a task's terminal
+    takes."""
+    try:
+        size = os.get_terminal_size(stdout)
+    except OSError:  # (not a terminal: what the environment says, else 80×24)
+        size = shutil.get_terminal_size()
+    columns, rows = size
+    return max(1, min(TERMINAL_SIDE_MAX, columns)), max(1, min(TERMINAL_SIDE_MAX, rows))
 
 
 def _typed(stdin: int, reply: dict[str, Any], keys: codecs.IncrementalDecoder) -> tuple[str, bool]:

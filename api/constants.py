@@ -41,3 +41,6 @@ STOP_GRACE_SECONDS: Final = 3.0
 
 DEFAULT_SESSION: Final = "default"
 """Agent session used when neither the caller nor ``WAVE_SESSION`` names one."""
+
+TERMINAL_SIDE_MAX: Final = 10_000
+"""Columns (or rows) of an interactive task's terminal at most."""

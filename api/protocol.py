@@ -27,6 +27,7 @@ from .constants import (
     DEFAULT_TASK_INPUT_TIMEOUT_MS,
     DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
     MAX_INPUT_CHARS,
+    TERMINAL_SIDE_MAX,
 )
 from .errors import InvalidInputError, ProtocolError
 from .models import (
@@ -66,7 +67,8 @@ ByteOffset = Annotated[StrictInt, Field(ge=0, le=2**62)]
 """A position in a log (a JSON integer: no ``true``, no ``1e23``)."""
 
 TerminalSize = tuple[
-    Annotated[StrictInt, Field(ge=1, le=10_000)], Annotated[StrictInt, Field(ge=1, le=10_000)]
+    Annotated[StrictInt, Field(ge=1, le=TERMINAL_SIDE_MAX)],
+    Annotated[StrictInt, Field(ge=1, le=TERMINAL_SIDE_MAX)],
 ]
 """A terminal's columns and rows."""
 

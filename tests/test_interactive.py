@@ -10,6 +10,7 @@ import shlex
 import shutil
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -609,13 +610,20 @@ def test_a_blocking_task_output_returns_at_the_next_prompt(client: Client) -> No
 class _Person:
     """``wave-bash attach`` on a pseudo-terminal this test types into and reads."""
 
-    def __init__(self, state_dir: Path, task_id: str) -> None:
+    def __init__(
+        self, state_dir: Path, task_id: str, size: tuple[int, int] | None = None, **env: str
+    ) -> None:
+        import fcntl
         import pty
+        import termios
 
         self.master, slave = pty.openpty()
+        if size is not None:  # (columns, rows)
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("4H", size[1], size[0], 0, 0))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "attach",
              task_id], stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+            env={**os.environ, **env},
         )  # fmt: skip
         os.close(slave)
         self.screen = b""
@@ -678,6 +686,27 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
     assert last.strip("x") == "caf\ufffd" and len(last) < 4096
 
 
+def test_attach_takes_the_size_of_the_terminal_not_of_columns(
+    client: Client, state_dir: Path
+) -> None:
+    """The person's terminal's own size is the task's, whatever ``COLUMNS`` and ``LINES``
+    say (``COLUMNS=20000`` made attach fail: over what a terminal may have)."""
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    person = _Person(state_dir, task_id, size=(100, 30), COLUMNS="20000", LINES="7")
+    try:
+        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.type(b"import os; print(tuple(os.get_terminal_size()))\r")
+        wait_until(lambda: b"(100, 30)" in person.read())
+        person.type(b"\x1d")
+        assert person.close() == 0
+    finally:
+        if person.proc.poll() is None:
+            person.proc.kill()
+            person.proc.wait()
+    client.task_stop(task_id)
+
+
 def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     client: Client, state_dir: Path
 ) -> None:
@@ -686,7 +715,9 @@ def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     (a review). The keys go first, then it detaches and turns those modes off."""
     r = client.bash("python3 -q", timeout=LONG, interactive=True)
     task_id = r.background_task_id or ""
-    client.task_input(task_id, "print('\\x1b[?1049h\\x1b[?1000h', end='')\n")
+    client.task_input(
+        task_id, "print('\\x1b[?1049h\\x1b[1;5r\\x1b[?7l\\x1b[4h\\x1b[?1000h', end='')\n"
+    )
     person = _Person(state_dir, task_id)
     try:
         wait_until(lambda: f"attached to {task_id}".encode() in person.read())
@@ -699,6 +730,7 @@ def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     screen = person.read()
     after = screen.rsplit(b"\x1b[?1000h", 1)[-1]
     assert b"\x1b[?1049l" in after and b"\x1b[?1000l" in after
+    assert b"\x1b7\x1b[r\x1b8" in after and b"\x1b[?7h" in after and b"\x1b[4l" in after
     assert after.index(b"\x1b[?1049l") < after.index(b"detached from")
     assert client.task_input(task_id, "print(x)\n").output.splitlines()[-2:] == ["42", ">>> "]
 
