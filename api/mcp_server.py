@@ -263,10 +263,18 @@ class WaveMcp:
 
 
 class HostStdin:
-    """The host's side of stdin for the SDK's stdio transport: its end is the host leaving."""
+    """The host's side of stdin for the SDK's stdio transport: its end is the host leaving.
+    A request the SDK would drop unanswered (a lone UTF-16 surrogate, ``\\udc00``, that a
+    JavaScript host's ``JSON.stringify`` can send: the host then waited for ever) is
+    answered here with an error (``reply``), and never reaches a tool."""
 
-    def __init__(self, raw: Any, on_gone: Callable[[], Awaitable[None]]) -> None:
-        self.raw, self.on_gone = raw, on_gone
+    def __init__(
+        self,
+        raw: Any,
+        on_gone: Callable[[], Awaitable[None]],
+        reply: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.raw, self.on_gone, self.reply = raw, on_gone, reply
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -274,9 +282,35 @@ class HostStdin:
     async def _lines(self) -> AsyncIterator[str]:
         try:
             async for line in self.raw:
-                yield line
+                refusal = _refusal(line) if self.reply is not None else None
+                if refusal is None:
+                    yield line
+                elif self.reply is not None:
+                    await self.reply(refusal)
         finally:
             await self.on_gone()
+
+
+def _refusal(line: str) -> str | None:
+    """The error answer to a request holding a lone surrogate, else None."""
+    if "\\u" not in line:  # (a surrogate comes only as an escape: the text is UTF-8)
+        return None
+    try:
+        message = json.loads(line)
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+        return None
+    except UnicodeEncodeError:  # (it parsed: the escape named no character)
+        pass
+    except ValueError:
+        return None  # (not JSON: the SDK answers that)
+    if not isinstance(message, dict) or message.get("id") is None or "method" not in message:
+        return None  # (a notification or a response: nothing to answer)
+    error = {
+        "code": -32602,
+        "message": "Invalid params: the request holds a lone UTF-16 surrogate (a \\ud800-"
+        "\\udfff escape that is no character); nothing was run",
+    }
+    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n"
 
 
 CALL_THREADS = 256
@@ -298,16 +332,25 @@ class HostStdout:
     ) -> None:
         self.fd, self.on_written, self.on_gone = fd, on_written, on_gone
         self._unflushed: list[str] = []
+        self._writing = anyio.Lock()
+        """One message at a time: the transport's, and an answer of :class:`HostStdin`."""
 
     async def write(self, text: str) -> int:
         data = text.encode("utf-8", "replace")
         try:
-            await anyio.to_thread.run_sync(_write_all, self.fd, data)
+            async with self._writing:
+                await anyio.to_thread.run_sync(_write_all, self.fd, data)
         except OSError:
             await self.on_gone()
             raise
         self._unflushed.append(text)
         return len(text)
+
+    async def answer(self, text: str) -> None:
+        """Write a message of our own (no result: nothing to confirm)."""
+        with contextlib.suppress(OSError):
+            async with self._writing:
+                await anyio.to_thread.run_sync(_write_all, self.fd, text.encode())
 
     async def flush(self) -> None:
         done, self._unflushed = self._unflushed, []
@@ -356,8 +399,8 @@ def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]
 
 async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
     """Serve MCP on this process's stdio; what could not be written goes back at the end."""
-    stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone)
     stdout = HostStdout(sys.stdout.fileno(), handlers.written, handlers.write_failed)
+    stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone, stdout.answer)
     try:
         async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
             read_stream,

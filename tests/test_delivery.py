@@ -512,6 +512,28 @@ class _RawHost:
         self.proc.wait(30)
 
 
+def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A lone surrogate escape (what a JavaScript host's JSON.stringify can send) made the
+    SDK drop the request unanswered: the host waited for ever. It gets an error, runs
+    nothing, and the session goes on."""
+    marker = tmp_path / "ran"
+    host = _RawHost(state_dir, "surrogate")
+    try:
+        host.initialize()
+        line = json.dumps(host.bash(1, f"echo \udc00 >> {marker}"), ensure_ascii=True)
+        host.stdin.write(line.replace('"method"', '"jsonrpc": "2.0", "method"', 1).encode() + b"\n")
+        host.stdin.flush()
+        refused = host.reply(1)
+        assert refused["error"]["code"] == -32602 and "surrogate" in refused["error"]["message"]
+        host.send(host.bash(2, "echo next"))
+        assert host.reply(2)["result"]["content"][0]["text"].startswith("next")
+        assert not marker.exists()
+    finally:
+        host.close()
+
+
 def test_a_cancelled_call_leaves_its_command_to_the_background(state_dir: Path) -> None:
     """The host cancels a Bash call (its user pressed Esc, its request timed out): the
     call ends at once, its command goes on in the background (caller_lost) and is
