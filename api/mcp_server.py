@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
@@ -154,7 +155,16 @@ class WaveMcp:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
         if started and data is not None and not data.get("backgroundTaskId"):
             self.unwritten_results[request.id] = started[0]  # a foreground result
-        claim = await self._claim_notices(request.id)
+        try:
+            claim = await self._claim_notices(request.id)
+            await anyio.lowlevel.checkpoint_if_cancelled()  # (the claim waits uncancelled)
+        except anyio.get_cancelled_exc_class():
+            # Cancelled by the host as the call ended (a review: as its notices were
+            # claimed): the SDK never writes its result, so what it claimed goes back and
+            # its foreground end becomes a notice now, not when this server exits.
+            with anyio.CancelScope(shield=True):
+                await self.settle_unwritten(request.id)
+            raise
         notices = claim.notices if claim else []
         shown = _ended_task(name, data)
         if shown is not None:
@@ -217,6 +227,18 @@ class WaveMcp:
             return
         self.host_gone = True
         self.client.close()
+
+    async def settle_unwritten(self, request_id: Any) -> None:
+        """The result of ``request_id`` will never be written: what it claimed goes back
+        to the session, and its foreground command's end becomes a notice."""
+        claim = self.unconfirmed.pop(request_id, None)
+        if claim is not None:
+            with contextlib.suppress(WaveError):
+                await anyio.to_thread.run_sync(self.notices.release_notices, claim)
+        task_id = self.unwritten_results.pop(request_id, None)
+        if task_id is not None:
+            with contextlib.suppress(WaveError):
+                await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
 
     async def release_unwritten(self) -> None:
         """Give back the notices of results never written (the host left first), and
@@ -329,8 +351,12 @@ class HostStdout:
         fd: int,
         on_written: Callable[[Any], Awaitable[None]],
         on_gone: Callable[[], Awaitable[None]],
+        on_refused: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
+        """``on_refused``: the answer to a request was an error, not its result (the SDK
+        1.x answers a cancelled request so): nothing its result held reached the host."""
         self.fd, self.on_written, self.on_gone = fd, on_written, on_gone
+        self.on_refused = on_refused
         self._unflushed: list[str] = []
         self._writing = anyio.Lock()
         """One message at a time: the transport's, and an answer of :class:`HostStdin`."""
@@ -358,6 +384,8 @@ class HostStdout:
             request_id = _response_id(text)
             if request_id is not None:
                 await self.on_written(request_id)
+            elif self.on_refused is not None and (request_id := _response_id(text, "error")):
+                await self.on_refused(request_id)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -375,15 +403,16 @@ def _ended_task(tool: str, data: dict[str, Any] | None) -> Any:
     return {**shown, TASK_STOP_TOOL: data.get("id")}.get(tool)
 
 
-def _response_id(line: str) -> Any:
-    """The request ID a JSON-RPC response answers (None for anything else)."""
-    if '"result"' not in line:
+def _response_id(line: str, kind: str = "result") -> Any:
+    """The request ID a JSON-RPC response (``kind``: ``result`` or ``error``) answers
+    (None for anything else)."""
+    if f'"{kind}"' not in line:
         return None
     try:
         message = json.loads(line)
     except ValueError:
         return None
-    return message.get("id") if isinstance(message, dict) and "result" in message else None
+    return message.get("id") if isinstance(message, dict) and kind in message else None
 
 
 def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]:
@@ -399,7 +428,9 @@ def build_server(client: Client, handlers: WaveMcp | None = None) -> Server[Any]
 
 async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
     """Serve MCP on this process's stdio; what could not be written goes back at the end."""
-    stdout = HostStdout(sys.stdout.fileno(), handlers.written, handlers.write_failed)
+    stdout = HostStdout(
+        sys.stdout.fileno(), handlers.written, handlers.write_failed, handlers.settle_unwritten
+    )
     stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone, stdout.answer)
     try:
         async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (

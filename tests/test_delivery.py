@@ -337,6 +337,45 @@ def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Pa
     assert plain.notifications() == []
 
 
+def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: Path) -> None:
+    """The host cancels a call as it ends, while the server claims the notices its result
+    would carry (a review): the SDK never writes that result, so the notices go back, and
+    its command's end becomes a notice, at once (they waited for the server's exit)."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    client = Client(state_dir=state_dir, session="cancel")  # the server closes its own
+    earlier = start_bg(client, "true")
+    client.wait(earlier, timeout=10_000)
+    handlers = WaveMcp(client)
+    claiming = threading.Event()
+    claim = handlers.notices.claim_notices
+
+    def slow_claim(*args: Any, **kwargs: Any) -> Any:
+        claiming.set()
+        time.sleep(1)  # (the host's cancel arrives meanwhile)
+        return claim(*args, **kwargs)
+
+    handlers.notices.claim_notices = slow_claim  # type: ignore[method-assign]
+
+    async def call_then_cancel() -> None:
+        request = ToolRequest(id=9, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(name="Bash", arguments={"command": "echo fg"})
+        async with anyio.create_task_group() as group:
+            group.start_soon(handlers.call_tool, request, params)
+            while not claiming.is_set():
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+
+    anyio.run(call_then_cancel)
+    ended = [t for t in client.tasks() if t.command == "echo fg"]
+    assert len(ended) == 1 and ended[0].background_reason == "caller_lost"
+    reader = Client(state_dir=state_dir, session="cancel")
+    assert sorted(n.task_id for n in reader.notifications()) == sorted([earlier, ended[0].id])
+
+
 def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) -> None:
     """The host sends a call and closes stdin at once: the command runs nowhere, or it
     becomes a background task (caller_lost) announced to the next reader; never a
