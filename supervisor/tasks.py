@@ -455,6 +455,8 @@ class TaskManager:
         the event loop: see :meth:`refill_standby`."""
         self._refill: StandbyRefill | None = None
         """The standbys being started, if any."""
+        self._starts = 0
+        """Commands started so far (a refill that arrives after one more starts again)."""
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
         """Where ended tasks' cgroups are removed, off the event loop: a cgroup ``rmdir``
         can wait for a kernel grace period (up to ~10 ms on an idle host). (Cgroups are
@@ -649,6 +651,7 @@ class TaskManager:
         self._watch(task, monitor.record_pipe)
         task.connect_terminal()
         self._standby_key, self._standby_used = key, found
+        self._starts += 1
         return task
 
     def refill_standby(self) -> None:
@@ -689,7 +692,8 @@ class TaskManager:
             return started
 
         loop = asyncio.get_running_loop()
-        refill = self._refill = StandbyRefill(key, task_ids, self.standby_starts.submit(start_all))
+        started = self.standby_starts.submit(start_all)
+        refill = self._refill = StandbyRefill(key, task_ids, started, self._starts)
         refill.started.add_done_callback(
             lambda _: loop.call_soon_threadsafe(self._standbys_arrived, refill)
         )
@@ -697,7 +701,9 @@ class TaskManager:
     def _standbys_arrived(self, refill: StandbyRefill) -> None:
         """The standbys of ``refill`` were started, or some could not be: those wait; a
         failure stops the refills until the next command starts. More are started if
-        commands took them meanwhile."""
+        commands started meanwhile (their replies found this refill under way; only
+        then, so that standbys that something kills as they start are not started over
+        and over)."""
         if self._refill is not refill:  # (handled already, as the supervisor stopped)
             return
         self._refill = None
@@ -709,7 +715,7 @@ class TaskManager:
         if len(started) < len(refill.task_ids):
             if self._standby_key == refill.key:
                 self._standby_key = None
-        elif not self.standby.closed:
+        elif self._starts != refill.starts and not self.standby.closed:
             self.refill_standby()
 
     def close_standby(self) -> None:
@@ -1495,6 +1501,8 @@ class StandbyRefill:
     """Reserved for them (:meth:`Standby.reserve`)."""
     started: Future[list[Monitor]]
     """The monitors that started, in that order (after a failure, none more)."""
+    starts: int
+    """Commands started before it (``TaskManager._starts``)."""
 
 
 def _check_environment_string(command: str) -> None:
