@@ -156,8 +156,9 @@ def test_alternating_environments_start_one_standby_each(
     monkeypatch.setenv("WAVE_TEST_MARK", "other")
     client.bash("true")  # another environment: both standbys go, one starts for it
     wait_until(lambda: all(gone(p) for p in old))
-    client.status()
-    (new,) = standbys(client, state_dir)
+    (new,) = wait_for_standbys(client, state_dir, 1)  # (started off the event loop)
+    client.status()  # a reply more: still one
+    assert standbys(client, state_dir) == [new]
     assert new.environ()["WAVE_TEST_MARK"] == "other"
 
 
@@ -451,8 +452,15 @@ def test_unrunnable_input_is_refused_and_leaves_nothing(
     # before the refusal was sent; let go, it ends at once, and no other starts.
     if not (state_dir / "tasks" / f"{reserved}.log").exists():
         wait_until(lambda: gone(standby))
-    waiting = standbys(client, state_dir)
-    assert {c.pid for c in sup.children() if not gone(c)} == {p.pid for p in waiting}
+
+    def only_standbys() -> tuple[list[psutil.Process]] | None:  # (started off the loop)
+        waiting = standbys(client, state_dir)
+        live = {c.pid for c in sup.children() if not gone(c)}
+        return (waiting,) if live == {p.pid for p in waiting} else None
+
+    found = wait_until(only_standbys)
+    assert isinstance(found, tuple)
+    (waiting,) = found
     kept = set()
     for p in waiting:
         other = p.environ()
