@@ -436,9 +436,10 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     text = args.text if args.no_enter else args.text + "\n"
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     patience = max(FOREGROUND_PATIENCE, (timeout or 10_000) / 1000)
+    rules, _ = _guard(args)  # (WAVE_RULES: input goes only where they let a command start)
     out = cli.call(
         "input", patience, task_id=args.id, input=text, timeout=timeout,
-        request_key=os.urandom(16).hex(),
+        request_key=os.urandom(16).hex(), rules=rules,
     )  # fmt: skip
     if args.json:
         _print_json(out)

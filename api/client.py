@@ -6,6 +6,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
@@ -59,7 +60,14 @@ from .protocol import (
     parse_params,
     parse_result,
 )
-from .tools import BASH_TOOL, TASK_INPUT_TOOL, TASK_OUTPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES
+from .tools import (
+    BASH_TOOL,
+    TASK_INPUT_TOOL,
+    TASK_OUTPUT_TOOL,
+    TASK_STOP_TOOL,
+    TOOL_ALIASES,
+    tool_definitions,
+)
 from .transport import (
     Remote,
     chosen_transport,
@@ -308,17 +316,21 @@ class Client:
         on_start: StartCallback | None = None,
         on_ask: AskCallback | None = None,
         scope: CallScope | None = None,
+        keep_notice: bool = False,
     ) -> dict[str, Any]:
         """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
         older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
         ``on_start`` receives a Bash command's task ID as soon as it runs; ``scope`` lets
-        another thread abandon the call (:class:`CallScope`).
+        another thread abandon the call (:class:`CallScope`); ``keep_notice``: a TaskInput
+        answer that shows its task's end leaves the end's notice to be confirmed by the
+        caller (the MCP server, once written). Only the fields a tool's schema offers are
+        taken from ``arguments`` (a model set a request's own fields, such as its key).
 
         Raises:
             WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
         """
         name = TOOL_ALIASES.get(name, name)
-        args = dict(arguments)
+        args = _model_arguments(name, arguments)
         if name == BASH_TOOL:
             parsed = BashInput.parse(args)
             return self.bash(
@@ -339,7 +351,10 @@ class Client:
             read = parse_params(OutputRequest, {**args, "session": self.session})
             return self._call(read, scope=scope).to_json_dict()
         if name == TASK_INPUT_TOOL:
-            typed = parse_params(InputRequest, {**args, "session": self.session})
+            typed = parse_params(
+                InputRequest,
+                {**args, "session": self.session, "rules": self.rules, "keep_notice": keep_notice},
+            )
             return self._call(typed, scope=scope).to_json_dict()
         raise InvalidInputError(f"unknown tool {name!r}")
 
@@ -410,6 +425,7 @@ class Client:
                 "input": input,
                 "timeout": timeout,
                 "request_key": uuid.uuid4().hex,
+                "rules": self.rules,
             },
         )
         return self._call(params)
@@ -526,6 +542,24 @@ class Client:
     def abort_calls(self) -> None:
         """The caller went away (its host died): see :meth:`Caller.abort_calls`."""
         self.calls.abort_calls()
+
+
+@cache
+def _tool_fields(name: str) -> frozenset[str]:
+    """What a tool's schema offers a model (and ``shell_id``, an older name of ``task_id``);
+    every field for a tool it does not define (Bash's own parse checks those)."""
+    for tool in tool_definitions("mcp"):
+        if tool["name"] == name:
+            return frozenset(tool["inputSchema"]["properties"]) | {"shell_id"}
+    return frozenset()
+
+
+def _model_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments as its schema offers them: not a request's own fields."""
+    fields = _tool_fields(name)
+    if name == BASH_TOOL or not fields:
+        return dict(arguments)
+    return {key: value for key, value in arguments.items() if key in fields}
 
 
 _login_path_injected = False

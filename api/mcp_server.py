@@ -129,14 +129,12 @@ class WaveMcp:
         if self.host_gone:  # it sent the call and left: nobody would see what it does
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
-        if name == TASK_INPUT_TOOL:  # an end it shows is confirmed once written (below)
-            arguments["keep_notice"] = True
         started: list[str] = []
         scope = CallScope()
         call = functools.partial(
             self.client.call_tool, name, arguments, on_progress=on_progress,
             on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
-            scope=scope,
+            scope=scope, keep_notice=True,  # (an end it shows is confirmed once written)
         )  # fmt: skip
         data: dict[str, Any] | None = None
         try:
@@ -323,8 +321,8 @@ def _refusal(line: str) -> str | None:
         return None
     except UnicodeEncodeError:  # (it parsed: the escape named no character)
         pass
-    except ValueError:
-        return None  # (not JSON: the SDK answers that)
+    except (ValueError, RecursionError):  # (not JSON, or nested past what we read: the
+        return None  # SDK answers that, or drops it as it did before)
     if not isinstance(message, dict) or message.get("id") is None or "method" not in message:
         return None  # (a notification or a response: nothing to answer)
     error = {

@@ -305,7 +305,7 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
-        if parsed.problems and not self._allows_anything():
+        if parsed.problems and not self.allows_anything():
             verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
         if not verdicts:
             return Decision("allow", "it runs no command")
@@ -317,7 +317,7 @@ class RuleSet:
             return Decision("allow", "allowed by " + ", ".join(rules), ", ".join(rules))
         return worst
 
-    def _allows_anything(self) -> bool:
+    def allows_anything(self) -> bool:
         """``Bash(*)`` allowed with no rule to deny or ask: nothing to check for (with a
         Write rule, a command that cannot be checked may write anywhere)."""
         everything = any(r.kind == "Bash" and r.matches_everything for r in self.allow)

@@ -232,6 +232,9 @@ class InputParams(Params):
     """The caller confirms the end's notice itself, with the answer that shows the end,
     once that reached its reader (the MCP server, as for TaskOutput): the answer does not
     mark it delivered (P3)."""
+    rules: RulesSpec | None = None
+    """The caller's permission rules (PM): under them, input goes only into an
+    interactive command of its own session that rules let start (P3)."""
 
 
 class TerminalParams(Params):

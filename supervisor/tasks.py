@@ -718,10 +718,12 @@ class TaskManager:
         elif self._starts != refill.starts and not self.standby.closed:
             self.refill_standby()
 
-    def close_standby(self) -> None:
-        """The supervisor stops: every standby goes, those being started once they are."""
+    async def close_standby(self) -> None:
+        """The supervisor stops: every standby goes, those being started once they are
+        (waited for off the event loop, whose timers, a batch of cgroup removals among
+        them, stay due in the meantime)."""
         self.standby.close()
-        self.standby_starts.shutdown(wait=True)
+        await asyncio.to_thread(self.standby_starts.shutdown, True)
         if self._refill is not None:
             self._standbys_arrived(self._refill)
 
@@ -1189,7 +1191,8 @@ class TaskManager:
             with contextlib.suppress(RuntimeError):  # the loop closed: shutdown tidies
                 loop.call_soon_threadsafe(self._kept, done.result())
 
-        self.cgroup_ops.submit(remove).add_done_callback(removed)
+        with contextlib.suppress(RuntimeError):  # stopping (its last timers): tidy does it
+            self.cgroup_ops.submit(remove).add_done_callback(removed)
 
     def _kept(self, task_ids: list[str]) -> None:
         """Cgroups that could not be removed: one that holds processes again (something

@@ -335,6 +335,12 @@ def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Pa
     tid = plain.bash("read x; echo got-$x", interactive=True).background_task_id or ""
     assert plain.task_input(tid, "y\n").status == "completed"
     assert plain.notifications() == []
+    # A model cannot set the request's own fields through the tool (they are not in its
+    # schema): its keep_notice left the end to be reported again, "yes" was an error.
+    tid = plain.bash("read x; echo got-$x", interactive=True).background_task_id or ""
+    arguments = {"task_id": tid, "input": "y\n", "keep_notice": "yes", "request_key": "k"}
+    assert plain.call_tool("TaskInput", arguments)["status"] == "completed"
+    assert plain.notifications() == []
 
 
 def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: Path) -> None:
@@ -568,6 +574,12 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         assert refused["error"]["code"] == -32602 and "surrogate" in refused["error"]["message"]
         host.send(host.bash(2, "echo next"))
         assert host.reply(2)["result"]["content"][0]["text"].startswith("next")
+        # Nested deeper than Python's parser goes, with an escape: it ended the server.
+        deep = '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "Bash", '
+        deep += '"arguments": {"command": "echo \\u0041", "x": ' + "[" * 5000 + "]" * 5000 + "}}}"
+        host.stdin.write(deep.encode() + b"\n")
+        host.send(host.bash(4, "echo still"))
+        assert host.reply(4)["result"]["content"][0]["text"].startswith("still")
         assert not marker.exists()
     finally:
         host.close()

@@ -858,6 +858,38 @@ def test_an_interactive_command_asks_under_rules(state_dir: Path, workdir: Path)
     assert (workdir / "victim").is_dir()
 
 
+def test_input_under_rules_goes_only_into_what_they_let_start(
+    state_dir: Path, workdir: Path
+) -> None:
+    """Under rules, TaskInput types only into an interactive command of the caller's own
+    session that the rules let start (a person approved it): a review typed a denied
+    `touch` into another session's interactive shell, started without rules."""
+    rules = {"allow": ["Bash(echo *)", "Bash(bash)"], "deny": ["Bash(touch *)"]}
+    other = Client(state_dir=state_dir, cwd=workdir, session="other")
+    shell = other.bash("bash", interactive=True).background_task_id or ""
+    ruled = Client(state_dir=state_dir, cwd=workdir, session="ruled", rules=rules)
+    assert ruled.bash("touch x").permission.decision == "deny"  # type: ignore[union-attr]
+    for send in (
+        lambda: ruled.task_input(shell, "touch pwned\n"),
+        lambda: ruled.call_tool("TaskInput", {"task_id": shell, "input": "touch pwned\n"}),
+    ):
+        with pytest.raises(InvalidInputError, match="Permission denied: under your permission"):
+            send()
+    unruled = Client(state_dir=state_dir, cwd=workdir, session="ruled")  # its own, no rules
+    plain = unruled.bash("bash", interactive=True).background_task_id or ""
+    with pytest.raises(InvalidInputError, match="one started without rules"):
+        ruled.task_input(plain, "touch pwned\n")
+    own = ruled.bash("bash", interactive=True, on_ask=lambda result: True)
+    assert own.background_task_id  # approved by a person: input goes in
+    typed = ruled.task_input(own.background_task_id, "echo fine\n")
+    assert "fine" in typed.output
+    free = Client(state_dir=state_dir, cwd=workdir, session="free", rules={"allow": ["Bash(*)"]})
+    assert "also" in free.task_input(shell, "echo also\n").output  # nothing to check for
+    assert not (workdir / "pwned").exists()
+    for task_id in (shell, plain, own.background_task_id):
+        other.task_stop(task_id)
+
+
 def test_allowed_commands_are_recorded_with_their_rules(
     state_dir: Path, tmp_path: Path, workdir: Path
 ) -> None:

@@ -27,6 +27,7 @@ from conftest import (
     needs_root,
     needs_tool,
     start_supervisor,
+    supervisor_pids,
     wait_until,
 )
 
@@ -147,6 +148,20 @@ def test_a_request_does_not_wait_for_a_standby_being_started(
     standby = wait_for_standbys(client, state_dir, 1)[0]
     assert str(standby.pid) != r.stdout
     assert client.bash("echo $$").stdout == str(standby.pid)  # it serves the next one
+
+
+def test_a_supervisor_stopped_while_a_standby_starts_stops_cleanly(
+    client: Client, state_dir: Path
+) -> None:
+    """It waits for the standby (then lets it go) off its event loop: waited in it, a
+    batch of cgroup removals came due meanwhile and ran after their thread had shut down
+    (an error in the log, a review)."""
+    start_supervisor(state_dir, WAVE_FAULT="slow_standby")  # each standby waits 3 s first
+    client.bash("echo a")  # its end queues its cgroup's removal; a standby starts
+    assert client.shutdown()
+    wait_until(lambda: not supervisor_pids(state_dir), timeout=20)
+    log = (state_dir / "supervisor.log").read_text()
+    assert "Traceback" not in log and " ERROR " not in log, log
 
 
 def test_alternating_environments_start_one_standby_each(

@@ -15,6 +15,7 @@ from wave_bash.api.protocol import InputParams, TerminalParams
 from wave_bash.worker import open_regular
 from wave_bash.worker.tail import file_size
 
+from .. import policy
 from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
@@ -36,6 +37,22 @@ def _interactive(row: TaskRow) -> None:
         )
 
 
+def _allowed_input(p: InputParams, row: TaskRow) -> None:
+    """Under permission rules (PM), input goes only into an interactive command of the
+    caller's own session that rules let start (which they do only when a person approved
+    it, or when they allow anything): what is typed is the program's to run, and no rule
+    sees it. A review typed `touch` past a deny rule into another session's shell."""
+    if p.rules is None or policy.rule_set(p.rules).allows_anything():
+        return
+    if row.session != p.session or row.permission is None:
+        whose = "another session's" if row.session != p.session else "one started without rules"
+        raise InvalidInputError(
+            f"Permission denied: under your permission rules, TaskInput types only into an "
+            f"interactive command they let start in this session; task {row.id} is "
+            f"{whose}. Nothing was typed."
+        )
+
+
 def _terminal(task: LiveTask) -> TerminalLink:
     task.connect_terminal()
     assert task.terminal is not None
@@ -47,6 +64,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     timeout passes; the new output since this session's last read."""
     _interactive(_row(ctx, p.task_id))
     task = _running(ctx, p.task_id, "type into")
+    _allowed_input(p, task.row)
     link = _terminal(task)
     start = ctx.journal.read_offset(task.id, p.session)
     loop = asyncio.get_running_loop()
