@@ -254,6 +254,27 @@ def test_a_call_that_gives_up_names_its_task(state_dir: Path) -> None:
     assert started[0] in message and "may still be running" in message
 
 
+async def write_result(handlers: WaveMcp, request_id: int, pipe_alive: bool) -> None:
+    """Write a result for ``request_id`` as the transport does, to a host that reads it
+    (``pipe_alive``) or is gone, then stop as the transport stops."""
+    read_fd, write_fd = os.pipe()
+    if not pipe_alive:
+        os.close(read_fd)  # the host is gone
+    out = HostStdout(write_fd, handlers.written, handlers.gone)  # not exit
+    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}) + "\n"
+    try:
+        await out.write(line)
+        await out.flush()
+    except BrokenPipeError:
+        assert not pipe_alive
+    else:
+        assert pipe_alive
+        os.close(read_fd)
+    finally:
+        os.close(write_fd)
+    await handlers.release_unwritten()  # as when the transport stops
+
+
 def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir: Path) -> None:
     """The host's end of stdout closed: the result carrying the notice cannot be written,
     so the notice goes back to the session; one written to a live pipe is delivered."""
@@ -265,22 +286,7 @@ def test_a_notice_counts_as_delivered_only_once_its_result_is_written(state_dir:
         handlers = WaveMcp(client)
         claim = await handlers._claim_notices(request_id=7)
         assert claim is not None and [n.task_id for n in claim.notices] == [tid]
-        read_fd, write_fd = os.pipe()
-        if not pipe_alive:
-            os.close(read_fd)  # the host is gone
-        out = HostStdout(write_fd, handlers.written, handlers.gone)  # not exit
-        line = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}) + "\n"
-        try:
-            await out.write(line)
-            await out.flush()
-        except BrokenPipeError:
-            assert not pipe_alive
-        else:
-            assert pipe_alive
-            os.close(read_fd)
-        finally:
-            os.close(write_fd)
-        await handlers.release_unwritten()  # as when the transport stops
+        await write_result(handlers, 7, pipe_alive)
         return [n.task_id for n in Client(state_dir=state_dir, session="w").notifications()]
 
     assert len(anyio.run(deliver_through, False)) == 1  # not written: given back
@@ -306,21 +312,7 @@ def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Pa
             name="TaskInput", arguments={"task_id": tid, "input": "y\n"}
         )
         result = await handlers.call_tool(request, params)
-        read_fd, write_fd = os.pipe()
-        if not pipe_alive:
-            os.close(read_fd)  # the host is gone
-        out = HostStdout(write_fd, handlers.written, handlers.gone)  # not exit
-        line = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}) + "\n"
-        try:
-            await out.write(line)
-            await out.flush()
-        except BrokenPipeError:
-            assert not pipe_alive
-        else:
-            os.close(read_fd)
-        finally:
-            os.close(write_fd)
-        await handlers.release_unwritten()  # as when the transport stops
+        await write_result(handlers, 7, pipe_alive)
         shown = text(result)
         return shown, [
             n.task_id for n in Client(state_dir=state_dir, session=session).notifications()
