@@ -14,6 +14,7 @@ import functools
 import io
 import json
 import os
+import re
 import secrets
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -311,10 +312,15 @@ class HostStdin:
             await self.on_gone()
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+"""What a surrogate's escape starts with (``\\ud800``-``\\udfff``): ``json.dumps``
+escapes every non-ASCII character of a host's request, so ``\\u`` alone is common."""
+
+
 def _refusal(line: str) -> str | None:
     """The error answer to a request holding a lone surrogate, else None."""
-    if "\\u" not in line:  # (a surrogate comes only as an escape: the text is UTF-8)
-        return None
+    if not _SURROGATE_ESCAPE.search(line):  # (only as an escape: the text is UTF-8)
+        return None  # (a line with none, or only other escapes, is parsed once: the SDK's)
     try:
         message = json.loads(line)
         json.dumps(message, ensure_ascii=False).encode("utf-8")

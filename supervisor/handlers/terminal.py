@@ -37,12 +37,16 @@ def _interactive(row: TaskRow) -> None:
         )
 
 
-def _allowed_input(p: InputParams, row: TaskRow) -> None:
+async def _allowed_input(p: InputParams, row: TaskRow) -> None:
     """Under permission rules (PM), input goes only into an interactive command of the
     caller's own session that rules let start (which they do only when a person approved
     it, or when they allow anything): what is typed is the program's to run, and no rule
     sees it. A review typed `touch` past a deny rule into another session's shell."""
-    if p.rules is None or policy.rule_set(p.rules).allows_anything():
+    if p.rules is None:
+        return
+    loop = asyncio.get_running_loop()  # (rules are compiled off the event loop, as for run)
+    rules = await loop.run_in_executor(policy.CHECKS, policy.rule_set, p.rules)
+    if rules.allows_anything():
         return
     if row.session != p.session or row.permission is None:
         whose = "another session's" if row.session != p.session else "one started without rules"
@@ -64,7 +68,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     timeout passes; the new output since this session's last read."""
     _interactive(_row(ctx, p.task_id))
     task = _running(ctx, p.task_id, "type into")
-    _allowed_input(p, task.row)
+    await _allowed_input(p, task.row)
     link = _terminal(task)
     start = ctx.journal.read_offset(task.id, p.session)
     loop = asyncio.get_running_loop()
