@@ -134,22 +134,6 @@ def test_a_parallel_call_finds_a_standby(client: Client, state_dir: Path, tmp_pa
         assert running.result(timeout=30).success
 
 
-def test_a_request_does_not_wait_for_a_standby_being_started(
-    client: Client, state_dir: Path
-) -> None:
-    """Standbys start off the event loop: a request sent while one is slow to start (its
-    files on a slow disk) is answered at once, by a monitor of its own, not after it (the
-    supervisor's event loop started them, and every request waited)."""
-    start_supervisor(state_dir, WAVE_FAULT="slow_standby")  # each standby waits 3 s first
-    client.bash("true")  # once answered, a standby starts for the next command
-    r = client.bash("echo $$")  # sent at once
-    assert r.success
-    assert standbys(client, state_dir) == []  # answered before the standby started
-    standby = wait_for_standbys(client, state_dir, 1)[0]
-    assert str(standby.pid) != r.stdout
-    assert client.bash("echo $$").stdout == str(standby.pid)  # it serves the next one
-
-
 def test_a_supervisor_stopped_while_a_standby_starts_stops_cleanly(
     client: Client, state_dir: Path
 ) -> None:
