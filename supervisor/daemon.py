@@ -154,7 +154,7 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     log.info("supervisor %d stopping; %d task(s) keep running", os.getpid(), len(ctx.tasks.live))
     for chore in chores:
         chore.cancel()
-    await ctx.tasks.close_standby()
+    ctx.tasks.standby.close()
     ctx.tasks.after_replies()  # (ends' usage read before their cgroups go)
     ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
     if ctx.tasks.tracker is not None:

@@ -6,11 +6,8 @@ A monitor is fixed at exec time by the caller's environment, the shells and the 
 files; the working directory, umask and command come later with its instructions. The
 environment is the same from one call of an agent to the next, so once a reply has gone
 out (to any request) the supervisor starts standbys for commands like the last one (two
-when that one found one, so that a command sent at once after it finds one ready). They
-are started off the event loop (creating their files and the process may take
-milliseconds, more on a slow or network disk), so that no other caller's request waits
-for them. A request that differs gets a monitor of its own, and the standbys are
-replaced. A standby
+when that one found one, so that a command sent at once after it finds one ready). A
+request that differs gets a monitor of its own, and the standbys are replaced. A standby
 holds a reserved task ID, an empty log and its exit record's placeholder (no task
 record), and no journal row: nothing else ever sees it. When the supervisor goes away
 its pipe closes and the standby exits, recording nothing; the files it leaves are removed
@@ -33,7 +30,6 @@ from wave_bash.worker import (
     start_monitor,
 )
 
-from .faults import pause_point
 from .journal import Journal
 
 log = logging.getLogger(__name__)
@@ -51,8 +47,8 @@ class MonitorKey:
 
 STANDBY_DEPTH = 2
 """Monitors kept waiting at most. Standbys are started once a reply has gone out (see
-``TaskManager.refill_standby``), so a command sent right after one finds the newest
-still starting: it takes the older one, ready since a call before."""
+``TaskManager.refill_standby``), and a foreground command's reply goes out as it ends:
+the second is for another caller's command sent meanwhile."""
 
 
 class Standby:
@@ -69,14 +65,12 @@ class Standby:
         self._release = release
         self._monitors: list[Monitor] = []
         """Oldest first (the readiest)."""
-        self._starting: set[str] = set()
-        """Task IDs of standbys being started (see :meth:`reserve`)."""
         self._key: MonitorKey | None = None
         self._closed = False
 
     def count(self, key: MonitorKey) -> int:
-        """How many standbys for ``key`` wait or are being started."""
-        return len(self._monitors) + len(self._starting) if self._key == key else 0
+        """How many standbys for ``key`` wait."""
+        return len(self._monitors) if self._key == key else 0
 
     def drop_dead(self) -> bool:
         """Reap the standbys that ended meanwhile and let them go, with their cgroups;
@@ -91,13 +85,9 @@ class Standby:
                 failed = failed or ended.code is not None
         return failed
 
-    def starting(self, key: MonitorKey) -> bool:
-        """Whether standbys for ``key`` are being started."""
-        return self._key == key and bool(self._starting)
-
     def reserved(self, task_id: str) -> bool:
         """Whether a standby will run under that task ID."""
-        return task_id in self._starting or any(m.task_id == task_id for m in self._monitors)
+        return any(m.task_id == task_id for m in self._monitors)
 
     def take(self, key: MonitorKey) -> Monitor | None:
         """The oldest standby, if they were started for ``key``; otherwise ``None`` (and
@@ -119,41 +109,26 @@ class Standby:
             return None
         return monitor
 
-    def reserve(self, key: MonitorKey, task_ids: Sequence[str]) -> None:
-        """Hold ``task_ids`` for standbys like ``key`` that are about to be started
-        (:meth:`start`, off the event loop; then :meth:`arrived`). Standbys for another
-        key are let go."""
-        if self._key != key:
-            self.discard()
-            self._key = key
-        self._starting.update(task_ids)
-
-    def start(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> Monitor:
+    def start(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> None:
         """Start a standby for the next command like ``key``, its job in the cgroups
-        ``joins`` already. Blocking work that touches no state of this object: run in a
-        thread of its own.
+        ``joins`` already; standbys for another key are let go (none starts once the
+        supervisor stops).
 
         Raises:
             OSError, ValueError: it could not start (which only costs speed).
         """
-        pause_point("slow_standby")
-        files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
-        return start_monitor(
-            task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
-            subreaper=self.subreaper, ahead=True,
-        )  # fmt: skip
-
-    def arrived(self, key: MonitorKey, task_id: str, monitor: Monitor | None) -> None:
-        """A standby reserved for ``task_id`` was started (``monitor``) or not (None): it
-        waits for the next command, unless standbys for another key came meanwhile or the
-        supervisor stops (then it is let go)."""
-        self._starting.discard(task_id)
-        if monitor is None:
+        if self._closed:
             return
-        if self._closed or self._key != key or len(self._monitors) >= STANDBY_DEPTH:
-            self._release(monitor, False)
-        else:
-            self._monitors.append(monitor)
+        if self._key != key:
+            self.discard()
+            self._key = key
+        files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
+        self._monitors.append(
+            start_monitor(
+                task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
+                subreaper=self.subreaper, ahead=True,
+            )
+        )  # fmt: skip
 
     def discard(self) -> None:
         """Let every standby go (another environment came, or the supervisor stops)."""
@@ -161,12 +136,8 @@ class Standby:
         for monitor in monitors:
             self._release(monitor, False)
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def close(self) -> None:
-        """The supervisor stops: every standby goes, also those that arrive later."""
+        """The supervisor stops: every standby goes, and none starts after."""
         self._closed = True
         self.discard()
 

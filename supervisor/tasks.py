@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import json
 import logging
 import os
@@ -450,13 +449,6 @@ class TaskManager:
         if self.subreaper:
             prepare_spawner()  # (its start-up beside ours, not in the first command's)
         self.standby = Standby(tasks_dir, self._release, self.subreaper)
-        self.standby_starts = ThreadPoolExecutor(1, thread_name_prefix="standby")
-        """Where standbys are started (their files created, their process spawned), off
-        the event loop: see :meth:`refill_standby`."""
-        self._refill: StandbyRefill | None = None
-        """The standbys being started, if any."""
-        self._starts = 0
-        """Commands started so far (a refill that arrives after one more starts again)."""
         self.cgroup_ops = ThreadPoolExecutor(1, thread_name_prefix="cgroups")
         """Where ended tasks' cgroups are removed, off the event loop: a cgroup ``rmdir``
         can wait for a kernel grace period (up to ~10 ms on an idle host). (Cgroups are
@@ -559,8 +551,7 @@ class TaskManager:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         standby = self.standby.take(key)
-        # One being started counts as found: the command came too soon for it.
-        found = standby is not None or self.standby.starting(key)
+        found = standby is not None
         # No standby comes back before this command has started (another caller's were
         # let go; this environment may not even start one).
         self._standby_key = None
@@ -651,83 +642,40 @@ class TaskManager:
         self._watch(task, monitor.record_pipe)
         task.connect_terminal()
         self._standby_key, self._standby_used = key, found
-        self._starts += 1
         return task
 
     def refill_standby(self) -> None:
         """Start monitors for the next commands (standbys), for the environment of the
-        last command started: as many as are kept when that command found one waiting
-        (or starting), else one (callers whose environments alternate would have each
-        discard them). Called once a reply has gone out, so that neither that reply nor
-        the end of a command just handed over waits for these process starts; they start
-        in a thread (``standby_starts``), so that no request waits for them either: their
-        files and process took 1-3 ms of the event loop here (a file creation costs
-        0.02-0.8 ms on this disk, more on a network one), and a request sent meanwhile
-        waited that long. A standby that cannot start, or that ended on its own, stops
-        the refills until the next command starts (no process or descriptor left, a bash
-        that cannot run here)."""
+        last command started: as many as are kept when that command found one waiting,
+        else one (callers whose environments alternate would have each discard them).
+        Called once a reply has gone out, so that neither that reply nor the end of a
+        command just handed over waits for these process starts. (Started in a thread
+        of their own instead, a command sent right after a reply often found none ready
+        and got a monitor of its own: no faster, and a command's job was then replaced
+        if killed before it took the command: session 23.) A standby that cannot start,
+        or that ended on its own, stops the refills until the next command starts (no
+        process or descriptor left, a bash that cannot run here)."""
         key = self._standby_key
-        if key is None or self._refill is not None:  # (refilled again once those arrive)
+        if key is None:
             return
         if self.standby.drop_dead():
             self._standby_key = None
             return
         wanted = STANDBY_DEPTH if self._standby_used else 1
-        task_ids = [self._new_id() for _ in range(wanted - self.standby.count(key))]
-        if not task_ids:
-            return
-        self.standby.reserve(key, task_ids)
-
-        def start_all() -> list[Monitor]:  # (in the standby thread: no shared state)
-            started: list[Monitor] = []
-            for task_id in task_ids:
-                try:
-                    started.append(self.standby.start(key, task_id, self._make_cgroup(task_id)))
-                except (OSError, ValueError) as exc:  # (only speed is lost)
-                    log.debug("no standby monitor: %s", exc)
-                    break
-                except Exception:
-                    log.exception("no standby monitor")
-                    break
-            return started
-
-        # Started here, in the event loop, for now: started in the standby thread, a
-        # command sent right after a reply often found none ready and got a fresh
-        # monitor, and tests that kill a task's job at once grew flaky (3 CI failures in
-        # 4 runs, session 23). The thread (`standby_starts`) is kept for close_standby.
-        started: Future[list[Monitor]] = Future()
-        started.set_result(start_all())
-        refill = self._refill = StandbyRefill(key, task_ids, started, self._starts)
-        self._standbys_arrived(refill)
-
-    def _standbys_arrived(self, refill: StandbyRefill) -> None:
-        """The standbys of ``refill`` were started, or some could not be: those wait; a
-        failure stops the refills until the next command starts. More are started if
-        commands started meanwhile (their replies found this refill under way; only
-        then, so that standbys that something kills as they start are not started over
-        and over)."""
-        if self._refill is not refill:  # (handled already, as the supervisor stopped)
-            return
-        self._refill = None
-        started = refill.started.result()
-        for task_id, monitor in itertools.zip_longest(refill.task_ids, started):
-            self.standby.arrived(refill.key, task_id, monitor)
-            if monitor is None and self.tracker is not None:
+        for _ in range(wanted - self.standby.count(key)):
+            task_id = self._new_id()
+            try:
+                self.standby.start(key, task_id, self._make_cgroup(task_id))
+            except (OSError, ValueError) as exc:  # (only speed is lost)
+                log.debug("no standby monitor: %s", exc)
+            except Exception:
+                log.exception("no standby monitor")
+            else:
+                continue
+            if self.tracker is not None:
                 self.cgroup_ops.submit(self.tracker.remove, task_id)
-        if len(started) < len(refill.task_ids):
-            if self._standby_key == refill.key:
-                self._standby_key = None
-        elif self._starts != refill.starts and not self.standby.closed:
-            self.refill_standby()
-
-    async def close_standby(self) -> None:
-        """The supervisor stops: every standby goes, those being started once they are
-        (waited for off the event loop, whose timers, a batch of cgroup removals among
-        them, stay due in the meantime)."""
-        self.standby.close()
-        await asyncio.to_thread(self.standby_starts.shutdown, True)
-        if self._refill is not None:
-            self._standbys_arrived(self._refill)
+            self._standby_key = None
+            return
 
     def _sandbox(self, p: RunParams) -> Sandbox | None:
         """The sandbox the request asks for, checked usable here (SPEC SB2).
@@ -1495,19 +1443,6 @@ def _quiet_seconds(text: str) -> str:
         return repr(parse_duration(text))
     except InvalidInputError as exc:
         raise InvalidInputError(f"{INPUT_QUIET_ENV}: {exc}") from None
-
-
-@dataclass(frozen=True)
-class StandbyRefill:
-    """Standbys being started off the event loop (see :meth:`TaskManager.refill_standby`)."""
-
-    key: MonitorKey
-    task_ids: list[str]
-    """Reserved for them (:meth:`Standby.reserve`)."""
-    started: Future[list[Monitor]]
-    """The monitors that started, in that order (after a failure, none more)."""
-    starts: int
-    """Commands started before it (``TaskManager._starts``)."""
 
 
 def _check_environment_string(command: str) -> None:
