@@ -111,14 +111,14 @@ class Standby:
 
     def start(self, key: MonitorKey, task_id: str, joins: Sequence[str] = ()) -> None:
         """Start a standby for the next command like ``key``, its job in the cgroups
-        ``joins`` already; standbys for another key are let go (none starts once the
-        supervisor stops).
+        ``joins`` already; standbys for another key are let go.
 
         Raises:
-            OSError, ValueError: it could not start (which only costs speed).
+            OSError, ValueError: it could not start, or the supervisor stops (which only
+            costs speed).
         """
         if self._closed:
-            return
+            raise ValueError("the supervisor stops: no standby starts")
         if self._key != key:
             self.discard()
             self._key = key
