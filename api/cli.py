@@ -1,7 +1,8 @@
 """The ``wave-bash`` command line (SPEC I2).
 
-Exit codes: ``run`` exits with the command's own exit code (0 when it moved to the
-background); every error of wave-bash itself exits 2 with the message on stderr, or
+Exit codes: ``run`` exits with the command's own exit code (124 when it moved to the
+background at its timeout, as ``timeout(1)`` and ``wait``: a script's ``&&`` must not go
+on while it runs; 0 when started in the background or moved there by the person); every error of wave-bash itself exits 2 with the message on stderr, or
 ``{"success": false, "error": ...}`` on stdout with ``--json``.
 """
 
@@ -134,7 +135,17 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
         return _interrupted(cli, running[-1] if running else None, stop)
+    if result.get("truncated") and not args.json and running and _finished(result):
+        # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
+        # for a model's result (`--json`, the tools).
+        _print_whole_output(cli, running[-1])
+        return _report_run(result, False, cli.remote, printed=True)
     return _report_run(result, args.json, cli.remote)
+
+
+def _finished(result: dict[str, Any]) -> bool:
+    """A foreground result of a command that ended (not moved to the background)."""
+    return result.get("exitCode") is not None and not result.get("backgroundTaskId")
 
 
 def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
@@ -197,7 +208,11 @@ def _size_arg(text: str) -> list[int]:
     return [int(match[1]), int(match[2])]
 
 
-def _report_run(result: dict[str, Any], as_json: bool, remote: str | None = None) -> int:
+def _report_run(
+    result: dict[str, Any], as_json: bool, remote: str | None = None, printed: bool = False
+) -> int:
+    """Print a run's result (``printed``: its whole output is out already) and return the
+    exit code."""
     stdout, message = result.get("stdout") or "", result.get("message") or ""
     moved = bool(result.get("backgroundTaskId") or result.get("interrupted"))
     error = result.get("error")
@@ -217,18 +232,28 @@ def _report_run(result: dict[str, Any], as_json: bool, remote: str | None = None
     elif moved:
         if stdout:
             print(stdout)
+        if _started_in_background(result):  # its ID for a script: `ID=$(wave-bash run …)`
+            print(result["backgroundTaskId"])
         print(message.removeprefix(stdout).lstrip("\n"), file=sys.stderr)
         if remote is not None:
             print(f"(the output file is on {remote})", file=sys.stderr)
     else:
-        if stdout:
+        if stdout and not printed:
             print(stdout)
         for note in _notes(result):
             print(note, file=sys.stderr)
+    if result.get("assistantAutoBackgrounded"):
+        return STILL_RUNNING_EXIT
     if moved:
         return 0
     code = result.get("exitCode")
     return int(code) if code is not None else 1
+
+
+def _started_in_background(result: dict[str, Any]) -> bool:
+    """Started in the background as asked (``--background``), not moved there."""
+    flags = ("backgroundedByUser", "assistantAutoBackgrounded", "interrupted", "waitingForInput")
+    return bool(result.get("backgroundTaskId")) and not any(result.get(f) for f in flags)
 
 
 def _notes(result: dict[str, Any]) -> list[str]:
@@ -364,13 +389,30 @@ def _ended(record: dict[str, Any]) -> bool:
     return bool(record.get("status") != "running")
 
 
+def _print_whole_output(cli: Cli, task_id: str) -> None:
+    """The task's whole cleaned output so far, never truncated: read in pieces of whole
+    lines (as ``--follow`` reads them), then the rest of a line still being written."""
+    offset = 0
+    while True:
+        out = cli.call("output", task_id=task_id, block=False, offset=offset, follow=True)
+        if out.get("output"):
+            print(out["output"])
+        next_offset = out.get("nextOffset") or offset
+        if next_offset == offset:
+            break
+        offset = next_offset
+    if not _ended(out):  # (a running task's last line, with no newline yet)
+        rest = cli.call("output", task_id=task_id, block=False, offset=offset)
+        if rest.get("output"):
+            print(rest["output"])
+
+
 def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
     if not args.follow:
-        out = cli.call("output", task_id=args.id, block=False, offset=0)
         if args.json:
-            _print_json(out)
-        elif out.get("output"):
-            print(out["output"])
+            _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
+        else:
+            _print_whole_output(cli, args.id)
         return 0
     if args.json:  # one JSON value: the whole output once it ended, as without --follow
         while not _ended(cli.call("wait", task_id=args.id, timeout=600_000)):

@@ -61,6 +61,16 @@ def finished_text(output: str, exit_code: int | None) -> str:
     return f"{output}\n{tail}" if output else tail
 
 
+def stopped_text(exit_code: int | None, end_reason: EndReason | None) -> str | None:
+    """Why a foreground command was ended by wave-bash, where its exit code (143, 137)
+    alone reads as a crash or an out-of-memory kill; None when nothing ended it."""
+    if end_reason not in (EndReason.STOPPED, EndReason.LOG_CAP, EndReason.MEMORY_LIMIT):
+        return None
+    if end_reason is EndReason.STOPPED:
+        return "The command was stopped (TaskStop) before it ended."
+    return f"The command {_killed_text(exit_code, end_reason)}."
+
+
 def outcome_text(
     status: TaskStatus, exit_code: int | None, end_reason: EndReason | None = None
 ) -> str:

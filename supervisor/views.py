@@ -115,6 +115,9 @@ def finished_result(task: LiveTask, left_running: int = 0) -> BashResult:
         message = (
             f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip()
         )
+    stopped = texts.stopped_text(code, row.end_reason) if row.status is TaskStatus.KILLED else None
+    if stopped:
+        message = f"{message}\n{stopped}".lstrip()
     if left_running:
         message = f"{message}\n{texts.left_running_text(row.id, left_running)}".lstrip()
     return BashResult(

@@ -34,9 +34,46 @@ def test_run_cwd(state_dir: Path, tmp_path: Path) -> None:
 def test_run_timeout_backgrounds(state_dir: Path) -> None:
     r = run_cli(state_dir, "run", "--timeout", "200", "--json", "--", "true; sleep 2")
     data = json.loads(r.stdout)
-    assert data["assistantAutoBackgrounded"] is True and r.returncode == 0
+    assert data["assistantAutoBackgrounded"] is True and r.returncode == 124
     w = run_cli(state_dir, "wait", data["backgroundTaskId"], "--json")
     assert json.loads(w.stdout)["status"] == "completed"
+
+
+def test_run_exits_124_while_its_command_still_runs(state_dir: Path) -> None:
+    """A command moved to the background at its timeout has no exit code yet: `run`
+    exits 124 (as timeout(1) and `wait`), so `run -- make test && deploy` does not
+    deploy while the tests run (a review); started with --background it prints its ID
+    alone on stdout (`ID=$(wave-bash run --background …)`, as `docker run -d`) and
+    exits 0; a `sleep` cut short at its timeout is a success (F3)."""
+    r = run_cli(state_dir, "run", "--timeout", "200", "--", "true; sleep 30; exit 3")
+    assert r.returncode == 124 and r.stdout == "" and "moved to the background" in r.stderr
+    moved = r.stderr.split("with ID: ")[1].split(".")[0]
+    started = run_cli(state_dir, "run", "--background", "--", "sleep 30")
+    task_id = started.stdout.strip()
+    assert started.returncode == 0 and started.stdout == f"{task_id}\n"
+    assert f"ID: {task_id}" in started.stderr
+    w = run_cli(state_dir, "wait", task_id, "--timeout", "50")
+    assert w.returncode == 124 and "running" in w.stdout
+    slept = run_cli(state_dir, "run", "--timeout", "200", "--", "sleep 30")
+    assert slept.returncode == 0 and "terminated" in slept.stderr
+    assert run_cli(state_dir, "stop", moved, task_id).returncode == 0
+
+
+def test_run_and_output_print_the_whole_output(state_dir: Path) -> None:
+    """The CLI is a command runner: past the 30,000 characters a model's result holds,
+    `run` and `output ID` print all of the output (`run -- cat big.json | jq`), a line
+    still being written included; `--json` keeps the result's excerpt (a review)."""
+    expected = "".join(f"{i}\n" for i in range(1, 100_001))
+    r = run_cli(state_dir, "run", "--", "seq 1 100000; exit 3")
+    assert (r.returncode, r.stdout) == (3, expected) and r.stderr == ""
+    data = json.loads(run_cli(state_dir, "run", "--json", "--", "seq 1 100000").stdout)
+    assert data["truncated"] is True and "omitted" in data["stdout"]
+    started = run_cli(state_dir, "run", "--background", "--", "seq 1 100000; printf part; sleep 60")
+    task_id = started.stdout.strip()
+    wait_until(lambda: run_cli(state_dir, "output", "--json", task_id).stdout.count("part") == 1)
+    out = run_cli(state_dir, "output", task_id)
+    assert out.returncode == 0 and out.stdout == expected + "part\n"
+    assert run_cli(state_dir, "stop", task_id).returncode == 0
 
 
 def test_wait_exits_as_the_task_did(state_dir: Path) -> None:

@@ -534,3 +534,23 @@ def test_a_process_started_after_the_task_by_someone_else_is_not_its_leftover(
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_a_foreground_command_stopped_by_another_caller_says_so(state_dir: Path) -> None:
+    """Its caller's result says it was stopped: exit code 143 alone reads as a crash, 137
+    as an out-of-memory kill (a review)."""
+    import concurrent.futures
+
+    client = Client(state_dir=state_dir)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(client.bash, "echo started; sleep 60")
+        task = wait_until(lambda: [t for t in client.tasks() if t.status == "running"])
+        Client(state_dir=state_dir).task_stop(task[0].id)  # type: ignore[index]
+        result = waiting.result(timeout=30)
+    assert result.exit_code is not None and result.exit_code >= 128 and not result.success
+    assert result.message.splitlines()[-2:] == [
+        f"Exit code {result.exit_code}",
+        "The command was stopped (TaskStop) before it ended.",
+    ]
+    finished = client.bash("exit 143")  # a command's own exit code: no such line
+    assert finished.message == "Exit code 143"
