@@ -29,8 +29,8 @@ class TaskNotFoundError(WaveError):
 
     code = "task_not_found"
 
-    def __init__(self, task_id: str) -> None:
-        super().__init__(f"No task found with ID: {task_id}", task_id=task_id)
+    def __init__(self, task_id: str, message: str | None = None) -> None:
+        super().__init__(message or f"No task found with ID: {task_id}", task_id=task_id)
 
 
 class TaskNotRunningError(WaveError):
@@ -129,6 +129,6 @@ _BY_CODE: dict[str, type[WaveError]] = {
 def error_from_wire(code: str, message: str, task_id: str | None = None) -> WaveError:
     """Rebuild the error class a supervisor reported, keeping its message verbatim."""
     if code == TaskNotFoundError.code and task_id is not None:
-        return TaskNotFoundError(task_id)
+        return TaskNotFoundError(task_id, message)
     cls = _BY_CODE.get(code, WaveError)
     return cls(message, task_id=task_id)

@@ -286,8 +286,11 @@ def test_tasks_listing(client: Client, state_dir: Path) -> None:
 
 def test_stop_many_is_all_or_nothing(client: Client) -> None:
     ids = [start_bg(client, "sleep 300") for _ in range(3)]
-    with pytest.raises(TaskNotFoundError, match="nosuch"):
-        client.task_stop_many([*ids, "nosuch"])
+    with pytest.raises(TaskNotFoundError) as raised:
+        client.task_stop_many([*ids, "nosuch", "gone"])
+    # Said, every unknown ID with it: a caller must not take the others for stopped.
+    assert raised.value.message == "No task found with ID: nosuch, gone; nothing was stopped"
+    assert raised.value.task_id == "nosuch"
     assert all(task_alive(t) for t in ids)  # nothing was stopped
     records = client.task_stop_many(ids)
     assert [r.status for r in records] == ["killed"] * 3
