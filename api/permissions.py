@@ -74,6 +74,8 @@ class Decision:
     """``rules``, ``hook``, ``user`` (a person approved it) or ``none`` (no rules)."""
     subject: str | None = None
     """The simple command (or written file) that decided, when one did."""
+    unallowed: tuple[str, ...] = ()
+    """An ask's simple commands that no rule allows (for the rules a refusal suggests)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.verdict, "reason": self.reason, "rule": self.rule,
@@ -315,6 +317,13 @@ class RuleSet:
         if worst.verdict == "allow":
             rules = sorted({d.rule for d in verdicts if d.rule})
             return Decision("allow", "allowed by " + ", ".join(rules), ", ".join(rules))
+        if worst.verdict == "ask":  # every part that asks: a person approves all of them
+            asks = [worst, *(d for d in verdicts if d.verdict == "ask" and d is not worst)]
+            reasons = dict.fromkeys(d.reason for d in asks)
+            unallowed = (d.subject for d in asks if d.rule is None and d.subject is not None)
+            return replace(
+                worst, reason="; ".join(reasons), unallowed=tuple(dict.fromkeys(unallowed))
+            )
         return worst
 
     def allows_anything(self) -> bool:

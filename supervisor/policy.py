@@ -98,7 +98,13 @@ def refusal_text(decision: Decision, p: RunParams) -> str:
             f"{text}; a command that cannot be checked is allowed by no rule but Bash(*), "
             "and only where no rule denies or asks."
         )
-    return f"{text}, or with an allow rule such as {suggested_rule(decision.subject)} in {where}."
+    rules = list(dict.fromkeys(map(suggested_rule, decision.unallowed or (decision.subject,))))
+    such = (
+        f"an allow rule such as {rules[0]}"
+        if len(rules) == 1
+        else ("allow rules such as " + ", ".join(rules))
+    )
+    return f"{text}, or with {such} in {where}."
 
 
 def suggested_rule(command: str) -> str:

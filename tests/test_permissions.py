@@ -29,6 +29,29 @@ def verdict(
     return decision.verdict
 
 
+def test_an_ask_names_every_part_that_needs_approval() -> None:
+    """A person approving `cat x | head -2; wc -l y` approves all three: the reason says
+    so, not only the first (a review: adding its rule only made the next one ask), and
+    the refusal suggests a rule for each; an ask rule's part comes first."""
+    from wave_bash.api.protocol import RunParams
+    from wave_bash.supervisor.policy import refusal_text
+
+    rules = RuleSet.from_mapping(RULES)
+    decision = rules.decide(parse_command("cat x | head -2; wc -l y"), "/work")
+    assert decision.verdict == "ask" and decision.reason == (
+        "no rule allows `cat x`; no rule allows `head -2`; no rule allows `wc -l y`"
+    )
+    params = RunParams(session="s", command="cat x", cwd="/work", env={})
+    assert refusal_text(decision, params).endswith(
+        "or with allow rules such as Bash(cat x *), Bash(head *), Bash(wc *) in the permission rules."
+    )
+    pushed = rules.decide(parse_command("whoami && git push origin main"), "/work")
+    assert pushed.reason == (
+        "`git push origin main` matches ask rule Bash(git push *); no rule allows `whoami`"
+    )
+    assert pushed.rule == "Bash(git push *)" and pushed.unallowed == ("whoami",)
+
+
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
