@@ -81,17 +81,35 @@ class BashInput(ContractModel):
         return model
 
 
+_BOUNDS = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+"""A number's bound, in words (pydantic's ``greater_than_equal``… errors)."""
+
+
 def describe_validation_error(exc: ValidationError) -> str:
-    """One readable sentence per problem, naming the field (no pydantic jargon)."""
+    """One readable sentence per problem, naming the field (no pydantic jargon: "session
+    must not be empty", not "String should have at least 1 character")."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "input"
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        field = field.lstrip(".") or "input"
         msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "missing":
+        kind, ctx = err["type"], err.get("ctx") or {}
+        if kind == "missing":
             msg = "is required"
-        elif err["type"].endswith("_type"):
-            kind = err["type"].removesuffix("_type")
+        elif kind.endswith("_type"):
+            kind = kind.removesuffix("_type")
             msg = f"must be {_TYPE_WORDS.get(kind, kind.replace('_', ' '))}"
+        elif kind == "string_too_short":
+            least = ctx.get("min_length", 1)
+            msg = "must not be empty" if least == 1 else f"must have at least {least} characters"
+        elif kind == "string_too_long":
+            msg = f"must have at most {ctx.get('max_length')} characters, not {len(err['input'])}"
+        elif kind in ("too_short", "too_long"):
+            bound = ctx.get("min_length" if kind == "too_short" else "max_length")
+            msg = f"must have {'at least' if kind == 'too_short' else 'at most'} {bound} items"
+        elif bound_word := next((_BOUNDS[k] for k in _BOUNDS if k in ctx), None):
+            bound = next(ctx[k] for k in _BOUNDS if k in ctx)
+            msg = f"must be {bound_word} {bound}, not {err['input']}"
         parts.append(msg if msg.startswith(field) else f"{field} {msg}")
     return "; ".join(parts)
 

@@ -76,6 +76,17 @@ def test_run_and_output_print_the_whole_output(state_dir: Path) -> None:
     assert run_cli(state_dir, "stop", task_id).returncode == 0
 
 
+def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
+    """What a value must be, in words (no pydantic jargon: "String should have at least 1
+    character", "Input should be greater than or equal to 1"; a review)."""
+    empty = run_cli(state_dir, "--session", "", "run", "--", "true")
+    assert (empty.returncode, empty.stderr) == (2, "wave-bash: session must not be empty\n")
+    small = run_cli(state_dir, "run", "-i", "--size", "0x5", "--", "cat")
+    assert small.stderr == "wave-bash: terminal_size[0] must be at least 1, not 0\n"
+    long = run_cli(state_dir, "input", "--no-enter", "nosuchid", "x" * 70_000)
+    assert long.stderr == "wave-bash: input must have at most 65536 characters, not 70000\n"
+
+
 def test_wait_exits_as_the_task_did(state_dir: Path) -> None:
     """`wave-bash wait` is usable in scripts: the task's exit code, 124 while it still
     runs at --timeout; `supervisor stop` says how many tasks keep running."""

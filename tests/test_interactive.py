@@ -144,7 +144,7 @@ def test_task_input_errors(client: Client) -> None:
     bad = client.bash("echo hi", terminal_size=(100, 30))
     assert not bad.success and "only for interactive" in (bad.error or "")
     too_small = client.bash("echo hi", interactive=True, terminal_size=(0, 30))
-    assert not too_small.success and "greater than or equal to 1" in (too_small.error or "")
+    assert not too_small.success and too_small.error == "terminal_size[0] must be at least 1, not 0"
     r = client.bash("python3 -q", timeout=LONG, interactive=True)
     assert r.background_task_id
     with pytest.raises(InvalidInputError, match=r"input .*unicode string"):
