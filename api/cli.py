@@ -177,9 +177,8 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
 def _guard(args: argparse.Namespace) -> tuple[Any, Any]:
     """The rules and sandbox of ``run`` (options, else the environment); the quick path
     parses no such options, so only the environment can give them there."""
-    if not (getattr(args, "rules", None) or os.environ.get("WAVE_RULES")) and not (
-        getattr(args, "sandbox", None) or os.environ.get("WAVE_SANDBOX")
-    ):
+    sandboxed = _sandbox_arg(args)
+    if not (getattr(args, "rules", None) or os.environ.get("WAVE_RULES")) and not sandboxed:
         return None, None  # the common case: nothing to import
     from .guard import from_environment
 
@@ -187,6 +186,19 @@ def _guard(args: argparse.Namespace) -> tuple[Any, Any]:
         getattr(args, "rules", None), getattr(args, "sandbox", None),
         getattr(args, "allow_network", False) or None, getattr(args, "workspace", None),
     )  # fmt: skip
+
+
+def _sandbox_arg(args: argparse.Namespace) -> str | None:
+    """``--sandbox`` (else ``WAVE_SANDBOX``), refusing a sandbox's options without one (a
+    person gave them meaning a sandbox: not silently ignored)."""
+    sandbox: str | None = getattr(args, "sandbox", None) or os.environ.get("WAVE_SANDBOX")
+    if (getattr(args, "allow_network", False) or getattr(args, "workspace", None)) and (
+        sandbox in (None, "", "off")
+    ):
+        raise InvalidInputError(
+            "--allow-network and --workspace are a sandbox's: give --sandbox MODE too"
+        )
+    return sandbox
 
 
 def _asks(result: dict[str, Any]) -> bool:
@@ -306,6 +318,7 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
         "ssh_options": _ssh_options(args.ssh_option),
         "remote_command": args.remote_command,
     }
+    _sandbox_arg(args)
     guard = {
         "rules": args.rules, "sandbox": args.sandbox, "allow_network": args.allow_network or None,
         "workspace": args.workspace,
@@ -589,6 +602,28 @@ def _verb(
     return parser
 
 
+def _version_action() -> type[argparse.Action]:
+    import argparse
+
+    class Version(argparse.Action):
+        """``--version``: the installed package's (read only when asked: its metadata
+        costs the CLI's start-up 25 ms)."""
+
+        def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+        def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                print(f"wave-bash {version('wave-bash')}")
+            except PackageNotFoundError:
+                print("wave-bash (not installed: a source tree)")
+            parser.exit()
+
+    return Version
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with ``only``, that verb's alone."""
     import argparse
@@ -597,6 +632,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="wave-bash",
         description="Run shell commands through a supervisor that keeps them alive.",
     )
+    parser.add_argument("--version", action=_version_action(), help="print the version and exit")
     _add_global_options(parser)
     sub = parser.add_subparsers(dest="verb", required=True)
     for name, add in _VERBS.items():
