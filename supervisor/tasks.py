@@ -90,6 +90,8 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
+STOP_REASONS = frozenset({EndReason.STOPPED, EndReason.TIMEOUT, EndReason.LOG_CAP})
+"""Why :meth:`TaskManager.stop` stops a task: journaled as the stop begins."""
 STOP_RECORD_PATIENCE = 2.0
 """Seconds a stop waits, once the processes it walked are gone, for their monitors to
 record the ends (and list what the commands left) before it stops what they left."""
@@ -470,6 +472,8 @@ class TaskManager:
         while a command starts, and after a standby failed)."""
         self._standby_used = False
         """Whether the last command found a standby started for it."""
+        self._resumed_stops: set[asyncio.Task[None]] = set()
+        """Stops an earlier supervisor began, finished here (see :meth:`adopt`)."""
 
     # --- starting ----------------------------------------------------------------------
 
@@ -838,12 +842,20 @@ class TaskManager:
             # The supervisor died before journaling its identity: found by the task tag.
             row.pid, row.pid_start = monitor, start_ticks(monitor)
             self.unrecorded.add(row.id)
+        # A running row with an end reason: an earlier supervisor was stopping it (the
+        # reason is journaled before any signal) and died. The stop is finished here, and
+        # the task ends as stopped, not as whatever its command made of the SIGTERM.
+        task.stop_reason = row.end_reason if row.end_reason in STOP_REASONS else None
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
             task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
+            if task.stop_reason is not None:
+                stopping = loop.create_task(self.stop([task], task.stop_reason))
+                self._resumed_stops.add(stopping)
+                stopping.add_done_callback(self._resumed_stops.discard)
             return task
         if row.owner is Owner.FOREGROUND:
             self._set_owner(task, Owner.BACKGROUND, BackgroundReason.CALLER_LOST)
@@ -1308,9 +1320,15 @@ class TaskManager:
         tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]
         if not tasks:
             return
+        intents = False
         for task in tasks:
             if not task.ended.done():
                 task.stop_reason = reason
+                if task.row.end_reason is None:  # journaled before any signal: see adopt
+                    task.row.end_reason, intents = reason, True
+                    self.journal.save_row(task.row)
+        if intents:
+            self.journal.write_deferred()  # (a full disk holds it: the stop goes on)
         walked = [t for t in tasks if not t.tracked]
         if walked:
             for task in walked:

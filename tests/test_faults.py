@@ -6,6 +6,7 @@ supervisor at that point); a host restart uses the ``WAVE_BOOT_ID`` seam.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -19,6 +20,7 @@ import psutil
 import pytest
 from conftest import (
     BashInThread,
+    ask_supervisor,
     journal_rows,
     kill_supervisor,
     start_bg,
@@ -305,3 +307,24 @@ def test_a_wait_sent_again_after_a_restart_waits_only_what_is_left(
     kill_supervisor(state_dir)
     waiter.join(30)
     assert done and time.monotonic() - began < 11  # (its whole timeout again: 12 s or more)
+
+
+@pytest.mark.parametrize("after_term", ["exit 3", "while :; do sleep 0.1; done"])
+def test_a_stop_cut_short_by_a_supervisor_kill_is_finished_by_the_next(
+    client: Client, state_dir: Path, after_term: str
+) -> None:
+    """The stop's intent is journaled before its first signal: a supervisor killed as
+    its stop's SIGTERM arrives (the command kills it) leaves a task that ends as stopped,
+    not `failed 3` (a review), and one that outlived the SIGTERM is stopped by the next
+    supervisor, as the caller asked, even if no one asks again."""
+    client.bash("true")
+    (sup,) = supervisor_pids(state_dir)
+    tid = start_bg(client, f"trap 'kill -9 {sup}; {after_term}' TERM; while :; do sleep 0.1; done")
+    wait_until(lambda: len(tagged_processes({tid}).get(tid, ())) >= 3)  # (its trap is set)
+    with contextlib.suppress(AssertionError, OSError):  # one request, never sent again
+        ask_supervisor(state_dir, "stop", {"task_id": tid})
+    wait_until(lambda: sup not in supervisor_pids(state_dir))
+    ended = wait_until(lambda: (r := record(client, tid)).status != "running" and r, timeout=30)
+    assert (ended.status, ended.end_reason) == ("killed", "stopped"), ended
+    assert ended.exit_code == (3 if after_term == "exit 3" else 137)
+    assert not task_alive(tid)
