@@ -37,10 +37,11 @@ def start_ticks(pid: int) -> int | None:
             data = fh.read()
         # The command name (field 2) may contain spaces and parentheses: split after it.
         return int(data[data.rindex(b")") + 2 :].split()[19])
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # (ESRCH: it exited as it was read)
         return None
     except OSError:
-        pass
+        if os.path.isdir("/proc/self"):  # psutil reads the same file, and says ms since 1970
+            raise
     try:
         return int(psutil.Process(pid).create_time() * 1000)
     except psutil.Error:

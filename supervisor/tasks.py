@@ -303,9 +303,15 @@ def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
         loop.call_soon(callback)
         return
     except (AttributeError, OSError):
-        threading.Thread(
-            target=_wait_thread, args=(pid, child, loop, callback), daemon=True
-        ).start()
+        pidfd = -1
+    if pidfd >= _pidfd_ceiling():  # (the rest is for connections, files, /proc reads)
+        os.close(pidfd)
+        pidfd = -1
+    if pidfd < 0 and child:
+        threading.Thread(target=_wait_thread, args=(pid, loop, callback), daemon=True).start()
+        return
+    if pidfd < 0:
+        EXIT_POLLER.watch(pid, loop, callback)
         return
 
     def on_readable() -> None:
@@ -314,6 +320,20 @@ def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
         callback()
 
     loop.add_reader(pidfd, on_readable)
+
+
+def _pidfd_ceiling() -> int:
+    """Descriptors at or above this are not kept as pidfds: three quarters of the limit,
+    so that tasks beyond it (a supervisor started under a lower limit than the one
+    before it, re-adopting them all) are watched by threads, and the descriptors left
+    still open the journal, ``/proc`` and connections (a review: a replacement
+    supervisor under `ulimit -n 48` with 60 live tasks could not start)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 1 << 30
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return (1 << 30) if soft == resource.RLIM_INFINITY else soft * 3 // 4
 
 
 def _reap_soon(pid: int) -> None:
@@ -330,15 +350,59 @@ def release(monitor: Monitor) -> None:
     on_exit(monitor.pid, True, lambda: reap_monitor(monitor.pid))
 
 
-def _wait_thread(
-    pid: int, child: bool, loop: asyncio.AbstractEventLoop, done: Callable[[], object]
-) -> None:
-    if child:
-        wait_monitor_exited(pid)  # not reaped: _finish wants its status
-    else:
-        with contextlib.suppress(psutil.Error):
-            psutil.Process(pid).wait()
+def _wait_thread(pid: int, loop: asyncio.AbstractEventLoop, done: Callable[[], object]) -> None:
+    wait_monitor_exited(pid)  # not reaped: _finish wants its status
     loop.call_soon_threadsafe(done)
+
+
+class ExitPoller:
+    """Tells when processes that are not our children exit, where no pidfd watches them
+    (old kernels, macOS, past the pidfd ceiling): one thread that looks every
+    ``INTERVAL`` seconds, opening nothing (a thread each, polling ``/proc``, ran a
+    supervisor with few descriptors out of them: a review)."""
+
+    INTERVAL = 0.05
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watched: dict[int, list[tuple[asyncio.AbstractEventLoop, Callable[[], object]]]] = {}
+        self._running = False
+
+    def watch(self, pid: int, loop: asyncio.AbstractEventLoop, done: Callable[[], object]) -> None:
+        """Call ``done`` in ``loop`` once ``pid`` has exited."""
+        with self._lock:
+            self._watched.setdefault(pid, []).append((loop, done))
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._poll, name="exits", daemon=True).start()
+
+    def _poll(self) -> None:
+        while True:
+            time.sleep(self.INTERVAL)
+            with self._lock:
+                gone = [pid for pid in self._watched if not _exists(pid)]
+                calls = [call for pid in gone for call in self._watched.pop(pid)]
+                done_watching = not self._watched
+                if done_watching:  # (the next watch starts a thread again)
+                    self._running = False
+            for loop, done in calls:
+                with contextlib.suppress(RuntimeError):  # (its loop closed)
+                    loop.call_soon_threadsafe(done)
+            if done_watching:
+                return
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (another user's: ours is gone, its pid reused)
+        return False
+    return True
+
+
+EXIT_POLLER = ExitPoller()
 
 
 @dataclass(eq=False)

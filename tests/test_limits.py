@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import raw_request, supervisor_pids, wait_until
+from conftest import kill_supervisor, raw_request, start_bg, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.api.paths import StateLayout
@@ -244,3 +244,33 @@ def test_supervisor_log_is_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     sizes = {p.name: p.stat().st_size for p in tmp_path.glob("supervisor.log*")}
     assert set(sizes) == {"supervisor.log", "supervisor.log.1", "supervisor.log.2"}
     assert all(size <= 4000 for size in sizes.values())
+
+
+def test_a_replacement_supervisor_with_fewer_descriptors_readopts_every_task(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """60 live tasks, their supervisor killed, the next started under `ulimit -n 48`: it
+    starts, re-adopts them all (pidfds up to three quarters of the limit, the rest
+    watched by one polling thread) and records every true exit code (a review: it could
+    not start, its descriptors spent on pidfds and on a /proc-polling thread per task)."""
+    client = Client(state_dir=state_dir)
+    go = tmp_path / "go"
+    ids = [
+        start_bg(client, f"until [ -e {go} ]; do sleep 0.05; done; exit {i % 7}") for i in range(60)
+    ]
+    kill_supervisor(state_dir)
+    subprocess.run(
+        ["bash", "-c", 'ulimit -n 48 && exec "$0" -m wave_bash.supervisor --state-dir "$1" --detach',
+         sys.executable, str(state_dir)], check=True, timeout=60,
+    )  # fmt: skip
+    assert {t.id for t in client.tasks() if t.status == "running"} == set(ids)
+    go.touch()
+    codes = wait_until(
+        lambda: (
+            (ts := {t.id: t.exit_code for t in client.tasks()})
+            and all(ts[i] is not None for i in ids)
+            and ts
+        ),
+        timeout=60,
+    )
+    assert [codes[i] for i in ids] == [i % 7 for i in range(60)]  # type: ignore[index]
