@@ -126,10 +126,15 @@ def ensure_private_dir(path: Path) -> Path:
             _check_dir_stat(path, os.fstat(fd), tighten=fd)
         finally:
             os.close(fd)
+        import errno
         import tempfile  # on this rare path only: the CLI starts without it
 
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
-            pass  # a unique name: many starters (threads, processes) probe at once
+        try:
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".write-probe-"):
+                pass  # a unique name: many starters (threads, processes) probe at once
+        except OSError as exc:  # full (of bytes or of inodes) is writable: DF3-DF5 apply
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
     except PermissionError as exc:
         raise StateDirError(f"state dir {path} is not writable: {exc.strerror}") from None
     except OSError as exc:

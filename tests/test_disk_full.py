@@ -282,3 +282,34 @@ def test_a_first_start_on_a_full_disk_says_why(small_state_dir: Path, tmp_path: 
     finally:
         filler.unlink()
     assert Client(state_dir=small_state_dir, cwd=tmp_path).bash("echo hi").stdout == "hi"
+
+
+def test_a_state_dir_out_of_inodes_gets_a_replacement_supervisor(tmp_path: Path) -> None:
+    """DF5 with no inode left (not bytes): the client's probe of the state dir found it
+    unwritable and no supervisor replaced a killed one (a review); a full dir is still
+    writable, its journal and exit records exist, the stale socket's inode is reused."""
+    needs_root("mounting a tmpfs needs root (CI runs as root)")
+    mount = Path(tempfile.mkdtemp(prefix="wb-inodes-", dir="/tmp"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,nr_inodes=40,mode=0700", "tmpfs",
+                    str(mount)], check=True)  # fmt: skip
+    state = mount / "sd"
+    try:
+        client = Client(state_dir=state, cwd=tmp_path)
+        flag = tmp_path / "go"
+        started = []
+        for i in range(25):  # until the inodes run out: then refused (DF3)
+            r = client.bash(f"until [ -e {flag} ]; do sleep 0.02; done; exit {i % 5}",
+                            run_in_background=True)  # fmt: skip
+            if r.background_task_id is None:
+                assert "No space left on device" in (r.error or "")
+                break
+            started.append((r.background_task_id, i % 5))
+        assert 5 <= len(started) < 25
+        kill_supervisor(state)
+        flag.touch()
+        for task_id, code in started:  # a new supervisor re-adopted each: its true code
+            assert client.wait(task_id, timeout=20_000).exit_code == code
+    finally:
+        reap(state)
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
