@@ -392,7 +392,7 @@ def cmd_tasks(cli: Cli, args: argparse.Namespace) -> int:
     elif records:
         from .display import task_table
 
-        print(task_table(records))
+        print(task_table(records, sessions=args.all))
     else:
         print("no tasks")
     return 0

@@ -40,11 +40,15 @@ class LiveView:
             self.lines = 0
 
 
-def task_table(records: list[dict[str, Any]]) -> str:
+COMMAND_WIDTH = 60
+"""Characters of a command a table shows (then ``…``)."""
+
+
+def task_table(records: list[dict[str, Any]], sessions: bool = False) -> str:
     """Tasks (their contract JSON) as a table for people: id, status (exit code),
-    owner/reason, age, command."""
+    owner/reason, age, with ``sessions`` the session (``tasks --all``), command."""
     now = datetime.now(UTC)
-    rows = [("ID", "STATUS", "OWNER", "AGE", "COMMAND")]
+    rows = [("ID", "STATUS", "OWNER", "AGE", *(("SESSION",) if sessions else ()), "COMMAND")]
     for r in records:
         owner = Owner(r["owner"])
         who = owner.value if owner is Owner.FOREGROUND else f"bg:{r.get('backgroundReason')}"
@@ -55,11 +59,15 @@ def task_table(records: list[dict[str, Any]]) -> str:
         elif r.get("monitorLost"):
             status += " (monitor lost)"
         age = int((now - datetime.fromisoformat(r["startedAt"])).total_seconds())
-        command = visible(str(r["command"]).replace("\n", " ").replace("\t", " "))[:60]
-        rows.append((str(r["id"]), status, who, _age(age), command))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        command = visible(str(r["command"]).replace("\n", " ").replace("\t", " "))
+        if len(command) > COMMAND_WIDTH:
+            command = command[: COMMAND_WIDTH - 1] + "…"
+        session = (visible(str(r.get("session", ""))),) if sessions else ()
+        rows.append((str(r["id"]), status, who, _age(age), *session, command))
+    last = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(last)]
     return "\n".join(
-        "  ".join(cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row))
+        "  ".join(cell.ljust(widths[i]) if i < last else cell for i, cell in enumerate(row))
         for row in rows
     )
 

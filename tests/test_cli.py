@@ -296,3 +296,17 @@ def test_output_follow_streams_whole_lines_and_all_of_them(state_dir: Path, tmp_
     assert lines[-2:] == ["20000", "\u5b57" * 20000] and "omitted" not in out
     r = run_cli(state_dir, "output", "--follow", "--json", task_id)
     assert json.loads(r.stdout)["status"] == "completed"
+
+
+def test_tasks_table_names_sessions_with_all_and_marks_a_cut_command(state_dir: Path) -> None:
+    """`tasks --all` has a SESSION column; a command longer than the column ends in `…`
+    (it was cut without a mark: a review)."""
+    long = "echo " + "x" * 80
+    assert run_cli(state_dir, "--session", "other", "run", "--", long).returncode == 0
+    assert run_cli(state_dir, "run", "--", "true").returncode == 0
+    table = run_cli(state_dir, "tasks", "--all").stdout.splitlines()
+    assert table[0].split() == ["ID", "STATUS", "OWNER", "AGE", "SESSION", "COMMAND"]
+    (row,) = [line for line in table if "echo x" in line]
+    assert row.split()[4] == "other" and row.endswith("x…") and len(row.split(None, 5)[-1]) == 60
+    own = run_cli(state_dir, "tasks").stdout.splitlines()
+    assert own[0].split() == ["ID", "STATUS", "OWNER", "AGE", "COMMAND"] and len(own) == 2
