@@ -67,6 +67,8 @@ class EndReason(StrEnum):
     """It reached ``WAVE_TASK_MEMORY_LIMIT``."""
     MONITOR_LOST = "monitor_lost"
     """Its monitor was killed; its status is unknown."""
+    NOT_STARTED = "not_started"
+    """Its supervisor stopped before handing its command over: nothing ran (D3a)."""
     HOST_RESTART = "host_restart"
     """The host restarted under it."""
 

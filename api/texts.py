@@ -61,6 +61,13 @@ def finished_text(output: str, exit_code: int | None) -> str:
     return f"{output}\n{tail}" if output else tail
 
 
+NOT_STARTED_TEXT = (
+    "The command was never started: its supervisor stopped before handing it over, so "
+    "nothing ran (it can be run again)."
+)
+"""R1: a foreground command whose supervisor died before it ran (D3a)."""
+
+
 def stopped_text(exit_code: int | None, end_reason: EndReason | None) -> str | None:
     """Why a foreground command was ended by wave-bash, where its exit code (143, 137)
     alone reads as a crash or an out-of-memory kill; None when nothing ended it."""
@@ -87,6 +94,8 @@ def outcome_text(
         case TaskStatus.LOST:
             if end_reason is EndReason.MONITOR_LOST:
                 return "was lost: its exit status could not be recorded"
+            if end_reason is EndReason.NOT_STARTED:
+                return "was never started (its supervisor stopped first; nothing ran)"
             return "was lost when the host restarted"
         case _:
             assert_never(status)
@@ -105,6 +114,7 @@ def _killed_text(exit_code: int | None, end_reason: EndReason | None) -> str:
             | EndReason.STOPPED
             | EndReason.TIMEOUT
             | EndReason.MONITOR_LOST
+            | EndReason.NOT_STARTED
             | EndReason.HOST_RESTART
         ):
             return "was stopped"

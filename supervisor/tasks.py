@@ -1301,9 +1301,11 @@ class TaskManager:
             task.leftovers = _listed_leftovers(
                 task.files.left, task.id, task.row.started_at, monitors, task.row.pid
             )
-        unrecorded_exit = code is None and ended is not None and ended.code is not None
-        if code is None and ended is not None:
-            code = ended.code  # no exit record (a full disk): the status our child exited with
+        never_started = code is None and record.never_started
+        unrecorded_exit = False
+        if code is None and not never_started and ended is not None and ended.code is not None:
+            code, unrecorded_exit = ended.code, True  # no exit record (a full disk): our
+            # child's own exit status
         row = task.row
         # (A sandboxed task started before `.cwd` existed has it in its exit record.)
         captured = (task.files.final_dir() if row.sandbox else None) or record.cwd
@@ -1323,6 +1325,8 @@ class TaskManager:
         row.exit_code, row.ended_at = code, time.time()
         if host_restarted:
             row.end_reason = EndReason.HOST_RESTART
+        elif never_started:
+            row.end_reason = EndReason.NOT_STARTED
         elif code is None:
             row.end_reason = EndReason.MONITOR_LOST
         elif oom and task.stop_reason is None:

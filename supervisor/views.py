@@ -11,7 +11,7 @@ from wave_bash.api import texts
 from wave_bash.api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
 from wave_bash.api.models import BashResult, Notice, PermissionInfo, Progress, TaskRecord
 from wave_bash.api.permissions import Decision
-from wave_bash.api.states import BackgroundReason, TaskStatus
+from wave_bash.api.states import BackgroundReason, EndReason, TaskStatus
 from wave_bash.worker import Excerpt, last_lines, read_excerpt
 
 from .journal import TaskRow
@@ -115,6 +115,8 @@ def finished_result(task: LiveTask, left_running: int = 0) -> BashResult:
         message = (
             f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip()
         )
+        if row.end_reason is EndReason.NOT_STARTED:
+            message = texts.NOT_STARTED_TEXT
     stopped = texts.stopped_text(code, row.end_reason) if row.status is TaskStatus.KILLED else None
     if stopped:
         message = f"{message}\n{stopped}".lstrip()

@@ -82,12 +82,13 @@ def test_giving_up_names_the_task_that_keeps_running(
 def test_other_calls_are_sent_again_and_errors_keep_their_class(tmp_path: Path) -> None:
     record = {"id": "t1", "command": "x", "status": "running", "owner": "background",
               "startedAt": "2026-01-01T00:00:00Z", "outputPath": "/x", "session": "s", "cwd": "/"}  # fmt: skip
-    missing = {"type": "error", "code": "task_not_found", "message": "x", "taskId": "t2"}
+    missing = {"type": "error", "code": "task_not_found", "message": "No t2 here", "taskId": "t2"}
     connector = scripted([], [result(record)], [missing])
     c = client(tmp_path, connector)
     assert c.task_stop("t1").id == "t1"
-    with pytest.raises(TaskNotFoundError, match="No task found with ID: t2"):
+    with pytest.raises(TaskNotFoundError, match=r"^No t2 here$") as missed:  # (its own words)
         c.task_stop("t2")
+    assert missed.value.task_id == "t2"
     assert [m["op"] for m in sent(connector)] == ["stop", "stop", "stop"]
 
 

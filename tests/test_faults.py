@@ -30,7 +30,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client, SupervisorUnavailableError, calls
+from wave_bash.api import Client, SupervisorUnavailableError, calls, texts
 from wave_bash.supervisor.identity import start_ticks
 from wave_bash.worker import tagged_processes
 
@@ -100,13 +100,23 @@ def test_crash_after_the_reply_before_its_commit(client: Client, state_dir: Path
 
 
 def test_crash_between_journal_and_spawn(client: Client, state_dir: Path) -> None:
+    """Killed after the task ID was told, before the command was handed over: the task
+    ends `lost`, end reason `not_started`, and says nothing ran (its monitor, whose pipe
+    closed empty, wrote so): an agent may run it again (a review: it read "exit status
+    was lost", as if it had run)."""
     start_supervisor(state_dir, WAVE_FAULT="after_insert")
     r = client.bash("echo never")
-    assert not r.success and "exit status was lost" in r.message
+    assert not r.success and r.message == texts.NOT_STARTED_TEXT
     (task,) = client.tasks(all=True)
-    assert task.status == "lost"  # never "completed" or "failed": it did not run
+    assert (task.status, task.end_reason) == ("lost", "not_started")  # it did not run
     log = Path(task.output_path)
     assert not log.exists() or log.read_text() == ""
+    kill_supervisor(state_dir)
+    start_supervisor(state_dir, WAVE_FAULT="after_insert")
+    started = client.bash("echo never", run_in_background=True)
+    assert started.background_task_id  # told (by the next supervisor: the call is resent)
+    (notice,) = client.notifications()
+    assert "was never started (its supervisor stopped first; nothing ran)" in notice.message
 
 
 def test_background_task_ends_while_supervisor_is_dead(client: Client, state_dir: Path) -> None:

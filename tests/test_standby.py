@@ -237,8 +237,9 @@ def test_a_killed_supervisor_leaves_no_standby_behind(client: Client, state_dir:
     waiting = {p.environ()["WAVE_TASK_ID"]: p for p in two_standbys(client, state_dir)}
     kill_supervisor(state_dir)
     wait_until(lambda: all(gone(p) for p in waiting.values()))  # pipes closed: ran nothing
-    for reserved in waiting:  # recorded nothing
-        assert (state_dir / "tasks" / f"{reserved}.exit").read_text().strip() == ""
+    for reserved in waiting:  # recorded no status, only that nothing ran
+        record = read_exit_record(state_dir / "tasks" / f"{reserved}.exit")
+        assert (record.status, record.never_started) == (None, True)
     assert client.bash("echo next").stdout == "next"  # a new supervisor...
     for reserved in waiting:  # ...removed their empty logs, placeholders and records
         for suffix in (".log", ".exit", ".json"):
@@ -296,15 +297,19 @@ def started_monitor(
 @pytest.mark.parametrize("cut", [0, 1, 20, -12, -2])
 def test_incomplete_instructions_run_nothing(tmp_path: Path, monitor: str, cut: int) -> None:
     """A supervisor that dies while handing over a command leaves a monitor that runs
-    nothing and records nothing (the task then reads as lost, never as completed); a
-    joined monitor's job reads them itself. A caller's ``__wave_go=1`` changes nothing."""
+    nothing and records no status, only that nothing ran (the task then reads as never
+    started, never as completed); a joined monitor's job reads them itself, and one
+    killed reading them leaves the placeholder (D3a). A caller's ``__wave_go=1``
+    changes nothing."""
     marker = tmp_path / "ran"
     started, files = started_monitor(tmp_path, monitor, {**os.environ, "__wave_go": "1"})
     data = monitor_instructions(f"touch {marker}", str(tmp_path), None)
     os.write(started.pipe, data[:cut])
     os.close(started.pipe)
     reap_monitor(started.pid, block=True)
-    assert not marker.exists() and files.exit.read_text().strip() == ""  # the placeholder
+    record = read_exit_record(files.exit)
+    assert not marker.exists() and record.status is None
+    assert record.never_started == (monitor != "joined" or cut == 0)
     assert os.read(started.record_pipe, 1) == b""  # closed, with no status written
     os.close(started.record_pipe)
 

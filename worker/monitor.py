@@ -47,7 +47,13 @@ _ZSH_RUNNER = shlex.quote(PAYLOAD_RUNNERS["zsh"])
 # command: the command sees every function. (In POSIX mode the special builtin `exec`
 # comes before functions, and a function of that name cannot be defined again.) The
 # supervisor starts no monitor with a `BASH_ENV` or a function named `builtin`.
-_MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set -e; '; [[ -o nounset ]] && __wave_re+='\\builtin set -u; '; [[ -o pipefail ]] && __wave_re+='\\builtin set -o pipefail; '; [[ -o allexport ]] && __wave_re+='\\builtin set -a; '; [[ -o xtrace ]] && __wave_re+='\\builtin set -x; '; \\builtin set +e +u +o pipefail +a +x; } 2>/dev/null; \\builtin export -n __wave_re; __wave_fx=; [[ -o posix ]] || ! \\builtin declare -F exec >/dev/null 2>&1 || { __wave_fx=$(\\builtin declare -f exec); [[ $'\\n'$(\\builtin declare -Fx)$'\\n' != *$'\\ndeclare -fx exec\\n'* ]] || __wave_fx+=$'\\n\\\\builtin export -f exec'; \\builtin unset -f exec; }; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= \\builtin read -r __wave_cm || \\builtin exit 0; [[ -z $__wave_cm ]] || \\builtin ulimit -Su "$__wave_cm" 2>/dev/null; [[ $__wave_cm != unlimited ]] || __wave_cm=32768;"""
+_MONITOR_START = """{ __wave_re=; [[ -o errexit ]] && __wave_re+='\\builtin set -e; '; [[ -o nounset ]] && __wave_re+='\\builtin set -u; '; [[ -o pipefail ]] && __wave_re+='\\builtin set -o pipefail; '; [[ -o allexport ]] && __wave_re+='\\builtin set -a; '; [[ -o xtrace ]] && __wave_re+='\\builtin set -x; '; \\builtin set +e +u +o pipefail +a +x; } 2>/dev/null; \\builtin export -n __wave_re; __wave_fx=; [[ -o posix ]] || ! \\builtin declare -F exec >/dev/null 2>&1 || { __wave_fx=$(\\builtin declare -f exec); [[ $'\\n'$(\\builtin declare -Fx)$'\\n' != *$'\\ndeclare -fx exec\\n'* ]] || __wave_fx+=$'\\n\\\\builtin export -f exec'; \\builtin unset -f exec; }; __wave_run=@ZSH_RUNNER@; IFS= TMOUT= \\builtin read -r __wave_cm || { @UNSTARTED@; }; [[ -z $__wave_cm ]] || \\builtin ulimit -Su "$__wave_cm" 2>/dev/null; [[ $__wave_cm != unlimited ]] || __wave_cm=32768;"""
+
+# A monitor whose pipe closes with no (complete) instructions ran nothing: it says so in
+# its exit record (through fd 7, ``worker.spawn.EXIT_RECORD_FD``) and exits 0, so that a
+# task whose supervisor died before handing its command over ends "never started", not
+# "lost" (its caller may run it again).
+_UNSTARTED = "{ \\builtin printf '%s\\n' - >&7; } 2>/dev/null; \\builtin exit 0"
 
 _RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin unset __wave_fx;"""
 
@@ -109,6 +115,7 @@ _RUN = (
 def _monitor_script(text: str) -> str:
     parts = (  # in this order: the start holds the runner's mark
         ("@START@", _MONITOR_START),
+        ("@UNSTARTED@", _UNSTARTED),
         ("@ZSH_RUNNER@", _ZSH_RUNNER),
         ("@FORWARD@", _FORWARD),
         ("@WAIT@", _WAIT),
@@ -155,9 +162,9 @@ def _monitor_script(text: str) -> str:
 # The job is started from the script's first line (a loop whose second pass starts it):
 # an eval counts lines from the line it is on, so the command's own line numbers start
 # at 1 in its error messages, as with `bash -c` ("line 1: sudo: command not found").
-BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@ ) 1>&3 2>&4 3>&- 4>&- 5>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- & fi; \\builtin break; fi
+BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; while ((1)); do if [[ ${__wave_go-} == 2 ]]; then @FORWARD@; if [[ -z $2 ]]; then ( @UNTRAP@; @RESTORE_EXEC@ [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_go __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@ ) 1>&3 2>&4 3>&- 4>&- 5>&- 7>&- & else ( @RESTORE_EXEC@ __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run" ) 1>&3 2>&4 3>&- 4>&- 5>&- 7>&- & fi; \\builtin break; fi
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
-[[ ${__wave_go-} == 1 ]] || \\builtin exit 0
+[[ ${__wave_go-} == 1 ]] || { @UNSTARTED@; }
 \\exec </dev/null
 \\builtin cd -- "$__wave_cwd" || { \\builtin printf '127\\n' 1<> "$1"; \\builtin exit 127; }
 \\builtin unset __wave_cwd
@@ -199,13 +206,13 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # its text. The caller's errexit, nounset and pipefail (SHELLOPTS) hold for the command,
 # never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
 # exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 7>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
 \\exec 6<&- 8>&-; \\builtin set +m
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
 __wave_ok=; while ((${#__wave_ok} < 2)); do IFS= TMOUT= \\builtin read -r -N 1 -u 9 __wave_c; __wave_s=$?; ((__wave_s > 128)) && \\builtin continue; ((__wave_s == 0)) || \\builtin break; __wave_ok+=$__wave_c; done; \\builtin trap - @STOPPING@
 @WAIT@
-if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s __wave_stop; __wave_in=; \\builtin set -m; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & \\builtin set +m; @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
+if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || { @UNSTARTED@; }; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s __wave_stop; __wave_in=; \\builtin set -m; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & \\builtin set +m; @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
 \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")

@@ -4,17 +4,21 @@ Run as a script, so it imports nothing but the standard library (and starts quic
 the bash monitor it reads its instructions from stdin until the supervisor closes it, runs
 the command in its own process group (its text in the shell's environment, not its argv:
 F1a), waits for it and writes the exit status to EXIT;
-its own exit is the commit point. Incomplete instructions run nothing and record nothing.
+its own exit is the commit point. Incomplete instructions run nothing and record only
+that (``-`` through descriptor 7, the exit record: see ``worker.spawn.EXIT_RECORD_FD``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
 import sys
 from typing import Any
 
+EXIT_RECORD_FD = 7
+"""Its exit record, open from its start (``worker.spawn.EXIT_RECORD_FD``)."""
 PAYLOAD_VARIABLE = "__wave_payload"
 """How a command reaches a shell that is not the monitor's own job (zsh, a terminal host,
 a sandbox): in its environment, never in an argv that ``ps`` shows every user (F1a), and
@@ -51,7 +55,10 @@ def read_instructions(text: str) -> dict[str, str] | None:
 def main(argv: list[str]) -> int:
     exit_file, shell = argv
     fields = read_instructions(sys.stdin.buffer.read().decode("utf-8", "surrogateescape"))
-    if fields is None:
+    if fields is None:  # nothing ran: said through the exit record's descriptor (fd 7)
+        if sys.platform != "win32":  # (none is passed there)
+            with contextlib.suppress(OSError):
+                os.write(EXIT_RECORD_FD, b"-\n")
         return 0
     group: dict[str, Any] = (
         {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}

@@ -47,6 +47,13 @@ LOG_MODE = 0o600
 RECORDED_FD = 5
 """The monitor's descriptor for the write end of its record pipe (see
 :attr:`Monitor.record_pipe`), closed in its job."""
+EXIT_RECORD_FD = 7
+"""The monitor's descriptor on its exit record, open from before it starts, closed in its
+job: a monitor whose pipe closes with no instructions writes :data:`NEVER_STARTED` through
+it (never creating the file again: a standby let go has its files removed meanwhile)."""
+NEVER_STARTED = b"-"
+"""An exit record's first line when its monitor got no command (the supervisor stopped
+before handing it over): nothing ran."""
 STARTED_FDS = (8, 9)
 """A monitor whose job joins cgroups: the write and read ends of a pipe on which its job
 says it has read its instructions (see ``worker.monitor.BASH_JOINED_MONITOR_SCRIPT``)."""
@@ -87,6 +94,8 @@ class ExitRecord:
     """What ``pwd -P`` printed, without its newline (None: nothing captured)."""
     record: bytes | None = None
     """The task's record (None: a standby's, or a task's from before records moved here)."""
+    never_started: bool = False
+    """Its monitor got no command and said so (:data:`NEVER_STARTED`): nothing ran."""
 
 
 EXIT_RECORD_LIMIT = 64 << 20
@@ -109,7 +118,7 @@ def read_exit_record(path: Path) -> ExitRecord:
     if tail.startswith(b"{"):  # (a directory `pwd -P` prints starts with "/")
         record, _, tail = tail.partition(b"\n")
     cwd = os.fsdecode(tail).removesuffix("\n") if tail else None
-    return ExitRecord(status, cwd, record)
+    return ExitRecord(status, cwd, record, never_started=first == NEVER_STARTED)
 
 
 def write_task_record(path: Path, record: bytes) -> None:
@@ -540,7 +549,8 @@ def start_monitor(
     forked = subreaper and monitor_bash is not None
     log_fd = err_fd = read_fd = write_fd = record_read = -1
     moves: list[tuple[int, int]] = []
-    """The monitor's pipes beyond its stdin: (our descriptor, its number there)."""
+    """The monitor's descriptors beyond its stdio (pipes, its exit record): (ours, its
+    number there)."""
     try:
         # The log first: a supervisor killed from here on leaves an empty log, by which
         # the next one finds and removes all of these (``supervisor.standby``).
@@ -551,6 +561,8 @@ def start_monitor(
         if sys.platform != "win32":
             record_read, record_write = os.pipe()
             moves.append((record_write, RECORDED_FD))
+            exit_flags = os.O_WRONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+            moves.append((os.open(files.exit, exit_flags), EXIT_RECORD_FD))
         if joins and monitor_bash is not None:
             started_read, started_write = os.pipe()
             moves += [(started_write, STARTED_FDS[0]), (started_read, STARTED_FDS[1])]
