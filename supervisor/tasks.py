@@ -325,9 +325,9 @@ def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
 def _pidfd_ceiling() -> int:
     """Descriptors at or above this are not kept as pidfds: three quarters of the limit,
     so that tasks beyond it (a supervisor started under a lower limit than the one
-    before it, re-adopting them all) are watched by threads, and the descriptors left
-    still open the journal, ``/proc`` and connections (a review: a replacement
-    supervisor under `ulimit -n 48` with 60 live tasks could not start)."""
+    before it, re-adopting them all) are watched without one (:class:`ExitPoller`), and
+    the descriptors left still open the journal, ``/proc`` and connections (a review: a
+    replacement supervisor under `ulimit -n 48` with 60 live tasks could not start)."""
     try:
         import resource
     except ImportError:  # Windows
