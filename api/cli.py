@@ -2,7 +2,8 @@
 
 Exit codes: ``run`` exits with the command's own exit code (124 when it moved to the
 background at its timeout, as ``timeout(1)`` and ``wait``: a script's ``&&`` must not go
-on while it runs; 0 when started in the background or moved there by the person); every error of wave-bash itself exits 2 with the message on stderr, or
+on while it runs; 0 when started in the background or moved there by the person); every
+error of wave-bash itself exits 2 with the message on stderr, or
 ``{"success": false, "error": ...}`` on stdout with ``--json``.
 """
 
@@ -402,18 +403,27 @@ def _ended(record: dict[str, Any]) -> bool:
     return bool(record.get("status") != "running")
 
 
-def _print_whole_output(cli: Cli, task_id: str) -> None:
-    """The task's whole cleaned output so far, never truncated: read in pieces of whole
-    lines (as ``--follow`` reads them), then the rest of a line still being written."""
+def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any], int]:
+    """Print the task's cleaned output in bounded pieces of whole lines, never truncated:
+    what it has written so far, or with ``follow`` until it ends (each call a real wait
+    on the supervisor: until a line, the end, a timeout); returns the last answer and
+    where reading stopped."""
+    wait = {"block": True, "timeout": 30_000, "pattern": r"\n"} if follow else {"block": False}
     offset = 0
     while True:
-        out = cli.call("output", task_id=task_id, block=False, offset=offset, follow=True)
+        out = cli.call("output", task_id=task_id, offset=offset, follow=True, **wait)
         if out.get("output"):
-            print(out["output"])
+            print(out["output"], flush=True)  # whole lines: cleaned as the lines they are
         next_offset = out.get("nextOffset") or offset
-        if next_offset == offset:
-            break
+        if next_offset == offset and (not follow or _ended(out)):  # read to the end
+            return out, offset
         offset = next_offset
+
+
+def _print_whole_output(cli: Cli, task_id: str) -> None:
+    """The task's whole cleaned output so far, then the rest of a line still being
+    written."""
+    out, offset = _print_pieces(cli, task_id, follow=False)
     if not _ended(out):  # (a running task's last line, with no newline yet)
         rest = cli.call("output", task_id=task_id, block=False, offset=offset)
         if rest.get("output"):
@@ -432,18 +442,8 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
             pass
         _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
         return 0
-    offset = 0
-    while True:  # each call is a real wait on the supervisor: until a line, the end, a timeout
-        out = cli.call(
-            "output", task_id=args.id, block=True, timeout=30_000, pattern=r"\n",
-            offset=offset, follow=True,
-        )  # fmt: skip
-        if out.get("output"):
-            print(out["output"], flush=True)  # whole lines: cleaned as the lines they are
-        next_offset = out.get("nextOffset") or offset
-        if _ended(out) and next_offset == offset:  # read to the end
-            return 0
-        offset = next_offset
+    _print_pieces(cli, args.id, follow=True)
+    return 0
 
 
 def _status_line(record: dict[str, Any]) -> str:

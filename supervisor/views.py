@@ -111,12 +111,12 @@ def finished_result(task: LiveTask, left_running: int = 0) -> BashResult:
     err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
     code = row.exit_code
     message = texts.finished_text(out.text, code)
-    if row.status is TaskStatus.LOST:
+    if row.end_reason is EndReason.NOT_STARTED:
+        message = texts.NOT_STARTED_TEXT
+    elif row.status is TaskStatus.LOST:
         message = (
             f"{out.text}\nThe command's exit status was lost (its monitor was killed).".lstrip()
         )
-        if row.end_reason is EndReason.NOT_STARTED:
-            message = texts.NOT_STARTED_TEXT
     stopped = texts.stopped_text(code, row.end_reason) if row.status is TaskStatus.KILLED else None
     if stopped:
         message = f"{message}\n{stopped}".lstrip()

@@ -57,12 +57,13 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
     """Stop several tasks together; every ID must exist (else nothing is stopped).
 
     Tasks that already ended are reported as they are."""
-    missing = [task_id for task_id in p.task_ids if ctx.journal.get(task_id) is None]
+    found = [ctx.journal.get(task_id) for task_id in p.task_ids]
+    missing = [task_id for task_id, row in zip(p.task_ids, found, strict=True) if row is None]
     if missing:  # (said: a caller must not take the others for stopped)
         raise TaskNotFoundError(
             missing[0], f"No task found with ID: {', '.join(missing)}; nothing was stopped"
         )
-    rows = [_row(ctx, task_id) for task_id in p.task_ids]
+    rows = [row for row in found if row is not None]
     live = {r.id: ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live}
     lingering = [ctx.tasks.lingering[r.id] for r in rows if r.id in ctx.tasks.lingering]
     left = {t.id: ctx.tasks.leftover_count(t.id) for t in lingering if t.id not in live}
