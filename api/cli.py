@@ -368,7 +368,7 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
             _print_json({"running": False, "stateDir": str(cli.layout.root)})
         else:
             print(f"no supervisor is running for {cli.layout.root}")
-        return 0
+        return NOT_RUNNING_EXIT
     if args.json:
         _print_json(status)
     else:
@@ -453,6 +453,10 @@ def _status_line(record: dict[str, Any]) -> str:
 
 INTERRUPTED_EXIT = 130
 """What the CLI exits with after Ctrl+C (128 + SIGINT, as a shell reports it)."""
+NOT_RUNNING_EXIT = 3
+"""``supervisor status`` with none running: LSB's "program is not running", as
+``systemctl status`` (``wave-bash supervisor status >/dev/null && …``)."""
+
 STILL_RUNNING_EXIT = 124
 """What ``wait`` exits with when the task still runs at its ``--timeout`` (as timeout(1))."""
 

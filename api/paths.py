@@ -68,8 +68,10 @@ def _owner() -> int | None:
     return os.getuid() if hasattr(os, "getuid") else None
 
 
-def check_private_dir(path: Path) -> None:
-    """Refuse ``path`` unless it is a real directory (not a link) of this user, mode 0700.
+def check_private_dir(path: Path, *, any_mode: bool = False) -> None:
+    """Refuse ``path`` unless it is a real directory (not a link) of this user, mode 0700
+    (any mode with ``any_mode``: a caller that only connects, where the supervisor's
+    peer credentials are checked anyway, and the next start tightens it).
 
     Raises:
         StateDirError: naming the path and what is wrong with it.
@@ -78,10 +80,12 @@ def check_private_dir(path: Path) -> None:
         st = os.lstat(path)
     except OSError as exc:
         raise StateDirError(f"private dir {path} cannot be used: {exc.strerror}") from None
-    _check_dir_stat(path, st, tighten=None)
+    _check_dir_stat(path, st, tighten=None, any_mode=any_mode)
 
 
-def _check_dir_stat(path: Path, st: os.stat_result, tighten: int | None) -> None:
+def _check_dir_stat(
+    path: Path, st: os.stat_result, tighten: int | None, any_mode: bool = False
+) -> None:
     if stat.S_ISLNK(st.st_mode):
         raise StateDirError(
             f"refusing {path}: it is a symbolic link (a private dir must be a real directory)"
@@ -93,7 +97,7 @@ def _check_dir_stat(path: Path, st: os.stat_result, tighten: int | None) -> None
         raise StateDirError(
             f"refusing {path}: it belongs to another user (uid {st.st_uid}, not {owner})"
         )
-    if owner is not None and st.st_mode & 0o077:
+    if owner is not None and st.st_mode & 0o077 and not any_mode:
         if tighten is None:
             raise StateDirError(
                 f"refusing {path}: its mode is {stat.S_IMODE(st.st_mode):04o}, not 0700"

@@ -179,8 +179,12 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
     Raises:
         OSError: nothing listens (missing socket or endpoint file, refused).
         ForbiddenError: what listens runs as another user.
-        StateDirError: the socket's fallback dir is a link or not private to this user.
+        StateDirError: the state dir is a link or another user's (refused whether or not
+            a supervisor runs there, as when one must start), the socket's fallback dir
+            is a link or not private to this user.
     """
+    if os.path.lexists(layout.root):  # (none yet: nothing listens, one starts)
+        check_private_dir(layout.root, any_mode=True)
     if transport == "tcp":
         try:
             endpoint = TcpEndpoint.read(layout.tcp_endpoint)

@@ -162,20 +162,20 @@ def test_schema(state_dir: Path) -> None:
 
 def test_supervisor_start_status_stop(state_dir: Path) -> None:
     r = run_cli(state_dir, "supervisor", "status", "--json")
-    assert json.loads(r.stdout)["running"] is False
+    assert json.loads(r.stdout)["running"] is False and r.returncode == 3  # as systemctl
     r = run_cli(state_dir, "supervisor", "start", "--json")
     started = json.loads(r.stdout)
     assert started["running"] is True and started["pid"] > 0
     assert (state_dir.stat().st_mode & 0o777) == 0o700
     assert (Path(started["socketPath"]).stat().st_mode & 0o777) == 0o600
     r = run_cli(state_dir, "supervisor", "status", "--json")
-    assert json.loads(r.stdout)["pid"] == started["pid"]
+    assert json.loads(r.stdout)["pid"] == started["pid"] and r.returncode == 0
     plain = run_cli(state_dir, "supervisor", "status").stdout  # what the README promises
     assert "\ntracking: " in plain and "\nsandbox: " in plain
     r = run_cli(state_dir, "supervisor", "stop", "--json")
     assert json.loads(r.stdout)["stopped"] is True
-    r = run_cli(state_dir, "supervisor", "status", "--json")
-    assert json.loads(r.stdout)["running"] is False
+    r = run_cli(state_dir, "supervisor", "status")
+    assert r.stdout.startswith("no supervisor is running") and r.returncode == 3
 
 
 QUICK_RUNS = [

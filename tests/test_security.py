@@ -185,6 +185,21 @@ def test_state_dir_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
     assert stat.S_IMODE(real.stat().st_mode) == 0o755 and list(real.iterdir()) == []
 
 
+def test_state_dir_link_is_refused_while_a_supervisor_runs_behind_it(tmp_path: Path) -> None:
+    """A link to a state dir is refused as a caller connects, not only when a supervisor
+    must start there (before, it was followed to the running one)."""
+    real = tmp_path / "real"
+    client = Client(state_dir=real)
+    try:
+        assert client.bash("echo hi").stdout == "hi"
+        link = tmp_path / "link"
+        link.symlink_to(real)
+        with pytest.raises(StateDirError, match="symbolic link"):
+            Client(state_dir=link).bash("echo hi")
+    finally:
+        client.shutdown()
+
+
 def test_state_dir_of_another_user_is_refused(tmp_path: Path) -> None:
     theirs = tmp_path / "theirs"
     theirs.mkdir()
