@@ -16,9 +16,11 @@ import os
 import re
 import select
 import shutil
+import signal
 import termios
+import threading
 import tty
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .constants import TERMINAL_SIDE_MAX
@@ -26,69 +28,161 @@ from .errors import InvalidInputError, TaskNotRunningError
 
 DETACH_KEY = b"\x1d"
 """Ctrl+]: leaves the task running."""
-POLL_MS = 100
-"""How long one call waits for output when nothing was typed."""
+WATCH_MS = 5000
+"""How long one call waits for output (the most a ``terminal`` request waits). Keys and
+resizes go in calls of their own as they come, beside the waiting one: a key never waits
+for a poll to end, and an idle attach makes one call in five seconds."""
 
 Call = Callable[..., dict[str, Any]]
 
 
 def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     """Connect the terminal on ``stdin``/``stdout`` to the task's until the person detaches
-    (returns 0) or the task ends (returns its exit code, or 0 if unknown)."""
+    or the task ends (returns 0).
+
+    A thread waits for the task's output (long calls, one after the other) while this one
+    waits for keys and resizes and sends each at once: before, one loop did both, so a
+    key typed while it waited for output waited too (up to 100 ms), and an idle attach
+    asked ten times a second.
+    """
     size = _size(stdout)
-    reply = call(task_id=task_id, resize=list(size), wait=0)
+    first = call(task_id=task_id, resize=list(size), wait=0)
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
     # Keys as UTF-8 text (the request's input): a character split between two reads
     # waits for its end; a byte that is no UTF-8 (a Latin-1 terminal) becomes U+FFFD.
     keys = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    screen = _Screen()
-    _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n")
+    view = _View(stdout, first["offset"] - len(base64.b64decode(first["data"])))
     farewell = ""
-    detached = f"\r\n[detached from {task_id}; it keeps running]\r\n"
+    _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n")
     try:
         if saved is not None:
             tty.setraw(stdin)
-        while True:
-            data = base64.b64decode(reply["data"])
-            screen.see(data)
-            _write(stdout, data)
-            if reply["status"] != "running" and not reply["data"]:
-                code = reply.get("exitCode")
-                farewell = (f"\r\n[task {task_id} ended: {reply['status']}"
-                            + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
-                return 0
-            typed, detach = _typed(stdin, reply, keys)
-            if detach and not typed:
-                farewell = detached
-                return 0
-            now = _size(stdout)
-            resized = None if now == size else list(now)
-            size = now
-            try:
-                reply = call(
-                    task_id=task_id,
-                    input=typed or None,
-                    resize=resized,
-                    offset=reply["offset"],
-                    wait=0 if typed or resized else POLL_MS,
-                )
-            except (InvalidInputError, TaskNotRunningError) as exc:
-                if not typed:
-                    raise
-                # Refused (a line longer than the terminal takes) or typed as it ended:
-                # said, and the session goes on (the next call shows an end).
-                _say(stdout, f"\r\n[not typed: {exc}]\r\n")
-                reply = call(task_id=task_id, offset=reply["offset"], wait=0)
-            if detach:  # (what they typed before Ctrl+] went first)
-                _write(stdout, base64.b64decode(reply["data"]))
-                farewell = detached
-                return 0
+        view.show(first)
+        with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
+            while True:
+                ready, _, _ = select.select([stdin, woken], [], [], None if resizes else 0.5)
+                if woken in ready:
+                    os.read(woken, 512)
+                if view.failed is not None:
+                    raise view.failed
+                if view.ended is not None:
+                    farewell = view.ended
+                    return 0
+                now = _size(stdout)
+                if now != size:
+                    size = now
+                    view.show(call(task_id=task_id, resize=list(now), offset=view.offset, wait=0))
+                if stdin not in ready:
+                    continue
+                data = os.read(stdin, 4096)
+                before, detach, _ = data.partition(DETACH_KEY)
+                typed = keys.decode(before)
+                if typed:
+                    try:
+                        reply = call(task_id=task_id, input=typed, offset=view.offset, wait=0)
+                    except (InvalidInputError, TaskNotRunningError) as exc:
+                        # Refused (a line longer than the terminal takes) or typed as it
+                        # ended: said, and the session goes on (the watcher shows an end).
+                        view.say(f"\r\n[not typed: {exc}]\r\n")
+                    else:
+                        view.show(reply)  # (what they typed before Ctrl+] went first)
+                if detach or not data:  # Ctrl+], or their terminal closed
+                    farewell = f"\r\n[detached from {task_id}; it keeps running]\r\n"
+                    return 0
     finally:
         with contextlib.suppress(OSError):
-            _write(stdout, screen.reset())  # their terminal as the task's output left it
+            _write(stdout, view.screen.reset())  # their terminal as the task's output left it
             _say(stdout, farewell)
         if saved is not None:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
+
+
+class _View:
+    """What the person's terminal has shown of the task's log: each reply's data is written
+    from where the last write ended (either thread's, whichever comes first), never twice
+    and never once the attach has ended."""
+
+    def __init__(self, stdout: int, offset: int) -> None:
+        self.stdout = stdout
+        self.offset = offset
+        self.screen = _Screen()
+        self.ended: str | None = None
+        self.failed: BaseException | None = None
+        self._lock = threading.RLock()  # (a resize's signal handler may come in while held)
+        self._closed = False
+        self._wake = -1
+
+    def show(self, reply: dict[str, Any]) -> None:
+        data, end = base64.b64decode(reply["data"]), int(reply["offset"])
+        with self._lock:
+            start = end - len(data)
+            if self._closed or end <= self.offset or start > self.offset:
+                return  # (shown already; or a gap, which the watcher's next call fills)
+            data = data[self.offset - start :]
+            self.screen.see(data)
+            _write(self.stdout, data)
+            self.offset = end
+
+    def say(self, text: str) -> None:
+        with self._lock:
+            if not self._closed:
+                _say(self.stdout, text)
+
+    @contextlib.contextmanager
+    def watching(self, call: Call, task_id: str, reply: dict[str, Any]) -> Iterator[int]:
+        """Run the output thread; yields the descriptor it (and a resize) wakes the keys'
+        loop through. On leaving, nothing more is written (the thread, a daemon, may
+        still be in a call: its reply is dropped)."""
+        woken, self._wake = os.pipe()
+        os.set_blocking(self._wake, False)  # (a full pipe wakes the loop already)
+        threading.Thread(
+            target=self._watch, args=(call, task_id, reply), name="attach-output", daemon=True
+        ).start()
+        try:
+            yield woken
+        finally:
+            with self._lock:  # (after this, the thread touches no descriptor)
+                self._closed = True
+                os.close(self._wake)
+                os.close(woken)
+
+    def poke(self) -> None:
+        """Wake the keys' loop (the output thread ended, the terminal was resized)."""
+        with self._lock, contextlib.suppress(OSError):
+            if not self._closed:
+                os.write(self._wake, b"!")
+
+    def _watch(self, call: Call, task_id: str, reply: dict[str, Any]) -> None:
+        """Wait for output and show it, until the task's log is shown to its end (the task
+        ended) or a call fails (raised in the keys' loop)."""
+        try:
+            while not self._closed:
+                if reply["status"] != "running" and not reply["data"]:
+                    code = reply.get("exitCode")
+                    self.ended = (f"\r\n[task {task_id} ended: {reply['status']}"
+                                  + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
+                    return
+                reply = call(task_id=task_id, offset=self.offset, wait=WATCH_MS)
+                self.show(reply)
+        except BaseException as exc:
+            self.failed = exc
+        finally:
+            self.poke()
+
+
+@contextlib.contextmanager
+def _resizes_wake(view: _View) -> Iterator[bool]:
+    """SIGWINCH wakes the keys' loop, which sends the new size at once; yields False where
+    no handler can be set (not the main thread): the loop then looks every 0.5 s."""
+    try:
+        previous = signal.signal(signal.SIGWINCH, lambda *_: view.poke())
+    except (ValueError, AttributeError):  # (not the main thread; no SIGWINCH)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        signal.signal(signal.SIGWINCH, previous)
 
 
 class _Screen:
@@ -134,19 +228,6 @@ def _size(stdout: int) -> tuple[int, int]:
         size = shutil.get_terminal_size()
     columns, rows = size
     return max(1, min(TERMINAL_SIDE_MAX, columns)), max(1, min(TERMINAL_SIDE_MAX, rows))
-
-
-def _typed(stdin: int, reply: dict[str, Any], keys: codecs.IncrementalDecoder) -> tuple[str, bool]:
-    """What the person typed since the last call ("" for nothing), and whether they
-    detach (Ctrl+], or their terminal closed): what they typed before it is sent."""
-    ready, _, _ = select.select([stdin], [], [], 0 if reply["data"] else 0.01)
-    if not ready:
-        return "", False
-    data = os.read(stdin, 4096)
-    if not data:  # their terminal closed
-        return "", True
-    before, detach, _ = data.partition(DETACH_KEY)
-    return keys.decode(before), bool(detach)
 
 
 def _write(fd: int, data: bytes) -> None:

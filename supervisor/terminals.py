@@ -26,6 +26,9 @@ from wave_bash.api.paths import socket_address
 CONNECT_PATIENCE = 10.0
 """Seconds a new task's host may take to open its socket (a Python start on a busy host)."""
 REPLY_TIMEOUT = 5.0
+TYPING_WINDOW = 1.0
+"""Seconds after keys were typed during which a person's view looks for output often
+(their echo, the command's answer): ``supervisor.handlers.terminal``."""
 HOST_LINE_LIMIT = 1 << 20
 """Bytes of one message from a terminal host at most (its replies are a few dozen): a
 socket that sends more is no host of ours, and its link is closed."""
@@ -57,6 +60,11 @@ class TerminalLink:
         self.waiting = False
         """The command waits for input now (as the host last said)."""
         self.closed = False
+        self.typed_at = -TYPING_WINDOW
+        """When keys were last typed (the loop's clock)."""
+        self.keys: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Done as keys are typed next (then replaced): a person's view waiting for output
+        wakes to look for their echo at once."""
         self._changed = asyncio.Event()
         self._connected: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
@@ -250,6 +258,10 @@ class TerminalLink:
         """Type ``text`` into the terminal (``key``: an input sent again with the same key
         is typed once). True once all of it was written; False when the command has not
         read it all within ``timeout`` s (the rest is typed as it reads)."""
+        loop = asyncio.get_running_loop()
+        self.typed_at = loop.time()
+        keys, self.keys = self.keys, loop.create_future()
+        keys.set_result(None)
         return await self._request({"input": text, "key": key}, timeout, queued=True) is not None
 
     async def resize(self, columns: int, rows: int) -> None:

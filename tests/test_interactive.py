@@ -760,3 +760,62 @@ def test_the_quiet_period_is_a_duration(state_dir: Path, quiet: str) -> None:
     r = client.bash("read -p 'Q? ' x", timeout=LONG, interactive=True)
     assert not r.success and "WAVE_INPUT_QUIET_S: a duration must be" in (r.error or "")
     assert client.tasks() == []  # nothing ran
+
+
+def test_attach_sends_keys_while_it_waits_for_output(client: Client) -> None:
+    """A key goes at once, in a call of its own beside the one waiting for output: it
+    waited for that call to end before (up to 100 ms a key, and an idle attach asked ten
+    times a second). Observed on real calls, attach running on a real terminal pair."""
+    import pty
+    import threading
+
+    from wave_bash.api.attach import WATCH_MS, attach
+
+    r = client.bash("cat", timeout=0, interactive=True)
+    task_id = r.background_task_id or ""
+    calls: list[dict[str, object]] = []  # each call's parameters, and how it went
+
+    def call(**params: object) -> dict[str, object]:
+        beside = any(c["wait"] and not c["done"] for c in calls)
+        entry = {"wait": 0, **params, "done": False, "beside_a_wait": beside}
+        calls.append(entry)
+        answer = client.calls.call("terminal", {"session": client.session, **params})
+        entry["done"] = True
+        return dict(answer)
+
+    master, slave = pty.openpty()
+    ended: list[int] = []
+    person = threading.Thread(target=lambda: ended.append(attach(call, task_id, slave, slave)))
+    person.start()
+    screen = b""
+
+    def seen(text: bytes) -> bool:
+        nonlocal screen
+        while select_readable(master):
+            screen += os.read(master, 4096)
+        return text in screen
+
+    try:
+        wait_until(lambda: any(c["wait"] == WATCH_MS and not c["done"] for c in calls))
+        os.write(master, b"hello\r")
+        wait_until(lambda: seen(b"hello"))
+        typed = [c for c in calls if c.get("input")]
+        assert [c["input"] for c in typed] == ["hello\r"], calls
+        assert typed[0]["beside_a_wait"] and typed[0]["wait"] == 0, calls
+        assert [c["wait"] for c in calls].count(WATCH_MS) <= 2, calls  # no polling meanwhile
+        os.write(master, b"\x1d")
+        person.join(timeout=30)
+        assert ended == [0] and seen(b"detached from")
+    finally:
+        if person.is_alive():
+            os.write(master, b"\x1d")
+            person.join(timeout=30)
+        os.close(master)
+        os.close(slave)
+        client.task_stop(task_id)
+
+
+def select_readable(fd: int) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], 0.05)[0])
