@@ -39,7 +39,14 @@ from typing import Any, Literal
 from .bashgrammar import GLOB, squeeze
 from .errors import InvalidInputError
 from .linkpaths import DESCRIPTOR, PER_PROCESS, has_other_names, links_followed, normal_path
-from .reading import MAX_PLACES, ParsedCommand, SimpleCommand, cdpath_searched, parse_command
+from .reading import (
+    MAX_PLACES,
+    ParsedCommand,
+    SimpleCommand,
+    cdpath_searched,
+    harmless_assignment,
+    parse_command,
+)
 
 __all__ = [
     "Decision",
@@ -265,6 +272,8 @@ class RuleSet:
         verdicts: list[Decision] = []
         for command in parsed.commands:
             verdicts.append(self._command(command))
+        for setting in _environment_settings(parsed, env):  # (`HOME=/x; git status`)
+            verdicts.append(self._command(SimpleCommand(setting)))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
 
         moved_by = dict(parsed.moved_by)
@@ -442,6 +451,30 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
     if answer not in VERDICTS:
         return Decision("deny", f"the permission hook answered {answer!r}", None, "hook")
     return Decision(answer, str(reason or f"the permission hook answered {answer}"), None, "hook")
+
+
+SHELL_VARIABLES = frozenset({"PATH"})
+"""Variables the shell itself reads to run what follows, exported or not."""
+
+
+def _environment_settings(parsed: ParsedCommand, env: Mapping[str, str]) -> list[str]:
+    """The settings of ``parsed``'s statements that reach the environment of the commands
+    after them: a variable exported already (in ``env``), exported by the statement or
+    under ``set -a``, one the shell reads itself (``PATH``), or one named as it runs. Each
+    is checked as the command it is (``HOME=/x``), as it is in front of a command (``HOME=/x
+    git status``, which no ``git status`` rule allows), where before it ran unchecked
+    and changed what the commands after it ran (a ``HOME`` with a ``.gitconfig`` whose
+    ``core.fsmonitor`` runs anything: a review). Harmless ones (``LANG``, ``CI``) are not."""
+    everything = parsed.exports_all or "allexport" in env.get("SHELLOPTS", "").split(":")
+    return [
+        text
+        for name, text, exported in parsed.sets
+        if name is None
+        or (
+            not harmless_assignment(name)
+            and (exported or everything or name in env or name in SHELL_VARIABLES)
+        )
+    ]
 
 
 def strictest(decisions: Iterator[Decision] | Sequence[Decision]) -> Decision:

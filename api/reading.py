@@ -114,6 +114,14 @@ class ParsedCommand:
     shell or ``eval``, ``cd "$d"``, ``cd -``, ``popd``, ``env -C``…, or a relative one
     when the text names ``CDPATH``. Its relative target is checked in each directory the
     command may then be in."""
+    sets: tuple[tuple[str | None, str, bool], ...] = ()
+    """Variables its statements set for the commands after them (``HOME=/x; git status``,
+    ``export``, ``read``, ``for``): the name (None: computed), the setting as a rule
+    matches it (``HOME=/x``; ``NAME=…`` where the value is read as it runs) and whether
+    the statement exports it. One in those commands' environment changes what they do,
+    as the same assignment in front of one of them would (see ``RuleSet.decide``)."""
+    exports_all: bool = False
+    """It turns on ``allexport`` (``set -a``): every variable it sets is exported."""
 
 
 MAX_NESTING = 8
@@ -158,6 +166,11 @@ runs what follows them as the compound command it is)."""
 
 
 MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
+
+
+DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly"})
+_X_FLAG = re.compile(r"-[A-Za-z]*x")
+_A_FLAG = re.compile(r"-[A-Za-z]*a[A-Za-z]*")
 
 
 VARIABLE_SETTERS = frozenset({
@@ -317,6 +330,8 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         tuple(dict.fromkeys(walker.computed_writes)),
         tuple(dict.fromkeys(walker.reads)),
         walker.moved_by("cdpath" in source.lower()),
+        tuple(dict.fromkeys(walker.sets)),
+        walker.exports_all,
     )
 
 
@@ -397,6 +412,8 @@ class _Walker:
         self.moves = False
         self.sets_home = False
         self.sets_cdpath = False
+        self.sets: list[tuple[str | None, str, bool]] = []
+        self.exports_all = False
         self.cds: list[tuple[_Site, str | None]] = []
         """Directory changes: where, and to which directory (None: known as it runs)."""
         self.write_sites: list[tuple[str, _Site]] = []
@@ -479,9 +496,16 @@ class _Walker:
                     if value is not None and (named is None or reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
                 self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
+                if node.parent is not None and node.parent.type != "command":  # (not `A=1 cmd`)
+                    exported = node.parent.type == "declaration_command" and _exports(
+                        node.parent, data
+                    )
+                    self.sets.append((assigned, squeeze(node_text(node, data)), exported))
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
-                self._setting([None if variable is None else node_text(variable, data)])
+                named = None if variable is None else node_text(variable, data)
+                self._setting([named])
+                self.sets.append((named, f"{named or '<computed>'}=…", False))
             if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic:
@@ -580,6 +604,8 @@ class _Walker:
                     following is None or following.start_byte > child.end_byte
                 )
                 arguments.append(node_text(child, data) if plain else word_value(child, data))
+                if _exports(node, data) and (plain or arguments[-1] is None):  # (`export X`)
+                    self.sets.append((arguments[-1], f"{arguments[-1] or '<computed>'}=…", True))
                 if builtin != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([name_word(child, data)])
         self._setting(arguments)
@@ -718,7 +744,7 @@ class _Walker:
         if any(a is not None and a.startswith("BASH_FUNC_") for a in assignments):
             self.problems.append("a BASH_FUNC_ variable defines functions in the shells it starts")
         kept = [a if a is not None else "<computed assignment>" for a in assignments]
-        kept = [a for a in kept if not _harmless(a)]
+        kept = [a for a in kept if not harmless_assignment(a)]
         if start >= len(values):
             if wrappers:
                 self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
@@ -739,9 +765,24 @@ class _Walker:
             known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
             self.cds.append((site, known))
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
-            self._setting([*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])])
+            variables = [*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])]
+            self._setting(variables)
+            self.sets += [(n, f"{n or '<computed>'}=…", False) for n in variables]
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
+            if name in NAME_OPTIONS:  # (`read HOME`)
+                variables = _named_variables(name, rest)
+                self.sets += [(n, f"{n or '<computed>'}=…", False) for n in variables]
+            elif name in DECLARATIONS:  # (`builtin export HOME=/x`: no declaration node)
+                exported = name == "export" or any(w is None or _X_FLAG.match(w) for w in rest)
+                for word in rest:
+                    if word is None or word[:1] not in ("-", "+"):
+                        declared = None if word is None else word.split("=", 1)[0]
+                        self.sets.append((declared, word or "<computed>=…", exported))
+        if name == "set" and (
+            "allexport" in rest or any(w is None or _A_FLAG.match(w) for w in rest)
+        ):
+            self.exports_all = True  # (`set -a`, `set -o allexport`: every setting exported)
         if name == "let" and any(w is None or re.search(r"[A-Za-z_]", w) for w in rest):
             self.problems.append(ARITHMETIC_PROBLEM)
         if name in ("declare", "typeset", "local"):  # (`builtin declare -i n`: a plain
@@ -902,6 +943,8 @@ class _Walker:
             self.sets_home = self.sets_home or inner.sets_home
             self.sets_cdpath = self.sets_cdpath or inner.sets_cdpath
             self.cds += [(_Site(None, 0, True), None) for _ in inner.cds]
+        self.sets += inner.sets  # (in its shell, before its own commands)
+        self.exports_all = self.exports_all or inner.exports_all
         for command in inner.commands:
             variants += [command.text, *command.variants]
             opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
@@ -979,7 +1022,15 @@ def _evaluates_a_value(node: Any, data: bytes) -> bool:
     return False
 
 
-def _harmless(assignment: str) -> bool:
+def _exports(declaration: Any, data: bytes) -> bool:
+    """Whether a declaration (``export``, ``declare -x``…) exports what it names."""
+    words = squeeze(node_text(declaration, data)).split()
+    if words[:1] == ["export"]:
+        return not any(w.startswith("-") and "n" in w for w in words[1:])  # (`export -n`)
+    return any(_X_FLAG.match(w) for w in words[1:]) or any(w[:1] == "$" for w in words[1:2])
+
+
+def harmless_assignment(assignment: str) -> bool:
     name = assignment.split("=", 1)[0]
     return name in SAFE_ASSIGNMENTS or name.startswith("LC_")
 

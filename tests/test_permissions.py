@@ -1488,3 +1488,93 @@ def test_a_plain_word_list_of_compgen_runs_nothing() -> None:
     rules = {"allow": ["Bash(compgen *)"], "deny": ["Bash(rm *)"]}
     assert verdict("compgen -W 'start stop' -- st", rules) == "allow"
     assert verdict("compgen -W '$(rm -rf x)' w", rules) == "deny"
+
+
+ENV = {"HOME": "/home/u", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "EDITOR_FLAGS": "-x"}
+
+
+SETTERS_ALLOWED = {
+    **RULES,
+    "allow": [*RULES["allow"], "Bash(export *)", "Bash(declare *)", "Bash(set *)",
+              "Bash(read *)", "Bash(printf *)", "Bash(builtin *)", "Bash(bash -c *)"],
+}  # fmt: skip
+"""The setters themselves allowed: what asks is the setting."""
+
+
+def env_verdict(
+    command: str, env: dict[str, str] = ENV, rules: dict[str, list[str]] = RULES
+) -> str:
+    parsed = parse_command(command)
+    return RuleSet.from_mapping(rules).decide(parsed, "/work", env["HOME"], env).verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "HOME=/tmp/h; git status",  # (a .gitconfig there runs its core.fsmonitor)
+        "HOME=/tmp/h && git status",
+        "(HOME=/tmp/h; git status)",
+        "PATH=/tmp/e:$PATH; ls x",  # (the shell's own lookup, exported or not)
+        "for PATH in /tmp/e; do ls x; done",
+        "read HOME < f; git status",
+        "printf -v HOME /tmp/h; git status",
+        "export LD_PRELOAD=/tmp/x.so; ls x",
+        "LD_PRELOAD=/tmp/x.so; export LD_PRELOAD; ls x",
+        "declare -x LD_PRELOAD=/tmp/x.so; ls x",
+        "builtin export LD_PRELOAD=/tmp/x.so; ls x",
+        "set -a; LD_PRELOAD=/tmp/x.so; ls x",
+        "bash -c 'HOME=/tmp/h; git status'",
+        'export "$name"=1; ls x',
+        "EDITOR_FLAGS=-y; ls x",  # (any variable its environment has)
+    ],
+)
+def test_a_setting_that_reaches_the_next_commands_environment_asks(command: str) -> None:
+    """`HOME=/x; git status` changes git's environment as `HOME=/x git status` does, which
+    asks: it ran unasked under rules that allow `git status` (a review: a `.gitconfig`
+    there ran its `core.fsmonitor`). A setting is checked as a command of its own when the
+    next commands get it: a variable already exported, one the statement exports (or
+    `set -a`), `PATH`, or one named as it runs."""
+    assert env_verdict(command, rules=SETTERS_ALLOWED) == "ask"
+    assert env_verdict(command, rules={"allow": ["Bash(*)"]}) == "allow"
+
+
+def test_a_rule_for_the_setting_allows_it() -> None:
+    """The setting is matched as the command it is: its own rule allows it."""
+    rules = {**RULES, "allow": [*RULES["allow"], "Bash(HOME=/tmp/h)", "Bash(export *)"]}
+    assert env_verdict("HOME=/tmp/h; git status", rules=rules) == "allow"
+    assert env_verdict("export HOME=/tmp/h; git status", rules=rules) == "allow"
+    assert env_verdict("HOME=/tmp/x; git status", rules=rules) == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "x=5; echo $x",  # (a shell variable no command gets)
+        "f=notes; ls $f",
+        "LD_PRELOAD=/tmp/x.so; ls x",  # (not exported: ls never sees it)
+        "LANG=C; ls x",  # (harmless, as in front of a command)
+        "export LANG=C; ls x",
+        "for i in 1 2; do echo $i; done",
+    ],
+)
+def test_a_setting_no_next_command_gets_asks_nothing(command: str) -> None:
+    assert env_verdict(command, rules=SETTERS_ALLOWED) == "allow"
+
+
+def test_home_set_before_an_allowed_git_status_runs_nothing_unasked(
+    state_dir: Path, workdir: Path, tmp_path: Path
+) -> None:
+    """The review's exploit, for real: a `.gitconfig` whose `core.fsmonitor` makes a file,
+    then `HOME=there; git status` under rules that allow `printf` and `git status`."""
+    needs_tool("git", "git")
+    subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+    home, marker = tmp_path / "home", tmp_path / "pwned"
+    home.mkdir()
+    (home / ".gitconfig").write_text(f'[core]\n\tfsmonitor = "touch {marker}; false"\n')
+    rules = {"allow": ["Bash(printf *)", "Bash(git status)"], "deny": ["Bash(rm *)"]}
+    client = Client(state_dir=state_dir, cwd=workdir, rules=rules)
+    r = client.bash(f"HOME={home}; git status")
+    assert r.permission is not None and r.permission.decision == "ask", r
+    assert f"`HOME={home}`" in r.message
+    assert not marker.exists()
+    assert client.bash("git status").exit_code == 0 and not marker.exists()  # (its own HOME)
