@@ -316,6 +316,11 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
+            elif not self.allows_anything() and (code := self._git_code(paths)):
+                verdicts.append(Decision(
+                    "ask", f"it writes {code}, from which git runs commands (as `git config` or "
+                    f"a hook would set them; a `Write({code})` allow rule lets it)",
+                ))  # fmt: skip
         if parsed.problems and not self.allows_anything():
             verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
         if not verdicts:
@@ -363,6 +368,14 @@ class RuleSet:
                 return Decision("allow", f"`{command.text}` matches allow rule {rule.text}",
                                 rule.text, subject=command.text)  # fmt: skip
         return Decision("ask", f"no rule allows `{command.text}`", subject=command.text)
+
+    def _git_code(self, paths: Sequence[str]) -> str | None:
+        """The first of ``paths`` git runs commands from (:func:`_git_runs`) that no Write
+        allow rule allows."""
+        allowed = [r for r in self.allow if r.kind == "Write"]
+        return next(
+            (p for p in paths if _git_runs(p) and not any(r.matches(p) for r in allowed)), None
+        )
 
     def _write(self, paths: Sequence[str]) -> Decision | None:
         for verdict in ("deny", "ask"):
@@ -451,6 +464,20 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
     if answer not in VERDICTS:
         return Decision("deny", f"the permission hook answered {answer!r}", None, "hook")
     return Decision(answer, str(reason or f"the permission hook answered {answer}"), None, "hook")
+
+
+_GIT_CODE = re.compile(
+    r".*/(?:\.git/(?:hooks/.+|config|config\.worktree|commondir|worktrees/[^/]+/"
+    r"(?:config\.worktree|commondir))|\.gitconfig|\.config/git/config|etc/gitconfig)"
+)
+
+
+def _git_runs(path: str) -> bool:
+    """Whether git runs commands a write to ``path`` may set: a repository's ``config``
+    (``core.fsmonitor``, aliases, ``core.pager``…), its hooks, its ``commondir`` (another
+    config then counts), a user's or the system's git config (the sandbox keeps the same
+    files of the workspace read-only, SB1)."""
+    return bool(_GIT_CODE.fullmatch(path))
 
 
 SHELL_VARIABLES = frozenset({"PATH"})

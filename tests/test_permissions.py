@@ -1592,3 +1592,22 @@ def test_a_redirection_to_the_network_asks(command: str) -> None:
     assert verdict(command) == "ask"
     assert verdict(command, {"allow": ["Bash(*)"]}) == "allow"
     assert verdict("echo x > /dev//tcp/h/1") == "allow"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [".git/config", ".git/hooks/pre-commit", ".git/commondir", ".git/config.worktree",
+     "~/.gitconfig", "~/.config/git/config", "sub/.git/worktrees/w/config.worktree"],
+)  # fmt: skip
+def test_a_redirection_into_what_git_runs_commands_from_asks(target: str) -> None:
+    """`printf '[core] fsmonitor = …' >> .git/config; git status` ran a command where
+    `git config` asks (a review): writing git's config or hooks asks unless a Write
+    allow rule names them, or everything is allowed."""
+    command = f"printf x >> {target}"
+    rules = {"allow": ["Bash(printf *)", "Bash(git status)"], "deny": ["Bash(rm *)"]}
+    assert verdict(command, rules) == "ask"
+    assert verdict(command, {"allow": ["Bash(*)"]}) == "allow"
+    allowed = {**rules, "allow": [*rules["allow"], "Write(/**/.git/**)", "Write(~/.*/**)",
+                                  "Write(~/.gitconfig)"]}  # fmt: skip
+    assert verdict(command, allowed) == "allow"
+    assert verdict("printf x >> .git/HEAD.txt; printf x > .github/config", rules) == "allow"
