@@ -255,8 +255,8 @@ def _report_run(
             print(stdout)
         for note in _notes(result):
             print(note, file=sys.stderr)
-    if result.get("assistantAutoBackgrounded"):
-        return STILL_RUNNING_EXIT
+    if result.get("assistantAutoBackgrounded") or result.get("waitingForInput"):
+        return STILL_RUNNING_EXIT  # (it runs on: `run -i … && deploy` must not go on)
     if moved:
         return 0
     code = result.get("exitCode")
@@ -470,10 +470,7 @@ def cmd_wait(cli: Cli, args: argparse.Namespace) -> int:
         _print_json(record)
     else:
         print(_status_line(record))
-    if record.get("status") == "running":
-        return STILL_RUNNING_EXIT
-    code = record.get("exitCode")
-    return int(code) & 0xFF if code is not None else 1
+    return _exit_code(record)
 
 
 def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
@@ -502,17 +499,27 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.json:
         _print_json(out)
-        return 0
-    if out.get("output"):
-        print(out["output"])
-    if out.get("waitingForInput"):
-        print(f"[{args.id} waits for input: wave-bash input {args.id} TEXT]", file=sys.stderr)
-    elif _ended(out):
-        print(f"[{_status_line({**out, 'id': args.id})}]", file=sys.stderr)
-    else:  # (the timeout passed while it worked: say so, as the tool's text does)
-        print(f"[{args.id} still running, not waiting for input: wave-bash output {args.id}]",
-              file=sys.stderr)  # fmt: skip
-    return 0
+    else:
+        if out.get("output"):
+            print(out["output"])
+        if out.get("waitingForInput"):
+            print(f"[{args.id} waits for input: wave-bash input {args.id} TEXT]", file=sys.stderr)
+        elif _ended(out):
+            print(f"[{_status_line({**out, 'id': args.id})}]", file=sys.stderr)
+        else:  # (the timeout passed while it worked: say so, as the tool's text does)
+            print(f"[{args.id} still running, not waiting for input: wave-bash output "
+                  f"{args.id}]", file=sys.stderr)  # fmt: skip
+    return _exit_code(out)
+
+
+def _exit_code(record: dict[str, Any]) -> int:
+    """What ``wait`` and ``input`` exit with: the task's exit code once it ended (1 when
+    its status was lost), 124 while it runs (waiting for input too): a script's ``&&``
+    goes on only after a success."""
+    if not _ended(record):
+        return STILL_RUNNING_EXIT
+    code = record.get("exitCode")
+    return int(code) & 0xFF if code is not None else 1
 
 
 def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:

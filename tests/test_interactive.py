@@ -178,18 +178,20 @@ def test_task_input_after_the_supervisor_was_killed(client: Client, state_dir: P
 
 
 def test_cli_run_input_and_terminal_requests(state_dir: Path) -> None:
-    started = run_cli(state_dir, "run", "-i", "--", "read -p 'Name? ' n; echo \"hi $n\"")
-    assert started.returncode == 0 and started.stdout == "Name? \n"
+    # Exit codes as `wait`'s: 124 while it runs (waits for input too: `run -i … && deploy`
+    # went on, a review), then the task's own.
+    started = run_cli(state_dir, "run", "-i", "--", "read -p 'Name? ' n; echo \"hi $n\"; exit 3")
+    assert started.returncode == 124 and started.stdout == "Name? \n"
     task_id = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
     assert f"wave-bash input {task_id} TEXT" in started.stderr
     answered = run_cli(state_dir, "input", task_id, "Bob")
-    assert answered.returncode == 0 and answered.stdout == "Bob\nhi Bob\n"
-    assert "completed (exit code 0)" in answered.stderr
+    assert answered.returncode == 3 and answered.stdout == "Bob\nhi Bob\n"
+    assert "failed (exit code 3)" in answered.stderr
     # Its timeout passing while the command works: said, not silence (a reviewer found it).
     run_cli(state_dir, "run", "-i", "--", "read n; sleep 30")
     busy = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
     working = run_cli(state_dir, "input", "--timeout", "500", busy, "go")
-    assert working.returncode == 0 and working.stderr == (
+    assert working.returncode == 124 and working.stderr == (
         f"[{busy} still running, not waiting for input: wave-bash output {busy}]\n"
     )
     assert run_cli(state_dir, "stop", busy).returncode == 0
