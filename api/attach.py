@@ -28,6 +28,19 @@ from .errors import InvalidInputError, TaskNotRunningError
 
 DETACH_KEY = b"\x1d"
 """Ctrl+]: leaves the task running."""
+TERMINAL_QUERIES = re.compile(
+    rb"\x1b\[[?>=]?[0-9;]*[nc]"  # status and cursor reports (6n), device attributes (c, >c)
+    rb"|\x1b\[[?>]?[0-9;]*\$p"  # mode reports (DECRQM)
+    rb"|\x1b\[>[0-9;]*q"  # the terminal's version (XTVERSION)
+    rb"|\x1b\[[0-9;]*t"  # window reports and moves
+    rb"|\x1b\][0-9]+;(?:[^\x07\x1b;]*;)*\?(?:\x07|\x1b\\)"  # colours, the clipboard (OSC …;?)
+    rb"|\x1bP[$+]q[^\x1b]*\x1b\\"  # settings and capabilities (DECRQSS, XTGETTCAP)
+)
+"""Questions a program asks its terminal, which the terminal answers as typed input. Left
+out of the output a person's terminal is shown on attaching (written before they came):
+answered then, the answer went into whatever the program read next, a password (a
+review: `read -s` got ``ESC[2;18R`` before it). A question asked while they are attached
+goes through: the program waits for that answer."""
 WATCH_MS = 5000
 """How long one call waits for output (the most a ``terminal`` request waits). Keys and
 resizes go in calls of their own as they come, beside the waiting one: a key never waits
@@ -46,7 +59,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     asked ten times a second.
     """
     size = _size(stdout)
-    first = call(task_id=task_id, resize=list(size), wait=0)
+    first = call(task_id=task_id, resize=list(size) if size else None, wait=0)
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
     # Keys as UTF-8 text (the request's input): a character split between two reads
     # waits for its end; a byte that is no UTF-8 (a Latin-1 terminal) becomes U+FFFD.
@@ -57,7 +70,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     try:
         if saved is not None:
             tty.setraw(stdin)
-        view.show(first)
+        view.show(first, replay=True)
         with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
             while True:
                 ready, _, _ = select.select([stdin, woken], [], [], None if resizes else 0.5)
@@ -69,7 +82,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                     farewell = view.ended
                     return 0
                 now = _size(stdout)
-                if now != size:
+                if now is not None and now != size:
                     size = now
                     view.show(call(task_id=task_id, resize=list(now), offset=view.offset, wait=0))
                 if stdin not in ready:
@@ -112,13 +125,17 @@ class _View:
         self._closed = False
         self._wake = -1
 
-    def show(self, reply: dict[str, Any]) -> None:
+    def show(self, reply: dict[str, Any], replay: bool = False) -> None:
+        """Write what ``reply`` has beyond what was shown; ``replay``: output the task
+        wrote before the person came (its terminal queries are left out)."""
         data, end = base64.b64decode(reply["data"]), int(reply["offset"])
         with self._lock:
             start = end - len(data)
             if self._closed or end <= self.offset or start > self.offset:
                 return  # (shown already; or a gap, which the watcher's next call fills)
             data = data[self.offset - start :]
+            if replay:
+                data = TERMINAL_QUERIES.sub(b"", data)
             self.screen.see(data)
             _write(self.stdout, data)
             self.offset = end
@@ -218,16 +235,19 @@ class _Screen:
         return (b"\x1b[?1049l" if self.alternate else b"") + self.RESET
 
 
-def _size(stdout: int) -> tuple[int, int]:
+def _size(stdout: int) -> tuple[int, int] | None:
     """The person's terminal's columns and rows: the terminal's own (``COLUMNS`` and
     ``LINES`` may be stale or made up, 20000 was refused), within what a task's terminal
-    takes."""
+    takes; None for a terminal that says 0 (it has none set: the task keeps its own, as
+    under tmux; it was made 1×1, and stayed so after the person left)."""
     try:
         size = os.get_terminal_size(stdout)
     except OSError:  # (not a terminal: what the environment says, else 80×24)
         size = shutil.get_terminal_size()
     columns, rows = size
-    return max(1, min(TERMINAL_SIDE_MAX, columns)), max(1, min(TERMINAL_SIDE_MAX, rows))
+    if columns <= 0 or rows <= 0:
+        return None
+    return min(TERMINAL_SIDE_MAX, columns), min(TERMINAL_SIDE_MAX, rows)
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -821,3 +822,36 @@ def select_readable(fd: int) -> bool:
     import select
 
     return bool(select.select([fd], [], [], 0.05)[0])
+
+
+def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
+    client: Client, state_dir: Path
+) -> None:
+    """A question the task asked its terminal before the person came (`ESC[6n`) was
+    replayed on attaching: their terminal answered it into the next read, a password (a
+    review). It is left out of the replay; one asked while they are attached goes through.
+    A terminal that says 0×0 leaves the task's size alone (it was made 1×1)."""
+    r = client.bash(
+        "printf 'before\\033[6n\\033]11;?\\007<\\n'; read -r x; printf 'live\\033[6n>\\n'; "
+        "stty size; read -r y",
+        timeout=LONG, interactive=True,
+    )  # fmt: skip
+    task_id = r.background_task_id or ""
+    assert "\x1b[6n" in client_raw(client, task_id, 0).decode()  # (its log keeps it)
+    person = _Person(state_dir, task_id)  # (a terminal with no size set: 0×0)
+    try:
+        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        wait_until(lambda: b"before<" in person.read())
+        person.type(b"1\r")
+        wait_until(lambda: b"live\x1b[6n>" in person.read())
+        wait_until(lambda: re.search(rb"\r\n(\d+) (\d+)\r\n", person.read()) is not None)
+        rows, columns = re.search(rb"\r\n(\d+) (\d+)\r\n", person.read()).groups()  # type: ignore[union-attr]
+        assert (int(columns), int(rows)) not in ((1, 1), (0, 0)), person.read()
+        person.type(b"\x1d")
+        assert person.close() == 0
+    finally:
+        if person.proc.poll() is None:
+            person.proc.kill()
+            person.proc.wait()
+    assert b"\x1b[6n" not in person.read().split(b"live")[0]
+    client.task_stop(task_id)
