@@ -445,6 +445,7 @@ class Client:
         params = TerminalRequest(
             session=self.session, task_id=task_id, input=input, resize=resize, offset=offset,
             wait=wait, request_key=uuid.uuid4().hex if input else None,
+            rules=self.rules if input else None,
         )  # fmt: skip
         return self._call(params)
 

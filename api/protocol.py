@@ -249,6 +249,9 @@ class TerminalParams(Params):
     resize: TerminalSize | None = None
     offset: ByteOffset | None = None
     wait: Annotated[StrictInt | StrictFloat, Field(ge=0, le=5000)] = 0
+    rules: RulesSpec | None = None
+    """As for ``input``: under the caller's rules, its keys go only where TaskInput's may
+    (P3). ``attach`` sends none: a person types there."""
 
 
 class TasksParams(Params):

@@ -895,6 +895,7 @@ def test_input_under_rules_goes_only_into_what_they_let_start(
     for send in (
         lambda: ruled.task_input(shell, "touch pwned\n"),
         lambda: ruled.call_tool("TaskInput", {"task_id": shell, "input": "touch pwned\n"}),
+        lambda: ruled.terminal(shell, "touch pwned\n"),  # (a person's door: a review)
     ):
         with pytest.raises(InvalidInputError, match="Permission denied: under your permission"):
             send()
@@ -908,6 +909,7 @@ def test_input_under_rules_goes_only_into_what_they_let_start(
     assert "fine" in typed.output
     free = Client(state_dir=state_dir, cwd=workdir, session="free", rules={"allow": ["Bash(*)"]})
     assert "also" in free.task_input(shell, "echo also\n").output  # nothing to check for
+    other.terminal(shell, "echo person\n")  # a caller without rules: a person attaching
     assert not (workdir / "pwned").exists()
     for task_id in (shell, plain, own.background_task_id):
         other.task_stop(task_id)

@@ -43,7 +43,7 @@ def _interactive(row: TaskRow) -> None:
         )
 
 
-async def _allowed_input(p: InputParams, row: TaskRow) -> None:
+async def _allowed_input(p: InputParams | TerminalParams, row: TaskRow) -> None:
     """Under permission rules (PM), input goes only into an interactive command of the
     caller's own session that rules let start (which they do only when a person approved
     it, or when they allow anything): what is typed is the program's to run, and no rule
@@ -99,6 +99,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     _interactive(row)
     task = ctx.tasks.live.get(row.id)
     resize = p.resize if task is not None and not task.ended.done() else None
+    if p.input:
+        await _allowed_input(p, row)
     if p.input or resize is not None:  # (an ended task's terminal has no size to set:
         task = _running(ctx, p.task_id, "type into")  # a person attaching sees its end)
         link = _terminal(task)
