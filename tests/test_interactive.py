@@ -855,3 +855,15 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
             person.proc.wait()
     assert b"\x1b[6n" not in person.read().split(b"live")[0]
     client.task_stop(task_id)
+
+
+def test_a_prompt_after_binary_output_is_shown(client: Client) -> None:
+    """A question asked after binary output was hidden with it: the model saw only
+    `[binary output, … not shown]` and that the command waits (a review)."""
+    r = client.bash(
+        "head -c 300 /bin/ls; echo; read -p 'Overwrite config? [y/N] ' a; echo \"got $a\"",
+        timeout=LONG, interactive=True,
+    )  # fmt: skip
+    assert r.waiting_for_input and r.stdout.startswith("[binary output, "), r
+    assert r.stdout.endswith("\nOverwrite config? [y/N] "), r
+    assert client.task_input(r.background_task_id or "", "n\n").output.endswith("got n\n")

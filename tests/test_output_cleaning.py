@@ -102,3 +102,37 @@ def test_a_follow_piece_ends_with_a_whole_line_or_a_whole_character(tmp_path: Pa
     for longest in range(4, 12):
         cut = whole_lines_end(log, 0, 30, 2, longest)
         assert 0 < cut <= longest and line[:cut].decode()  # never inside a character
+
+
+def _excerpt_of(tmp_path: Path, data: bytes) -> str:
+    path = tmp_path / "out.log"
+    path.write_bytes(data)
+    return read_excerpt(path, 30_000).text
+
+
+def test_binary_output_keeps_the_text_around_it(tmp_path: Path) -> None:
+    """Binary output was judged on its first 8 KiB as a whole: an error printed before it
+    or a prompt after it was hidden with it (a review: the question an interactive command
+    asked after 300 bytes of binary), and binary after more text than that was shown as
+    replacement characters. It is found line by line; the text around it stays."""
+    blob = bytes(range(256)) * 12  # 3 KiB: controls, NULs, invalid UTF-8
+    note = "[binary output, {} bytes: not shown; full output: " + str(tmp_path / "out.log") + "]"
+    assert _excerpt_of(tmp_path, b"error: cannot open x.bin\n" + blob) == (
+        "error: cannot open x.bin\n" + note.format(len(blob))
+    )
+    prompt = b"\nOverwrite config? [y/N] "
+    shown = _excerpt_of(tmp_path, blob + prompt)  # (the newline ends the binary's last line)
+    assert shown == note.format(len(blob) + 1) + prompt.decode()
+    text = b"a line of text\n" * 160  # 2.4 KB, then 3 KiB of binary, then text again
+    shown = _excerpt_of(tmp_path, text + blob + b"\nafter it all\n")
+    assert shown == text.decode().strip() + "\n" + note.format(len(blob) + 1) + "\nafter it all"
+    assert "\ufffd" not in shown
+
+
+def test_text_with_a_few_odd_bytes_stays_text(tmp_path: Path) -> None:
+    latin1 = "café au lait\n".encode("latin-1") * 300  # invalid UTF-8 in every line
+    assert _excerpt_of(tmp_path, latin1).count("caf\ufffd au lait") == 300
+    bells = b"done\a\n" * 100
+    assert _excerpt_of(tmp_path, bells).splitlines() == ["done"] * 100
+    nuls = b"".join(b"file_%d.txt\0" % i for i in range(1, 21))  # `find -print0`
+    assert _excerpt_of(tmp_path, nuls).startswith("file_1.txtfile_2.txt")

@@ -142,9 +142,9 @@ BINARY_SHARE = 0.3
 _NOT_TEXT = re.compile(rb"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")
 
 
-def looks_binary(sample: bytes) -> bool:
+def looks_binary(sample: bytes, min_bytes: int = BINARY_MIN_BYTES) -> bool:
     """Whether bytes are mostly not text: controls no terminal shows, or invalid UTF-8."""
-    if len(sample) < BINARY_MIN_BYTES:  # too little to judge: shown as text
+    if len(sample) < min_bytes:  # too little to judge: shown as text
         return False
     if _utf16(sample):  # Windows tools' output: its NULs are dropped, its text stays
         return False
@@ -163,6 +163,74 @@ def _utf16(sample: bytes) -> bool:
 def binary_note(size: int, path: str) -> str:
     """What a model sees instead of binary output: its size and where it is."""
     return f"[binary output, {size} bytes: not shown; full output: {path}]"
+
+
+BINARY_LINE_MIN_BYTES = 16
+"""A shorter line is not judged alone (a few bytes between two newlines of random data)."""
+TEXT_END_MIN_CHARS = 8
+"""Fewer characters of text before or after binary output are not shown."""
+
+
+def _binary_line(line: bytes) -> bool:
+    if len(line) < BINARY_LINE_MIN_BYTES or (line.isascii() and not _NOT_TEXT.search(line)):
+        return False
+    return looks_binary(line, 0)
+
+
+def binary_span(data: bytes) -> tuple[int, int] | None:
+    """Where ``data`` holds binary output: from the start of its first binary line to the
+    end of its last one (what lies between is hidden with them); None when its binary
+    lines come to fewer than ``BINARY_MIN_BYTES``, or it is UTF-16 text. Judged line by
+    line, not on a sample: the text a program writes before or after binary output (an
+    error, a prompt) stays (a review: a prompt after 300 bytes of binary was hidden, and
+    2 KB of binary after 2.3 KB of text was shown)."""
+    if (not _NOT_TEXT.search(data) and _utf8(data)) or _utf16(data[:BINARY_SAMPLE_BYTES]):
+        return None
+    lines, at = [], 0
+    for line in data.split(b"\n"):
+        lines.append((at, at + len(line) + 1, _binary_line(line)))
+        at += len(line) + 1
+    binary = [i for i, (_, _, judged) in enumerate(lines) if judged]
+    if sum(lines[i][1] - lines[i][0] - 1 for i in binary) < BINARY_MIN_BYTES:
+        return None
+    first, last = binary[0], binary[-1]  # (and the short lines of binary next to them)
+    while first > 0 and _odd(data[lines[first - 1][0] : lines[first - 1][1]]):
+        first -= 1
+    while last + 1 < len(lines) and _odd(data[lines[last + 1][0] : lines[last + 1][1]]):
+        last += 1
+    return lines[first][0], min(lines[last][1], len(data))
+
+
+def _odd(line: bytes) -> bool:
+    """A line too short to judge alone that holds what is not text."""
+    return bool(_NOT_TEXT.search(line)) or not _utf8(line)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _around_binary(before: bytes, after: bytes, span: int, path: str, max_chars: int) -> Excerpt:
+    """The text before and after binary output (each when it says something) around one
+    line with the size of what is not shown (``span``: the output's whole size)."""
+    head, tail = (clean_bytes(b).strip("\n") for b in (before, after))
+    head, tail = (t if _says_something(t) else "" for t in (head, tail))
+    hidden = span - (len(before) if head else 0) - (len(after) if tail else 0)
+    text = "\n".join(t for t in (head, binary_note(hidden, path), tail) if t)
+    return Excerpt(excerpt_text(text, max_chars, path).text, True, span)
+
+
+def _says_something(text: str) -> bool:
+    """Text worth showing beside binary output: lines of it, or a few words (random bytes
+    between two newlines are short, and seldom hold a space)."""
+    text = text.strip()
+    if len(text) >= BINARY_MIN_BYTES:
+        return True
+    return len(text) >= TEXT_END_MIN_CHARS and " " in text and "\ufffd" not in text
 
 
 def read_excerpt(
@@ -185,13 +253,22 @@ def read_excerpt(
         size = os.fstat(fh.fileno()).st_size if end is None else end
         span = max(0, size - start)
         fh.seek(start)
-        if looks_binary(fh.read(min(span, BINARY_SAMPLE_BYTES))):
-            return Excerpt(binary_note(span, shown), True, span)
         if span <= WHOLE_READ_BYTES:
-            fh.seek(start)
-            text = clean_bytes(fh.read(span)).strip("\n")
-            ex = excerpt_text(text, max_chars, shown)
+            data = fh.read(span)
+            found = binary_span(data)
+            if found is not None:
+                first, last = found
+                return _around_binary(data[:first], data[last:], span, shown, max_chars)
+            ex = excerpt_text(clean_bytes(data).strip("\n"), max_chars, shown)
             return Excerpt(ex.text, ex.truncated, span)
+        head_sample = fh.read(BINARY_SAMPLE_BYTES)
+        fh.seek(start + span - BINARY_SAMPLE_BYTES)
+        tail_sample = fh.read(BINARY_SAMPLE_BYTES)
+        at_head, at_tail = binary_span(head_sample), binary_span(tail_sample)
+        if at_head is not None or at_tail is not None:  # (the middle is not read)
+            before = head_sample[: at_head[0] if at_head else head_sample.rfind(b"\n") + 1]
+            after = tail_sample[at_tail[1] if at_tail else tail_sample.find(b"\n") + 1 :]
+            return _around_binary(before, after, span, shown, max_chars)
         # Budget in bytes: a character is at least one byte, and escape sequences or
         # overwritten progress lines only shrink the text, so read generously.
         head_n, tail_n = _split_budget(max_chars, 120 + len(shown))
