@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 
 
 def normal_path(path: str) -> str:
@@ -29,12 +30,13 @@ MAX_LINKS = 40
 """Links followed in one path before it counts as a loop (the kernel's limit)."""
 
 
-def links_followed(path: str) -> str | None:
+def links_followed(path: str, view: Callable[[str], str] | None = None) -> str | None:
     """Absolute ``path`` with each link followed as the kernel does (each before the
     ``..`` after it); None when it reaches, at any step, something of the process that
     opens it (``/proc/self``, ``/proc/PID``: through ``..`` or a link such as
     ``/proc/net`` or ``/dev/stdout``; the command's, not this process's), or links loop.
-    What does not exist is taken as written."""
+    What does not exist is taken as written. ``view``: where a path of the command's
+    (a sandbox's) is on this machine, for its links to be read there."""
     done = "/"
     left = [part for part in path.split("/") if part]
     links = 0
@@ -49,7 +51,7 @@ def links_followed(path: str) -> str | None:
             continue
         here = os.path.join(done, part)
         try:
-            target = os.readlink(here)
+            target = os.readlink(view(here) if view else here)
         except (OSError, ValueError):  # not a link, or nothing there (yet)
             done = here
             continue

@@ -259,12 +259,15 @@ class RuleSet:
         cwd: str = "/",
         home: str | None = None,
         env: Mapping[str, str] | None = None,
+        view: Callable[[str], str] | None = None,
     ) -> Decision:
         """The verdict for a parsed command: deny if any part is denied, else ask if any
         part asks or is allowed by no rule (or cannot be checked), else allow. ``home``:
         the command's ``HOME``, for its ``~/`` targets (else this process's); ``env``:
         its environment, for a ``CDPATH`` where a ``cd`` may look first and a ``BASH_ENV``
-        file its shell runs first (which may change directory or ``HOME``)."""
+        file its shell runs first (which may change directory or ``HOME``); ``view``:
+        where a path of the command's is on this machine (a sandbox's own ``/tmp``), for
+        the links on its write targets' way."""
         env = env or {}
         if env.get("BASH_ENV"):
             parsed = replace(parsed, moves=True, sets_home=True, reads=(*parsed.reads, None))
@@ -292,11 +295,11 @@ class RuleSet:
             if target.startswith("~") and parsed.sets_home:
                 return None  # (a `~/` one of a command that may set HOME)
             if target.startswith(("/", "~")):
-                return _write_paths(target, cwd, home, reopens)
+                return _write_paths(target, cwd, home, reopens, view)
             places = None if parsed.moves else _places(cwd, moved_by.get(target, ()), cdpath)
             if places is None:  # (after a `cd` to a directory known only as it runs)
                 return None
-            found = [_write_paths(target, place, home, reopens) for place in places]
+            found = [_write_paths(target, place, home, reopens, view) for place in places]
             if any(paths is None for paths in found):
                 return None
             return list(dict.fromkeys(p for paths in found for p in paths or ()))
@@ -418,7 +421,11 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _write_paths(
-    target: str | None, cwd: str, home: str | None = None, reopens: bool = False
+    target: str | None,
+    cwd: str,
+    home: str | None = None,
+    reopens: bool = False,
+    view: Callable[[str], str] | None = None,
 ) -> list[str] | None:
     """The paths a written target names: as written (resolved against ``cwd``, ``~/``
     against ``home``) and with its links followed as this machine has them (each before
@@ -442,7 +449,7 @@ def _write_paths(
         return None if reopens else [written]
     if PER_PROCESS.search(path):
         return None  # (the command's own descriptors and directories, not ours)
-    real = links_followed(path)
+    real = links_followed(path, view)
     if real is None or has_other_names(real):
         return None
     return list(dict.fromkeys([written, normal_path(real)]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -41,15 +42,16 @@ CHECKS = ThreadPoolExecutor(1, thread_name_prefix="permissions")
 while to parse), one at a time (a tree-sitter parser is not shared between threads)."""
 
 
-async def check(p: RunParams) -> Decision:
+async def check(p: RunParams, view: Callable[[str], str] | None = None) -> Decision:
     """:func:`decide`, in the checks thread."""
     if p.rules is None and p.hook is None:
         return decide(p)
-    return await asyncio.get_running_loop().run_in_executor(CHECKS, decide, p)
+    return await asyncio.get_running_loop().run_in_executor(CHECKS, decide, p, view)
 
 
-def decide(p: RunParams) -> Decision:
-    """Whether ``p``'s command may run: ``none`` when no rules and no hook were given."""
+def decide(p: RunParams, view: Callable[[str], str] | None = None) -> Decision:
+    """Whether ``p``'s command may run: ``none`` when no rules and no hook were given;
+    ``view``: where its paths are here, when it runs in a sandbox (its own ``/tmp``)."""
     if p.rules is None and p.hook is None:
         return Decision("allow", "no permission rules were given", None, "none")
     decisions = []
@@ -60,6 +62,7 @@ def decide(p: RunParams) -> Decision:
                 p.cwd,
                 p.env.get("HOME"),
                 p.env,
+                view,
             )
         )
     if p.hook is not None:

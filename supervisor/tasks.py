@@ -34,7 +34,7 @@ from wave_bash.api import guard
 from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
 from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
 from wave_bash.api.permissions import Decision
-from wave_bash.api.protocol import RunParams
+from wave_bash.api.protocol import RunParams, SandboxSpec
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
 from wave_bash.api.units import parse_duration
 from wave_bash.worker import (
@@ -120,6 +120,14 @@ SIGNAL_EXIT_CODES = range(129, 128 + 65)
 
 SESSION_TEMPS = "sandbox-tmp"
 """Where the sandbox's per-session ``/tmp`` directories live in the state dir."""
+
+
+def _workspace_asked(sandbox: SandboxSpec, cwd: str) -> str:
+    """The workspace a sandbox request names, or its default for ``cwd``."""
+    if sandbox.workspace:
+        return sandbox.workspace
+    writable = sandbox.mode == "workspace-write"
+    return guard.default_workspace(cwd) if writable else guard.project_root(cwd)
 
 
 def session_temp_dir(state_dir: Path, session: str) -> Path:
@@ -759,9 +767,7 @@ class TaskManager:
         except SandboxError as exc:
             raise SandboxUnavailableError(str(exc)) from None
         writable = p.sandbox.mode == "workspace-write"
-        workspace = p.sandbox.workspace or (
-            guard.default_workspace(p.cwd) if writable else guard.project_root(p.cwd)
-        )
+        workspace = _workspace_asked(p.sandbox, p.cwd)
         if not os.path.isabs(workspace) or not os.path.isdir(workspace):
             raise InvalidInputError(f"the sandbox workspace is not a directory: {workspace}")
         if writable and os.path.realpath(workspace) == "/":
@@ -789,6 +795,24 @@ class TaskManager:
                 "changed (by a command?); check it, then use another session"
             )
         return real
+
+    def sandbox_view(self, p: RunParams) -> Callable[[str], str] | None:
+        """Where a path of ``p``'s sandboxed command is on this machine, for its links:
+        its own ``/tmp`` is its session's directory here, not this machine's (a Write rule
+        checked there followed none of the links commands made in theirs: a review wrote
+        past one through ``/tmp/link``); the workspace, bound where it is, and the rest
+        of the read-only root are where they are. None when it is not sandboxed."""
+        if p.sandbox is None:
+            return None
+        temp = str(session_temp_dir(self.tasks_dir.parent, p.session))
+        workspace = os.path.realpath(_workspace_asked(p.sandbox, p.cwd))
+
+        def view(path: str) -> str:
+            if sandboxes.inside(path, "/tmp") and not sandboxes.inside(path, workspace):
+                return temp + path[len("/tmp") :]
+            return path
+
+        return view
 
     def _in_sandbox_temp(self, p: RunParams) -> bool:
         """Whether a sandboxed command's directory is one in its session's own ``/tmp``

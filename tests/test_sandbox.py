@@ -911,3 +911,23 @@ def test_a_sandboxed_command_cannot_rewrite_its_task_record(state_dir: Path, pro
 
 def _last_task(client: Client) -> str:
     return max(client.tasks(), key=lambda r: r.started_at).id
+
+
+def test_write_rules_follow_the_links_of_the_sandboxes_own_tmp(
+    state_dir: Path, project: Path
+) -> None:
+    """A link a command left in its sandbox's `/tmp` was looked up in this machine's
+    `/tmp` (where it is not), and a write through it passed a Write deny rule (a review:
+    `ln -s …/secret /tmp/lnk`, then `echo > /tmp/lnk/x`)."""
+    secret = project / "secret"
+    secret.mkdir()
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({secret}/**)"]}
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", rules=rules)
+    denied = client.bash(f"echo a > {secret}/a")
+    assert denied.permission is not None and denied.permission.decision == "deny"
+    assert client.bash(f"ln -sfn {secret} /tmp/lnk && ls -l /tmp/lnk").success
+    assert not os.path.lexists("/tmp/lnk")  # (it is in the sandbox's own /tmp)
+    through = client.bash("echo pwn > /tmp/lnk/x")
+    assert through.permission is not None and through.permission.decision == "deny", through
+    assert not (secret / "x").exists()
+    assert client.bash("echo fine > /tmp/elsewhere && cat /tmp/elsewhere").stdout == "fine"

@@ -57,7 +57,7 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     git = found[0][0]
     if os.path.isdir(git) and not os.path.islink(git):
         found += _repository(workspace, git, 0)
-    elif (pointed := _gitdir(git)) is not None and _inside(pointed, os.path.realpath(workspace)):
+    elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
         found += [(pointed, False), *_repository(workspace, pointed, 0)]  # (`.bare` layout)
     found += [(os.path.join(workspace, name), False) for name in RC_FILES]
     found += [(os.path.join(home, name), False) for name in RC_FILES]
@@ -65,7 +65,7 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     return [
         (path, hooks)
         for path, hooks in dict.fromkeys(found)
-        if _inside(path, workspace) or _inside(path, real)
+        if inside(path, workspace) or inside(path, real)
     ]
 
 
@@ -183,7 +183,8 @@ class Sandbox:
     network: bool = False
 
 
-def _inside(path: str, folder: str) -> bool:
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or in it (both normalized)."""
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
@@ -438,7 +439,7 @@ def _temp_chain(workspace: str, hidden: Sequence[str]) -> list[str]:
 def _temp_places(workspace: str, hidden: Sequence[str]) -> list[str]:
     places = [os.path.realpath(workspace), *(os.path.normpath(h) for h in hidden)]
     under_tmp = [p for p in places if p.startswith("/tmp/")]
-    return [p for p in under_tmp if not any(o != p and _inside(p, o) for o in under_tmp)]
+    return [p for p in under_tmp if not any(o != p and inside(p, o) for o in under_tmp)]
 
 
 def _pinned(workspace: str, protected: Sequence[str]) -> list[str]:
@@ -448,7 +449,7 @@ def _pinned(workspace: str, protected: Sequence[str]) -> list[str]:
     found: list[str] = []
     for path in protected:
         parent = os.path.dirname(path)
-        while parent != workspace and _inside(parent, workspace):
+        while parent != workspace and inside(parent, workspace):
             if os.path.isdir(parent) and not os.path.islink(parent):
                 found.append(parent)
             parent = os.path.dirname(parent)
@@ -459,7 +460,7 @@ def _linked_hooks(workspace: str, folders: Sequence[str]) -> list[str]:
     """The files in the workspace that hooks which are links lead to
     (``.git/hooks/pre-commit → ../../scripts/pre-commit``): read-only too."""
     targets = (os.path.realpath(link) for folder in folders for link in _hook_links(folder))
-    return sorted({t for t in targets if _inside(t, workspace) and os.path.exists(t)})
+    return sorted({t for t in targets if inside(t, workspace) and os.path.exists(t)})
 
 
 def prepare_hooks(workspace: str, home: str | None = None) -> None:
@@ -503,7 +504,7 @@ def prepare_hooks(workspace: str, home: str | None = None) -> None:
             os.close(fd)
         for link in _hook_links(path):
             named = os.path.normpath(os.path.join(path, os.readlink(link)))
-            if _inside(named, workspace) and named != os.path.realpath(link):
+            if inside(named, workspace) and named != os.path.realpath(link):
                 raise SandboxError(
                     f"the sandbox cannot keep the hook {link} read-only: it leads to "
                     f"{named} through another link, which a command could point elsewhere"
@@ -513,7 +514,7 @@ def prepare_hooks(workspace: str, home: str | None = None) -> None:
 def _make_empty(workspace: str, path: str) -> None:
     """An empty file at ``path`` in the workspace where there is nothing, its directory
     reached through no link (else nothing is made)."""
-    if not _inside(path, workspace) or os.path.lexists(path):
+    if not inside(path, workspace) or os.path.lexists(path):
         return
     folder = _open_plain(workspace, os.path.relpath(os.path.dirname(path), workspace))
     if folder is None:
@@ -551,17 +552,17 @@ def start_dir(cwd: str, sandbox: Sandbox, hidden: Sequence[str], temp_dir: str |
     is where the next one starts."""
     given = os.path.normpath(cwd)
     workspace = os.path.realpath(sandbox.workspace)
-    if _inside(os.path.realpath(given), workspace):  # (a path to it through a link too)
+    if inside(os.path.realpath(given), workspace):  # (a path to it through a link too)
         return os.path.realpath(given)
-    path = given if _inside(given, "/tmp") else os.path.realpath(given)  # (/tmp: its own)
-    if _inside(path, workspace):
+    path = given if inside(given, "/tmp") else os.path.realpath(given)  # (/tmp: its own)
+    if inside(path, workspace):
         return path
-    if _inside(path, "/tmp"):
+    if inside(path, "/tmp"):
         while path != "/tmp" and not (temp_dir and plain_dir(temp_dir, path[len("/tmp/") :])):
             path = os.path.dirname(path)
         return path
     covered = ["/var/tmp", *RUNTIME_DIRS, *filter(None, [_runtime_dir()]), *hidden]
-    return next((os.path.normpath(c) for c in covered if _inside(path, os.path.normpath(c))), path)
+    return next((os.path.normpath(c) for c in covered if inside(path, os.path.normpath(c))), path)
 
 
 def in_own_temp(path: str, temp_dir: str) -> bool:

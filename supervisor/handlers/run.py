@@ -30,7 +30,8 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
             "interactive": p.interactive,
         }
     )
-    decision = await policy.check(p)  # SPEC PM: before anything is journaled or spawned
+    # SPEC PM: before anything is journaled or spawned
+    decision = await policy.check(p, ctx.tasks.sandbox_view(p))
     if decision.verdict != "allow":
         policy.audit_refusal(decision, p)
         return views.refused_result(decision, policy.refusal_text(decision, p))
