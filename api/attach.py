@@ -66,7 +66,9 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     keys = codecs.getincrementaldecoder("utf-8")(errors="replace")
     view = _View(stdout, first["offset"] - len(base64.b64decode(first["data"])))
     farewell = ""
-    _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n")
+    running = first["status"] == "running"  # (else its last output, then its end)
+    _say(stdout, f"[attached to {task_id}; Ctrl+] detaches, the task keeps running]\r\n"
+                 if running else f"[attached to {task_id}, which has ended]\r\n")  # fmt: skip
     try:
         if saved is not None:
             tty.setraw(stdin)

@@ -746,7 +746,8 @@ def test_attach_to_an_ended_task_shows_its_end(client: Client, state_dir: Path) 
     assert person.close() == 0
     screen = person.read()
     assert b"last words" in screen and b"ended: completed, exit code 0" in screen
-    assert b"Cannot type" not in screen
+    assert b"Cannot type" not in screen and b"which has ended" in screen
+    assert b"keeps running" not in screen  # (a review: the banner said it did)
 
 
 @pytest.mark.parametrize("quiet", ["2s", "abc", "nan", "-5"])
