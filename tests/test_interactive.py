@@ -867,4 +867,4 @@ def test_a_prompt_after_binary_output_is_shown(client: Client) -> None:
     )  # fmt: skip
     assert r.waiting_for_input and r.stdout.startswith("[binary output, "), r
     assert r.stdout.endswith("\nOverwrite config? [y/N] "), r
-    assert client.task_input(r.background_task_id or "", "n\n").output.endswith("got n\n")
+    assert client.task_input(r.background_task_id or "", "n\n").output.endswith("got n")
