@@ -68,6 +68,16 @@ NOT_STARTED_TEXT = (
 """R1: a foreground command whose supervisor died before it ran (D3a)."""
 
 
+def moved_aside_text(paths: list[str], task_id: str) -> str:
+    """SB1: protected files a sandboxed command made, which no mount could keep (they were
+    missing), moved aside as it ended."""
+    names = ", ".join(paths)
+    return (
+        f"The sandbox moved aside what the command made where git or a shell would run it "
+        f"outside: {names} (now *.moved-by-wave-bash-{task_id})."
+    )
+
+
 def stopped_text(exit_code: int | None, end_reason: EndReason | None) -> str | None:
     """Why a foreground command was ended by wave-bash, where its exit code (143, 137)
     alone reads as a crash or an out-of-memory kill; None when nothing ended it."""

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import psutil
 
-from wave_bash.api import guard
+from wave_bash.api import guard, texts
 from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
 from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
 from wave_bash.api.permissions import Decision
@@ -458,6 +458,8 @@ class LiveTask:
     """An interactive task's terminal (SPEC P)."""
     sources: Sources | None = None
     """What its sandbox binds by descriptor, held until it ends."""
+    sandbox_note: str | None = None
+    """Said in its result: protected files its sandboxed command made were moved aside."""
 
     def connect_terminal(self) -> None:
         """An interactive task: reach its terminal host (in the background)."""
@@ -1068,6 +1070,10 @@ class TaskManager:
             return
         if task.sources is not None:  # (bubblewrap has long mounted them)
             task.sources.close()
+            moved = task.sources.move_made(task.id)
+            if moved:
+                task.sandbox_note = texts.moved_aside_text(moved, task.id)
+                log.warning("task %s: %s", task.id, task.sandbox_note)
         if task.monitor_gone is None:
             pid = task.row.pid or 0
             gone = None if not task.child or record else reap_monitor(pid)

@@ -138,7 +138,7 @@ def finished_result(task: LiveTask, left_running: int = 0) -> BashResult:
 
 def _with_notes(task: LiveTask, message: str) -> str:
     """A result's text with what the model must know beside the output, one line each."""
-    lines = [task.cwd_note, message, task.storage_note]
+    lines = [task.cwd_note, message, task.storage_note, task.sandbox_note]
     return "\n".join(line for line in lines if line)
 
 

@@ -931,3 +931,28 @@ def test_write_rules_follow_the_links_of_the_sandboxes_own_tmp(
     assert through.permission is not None and through.permission.decision == "deny", through
     assert not (secret / "x").exists()
     assert client.bash("echo fine > /tmp/elsewhere && cat /tmp/elsewhere").stdout == "fine"
+
+
+def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """`.git/commondir` missing, so no mount kept it: a sandboxed command pointed it at a
+    config of its own whose `core.fsmonitor` a plain `git status` ran outside the sandbox
+    (a review). Made, it is moved aside as the command ends, and the result says so."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    marker = tmp_path / "pwned"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && "
+        f"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {marker}; "
+        "false\"\\n' > .evil/config && printf '../.evil\\n' > .git/commondir"
+    )
+    assert r.success, r
+    assert not (project / ".git/commondir").exists()
+    assert (project / f".git/commondir.moved-by-wave-bash-{client.tasks()[-1].id}").exists()
+    assert ".git/commondir" in r.message and "moved aside" in r.message
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True, check=True)
+    assert not marker.exists()
+    assert "moved aside" not in client.bash("git status --short").message  # (nothing made)

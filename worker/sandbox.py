@@ -293,6 +293,32 @@ class Sources:
     """(descriptor here, where it is mounted, writable), after the sandbox's ``/tmp``."""
     workspace: list[tuple[int, str, bool]] = field(default_factory=list)
     """The same, after the workspace."""
+    absent: list[str] = field(default_factory=list)
+    """Protected files missing as the command starts (a ``.git/commondir``): no mount
+    can keep what is not there, and git would read a config it names. One the command
+    makes is moved aside as it ends (:meth:`move_made`)."""
+
+    def move_made(self, task_id: str) -> list[str]:
+        """Move aside, as ``NAME.moved-by-wave-bash-TASK``, each protected file that was
+        missing when the command started and is there now (a review pointed a
+        repository's ``commondir`` at a config whose ``core.fsmonitor`` git ran outside
+        the sandbox); returns the paths moved. Renamed in its directory opened through no
+        link, never followed."""
+        moved = []
+        for path in self.absent:
+            parent, name = os.path.split(path)
+            fd = _open_plain("/", parent)
+            if fd is None:
+                continue
+            try:
+                os.rename(name, f"{name}.moved-by-wave-bash-{task_id}", src_dir_fd=fd,
+                          dst_dir_fd=fd)  # fmt: skip
+                moved.append(path)
+            except OSError:  # (not made: nothing to move)
+                pass
+            finally:
+                os.close(fd)
+        return moved
 
     def _all(self) -> list[tuple[str, tuple[int, str, bool]]]:
         return (
@@ -356,10 +382,13 @@ def open_sources(
         pins = _pinned(workspace, [path for path, _ in protected] + linked)
         git = os.path.join(workspace, ".git")
         wanted = [(p, True) for p in pins] + [(p, p == git) for p, _ in protected]
+        files = {p for p, hooks in protected if not hooks and p != git}
         wanted += [(target, False) for target in linked]
         for path, writable in wanted:
             fd = _open_plain(workspace, os.path.relpath(path, workspace))
             if fd is None:
+                if path in files and not os.path.lexists(path):
+                    sources.absent.append(path)
                 continue
             mode = os.fstat(fd).st_mode
             if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):  # (a FIFO hung bubblewrap's
