@@ -9,12 +9,14 @@ error of wave-bash itself exits 2 with the message on stderr, or
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import os
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
@@ -120,15 +122,24 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     try:
         with contextlib.ExitStack() as terminal:
             live = None
+            typing = _KeysToTask(cli) if watched and args.interactive else None
             if watched:
                 from .display import LiveView
                 from .keys import CtrlBWatcher  # POSIX terminals only
 
                 live = LiveView()
                 terminal.callback(live.clear)
-                terminal.enter_context(CtrlBWatcher(background_it))
+                terminal.enter_context(
+                    CtrlBWatcher(background_it, typing.typed if typing is not None else None)
+                )
+
+            def started(task_id: str) -> None:
+                running.append(task_id)
+                if typing is not None:
+                    typing.started(task_id)
+
             result = cli.calls.call(
-                "run", params, live.show if live else None, running.append, patience=patience
+                "run", params, live.show if live else None, started, patience=patience
             )
         if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
             params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
@@ -142,6 +153,34 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         _print_whole_output(cli, running[-1])
         return _report_run(result, False, cli.remote, printed=True)
     return _report_run(result, args.json, cli.remote)
+
+
+class _KeysToTask:
+    """``run -i`` in a terminal: what the person types while it runs goes to the command's
+    terminal, as it would with the command run there (keys typed before the task is
+    named go once it is)."""
+
+    def __init__(self, cli: Cli) -> None:
+        self.cli = cli
+        self.task_id: str | None = None
+        self.keys = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.waiting = bytearray()
+        self.lock = threading.Lock()
+
+    def started(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.typed(b"")
+
+    def typed(self, data: bytes) -> None:
+        with self.lock:  # (the key watcher's thread, and the call's as it starts)
+            self.waiting += data
+            if self.task_id is None or not self.waiting:
+                return
+            text = self.keys.decode(bytes(self.waiting))
+            self.waiting.clear()
+            if text:
+                with contextlib.suppress(WaveError):  # (it ended: the result says so)
+                    self.cli.call("terminal", task_id=self.task_id, input=text)
 
 
 def _finished(result: dict[str, Any]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 import sys
@@ -17,11 +18,19 @@ CTRL_B = b"\x02"
 class CtrlBWatcher:
     """Reads the terminal in cbreak mode while a command runs; calls ``on_ctrl_b`` on Ctrl+B.
 
-    The terminal mode is restored on :meth:`close` (use it as a context manager).
+    What else is typed goes to ``on_keys`` (``run -i``: the command's terminal), or, with
+    none, back into the terminal's input as the watcher closes (``TIOCSTI``, where the
+    kernel allows it): type-ahead for the shell, as when the command runs in it directly
+    (it was read and lost: a review). The terminal mode is restored on :meth:`close`
+    (use it as a context manager).
     """
 
-    def __init__(self, on_ctrl_b: Callable[[], None]) -> None:
+    def __init__(
+        self, on_ctrl_b: Callable[[], None], on_keys: Callable[[bytes], None] | None = None
+    ) -> None:
         self.on_ctrl_b = on_ctrl_b
+        self.on_keys = on_keys
+        self.typed = bytearray()
         self.fd = sys.stdin.fileno()
         self.saved = termios.tcgetattr(self.fd)
         self.stop_r, self.stop_w = os.pipe()
@@ -34,9 +43,18 @@ class CtrlBWatcher:
             ready, _, _ = select.select([self.fd, self.stop_r], [], [])
             if self.stop_r in ready:
                 return
-            if CTRL_B in os.read(self.fd, 64):
+            data = os.read(self.fd, 1024)
+            if not data:
+                return  # (the terminal closed)
+            if CTRL_B in data:
                 with contextlib.suppress(Exception):
                     self.on_ctrl_b()
+            keys = data.replace(CTRL_B, b"")
+            if keys and self.on_keys is not None:
+                with contextlib.suppress(Exception):
+                    self.on_keys(keys)
+            elif keys:
+                self.typed += keys
 
     def close(self) -> None:
         os.write(self.stop_w, b"x")
@@ -44,6 +62,11 @@ class CtrlBWatcher:
         termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
         os.close(self.stop_r)
         os.close(self.stop_w)
+        for byte in bytes(self.typed):  # (in order, until the kernel refuses one)
+            try:
+                fcntl.ioctl(self.fd, termios.TIOCSTI, bytes([byte]))
+            except OSError:
+                break
 
     def __enter__(self) -> CtrlBWatcher:
         return self

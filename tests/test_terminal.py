@@ -197,3 +197,30 @@ def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
     (task,) = client.tasks(all=True)
     assert out.read_text().strip() == "rc=130" and task.status == "killed"
     assert f"^C: stopped task {task.id}" in pane(tmux)
+
+
+def test_keys_typed_while_it_runs_are_not_lost(tmux: list[str], state_dir: Path) -> None:
+    """The key watcher read what a person typed while a command ran and dropped it (a
+    review): typed ahead for the shell, it goes back to the terminal's input as the run
+    ends; under `run -i` it goes to the command's own terminal."""
+    cli = cli_line(state_dir)
+    send = [*tmux, "send-keys", "-t", "t"]
+    watcher = Client(state_dir=state_dir, session="watcher")
+
+    def running() -> bool:  # (a silent command shows no live view to wait for)
+        return any(task.status == "running" for task in watcher.tasks(all=True))
+
+    subprocess.run([*send, f"{cli} run -- 'sleep 4'", "Enter"], check=True)
+    wait_until(running, timeout=15)
+    subprocess.run([*send, "echo ahead-$((6 * 7))", "Enter"], check=True)
+    wait_until(lambda: "\nahead-42" in pane(tmux), timeout=15)  # the shell ran it after
+    subprocess.run([*send, "clear", "Enter"], check=True)
+    wait_until(lambda: "ahead-42" not in pane(tmux), timeout=15)
+    line = f"{cli} run -i -- 'sleep 4; read -r n; echo \"hi $n\"'; echo rc=$?"
+    subprocess.run([*send, line, "Enter"], check=True)
+    wait_until(running, timeout=15)
+    subprocess.run([*send, "bob", "Enter"], check=True)
+    wait_until(lambda: "\nrc=" in pane(tmux), timeout=15)
+    screen = pane(tmux)
+    assert "\nhi bob" in screen and "\nrc=0" in screen, screen
+    assert "command not found" not in screen, screen
