@@ -136,3 +136,19 @@ def test_text_with_a_few_odd_bytes_stays_text(tmp_path: Path) -> None:
     assert _excerpt_of(tmp_path, bells).splitlines() == ["done"] * 100
     nuls = b"".join(b"file_%d.txt\0" % i for i in range(1, 21))  # `find -print0`
     assert _excerpt_of(tmp_path, nuls).startswith("file_1.txtfile_2.txt")
+
+
+def test_only_the_binary_runs_are_hidden(tmp_path: Path) -> None:
+    """Hidden from the first binary line to the last, the text between two binary runs
+    went too (a `FAILED` line), and a log over 1 MiB with binary in its first bytes hid
+    everything; binary of short lines only showed nothing at all (a review)."""
+    blob = bytes(range(256)) * 12
+    middle = b"FAILED test_a in the middle\n" * 100
+    shown = _excerpt_of(tmp_path, blob + b"\n" + middle + blob)
+    assert shown.count("[binary output, ") == 2 and shown.count("FAILED test_a") == 100
+    lines = b"".join(b"INFO compiling module number %d\n" % i for i in range(60_000))
+    big = _excerpt_of(tmp_path, blob + b"\n" + lines)  # 2 MB: read at both ends only
+    assert big.startswith("[binary output, ") and "\nINFO compiling module number 0\n" in big
+    assert big.endswith("INFO compiling module number 59999")
+    short = _excerpt_of(tmp_path, b"\x00\x01\x02\x03\x04\x05\x06\n" * 600)
+    assert short.startswith("[binary output, 4800 bytes")

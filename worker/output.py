@@ -7,6 +7,7 @@ erases to the end of the line, backspace moves left. Invalid UTF-8 becomes U+FFF
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -168,65 +169,97 @@ def binary_note(size: int, path: str) -> str:
 BINARY_LINE_MIN_BYTES = 16
 """A shorter line is not judged alone (a few bytes between two newlines of random data)."""
 TEXT_END_MIN_CHARS = 8
-"""Fewer characters of text before or after binary output are not shown."""
+"""Fewer characters of text between binary output are not shown (see :func:`_says_something`)."""
 
 
 def _binary_line(line: bytes) -> bool:
-    if len(line) < BINARY_LINE_MIN_BYTES or (line.isascii() and not _NOT_TEXT.search(line)):
+    """A line long enough to judge that is mostly not text."""
+    if len(line) < BINARY_LINE_MIN_BYTES:
         return False
+    if line.isascii():  # (no decoding: only controls can make it binary)
+        return len(_NOT_TEXT.findall(line)) > BINARY_SHARE * len(line)
     return looks_binary(line, 0)
 
 
-def binary_span(data: bytes) -> tuple[int, int] | None:
-    """Where ``data`` holds binary output: from the start of its first binary line to the
-    end of its last one (what lies between is hidden with them); None when its binary
-    lines come to fewer than ``BINARY_MIN_BYTES``, or it is UTF-16 text. Judged line by
-    line, not on a sample: the text a program writes before or after binary output (an
-    error, a prompt) stays (a review: a prompt after 300 bytes of binary was hidden, and
-    2 KB of binary after 2.3 KB of text was shown)."""
-    if (not _NOT_TEXT.search(data) and _utf8(data)) or _utf16(data[:BINARY_SAMPLE_BYTES]):
-        return None
-    lines, at = [], 0
-    for line in data.split(b"\n"):
-        lines.append((at, at + len(line) + 1, _binary_line(line)))
-        at += len(line) + 1
-    binary = [i for i, (_, _, judged) in enumerate(lines) if judged]
-    if sum(lines[i][1] - lines[i][0] - 1 for i in binary) < BINARY_MIN_BYTES:
-        return None
-    first, last = binary[0], binary[-1]  # (and the short lines of binary next to them)
-    while first > 0 and _odd(data[lines[first - 1][0] : lines[first - 1][1]]):
-        first -= 1
-    while last + 1 < len(lines) and _odd(data[lines[last + 1][0] : lines[last + 1][1]]):
-        last += 1
-    return lines[first][0], min(lines[last][1], len(data))
-
-
 def _odd(line: bytes) -> bool:
-    """A line too short to judge alone that holds what is not text."""
-    return bool(_NOT_TEXT.search(line)) or not _utf8(line)
-
-
-def _utf8(data: bytes) -> bool:
+    """A line that holds what is not text (judged with its neighbours when short)."""
+    if line.isascii():
+        return bool(_NOT_TEXT.search(line))
     try:
-        data.decode("utf-8")
+        line.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return True
+    return bool(_NOT_TEXT.search(line))
 
 
-def _around_binary(before: bytes, after: bytes, span: int, path: str, max_chars: int) -> Excerpt:
-    """The text before and after binary output (each when it says something) around one
-    line with the size of what is not shown (``span``: the output's whole size)."""
-    head, tail = (clean_bytes(b).strip("\n") for b in (before, after))
-    head, tail = (t if _says_something(t) else "" for t in (head, tail))
-    hidden = span - (len(before) if head else 0) - (len(after) if tail else 0)
-    text = "\n".join(t for t in (head, binary_note(hidden, path), tail) if t)
-    return Excerpt(excerpt_text(text, max_chars, path).text, True, span)
+def binary_runs(data: bytes) -> list[tuple[int, int]]:
+    """Where ``data`` holds binary output, as (start, end) byte ranges of whole lines:
+    each run of lines that are not text (mostly so, or short and holding what is not
+    text), of ``BINARY_MIN_BYTES`` at least, with a line that is mostly not text or
+    mostly not text as a whole. Found line by line, not judged on a sample: the text a
+    program writes before, between and after binary output (an error, a prompt) stays (a
+    review: a prompt after 300 bytes of binary was hidden, and 2 KB of binary after 2.3 KB
+    of text was shown). UTF-16 text has none."""
+    if (not _NOT_TEXT.search(data) and data.isascii()) or _utf16(data[:BINARY_SAMPLE_BYTES]):
+        return []
+    with contextlib.suppress(UnicodeDecodeError):
+        if not _NOT_TEXT.search(data) and data.decode("utf-8"):
+            return []
+    runs: list[tuple[int, int]] = []
+    start, judged, at = -1, False, 0
+
+    def close(end: int) -> None:
+        if (
+            start >= 0
+            and end - start >= BINARY_MIN_BYTES
+            and (judged or looks_binary(data[start:end], 0))
+        ):
+            runs.append((start, min(end, len(data))))
+
+    for line in data.split(b"\n"):
+        end = at + len(line) + 1
+        if _binary_line(line):
+            start, judged = (at if start < 0 else start), True
+        elif len(line) < BINARY_LINE_MIN_BYTES and _odd(line):
+            start = at if start < 0 else start
+        else:
+            close(at)
+            start, judged = -1, False
+        at = end
+    close(at)
+    return runs
+
+
+def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
+    """``data`` cleaned (:func:`clean_bytes`), each run of binary output in it
+    (:func:`binary_runs`) one line with its size instead, and whether there was one; text
+    between two runs that says nothing (a few bytes of them that look like text) is
+    counted with them."""
+    runs = binary_runs(data)
+    if not runs:
+        return clean_bytes(data), False
+    pieces: list[tuple[bool, bytes]] = []  # (binary?, bytes)
+    at = 0
+    for start, end in runs:
+        pieces += [(False, data[at:start]), (True, data[start:end])]
+        at = end
+    pieces.append((False, data[at:]))
+    merged: list[tuple[bool, bytes, str]] = []  # (binary?, bytes, text)
+    for binary, piece in pieces:
+        text = "" if binary else clean_bytes(piece).strip("\n")
+        binary = binary or (bool(piece) and not _says_something(text))
+        if merged and binary and merged[-1][0]:
+            merged[-1] = (True, merged[-1][1] + piece, "")
+        elif piece:
+            merged.append((binary, piece, text))
+    text = "\n".join(binary_note(len(b), path) if is_binary else text
+                     for is_binary, b, text in merged if is_binary or text)  # fmt: skip
+    return text, True
 
 
 def _says_something(text: str) -> bool:
     """Text worth showing beside binary output: lines of it, or a few words (random bytes
-    between two newlines are short, and seldom hold a space)."""
+    between two newlines are short, and seldom hold a space or valid UTF-8)."""
     text = text.strip()
     if len(text) >= BINARY_MIN_BYTES:
         return True
@@ -254,29 +287,17 @@ def read_excerpt(
         span = max(0, size - start)
         fh.seek(start)
         if span <= WHOLE_READ_BYTES:
-            data = fh.read(span)
-            found = binary_span(data)
-            if found is not None:
-                first, last = found
-                return _around_binary(data[:first], data[last:], span, shown, max_chars)
-            ex = excerpt_text(clean_bytes(data).strip("\n"), max_chars, shown)
-            return Excerpt(ex.text, ex.truncated, span)
-        head_sample = fh.read(BINARY_SAMPLE_BYTES)
-        fh.seek(start + span - BINARY_SAMPLE_BYTES)
-        tail_sample = fh.read(BINARY_SAMPLE_BYTES)
-        at_head, at_tail = binary_span(head_sample), binary_span(tail_sample)
-        if at_head is not None or at_tail is not None:  # (the middle is not read)
-            before = head_sample[: at_head[0] if at_head else head_sample.rfind(b"\n") + 1]
-            after = tail_sample[at_tail[1] if at_tail else tail_sample.find(b"\n") + 1 :]
-            return _around_binary(before, after, span, shown, max_chars)
+            text, hidden = render_bytes(fh.read(span), shown)
+            ex = excerpt_text(text.strip("\n"), max_chars, shown)
+            return Excerpt(ex.text, ex.truncated or hidden, span)
         # Budget in bytes: a character is at least one byte, and escape sequences or
         # overwritten progress lines only shrink the text, so read generously.
         head_n, tail_n = _split_budget(max_chars, 120 + len(shown))
         head_bytes, tail_bytes = head_n * 3, tail_n * 3
         fh.seek(start)
-        head = clean_bytes(fh.read(head_bytes))
+        head = render_bytes(fh.read(head_bytes), shown)[0]
         fh.seek(size - tail_bytes)
-        tail = _drop_partial_first_line(clean_bytes(fh.read(tail_bytes)))
+        tail = _drop_partial_first_line(render_bytes(fh.read(tail_bytes), shown)[0])
     head = head[:head_n].strip("\n")
     tail = tail.rstrip("\n")[-tail_n:].lstrip("\n")
     omitted = span - len(head.encode()) - len(tail.encode())
