@@ -276,7 +276,7 @@ class RuleSet:
         for command in parsed.commands:
             verdicts.append(self._command(command))
         for setting in _environment_settings(parsed, env):  # (`HOME=/x; git status`)
-            verdicts.append(self._command(SimpleCommand(setting)))
+            verdicts.append(_setting_decision(self._command(SimpleCommand(setting)), setting))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
 
         moved_by = dict(parsed.moved_by)
@@ -474,15 +474,16 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
 
 
 _GIT_CODE = re.compile(
-    r".*/(?:\.git/(?:hooks/.+|config|config\.worktree|commondir|worktrees/[^/]+/"
-    r"(?:config\.worktree|commondir))|\.gitconfig|\.config/git/config|etc/gitconfig)"
+    r".*/(?:\.git/(?:modules/.+/)?(?:hooks/.+|config|config\.worktree|commondir|worktrees/"
+    r"[^/]+/(?:config\.worktree|commondir))|\.gitconfig|\.config/git/config|etc/gitconfig)"
 )
 
 
 def _git_runs(path: str) -> bool:
     """Whether git runs commands a write to ``path`` may set: a repository's ``config``
     (``core.fsmonitor``, aliases, ``core.pager``…), its hooks, its ``commondir`` (another
-    config then counts), a user's or the system's git config (the sandbox keeps the same
+    config then counts), its submodules' (``git status`` runs git in them), a user's or
+    the system's git config (the sandbox keeps the same
     files of the workspace read-only, SB1)."""
     return bool(_GIT_CODE.fullmatch(path))
 
@@ -492,23 +493,34 @@ SHELL_VARIABLES = frozenset({"PATH"})
 
 
 def _environment_settings(parsed: ParsedCommand, env: Mapping[str, str]) -> list[str]:
-    """The settings of ``parsed``'s statements that reach the environment of the commands
-    after them: a variable exported already (in ``env``), exported by the statement or
-    under ``set -a``, one the shell reads itself (``PATH``), or one named as it runs. Each
-    is checked as the command it is (``HOME=/x``), as it is in front of a command (``HOME=/x
-    git status``, which no ``git status`` rule allows), where before it ran unchecked
-    and changed what the commands after it ran (a ``HOME`` with a ``.gitconfig`` whose
-    ``core.fsmonitor`` runs anything: a review). Harmless ones (``LANG``, ``CI``) are not."""
+    """The settings of ``parsed``'s plain statements that reach the environment of the
+    commands after them: a variable exported already (in ``env``), or by ``set -a``, one
+    the shell reads itself (``PATH``), or one named as it runs. Each is checked as the
+    command it is (``HOME=/x``), as it is in front of a command (``HOME=/x git status``,
+    which no ``git status`` rule allows), where before it ran unchecked and changed what
+    the commands after it ran (a ``HOME`` with a ``.gitconfig`` whose ``core.fsmonitor``
+    runs anything: a review). Harmless ones (``LANG``, ``CI``) are not."""
     everything = parsed.exports_all or "allexport" in env.get("SHELLOPTS", "").split(":")
     return [
         text
-        for name, text, exported in parsed.sets
+        for name, text in parsed.sets
         if name is None
         or (
-            not harmless_assignment(name)
-            and (exported or everything or name in env or name in SHELL_VARIABLES)
+            not harmless_assignment(name) and (everything or name in env or name in SHELL_VARIABLES)
         )
     ]
+
+
+def _setting_decision(decision: Decision, text: str) -> Decision:
+    """A setting's verdict, its reason saying why a setting needs a rule."""
+    if decision.verdict != "ask" or decision.rule is not None:
+        return decision
+    name = text.split("=", 1)[0]
+    return replace(
+        decision,
+        reason=f"it sets `{name}`, which the commands after it get in their environment: "
+        f"no rule allows `{text}` (`Bash({name}=*)` would)",
+    )
 
 
 def strictest(decisions: Iterator[Decision] | Sequence[Decision]) -> Decision:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .bashgrammar import (
     BRACES,
+    GLOB,
     MAX_DEPTH,
     TILDE,
     bash_parser,
@@ -114,12 +115,13 @@ class ParsedCommand:
     shell or ``eval``, ``cd "$d"``, ``cd -``, ``popd``, ``env -C``…, or a relative one
     when the text names ``CDPATH``. Its relative target is checked in each directory the
     command may then be in."""
-    sets: tuple[tuple[str | None, str, bool], ...] = ()
-    """Variables its statements set for the commands after them (``HOME=/x; git status``,
-    ``export``, ``read``, ``for``): the name (None: computed), the setting as a rule
-    matches it (``HOME=/x``; ``NAME=…`` where the value is read as it runs) and whether
-    the statement exports it. One in those commands' environment changes what they do,
-    as the same assignment in front of one of them would (see ``RuleSet.decide``)."""
+    sets: tuple[tuple[str | None, str], ...] = ()
+    """Variables its plain statements set for the commands after them (``HOME=/x; git
+    status``, ``read``, ``printf -v``, ``for``; not ``export`` or ``declare``: commands a
+    rule allows whole): the name (None: computed) and the setting as a rule matches it
+    (``HOME=/x``; ``NAME=…`` where the value is read as it runs). One in those commands'
+    environment changes what they do, as the same assignment in front of one of them
+    would (see ``RuleSet.decide``)."""
     exports_all: bool = False
     """It turns on ``allexport`` (``set -a``): every variable it sets is exported."""
 
@@ -175,8 +177,15 @@ NETWORK_PROBLEM = (
 )
 
 
-DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly"})
-_X_FLAG = re.compile(r"-[A-Za-z]*x")
+COMPUTED_TARGET_PROBLEM = (
+    "a redirection to `{}`, a path known only as it runs, may open a network connection "
+    "(`/dev/tcp/…`) or a file rules protect (a glob: `.git/conf[i]g`)"
+)
+
+
+ASSIGNING_COMMANDS = frozenset({"command", "declaration_command"})
+"""Where an assignment is part of a command that a rule matches whole (``HOME=/x git
+status``, ``export HOME=/x``): not a setting of its own (see ``ParsedCommand.sets``)."""
 _A_FLAG = re.compile(r"-[A-Za-z]*a[A-Za-z]*")
 
 
@@ -419,7 +428,7 @@ class _Walker:
         self.moves = False
         self.sets_home = False
         self.sets_cdpath = False
-        self.sets: list[tuple[str | None, str, bool]] = []
+        self.sets: list[tuple[str | None, str]] = []
         self.exports_all = False
         self.cds: list[tuple[_Site, str | None]] = []
         """Directory changes: where, and to which directory (None: known as it runs)."""
@@ -503,16 +512,13 @@ class _Walker:
                     if value is not None and (named is None or reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
                 self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
-                if node.parent is not None and node.parent.type != "command":  # (not `A=1 cmd`)
-                    exported = node.parent.type == "declaration_command" and _exports(
-                        node.parent, data
-                    )
-                    self.sets.append((assigned, squeeze(node_text(node, data)), exported))
+                if node.parent is not None and node.parent.type not in ASSIGNING_COMMANDS:
+                    self.sets.append((assigned, squeeze(node_text(node, data))))
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
                 named = None if variable is None else node_text(variable, data)
                 self._setting([named])
-                self.sets.append((named, f"{named or '<computed>'}=…", False))
+                self.sets.append((named, f"{named or '<computed>'}=…"))
             if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic:
@@ -611,8 +617,6 @@ class _Walker:
                     following is None or following.start_byte > child.end_byte
                 )
                 arguments.append(node_text(child, data) if plain else word_value(child, data))
-                if _exports(node, data) and (plain or arguments[-1] is None):  # (`export X`)
-                    self.sets.append((arguments[-1], f"{arguments[-1] or '<computed>'}=…", True))
                 if builtin != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([name_word(child, data)])
         self._setting(arguments)
@@ -665,6 +669,12 @@ class _Walker:
         opened = None if target is None else word_value(target, data)
         if opened is not None and opened.startswith(NETWORK_FILES) and not self.zsh:
             self.problems.append(NETWORK_PROBLEM)
+        elif (
+            target is not None
+            and target.type not in ("number", "process_substitution")
+            and (opened is None or GLOB.search(opened))
+        ):
+            self.problems.append(COMPUTED_TARGET_PROBLEM.format(squeeze(node_text(target, data))))
         if operator == "<":
             self.reads.append(None if target is None else word_value(target, data))
             if self.reads[-1] is not None:  # (reopened for writing by `> /dev/fd/3`)
@@ -777,18 +787,12 @@ class _Walker:
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
             variables = [*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])]
             self._setting(variables)
-            self.sets += [(n, f"{n or '<computed>'}=…", False) for n in variables]
+            self.sets += [(n, f"{n or '<computed>'}=…") for n in variables]
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
             if name in NAME_OPTIONS:  # (`read HOME`)
                 variables = _named_variables(name, rest)
-                self.sets += [(n, f"{n or '<computed>'}=…", False) for n in variables]
-            elif name in DECLARATIONS:  # (`builtin export HOME=/x`: no declaration node)
-                exported = name == "export" or any(w is None or _X_FLAG.match(w) for w in rest)
-                for word in rest:
-                    if word is None or word[:1] not in ("-", "+"):
-                        declared = None if word is None else word.split("=", 1)[0]
-                        self.sets.append((declared, word or "<computed>=…", exported))
+                self.sets += [(n, f"{n or '<computed>'}=…") for n in variables]
         if name == "set" and (
             "allexport" in rest or any(w is None or _A_FLAG.match(w) for w in rest)
         ):
@@ -1030,14 +1034,6 @@ def _evaluates_a_value(node: Any, data: bytes) -> bool:
     if kind in ("raw_string", "ansi_c_string", "translated_string"):  # (`z["d"]`: a name,
         return bool(re.search(r"[A-Za-z_]", text[1:]))  # for an indexed array; `$'n'` too)
     return False
-
-
-def _exports(declaration: Any, data: bytes) -> bool:
-    """Whether a declaration (``export``, ``declare -x``…) exports what it names."""
-    words = squeeze(node_text(declaration, data)).split()
-    if words[:1] == ["export"]:
-        return not any(w.startswith("-") and "n" in w for w in words[1:])  # (`export -n`)
-    return any(_X_FLAG.match(w) for w in words[1:]) or any(w[:1] == "$" for w in words[1:2])
 
 
 def harmless_assignment(assignment: str) -> bool:
