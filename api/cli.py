@@ -9,14 +9,12 @@ error of wave-bash itself exits 2 with the message on stderr, or
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import os
 import re
 import shlex
 import sys
-import threading
 from collections.abc import Callable, Sequence
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
@@ -121,25 +119,19 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     patience = RECONNECT_PATIENCE if args.background else max(FOREGROUND_PATIENCE, wait_s)
     try:
         with contextlib.ExitStack() as terminal:
-            live = None
-            typing = _KeysToTask(cli) if watched and args.interactive else None
+            live = watcher = None
             if watched:
                 from .display import LiveView
                 from .keys import CtrlBWatcher  # POSIX terminals only
 
-                live = LiveView()
-                terminal.callback(live.clear)
-                terminal.enter_context(
-                    CtrlBWatcher(background_it, typing.typed if typing is not None else None)
+                # (-i: what is typed goes to the command once it asks, not back to the shell)
+                watcher = terminal.enter_context(
+                    CtrlBWatcher(background_it, give_back=not args.interactive)
                 )
-
-            def started(task_id: str) -> None:
-                running.append(task_id)
-                if typing is not None:
-                    typing.started(task_id)
-
+                live = LiveView()
+                terminal.callback(live.clear)  # (first: type-ahead comes back after it)
             result = cli.calls.call(
-                "run", params, live.show if live else None, started, patience=patience
+                "run", params, live.show if live else None, running.append, patience=patience
             )
         if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
             params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
@@ -147,40 +139,20 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
         return _interrupted(cli, running[-1] if running else None, stop)
+    ahead = bytes(watcher.typed).decode("utf-8", "replace") if watcher is not None else ""
+    if ahead and args.interactive and result.get("waitingForInput") and not args.json:
+        # Typed while it ran, for it: typed now that it asks (with the terminal's echo as
+        # it set it: a `read -s` password is not echoed into its log, a review).
+        if result.get("stdout"):
+            print(result["stdout"])
+        task_id = result["backgroundTaskId"]
+        return _report_input(task_id, _send_input(cli, task_id, ahead, None, rules), False)
     if result.get("truncated") and not args.json and running and _finished(result):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
         # for a model's result (`--json`, the tools).
         _print_whole_output(cli, running[-1])
         return _report_run(result, False, cli.remote, printed=True)
     return _report_run(result, args.json, cli.remote)
-
-
-class _KeysToTask:
-    """``run -i`` in a terminal: what the person types while it runs goes to the command's
-    terminal, as it would with the command run there (keys typed before the task is
-    named go once it is)."""
-
-    def __init__(self, cli: Cli) -> None:
-        self.cli = cli
-        self.task_id: str | None = None
-        self.keys = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.waiting = bytearray()
-        self.lock = threading.Lock()
-
-    def started(self, task_id: str) -> None:
-        self.task_id = task_id
-        self.typed(b"")
-
-    def typed(self, data: bytes) -> None:
-        with self.lock:  # (the key watcher's thread, and the call's as it starts)
-            self.waiting += data
-            if self.task_id is None or not self.waiting:
-                return
-            text = self.keys.decode(bytes(self.waiting))
-            self.waiting.clear()
-            if text:
-                with contextlib.suppress(WaveError):  # (it ended: the result says so)
-                    self.cli.call("terminal", task_id=self.task_id, input=text)
 
 
 def _finished(result: dict[str, Any]) -> bool:
@@ -530,24 +502,36 @@ def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
 def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     text = args.text if args.no_enter else args.text + "\n"
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
-    patience = max(FOREGROUND_PATIENCE, (timeout or 10_000) / 1000)
     rules, _ = _guard(args)  # (WAVE_RULES: input goes only where they let a command start)
-    out = cli.call(
-        "input", patience, task_id=args.id, input=text, timeout=timeout,
+    return _report_input(args.id, _send_input(cli, args.id, text, timeout, rules), args.json)
+
+
+def _send_input(
+    cli: Cli, task_id: str, text: str, timeout: float | None, rules: Any
+) -> dict[str, Any]:
+    """TaskInput: type ``text``, then wait until the command asks again or ends."""
+    patience = max(FOREGROUND_PATIENCE, (timeout or 10_000) / 1000)
+    return dict(cli.call(
+        "input", patience, task_id=task_id, input=text, timeout=timeout,
         request_key=os.urandom(16).hex(), rules=rules,
-    )  # fmt: skip
-    if args.json:
+    ))  # fmt: skip
+
+
+def _report_input(task_id: str, out: dict[str, Any], as_json: bool) -> int:
+    """Print what an input brought (its new output, then where the command is) and return
+    the exit code, as ``wait``'s."""
+    if as_json:
         _print_json(out)
     else:
         if out.get("output"):
             print(out["output"])
         if out.get("waitingForInput"):
-            print(f"[{args.id} waits for input: wave-bash input {args.id} TEXT]", file=sys.stderr)
+            print(f"[{task_id} waits for input: wave-bash input {task_id} TEXT]", file=sys.stderr)
         elif _ended(out):
-            print(f"[{_status_line({**out, 'id': args.id})}]", file=sys.stderr)
+            print(f"[{_status_line({**out, 'id': task_id})}]", file=sys.stderr)
         else:  # (the timeout passed while it worked: say so, as the tool's text does)
-            print(f"[{args.id} still running, not waiting for input: wave-bash output "
-                  f"{args.id}]", file=sys.stderr)  # fmt: skip
+            print(f"[{task_id} still running, not waiting for input: wave-bash output "
+                  f"{task_id}]", file=sys.stderr)  # fmt: skip
     return _exit_code(out)
 
 

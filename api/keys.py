@@ -18,19 +18,18 @@ CTRL_B = b"\x02"
 class CtrlBWatcher:
     """Reads the terminal in cbreak mode while a command runs; calls ``on_ctrl_b`` on Ctrl+B.
 
-    What else is typed goes to ``on_keys`` (``run -i``: the command's terminal), or, with
-    none, back into the terminal's input as the watcher closes (``TIOCSTI``, where the
-    kernel allows it): type-ahead for the shell, as when the command runs in it directly
-    (it was read and lost: a review). The terminal mode is restored on :meth:`close`
-    (use it as a context manager).
+    What else is typed is kept (:attr:`typed`) and, with ``give_back``, put back into the
+    terminal's input as the watcher closes (``TIOCSTI``, where the kernel allows it):
+    type-ahead for the shell, as when the command runs in it directly (it was read and
+    lost: a review); not after Ctrl+C, which drops type-ahead as a terminal does. The
+    terminal mode is restored on :meth:`close` (use it as a context manager).
     """
 
-    def __init__(
-        self, on_ctrl_b: Callable[[], None], on_keys: Callable[[bytes], None] | None = None
-    ) -> None:
+    def __init__(self, on_ctrl_b: Callable[[], None], give_back: bool = True) -> None:
         self.on_ctrl_b = on_ctrl_b
-        self.on_keys = on_keys
+        self.give_back = give_back
         self.typed = bytearray()
+        """What was typed while the command ran, Ctrl+B left out."""
         self.fd = sys.stdin.fileno()
         self.saved = termios.tcgetattr(self.fd)
         self.stop_r, self.stop_w = os.pipe()
@@ -49,19 +48,16 @@ class CtrlBWatcher:
             if CTRL_B in data:
                 with contextlib.suppress(Exception):
                     self.on_ctrl_b()
-            keys = data.replace(CTRL_B, b"")
-            if keys and self.on_keys is not None:
-                with contextlib.suppress(Exception):
-                    self.on_keys(keys)
-            elif keys:
-                self.typed += keys
+            self.typed += data.replace(CTRL_B, b"")
 
-    def close(self) -> None:
+    def close(self, interrupted: bool = False) -> None:
         os.write(self.stop_w, b"x")
         self.thread.join(timeout=2)
         termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
         os.close(self.stop_r)
         os.close(self.stop_w)
+        if interrupted or not self.give_back:
+            return
         for byte in bytes(self.typed):  # (in order, until the kernel refuses one)
             try:
                 fcntl.ioctl(self.fd, termios.TIOCSTI, bytes([byte]))
@@ -71,5 +67,5 @@ class CtrlBWatcher:
     def __enter__(self) -> CtrlBWatcher:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(interrupted=kind is KeyboardInterrupt)

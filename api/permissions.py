@@ -475,15 +475,17 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
 
 _GIT_CODE = re.compile(
     r".*/(?:\.git/(?:modules/.+/)?(?:hooks/.+|config|config\.worktree|commondir|worktrees/"
-    r"[^/]+/(?:config\.worktree|commondir))|\.gitconfig|\.config/git/config|etc/gitconfig)"
+    r"[^/]+/(?:config\.worktree|commondir))|\.git|\.gitconfig|\.config/git/config|"
+    r"etc/gitconfig)"
 )
 
 
 def _git_runs(path: str) -> bool:
     """Whether git runs commands a write to ``path`` may set: a repository's ``config``
     (``core.fsmonitor``, aliases, ``core.pager``…), its hooks, its ``commondir`` (another
-    config then counts), its submodules' (``git status`` runs git in them), a user's or
-    the system's git config (the sandbox keeps the same
+    config then counts), its submodules' (``git status`` runs git in them), a ``.git``
+    file (``gitdir: …`` points git at another directory), a user's or the system's git
+    config (the sandbox keeps the same
     files of the workspace read-only, SB1)."""
     return bool(_GIT_CODE.fullmatch(path))
 

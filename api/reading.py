@@ -183,6 +183,10 @@ COMPUTED_TARGET_PROBLEM = (
 )
 
 
+_ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
+"""``${NAME:=value}``, ``${NAME=value}``: sets ``NAME`` (when unset, or empty too)."""
+
+
 ASSIGNING_COMMANDS = frozenset({"command", "declaration_command"})
 """Where an assignment is part of a command that a rule matches whole (``HOME=/x git
 status``, ``export HOME=/x``): not a setting of its own (see ``ParsedCommand.sets``)."""
@@ -326,6 +330,8 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
     modifiers and ``=cmd`` read as zsh reads them and its code-running glob qualifiers
     and parameter flags asking. ``interactive``: it runs on a terminal that TaskInput
     types into (SPEC P1), which cannot be checked (:data:`INTERACTIVE_PROBLEM`)."""
+    if not source.isascii():  # (lone surrogates, from bytes that are no UTF-8: each a U+FFFD,
+        source = source.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # as read)
     walker = _Walker()
     walker.zsh = zsh
     if interactive:
@@ -519,6 +525,10 @@ class _Walker:
                 named = None if variable is None else node_text(variable, data)
                 self._setting([named])
                 self.sets.append((named, f"{named or '<computed>'}=…"))
+            if kind == "expansion" and (
+                setting := _ASSIGNING_EXPANSION.match(node_text(node, data))
+            ):
+                self.sets.append((setting[1], f"{setting[1]}=…"))  # (`${HOME:=/x}`)
             if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic:
@@ -672,8 +682,8 @@ class _Walker:
         elif (
             target is not None
             and target.type not in ("number", "process_substitution")
-            and (opened is None or GLOB.search(opened))
-        ):
+            and (opened is None or GLOB.search(_QUOTED.sub("", node_text(target, data))))
+        ):  # (a glob unquoted: `> 'f[1].txt'` names one file)
             self.problems.append(COMPUTED_TARGET_PROBLEM.format(squeeze(node_text(target, data))))
         if operator == "<":
             self.reads.append(None if target is None else word_value(target, data))

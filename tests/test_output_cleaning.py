@@ -152,3 +152,16 @@ def test_only_the_binary_runs_are_hidden(tmp_path: Path) -> None:
     assert big.endswith("INFO compiling module number 59999")
     short = _excerpt_of(tmp_path, b"\x00\x01\x02\x03\x04\x05\x06\n" * 600)
     assert short.startswith("[binary output, 4800 bytes")
+
+
+def test_a_byte_order_mark_or_nuls_do_not_make_binary_text(tmp_path: Path) -> None:
+    """Any output starting with a UTF-16 byte-order mark, or 16-bit numbers (a NUL in
+    every other byte), was taken for UTF-16 text and shown as garbage (a review)."""
+    import struct
+
+    noise = bytes((i * 7919 + 13) % 256 for i in range(5000))  # (fixed: no flake)
+    assert _excerpt_of(tmp_path, b"\xff\xfe" + noise).startswith("[binary output, 5002 bytes")
+    numbers = struct.pack("<8000H", *[(i % 255) + 1 for i in range(8000)])
+    assert _excerpt_of(tmp_path, numbers).startswith("[binary output, 16000 bytes")
+    text = "Windows tool output\r\nline two\r\n"
+    assert _excerpt_of(tmp_path, text.encode("utf-16-le")) == "Windows tool output\nline two"

@@ -1652,3 +1652,17 @@ def test_a_redirection_known_only_as_it_runs_asks(command: str) -> None:
     assert verdict("printf x > out.txt 2>&1 && printf y >&2", rules) == "allow"
     assert verdict("while read -r l; do printf x; done < <(printf y)", {
         "allow": ["Bash(printf *)", "Bash(read *)"]}) == "allow"  # fmt: skip
+
+
+def test_the_last_review_s_spellings() -> None:
+    """A glob character quoted names one file (`> 'f[1].txt'` asked); `${HOME:=/x}` sets
+    `HOME` as an assignment does; a `.git` file points git elsewhere; lone surrogates
+    (bytes that are no UTF-8) made the check fail with an internal error."""
+    rules = {"allow": ["Bash(echo *)", "Bash(git status)"], "deny": ["Bash(rm *)"]}
+    assert verdict("echo x > 'file[1].txt' && echo y > \"what?.txt\"", rules) == "allow"
+    assert verdict("echo x > f*.txt", rules) == "ask"
+    assert env_verdict("echo ${HOME:=/x}; git status", rules=rules) == "ask"
+    assert env_verdict("echo ${x:-a}", rules=rules) == "allow"
+    assert verdict("echo 'gitdir: /tmp/x' > sub/.git", rules) == "ask"
+    assert verdict("echo caf\udce9 \ud800", rules) == "allow"
+    assert verdict("rm caf\udce9", rules) == "deny"

@@ -224,3 +224,24 @@ def test_keys_typed_while_it_runs_are_not_lost(tmux: list[str], state_dir: Path)
     screen = pane(tmux)
     assert "\nhi bob" in screen and "\nrc=0" in screen, screen
     assert "command not found" not in screen, screen
+    # A password typed ahead is typed once the command asks for it, with its echo off:
+    # sent at once, the terminal echoed it into the task's log (a review).
+    subprocess.run([*send, "clear", "Enter"], check=True)
+    line = f"{cli} run -i -- 'sleep 4; read -rs -p pw: p; echo; echo got ${{#p}}'; echo rc=$?"
+    subprocess.run([*send, line, "Enter"], check=True)
+    wait_until(running, timeout=15)
+    subprocess.run([*send, "hunter2", "Enter"], check=True)
+    wait_until(lambda: "\nrc=" in pane(tmux), timeout=15)
+    assert "got 7" in pane(tmux) and "hunter2" not in pane(tmux).split("\n", 1)[1]
+    (last,) = [t for t in watcher.tasks(all=True) if "read -rs" in t.command]
+    assert "hunter2" not in Path(last.output_path).read_text()
+    # Keys typed before Ctrl+C are dropped, as a terminal drops type-ahead on SIGINT.
+    subprocess.run([*send, "clear", "Enter"], check=True)
+    subprocess.run([*send, f"{cli} run -- 'sleep 30'", "Enter"], check=True)
+    wait_until(running, timeout=15)
+    subprocess.run([*send, "echo dropped-$((6 * 7))"], check=True)
+    subprocess.run([*send, "C-c"], check=True)
+    wait_until(lambda: "^C: stopped task" in pane(tmux), timeout=15)
+    subprocess.run([*send, "echo next-$((6 * 7))", "Enter"], check=True)
+    wait_until(lambda: "\nnext-42" in pane(tmux), timeout=15)
+    assert "dropped-42" not in pane(tmux)

@@ -154,11 +154,20 @@ def looks_binary(sample: bytes, min_bytes: int = BINARY_MIN_BYTES) -> bool:
 
 
 def _utf16(sample: bytes) -> bool:
-    """A byte-order mark, or NUL in every other byte (mostly ASCII in UTF-16)."""
-    if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return True
+    """UTF-16 text: a byte-order mark, or NUL in every other byte (mostly ASCII in
+    UTF-16), and mostly printable once decoded so (16-bit binary data, or random bytes
+    after a byte-order mark, are not: a review)."""
     even, odd = sample[0::2], sample[1::2]
-    return max(even.count(0), odd.count(0)) > 0.9 * len(odd) > 0
+    if sample[:2] == b"\xfe\xff" or (sample[:2] != b"\xff\xfe" and even.count(0) > odd.count(0)):
+        codec = "utf-16-be"
+    else:
+        codec = "utf-16-le"
+    marked = sample[:2] in (b"\xff\xfe", b"\xfe\xff")
+    if not marked and not max(even.count(0), odd.count(0)) > 0.9 * len(odd) > 0:
+        return False
+    text = sample[2 if marked else 0 : len(sample) & ~1].decode(codec, errors="replace")
+    shown = sum(c.isprintable() or c in "\t\r\n" for c in text)
+    return shown >= 0.9 * len(text)
 
 
 def binary_note(size: int, path: str) -> str:
@@ -244,16 +253,16 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
         pieces += [(False, data[at:start]), (True, data[start:end])]
         at = end
     pieces.append((False, data[at:]))
-    merged: list[tuple[bool, bytes, str]] = []  # (binary?, bytes, text)
+    merged: list[tuple[bool, int, str]] = []  # (binary?, bytes, text)
     for binary, piece in pieces:
         text = "" if binary else clean_bytes(piece).strip("\n")
         binary = binary or (bool(piece) and not _says_something(text))
-        if merged and binary and merged[-1][0]:
-            merged[-1] = (True, merged[-1][1] + piece, "")
+        if merged and binary and merged[-1][0]:  # (a count: copies were quadratic)
+            merged[-1] = (True, merged[-1][1] + len(piece), "")
         elif piece:
-            merged.append((binary, piece, text))
-    text = "\n".join(binary_note(len(b), path) if is_binary else text
-                     for is_binary, b, text in merged if is_binary or text)  # fmt: skip
+            merged.append((binary, len(piece), text))
+    text = "\n".join(binary_note(size, path) if is_binary else text
+                     for is_binary, size, text in merged if is_binary or text)  # fmt: skip
     return text, True
 
 
