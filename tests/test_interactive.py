@@ -647,6 +647,15 @@ class _Person:
             self.read()  # (a full terminal blocks the writer)
             view = view[os.write(self.master, view[:1024]) :]
 
+    def __enter__(self) -> _Person:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Reaped whatever happened (a failed assertion left it running)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def close(self) -> int:
         """Its exit code, once it has ended; what it printed stays in ``screen``."""
         deadline = time.monotonic() + 30
@@ -667,8 +676,7 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
     pasted = tmp_path / "pasted"
     r = client.bash(f"cat > {pasted}", timeout=LONG, interactive=True)
     task_id = r.background_task_id or ""
-    person = _Person(state_dir, task_id)
-    try:
+    with _Person(state_dir, task_id) as person:
         wait_until(lambda: f"attached to {task_id}".encode() in person.read())
         line = "a" + "é" * 30
         person.type(f"{line}\r".encode() * 200)  # 12.6 KB: reads of 4096 bytes split "é"
@@ -678,10 +686,6 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
         person.type(b"caf\xe9\r\x04")  # Latin-1: U+FFFD; then Ctrl+D ends cat
         assert person.close() == 0
         assert b"ended: completed, exit code 0" in person.read()
-    finally:
-        if person.proc.poll() is None:
-            person.proc.kill()
-            person.proc.wait()
     *lines, last = pasted.read_text().splitlines()
     assert lines[:200] == [line] * 200
     # What of the long line was typed depends on how the reads cut it: up to the limit.
@@ -696,17 +700,12 @@ def test_attach_takes_the_size_of_the_terminal_not_of_columns(
     say (``COLUMNS=20000`` made attach fail: over what a terminal may have)."""
     r = client.bash("python3 -q", timeout=LONG, interactive=True)
     task_id = r.background_task_id or ""
-    person = _Person(state_dir, task_id, size=(100, 30), COLUMNS="20000", LINES="7")
-    try:
+    with _Person(state_dir, task_id, size=(100, 30), COLUMNS="20000", LINES="7") as person:
         wait_until(lambda: f"attached to {task_id}".encode() in person.read())
         person.type(b"import os; print(tuple(os.get_terminal_size()))\r")
         wait_until(lambda: b"(100, 30)" in person.read())
         person.type(b"\x1d")
         assert person.close() == 0
-    finally:
-        if person.proc.poll() is None:
-            person.proc.kill()
-            person.proc.wait()
     client.task_stop(task_id)
 
 
@@ -721,15 +720,10 @@ def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     client.task_input(
         task_id, "print('\\x1b[?1049h\\x1b[1;5r\\x1b[?7l\\x1b[4h\\x1b[?1000h', end='')\n"
     )
-    person = _Person(state_dir, task_id)
-    try:
+    with _Person(state_dir, task_id) as person:
         wait_until(lambda: f"attached to {task_id}".encode() in person.read())
         person.type(b"x = 6 * 7\r\x1d")  # one read
         assert person.close() == 0
-    finally:
-        if person.proc.poll() is None:
-            person.proc.kill()
-            person.proc.wait()
     screen = person.read()
     after = screen.rsplit(b"\x1b[?1000h", 1)[-1]
     assert b"\x1b[?1049l" in after and b"\x1b[?1000l" in after
@@ -839,8 +833,7 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
     )  # fmt: skip
     task_id = r.background_task_id or ""
     assert "\x1b[6n" in client_raw(client, task_id, 0).decode()  # (its log keeps it)
-    person = _Person(state_dir, task_id)  # (a terminal with no size set: 0×0)
-    try:
+    with _Person(state_dir, task_id) as person:  # (a terminal with no size set: 0×0)
         wait_until(lambda: f"attached to {task_id}".encode() in person.read())
         wait_until(lambda: b"before<" in person.read())
         person.type(b"1\r")
@@ -850,10 +843,6 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
         assert (int(columns), int(rows)) not in ((1, 1), (0, 0)), person.read()
         person.type(b"\x1d")
         assert person.close() == 0
-    finally:
-        if person.proc.poll() is None:
-            person.proc.kill()
-            person.proc.wait()
     assert b"\x1b[6n" not in person.read().split(b"live")[0]
     client.task_stop(task_id)
 
