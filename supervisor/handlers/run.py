@@ -31,7 +31,7 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
         }
     )
     # SPEC PM: before anything is journaled or spawned
-    decision = await policy.check(p, ctx.tasks.sandbox_view(p))
+    decision = await policy.check(p, ctx.tasks.sandbox_view(p) if p.rules else None)
     if decision.verdict != "allow":
         policy.audit_refusal(decision, p)
         return views.refused_result(decision, policy.refusal_text(decision, p))
