@@ -45,7 +45,9 @@ def test_a_jobs_status_is_read_from_the_kernel(end: str) -> None:
         job, pidfd = found
         group = _cgroup_id(job)
         if end == "zombie":
-            parent.send_signal(signal.SIGSTOP)  # it cannot reap its child
+            parent.send_signal(signal.SIGSTOP)  # it cannot reap its child (once stopped:
+            stopped = psutil.STATUS_STOPPED  # a signal arrives in its time, CI reaped first)
+            wait_until(lambda: psutil.Process(parent.pid).status() == stopped)
         if end == "killed":
             os.kill(job, signal.SIGKILL)
         else:
