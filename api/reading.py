@@ -524,11 +524,11 @@ class _Walker:
                 variable = node.child_by_field_name("variable")
                 named = None if variable is None else node_text(variable, data)
                 self._setting([named])
-                self.sets.append((named, f"{named or '<computed>'}=…"))
+                self._sets_as_it_runs([named])
             if kind == "expansion" and (
                 setting := _ASSIGNING_EXPANSION.match(node_text(node, data))
             ):
-                self.sets.append((setting[1], f"{setting[1]}=…"))  # (`${HOME:=/x}`)
+                self._sets_as_it_runs([setting[1]])  # (`${HOME:=/x}`)
             if kind == "expansion" and unread_expansion(node, data, node.start_byte + 2):
                 self.problems.append(HEREDOC_PROBLEM.replace("here-document", "`${…}`"))
             if arithmetic:
@@ -657,6 +657,12 @@ class _Walker:
             self.sets_home = True
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
             self.sets_cdpath = True
+
+    def _sets_as_it_runs(self, names: Sequence[str | None]) -> None:
+        """Variables a plain statement sets to a value known only as it runs (``read``,
+        ``for``, ``printf -v``, ``${NAME:=…}``; None: a name computed too), each as the
+        setting a rule matches (``NAME=…``): see ``ParsedCommand.sets``."""
+        self.sets += [(name, f"{name or '<computed>'}=…") for name in names]
 
     def _names(self, words: Sequence[str | None]) -> None:
         """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
@@ -797,12 +803,12 @@ class _Walker:
         if name == "printf":  # only `printf -v NAME` sets one (a computed first word may be it)
             variables = [*_named_variables(name, rest), *([None] if rest[:1] == [None] else [])]
             self._setting(variables)
-            self.sets += [(n, f"{n or '<computed>'}=…") for n in variables]
+            self._sets_as_it_runs(variables)
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
             if name in NAME_OPTIONS:  # (`read HOME`)
                 variables = _named_variables(name, rest)
-                self.sets += [(n, f"{n or '<computed>'}=…") for n in variables]
+                self._sets_as_it_runs(variables)
         if name == "set" and (
             "allexport" in rest or any(w is None or _A_FLAG.match(w) for w in rest)
         ):

@@ -7,7 +7,6 @@ erases to the end of the line, backspace moves left. Invalid UTF-8 becomes U+FFF
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -135,11 +134,11 @@ def _drop_partial_first_line(text: str) -> str:
 
 
 BINARY_SAMPLE_BYTES = 8192
-"""How much of an output is looked at to tell binary from text."""
+"""How much of an output is looked at to tell UTF-16 text (binary is found line by line)."""
 BINARY_MIN_BYTES = 64
-"""Shorter output is always shown as text."""
+"""A shorter run of binary lines is shown as text."""
 BINARY_SHARE = 0.3
-"""An output is binary when this share of its sample is not text."""
+"""Bytes are binary when this share of them is not text."""
 _NOT_TEXT = re.compile(rb"[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")
 
 
@@ -190,15 +189,16 @@ def _binary_line(line: bytes) -> bool:
     return looks_binary(line, 0)
 
 
-def _odd(line: bytes) -> bool:
-    """A line that holds what is not text (judged with its neighbours when short)."""
-    if line.isascii():
-        return bool(_NOT_TEXT.search(line))
+def _odd(data: bytes) -> bool:
+    """Whether ``data`` holds anything that is not text: a control no terminal shows, or
+    invalid UTF-8 (a short line of it is judged with its neighbours)."""
+    if _NOT_TEXT.search(data):
+        return True
     try:
-        line.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return bool(_NOT_TEXT.search(line))
+    return False
 
 
 def binary_runs(data: bytes) -> list[tuple[int, int]]:
@@ -209,11 +209,8 @@ def binary_runs(data: bytes) -> list[tuple[int, int]]:
     program writes before, between and after binary output (an error, a prompt) stays (a
     review: a prompt after 300 bytes of binary was hidden, and 2 KB of binary after 2.3 KB
     of text was shown). UTF-16 text has none."""
-    if (not _NOT_TEXT.search(data) and data.isascii()) or _utf16(data[:BINARY_SAMPLE_BYTES]):
+    if not _odd(data) or _utf16(data[:BINARY_SAMPLE_BYTES]):  # (text: one search, one decode)
         return []
-    with contextlib.suppress(UnicodeDecodeError):
-        if not _NOT_TEXT.search(data) and data.decode("utf-8"):
-            return []
     runs: list[tuple[int, int]] = []
     start, judged, at = -1, False, 0
 
@@ -286,9 +283,10 @@ def read_excerpt(
     """Cleaned output of ``path[start:end]`` within ``max_chars`` characters (SPEC O2, O3).
 
     Only the head and the tail of a large log are read, so a 1 GiB log costs about what a
-    1 MiB one does. Output that is mostly not text (``head -c 4096 /dev/urandom``) is
-    replaced by one line with its size and path. Characters omitted from the middle are counted exactly for logs read
-    whole, and as raw bytes for larger ones.
+    1 MiB one does. Each run of binary output in what is read (``head -c 4096
+    /dev/urandom``) is replaced by one line with its size and path (:func:`render_bytes`).
+    Characters omitted from the middle are counted exactly for logs read whole, and as
+    raw bytes for larger ones.
     """
     shown = shown_path or str(path)
     with open_regular(path) as fh:
