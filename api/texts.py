@@ -74,7 +74,7 @@ def moved_aside_text(paths: list[str], task_id: str) -> str:
     names = ", ".join(paths)
     return (
         f"The sandbox moved aside what the command made where git or a shell would run it "
-        f"outside: {names} (now *.moved-by-wave-bash-{task_id})."
+        f"outside: {names} (now *.moved-by-wave-bash-{task_id}*)."
     )
 
 

@@ -956,3 +956,11 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     subprocess.run(["git", "-C", str(project), "status"], capture_output=True, check=True)
     assert not marker.exists()
     assert "moved aside" not in client.bash("git status --short").message  # (nothing made)
+    # A command that knows its task ID puts a directory where the file would go: it is
+    # moved aside all the same, under a name with a random part.
+    r = client.bash(
+        'mkdir ".git/commondir.moved-by-wave-bash-$WAVE_TASK_ID" && '
+        "printf '../.evil\\n' > .git/commondir"
+    )
+    assert r.success and "moved aside" in r.message, r
+    assert not (project / ".git/commondir").exists()

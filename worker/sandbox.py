@@ -303,7 +303,8 @@ class Sources:
         missing when the command started and is there now (a review pointed a
         repository's ``commondir`` at a config whose ``core.fsmonitor`` git ran outside
         the sandbox); returns the paths moved. Renamed in its directory opened through no
-        link, never followed."""
+        link, never followed; where the command put something in the way under that name
+        (it knows its task ID), under one with a random part added."""
         moved = []
         for path in self.absent:
             parent, name = os.path.split(path)
@@ -311,11 +312,16 @@ class Sources:
             if fd is None:
                 continue
             try:
-                os.rename(name, f"{name}.moved-by-wave-bash-{task_id}", src_dir_fd=fd,
-                          dst_dir_fd=fd)  # fmt: skip
-                moved.append(path)
-            except OSError:  # (not made: nothing to move)
-                pass
+                for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
+                    try:
+                        os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd,
+                                  dst_dir_fd=fd)  # fmt: skip
+                    except FileNotFoundError:  # (not made: nothing to move)
+                        break
+                    except OSError:  # (a directory in the way: the next name)
+                        continue
+                    moved.append(path)
+                    break
             finally:
                 os.close(fd)
         return moved
