@@ -55,6 +55,7 @@ from .runners import (
     takes_next_word,
     wrapper_arguments,
 )
+from .texttools import script_code
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -843,6 +844,10 @@ class _Walker:
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
         codes = code_arguments(name, rest)
+        if (scripted := script_code(name, rest)) is not None:  # (sed's `e`, awk's `system`)
+            codes += scripted.commands
+            if scripted.problem:
+                self.problems.append(scripted.problem)
         nested = nested_script(name, rest)
         changing = [a for a in kept if a.split("=", 1)[0] not in SOURCED_VARIABLES]
         if changing and (codes or nested is not None):  # (checked alone, it ran with them)

@@ -1,0 +1,427 @@
+"""Text tools whose scripts run commands (SPEC PM1c): GNU sed's ``e`` command and ``s///e``
+flag, awk's ``system()``, pipes (``print | "cmd"``, ``"cmd" | getline``) and gawk's
+``@load``. An allow rule for ``sed`` or ``awk`` is taken for text processing: a command
+such a script runs is checked as a command of its own, or asks.
+
+sed compiles its whole script before it runs any of it, so a script it would refuse runs
+nothing: the reading here need only be exact for scripts sed accepts, and reads any text
+it is unsure of as asking."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .runners import short_options
+
+SEDS = frozenset({"sed", "gsed"})
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "original-awk", "busybox-awk"})
+
+
+@dataclass
+class ScriptCode:
+    """What a text tool's script runs: shell commands given in its text (checked as
+    commands), and why it asks when that is not known (``problem``)."""
+
+    commands: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+
+class _Unsure(Exception):
+    """A script read here otherwise than sed might read it: it asks."""
+
+
+_SED_LONG = {
+    "binary": False, "debug": False, "expression": True, "file": True,
+    "follow-symlinks": False, "help": False, "in-place": False, "line-length": True,
+    "null-data": False, "zero-terminated": False, "quiet": False, "posix": False,
+    "regexp-extended": False, "sandbox": False, "separate": False, "silent": False,
+    "unbuffered": False, "version": False,
+}  # fmt: skip
+"""GNU sed's long options, and whether each takes a value (``--in-place=SUFFIX`` only
+attached)."""
+_SED_VALUED = "efl"
+
+
+def _long_option(word: str, options: dict[str, bool]) -> str | None:
+    """The long option ``word`` names (getopt takes any unambiguous prefix), or None."""
+    flag = word[2:].split("=", 1)[0]
+    if flag in options:
+        return flag
+    matches = [o for o in options if o.startswith(flag)]
+    return matches[0] if len(matches) == 1 and flag else None
+
+
+def script_code(name: str, rest: Sequence[str | None]) -> ScriptCode | None:
+    """What ``sed`` or ``awk`` (``name``, any path) runs given the words ``rest`` (None:
+    computed at run time); None for another program."""
+    base = os.path.basename(name)
+    if base in SEDS:
+        return _sed(base, rest)
+    if base in AWKS:
+        return _awk(base, rest)
+    return None
+
+
+def _sed(name: str, rest: Sequence[str | None]) -> ScriptCode:
+    scripts: list[str] = []
+    given = False  # (-e or -f: every operand is a file)
+    operand: str | None = ""
+    i = 0
+    while i < len(rest):  # GNU getopt: options anywhere before `--`
+        word = rest[i]
+        i += 1
+        if word is None:
+            if given or operand != "":  # (`sed -i 's/a/b/' "$f"`: a file, taken so)
+                continue
+            return ScriptCode(problem=f"`{name}` runs a script computed at run time")
+        if word == "--":
+            if not given and operand == "" and i < len(rest):
+                operand = rest[i]
+            break
+        if word.startswith("--"):
+            option = _long_option(word, _SED_LONG)
+            if option is None:
+                return ScriptCode(problem=f"`{name}` is given an option read here as none")
+            value: str | None = word.split("=", 1)[1] if "=" in word else None
+            if _SED_LONG[option] and value is None:
+                value = rest[i] if i < len(rest) else ""
+                i += 1
+            if option == "sandbox":
+                return ScriptCode()  # (e, r and w refused: nothing runs)
+            if option in ("expression", "file"):
+                given = True
+                if option == "file" or value is None:
+                    return _sed_file(name, value)
+                scripts.append(value)
+            continue
+        if word.startswith("-") and len(word) > 1:
+            letters = short_options(word, _SED_VALUED + "i")
+            last = letters[-1][1]
+            if last in _SED_VALUED:
+                attached = word[len(letters) + 1 :]
+                value = attached if attached else (rest[i] if i < len(rest) else "")
+                i += 0 if attached else 1
+                if last in "ef":
+                    given = True
+                    if last == "f" or value is None:
+                        return _sed_file(name, value)
+                    scripts.append(value)
+            continue
+        if operand == "":
+            operand = word
+    if not given:
+        if operand is None:
+            return ScriptCode(problem=f"`{name}` runs a script computed at run time")
+        scripts = [operand]
+    return _sed_script(name, "\n".join(scripts))
+
+
+def _sed_file(name: str, path: str | None) -> ScriptCode:
+    if path is None:
+        return ScriptCode(problem=f"`{name}` runs a script computed at run time")
+    return ScriptCode(problem=f"`{name}` runs a script file, which may run commands (`e`)")
+
+
+def _sed_script(name: str, script: str) -> ScriptCode:
+    try:
+        commands = _SedReader(script).commands()
+    except _Unsure:
+        return ScriptCode(problem=f"`{name}`'s script is read here otherwise than {name} may")
+    if None in commands:
+        return ScriptCode(problem=f"`{name}` runs text it reads as commands (`e`, `s///e`)")
+    return ScriptCode([c for c in commands if c is not None])
+
+
+class _SedReader:
+    """GNU sed's script grammar, as far as finding what runs: ``e COMMAND`` (the rest of
+    its line), ``e`` alone and ``s///e`` (the pattern space: known only as it runs)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.at = text, 0
+        self.found: list[str | None] = []
+
+    def peek(self) -> str:
+        return self.text[self.at] if self.at < len(self.text) else ""
+
+    def blanks(self) -> None:
+        while self.peek() in (" ", "\t") and self.peek():
+            self.at += 1
+
+    def rest_of_line(self) -> str:
+        end = self.text.find("\n", self.at)
+        end = len(self.text) if end < 0 else end
+        line, self.at = self.text[self.at : end], end
+        return line
+
+    def commands(self) -> list[str | None]:
+        while True:
+            while self.peek() in (" ", "\t", "\n", ";") and self.peek():
+                self.at += 1
+            if not self.peek():
+                return self.found
+            if self.peek() == "#":
+                self.rest_of_line()
+                continue
+            self.addresses()
+            self.command()
+
+    def addresses(self) -> None:
+        if self.address():
+            self.blanks()
+            if self.peek() == ",":
+                self.at += 1
+                self.blanks()
+                if self.peek() in ("+", "~"):
+                    self.at += 1
+                if not self.address():
+                    raise _Unsure
+        self.blanks()
+        while self.peek() == "!":
+            self.at += 1
+            self.blanks()
+
+    def address(self) -> bool:
+        start = self.at
+        char = self.peek()
+        if char.isdigit():
+            while self.peek().isdigit():
+                self.at += 1
+            if self.peek() == "~":
+                self.at += 1
+                while self.peek().isdigit():
+                    self.at += 1
+        elif char == "$":
+            self.at += 1
+        elif char in ("/", "\\"):
+            if char == "\\":
+                self.at += 1
+            delimiter = self.peek()
+            if delimiter in ("", "\n", "\\"):
+                raise _Unsure
+            self.at += 1
+            self.delimited(delimiter, regex=True)
+            while self.peek() in ("I", "M") and self.peek():
+                self.at += 1
+        return self.at > start
+
+    def delimited(self, delimiter: str, regex: bool) -> None:
+        """Skip to after the closing ``delimiter`` (a regex's bracket expressions hold it
+        as a character in GNU sed 4.9, not in older ones: such a one is unsure)."""
+        while True:
+            char = self.peek()
+            if not char or char == "\n":
+                raise _Unsure  # (sed refuses it; read as unsure all the same)
+            self.at += 1
+            if char == "\\":
+                self.at += 1
+            elif char == delimiter:
+                return
+            elif char == "[" and regex:
+                end = self.bracket_end()
+                if delimiter in self.text[self.at : end]:
+                    raise _Unsure
+                self.at = end
+
+    def bracket_end(self) -> int:
+        """Where the bracket expression opened just before ``self.at`` ends."""
+        at = self.at
+        at += self.text[at : at + 1] == "^"
+        at += self.text[at : at + 1] == "]"
+        while at < len(self.text):
+            char = self.text[at]
+            if char == "]":
+                return at + 1
+            if char == "[" and self.text[at + 1 : at + 2] in (":", "=", "."):
+                close = self.text.find(self.text[at + 1] + "]", at + 2)
+                if close < 0:
+                    raise _Unsure
+                at = close + 2
+                continue
+            if char == "\n":
+                raise _Unsure
+            at += 1
+        raise _Unsure
+
+    def end_of_command(self) -> None:
+        self.blanks()
+        if self.peek() in (";", "\n"):
+            self.at += 1
+        elif self.peek() not in ("", "}", "#"):
+            raise _Unsure
+
+    def command(self) -> None:
+        char = self.peek()
+        self.at += 1
+        if char == "{":
+            return
+        if char in "}=dDgGhHnNpPxzF" and char:
+            self.end_of_command()
+        elif char in "aic" and char:
+            self.blanks()
+            if self.peek() == "\\":
+                self.at += 1
+                self.at += self.peek() == "\n"
+            while True:  # its text: lines ending in a backslash go on
+                line = self.rest_of_line()
+                if not (line.endswith("\\") and self.peek() == "\n"):
+                    break
+                self.at += 1
+        elif char in ":bTtv" and char:
+            # A label ends at `;` in GNU sed 4.9 (at the line's end in older ones): what
+            # follows a `;` is read as commands, the reading that finds more.
+            while self.peek() not in ("", "\n", ";"):
+                self.at += 1
+            self.end_of_command()
+        elif char in "rRwW" and char:
+            self.rest_of_line()
+        elif char == "e":
+            self.blanks()
+            line = self.rest_of_line()
+            self.found.append(line if line.strip() else None)
+        elif char in "lLqQ" and char:
+            self.blanks()
+            while self.peek().isdigit():
+                self.at += 1
+            self.end_of_command()
+        elif char in ("s", "y"):
+            delimiter = self.peek()
+            if delimiter in ("", "\n", "\\"):
+                raise _Unsure
+            self.at += 1
+            self.delimited(delimiter, regex=char == "s")
+            self.delimited(delimiter, regex=False)
+            if char == "s":
+                self.flags()
+            self.end_of_command()
+        else:
+            raise _Unsure
+
+    def flags(self) -> None:
+        while True:
+            char = self.peek()
+            if char in (" ", "\t") and char:
+                self.at += 1
+            elif char == "e":
+                self.at += 1
+                self.found.append(None)
+            elif char == "w":
+                self.at += 1
+                self.rest_of_line()
+            elif char and (char in "gpiImM" or char.isdigit()):
+                self.at += 1
+            else:
+                return
+
+
+_AWK_VALUED = "eEfFilvW"
+"""awk's (gawk's, mawk's) short options that take a value."""
+_AWK_LONG = {
+    "assign": True, "field-separator": True, "file": True, "source": True,
+    "include": True, "load": True, "exec": True, "sandbox": False, "bignum": False,
+    "characters-as-bytes": False, "copyright": False, "csv": False, "debug": False,
+    "dump-variables": False, "gen-pot": False, "help": False, "lint": False,
+    "no-optimize": False, "non-decimal-data": False, "optimize": False, "persist": False,
+    "posix": False, "pretty-print": False, "profile": False, "re-interval": False,
+    "traditional": False, "use-lc-numeric": False, "version": False,
+}  # fmt: skip
+"""gawk's long options, and whether each takes the next word (the others take a value
+only after `=`: ``--profile=FILE``)."""
+_AWK_CODE_FILES = {"f": "file", "E": "exec", "i": "include", "l": "load"}
+
+
+def _awk(name: str, rest: Sequence[str | None]) -> ScriptCode:
+    texts: list[str] = []
+    given = False  # (-f, -e/--source: the first operand is a file)
+    i = 0
+    while i < len(rest):  # options end at the program (its words are the program's)
+        word = rest[i]
+        if word is None:
+            return ScriptCode(problem=f"`{name}`'s program or options are computed at run time")
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        i += 1
+        option: str | None = None
+        value: str | None = None
+        if word.startswith("--"):
+            option = _long_option(word, _AWK_LONG)
+            if option is None:
+                return ScriptCode(problem=f"`{name}` is given an option read here as none")
+            value = word.split("=", 1)[1] if "=" in word else None
+            if _AWK_LONG[option] and value is None:
+                value = rest[i] if i < len(rest) else ""
+                i += 1
+        else:
+            letter = short_options(word, _AWK_VALUED)[-1][1]
+            if letter not in _AWK_VALUED:
+                continue
+            attached = word[word.index(letter) + 1 :]
+            value = attached if attached else (rest[i] if i < len(rest) else "")
+            i += 0 if attached else 1
+            option = {"e": "source", "v": "assign", "F": "field-separator", "W": "W"}.get(
+                letter, _AWK_CODE_FILES.get(letter)
+            )
+        if option == "sandbox":
+            return ScriptCode()  # (gawk --sandbox: no system(), pipe or extension)
+        if option == "W":
+            return ScriptCode(problem=f"`{name} -W` may run a program file (`-W exec`)")
+        if option in ("file", "exec", "include", "load"):
+            return ScriptCode(problem=f"`{name}` runs a program it reads from a file")
+        if option == "source":
+            if value is None:
+                return ScriptCode(problem=f"`{name}` runs a program computed at run time")
+            texts.append(value)
+            given = True
+    if not given:
+        if i >= len(rest):
+            return ScriptCode()
+        if rest[i] is None:
+            return ScriptCode(problem=f"`{name}` runs a program computed at run time")
+        texts.append(rest[i] or "")
+    return _awk_program(name, "\n".join(texts))
+
+
+_AWK_RUNS = re.compile(r"\bsystem\b|@|\bPROCINFO\b|\|+")
+
+
+def _awk_program(name: str, program: str) -> ScriptCode:
+    """Whether an awk program may run a command: ``system``, a pipe (any ``|`` but
+    ``||``), ``@`` (gawk's ``@load``, ``@include``, an indirect call, which may name
+    ``system``) or ``PROCINFO`` anywhere in its text. Strings are skipped only in a
+    program with no ``/``: one with a regex literal could hide a string's quote in
+    it, which only awk's grammar tells from a division."""
+    text = program if "/" in program else _without_strings(program)
+    for found in _AWK_RUNS.finditer(text):
+        if found.group() != "||":
+            return ScriptCode(
+                problem=f"`{name}`'s program may run commands (`system`, a pipe, `@`): "
+                f"`{found.group()}`"
+            )
+    return ScriptCode()
+
+
+def _without_strings(program: str) -> str:
+    """The program with its string literals' contents taken out; as written when one
+    is not closed on its line (awk refuses it, or it is a comment's quote: a comment
+    ends at its line, where a string's backslash would go on)."""
+    out: list[str] = []
+    at = 0
+    while at < len(program):
+        quote = program.find('"', at)
+        if quote < 0:
+            out.append(program[at:])
+            break
+        out.append(program[at : quote + 1])
+        end = quote + 1
+        while end < len(program) and program[end] not in ('"', "\n"):
+            end += 2 if program[end] == "\\" else 1
+        if end >= len(program) or program[end] != '"' or "\n" in program[quote:end]:
+            return program  # (a comment's quote too: a backslash there ends no line)
+        out.append('"')
+        at = end + 1
+    return "".join(out)
