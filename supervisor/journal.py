@@ -153,8 +153,14 @@ ALTER TABLE tasks ADD COLUMN sandbox TEXT;
 """v6: how running a task was allowed (JSON: decision, reason, rule, source) and the
 sandbox it ran in (SPEC PM4, SB1)."""
 
+SCHEMA_V7 = """
+ALTER TABLE tasks ADD COLUMN sandbox_absent TEXT;
+"""
+"""v7: the protected files a sandboxed task's start found missing (JSON list), so that the
+supervisor that sees it end moves aside those it made, whichever supervisor started it."""
+
 MIGRATIONS: Sequence[str] = (
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
 )  # fmt: skip
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
@@ -192,6 +198,9 @@ class TaskRow:
     permission: str | None = None
     """JSON of the permission decision (no environment values)."""
     sandbox: str | None = None
+    sandbox_absent: str | None = None
+    """JSON list of protected files missing as the sandboxed task started (see
+    ``worker.Sources.absent``): one it made is moved aside as it ends."""
 
     def __post_init__(self) -> None:
         """Rows read back hold the states' values: make them the enums again."""

@@ -22,7 +22,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -628,12 +628,19 @@ class TaskManager:
         if wrapped or through_monitor:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
-        standby = self.standby.take(key)
+        # A sandbox's sources are its monitor's from its start (no standby has them).
+        sources = self._open_sources(sandbox, p.session) if sandbox else None
+        try:
+            standby = None if sources else self.standby.take(key)
+            # No standby comes back before this command has started (another caller's
+            # were let go; this environment may not even start one).
+            self._standby_key = None
+            monitor = standby or self._start_monitor(key, sources.numbered() if sources else ())
+        except BaseException:
+            if sources is not None:
+                sources.close()
+            raise
         found = standby is not None
-        # No standby comes back before this command has started (another caller's were
-        # let go; this environment may not even start one).
-        self._standby_key = None
-        monitor = standby or self._start_monitor(key)
         task_id, files = monitor.task_id, monitor.files
         now = time.time()
         background = p.run_in_background
@@ -659,7 +666,6 @@ class TaskManager:
         # the pid's start time was not journaled yet).
         inserted = False
         joins = list(monitor.joined) or self._make_cgroup(task_id)
-        sources: Sources | None = None
         try:
             umask = DEFAULT_UMASK if p.umask is None else p.umask  # ours is 077
             command, capture_cwd = p.command, not p.run_in_background
@@ -671,14 +677,15 @@ class TaskManager:
                     cwd_file = files.make_cwd() if sandbox else str(files.exit)
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
                 bwrap: list[str] = []
-                if sandbox:
-                    bwrap, sources = self._bwrap(sandbox, p.cwd, cwd_file, p.session)
+                if sandbox and sources:
+                    bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources)
+                    row.sandbox_absent = json.dumps(sources.absent) if sources.absent else None
+                    sources.close()  # (its monitor holds them now)
                 command = wrapped_command(
                     command, shell.path, cwd_file,
                     terminal=terminal if p.interactive else None,
                     sandbox=bwrap, sandbox_filter=self._sandbox_filter if sandbox else None,
                     bash_env=bash_env, windows=sys.platform == "win32",
-                    opened=sources.redirections(os.getpid()) if sources else "",
                 )  # fmt: skip
                 capture_cwd, bash_env = False, None  # (its shell has it)
                 if through_monitor:
@@ -830,14 +837,12 @@ class TaskManager:
         temp = str(session_temp_dir(self.tasks_dir.parent, row.session))
         return lambda path: os.path.isdir(path) or sandboxes.in_own_temp(path, temp)
 
-    def _bwrap(
-        self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str
-    ) -> tuple[list[str], Sources]:
-        """The bubblewrap argv of one command, and what it binds by descriptor (held
-        until the command ends); its ``/tmp`` is its session's own
-        directory (``sandbox-tmp/<hash of the session>`` in the state dir): files a
-        command leaves there are there for the session's next command, and nothing else
-        is (no other program's sockets)."""
+    def _open_sources(self, sandbox: Sandbox, session: str) -> Sources:
+        """What bubblewrap binds of one command's by descriptor, opened before its
+        monitor starts, which gets them. Its ``/tmp`` is its session's own directory
+        (``sandbox-tmp/<hash of the session>`` in the state dir): files a command leaves
+        there are there for the session's next command, and nothing else is (no other
+        program's sockets)."""
         state_dir = self.tasks_dir.parent
         temp = session_temp_dir(state_dir, session)
         temp.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -846,15 +851,20 @@ class TaskManager:
         try:
             if sandbox.mode == "workspace-write":
                 sandboxes.prepare_hooks(sandbox.workspace)
-            sources = sandboxes.open_sources(sandbox, hidden, str(temp))
+            return sandboxes.open_sources(sandbox, hidden, str(temp))
         except SandboxError as exc:
             raise SandboxUnavailableError(str(exc)) from None
+
+    def _bwrap(
+        self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str, sources: Sources
+    ) -> list[str]:
+        """The bubblewrap argv of one command (``sources``: see :meth:`_open_sources`)."""
+        state_dir = self.tasks_dir.parent
+        hidden = [str(state_dir), *self.hidden_dirs]
         writable = [cwd_file] if cwd_file else []
         bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
-        argv = bwrap_argv(
-            bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources
-        )
-        return argv, sources
+        temp = str(session_temp_dir(state_dir, session))
+        return bwrap_argv(bwrap, sandbox, cwd, hidden, writable, temp_dir=temp, sources=sources)
 
     @property
     def sandbox_status(self) -> str:
@@ -894,14 +904,14 @@ class TaskManager:
             return f"process table (process group, parentage, WAVE_TASK_ID tag{reaper})"
         return self.tracker.mode
 
-    def _start_monitor(self, key: MonitorKey) -> Monitor:
+    def _start_monitor(self, key: MonitorKey, inherited: Sequence[tuple[int, int]] = ()) -> Monitor:
         task_id = self._new_id()
         files = TaskFiles.for_task(self.tasks_dir, task_id, key.separate_stderr)
         joins = self._make_cgroup(task_id)
         try:
             return start_monitor(
                 task_id, key.env, key.shell, key.monitor_bash, files, joins=joins,
-                subreaper=self.subreaper,
+                subreaper=self.subreaper, inherited=inherited,
             )  # fmt: skip
         except BaseException:
             if self.tracker is not None:
@@ -1068,9 +1078,10 @@ class TaskManager:
         gone or stopped."""
         if task.ended.done():
             return
-        if task.sources is not None:  # (bubblewrap has long mounted them)
-            task.sources.close()
-            moved = task.sources.move_made(task.id)
+        sources = task.sources or _started_sources(task.row)
+        if sources is not None:  # (bubblewrap has long mounted them)
+            sources.close()
+            moved = sources.move_made(task.id)
             if moved:
                 task.sandbox_note = texts.moved_aside_text(moved, task.id)
                 log.warning("task %s: %s", task.id, task.sandbox_note)
@@ -1547,6 +1558,18 @@ class TaskManager:
 
 INPUT_QUIET_ENV = "WAVE_INPUT_QUIET_S"
 """Quiet seconds before a blocked read counts as waiting for input (SPEC CF19)."""
+
+
+def _started_sources(row: TaskRow) -> Sources | None:
+    """What a sandboxed task that an earlier supervisor started found missing (journaled
+    with it): those it made are moved aside all the same as it ends."""
+    if not row.sandbox_absent:
+        return None
+    try:
+        absent = json.loads(row.sandbox_absent)
+    except ValueError:
+        return None
+    return Sources(absent=[p for p in absent if isinstance(p, str) and os.path.isabs(p)])
 
 
 def _quiet_seconds(text: str) -> str:

@@ -104,6 +104,29 @@ def test_python_monitor_where_only_zsh_exists(tmp_path: Path) -> None:
     assert read_exit_record(files.exit).status == 3
 
 
+@pytest.mark.parametrize("monitor", ["bash", "python"])
+def test_descriptors_given_to_a_monitor_reach_its_job(tmp_path: Path, monitor: str) -> None:
+    """A sandbox's sources are the monitor's from its start (``inherited``), numbered as
+    bubblewrap takes them, and its job's: the Python monitor, which closes every other
+    descriptor for its job, passes them on too."""
+    shell = Shell(needs_tool("zsh", "zsh"), "zsh") if monitor == "python" else Shell(
+        "/bin/bash", "bash")  # fmt: skip
+    source = tmp_path / "source"
+    source.write_text("given\n")
+    task_id = "z" + uuid.uuid4().hex[:8]
+    files = TaskFiles.for_task(tmp_path, task_id)
+    fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        started = start_monitor(task_id, dict(os.environ), shell, None if monitor == "python"
+                                else "/bin/bash", files, inherited=[(fd, 10), (fd, 12)])  # fmt: skip
+    finally:
+        os.close(fd)
+    started.run("cat <&10; cat /dev/fd/12; cat <&11", str(tmp_path))
+    reap_monitor(started.pid, block=True)
+    assert files.log.read_text().startswith("given\ngiven\n"), files.log.read_text()
+    assert "11" in files.log.read_text()  # (nothing else is passed: 11 is closed)
+
+
 @pytest.mark.parametrize("monitor", ["cgroup", "process", "python"])
 def test_a_zsh_commands_text_is_in_no_argv(
     state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, monitor: str

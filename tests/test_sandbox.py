@@ -23,6 +23,7 @@ from conftest import (
     argvs_holding,
     as_nobody,
     journal_rows,
+    kill_supervisor,
     needs_root,
     needs_tool,
     reap,
@@ -36,7 +37,7 @@ from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
-from wave_bash.worker.sandbox import open_sources
+from wave_bash.worker.sandbox import Sources, open_sources
 from wave_bash.worker.seccomp import socket_filter
 
 
@@ -294,6 +295,12 @@ def test_hooks_through_a_link_are_refused_or_kept(state_dir: Path, project: Path
     assert Client(state_dir=state_dir, cwd=project, sandbox="read-only").bash("true").success
 
 
+def opened(sources: Sources) -> str:
+    """Shell redirections that give bubblewrap its sources at their numbers, from this
+    process's descriptors (a task's monitor has them so from its start)."""
+    return "".join(f" {number}< /proc/{os.getpid()}/fd/{fd}" for fd, number in sources.numbered())
+
+
 def test_what_is_bound_is_what_was_checked(tmp_path: Path) -> None:
     """What the sandbox binds from its workspace is opened before and handed to
     bubblewrap as descriptors: a reviewer's background command replaced a directory with
@@ -314,7 +321,7 @@ def test_what_is_bound_is_what_was_checked(tmp_path: Path) -> None:
         argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(workspace), [], filtered=False,
                           home=str(tmp_path), sources=sources)  # fmt: skip
         line = shlex.join([*argv, "cat", str(workspace / ".git" / "which")])
-        seen = subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
+        seen = subprocess.run(["bash", "-c", line + opened(sources)],
                               capture_output=True, text=True, timeout=30)  # fmt: skip
         assert seen.stdout == "checked", seen.stderr
     finally:
@@ -342,7 +349,7 @@ def test_a_link_put_where_bubblewrap_mounts_makes_nothing_on_the_host(tmp_path: 
             (workspace / ".git" / "config").rename(workspace / ".git" / "config.checked")
             (workspace / ".git" / "config").symlink_to(f"/oldroot{way}{made}")
             line = shlex.join([*argv, "echo", "ran"])
-            seen = subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
+            seen = subprocess.run(["bash", "-c", line + opened(sources)],
                                   capture_output=True, text=True, timeout=30)  # fmt: skip
             assert not made.exists() and not made.is_symlink(), (way, seen.stderr)
             assert seen.returncode != 0 and "ran" not in seen.stdout
@@ -372,7 +379,7 @@ def test_a_workspace_swapped_for_a_link_is_not_what_is_bound(tmp_path: Path) -> 
         argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(workspace), [], filtered=False,
                           home=str(tmp_path), sources=sources)  # fmt: skip
         line = shlex.join([*argv, "touch", "proof"])  # (where it starts: the workspace)
-        subprocess.run(["bash", "-c", line + sources.redirections(os.getpid())],
+        subprocess.run(["bash", "-c", line + opened(sources)],
                        capture_output=True, text=True, timeout=30)  # fmt: skip
         assert not (host / "proof").exists()
     finally:
@@ -931,6 +938,53 @@ def test_write_rules_follow_the_links_of_the_sandboxes_own_tmp(
     assert through.permission is not None and through.permission.decision == "deny", through
     assert not (secret / "x").exists()
     assert client.bash("echo fine > /tmp/elsewhere && cat /tmp/elsewhere").stdout == "fine"
+
+
+def test_a_sandboxed_command_outlives_a_supervisor_killed_as_it_starts(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """What bubblewrap binds by descriptor is the monitor's from its start: the job
+    opened it from the supervisor's `/proc/PID/fd/N`, so a supervisor killed as it
+    handed the command over left a sandboxed command that failed to start (`No such
+    file or directory`), or a recycled pid's descriptors."""
+    project = tmp_path / "w"
+    project.mkdir()
+    start_supervisor(state_dir, WAVE_FAULT="after_spawn")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("echo inside > made && cat made")
+    assert (r.exit_code, r.stdout) == (0, "inside"), r
+    assert (project / "made").read_text() == "inside\n"
+
+
+@pytest.mark.parametrize("ends", ["re-adopted", "while none runs"])
+def test_a_commondir_made_after_the_supervisor_died_is_moved_aside(
+    state_dir: Path, tmp_path: Path, ends: str
+) -> None:
+    """What a sandboxed task's start found missing is journaled with it: the supervisor
+    that sees it end moves aside what it made, also one that re-adopted it, or found it
+    ended as it came up (only the one that started it did: the file stayed)."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    started = client.bash(
+        "until [ -e go ]; do sleep 0.02; done; printf '../.evil\\n' > .git/commondir",
+        run_in_background=True,
+    )
+    task_id = started.background_task_id or ""
+    kill_supervisor(state_dir)
+    if ends == "re-adopted":
+        rows = [t for t in client.tasks() if t.id == task_id]
+        assert [t.status for t in rows] == ["running"], (
+            rows,
+            Path(rows[0].output_path).read_text(),
+        )
+    (project / "go").touch()
+    if ends == "while none runs":
+        wait_until(lambda: not task_alive(task_id))
+    assert client.wait(task_id, timeout=30).status == "completed"
+    assert not (project / ".git/commondir").exists()
+    assert (project / f".git/commondir.moved-by-wave-bash-{task_id}").exists()
 
 
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(

@@ -382,7 +382,6 @@ def wrapped_command(
     sandbox_filter: str | None = None,
     bash_env: str | None = None,
     windows: bool = False,
-    opened: str = "",
 ) -> str:
     """The command that runs ``command`` in a shell of its own, which the job ``exec``s:
     on a pseudo-terminal (``terminal``: its socket and size, columns × rows) and/or in a
@@ -394,8 +393,8 @@ def wrapped_command(
     only (its monitor ran without it: bash would source it there, ahead of the command,
     outside the sandbox). ``sandbox_filter``: the system-call filter file the sandbox reads
     from descriptor ``SECCOMP_FD`` (``worker.sandbox.filter_file``). ``windows``: the
-    shell is Git Bash. ``opened``: more redirections of the ``exec`` (what the sandbox
-    binds by descriptor, ``worker.sandbox.Sources.redirections``)."""
+    shell is Git Bash. What the sandbox binds by descriptor the job has from its monitor
+    (``worker.sandbox.Sources.numbered``)."""
     runner = PAYLOAD_RUNNERS["zsh" if os.path.basename(shell_path).startswith("zsh") else "bash"]
     if windows:  # Git Bash reads C:\\x as escapes: hand it C:/x
         shell_path = windows_to_posix_path(shell_path)
@@ -410,6 +409,5 @@ def wrapped_command(
     words = " ".join(shlex.quote(word) for word in argv)
     # One shell level, as under `bash -c`: the monitor counted one already.
     level = "SHLVL=$((SHLVL > 0 ? SHLVL - 1 : 0)) "
-    if sandbox_filter:
-        opened = f" {SECCOMP_FD}< {shlex.quote(sandbox_filter)}{opened}"
+    opened = f" {SECCOMP_FD}< {shlex.quote(sandbox_filter)}" if sandbox_filter else ""
     return f"{level}{given}{PAYLOAD_VARIABLE}={payload} \\builtin exec {words}{opened}"

@@ -19,6 +19,9 @@ from typing import Any
 
 EXIT_RECORD_FD = 7
 """Its exit record, open from its start (``worker.spawn.EXIT_RECORD_FD``)."""
+PASSED_FDS = range(10, 74)
+"""Descriptors the monitor is started with for its job (a sandbox's sources, numbered from
+``worker.sandbox.FIRST_SOURCE_FD``), passed on to it where open."""
 PAYLOAD_VARIABLE = "__wave_payload"
 """How a command reaches a shell that is not the monitor's own job (zsh, a terminal host,
 a sandbox): in its environment, never in an argv that ``ps`` shows every user (F1a), and
@@ -40,6 +43,14 @@ replaces them (a function named ``builtin`` would)."""
 def exit_status(returncode: int) -> int:
     """A ``subprocess`` return code as the shell reports it (signal N → 128 + N)."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def read_instructions(text: str) -> dict[str, str] | None:
@@ -70,6 +81,7 @@ def main(argv: list[str]) -> int:
         kind = "zsh" if os.path.basename(shell).startswith("zsh") else "bash"
         proc = subprocess.Popen(
             [shell, "-c", PAYLOAD_RUNNERS[kind]], stdin=subprocess.DEVNULL, close_fds=True,
+            pass_fds=[fd for fd in PASSED_FDS if _is_open(fd)],
             cwd=fields["__wave_cwd"], env={**os.environ, PAYLOAD_VARIABLE: payload}, **group,
         )  # fmt: skip
     except OSError as exc:  # no such directory (or shell): as bash's failed `cd`

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .files import open_regular
+from .pymonitor import PASSED_FDS
 from .seccomp import socket_filter
 
 RC_FILES = (
@@ -274,8 +275,9 @@ def bwrap_argv(
     return argv
 
 
-FIRST_SOURCE_FD = 10
-"""bubblewrap's descriptors of what it binds from places a command can write."""
+FIRST_SOURCE_FD = PASSED_FDS.start
+"""bubblewrap's descriptors of what it binds from places a command can write (a monitor
+passes them on to its job: ``worker.pymonitor.PASSED_FDS``)."""
 
 
 @dataclass
@@ -340,13 +342,12 @@ class Sources:
             for i, (where, (_, dest, writable)) in enumerate(self._all())
         ]
 
-    def redirections(self, pid: int) -> str:
-        """The shell redirections that open them for bubblewrap, from this process's
-        descriptors (``/proc/PID/fd/N``: the very files opened here, not their paths)."""
-        return "".join(
-            f" {FIRST_SOURCE_FD + i}< /proc/{pid}/fd/{fd}"
-            for i, (_, (fd, _, _)) in enumerate(self._all())
-        )
+    def numbered(self) -> list[tuple[int, int]]:
+        """Each descriptor here, and the number bubblewrap finds it at: the task's monitor
+        gets them as it starts, and its job from it (opened by the job from this
+        process's ``/proc/PID/fd/N``, they were gone with a supervisor killed as it
+        handed the command over)."""
+        return [(fd, FIRST_SOURCE_FD + i) for i, (_, (fd, _, _)) in enumerate(self._all())]
 
     def close(self) -> None:
         for _, (fd, _, _) in self._all():

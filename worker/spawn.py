@@ -518,6 +518,7 @@ def start_monitor(
     subreaper: bool = False,
     use_posix_spawn: bool = hasattr(os, "posix_spawn"),
     ahead: bool = False,
+    inherited: Sequence[tuple[int, int]] = (),
 ) -> Monitor:
     """Create the task's files and start its monitor, which then waits for :meth:`Monitor.run`.
 
@@ -530,7 +531,8 @@ def start_monitor(
 
     Where ``posix_spawn`` does not exist (Windows) the monitor is started with
     ``subprocess`` in a new process group instead; ``use_posix_spawn`` lets tests take
-    that path on any OS. With ``subreaper`` (Linux, where no cgroup tracks the task) a
+    that path on any OS. ``inherited``: descriptors of ours the monitor and its job get
+    (ours, the number there: a sandbox's sources, ``worker.sandbox.Sources``). With ``subreaper`` (Linux, where no cgroup tracks the task) a
     bash monitor becomes a child subreaper before ``exec`` (bash reaps the orphans it
     adopts; the Python monitor would leave them zombies, so it is not one): started by
     the small spawner (``worker.spawner``), or else forked from this process. ``ahead``
@@ -566,6 +568,7 @@ def start_monitor(
         if joins and monitor_bash is not None:
             started_read, started_write = os.pipe()
             moves += [(started_write, STARTED_FDS[0]), (started_read, STARTED_FDS[1])]
+        moves += [(os.dup(fd), number) for fd, number in inherited]
         for i, (fd, number) in enumerate(moves):  # (on a failure each is still listed)
             moves[i] = (_above_targets(fd), number)
     except BaseException:
