@@ -23,6 +23,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -195,10 +196,27 @@ SINGLE_STOPS = 30
 """Tasks stopped one by one among the live ones, for the single-stop latency."""
 
 
-def bare_many(tmp: Path, n: int) -> tuple[float, float, float, float, float]:
+def on_cpu(pid: int) -> float:
+    """Seconds a single-threaded process has run on a CPU (``/proc/PID/schedstat``:
+    nanoseconds, where ``cpu_times`` counts 10 ms ticks); 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as fh:
+            return int(fh.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def cpu_seconds(process: Any) -> float:
+    """User and system time of a process, all its threads (a ``psutil.Process``)."""
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def bare_many(tmp: Path, n: int) -> tuple[float, float, float, float, float, float, float]:
     """The baseline of many background tasks: a bare ``subprocess.Popen`` loop, each in its
     own session with output to a file; returns (start s, the machine's CPU s for them, USS
-    per task in bytes, stop s of the rest, p50 s of one ``killpg`` + wait among them). Its
+    per task in bytes, stop s of the rest, p50 s of one ``killpg`` + wait among them, this
+    process's CPU s per start, a task's own CPU s: `bash -c` that execs `sleep`). Its
     logs stay until the end of the run: on this disk (ext4 with no journal) a file created
     within seconds of many deletions costs up to 30 times as much (the allocator skips
     each recently deleted inode), and ours would pay for the baseline's."""
@@ -206,7 +224,8 @@ def bare_many(tmp: Path, n: int) -> tuple[float, float, float, float, float]:
 
     logs = tmp / "bare-logs"
     logs.mkdir()
-    t, busy = time.perf_counter(), busy_seconds()
+    me = psutil.Process()
+    t, busy, mine = time.perf_counter(), busy_seconds(), cpu_seconds(me)
     for i in range(n):
         with open(logs / f"{i}.log", "ab") as log:
             BARE.append(
@@ -214,7 +233,9 @@ def bare_many(tmp: Path, n: int) -> tuple[float, float, float, float, float]:
                                  stdout=log, stderr=log, start_new_session=True)
             )  # fmt: skip
     started, used = time.perf_counter() - t, busy_seconds() - busy
+    popen = (cpu_seconds(me) - mine) / n
     uss = statistics.mean(psutil.Process(p.pid).memory_full_info().uss for p in BARE[:50])
+    task_cpu = statistics.mean(on_cpu(p.pid) for p in BARE[:50])
     single = []
     for p in BARE[:SINGLE_STOPS]:
         t = time.perf_counter()
@@ -228,26 +249,31 @@ def bare_many(tmp: Path, n: int) -> tuple[float, float, float, float, float]:
         p.wait()
     stopped = time.perf_counter() - t
     BARE.clear()
-    return started, used, uss, stopped, statistics.median(single)
+    return started, used, uss, stopped, statistics.median(single), popen, task_cpu
 
 
 def bench_many_tasks(client: Client, tmp: Path, n: int) -> list[Row]:
     import psutil
 
-    bare_start, bare_used, bare_uss, bare_stop, bare_single = bare_many(tmp, n)
+    bare_start, bare_used, bare_uss, bare_stop, bare_single, popen, bare_task = bare_many(tmp, n)
     sup = psutil.Process(client.status().pid or 0)
+    me = psutil.Process()
     rss_before = sup.memory_info().rss
     t, busy = time.perf_counter(), busy_seconds()
+    sup_cpu, my_cpu = cpu_seconds(sup), cpu_seconds(me)
     ids = [
         client.bash("sleep 600", run_in_background=True).background_task_id or "" for _ in range(n)
     ]
     started, used = time.perf_counter() - t, busy_seconds() - busy
+    sup_cpu, my_cpu = (cpu_seconds(sup) - sup_cpu) / n, (cpu_seconds(me) - my_cpu) / n
     rss = sup.memory_info().rss
     monitors = [psutil.Process(r.pid) for r in client.tasks() if r.pid and r.status == "running"]
-    uss = []
+    uss, monitor_cpu, job_cpu = [], [], []
     for m in monitors[:50]:  # a sample: monitor + command processes of a task
         procs = [m, *m.children(recursive=True)]
         uss.append(sum(p.memory_full_info().uss for p in procs))
+        monitor_cpu.append(on_cpu(m.pid))
+        job_cpu.append(sum(on_cpu(p.pid) for p in procs[1:]))
     single = []
     for task_id in ids[:SINGLE_STOPS]:  # one TaskStop among n live tasks, as an agent does
         t = time.perf_counter()
@@ -266,6 +292,10 @@ def bench_many_tasks(client: Client, tmp: Path, n: int) -> list[Row]:
          f"{bare_start:.2f} s (Popen loop)", f"{started / bare_start:.1f}×", "≤ 1.5×, < 5 s"),
         ("  the machine's CPU per start", f"{used / n * 1000:.2f} ms",
          f"{bare_used / n * 1000:.2f} ms (Popen loop)", f"{used / bare_used:.1f}×" if bare_used else "-", "-"),
+        ("  of it: supervisor, client, monitor, job",
+         " + ".join(f"{x * 1000:.2f}" for x in (sup_cpu, my_cpu, statistics.mean(monitor_cpu),
+                                                statistics.mean(job_cpu))) + " ms",
+         f"{popen * 1000:.2f} + {bare_task * 1000:.2f} ms (Popen, bash→sleep)", "-", "-"),
         (f"{n} background tasks: supervisor RSS",
          f"{rss / 1e6:.0f} MB (+{(rss - rss_before) / 1e6:.0f})", "-", "-", "< 150 MB"),
         (f"{n} background tasks: per-task USS", f"{per_task / 1e6:.2f} MB",
