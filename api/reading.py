@@ -844,7 +844,8 @@ class _Walker:
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
         codes = code_arguments(name, rest)
-        if (scripted := script_code(name, rest)) is not None:  # (sed's `e`, awk's `system`)
+        scripted = script_code(name, rest, shown[start + 1 :])  # (sed's `e`, awk's `system`)
+        if scripted is not None:
             codes += scripted.commands
             if scripted.problem:
                 self.problems.append(scripted.problem)

@@ -9,6 +9,7 @@ it is unsure of as asking."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Sequence
@@ -54,18 +55,24 @@ def _long_option(word: str, options: dict[str, bool]) -> str | None:
     return matches[0] if len(matches) == 1 and flag else None
 
 
-def script_code(name: str, rest: Sequence[str | None]) -> ScriptCode | None:
+def script_code(
+    name: str, rest: Sequence[str | None], shown: Sequence[str] | None = None
+) -> ScriptCode | None:
     """What ``sed`` or ``awk`` (``name``, any path) runs given the words ``rest`` (None:
-    computed at run time); None for another program."""
+    computed at run time; ``shown``: as written); None for another program."""
     base = os.path.basename(name)
     if base in SEDS:
-        return _sed(base, rest)
+        return _sed(base, rest, shown or [w or "$?" for w in rest])
     if base in AWKS:
         return _awk(base, rest)
     return None
 
 
-def _sed(name: str, rest: Sequence[str | None]) -> ScriptCode:
+_NO_OPTION = re.compile(r"""["']*[\w./]""")
+"""A word as written whose value cannot start with ``-`` (``./"$f"``, ``src/*.txt``)."""
+
+
+def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptCode:
     scripts: list[str] = []
     given = False  # (-e or -f: every operand is a file)
     operand: str | None = ""
@@ -74,8 +81,13 @@ def _sed(name: str, rest: Sequence[str | None]) -> ScriptCode:
         word = rest[i]
         i += 1
         if word is None:
-            if given or operand != "":  # (`sed -i 's/a/b/' "$f"`: a file, taken so)
-                continue
+            if (given or operand != "") and _NO_OPTION.match(shown[i - 1]):
+                continue  # (`sed -i 's/a/b/' src/*.txt`: files)
+            if given or operand != "":  # (`"$f"`, `*.txt`: a file named `-e1e CMD` too)
+                return ScriptCode(
+                    problem=f"`{name}` may take a word known only as it runs for an option "
+                    "(`--expression=…`): put `--` before the file names, or `./` in front"
+                )
             return ScriptCode(problem=f"`{name}` runs a script computed at run time")
         if word == "--":
             if not given and operand == "" and i < len(rest):
@@ -126,21 +138,28 @@ def _sed_file(name: str, path: str | None) -> ScriptCode:
 
 
 def _sed_script(name: str, script: str) -> ScriptCode:
+    """What the script runs as sed 4.9 reads it (and BSD sed: a regex's bracket expression
+    holds its delimiter as a character, `s/[/]/x/`), and as older GNU seds read it,
+    where that is a script they accept."""
     try:
-        commands = _SedReader(script).commands()
+        commands = _SedReader(script, brackets=True).commands()
     except _Unsure:
         return ScriptCode(problem=f"`{name}`'s script is read here otherwise than {name} may")
+    with contextlib.suppress(_Unsure):  # (one they refuse runs nothing)
+        commands += _SedReader(script, brackets=False).commands()
     if None in commands:
         return ScriptCode(problem=f"`{name}` runs text it reads as commands (`e`, `s///e`)")
-    return ScriptCode([c for c in commands if c is not None])
+    if any("\\" in c for c in commands if c is not None):  # (`e echo a\nrm x`: two lines)
+        return ScriptCode(problem=f"`{name}` runs a command whose escapes it rewrites first")
+    return ScriptCode(list(dict.fromkeys(c for c in commands if c is not None)))
 
 
 class _SedReader:
     """GNU sed's script grammar, as far as finding what runs: ``e COMMAND`` (the rest of
     its line), ``e`` alone and ``s///e`` (the pattern space: known only as it runs)."""
 
-    def __init__(self, text: str) -> None:
-        self.text, self.at = text, 0
+    def __init__(self, text: str, brackets: bool) -> None:
+        self.text, self.at, self.brackets = text, 0, brackets
         self.found: list[str | None] = []
 
     def peek(self) -> str:
@@ -209,7 +228,7 @@ class _SedReader:
 
     def delimited(self, delimiter: str, regex: bool) -> None:
         """Skip to after the closing ``delimiter`` (a regex's bracket expressions hold it
-        as a character in GNU sed 4.9, not in older ones: such a one is unsure)."""
+        as a character where ``brackets``)."""
         while True:
             char = self.peek()
             if not char or char == "\n":
@@ -219,31 +238,23 @@ class _SedReader:
                 self.at += 1
             elif char == delimiter:
                 return
-            elif char == "[" and regex:
-                end = self.bracket_end()
-                if delimiter in self.text[self.at : end]:
+            elif char == "[" and regex and self.brackets:
+                end = _bracket_end(self.text, self.at)
+                if end is None:
                     raise _Unsure
                 self.at = end
 
-    def bracket_end(self) -> int:
-        """Where the bracket expression opened just before ``self.at`` ends."""
-        at = self.at
-        at += self.text[at : at + 1] == "^"
-        at += self.text[at : at + 1] == "]"
-        while at < len(self.text):
-            char = self.text[at]
-            if char == "]":
-                return at + 1
-            if char == "[" and self.text[at + 1 : at + 2] in (":", "=", "."):
-                close = self.text.find(self.text[at + 1] + "]", at + 2)
-                if close < 0:
-                    raise _Unsure
-                at = close + 2
-                continue
-            if char == "\n":
-                raise _Unsure
-            at += 1
-        raise _Unsure
+    def read_text(self) -> str:
+        """The text of `a`, `i`, `c` and `e`, as GNU sed's read_text reads it: a `\\`
+        first takes the character after it as it is (a newline: the text is on the next
+        line); then a backslash takes the one after it (a newline too: the text goes on)
+        up to a newline. (The text as written: sed rewrites its escapes.)"""
+        start = self.at
+        if self.peek() == "\\":
+            self.at += 2
+        while self.peek() not in ("", "\n"):
+            self.at += 2 if self.peek() == "\\" else 1
+        return self.text[start : self.at]
 
     def end_of_command(self) -> None:
         self.blanks()
@@ -261,26 +272,22 @@ class _SedReader:
             self.end_of_command()
         elif char in "aic" and char:
             self.blanks()
-            if self.peek() == "\\":
-                self.at += 1
-                self.at += self.peek() == "\n"
-            while True:  # its text: lines ending in a backslash go on
-                line = self.rest_of_line()
-                if not (line.endswith("\\") and self.peek() == "\n"):
-                    break
-                self.at += 1
+            self.read_text()
         elif char in ":bTtv" and char:
-            # A label ends at `;` in GNU sed 4.9 (at the line's end in older ones): what
-            # follows a `;` is read as commands, the reading that finds more.
-            while self.peek() not in ("", "\n", ";"):
+            # A label ends at a blank or `;` in GNU sed 4.9 (at the line's end in older
+            # ones), and needs no `;` after it: what follows is read as commands, the
+            # reading that finds more.
+            self.blanks()
+            while self.peek() not in ("", "\n", ";", " ", "\t", "}", "#"):
                 self.at += 1
-            self.end_of_command()
         elif char in "rRwW" and char:
             self.rest_of_line()
         elif char == "e":
             self.blanks()
-            line = self.rest_of_line()
-            self.found.append(line if line.strip() else None)
+            if self.peek() in ("", "\n"):
+                self.found.append(None)  # (the pattern space)
+            else:
+                self.found.append(self.read_text())
         elif char in "lLqQ" and char:
             self.blanks()
             while self.peek().isdigit():
@@ -316,8 +323,15 @@ class _SedReader:
                 return
 
 
-_AWK_VALUED = "eEfFilvW"
-"""awk's (gawk's, mawk's) short options that take a value."""
+_AWK_VALUED = "eEfFilvWZ"
+"""gawk's short options that take a value (the rest of the word, or the next one)."""
+_GAWK_FLAGS = "bcCghIkMnNOPrsStVY"
+_GAWK_OPTIONAL = "dDLop"
+"""gawk's short options whose value is the rest of their word, if any (``-pv`` profiles
+into a file ``v``)."""
+_PLAIN_AWK_OPTIONS = "Ffv"
+"""The options every awk reads alike (mawk, busybox, the one-true-awk of BSD and macOS,
+which ignores options it does not know, taking their whole word): any other asks."""
 _AWK_LONG = {
     "assign": True, "field-separator": True, "file": True, "source": True,
     "include": True, "load": True, "exec": True, "sandbox": False, "bignum": False,
@@ -325,11 +339,33 @@ _AWK_LONG = {
     "dump-variables": False, "gen-pot": False, "help": False, "lint": False,
     "no-optimize": False, "non-decimal-data": False, "optimize": False, "persist": False,
     "posix": False, "pretty-print": False, "profile": False, "re-interval": False,
-    "traditional": False, "use-lc-numeric": False, "version": False,
+    "traditional": False, "use-lc-numeric": False, "version": False, "locale": True,
 }  # fmt: skip
 """gawk's long options, and whether each takes the next word (the others take a value
 only after `=`: ``--profile=FILE``)."""
-_AWK_CODE_FILES = {"f": "file", "E": "exec", "i": "include", "l": "load"}
+_AWK_LETTERS = {
+    "e": "source", "E": "exec", "f": "file", "F": "field-separator", "i": "include",
+    "l": "load", "v": "assign", "W": "W", "Z": "locale",
+}  # fmt: skip
+
+
+def _awk_option(name: str, word: str) -> tuple[str | None, str | None, bool]:
+    """(The option a word of short options ends with, its attached value, whether it
+    takes the next word); the option "?" where this awk may read it otherwise."""
+    if name != "gawk":
+        if word[1] not in _PLAIN_AWK_OPTIONS:
+            return "?", None, False
+        attached = word[2:]
+        return _AWK_LETTERS[word[1]], attached or None, not attached
+    for at, letter in enumerate(word[1:], 2):
+        if letter in _GAWK_OPTIONAL:
+            return None, None, False
+        if letter in _AWK_VALUED:
+            attached = word[at:]
+            return _AWK_LETTERS[letter], attached or None, not attached
+        if letter not in _GAWK_FLAGS:
+            return "?", None, False
+    return None, None, False
 
 
 def _awk(name: str, rest: Sequence[str | None]) -> ScriptCode:
@@ -346,30 +382,28 @@ def _awk(name: str, rest: Sequence[str | None]) -> ScriptCode:
         if not word.startswith("-") or word == "-":
             break
         i += 1
-        option: str | None = None
         value: str | None = None
         if word.startswith("--"):
-            option = _long_option(word, _AWK_LONG)
+            option = _long_option(word, _AWK_LONG) if name == "gawk" else "?"
             if option is None:
                 return ScriptCode(problem=f"`{name}` is given an option read here as none")
             value = word.split("=", 1)[1] if "=" in word else None
-            if _AWK_LONG[option] and value is None:
+            if option != "?" and _AWK_LONG[option] and value is None:
                 value = rest[i] if i < len(rest) else ""
                 i += 1
         else:
-            letter = short_options(word, _AWK_VALUED)[-1][1]
-            if letter not in _AWK_VALUED:
-                continue
-            attached = word[word.index(letter) + 1 :]
-            value = attached if attached else (rest[i] if i < len(rest) else "")
-            i += 0 if attached else 1
-            option = {"e": "source", "v": "assign", "F": "field-separator", "W": "W"}.get(
-                letter, _AWK_CODE_FILES.get(letter)
-            )
+            option, value, takes_next = _awk_option(name, word)
+            if takes_next:
+                value = rest[i] if i < len(rest) else ""
+                i += 1
+        if option == "?":
+            return ScriptCode(problem=f"`{name}` is given an option that awks read otherwise")
         if option == "sandbox":
             return ScriptCode()  # (gawk --sandbox: no system(), pipe or extension)
         if option == "W":
             return ScriptCode(problem=f"`{name} -W` may run a program file (`-W exec`)")
+        if option == "include" and value == "inplace":
+            continue  # (gawk's own in-place editing library)
         if option in ("file", "exec", "include", "load"):
             return ScriptCode(problem=f"`{name}` runs a program it reads from a file")
         if option == "source":
@@ -392,11 +426,9 @@ _AWK_RUNS = re.compile(r"\bsystem\b|@|\bPROCINFO\b|\|+")
 def _awk_program(name: str, program: str) -> ScriptCode:
     """Whether an awk program may run a command: ``system``, a pipe (any ``|`` but
     ``||``), ``@`` (gawk's ``@load``, ``@include``, an indirect call, which may name
-    ``system``) or ``PROCINFO`` anywhere in its text. Strings are skipped only in a
-    program with no ``/``: one with a regex literal could hide a string's quote in
-    it, which only awk's grammar tells from a division."""
-    text = program if "/" in program else _without_strings(program)
-    for found in _AWK_RUNS.finditer(text):
+    ``system``) or ``PROCINFO`` in its code (its whole text where that is unsure)."""
+    text = _awk_code(program)
+    for found in _AWK_RUNS.finditer(program if text is None else text):
         if found.group() != "||":
             return ScriptCode(
                 problem=f"`{name}`'s program may run commands (`system`, a pipe, `@`): "
@@ -405,23 +437,76 @@ def _awk_program(name: str, program: str) -> ScriptCode:
     return ScriptCode()
 
 
-def _without_strings(program: str) -> str:
-    """The program with its string literals' contents taken out; as written when one
-    is not closed on its line (awk refuses it, or it is a comment's quote: a comment
-    ends at its line, where a string's backslash would go on)."""
+_REGEX_AFTER = frozenset("(,{};!~=|&}\n")
+"""Where a ``/`` opens a regex literal in every awk (no operand comes before it); after
+anything else it may be a division, which only awk's grammar tells (``a++ / 2``)."""
+
+
+def _awk_code(program: str) -> str | None:
+    """The program with its strings, regex literals and comments taken out, or None where
+    awks may read it otherwise: a ``/`` that may be a division, a bracket expression
+    holding ``/`` (the end of the regex in some), a string or regex not closed on its
+    line (awk refuses it)."""
+    if "\r" in program:  # (a blank to some awks, a character to others)
+        return None
     out: list[str] = []
-    at = 0
+    at, last, end = 0, "\n", 0
     while at < len(program):
-        quote = program.find('"', at)
-        if quote < 0:
-            out.append(program[at:])
-            break
-        out.append(program[at : quote + 1])
-        end = quote + 1
-        while end < len(program) and program[end] not in ('"', "\n"):
-            end += 2 if program[end] == "\\" else 1
-        if end >= len(program) or program[end] != '"' or "\n" in program[quote:end]:
-            return program  # (a comment's quote too: a backslash there ends no line)
-        out.append('"')
-        at = end + 1
+        char = program[at]
+        if char == '"':
+            end = at + 1
+            while end < len(program) and program[end] not in ('"', "\n"):
+                end += 2 if program[end] == "\\" else 1
+            if end >= len(program) or program[end] != '"' or "\n" in program[at:end]:
+                return None
+            out.append('""')
+        elif char == "/":
+            if last not in _REGEX_AFTER:
+                return None
+            end = at + 1
+            while end < len(program) and program[end] not in ("/", "\n"):
+                if program[end] == "[":
+                    close = _bracket_end(program, end + 1)
+                    if close is None or "/" in program[end:close]:
+                        return None
+                    end = close
+                else:
+                    end += 2 if program[end] == "\\" else 1
+            if end >= len(program) or program[end] != "/":
+                return None
+            out.append("//")
+        elif char == "#":
+            end = program.find("\n", at)
+            at = len(program) if end < 0 else end
+            continue
+        elif program.startswith("\\\n", at):  # (a line continued: no new statement)
+            at += 2
+            continue
+        else:
+            out.append(char)
+            last = char if char not in (" ", "\t") else last
+            at += 1
+            continue
+        at, last = end + 1, '"'
     return "".join(out)
+
+
+def _bracket_end(text: str, at: int) -> int | None:
+    """Where a bracket expression whose ``[`` is just before ``at`` ends (after its
+    ``]``; a ``]`` first, or after ``^``, is one of its characters), or None."""
+    at += text[at : at + 1] == "^"
+    at += text[at : at + 1] == "]"
+    while at < len(text):
+        char = text[at]
+        if char == "]":
+            return at + 1
+        if char == "[" and text[at + 1 : at + 2] in (":", "=", "."):
+            close = text.find(text[at + 1] + "]", at + 2)
+            if close < 0:
+                return None
+            at = close + 2
+            continue
+        if char == "\n":
+            return None
+        at += 1
+    return None

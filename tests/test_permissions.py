@@ -1669,7 +1669,8 @@ def test_the_last_review_s_spellings() -> None:
     assert verdict("rm caf\udce9", rules) == "deny"
 
 
-TEXT_TOOLS = {"allow": ["Bash(sed *)", "Bash(awk *)", "Bash(gawk *)", "Bash(cat *)"],
+TEXT_TOOLS = {"allow": ["Bash(sed *)", "Bash(awk *)", "Bash(gawk *)", "Bash(cat *)",
+                        "Bash(original-awk *)"],
               "deny": ["Bash(rm *)"]}  # fmt: skip
 
 
@@ -1682,16 +1683,21 @@ SED_RUNS = [
     "y/abc/xyz/;e touch ran", "/x/I,+2!e touch ran", "1i\\\nfoo\ne touch ran",
     "s/a\\/e/x/;e touch ran", "s/[]/]/x/;e touch ran", "s/[[:digit:]]//2;e", "v;e touch ran",
     "1a foo\ne touch ran", "s/a/b/;# e\ne touch ran", "1,$e touch ran", "s/^//ep",
+    # A review's: sed rewrites the escapes of what `e` runs (a newline: two commands); a
+    # label ends at a blank and needs no `;`; `a\` takes the character after it as it is,
+    # and two backslashes end a line of text.
+    "1e echo a\\ntouch ran", "1e echo a\\x3btouch ran", ":a e touch ran", "v 4.2 e touch ran",
+    "t x e touch ran\n:x", "1a foo\\\\\n1e touch ran", "1i\\\\\n1e touch ran",
+    "s/[/]/x/;e touch ran",
 ]  # fmt: skip
-# Each asks though it runs nothing here: a jump over it, a bracket holding the delimiter
-# (GNU sed 4.9 reads it as a character, older ones as the end), a line sed refuses.
-SED_UNSURE = ["b end;e touch ran\n:end", "s/[/]/x/;e touch ran", "s/a/b\nc/;1e touch ran",
-              "1 !!e touch ran"]  # fmt: skip
+# Each asks though it runs nothing here: a jump over it, a line sed refuses.
+SED_UNSURE = ["b end;e touch ran\n:end", "s/a/b\nc/;1e touch ran", "1 !!e touch ran"]
 # Each runs nothing (text, a comment, a regex, a replacement, a label): allowed by `Bash(sed *)`.
 SED_QUIET = [
     "1a e touch ran", "s/e/E/g", "s/a/e/", "y/e/E/", "1a\\\ne touch ran\\\nmore", "# e touch ran",
     "/e/d", "\\,e,d", "s/x/y/w /dev/null", ":a;N;$!ba;s/\\n/ /g", "1i\\\n  e touch ran", "$!N;P;D",
     "1c\\\nfoo\\\ne touch ran", "s/[e]e/x/I", "/^#/!p", "s/\\(e\\)/\\1e/2p",
+    "s/[^/]*$//", "s/[/\\\\]/_/g", "1a\\\\\\\ne touch ran",
 ]  # fmt: skip
 
 
@@ -1723,7 +1729,10 @@ def test_a_sed_script_that_runs_a_command_is_checked(tmp_path: Path, script: str
         ("sed '1e cat /etc/hostname' f", "allow"),
         ("sed -f script.sed f", "ask"),  # a script file: not in the text
         ('sed "s/a/$X/" f', "ask"),  # `X='x/e;#'` would run the line
-        ("sed -i 's/a/b/' \"$f\"", "allow"),  # a computed file name after the script
+        ("sed -i 's/a/b/' \"$f\"", "ask"),  # `f=--expression=…` (GNU getopt reorders)
+        ("sed -i 's/a/b/' -- \"$f\" *.txt", "allow"),  # after `--`: files
+        ("sed -i 's/a/b/' ./\"$f\" src/*.txt", "allow"),  # no `-` first
+        ("sed 's/a/b/' {x,--expression=1e\\ rm\\ x}", "ask"),
         ("sed -ie 's/a/b/' f", "allow"),  # `-ie`: -i with the suffix `e`
         ("sed --sandbox '1e rm x' f", "allow"),  # e, r and w refused by sed itself
         ("sed -e 'a\\' -e 'e rm x' f", "allow"),  # scripts joined by lines: text
@@ -1739,31 +1748,61 @@ AWK_RUNS = [
     'BEGIN { "touch ran" | getline x }', 'BEGIN { system ("touch ran") }',
     'BEGIN { c = "touch ran"; system(c) }', 'BEGIN { printf "x" | "touch ran"; close("touch ran") }',
     'BEGIN { # "quoted\\\nsystem("touch ran") }', 'BEGIN { x = 4 / 2; print "" | "touch ran" }',
+    'BEGIN { x = 4 \\\n/ 1; system("touch ran"); y = 2 / 1 }',  # a division, the line continued
+    'BEGIN { x = 1; x++ / 1; system("touch ran"); y = 2 / 1 }',
 ]  # fmt: skip
 AWK_QUIET = [
     "{ print $1 }", 'BEGIN { n = split("a|b", p, "|"); print p[n] }', "$1 > 5 || $2 < 3",
     'BEGIN { printf "%s\\n", "a|b" }', "NR == 1 { print; next } { print $2 / 2 }",
     'BEGIN { s = "@"; print s }', 'BEGIN { FS = "|" } { print $2 }',
+    "/foo|bar/", "$3 ~ /^(GET|POST)$/", '{ gsub(/\\|/, ",") } 1', '/error/ { print "system down" }',
+    "/@example\\.com/", "NR == 1 { next } /a|b/ { print }", "!/x|y/", "BEGIN { x = 4\n/ 1; y = 2 /; }",
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("program", AWK_RUNS + AWK_QUIET)
 def test_an_awk_program_that_may_run_a_command_asks(tmp_path: Path, program: str) -> None:
     """awk's `system()`, pipes and gawk's `@` (`@load`, an indirect call) run commands:
-    a program that has one asks; strings are read apart only where the program has no
-    `/` (a regex literal could hide a string's quote). Each program runs in real awk."""
-    awk = needs_tool("awk", "mawk")
-    subprocess.run([awk, program, "/dev/null"], cwd=tmp_path, capture_output=True, timeout=10,
-                   check=False)  # fmt: skip
-    ran = (tmp_path / "ran").exists()
-    assert ran == (program in AWK_RUNS), program
+    a program that has one asks; strings, regex literals and comments are read apart
+    where every awk reads them alike (a `/` after an operand may be a division, which
+    mawk and gawk read otherwise). Each program runs in real mawk and gawk."""
+    ran = []
+    for awk in (needs_tool("mawk", "mawk"), needs_tool("gawk", "gawk")):
+        subprocess.run([awk, program, "/dev/null"], cwd=tmp_path, capture_output=True,
+                       timeout=10, check=False)  # fmt: skip
+        ran.append((tmp_path / "ran").exists())
+        (tmp_path / "ran").unlink(missing_ok=True)
+    assert any(ran) == (program in AWK_RUNS), (ran, program)  # (mawk reads `x++ /` as a regex)
     command = f"awk {shlex.quote(program)} /dev/null"
-    assert verdict(command, TEXT_TOOLS) == ("ask" if ran else "allow"), program
+    assert verdict(command, TEXT_TOOLS) == ("ask" if program in AWK_RUNS else "allow"), program
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gawk -pv 'BEGIN { system(\"touch ran\") }' 'BEGIN { }'",  # -p's file: `v`
+        "gawk -dF 'BEGIN { system(\"touch ran\") }' 'BEGIN { }'",
+        "gawk -pe'BEGIN { }' 'BEGIN { system(\"touch ran\") }'",
+        "gawk -i inplace 'BEGIN { system(\"touch ran\") }'",
+    ],
+)
+def test_gawk_options_that_take_the_rest_of_their_word(tmp_path: Path, command: str) -> None:
+    """gawk's `-d`, `-D`, `-L`, `-o` and `-p` take the rest of their word as their value:
+    read as grouped options, a later `v`, `F` or `e` hid the program (a review). Each
+    runs `touch ran` in real gawk, and asks."""
+    needs_tool("gawk", "gawk")
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, timeout=10,
+                   check=False)  # fmt: skip
+    assert (tmp_path / "ran").exists()
+    assert verdict(command, TEXT_TOOLS) == "ask"
 
 
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
+        ("original-awk --sandbox 'BEGIN { system(\"x\") }'", "ask"),  # ignored by it
+        ("awk -xv 'BEGIN { system(\"x\") }' 'BEGIN { }'", "ask"),  # (BSD awk: `-x` eats it)
+        ("gawk -i inplace '{ sub(/a/, \"b\") } 1' f", "allow"),  # gawk's own library
         ("awk -f prog.awk f", "ask"),
         ("gawk -e 'BEGIN { system(\"x\") }'", "ask"),
         ("gawk --so='BEGIN { system(\"x\") }'", "ask"),  # --source, abbreviated
