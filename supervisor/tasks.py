@@ -726,7 +726,8 @@ class TaskManager:
         self.live[task_id] = task
         self._watch(task, monitor.record_pipe)
         task.connect_terminal()
-        self._standby_key, self._standby_used = key, found
+        # (A sandboxed command takes no standby: none is kept waiting for the next one.)
+        self._standby_key, self._standby_used = (None if sources else key), found
         return task
 
     def refill_standby(self) -> None:
@@ -959,7 +960,8 @@ class TaskManager:
             return task
         if row.owner is Owner.FOREGROUND:
             self._set_owner(task, Owner.BACKGROUND, BackgroundReason.CALLER_LOST)
-        self._finish(task, host_restarted=row.boot_id != boot_id())
+        restarted = row.boot_id != boot_id()
+        self._finish(task, host_restarted=restarted, ended_at=_ended_at(task, restarted))
         return task if not task.ended.done() else None  # its monitor died, not its processes
 
     def flush_identities(self) -> None:
@@ -1070,10 +1072,15 @@ class TaskManager:
             task.job_pidfd = -1
 
     def _finish(
-        self, task: LiveTask, host_restarted: bool = False, record: ExitRecord | None = None
+        self,
+        task: LiveTask,
+        host_restarted: bool = False,
+        record: ExitRecord | None = None,
+        ended_at: float | None = None,
     ) -> None:
         """Its monitor has recorded the status (``record``, as read), or exited: record
-        how the task ended. A monitor killed without a status while the task's processes
+        how the task ended (``ended_at``: when, for one that ended before this supervisor
+        came up; else now). A monitor killed without a status while the task's processes
         still run ends nothing yet: the task stays (``monitor_lost``) until they are
         gone or stopped."""
         if task.ended.done():
@@ -1081,7 +1088,7 @@ class TaskManager:
         sources = task.sources or _started_sources(task.row)
         if sources is not None:  # (bubblewrap has long mounted them)
             sources.close()
-            moved = sources.move_made(task.id)
+            moved = sources.move_made(task.id, ended_at or time.time())
             if moved:
                 task.sandbox_note = texts.moved_aside_text(moved, task.id)
                 log.warning("task %s: %s", task.id, task.sandbox_note)
@@ -1558,6 +1565,21 @@ class TaskManager:
 
 INPUT_QUIET_ENV = "WAVE_INPUT_QUIET_S"
 """Quiet seconds before a blocked read counts as waiting for input (SPEC CF19)."""
+
+
+def _ended_at(task: LiveTask, host_restarted: bool) -> float:
+    """When a task found ended as this supervisor came up ended, at the latest: as its
+    monitor recorded its status (the exit record's time), or as the host went down;
+    now where no record says it (its monitor was killed)."""
+    if host_restarted:
+        return float(psutil.boot_time())
+    record = read_exit_record(task.files.exit)
+    if record.status is None and not record.never_started:
+        return time.time()
+    try:
+        return os.stat(task.files.exit).st_mtime
+    except OSError:
+        return time.time()
 
 
 def _started_sources(row: TaskRow) -> Sources | None:

@@ -956,6 +956,48 @@ def test_a_sandboxed_command_outlives_a_supervisor_killed_as_it_starts(
     assert (project / "made").read_text() == "inside\n"
 
 
+def test_many_sources_under_process_tracking(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no cgroup tracks tasks the small spawner starts monitors, taking 16
+    descriptors: a workspace with more sources (rc files, worktrees) could not start a
+    sandboxed command once the monitor was given them (a review). Such a monitor is
+    forked the other way."""
+    monkeypatch.setenv("WAVE_TRACKING", "process")
+    project = tmp_path / "w"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    for name in (".bashrc", ".bash_profile", ".profile", ".zshrc", ".bash_aliases",
+                 ".bash_logout", ".zprofile", ".gitconfig"):  # fmt: skip
+        (project / name).write_text("# rc\n")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    assert "process" in (client.status().tracking or "")
+    r = client.bash("echo ok > made && cat made && ! echo x >> .bashrc")
+    assert (r.exit_code, r.stdout.splitlines()[0]) == (0, "ok"), r
+    assert (project / ".bashrc").read_text() == "# rc\n"
+
+
+def test_a_file_made_after_the_task_ended_is_not_moved_aside(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A supervisor that finds a sandboxed task ended as it comes up moves aside only what
+    was made before the task's end: a person's own `.git/commondir` (or `.bashrc`) made
+    after it, while no supervisor ran, was moved aside (a review)."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    started = client.bash("until [ -e go ]; do sleep 0.02; done", run_in_background=True)
+    task_id = started.background_task_id or ""
+    kill_supervisor(state_dir)
+    (project / "go").touch()
+    wait_until(lambda: not task_alive(task_id))
+    (project / ".git/commondir").write_text("../mine\n")  # the person's, after the end
+    assert client.wait(task_id, timeout=30).status == "completed"
+    assert (project / ".git/commondir").read_text() == "../mine\n"
+    assert not list((project / ".git").glob("commondir.moved-by-wave-bash-*"))
+
+
 @pytest.mark.parametrize("ends", ["re-adopted", "while none runs"])
 def test_a_commondir_made_after_the_supervisor_died_is_moved_aside(
     state_dir: Path, tmp_path: Path, ends: str

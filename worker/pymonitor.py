@@ -19,9 +19,9 @@ from typing import Any
 
 EXIT_RECORD_FD = 7
 """Its exit record, open from its start (``worker.spawn.EXIT_RECORD_FD``)."""
-PASSED_FDS = range(10, 74)
-"""Descriptors the monitor is started with for its job (a sandbox's sources, numbered from
-``worker.sandbox.FIRST_SOURCE_FD``), passed on to it where open."""
+PASSED_FDS_FROM = 10
+"""Descriptors from this number on are what the monitor is started with for its job (a
+sandbox's sources, from ``worker.sandbox.FIRST_SOURCE_FD``): passed on to it."""
 PAYLOAD_VARIABLE = "__wave_payload"
 """How a command reaches a shell that is not the monitor's own job (zsh, a terminal host,
 a sandbox): in its environment, never in an argv that ``ps`` shows every user (F1a), and
@@ -45,6 +45,15 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _passed_fds() -> list[int]:
+    """The descriptors from :data:`PASSED_FDS_FROM` on that this process was started with."""
+    try:
+        listed = [int(name) for name in os.listdir("/dev/fd")]
+    except (OSError, ValueError):
+        listed = list(range(PASSED_FDS_FROM, 1024))
+    return sorted(fd for fd in listed if fd >= PASSED_FDS_FROM and _is_open(fd))
+
+
 def _is_open(fd: int) -> bool:
     try:
         os.fstat(fd)
@@ -65,6 +74,7 @@ def read_instructions(text: str) -> dict[str, str] | None:
 
 def main(argv: list[str]) -> int:
     exit_file, shell = argv
+    passed = _passed_fds()  # (before this process opens anything of its own)
     fields = read_instructions(sys.stdin.buffer.read().decode("utf-8", "surrogateescape"))
     if fields is None:  # nothing ran: said through the exit record's descriptor (fd 7)
         if sys.platform != "win32":  # (none is passed there)
@@ -81,7 +91,7 @@ def main(argv: list[str]) -> int:
         kind = "zsh" if os.path.basename(shell).startswith("zsh") else "bash"
         proc = subprocess.Popen(
             [shell, "-c", PAYLOAD_RUNNERS[kind]], stdin=subprocess.DEVNULL, close_fds=True,
-            pass_fds=[fd for fd in PASSED_FDS if _is_open(fd)],
+            pass_fds=passed,
             cwd=fields["__wave_cwd"], env={**os.environ, PAYLOAD_VARIABLE: payload}, **group,
         )  # fmt: skip
     except OSError as exc:  # no such directory (or shell): as bash's failed `cd`

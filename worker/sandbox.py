@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .files import open_regular
-from .pymonitor import PASSED_FDS
+from .pymonitor import PASSED_FDS_FROM
 from .seccomp import socket_filter
 
 RC_FILES = (
@@ -275,9 +275,9 @@ def bwrap_argv(
     return argv
 
 
-FIRST_SOURCE_FD = PASSED_FDS.start
+FIRST_SOURCE_FD = PASSED_FDS_FROM
 """bubblewrap's descriptors of what it binds from places a command can write (a monitor
-passes them on to its job: ``worker.pymonitor.PASSED_FDS``)."""
+passes them on to its job: ``worker.pymonitor.PASSED_FDS_FROM``)."""
 
 
 @dataclass
@@ -300,13 +300,15 @@ class Sources:
     can keep what is not there, and git would read a config it names. One the command
     makes is moved aside as it ends (:meth:`move_made`)."""
 
-    def move_made(self, task_id: str) -> list[str]:
+    def move_made(self, task_id: str, made_before: float) -> list[str]:
         """Move aside, as ``NAME.moved-by-wave-bash-TASK``, each protected file that was
-        missing when the command started and is there now (a review pointed a
-        repository's ``commondir`` at a config whose ``core.fsmonitor`` git ran outside
-        the sandbox); returns the paths moved. Renamed in its directory opened through no
-        link, never followed; where the command put something in the way under that name
-        (it knows its task ID), under one with a random part added."""
+        missing when the command started and is there now, made (its inode changed last)
+        before ``made_before``, the command's end: not one a person made after it, seen
+        by a supervisor that came up later (a review pointed a repository's
+        ``commondir`` at a config whose ``core.fsmonitor`` git ran outside the sandbox);
+        returns the paths moved. Renamed in its directory opened through no link, never
+        followed; where the command put something in the way under that name (it knows
+        its task ID), under one with a random part added."""
         moved = []
         for path in self.absent:
             parent, name = os.path.split(path)
@@ -314,6 +316,9 @@ class Sources:
             if fd is None:
                 continue
             try:
+                with contextlib.suppress(OSError):
+                    if os.stat(name, dir_fd=fd, follow_symlinks=False).st_ctime > made_before:
+                        continue  # (made after the command ended)
                 for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
                     try:
                         os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd,

@@ -20,7 +20,7 @@ from .errors import BadEnvironmentError
 from .files import NotRegularFileError, TaskFiles, open_regular
 from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
 from .shell import Shell
-from .spawner import Spawner, SpawnerError, exec_failure, usable
+from .spawner import LOW_FDS, MAX_FDS, Spawner, SpawnerError, exec_failure, usable
 
 if sys.platform != "win32":
     import resource
@@ -144,15 +144,15 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_
 """Opening a task's own file: created or emptied, never through a link."""
 
 
-def _above_targets(fd: int) -> int:
-    """``fd`` moved above the numbers a monitor's pipes get (:data:`RECORDED_FD`,
-    :data:`STARTED_FDS`): they are put in place one after another, and one that already
-    has a later one's number would be overwritten before it is moved."""
-    if fd > max(RECORDED_FD, *STARTED_FDS):
+def _above(fd: int, ceiling: int) -> int:
+    """``fd`` moved above ``ceiling``, the highest number a monitor's descriptors get (its
+    pipes, a sandbox's sources): they are put in place one after another, and one that
+    already has a later one's number would be overwritten before it is moved."""
+    if fd > ceiling:
         return fd
     import fcntl
 
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, ceiling + 1)
     os.close(fd)
     return moved
 
@@ -467,7 +467,8 @@ def _launch(
     """Start the monitor process (see :func:`start_monitor`); returns its pid and, for one
     started ``ahead`` by the spawner, the pipe that tells its exec (else -1)."""
     read_fd, log_fd, err_fd = stdio
-    if forked and SPAWNER is not None:
+    spawnable = len(moves) + 5 <= MAX_FDS and all(number < LOW_FDS for _, number in moves)
+    if forked and SPAWNER is not None and spawnable:  # (else a sandbox's many sources)
         fds = [(read_fd, 0), (log_fd, 1), (err_fd, 2), *moves]
         with contextlib.suppress(SpawnerError):  # (then a fork of this process, as below)
             if ahead:
@@ -568,9 +569,11 @@ def start_monitor(
         if joins and monitor_bash is not None:
             started_read, started_write = os.pipe()
             moves += [(started_write, STARTED_FDS[0]), (started_read, STARTED_FDS[1])]
-        moves += [(os.dup(fd), number) for fd, number in inherited]
+        for fd, number in inherited:  # (one at a time: on a failure each is listed)
+            moves.append((os.dup(fd), number))
+        ceiling = max((number for _, number in moves), default=0)
         for i, (fd, number) in enumerate(moves):  # (on a failure each is still listed)
-            moves[i] = (_above_targets(fd), number)
+            moves[i] = (_above(fd, ceiling), number)
     except BaseException:
         for fd in {log_fd, err_fd, read_fd, write_fd, record_read, *(m[0] for m in moves)} - {-1}:
             os.close(fd)
