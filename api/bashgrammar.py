@@ -269,7 +269,12 @@ def word_value(node: Any, data: bytes) -> str | None:
             return None
         return re.sub(r'\\([$`"\\\n])', r"\1", text[1:-1])
     if kind == "concatenation":
-        if BRACES.search(text):  # `{push,}`, `{a..c}`: brace expansion
+        # `{push,}`, `{a..c}`: brace expansion, read with its quoted parts left out (a
+        # quoted `{` or `}` in it hid it: `{rm,'x{}'}` is `rm x{}`, a review)
+        unquoted = "".join(
+            node_text(c, data) if c.type in ("word", "number") else "''" for c in node.children
+        )
+        if BRACES.search(unquoted):
             return None
         values = [word_value(c, data) for c in node.children]
         return None if any(v is None for v in values) else "".join(v or "" for v in values)

@@ -446,6 +446,9 @@ class _Walker:
         self.reads: list[str | None] = []
         self.zsh = False
         """zsh runs it (see :func:`parse_command`)."""
+        self.appended = False
+        """What it reads is run by a runner that appends words (``xargs``): a text tool's
+        options may be among them (see :func:`script_code`)."""
 
     def parse(self, source: str, depth: int) -> None:
         if depth > MAX_NESTING:
@@ -844,7 +847,9 @@ class _Walker:
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
         codes = code_arguments(name, rest)
-        scripted = script_code(name, rest, shown[start + 1 :])  # (sed's `e`, awk's `system`)
+        more = [None] if self.appended else []  # (`xargs sed …`: words it appends)
+        shown_more = ["<appended>"] if self.appended else []
+        scripted = script_code(name, [*rest, *more], [*shown[start + 1 :], *shown_more])
         if scripted is not None:
             codes += scripted.commands
             if scripted.problem:
@@ -902,6 +907,7 @@ class _Walker:
             inner = self._inner(depth)  # `sudo …`, `xargs …`: read as a command of its own
             if inner is None:
                 break
+            inner.appended = appended
             inner.simple(words, texts, [], depth + 1)
             self._take_runner(inner, "root" if chroot else "kept", variants, opens, appended)
         runner = COMMAND_RUNNERS.get(base)

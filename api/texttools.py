@@ -69,7 +69,29 @@ def script_code(
 
 
 _NO_OPTION = re.compile(r"""["']*[\w./]""")
-"""A word as written whose value cannot start with ``-`` (``./"$f"``, ``src/*.txt``)."""
+"""A word as written whose value cannot start with ``-`` (``./"$f"``, ``src/*.txt``),
+unless an expansion outside double quotes splits it (``./$f``: see :func:`_splits`)."""
+
+
+def _splits(shown: str) -> bool:
+    """Whether a word as written has an expansion outside quotes (split into words)."""
+    quote = ""
+    at = 0
+    while at < len(shown):
+        char = shown[at]
+        if char == "\\" and quote != "'":
+            at += 2
+            continue
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char in ("'", '"') and not quote:
+            quote = char
+        elif char == '"' and quote == '"':
+            quote = ""
+        elif char in ("$", "`") and not quote:
+            return True
+        at += 1
+    return False
 
 
 def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptCode:
@@ -81,7 +103,11 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
         word = rest[i]
         i += 1
         if word is None:
-            if (given or operand != "") and _NO_OPTION.match(shown[i - 1]):
+            if (
+                (given or operand != "")
+                and _NO_OPTION.match(shown[i - 1])
+                and not _splits(shown[i - 1])
+            ):
                 continue  # (`sed -i 's/a/b/' src/*.txt`: files)
             if given or operand != "":  # (`"$f"`, `*.txt`: a file named `-e1e CMD` too)
                 return ScriptCode(
@@ -358,6 +384,8 @@ def _awk_option(name: str, word: str) -> tuple[str | None, str | None, bool]:
         attached = word[2:]
         return _AWK_LETTERS[word[1]], attached or None, not attached
     for at, letter in enumerate(word[1:], 2):
+        if letter == "D":  # (the debugger: its `eval` runs code read from input)
+            return "?", None, False
         if letter in _GAWK_OPTIONAL:
             return None, None, False
         if letter in _AWK_VALUED:
@@ -385,6 +413,7 @@ def _awk(name: str, rest: Sequence[str | None]) -> ScriptCode:
         value: str | None = None
         if word.startswith("--"):
             option = _long_option(word, _AWK_LONG) if name == "gawk" else "?"
+            option = "?" if option == "debug" else option
             if option is None:
                 return ScriptCode(problem=f"`{name}` is given an option read here as none")
             value = word.split("=", 1)[1] if "=" in word else None
@@ -402,8 +431,6 @@ def _awk(name: str, rest: Sequence[str | None]) -> ScriptCode:
             return ScriptCode()  # (gawk --sandbox: no system(), pipe or extension)
         if option == "W":
             return ScriptCode(problem=f"`{name} -W` may run a program file (`-W exec`)")
-        if option == "include" and value == "inplace":
-            continue  # (gawk's own in-place editing library)
         if option in ("file", "exec", "include", "load"):
             return ScriptCode(problem=f"`{name}` runs a program it reads from a file")
         if option == "source":
@@ -420,7 +447,8 @@ def _awk(name: str, rest: Sequence[str | None]) -> ScriptCode:
     return _awk_program(name, "\n".join(texts))
 
 
-_AWK_RUNS = re.compile(r"\bsystem\b|@|\bPROCINFO\b|\|+")
+_AWK_RUNS = re.compile(r"(?<![A-Za-z_])(?:system|PROCINFO)(?![A-Za-z0-9_])|@|\|+")
+"""(A digit before a name is no part of it: `1system(…)` is `1` joined to a call.)"""
 
 
 def _awk_program(name: str, program: str) -> ScriptCode:

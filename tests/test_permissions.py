@@ -1670,7 +1670,7 @@ def test_the_last_review_s_spellings() -> None:
 
 
 TEXT_TOOLS = {"allow": ["Bash(sed *)", "Bash(awk *)", "Bash(gawk *)", "Bash(cat *)",
-                        "Bash(original-awk *)"],
+                        "Bash(original-awk *)", "Bash(git ls-files *)", "Bash(xargs *)"],
               "deny": ["Bash(rm *)"]}  # fmt: skip
 
 
@@ -1733,6 +1733,11 @@ def test_a_sed_script_that_runs_a_command_is_checked(tmp_path: Path, script: str
         ("sed -i 's/a/b/' -- \"$f\" *.txt", "allow"),  # after `--`: files
         ("sed -i 's/a/b/' ./\"$f\" src/*.txt", "allow"),  # no `-` first
         ("sed 's/a/b/' {x,--expression=1e\\ rm\\ x}", "ask"),
+        ("sed -n p {in.txt,'-e1e rm x #{'}", "ask"),  # a quoted brace hid the expansion
+        ("f='x -e1e rm x'; sed p ./$f", "ask"),  # split: its second word is an option
+        ("sed -n p in.txt x$(cat list)", "ask"),
+        ("git ls-files | xargs sed -i 's/a/b/'", "ask"),  # what xargs appends
+        ("git ls-files | xargs sed -i 's/a/b/' --", "allow"),
         ("sed -ie 's/a/b/' f", "allow"),  # `-ie`: -i with the suffix `e`
         ("sed --sandbox '1e rm x' f", "allow"),  # e, r and w refused by sed itself
         ("sed -e 'a\\' -e 'e rm x' f", "allow"),  # scripts joined by lines: text
@@ -1750,6 +1755,7 @@ AWK_RUNS = [
     'BEGIN { # "quoted\\\nsystem("touch ran") }', 'BEGIN { x = 4 / 2; print "" | "touch ran" }',
     'BEGIN { x = 4 \\\n/ 1; system("touch ran"); y = 2 / 1 }',  # a division, the line continued
     'BEGIN { x = 1; x++ / 1; system("touch ran"); y = 2 / 1 }',
+    'BEGIN { x = 1system("touch ran") }',  # (a second review: no word boundary after a digit)
 ]  # fmt: skip
 AWK_QUIET = [
     "{ print $1 }", 'BEGIN { n = split("a|b", p, "|"); print p[n] }', "$1 > 5 || $2 < 3",
@@ -1784,13 +1790,18 @@ def test_an_awk_program_that_may_run_a_command_asks(tmp_path: Path, program: str
         "gawk -dF 'BEGIN { system(\"touch ran\") }' 'BEGIN { }'",
         "gawk -pe'BEGIN { }' 'BEGIN { system(\"touch ran\") }'",
         "gawk -i inplace 'BEGIN { system(\"touch ran\") }'",
+        "echo 'eval \"system(\\\"touch ran\\\")\"' | gawk -D -i inplace 'BEGIN { }'",
+        "gawk -i inplace 1 /dev/null",  # (./inplace.awk first: AWKPATH starts with `.`)
     ],
 )
-def test_gawk_options_that_take_the_rest_of_their_word(tmp_path: Path, command: str) -> None:
+def test_gawk_options_that_run_code(tmp_path: Path, command: str) -> None:
     """gawk's `-d`, `-D`, `-L`, `-o` and `-p` take the rest of their word as their value:
-    read as grouped options, a later `v`, `F` or `e` hid the program (a review). Each
-    runs `touch ran` in real gawk, and asks."""
+    read as grouped options, a later `v`, `F` or `e` hid the program (a review); its
+    debugger (`-D`) runs what `eval` reads from input, and `-i inplace` loads an
+    `inplace.awk` of the directory first (a second review). Each runs `touch ran` in
+    real gawk, and asks."""
     needs_tool("gawk", "gawk")
+    (tmp_path / "inplace.awk").write_text('BEGIN { system("touch ran") }\n')
     subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, timeout=10,
                    check=False)  # fmt: skip
     assert (tmp_path / "ran").exists()
@@ -1802,7 +1813,7 @@ def test_gawk_options_that_take_the_rest_of_their_word(tmp_path: Path, command: 
     [
         ("original-awk --sandbox 'BEGIN { system(\"x\") }'", "ask"),  # ignored by it
         ("awk -xv 'BEGIN { system(\"x\") }' 'BEGIN { }'", "ask"),  # (BSD awk: `-x` eats it)
-        ("gawk -i inplace '{ sub(/a/, \"b\") } 1' f", "allow"),  # gawk's own library
+        ("gawk -i inplace '{ sub(/a/, \"b\") } 1' f", "ask"),  # (an ./inplace.awk first)
         ("awk -f prog.awk f", "ask"),
         ("gawk -e 'BEGIN { system(\"x\") }'", "ask"),
         ("gawk --so='BEGIN { system(\"x\") }'", "ask"),  # --source, abbreviated
@@ -1818,3 +1829,15 @@ def test_gawk_options_that_take_the_rest_of_their_word(tmp_path: Path, command: 
 )
 def test_awk_options_and_programs(command: str, expected: str) -> None:
     assert verdict(command, TEXT_TOOLS) == expected, parse_command(command).problems
+
+
+def test_a_brace_expansion_with_a_quoted_brace_in_it_is_one() -> None:
+    """`{rm,'victim{}'}` is brace expansion (bash runs `rm victim{}`): a quoted `{` or `}`
+    inside it hid it from the check, which read one literal word, so a runner ran what a
+    deny rule names (a second review)."""
+    expanded = subprocess.run(["bash", "-c", "echo {rm,'victim{}'}"], capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+    assert expanded == "rm victim{}\n"
+    rules = {"allow": ["Bash(echo *)", "Bash(xargs *)"], "deny": ["Bash(rm *)"]}
+    assert verdict("echo x | xargs {rm,'victim{}'}", rules) != "allow"
+    assert verdict("echo {rm,'victim{}'} x'{a,b}'", rules) == "allow"  # (only words)
