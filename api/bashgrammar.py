@@ -251,6 +251,18 @@ TILDE = re.compile(r"~[A-Za-z0-9._+-]*(/|$)")
 unquoted."""
 
 
+_LOOSE_BRACES = re.compile(r"\{.*?(?:,|\.\.).*?\}", re.DOTALL)
+
+
+def brace_expands(unquoted: str) -> bool:
+    r"""Whether bash may brace-expand a word, given its text outside quotes: a ``{``, then
+    a ``,`` or ``..``, then a ``}``, none of them escaped. Read loosely, as bash goes on
+    past a ``}`` until it has seen a comma (``{a}b,c}`` is ``a}b c``) and a ``\{`` in it
+    is no brace of its own (``{rm,x\{}`` is ``rm x{``): a word that does not expand is
+    at worst read as computed (a review found both forms read as one literal word)."""
+    return _LOOSE_BRACES.search(re.sub(r"\\.", "_", unquoted)) is not None
+
+
 def word_value(node: Any, data: bytes) -> str | None:
     """A word's value when it has no expansion (quotes removed), else None."""
     kind = node.type
@@ -258,7 +270,7 @@ def word_value(node: Any, data: bytes) -> str | None:
     if kind in ("word", "number"):
         if _PLAIN_WORD.fullmatch(text):
             return text
-        if "$" in text or "`" in text or GLOB.search(text):
+        if "$" in text or "`" in text or GLOB.search(text) or brace_expands(text):
             return None  # expanded or matched against file names when it runs
         return re.sub(r"\\(.)", r"\1", text)
     if kind == "raw_string":
@@ -274,7 +286,7 @@ def word_value(node: Any, data: bytes) -> str | None:
         unquoted = "".join(
             node_text(c, data) if c.type in ("word", "number") else "''" for c in node.children
         )
-        if BRACES.search(unquoted):
+        if brace_expands(unquoted):
             return None
         values = [word_value(c, data) for c in node.children]
         return None if any(v is None for v in values) else "".join(v or "" for v in values)

@@ -907,7 +907,7 @@ class _Walker:
             inner = self._inner(depth)  # `sudo …`, `xargs …`: read as a command of its own
             if inner is None:
                 break
-            inner.appended = appended
+            inner.appended = appended or self.appended  # (`xargs sudo sed …`)
             inner.simple(words, texts, [], depth + 1)
             self._take_runner(inner, "root" if chroot else "kept", variants, opens, appended)
         runner = COMMAND_RUNNERS.get(base)
@@ -919,6 +919,7 @@ class _Walker:
             inner = self._inner(depth)
             if inner is None:
                 break
+            inner.appended = self.appended  # (`xargs strace sed …`)
             inner.simple(list(after[index:]), list(after_shown[index:]), [], depth + 1)
             self._take_runner(inner, place, variants, opens)
         for code in read.scripts:  # `su -c TEXT`, `sg GROUP TEXT`, `npx -c TEXT`

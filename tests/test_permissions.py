@@ -1841,3 +1841,35 @@ def test_a_brace_expansion_with_a_quoted_brace_in_it_is_one() -> None:
     rules = {"allow": ["Bash(echo *)", "Bash(xargs *)"], "deny": ["Bash(rm *)"]}
     assert verdict("echo x | xargs {rm,'victim{}'}", rules) != "allow"
     assert verdict("echo {rm,'victim{}'} x'{a,b}'", rules) == "allow"  # (only words)
+
+
+@pytest.mark.parametrize(
+    ("command", "expanded"),
+    [
+        ("xargs -a /dev/null {rm,-rf,victim,\\{}", "xargs -a /dev/null rm -rf victim {"),
+        ("xargs -a /dev/null {-E}x,rm,-rf,victim}", "xargs -a /dev/null -E}x rm -rf victim"),
+        ("git {push,origin,HEAD@\\{0\\}:refs/heads/x}", "git push origin HEAD@{0}:refs/heads/x"),
+        ("echo hi > {/etc/x},}", None),
+        ("echo hi > {,/etc/\\{x}", None),
+    ],
+)
+def test_brace_expansions_a_third_review_found(command: str, expanded: str | None) -> None:
+    """bash goes on past a `}` until it has seen a comma, and a `\\{` inside is no brace
+    of its own: both were read as one literal word, past deny, ask and Write rules (a
+    third review ran each). `echo` shows what bash makes of the words."""
+    if expanded is not None:
+        shown = subprocess.run(["bash", "-c", f"echo {command}"], capture_output=True,
+                               text=True, check=True).stdout  # fmt: skip
+        assert shown == f"{expanded}\n"
+    rules = {"allow": ["Bash(echo *)", "Bash(xargs *)", "Bash(git *)"],
+             "ask": ["Bash(git push *)"], "deny": ["Bash(rm *)", "Write(/etc/**)"]}  # fmt: skip
+    assert verdict(command, rules) != "allow"
+    assert verdict("git show HEAD@{1} && git log @{u}.. HEAD@{1}..HEAD@{2}", rules) == "allow"
+
+
+def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
+    """`xargs -0 strace -o /dev/null sed -n 1p`: the words xargs appends go to sed all the
+    same (a tracked file named `--expression=1e CMD` ran CMD: a third review)."""
+    rules = {"allow": ["Bash(xargs *)", "Bash(strace *)", "Bash(sed *)", "Bash(git ls-files *)"]}
+    assert verdict("git ls-files -z | xargs -0 strace -o /dev/null sed -n 1p", rules) == "ask"
+    assert verdict("git ls-files -z | xargs -0 strace -o /dev/null sed -n 1p --", rules) == "allow"
