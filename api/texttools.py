@@ -181,8 +181,9 @@ def _sed_script(name: str, script: str) -> ScriptCode:
 
 
 class _SedReader:
-    """GNU sed's script grammar, as far as finding what runs: ``e COMMAND`` (the rest of
-    its line), ``e`` alone and ``s///e`` (the pattern space: known only as it runs)."""
+    """GNU sed's script grammar, as far as finding what runs: ``e COMMAND`` (its text, as
+    :meth:`read_text` reads it), ``e`` alone and ``s///e`` (the pattern space: known only
+    as it runs); with ``brackets``, a regex's bracket expression holds its delimiter."""
 
     def __init__(self, text: str, brackets: bool) -> None:
         self.text, self.at, self.brackets = text, 0, brackets
