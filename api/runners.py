@@ -79,10 +79,10 @@ def runner_commands(
         return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
     if i >= len(shown):
         return []
-    # (a computed placeholder, "", may be in any word)
+    # (a computed placeholder, "", may be in any word; xargs -I fills it in, appending none)
     words = [None if w is None or (placeholder is not None and placeholder in w) else w
              for w in rest[i:]]  # fmt: skip
-    return [(words, list(shown[i:]), name == "xargs")]
+    return [(words, list(shown[i:]), name == "xargs" and placeholder is None)]
 
 
 def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:

@@ -1873,3 +1873,6 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
     rules = {"allow": ["Bash(xargs *)", "Bash(strace *)", "Bash(sed *)", "Bash(git ls-files *)"]}
     assert verdict("git ls-files -z | xargs -0 strace -o /dev/null sed -n 1p", rules) == "ask"
     assert verdict("git ls-files -z | xargs -0 strace -o /dev/null sed -n 1p --", rules) == "allow"
+    # (xargs -I fills in its placeholder and appends nothing)
+    assert verdict("git ls-files | xargs -I{} sed -i s/a/b/ ./{}", rules) == "allow"
+    assert verdict("git ls-files | xargs -I{} sed -i s/a/b/ {}", rules) == "ask"
