@@ -55,14 +55,12 @@ def _long_option(word: str, options: dict[str, bool]) -> str | None:
     return matches[0] if len(matches) == 1 and flag else None
 
 
-def script_code(
-    name: str, rest: Sequence[str | None], shown: Sequence[str] | None = None
-) -> ScriptCode | None:
+def script_code(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptCode | None:
     """What ``sed`` or ``awk`` (``name``, any path) runs given the words ``rest`` (None:
     computed at run time; ``shown``: as written); None for another program."""
     base = os.path.basename(name)
     if base in SEDS:
-        return _sed(base, rest, shown or [w or "$?" for w in rest])
+        return _sed(base, rest, shown)
     if base in AWKS:
         return _awk(base, rest)
     return None

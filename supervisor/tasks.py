@@ -844,10 +844,8 @@ class TaskManager:
         (``sandbox-tmp/<hash of the session>`` in the state dir): files a command leaves
         there are there for the session's next command, and nothing else is (no other
         program's sockets)."""
-        state_dir = self.tasks_dir.parent
-        temp = session_temp_dir(state_dir, session)
+        temp, hidden = self._sandbox_places(session)
         temp.mkdir(mode=0o700, parents=True, exist_ok=True)
-        hidden = [str(state_dir), *self.hidden_dirs]
         sandboxes.prepare_temp(str(temp), sandbox.workspace, hidden)
         try:
             if sandbox.mode == "workspace-write":
@@ -860,12 +858,17 @@ class TaskManager:
         self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str, sources: Sources
     ) -> list[str]:
         """The bubblewrap argv of one command (``sources``: see :meth:`_open_sources`)."""
-        state_dir = self.tasks_dir.parent
-        hidden = [str(state_dir), *self.hidden_dirs]
+        temp, hidden = self._sandbox_places(session)
         writable = [cwd_file] if cwd_file else []
         bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
-        temp = str(session_temp_dir(state_dir, session))
-        return bwrap_argv(bwrap, sandbox, cwd, hidden, writable, temp_dir=temp, sources=sources)
+        return bwrap_argv(
+            bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources
+        )
+
+    def _sandbox_places(self, session: str) -> tuple[Path, list[str]]:
+        """The session's sandbox ``/tmp`` and the directories a sandbox hides."""
+        state_dir = self.tasks_dir.parent
+        return session_temp_dir(state_dir, session), [str(state_dir), *self.hidden_dirs]
 
     @property
     def sandbox_status(self) -> str:

@@ -963,6 +963,7 @@ def test_many_sources_under_process_tracking(
     descriptors: a workspace with more sources (rc files, worktrees) could not start a
     sandboxed command once the monitor was given them (a review). Such a monitor is
     forked the other way."""
+    needs_tool("git", "git")
     monkeypatch.setenv("WAVE_TRACKING", "process")
     project = tmp_path / "w"
     project.mkdir()

@@ -467,8 +467,10 @@ def _launch(
     """Start the monitor process (see :func:`start_monitor`); returns its pid and, for one
     started ``ahead`` by the spawner, the pipe that tells its exec (else -1)."""
     read_fd, log_fd, err_fd = stdio
-    spawnable = len(moves) + 5 <= MAX_FDS and all(number < LOW_FDS for _, number in moves)
-    if forked and SPAWNER is not None and spawnable:  # (else a sandbox's many sources)
+    # The spawner takes MAX_FDS descriptors a request (stdio, its two pipes and the
+    # moves), put at numbers below its own LOW_FDS: a sandbox's many sources do not fit.
+    spawnable = 3 + 2 + len(moves) <= MAX_FDS and all(n < LOW_FDS for _, n in moves)
+    if forked and SPAWNER is not None and spawnable:
         fds = [(read_fd, 0), (log_fd, 1), (err_fd, 2), *moves]
         with contextlib.suppress(SpawnerError):  # (then a fork of this process, as below)
             if ahead:
