@@ -40,6 +40,7 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, client: Client) -> int:
         return 0
     try:
         message = decode(line)
+        message.pop("keep", None)  # (one request per bridge: the answer ends it)
         if message.get("op") == "run":
             message = _remote_run(message, client)
         sock = connect_or_start(client.layout, client.transport, autostart=True)

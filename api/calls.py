@@ -218,9 +218,11 @@ class Caller:
             abandoned = True
         if abandoned:
             channel.interrupt()
-        closed = False
+        closed = answered = False
         try:
-            return self.exchange(channel, op, params, on_progress, on_start, deadline)
+            result = self.exchange(channel, op, params, on_progress, on_start, deadline)
+            answered = True
+            return result
         except _ConnectionLost as lost:
             failure, closed = channel.close(), True
             if failure:  # the carrier itself failed (ssh unreachable, killed)
@@ -232,7 +234,9 @@ class Caller:
                 self._in_flight.discard(channel)
             if scope is not None:
                 scope.leave(channel)
-            if not closed:
+            if answered:  # (an error answer: closed, as the supervisor may close it too)
+                channel.release()
+            elif not closed:
                 channel.close()
 
     def exchange(
@@ -246,7 +250,8 @@ class Caller:
     ) -> Any:
         """One request on one channel: its result's data, or its error raised; past
         ``deadline`` with no answer, a connection lost."""
-        line = encode({"v": PROTOCOL_VERSION, "op": op, **params})
+        keep = {"keep": True} if channel.keeps else {}  # (PR1: open after the answer)
+        line = encode({"v": PROTOCOL_VERSION, "op": op, **params, **keep})
         if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
             raise InvalidInputError(
                 f"the request is {len(line)} bytes, over the {MAX_REQUEST_BYTES >> 20} MiB a "
@@ -271,6 +276,7 @@ class Caller:
                     if on_progress is not None:
                         on_progress(message["data"])
                 elif kind == "result":
+                    channel.kept_open = message.get("keep") is True
                     return message.get("data")
                 elif kind == "error":
                     raise error_from_wire(
@@ -291,6 +297,7 @@ class Caller:
         :meth:`abort_calls`) and every later call fails at once, running nothing."""
         self._closed = True
         self.abort_calls()
+        self.connector.drop_kept()
 
     def abort_calls(self) -> None:
         """The caller went away (its host died): end every call in flight as a lost

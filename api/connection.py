@@ -1,6 +1,8 @@
-"""How a client reaches its supervisor: one ``Channel`` per request, opened by a
+"""How a client reaches its supervisor: a ``Channel`` per request, opened by a
 ``Connector`` (the local socket, the SSH bridge, or an in-memory one for tests); both are
-typing protocols, for type checkers only.
+typing protocols, for type checkers only. The local socket's channel that got its answer
+is kept for the next call, for a few seconds: connecting (and the supervisor's accept)
+took a quarter of a quick call.
 
 The client's retry and re-attach logic sees only these two interfaces, so it is the same
 for every way of reaching a supervisor, and can be tested without real supervisors.
@@ -11,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 from .errors import InvalidInputError
@@ -31,7 +35,12 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
     is a supervisor that cannot be reached."""
 
     class Channel(Protocol):
-        """One connection carrying one request."""
+        """One connection carrying a request (or several, one after another: ``keeps``)."""
+
+        keeps: bool
+        """Whether it may ask to carry another request once this one is answered."""
+        kept_open: bool
+        """Whether the supervisor said, with its answer, that it keeps it open (``release``)."""
 
         def send(self, data: bytes) -> None:
             """Send the request line. Raises ``OSError`` when the other side is gone."""
@@ -45,6 +54,10 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
 
         def close(self) -> str | None:
             """Release the channel; returns why its carrier failed (``ssh`` itself), if it did."""
+
+        def release(self) -> None:
+            """Its request got its whole answer: kept for the next call if ``kept_open``,
+            else closed."""
 
     class Connector(Protocol):
         """A way to reach one supervisor."""
@@ -64,12 +77,32 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
         def default_cwd(self) -> str:
             """Where commands start when the caller names no directory."""
 
+        def drop_kept(self) -> None:
+            """Close the channel kept for the next call, if any (the client is closed)."""
+
+
+KEEP_SECONDS = 5.0
+"""How long a kept connection may wait for the next call: far less than the supervisor
+keeps it open (``supervisor.server.KEPT_OPEN_SECONDS``), so a request never crosses its
+close. Calls further apart connect again (a millisecond lost beside the caller's pause)."""
+_PEEK = socket.MSG_PEEK | getattr(socket, "MSG_DONTWAIT", 0)
+
 
 class SocketChannel:
-    """A connected socket (Unix, TCP or one end of a socketpair)."""
+    """A connected socket (Unix, TCP or one end of a socketpair); kept after its answer
+    by ``pool`` (see :class:`KeptChannel`), if given."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+    def __init__(self, sock: socket.socket, pool: KeptChannel | None = None) -> None:
+        self.sock, self.pool = sock, pool
+        self.keeps = pool is not None and hasattr(socket, "MSG_DONTWAIT")
+        self.kept_open = False
+
+    def release(self) -> None:
+        if self.pool is None or not self.kept_open:
+            self.close()
+        else:
+            self.kept_open = False
+            self.pool.put(self)
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -84,6 +117,46 @@ class SocketChannel:
     def close(self) -> str | None:
         self.sock.close()
         return None
+
+
+class KeptChannel:
+    """The one connection a local connector keeps between calls (a call made meanwhile by
+    another thread opens its own). A kept one is given again only in the process that
+    made it (not a fork), within ``KEEP_SECONDS``, and while the supervisor has neither
+    closed it (stopped, killed, replaced) nor sent anything on it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: tuple[SocketChannel, float, int] | None = None
+
+    def put(self, channel: SocketChannel) -> None:
+        with self._lock:
+            old, self._kept = self._kept, (channel, time.monotonic(), os.getpid())
+        if old is not None and old[2] == os.getpid():
+            old[0].close()
+
+    def take(self) -> SocketChannel | None:
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is None or kept[2] != os.getpid():  # (a fork's: its parent's to close)
+            return None
+        channel, since, _ = kept
+        try:
+            if time.monotonic() - since < KEEP_SECONDS:
+                channel.sock.settimeout(None)  # (with a time limit, recv would wait)
+                channel.sock.recv(1, _PEEK)  # end of file, or bytes nobody asked for
+        except BlockingIOError:  # nothing: the supervisor waits for the next request
+            return channel
+        except OSError:
+            pass
+        channel.close()
+        return None
+
+    def drop(self) -> None:
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is not None and kept[2] == os.getpid():
+            kept[0].close()
 
 
 def current_dir() -> str:
@@ -115,14 +188,20 @@ class LocalConnector:
 
     def __init__(self, layout: StateLayout, transport: str, autostart: bool) -> None:
         self.layout, self.transport, self.may_start = layout, transport, autostart
+        self.kept = KeptChannel()
 
     def open(self, *, start: bool = True) -> Channel:
-        return SocketChannel(
-            connect_or_start(self.layout, self.transport, start and self.may_start)
-        )
+        kept = self.kept.take()
+        if kept is not None:
+            return kept
+        sock = connect_or_start(self.layout, self.transport, start and self.may_start)
+        return SocketChannel(sock, self.kept)
 
     def default_cwd(self) -> str:
         return current_dir()
+
+    def drop_kept(self) -> None:
+        self.kept.drop()
 
 
 class SshChannel(SocketChannel):
@@ -157,6 +236,9 @@ class SshConnector:
     def default_cwd(self) -> str:
         return REMOTE_HOME_CWD
 
+    def drop_kept(self) -> None:
+        pass
+
 
 def connector_for(
     layout: StateLayout,
@@ -182,9 +264,8 @@ class MemoryChannel:
     def __init__(self, exchange: Exchange) -> None:
         self.exchange = exchange
         self._request: dict[str, Any] | None = None
-        import threading
-
         self._interrupted = threading.Event()
+        self.keeps = self.kept_open = False
 
     def send(self, data: bytes) -> None:
         self._request = decode(data.rstrip(b"\n"))
@@ -201,6 +282,9 @@ class MemoryChannel:
 
     def close(self) -> str | None:
         return None
+
+    def release(self) -> None:
+        pass
 
 
 class MemoryConnector:
@@ -224,3 +308,6 @@ class MemoryConnector:
 
     def default_cwd(self) -> str:
         return self.cwd
+
+    def drop_kept(self) -> None:
+        pass

@@ -44,10 +44,12 @@ class ByteBudget:
 
 
 class Connection:
-    """One client connection carrying one request.
+    """One client connection, carrying requests one after another (a client keeps its
+    connection between calls, ``api.connection``).
 
     ``closed`` completes when the peer goes away (EOF), which is how a foreground caller's
-    crash is noticed (SPEC F5).
+    crash is noticed (SPEC F5). ``interrupted``: the peer sent bytes while a request was
+    being answered (no client of ours does): the connection carries no further request.
     """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -55,6 +57,7 @@ class Connection:
         self.writer = writer
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._leftover = b""
+        self.interrupted = False
         self.after_reply: Callable[[], object] | None = None
         """Done once the result was handed to the peer: what must not happen for a
         result that never left (a read offset advanced past output nobody saw)."""
@@ -88,12 +91,13 @@ class Connection:
                 budget.give(taken)
 
     def watch_for_close(self) -> asyncio.Task[None]:
-        """Start noticing EOF from the peer (call once the request line was read)."""
+        """Start noticing EOF from the peer (call once the request line was read; cancel
+        before the answer goes out: the peer's next request is for :meth:`read_line`)."""
 
         async def wait_eof() -> None:
             try:
                 while await self.reader.read(4096):
-                    pass  # the protocol sends one request per connection; ignore extra bytes
+                    self.interrupted = True  # (a client waits for its answer: ignored)
             except (ConnectionError, OSError):
                 pass
             if not self.closed.done():

@@ -1,4 +1,5 @@
-"""The socket server: peer check, one request per connection, dispatch to a handler."""
+"""The socket server: peer check, requests one after another on a connection, dispatch to a
+handler."""
 
 from __future__ import annotations
 
@@ -83,14 +84,21 @@ def to_wire(result: Any) -> Any:
     return result
 
 
+KEPT_OPEN_SECONDS = 60.0
+"""How long a connection waits for its next request before it is closed. A client reuses
+one it has kept for a few seconds at most (``api.connection.KEEP_SECONDS``), so it never
+sends on one being closed."""
+
+
 async def serve_connection(
     ctx: Context, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
-    """Answer one request on a fresh connection."""
+    """Answer the requests of one connection, one after another: a client keeps its
+    connection between calls (connecting and accepting took a quarter of a quick call).
+    Waiting for a next request, it does not count as activity (the idle exit)."""
     conn = Connection(reader, writer)
-    watcher: asyncio.Task[None] | None = None
     ctx.active_connections += 1
-    served = False
+    served = kept = False
     try:
         try:  # (TCP: a peer that has not shown the token within a moment is let go)
             async with asyncio.timeout(HANDSHAKE_SECONDS if ctx.token else None):
@@ -107,16 +115,48 @@ async def serve_connection(
                 f"the supervisor is serving {ctx.max_connections} connections already; "
                 "try again shortly"
             )
-        try:
-            async with asyncio.timeout(ctx.settings.request_timeout):
-                line = await conn.read_line(ctx.request_budget)
-        except TimeoutError:
-            raise ProtocolError(
-                f"no complete request within {ctx.settings.request_timeout:g}s"
-            ) from None
-        if not line:
-            return
-        message = decode(line)
+        while True:
+            try:
+                async with asyncio.timeout(
+                    KEPT_OPEN_SECONDS if kept else ctx.settings.request_timeout
+                ):
+                    line = await conn.read_line(ctx.request_budget)
+            except TimeoutError:
+                if kept:  # not used again
+                    return
+                raise ProtocolError(
+                    f"no complete request within {ctx.settings.request_timeout:g}s"
+                ) from None
+            if not line or (kept and ctx.stop_event.is_set()):  # (a stopping one: the
+                return  # client sends it again, to the next supervisor)
+            if kept:
+                ctx.active_connections += 1
+                kept = False
+            lines = [line]
+            del line  # (handed over: no frame keeps a waiting request's bytes)
+            if not await _answer(ctx, conn, lines):
+                return
+            ctx.active_connections -= 1
+            kept = True
+    except WaveError as exc:
+        await conn.send(error_message(exc.code, exc.message, exc.task_id))
+    finally:
+        ctx.active_connections -= not kept
+        ctx.served_connections -= served
+        ctx.last_activity = time.monotonic()
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+async def _answer(ctx: Context, conn: Connection, lines: list[bytes]) -> bool:
+    """Answer the request line ``lines`` holds (taken out of it); returns whether the
+    connection may carry another."""
+    watcher: asyncio.Task[None] | None = None
+    keep = False
+    try:
+        message = decode(lines.pop())
+        wants_more = message.pop("keep", None) is True  # (PR1)
         version = message.get("v")
         if type(version) is not int or version != PROTOCOL_VERSION:
             raise ProtocolError(
@@ -125,31 +165,34 @@ async def serve_connection(
             )
         params = parse_request(message)
         handler = HANDLERS[type(params)]
-        del line, message  # only the parsed request stays while the handler waits
+        del message  # only the parsed request stays while the handler waits
         watcher = conn.watch_for_close()
         result = await handler(ctx, params, conn)
+        watcher.cancel()  # (before the answer: what the peer sends next is its next request)
         crash_point("before_reply")
         wanted = result is not None or not conn.closed.done()
-        sent = wanted and await conn.send({"type": "result", "data": to_wire(result)})
+        keep = wants_more and not conn.interrupted and not conn.closed.done()
+        answer = {"type": "result", "data": to_wire(result), **({"keep": True} if keep else {})}
+        sent = wanted and await conn.send(answer)
         if sent and conn.after_reply is not None:
             conn.after_reply()
-    except WaveError as exc:
+        keep = keep and sent
+    except WaveError as exc:  # (then closed, as the client closes it after an error)
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
     except Exception as exc:  # a bug must not take the supervisor down
         problem = storage_problem(exc)
         if problem is not None:  # a full or read-only disk is no bug: say so
             text = f"{problem} in the state dir {ctx.layout.root}"
             await conn.send(error_message(StorageError.code, text))
-            return
-        log.exception("request failed")
-        await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
+        else:
+            log.exception("request failed")
+            await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
     finally:
-        ctx.active_connections -= 1
-        ctx.served_connections -= served
-        ctx.last_activity = time.monotonic()
-        if watcher is not None:
+        if watcher is not None:  # (gone before the next read: one reader at a time)
             watcher.cancel()
-        writer.close()
+            await asyncio.wait([watcher])
+        conn.after_reply = None
+        ctx.last_activity = time.monotonic()
         try:  # after the reply: no caller waits for these writes and process starts
             crash_point("after_reply")  # (the reply's own writes not committed yet)
             ctx.tasks.after_replies()  # (first: what it records goes in the same commit)
@@ -158,5 +201,4 @@ async def serve_connection(
                 ctx.tasks.refill_standby()
         except Exception:  # only speed is lost
             log.debug("no standby monitor", exc_info=True)
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
+    return keep

@@ -1,0 +1,164 @@
+"""A client keeps its connection between calls (PR1, issue 15: connecting and accepting
+took a quarter of a quick call), and never sends on one that went stale."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import journal_rows, kill_supervisor, raw_request, start_supervisor, wait_until
+
+from wave_bash.api import Client
+from wave_bash.api import connection as connection_module
+
+
+def kept_socket(client: Client) -> int:
+    """The inode of the socket the client keeps for its next call."""
+    kept = client.connector.kept._kept  # type: ignore[attr-defined]
+    assert kept is not None, "no connection kept"
+    return os.fstat(kept[0].sock.fileno()).st_ino
+
+
+def answers(sock: socket.socket) -> list[dict[str, object]]:
+    """The messages read until the final one (``result`` or ``error``)."""
+    out, buf = [], b""
+    while not out or out[-1]["type"] not in ("result", "error"):
+        chunk = sock.recv(65536)
+        assert chunk, f"closed after {out}"
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            out.append(json.loads(line))
+    return out
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    sock.settimeout(10)
+    return sock.recv(1) == b""
+
+
+def test_calls_one_after_another_use_one_connection(client: Client) -> None:
+    client.status()
+    first = kept_socket(client)
+    assert client.bash("echo hi").stdout == "hi"
+    client.tasks()
+    assert kept_socket(client) == first
+
+
+def test_a_request_without_keep_is_the_only_one_on_its_connection(
+    client: Client, state_dir: Path
+) -> None:
+    client.status()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(raw_request("status", {"session": "raw"}))
+        (answer,) = answers(s)
+        assert answer["type"] == "result" and "keep" not in answer
+        assert closed_by_peer(s)
+    with socket.socket(socket.AF_UNIX) as s:  # with it: answered, open for the next one
+        s.connect(str(state_dir / "supervisor.sock"))
+        for _ in range(3):
+            s.sendall(raw_request("status", {"session": "raw", "keep": True}))
+            (answer,) = answers(s)
+            assert (answer["type"], answer["keep"]) == ("result", True)
+
+
+def test_bytes_sent_while_a_request_is_answered_end_the_connection(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    client.status()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(state_dir / "supervisor.sock"))
+        run = {"session": "raw", "command": "sleep 1", "cwd": str(tmp_path), "env": {}}
+        s.sendall(raw_request("run", {**run, "keep": True}))
+        wait_until(lambda: journal_rows(state_dir))  # read, and being answered
+        s.sendall(raw_request("status", {"session": "raw"}))  # not waiting for the answer
+        *_, answer = answers(s)
+        assert answer["type"] == "result" and "keep" not in answer
+        assert closed_by_peer(s)
+
+
+def test_a_kept_connection_to_a_killed_supervisor_is_never_sent_on(
+    client: Client, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sends = []
+    send = connection_module.SocketChannel.send
+
+    def counted(self: connection_module.SocketChannel, data: bytes) -> None:
+        sends.append(data)
+        send(self, data)
+
+    monkeypatch.setattr(connection_module.SocketChannel, "send", counted)
+    client.status()
+    kept = client.connector.kept._kept  # type: ignore[attr-defined]
+    assert kept is not None
+    kill_supervisor(state_dir)
+    # (Its end of file shows once the kernel has closed its descriptors, a moment after
+    # its pid is gone: a request sent meanwhile is lost, and sent again like any other.)
+    assert select.select([kept[0].sock], [], [], 10)[0]
+    marker = tmp_path / "ran"
+    r = client.bash(f"echo x >> {marker}")  # a new supervisor starts; the request goes once
+    assert r.success and marker.read_text() == "x\n"
+    assert len(sends) == 2
+    assert len([row for row in journal_rows(state_dir) if "ran" in str(row["command"])]) == 1
+
+
+def test_a_forked_child_connects_on_its_own(client: Client) -> None:
+    client.status()
+    first = kept_socket(client)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            code = 0 if client.bash("echo child").stdout == "child" else 2
+            code = code or int(kept_socket(client) == first) * 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert client.bash("echo parent").stdout == "parent"
+    assert kept_socket(client) == first
+
+
+def test_a_kept_connection_does_not_keep_the_supervisor_from_its_idle_exit(
+    state_dir: Path,
+) -> None:
+    pid = start_supervisor(state_dir, WAVE_IDLE_EXIT="1s")
+    client = Client(state_dir=state_dir, session="idle")
+    assert client.status().pid == pid
+    kept_socket(client)
+    wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=15)
+    assert client.status().pid != pid  # (the next call starts a supervisor again)
+
+
+def test_a_closed_client_closes_its_kept_connection(client: Client, state_dir: Path) -> None:
+    client.status()
+    kept = client.connector.kept._kept  # type: ignore[attr-defined]
+    assert kept is not None
+    client.close()
+    assert kept[0].sock.fileno() == -1
+
+
+def test_a_kept_connection_is_not_used_after_a_pause(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.status()
+    first = kept_socket(client)
+    monkeypatch.setattr(connection_module, "KEEP_SECONDS", 0.0)  # (every pause is too long)
+    client.status()
+    monkeypatch.setattr(connection_module, "KEEP_SECONDS", 5.0)
+    assert kept_socket(client) != first
+
+
+def test_the_supervisor_stopping_ends_kept_connections(client: Client, state_dir: Path) -> None:
+    client.status()
+    kept = client.connector.kept._kept  # type: ignore[attr-defined]
+    assert kept is not None
+    kill_supervisor(state_dir, signal.SIGTERM)
+    assert closed_by_peer(kept[0].sock)
+    assert client.status().running
