@@ -401,6 +401,15 @@ class Journal:
         self._held_rows[row.id] = snapshot
         self._write(("row", row.id), apply)
 
+    def record_end_reasons(self, rows: Sequence[TaskRow]) -> None:
+        """Write the end reason of running tasks (a stop's intent, before its signals):
+        one statement for them all (a stop of 1000 tasks wrote each whole row)."""
+        values = [(storable(row.end_reason), row.id) for row in rows]
+        self._write(
+            ("end_reasons", tuple(row.id for row in rows)),
+            lambda db: db.executemany("UPDATE tasks SET end_reason = ? WHERE id = ?", values),
+        )
+
     def finish_task(self, row: TaskRow, notice_session: str | None) -> None:
         """Record the end of a task (with its identity, if not journaled yet) and, for a
         background task, its pending notice."""

@@ -1439,14 +1439,15 @@ class TaskManager:
         tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]
         if not tasks:
             return
-        intents = False
+        intents = []
         for task in tasks:
             if not task.ended.done():
                 task.stop_reason = reason
                 if task.row.end_reason is None:  # journaled before any signal: see adopt
-                    task.row.end_reason, intents = reason, True
-                    self.journal.save_row(task.row)
+                    task.row.end_reason = reason
+                    intents.append(task.row)
         if intents:
+            self.journal.record_end_reasons(intents)
             self.journal.write_deferred()  # (a full disk holds it: the stop goes on)
         walked = [t for t in tasks if not t.tracked]
         if walked:
