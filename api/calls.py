@@ -74,6 +74,26 @@ class _ConnectionLost(SupervisorUnavailableError):
         """Whether that ssh had connected, then lost its connection (tried again)."""
 
 
+class _Use:
+    """One call's use of a channel: what an abandon interrupts. A kept channel carries
+    the next call once this one has ended: an abandon that comes late (it listed this
+    use, then the call ended) must not cut that next call."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self._lock = threading.Lock()
+        self._active = True
+
+    def interrupt(self) -> None:
+        with self._lock:
+            if self._active:
+                self.channel.interrupt()
+
+    def end(self) -> None:
+        with self._lock:
+            self._active = False
+
+
 class CallScope:
     """Lets another thread abandon one call (an MCP host cancelled its request): it ends
     as a lost caller's does (see :meth:`Caller.abort_calls`, which ends them all), its
@@ -81,26 +101,26 @@ class CallScope:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._channels: set[Channel] = set()
+        self._uses: set[_Use] = set()
         self.abandoned = False
 
     def abandon(self) -> None:
         """End the call now, from any thread; it sends nothing more."""
         with self._lock:
             self.abandoned = True
-            channels = list(self._channels)
-        for channel in channels:
-            channel.interrupt()
+            uses = list(self._uses)
+        for use in uses:
+            use.interrupt()
 
-    def enter(self, channel: Channel) -> bool:
+    def enter(self, use: _Use) -> bool:
         """Track the channel the call uses now; False when the call was abandoned."""
         with self._lock:
-            self._channels.add(channel)
+            self._uses.add(use)
             return not self.abandoned
 
-    def leave(self, channel: Channel) -> None:
+    def leave(self, use: _Use) -> None:
         with self._lock:
-            self._channels.discard(channel)
+            self._uses.discard(use)
 
 
 class Caller:
@@ -111,7 +131,7 @@ class Caller:
         self.log_hint = log_hint
         """Where to look when a supervisor closes a connection unanswered."""
         self._lock = threading.Lock()
-        self._in_flight: set[Channel] = set()
+        self._in_flight: set[_Use] = set()
         self._abort_epoch = 0
         self._closed = False
 
@@ -211,10 +231,11 @@ class Caller:
         deadline: float | None = None,
     ) -> Any:
         channel = self.connector.open()
+        use = _Use(channel)
         with self._lock:
-            self._in_flight.add(channel)
+            self._in_flight.add(use)
             abandoned = epoch != self._abort_epoch or self._closed  # left while we connected
-        if scope is not None and not scope.enter(channel):
+        if scope is not None and not scope.enter(use):
             abandoned = True
         if abandoned:
             channel.interrupt()
@@ -231,9 +252,10 @@ class Caller:
             raise
         finally:
             with self._lock:
-                self._in_flight.discard(channel)
+                self._in_flight.discard(use)
             if scope is not None:
-                scope.leave(channel)
+                scope.leave(use)
+            use.end()  # (no late abandon reaches the channel's next call)
             if answered:  # (an error answer: closed, as the supervisor may close it too)
                 channel.release()
             elif not closed:
@@ -307,8 +329,8 @@ class Caller:
         with self._lock:
             self._abort_epoch += 1
             in_flight = list(self._in_flight)
-        for channel in in_flight:
-            channel.interrupt()
+        for use in in_flight:
+            use.interrupt()
 
 
 def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bool) -> str:

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 
 from .errors import InvalidInputError
@@ -122,12 +123,21 @@ class SocketChannel:
 class KeptChannel:
     """The one connection a local connector keeps between calls (a call made meanwhile by
     another thread opens its own). A kept one is given again only in the process that
-    made it (not a fork), within ``KEEP_SECONDS``, and while the supervisor has neither
-    closed it (stopped, killed, replaced) nor sent anything on it."""
+    made it, within ``KEEP_SECONDS``, and while the supervisor has neither closed it
+    (stopped, killed, replaced) nor sent anything on it. A forked child closes its copy
+    at once: held there, it would hide its parent's death from the supervisor (F5) when
+    the parent's next call, a foreground command, goes through it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kept: tuple[SocketChannel, float, int] | None = None
+        _KEEPERS.add(self)
+
+    def _forget_in_child(self) -> None:
+        self._lock = threading.Lock()  # (another thread may have held it at the fork)
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[0].close()
 
     def put(self, channel: SocketChannel) -> None:
         with self._lock:
@@ -157,6 +167,18 @@ class KeptChannel:
             kept, self._kept = self._kept, None
         if kept is not None and kept[2] == os.getpid():
             kept[0].close()
+
+
+_KEEPERS: weakref.WeakSet[KeptChannel] = weakref.WeakSet()
+
+
+def _forget_kept_in_child() -> None:
+    for keeper in list(_KEEPERS):
+        keeper._forget_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_kept_in_child)
 
 
 def current_dir() -> str:

@@ -90,6 +90,17 @@ class Connection:
             if budget is not None:
                 budget.give(taken)
 
+    async def wait_for_request(self) -> bool:
+        """Wait until the peer starts its next request (its first bytes are kept for
+        :meth:`read_line`); False when it closed the connection instead."""
+        if self._leftover:
+            return True
+        try:
+            self._leftover = await self.reader.read(REQUEST_CHUNK)
+        except (ConnectionError, OSError):
+            return False
+        return bool(self._leftover)
+
     def watch_for_close(self) -> asyncio.Task[None]:
         """Start noticing EOF from the peer (call once the request line was read; cancel
         before the answer goes out: the peer's next request is for :meth:`read_line`)."""
@@ -143,7 +154,10 @@ class Context:
     active_connections: int = 0
     """Connections open now (any peer): the supervisor is idle with none."""
     served_connections: int = 0
-    """Connections of peers let in (the peer's uid, or the TCP token shown): the cap's."""
+    """Connections of peers let in (the peer's uid, or the TCP token shown), but for those
+    waiting for a next request: the cap's."""
+    kept_connections: int = 0
+    """Connections waiting for a next request (at most as many as the cap)."""
     last_activity: float = field(default_factory=time.monotonic)
     """When a client was last served (monotonic), for the idle exit."""
     pruning: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -84,10 +84,10 @@ def to_wire(result: Any) -> Any:
     return result
 
 
-KEPT_OPEN_SECONDS = 60.0
-"""How long a connection waits for its next request before it is closed. A client reuses
-one it has kept for a few seconds at most (``api.connection.KEEP_SECONDS``), so it never
-sends on one being closed."""
+KEPT_OPEN_SECONDS = 15.0
+"""How long a connection waits for its next request before it is closed: a client reuses
+one it has kept for 5 s at most (``api.connection.KEEP_SECONDS``), so it never sends on
+one being closed."""
 
 
 async def serve_connection(
@@ -95,7 +95,8 @@ async def serve_connection(
 ) -> None:
     """Answer the requests of one connection, one after another: a client keeps its
     connection between calls (connecting and accepting took a quarter of a quick call).
-    Waiting for a next request, it does not count as activity (the idle exit)."""
+    Waiting for its next request, a connection counts neither as activity (the idle
+    exit) nor towards the cap; its next request is let in as a new connection's."""
     conn = Connection(reader, writer)
     ctx.active_connections += 1
     served = kept = False
@@ -106,57 +107,65 @@ async def serve_connection(
                     return
         except TimeoutError:
             raise ProtocolError(f"no handshake within {HANDSHAKE_SECONDS:g}s") from None
-        # Only peers let in count towards the cap: another user's idle connections to a
-        # TCP supervisor filled it, and its own clients were turned away (a review).
-        ctx.served_connections += 1
-        served = True
-        if ctx.served_connections > ctx.max_connections:
-            raise BusyError(
-                f"the supervisor is serving {ctx.max_connections} connections already; "
-                "try again shortly"
-            )
         while True:
+            # Only peers let in count towards the cap: another user's idle connections to
+            # a TCP supervisor filled it, and its own clients were turned away (a review).
+            ctx.served_connections += 1
+            served = True
+            if ctx.served_connections > ctx.max_connections:
+                raise BusyError(
+                    f"the supervisor is serving {ctx.max_connections} connections already; "
+                    "try again shortly"
+                )
             try:
-                async with asyncio.timeout(
-                    KEPT_OPEN_SECONDS if kept else ctx.settings.request_timeout
-                ):
+                async with asyncio.timeout(ctx.settings.request_timeout):
                     line = await conn.read_line(ctx.request_budget)
             except TimeoutError:
-                if kept:  # not used again
-                    return
                 raise ProtocolError(
                     f"no complete request within {ctx.settings.request_timeout:g}s"
                 ) from None
-            if not line or (kept and ctx.stop_event.is_set()):  # (a stopping one: the
-                return  # client sends it again, to the next supervisor)
-            if kept:
-                ctx.active_connections += 1
-                kept = False
+            if not line:
+                return
             lines = [line]
             del line  # (handed over: no frame keeps a waiting request's bytes)
-            if not await _answer(ctx, conn, lines):
+            may_keep = ctx.kept_connections < ctx.max_connections  # (their descriptors)
+            if not await _answer(ctx, conn, lines, may_keep):
                 return
             ctx.active_connections -= 1
-            kept = True
+            ctx.served_connections -= 1
+            ctx.kept_connections += 1
+            served, kept = False, True
+            try:
+                async with asyncio.timeout(KEPT_OPEN_SECONDS):
+                    asked = await conn.wait_for_request()
+            except TimeoutError:
+                asked = False
+            finally:
+                ctx.kept_connections -= 1
+            if not asked or ctx.stop_event.is_set():  # (a stopping one: the client sends
+                return  # it again, to the next supervisor)
+            ctx.active_connections += 1
+            kept = False
     except WaveError as exc:
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
     finally:
-        ctx.active_connections -= not kept
         ctx.served_connections -= served
-        ctx.last_activity = time.monotonic()
+        if not kept:  # (one that waited for a next request in vain was no activity)
+            ctx.active_connections -= 1
+            ctx.last_activity = time.monotonic()
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
 
 
-async def _answer(ctx: Context, conn: Connection, lines: list[bytes]) -> bool:
+async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: bool) -> bool:
     """Answer the request line ``lines`` holds (taken out of it); returns whether the
-    connection may carry another."""
+    connection carries another (the request asked for that, and ``may_keep``)."""
     watcher: asyncio.Task[None] | None = None
     keep = False
     try:
         message = decode(lines.pop())
-        wants_more = message.pop("keep", None) is True  # (PR1)
+        wants_more = message.pop("keep", None) is True and may_keep  # (PR1)
         version = message.get("v")
         if type(version) is not int or version != PROTOCOL_VERSION:
             raise ProtocolError(

@@ -3,17 +3,21 @@ took a quarter of a quick call), and never sends on one that went stale."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import journal_rows, kill_supervisor, raw_request, start_supervisor, wait_until
 
 from wave_bash.api import Client
+from wave_bash.api import calls as calls_module
 from wave_bash.api import connection as connection_module
 
 
@@ -162,3 +166,85 @@ def test_the_supervisor_stopping_ends_kept_connections(client: Client, state_dir
     kill_supervisor(state_dir, signal.SIGTERM)
     assert closed_by_peer(kept[0].sock)
     assert client.status().running
+
+
+def test_kept_connections_do_not_fill_the_cap(state_dir: Path) -> None:
+    """Clients that wait between calls hold no place under the cap (a review: two idle
+    clients turned a third away as `busy`)."""
+    start_supervisor(state_dir, WAVE_MAX_CONNECTIONS="2")
+    idle = [Client(state_dir=state_dir, session=f"idle-{i}") for i in range(2)]
+    for client in idle:
+        client.status()
+        kept_socket(client)
+    assert Client(state_dir=state_dir).bash("echo third").stdout == "third"
+
+
+def test_a_request_begun_on_a_kept_connection_has_the_request_time_limit(
+    state_dir: Path,
+) -> None:
+    start_supervisor(state_dir, WAVE_REQUEST_TIMEOUT="1s")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(raw_request("status", {"session": "raw", "keep": True}))
+        assert answers(s)[-1]["keep"] is True
+        s.sendall(raw_request("status", {"session": "raw"})[:10])  # and no more
+        s.settimeout(10)
+        (answer,) = answers(s)
+        assert answer["type"] == "error" and "no complete request within 1s" in str(answer)
+
+
+PARENT = """
+import os, sys, time
+from wave_bash.api import Client
+client = Client(state_dir=sys.argv[1], session="forks")
+client.status()
+if os.fork() == 0:  # a child that lives on, as a multiprocessing worker would
+    time.sleep(60)
+    os._exit(0)
+client.bash("echo started > " + sys.argv[2] + "; sleep 30", timeout=60_000)
+"""
+
+
+def test_a_forked_child_does_not_hide_its_parents_death(state_dir: Path, tmp_path: Path) -> None:
+    """The parent's foreground command goes through the connection it kept; the child it
+    forked before holds no copy of it, so the parent's death is its caller's (F5)."""
+    client = Client(state_dir=state_dir, session="forks")
+    client.status()
+    flag = tmp_path / "flag"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(state_dir), str(flag)])
+    children: list[str] = []
+    try:
+        wait_until(lambda: flag.exists())
+        children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+        parent.kill()
+        parent.wait()
+        (task,) = [t for t in client.tasks() if "sleep 30" in t.command]
+
+        def owner() -> tuple[str, str | None]:
+            (now,) = [t for t in client.tasks() if t.id == task.id]
+            return now.owner, now.background_reason
+
+        wait_until(lambda: owner()[0] == "background")
+        assert owner() == ("background", "caller_lost")
+        client.task_stop(task.id)
+    finally:
+        parent.kill()
+        parent.wait()
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def test_an_abandon_that_comes_after_its_call_cuts_no_later_call() -> None:
+    """An abandon lists the call's use of a channel, then interrupts it: if the call
+    ended meanwhile, the kept channel already carries the next call (a review)."""
+    cut = []
+
+    class Channel:
+        def interrupt(self) -> None:
+            cut.append(True)
+
+    use = calls_module._Use(Channel())  # type: ignore[arg-type]
+    use.end()
+    use.interrupt()
+    assert not cut
