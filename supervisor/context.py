@@ -91,12 +91,13 @@ class Connection:
                 budget.give(taken)
 
     async def wait_for_request(self) -> bool:
-        """Wait until the peer starts its next request (its first bytes are kept for
-        :meth:`read_line`); False when it closed the connection instead."""
+        """Wait until the peer starts its next request (its first byte is kept for
+        :meth:`read_line`, which counts the rest in the budget); False when it closed
+        the connection instead."""
         if self._leftover:
             return True
         try:
-            self._leftover = await self.reader.read(REQUEST_CHUNK)
+            self._leftover = await self.reader.read(1)
         except (ConnectionError, OSError):
             return False
         return bool(self._leftover)
