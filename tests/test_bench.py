@@ -61,3 +61,22 @@ def test_an_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
         if bench.poll() is None:
             bench.kill()
             bench.wait()
+
+
+def test_the_process_floor_probe_measures_each_shape() -> None:
+    """``tests/bench/floor.py`` (the CPU of a task's processes, by shape) runs each shape
+    and leaves no process behind."""
+    me = psutil.Process()
+    run = subprocess.run(
+        [sys.executable, str(BENCH.with_name("floor.py")), "--tasks", "3"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert [line.split("  ")[0] for line in lines] == [
+        "bash -c (the baseline's task)",
+        "monitor exec'd + job (today's shape)",
+        "monitor forked from a long-lived bash + job",
+    ]
+    assert all("ms CPU per task" in line for line in lines)
+    assert me.children(recursive=True) == []
