@@ -99,6 +99,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
 
     wait_s = (timeout or DEFAULT_TIMEOUT_MS) / 1000
     rules, sandbox = _guard(args)
+    if sandbox is not None and sandbox["workspace"] is None:
+        _pin_workspace(cli, args, sandbox)
     params = {
         "session": cli.session,
         "command": command,
@@ -198,6 +200,21 @@ def _guard(args: argparse.Namespace) -> tuple[Any, Any]:
         getattr(args, "rules", None), getattr(args, "sandbox", None),
         getattr(args, "allow_network", False) or None, getattr(args, "workspace", None),
     )  # fmt: skip
+
+
+def _pin_workspace(cli: Cli, args: argparse.Namespace, sandbox: dict[str, Any]) -> None:
+    """Fix the sandbox's workspace where ``run`` was called, as a client fixes it where it
+    is made (SB1): never where ``--cwd`` points, which would make any directory writable
+    (``--cwd /etc``). A remote's is known only there, so with ``--cwd`` it must be given."""
+    if not cli.connector.remote:
+        from .guard import workspace_for
+
+        sandbox["workspace"] = workspace_for(sandbox["mode"], cli.connector.default_cwd())
+    elif args.cwd:
+        raise InvalidInputError(
+            "with a remote, --cwd and a sandbox, give the sandbox's workspace (--workspace): "
+            "it must not move with --cwd"
+        )
 
 
 def _sandbox_arg(args: argparse.Namespace) -> str | None:

@@ -173,10 +173,7 @@ class Client:
             # Pinned now: a command's `cd` (follow_cd) must not move what is writable.
             if self.remote is None:
                 here = self.cwd or os.getcwd()
-                writable = self.sandbox["mode"] == "workspace-write"
-                self.sandbox["workspace"] = (
-                    guard.default_workspace(here) if writable else guard.project_root(here)
-                )
+                self.sandbox["workspace"] = guard.workspace_for(self.sandbox["mode"], here)
             elif follow_cd:
                 raise InvalidInputError(
                     "with a remote, follow_cd and a sandbox, give the sandbox's workspace "

@@ -59,6 +59,16 @@ def default_workspace(cwd: str) -> str:
     return root
 
 
+def workspace_for(mode: str, cwd: str) -> str:
+    """The workspace of a sandbox given none, for a caller in ``cwd``: its project root
+    (for ``workspace-write`` never ``/`` or the home directory: :func:`default_workspace`).
+
+    Raises:
+        InvalidInputError: ``workspace-write``'s would be too wide.
+    """
+    return default_workspace(cwd) if mode == "workspace-write" else project_root(cwd)
+
+
 def sandbox_spec(
     mode: str | None, network: bool = False, workspace: str | os.PathLike[str] | None = None
 ) -> dict[str, Any] | None:

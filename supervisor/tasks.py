@@ -123,11 +123,9 @@ SESSION_TEMPS = "sandbox-tmp"
 
 
 def _workspace_asked(sandbox: SandboxSpec, cwd: str) -> str:
-    """The workspace a sandbox request names, or its default for ``cwd``."""
-    if sandbox.workspace:
-        return sandbox.workspace
-    writable = sandbox.mode == "workspace-write"
-    return guard.default_workspace(cwd) if writable else guard.project_root(cwd)
+    """The workspace a sandbox request names, or its default for ``cwd`` (a raw client's:
+    ours name it, fixed where the client was made)."""
+    return sandbox.workspace or guard.workspace_for(sandbox.mode, cwd)
 
 
 def session_temp_dir(state_dir: Path, session: str) -> Path:

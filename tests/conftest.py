@@ -238,14 +238,18 @@ def workdir(tmp_path: Path) -> Path:
     return d
 
 
-def run_cli(state_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the ``wave-bash`` CLI in its own process (``python -m wave_bash.api.cli``), as a person would."""
+def run_cli(
+    state_dir: Path, *args: str, timeout: float = 60, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``wave-bash`` CLI in its own process (``python -m wave_bash.api.cli``), as a
+    person would (in ``cwd``, else here)."""
     return subprocess.run(
         [sys.executable, "-m", "wave_bash.api.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+        cwd=cwd,
     )
 
 

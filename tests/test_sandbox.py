@@ -519,6 +519,38 @@ def test_network_blocked_unless_allowed(state_dir: Path, project: Path, tcp_serv
     assert allowed.bash(fetch).stdout == "hello"
 
 
+def test_the_cli_fixes_the_workspace_where_it_is_called_not_at_its_cwd(
+    state_dir: Path, project: Path
+) -> None:
+    """SB1: the workspace is the project root of the caller's directory, fixed as the CLI
+    starts; ``--cwd`` moves where the command runs, never what is writable (a trial made
+    ``/etc`` writable with ``run --sandbox workspace-write --cwd /etc``)."""
+    elsewhere = Path(tempfile.mkdtemp(prefix=".wb-elsewhere-", dir=Path.home()))
+    try:
+        moved = run_cli(
+            state_dir, "run", "--sandbox", "workspace-write", "--cwd", str(elsewhere), "--",
+            "pwd; touch made", cwd=project / "src",
+        )  # fmt: skip
+        assert moved.returncode == 1 and moved.stdout.startswith(f"{elsewhere}\n")
+        assert "Read-only file system" in moved.stdout and not (elsewhere / "made").exists()
+        here = run_cli(
+            state_dir, "run", "--sandbox", "workspace-write", "--", "touch ../made",
+            cwd=project / "src",
+        )  # fmt: skip
+        assert here.returncode == 0 and (project / "made").exists()
+        home = run_cli(
+            state_dir, "run", "--sandbox", "workspace-write", "--", "true", cwd=Path.home()
+        )
+        assert home.returncode == 2 and "give it with --workspace DIR" in home.stderr
+    finally:
+        shutil.rmtree(elsewhere)
+    remote = run_cli(
+        state_dir, "--remote", "ssh://nobody@127.0.0.1:1", "run", "--sandbox", "read-only",
+        "--cwd", "/srv", "--", "true",
+    )  # fmt: skip
+    assert remote.returncode == 2 and "give the sandbox's workspace (--workspace)" in remote.stderr
+
+
 def test_background_task_outlives_its_caller_and_stops_whole(
     state_dir: Path, project: Path
 ) -> None:
