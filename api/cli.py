@@ -149,9 +149,14 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             print(result["stdout"])
         task_id = result["backgroundTaskId"]
         return _report_input(task_id, _send_input(cli, task_id, ahead, None, rules), False)
-    if result.get("truncated") and not args.json and running and _finished(result):
+    shown_so_far = watched and result.get("backgroundedByUser")  # (the live view is erased)
+    if (
+        not args.json
+        and running
+        and (shown_so_far or (result.get("truncated") and _finished(result)))
+    ):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
-        # for a model's result (`--json`, the tools).
+        # for a model's result (`--json`, the tools). Ctrl+B: all of it so far.
         _print_whole_output(cli, running[-1])
         return _report_run(result, False, cli.remote, printed=True)
     return _report_run(result, args.json, cli.remote)
@@ -176,9 +181,12 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
     if stop:
         try:
             record = cli.call("stop", task_id=task_id, interrupted=True)
-            print(f"^C: stopped task {task_id} ({record.get('status')})", file=sys.stderr)
+            note = f"^C: stopped task {task_id} ({record.get('status')})"
         except WaveError as exc:  # it ended meanwhile
-            print(f"^C: task {task_id}: {exc.message}", file=sys.stderr)
+            note = f"^C: task {task_id}: {exc.message}"
+        with contextlib.suppress(WaveError):  # its output so far: the live view is erased
+            _print_whole_output(cli, task_id)
+        print(note, file=sys.stderr)
     else:
         print(
             f"wave-bash: interrupted; task {task_id} keeps running in the background "
@@ -271,7 +279,7 @@ def _report_run(
             file=sys.stderr,
         )
     elif moved:
-        if stdout:
+        if stdout and not printed:
             print(stdout)
         if _started_in_background(result):  # its ID for a script: `ID=$(wave-bash run …)`
             print(result["backgroundTaskId"])
