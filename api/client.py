@@ -273,7 +273,10 @@ class Client:
             result = self._call(params, on_progress, on_start, patience=patience, scope=scope)
             ask = on_ask or self.on_ask
             if result.permission is not None and result.permission.decision == "ask":
-                approved = ask(result) if ask is not None else None
+                try:
+                    approved = ask(result) if ask is not None else None
+                except Exception as exc:  # (the call still gets a result: declined, and why)
+                    approved, result = None, _failed_approval(result, exc)
                 if approved:  # the same command again, approved by a person
                     params = params.model_copy(
                         update={"approved": True, "request_key": uuid.uuid4().hex}
@@ -579,10 +582,18 @@ def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) ->
     return os.environ.get("PATH")
 
 
-def _declined(result: BashResult) -> BashResult:
-    """A command a person was asked about and did not approve."""
+def _declined(result: BashResult, why: str = "the user declined") -> BashResult:
+    """A command a person was asked about and did not approve (``why``: how it ended)."""
     reason = result.permission.reason if result.permission else "it needed approval"
     text = f"The user did not approve this command ({reason}). Nothing was run."
-    info = PermissionInfo(decision="deny", reason="the user declined", source="user",
+    if why != "the user declined":
+        text = f"This command was not approved ({reason}): {why}. Nothing was run."
+    info = PermissionInfo(decision="deny", reason=why, source="user",
                           rule=result.permission.rule if result.permission else None)  # fmt: skip
     return BashResult(success=False, message=text, error=text, permission=info)
+
+
+def _failed_approval(result: BashResult, exc: Exception) -> BashResult:
+    """A command whose approval callback raised: declined, with the error as the reason."""
+    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return _declined(result, f"the approval callback failed: {error}")

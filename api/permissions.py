@@ -461,8 +461,12 @@ Hook = Callable[[ParsedCommand], Any]
 
 
 def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
-    """Run a permission hook; what it returns becomes a decision (a bad answer denies)."""
-    answer = hook(parsed)
+    """Run a permission hook; what it returns becomes a decision (a bad answer denies, and
+    so does a hook that raises: its error is the reason, the call still gets a result)."""
+    try:
+        answer = hook(parsed)
+    except Exception as exc:
+        return Decision("deny", f"the permission hook failed: {_error_text(exc)}", None, "hook")
     if isinstance(answer, Decision):
         return Decision(answer.verdict, answer.reason, answer.rule, "hook")
     reason = ""
@@ -471,6 +475,10 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
     if answer not in VERDICTS:
         return Decision("deny", f"the permission hook answered {answer!r}", None, "hook")
     return Decision(answer, str(reason or f"the permission hook answered {answer}"), None, "hook")
+
+
+def _error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 _GIT_CODE = re.compile(

@@ -957,6 +957,30 @@ def test_python_hook_gets_the_parsed_command(state_dir: Path, workdir: Path) -> 
     assert both.bash("echo no").permission.decision == "deny"  # type: ignore[union-attr]
 
 
+def test_a_hook_or_approval_that_raises_declines_and_says_why(
+    state_dir: Path, workdir: Path
+) -> None:
+    """PM2: anything but a verdict denies, an exception too, and the call still gets a
+    result, as any error of the call does (a trial got the hook's traceback)."""
+    raising = Client(state_dir=state_dir, cwd=workdir, permission=lambda p: 1 / 0)
+    denied = raising.bash("touch hooked")
+    assert not denied.success and denied.permission and denied.permission.source == "hook"
+    assert (
+        denied.permission.reason
+        == "the permission hook failed: ZeroDivisionError: division by zero"
+    )
+    assert not (workdir / "hooked").exists()
+
+    def approval(result: object) -> bool:
+        raise RuntimeError("no one to ask")
+
+    asking = Client(state_dir=state_dir, cwd=workdir, rules={"allow": ["Bash(echo *)"]})
+    declined = asking.bash("touch asked", on_ask=approval)
+    assert not declined.success and declined.permission and declined.permission.source == "user"
+    assert declined.permission.reason == "the approval callback failed: RuntimeError: no one to ask"
+    assert "Nothing was run" in (declined.error or "") and not (workdir / "asked").exists()
+
+
 def test_cli_rules_option_and_environment(state_dir: Path, tmp_path: Path, workdir: Path) -> None:
     rules = str(rules_file(tmp_path))
     denied = run_cli(state_dir, "run", "--rules", rules, "--cwd", str(workdir), "--", "rm -rf .")
