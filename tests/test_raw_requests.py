@@ -61,13 +61,22 @@ def test_an_offset_past_the_end_reads_nothing(client: Client, state_dir: Path) -
         assert answer["data"]["output"] == ""  # type: ignore[index]
 
 
-def test_a_request_nested_too_deep_is_a_protocol_error(client: Client, state_dir: Path) -> None:
-    """200,000 `[` once reached the JSON parser's recursion limit: an internal error."""
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"[" * 200_000,  # once the JSON parser's recursion limit: an internal error
+        b'{"v":1,"op":"output","taskId":"x","offset":' + b"9" * 5000 + b"}",  # (4300 digits
+    ],  # at most: Python's limit of an integer read from text, also an internal error)
+    ids=["nested", "long-integer"],
+)
+def test_a_request_json_cannot_hold_is_a_protocol_error(
+    client: Client, state_dir: Path, line: bytes
+) -> None:
     client.status()
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(10)
         s.connect(str(state_dir / "supervisor.sock"))
-        s.sendall(b"[" * 200_000 + b"\n")
+        s.sendall(line + b"\n")
         answer = json.loads(s.makefile("rb").readline())
     assert (answer["type"], answer["code"]) == ("error", "protocol"), answer
     assert client.status().pid
