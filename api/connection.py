@@ -91,12 +91,15 @@ _PEEK = socket.MSG_PEEK | getattr(socket, "MSG_DONTWAIT", 0)
 
 class SocketChannel:
     """A connected socket (Unix, TCP or one end of a socketpair); kept after its answer
-    by ``pool`` (see :class:`KeptChannel`), if given."""
+    by ``pool`` (see :class:`KeptChannel`), if given. A forked child closes its copy at
+    once, in use or kept: held there, it would hide its parent's death from the
+    supervisor (F5) while the parent's call, or its next one, goes through it."""
 
     def __init__(self, sock: socket.socket, pool: KeptChannel | None = None) -> None:
         self.sock, self.pool = sock, pool
         self.keeps = pool is not None and hasattr(socket, "MSG_DONTWAIT")
         self.kept_open = False
+        _CHANNELS.add(self)
 
     def release(self) -> None:
         if self.pool is None or not self.kept_open:
@@ -124,9 +127,8 @@ class KeptChannel:
     """The one connection a local connector keeps between calls (a call made meanwhile by
     another thread opens its own). A kept one is given again only in the process that
     made it, within ``KEEP_SECONDS``, and while the supervisor has neither closed it
-    (stopped, killed, replaced) nor sent anything on it. A forked child closes its copy
-    at once: held there, it would hide its parent's death from the supervisor (F5) when
-    the parent's next call, a foreground command, goes through it."""
+    (stopped, killed, replaced) nor sent anything on it. A forked child has none (see
+    :class:`SocketChannel`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -135,9 +137,7 @@ class KeptChannel:
 
     def _forget_in_child(self) -> None:
         self._lock = threading.Lock()  # (another thread may have held it at the fork)
-        kept, self._kept = self._kept, None
-        if kept is not None:
-            kept[0].close()
+        self._kept = None  # (its socket is closed with every channel's)
 
     def put(self, channel: SocketChannel) -> None:
         with self._lock:
@@ -170,15 +170,21 @@ class KeptChannel:
 
 
 _KEEPERS: weakref.WeakSet[KeptChannel] = weakref.WeakSet()
+_CHANNELS: weakref.WeakSet[SocketChannel] = weakref.WeakSet()
 
 
-def _forget_kept_in_child() -> None:
+def _close_copies_in_child() -> None:
+    """A forked child closes its copies of its parent's connections, kept or in use (a
+    call of the parent's in flight as another thread forked; a review found it)."""
     for keeper in list(_KEEPERS):
         keeper._forget_in_child()
+    for channel in list(_CHANNELS):
+        with contextlib.suppress(OSError):
+            channel.sock.close()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_kept_in_child)
+    os.register_at_fork(after_in_child=_close_copies_in_child)
 
 
 def current_dir() -> str:

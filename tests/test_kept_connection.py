@@ -194,24 +194,45 @@ def test_a_request_begun_on_a_kept_connection_has_the_request_time_limit(
 
 
 PARENT = """
-import os, sys, time
+import os, sys, threading, time
 from wave_bash.api import Client
 client = Client(state_dir=sys.argv[1], session="forks")
 client.status()
-if os.fork() == 0:  # a child that lives on, as a multiprocessing worker would
-    time.sleep(60)
-    os._exit(0)
+
+def fork():
+    if os.fork() == 0:  # a child that lives on, as a multiprocessing worker would
+        time.sleep(60)
+        os._exit(0)
+
+if sys.argv[3] == "between-calls":
+    fork()
+else:  # another thread forks while a call is in flight on the connection kept after it
+    task = client.bash("sleep 1", run_in_background=True).background_task_id
+
+    def fork_mid_call():
+        deadline = time.monotonic() + 10
+        while client.connector.kept._kept is not None and time.monotonic() < deadline:
+            time.sleep(0.001)  # (until the wait below has taken the kept connection)
+        fork()
+
+    threading.Thread(target=fork_mid_call).start()
+    client.wait(task, timeout=10_000)
 client.bash("echo started > " + sys.argv[2] + "; sleep 30", timeout=60_000)
 """
 
 
-def test_a_forked_child_does_not_hide_its_parents_death(state_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["between-calls", "mid-call"])
+def test_a_forked_child_does_not_hide_its_parents_death(
+    state_dir: Path, tmp_path: Path, when: str
+) -> None:
     """The parent's foreground command goes through the connection it kept; the child it
-    forked before holds no copy of it, so the parent's death is its caller's (F5)."""
+    forked before, between calls or while that connection was in use for a call, holds
+    no copy of it, so the parent's death is its caller's (F5; a review found the copy of
+    a connection in use kept)."""
     client = Client(state_dir=state_dir, session="forks")
     client.status()
     flag = tmp_path / "flag"
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(state_dir), str(flag)])
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(state_dir), str(flag), when])
     children: list[str] = []
     try:
         wait_until(lambda: flag.exists())
