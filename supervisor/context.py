@@ -159,6 +159,9 @@ class Context:
     waiting for a next request: the cap's."""
     kept_connections: int = 0
     """Connections waiting for a next request (at most as many as the cap)."""
+    not_let_in: dict[Connection, None] = field(default_factory=dict)
+    """Connections whose peer has not been let in yet, oldest first (see
+    ``server.MAX_NOT_LET_IN``)."""
     last_activity: float = field(default_factory=time.monotonic)
     """When a client was last served (monotonic), for the idle exit."""
     pruning: asyncio.Lock = field(default_factory=asyncio.Lock)

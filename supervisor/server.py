@@ -33,6 +33,13 @@ REFUSAL_LINGER_SECONDS = 2.0  # how long a refused peer may keep sending before 
 HANDSHAKE_SECONDS = 2.0
 """How long a TCP peer may take to show the token (a client of ours takes milliseconds)."""
 
+MAX_NOT_LET_IN = 64
+"""Connections at most whose peer has not been let in (a TCP peer yet to show the token,
+a refused one lingering): a new one lets the oldest go. Uncounted, another user's
+connections to a TCP supervisor used up its descriptors, and its own commands failed
+to start (a review); the oldest goes, not the new one, so that such connections cannot
+keep a client of ours out, which shows the token within a millisecond."""
+
 
 async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
     """Unix socket: the peer runs as our uid (SPEC X1). TCP: it presents the token first."""
@@ -59,6 +66,23 @@ async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
     await conn.send(error_message("forbidden", reason))
     await _linger(conn)
     return False
+
+
+async def _let_in(ctx: Context, conn: Connection) -> bool:
+    """Whether the peer may be served (:func:`_peer_allowed`), counted meanwhile among
+    those not let in (:data:`MAX_NOT_LET_IN`: the oldest of them is let go for it)."""
+    if len(ctx.not_let_in) >= MAX_NOT_LET_IN:
+        oldest = next(iter(ctx.not_let_in))
+        del ctx.not_let_in[oldest]
+        oldest.writer.transport.abort()  # (its reads end: refused, with no lingering)
+    ctx.not_let_in[conn] = None
+    try:  # (TCP: a peer that has not shown the token within a moment is let go)
+        async with asyncio.timeout(HANDSHAKE_SECONDS if ctx.token else None):
+            return await _peer_allowed(ctx, conn)
+    except TimeoutError:
+        raise ProtocolError(f"no handshake within {HANDSHAKE_SECONDS:g}s") from None
+    finally:
+        ctx.not_let_in.pop(conn, None)
 
 
 async def _linger(conn: Connection) -> None:
@@ -101,12 +125,8 @@ async def serve_connection(
     ctx.active_connections += 1
     served = kept = False
     try:
-        try:  # (TCP: a peer that has not shown the token within a moment is let go)
-            async with asyncio.timeout(HANDSHAKE_SECONDS if ctx.token else None):
-                if not await _peer_allowed(ctx, conn):
-                    return
-        except TimeoutError:
-            raise ProtocolError(f"no handshake within {HANDSHAKE_SECONDS:g}s") from None
+        if not await _let_in(ctx, conn):
+            return
         while True:
             # Only peers let in count towards the cap: another user's idle connections to
             # a TCP supervisor filled it, and its own clients were turned away (a review).

@@ -8,12 +8,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import socket
+import threading
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import kill_supervisor, raw_request, start_bg, supervisor_pids, task_alive
+from conftest import (
+    kill_supervisor,
+    raw_request,
+    start_bg,
+    supervisor_pids,
+    task_alive,
+    wait_until,
+)
 
 from wave_bash.api import Client
 from wave_bash.api.errors import ForbiddenError
@@ -182,6 +191,57 @@ def test_peers_without_the_token_do_not_fill_the_connection_cap(
     finally:
         for s in idle:
             s.close()
+
+
+def test_peers_without_the_token_do_not_use_up_the_descriptors(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flood of connections that never show the token held a descriptor each for
+    seconds, with no cap: under a limit of 256, commands failed to start with "Too many
+    open files" (a review). Those not let in are 64 at most now, the oldest let go first,
+    so the supervisor's own clients keep getting in and their commands start."""
+    monkeypatch.setenv("WAVE_TRANSPORT", "tcp")
+    client = Client(state_dir=state_dir, session="tcp")
+    pid = client.status().pid
+    assert pid
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (256, 256))
+    port = json.loads((state_dir / "supervisor.tcp").read_text())["port"]
+    stop = threading.Event()
+
+    def flood() -> None:  # 300 open at all times: each one let go is opened again
+        held: list[socket.socket] = []
+        while not stop.is_set():
+            for s in [s for s in held if _closed_by_peer(s)]:
+                held.remove(s)
+                s.close()
+            while len(held) < 300 and not stop.is_set():
+                with contextlib.suppress(OSError):
+                    held.append(socket.create_connection(("127.0.0.1", port), timeout=1))
+            stop.wait(0.01)
+        for s in held:
+            s.close()
+
+    flooder = threading.Thread(target=flood)
+    flooder.start()
+    try:
+        wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) > 64 + 20, timeout=15)
+        for i in range(5):
+            assert client.bash(f"echo {i}").stdout == str(i)
+            tid = start_bg(client, "sleep 300")
+            assert client.task_stop(tid).status == "killed"
+    finally:
+        stop.set()
+        flooder.join(30)
+    assert "Too many open files" not in (state_dir / "supervisor.log").read_text()
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def test_an_endpoint_file_replaced_by_a_fifo_is_published_again(
