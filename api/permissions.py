@@ -200,6 +200,14 @@ def _path_regex(pattern: str) -> str:
     return "".join(out)
 
 
+CLAUDE_SETTINGS = frozenset(
+    {"defaultMode", "additionalDirectories", "disableBypassPermissionsMode"}
+)
+"""Keys of Claude Code's ``permissions`` that hold no rule, passed over in its settings
+shape: a mode for what no rule decides (here: ask, the stricter reading), and the file
+tools' directories."""
+
+
 @dataclass(frozen=True)
 class RuleSet:
     """``allow``, ``ask`` and ``deny`` rules."""
@@ -216,9 +224,10 @@ class RuleSet:
         ``permissions`` (Claude Code's settings.json shape)."""
         if not isinstance(data, Mapping):
             raise InvalidInputError(f"{origin}: permission rules must be an object")
+        settings: frozenset[str] = frozenset()
         if "permissions" in data and isinstance(data["permissions"], Mapping):
-            data = data["permissions"]
-        unknown = set(data) - set(VERDICTS)
+            data, settings = data["permissions"], CLAUDE_SETTINGS
+        unknown = set(data) - set(VERDICTS) - settings
         if unknown:
             raise InvalidInputError(
                 f"{origin}: unknown key(s) {sorted(unknown)}; use allow, ask and deny"

@@ -778,6 +778,17 @@ def test_rules_files_toml_json_and_claude_settings(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls *)"], "ask": []}}))
     assert RuleSet.load(settings).decide(parse_command("ls -l")).verdict == "allow"
+    # Claude Code's keys that hold no rule are passed over there (a trial's real settings
+    # file was refused), and only there.
+    claude = {"defaultMode": "acceptEdits", "additionalDirectories": ["../docs"],
+              "disableBypassPermissionsMode": "disable"}  # fmt: skip
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls *)"], **claude}}))
+    ruled = RuleSet.load(settings)
+    assert ruled.decide(parse_command("ls -l")).verdict == "allow"
+    assert ruled.decide(parse_command("touch x")).verdict == "ask"  # (no mode: ask)
+    settings.write_text(json.dumps({"allow": ["Bash(ls *)"], "defaultMode": "acceptEdits"}))
+    with pytest.raises(InvalidInputError, match=r"unknown key\(s\) \['defaultMode'\]"):
+        RuleSet.load(settings)
     bad = tmp_path / "bad.toml"
     bad.write_text('allow = ["Read(./x)"]\n')
     with pytest.raises(InvalidInputError, match=r"'Read\(./x\)' is not Bash\(…\) or Write\(…\)"):
