@@ -266,6 +266,9 @@ def _report_run(
     moved = bool(result.get("backgroundTaskId") or result.get("interrupted"))
     error = result.get("error")
     if error is not None and result.get("exitCode") is None and not moved:
+        if as_json:  # nothing ran: all of the result (a refusal's decision, rule, source)
+            _print_json(result)
+            return ERROR_EXIT
         raise InvalidInputError(str(error))  # nothing ran (refused, a bad cwd, …)
     if as_json:
         _print_json(result)

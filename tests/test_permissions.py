@@ -996,6 +996,10 @@ def test_cli_rules_option_and_environment(state_dir: Path, tmp_path: Path, workd
     rules = str(rules_file(tmp_path))
     denied = run_cli(state_dir, "run", "--rules", rules, "--cwd", str(workdir), "--", "rm -rf .")
     assert denied.returncode == 2 and "Permission denied" in denied.stderr
+    for command, verdict in (("rm -rf .", "deny"), ("whoami", "ask")):  # (a script tells them
+        answer = run_cli(state_dir, "run", "--json", "--rules", rules, "--", command)  # apart)
+        assert answer.returncode == 2 and json.loads(answer.stdout)["success"] is False
+        assert json.loads(answer.stdout)["permission"]["decision"] == verdict
     allowed = run_cli(state_dir, "run", "--rules", rules, "--", "echo fine")
     assert allowed.returncode == 0 and allowed.stdout == "fine\n"
     os.environ["WAVE_RULES"] = rules
