@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     BeforeValidator,
@@ -72,9 +73,21 @@ TerminalSize = tuple[
 ]
 """A terminal's columns and rows."""
 
-TypedText = Annotated[StrictStr, Field(max_length=MAX_INPUT_CHARS)]
-"""What TaskInput types: any characters, control characters included (a lone surrogate,
-JSON's ``\\ud800``, is refused here: it has no bytes)."""
+
+def _typed_text(value: str) -> str:
+    if len(value) > MAX_INPUT_CHARS:
+        raise ValueError(f"must be at most {MAX_INPUT_CHARS} characters")
+    try:  # (pydantic's own length check refused any surrogate, bytes of ours too)
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (it has a lone surrogate)") from None
+    return value
+
+
+TypedText = Annotated[StrictStr, AfterValidator(_typed_text)]
+"""What TaskInput types: any characters, control characters included, and bytes that are
+no UTF-8 as the surrogate escapes that carry them (``$'caf\\xe9'`` given to ``wave-bash
+input``); a lone surrogate such as JSON's ``\\ud800`` is refused: it has no bytes."""
 
 PROBE_TIMEOUT_MAX_MS = 60_000
 """The longest a login shell may take to print its PATH."""

@@ -32,6 +32,7 @@ from conftest import (
 )
 
 from wave_bash.api import Client, InvalidInputError, TaskNotFoundError, TaskNotRunningError, texts
+from wave_bash.api.constants import MAX_INPUT_CHARS
 from wave_bash.worker.monitor import PTY_HOST
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
@@ -148,9 +149,30 @@ def test_task_input_errors(client: Client) -> None:
     assert not too_small.success and too_small.error == "terminal_size[0] must be at least 1, not 0"
     r = client.bash("python3 -q", timeout=LONG, interactive=True)
     assert r.background_task_id
-    with pytest.raises(InvalidInputError, match=r"input .*unicode string"):
+    with pytest.raises(InvalidInputError, match=r"input .*it has a lone surrogate"):
         client.task_input(r.background_task_id, "\ud800")
+    with pytest.raises(InvalidInputError, match=rf"input .*at most {MAX_INPUT_CHARS} characters"):
+        client.task_input(r.background_task_id, "x" * (MAX_INPUT_CHARS + 1))
     client.task_stop(r.background_task_id)
+
+
+def test_input_that_is_no_utf8_is_typed_as_its_bytes(client: Client, state_dir: Path) -> None:
+    """`wave-bash input ID $'caf\\xe9'` (Latin-1) was refused with pydantic's words; the
+    byte reaches the command, carried as its surrogate escape, as paths are."""
+    read = "head -c 4 | od -An -tx1"  # (bash's read, in a UTF-8 locale, takes the newline
+    # after 0xe9 for the rest of a character)
+    r = client.bash(read, timeout=LONG, interactive=True)
+    assert r.waiting_for_input and r.background_task_id
+    client.task_input(r.background_task_id, "caf\udce9\n")
+    assert client.wait(r.background_task_id, timeout=10_000).status == "completed"
+    assert "63 61 66 e9" in client.task_output(r.background_task_id, offset=0).output
+    r = client.bash(read, timeout=LONG, interactive=True)
+    assert r.waiting_for_input and r.background_task_id
+    typed = run_cli(state_dir, "--session", client.session, "input", r.background_task_id,
+                    "caf\udce9\n")  # (argv: the byte 0xe9)  # fmt: skip
+    assert typed.returncode == 0, typed.stderr
+    assert client.wait(r.background_task_id, timeout=10_000).status == "completed"
+    assert "63 61 66 e9" in client.task_output(r.background_task_id, offset=0).output
 
 
 def test_task_stop_ends_the_whole_session(client: Client, state_dir: Path) -> None:
