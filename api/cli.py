@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
 from .connection import connector_for
-from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS
+from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
 from .units import check_timeout_ms, parse_duration
@@ -252,9 +252,13 @@ def _approved(result: dict[str, Any]) -> bool:
 
 def _size_arg(text: str) -> list[int]:
     match = re.fullmatch(r"(\d{1,5})x(\d{1,5})", text.strip())
-    if match is None:
-        raise InvalidInputError(f"--size takes COLUMNSxROWS (such as 120x40), not {text!r}")
-    return [int(match[1]), int(match[2])]
+    size = [int(match[1]), int(match[2])] if match else []
+    if not size or not all(1 <= side <= TERMINAL_SIDE_MAX for side in size):
+        raise InvalidInputError(
+            f"--size takes COLUMNSxROWS, each from 1 to {TERMINAL_SIDE_MAX} (such as 120x40), "
+            f"not {text!r}"
+        )
+    return size
 
 
 def _report_run(

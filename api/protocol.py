@@ -76,7 +76,7 @@ TerminalSize = tuple[
 
 def _typed_text(value: str) -> str:
     if len(value) > MAX_INPUT_CHARS:
-        raise ValueError(f"must be at most {MAX_INPUT_CHARS} characters")
+        raise ValueError(f"must have at most {MAX_INPUT_CHARS} characters, not {len(value)}")
     try:  # (pydantic's own length check refused any surrogate, bytes of ours too)
         value.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:

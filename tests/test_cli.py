@@ -82,7 +82,9 @@ def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     empty = run_cli(state_dir, "--session", "", "run", "--", "true")
     assert (empty.returncode, empty.stderr) == (2, "wave-bash: session must not be empty\n")
     small = run_cli(state_dir, "run", "-i", "--size", "0x5", "--", "cat")
-    assert small.stderr == "wave-bash: terminal_size[0] must be at least 1, not 0\n"
+    assert small.stderr == (  # (named as given: a trial was told of `terminal_size[0]`)
+        "wave-bash: --size takes COLUMNSxROWS, each from 1 to 10000 (such as 120x40), not '0x5'\n"
+    )
     long = run_cli(state_dir, "input", "--no-enter", "nosuchid", "x" * 70_000)
     assert long.stderr == "wave-bash: input must have at most 65536 characters, not 70000\n"
 
