@@ -11,6 +11,7 @@ from wave_bash.api.protocol import Params
 from wave_bash.api.wire import PROTOCOL_VERSION
 
 from ..context import Connection, Context
+from ..journal import disk_problem
 
 try:
     VERSION: str | None = importlib.metadata.version("wave-bash")
@@ -30,7 +31,9 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
         started_at=datetime.fromtimestamp(ctx.started_at, UTC),
         tracking=ctx.tasks.tracking,
         held_writes=ctx.journal.held,
-        storage_problem=ctx.journal.problem,
+        # (the disk's own figures too: a supervisor started on a full disk has failed no
+        # write yet, and said nothing was wrong; a review)
+        storage_problem=ctx.journal.problem or disk_problem(ctx.layout.root),
         sandbox=ctx.tasks.sandbox_status,
     )
 
