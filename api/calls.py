@@ -9,6 +9,7 @@ import time
 
 from .constants import DEFAULT_TIMEOUT_MS, MAX_REQUEST_BYTES
 from .errors import (
+    BusyError,
     ForbiddenError,
     InvalidInputError,
     SupervisorRefusedError,
@@ -188,6 +189,12 @@ class Caller:
                 failure: SupervisorUnavailableError = lost
             except ForbiddenError:
                 raise
+            except BusyError:  # answered before the request was read: it may go again
+                if time.monotonic() + delay > give_up or epoch != self._abort_epoch:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+                continue
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
                 if (not self.connector.may_start or refused) and not sent:

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import kill_supervisor, raw_request, start_bg, supervisor_pids, wait_until
+from conftest import (
+    kill_supervisor,
+    raw_request,
+    run_cli,
+    start_bg,
+    supervisor_pids,
+    wait_until,
+)
 
 from wave_bash.api import Client
 from wave_bash.api.paths import StateLayout
@@ -80,6 +87,23 @@ def test_connections_past_the_cap_are_answered_busy(state_dir: Path) -> None:
     client = Client(state_dir=state_dir)
     assert client.bash("echo ok").stdout == "ok"
     assert (state_dir / "supervisor.log").stat().st_size < 50_000
+
+
+def test_a_call_answered_busy_goes_again(state_dir: Path) -> None:
+    """`busy` comes before the request is read: a client sends it again, with the back-off
+    of a reconnect, until its patience ends (`wave-bash stop` exited 2 at once; a review)."""
+    start_limited_supervisor(
+        state_dir, 1024, 1024, WAVE_MAX_CONNECTIONS="8", WAVE_REQUEST_TIMEOUT="2s"
+    )
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "sleep 300")
+    with held_connections(state_dir, 8) as socks:  # the cap, idle until the request timeout
+        with connect(state_dir) as ninth:
+            assert b'"busy"' in answer(ninth)
+        stopped = run_cli(state_dir, "stop", task_id)
+        assert stopped.returncode == 0, stopped.stderr
+        assert all(b"no complete request" in answer(s) for s in socks)
+    assert client.bash("echo ok").stdout == "ok"
 
 
 def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:
