@@ -141,6 +141,8 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
     nonce = secrets.token_hex(16)
     sock.sendall(encode({"hello": nonce}))
     reply = _small_line(sock)
+    if not reply:  # closed before any answer (let go under a flood, stopping): no proof
+        raise ConnectionResetError(f"the server at {where} closed the connection: try again")
     if reply.get("type") == "error" and "proof" not in reply:  # (its text is not trusted)
         code = re.sub(r"[^a-z_]", "", str(reply.get("code")))[:32]
         raise SupervisorUnavailableError(

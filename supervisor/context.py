@@ -58,6 +58,8 @@ class Connection:
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._leftover = b""
         self.interrupted = False
+        self.let_in = False
+        """Its peer was let in as it was accepted (a Unix peer of our uid)."""
         self.after_reply: Callable[[], object] | None = None
         """Done once the result was handed to the peer: what must not happen for a
         result that never left (a read offset advanced past output nobody saw)."""

@@ -38,7 +38,7 @@ from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
 from .recovery import open_journal, recover
 from .retention import housekeeping, prune_in_background
-from .server import serve_connection
+from .server import accept_connection
 from .settings import Settings
 from .standby import remove_leftovers
 from .tasks import AFTER_REPLIES, TaskManager
@@ -81,7 +81,7 @@ async def _bind(ctx: Context, again: bool = False) -> asyncio.AbstractServer | N
         sock.close()
         raise
     return await asyncio.start_unix_server(
-        partial(serve_connection, ctx), sock=sock, limit=REQUEST_CHUNK, backlog=LISTEN_BACKLOG
+        partial(accept_connection, ctx), sock=sock, limit=REQUEST_CHUNK, backlog=LISTEN_BACKLOG
     )
 
 
@@ -95,7 +95,7 @@ async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
             log.error("another supervisor already serves port %d; exiting", old.port)
             return None
     server = await asyncio.start_server(
-        partial(serve_connection, ctx),
+        partial(accept_connection, ctx),
         host=LOOPBACK,
         port=0,
         limit=REQUEST_CHUNK,

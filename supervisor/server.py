@@ -10,6 +10,7 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from pydantic import BaseModel
@@ -41,11 +42,16 @@ to start (a review); the oldest goes, not the new one, so that such connections 
 keep a client of ours out, which shows the token within a millisecond."""
 
 
+def _peer_uid(conn: Connection) -> int | None:
+    """The uid of a Unix socket's peer, from the kernel (SO_PEERCRED)."""
+    sock = conn.writer.get_extra_info("socket")
+    return peer_uid(sock) if sock is not None else None
+
+
 async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
     """Unix socket: the peer runs as our uid (SPEC X1). TCP: it presents the token first."""
     if ctx.token is None:
-        sock = conn.writer.get_extra_info("socket")
-        uid = peer_uid(sock) if sock is not None else None
+        uid = _peer_uid(conn)
         if uid == os.getuid():
             return True
         reason = f"connection from uid {uid} refused"
@@ -68,14 +74,32 @@ async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
     return False
 
 
+def accept_connection(
+    ctx: Context, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> Coroutine[Any, Any, None]:
+    """A connection as it is accepted, before its handler runs (a burst is accepted
+    whole first, each holding a descriptor): a Unix peer of our uid is let in at once;
+    any other is counted among those not let in, the oldest of them let go beyond
+    :data:`MAX_NOT_LET_IN`. Returns what serves it."""
+    conn = Connection(reader, writer)
+    if ctx.token is None and _peer_uid(conn) == os.getuid():
+        conn.let_in = True
+    else:
+        if len(ctx.not_let_in) >= MAX_NOT_LET_IN:
+            oldest = next(iter(ctx.not_let_in))
+            del ctx.not_let_in[oldest]
+            oldest.writer.transport.abort()  # (its reads end: refused, with no lingering)
+        ctx.not_let_in[conn] = None
+    return serve_connection(ctx, conn)
+
+
 async def _let_in(ctx: Context, conn: Connection) -> bool:
-    """Whether the peer may be served (:func:`_peer_allowed`), counted meanwhile among
-    those not let in (:data:`MAX_NOT_LET_IN`: the oldest of them is let go for it)."""
-    if len(ctx.not_let_in) >= MAX_NOT_LET_IN:
-        oldest = next(iter(ctx.not_let_in))
-        del ctx.not_let_in[oldest]
-        oldest.writer.transport.abort()  # (its reads end: refused, with no lingering)
-    ctx.not_let_in[conn] = None
+    """Whether the peer may be served (:func:`_peer_allowed`); one let go meanwhile
+    (:func:`accept_connection`) is not."""
+    if conn.let_in:
+        return True
+    if conn not in ctx.not_let_in:
+        return False
     try:  # (TCP: a peer that has not shown the token within a moment is let go)
         async with asyncio.timeout(HANDSHAKE_SECONDS if ctx.token else None):
             return await _peer_allowed(ctx, conn)
@@ -114,14 +138,12 @@ one it has kept for 5 s at most (``api.connection.KEEP_SECONDS``), so it never s
 one being closed."""
 
 
-async def serve_connection(
-    ctx: Context, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> None:
+async def serve_connection(ctx: Context, conn: Connection) -> None:
     """Answer the requests of one connection, one after another: a client keeps its
     connection between calls (connecting and accepting took a quarter of a quick call).
     Waiting for its next request, a connection counts neither as activity (the idle
     exit) nor towards the cap; its next request is let in as a new connection's."""
-    conn = Connection(reader, writer)
+    writer = conn.writer
     ctx.active_connections += 1
     served = kept = False
     try:

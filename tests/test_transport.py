@@ -146,7 +146,6 @@ def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
 def test_graceful_stop_removes_the_endpoint(tcp_client: Client, state_dir: Path) -> None:
     tcp_client.status()
     assert tcp_client.shutdown()
-    from conftest import wait_until
 
     wait_until(lambda: not (state_dir / "supervisor.tcp").exists())
     assert tcp_client.bash("echo again").stdout == "again"  # a new one starts on demand
@@ -196,10 +195,12 @@ def test_peers_without_the_token_do_not_fill_the_connection_cap(
 def test_peers_without_the_token_do_not_use_up_the_descriptors(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A flood of connections that never show the token held a descriptor each for
-    seconds, with no cap: under a limit of 256, commands failed to start with "Too many
-    open files" (a review). Those not let in are 64 at most now, the oldest let go first,
-    so the supervisor's own clients keep getting in and their commands start."""
+    """Connections that never show the token held a descriptor each for seconds, with no
+    cap: under a limit of 256, commands failed to start with "Too many open files" (a
+    review). Those not let in are 64 at most now, the oldest let go for each new one, so
+    the supervisor's own clients keep getting in and their commands start. (A burst the
+    event loop accepts before it runs any of them may still meet the limit: the loop
+    then waits a second before it accepts again.)"""
     monkeypatch.setenv("WAVE_TRANSPORT", "tcp")
     client = Client(state_dir=state_dir, session="tcp")
     pid = client.status().pid
@@ -232,7 +233,7 @@ def test_peers_without_the_token_do_not_use_up_the_descriptors(
     finally:
         stop.set()
         flooder.join(30)
-    assert "Too many open files" not in (state_dir / "supervisor.log").read_text()
+    assert "could not start" not in (state_dir / "supervisor.log").read_text()
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
