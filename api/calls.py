@@ -190,7 +190,8 @@ class Caller:
             except ForbiddenError:
                 raise
             except BusyError:  # answered before the request was read: it may go again
-                if time.monotonic() + delay > give_up or epoch != self._abort_epoch:
+                abandoned = epoch != self._abort_epoch or (scope is not None and scope.abandoned)
+                if abandoned or time.monotonic() + delay > give_up:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)

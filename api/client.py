@@ -20,6 +20,7 @@ from .errors import (
     StorageError,
     SupervisorUnavailableError,
     WaveError,
+    error_text,
 )
 from .models import (
     BashInput,
@@ -276,7 +277,7 @@ class Client:
                 try:
                     approved = ask(result) if ask is not None else None
                 except Exception as exc:  # (the call still gets a result: declined, and why)
-                    approved, result = None, _failed_approval(result, exc)
+                    approved, result = None, _declined(result, exc)
                 if approved:  # the same command again, approved by a person
                     params = params.model_copy(
                         update={"approved": True, "request_key": uuid.uuid4().hex}
@@ -582,18 +583,16 @@ def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) ->
     return os.environ.get("PATH")
 
 
-def _declined(result: BashResult, why: str = "the user declined") -> BashResult:
-    """A command a person was asked about and did not approve (``why``: how it ended)."""
+def _declined(result: BashResult, failure: BaseException | None = None) -> BashResult:
+    """A command a person was asked about and did not approve, or whose approval callback
+    raised ``failure`` (declined too, with the error as the reason)."""
     reason = result.permission.reason if result.permission else "it needed approval"
-    text = f"The user did not approve this command ({reason}). Nothing was run."
-    if why != "the user declined":
+    if failure is None:
+        why = "the user declined"
+        text = f"The user did not approve this command ({reason}). Nothing was run."
+    else:
+        why = f"the approval callback failed: {error_text(failure)}"
         text = f"This command was not approved ({reason}): {why}. Nothing was run."
     info = PermissionInfo(decision="deny", reason=why, source="user",
                           rule=result.permission.rule if result.permission else None)  # fmt: skip
     return BashResult(success=False, message=text, error=text, permission=info)
-
-
-def _failed_approval(result: BashResult, exc: Exception) -> BashResult:
-    """A command whose approval callback raised: declined, with the error as the reason."""
-    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return _declined(result, f"the approval callback failed: {error}")

@@ -7,6 +7,11 @@ task ID or path it is about so that ``str()`` is useful on its own.
 from __future__ import annotations
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception of a caller's callback in words: its type, and its message if any."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class WaveError(Exception):
     """Base class of every wave-bash error; ``str()`` is the message to show."""
 

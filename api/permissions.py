@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .bashgrammar import GLOB, squeeze
-from .errors import InvalidInputError
+from .errors import InvalidInputError, error_text
 from .linkpaths import DESCRIPTOR, PER_PROCESS, has_other_names, links_followed, normal_path
 from .reading import (
     MAX_PLACES,
@@ -475,7 +475,7 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
     try:
         answer = hook(parsed)
     except Exception as exc:
-        return Decision("deny", f"the permission hook failed: {_error_text(exc)}", None, "hook")
+        return Decision("deny", f"the permission hook failed: {error_text(exc)}", None, "hook")
     if isinstance(answer, Decision):
         return Decision(answer.verdict, answer.reason, answer.rule, "hook")
     reason = ""
@@ -484,10 +484,6 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
     if answer not in VERDICTS:
         return Decision("deny", f"the permission hook answered {answer!r}", None, "hook")
     return Decision(answer, str(reason or f"the permission hook answered {answer}"), None, "hook")
-
-
-def _error_text(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 _GIT_CODE = re.compile(

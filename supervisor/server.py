@@ -43,9 +43,12 @@ keep a client of ours out, which shows the token within a millisecond."""
 
 
 def _peer_uid(conn: Connection) -> int | None:
-    """The uid of a Unix socket's peer, from the kernel (SO_PEERCRED)."""
+    """The uid of a Unix socket's peer, from the kernel (SO_PEERCRED); None if unknown."""
     sock = conn.writer.get_extra_info("socket")
-    return peer_uid(sock) if sock is not None else None
+    try:
+        return peer_uid(sock) if sock is not None else None
+    except OSError:  # (gone already)
+        return None
 
 
 async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
