@@ -14,6 +14,7 @@ from .errors import (
     InvalidInputError,
     SupervisorRefusedError,
     SupervisorUnavailableError,
+    WaveError,
     error_from_wire,
 )
 from .wire import PROTOCOL_VERSION, AnswerOverdue, encode
@@ -186,16 +187,11 @@ class Caller:
                 sent = True
                 if lost.answered and not started:
                     raise
-                failure: SupervisorUnavailableError = lost
+                failure: WaveError = lost
             except ForbiddenError:
                 raise
-            except BusyError:  # answered before the request was read: it may go again
-                abandoned = epoch != self._abort_epoch or (scope is not None and scope.abandoned)
-                if abandoned or time.monotonic() + delay > give_up:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
-                continue
+            except BusyError as exc:  # answered before the request was read: it may go again
+                failure = exc
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
                 if (not self.connector.may_start or refused) and not sent:

@@ -149,14 +149,12 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             print(result["stdout"])
         task_id = result["backgroundTaskId"]
         return _report_input(task_id, _send_input(cli, task_id, ahead, None, rules), False)
-    shown_so_far = watched and result.get("backgroundedByUser")  # (the live view is erased)
-    if (
-        not args.json
-        and running
-        and (shown_so_far or (result.get("truncated") and _finished(result)))
-    ):
+    if watched and result.get("backgroundedByUser") and running and not args.json:
+        _print_so_far(cli, running[-1])  # (Ctrl+B: the live view that showed it is erased)
+        return _report_run(result, False, cli.remote, printed=True)
+    if result.get("truncated") and not args.json and running and _finished(result):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
-        # for a model's result (`--json`, the tools). Ctrl+B: all of it so far.
+        # for a model's result (`--json`, the tools).
         _print_whole_output(cli, running[-1])
         return _report_run(result, False, cli.remote, printed=True)
     return _report_run(result, args.json, cli.remote)
@@ -184,8 +182,9 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
             note = f"^C: stopped task {task_id} ({record.get('status')})"
         except WaveError as exc:  # it ended meanwhile
             note = f"^C: task {task_id}: {exc.message}"
-        with contextlib.suppress(WaveError):  # its output so far: the live view is erased
-            _print_whole_output(cli, task_id)
+        # (The live view that showed it is erased; another Ctrl+C: the note all the same.)
+        with contextlib.suppress(WaveError, KeyboardInterrupt):
+            _print_so_far(cli, task_id)
         print(note, file=sys.stderr)
     else:
         print(
@@ -217,7 +216,14 @@ def _pin_workspace(cli: Cli, args: argparse.Namespace, sandbox: dict[str, Any]) 
     if not cli.connector.remote:
         from .guard import workspace_for
 
-        sandbox["workspace"] = workspace_for(sandbox["mode"], cli.connector.default_cwd())
+        try:
+            here = cli.connector.default_cwd()
+        except InvalidInputError:  # (gone, and no $PWD says where it was)
+            raise InvalidInputError(
+                "the current directory no longer exists: give the sandbox's workspace "
+                "(--workspace DIR), or cd to an existing directory"
+            ) from None
+        sandbox["workspace"] = workspace_for(sandbox["mode"], here)
     elif args.cwd:
         raise InvalidInputError(
             "with a remote, --cwd and a sandbox, give the sandbox's workspace (--workspace): "
@@ -461,6 +467,17 @@ def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any],
         if next_offset == offset and (not follow or _ended(out)):  # read to the end
             return out, offset
         offset = next_offset
+
+
+def _print_so_far(cli: Cli, task_id: str) -> None:
+    """A task's output so far as its result shows it, at most the excerpt's 30,000
+    characters (its start and its end): a runaway command is why one presses Ctrl+C, and
+    all of it could be a gigabyte. Where it is cut, says how to see all of it."""
+    out = cli.call("output", task_id=task_id, block=False, offset=0)
+    if out.get("output"):
+        print(out["output"])
+    if out.get("truncated"):
+        print(f"(cut short: `wave-bash output {task_id}` prints all of it)", file=sys.stderr)
 
 
 def _print_whole_output(cli: Cli, task_id: str) -> None:

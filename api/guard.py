@@ -31,15 +31,28 @@ def rules_spec(
 
 
 def project_root(cwd: str) -> str:
-    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``."""
+    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``;
+    where ``cwd`` is gone (deleted under its caller), its nearest existing ancestor, where
+    the command then runs."""
     current = os.path.abspath(cwd)
     while True:
         if os.path.exists(os.path.join(current, ".git")):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return os.path.abspath(cwd)
+            return nearest_existing_dir(os.path.abspath(cwd))
         current = parent
+
+
+def nearest_existing_dir(path: str) -> str:
+    """``path`` itself or its nearest ancestor that is a directory (``/`` at worst)."""
+    current = os.path.normpath(path)
+    while not os.path.isdir(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
 
 
 def default_workspace(cwd: str) -> str:

@@ -87,7 +87,8 @@ def _typed_text(value: str) -> str:
 TypedText = Annotated[StrictStr, AfterValidator(_typed_text)]
 """What TaskInput types: any characters, control characters included, and bytes that are
 no UTF-8 as the surrogate escapes that carry them (``$'caf\\xe9'`` given to ``wave-bash
-input``); a lone surrogate such as JSON's ``\\ud800`` is refused: it has no bytes."""
+input``; JSON's ``\\udce9`` from any host is that byte too); any other lone surrogate,
+such as ``\\ud800``, is refused: it has no bytes."""
 
 PROBE_TIMEOUT_MAX_MS = 60_000
 """The longest a login shell may take to print its PATH."""

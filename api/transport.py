@@ -20,7 +20,13 @@ import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .errors import ForbiddenError, InvalidInputError, ProtocolError, SupervisorUnavailableError
+from .errors import (
+    BusyError,
+    ForbiddenError,
+    InvalidInputError,
+    ProtocolError,
+    SupervisorUnavailableError,
+)
 from .paths import StateLayout, check_private_dir, socket_address
 from .wire import decode, encode
 
@@ -139,10 +145,15 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
     import secrets
 
     nonce = secrets.token_hex(16)
-    sock.sendall(encode({"hello": nonce}))
-    reply = _small_line(sock)
-    if not reply:  # closed before any answer (let go under a flood, stopping): no proof
-        raise ConnectionResetError(f"the server at {where} closed the connection: try again")
+    try:
+        sock.sendall(encode({"hello": nonce}))
+        reply = _small_line(sock)
+    except OSError:  # (reset, or no answer in time, by a listener that accepted us)
+        reply = {}
+    if not reply:  # closed before any answer (let go among many waiting, stopping): as
+        raise BusyError(  # busy, sent again (an OSError would start another supervisor)
+            f"the server at {where} closed the connection before the handshake: try again"
+        )
     if reply.get("type") == "error" and "proof" not in reply:  # (its text is not trusted)
         code = re.sub(r"[^a-z_]", "", str(reply.get("code")))[:32]
         raise SupervisorUnavailableError(

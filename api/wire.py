@@ -36,11 +36,22 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
+MAX_INTEGER_DIGITS = 30
+"""Digits a protocol integer has at most (offsets stop at 2**62, 19 digits): a longer one
+overflowed the float a timeout is read as, an internal error (a review)."""
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_INTEGER_DIGITS + 1:  # (a sign)
+        raise ValueError(f"an integer of {len(text)} characters")
+    return int(text)
+
+
 def decode(line: bytes) -> dict[str, Any]:
     """Parse one protocol line into a JSON object, or raise :class:`ProtocolError`."""
     try:
-        message = json.loads(line)
-    except ValueError as exc:  # (not JSON, not UTF-8, an integer of over 4300 digits)
+        message = json.loads(line, parse_int=_integer)
+    except ValueError as exc:  # (not JSON, not UTF-8, an integer too long)
         raise ProtocolError(f"malformed protocol message: {exc}") from None
     except RecursionError:  # (`[[[[…`: nested deeper than the parser's stack)
         raise ProtocolError("malformed protocol message: nested too deep") from None

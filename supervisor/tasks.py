@@ -261,17 +261,6 @@ def _remove_socket(path: Path) -> None:
             path.unlink()
 
 
-def nearest_existing_dir(path: str) -> str:
-    """``path`` itself or its nearest ancestor that is a directory (``/`` at worst)."""
-    current = os.path.normpath(path)
-    while not os.path.isdir(current):
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    return current
-
-
 def write_meta(files: TaskFiles, row: TaskRow) -> None:
     """The task's own record of what was asked (no environment values), in its exit
     record (see :class:`worker.ExitRecord`)."""
@@ -597,7 +586,7 @@ class TaskManager:
                 if os.path.isabs(p.cwd) and os.path.exists(p.cwd):
                     raise InvalidInputError(f"working directory is not a directory: {p.cwd}")
                 raise InvalidInputError(f"working directory does not exist: {p.cwd}")
-            existing = nearest_existing_dir(p.cwd)
+            existing = guard.nearest_existing_dir(p.cwd)
             cwd_note = (
                 f"Note: the working directory {p.cwd} no longer exists; "
                 f"this command ran in {existing}."

@@ -79,6 +79,25 @@ def test_giving_up_names_the_task_that_keeps_running(
     assert err.value.task_id == "t9"
 
 
+BUSY = {"type": "error", "code": "busy", "message": "the supervisor is serving 8 connections"}
+
+
+def test_a_busy_answer_is_sent_again_and_giving_up_names_a_started_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`busy` comes before a request is read: it goes again, and a run that had started
+    before its supervisor went away and the next one was busy is named as it gives up
+    (a review: a bare BusyError hid the task)."""
+    connector = scripted([BUSY], [BUSY], [result(DONE)])
+    assert client(tmp_path, connector).bash("echo hi").stdout == "hi"
+    assert [m["op"] for m in sent(connector)] == ["run", "run", "run"]
+    monkeypatch.setattr(client_module, "FOREGROUND_PATIENCE", 0.3)
+    connector = scripted([started("t7")], *itertools.repeat([BUSY], 100))
+    with pytest.raises(SupervisorUnavailableError, match=r"task t7\) may still be running") as err:
+        client(tmp_path, connector).bash("sleep 100", timeout=100)
+    assert err.value.task_id == "t7"
+
+
 def test_other_calls_are_sent_again_and_errors_keep_their_class(tmp_path: Path) -> None:
     record = {"id": "t1", "command": "x", "status": "running", "owner": "background",
               "startedAt": "2026-01-01T00:00:00Z", "outputPath": "/x", "session": "s", "cwd": "/"}  # fmt: skip

@@ -66,8 +66,9 @@ def test_an_offset_past_the_end_reads_nothing(client: Client, state_dir: Path) -
     [
         b"[" * 200_000,  # once the JSON parser's recursion limit: an internal error
         b'{"v":1,"op":"output","taskId":"x","offset":' + b"9" * 5000 + b"}",  # (4300 digits
-    ],  # at most: Python's limit of an integer read from text, also an internal error)
-    ids=["nested", "long-integer"],
+        b'{"v":1,"op":"wait","taskId":"x","timeout":1' + b"0" * 4000 + b"}",  # (a float's
+    ],  # at most: Python's limit of an integer read from text; 309 or more overflowed a
+    ids=["nested", "long-integer", "overflowing-integer"],  # timeout's float: internal)
 )
 def test_a_request_json_cannot_hold_is_a_protocol_error(
     client: Client, state_dir: Path, line: bytes

@@ -551,6 +551,36 @@ def test_the_cli_fixes_the_workspace_where_it_is_called_not_at_its_cwd(
     assert remote.returncode == 2 and "give the sandbox's workspace (--workspace)" in remote.stderr
 
 
+def test_the_cli_in_a_deleted_directory_takes_the_workspace_where_the_command_runs(
+    state_dir: Path,
+) -> None:
+    """A caller whose directory was deleted runs in its nearest existing ancestor (with a
+    note), sandboxed there too; with no `$PWD` to say where it was, the error asks for a
+    workspace (the first version of the CLI's pinning refused both; a review)."""
+    base = Path(tempfile.mkdtemp(prefix=".wb-deleted-", dir=Path.home()))
+    gone = base / "gone"
+    gone.mkdir()
+    cli = f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {state_dir}"
+    try:
+        ran = subprocess.run(
+            ["bash", "-c", f"cd {gone} && rmdir {gone} && {cli} run --sandbox workspace-write "
+             "-- 'pwd; touch made'"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout == f"{base}\n" and "no longer exists" in ran.stderr
+        assert (base / "made").exists()
+        gone.mkdir()
+        lost = subprocess.run(
+            ["bash", "-c", f"cd {gone} && rmdir {gone} && unset PWD && exec {cli} run "
+             f"--sandbox read-only --cwd {base} -- true"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert lost.returncode == 2 and "give the sandbox's workspace" in lost.stderr
+    finally:
+        shutil.rmtree(base)
+
+
 def test_background_task_outlives_its_caller_and_stops_whole(
     state_dir: Path, project: Path
 ) -> None:

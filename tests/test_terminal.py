@@ -163,6 +163,26 @@ def test_ctrl_c_in_a_terminal_stops_the_command(
     assert client.notifications() == []
 
 
+def test_ctrl_c_prints_a_runaway_commands_output_cut_short(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """After Ctrl+C the output so far is its excerpt, start and end, never all of it: a
+    runaway command is why one presses it, and printing its every line took seconds (a
+    review)."""
+    out = tmp_path / "stdout.txt"
+    cli = cli_line(state_dir)
+    line = f"{cli} run -- 'seq 1 2000000; sleep 30' > {out}; echo rc=$? >> {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "2000000" in pane(tmux) and "Ctrl+B to background" in pane(tmux), timeout=30)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    printed = out.read_text()
+    assert printed.startswith("1\n2\n") and printed.endswith("2000000\nrc=130\n")
+    assert len(printed) < 40_000
+    (task,) = Client(state_dir=state_dir).tasks(all=True)
+    assert f"`wave-bash output {task.id}` prints all of it" in pane(tmux)
+
+
 def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
     state_dir: Path,
 ) -> None:

@@ -25,8 +25,8 @@ from conftest import (
 )
 
 from wave_bash.api import Client
-from wave_bash.api.errors import ForbiddenError
-from wave_bash.api.transport import handshake_proof
+from wave_bash.api.errors import BusyError, ForbiddenError
+from wave_bash.api.transport import handshake_proof, tcp_handshake
 from wave_bash.api.wire import encode
 
 
@@ -88,6 +88,21 @@ def test_tcp_needs_the_token(tcp_client: Client, state_dir: Path) -> None:
             s.shutdown(socket.SHUT_WR)
             replies = [json.loads(line) for line in s.makefile("rb")]
         assert replies[-1]["code"] == "forbidden"
+
+
+def test_a_connection_closed_before_the_handshake_is_busy_not_impersonation() -> None:
+    """A supervisor lets a connection go among many waiting to be let in: closed before
+    its answer, it is sent again as `busy` is, neither refused as another user's (no
+    proof came) nor taken for no supervisor (which would start one; a review)."""
+    for hello_read in (True, False):  # let go after the hello came, or before
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            if hello_read:
+                ours.sendall(b"early\n")  # (stands in for the hello, read before the close)
+                theirs.recv(1024)
+            theirs.close()
+            with pytest.raises(BusyError, match="closed the connection before the handshake"):
+                tcp_handshake(ours, "token", "127.0.0.1:1")
 
 
 def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
