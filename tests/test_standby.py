@@ -358,23 +358,24 @@ def test_a_joined_job_killed_as_it_reads_its_instructions_runs_nothing(tmp_path:
     assert (ended, read_exit_record(files.exit).status) == (MonitorExit(137), 137)
 
 
-def test_a_joined_monitor_gets_its_pipes_whatever_descriptors_are_free() -> None:
+def test_a_joined_monitor_gets_its_pipes_whatever_descriptors_are_free(tmp_path: Path) -> None:
     """A fresh process (descriptors 3-9 free) starts a joined monitor: its pipes are
     moved to their numbers one after another, and none overwrites another (the started
     pipe once came as 8 and 9, and 8 was overwritten before it was moved: every such
     task was lost)."""
     script = (
-        "import os, sys, tempfile; from pathlib import Path\n"
+        "import os, sys; from pathlib import Path\n"
         "from wave_bash.worker import Shell, TaskFiles, reap_monitor, read_exit_record,"
         " start_monitor\n"
-        "d = Path(tempfile.mkdtemp()); files = TaskFiles.for_task(d, 'fresh')\n"
+        "d = Path(sys.argv[1]); files = TaskFiles.for_task(d, 'fresh')\n"
         "m = start_monitor('fresh', dict(os.environ), Shell('/bin/bash', 'bash'), '/bin/bash',"
         " files, joins=[str(d / 'cgroup.procs')])\n"
         "m.run('exit 5', str(d)); reap_monitor(m.pid, block=True)\n"
         "print(read_exit_record(files.exit).status)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+        timeout=60, check=True,
     )  # fmt: skip
     assert out.stdout.strip() == "5", out
 
