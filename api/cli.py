@@ -214,7 +214,7 @@ def _pin_workspace(cli: Cli, args: argparse.Namespace, sandbox: dict[str, Any]) 
     is made (SB1): never where ``--cwd`` points, which would make any directory writable
     (``--cwd /etc``). A remote's is known only there, so with ``--cwd`` it must be given."""
     if not cli.connector.remote:
-        from .guard import workspace_for
+        from .guard import nearest_existing_dir, workspace_for
 
         try:
             here = cli.connector.default_cwd()
@@ -223,7 +223,8 @@ def _pin_workspace(cli: Cli, args: argparse.Namespace, sandbox: dict[str, Any]) 
                 "the current directory no longer exists: give the sandbox's workspace "
                 "(--workspace DIR), or cd to an existing directory"
             ) from None
-        sandbox["workspace"] = workspace_for(sandbox["mode"], here)
+        # Deleted under us: where the command then runs (its nearest existing ancestor).
+        sandbox["workspace"] = workspace_for(sandbox["mode"], nearest_existing_dir(here))
     elif args.cwd:
         raise InvalidInputError(
             "with a remote, --cwd and a sandbox, give the sandbox's workspace (--workspace): "

@@ -31,16 +31,14 @@ def rules_spec(
 
 
 def project_root(cwd: str) -> str:
-    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``;
-    where ``cwd`` is gone (deleted under its caller), its nearest existing ancestor, where
-    the command then runs."""
+    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``."""
     current = os.path.abspath(cwd)
     while True:
         if os.path.exists(os.path.join(current, ".git")):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return nearest_existing_dir(os.path.abspath(cwd))
+            return os.path.abspath(cwd)
         current = parent
 
 

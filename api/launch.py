@@ -50,7 +50,7 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
     while True:
         try:
             return connect(layout, transport)
-        except (FileNotFoundError, ConnectionRefusedError):
+        except OSError:  # (not bound yet; a TCP handshake cut short: a new endpoint soon)
             if time.monotonic() > deadline:
                 raise SupervisorUnavailableError(
                     f"the supervisor for {layout.root} did not start (see {layout.log})"

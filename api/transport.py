@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .errors import (
-    BusyError,
     ForbiddenError,
     InvalidInputError,
     ProtocolError,
@@ -145,14 +144,11 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
     import secrets
 
     nonce = secrets.token_hex(16)
-    try:
-        sock.sendall(encode({"hello": nonce}))
-        reply = _small_line(sock)
-    except OSError:  # (reset, or no answer in time, by a listener that accepted us)
-        reply = {}
-    if not reply:  # closed before any answer (let go among many waiting, stopping): as
-        raise BusyError(  # busy, sent again (an OSError would start another supervisor)
-            f"the server at {where} closed the connection before the handshake: try again"
+    sock.sendall(encode({"hello": nonce}))
+    reply = _small_line(sock)
+    if not reply:  # no answer (let go among many waiting, or a stale port's listener):
+        raise ConnectionResetError(  # as no supervisor, whose start is harmless if one runs
+            f"the server at {where} closed the connection before the handshake"
         )
     if reply.get("type") == "error" and "proof" not in reply:  # (its text is not trusted)
         code = re.sub(r"[^a-z_]", "", str(reply.get("code")))[:32]

@@ -36,14 +36,14 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-MAX_INTEGER_DIGITS = 30
-"""Digits a protocol integer has at most (offsets stop at 2**62, 19 digits): a longer one
-overflowed the float a timeout is read as, an internal error (a review)."""
+MAX_INTEGER_DIGITS = 100
+"""Digits a protocol integer has at most (offsets stop at 2**62, 19 digits): one of 309 or
+more overflowed the float a timeout is read as, an internal error (a review)."""
 
 
 def _integer(text: str) -> int:
-    if len(text) > MAX_INTEGER_DIGITS + 1:  # (a sign)
-        raise ValueError(f"an integer of {len(text)} characters")
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise ValueError(f"an integer of more than {MAX_INTEGER_DIGITS} digits")
     return int(text)
 
 

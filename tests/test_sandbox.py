@@ -581,6 +581,18 @@ def test_the_cli_in_a_deleted_directory_takes_the_workspace_where_the_command_ru
         shutil.rmtree(base)
 
 
+def test_a_client_for_a_directory_not_made_yet_pins_that_directory(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Only a caller's deleted directory falls back to its nearest existing ancestor: a
+    client made for one that does not exist yet keeps it as its workspace, never its
+    parent (which a fallback there made writable once the directory came; a review)."""
+    (tmp_path / "proj").mkdir()
+    later = tmp_path / "proj" / "sub"
+    client = Client(state_dir=state_dir, cwd=later, sandbox="workspace-write")
+    assert client.sandbox is not None and client.sandbox["workspace"] == str(later)
+
+
 def test_background_task_outlives_its_caller_and_stops_whole(
     state_dir: Path, project: Path
 ) -> None:
