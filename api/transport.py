@@ -186,7 +186,8 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
     """A connected socket to the supervisor (token already sent for TCP).
 
     Raises:
-        OSError: nothing listens (missing socket or endpoint file, refused).
+        OSError: nothing listens (missing socket or endpoint file, refused), or a TCP
+            listener closed before it answered the handshake (nothing proven either way).
         ForbiddenError: what listens runs as another user.
         StateDirError: the state dir is a link or another user's (refused whether or not
             a supervisor runs there, as when one must start), the socket's fallback dir

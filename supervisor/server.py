@@ -52,12 +52,10 @@ def _peer_uid(conn: Connection) -> int | None:
 
 
 async def _peer_allowed(ctx: Context, conn: Connection) -> bool:
-    """Unix socket: the peer runs as our uid (SPEC X1). TCP: it presents the token first."""
+    """Unix socket: the peer runs as our uid (SPEC X1), which :func:`accept_connection`
+    lets in as it comes: one that comes here is refused. TCP: it presents the token."""
     if ctx.token is None:
-        uid = _peer_uid(conn)
-        if uid == os.getuid():
-            return True
-        reason = f"connection from uid {uid} refused"
+        reason = f"connection from uid {_peer_uid(conn)} refused"
     else:  # the handshake of api.transport.tcp_handshake, the listener's side
         try:
             hello = decode(await conn.read_line(None, HANDSHAKE_LIMIT))
