@@ -50,8 +50,9 @@ MIN_FREE_BYTES = 64 * 1024
 """Less free space than this in the state dir counts as full (a journal page, a record)."""
 
 
-def disk_problem(path: Path) -> str | None:
-    """Why files cannot be written under ``path`` now, from the file system's own figures."""
+def disk_problem(path: Path, *, new_files: bool = True) -> str | None:
+    """Why files cannot be written under ``path`` now, from the file system's own figures:
+    no space, or (``new_files``: where files are to be created) no inode left."""
     if not hasattr(os, "statvfs"):  # Windows
         return None
     try:
@@ -60,7 +61,12 @@ def disk_problem(path: Path) -> str | None:
         return exc.strerror or str(exc)
     if st.f_flag & os.ST_RDONLY:
         return "Read-only file system"
-    if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+    # root may use the blocks and inodes a file system keeps back (ext4's 5 %): the
+    # figures free for anyone else would report a disk full where root's writes succeed.
+    root = os.geteuid() == 0
+    free_bytes = (st.f_bfree if root else st.f_bavail) * st.f_frsize
+    free_inodes = st.f_ffree if root else st.f_favail
+    if free_bytes < MIN_FREE_BYTES or (new_files and st.f_files and free_inodes == 0):
         return "No space left on device"
     return None
 

@@ -1385,7 +1385,7 @@ class TaskManager:
         self.journal.finish_task(row, notice_session)  # held if the disk refuses it
         problem = (  # statvfs: a syscall, no disk access
             self.journal.problem
-            or disk_problem(self.tasks_dir)
+            or disk_problem(self.tasks_dir, new_files=False)  # its files exist
             or ("the exit record could not be written" if unrecorded_exit else None)
         )
         if problem:

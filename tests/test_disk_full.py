@@ -314,3 +314,65 @@ def test_a_state_dir_out_of_inodes_gets_a_replacement_supervisor(tmp_path: Path)
         reap(state)
         subprocess.run(["umount", "-l", str(mount)], check=False)
         shutil.rmtree(mount, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def mounted(kind: str, *options: str) -> Iterator[Path]:
+    """A file system of its own (``kind``: tmpfs, or ext4 on a loop-mounted image)."""
+    needs_root("mounting a file system needs root (CI runs as root)")
+    mount = Path(tempfile.mkdtemp(prefix="wb-mount-", dir="/tmp"))
+    image = mount.with_suffix(".img")
+    try:
+        if kind == "tmpfs":
+            subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs",
+                            str(mount)], check=True)  # fmt: skip
+        else:
+            with open(image, "wb") as fh:
+                fh.truncate(16 << 20)
+            subprocess.run(["mkfs.ext4", "-q", "-F", *options, str(image)], check=True)
+            if subprocess.run(["mount", "-o", "loop", str(image), str(mount)]).returncode:
+                pytest.skip("no loop device to mount an ext4 image on")
+        mount.chmod(0o700)
+        yield mount
+    finally:
+        reap(mount / "sd")
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+        image.unlink(missing_ok=True)
+
+
+def test_status_names_a_state_dir_with_no_inode_left(tmp_path: Path) -> None:
+    """Space left but no inode: no task can start (its log is a new file), and status
+    says so before any start failed (it reported no problem)."""
+    with mounted("tmpfs", "size=8m", "nr_inodes=64") as mount:
+        client = Client(state_dir=mount / "sd", cwd=tmp_path)
+        assert client.bash("echo warm").stdout == "warm"
+        assert client.status().storage_problem is None
+        fillers = mount / "fillers"
+        fillers.mkdir()
+        with contextlib.suppress(OSError):
+            for i in range(64):
+                (fillers / str(i)).touch()
+        assert client.status().storage_problem == "No space left on device"
+        shutil.rmtree(fillers)
+        assert client.status().storage_problem is None
+
+
+def test_the_space_kept_back_for_root_is_not_a_full_disk(tmp_path: Path) -> None:
+    """ext4 keeps blocks back for root, who runs the supervisor here: where others can
+    write nothing more, its writes still succeed, so nothing is reported full."""
+    with mounted("ext4", "-m", "50") as mount:
+        client = Client(state_dir=mount / "sd", cwd=tmp_path)
+        assert client.bash("echo warm").stdout == "warm"
+        others = mount / "others"
+        others.mkdir(mode=0o777)
+        others.chmod(0o777)
+        mount.chmod(0o711)
+        subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "sh", "-c", f"cat /dev/zero > {others}/fill"], check=False,
+                       stderr=subprocess.DEVNULL)  # fmt: skip
+        st = os.statvfs(mount)
+        assert st.f_bavail * st.f_frsize < 64 * 1024 < st.f_bfree * st.f_frsize
+        assert client.status().storage_problem is None
+        result = client.bash("echo still; exit 3")
+        assert (result.stdout, result.exit_code, result.error) == ("still", 3, None)
