@@ -41,6 +41,7 @@ from .errors import InvalidInputError, error_text
 from .linkpaths import DESCRIPTOR, PER_PROCESS, has_other_names, links_followed, normal_path
 from .reading import (
     MAX_PLACES,
+    Guard,
     ParsedCommand,
     SimpleCommand,
     cdpath_searched,
@@ -82,7 +83,9 @@ class Decision:
     subject: str | None = None
     """The simple command (or written file) that decided, when one did."""
     unallowed: tuple[str, ...] = ()
-    """An ask's simple commands that no rule allows (for the rules a refusal suggests)."""
+    """An ask's simple commands that no rule allows."""
+    suggested: tuple[str, ...] = ()
+    """Allow rules that would let an ask's commands run (a refusal names them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.verdict, "reason": self.reason, "rule": self.rule,
@@ -346,9 +349,12 @@ class RuleSet:
         if worst.verdict == "ask":  # every part that asks: a person approves all of them
             asks = [worst, *(d for d in verdicts if d.verdict == "ask" and d is not worst)]
             reasons = dict.fromkeys(d.reason for d in asks)
-            unallowed = (d.subject for d in asks if d.rule is None and d.subject is not None)
+            unallowed = [d for d in asks if d.rule is None and d.subject is not None]
             return replace(
-                worst, reason="; ".join(reasons), unallowed=tuple(dict.fromkeys(unallowed))
+                worst,
+                reason="; ".join(reasons),
+                unallowed=tuple(dict.fromkeys(d.subject for d in unallowed if d.subject)),
+                suggested=tuple(dict.fromkeys(r for d in unallowed for r in d.suggested)),
             )
         return worst
 
@@ -375,11 +381,50 @@ class RuleSet:
                             f"words after `{prefix.rstrip()}` are only known when it runs"
                         )
                         return Decision("ask", reason, rule.text, subject=command.text)
+        held: Decision | None = None
         for rule in self.allow:
             if rule.kind == "Bash" and rule.matches(command.text):
-                return Decision("allow", f"`{command.text}` matches allow rule {rule.text}",
-                                rule.text, subject=command.text)  # fmt: skip
-        return Decision("ask", f"no rule allows `{command.text}`", subject=command.text)
+                unnamed = [g for g in command.guards if not self._approves(rule, g)]
+                if not unnamed:
+                    return Decision("allow", f"`{command.text}` matches allow rule {rule.text}",
+                                    rule.text, subject=command.text)  # fmt: skip
+                held = held or Decision(
+                    "ask",
+                    f"`{command.text}` {_guarded(unnamed[0], self)}: allow rule {rule.text} "
+                    "does not name it",
+                    subject=command.text,
+                    suggested=self._rules_for(command, rule),
+                )
+        return held or Decision(
+            "ask",
+            f"no rule allows `{command.text}`",
+            subject=command.text,
+            suggested=self._rules_for(command, Rule.parse(suggested_rule(command.text))),
+        )
+
+    def _approves(self, rule: Rule, guard: Guard) -> bool:
+        """Whether ``rule``, which matches a command, covers its ``guard`` too: it allows
+        everything, or names the option, or (``-exec``) the rules allow what it runs."""
+        if rule.matches_everything:
+            return True
+        if guard.option is not None and guard.option in rule.pattern.split(" "):
+            return True
+        return bool(guard.runs) and all(self._command(run).verdict == "allow" for run in guard.runs)
+
+    def _rules_for(self, command: SimpleCommand, rule: Rule) -> tuple[str, ...]:
+        """Allow rules that, added, would let ``command`` run: ``rule`` (which matches
+        it), or one that names the options it does not (``Bash(find * -delete *)``), and
+        rules for what its ``-exec`` runs; none where only a person can tell."""
+        unnamed = [g for g in command.guards if not self._approves(rule, g)]
+        if any(g.option is None for g in unnamed):
+            return ()
+        options = [g.option for g in unnamed if g.option and not g.runs]
+        runs = [r for g in unnamed for r in g.runs if self._command(r).verdict != "allow"]
+        if options:
+            words = command.text.split(" ")
+            named = next((i for i, w in enumerate(words) if os.path.basename(w) == "find"), 0)
+            rule = Rule.parse(f"Bash({' '.join([*words[: named + 1], '*', *options])} *)")
+        return (rule.text, *(suggested_rule(run.text) for run in runs))
 
     def _git_code(self, paths: Sequence[str]) -> str | None:
         """The first of ``paths`` git runs commands from (:func:`_git_runs`) that no Write
@@ -397,6 +442,26 @@ class RuleSet:
                         return Decision(verdict, f"writing {path} matches {verdict} rule "
                                         f"{rule.text}", rule.text, subject=path)  # fmt: skip
         return None
+
+
+def suggested_rule(command: str) -> str:
+    """An allow rule for commands like this one: its first words (``git push *``)."""
+    words = command.split(None, 2)[:2]
+    if len(words) == 2 and (
+        words[1].startswith("-") or any(c in words[1] for c in ("/", "$", "{}"))
+    ):
+        words = words[:1]
+    return f"Bash({' '.join(words)} *)" if words else "Bash(…)"
+
+
+def _guarded(guard: Guard, rules: RuleSet) -> str:
+    """What a command does, by ``guard``, that an allow rule must name."""
+    if guard.option is None:
+        return "has words known only as it runs, which may make it run commands or delete files"
+    runs = [run for run in guard.runs if rules._command(run).verdict != "allow"]
+    if runs:
+        return f"runs {'; '.join(f'`{run.text}`' for run in runs)} with `{guard.option}`"
+    return f"uses `{guard.option}`"
 
 
 def _places(cwd: str, directories: Sequence[str | None], cdpath: str | None) -> list[str] | None:

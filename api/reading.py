@@ -46,8 +46,10 @@ from .programs import (
 )
 from .runners import (
     COMMAND_RUNNERS,
+    FIND_RUNS,
     WRAPPERS,
     Place,
+    find_actions,
     may_vanish,
     read_runner,
     runner_commands,
@@ -79,11 +81,27 @@ class SimpleCommand:
     """Readings whose words after this prefix are only known at run time (``git $X``,
     ``git $(…)``, what ``xargs git`` appends): a deny or ask rule that some command
     starting so could match catches them (``Bash(git push *)`` asks for ``git $X``)."""
+    guards: tuple[Guard, ...] = ()
+    """What an allow rule matching ``text`` does not cover unless it names it: ``find``'s
+    ``-exec`` and ``-delete`` (also in what a runner runs: ``sudo find …``)."""
 
     @property
     def name(self) -> str:
         words = self.text.split(" ")
         return next((w for w in words if "=" not in w), words[0])
+
+
+@dataclass(frozen=True)
+class Guard:
+    """An action of a command (``find -exec``, ``-delete``, ``-fprint``) that an allow
+    rule for the command approves only where its pattern names the option as a word
+    (``Bash(find * -delete)``), or for ``-exec`` and the like, where the rules allow each
+    command it runs on its own (``find . -exec grep -l x {} +`` with ``Bash(grep *)``):
+    a ``Bash(find *)`` is read as a rule for searching, as Claude Code reads it."""
+
+    option: str | None
+    """The option; None: a word known only as the command runs, which may be any."""
+    runs: tuple[SimpleCommand, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -900,6 +918,8 @@ class _Walker:
             w is not None and (w.startswith("--chroot") or "-R" in short_options(w, "ughpCDRTU"))
             for w in after
         )  # (`sudo -R DIR`: another root)
+        guards: list[Guard] = []
+        runs: list[tuple[SimpleCommand, ...]] = []  # (what each `find -exec` runs)
         for words, texts, appended in runner_commands(base, after, after_shown):
             own = range(len(after) - len(words)) if base != "find" else range(0)
             if any(may_vanish(after[k], after_shown[k]) for k in own):
@@ -909,7 +929,13 @@ class _Walker:
                 break
             inner.appended = appended or self.appended  # (`xargs sudo sed …`)
             inner.simple(words, texts, [], depth + 1)
-            self._take_runner(inner, "root" if chroot else "kept", variants, opens, appended)
+            runs.append(tuple(inner.commands))
+            self._take_runner(
+                inner, "root" if chroot else "kept", variants, opens, guards, appended
+            )
+        if base == "find":
+            for option in find_actions(after, self.appended):
+                guards.append(Guard(option, runs.pop(0) if option in FIND_RUNS and runs else ()))
         runner = COMMAND_RUNNERS.get(base)
         read = read_runner(base, after, after_shown)
         if read.unclear is not None:
@@ -921,16 +947,18 @@ class _Walker:
                 break
             inner.appended = self.appended  # (`xargs strace sed …`)
             inner.simple(list(after[index:]), list(after_shown[index:]), [], depth + 1)
-            self._take_runner(inner, place, variants, opens)
+            self._take_runner(inner, place, variants, opens, guards)
         for code in read.scripts:  # `su -c TEXT`, `sg GROUP TEXT`, `npx -c TEXT`
             inner = self._inner(depth) if code is not None else None
             if code is None:
                 self.problems.append(f"`{base}` runs text computed at run time")
             elif inner is not None:
                 inner.parse(code, depth + 1)
-                self._take_runner(inner, place, variants, opens)
+                self._take_runner(inner, place, variants, opens, guards)
         self.commands.append(
-            SimpleCommand(text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)))
+            SimpleCommand(
+                text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)), tuple(guards)
+            )
         )
 
     def moved_by(self, names_cdpath: bool) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
@@ -966,6 +994,7 @@ class _Walker:
         place: Place,
         variants: list[str],
         opens: list[str],
+        guards: list[Guard],
         appended: bool = False,
     ) -> None:
         """Take in what a runner runs, read by ``inner``: its commands are variants of the
@@ -989,6 +1018,7 @@ class _Walker:
         self.sets += inner.sets  # (in its shell, before its own commands)
         self.exports_all = self.exports_all or inner.exports_all
         for command in inner.commands:
+            guards += command.guards  # (`sudo find . -delete`)
             variants += [command.text, *command.variants]
             opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
 

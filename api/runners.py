@@ -85,6 +85,40 @@ def runner_commands(
     return [(words, list(shown[i:]), name == "xargs" and placeholder is None)]
 
 
+FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+"""``find`` options whose words up to ``;`` or ``+`` are a command it runs."""
+FIND_WRITES = frozenset({"-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
+"""``find`` actions that delete or write files."""
+_FIND_VALUES = {"-fprintf": 2, "-fprint": 1, "-fprint0": 1, "-fls": 1, **dict.fromkeys((
+    "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+    "-lname", "-ilname", "-type", "-xtype", "-newer", "-anewer", "-cnewer", "-mtime", "-atime",
+    "-ctime", "-mmin", "-amin", "-cmin", "-size", "-perm", "-user", "-group", "-uid", "-gid",
+    "-links", "-inum", "-samefile", "-maxdepth", "-mindepth", "-fstype", "-used", "-context",
+    "-printf", "-regextype", "-files0-from", "-D",
+), 1)}  # fmt: skip
+"""``find`` words that take the next words as their values (never an action)."""
+
+
+def find_actions(rest: Sequence[str | None], appended: bool = False) -> list[str | None]:
+    """The options of ``find rest`` that run a command, delete or write a file
+    (:data:`FIND_RUNS`, :data:`FIND_WRITES`), in order; None for a word known only as it
+    runs that could be one (``find . $X``: a value's word, ``-name "$p"``, cannot), and
+    for the words ``xargs`` appends (``appended``)."""
+    found: list[str | None] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word in FIND_RUNS:
+            found.append(word)
+            i = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
+        elif word is None:
+            found.append(None)
+        elif word in FIND_WRITES:
+            found.append(word)
+        i += 1 + (_FIND_VALUES.get(word, 1 if word.startswith("-newer") else 0) if word else 0)
+    return [*found, None] if appended else found
+
+
 def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
     """How many words after ``wrapper`` belong to it (the command follows), or None when
     it runs no command of its own (``command -v``, a bare ``env``)."""

@@ -101,22 +101,15 @@ def refusal_text(decision: Decision, p: RunParams) -> str:
             f"{text}; a command that cannot be checked is allowed by no rule but Bash(*), "
             "and only where no rule denies or asks."
         )
-    rules = list(dict.fromkeys(map(suggested_rule, decision.unallowed or (decision.subject,))))
+    rules = decision.suggested
+    if not rules:  # (only a person can: the command is not fully known before it runs)
+        return f"{text}."
     such = (
         f"an allow rule such as {rules[0]}"
         if len(rules) == 1
         else ("allow rules such as " + ", ".join(rules))
     )
     return f"{text}, or with {such} in {where}."
-
-
-def suggested_rule(command: str) -> str:
-    """An allow rule for commands like this one: the first words (``git push *``) of the
-    simple command that asked (not parsed again: the check did that, off the loop)."""
-    words = command.split(None, 2)[:2]
-    if len(words) == 2 and (words[1].startswith("-") or "/" in words[1] or "$" in words[1]):
-        words = words[:1]
-    return f"Bash({' '.join(words)} *)" if words else "Bash(…)"
 
 
 def audit_refusal(decision: Decision, p: RunParams) -> None:

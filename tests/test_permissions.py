@@ -743,6 +743,82 @@ def test_words_known_only_at_run_time(command: str, expected: str) -> None:
     assert decision.verdict == expected, decision.reason
 
 
+FIND_ALLOWED = {"allow": ["Bash(find *)", "Bash(grep *)", "Bash(sudo find *)"]}
+FIND_AND_XARGS = {"allow": ["Bash(find *)", "Bash(xargs *)", "Bash(echo *)"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "rules", "expected"),
+    [
+        ("find . -name '*.py' -newer setup.cfg", FIND_ALLOWED, "allow"),
+        ("find . -delete", FIND_ALLOWED, "ask"),  # a rule for find is one for searching
+        ("find . -name '*.pyc' -fprint /tmp/list", FIND_ALLOWED, "ask"),  # and -fprint0,
+        ("find . -fprintf /tmp/list %p", FIND_ALLOWED, "ask"),  # -fprintf, -fls: writes
+        ("find . -fls /tmp/list", FIND_ALLOWED, "ask"),
+        ("find . -exec rm {} +", FIND_ALLOWED, "ask"),  # what -exec runs must be allowed
+        ("find . -okdir rm {} \\;", FIND_ALLOWED, "ask"),
+        ("find . -exec sh -c 'rm x' \\;", FIND_ALLOWED, "ask"),
+        ("find . -exec find {} -delete \\;", FIND_ALLOWED, "ask"),
+        ("find . -name '*.py' -exec grep -l x {} +", FIND_ALLOWED, "allow"),  # grep is
+        ("find . -exec echo -delete \\;", {"allow": ["Bash(*find *)", "Bash(echo *)"]}, "allow"),
+        ("find . -name -delete", FIND_ALLOWED, "allow"),  # the name's value, no action
+        ('find . -name "$p"', FIND_ALLOWED, "allow"),
+        ("find . $ACTION", FIND_ALLOWED, "ask"),  # a computed word may be -delete
+        ("echo -delete | xargs find .", FIND_AND_XARGS, "ask"),
+        ("sudo find / -delete", FIND_ALLOWED, "ask"),  # inside a runner too
+        ("find . -delete", {"allow": ["Bash(find * -delete *)"]}, "allow"),  # named
+        ("find . -name x -delete -print", {"allow": ["Bash(find * -delete *)"]}, "allow"),
+        ("find . -exec rm {} +", {"allow": ["Bash(find . -exec rm *)"]}, "allow"),
+        ("find . -exec rm {} +", {"allow": ["Bash(find *)", "Bash(rm *)"]}, "allow"),
+        ("find . -delete", {"allow": ["Bash(*)"], "deny": ["Bash(git push *)"]}, "allow"),
+        ("find . -delete", {"allow": ["Bash"]}, "allow"),
+    ],
+)
+def test_an_allow_rule_for_find_does_not_cover_exec_and_delete(
+    command: str, rules: dict[str, list[str]], expected: str
+) -> None:
+    """As in Claude Code (2.1.113): `Bash(find *)` allows searching, not `find -delete`
+    (nor `-fprint` and the like, which write) unless the rule names the option, nor
+    `find -exec CMD` unless the rule names it or CMD is allowed on its own (it was
+    allowed whatever it ran: only deny and ask rules looked inside)."""
+    assert verdict(command, rules) == expected
+
+
+def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
+    from wave_bash.api.protocol import RunParams
+    from wave_bash.supervisor.policy import refusal_text
+
+    rules = RuleSet.from_mapping(FIND_ALLOWED)
+    params = RunParams(session="s", command="x", cwd="/work", env={})
+
+    def refusal(command: str) -> str:
+        decision = rules.decide(parse_command(command), "/work")
+        assert decision.verdict == "ask"
+        return refusal_text(decision, params)
+
+    assert refusal("find . -name '*.pyc' -delete") == (
+        "This command needs approval: `find . -name *.pyc -delete` uses `-delete`: allow rule "
+        "Bash(find *) does not name it. Nothing was run. A person can allow it when asked, or "
+        "with an allow rule such as Bash(find * -delete *) in the permission rules."
+    )
+    assert refusal("find . -exec rm {} +").endswith(
+        "or with allow rules such as Bash(find *), Bash(rm *) in the permission rules."
+    )
+    rules = RuleSet.from_mapping({"allow": ["Bash(grep *)"]})  # (no rule matches it at all)
+    assert refusal("find tests -exec rm {} +").endswith(
+        "or with allow rules such as Bash(find tests *), Bash(rm *) in the permission rules."
+    )
+    assert refusal("find tests -delete").endswith(
+        "with an allow rule such as Bash(find * -delete *) in the permission rules."
+    )
+    rules = RuleSet.from_mapping(FIND_ALLOWED)
+    assert refusal("find . $X").endswith("Nothing was run. A person can allow it when asked.")
+    for suggested in ("Bash(find * -delete *)",):  # each suggestion does allow it
+        widened = {"allow": [*FIND_ALLOWED["allow"], suggested]}
+        assert verdict("find . -name '*.pyc' -delete", widened) == "allow"
+    assert verdict("find . -exec rm {} +", {"allow": ["Bash(find *)", "Bash(rm *)"]}) == "allow"
+
+
 def test_huge_and_deep_commands_are_checked_quickly() -> None:
     import time
 
