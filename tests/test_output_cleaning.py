@@ -129,6 +129,19 @@ def test_binary_output_keeps_the_text_around_it(tmp_path: Path) -> None:
     assert "\ufffd" not in shown
 
 
+def test_short_text_before_and_after_binary_output_stays(tmp_path: Path) -> None:
+    """Text of fewer than 16 characters before the first run of binary or after the last
+    was counted with it (`PASSED` after a dump, `Password: ` after it, a trial): only
+    text between two runs that says nothing is."""
+    zeros = b"\0" * 4000
+    note = "[binary output, {} bytes: not shown; full output: " + str(tmp_path / "out.log") + "]"
+    assert _excerpt_of(tmp_path, zeros + b"\nPASSED\n") == note.format(4001) + "\nPASSED"
+    assert _excerpt_of(tmp_path, b"START\n" + zeros + b"\n") == "START\n" + note.format(4001)
+    assert _excerpt_of(tmp_path, zeros + b"\nPassword: ") == note.format(4001) + "\nPassword: "
+    between = _excerpt_of(tmp_path, b"hello\n" + zeros + b"\nq7\n" + zeros + b"\nbye")
+    assert between == "hello\n" + note.format(8005) + "\nbye"  # (`q7`: counted with them)
+
+
 def test_text_with_a_few_odd_bytes_stays_text(tmp_path: Path) -> None:
     latin1 = "café au lait\n".encode("latin-1") * 300  # invalid UTF-8 in every line
     assert _excerpt_of(tmp_path, latin1).count("caf\ufffd au lait") == 300

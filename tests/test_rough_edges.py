@@ -145,7 +145,7 @@ def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) 
 
 def test_binary_output_is_one_line(state_dir: Path) -> None:
     client = Client(state_dir=state_dir)
-    r = client.bash("head -c 4096 /dev/urandom")
+    r = client.bash("head -c 4096 /dev/urandom | tr '\\n' '\\0'")  # (no line: no text around)
     assert r.stdout == f"[binary output, 4096 bytes: not shown; full output: {r.output_path}]"
     listing = client.bash('for i in $(seq 1 20); do printf "file_$i.txt\\0"; done').stdout
     assert listing.startswith("file_1.txtfile_2.txt")  # `find -print0`: text with NULs

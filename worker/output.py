@@ -240,7 +240,8 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
     """``data`` cleaned (:func:`clean_bytes`), each run of binary output in it
     (:func:`binary_runs`) one line with its size instead, and whether there was one; text
     between two runs that says nothing (a few bytes of them that look like text) is
-    counted with them."""
+    counted with them. The text before the first and after the last stays, short as it
+    may be (`PASSED`, `Password: `: a trial found them hidden)."""
     runs = binary_runs(data)
     if not runs:
         return clean_bytes(data), False
@@ -251,9 +252,10 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
         at = end
     pieces.append((False, data[at:]))
     merged: list[tuple[bool, int, str]] = []  # (binary?, bytes, text)
-    for binary, piece in pieces:
+    for index, (binary, piece) in enumerate(pieces):
         text = "" if binary else clean_bytes(piece).strip("\n")
-        binary = binary or (bool(piece) and not _says_something(text))
+        between = 0 < index < len(pieces) - 1  # (the text before and after stays whole:
+        binary = binary or (between and bool(piece) and not _says_something(text))  # `ok`)
         if merged and binary and merged[-1][0]:  # (a count: copies were quadratic)
             merged[-1] = (True, merged[-1][1] + len(piece), "")
         elif piece:
