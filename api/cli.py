@@ -2,7 +2,9 @@
 
 Exit codes: ``run`` exits with the command's own exit code (124 when it moved to the
 background at its timeout, as ``timeout(1)`` and ``wait``: a script's ``&&`` must not go
-on while it runs; 0 when started in the background or moved there by the person); every
+on while it runs; 0 when started in the background or moved there by the person; that of
+the signal that stopped it under F3's ``sleep`` rule, 143, as ``sleep 1; make test`` cut
+short must not let ``&&`` go on either); every
 error of wave-bash itself exits 2 with the message on stderr, or
 ``{"success": false, "error": ...}`` on stdout with ``--json``.
 """
@@ -307,9 +309,9 @@ def _report_run(
             print(note, file=sys.stderr)
     if result.get("assistantAutoBackgrounded") or result.get("waitingForInput"):
         return STILL_RUNNING_EXIT  # (it runs on: `run -i … && deploy` must not go on)
-    if moved:
+    if moved and not result.get("interrupted"):
         return 0
-    code = result.get("exitCode")
+    code = result.get("exitCode")  # (a command the `sleep` rule stopped: 143, never 0)
     return int(code) if code is not None else 1
 
 

@@ -44,7 +44,9 @@ def test_run_exits_124_while_its_command_still_runs(state_dir: Path) -> None:
     exits 124 (as timeout(1) and `wait`), so `run -- make test && deploy` does not
     deploy while the tests run (a review); started with --background it prints its ID
     alone on stdout (`ID=$(wave-bash run --background …)`, as `docker run -d`) and
-    exits 0; a `sleep` cut short at its timeout is a success (F3)."""
+    exits 0; a command the `sleep` rule stopped at its timeout (F3: a success for the
+    model) exits with the signal's 143, not 0 (a trial: `sleep 1; make test` cut short
+    let `&& deploy` go on)."""
     r = run_cli(state_dir, "run", "--timeout", "200", "--", "true; sleep 30; exit 3")
     assert r.returncode == 124 and r.stdout == "" and "moved to the background" in r.stderr
     moved = r.stderr.split("with ID: ")[1].split(".")[0]
@@ -55,7 +57,9 @@ def test_run_exits_124_while_its_command_still_runs(state_dir: Path) -> None:
     w = run_cli(state_dir, "wait", task_id, "--timeout", "50")
     assert w.returncode == 124 and "running" in w.stdout
     slept = run_cli(state_dir, "run", "--timeout", "200", "--", "sleep 30")
-    assert slept.returncode == 0 and "terminated" in slept.stderr
+    assert slept.returncode == 143 and "terminated" in slept.stderr
+    chained = run_cli(state_dir, "run", "--timeout", "300", "--", "sleep 0.1; echo built; sleep 30")
+    assert (chained.returncode, chained.stdout) == (143, "built\n")
     assert run_cli(state_dir, "stop", moved, task_id).returncode == 0
 
 
