@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from .client import Client
 from .errors import WaveError
 from .launch import connect_or_start
-from .transport import REMOTE_HOME_CWD
+from .transport import BRIDGE_STARTED, REMOTE_HOME_CWD
 from .wire import decode, encode, error_message
 
 
@@ -71,4 +71,6 @@ def _hang_up_with(stdin: BinaryIO, sock: socket.socket) -> None:
 
 def main(state_dir: str | None) -> int:
     """Serve one request from stdin; exits when it is answered or the caller hangs up."""
+    with contextlib.suppress(OSError, ValueError):  # (for the caller's ssh: RM3)
+        print(BRIDGE_STARTED, file=sys.stderr, flush=True)
     return relay(sys.stdin.buffer, sys.stdout.buffer, Client(state_dir=state_dir))

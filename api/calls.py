@@ -178,12 +178,10 @@ class Caller:
             try:
                 return self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
             except _ConnectionLost as lost:
-                if lost.ssh_failed and not started and not lost.cut:  # could not connect
-                    if sent:  # (an earlier attempt's connection was cut)
-                        raise SupervisorUnavailableError(
-                            _give_up_text(lost, None, maybe_started=first_op == "run")
-                        ) from None
+                if lost.ssh_failed and not (sent or started or lost.cut):  # never connected
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
+                # (ssh failing to connect again after a cut: the host or its sshd may be
+                # back in a moment, a network change, a restart: tried for the patience)
                 sent = True
                 if lost.answered and not started:
                     raise

@@ -37,6 +37,11 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
 TRANSPORT_ENV = "WAVE_TRANSPORT"
 REMOTE_HOME_CWD = "~"
 """The ``cwd`` a remote caller sends when it has no directory there to name: the remote home."""
+BRIDGE_STARTED = "wave-bash bridge: started"
+"""The line a bridge writes on its stderr as it starts, which ssh passes on whatever its
+``LogLevel``: an ssh that fails after it lost a connection made (tried again, RM3), where
+one that fails before it could make none. (Cut by keepalives at ``LogLevel=ERROR``, ssh
+exits 255 without a word.)"""
 LOOPBACK = "127.0.0.1"
 
 
@@ -316,7 +321,8 @@ class SshFailure(str):
 
 
 CUT_SIGNS = ("closed by remote host", "Connection reset", "Broken pipe", "Timeout, server")
-"""What ssh says when a connection it had made is lost."""
+"""What ssh says when a connection it had made is lost (where it says anything: a
+bridge of this version also says it started, :data:`BRIDGE_STARTED`)."""
 
 
 def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> SshFailure | None:
@@ -331,12 +337,14 @@ def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> SshFailure | No
     code = proc.returncode
     if code == 0:
         return None
-    detail = err.decode(errors="replace").strip()
+    lines = err.decode(errors="replace").strip().splitlines()
+    started = BRIDGE_STARTED in lines
+    detail = "\n".join(line for line in lines if line != BRIDGE_STARTED).strip()
     if code < 0:  # (killed: by us after the wait above, or by someone)
         detail = detail or f"the connection was cut (ssh ended by signal {-code})"
     detail = detail or f"exit {code}"
     if code == 127:
         detail += " (is wave-bash installed on the remote, or set --remote-command?)"
     failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
-    failure.cut = code < 0 or any(sign in detail for sign in CUT_SIGNS)
+    failure.cut = code < 0 or started or any(sign in detail for sign in CUT_SIGNS)
     return failure

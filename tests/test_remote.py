@@ -75,6 +75,7 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
             "command": f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {remote_state}",
             "state": remote_state,
             "server": server,
+            "config": config,
         }  # fmt: skip
     finally:
         server.terminate()
@@ -185,6 +186,119 @@ def test_a_cut_connection_during_wait_is_tried_again(sshd: dict[str, object]) ->
         proc.send_signal(signal.SIGKILL)
     waiter.join(timeout=60)
     assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+
+
+def _bridges(pid: int, relaying: bool = False) -> list[psutil.Process]:
+    """The bridges running under the sshd ``pid`` (``relaying``: connected to their
+    supervisor, which they do after they say they started)."""
+    found = []
+    for proc in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "bridge" in proc.cmdline() and (not relaying or proc.net_connections(kind="unix")):
+                found.append(proc)
+    return found
+
+
+def _named(proc: psutil.Process, name: str) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return proc.name() == name
+    return False
+
+
+class _RefusingListener:
+    """A listener on ``port`` that closes each connection at once, counting them: an ssh
+    server that is down, where a test can see that a client tried."""
+
+    def __init__(self, port: int) -> None:
+        self.count = 0
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.sock.accept()
+                conn.close()
+                self.count += 1
+
+    def stop(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self.thread.join(timeout=10)
+
+
+def test_a_connection_the_server_cuts_is_tried_again(sshd: dict[str, object]) -> None:
+    """The server's end of a `wait`'s connection closes (its session's sshd killed, as a
+    restart of sshd does), with ssh told to log nothing: the call is sent again."""
+    options = [*sshd["options"], "-o", "LogLevel=QUIET"]  # type: ignore[misc]
+    client = Client(
+        remote=str(sshd["url"]), ssh_options=options, remote_command=str(sshd["command"]),
+        session="remote",
+    )  # fmt: skip
+    task_id = start_bg(client, "sleep 2; exit 5")
+    answers: list[object] = []
+
+    def wait() -> None:
+        try:
+            answers.append(client.wait(task_id, timeout=30_000))
+        except Exception as exc:  # (said below)
+            answers.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    server = sshd["server"]
+    assert isinstance(server, subprocess.Popen)
+    wait_until(lambda: _bridges(server.pid), timeout=20)
+    (bridge,) = _bridges(server.pid)
+    for proc in bridge.parents():  # its session's sshd processes, not the listener
+        if proc.pid != server.pid and _named(proc, "sshd"):
+            proc.kill()
+    waiter.join(timeout=60)
+    assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+
+
+def test_a_wait_outlasts_an_sshd_that_is_down_for_a_while(sshd: dict[str, object]) -> None:
+    """The ssh server restarted during a `wait`: the reconnect found no server and the
+    call gave up at once (a trial), where a foreground `run` kept trying. A connection
+    that was made once is tried again for the call's patience (CR1), as for any call."""
+    client = remote_client(sshd)
+    task_id = start_bg(client, "sleep 3; exit 5")
+    answers: list[object] = []
+
+    def wait() -> None:
+        try:
+            answers.append(client.wait(task_id, timeout=30_000))
+        except Exception as exc:  # (said below)
+            answers.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    server = sshd["server"]
+    assert isinstance(server, subprocess.Popen)
+    wait_until(lambda: _bridges(server.pid), timeout=20)  # (the wait's, connected)
+    down = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
+    down = [p for p in down if _named(p, "sshd")]  # (not the bridge: it sees its end close)
+    for proc in down:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    server.wait()
+    psutil.wait_procs(down, timeout=10)
+    port = int(str(sshd["url"]).rsplit(":", 1)[1])
+    refused = _RefusingListener(port)  # until the client has found no server there
+    wait_until(lambda: refused.count > 0 or not waiter.is_alive(), timeout=20)
+    refused.stop()
+    again = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd["config"])],
+                             stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        waiter.join(timeout=60)
+        assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+    finally:
+        again.terminate()
+        again.wait(timeout=10)
 
 
 def test_a_remote_shell_that_greets_on_stdout(sshd: dict[str, object]) -> None:
@@ -362,6 +476,42 @@ def test_a_frozen_connection_is_given_up_and_the_call_sent_again(
     try:
         r = call.result(timeout=60)
         assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)
+    finally:
+        for proc in sessions:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGCONT)
+
+
+def test_a_frozen_connection_during_a_wait_is_sent_again(sshd: dict[str, object]) -> None:
+    """The same for a `wait`: ssh's keepalives end it with exit 255 and not a word at
+    `LogLevel=ERROR`, read as a connection never made, and the call failed at once. The
+    bridge says on its stderr that it started, so the call knows it had connected."""
+    client = Client(
+        remote=str(sshd["url"]), remote_command=str(sshd["command"]), session="remote",
+        ssh_options=["-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2",
+                     *sshd["options"]],  # type: ignore[misc]
+    )  # fmt: skip
+    task_id = start_bg(client, "sleep 6; exit 5")
+    answers: list[object] = []
+
+    def wait() -> None:
+        try:
+            answers.append(client.wait(task_id, timeout=60_000))
+        except Exception as exc:  # (said below)
+            answers.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    server = sshd["server"]
+    assert isinstance(server, subprocess.Popen)
+    wait_until(lambda: _bridges(server.pid, relaying=True), timeout=20)  # (said it started)
+    (bridge,) = _bridges(server.pid)
+    sessions = [p for p in bridge.parents() if p.pid != server.pid and _named(p, "sshd")]
+    for proc in sessions:
+        proc.send_signal(signal.SIGSTOP)
+    try:
+        waiter.join(timeout=60)
+        assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
     finally:
         for proc in sessions:
             with contextlib.suppress(psutil.Error):
