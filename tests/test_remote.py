@@ -161,22 +161,34 @@ def test_a_caller_killed_mid_call_is_a_lost_caller_remotely(
     assert [(n.task_id, n.status) for n in client.notifications()] == [(task.id, "failed")]
 
 
+def _waiting(client: Client, task_id: str, timeout: int) -> tuple[threading.Thread, list[object]]:
+    """``client.wait`` in a thread, started; its answer (or error) goes to the list."""
+    answers: list[object] = []
+
+    def wait() -> None:
+        try:
+            answers.append(client.wait(task_id, timeout=timeout))
+        except Exception as exc:  # (the test says what it expected)
+            answers.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    return waiter, answers
+
+
+def _exit_code(answers: list[object]) -> object:
+    """The one answer's exit code (or the error that came instead)."""
+    assert len(answers) == 1
+    return getattr(answers[0], "exit_code", answers[0])
+
+
 def test_a_cut_connection_during_wait_is_tried_again(sshd: dict[str, object]) -> None:
     """The ssh of a `wait` killed mid-call: the call failed with `could not reach …
     exit -9` where a supervisor restart is waited out (a review); a connection that was
     made and then cut is tried again, as any call is (CR1)."""
     client = remote_client(sshd)
     task_id = start_bg(client, "sleep 2; echo end; exit 5")
-    answers: list[object] = []
-
-    def wait() -> None:
-        try:
-            answers.append(client.wait(task_id, timeout=30_000))
-        except Exception as exc:  # (said below)
-            answers.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
+    waiter, answers = _waiting(client, task_id, 30_000)
 
     def ssh() -> list[psutil.Process]:
         return [p for p in psutil.Process().children() if p.name() == "ssh"]
@@ -185,7 +197,7 @@ def test_a_cut_connection_during_wait_is_tried_again(sshd: dict[str, object]) ->
     for proc in ssh():
         proc.send_signal(signal.SIGKILL)
     waiter.join(timeout=60)
-    assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+    assert _exit_code(answers) == 5
 
 
 def _bridges(pid: int, relaying: bool = False) -> list[psutil.Process]:
@@ -240,16 +252,7 @@ def test_a_connection_the_server_cuts_is_tried_again(sshd: dict[str, object]) ->
         session="remote",
     )  # fmt: skip
     task_id = start_bg(client, "sleep 2; exit 5")
-    answers: list[object] = []
-
-    def wait() -> None:
-        try:
-            answers.append(client.wait(task_id, timeout=30_000))
-        except Exception as exc:  # (said below)
-            answers.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
+    waiter, answers = _waiting(client, task_id, 30_000)
     server = sshd["server"]
     assert isinstance(server, subprocess.Popen)
     wait_until(lambda: _bridges(server.pid), timeout=20)
@@ -258,7 +261,7 @@ def test_a_connection_the_server_cuts_is_tried_again(sshd: dict[str, object]) ->
         if proc.pid != server.pid and _named(proc, "sshd"):
             proc.kill()
     waiter.join(timeout=60)
-    assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+    assert _exit_code(answers) == 5
 
 
 def test_a_wait_outlasts_an_sshd_that_is_down_for_a_while(sshd: dict[str, object]) -> None:
@@ -267,16 +270,7 @@ def test_a_wait_outlasts_an_sshd_that_is_down_for_a_while(sshd: dict[str, object
     that was made once is tried again for the call's patience (CR1), as for any call."""
     client = remote_client(sshd)
     task_id = start_bg(client, "sleep 3; exit 5")
-    answers: list[object] = []
-
-    def wait() -> None:
-        try:
-            answers.append(client.wait(task_id, timeout=30_000))
-        except Exception as exc:  # (said below)
-            answers.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
+    waiter, answers = _waiting(client, task_id, 30_000)
     server = sshd["server"]
     assert isinstance(server, subprocess.Popen)
     wait_until(lambda: _bridges(server.pid), timeout=20)  # (the wait's, connected)
@@ -295,7 +289,7 @@ def test_a_wait_outlasts_an_sshd_that_is_down_for_a_while(sshd: dict[str, object
                              stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         waiter.join(timeout=60)
-        assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+        assert _exit_code(answers) == 5
     finally:
         again.terminate()
         again.wait(timeout=10)
@@ -492,16 +486,7 @@ def test_a_frozen_connection_during_a_wait_is_sent_again(sshd: dict[str, object]
                      *sshd["options"]],  # type: ignore[misc]
     )  # fmt: skip
     task_id = start_bg(client, "sleep 6; exit 5")
-    answers: list[object] = []
-
-    def wait() -> None:
-        try:
-            answers.append(client.wait(task_id, timeout=60_000))
-        except Exception as exc:  # (said below)
-            answers.append(exc)
-
-    waiter = threading.Thread(target=wait)
-    waiter.start()
+    waiter, answers = _waiting(client, task_id, 60_000)
     server = sshd["server"]
     assert isinstance(server, subprocess.Popen)
     wait_until(lambda: _bridges(server.pid, relaying=True), timeout=20)  # (said it started)
@@ -511,7 +496,7 @@ def test_a_frozen_connection_during_a_wait_is_sent_again(sshd: dict[str, object]
         proc.send_signal(signal.SIGSTOP)
     try:
         waiter.join(timeout=60)
-        assert len(answers) == 1 and getattr(answers[0], "exit_code", answers[0]) == 5
+        assert _exit_code(answers) == 5
     finally:
         for proc in sessions:
             with contextlib.suppress(psutil.Error):
