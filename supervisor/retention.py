@@ -33,7 +33,8 @@ GC_SECONDS = 3600.0
 async def prune(ctx: Context, older_than: float, notices_kept: float | None = None) -> list[str]:
     """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
     files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
-    task left. Running tasks are never touched, nor a task whose notice is pending and
+    task left. Running tasks are never touched, nor an ended one whose processes still
+    run (TaskStop stops them), nor a task whose notice is pending and
     that ended less than ``notices_kept`` seconds ago (default: ``older_than``); returns
     the IDs deleted.
 
@@ -45,7 +46,11 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
     async with ctx.pruning:
         now = time.time()
         kept = older_than if notices_kept is None else max(notices_kept, older_than)
-        chosen = journal.prunable(now - older_than, now - kept)
+        chosen = [  # (an ended task whose processes run on stays stoppable: TR4)
+            task_id
+            for task_id in journal.prunable(now - older_than, now - kept)
+            if not ctx.tasks.leftover_count(task_id)
+        ]
         if chosen:
             await in_thread(remove_task_files, tasks_dir, set(chosen))
             crash_point("pruned_files")
@@ -112,8 +117,12 @@ def remove_task_files(tasks_dir: Path, task_ids: set[str]) -> None:
         return
     for entry in entries:
         if entry.name.split(".", 1)[0] in task_ids:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # (a directory someone put there: theirs, left alone)
+                log.warning("cannot remove %s as its task is pruned: %s", entry.path, exc)
 
 
 def remove_trees(trees: list[str]) -> None:

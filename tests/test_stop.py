@@ -171,6 +171,18 @@ def leave_a_daemon(state_dir: Path) -> tuple[str, str, Client]:
     return n, start_bg(client, f"(setsid env -i sleep {n} &); echo started"), client
 
 
+def test_gc_keeps_a_task_whose_processes_still_run(state_dir: Path, tracking: str) -> None:
+    """`gc` pruned an ended task whose daemon ran on, and TaskStop then knew no such
+    task (a review): its processes were out of reach. It stays until they end."""
+    n, tid, client = leave_a_daemon(state_dir)
+    client.wait(tid, timeout=10_000)
+    assert [notice.task_id for notice in client.notifications()] == [tid]
+    assert client.gc(older_than=0) == []
+    assert client.task_stop(tid).stopped_processes == 1
+    wait_until(lambda: not running(n))
+    wait_until(lambda: client.gc(older_than=0) == [tid])  # (once it is seen gone)
+
+
 def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path, tracking: str) -> None:
     """With the fallback, its monitor (a child subreaper) lists what the command left
     behind as it ends."""

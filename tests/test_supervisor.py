@@ -158,6 +158,24 @@ def test_gc_prunes_finished_tasks_only(client: Client, state_dir: Path) -> None:
     assert (state_dir / "journal.db-wal").stat().st_size == 0  # checkpointed
 
 
+def test_a_directory_named_as_a_task_file_does_not_stop_the_prune(
+    client: Client, state_dir: Path
+) -> None:
+    """`tasks/<id>.junk/` made every prune fail (`Is a directory`) after some of the
+    files had gone, the rows kept (a review): it is left alone, the rest is pruned."""
+    first, second = start_bg(client, "echo a"), start_bg(client, "echo b")
+    for tid in (first, second):
+        client.wait(tid, timeout=10_000)
+    client.notifications()
+    junk = state_dir / "tasks" / f"{first}.junk"
+    junk.mkdir()
+    assert sorted(client.gc(older_than=0)) == sorted([first, second])
+    assert client.tasks(all=True) == [] and junk.is_dir()
+    assert [p.name for p in (state_dir / "tasks").iterdir() if p.name.startswith(first)] == [
+        junk.name
+    ]
+
+
 def test_gc_keeps_a_task_whose_notice_no_session_has_read(state_dir: Path) -> None:
     """A person's `gc` from one session once took another session's unread notices with
     their tasks: that agent never learnt they ended. Such a task stays until its notice
