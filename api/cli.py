@@ -12,6 +12,8 @@ error of wave-bash itself exits 2 with the message on stderr, or
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import json
 import os
 import re
@@ -1031,6 +1033,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else list(argv))
     as_json = getattr(args, "json", False)
     func: Callable[[Any, argparse.Namespace], int] = args.func
+    if sys.stdout is None:  # started with it closed (`>&-`): what it prints fails
+        sys.stdout = _ClosedOutput()
     try:
         cli = Cli(args) if getattr(args, "needs_client", True) else None
         return func(cli, args)
@@ -1045,10 +1049,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`wave-bash schema | head -1`)
         _quiet_stdout()
         return 0
+    except OSError as exc:  # its output cannot be written (`> /dev/full`, `>&-`), or the
+        if sys.stderr is not None:  # like: said, not a traceback (notices stay unread)
+            print(f"wave-bash: {exc.strerror or exc}", file=sys.stderr)
+        _quiet_stdout()
+        return ERROR_EXIT
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output where there is none: writing fails as writing to a closed
+    descriptor does, so that nothing counts as shown (a notice is then not confirmed)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "cannot print: standard output is closed")
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "cannot print: standard output is closed")
 
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so Python's final flush has nowhere to fail."""
+    if isinstance(sys.stdout, _ClosedOutput):
+        sys.stdout = None
+        return
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

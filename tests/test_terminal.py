@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -91,6 +93,31 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
         "message",
     }
     assert json.loads(run_cli(state_dir, "notifications", "--json").stdout) == []
+
+
+@pytest.mark.parametrize("where", [">&-", ">/dev/full"])
+def test_notifications_that_cannot_be_printed_stay_unread(state_dir: Path, where: str) -> None:
+    """Its stdout closed or on a full disk, `notifications` died with a traceback (a
+    review): it says why, exits 2, and confirms nothing (the notice comes again)."""
+    client = Client(state_dir=state_dir, session="s")
+    tid = start_bg(client, "exit 3")
+    client.wait(tid, timeout=10_000)
+    r = subprocess.run(
+        ["bash", "-c", f'exec "$0" -m wave_bash.api.cli --session s notifications {where}',
+         sys.executable],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    reason = (
+        "cannot print: standard output is closed" if "&" in where else "No space left on device"
+    )
+    assert r.stderr == f"wave-bash: {reason}\n"
+    with contextlib.closing(
+        sqlite3.connect(f"file:{state_dir}/journal.db?mode=ro", uri=True)
+    ) as db:
+        (delivered,) = db.execute("SELECT delivered_at FROM notices WHERE task_id = ?", (tid,))
+    assert delivered == (None,)
 
 
 def test_notifications_cli_shows_control_characters(client: Client, state_dir: Path) -> None:
