@@ -147,13 +147,15 @@ class Client:
         if session is None:  # (a given one is checked as given: "" is no name)
             session = os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
         self.session = check_session(session)
-        self.cwd = os.fspath(cwd) if cwd is not None else None
         self.follow_cd = follow_cd
         self.on_cwd_change = on_cwd_change
         self.env = dict(env) if env is not None else None
         self.transport = transport or chosen_transport()
         remote = remote or os.environ.get("WAVE_REMOTE") or None
         self.remote = Remote.parse(remote) if remote else None
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        if self.cwd is not None and self.remote is None:  # (relative to this process, as
+            self.cwd = os.path.abspath(self.cwd)  # subprocess reads it: the supervisor's differs)
         self.ssh_options = list(ssh_options)
         self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
         self.connector: Connector = connector or connector_for(

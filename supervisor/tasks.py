@@ -583,7 +583,9 @@ class TaskManager:
             p = p.model_copy(update={"env": {**p.env, INPUT_QUIET_ENV: quiet}})
         if not os.path.isabs(p.cwd) or not (os.path.isdir(p.cwd) or self._in_sandbox_temp(p)):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
-                if os.path.isabs(p.cwd) and os.path.exists(p.cwd):
+                if not os.path.isabs(p.cwd):
+                    raise InvalidInputError(f"working directory must be an absolute path: {p.cwd}")
+                if os.path.exists(p.cwd):
                     raise InvalidInputError(f"working directory is not a directory: {p.cwd}")
                 raise InvalidInputError(f"working directory does not exist: {p.cwd}")
             existing = guard.nearest_existing_dir(p.cwd)

@@ -220,6 +220,19 @@ def test_missing_cwd_is_a_clear_error(state_dir: Path) -> None:
     a_file = state_dir / "journal.db"  # there, but no directory
     r = Client(state_dir=state_dir, cwd=a_file).bash("echo hi")
     assert not r.success and f"working directory is not a directory: {a_file}" in (r.error or "")
+    answer = ask_supervisor(state_dir, "run", {"session": "s", "command": "pwd", "cwd": "."})
+    assert answer["message"] == "working directory must be an absolute path: ."
+
+
+def test_a_relative_cwd_is_this_process_s(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Client(cwd=".")` was refused as a directory that does not exist (a trial): it
+    is where the caller is, as subprocess reads it (the supervisor's own cwd differs)."""
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert Client(state_dir=state_dir, cwd=".").bash("pwd -P").stdout == str(tmp_path.resolve())
+    assert Client(state_dir=state_dir, cwd="sub").bash("pwd -P").stdout.endswith("/sub")
 
 
 def test_zsh_via_wave_shell(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
