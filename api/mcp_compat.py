@@ -31,6 +31,8 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 
 MCP_V1 = version("mcp").split(".")[0] == "1"
+WAVE_BASH_VERSION = version("wave-bash")
+"""What ``initialize`` answers as ``serverInfo.version`` (it was empty)."""
 """The installed SDK is a 1.x release: 1.21.1 or later (structured content came in 1.10;
 1.21.1 is the first that imports with current pydantic, whose private ``eval_type_backport``
 earlier releases use)."""
@@ -95,7 +97,11 @@ if not MCP_V1:
             return await call_tool(ToolRequest(ctx.request_id, report_progress, ask_user), params)
 
         return Server(
-            name, instructions=instructions, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+            name,
+            version=WAVE_BASH_VERSION,
+            instructions=instructions,
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
         )
 
 else:
@@ -104,7 +110,7 @@ else:
         name: str, instructions: str, list_tools: ListTools, call_tool: CallTool
     ) -> Server[Any]:
         """A low-level server whose only tools are ``list_tools``/``call_tool``."""
-        server: Server[Any] = Server(name, instructions=instructions)
+        server: Server[Any] = Server(name, version=WAVE_BASH_VERSION, instructions=instructions)
         sdk: Any = server  # request_handlers, request_context: 1.x only
         v1: Any = types  # ServerResult, ListToolsRequest, CallToolRequest as 1.x has them
 

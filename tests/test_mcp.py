@@ -10,6 +10,7 @@ import stat
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ async def mcp_client(
     env: dict[str, str] | None = None,
     errlog: Any = None,
     elicitation: Any = None,
+    initialized: list[Any] | None = None,
 ) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
@@ -40,7 +42,9 @@ async def mcp_client(
         stdio_client(params, errlog=errlog or sys.stderr) as streams,
         ClientSession(*streams, elicitation_callback=elicitation) as session,
     ):
-        await session.initialize()
+        answer = await session.initialize()
+        if initialized is not None:
+            initialized.append(answer)
         yield session
 
 
@@ -83,6 +87,14 @@ def test_tools_and_schemas_are_the_api_definitions(state_dir: Path) -> None:
     timeout = input_schema(listed.tools[0])["properties"]["timeout"]
     assert timeout["type"] == "number" and "maximum" not in timeout
     assert input_schema(listed.tools[0])["properties"]["run_in_background"]["type"] == "boolean"
+
+
+def test_the_server_names_itself_and_its_version(state_dir: Path) -> None:
+    """`serverInfo.version` was empty (a trial)."""
+    initialized: list[Any] = []
+    run(state_dir, lambda s: s.send_ping(), "--session", "t", initialized=initialized)
+    info = getattr(initialized[0], "serverInfo" if MCP_V1 else "server_info")
+    assert (info.name, info.version) == ("wave-bash", version("wave-bash"))
 
 
 def test_output_and_failure(state_dir: Path) -> None:
