@@ -416,10 +416,10 @@ class RuleSet:
         it), or one that names the options it does not (``Bash(find * -delete *)``), and
         rules for what its ``-exec`` runs; none where only a person can tell."""
         unnamed = [g for g in command.guards if not self._approves(rule, g)]
-        if any(g.option is None for g in unnamed):
-            return ()
         options = [g.option for g in unnamed if g.option and not g.runs]
         runs = [r for g in unnamed for r in g.runs if self._command(r).verdict != "allow"]
+        if any(g.option is None for g in unnamed) or any(_computed_name(r.text) for r in runs):
+            return ()  # (no rule can tell what a word known only as it runs will be)
         if options:
             words = command.text.split(" ")
             named = next((i for i, w in enumerate(words) if os.path.basename(w) == "find"), 0)
@@ -452,6 +452,11 @@ def suggested_rule(command: str) -> str:
     ):
         words = words[:1]
     return f"Bash({' '.join(words)} *)" if words else "Bash(…)"
+
+
+def _computed_name(text: str) -> bool:
+    """Whether a command's name (as shown) is known only as it runs (``"$P"``)."""
+    return any(c in text.split(" ", 1)[0] for c in "$`")
 
 
 def _guarded(guard: Guard, rules: RuleSet) -> str:

@@ -46,13 +46,12 @@ from .programs import (
 )
 from .runners import (
     COMMAND_RUNNERS,
-    FIND_RUNS,
     WRAPPERS,
     Place,
-    find_actions,
     may_vanish,
     read_runner,
     runner_commands,
+    search_actions,
     short_options,
     takes_next_word,
     wrapper_arguments,
@@ -920,7 +919,7 @@ class _Walker:
         )  # (`sudo -R DIR`: another root)
         guards: list[Guard] = []
         runs: list[tuple[SimpleCommand, ...]] = []  # (what each `find -exec` runs)
-        for words, texts, appended in runner_commands(base, after, after_shown):
+        for words, texts, appended in runner_commands(base, after, after_shown, self.appended):
             own = range(len(after) - len(words)) if base != "find" else range(0)
             if any(may_vanish(after[k], after_shown[k]) for k in own):
                 self.problems.append(MOVED_PROBLEM.format(base))  # `sudo -u $(f) root rm`
@@ -933,9 +932,8 @@ class _Walker:
             self._take_runner(
                 inner, "root" if chroot else "kept", variants, opens, guards, appended
             )
-        if base == "find":
-            for option in find_actions(after, self.appended):
-                guards.append(Guard(option, runs.pop(0) if option in FIND_RUNS and runs else ()))
+        for action in search_actions(base, after, after_shown, self.appended):
+            guards.append(Guard(action.option, runs.pop(0) if action.words and runs else ()))
         runner = COMMAND_RUNNERS.get(base)
         read = read_runner(base, after, after_shown)
         if read.unclear is not None:

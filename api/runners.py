@@ -19,7 +19,7 @@ WRAPPERS = frozenset({
     "setsid", "ionice",
 })  # fmt: skip
 """Commands that run the rest of their words as the command."""
-RUNNERS = frozenset({"sudo", "doas", "xargs", "find", "busybox", "toybox"})
+RUNNERS = frozenset({"sudo", "doas", "xargs", "find", "fd", "fdfind", "rg", "busybox", "toybox"})
 """Commands that run another command given in their words: it is a variant, checked by
 deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
 XARGS_OPTIONS_WITH_VALUE = frozenset({
@@ -39,22 +39,17 @@ RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE}
 
 
 def runner_commands(
-    name: str, rest: Sequence[str | None], shown: Sequence[str]
+    name: str, rest: Sequence[str | None], shown: Sequence[str], appended: bool = False
 ) -> list[tuple[list[str | None], list[str], bool]]:
     """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs: their words
     (None: known only at run time, such as ``{}``, which ``find`` and ``xargs -I`` fill
-    in) and whether the runner appends more words (``xargs``)."""
+    in) and whether the runner appends more words (``xargs``); ``appended``: words are
+    appended to the runner's own (``xargs find``)."""
+    if name in SEARCHERS:  # (``find -exec``, ``fd -x``, ``rg --pre``)
+        actions = search_actions(name, rest, shown, appended)
+        return [(list(a.words), list(a.texts), False) for a in actions if a.words]
     if name not in RUNNERS:
         return []
-    if name == "find":
-        found = []
-        for i, word in enumerate(rest):
-            if word in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
-                words = [None if w is None or "{}" in w else w for w in rest[i + 1 : end]]
-                if words:
-                    found.append((words, list(shown[i + 1 : end]), False))
-        return found
     takes_value = RUNNER_OPTIONS_WITH_VALUE.get(name, SUDO_OPTIONS_WITH_VALUE)
     i, placeholder = 0, None
     while i < len(rest) and (word := rest[i]) is not None and word.startswith("-"):
@@ -97,26 +92,167 @@ _FIND_VALUES = {"-fprintf": 2, "-fprint": 1, "-fprint0": 1, "-fls": 1, **dict.fr
     "-printf", "-regextype", "-files0-from", "-D",
 ), 1)}  # fmt: skip
 """``find`` words that take the next words as their values (never an action)."""
+FD_RUNS = frozenset({"-x", "--exec", "-X", "--exec-batch"})
+"""``fd`` options whose words up to ``;`` (or the last) are a command it runs."""
+_FD_SHORT_VALUED = "dtesEcjSxXo"
+_FD_VALUES = frozenset({
+    "-d", "--max-depth", "-t", "--type", "-e", "--extension", "-E", "--exclude", "-c",
+    "--color", "-j", "--threads", "-S", "--size", "-o", "--owner", "--changed-within",
+    "--changed-before", "--change-newer-than", "--change-older-than", "--newer", "--older",
+    "--max-results", "--base-directory", "--path-separator", "--search-path", "--ignore-file",
+    "--batch-size", "--format", "--min-depth", "--exact-depth", "--max-buffer-time",
+})  # fmt: skip
+RG_RUNS = frozenset({"--pre", "--hostname-bin"})
+"""``rg`` options whose value is a program it runs (on each file, for ``--pre``)."""
+_RG_VALUES = frozenset({
+    "-e", "--regexp", "-f", "--file", "-g", "--glob", "--iglob", "-t", "--type", "-T",
+    "--type-not", "--type-add", "--type-clear", "-m", "--max-count", "-A", "--after-context",
+    "-B", "--before-context", "-C", "--context", "-M", "--max-columns", "-d", "--max-depth",
+    "-E", "--encoding", "-r", "--replace", "-j", "--threads", "--pre-glob", "--colors",
+    "--color", "--sort", "--sortr", "--path-separator", "--max-filesize", "--context-separator",
+    "--field-match-separator", "--field-context-separator", "--engine", "--dfa-size-limit",
+    "--regex-size-limit", "--ignore-file", "--hyperlink-format", "-V",
+})  # fmt: skip
+SEARCHERS = frozenset({"find", "fd", "fdfind", "rg"})
+"""Search tools: an allow rule for one is for searching; what runs a command, deletes or
+writes needs a rule that names it (:func:`search_actions`)."""
 
 
-def find_actions(rest: Sequence[str | None], appended: bool = False) -> list[str | None]:
-    """The options of ``find rest`` that run a command, delete or write a file
-    (:data:`FIND_RUNS`, :data:`FIND_WRITES`), in order; None for a word known only as it
-    runs that could be one (``find . $X``: a value's word, ``-name "$p"``, cannot), and
-    for the words ``xargs`` appends (``appended``)."""
-    found: list[str | None] = []
+@dataclass(frozen=True)
+class Action:
+    """What a search tool does beside searching: ``option`` (None: a word known only as
+    it runs that may be such an option) and the words of the command it runs (None:
+    none; a word None in them: known only then, such as ``{}``)."""
+
+    option: str | None
+    words: tuple[str | None, ...] | None = None
+    texts: tuple[str, ...] = ()
+
+
+def search_actions(
+    name: str, rest: Sequence[str | None], shown: Sequence[str], appended: bool = False
+) -> list[Action]:
+    """What ``find``, ``fd`` or ``rg`` with the words ``rest`` (``shown``: as written) may
+    run, delete or write, in order; a word ``xargs`` appends (``appended``) may be any
+    of it. A computed word may be an option unless it is an option's value (``-name
+    "$p"``), or one word with nothing it could run after it."""
+    if name not in SEARCHERS:
+        return []
+    base = "fd" if name == "fdfind" else name
+    found = {"find": _find_actions, "fd": _fd_actions, "rg": _rg_actions}[base](rest, shown)
+    return [*found, Action(None, (None,), ("<appended>",))] if appended else found
+
+
+def _command_of(
+    rest: Sequence[str | None],
+    shown: Sequence[str],
+    start: int,
+    end: int,
+    first: Sequence[str] = (),
+) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
+    """The words from ``start`` to ``end`` as a command's (a ``{…}`` filled in as it
+    runs: None), after a ``first`` word given attached to the option."""
+    words = [*first, *rest[start:end]]
+    texts = [*first, *shown[start:end]]
+    return tuple(None if w is None or "{" in w else w for w in words), tuple(texts)
+
+
+def _computed(
+    rest: Sequence[str | None], shown: Sequence[str], index: int, end: int, needs_more: bool
+) -> Action | None:
+    """What the computed word at ``index`` may be: several words (a command in it), or
+    one (an option that runs the words after it, up to ``end``), or nothing to fear
+    (``needs_more``: one word with nothing after it to run)."""
+    if may_vanish(None, shown[index]):
+        words, texts = _command_of(rest, shown, index + 1, end)
+        return Action(None, (None, *words), (shown[index], *texts))
+    if needs_more and index + 1 >= end:
+        return None
+    words, texts = _command_of(rest, shown, index + 1, end)
+    return Action(None, words or None, texts)
+
+
+def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
+    found: list[Action] = []
     i = 0
     while i < len(rest):
         word = rest[i]
+        end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
         if word in FIND_RUNS:
-            found.append(word)
-            i = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
-        elif word is None:
-            found.append(None)
+            found.append(Action(word, *_command_of(rest, shown, i + 1, end)))
+            i = end
+        elif word is None:  # (may be -delete alone: an action all the same)
+            computed = _computed(rest, shown, i, end if end < len(rest) else i + 1, False)
+            found.append(computed or Action(None))
         elif word in FIND_WRITES:
-            found.append(word)
+            found.append(Action(word))
         i += 1 + (_FIND_VALUES.get(word, 1 if word.startswith("-newer") else 0) if word else 0)
-    return [*found, None] if appended else found
+    return found
+
+
+def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
+    found: list[Action] = []
+    i, options = 0, True
+    while i < len(rest):
+        word = rest[i]
+        end = next((j for j in range(i + 1, len(rest)) if rest[j] == ";"), len(rest))
+        if word is None:
+            if options and (computed := _computed(rest, shown, i, end, True)) is not None:
+                found.append(computed)
+            i += 1
+            continue
+        flag, attached = (
+            word.split("=", 1) if word.startswith("--") and "=" in word else (word, None)
+        )
+        if not options or word == "--" or not word.startswith("-") or word == "-":
+            options = options and word != "--"  # (after `--`: patterns and paths)
+            i += 1
+            continue
+        if word.startswith("--"):
+            letters = [flag]
+        else:  # grouped short options: `-Hx CMD`, `-xCMD`
+            letters = short_options(word, _FD_SHORT_VALUED)
+            last = letters[-1] if letters else ""
+            rest_of_word = word[1 + len(letters) :]
+            attached = rest_of_word or None
+            flag = last
+        if flag in FD_RUNS:
+            first = [attached] if attached else []
+            found.append(Action(flag, *_command_of(rest, shown, i + 1, end, first)))
+            i = end + 1
+            continue
+        i += 2 if flag in _FD_VALUES and attached is None else 1
+    return found
+
+
+def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
+    found: list[Action] = []
+    i, options = 0, True
+    while i < len(rest):
+        word = rest[i]
+        if word is None:
+            if options:  # (`--pre=PROG` itself; after `--`, a pattern or a path)
+                found.append(Action(None, (None,), (shown[i],)))
+            i += 1
+            continue
+        if not options or word == "--" or not word.startswith("-") or word == "-":
+            options = options and word != "--"  # (after `--`: patterns and paths)
+            i += 1
+            continue
+        flag, attached = (
+            word.split("=", 1) if "=" in word and word.startswith("--") else (word, None)
+        )
+        if flag in RG_RUNS:
+            program = (
+                attached if attached is not None else (rest[i + 1] if i + 1 < len(rest) else "")
+            )
+            text = attached if attached is not None else (shown[i + 1] if i + 1 < len(rest) else "")
+            if program != "":
+                found.append(Action(flag, (program, None), (text or "", "{}")))
+            i += 1 if attached is not None else 2
+            continue
+        i += 2 if flag in _RG_VALUES and attached is None else 1
+    return found
 
 
 def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:

@@ -784,6 +784,49 @@ def test_an_allow_rule_for_find_does_not_cover_exec_and_delete(
     assert verdict(command, rules) == expected
 
 
+SEARCH_ALLOWED = {
+    "allow": ["Bash(find *)", "Bash(fd *)", "Bash(rg *)", "Bash(cat *)", "Bash(echo *)",
+              "Bash(xargs *)"]
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("command", "under_allow", "under_deny"),
+    [
+        ("fd -e py", "allow", "allow"),
+        ("fd . -x rm", "ask", "deny"),  # fd's -x, -X, --exec, --exec-batch run commands
+        ("fd -e tmp --exec rm {}", "ask", "deny"),
+        ("fdfind . -X rm", "ask", "deny"),
+        ("fd -Hx rm", "ask", "deny"),  # grouped, attached, with `=`
+        ("fd -xrm", "ask", "deny"),
+        ("fd --exec=rm x", "ask", "deny"),
+        ("fd -e py -x cat {}", "allow", "allow"),  # cat is allowed on its own
+        ("fd -- -x rm", "allow", "allow"),  # after `--`: a pattern
+        ('fd "$p"', "allow", "allow"),  # one word, nothing after it to run
+        ('fd "$p" src', "ask", "allow"),  # it may be -x: src would run
+        ("rg -n foo -g '*.py'", "allow", "allow"),
+        ("rg --pre rm x", "ask", "deny"),  # rg runs the program on each file
+        ("rg --pre=rm x .", "ask", "deny"),
+        ("rg --hostname-bin rm x", "ask", "deny"),
+        ("rg --pre cat x", "allow", "allow"),
+        ('rg -e "$p" src', "allow", "allow"),  # a value, never an option
+        ('rg -- "$p"', "allow", "allow"),
+        ('rg "$p" src', "ask", "ask"),  # may be --pre=PROG
+        ('find . "$X" rm {} +', "ask", "deny"),  # a computed word may be -exec
+        ("X=-exec; find . $X rm {} +", "ask", "ask"),
+        ("find . $X", "ask", "ask"),  # it may hold a whole `-exec rm {} ;`
+        ('find "$d" -name x', "ask", "allow"),  # may be -delete: only an allow rule cares
+        ("echo '-exec rm {} ;' | xargs find .", "ask", "ask"),  # what xargs appends
+    ],
+)
+def test_search_tools_that_run_commands(command: str, under_allow: str, under_deny: str) -> None:
+    """`fd -x` and `rg --pre` ran what no deny rule saw (a `find $X rm {} +` too, with
+    X=-exec), and a `Bash(fd *)` or `Bash(rg *)` allowed them, as `Bash(find *)`
+    allowed `-exec` (PM1d)."""
+    assert verdict(command, SEARCH_ALLOWED) == under_allow
+    assert verdict(command, DENY_LIST) == under_deny
+
+
 def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
     from wave_bash.api.protocol import RunParams
     from wave_bash.supervisor.policy import refusal_text
@@ -812,7 +855,8 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
         "with an allow rule such as Bash(find * -delete *) in the permission rules."
     )
     rules = RuleSet.from_mapping(FIND_ALLOWED)
-    assert refusal("find . $X").endswith("Nothing was run. A person can allow it when asked.")
+    assert refusal('find . "$X"').endswith("Nothing was run. A person can allow it when asked.")
+    assert "the command name `$X` is computed" in refusal("find . $X")  # (words: -exec rm…)
     for suggested in ("Bash(find * -delete *)",):  # each suggestion does allow it
         widened = {"allow": [*FIND_ALLOWED["allow"], suggested]}
         assert verdict("find . -name '*.pyc' -delete", widened) == "allow"
