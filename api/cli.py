@@ -145,6 +145,27 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
         return _interrupted(cli, running[-1] if running else None, stop)
+    try:
+        return _show_run(cli, args, result, running, watcher, watched, rules)
+    except OSError as exc:  # (it ran: its ID, as a result the script could not read)
+        if not running or exc.errno == errno.EPIPE:
+            raise
+        raise OSError(
+            exc.errno,
+            f"{exc.strerror or exc}; task {running[-1]} ran (`wave-bash output {running[-1]}`)",
+        ) from None
+
+
+def _show_run(
+    cli: Cli,
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    running: list[str],
+    watcher: Any,
+    watched: bool,
+    rules: Any,
+) -> int:
+    """Print a run's result (as :func:`cmd_run` got it) and return its exit code."""
     ahead = bytes(watcher.typed).decode("utf-8", "replace") if watcher is not None else ""
     if ahead and args.interactive and result.get("waitingForInput") and not args.json:
         # Typed while it ran, for it: typed now that it asks (with the terminal's echo as

@@ -48,6 +48,7 @@ from .reading import (
     harmless_assignment,
     parse_command,
 )
+from .runners import SEARCHERS
 
 __all__ = [
     "Decision",
@@ -350,11 +351,14 @@ class RuleSet:
             asks = [worst, *(d for d in verdicts if d.verdict == "ask" and d is not worst)]
             reasons = dict.fromkeys(d.reason for d in asks)
             unallowed = [d for d in asks if d.rule is None and d.subject is not None]
-            return replace(
+            complete = len(unallowed) == len(asks) and all(d.suggested for d in unallowed)
+            return replace(  # (suggested: rules that allow all of it, or none at all)
                 worst,
                 reason="; ".join(reasons),
                 unallowed=tuple(dict.fromkeys(d.subject for d in unallowed if d.subject)),
-                suggested=tuple(dict.fromkeys(r for d in unallowed for r in d.suggested)),
+                suggested=tuple(dict.fromkeys(r for d in unallowed for r in d.suggested))
+                if complete
+                else (),
             )
         return worst
 
@@ -422,8 +426,9 @@ class RuleSet:
             return ()  # (no rule can tell what a word known only as it runs will be)
         if options:
             words = command.text.split(" ")
-            named = next((i for i, w in enumerate(words) if os.path.basename(w) == "find"), 0)
-            rule = Rule.parse(f"Bash({' '.join([*words[: named + 1], '*', *options])} *)")
+            named = next((i for i, w in enumerate(words) if os.path.basename(w) in SEARCHERS), 0)
+            named_all = " * ".join(options)  # (each option named, in their order)
+            rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} * {named_all} *)")
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 
     def _git_code(self, paths: Sequence[str]) -> str | None:

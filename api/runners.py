@@ -140,21 +140,16 @@ def search_actions(
         return []
     base = "fd" if name == "fdfind" else name
     found = {"find": _find_actions, "fd": _fd_actions, "rg": _rg_actions}[base](rest, shown)
-    return [*found, Action(None, (None,), ("<appended>",))] if appended else found
+    return [*found, Action(None, (None,), ("<what xargs appends>",))] if appended else found
 
 
 def _command_of(
-    rest: Sequence[str | None],
-    shown: Sequence[str],
-    start: int,
-    end: int,
-    first: Sequence[str] = (),
+    rest: Sequence[str | None], shown: Sequence[str], start: int, end: int
 ) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
     """The words from ``start`` to ``end`` as a command's (a ``{…}`` filled in as it
-    runs: None), after a ``first`` word given attached to the option."""
-    words = [*first, *rest[start:end]]
-    texts = [*first, *shown[start:end]]
-    return tuple(None if w is None or "{" in w else w for w in words), tuple(texts)
+    runs: None)."""
+    words = tuple(None if w is None or "{" in w else w for w in rest[start:end])
+    return words, tuple(shown[start:end])
 
 
 def _computed(
@@ -172,6 +167,29 @@ def _computed(
     return Action(None, words or None, texts)
 
 
+_EXPANSIONS = re.compile(
+    r"\$\{[^{}]*\}|\$\([^()]*\)|`[^`]*`|\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])"
+)
+
+
+_QUOTED_PARTS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
+
+
+def _never_an_option(text: str) -> bool:
+    """Whether a word computed at run time, as written, can be no ``find`` option: it
+    starts with a character of its own other than ``-`` (``./"$d"``), or holds a ``/``
+    of its own (``"$HOME/src"``: no option has one); read conservatively."""
+    if _QUOTED_PARTS.sub("", text).count("$") or "`" in _QUOTED_PARTS.sub("", text):
+        return False  # (an expansion outside quotes splits: `$d/src` may be `-exec rm … x/src`)
+    if '"$@"' in text or '"${@' in text:
+        return False
+    unquoted = text.replace('"', "").replace("'", "").replace("\\", "")  # (`'-'"$x"`, `\-`)
+    literal = _EXPANSIONS.sub("\0", unquoted)
+    if "$" in literal or "`" in literal:  # (nested: not read)
+        return False
+    return "/" in literal or literal[:1] not in ("\0", "-", "")
+
+
 def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
     found: list[Action] = []
     i = 0
@@ -181,7 +199,7 @@ def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Acti
         if word in FIND_RUNS:
             found.append(Action(word, *_command_of(rest, shown, i + 1, end)))
             i = end
-        elif word is None:  # (may be -delete alone: an action all the same)
+        elif word is None and not _never_an_option(shown[i]):  # (maybe -delete alone)
             computed = _computed(rest, shown, i, end if end < len(rest) else i + 1, False)
             found.append(computed or Action(None))
         elif word in FIND_WRITES:
@@ -216,9 +234,13 @@ def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
             rest_of_word = word[1 + len(letters) :]
             attached = rest_of_word or None
             flag = last
+        if flag in FD_RUNS and attached is not None:  # (`-xCMD`, `-x=CMD`, `--exec=CMD`:
+            program = attached[1:] if attached[:1] == "=" and word[1] != "-" else attached
+            found.append(Action(flag, (program, None), (program, "{}")))  # that word alone)
+            i += 1
+            continue
         if flag in FD_RUNS:
-            first = [attached] if attached else []
-            found.append(Action(flag, *_command_of(rest, shown, i + 1, end, first)))
+            found.append(Action(flag, *_command_of(rest, shown, i + 1, end)))
             i = end + 1
             continue
         i += 2 if flag in _FD_VALUES and attached is None else 1

@@ -320,6 +320,8 @@ class SshFailure(str):
     cut = False
 
 
+SSH_FAILED = 255
+"""ssh's own exit status (the remote command's passes through: a bridge that failed)."""
 CUT_SIGNS = ("closed by remote host", "Connection reset", "Broken pipe", "Timeout, server")
 """What ssh says when a connection it had made is lost (where it says anything: a
 bridge of this version also says it started, :data:`BRIDGE_STARTED`)."""
@@ -346,5 +348,6 @@ def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> SshFailure | No
     if code == 127:
         detail += " (is wave-bash installed on the remote, or set --remote-command?)"
     failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
-    failure.cut = code < 0 or started or any(sign in detail for sign in CUT_SIGNS)
+    lost = code == SSH_FAILED and started  # (not the bridge's own failure: its status)
+    failure.cut = code < 0 or lost or any(sign in detail for sign in CUT_SIGNS)
     return failure

@@ -14,6 +14,7 @@ refused instead (:class:`StorageError`): nothing runs that could not be recorded
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import sqlite3
@@ -63,12 +64,27 @@ def disk_problem(path: Path, *, new_files: bool = True) -> str | None:
         return "Read-only file system"
     # root may use the blocks and inodes a file system keeps back (ext4's 5 %): the
     # figures free for anyone else would report a disk full where root's writes succeed.
-    root = os.geteuid() == 0
+    root = _real_root()
     free_bytes = (st.f_bfree if root else st.f_bavail) * st.f_frsize
     free_inodes = st.f_ffree if root else st.f_favail
     if free_bytes < MIN_FREE_BYTES or (new_files and st.f_files and free_inodes == 0):
         return "No space left on device"
     return None
+
+
+@functools.cache
+def _real_root() -> bool:
+    """Whether this process's user is root outside its user namespace too, as ext4
+    requires of one that uses the blocks it keeps back (a rootless container's root,
+    uid 0 mapped to another user, may not)."""
+    euid = os.geteuid()
+    try:
+        with open("/proc/self/uid_map") as fh:
+            ranges = [tuple(map(int, line.split())) for line in fh if line.strip()]
+    except (OSError, ValueError):
+        return euid == 0  # (no /proc: no user namespaces to be in)
+    outside = next((o + euid - i for i, o, n in ranges if i <= euid < i + n), None)
+    return euid == 0 and outside == 0
 
 
 _STORAGE_ERRNOS = frozenset({28, 30, 122, 5})

@@ -15,12 +15,12 @@ import sqlite3
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import journal_rows, kill_supervisor, needs_root, reap, run_cli, wait_until
+from conftest import as_nobody, journal_rows, kill_supervisor, needs_root, reap, run_cli, wait_until
 
 from wave_bash.api import Client, SupervisorUnavailableError
 from wave_bash.worker import read_exit_record
@@ -376,3 +376,32 @@ def test_the_space_kept_back_for_root_is_not_a_full_disk(tmp_path: Path) -> None
         assert client.status().storage_problem is None
         result = client.bash("echo still; exit 3")
         assert (result.stdout, result.exit_code, result.error) == ("still", 3, None)
+        # root in a user namespace, as another user outside (a rootless container): its
+        # writes fail there, and it is told so (a review)
+        contained = as_nobody(lambda: _as_namespace_root(lambda: _problem(mount)))
+        if contained.startswith(b"no user namespace"):
+            pytest.skip(contained.decode())
+        assert contained == b"No space left on device"
+
+
+def _problem(path: Path) -> bytes:
+    from wave_bash.supervisor import journal
+
+    with contextlib.suppress(AttributeError):
+        journal._real_root.cache_clear()  # (this process's user changed)
+    return str(journal.disk_problem(path)).encode()
+
+
+def _as_namespace_root(action: Callable[[], bytes]) -> bytes:
+    """``action`` as root of a new user namespace (mapped to this user outside)."""
+    import ctypes
+
+    uid, gid = os.getuid(), os.getgid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(4, 1)  # PR_SET_DUMPABLE: its /proc/self is its own again after setuid
+    if libc.unshare(0x10000000):  # CLONE_NEWUSER
+        return f"no user namespace: {os.strerror(ctypes.get_errno())}".encode()
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
+    return action()

@@ -817,6 +817,19 @@ SEARCH_ALLOWED = {
         ("find . $X", "ask", "ask"),  # it may hold a whole `-exec rm {} ;`
         ('find "$d" -name x', "ask", "allow"),  # may be -delete: only an allow rule cares
         ("echo '-exec rm {} ;' | xargs find .", "ask", "ask"),  # what xargs appends
+        # found by a review: an -exec in another -exec's words took its place
+        (
+            "find . -type f -exec grep -s -e -exec grep {} ';' , -exec rm -f {} ';'",
+            "ask",
+            "deny",
+        ),
+        ("find . -ok grep -e -ok grep {} ';' -o -ok rm {} ';'", "ask", "deny"),
+        ('find "$HOME/src" -name x', "allow", "allow"),  # no option holds a `/`
+        ('find "$PWD"/src ./"$d" -name x', "allow", "allow"),
+        ("find $d/src -name x", "ask", "ask"),  # unquoted: `-exec rm {} ; x/src`
+        ("find '-'\"$x\" .", "ask", "ask"),  # `-delete`, `-exec rm {} ;`…
+        ("fd -x=rm", "ask", "deny"),  # fd reads `-x=CMD` as the command CMD alone
+        ("fd -xrm src", "ask", "deny"),
     ],
 )
 def test_search_tools_that_run_commands(command: str, under_allow: str, under_deny: str) -> None:
@@ -857,6 +870,13 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
     rules = RuleSet.from_mapping(FIND_ALLOWED)
     assert refusal('find . "$X"').endswith("Nothing was run. A person can allow it when asked.")
     assert "the command name `$X` is computed" in refusal("find . $X")  # (words: -exec rm…)
+    several = rules.decide(parse_command("find . -fprintf out %p -delete"), "/work")
+    assert several.suggested == ("Bash(find * -fprintf * -delete *)",)  # (in their order)
+    assert verdict("find . -fprintf out %p -delete", {"allow": list(several.suggested)}) == (
+        "allow"
+    )
+    part = rules.decide(parse_command("git ls-files | xargs find -delete"), "/work")
+    assert part.suggested == ()  # (one part no rule can allow: none, not some)
     for suggested in ("Bash(find * -delete *)",):  # each suggestion does allow it
         widened = {"allow": [*FIND_ALLOWED["allow"], suggested]}
         assert verdict("find . -name '*.pyc' -delete", widened) == "allow"

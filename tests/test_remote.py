@@ -295,6 +295,24 @@ def test_a_wait_outlasts_an_sshd_that_is_down_for_a_while(sshd: dict[str, object
         again.wait(timeout=10)
 
 
+def test_a_bridge_that_fails_after_it_started_is_not_tried_again(
+    sshd: dict[str, object], tmp_path: Path
+) -> None:
+    """The bridge's `started` line must not make its own failure (its exit status, not
+    ssh's 255) a cut connection, tried again for 30 s (a review): it fails at once."""
+    runs = tmp_path / "runs"
+    script = tmp_path / "bridge.py"
+    script.write_text(
+        f"import sys\nopen({str(runs)!r}, 'a').write('x')\n"
+        "print('wave-bash bridge: started', file=sys.stderr, flush=True)\n1 / 0\n"
+    )
+    bridge = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    client = remote_client(sshd, remote_command=bridge)
+    with pytest.raises(SupervisorUnavailableError, match="ZeroDivisionError"):
+        client.tasks()
+    assert runs.read_text() == "x"  # one try
+
+
 def test_a_remote_shell_that_greets_on_stdout(sshd: dict[str, object]) -> None:
     """A `.bashrc` that prints on the remote: every call failed (`malformed protocol
     message`) though its command ran (a review); its lines before the answer are skipped."""

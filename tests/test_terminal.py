@@ -120,6 +120,23 @@ def test_notifications_that_cannot_be_printed_stay_unread(state_dir: Path, where
     assert delivered == (None,)
 
 
+def test_a_run_that_cannot_print_names_its_task(state_dir: Path) -> None:
+    """`run` with its stdout closed exits 2 as it cannot print, but its command ran:
+    the message names the task, where a script lost its ID (a review)."""
+    r = subprocess.run(
+        ["bash", "-c", 'exec "$0" -m wave_bash.api.cli run --background -- "exit 4" >&-',
+         sys.executable],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert r.returncode == 2
+    (task,) = Client(state_dir=state_dir).tasks(all=True)
+    assert r.stderr == (
+        f"wave-bash: cannot print: standard output is closed; task {task.id} ran "
+        f"(`wave-bash output {task.id}`)\n"
+    )
+
+
 def test_notifications_cli_shows_control_characters(client: Client, state_dir: Path) -> None:
     """A notice quotes its command: printed raw, the command's colour codes and carriage
     returns acted on the terminal (as they did in `tasks`)."""
