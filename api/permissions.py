@@ -411,7 +411,10 @@ class RuleSet:
         everything, or names the option, or (``-exec``) the rules allow what it runs."""
         if rule.matches_everything:
             return True
-        if guard.option is not None and guard.option in rule.pattern.split(" "):
+        if guard.option is not None and any(  # (a word of the pattern, or of its parts
+            guard.option in word.split("*")
+            for word in rule.pattern.split(" ")  # `-delete*`)
+        ):
             return True
         return bool(guard.runs) and all(self._command(run).verdict == "allow" for run in guard.runs)
 
@@ -427,7 +430,7 @@ class RuleSet:
         if options:
             words = command.text.split(" ")
             named = next((i for i, w in enumerate(words) if os.path.basename(w) in SEARCHERS), 0)
-            named_all = " * ".join(options)  # (each option named, in their order)
+            named_all = "* ".join(options)  # (each named, in their order, next to one another too)
             rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} * {named_all} *)")
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 

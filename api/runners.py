@@ -94,7 +94,7 @@ _FIND_VALUES = {"-fprintf": 2, "-fprint": 1, "-fprint0": 1, "-fls": 1, **dict.fr
 """``find`` words that take the next words as their values (never an action)."""
 FD_RUNS = frozenset({"-x", "--exec", "-X", "--exec-batch"})
 """``fd`` options whose words up to ``;`` (or the last) are a command it runs."""
-_FD_SHORT_VALUED = "dtesEcjSxXo"
+_FD_SHORT_VALUED = "dEteSoxXcj"  # (fd 8.6 `--help`: -s is a flag)
 _FD_VALUES = frozenset({
     "-d", "--max-depth", "-t", "--type", "-e", "--extension", "-E", "--exclude", "-c",
     "--color", "-j", "--threads", "-S", "--size", "-o", "--owner", "--changed-within",
@@ -152,18 +152,12 @@ def _command_of(
     return words, tuple(shown[start:end])
 
 
-def _computed(
-    rest: Sequence[str | None], shown: Sequence[str], index: int, end: int, needs_more: bool
-) -> Action | None:
+def _computed(rest: Sequence[str | None], shown: Sequence[str], index: int, end: int) -> Action:
     """What the computed word at ``index`` may be: several words (a command in it), or
-    one (an option that runs the words after it, up to ``end``), or nothing to fear
-    (``needs_more``: one word with nothing after it to run)."""
-    if may_vanish(None, shown[index]):
-        words, texts = _command_of(rest, shown, index + 1, end)
-        return Action(None, (None, *words), (shown[index], *texts))
-    if needs_more and index + 1 >= end:
-        return None
+    one: an option that runs the words after it, up to ``end`` (or its own: ``-xCMD``)."""
     words, texts = _command_of(rest, shown, index + 1, end)
+    if may_vanish(None, shown[index]):
+        return Action(None, (None, *words), (shown[index], *texts))
     return Action(None, words or None, texts)
 
 
@@ -175,10 +169,11 @@ _EXPANSIONS = re.compile(
 _QUOTED_PARTS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
 
 
-def _never_an_option(text: str) -> bool:
-    """Whether a word computed at run time, as written, can be no ``find`` option: it
-    starts with a character of its own other than ``-`` (``./"$d"``), or holds a ``/``
-    of its own (``"$HOME/src"``: no option has one); read conservatively."""
+def _never_an_option(text: str, slash: bool = False) -> bool:
+    """Whether a word computed at run time, as written, can be no option: it starts with
+    a character of its own other than ``-`` (``./"$d"``; not a brace expansion or a
+    glob, ``{-delete,x}``, ``?delete``), or (``slash``: find's, where no option takes an
+    attached value) holds a ``/`` of its own (``"$HOME/src"``); read conservatively."""
     if _QUOTED_PARTS.sub("", text).count("$") or "`" in _QUOTED_PARTS.sub("", text):
         return False  # (an expansion outside quotes splits: `$d/src` may be `-exec rm … x/src`)
     if '"$@"' in text or '"${@' in text:
@@ -187,7 +182,20 @@ def _never_an_option(text: str) -> bool:
     literal = _EXPANSIONS.sub("\0", unquoted)
     if "$" in literal or "`" in literal:  # (nested: not read)
         return False
-    return "/" in literal or literal[:1] not in ("\0", "-", "")
+    if literal[:1] in ("\0", "-", "", "{", "*", "?", "["):  # (its start known only then)
+        return slash and "/" in literal and not any(c in literal for c in "{*?[")
+    return True
+
+
+def _named_files(text: str) -> bool:
+    """A glob for files of one kind (``*.py``, ``test_*.rs``): no expansion, and a
+    literal ``.`` after its last wildcard. It matches no `--pre=rm` or `-xrm` a hostile
+    file could be named (the program it named would end so too, as no program on PATH
+    does); ``*``, ``?x`` or ``{-x,rm}`` may."""
+    if "$" in text or "`" in text or any(c in text for c in "\"'\\"):
+        return False
+    last = max(text.rfind(c) for c in "*?]}")
+    return last >= 0 and "." in text[last + 1 :] and "{" not in text
 
 
 def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
@@ -199,9 +207,8 @@ def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Acti
         if word in FIND_RUNS:
             found.append(Action(word, *_command_of(rest, shown, i + 1, end)))
             i = end
-        elif word is None and not _never_an_option(shown[i]):  # (maybe -delete alone)
-            computed = _computed(rest, shown, i, end if end < len(rest) else i + 1, False)
-            found.append(computed or Action(None))
+        elif word is None and not _never_an_option(shown[i], slash=True):  # (-delete?)
+            found.append(_computed(rest, shown, i, end if end < len(rest) else i + 1))
         elif word in FIND_WRITES:
             found.append(Action(word))
         i += 1 + (_FIND_VALUES.get(word, 1 if word.startswith("-newer") else 0) if word else 0)
@@ -214,9 +221,10 @@ def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
     while i < len(rest):
         word = rest[i]
         end = next((j for j in range(i + 1, len(rest)) if rest[j] == ";"), len(rest))
-        if word is None:
-            if options and (computed := _computed(rest, shown, i, end, True)) is not None:
-                found.append(computed)
+        if word is None:  # (one word may be `-xrm`: rm runs, the words after are paths)
+            if options and not _never_an_option(shown[i]) and not _named_files(shown[i]):
+                words, texts = _command_of(rest, shown, i + 1, end)
+                found.append(Action(None, (None, *words), (shown[i], *texts)))
             i += 1
             continue
         flag, attached = (
@@ -243,8 +251,16 @@ def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
             found.append(Action(flag, *_command_of(rest, shown, i + 1, end)))
             i = end + 1
             continue
-        i += 2 if flag in _FD_VALUES and attached is None else 1
+        i += 2 if flag in _FD_VALUES and attached is None and not _option_next(rest, i) else 1
     return found
+
+
+def _option_next(rest: Sequence[str | None], index: int) -> bool:
+    """Whether the word after an option that takes a value may be read as an option of
+    its own (a computed one, or one starting with ``-``: rg 13 reads `--engine --pre X`
+    so): it is then read as one, the stricter reading."""
+    after = rest[index + 1] if index + 1 < len(rest) else ""
+    return after is None or after.startswith("-")
 
 
 def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
@@ -252,8 +268,8 @@ def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
     i, options = 0, True
     while i < len(rest):
         word = rest[i]
-        if word is None:
-            if options:  # (`--pre=PROG` itself; after `--`, a pattern or a path)
+        if word is None:  # (`--pre=PROG` itself; after `--`, a pattern or a path)
+            if options and not _never_an_option(shown[i]) and not _named_files(shown[i]):
                 found.append(Action(None, (None,), (shown[i],)))
             i += 1
             continue
@@ -273,7 +289,9 @@ def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
                 found.append(Action(flag, (program, None), (text or "", "{}")))
             i += 1 if attached is not None else 2
             continue
-        i += 2 if flag in _RG_VALUES and attached is None else 1
+        hyphens = flag in ("-e", "--regexp")  # (a pattern may start with `-`, and does)
+        valued = flag in _RG_VALUES and attached is None
+        i += 2 if valued and (hyphens or not _option_next(rest, i)) else 1
     return found
 
 

@@ -138,6 +138,12 @@ def test_short_text_before_and_after_binary_output_stays(tmp_path: Path) -> None
     assert _excerpt_of(tmp_path, zeros + b"\nPASSED\n") == note.format(4001) + "\nPASSED"
     assert _excerpt_of(tmp_path, b"START\n" + zeros + b"\n") == "START\n" + note.format(4001)
     assert _excerpt_of(tmp_path, zeros + b"\nPassword: ") == note.format(4001) + "\nPassword: "
+    for after in ("\nPASSED\nOK\n", "\n完成\n", "\n0\n", "\n$ ", "\n> ", "\nOK\t3\n"):
+        shown = _excerpt_of(tmp_path, zeros + after.encode())  # (a second review's)
+        assert shown == note.format(4001) + "\n" + after.strip("\n"), after
+    random_bytes = bytes(range(256)) * 8  # (the start of random output: no text shown)
+    assert _excerpt_of(tmp_path, b"A~%\n" + random_bytes).startswith("[binary output")
+    assert not _excerpt_of(tmp_path, random_bytes + b"\n%k").endswith("%k")
     between = _excerpt_of(tmp_path, b"hello\n" + zeros + b"\nq7\n" + zeros + b"\nbye")
     assert between == "hello\n" + note.format(8005) + "\nbye"  # (`q7`: counted with them)
 

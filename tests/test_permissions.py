@@ -802,8 +802,8 @@ SEARCH_ALLOWED = {
         ("fd --exec=rm x", "ask", "deny"),
         ("fd -e py -x cat {}", "allow", "allow"),  # cat is allowed on its own
         ("fd -- -x rm", "allow", "allow"),  # after `--`: a pattern
-        ('fd "$p"', "allow", "allow"),  # one word, nothing after it to run
-        ('fd "$p" src', "ask", "allow"),  # it may be -x: src would run
+        ('fd "$p"', "ask", "ask"),  # one word may be `-xrm` (a third review)
+        ('fd "$p" src', "ask", "ask"),  # it may be -x: src would run, or -xrm
         ("rg -n foo -g '*.py'", "allow", "allow"),
         ("rg --pre rm x", "ask", "deny"),  # rg runs the program on each file
         ("rg --pre=rm x .", "ask", "deny"),
@@ -830,6 +830,16 @@ SEARCH_ALLOWED = {
         ("find '-'\"$x\" .", "ask", "ask"),  # `-delete`, `-exec rm {} ;`…
         ("fd -x=rm", "ask", "deny"),  # fd reads `-x=CMD` as the command CMD alone
         ("fd -xrm src", "ask", "deny"),
+        # found by a third review
+        ("find . {-delete,-print}", "ask", "ask"),  # brace expansion: two words
+        ("find . {-exec,rm,-rf,/tmp/x,+}", "ask", "ask"),
+        ("find . ?delete", "ask", "ask"),  # a glob: a file named -delete
+        ("fd -sx rm", "ask", "deny"),  # -s is a flag, x runs rm
+        ('X=-xrm; fd "$X"', "ask", "ask"),  # one word runs rm
+        ("rg --engine --pre rm hello .", "ask", "deny"),  # rg 13 reads --pre there
+        ("rg foo *", "ask", "ask"),  # a file named --pre=rm
+        ("rg foo *.py tests/test_*.py", "allow", "allow"),
+        ('rg TODO src/ ./"$d"', "allow", "allow"),
     ],
 )
 def test_search_tools_that_run_commands(command: str, under_allow: str, under_deny: str) -> None:
@@ -871,10 +881,13 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
     assert refusal('find . "$X"').endswith("Nothing was run. A person can allow it when asked.")
     assert "the command name `$X` is computed" in refusal("find . $X")  # (words: -exec rm…)
     several = rules.decide(parse_command("find . -fprintf out %p -delete"), "/work")
-    assert several.suggested == ("Bash(find * -fprintf * -delete *)",)  # (in their order)
+    assert several.suggested == ("Bash(find * -fprintf* -delete *)",)  # (in their order)
     assert verdict("find . -fprintf out %p -delete", {"allow": list(several.suggested)}) == (
         "allow"
     )
+    adjacent = rules.decide(parse_command("find src -delete -fprint out"), "/work")
+    assert adjacent.suggested == ("Bash(find * -delete* -fprint *)",)
+    assert verdict("find src -delete -fprint out", {"allow": list(adjacent.suggested)}) == ("allow")
     part = rules.decide(parse_command("git ls-files | xargs find -delete"), "/work")
     assert part.suggested == ()  # (one part no rule can allow: none, not some)
     for suggested in ("Bash(find * -delete *)",):  # each suggestion does allow it

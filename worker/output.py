@@ -240,8 +240,9 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
     """``data`` cleaned (:func:`clean_bytes`), each run of binary output in it
     (:func:`binary_runs`) one line with its size instead, and whether there was one; text
     between two runs that says nothing (a few bytes of them that look like text) is
-    counted with them; before the first and after the last, only what holds no word
-    (:func:`_a_word_or_two`: `PASSED`, `Password: ` stay, a trial found them hidden)."""
+    counted with them; before the first and after the last, only what does not look like
+    a program's text (:func:`_edge_text`: `PASSED`, `Password: ` stay, a trial found
+    them hidden)."""
     runs = binary_runs(data)
     if not runs:
         return clean_bytes(data), False
@@ -255,7 +256,7 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
     for index, (binary, piece) in enumerate(pieces):
         text = "" if binary else clean_bytes(piece).strip("\n")
         edge = index in (0, len(pieces) - 1)  # (before the first run, after the last)
-        shown = _says_something(text) or (edge and _a_word_or_two(text))
+        shown = _says_something(text) or (edge and _edge_text(piece, text, index > 0))
         binary = binary or (bool(piece) and not shown)
         if merged and binary and merged[-1][0]:  # (a count: copies were quadratic)
             merged[-1] = (True, merged[-1][1] + len(piece), "")
@@ -266,17 +267,20 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
     return text, True
 
 
-def _a_word_or_two(text: str) -> bool:
-    """Short text a program prints before or after binary output (`PASSED`, `Password: `):
-    two characters or more, every one printable, ASCII or with a space (random bytes
-    seldom are; a trial of 1000 `head -c N /dev/urandom` showed `c` and `ԇ$3I`)."""
+def _edge_text(piece: bytes, text: str, last: bool) -> bool:
+    """Whether the short text before the first run of binary output or after the last
+    (``last``) is a program's (`PASSED`, `Password: `, `$ `, lines), not random bytes
+    that happen to be text between two newlines (a review of 1000 `head -c N
+    /dev/urandom`: `c`, `ԇ$3I`, `A~%`): printable, and several lines, or a whole line
+    after the binary, or words with a space (a prompt), or one word of two letters or
+    more."""
     words = text.strip()
-    return (
-        len(words) >= 2
-        and "\ufffd" not in words
-        and words.isprintable()
-        and (words.isascii() or " " in words)
-    )
+    lines = [line for line in words.replace("\t", " ").splitlines() if line.strip()]
+    if not words or "\ufffd" in words or not all(line.isprintable() for line in lines):
+        return False
+    if len(lines) > 1 or (last and piece.endswith(b"\n")):
+        return True
+    return " " in text.strip("\n").replace("\t", " ") or (len(words) >= 2 and words.isalnum())
 
 
 def _says_something(text: str) -> bool:
