@@ -147,8 +147,11 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         return _interrupted(cli, running[-1] if running else None, stop)
     try:
         return _show_run(cli, args, result, running, watcher, watched, rules)
+    except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
+        _quiet_stdout()  # the command's status all the same, for a pipefail script)
+        return _run_exit(result)
     except OSError as exc:  # (it ran: its ID, as a result the script could not read)
-        if not running or exc.errno == errno.EPIPE:
+        if not running:
             raise
         raise OSError(
             exc.errno,
@@ -330,6 +333,14 @@ def _report_run(
             print(stdout)
         for note in _notes(result):
             print(note, file=sys.stderr)
+    return _run_exit(result)
+
+
+def _run_exit(result: dict[str, Any]) -> int:
+    """The exit code of `run` for a result (the command's own, as the module says)."""
+    moved = bool(result.get("backgroundTaskId") or result.get("interrupted"))
+    if result.get("error") is not None and result.get("exitCode") is None and not moved:
+        return ERROR_EXIT  # (nothing ran)
     if result.get("assistantAutoBackgrounded") or result.get("waitingForInput"):
         return STILL_RUNNING_EXIT  # (it runs on: `run -i … && deploy` must not go on)
     if moved and not result.get("interrupted"):

@@ -169,6 +169,17 @@ def test_cli_exits_quietly_when_its_reader_goes_away() -> None:
     assert r.stdout == "[\n" and r.stderr == ""
 
 
+def test_run_whose_reader_goes_away_exits_as_its_command(state_dir: Path) -> None:
+    """`run -- CMD | head -1` exited 0 quietly, whatever CMD's status (a review): a
+    pipefail script took a failed command for a success. Quietly, with its status."""
+    run = f"{sys.executable} -m wave_bash.api.cli run -- 'seq 200000; exit 3' | head -1"
+    r = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {run}"], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert (r.returncode, r.stdout, r.stderr) == (3, "1\n", "")
+
+
 def test_bad_arguments_to_the_python_client_are_wave_errors(client: Client) -> None:
     """A caller catching WaveError (as call_tool documents) never meets pydantic's error."""
     from wave_bash.api import InvalidInputError
