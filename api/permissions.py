@@ -430,8 +430,8 @@ class RuleSet:
         if options:
             words = command.text.split(" ")
             named = next((i for i, w in enumerate(words) if os.path.basename(w) in SEARCHERS), 0)
-            named_all = "* ".join(options)  # (each named, in their order, next to one another too)
-            rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} * {named_all} *)")
+            named_all = "* ".join(options)  # (each named, in their order, next to one another,
+            rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} *{named_all} *)")  # first)
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 
     def _git_code(self, paths: Sequence[str]) -> str | None:

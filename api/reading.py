@@ -46,6 +46,7 @@ from .programs import (
 )
 from .runners import (
     COMMAND_RUNNERS,
+    RG_CONFIG,
     WRAPPERS,
     Place,
     may_vanish,
@@ -281,9 +282,10 @@ COMMAND_VARIABLES = frozenset({
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
     "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "TAR_OPTIONS",
+    "RIPGREP_CONFIG_PATH",
 })  # fmt: skip
-"""Variables naming a command git (or tar, ``TAR_OPTIONS``) runs (``GIT_CONFIG_*`` set
-git's configuration)."""
+"""Variables naming a command git (or tar, ``TAR_OPTIONS``; rg, a file of options that
+may be ``--pre=PROG``) runs (``GIT_CONFIG_*`` set git's configuration)."""
 """bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
 
 
@@ -919,7 +921,12 @@ class _Walker:
         )  # (`sudo -R DIR`: another root)
         guards: list[Guard] = []
         runs: list[tuple[SimpleCommand, ...]] = []  # (what each `find -exec` runs)
-        for words, texts, appended in runner_commands(base, after, after_shown, self.appended):
+        configured = base == "rg" and (  # (a config file it reads may hold `--pre=rm`)
+            any(a.startswith((f"{RG_CONFIG}=", "<computed")) for a in kept)
+            or any(name in (RG_CONFIG, None) for name, _ in self.sets)
+        )
+        found = runner_commands(base, after, after_shown, self.appended, configured)
+        for words, texts, appended in found:
             own = range(len(after) - len(words)) if base != "find" else range(0)
             if any(may_vanish(after[k], after_shown[k]) for k in own):
                 self.problems.append(MOVED_PROBLEM.format(base))  # `sudo -u $(f) root rm`
@@ -932,7 +939,7 @@ class _Walker:
             self._take_runner(
                 inner, "root" if chroot else "kept", variants, opens, guards, appended
             )
-        for action in search_actions(base, after, after_shown, self.appended):
+        for action in search_actions(base, after, after_shown, self.appended, configured):
             guards.append(Guard(action.option, runs.pop(0) if action.words and runs else ()))
         runner = COMMAND_RUNNERS.get(base)
         read = read_runner(base, after, after_shown)

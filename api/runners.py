@@ -39,14 +39,19 @@ RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE}
 
 
 def runner_commands(
-    name: str, rest: Sequence[str | None], shown: Sequence[str], appended: bool = False
+    name: str,
+    rest: Sequence[str | None],
+    shown: Sequence[str],
+    appended: bool = False,
+    configured: bool = False,
 ) -> list[tuple[list[str | None], list[str], bool]]:
     """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs: their words
     (None: known only at run time, such as ``{}``, which ``find`` and ``xargs -I`` fill
     in) and whether the runner appends more words (``xargs``); ``appended``: words are
-    appended to the runner's own (``xargs find``)."""
+    appended to the runner's own (``xargs find``); ``configured``: see
+    :func:`search_actions`."""
     if name in SEARCHERS:  # (``find -exec``, ``fd -x``, ``rg --pre``)
-        actions = search_actions(name, rest, shown, appended)
+        actions = search_actions(name, rest, shown, appended, configured)
         return [(list(a.words), list(a.texts), False) for a in actions if a.words]
     if name not in RUNNERS:
         return []
@@ -102,6 +107,9 @@ _FD_VALUES = frozenset({
     "--max-results", "--base-directory", "--path-separator", "--search-path", "--ignore-file",
     "--batch-size", "--format", "--min-depth", "--exact-depth", "--max-buffer-time",
 })  # fmt: skip
+_RG_SHORT_VALUED = "ABCEfgMmerjtTd"
+RG_CONFIG = "RIPGREP_CONFIG_PATH"
+"""The file of options rg reads first (one may be ``--pre=PROG``)."""
 RG_RUNS = frozenset({"--pre", "--hostname-bin"})
 """``rg`` options whose value is a program it runs (on each file, for ``--pre``)."""
 _RG_VALUES = frozenset({
@@ -130,17 +138,30 @@ class Action:
 
 
 def search_actions(
-    name: str, rest: Sequence[str | None], shown: Sequence[str], appended: bool = False
+    name: str,
+    rest: Sequence[str | None],
+    shown: Sequence[str],
+    appended: bool = False,
+    configured: bool = False,
 ) -> list[Action]:
     """What ``find``, ``fd`` or ``rg`` with the words ``rest`` (``shown``: as written) may
     run, delete or write, in order; a word ``xargs`` appends (``appended``) may be any
-    of it. A computed word may be an option unless it is an option's value (``-name
-    "$p"``), or one word with nothing it could run after it."""
+    of it, and so may the options of a config file the command names (``configured``:
+    ``RIPGREP_CONFIG_PATH=FILE rg``). A computed word may be an option unless it is an
+    option's value (``-name "$p"``) or starts as no option does (``./"$d"``)."""
     if name not in SEARCHERS:
         return []
     base = "fd" if name == "fdfind" else name
     found = {"find": _find_actions, "fd": _fd_actions, "rg": _rg_actions}[base](rest, shown)
+    if configured:
+        found.append(Action(None, (None,), (f"<what ${RG_CONFIG} holds>",)))
     return [*found, Action(None, (None,), ("<what xargs appends>",))] if appended else found
+
+
+PATH_FILLED = "./{}"
+"""How a ``{}`` that ``find -exec`` and ``fd -x`` fill in with a path is shown: a path
+(``./x``, or a start path as given, which no option can be), never an option a command
+such as ``rg`` could read (``{/}``, a bare name, may be one)."""
 
 
 def _command_of(
@@ -149,7 +170,11 @@ def _command_of(
     """The words from ``start`` to ``end`` as a command's (a ``{…}`` filled in as it
     runs: None)."""
     words = tuple(None if w is None or "{" in w else w for w in rest[start:end])
-    return words, tuple(shown[start:end])
+    texts = tuple(
+        PATH_FILLED if w == "{}" else t
+        for w, t in zip(rest[start:end], shown[start:end], strict=True)
+    )
+    return words, texts
 
 
 def _computed(rest: Sequence[str | None], shown: Sequence[str], index: int, end: int) -> Action:
@@ -198,12 +223,21 @@ def _named_files(text: str) -> bool:
     return last >= 0 and "." in text[last + 1 :] and "{" not in text
 
 
+def _exec_end(rest: Sequence[str | None], index: int) -> int:
+    """Where the command of a ``find -exec`` at ``index`` ends: at ``;``, or at ``+``
+    right after ``{}`` (GNU find: any other ``+`` is a word of the command)."""
+    for j in range(index + 1, len(rest)):
+        if rest[j] == ";" or (rest[j] == "+" and rest[j - 1] == "{}"):
+            return j
+    return len(rest)
+
+
 def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
     found: list[Action] = []
     i = 0
     while i < len(rest):
         word = rest[i]
-        end = next((j for j in range(i + 1, len(rest)) if rest[j] in (";", "+")), len(rest))
+        end = _exec_end(rest, i)
         if word in FIND_RUNS:
             found.append(Action(word, *_command_of(rest, shown, i + 1, end)))
             i = end
@@ -251,14 +285,14 @@ def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
             found.append(Action(flag, *_command_of(rest, shown, i + 1, end)))
             i = end + 1
             continue
-        i += 2 if flag in _FD_VALUES and attached is None and not _option_next(rest, i) else 1
+        i += 2 if flag in _FD_VALUES and attached is None else 1  # (fd refuses a `-…` one)
     return found
 
 
 def _option_next(rest: Sequence[str | None], index: int) -> bool:
-    """Whether the word after an option that takes a value may be read as an option of
-    its own (a computed one, or one starting with ``-``: rg 13 reads `--engine --pre X`
-    so): it is then read as one, the stricter reading."""
+    """Whether the word after rg's ``--engine`` may be read as an option of its own (a
+    computed one, or one starting with ``-``: rg 13 reads `--engine --pre X` so, where
+    its other options take such a word as their value, `-r --`, or refuse it)."""
     after = rest[index + 1] if index + 1 < len(rest) else ""
     return after is None or after.startswith("-")
 
@@ -277,9 +311,12 @@ def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
             options = options and word != "--"  # (after `--`: patterns and paths)
             i += 1
             continue
-        flag, attached = (
-            word.split("=", 1) if "=" in word and word.startswith("--") else (word, None)
-        )
+        if word.startswith("--"):
+            flag, attached = word.split("=", 1) if "=" in word else (word, None)
+        else:  # grouped short options: `-nr TEXT`, `-rTEXT`
+            letters = short_options(word, _RG_SHORT_VALUED)
+            flag = letters[-1] if letters else word
+            attached = word[1 + len(letters) :] or None
         if flag in RG_RUNS:
             program = (
                 attached if attached is not None else (rest[i + 1] if i + 1 < len(rest) else "")
@@ -289,9 +326,8 @@ def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
                 found.append(Action(flag, (program, None), (text or "", "{}")))
             i += 1 if attached is not None else 2
             continue
-        hyphens = flag in ("-e", "--regexp")  # (a pattern may start with `-`, and does)
         valued = flag in _RG_VALUES and attached is None
-        i += 2 if valued and (hyphens or not _option_next(rest, i)) else 1
+        i += 2 if valued and not (flag == "--engine" and _option_next(rest, i)) else 1
     return found
 
 

@@ -840,6 +840,20 @@ SEARCH_ALLOWED = {
         ("rg foo *", "ask", "ask"),  # a file named --pre=rm
         ("rg foo *.py tests/test_*.py", "allow", "allow"),
         ('rg TODO src/ ./"$d"', "allow", "allow"),
+        # found by a fourth review
+        ("find . -exec rg x + --pre rm . \\;", "ask", "deny"),  # `+` ends it after {} only
+        ("find . -maxdepth 0 -exec fdfind x + . -x rm \\;", "ask", "deny"),
+        ("rg -r -- --pre=rm x .", "ask", "deny"),  # -r takes `--` as its text
+        ("rg -nr -- --pre=rm x .", "ask", "deny"),  # grouped
+        ("rg --ignore-file -- --pre rm x .", "ask", "deny"),
+        ("RIPGREP_CONFIG_PATH=/tmp/c rg x .", "ask", "ask"),  # its options: --pre=rm?
+        ("export RIPGREP_CONFIG_PATH=/tmp/c; rg x .", "ask", "ask"),
+        ("find . -name '*.py' -exec rg -n TODO {} +", "allow", "allow"),  # {} is a path
+        ("fd -e py -X rg -n TODO {}", "allow", "allow"),
+        ("fd -x rg foo {/}", "ask", "ask"),  # a bare name may be --pre=rm
+        ('fd -e "$ext"', "allow", "allow"),  # a value: fd refuses one starting with -
+        ('rg -g "$glob" -t "$type" foo .', "allow", "allow"),
+        ('rg --engine "$e" foo', "ask", "ask"),  # rg 13 reads an option there
     ],
 )
 def test_search_tools_that_run_commands(command: str, under_allow: str, under_deny: str) -> None:
@@ -865,7 +879,7 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
     assert refusal("find . -name '*.pyc' -delete") == (
         "This command needs approval: `find . -name *.pyc -delete` uses `-delete`: allow rule "
         "Bash(find *) does not name it. Nothing was run. A person can allow it when asked, or "
-        "with an allow rule such as Bash(find * -delete *) in the permission rules."
+        "with an allow rule such as Bash(find *-delete *) in the permission rules."
     )
     assert refusal("find . -exec rm {} +").endswith(
         "or with allow rules such as Bash(find *), Bash(rm *) in the permission rules."
@@ -875,22 +889,22 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
         "or with allow rules such as Bash(find tests *), Bash(rm *) in the permission rules."
     )
     assert refusal("find tests -delete").endswith(
-        "with an allow rule such as Bash(find * -delete *) in the permission rules."
+        "with an allow rule such as Bash(find *-delete *) in the permission rules."
     )
     rules = RuleSet.from_mapping(FIND_ALLOWED)
     assert refusal('find . "$X"').endswith("Nothing was run. A person can allow it when asked.")
     assert "the command name `$X` is computed" in refusal("find . $X")  # (words: -exec rm…)
     several = rules.decide(parse_command("find . -fprintf out %p -delete"), "/work")
-    assert several.suggested == ("Bash(find * -fprintf* -delete *)",)  # (in their order)
+    assert several.suggested == ("Bash(find *-fprintf* -delete *)",)  # (in their order)
     assert verdict("find . -fprintf out %p -delete", {"allow": list(several.suggested)}) == (
         "allow"
     )
     adjacent = rules.decide(parse_command("find src -delete -fprint out"), "/work")
-    assert adjacent.suggested == ("Bash(find * -delete* -fprint *)",)
+    assert adjacent.suggested == ("Bash(find *-delete* -fprint *)",)
     assert verdict("find src -delete -fprint out", {"allow": list(adjacent.suggested)}) == ("allow")
     part = rules.decide(parse_command("git ls-files | xargs find -delete"), "/work")
     assert part.suggested == ()  # (one part no rule can allow: none, not some)
-    for suggested in ("Bash(find * -delete *)",):  # each suggestion does allow it
+    for suggested in ("Bash(find *-delete *)",):  # each suggestion does allow it
         widened = {"allow": [*FIND_ALLOWED["allow"], suggested]}
         assert verdict("find . -name '*.pyc' -delete", widened) == "allow"
     assert verdict("find . -exec rm {} +", {"allow": ["Bash(find *)", "Bash(rm *)"]}) == "allow"
