@@ -773,7 +773,9 @@ class _Walker:
         while start < len(values) and _wrapper(values[start]):
             wrapper = os.path.basename(values[start] or "")  # (`/usr/bin/env rm`: env)
             skip = wrapper_arguments(wrapper, values[start + 1 :])
-            span = range(start + 1, min(len(values), start + 1 + (skip or len(values))))
+            span = range(
+                start + 1, min(len(values), start + 1 + (len(values) if skip is None else skip))
+            )
             if wrapper == "env" and any(  # (`env FOO=$BAR make`: an assignment, no option)
                 (values[k] is None and not _ASSIGNMENT.match(shown[k]))
                 or abbreviates(values[k], "--split-string")

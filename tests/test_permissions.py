@@ -910,6 +910,15 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
     assert verdict("find . -exec rm {} +", {"allow": ["Bash(find *)", "Bash(rm *)"]}) == "allow"
 
 
+def test_a_computed_word_after_envs_command_is_the_commands() -> None:
+    """`env grep x "$f"` asked, as if `"$f"` could be env's `-S` (a review): only a
+    word before the command is env's."""
+    rules = {"allow": ["Bash(grep *)"], "deny": ["Bash(rm *)"]}
+    assert verdict('env grep x "$f"', rules) == "allow"
+    assert verdict('env "$X" grep x', rules) == "ask"  # (that one may be -S)
+    assert verdict('env -S "rm x"', rules) == "deny"
+
+
 def test_huge_and_deep_commands_are_checked_quickly() -> None:
     import time
 
