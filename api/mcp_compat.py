@@ -24,18 +24,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
 MCP_V1 = version("mcp").split(".")[0] == "1"
-WAVE_BASH_VERSION = version("wave-bash")
-"""What ``initialize`` answers as ``serverInfo.version`` (it was empty)."""
 """The installed SDK is a 1.x release: 1.21.1 or later (structured content came in 1.10;
 1.21.1 is the first that imports with current pydantic, whose private ``eval_type_backport``
 earlier releases use)."""
+try:
+    WAVE_BASH_VERSION = version("wave-bash")
+except PackageNotFoundError:  # (a checkout run without installing it)
+    WAVE_BASH_VERSION = "unknown"
+"""What ``initialize`` answers as ``serverInfo.version`` (it was empty)."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ is known; for the others, every word that could start the command is taken as it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -165,16 +165,42 @@ such as ``rg`` could read (``{/}``, a bare name, may be one)."""
 
 
 def _command_of(
-    rest: Sequence[str | None], shown: Sequence[str], start: int, end: int
+    rest: Sequence[str | None], shown: Sequence[str], start: int, end: int, paths: bool = True
 ) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
     """The words from ``start`` to ``end`` as a command's (a ``{…}`` filled in as it
-    runs: None)."""
+    runs: None; ``paths``: ``{}`` is filled with a path, :data:`PATH_FILLED`)."""
     words = tuple(None if w is None or "{" in w else w for w in rest[start:end])
     texts = tuple(
-        PATH_FILLED if w == "{}" else t
+        PATH_FILLED if w == "{}" and paths else t
         for w, t in zip(rest[start:end], shown[start:end], strict=True)
     )
     return words, texts
+
+
+def _may_split(word: str | None, text: str) -> bool:
+    """A word known only as it runs that may be several words, or none (``$x``,
+    ``"${a[@]}"``)."""
+    return word is None and (may_vanish(None, text) or "@" in text or "[*]" in text)
+
+
+def _early_end(
+    scan: Callable[..., list[Action]],
+    rest: Sequence[str | None],
+    shown: Sequence[str],
+    start: int,
+    end: int,
+    again: bool,
+) -> list[Action]:
+    """What runs if a computed word between ``start`` and ``end`` (a command's words)
+    ends that command at run time (`;`, or `{}` before a `+`): the words after it are
+    the search tool's again (``scan`` reads them, once: ``again``; a second time, any
+    such word asks); one that may be several words may hold anything."""
+    k = next((j for j in range(start, end) if rest[j] is None), None)
+    if k is None:
+        return []
+    if not again or _may_split(rest[k], shown[k]):
+        return [Action(None, (None,), (shown[k],))]
+    return scan(rest[k + 1 : end], shown[k + 1 : end], again=False)
 
 
 def _computed(rest: Sequence[str | None], shown: Sequence[str], index: int, end: int) -> Action:
@@ -201,7 +227,7 @@ def _never_an_option(text: str, slash: bool = False) -> bool:
     attached value) holds a ``/`` of its own (``"$HOME/src"``); read conservatively."""
     if _QUOTED_PARTS.sub("", text).count("$") or "`" in _QUOTED_PARTS.sub("", text):
         return False  # (an expansion outside quotes splits: `$d/src` may be `-exec rm … x/src`)
-    if '"$@"' in text or '"${@' in text:
+    if "@" in text or "[*]" in text:  # (`"${a[@]}"`: one word for each element)
         return False
     unquoted = text.replace('"', "").replace("'", "").replace("\\", "")  # (`'-'"$x"`, `\-`)
     literal = _EXPANSIONS.sub("\0", unquoted)
@@ -232,25 +258,43 @@ def _exec_end(rest: Sequence[str | None], index: int) -> int:
     return len(rest)
 
 
-def _find_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
+def _find_actions(
+    rest: Sequence[str | None], shown: Sequence[str], again: bool = True
+) -> list[Action]:
     found: list[Action] = []
+    paths = "-files0-from" not in rest  # (else `{}` is a name from a file: `--pre=rm`)
     i = 0
     while i < len(rest):
         word = rest[i]
         end = _exec_end(rest, i)
         if word in FIND_RUNS:
-            found.append(Action(word, *_command_of(rest, shown, i + 1, end)))
+            found.append(Action(word, *_command_of(rest, shown, i + 1, end, paths)))
+            found += _early_end(_find_actions, rest, shown, i + 1, end, again)
             i = end
         elif word is None and not _never_an_option(shown[i], slash=True):  # (-delete?)
             found.append(_computed(rest, shown, i, end if end < len(rest) else i + 1))
         elif word in FIND_WRITES:
             found.append(Action(word))
-        i += 1 + (_FIND_VALUES.get(word, 1 if word.startswith("-newer") else 0) if word else 0)
+        values = _FIND_VALUES.get(word, 1 if word.startswith("-newer") else 0) if word else 0
+        found += _split_values(rest, shown, i, values)
+        i += 1 + values
     return found
 
 
-def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
+def _split_values(
+    rest: Sequence[str | None], shown: Sequence[str], index: int, count: int
+) -> list[Action]:
+    """An option's ``count`` values after ``index`` that may be several words each
+    (``-name "${a[@]}"``): the words after the first may be options, anything."""
+    values = range(index + 1, min(index + 1 + count, len(rest)))
+    return [Action(None, (None,), (shown[k],)) for k in values if _may_split(rest[k], shown[k])]
+
+
+def _fd_actions(
+    rest: Sequence[str | None], shown: Sequence[str], again: bool = True
+) -> list[Action]:
     found: list[Action] = []
+    paths = not any(w is not None and w.startswith("--strip-cwd-prefix") for w in rest)
     i, options = 0, True
     while i < len(rest):
         word = rest[i]
@@ -278,14 +322,21 @@ def _fd_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
             flag = last
         if flag in FD_RUNS and attached is not None:  # (`-xCMD`, `-x=CMD`, `--exec=CMD`:
             program = attached[1:] if attached[:1] == "=" and word[1] != "-" else attached
-            found.append(Action(flag, (program, None), (program, "{}")))  # that word alone)
+            filled = PATH_FILLED if paths else "{}"  # (that word alone, and the path)
+            found.append(Action(flag, (program, None), (program, filled)))
             i += 1
             continue
-        if flag in FD_RUNS:
-            found.append(Action(flag, *_command_of(rest, shown, i + 1, end)))
+        if flag in FD_RUNS:  # (with no `{…}` in it, fd appends the path)
+            words, texts = _command_of(rest, shown, i + 1, end, paths)
+            if not any(w is not None and "{" in w for w in rest[i + 1 : end]):
+                words, texts = (*words, None), (*texts, PATH_FILLED if paths else "{}")
+            found.append(Action(flag, words, texts))
+            found += _early_end(_fd_actions, rest, shown, i + 1, end, again)
             i = end + 1
             continue
-        i += 2 if flag in _FD_VALUES and attached is None else 1  # (fd refuses a `-…` one)
+        valued = flag in _FD_VALUES and attached is None  # (fd refuses a `-…` value)
+        found += _split_values(rest, shown, i, 1 if valued else 0)
+        i += 2 if valued else 1
     return found
 
 
@@ -327,7 +378,9 @@ def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
             i += 1 if attached is not None else 2
             continue
         valued = flag in _RG_VALUES and attached is None
-        i += 2 if valued and not (flag == "--engine" and _option_next(rest, i)) else 1
+        valued = valued and not (flag == "--engine" and _option_next(rest, i))
+        found += _split_values(rest, shown, i, 1 if valued else 0)
+        i += 2 if valued else 1
     return found
 
 

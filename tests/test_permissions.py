@@ -854,6 +854,19 @@ SEARCH_ALLOWED = {
         ('fd -e "$ext"', "allow", "allow"),  # a value: fd refuses one starting with -
         ('rg -g "$glob" -t "$type" foo .', "allow", "allow"),
         ('rg --engine "$e" foo', "ask", "ask"),  # rg 13 reads an option there
+        # found by a fifth review: a computed word may end the command it runs
+        ("find . -exec echo $'{}' + -exec rm {} +", "ask", "ask"),
+        ("find . -exec echo $';' -delete", "ask", "ask"),
+        ('fd -x echo A "$S" -x rm', "ask", "deny"),  # fd takes -x twice
+        ('find . -exec cat "$f" {} +', "allow", "allow"),  # (a word of cat's, or ;)
+        # an array's elements are words of their own
+        ('a=("" --pre=rm); rg hello ./"${a[@]}"', "ask", "ask"),
+        ('a=("*" --pre=rm); rg -g "${a[@]}" hello', "ask", "ask"),
+        ('a=(victim -delete); find . -name "${a[@]}"', "ask", "ask"),
+        # {} that is no path: fd --strip-cwd-prefix, find -files0-from
+        ("fdfind --strip-cwd-prefix -X rg hello", "ask", "ask"),  # (fd appends it)
+        ("fd -X rg hello", "allow", "allow"),
+        ("find -files0-from list -exec rg hello {} +", "ask", "ask"),
     ],
 )
 def test_search_tools_that_run_commands(command: str, under_allow: str, under_deny: str) -> None:
