@@ -787,7 +787,9 @@ class _Walker:
                 if line is not None:  # (checked as the command it is too: a deny rule holds)
                     self.parse(line, depth + 1)
             if skip is None:  # `command -v x`, `env` alone: the wrapper is the command
-                break
+                if any(may_vanish(values[k], shown[k]) for k in span):
+                    self.problems.append(MOVED_PROBLEM.format(wrapper))  # (`timeout $X`:
+                break  # X="5 rm x" runs rm)
             if any(may_vanish(values[k], shown[k]) for k in range(start + 1, start + 1 + skip)):
                 self.problems.append(MOVED_PROBLEM.format(wrapper))  # `timeout $(f) 5 rm`
             if wrapper == "env":

@@ -77,8 +77,9 @@ def runner_commands(
             i += 2 if takes_next_word(word, letters) else 1
     if i < len(rest) and rest[i] is None:  # a runner option computed at run time
         return [([None, *rest[i + 1 :]], list(shown[i:]), name == "xargs")]
-    if i >= len(shown):
-        return []
+    if i >= len(shown):  # (no command, unless a value may be several words: `-u $U`)
+        split = next((k for k in range(len(rest)) if may_vanish(rest[k], shown[k])), None)
+        return [] if split is None else [([None], [shown[split]], name == "xargs")]
     # (a computed placeholder, "", may be in any word; xargs -I fills it in, appending none)
     words = [None if w is None or (placeholder is not None and placeholder in w) else w
              for w in rest[i:]]  # fmt: skip
@@ -855,8 +856,9 @@ def command_starts(
             continue
         seen.add(state)
         word = rest[index]
-        if words.may_vanish(index):
+        if words.may_vanish(index):  # (no word, or several: the command may start in it)
             todo.append((index + 1, required, optional, after))
+            starts.add(index)
         if after in ("valued", "pair"):
             end = max(end, index + 1)
             todo.append((index + 1, required, optional, "valued" if after == "pair" else "none"))

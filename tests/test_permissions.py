@@ -923,6 +923,24 @@ def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
     assert verdict("find . -exec rm {} +", {"allow": ["Bash(find *)", "Bash(rm *)"]}) == "allow"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        'a=(5 rm x); timeout "${a[@]}"',  # the command hides in the wrapper's words
+        "timeout $X",
+        'a=(1 rm x); nice -n "${a[@]}"',
+        'a=(root rm x); sudo -u "${a[@]}"',  # in a runner's
+        'a=(1 rm x); echo y | xargs -n "${a[@]}"',
+        'a=(0 rm x); taskset "${a[@]}"',
+    ],
+)
+def test_a_command_in_words_that_may_be_several(command: str) -> None:
+    """An array's elements (or an unquoted variable's words) among a wrapper's or a
+    runner's own words may hold the command itself: `timeout "${a[@]}"` ran rm past a
+    deny rule (a review). It asks."""
+    assert verdict(command, DENY_LIST) == "ask"
+
+
 def test_a_computed_word_after_envs_command_is_the_commands() -> None:
     """`env grep x "$f"` asked, as if `"$f"` could be env's `-S` (a review): only a
     word before the command is env's."""
