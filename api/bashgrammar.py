@@ -15,6 +15,7 @@ from .programs import is_shell
 from .runners import (
     COMMAND_RUNNERS,
     RUNNERS,
+    TILDE_VARIABLE,
     WRAPPERS,
 )
 
@@ -272,6 +273,8 @@ def word_value(node: Any, data: bytes) -> str | None:
             return text
         if "$" in text or "`" in text or GLOB.search(text) or brace_expands(text):
             return None  # expanded or matched against file names when it runs
+        if TILDE_VARIABLE.match(text):  # `~+`, `~-`, `~2`: $PWD, $OLDPWD, the dir stack,
+            return None  # which the command may set first (`OLDPWD=-delete; find ~-`)
         return re.sub(r"\\(.)", r"\1", text)
     if kind == "raw_string":
         return text[1:-1]

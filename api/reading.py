@@ -812,6 +812,10 @@ class _Walker:
             if wrappers:
                 self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
             return
+        if (self.sets_home or any(a.startswith("HOME=") for a in kept)) and any(
+            text.startswith("~") for text in shown[start:]
+        ):  # (`HOME=/bin/rm; ~ x`, `HOME=-delete; find ~`)
+            self.problems.append("`~` is a `HOME` the command sets as it runs")
         name = values[start]
         if name in MISREAD_NAMES:  # (`! ! rm x`, `time { rm x; }`: bash runs them)
             self.problems.append(f"the grammar misreads `{name}` as a command's name")

@@ -218,6 +218,9 @@ _EXPANSIONS = re.compile(
 )
 
 
+TILDE_VARIABLE = re.compile(r"~([+-]\d*|\d+)(/|$)")
+"""A tilde prefix bash reads from a variable (``PWD``, ``OLDPWD``) or the directory
+stack, not from the password database: known only as the command runs."""
 _QUOTED_PARTS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
 
 
@@ -228,8 +231,8 @@ def _never_an_option(text: str, slash: bool = False) -> bool:
     attached value) holds a ``/`` of its own (``"$HOME/src"``); read conservatively."""
     if _QUOTED_PARTS.sub("", text).count("$") or "`" in _QUOTED_PARTS.sub("", text):
         return False  # (an expansion outside quotes splits: `$d/src` may be `-exec rm … x/src`)
-    if "@" in text or "[*]" in text:  # (`"${a[@]}"`: one word for each element)
-        return False
+    if "@" in text or "[*]" in text or TILDE_VARIABLE.match(text):  # (`"${a[@]}"`: a
+        return False  # word for each element; `~-`: OLDPWD=-delete)
     unquoted = text.replace('"', "").replace("'", "").replace("\\", "")  # (`'-'"$x"`, `\-`)
     literal = _EXPANSIONS.sub("\0", unquoted)
     if "$" in literal or "`" in literal:  # (nested: not read)

@@ -941,6 +941,28 @@ def test_a_command_in_words_that_may_be_several(command: str) -> None:
     assert verdict(command, DENY_LIST) == "ask"
 
 
+@pytest.mark.parametrize(
+    ("command", "under_allow", "under_deny"),
+    [
+        ("OLDPWD=-delete; find ~-", "ask", "ask"),  # `~-` is $OLDPWD, `~+` $PWD
+        ("OLDPWD=-xrm; fd . ~-", "ask", "ask"),
+        ("PWD=--pre=rm; rg hello ~+", "ask", "ask"),
+        ("OLDPWD=/bin/rm; ~- x", "ask", "ask"),
+        ("HOME=/bin/rm; ~ x", "ask", "ask"),  # `~` is a HOME it sets
+        ("HOME=-delete; find ~", "ask", "ask"),
+        ("find ~ -name x", "allow", "allow"),
+        ("rg foo ~/src", "allow", "allow"),
+    ],
+)
+def test_tilde_words_known_only_as_it_runs(command: str, under_allow: str, under_deny: str) -> None:
+    """`~+`, `~-` and `~N` are variables (PWD, OLDPWD, the directory stack), and `~` is
+    the HOME a command may set first: they were read as plain words, so `OLDPWD=-delete;
+    find ~-` deleted under `Bash(find *)` and `OLDPWD=/bin/rm; ~- x` ran rm past a deny
+    rule (a review)."""
+    assert verdict(command, SEARCH_ALLOWED) == under_allow
+    assert verdict(command, DENY_LIST) == under_deny
+
+
 def test_a_computed_word_after_envs_command_is_the_commands() -> None:
     """`env grep x "$f"` asked, as if `"$f"` could be env's `-S` (a review): only a
     word before the command is env's."""
