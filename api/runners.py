@@ -253,13 +253,16 @@ def _named_files(text: str) -> bool:
     return last >= 0 and "." in text[last + 1 :] and "{" not in text
 
 
-def _exec_end(rest: Sequence[str | None], index: int) -> int:
-    """Where the command of a ``find -exec`` at ``index`` ends: at ``;``, or at ``+``
-    right after ``{}`` (GNU find: any other ``+`` is a word of the command)."""
-    for j in range(index + 1, len(rest)):
-        if rest[j] == ";" or (rest[j] == "+" and rest[j - 1] == "{}"):
-            return j
-    return len(rest)
+def _ends(rest: Sequence[str | None], find: bool) -> list[int]:
+    """For each word, where a command starting after it ends (one pass: a long command
+    is read in linear time): at the next ``;``, or for ``find`` at a ``+`` right after
+    ``{}`` (GNU find: any other ``+`` is a word of the command); else at the last word."""
+    ends, end = [len(rest)] * len(rest), len(rest)
+    for j in range(len(rest) - 1, -1, -1):
+        ends[j] = end
+        if rest[j] == ";" or (find and rest[j] == "+" and j > 0 and rest[j - 1] == "{}"):
+            end = j
+    return ends
 
 
 def _find_actions(
@@ -267,10 +270,11 @@ def _find_actions(
 ) -> list[Action]:
     found: list[Action] = []
     paths = "-files0-from" not in rest  # (else `{}` is a name from a file: `--pre=rm`)
+    ends = _ends(rest, find=True)
     i = 0
-    while i < len(rest):
+    while i < len(rest) and len(found) < MAX_ACTIONS:
         word = rest[i]
-        end = _exec_end(rest, i)
+        end = ends[i]
         if word in FIND_RUNS:
             found.append(Action(word, *_command_of(rest, shown, i + 1, end, paths)))
             found += _early_end(_find_actions, rest, shown, i + 1, end, again)
@@ -282,7 +286,16 @@ def _find_actions(
         values = _FIND_VALUES.get(word, 1 if word.startswith("-newer") else 0) if word else 0
         found += _split_values(rest, shown, i, values)
         i += 1 + values
-    return found
+    return _bounded(found)
+
+
+MAX_ACTIONS = 64
+"""Actions of one search tool read, at most (each a reading of what may run, which a
+crafted command could multiply): past it, what the rest does is not known."""
+
+
+def _bounded(found: list[Action]) -> list[Action]:
+    return found if len(found) < MAX_ACTIONS else [*found, Action(None, (None,), ("…",))]
 
 
 def _split_values(
@@ -299,10 +312,11 @@ def _fd_actions(
 ) -> list[Action]:
     found: list[Action] = []
     paths = not any(w is not None and w.startswith("--strip-cwd-prefix") for w in rest)
+    ends = _ends(rest, find=False)
     i, options = 0, True
-    while i < len(rest):
+    while i < len(rest) and len(found) < MAX_ACTIONS:
         word = rest[i]
-        end = next((j for j in range(i + 1, len(rest)) if rest[j] == ";"), len(rest))
+        end = ends[i]
         if word is None:  # (one word may be `-xrm`: rm runs, the words after are paths)
             if options and not _never_an_option(shown[i]) and not _named_files(shown[i]):
                 words, texts = _command_of(rest, shown, i + 1, end)
@@ -341,7 +355,7 @@ def _fd_actions(
         valued = flag in _FD_VALUES and attached is None  # (fd refuses a `-…` value)
         found += _split_values(rest, shown, i, 1 if valued else 0)
         i += 2 if valued else 1
-    return found
+    return _bounded(found)
 
 
 def _option_next(rest: Sequence[str | None], index: int) -> bool:
@@ -355,7 +369,7 @@ def _option_next(rest: Sequence[str | None], index: int) -> bool:
 def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action]:
     found: list[Action] = []
     i, options = 0, True
-    while i < len(rest):
+    while i < len(rest) and len(found) < MAX_ACTIONS:
         word = rest[i]
         if word is None:  # (`--pre=PROG` itself; after `--`, a pattern or a path)
             if options and not _never_an_option(shown[i]) and not _named_files(shown[i]):
@@ -385,7 +399,7 @@ def _rg_actions(rest: Sequence[str | None], shown: Sequence[str]) -> list[Action
         valued = valued and not (flag == "--engine" and _option_next(rest, i))
         found += _split_values(rest, shown, i, 1 if valued else 0)
         i += 2 if valued else 1
-    return found
+    return _bounded(found)
 
 
 def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:

@@ -989,6 +989,11 @@ def test_huge_and_deep_commands_are_checked_quickly() -> None:
     assert verdict(("mise x " + "sudo " * 8) * 5 + "rm x", DENY_LIST) == "ask"
     assert verdict("cd .; " * 4000 + "echo x > f; " * 4000, WRITES_DENIED) == "ask"  # cds
     assert time.monotonic() - t < 2
+    t = time.monotonic()  # a search tool's words are read once (they were, per word: 80 s)
+    assert verdict("find . " + "-name a -o " * 20000 + "-print", DENY_LIST) == "allow"
+    assert verdict("find . " + '"$a" ' * 20000 + "x ;", DENY_LIST) == "ask"
+    assert verdict("fd " + "-e py " * 30000, DENY_LIST) == "allow"
+    assert time.monotonic() - t < 10
 
 
 def test_allow_everything_still_checks_deny_rules_on_computed_commands() -> None:
