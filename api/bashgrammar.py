@@ -15,6 +15,7 @@ from .programs import is_shell
 from .runners import (
     COMMAND_RUNNERS,
     RUNNERS,
+    SEARCHERS,
     TILDE_VARIABLE,
     WRAPPERS,
 )
@@ -145,7 +146,7 @@ def _splits_what_runs(command: Any, index: int, data: bytes) -> bool:
     base = os.path.basename(name or "").lstrip("=")  # (zsh's `=env`)
     return (
         name is None or "/" in name or base in WORDS_RUN or base in WRAPPERS or base in RUNNERS
-        or base in COMMAND_RUNNERS or is_shell(base)
+        or base in SEARCHERS or base in COMMAND_RUNNERS or is_shell(base)
     )  # fmt: skip
 
 

@@ -420,7 +420,7 @@ class RuleSet:
 
     def _rules_for(self, command: SimpleCommand, rule: Rule) -> tuple[str, ...]:
         """Allow rules that, added, would let ``command`` run: ``rule`` (which matches
-        it), or one that names the options it does not (``Bash(find * -delete *)``), and
+        it), or one that names the options it does not (``Bash(find *-delete *)``), and
         rules for what its ``-exec`` runs; none where only a person can tell."""
         unnamed = [g for g in command.guards if not self._approves(rule, g)]
         options = [g.option for g in unnamed if g.option and not g.runs]

@@ -47,6 +47,7 @@ from .programs import (
 from .runners import (
     COMMAND_RUNNERS,
     RG_CONFIG,
+    SEARCHERS,
     WRAPPERS,
     Place,
     may_vanish,
@@ -933,9 +934,12 @@ class _Walker:
             any(a.startswith((f"{RG_CONFIG}=", "<computed")) for a in kept)
             or any(name in (RG_CONFIG, None) for name, _ in self.sets)
         )
-        found = runner_commands(base, after, after_shown, self.appended, configured)
+        actions = search_actions(base, after, after_shown, self.appended, configured)
+        found = [(list(a.words), list(a.texts), False) for a in actions if a.words] or (
+            runner_commands(base, after, after_shown)
+        )
         for words, texts, appended in found:
-            own = range(len(after) - len(words)) if base != "find" else range(0)
+            own = range(len(after) - len(words)) if base not in SEARCHERS else range(0)
             if any(may_vanish(after[k], after_shown[k]) for k in own):
                 self.problems.append(MOVED_PROBLEM.format(base))  # `sudo -u $(f) root rm`
             inner = self._inner(depth)  # `sudo …`, `xargs …`: read as a command of its own
@@ -947,7 +951,7 @@ class _Walker:
             self._take_runner(
                 inner, "root" if chroot else "kept", variants, opens, guards, appended
             )
-        for action in search_actions(base, after, after_shown, self.appended, configured):
+        for action in actions:  # (what each runs, as read above: none past the limit)
             guards.append(Guard(action.option, runs.pop(0) if action.words and runs else ()))
         runner = COMMAND_RUNNERS.get(base)
         read = read_runner(base, after, after_shown)

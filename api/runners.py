@@ -19,9 +19,10 @@ WRAPPERS = frozenset({
     "setsid", "ionice",
 })  # fmt: skip
 """Commands that run the rest of their words as the command."""
-RUNNERS = frozenset({"sudo", "doas", "xargs", "find", "fd", "fdfind", "rg", "busybox", "toybox"})
+RUNNERS = frozenset({"sudo", "doas", "xargs", "busybox", "toybox"})
 """Commands that run another command given in their words: it is a variant, checked by
-deny and ask rules (an allow rule must match the whole, ``sudo …`` included)."""
+deny and ask rules (an allow rule must match the whole, ``sudo …`` included); search
+tools (:data:`SEARCHERS`) too, by their actions."""
 XARGS_OPTIONS_WITH_VALUE = frozenset({
     "-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args",
     "--max-procs", "--max-chars", "--process-slot-var",
@@ -39,20 +40,11 @@ RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE}
 
 
 def runner_commands(
-    name: str,
-    rest: Sequence[str | None],
-    shown: Sequence[str],
-    appended: bool = False,
-    configured: bool = False,
+    name: str, rest: Sequence[str | None], shown: Sequence[str]
 ) -> list[tuple[list[str | None], list[str], bool]]:
-    """The commands a runner (``sudo``, ``xargs``, ``find -exec``, …) runs: their words
-    (None: known only at run time, such as ``{}``, which ``find`` and ``xargs -I`` fill
-    in) and whether the runner appends more words (``xargs``); ``appended``: words are
-    appended to the runner's own (``xargs find``); ``configured``: see
-    :func:`search_actions`."""
-    if name in SEARCHERS:  # (``find -exec``, ``fd -x``, ``rg --pre``)
-        actions = search_actions(name, rest, shown, appended, configured)
-        return [(list(a.words), list(a.texts), False) for a in actions if a.words]
+    """The commands a runner (``sudo``, ``xargs``, …) runs: their words (None: known only
+    at run time, such as what ``xargs -I`` fills in) and whether the runner appends more
+    words (``xargs``). Search tools' are their actions' (:func:`search_actions`)."""
     if name not in RUNNERS:
         return []
     takes_value = RUNNER_OPTIONS_WITH_VALUE.get(name, SUDO_OPTIONS_WITH_VALUE)
