@@ -345,6 +345,10 @@ INTERACTIVE_PROBLEM = (
 )
 
 
+_TILDE_WORD = re.compile(r"(?:^|[ =:])~")
+"""A `~` bash expands: at a word's start, or after `=` or `:` (``a=~/x``, ``PATH=~:…``)."""
+
+
 def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text).
     ``zsh``: zsh runs it, read by the same grammar (bash's), with zsh's precommand
@@ -363,13 +367,18 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         walker.parse(source, 0)
         if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
             walker.problems.append("zsh glob qualifiers or parameter flags may run code")
+    sets_home = walker.sets_home or "HOME" in _HOME_READ.sub("", source)
+    if sets_home and any(  # (anywhere: a loop's next pass, a function, a trap may run it after)
+        _TILDE_WORD.search(text) for c in walker.commands for text in (c.text, *c.variants)
+    ):  # (`for i in 1 2; do ~ x; HOME=/bin/rm; done`, `HOME=-delete; find ~`)
+        walker.problems.append("`~` is a `HOME` the command sets as it runs")
     return ParsedCommand(
         source,
         tuple(dict.fromkeys(walker.commands)),
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
         walker.moves,
-        walker.sets_home or "HOME" in _HOME_READ.sub("", source),
+        sets_home,
         tuple(dict.fromkeys(walker.computed_writes)),
         tuple(dict.fromkeys(walker.reads)),
         walker.moved_by("cdpath" in source.lower()),
@@ -813,10 +822,6 @@ class _Walker:
             if wrappers:
                 self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
             return
-        if (self.sets_home or any(a.startswith("HOME=") for a in kept)) and any(
-            text.startswith("~") for text in shown[start:]
-        ):  # (`HOME=/bin/rm; ~ x`, `HOME=-delete; find ~`)
-            self.problems.append("`~` is a `HOME` the command sets as it runs")
         name = values[start]
         if name in MISREAD_NAMES:  # (`! ! rm x`, `time { rm x; }`: bash runs them)
             self.problems.append(f"the grammar misreads `{name}` as a command's name")

@@ -952,6 +952,11 @@ def test_a_command_in_words_that_may_be_several(command: str) -> None:
         ("HOME=-delete; find ~", "ask", "ask"),
         ("find ~ -name x", "allow", "allow"),
         ("rg foo ~/src", "allow", "allow"),
+        # HOME set after the `~` in the text, before it in time (a review)
+        ("for i in 1 2; do find ~; HOME=-delete; done", "ask", "ask"),
+        ("f() { ~ x; }; HOME=/bin/rm f", "ask", "ask"),
+        ('trap "~ x" EXIT; HOME=/bin/rm', "ask", "ask"),
+        ('OLDPWD=/dev/stdin; env BASH_ENV=~- bash -c : <<< "rm x"', "ask", "ask"),  # after =
     ],
 )
 def test_tilde_words_known_only_as_it_runs(command: str, under_allow: str, under_deny: str) -> None:
