@@ -16,7 +16,6 @@ from .runners import (
     COMMAND_RUNNERS,
     RUNNERS,
     SEARCHERS,
-    TILDE_VARIABLE,
     WRAPPERS,
 )
 
@@ -265,9 +264,6 @@ def brace_expands(unquoted: str) -> bool:
     return _LOOSE_BRACES.search(re.sub(r"\\.", "_", unquoted)) is not None
 
 
-_TILDE_AFTER = re.compile(r"[=:]~(?:[+-]\d*|\d+)(?:[/:]|$)")
-
-
 def word_value(node: Any, data: bytes) -> str | None:
     """A word's value when it has no expansion (quotes removed), else None."""
     kind = node.type
@@ -277,9 +273,6 @@ def word_value(node: Any, data: bytes) -> str | None:
             return text
         if "$" in text or "`" in text or GLOB.search(text) or brace_expands(text):
             return None  # expanded or matched against file names when it runs
-        if TILDE_VARIABLE.match(text) or _TILDE_AFTER.search(text):  # `~+`, `~-`, `~2`:
-            return None  # $PWD, $OLDPWD, the dir stack, which the command may set first
-            # (`OLDPWD=-delete; find ~-`), also after `=` or `:` (`BASH_ENV=~-`)
         return re.sub(r"\\(.)", r"\1", text)
     if kind == "raw_string":
         return text[1:-1]

@@ -345,8 +345,27 @@ INTERACTIVE_PROBLEM = (
 )
 
 
-_TILDE_WORD = re.compile(r"(?:^|[ =:])~")
+_TILDE_WORD = re.compile(r"(?:^|[\s=:;&|()])~")
 """A `~` bash expands: at a word's start, or after `=` or `:` (``a=~/x``, ``PATH=~:…``)."""
+_TILDE_DIRECTORY = re.compile(r"(?:^|[\s=:;&|()])~(?:[+-]\d*|\d+)(?=[/:;&|()\s]|$)")
+"""``~+``, ``~-``, ``~N``: ``PWD``, ``OLDPWD``, the directory stack (``DIRSTACK``)."""
+
+
+def _tilde_problem(walker: _Walker, source: str) -> str | None:
+    """Why a `~` word of the command is known only as it runs: it sets ``HOME`` (or
+    ``PWD``, ``OLDPWD``, ``DIRSTACK`` for ``~+``, ``~-``, ``~N``) anywhere in it (a loop's
+    next pass, a function or a trap may run the word after a setting later in the text:
+    ``for i in 1 2; do find ~; HOME=-delete; done``; ``OLDPWD=-delete; find ~-``). A
+    ``cd`` sets them to absolute paths, no option; a sourced file is not looked into."""
+    names = walker.set_names  # (its text whole, `env BASH_ENV=~- bash -c …`; and the code
+    texts = [source, *(t for c in walker.commands for t in (c.text, *c.variants))]  # run
+    if ("HOME" in names or "" in names) and any(_TILDE_WORD.search(t) for t in texts):
+        return "`~` is a `HOME` the command sets as it runs"  # (of a trap, `bash -c`: its own)
+    if (names & {"PWD", "OLDPWD", "DIRSTACK", ""}) and any(
+        _TILDE_DIRECTORY.search(t) for t in texts
+    ):
+        return "`~+`, `~-` or `~N` names a directory the command sets as it runs"
+    return None
 
 
 def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> ParsedCommand:
@@ -367,18 +386,15 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         walker.parse(source, 0)
         if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
             walker.problems.append("zsh glob qualifiers or parameter flags may run code")
-    sets_home = walker.sets_home or "HOME" in _HOME_READ.sub("", source)
-    if sets_home and any(  # (anywhere: a loop's next pass, a function, a trap may run it after)
-        _TILDE_WORD.search(text) for c in walker.commands for text in (c.text, *c.variants)
-    ):  # (`for i in 1 2; do ~ x; HOME=/bin/rm; done`, `HOME=-delete; find ~`)
-        walker.problems.append("`~` is a `HOME` the command sets as it runs")
+    if problem := _tilde_problem(walker, source):
+        walker.problems.append(problem)
     return ParsedCommand(
         source,
         tuple(dict.fromkeys(walker.commands)),
         tuple(dict.fromkeys(walker.writes)),
         tuple(dict.fromkeys(walker.problems)),
         walker.moves,
-        sets_home,
+        walker.sets_home or "HOME" in _HOME_READ.sub("", source),
         tuple(dict.fromkeys(walker.computed_writes)),
         tuple(dict.fromkeys(walker.reads)),
         walker.moved_by("cdpath" in source.lower()),
@@ -463,6 +479,8 @@ class _Walker:
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
+        self.set_names: set[str] = set()
+        """The variables it sets anywhere, by name ("": one computed)."""
         self.sets_cdpath = False
         self.sets: list[tuple[str | None, str]] = []
         self.exports_all = False
@@ -680,6 +698,7 @@ class _Walker:
         runs its ``$(…)``) or one of bash's command tables changes what runs."""
         for word in words:
             name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
+            self.set_names.add(name)
             if name in PROMPTS:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
@@ -696,6 +715,7 @@ class _Walker:
         ``for``, ``printf -v``, ``${NAME:=…}``; None: a name computed too), each as the
         setting a rule matches (``NAME=…``): see ``ParsedCommand.sets``."""
         self.sets += [(name, f"{name or '<computed>'}=…") for name in names]
+        self.set_names.update(name or "" for name in names)
 
     def _names(self, words: Sequence[str | None]) -> None:
         """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
@@ -1038,6 +1058,7 @@ class _Walker:
             self.sets_cdpath = self.sets_cdpath or inner.sets_cdpath
             self.cds += [(_Site(None, 0, True), None) for _ in inner.cds]
         self.sets += inner.sets  # (in its shell, before its own commands)
+        self.set_names |= inner.set_names
         self.exports_all = self.exports_all or inner.exports_all
         for command in inner.commands:
             guards += command.guards  # (`sudo find . -delete`)

@@ -957,6 +957,11 @@ def test_a_command_in_words_that_may_be_several(command: str) -> None:
         ("f() { ~ x; }; HOME=/bin/rm f", "ask", "ask"),
         ('trap "~ x" EXIT; HOME=/bin/rm', "ask", "ask"),
         ('OLDPWD=/dev/stdin; env BASH_ENV=~- bash -c : <<< "rm x"', "ask", "ask"),  # after =
+        # no false asks where nothing sets them (a review of the first version)
+        ("export JAVA_HOME=~/jdk", "ask", "allow"),  # (JAVA_HOME is no HOME)
+        ("cat ~/.bashrc | grep HOME", "ask", "allow"),
+        ("find ~+ -name x", "allow", "allow"),  # (a cd sets PWD to a path, no option)
+        ("source ~/.bashrc", "ask", "allow"),  # (a sourced file is not looked into)
     ],
 )
 def test_tilde_words_known_only_as_it_runs(command: str, under_allow: str, under_deny: str) -> None:
