@@ -469,6 +469,8 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
                 f"{status['heldWrites']} journal write(s) held in memory: "
                 f"{status.get('storageProblem')} (written once the disk takes them)"
             )
+        elif status.get("storageProblem"):  # (a full disk before any write failed: DF2)
+            print(f"state dir: {status['storageProblem']} (no new command starts)")
     return 0
 
 

@@ -354,6 +354,8 @@ def test_status_names_a_state_dir_with_no_inode_left(tmp_path: Path) -> None:
             for i in range(64):
                 (fillers / str(i)).touch()
         assert client.status().storage_problem == "No space left on device"
+        shown = run_cli(mount / "sd", "supervisor", "status").stdout  # (said only with held
+        assert "state dir: No space left on device (no new command starts)" in shown  # writes)
         shutil.rmtree(fillers)
         assert client.status().storage_problem is None
 

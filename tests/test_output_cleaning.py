@@ -141,6 +141,11 @@ def test_short_text_before_and_after_binary_output_stays(tmp_path: Path) -> None
     for after in ("\nPASSED\nOK\n", "\n完成\n", "\n0\n", "\n$ ", "\n> ", "\nOK\t3\n"):
         shown = _excerpt_of(tmp_path, zeros + after.encode())  # (a second review's)
         assert shown == note.format(4001) + "\n" + after.strip("\n"), after
+    file = bytes(range(256)) * 8 + b"\xaeB`\x82"  # (a file seldom ends with a newline)
+    for after in ("PASSED\n", "Password: ", "> ", "Готово.\n"):  # (a third review)
+        assert _excerpt_of(tmp_path, file + after.encode()).endswith("]\n" + after.strip("\n"))
+    for before in ("Done.\n", "100%\n", "Загрузка...\n", "10%\r50%\r100%\n"):
+        assert _excerpt_of(tmp_path, before.encode() + file).startswith(before.split("\r")[-1])
     random_bytes = bytes(range(256)) * 8  # (the start of random output: no text shown)
     assert _excerpt_of(tmp_path, b"A~%\n" + random_bytes).startswith("[binary output")
     assert not _excerpt_of(tmp_path, random_bytes + b"\n%k").endswith("%k")

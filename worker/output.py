@@ -243,7 +243,7 @@ def render_bytes(data: bytes, path: str) -> tuple[str, bool]:
     counted with them; before the first and after the last, only what does not look like
     a program's text (:func:`_edge_text`: `PASSED`, `Password: ` stay, a trial found
     them hidden)."""
-    runs = binary_runs(data)
+    runs = [(start, _text_after(data, start, end)) for start, end in binary_runs(data)]
     if not runs:
         return clean_bytes(data), False
     pieces: list[tuple[bool, bytes]] = []  # (binary?, bytes)
@@ -280,7 +280,41 @@ def _edge_text(piece: bytes, text: str, last: bool) -> bool:
         return False
     if len(lines) > 1 or (last and piece.endswith(b"\n")):
         return True
-    return " " in text.strip("\n").replace("\t", " ") or (len(words) >= 2 and words.isalnum())
+    return " " in text.strip("\n") or (
+        len(words) >= 2 and sum(c.isalnum() for c in words) >= 2  # (`Done.`, `100%`)
+    )
+
+
+_PROMPT_END = re.compile(r"[:?$>#] $")
+"""How a prompt printed after binary output ends (`Password: `, `$ `, `> `)."""
+
+
+def _text_after(data: bytes, start: int, end: int) -> int:
+    """Where a run of binary output (``start``, ``end``) ends once the text a program
+    wrote right after it on its last line is taken out (`cat a.png; echo PASSED`: a file
+    seldom ends with a newline, and a whole-line judge hid the word with it): a line
+    ended by a newline whose last printable characters hold two letters or digits, or
+    a prompt (random bytes end so about once in 5000 outputs)."""
+    line_end = end - 1 if data[end - 1 : end] == b"\n" else end
+    line_start = max(start, data.rfind(b"\n", start, line_end) + 1)
+    cut = line_end
+    for at in range(line_end - 1, max(line_start, line_end - 256) - 1, -1):
+        try:
+            tail = data[at:line_end].decode("utf-8")
+        except UnicodeDecodeError:
+            if 0x80 <= data[at] < 0xC0:  # (inside a character: look further back)
+                continue
+            break
+        if not tail.replace("\t", " ").isprintable():
+            break
+        cut = at
+    text = data[cut:line_end].decode("utf-8", "replace")
+    words = text.strip()
+    if line_end < end:  # (a line: `echo PASSED`)
+        shown = len(words) >= 2 and sum(c.isalnum() for c in words) >= 2
+    else:  # (no newline after it: a prompt, or the binary's own last bytes)
+        shown = bool(_PROMPT_END.search(text))
+    return cut if shown and cut > start else end
 
 
 def _says_something(text: str) -> bool:
