@@ -154,7 +154,7 @@ class Client:
         remote = remote or os.environ.get("WAVE_REMOTE") or None
         self.remote = Remote.parse(remote) if remote else None
         self.cwd = os.fspath(cwd) if cwd is not None else None
-        if self.cwd is not None and self.remote is None:  # (relative to this process, as
+        if self.cwd and self.remote is None:  # (relative to this process, as
             self.cwd = os.path.abspath(self.cwd)  # subprocess reads it: the supervisor's differs)
         self.ssh_options = list(ssh_options)
         self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
