@@ -68,6 +68,10 @@ def wait_for_standbys(client: Client, state_dir: Path, count: int) -> list[psuti
     return found
 
 
+def _cgroup(proc: psutil.Process) -> str:
+    return Path(f"/proc/{proc.pid}/cgroup").read_text()
+
+
 def two_standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
     """Two commands run, so that two standbys wait: them."""
     for _ in range(2):
@@ -493,9 +497,11 @@ def test_a_stop_as_the_task_starts_runs_its_command_nowhere(
     once ran it in a new job, after the stop's kill, as for a job killed by chance)."""
     if "cgroup" not in (client.status().tracking or ""):
         pytest.skip("the job is forked ahead only where it joins cgroups")
-    jobs = [wait_until(s.children)[0] for s in two_standbys(client, state_dir)]
-    for job in jobs:
-        job.suspend()
+    monitors = two_standbys(client, state_dir)
+    jobs = [wait_until(s.children)[0] for s in monitors]
+    for monitor, job in zip(monitors, jobs, strict=True):  # (held once it joined its
+        wait_until(lambda m=monitor, j=job: _cgroup(j) != _cgroup(m))  # cgroup: a stop
+        job.suspend()  # kills what is there; one held before it joined, under load, ran on)
     marker = tmp_path / "ran"
     try:
         task_id = client.bash(f"touch {marker}", run_in_background=True).background_task_id
