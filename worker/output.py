@@ -280,9 +280,12 @@ def _edge_text(piece: bytes, text: str, last: bool) -> bool:
         return False
     if len(lines) > 1 or (last and piece.endswith(b"\n")):
         return True
-    return " " in text.strip("\n") or (
-        len(words) >= 2 and sum(c.isalnum() for c in words) >= 2  # (`Done.`, `100%`)
-    )
+    return " " in text.strip("\n") or _a_word(words)
+
+
+def _a_word(words: str) -> bool:
+    """Two letters or digits at least (`ok`, `Done.`, `100%`; not `%k`, `A~%`)."""
+    return sum(c.isalnum() for c in words) >= 2
 
 
 _PROMPT_END = re.compile(r"[:?$>#] $")
@@ -297,23 +300,20 @@ def _text_after(data: bytes, start: int, end: int) -> int:
     a prompt (random bytes end so about once in 5000 outputs)."""
     line_end = end - 1 if data[end - 1 : end] == b"\n" else end
     line_start = max(start, data.rfind(b"\n", start, line_end) + 1)
-    cut = line_end
+    cut = line_end  # (where the printable text found so far starts: a character at a time)
     for at in range(line_end - 1, max(line_start, line_end - 256) - 1, -1):
+        if 0x80 <= data[at] < 0xC0:  # (inside a character: its first byte decides)
+            continue
         try:
-            tail = data[at:line_end].decode("utf-8")
+            char = data[at:cut].decode("utf-8")
         except UnicodeDecodeError:
-            if 0x80 <= data[at] < 0xC0:  # (inside a character: look further back)
-                continue
             break
-        if not tail.replace("\t", " ").isprintable():
+        if not (char == "\t" or char.isprintable()):
             break
         cut = at
     text = data[cut:line_end].decode("utf-8", "replace")
-    words = text.strip()
-    if line_end < end:  # (a line: `echo PASSED`)
-        shown = len(words) >= 2 and sum(c.isalnum() for c in words) >= 2
-    else:  # (no newline after it: a prompt, or the binary's own last bytes)
-        shown = bool(_PROMPT_END.search(text))
+    # a line (`echo PASSED`), or with no newline after it a prompt (not the binary's own end)
+    shown = _a_word(text.strip()) if line_end < end else bool(_PROMPT_END.search(text))
     return cut if shown and cut > start else end
 
 
