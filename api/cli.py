@@ -150,12 +150,13 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
         _quiet_stdout()  # the command's status all the same, for a pipefail script)
         return _run_exit(result)
-    except OSError as exc:  # (it ran: its ID, as a result the script could not read)
+    except OSError as exc:  # (it started: its ID, as a result the script could not read)
         if not running:
             raise
         raise OSError(
             exc.errno,
-            f"{exc.strerror or exc}; task {running[-1]} ran (`wave-bash output {running[-1]}`)",
+            f"{exc.strerror or exc}; the command is task {running[-1]}"
+            f" (`wave-bash output {running[-1]}`)",
         ) from None
 
 

@@ -132,8 +132,8 @@ def test_a_run_that_cannot_print_names_its_task(state_dir: Path) -> None:
     assert r.returncode == 2
     (task,) = Client(state_dir=state_dir).tasks(all=True)
     assert r.stderr == (
-        f"wave-bash: cannot print: standard output is closed; task {task.id} ran "
-        f"(`wave-bash output {task.id}`)\n"
+        "wave-bash: cannot print: standard output is closed; the command is task "
+        f"{task.id} (`wave-bash output {task.id}`)\n"
     )
 
 
