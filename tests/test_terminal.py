@@ -98,7 +98,8 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
 @pytest.mark.parametrize("where", [">&-", ">/dev/full"])
 def test_notifications_that_cannot_be_printed_stay_unread(state_dir: Path, where: str) -> None:
     """Its stdout closed or on a full disk, `notifications` died with a traceback (a
-    review): it says why, exits 2, and confirms nothing (the notice comes again)."""
+    review): it says why, exits 2, and confirms nothing (the next reader gets the notice
+    at once)."""
     client = Client(state_dir=state_dir, session="s")
     tid = start_bg(client, "exit 3")
     client.wait(tid, timeout=10_000)
@@ -118,6 +119,8 @@ def test_notifications_that_cannot_be_printed_stay_unread(state_dir: Path, where
     ) as db:
         (delivered,) = db.execute("SELECT delivered_at FROM notices WHERE task_id = ?", (tid,))
     assert delivered == (None,)
+    # given back at once, not held by its claim until the lease ends (a minute; a review)
+    assert [n.task_id for n in client.notifications()] == [tid]
 
 
 def test_a_run_that_cannot_print_names_its_task(state_dir: Path) -> None:
