@@ -89,6 +89,8 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
+    if args.size and not args.interactive:  # (the supervisor names the library's argument)
+        raise InvalidInputError("--size is only for interactive commands (run -i)")
     command = " ".join(args.command) if len(args.command) != 1 else args.command[0]
     cwd = _cwd_arg(cli, args.cwd) if args.cwd else cli.connector.default_cwd()
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
@@ -592,7 +594,12 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     text = args.text if args.no_enter else args.text + "\n"
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     rules, _ = _guard(args)  # (WAVE_RULES: input goes only where they let a command start)
-    return _report_input(args.id, _send_input(cli, args.id, text, timeout, rules), args.json)
+    out = _send_input(cli, args.id, text, timeout, rules)
+    try:
+        return _report_input(args.id, out, args.json)
+    except BrokenPipeError:  # (`input ID x | head -1`: the task's status all the same, as
+        _quiet_stdout()  # `run` gives its command's)
+        return _exit_code(out)
 
 
 def _send_input(
@@ -693,6 +700,8 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
     token = uuid.uuid4().hex
     notices = cli.call("claim", claim=token)["notices"]
     if not notices:
+        if args.json:
+            _print_json(notices)
         return 0
     try:
         if args.json:

@@ -545,13 +545,37 @@ def test_stop_keeps_the_commands_last_words_and_status(client: Client) -> None:
     assert client.task_output(task_id, block=False, offset=0).output.endswith("cleaning up")
 
 
-def test_ctrl_z_is_a_character_not_a_stop(client: Client) -> None:
+def test_ctrl_z_stops_a_job_of_a_shell_with_job_control(client: Client) -> None:
+    """Ctrl+Z is the terminal's, as in tmux: `bash -i` gets its job back (it was turned
+    off: a new user's trial found it doing nothing there); a command on its own, whose
+    process group is orphaned, is not stopped (the kernel drops the stop), as over
+    `ssh -t`."""
+    r = client.bash("PS1='$ ' bash --norc -i", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    client.task_input(task_id, "sleep 60\n", timeout=500)
+    stopped = client.task_input(task_id, "\x1a")
+    assert "Stopped" in stopped.output and stopped.waiting_for_input, stopped.output
+    assert "[1]" in client.task_input(task_id, "kill %1; jobs\n").output
+    assert client.task_input(task_id, "exit\n").status == "completed"
     r = client.bash("cat -v", timeout=LONG, interactive=True)
     task_id = r.background_task_id
     assert task_id
     typed = client.task_input(task_id, "a\x1ab\n")
-    assert typed.status == "running" and typed.output.endswith("a^Zb") and typed.waiting_for_input
+    assert typed.status == "running" and typed.waiting_for_input, typed
+    assert typed.output.split("\n")[-1] == "b"  # (the line so far went with the signal key)
     assert client.task_input(task_id, "\x04").status == "completed"
+
+
+def test_an_erase_takes_back_a_character_not_a_byte(client: Client) -> None:
+    """The terminal reads UTF-8 (IUTF8): `é` then an erase left one byte of it in the
+    line (a new user's trial; tmux takes back the character)."""
+    r = client.bash("read -r n; printf '%s' \"$n\" | od -An -tx1", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id
+    done = client.task_input(task_id, "caf\u00e9\x7f\x7fa \u65e5\u672c\x7f\u8a9e\n")
+    assert done.status == "completed"
+    assert done.output.split("\n")[-1].split() == [f"{b:02x}" for b in "caa \u65e5\u8a9e".encode()]
 
 
 def test_typing_while_the_task_ends_says_it_ended(client: Client) -> None:

@@ -180,6 +180,34 @@ def test_run_whose_reader_goes_away_exits_as_its_command(state_dir: Path) -> Non
     assert (r.returncode, r.stdout, r.stderr) == (3, "1\n", "")
 
 
+def test_input_whose_reader_goes_away_exits_as_its_task(state_dir: Path) -> None:
+    """`input ID x | head -c 20` exited 0 whatever the task's status, its reader gone (a
+    new user's trial); as `run`: quietly, with the task's exit code."""
+    client = Client(state_dir=state_dir)
+    task_id = client.bash(
+        "read -n1 x; seq 1 20000; exit 5", timeout=60_000, interactive=True
+    ).background_task_id
+    assert task_id
+    typed = f"{sys.executable} -m wave_bash.api.cli input -n {task_id} a | true"  # (gone first)
+    r = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {typed}"], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert (r.returncode, r.stderr) == (5, "")
+
+
+def test_size_without_interactive_names_the_cli_options(state_dir: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "run", "--size", "80x24", "--", "true"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert (r.returncode, r.stderr) == (
+        2,
+        "wave-bash: --size is only for interactive commands (run -i)\n",
+    )
+
+
 def test_bad_arguments_to_the_python_client_are_wave_errors(client: Client) -> None:
     """A caller catching WaveError (as call_tool documents) never meets pydantic's error."""
     from wave_bash.api import InvalidInputError

@@ -221,6 +221,11 @@ def set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
+IUTF8 = getattr(termios, "IUTF8", 0o40000 if sys.platform in ("linux", "darwin") else 0)
+"""The terminal's UTF-8 input flag (Python's ``termios`` names it from 3.13; the same
+value on Linux and macOS)."""
+
+
 def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
     """Start ``argv`` on a new terminal: (pid, master fd, terminal fd, terminal path).
     The caller keeps the terminal open while the command runs: with no process holding
@@ -228,8 +233,13 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
     fails, and what came after was lost until the end."""
     master, slave = os.openpty()
     set_size(slave, cols, rows)
+    # Input is UTF-8 (TaskInput's text, attach's keys): an erase takes back a character,
+    # not its last byte, as in tmux (without it `é⌫` left a broken byte in the line read).
+    # Ctrl+Z stays the kernel's: it stops a job of a shell with job control (`bash -i`),
+    # and does nothing to a command on its own (its process group is orphaned: the
+    # kernel drops a terminal's stop for it), as over `ssh -t`.
     attributes = termios.tcgetattr(slave)
-    attributes[6][termios.VSUSP] = 0  # no Ctrl+Z: without job control it would stop for good
+    attributes[0] |= IUTF8
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
     tty = os.ttyname(slave)
     pid = os.fork()

@@ -39,7 +39,7 @@ def _interactive(row: TaskRow) -> None:
     if not row.interactive:
         raise InvalidInputError(
             f"Task {row.id} is not interactive: its input is /dev/null. Start a command "
-            "with interactive=true to type into it."
+            "with interactive=true (`wave-bash run -i`) to type into it."
         )
 
 
