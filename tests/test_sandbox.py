@@ -38,7 +38,7 @@ from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.sandbox import Sources, open_sources
-from wave_bash.worker.seccomp import socket_filter
+from wave_bash.worker.seccomp import system_call_filter
 
 
 @pytest.fixture(autouse=True)
@@ -443,6 +443,31 @@ def test_no_capability_inside_even_for_root(state_dir: Path, project: Path) -> N
         marker.unlink(missing_ok=True)
 
 
+def test_no_file_made_in_the_sandbox_is_set_id(state_dir: Path, project: Path) -> None:
+    """`nosuid` guards the sandbox's mounts only: a reviewer's `cp /bin/bash rootsh &&
+    chmod 4755 rootsh` left a setuid-root shell in the workspace, run outside by any
+    user. Each way to give a file a mode is refused a set-ID bit; other modes work."""
+    ways = {
+        "chmod": "cp /bin/true a && chmod 4755 a",
+        "chmod g+s": "cp /bin/true b && chmod g+s b",
+        "install": "install -m 6755 /bin/true c",
+        "open": "python3 -Ic 'import os; os.open(\"d\", os.O_CREAT | os.O_WRONLY, 0o4755)'",
+        "mknod": "python3 -Ic 'import os; os.mknod(\"e\", 0o104755)'",
+        "fchmod": "python3 -Ic 'import os; f = os.open(\"f\", os.O_CREAT | os.O_WRONLY); "
+                  "os.fchmod(f, 0o4755)'",
+    }  # fmt: skip
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    for name, command in ways.items():
+        r = client.bash(command)
+        assert not r.success and "ermi" in r.stdout, (
+            name,
+            r.stdout,
+        )  # EPERM: "Operation not permitted"
+    assert client.bash("cp /bin/true g && chmod 755 g && chmod +t . && ./g").success
+    made = [p for p in project.iterdir() if p.is_file() and p.stat().st_mode & 0o6000]
+    assert made == []
+
+
 @pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
 def test_proc_sys_is_read_only_even_for_root(state_dir: Path, project: Path, mode: str) -> None:
     """Files of /proc/sys check the uid, not a capability: a reviewer's sandboxed command
@@ -754,11 +779,11 @@ def test_no_unix_socket_is_reachable_anywhere(
         shutil.rmtree(other, ignore_errors=True)
 
 
-def _run_filter(program: bytes, arch: int, nr: int, arg0: int, arg1: int = 1) -> int:
+def _run_filter(program: bytes, arch: int, nr: int, *args: int) -> int:
     """What a classic BPF seccomp program returns for one system call (the few
     instructions the filter uses)."""
     code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
-    data = struct.pack("=iIQ", nr, arch, 0) + struct.pack("=6Q", arg0, arg1, 0, 0, 0, 0)
+    data = struct.pack("=iIQ", nr, arch, 0) + struct.pack("=6Q", *args, *[0] * (6 - len(args)))
     a, pc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -769,6 +794,8 @@ def _run_filter(program: bytes, arch: int, nr: int, arg0: int, arg1: int = 1) ->
             a &= k
         elif op == 0x15:
             pc += jt if a == k else jf
+        elif op == 0x45:
+            pc += jt if a & k else jf
         elif op == 0x06:
             return k
         else:
@@ -824,17 +851,66 @@ def _run_filter(program: bytes, arch: int, nr: int, arg0: int, arg1: int = 1) ->
     ],
 )
 def test_the_socket_filter(machine: str, arch: int, nr: int, arg0: int, expected: str) -> None:
-    program = socket_filter(machine)
+    program = system_call_filter(machine)
     assert program is not None
     answer = _run_filter(program, arch, nr, arg0 & 0xFFFFFFFF, arg0 >> 32 or 1)
-    named = {
+    assert _named(answer) == expected
+    assert system_call_filter("mips") is None
+
+
+def _named(answer: int) -> str | None:
+    return {
         0x7FFF0000: "allow",
         0x50000 | errno.EACCES: "EACCES",
         0x50000 | errno.ENOSYS: "ENOSYS",
         0x50000 | errno.EAFNOSUPPORT: "EAFNOSUPPORT",
-    }
-    assert named.get(answer) == expected
-    assert socket_filter("mips") is None
+        0x50000 | errno.EPERM: "EPERM",
+    }.get(answer)
+
+
+X86_64, I386, AARCH64, ARM = 0xC000003E, 0x40000003, 0xC00000B7, 0x40000028
+
+
+@pytest.mark.parametrize(
+    ("machine", "arch", "nr", "args", "expected"),
+    [
+        ("x86_64", X86_64, 90, (0, 0o4755), "EPERM"),  # chmod
+        ("x86_64", X86_64, 90, (0, 0o2755), "EPERM"),
+        ("x86_64", X86_64, 90, (0, 0o1777), "allow"),  # (the sticky bit gives no one a uid)
+        ("x86_64", X86_64, 90, (0, 0o755), "allow"),
+        ("x86_64", X86_64, 91, (3, 0o4700), "EPERM"),  # fchmod
+        ("x86_64", X86_64, 268, (0, 0, 0o6755), "EPERM"),  # fchmodat
+        ("x86_64", X86_64, 268, (0, 0, 0o644), "allow"),
+        ("x86_64", X86_64, 452, (0, 0, 0o4755, 0), "EPERM"),  # fchmodat2
+        ("x86_64", X86_64, 2, (0, 0o101, 0o4755), "EPERM"),  # open(O_CREAT | O_WRONLY)
+        ("x86_64", X86_64, 2, (0, 0o101, 0o644), "allow"),
+        ("x86_64", X86_64, 257, (0, 0, 0o101, 0o4755), "EPERM"),  # openat
+        ("x86_64", X86_64, 257, (0, 0, 0o101, 0o755), "allow"),
+        ("x86_64", X86_64, 85, (0, 0o2755), "EPERM"),  # creat
+        ("x86_64", X86_64, 133, (0, 0o104755, 0), "EPERM"),  # mknod(S_IFREG)
+        ("x86_64", X86_64, 259, (0, 0, 0o104755, 0), "EPERM"),  # mknodat
+        ("x86_64", X86_64, 437, (0, 0, 0, 24), "ENOSYS"),  # openat2: its mode in memory
+        ("x86_64", X86_64, 90 | 0x40000000, (0, 0o4755), "EPERM"),  # x32 chmod
+        ("x86_64", I386, 15, (0, 0o4755), "EPERM"),  # i386 chmod
+        ("x86_64", I386, 306, (0, 0, 0o4755), "EPERM"),  # i386 fchmodat
+        ("x86_64", I386, 295, (0, 0, 0o101, 0o4755), "EPERM"),  # i386 openat
+        ("x86_64", I386, 5, (0, 0o101, 0o4755), "EPERM"),  # i386 open
+        ("x86_64", I386, 15, (0, 0o755), "allow"),
+        ("aarch64", AARCH64, 53, (0, 0, 0o4755), "EPERM"),  # fchmodat
+        ("aarch64", AARCH64, 52, (3, 0o2755), "EPERM"),  # fchmod
+        ("aarch64", AARCH64, 56, (0, 0, 0o101, 0o4755), "EPERM"),  # openat
+        ("aarch64", AARCH64, 56, (0, 0, 0o101, 0o644), "allow"),
+        ("aarch64", AARCH64, 90, (0, 0o4755), "allow"),  # (no chmod there: its number is another's)
+        ("aarch64", ARM, 333, (0, 0, 0o4755), "EPERM"),  # arm fchmodat
+        ("aarch64", ARM, 15, (0, 0o4755), "EPERM"),  # arm chmod
+    ],
+)
+def test_the_filter_makes_no_set_id_file(
+    machine: str, arch: int, nr: int, args: tuple[int, ...], expected: str
+) -> None:
+    program = system_call_filter(machine)
+    assert program is not None
+    assert _named(_run_filter(program, arch, nr, *args)) == expected
 
 
 def test_daemon_sockets_under_run_are_hidden(state_dir: Path, project: Path) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from .files import open_regular
 from .pymonitor import PASSED_FDS_FROM
-from .seccomp import socket_filter
+from .seccomp import system_call_filter
 
 RC_FILES = (
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
@@ -626,7 +626,7 @@ def plain_dir(root: str, relative: str) -> bool:
 
 
 def _program() -> bytes:
-    program = socket_filter()
+    program = system_call_filter()
     if program is None:
         raise SandboxError(
             f"the sandbox has no system-call filter for this machine ({platform.machine()}): "

@@ -1,5 +1,5 @@
 """The sandbox's system-call filter (SPEC SB1): no Unix-domain socket, no socket family
-but Internet and netlink ones, no io_uring and no kernel keyring.
+but Internet and netlink ones, no io_uring, no kernel keyring, no set-ID file.
 
 A socket file is a door out of any file-system view: a read-only mount does not stop
 ``connect()``, and a supervisor (of another state dir), an ssh ControlMaster, a gpg or
@@ -18,6 +18,13 @@ kernels without it, and programs fall back to plain system calls. The kernel's k
 belong to a uid, not to a namespace: ``add_key``, ``request_key`` and ``keyctl`` fail with
 ENOSYS too (root's cached secrets, and ``request_key`` runs a helper outside).
 
+No file gets a set-user-ID or set-group-ID bit: ``chmod``, ``fchmod``, ``fchmodat(2)``,
+``open``/``openat``/``creat`` and ``mknod(at)`` with such a mode fail with EPERM.
+``nosuid`` guards the sandbox's own mounts only: a workspace file made setuid there is a
+setuid program outside (a review made one of ``bash`` owned by root, a door to root for
+any local user). ``openat2`` hides its mode in memory: it fails with ENOSYS, as on
+kernels without it (programs fall back to ``openat``).
+
 A classic BPF program for bubblewrap's ``--seccomp FD``, for this machine's system-call
 ABIs (its native one and the 32-bit one it also runs); any other ABI is refused.
 """
@@ -30,6 +37,7 @@ import struct
 
 _LOAD = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JUMP_EQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JUMP_SET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RETURN = 0x06  # BPF_RET | BPF_K
 _AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
 _ALLOW = 0x7FFF0000
@@ -43,23 +51,42 @@ SOCK_STREAM, SOCK_SEQPACKET = 1, 5
 _SOCK_TYPE_MASK = 0xF  # (the type's other bits are SOCK_NONBLOCK and SOCK_CLOEXEC)
 _SYS_SOCKET, _SYS_SOCKETPAIR = 1, 8  # socketcall's call numbers
 _IO_URING_SETUP = 425  # the same number in every ABI here
+_OPENAT2, _FCHMODAT2 = 437, 452  # (the same in every ABI here)
+_SET_ID_BITS = 0o6000  # S_ISUID | S_ISGID
 
 
 class _Abi:
-    """One system-call ABI: its audit arch and the numbers the filter looks at."""
+    """One system-call ABI: its audit arch and the numbers the filter looks at (``modes``:
+    the calls that give a file a mode, each with the index of its mode argument)."""
 
     def __init__(
-        self, arch: int, socket: int, socketpair: int, add_key: int, socketcall: int | None = None
+        self,
+        arch: int,
+        socket: int,
+        socketpair: int,
+        add_key: int,
+        modes: dict[int, int],
+        socketcall: int | None = None,
     ):
         self.arch, self.socket, self.socketpair = arch, socket, socketpair
         self.keys = (add_key, add_key + 1, add_key + 2)  # add_key, request_key, keyctl
+        self.modes = {**modes, _FCHMODAT2: 2}
         self.socketcall = socketcall
 
 
+# open, creat, chmod, fchmod, mknod (the old ABIs only), then openat, fchmodat, mknodat
+_I386_AND_ARM_MODES = {5: 2, 8: 1, 15: 1, 94: 1, 14: 1}
 _ABIS = {
-    "x86_64": (_Abi(0xC000003E, 41, 53, 248), _Abi(0x40000003, 359, 360, 286, socketcall=102)),
-    "aarch64": (_Abi(0xC00000B7, 198, 199, 217), _Abi(0x40000028, 281, 288, 309)),
-}
+    "x86_64": (
+        _Abi(0xC000003E, 41, 53, 248, {2: 2, 85: 1, 90: 1, 91: 1, 133: 1, 257: 3, 268: 2, 259: 2}),
+        _Abi(0x40000003, 359, 360, 286, {**_I386_AND_ARM_MODES, 295: 3, 306: 2, 297: 2},
+             socketcall=102),
+    ),
+    "aarch64": (
+        _Abi(0xC00000B7, 198, 199, 217, {56: 3, 52: 1, 53: 2, 33: 2}),
+        _Abi(0x40000028, 281, 288, 309, {**_I386_AND_ARM_MODES, 322: 3, 333: 2, 324: 2}),
+    ),
+}  # fmt: skip
 """Per machine: the native ABI (x32 shares its arch, with a bit set in the number), then
 the 32-bit one (i386's ``socketcall`` hides its arguments in memory: its ``socket`` and
 ``socketpair`` calls are refused whatever the domain)."""
@@ -77,8 +104,9 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
     # nr: io_uring_setup → ENOSYS; socket → look at the domain; socketcall → look at the call;
     # add_key, request_key, keyctl → ENOSYS: keyrings are the uid's, not the namespace's
     # (a reviewer read and planted keys of root's user keyring from the sandbox)
-    checks = [(_IO_URING_SETUP, "absent"), *((n, "absent") for n in abi.keys)]
-    checks += [(abi.socket, "socket"), (abi.socketpair, "pair")]
+    checks = [(_IO_URING_SETUP, "absent"), (_OPENAT2, "absent")]
+    checks += [*((n, "absent") for n in abi.keys), (abi.socket, "socket"), (abi.socketpair, "pair")]
+    checks += [(n, f"mode{arg}") for n, arg in abi.modes.items()]
     if abi.socketcall is not None:
         checks.append((abi.socketcall, "socketcall"))
     tails: dict[str, list[tuple[int, int, int, int]]] = {
@@ -115,6 +143,16 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
             refuse_socket,
             allow,
         ],
+        # A mode with a set-ID bit: refused, as chmod is to a user without the right.
+        **{
+            f"mode{arg}": [
+                (_LOAD, 0, 0, _ARG0 + 8 * arg),
+                (_JUMP_SET, 0, 1, _SET_ID_BITS),
+                (_RETURN, 0, 0, _ERRNO | errno.EPERM),
+                allow,
+            ]
+            for arg in (1, 2, 3)
+        },
     }
     body: list[tuple[int, int, int, int]] = []
     targets: list[tuple[int, str]] = []
@@ -122,14 +160,16 @@ def _abi_section(abi: _Abi, native: bool) -> list[tuple[int, int, int, int]]:
         targets.append((len(body), name))
         body.append((_JUMP_EQ, 0, 0, number))
     body.append(allow)
-    for at, name in targets:  # point each check at its tail
-        skip = len(body) - at - 1
-        body[at] = (_JUMP_EQ, skip, 0, body[at][3])
+    starts: dict[str, int] = {}
+    for name in dict.fromkeys(name for _, name in targets):  # each tail once, checks share it
+        starts[name] = len(body)
         body += tails[name]
+    for at, name in targets:  # point each check at its tail
+        body[at] = (_JUMP_EQ, starts[name] - at - 1, 0, body[at][3])
     return code + body
 
 
-def socket_filter(machine: str | None = None) -> bytes | None:
+def system_call_filter(machine: str | None = None) -> bytes | None:
     """The filter for ``machine`` (default this one), or None where it is not known."""
     abis = _ABIS.get(machine or platform.machine())
     if abis is None:
