@@ -76,6 +76,25 @@ def test_never_signals_protected_or_other_tasks(spawn_task) -> None:  # type: ig
     assert psutil.pid_exists(os.getpid())
 
 
+def test_a_monitor_pid_that_is_anothers_leads_nowhere(spawn_task) -> None:  # type: ignore[no-untyped-def]
+    """A task whose monitor is gone (killed: `monitor_lost`) keeps its pid in the journal;
+    once another process has it, a stop killed that stranger's children and process group
+    (a review reused the pid). Only the task's tagged processes are stopped now."""
+    task_id, monitor = spawn_task("sleep 300")
+    wait_until(lambda: _count(task_id) >= 2)
+    stranger = subprocess.Popen(["bash", "-c", "sleep 310 & sleep 311 & wait"],
+                                start_new_session=True)  # fmt: skip
+    try:
+        wait_until(lambda: len(psutil.Process(stranger.pid).children()) == 2)
+        children = psutil.Process(stranger.pid).children()
+        stop_trees([(task_id, stranger.pid)], protected={stranger.pid, monitor.pid}, grace=1)
+        wait_until(lambda: _count(task_id) <= 1)  # (the monitor itself, recording)
+        assert stranger.poll() is None and all(c.is_running() for c in children)
+    finally:
+        os.killpg(stranger.pid, signal.SIGKILL)
+        stranger.wait()
+
+
 def test_escalation_uses_the_injected_clock(spawn_task) -> None:  # type: ignore[no-untyped-def]
     task_id, monitor = spawn_task("trap '' TERM; sleep 300")
     wait_until(lambda: _count(task_id) >= 2)

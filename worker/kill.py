@@ -127,7 +127,8 @@ def snapshot(
     roots: Iterable[tuple[str, int]] = (),
     root_runs: Callable[[int], bool] = lambda pid: True,
 ) -> list[TaskTree]:
-    """Find the processes of each ``(task_id, monitor_pid)``, never listing ``protected``;
+    """Find the processes of each ``(task_id, monitor_pid)`` (its monitor's tree while
+    that pid carries the task's tag, and every process that does), never listing ``protected``;
     ``roots``: ``(task_id, pid)`` of processes an ended task left behind, each listed with
     its descendants, while ``root_runs`` says it is still the process listed (not a
     reused pid)."""
@@ -143,11 +144,16 @@ def snapshot(
     for tree in trees:
         if not tree.monitor_pid:
             continue
-        pids = set(tagged.get(tree.task_id, ())) | table.descendants(tree.monitor_pid)
-        direct = table.children.get(tree.monitor_pid)
-        if direct and hasattr(os, "getpgid"):
-            with contextlib.suppress(OSError):
-                tree.job_pgid = os.getpgid(direct[0])
+        pids = set(tagged.get(tree.task_id, ()))
+        # Its tree and job group only while the monitor is the task's (tagged): a monitor
+        # gone, its pid another's, led a review's stop to kill that stranger's children
+        # and process group.
+        if table.tags.get(tree.monitor_pid) == tree.task_id:
+            pids |= table.descendants(tree.monitor_pid)
+            direct = table.children.get(tree.monitor_pid)
+            if direct and hasattr(os, "getpgid"):
+                with contextlib.suppress(OSError):
+                    tree.job_pgid = os.getpgid(direct[0])
         pids.discard(tree.monitor_pid)
         tree.pids = pids - set(protected)
         if tree.job_pgid in protected:
