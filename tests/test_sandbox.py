@@ -1180,6 +1180,43 @@ def test_a_commondir_made_after_the_supervisor_died_is_moved_aside(
     assert (project / f".git/commondir.moved-by-wave-bash-{task_id}").exists()
 
 
+def test_a_repository_a_sandboxed_command_makes_runs_nothing_of_its_outside(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A workspace with no `.git`: a sandboxed `git init` and `git config core.fsmonitor
+    …` ran the command's program at the next `git status` outside (a review; a shell
+    prompt showing git's status runs it at `cd`). What it made of `.git` that git runs
+    (its config and hooks) is moved aside as it ends; the repository stays and works,
+    and in it the next command is sandboxed as in any repository. A `.git` file (a
+    pointer to a git dir of the command's) is moved aside."""
+    needs_tool("git", "git")
+    project = tmp_path / "plain"
+    project.mkdir()
+    marker = tmp_path / "pwned"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        f"git init -q . && git config core.fsmonitor 'touch {marker}; false' && "
+        "printf '#!/bin/sh\ntouch %s\n' " + f"{marker} > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit"
+    )
+    assert r.success and "moved aside" in r.message, r
+    task_id = client.tasks()[-1].id
+    assert not (project / ".git/config").exists() and not (project / ".git/hooks").exists()
+    assert (project / f".git/config.moved-by-wave-bash-{task_id}").exists()
+    git = ["git", "-C", str(project), "-c", "user.name=a", "-c", "user.email=a@b"]
+    subprocess.run([*git, "status"], capture_output=True, check=True)
+    (project / "a").write_text("a\n")
+    subprocess.run([*git, "add", "a"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    assert not marker.exists()
+    assert client.bash("git log --oneline | wc -l").stdout == "1"  # (works inside too)
+    other = tmp_path / "pointer"
+    other.mkdir()
+    there = Client(state_dir=state_dir, cwd=other, sandbox="workspace-write")
+    r = there.bash("mkdir .g && printf 'gitdir: .g\n' > .git")
+    assert "moved aside" in r.message and not (other / ".git").exists(), r
+
+
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -39,6 +39,12 @@ RC_FILES = (
 )  # fmt: skip
 """Start-up files of shells (and git's own config: its aliases and ``core.fsmonitor``
 run programs): what a sandboxed command writes there would run unsandboxed later."""
+NEW_REPOSITORY = ("config", "config.worktree", "commondir", "hooks")
+"""What of a ``.git`` the workspace had not as a command started (``git init``), and which
+it made, is moved aside as it ends, with a ``.git`` made as a file (a ``gitdir:`` pointer
+to a directory of its own): git run there later, outside, would run what the command put
+in its config (``core.fsmonitor``: a shell prompt showing git's status runs it as you
+``cd`` there; a review) or hooks. The repository stays, and works on git's defaults."""
 RUNTIME_DIRS = ("/run", "/var/run")
 """Where system daemons keep their sockets (docker, dbus, systemd, screen): hidden."""
 RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
@@ -317,8 +323,11 @@ class Sources:
                 continue
             try:
                 with contextlib.suppress(OSError):
-                    if os.stat(name, dir_fd=fd, follow_symlinks=False).st_ctime > made_before:
+                    made = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if made.st_ctime > made_before:
                         continue  # (made after the command ended)
+                    if name == ".git" and stat.S_ISDIR(made.st_mode):
+                        continue  # (a repository made: its config and hooks were moved)
                 for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
                     try:
                         os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd,
@@ -396,6 +405,8 @@ def open_sources(
         wanted = [(p, True) for p in pins] + [(p, p == git) for p, _ in protected]
         files = {p for p, hooks in protected if not hooks and p != git}
         wanted += [(target, False) for target in linked]
+        if not os.path.lexists(git):  # (a repository the command makes: see NEW_REPOSITORY)
+            sources.absent += [os.path.join(git, name) for name in NEW_REPOSITORY] + [git]
         for path, writable in wanted:
             fd = _open_plain(workspace, os.path.relpath(path, workspace))
             if fd is None:
