@@ -132,6 +132,24 @@ def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Pa
     assert (project / "src/kept").exists()  # the rest of the workspace stays writable
 
 
+def test_a_relative_hooks_path_of_the_users_config_is_read_only(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative `core.hooksPath` in the user's global config names a directory in every
+    repository: a sandboxed command planted `.githooks/pre-commit`, run at the next
+    commit outside (a review). Read-only too, also in a workspace with no repository."""
+    config = tmp_path / "gitconfig"
+    config.write_text("[core]\n\thooksPath = .githooks\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))  # (the supervisor's, started here)
+    for name in ("repo", "plain"):
+        workspace = tmp_path / name
+        (workspace / ".git/hooks" if name == "repo" else workspace).mkdir(parents=True)
+        client = Client(state_dir=state_dir, cwd=workspace, sandbox="workspace-write")
+        r = client.bash("mkdir -p .githooks; echo 'touch pwned' > .githooks/pre-commit")
+        assert not r.success and "Read-only file system" in r.stdout, (name, r)
+        assert not (workspace / ".githooks/pre-commit").exists()
+
+
 def test_submodules_named_in_the_config_are_protected(
     state_dir: Path, project: Path, tmp_path: Path
 ) -> None:

@@ -66,6 +66,8 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
         found += _repository(workspace, git, 0)
     elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
         found += [(pointed, False), *_repository(workspace, pointed, 0)]  # (`.bare` layout)
+    for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
+        found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
     found += [(os.path.join(workspace, name), False) for name in RC_FILES]
     found += [(os.path.join(home, name), False) for name in RC_FILES]
     real = os.path.realpath(workspace)
@@ -105,6 +107,26 @@ def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
             if os.path.isdir(module) and not os.path.islink(module):
                 found += _repository(workspace, module, depth + 1)
     return found
+
+
+def _user_hooks_paths(home: str) -> list[str]:
+    """Each ``core.hooksPath`` of the system's and the user's git config (not the
+    repository's: :func:`_repository`): a relative one names a directory in every
+    repository, this workspace's too (a review's `.githooks`, planted by a sandboxed
+    command, ran at the next commit outside), and the workspace may have no repository
+    yet."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    configs = [
+        os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
+        os.path.join(xdg, "git", "config"),
+        os.path.join(home, ".gitconfig"),
+        os.environ.get("GIT_CONFIG_GLOBAL", ""),
+    ]
+    return [
+        value
+        for config in dict.fromkeys(c for c in configs if c)
+        for value in _git_config(config).get("core.hookspath", [])
+    ]
 
 
 def _gitdir(dot_git: str) -> str | None:
