@@ -60,6 +60,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     """
     size = _size(stdout)
     first = call(task_id=task_id, resize=list(size) if size else None, wait=0)
+    found = first.get("sizeBefore")  # (given back as they leave: see _give_back)
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
     # Keys as UTF-8 text (the request's input): a character split between two reads
     # waits for its end; a byte that is no UTF-8 (a Latin-1 terminal) becomes U+FFFD.
@@ -105,11 +106,24 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                     farewell = f"\r\n[detached from {task_id}; it keeps running]\r\n"
                     return 0
     finally:
+        if running and view.ended is None:
+            _give_back(call, task_id, found, size)
         with contextlib.suppress(OSError):
             _write(stdout, view.screen.reset())  # their terminal as the task's output left it
             _say(stdout, farewell)
         if saved is not None:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
+
+
+def _give_back(call: Call, task_id: str, found: Any, mine: tuple[int, int] | None) -> None:
+    """Leaving, give the terminal back the size it had as they attached (another attach's,
+    or the task's own) while it still has theirs: a second attach, larger, that left
+    kept the first one's program drawing for a screen it did not have (tmux goes back to
+    the size of the client that stays)."""
+    if not (isinstance(found, list) and mine is not None) or tuple(found) == mine:
+        return
+    with contextlib.suppress(Exception):  # (the task may end as they leave)
+        call(task_id=task_id, resize=found, resize_if=list(mine), wait=0)
 
 
 class _View:

@@ -439,15 +439,18 @@ class Client:
         input: str | None = None,
         *,
         resize: tuple[int, int] | None = None,
+        resize_if: tuple[int, int] | None = None,
         offset: int | None = None,
         wait: float = 0,
     ) -> TerminalResult:
         """A person's view of an interactive task's terminal (what ``attach`` uses): type
-        ``input``, apply ``resize``, then the raw output from ``offset`` (default: the
-        last 4 KiB), waiting up to ``wait`` ms for some (SPEC P5)."""
+        ``input``, apply ``resize`` (only while the size is ``resize_if``, if given; the
+        result's ``size_before`` is the one it had), then the raw output from ``offset``
+        (default: the last 4 KiB), waiting up to ``wait`` ms for some (SPEC P5)."""
         params = TerminalRequest(
-            session=self.session, task_id=task_id, input=input, resize=resize, offset=offset,
-            wait=wait, request_key=uuid.uuid4().hex if input else None,
+            session=self.session, task_id=task_id, input=input, resize=resize,
+            resize_if=resize_if, offset=offset, wait=wait,
+            request_key=uuid.uuid4().hex if input else None,
             rules=self.rules if input else None,
         )  # fmt: skip
         return self._call(params)

@@ -263,6 +263,8 @@ class TerminalResult(ContractModel):
     status: TaskStatus
     exit_code: int | None = None
     waiting_for_input: bool = False
+    size_before: tuple[int, int] | None = None
+    """The terminal's columns and rows before this call's ``resize`` (none without one)."""
 
 
 class SupervisorStatus(ContractModel):

@@ -264,9 +264,19 @@ class TerminalLink:
         keys.set_result(None)
         return await self._request({"input": text, "key": key}, timeout, queued=True) is not None
 
-    async def resize(self, columns: int, rows: int) -> None:
-        if await self._request({"resize": [columns, rows]}, REPLY_TIMEOUT) is None:
+    async def resize(
+        self, columns: int, rows: int, only_from: tuple[int, int] | None = None
+    ) -> tuple[int, int] | None:
+        """Set the terminal's size (``only_from``: only while it is that one); returns the
+        size it had (None from a host older than that answer)."""
+        message: dict[str, Any] = {"resize": [columns, rows]}
+        if only_from is not None:
+            message["if"] = list(only_from)
+        reply = await self._request(message, REPLY_TIMEOUT)
+        if reply is None:
             raise TerminalGone(f"the terminal of task {self.task_id} does not answer")
+        was = reply.get("was")
+        return (was[0], was[1]) if isinstance(was, list) and len(was) == 2 else None
 
     def close(self) -> None:
         if self._connected is not None and not self._connected.done():

@@ -757,6 +757,38 @@ def test_attach_takes_the_size_of_the_terminal_not_of_columns(
     client.task_stop(task_id)
 
 
+def test_a_second_attach_leaving_gives_the_first_its_size_back(
+    client: Client, state_dir: Path
+) -> None:
+    """Two attaches, the second larger: as it left, the task kept its size, and the first
+    one's program drew for a screen it did not have (a new user's trial; tmux goes back
+    to the size of the client that stays). Unless another set a size since."""
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    size = "import os; print(tuple(os.get_terminal_size()))\n"
+
+    def shown() -> str:
+        return client.task_input(task_id, size).output.splitlines()[-2]
+
+    with _Person(state_dir, task_id, size=(80, 24)) as first:
+        wait_until(lambda: f"attached to {task_id}".encode() in first.read())
+        with _Person(state_dir, task_id, size=(150, 50)) as second:
+            wait_until(lambda: f"attached to {task_id}".encode() in second.read())
+            assert shown() == "(150, 50)"
+            second.type(b"\x1d")
+            assert second.close() == 0
+        assert shown() == "(80, 24)"
+        with _Person(state_dir, task_id, size=(150, 50)) as third:
+            wait_until(lambda: f"attached to {task_id}".encode() in third.read())
+            client.terminal(task_id, resize=(100, 30))  # (a later size: theirs, not the third's)
+            third.type(b"\x1d")
+            assert third.close() == 0
+        assert shown() == "(100, 30)"
+        first.type(b"\x1d")
+        assert first.close() == 0
+    client.task_stop(task_id)
+
+
 def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     client: Client, state_dir: Path
 ) -> None:

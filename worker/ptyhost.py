@@ -221,6 +221,23 @@ def set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
+def get_size(fd: int) -> tuple[int, int]:
+    rows, cols, _, _ = struct.unpack("HHHH", fcntl.ioctl(fd, termios.TIOCGWINSZ, bytes(8)))
+    return cols, rows
+
+
+def _size_of(value: object) -> tuple[int, int]:
+    """A size a request names: ``[columns, rows]``, each 1–10000."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValueError("a terminal size is [columns, rows]")
+    cols, rows = value
+    if not (isinstance(cols, int) and isinstance(rows, int)):
+        raise ValueError("resize takes two integers")
+    if not (1 <= cols <= 10000 and 1 <= rows <= 10000):
+        raise ValueError("a terminal size is between 1 and 10000")
+    return cols, rows
+
+
 IUTF8 = getattr(termios, "IUTF8", 0o40000 if sys.platform in ("linux", "darwin") else 0)
 """The terminal's UTF-8 input flag (Python's ``termios`` names it from 3.13; the same
 value on Linux and macOS)."""
@@ -399,13 +416,11 @@ class Host:
             if "input" in message:
                 self.type(client, message["input"], message.get("key"), ident)
             elif "resize" in message:
-                cols, rows = message["resize"]
-                if not (isinstance(cols, int) and isinstance(rows, int)):
-                    raise ValueError("resize takes two integers")
-                if not (1 <= cols <= 10000 and 1 <= rows <= 10000):
-                    raise ValueError("a terminal size is between 1 and 10000")
-                set_size(self.master, cols, rows)
-                client.say({"id": ident, "resized": [cols, rows]})
+                cols, rows = _size_of(message["resize"])
+                was = get_size(self.master)
+                if "if" not in message or _size_of(message["if"]) == was:
+                    set_size(self.master, cols, rows)
+                client.say({"id": ident, "resized": list(get_size(self.master)), "was": list(was)})
             else:
                 raise ValueError("unknown request")
         except (ValueError, TypeError, OSError, termios.error) as exc:

@@ -101,11 +101,12 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     resize = p.resize if task is not None and not task.ended.done() else None
     if p.input:
         await _allowed_input(p, row)
+    before = None
     if p.input or resize is not None:  # (an ended task's terminal has no size to set:
         task = _running(ctx, p.task_id, "type into")  # a person attaching sees its end)
         link = _terminal(task)
         if resize is not None:
-            await _typed(ctx, task, link.resize(*resize))
+            before = await _typed(ctx, task, link.resize(*resize, only_from=p.resize_if))
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
     path = row.output_path
@@ -135,21 +136,22 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         status=current.status,
         exit_code=current.exit_code,
         waiting_for_input=task is not None and task.waiting_for_input,
+        size_before=before if isinstance(before, tuple) else None,
     )
 
 
-async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> None:
+async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> object:
     """Await a request to the terminal; a terminal that closed because the task ended
     (typing raced its end) is the "not running" error, as for a task that had ended;
     unless the host took the input first: the command ended as it read it (the end is
-    the answer)."""
+    the answer). Returns what the request answered."""
     try:
-        await typing
+        return await typing
     except TerminalGone as exc:
         await asyncio.wait([task.ended], timeout=2)
         if task.ended.done():
             if isinstance(exc, TypedThenGone):
-                return
+                return None
             _running(ctx, task.id, "type into")  # raises TaskNotRunningError
         raise
 
