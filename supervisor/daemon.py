@@ -133,8 +133,8 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     log.info("descriptor limit %s (commands get %s); up to %d connections", now, before,
              ctx.max_connections)  # fmt: skip
     recover(ctx.tasks, settings.attach_grace)
+    ctx.tasks.adopt_leftovers()  # (what ended tasks left running, as the last one saw it)
     if tracker is not None:  # cgroups of tasks that ended while no supervisor watched
-        ctx.tasks.adopt_leftovers()
         keep = {*ctx.tasks.live, *ctx.tasks.lingering}
         tracker.tidy(keep=keep | {row.id for row in journal.tasks(running_only=True)})
     remove_leftovers(journal, layout.tasks)

@@ -181,8 +181,14 @@ ALTER TABLE tasks ADD COLUMN sandbox_absent TEXT;
 """v7: the protected files a sandboxed task's start found missing (JSON list), so that the
 supervisor that sees it end moves aside those it made, whichever supervisor started it."""
 
+SCHEMA_V8 = """
+ALTER TABLE tasks ADD COLUMN leftovers TEXT;
+"""
+"""v8: without cgroups, the processes an ended task left running (JSON ``{pid: start
+ticks}``), so that the next supervisor still shows and stops them."""
+
 MIGRATIONS: Sequence[str] = (
-    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+    SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
 )  # fmt: skip
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
@@ -223,6 +229,9 @@ class TaskRow:
     sandbox_absent: str | None = None
     """JSON list of protected files missing as the sandboxed task started (see
     ``worker.Sources.absent``): one it made is moved aside as it ends."""
+    leftovers: str | None = None
+    """Without cgroups: JSON ``{pid: start ticks}`` of the processes the ended task left
+    running, while some may (``supervisor.tasks.TaskManager.adopt_leftovers``)."""
 
     def __post_init__(self) -> None:
         """Rows read back hold the states' values: make them the enums again."""
@@ -458,6 +467,11 @@ class Journal:
             return dataclasses.replace(held)
         row = self.db.execute(f"{_SELECT} WHERE id = ?", (task_id,)).fetchone()
         return TaskRow(*row) if row else None
+
+    def with_leftovers(self) -> list[TaskRow]:
+        """Ended tasks that left processes running, without cgroups (rare: no index)."""
+        rows = self.db.execute(f"{_SELECT} WHERE leftovers IS NOT NULL").fetchall()
+        return [TaskRow(*row) for row in rows]
 
     def exists(self, task_id: str) -> bool:
         return (

@@ -1112,7 +1112,9 @@ class TaskManager:
             # end of file, which closes the link.)
             if task.row.interactive:
                 _remove_socket(task.files.tty)  # a host that was killed left it
-            if task.tracked:  # the loop's next pass, still before a waiter's result is built
+            if task.tracked:  # (its cgroup read at once for a result built meanwhile: a
+                # `wait` that came in just then said no process was left; a review)
+                self.lingering[task.id] = task
                 asyncio.get_running_loop().call_soon(self._after_end, task)
             elif self._left_behind(task):
                 self.lingering[task.id] = task
@@ -1158,9 +1160,7 @@ class TaskManager:
         task = self.lingering.get(task_id)
         if task is None:
             return 0
-        if task.tracked and self.tracker is not None:
-            return len(self.tracker.pids(task_id))
-        return len(self._left_behind(task))
+        return self._left_running(task) if task.tracked else len(self._left_behind(task))
 
     def _left_behind(self, task: LiveTask) -> list[int]:
         """Without a cgroup: those of the processes its monitor listed that still run."""
@@ -1174,8 +1174,12 @@ class TaskManager:
         if not task.tracked or self.tracker is None:
             if not self._left_behind(task):
                 self.lingering.pop(task.id, None)
+                if task.row.leftovers is not None:  # (all gone: no supervisor looks again)
+                    task.row.leftovers = None
+                    self.journal.save_row(task.row)
             return
         if task.id in self._removals:  # looked at already: empty, its removal queued
+            self.lingering.pop(task.id, None)
             return
         if not self.tracker.exists(task.id):  # removed already (stop and end both looked)
             self.lingering.pop(task.id, None)
@@ -1276,7 +1280,18 @@ class TaskManager:
 
     def adopt_leftovers(self) -> None:
         """At start: ended tasks whose cgroups still hold processes (an earlier supervisor
-        watched them linger) linger here too, visible and stoppable."""
+        watched them linger) linger here too, visible and stoppable; without cgroups,
+        those whose journaled leftovers still run (each the process it was, by its start
+        ticks: a pid reused since is another's)."""
+        for ended in self.journal.with_leftovers():
+            task = self.ended_task(ended)
+            task.leftovers = _parse_leftovers(ended.leftovers)
+            if ended.status is TaskStatus.RUNNING or ended.id in self.live:
+                continue
+            if ended.boot_id == boot_id() and self._left_behind(task):
+                self.lingering[ended.id] = task
+            else:
+                self._after_end(task)  # (gone: the column is cleared)
         if self.tracker is None:
             return
         for task_id in self.tracker.task_ids():
@@ -1341,6 +1356,7 @@ class TaskManager:
             task.leftovers = _listed_leftovers(
                 task.files.left, task.id, task.row.started_at, monitors, task.row.pid
             )
+            task.row.leftovers = _leftovers_text(task.leftovers)  # (for the next supervisor)
         never_started = code is None and record.never_started
         unrecorded_exit = False
         if code is None and not never_started and ended is not None and ended.code is not None:
@@ -1585,6 +1601,24 @@ def _started_sources(row: TaskRow) -> Sources | None:
     except ValueError:
         return None
     return Sources(absent=[p for p in absent if isinstance(p, str) and os.path.isabs(p)])
+
+
+def _leftovers_text(leftovers: dict[int, int]) -> str | None:
+    return json.dumps({str(pid): ticks for pid, ticks in leftovers.items()}) if leftovers else None
+
+
+def _parse_leftovers(text: str | None) -> dict[int, int]:
+    """A journaled leftovers list (bad entries dropped: the journal is ours, but a
+    leftovers list must never keep a supervisor from starting)."""
+    try:
+        found = json.loads(text or "{}")
+        return {
+            int(pid): ticks
+            for pid, ticks in found.items()
+            if pid.isdigit() and isinstance(ticks, int) and int(pid) > 1
+        }
+    except (ValueError, AttributeError):
+        return {}
 
 
 def _quiet_seconds(text: str) -> str:

@@ -39,8 +39,8 @@ async def handle_stop(ctx: Context, p: StopParams, conn: Connection) -> TaskReco
     """TaskStop (SPEC B3): every process of the task, then the recorded status. A task
     that ended but left processes running has those stopped."""
     lingering = ctx.tasks.lingering.get(p.task_id)
-    if lingering is not None and p.task_id not in ctx.tasks.live:
-        left = ctx.tasks.leftover_count(p.task_id)
+    left = ctx.tasks.leftover_count(p.task_id) if lingering is not None else 0
+    if lingering is not None and p.task_id not in ctx.tasks.live and left:
         await ctx.tasks.stop([lingering])
         record = views.task_record(_row(ctx, p.task_id), ctx.tasks)
         return record.model_copy(update={"stopped_processes": left})
