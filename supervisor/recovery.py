@@ -22,7 +22,7 @@ from wave_bash.api.states import TaskStatus
 from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
 from .journal import Journal, TaskRow, disk_problem, storage_problem
-from .tasks import TaskManager, find_monitors, read_exit_file, status_for
+from .tasks import TaskManager, find_monitors, status_for, stop_reason_marked
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +150,11 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
         exit_file = files.exit
         row.pid = row.pid_start = None
         row.status, row.exit_code, row.ended_at = TaskStatus.RUNNING, None, None
-        code = read_exit_file(exit_file)
+        record = read_exit_record(exit_file)
+        row.end_reason = stop_reason_marked(record)  # (a stop's, marked before its signal)
+        code = record.status
         if code is not None:
-            row.status, row.exit_code = status_for(code, stopped=False), code
+            row.status, row.exit_code = status_for(code, row.end_reason is not None), code
             row.ended_at = exit_file.stat().st_mtime
         journal.insert_task(row)
         count += 1

@@ -51,6 +51,7 @@ from wave_bash.worker import (
     bwrap_argv,
     final_cwd,
     jobexit,
+    mark_stopping,
     monitor_running,
     prepare_spawner,
     process_tag,
@@ -90,8 +91,17 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
-STOP_REASONS = frozenset({EndReason.STOPPED, EndReason.TIMEOUT, EndReason.LOG_CAP})
-"""Why :meth:`TaskManager.stop` stops a task: journaled as the stop begins."""
+STOP_MARKS = {EndReason.STOPPED: b"s", EndReason.TIMEOUT: b"t", EndReason.LOG_CAP: b"l"}
+"""Why :meth:`TaskManager.stop` stops a task: journaled as the stop begins, and marked in
+its exit record (``worker.mark_stopping``), which a full disk does not refuse."""
+STOP_REASONS = frozenset(STOP_MARKS)
+
+
+def stop_reason_marked(record: ExitRecord) -> EndReason | None:
+    """The stop reason a stop marked in an exit record, if any."""
+    return next((r for r, mark in STOP_MARKS.items() if mark == record.stop_mark), None)
+
+
 STOP_RECORD_PATIENCE = 2.0
 """Seconds a stop waits, once the processes it walked are gone, for their monitors to
 record the ends (and list what the commands left) before it stops what they left."""
@@ -939,6 +949,9 @@ class TaskManager:
         # reason is journaled before any signal) and died. The stop is finished here, and
         # the task ends as stopped, not as whatever its command made of the SIGTERM.
         task.stop_reason = row.end_reason if row.end_reason in STOP_REASONS else None
+        if task.stop_reason is None:  # (its journal write held by a full disk, then lost)
+            task.stop_reason = stop_reason_marked(read_exit_record(task.files.exit))
+            row.end_reason = task.stop_reason or row.end_reason
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
@@ -1451,6 +1464,7 @@ class TaskManager:
                 if task.row.end_reason is None:  # journaled before any signal: see adopt
                     task.row.end_reason = reason
                     intents.append(task.row)
+                    mark_stopping(task.files.exit, STOP_MARKS[reason])
         if intents:
             self.journal.record_end_reasons(intents)
             self.journal.write_deferred()  # (a full disk holds it: the stop goes on)

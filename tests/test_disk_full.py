@@ -20,7 +20,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import as_nobody, journal_rows, kill_supervisor, needs_root, reap, run_cli, wait_until
+from conftest import (
+    as_nobody,
+    journal_rows,
+    kill_supervisor,
+    needs_root,
+    reap,
+    run_cli,
+    start_bg,
+    wait_until,
+)
 
 from wave_bash.api import Client, SupervisorUnavailableError
 from wave_bash.worker import read_exit_record
@@ -181,6 +190,26 @@ def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
     assert (record.status, record.exit_code) == ("failed", 6)
     assert [(n.task_id, n.exit_code) for n in client.notifications()] == [(tid, 6)]
     assert client.notifications() == []
+
+
+def test_a_stop_survives_a_killed_supervisor_while_the_disk_is_full(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """The journal's record of a stop, made before its first signal, was held by a full
+    disk and died with a supervisor killed then: the task ended "killed by signal 15", no
+    longer stopped (a review). The stop marks the task's exit record too, in space it
+    has, and the next supervisor reads the reason there."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    tid = start_bg(client, "sleep 300")
+    filler = fill(small_state_dir)
+    assert client.task_stop(tid).status == "killed"
+    assert held_writes(client) > 0
+    kill_supervisor(small_state_dir)
+    filler.unlink()
+    (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor recovered it
+    assert (record.status, record.end_reason, record.exit_code) == ("killed", "stopped", 143)
+    (notice,) = client.notifications()
+    assert "was stopped" in notice.message, notice.message
 
 
 def test_a_held_write_that_can_no_longer_be_made_blocks_nothing(

@@ -90,6 +90,10 @@ def test_corrupt_journal_is_quarantined_and_rebuilt(
     assert records[running].status == "running"  # re-adopted through its tag
     assert task_alive(running)
     assert client.task_stop(running).status == "killed"
+    kill_supervisor(state_dir)  # (a stop's reason is rebuilt too: its exit record's mark)
+    journal.write_bytes(damaged)
+    records = {t.id: t for t in client.tasks(all=True)}
+    assert (records[running].status, records[running].end_reason) == ("killed", "stopped")
 
 
 def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:

@@ -78,6 +78,9 @@ EXIT_PLACEHOLDER = b" " * 7 + b"\n"
 """The exit record's content until the monitor writes over it: room for any status, so
 the record needs no new disk block when the command ends (a full disk loses no status
 even if the supervisor dies too). Read back, it holds no number: no status yet."""
+STOP_MARK_AT = 6
+"""Where in the placeholder a stop leaves its mark (:func:`mark_stopping`), past the
+longest status a monitor writes over its start (``255\n``)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ class ExitRecord:
     """The task's record (None: a standby's, or a task's from before records moved here)."""
     never_started: bool = False
     """Its monitor got no command and said so (:data:`NEVER_STARTED`): nothing ran."""
+    stop_mark: bytes | None = None
+    """The mark a stop left before its first signal (:func:`mark_stopping`), if any."""
 
 
 EXIT_RECORD_LIMIT = 64 << 20
@@ -118,7 +123,30 @@ def read_exit_record(path: Path) -> ExitRecord:
     if tail.startswith(b"{"):  # (a directory `pwd -P` prints starts with "/")
         record, _, tail = tail.partition(b"\n")
     cwd = os.fsdecode(tail).removesuffix("\n") if tail else None
-    return ExitRecord(status, cwd, record, never_started=first == NEVER_STARTED)
+    mark = head[STOP_MARK_AT : STOP_MARK_AT + 1]
+    return ExitRecord(
+        status, cwd, record, never_started=first == NEVER_STARTED,
+        stop_mark=mark if mark.isalpha() else None,
+    )  # fmt: skip
+
+
+def mark_stopping(path: Path, mark: bytes) -> None:
+    """Leave a one-letter mark in the exit record's placeholder: a stop's reason, written
+    before its first signal where the monitor's status never reaches, into space the
+    file has (a full disk that holds the journal's record of the stop takes it: a
+    supervisor killed then left a stopped task "killed by signal 15"). Not written (no
+    such file, a full disk all the same) is no error: the journal has it first."""
+    with contextlib.suppress(OSError):
+        fd = os.open(
+            path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        )
+        try:
+            found = os.fstat(fd)
+            if stat.S_ISREG(found.st_mode) and found.st_size >= len(EXIT_PLACEHOLDER):
+                os.lseek(fd, STOP_MARK_AT, os.SEEK_SET)
+                os.write(fd, mark[:1])
+        finally:
+            os.close(fd)
 
 
 def write_task_record(path: Path, record: bytes) -> None:
