@@ -182,6 +182,23 @@ def test_monitor_killed_gives_lost(client: Client, state_dir: Path) -> None:
     assert task.status == "lost" and task.exit_code is None  # never "completed"
 
 
+def test_a_lost_monitor_stays_lost_after_a_supervisor_restart(
+    client: Client, state_dir: Path
+) -> None:
+    """Its monitor killed, its job running: the next supervisor took the job (the topmost
+    tagged process now) for the monitor and showed a healthy task (a review). A monitor
+    leads its session; the job does not."""
+    started = state_dir / "started"
+    tid = start_bg(client, f"touch {started}; sleep 300")
+    wait_until(started.exists)
+    os.kill(record(client, tid).pid, signal.SIGKILL)
+    wait_until(lambda: record(client, tid).monitor_lost)
+    kill_supervisor(state_dir)
+    task = record(client, tid)  # a new supervisor
+    assert (task.status, task.monitor_lost) == ("running", True)
+    assert client.task_stop(tid).status == "lost"
+
+
 def test_host_restart_marks_unfinished_tasks_lost(client: Client, state_dir: Path) -> None:
     start_supervisor(state_dir, WAVE_BOOT_ID="boot-before")
     tid = start_bg(client, "echo once; sleep 300", description="Long job")

@@ -89,11 +89,14 @@ class ProcessTable:
         return found
 
     def monitors(self) -> dict[str, int]:
-        """For each tag, its topmost process (whose parent has another tag or none): the
-        task's monitor, from which the command and its children descend."""
+        """For each tag, its topmost process (whose parent has another tag or none), if it
+        leads its session, as every monitor does: the task's monitor, from which the
+        command and its children descend. Not a job whose monitor was killed (it is the
+        topmost then: a supervisor restarted took it for the monitor, and the task for a
+        healthy one)."""
         found: dict[str, int] = {}
         for pid, tag in self.tags.items():
-            if self.tags.get(self.parents.get(pid, 0)) != tag:
+            if self.tags.get(self.parents.get(pid, 0)) != tag and _leads_its_session(pid):
                 found[tag] = pid
         return found
 
@@ -102,6 +105,15 @@ class ProcessTable:
         for pid, tag in self.tags.items():
             by_task.setdefault(tag, set()).add(pid)
         return by_task
+
+
+def _leads_its_session(pid: int) -> bool:
+    if not hasattr(os, "getsid"):  # (Windows: no sessions)
+        return True
+    try:
+        return os.getsid(pid) == pid
+    except OSError:
+        return False
 
 
 def tagged_processes(task_ids: Collection[str]) -> dict[str, set[int]]:
