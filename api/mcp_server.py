@@ -14,9 +14,12 @@ import functools
 import io
 import json
 import os
+import queue
 import re
 import secrets
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
@@ -25,6 +28,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 import mcp.types as types
+import pydantic_core
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
@@ -109,6 +113,8 @@ class WaveMcp:
         """Claims, confirms and gives back notices, also after the host left."""
         self.unconfirmed: dict[Any, str] = {}
         """Request ID → claim on the notices its result carries, until it is written."""
+        self.acks = Acknowledger(self.notices.ack_notices, MCP_NOTICE_LEASE_SECONDS)
+        """Confirms the claims of written results, apart from the writes."""
         self.unwritten_results: dict[Any, str] = {}
         """Request ID → task of a foreground result, until it is written."""
         self.host_gone = False
@@ -202,12 +208,12 @@ class WaveMcp:
         return claim
 
     async def written(self, request_id: Any) -> None:
-        """The result of ``request_id`` reached the host: its notices are delivered."""
+        """The result of ``request_id`` reached the host: its notices are delivered (the
+        confirmation goes apart: awaited here, a slow one held every message after it)."""
         self.unwritten_results.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
-            with contextlib.suppress(WaveError):
-                await anyio.to_thread.run_sync(self.notices.ack_notices, claim)
+            self.acks.add(claim)
 
     async def write_failed(self) -> None:
         """The host no longer reads what we write: nothing more can reach it. Calls in
@@ -216,7 +222,7 @@ class WaveMcp:
         await self.gone()
         with anyio.CancelScope(shield=True):
             await self.release_unwritten()
-        os._exit(0)
+        os._exit(0)  # (released: what was written is confirmed, as far as it can be)
 
     async def gone(self) -> None:
         """The host went away (stdin closed, a write failed): calls in flight become lost
@@ -248,6 +254,7 @@ class WaveMcp:
         for claim in claims:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.release_notices, claim)
+        await anyio.to_thread.run_sync(self.acks.drain, ACK_PATIENCE_AT_EXIT)
         tasks, self.unwritten_results = list(self.unwritten_results.values()), {}
         for task_id in tasks:  # a result it never got: its end comes as a notice instead
             with contextlib.suppress(WaveError):
@@ -283,11 +290,64 @@ class WaveMcp:
         return report
 
 
+ACK_PATIENCE_AT_EXIT = 5.0
+"""Seconds a server that is ending waits for confirmations still being tried."""
+
+
+class Acknowledger:
+    """Confirms notice claims in a thread of its own, each again until it succeeds or its
+    lease ends: a confirmation the supervisor did not get (over SSH, a refused
+    connection; a supervisor restarting) left the claim to lapse, and its notices came
+    again with a later result, ten minutes on (a review)."""
+
+    def __init__(self, ack: Callable[[str], object], lease: float) -> None:
+        self._ack, self._lease = ack, lease
+        self._due: queue.SimpleQueue[tuple[str, float]] = queue.SimpleQueue()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, claim: str) -> None:
+        with self._lock:
+            self._pending += 1
+            self._idle.clear()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="notice-acks", daemon=True)
+                self._thread.start()
+        self._due.put((claim, time.monotonic() + self._lease))
+
+    def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until every confirmation was made or given up."""
+        return self._idle.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            claim, until = self._due.get()
+            delay = 0.1
+            while True:
+                try:
+                    self._ack(claim)
+                    break
+                except WaveError:
+                    if time.monotonic() + delay >= until:
+                        break  # (lapsed: its notices are pending again, for the next reader)
+                    time.sleep(delay)
+                    delay = min(delay * 2, 10.0)
+            with self._lock:
+                self._pending -= 1
+                if self._pending == 0:
+                    self._idle.set()
+
+
 class HostStdin:
     """The host's side of stdin for the SDK's stdio transport: its end is the host leaving.
     A request the SDK would drop unanswered (a lone UTF-16 surrogate, ``\\udc00``, that a
-    JavaScript host's ``JSON.stringify`` can send: the host then waited for ever) is
-    answered here with an error (``reply``), and never reaches a tool."""
+    JavaScript host's ``JSON.stringify`` can send; arguments nested deeper than its parser
+    goes: the host then waited for ever) or change (bytes that are no UTF-8 became
+    U+FFFD, and the changed command ran) is answered here with an error (``reply``), and
+    never reaches a tool."""
 
     def __init__(
         self,
@@ -317,26 +377,73 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 escapes every non-ASCII character of a host's request, so ``\\u`` alone is common."""
 
 
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")
+"""A byte that is no UTF-8, as stdin's decoder (``surrogateescape``) leaves it."""
+NESTING_LOOKED_AT = 64
+"""Brackets in a line from which its depth is checked (a cheap count first)."""
+
+
 def _refusal(line: str) -> str | None:
-    """The error answer to a request holding a lone surrogate, else None."""
-    if not _SURROGATE_ESCAPE.search(line):  # (only as an escape: the text is UTF-8)
-        return None  # (a line with none, or only other escapes, is parsed once: the SDK's)
+    """The error answer to a request the SDK would drop or change, else None."""
+    code, problem = _problem(line)
+    if problem is None:
+        return None
+    message = _request_head(line)
+    if message is None or message.get("id") is None or "method" not in message:
+        return None  # (a notification or a response: nothing to answer)
+    error = {"code": code, "message": f"{problem}; nothing was run"}
+    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n"
+
+
+def _problem(line: str) -> tuple[int, str | None]:
+    """What is wrong with a line the SDK would take badly (JSON-RPC code, message)."""
+    if _NOT_UTF8.search(line):
+        return -32700, "Parse error: the request is not UTF-8 (a byte that is no character)"
+    if _SURROGATE_ESCAPE.search(line):  # (only as an escape: the text is UTF-8)
+        try:
+            json.dumps(json.loads(line), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # (it parsed: the escape named no character)
+            return -32602, (
+                "Invalid params: the request holds a lone UTF-16 surrogate (a \\ud800-"
+                "\\udfff escape that is no character)"
+            )
+        except (ValueError, RecursionError):
+            pass  # (not JSON, or nested deep: looked at below, or the SDK's to answer)
+    if line.count("[") + line.count("{") > NESTING_LOOKED_AT:
+        try:
+            pydantic_core.from_json(line)  # (the SDK's parser, and its limit)
+        except ValueError as exc:
+            if "recursion limit" in str(exc):
+                return -32602, "Invalid params: the request is nested too deep to be read"
+    return 0, None
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+_ID_VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def _request_head(line: str) -> dict[str, Any] | None:
+    """A request's ``id`` and ``method``: from the whole message where it parses, else
+    found at its top level (one nested too deep for any parser)."""
     try:
         message = json.loads(line)
-        json.dumps(message, ensure_ascii=False).encode("utf-8")
-        return None
-    except UnicodeEncodeError:  # (it parsed: the escape named no character)
+        return message if isinstance(message, dict) else None
+    except (ValueError, RecursionError):
         pass
-    except (ValueError, RecursionError):  # (not JSON, or nested past what we read: the
-        return None  # SDK answers that, or drops it as it did before)
-    if not isinstance(message, dict) or message.get("id") is None or "method" not in message:
-        return None  # (a notification or a response: nothing to answer)
-    error = {
-        "code": -32602,
-        "message": "Invalid params: the request holds a lone UTF-16 surrogate (a \\ud800-"
-        "\\udfff escape that is no character); nothing was run",
-    }
-    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n"
+    head: dict[str, Any] = {}
+    depth = 0
+    for token in _TOKEN.finditer(line):
+        text = token.group()
+        if text in "{[":
+            depth += 1
+        elif text in "}]":
+            depth -= 1
+        elif depth == 1 and text in ('"id"', '"method"'):
+            value = _ID_VALUE.match(line, token.end())
+            if value is not None:
+                with contextlib.suppress(ValueError):
+                    head[text.strip('"')] = json.loads(value.group(1))
+    return head
 
 
 CALL_THREADS = 256
@@ -448,8 +555,9 @@ async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
 
 
 def _text_stream(stream: Any) -> io.TextIOWrapper:
-    """UTF-8 text over a standard stream's bytes (the platform's encoding is unreliable)."""
-    return io.TextIOWrapper(stream.buffer, encoding="utf-8", errors="replace")
+    """UTF-8 text over a standard stream's bytes (the platform's encoding is unreliable);
+    a byte that is no UTF-8 kept as a surrogate, for :class:`HostStdin` to refuse."""
+    return io.TextIOWrapper(stream.buffer, encoding="utf-8", errors="surrogateescape")
 
 
 def main(

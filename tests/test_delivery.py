@@ -33,7 +33,7 @@ from mcp import ClientSession
 from test_mcp import run, structured, text
 
 from wave_bash.api import Client, Notice, SupervisorUnavailableError, texts
-from wave_bash.api.mcp_server import HostStdout, WaveMcp
+from wave_bash.api.mcp_server import Acknowledger, HostStdout, WaveMcp
 
 
 def test_notices_are_in_structured_content_too(state_dir: Path) -> None:
@@ -556,12 +556,44 @@ class _RawHost:
         self.proc.wait(30)
 
 
+def test_a_confirmation_that_fails_is_made_again_apart_from_the_writes(state_dir: Path) -> None:
+    """A notice claim's confirmation the supervisor did not get (over SSH, a refused
+    connection) left the claim to lapse: its notices came again ten minutes on; and a
+    slow one, awaited as the result was written, held every message after it (a
+    review). Confirmations go in a thread of their own, each again until it is made."""
+    client = Client(state_dir=state_dir, session="acks")
+    tid = client.bash("exit 4", run_in_background=True).background_task_id or ""
+    client.wait(tid, timeout=10_000)
+    claim = client.claim_notices(lease=60)
+    refusals = [SupervisorUnavailableError("refused"), SupervisorUnavailableError("refused")]
+    going = threading.Event()
+
+    def ack(token: str) -> int:
+        going.wait(10)
+        if refusals:
+            raise refusals.pop()
+        return client.ack_notices(token)
+
+    server = WaveMcp(client)
+    server.acks = Acknowledger(ack, 60)
+    t = time.monotonic()
+    server.unconfirmed["r2"] = claim.claim
+    anyio.run(server.written, "r2")
+    assert time.monotonic() - t < 1  # (not waiting for the confirmation)
+    going.set()
+    assert server.acks.drain(10) and not refusals
+    assert client.notifications() == [] and client.pending_notices() == []
+    gone = Acknowledger(lambda token: (_ for _ in ()).throw(SupervisorUnavailableError("x")), 0.3)
+    gone.add("claim")
+    assert gone.drain(5)  # (given up at its lease's end)
+
+
 def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
     state_dir: Path, tmp_path: Path
 ) -> None:
     """A lone surrogate escape (what a JavaScript host's JSON.stringify can send) made the
     SDK drop the request unanswered: the host waited for ever. It gets an error, runs
-    nothing, and the session goes on."""
+    nothing, and the session goes on; so does one nested too deep, or not UTF-8."""
     marker = tmp_path / "ran"
     host = _RawHost(state_dir, "surrogate")
     try:
@@ -573,12 +605,27 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         assert refused["error"]["code"] == -32602 and "surrogate" in refused["error"]["message"]
         host.send(host.bash(2, "echo next"))
         assert host.reply(2)["result"]["content"][0]["text"].startswith("next")
-        # Nested deeper than Python's parser goes, with an escape: it ended the server.
-        deep = '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "Bash", '
-        deep += '"arguments": {"command": "echo \\u0041", "x": ' + "[" * 5000 + "]" * 5000 + "}}}"
-        host.stdin.write(deep.encode() + b"\n")
+        # Nested deeper than Python's parser goes, with an escape: it ended the server;
+        # deeper than the SDK's (200), it was dropped unanswered (a review).
+        for depth in (5000, 300):
+            deep = '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": '
+            deep += f'"Bash", "arguments": {{"command": "echo \\u0041 >> {marker}", "x": '
+            host.stdin.write((deep + "[" * depth + "]" * depth + "}}}").encode() + b"\n")
+            host.stdin.flush()
+            refused = host.reply(3)
+            assert refused["error"]["code"] == -32602 and "nested" in refused["error"]["message"]
         host.send(host.bash(4, "echo still"))
         assert host.reply(4)["result"]["content"][0]["text"].startswith("still")
+        # Bytes that are no UTF-8 became U+FFFD, and the changed command ran (a review).
+        line = json.dumps(host.bash(5, f"echo X >> {marker}")).replace(
+            '"method"', '"jsonrpc": "2.0", "method"', 1
+        )
+        host.stdin.write(line.encode().replace(b"X", b"\xff\xfe") + b"\n")
+        host.stdin.flush()
+        refused = host.reply(5)
+        assert refused["error"]["code"] == -32700 and "not UTF-8" in refused["error"]["message"]
+        host.send(host.bash(6, "echo caf\u00e9"))  # (UTF-8 itself goes through)
+        assert host.reply(6)["result"]["content"][0]["text"].startswith("caf\u00e9")
         assert not marker.exists()
     finally:
         host.close()
