@@ -180,8 +180,13 @@ def _show_run(
             print(result["stdout"])
         task_id = result["backgroundTaskId"]
         return _report_input(task_id, _send_input(cli, task_id, ahead, None, rules), False)
-    if watched and result.get("backgroundedByUser") and running and not args.json:
-        _print_so_far(cli, running[-1])  # (Ctrl+B: the live view that showed it is erased)
+    moved_on = result.get("assistantAutoBackgrounded") or (
+        watched and result.get("backgroundedByUser")
+    )
+    if moved_on and running and not args.json:
+        # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
+        # erased; without one, a script saw none of it, a review)
+        _print_so_far(cli, running[-1])
         return _report_run(result, False, cli.remote, printed=True)
     if result.get("truncated") and not args.json and running and _finished(result):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is

@@ -46,9 +46,10 @@ def test_run_exits_124_while_its_command_still_runs(state_dir: Path) -> None:
     alone on stdout (`ID=$(wave-bash run --background …)`, as `docker run -d`) and
     exits 0; a command the `sleep` rule stopped at its timeout (F3: a success for the
     model) exits with the signal's 143, not 0 (a trial: `sleep 1; make test` cut short
-    let `&& deploy` go on)."""
-    r = run_cli(state_dir, "run", "--timeout", "200", "--", "true; sleep 30; exit 3")
-    assert r.returncode == 124 and r.stdout == "" and "moved to the background" in r.stderr
+    let `&& deploy` go on). What it printed before its timeout is printed (a script saw
+    none of it: a review)."""
+    r = run_cli(state_dir, "run", "--timeout", "500", "--", "echo so far; sleep 30; exit 3")
+    assert r.returncode == 124 and r.stdout == "so far\n" and "moved to the background" in r.stderr
     moved = r.stderr.split("with ID: ")[1].split(".")[0]
     started = run_cli(state_dir, "run", "--background", "--", "sleep 30")
     task_id = started.stdout.strip()
