@@ -200,13 +200,15 @@ class Caller:
                     "the call was abandoned: its caller went away"
                     + (f" (task {started[0]} keeps running in the background)" if started else "")
                 ) from None
-            if time.monotonic() + delay > give_up:
+            left = give_up - time.monotonic()
+            if left <= 0:
                 task_id = started[0] if started else None
                 raise SupervisorUnavailableError(
                     _give_up_text(failure, task_id, maybe_started=first_op == "run" and sent),
                     task_id=task_id,
                 ) from None
-            time.sleep(delay)
+            time.sleep(min(delay, left))  # (the last try at the end of the patience: a
+            # delay that went past it gave up a second early, a review)
             delay = min(delay * 2, BACKOFF_MAX)
             if started:
                 # The supervisor went away while a command ran (killed, restarted). The

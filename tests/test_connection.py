@@ -74,9 +74,11 @@ def test_giving_up_names_the_task_that_keeps_running(
 ) -> None:
     monkeypatch.setattr(client_module, "FOREGROUND_PATIENCE", 0.3)
     connector = scripted([started("t9")], *itertools.repeat([], 100))
+    t = time.monotonic()
     with pytest.raises(SupervisorUnavailableError, match=r"task t9\) may still be running") as err:
         client(tmp_path, connector).bash("sleep 100", timeout=100)
     assert err.value.task_id == "t9"
+    assert time.monotonic() - t >= 0.3  # its whole patience (a next delay past it gave up early)
 
 
 BUSY = {"type": "error", "code": "busy", "message": "the supervisor is serving 8 connections"}
