@@ -106,8 +106,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                     farewell = f"\r\n[detached from {task_id}; it keeps running]\r\n"
                     return 0
     finally:
-        if running and view.ended is None:
-            _give_back(call, task_id, found, size)
+        if running and view.ended is None and view.failed is None:  # (a supervisor gone:
+            _give_back(call, task_id, found, size)  # it would be tried for 30 s more)
         with contextlib.suppress(OSError):
             _write(stdout, view.screen.reset())  # their terminal as the task's output left it
             _say(stdout, farewell)

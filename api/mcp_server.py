@@ -330,7 +330,7 @@ class Acknowledger:
                 try:
                     self._ack(claim)
                     break
-                except WaveError:
+                except Exception:  # (any: this thread confirms every claim after this one)
                     if time.monotonic() + delay >= until:
                         break  # (lapsed: its notices are pending again, for the next reader)
                     time.sleep(delay)

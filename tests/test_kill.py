@@ -12,7 +12,7 @@ import psutil
 import pytest
 from conftest import wait_until
 
-from wave_bash.worker import stop_trees, tagged_processes
+from wave_bash.worker import ProcessTable, stop_trees, tagged_processes
 from wave_bash.worker.monitor import BASH_MONITOR_SCRIPT, monitor_instructions
 
 
@@ -93,6 +93,18 @@ def test_a_monitor_pid_that_is_anothers_leads_nowhere(spawn_task) -> None:  # ty
     finally:
         os.killpg(stranger.pid, signal.SIGKILL)
         stranger.wait()
+
+
+def test_the_monitor_found_by_its_tag_is_the_monitor(spawn_task) -> None:  # type: ignore[no-untyped-def]
+    """A restarted supervisor finds a task's monitor by its tag: the topmost tagged
+    process. A daemon the command started (`setsid`, reparented away) is topmost too,
+    and so is the job once its monitor was killed: neither is taken for it (a review)."""
+    task_id, monitor = spawn_task("(setsid sleep 300 &); sleep 301")
+    wait_until(lambda: _count(task_id) >= 3)
+    assert ProcessTable.read({task_id}).monitors() == {task_id: monitor.pid}
+    monitor.kill()
+    monitor.wait()
+    assert ProcessTable.read({task_id}).monitors() == {}
 
 
 def test_escalation_uses_the_injected_clock(spawn_task) -> None:  # type: ignore[no-untyped-def]

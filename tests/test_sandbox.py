@@ -1233,6 +1233,38 @@ def test_a_repository_a_sandboxed_command_makes_runs_nothing_of_its_outside(
     there = Client(state_dir=state_dir, cwd=other, sandbox="workspace-write")
     r = there.bash("mkdir .g && printf 'gitdir: .g\n' > .git")
     assert "moved aside" in r.message and not (other / ".git").exists(), r
+    # The workspace itself made a git dir (a review): its HEAD goes, and git sees none.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    there = Client(state_dir=state_dir, cwd=bare, sandbox="workspace-write")
+    r = there.bash(
+        "git init -q --bare . && git config core.bare false && git config core.worktree . && "
+        f"git config core.fsmonitor 'touch {marker}; false'"
+    )
+    assert "moved aside" in r.message and not (bare / "HEAD").exists(), r
+    found = subprocess.run(["git", "-C", str(bare), "status"], capture_output=True, text=True)
+    assert found.returncode != 0 and not marker.exists()
+
+
+def test_a_repository_made_in_the_sandbox_keeps_a_config_that_runs_nothing(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """`git init` and `git clone` into an empty workspace: their configs (a remote, the
+    object format) run nothing, and stay (moved aside, a clone lost its remote and a
+    SHA-256 repository its format; a review)."""
+    needs_tool("git", "git")
+    project = tmp_path / "new"
+    project.mkdir()
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "git init -q --object-format=sha256 . && git remote add origin https://example.com/x.git"
+        " && git config user.name me && git config branch.main.remote origin"
+    )
+    assert r.success and "moved aside" not in r.message, r
+    shown = subprocess.run(["git", "-C", str(project), "config", "--list"],
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "extensions.objectformat=sha256" in shown
+    assert "remote.origin.url=https://example.com/x.git" in shown
 
 
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(

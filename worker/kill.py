@@ -89,14 +89,19 @@ class ProcessTable:
         return found
 
     def monitors(self) -> dict[str, int]:
-        """For each tag, its topmost process (whose parent has another tag or none), if it
-        leads its session, as every monitor does: the task's monitor, from which the
-        command and its children descend. Not a job whose monitor was killed (it is the
-        topmost then: a supervisor restarted took it for the monitor, and the task for a
-        healthy one)."""
+        """For each tag, its monitor, from which the command and its children descend: a
+        topmost process of the tag (whose parent has another tag or none) that leads its
+        session and names the task's exit record in its argv, as every monitor does. Not
+        a job whose monitor was killed, nor a daemon the command started (each is a
+        topmost process then: a supervisor restarted took one for the monitor, and the
+        task for a healthy one, its process spared by a stop; a review)."""
         found: dict[str, int] = {}
         for pid, tag in self.tags.items():
-            if self.tags.get(self.parents.get(pid, 0)) != tag and _leads_its_session(pid):
+            if (
+                self.tags.get(self.parents.get(pid, 0)) != tag
+                and _leads_its_session(pid)
+                and _names_exit_record(pid, tag)
+            ):
                 found[tag] = pid
         return found
 
@@ -105,6 +110,14 @@ class ProcessTable:
         for pid, tag in self.tags.items():
             by_task.setdefault(tag, set()).add(pid)
         return by_task
+
+
+def _names_exit_record(pid: int, task_id: str) -> bool:
+    try:
+        argv = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return False
+    return any(os.path.basename(arg) == f"{task_id}.exit" for arg in argv)
 
 
 def _leads_its_session(pid: int) -> bool:

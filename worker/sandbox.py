@@ -23,6 +23,8 @@ import contextlib
 import io
 import os
 import platform
+import re
+import shutil
 import stat
 import subprocess
 import time
@@ -42,9 +44,92 @@ run programs): what a sandboxed command writes there would run unsandboxed later
 NEW_REPOSITORY = ("config", "config.worktree", "commondir", "hooks")
 """What of a ``.git`` the workspace had not as a command started (``git init``), and which
 it made, is moved aside as it ends, with a ``.git`` made as a file (a ``gitdir:`` pointer
-to a directory of its own): git run there later, outside, would run what the command put
-in its config (``core.fsmonitor``: a shell prompt showing git's status runs it as you
-``cd`` there; a review) or hooks. The repository stays, and works on git's defaults."""
+to a directory of its own) and a ``HEAD`` that makes the workspace itself a git dir (``git
+init --bare .``): git run there later, outside, would run what the command put in its
+config (``core.fsmonitor``: a shell prompt showing git's status runs it as you ``cd``
+there; a review) or hooks. The repository stays; so does its config where it holds only
+settings that run nothing (:data:`INERT_SETTINGS`: a clone keeps its remote, a SHA-256
+or reftable repository its format), and its hooks where they are ``git init``'s samples."""
+INERT_SETTINGS = re.compile(
+    r"(?:core\.(?:repositoryformatversion|filemode|bare|logallrefupdates|ignorecase"
+    r"|precomposeunicode|symlinks|autocrlf|eol|safecrlf|sharedrepository)"
+    r"|extensions\.(?:objectformat|refstorage|partialclone|worktreeconfig)"
+    r"|remote\..+\.(?:url|pushurl|fetch|push|promisor|partialclonefilter|tagopt|mirror|prune)"
+    r"|branch\..+\.(?:remote|pushremote|merge|rebase)|submodule\..+\.(?:url|active|branch)"
+    r"|user\.(?:name|email)|init\.defaultbranch|pull\.(?:rebase|ff)|fetch\.prune"
+    r"|push\.(?:default|autosetupremote))",
+    re.DOTALL,
+)
+"""Settings of a new repository's config that run nothing (``git init`` and ``git clone``
+write these): any other, or one git cannot read, has the config moved aside."""
+CONFIG_READ_LIMIT = 1 << 16
+
+
+def _stays(fd: int, parent: str, name: str, made: os.stat_result) -> bool:
+    """Whether a protected file a sandboxed command made stays where it is: a new
+    repository's ``.git`` directory (what git would run of it is moved), its config where
+    every setting runs nothing, its hooks directory holding only ``git init``'s samples,
+    a ``HEAD`` that does not make a git dir of its directory."""
+    if name == ".git":
+        return stat.S_ISDIR(made.st_mode)
+    if name == "config" and os.path.basename(parent) == ".git":
+        return stat.S_ISREG(made.st_mode) and _runs_nothing(fd, name)
+    if name == "hooks" and os.path.basename(parent) == ".git":
+        return stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
+    if name == "HEAD":
+        return not all(_is_dir(fd, inner) for inner in ("objects", "refs"))
+    return False
+
+
+def _only_samples(fd: int, name: str) -> bool:
+    """Whether a hooks directory holds only what ``git init`` puts there (``*.sample``
+    files, which git never runs: a hook runs by its exact name)."""
+    try:
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError:
+        return False
+    try:
+        return all(entry.endswith(".sample") for entry in os.listdir(inner))
+    except OSError:
+        return False
+    finally:
+        os.close(inner)
+
+
+def _is_dir(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _runs_nothing(fd: int, name: str) -> bool:
+    """Whether a git config (opened through no link) holds only :data:`INERT_SETTINGS`,
+    as git itself reads it (``git config --file -``: read, nothing run, no include
+    followed)."""
+    git = shutil.which("git")
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        try:
+            text = os.read(handle, CONFIG_READ_LIMIT + 1)
+        finally:
+            os.close(handle)
+        if git is None or len(text) > CONFIG_READ_LIMIT:
+            return False
+        listed = subprocess.run(
+            [git, "config", "--file", "-", "--list", "--null"], input=text,
+            capture_output=True, timeout=10, env={"PATH": os.defpath, "GIT_CONFIG_NOSYSTEM": "1"},
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if listed.returncode != 0:
+        return False
+    keys = [
+        entry.split(b"\n", 1)[0].decode("utf-8", "replace") for entry in listed.stdout.split(b"\0")
+    ]
+    return all(INERT_SETTINGS.fullmatch(key) for key in keys if key)
+
+
 RUNTIME_DIRS = ("/run", "/var/run")
 """Where system daemons keep their sockets (docker, dbus, systemd, screen): hidden."""
 RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
@@ -348,8 +433,8 @@ class Sources:
                     made = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     if made.st_ctime > made_before:
                         continue  # (made after the command ended)
-                    if name == ".git" and stat.S_ISDIR(made.st_mode):
-                        continue  # (a repository made: its config and hooks were moved)
+                    if _stays(fd, parent, name, made):
+                        continue
                 for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
                     try:
                         os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd,
@@ -429,6 +514,8 @@ def open_sources(
         wanted += [(target, False) for target in linked]
         if not os.path.lexists(git):  # (a repository the command makes: see NEW_REPOSITORY)
             sources.absent += [os.path.join(git, name) for name in NEW_REPOSITORY] + [git]
+            if not os.path.lexists(head := os.path.join(workspace, "HEAD")):
+                sources.absent.append(head)
         for path, writable in wanted:
             fd = _open_plain(workspace, os.path.relpath(path, workspace))
             if fd is None:
