@@ -238,6 +238,8 @@ def _size_of(value: object) -> tuple[int, int]:
     return cols, rows
 
 
+SUSPEND_KEY = b"\x1a"
+"""Ctrl+Z."""
 IUTF8 = getattr(termios, "IUTF8", 0o40000 if sys.platform in ("linux", "darwin") else 0)
 """The terminal's UTF-8 input flag (Python's ``termios`` names it from 3.13; the same
 value on Linux and macOS)."""
@@ -252,11 +254,10 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
     set_size(slave, cols, rows)
     # Input is UTF-8 (TaskInput's text, attach's keys): an erase takes back a character,
     # not its last byte, as in tmux (without it `é⌫` left a broken byte in the line read).
-    # Ctrl+Z stays the kernel's: it stops a job of a shell with job control (`bash -i`),
-    # and does nothing to a command on its own (its process group is orphaned: the
-    # kernel drops a terminal's stop for it), as over `ssh -t`.
+    # Ctrl+Z is a character until a shell with job control runs a job (Host.write_input).
     attributes = termios.tcgetattr(slave)
     attributes[0] |= IUTF8
+    attributes[6][termios.VSUSP] = b"\0"
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
     tty = os.ttyname(slave)
     pid = os.fork()
@@ -517,8 +518,14 @@ class Host:
 
     def write_input(self) -> None:
         while self.pending:
+            chunk = self.pending
+            if chunk.startswith(SUSPEND_KEY):  # (each Ctrl+Z as the terminal's state is now)
+                self.suspend_key_for(self.job_in_front())
+                chunk = chunk[:1]
+            elif SUSPEND_KEY in chunk:
+                chunk = chunk[: chunk.index(SUSPEND_KEY)]
             try:
-                written = os.write(self.master, self.pending)
+                written = os.write(self.master, chunk)
             except BlockingIOError:
                 break
             except OSError as exc:
@@ -536,6 +543,25 @@ class Host:
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending else 0)
         with contextlib.suppress(Exception):
             self.sel.modify(self.master, events, "master")
+
+    def job_in_front(self) -> bool:
+        """Whether a shell with job control (``bash -i``) has put a job of its own in the
+        terminal's foreground: its process group is not the command's own."""
+        try:
+            return os.tcgetpgrp(self.master) != os.getpgid(self.child)
+        except OSError:
+            return False
+
+    def suspend_key_for(self, job: bool) -> None:
+        """Ctrl+Z stops a job of a shell with job control, which takes the terminal back
+        (``[1]+ Stopped``); to a command on its own it is a character: a program that stops
+        itself on it (``top``, ``nano``) would stay stopped, no shell there to continue it."""
+        with contextlib.suppress(OSError, termios.error):
+            attributes = termios.tcgetattr(self.master)
+            wanted = SUSPEND_KEY if job else b"\0"
+            if attributes[6][termios.VSUSP] != wanted:
+                attributes[6][termios.VSUSP] = wanted
+                termios.tcsetattr(self.master, termios.TCSANOW, attributes)
 
     def reap(self) -> None:
         try:
