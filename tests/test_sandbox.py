@@ -138,8 +138,9 @@ def test_a_relative_hooks_path_of_the_users_config_is_read_only(
     """A relative `core.hooksPath` in the user's global config names a directory in every
     repository: a sandboxed command planted `.githooks/pre-commit`, run at the next
     commit outside (a review). Read-only too, also in a workspace with no repository."""
-    config = tmp_path / "gitconfig"
-    config.write_text("[core]\n\thooksPath = .githooks\n")
+    config = tmp_path / "gitconfig"  # (set in a file it includes, whatever the condition)
+    (tmp_path / "work.gitconfig").write_text("[core]\n\thooksPath = .githooks\n")
+    config.write_text(f'[includeIf "gitdir:/nowhere/"]\n\tpath = {tmp_path}/work.gitconfig\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))  # (the supervisor's, started here)
     for name in ("repo", "plain"):
         workspace = tmp_path / name
@@ -1265,6 +1266,15 @@ def test_a_repository_made_in_the_sandbox_keeps_a_config_that_runs_nothing(
                            capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert "extensions.objectformat=sha256" in shown
     assert "remote.origin.url=https://example.com/x.git" in shown
+    # A remote in the workspace (its hooks run at a push: a review) or a second name for
+    # the config (writable once the config is read-only: a review) is no inert config.
+    for made in ("git remote add origin $PWD/build/cache.git", "ln .git/config notes.txt"):
+        other = tmp_path / f"new-{len(made)}"
+        other.mkdir()
+        there = Client(state_dir=state_dir, cwd=other, sandbox="workspace-write")
+        r = there.bash(f"git init -q . && {made}")
+        assert r.success and ".git/config" in r.message, (made, r)
+        assert not (other / ".git/config").exists()
 
 
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(

@@ -44,8 +44,8 @@ run programs): what a sandboxed command writes there would run unsandboxed later
 NEW_REPOSITORY = ("config", "config.worktree", "commondir", "hooks")
 """What of a ``.git`` the workspace had not as a command started (``git init``), and which
 it made, is moved aside as it ends, with a ``.git`` made as a file (a ``gitdir:`` pointer
-to a directory of its own) and a ``HEAD`` that makes the workspace itself a git dir (``git
-init --bare .``): git run there later, outside, would run what the command put in its
+to a directory of its own) and a ``HEAD`` in the workspace itself, which would make it a
+git dir (``git init --bare .``): git run there later, outside, would run what the command put in its
 config (``core.fsmonitor``: a shell prompt showing git's status runs it as you ``cd``
 there; a review) or hooks. The repository stays; so does its config where it holds only
 settings that run nothing (:data:`INERT_SETTINGS`: a clone keeps its remote, a SHA-256
@@ -55,13 +55,21 @@ INERT_SETTINGS = re.compile(
     r"|precomposeunicode|symlinks|autocrlf|eol|safecrlf|sharedrepository)"
     r"|extensions\.(?:objectformat|refstorage|partialclone|worktreeconfig)"
     r"|remote\..+\.(?:url|pushurl|fetch|push|promisor|partialclonefilter|tagopt|mirror|prune)"
-    r"|branch\..+\.(?:remote|pushremote|merge|rebase)|submodule\..+\.(?:url|active|branch)"
+    r"|branch\..+\.(?:remote|pushremote|merge|rebase)|submodule\.(?:.+\.)?(?:url|active|branch)"
+    r"|submodule\.recurse"
     r"|user\.(?:name|email)|init\.defaultbranch|pull\.(?:rebase|ff)|fetch\.prune"
     r"|push\.(?:default|autosetupremote))",
     re.DOTALL,
 )
 """Settings of a new repository's config that run nothing (``git init`` and ``git clone``
 write these): any other, or one git cannot read, has the config moved aside."""
+REMOTE_URL_KEYS = re.compile(r"(?:remote\..+\.(?:url|pushurl)|submodule\..+\.url)", re.DOTALL)
+NETWORK_URL = re.compile(r"(?:(?:https?|ssh|git)://|[\w.-]+@[\w.-]+:(?!:))[^\s]*", re.ASCII)
+"""URLs inert there: of another machine, or an absolute path (``file://`` too) outside
+the workspace, a repository the command could not write. A path into the workspace names
+one whose hooks a push runs (a review planted a ``pre-receive`` there); ``ext::`` runs a
+command."""
+LOCAL_URL = re.compile(r"(?:file://)?(/.*)", re.DOTALL)
 CONFIG_READ_LIMIT = 1 << 16
 
 
@@ -69,15 +77,17 @@ def _stays(fd: int, parent: str, name: str, made: os.stat_result) -> bool:
     """Whether a protected file a sandboxed command made stays where it is: a new
     repository's ``.git`` directory (what git would run of it is moved), its config where
     every setting runs nothing, its hooks directory holding only ``git init``'s samples,
-    a ``HEAD`` that does not make a git dir of its directory."""
+    never a ``HEAD`` in the workspace itself."""
     if name == ".git":
         return stat.S_ISDIR(made.st_mode)
-    if name == "config" and os.path.basename(parent) == ".git":
-        return stat.S_ISREG(made.st_mode) and _runs_nothing(fd, name)
+    if name == "config" and os.path.basename(parent) == ".git":  # (one name only: a hard
+        # link elsewhere in the workspace would stay writable once it is read-only; a review)
+        workspace = os.path.dirname(parent)
+        return (
+            stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name, workspace)
+        )
     if name == "hooks" and os.path.basename(parent) == ".git":
         return stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
-    if name == "HEAD":
-        return not all(_is_dir(fd, inner) for inner in ("objects", "refs"))
     return False
 
 
@@ -96,14 +106,7 @@ def _only_samples(fd: int, name: str) -> bool:
         os.close(inner)
 
 
-def _is_dir(fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
-def _runs_nothing(fd: int, name: str) -> bool:
+def _runs_nothing(fd: int, name: str, workspace: str) -> bool:
     """Whether a git config (opened through no link) holds only :data:`INERT_SETTINGS`,
     as git itself reads it (``git config --file -``: read, nothing run, no include
     followed)."""
@@ -124,10 +127,24 @@ def _runs_nothing(fd: int, name: str) -> bool:
         return False
     if listed.returncode != 0:
         return False
-    keys = [
-        entry.split(b"\n", 1)[0].decode("utf-8", "replace") for entry in listed.stdout.split(b"\0")
+    settings = [
+        entry.decode("utf-8", "replace").partition("\n")
+        for entry in listed.stdout.split(b"\0")
+        if entry
     ]
-    return all(INERT_SETTINGS.fullmatch(key) for key in keys if key)
+    return all(
+        INERT_SETTINGS.fullmatch(key)
+        and (not REMOTE_URL_KEYS.fullmatch(key) or _inert_url(value, workspace))
+        for key, _, value in settings
+    )
+
+
+def _inert_url(url: str, workspace: str) -> bool:
+    """See :data:`NETWORK_URL`."""
+    if NETWORK_URL.fullmatch(url):
+        return True
+    local = LOCAL_URL.fullmatch(url)
+    return local is not None and not inside(os.path.realpath(local.group(1)), workspace)
 
 
 RUNTIME_DIRS = ("/run", "/var/run")
@@ -203,13 +220,17 @@ def _user_hooks_paths(home: str) -> list[str]:
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     configs = [
         os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
+        "/usr/local/etc/gitconfig",  # (a git built under /usr/local)
         os.path.join(xdg, "git", "config"),
         os.path.join(home, ".gitconfig"),
         os.environ.get("GIT_CONFIG_GLOBAL", ""),
     ]
+    # With what each includes, whatever an `includeIf`'s condition (`gitdir:` matches
+    # once the command has made a repository there; a review's included hooksPath ran).
+    read = [path for config in configs if config for path in (config, *_included(config))]
     return [
         value
-        for config in dict.fromkeys(c for c in configs if c)
+        for config in dict.fromkeys(read)
         for value in _git_config(config).get("core.hookspath", [])
     ]
 
