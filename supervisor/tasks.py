@@ -1093,7 +1093,7 @@ class TaskManager:
         sources = task.sources or _started_sources(task.row)
         if sources is not None:  # (bubblewrap has long mounted them)
             sources.close()
-            moved = sources.move_made(task.id, ended_at or time.time())
+            moved = sources.move_made(task.id, ended_at or time.time(), task.row.started_at)
             if moved:
                 task.sandbox_note = texts.moved_aside_text(moved, task.id)
                 log.warning("task %s: %s", task.id, task.sandbox_note)

@@ -1277,6 +1277,30 @@ def test_a_repository_made_in_the_sandbox_keeps_a_config_that_runs_nothing(
         assert not (other / ".git/config").exists()
 
 
+def test_a_submodules_git_dir_runs_nothing_of_the_commands_outside(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A git dir the command made under `.git/modules` (a submodule's: `git status` at
+    the top and `git submodule update` run its config and hooks): a review planted both.
+    What it changed there is judged as a new repository's: a hook and an fsmonitor go,
+    a clone's own config (its worktree, its remote) stays."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "git init -q --bare .git/modules/vendor && git init -q --bare .git/modules/lib && "
+        "git -C .git/modules/vendor config core.fsmonitor false && "
+        "printf '#!/bin/sh\\n' > .git/modules/vendor/hooks/post-checkout && "
+        "git -C .git/modules/lib config core.worktree ../../../lib && "
+        "git -C .git/modules/lib config remote.origin.url https://example.com/lib.git"
+    )
+    assert r.success and "moved aside" in r.message, r
+    vendor, lib = project / ".git/modules/vendor", project / ".git/modules/lib"
+    assert not (vendor / "config").exists() and not (vendor / "hooks").exists()
+    assert (lib / "config").exists() and (lib / "hooks").exists()
+
+
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     state_dir: Path, tmp_path: Path
 ) -> None:

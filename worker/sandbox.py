@@ -58,7 +58,7 @@ INERT_SETTINGS = re.compile(
     r"|branch\..+\.(?:remote|pushremote|merge|rebase)|submodule\.(?:.+\.)?(?:url|active|branch)"
     r"|submodule\.recurse"
     r"|user\.(?:name|email)|init\.defaultbranch|pull\.(?:rebase|ff)|fetch\.prune"
-    r"|push\.(?:default|autosetupremote))",
+    r"|push\.(?:default|autosetupremote)|core\.worktree)",
     re.DOTALL,
 )
 """Settings of a new repository's config that run nothing (``git init`` and ``git clone``
@@ -89,6 +89,74 @@ def _stays(fd: int, parent: str, name: str, made: os.stat_result) -> bool:
     if name == "hooks" and os.path.basename(parent) == ".git":
         return stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
     return False
+
+
+def _move_aside(fd: int, name: str, task_id: str) -> bool:
+    """Rename ``name`` in the directory ``fd`` to ``NAME.moved-by-wave-bash-TASK`` (with a
+    random part where something is in the way); whether it was there to move."""
+    for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
+        try:
+            os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd, dst_dir_fd=fd)
+        except FileNotFoundError:  # (not made: nothing to move)
+            return False
+        except OSError:  # (a directory in the way: the next name)
+            continue
+        return True
+    return False
+
+
+CLOCK_SLACK = 1.0
+"""Seconds a file's change time may trail the clock (the kernel stamps it coarsely)."""
+MODULE_DEPTH = 4
+"""Nested submodules' git dirs (``modules/a/modules/b``) looked at, at most."""
+
+
+def _move_module_parts(
+    modules: str, task_id: str, made_after: float, made_before: float, depth: int = 0
+) -> list[str]:
+    """In each git dir under ``modules`` (submodules' own, where `git status` at the top
+    and `git submodule update` run their config and hooks: a review planted both), move
+    aside the config and hooks the command changed, unless they run nothing (as a new
+    repository's, :func:`_stays`); returns the paths moved."""
+    moved: list[str] = []
+    fd = _open_plain("/", modules.rstrip("/"))
+    if fd is None:
+        return moved
+    workspace = modules.split("/.git/", 1)[0]
+    try:
+        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)  # (fd: O_PATH)
+        try:
+            entries = os.listdir(listing)
+        finally:
+            os.close(listing)
+        for entry in entries:
+            try:
+                inner = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
+            except OSError:
+                continue  # (a file, or a link: no git dir of the command's is reached)
+            try:
+                for name in ("config", "hooks"):
+                    with contextlib.suppress(OSError):
+                        made = os.stat(name, dir_fd=inner, follow_symlinks=False)
+                        if not made_after <= made.st_ctime <= made_before:
+                            continue  # (not the command's: older, or a person's after it)
+                        if name == "config":
+                            kept = stat.S_ISREG(made.st_mode) and made.st_nlink == 1
+                            kept = kept and _runs_nothing(inner, name, workspace)
+                        else:
+                            kept = stat.S_ISDIR(made.st_mode) and _only_samples(inner, name)
+                        if not kept and _move_aside(inner, name, task_id):
+                            moved.append(os.path.join(modules, entry, name))
+                if depth < MODULE_DEPTH:
+                    nested = os.path.join(modules, entry, "modules") + "/"
+                    moved += _move_module_parts(nested, task_id, made_after, made_before, depth + 1)
+            finally:
+                os.close(inner)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return moved
 
 
 def _only_samples(fd: int, name: str) -> bool:
@@ -434,7 +502,7 @@ class Sources:
     can keep what is not there, and git would read a config it names. One the command
     makes is moved aside as it ends (:meth:`move_made`)."""
 
-    def move_made(self, task_id: str, made_before: float) -> list[str]:
+    def move_made(self, task_id: str, made_before: float, made_after: float = 0.0) -> list[str]:
         """Move aside, as ``NAME.moved-by-wave-bash-TASK``, each protected file that was
         missing when the command started and is there now, made (its inode changed last)
         before ``made_before``, the command's end: not one a person made after it, seen
@@ -442,9 +510,15 @@ class Sources:
         ``commondir`` at a config whose ``core.fsmonitor`` git ran outside the sandbox);
         returns the paths moved. Renamed in its directory opened through no link, never
         followed; where the command put something in the way under that name (it knows
-        its task ID), under one with a random part added."""
+        its task ID), under one with a random part added. An entry ending in ``/`` is a
+        ``.git/modules`` directory: what the command changed (after ``made_after``, its
+        start) of each git dir there is judged as a new repository's."""
         moved = []
         for path in self.absent:
+            if path.endswith("/"):
+                since = made_after - CLOCK_SLACK
+                moved += _move_module_parts(path, task_id, since, made_before)
+                continue
             parent, name = os.path.split(path)
             fd = _open_plain("/", parent)
             if fd is None:
@@ -456,16 +530,8 @@ class Sources:
                         continue  # (made after the command ended)
                     if _stays(fd, parent, name, made):
                         continue
-                for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
-                    try:
-                        os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd,
-                                  dst_dir_fd=fd)  # fmt: skip
-                    except FileNotFoundError:  # (not made: nothing to move)
-                        break
-                    except OSError:  # (a directory in the way: the next name)
-                        continue
+                if _move_aside(fd, name, task_id):
                     moved.append(path)
-                    break
             finally:
                 os.close(fd)
         return moved
@@ -533,6 +599,7 @@ def open_sources(
         wanted = [(p, True) for p in pins] + [(p, p == git) for p, _ in protected]
         files = {p for p, hooks in protected if not hooks and p != git}
         wanted += [(target, False) for target in linked]
+        sources.absent.append(os.path.join(git, "modules") + "/")  # (see move_made)
         if not os.path.lexists(git):  # (a repository the command makes: see NEW_REPOSITORY)
             sources.absent += [os.path.join(git, name) for name in NEW_REPOSITORY] + [git]
             if not os.path.lexists(head := os.path.join(workspace, "HEAD")):
