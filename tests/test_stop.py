@@ -575,3 +575,20 @@ def test_a_foreground_command_stopped_by_another_caller_says_so(state_dir: Path)
     ]
     finished = client.bash("exit 143")  # a command's own exit code: no such line
     assert finished.message == "Exit code 143"
+
+
+def test_a_stop_sent_again_gets_the_record(state_dir: Path, tracking: str) -> None:
+    """A stop whose supervisor died as it answered is sent again by its client (CR1):
+    refused as "not running", the caller took a stop that was made for one that failed
+    (a review, 1 run in 20). A task a stop ended answers any stop with its record; one
+    that ended by itself is still refused."""
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "sleep 300")
+    first = client.task_stop(tid)
+    again = client.task_stop(tid)
+    assert (again.id, again.status, again.end_reason) == (tid, "killed", "stopped")
+    assert again.exit_code == first.exit_code
+    done = start_bg(client, "exit 3")
+    client.wait(done, timeout=10_000)
+    with pytest.raises(TaskNotRunningError):
+        client.task_stop(done)

@@ -7,7 +7,7 @@ import asyncio
 from wave_bash.api.errors import TaskNotFoundError, TaskNotRunningError
 from wave_bash.api.models import TaskRecord
 from wave_bash.api.protocol import StopManyParams, StopParams, TaskParams, TasksParams
-from wave_bash.api.states import BackgroundReason
+from wave_bash.api.states import BackgroundReason, EndReason
 from wave_bash.api.texts import outcome_text
 
 from .. import views
@@ -41,9 +41,16 @@ async def handle_stop(ctx: Context, p: StopParams, conn: Connection) -> TaskReco
     lingering = ctx.tasks.lingering.get(p.task_id)
     left = ctx.tasks.leftover_count(p.task_id) if lingering is not None else 0
     if lingering is not None and p.task_id not in ctx.tasks.live and left:
+        row = _row(ctx, p.task_id)
         await ctx.tasks.stop([lingering])
-        record = views.task_record(_row(ctx, p.task_id), ctx.tasks)
+        # (read again: as it was, where a `gc` pruned it meanwhile, its processes gone)
+        record = views.task_record(ctx.journal.get(p.task_id) or row, ctx.tasks)
         return record.model_copy(update={"stopped_processes": left})
+    row = _row(ctx, p.task_id)
+    if row.status.ended and row.end_reason is EndReason.STOPPED and p.task_id not in ctx.tasks.live:
+        # A stop ended it: this one is that stop sent again (its supervisor died as it
+        # answered, CR1), or a second: the record, as the first got (a review).
+        return views.task_record(row, ctx.tasks)
     task = _running(ctx, p.task_id, "stop")
     if p.interrupted:  # its own caller: it ends as that caller's foreground command
         task.interrupted = True
