@@ -45,9 +45,9 @@ NEW_REPOSITORY = ("config", "config.worktree", "commondir", "hooks")
 """What of a ``.git`` the workspace had not as a command started (``git init``), and which
 it made, is moved aside as it ends, with a ``.git`` made as a file (a ``gitdir:`` pointer
 to a directory of its own) and a ``HEAD`` in the workspace itself, which would make it a
-git dir (``git init --bare .``): git run there later, outside, would run what the command put in its
-config (``core.fsmonitor``: a shell prompt showing git's status runs it as you ``cd``
-there; a review) or hooks. The repository stays; so does its config where it holds only
+git dir (``git init --bare .``): git run there later, outside, would run what the command
+put in its config (``core.fsmonitor``: a shell prompt showing git's status runs it as you
+``cd`` there; a review) or hooks. The repository stays; so does its config where it holds only
 settings that run nothing (:data:`INERT_SETTINGS`: a clone keeps its remote, a SHA-256
 or reftable repository its format), and its hooks where they are ``git init``'s samples."""
 INERT_SETTINGS = re.compile(
