@@ -364,12 +364,19 @@ class HostStdin:
         try:
             async for line in self.raw:
                 refusal = _refusal(line) if self.reply is not None else None
-                if refusal is None:
-                    yield line
+                if refusal is None:  # (what is answered no request, a response or a
+                    # notification, goes on as before, a byte that is no UTF-8 as U+FFFD)
+                    yield _as_before(line)
                 elif self.reply is not None:
                     await self.reply(refusal)
         finally:
             await self.on_gone()
+
+
+def _as_before(line: str) -> str:
+    if not _NOT_UTF8.search(line):
+        return line
+    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")

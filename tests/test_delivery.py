@@ -32,7 +32,7 @@ from conftest import (
 from mcp import ClientSession
 from test_mcp import run, structured, text
 
-from wave_bash.api import Client, Notice, SupervisorUnavailableError, texts
+from wave_bash.api import Client, Notice, SupervisorUnavailableError, mcp_server, texts
 from wave_bash.api.mcp_server import Acknowledger, HostStdout, WaveMcp
 
 
@@ -624,6 +624,10 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         host.stdin.flush()
         refused = host.reply(5)
         assert refused["error"]["code"] == -32700 and "not UTF-8" in refused["error"]["message"]
+        # A message that is no request (a notification, a response) goes on as before.
+        cancel = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", '
+        host.stdin.write(cancel + b'"params": {"requestId": 77, "reason": "\xff"}}\n')
+        assert mcp_server._as_before("a\udcffb") == "a\ufffdb"
         host.send(host.bash(6, "echo caf\u00e9"))  # (UTF-8 itself goes through)
         assert host.reply(6)["result"]["content"][0]["text"].startswith("caf\u00e9")
         assert not marker.exists()
