@@ -280,10 +280,12 @@ def test_peers_without_the_token_do_not_use_up_the_descriptors(
         for s in held:
             s.close()
 
+    before = len(os.listdir(f"/proc/{pid}/fd"))
     flooder = threading.Thread(target=flood)
     flooder.start()
-    try:
-        wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) > 64 + 20, timeout=15)
+    try:  # (the flood holds most of the 64 it may: its own count beside the supervisor's,
+        # which was 20 or fewer under CI's load, where `> 84` was never met)
+        wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) > before + 48, timeout=15)
         for i in range(5):
             assert client.bash(f"echo {i}").stdout == str(i)
             tid = start_bg(client, "sleep 300")
