@@ -1460,7 +1460,9 @@ class TaskManager:
         intents = []
         for task in tasks:
             if not task.ended.done():
-                task.stop_reason = reason
+                # The first stop's reason stays (a TaskStop during the timeout's grace
+                # period made a task cut at its timeout "stopped", and the reverse; a review)
+                task.stop_reason = task.stop_reason or reason
                 if task.row.end_reason is None:  # journaled before any signal: see adopt
                     task.row.end_reason = reason
                     intents.append(task.row)

@@ -1268,7 +1268,12 @@ def test_a_repository_made_in_the_sandbox_keeps_a_config_that_runs_nothing(
     assert "remote.origin.url=https://example.com/x.git" in shown
     # A remote in the workspace (its hooks run at a push: a review) or a second name for
     # the config (writable once the config is read-only: a review) is no inert config.
-    for made in ("git remote add origin $PWD/build/cache.git", "ln .git/config notes.txt"):
+    for made in (
+        "git remote add origin $PWD/build/cache.git",
+        "git remote add origin /proc/self/cwd/cache.git",  # (the supervisor's cwd: a review)
+        "git remote add origin https://example.com/x && git config branch.main.remote ./x",
+        "ln .git/config notes.txt",
+    ):
         other = tmp_path / f"new-{len(made)}"
         other.mkdir()
         there = Client(state_dir=state_dir, cwd=other, sandbox="workspace-write")
@@ -1293,12 +1298,20 @@ def test_a_submodules_git_dir_runs_nothing_of_the_commands_outside(
         "git -C .git/modules/vendor config core.fsmonitor false && "
         "printf '#!/bin/sh\\n' > .git/modules/vendor/hooks/post-checkout && "
         "git -C .git/modules/lib config core.worktree ../../../lib && "
-        "git -C .git/modules/lib config remote.origin.url https://example.com/lib.git"
+        "git -C .git/modules/lib config remote.origin.url https://example.com/lib.git && "
+        # (a name with a slash, config.worktree, commondir, a link: a second review)
+        "git init -q --bare .git/modules/libs/foo && git -C .git/modules/libs/foo config "
+        "core.fsmonitor false && printf '[core]\\n\\tfsmonitor = false\\n' > "
+        ".git/modules/lib/config.worktree && echo ../x > .git/modules/lib/commondir && "
+        "mkdir elsewhere && ln -s ../../elsewhere .git/modules/linked"
     )
     assert r.success and "moved aside" in r.message, r
-    vendor, lib = project / ".git/modules/vendor", project / ".git/modules/lib"
+    modules = project / ".git/modules"
+    vendor, lib = modules / "vendor", modules / "lib"
     assert not (vendor / "config").exists() and not (vendor / "hooks").exists()
     assert (lib / "config").exists() and (lib / "hooks").exists()
+    assert not (lib / "config.worktree").exists() and not (lib / "commondir").exists()
+    assert not (modules / "libs/foo/config").exists() and not (modules / "linked").exists()
 
 
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(

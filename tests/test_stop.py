@@ -9,9 +9,11 @@ import random
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -592,3 +594,21 @@ def test_a_stop_sent_again_gets_the_record(state_dir: Path, tracking: str) -> No
     client.wait(done, timeout=10_000)
     with pytest.raises(TaskNotRunningError):
         client.task_stop(done)
+
+
+def test_the_first_stops_reason_stays(state_dir: Path) -> None:
+    """A TaskStop during the grace period of a stop at the timeout (the `sleep` rule)
+    turned the end reason into `stopped`; the timeout's stays, and the result says the
+    command was cut at its timeout (a review)."""
+    client = Client(state_dir=state_dir)
+    results: list[Any] = []
+    run = threading.Thread(target=lambda: results.append(
+        client.bash("sleep 0; trap '' TERM; while :; do sleep 0.1; done", timeout=500)
+    ))  # fmt: skip
+    run.start()
+    wait_until(lambda: any(t.status == "running" for t in client.tasks()))
+    (task,) = client.tasks()
+    wait_until(lambda: client.tasks()[0].end_reason == "timeout", timeout=10)
+    stopped = client.task_stop(task.id)  # (during the grace period: TERM is ignored)
+    run.join(30)
+    assert stopped.end_reason == "timeout" and results[0].message.endswith("was terminated.")

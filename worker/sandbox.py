@@ -65,11 +65,15 @@ INERT_SETTINGS = re.compile(
 write these): any other, or one git cannot read, has the config moved aside."""
 REMOTE_URL_KEYS = re.compile(r"(?:remote\..+\.(?:url|pushurl)|submodule\..+\.url)", re.DOTALL)
 NETWORK_URL = re.compile(r"(?:(?:https?|ssh|git)://|[\w.-]+@[\w.-]+:(?!:))[^\s]*", re.ASCII)
-"""URLs inert there: of another machine, or an absolute path (``file://`` too) outside
-the workspace, a repository the command could not write. A path into the workspace names
-one whose hooks a push runs (a review planted a ``pre-receive`` there); ``ext::`` runs a
-command."""
-LOCAL_URL = re.compile(r"(?:file://)?(/.*)", re.DOTALL)
+"""The only URLs inert there: of another machine. A path names a repository here, whose
+hooks a push runs, and which the command may have written (the workspace, the session's
+``/tmp``, through ``/proc/self/cwd``: reviews planted a ``pre-receive`` in each);
+``ext::`` runs a command."""
+REMOTE_NAME_KEYS = re.compile(
+    r"(?:branch\..+\.(?:remote|pushremote)|extensions\.partialclone)", re.DOTALL
+)
+"""Settings whose value names a remote, or else is taken for a URL: it must name one the
+config defines (or be ``.``, the repository itself)."""
 CONFIG_READ_LIMIT = 1 << 16
 
 
@@ -82,10 +86,7 @@ def _stays(fd: int, parent: str, name: str, made: os.stat_result) -> bool:
         return stat.S_ISDIR(made.st_mode)
     if name == "config" and os.path.basename(parent) == ".git":  # (one name only: a hard
         # link elsewhere in the workspace would stay writable once it is read-only; a review)
-        workspace = os.path.dirname(parent)
-        return (
-            stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name, workspace)
-        )
+        return stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name)
     if name == "hooks" and os.path.basename(parent) == ".git":
         return stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
     return False
@@ -107,56 +108,79 @@ def _move_aside(fd: int, name: str, task_id: str) -> bool:
 
 CLOCK_SLACK = 1.0
 """Seconds a file's change time may trail the clock (the kernel stamps it coarsely)."""
-MODULE_DEPTH = 4
-"""Nested submodules' git dirs (``modules/a/modules/b``) looked at, at most."""
+MODULE_DEPTH = 8
+"""Directories deep under ``.git/modules`` looked at, at most (a submodule named
+``libs/foo`` has its git dir at ``modules/libs/foo``; nested ones at ``modules/a/modules/b``)."""
+MODULE_ENTRIES = 10_000
+"""Entries under ``.git/modules`` looked at, at most, in one task's end."""
 
 
 def _move_module_parts(
-    modules: str, task_id: str, made_after: float, made_before: float, depth: int = 0
+    modules: str, task_id: str, made_after: float, made_before: float
 ) -> list[str]:
-    """In each git dir under ``modules`` (submodules' own, where `git status` at the top
-    and `git submodule update` run their config and hooks: a review planted both), move
-    aside the config and hooks the command changed, unless they run nothing (as a new
-    repository's, :func:`_stays`); returns the paths moved."""
+    """Under ``modules`` (submodules' git dirs, whose config a plain `git status` at the
+    top runs and whose hooks `git submodule update` runs: reviews planted both, through
+    names with a slash, ``config.worktree``, ``commondir`` and links), judge what the
+    command changed (its change time between ``made_after`` and ``made_before``) as a new
+    repository's: a config or ``config.worktree`` kept only where every setting runs
+    nothing, hooks only as samples; a ``commondir`` (a pointer to a git dir elsewhere) or
+    a link (git follows it) is moved aside. Returns the paths moved."""
     moved: list[str] = []
     fd = _open_plain("/", modules.rstrip("/"))
     if fd is None:
         return moved
-    workspace = modules.split("/.git/", 1)[0]
+    seen = [0]
+    try:
+        _judge_module_dir(fd, modules.rstrip("/"), task_id, made_after, made_before, 0, seen, moved)
+    finally:
+        os.close(fd)
+    return moved
+
+
+def _judge_module_dir(
+    fd: int, path: str, task_id: str, made_after: float, made_before: float,
+    depth: int, seen: list[int], moved: list[str],
+) -> None:  # fmt: skip
     try:
         listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)  # (fd: O_PATH)
         try:
             entries = os.listdir(listing)
         finally:
             os.close(listing)
-        for entry in entries:
-            try:
-                inner = os.open(entry, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
-            except OSError:
-                continue  # (a file, or a link: no git dir of the command's is reached)
-            try:
-                for name in ("config", "hooks"):
-                    with contextlib.suppress(OSError):
-                        made = os.stat(name, dir_fd=inner, follow_symlinks=False)
-                        if not made_after <= made.st_ctime <= made_before:
-                            continue  # (not the command's: older, or a person's after it)
-                        if name == "config":
-                            kept = stat.S_ISREG(made.st_mode) and made.st_nlink == 1
-                            kept = kept and _runs_nothing(inner, name, workspace)
-                        else:
-                            kept = stat.S_ISDIR(made.st_mode) and _only_samples(inner, name)
-                        if not kept and _move_aside(inner, name, task_id):
-                            moved.append(os.path.join(modules, entry, name))
-                if depth < MODULE_DEPTH:
-                    nested = os.path.join(modules, entry, "modules") + "/"
-                    moved += _move_module_parts(nested, task_id, made_after, made_before, depth + 1)
-            finally:
-                os.close(inner)
     except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return moved
+        return
+    for name in entries:
+        seen[0] += 1
+        if seen[0] > MODULE_ENTRIES:
+            return
+        try:
+            made = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            continue
+        changed = made_after <= made.st_ctime <= made_before
+        if stat.S_ISLNK(made.st_mode) or (changed and name == "commondir"):
+            kept = False
+        elif changed and name in ("config", "config.worktree"):
+            kept = stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name)
+        elif changed and name == "hooks":
+            kept = stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
+        elif stat.S_ISDIR(made.st_mode) and name not in ("objects", "refs", "logs"):
+            if depth < MODULE_DEPTH:
+                try:
+                    inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
+                except OSError:
+                    continue
+                try:
+                    sub_path = os.path.join(path, name)
+                    _judge_module_dir(inner, sub_path, task_id, made_after, made_before,
+                                      depth + 1, seen, moved)  # fmt: skip
+                finally:
+                    os.close(inner)
+            continue
+        else:
+            continue
+        if not kept and changed and _move_aside(fd, name, task_id):
+            moved.append(os.path.join(path, name))
 
 
 def _only_samples(fd: int, name: str) -> bool:
@@ -174,7 +198,7 @@ def _only_samples(fd: int, name: str) -> bool:
         os.close(inner)
 
 
-def _runs_nothing(fd: int, name: str, workspace: str) -> bool:
+def _runs_nothing(fd: int, name: str) -> bool:
     """Whether a git config (opened through no link) holds only :data:`INERT_SETTINGS`,
     as git itself reads it (``git config --file -``: read, nothing run, no include
     followed)."""
@@ -200,19 +224,14 @@ def _runs_nothing(fd: int, name: str, workspace: str) -> bool:
         for entry in listed.stdout.split(b"\0")
         if entry
     ]
+    remotes = {key[len("remote.") : -len(".url")] for key, _, _ in settings
+               if key.startswith("remote.") and key.endswith(".url")}  # fmt: skip
     return all(
         INERT_SETTINGS.fullmatch(key)
-        and (not REMOTE_URL_KEYS.fullmatch(key) or _inert_url(value, workspace))
+        and (not REMOTE_URL_KEYS.fullmatch(key) or NETWORK_URL.fullmatch(value))
+        and (not REMOTE_NAME_KEYS.fullmatch(key) or value in remotes or value == ".")
         for key, _, value in settings
     )
-
-
-def _inert_url(url: str, workspace: str) -> bool:
-    """See :data:`NETWORK_URL`."""
-    if NETWORK_URL.fullmatch(url):
-        return True
-    local = LOCAL_URL.fullmatch(url)
-    return local is not None and not inside(os.path.realpath(local.group(1)), workspace)
 
 
 RUNTIME_DIRS = ("/run", "/var/run")
