@@ -451,6 +451,8 @@ class LiveTask:
     monitor_lost: bool = False
     """Its monitor is gone without a status while its processes still run: it ends
     (``lost``) when they do, or when TaskStop stops them."""
+    lingered: bool = False
+    """It ended with processes it started still running (seen: :meth:`_after_end`)."""
     terminal: TerminalLink | None = None
     """An interactive task's terminal (SPEC P)."""
     sources: Sources | None = None
@@ -1131,6 +1133,7 @@ class TaskManager:
                 asyncio.get_running_loop().call_soon(self._after_end, task)
             elif self._left_behind(task):
                 self.lingering[task.id] = task
+                task.lingered = True
                 log.info("task %s ended; %d process(es) it started still run", task.id,
                          len(task.leftovers))  # fmt: skip
 
@@ -1187,9 +1190,13 @@ class TaskManager:
         if not task.tracked or self.tracker is None:
             if not self._left_behind(task):
                 self.lingering.pop(task.id, None)
+                if task.lingered or task.row.leftovers is not None:
+                    self._judge_sandbox_again(task)
                 if task.row.leftovers is not None:  # (all gone: no supervisor looks again)
                     task.row.leftovers = None
                     self.journal.save_row(task.row)
+            else:
+                task.lingered = True
             return
         if task.id in self._removals:  # looked at already: empty, its removal queued
             self.lingering.pop(task.id, None)
@@ -1199,11 +1206,26 @@ class TaskManager:
             return
         if self.tracker.populated(task.id):
             self.lingering[task.id] = task
+            task.lingered = True
             log.info("task %s ended; %d process(es) it started still run", task.id,
                      len(self.tracker.pids(task.id)))  # fmt: skip
         else:
             self.lingering.pop(task.id, None)
+            if task.lingered:
+                self._judge_sandbox_again(task)
             self._remove_later(task.id)
+
+    def _judge_sandbox_again(self, task: LiveTask) -> None:
+        """A sandboxed task's last process is gone: what was judged as its command ended
+        (``worker.Sources.move_made``) is judged again, up to now: a process it left
+        running in the sandbox wrote a repository's config later (a review)."""
+        sources = _started_sources(task.row)
+        if sources is None:
+            return
+        moved = sources.move_made(task.id, time.time(), task.row.started_at)
+        if moved:
+            log.warning("task %s, its last process gone: %s", task.id,
+                        texts.moved_aside_text(moved, task.id))  # fmt: skip
 
     def _after_replies(self, work: Callable[[], object] | None = None) -> None:
         """Do ``work`` once a reply has gone out (see :data:`AFTER_REPLIES`)."""
@@ -1289,6 +1311,7 @@ class TaskManager:
             task = self.ended_task(row)
             task.tracked = True
             self.lingering[task_id] = task
+            task.lingered = True
             log.warning("task %s: processes joined its cgroup after it ended", task_id)
 
     def adopt_leftovers(self) -> None:
@@ -1303,6 +1326,7 @@ class TaskManager:
                 continue
             if ended.boot_id == boot_id() and self._left_behind(task):
                 self.lingering[ended.id] = task
+                task.lingered = True
             else:
                 self._after_end(task)  # (gone: the column is cleared)
         if self.tracker is None:
@@ -1320,6 +1344,7 @@ class TaskManager:
             task = self.ended_task(row)
             task.tracked = True
             self.lingering[task_id] = task
+            task.lingered = True
 
     def check_leftovers(self) -> None:
         """Housekeeping: finish tasks whose lost monitor's processes are gone, wake the

@@ -1314,6 +1314,31 @@ def test_a_submodules_git_dir_runs_nothing_of_the_commands_outside(
     assert not (modules / "libs/foo/config").exists() and not (modules / "linked").exists()
 
 
+def test_what_a_process_left_in_the_sandbox_writes_later_is_judged_as_it_ends(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """What a sandboxed command made of a repository is judged as it ends: a process it
+    left running in the sandbox wrote an fsmonitor into the config afterwards, run at the
+    next `git status` outside (a review). It is judged again as the last one ends."""
+    needs_tool("git", "git")
+    project = tmp_path / "late"
+    project.mkdir()
+    marker = tmp_path / "pwned"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    late = (
+        f"until [ -e go ]; do sleep 0.05; done; git config core.fsmonitor 'touch {marker}; false'"
+    )
+    r = client.bash(
+        f"git init -q . && (setsid sh -c {shlex.quote(late)} </dev/null >/dev/null 2>&1 &)"
+    )
+    assert r.success and "moved aside" not in r.message, r
+    assert (project / ".git/config").exists()  # (inert as the command ended)
+    (project / "go").touch()
+    wait_until(lambda: not (project / ".git/config").exists(), timeout=20)
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True)
+    assert not marker.exists()
+
+
 def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     state_dir: Path, tmp_path: Path
 ) -> None:
