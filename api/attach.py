@@ -59,7 +59,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     asked ten times a second.
     """
     size = _size(stdout)
-    first = call(task_id=task_id, resize=list(size) if size else None, wait=0)
+    sizer = os.urandom(8).hex()  # (the terminal remembers who set its size last)
+    first = call(task_id=task_id, resize=list(size) if size else None, sizer=sizer, wait=0)
     found = first.get("sizeBefore")  # (given back as they leave: see _give_back)
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
     # Keys as UTF-8 text (the request's input): a character split between two reads
@@ -87,7 +88,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                 now = _size(stdout)
                 if now is not None and now != size:
                     size = now
-                    view.show(call(task_id=task_id, resize=list(now), offset=view.offset, wait=0))
+                    view.show(call(task_id=task_id, resize=list(now), sizer=sizer,
+                                   offset=view.offset, wait=0))  # fmt: skip
                 if stdin not in ready:
                     continue
                 data = os.read(stdin, 4096)
@@ -107,7 +109,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                     return 0
     finally:
         if running and view.ended is None and view.failed is None:  # (a supervisor gone:
-            _give_back(call, task_id, found, size)  # it would be tried for 30 s more)
+            _give_back(call, task_id, found, size, sizer)  # it would be tried for 30 s more)
         with contextlib.suppress(OSError):
             _write(stdout, view.screen.reset())  # their terminal as the task's output left it
             _say(stdout, farewell)
@@ -115,15 +117,18 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
 
 
-def _give_back(call: Call, task_id: str, found: Any, mine: tuple[int, int] | None) -> None:
+def _give_back(
+    call: Call, task_id: str, found: Any, mine: tuple[int, int] | None, sizer: str
+) -> None:
     """Leaving, give the terminal back the size it had as they attached (another attach's,
-    or the task's own) while it still has theirs: a second attach, larger, that left
+    or the task's own) while they set its size last: a second attach, larger, that left
     kept the first one's program drawing for a screen it did not have (tmux goes back to
-    the size of the client that stays)."""
+    the size of the client that stays); one of the same size, the first leaving, was
+    given the size the first had found (sizes compared, not who set them: a review)."""
     if not (isinstance(found, list) and mine is not None) or tuple(found) == mine:
         return
     with contextlib.suppress(Exception):  # (the task may end as they leave)
-        call(task_id=task_id, resize=found, resize_if=list(mine), wait=0)
+        call(task_id=task_id, resize=found, sizer=sizer, only_if_last=True, wait=0)
 
 
 class _View:

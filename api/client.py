@@ -439,17 +439,19 @@ class Client:
         input: str | None = None,
         *,
         resize: tuple[int, int] | None = None,
-        resize_if: tuple[int, int] | None = None,
+        sizer: str | None = None,
+        only_if_last: bool = False,
         offset: int | None = None,
         wait: float = 0,
     ) -> TerminalResult:
         """A person's view of an interactive task's terminal (what ``attach`` uses): type
-        ``input``, apply ``resize`` (only while the size is ``resize_if``, if given; the
-        result's ``size_before`` is the one it had), then the raw output from ``offset``
+        ``input``, apply ``resize`` (set by ``sizer``, if given; with ``only_if_last``, only
+        while that one set the size last; the result's ``size_before`` is the one it had),
+        then the raw output from ``offset``
         (default: the last 4 KiB), waiting up to ``wait`` ms for some (SPEC P5)."""
         params = TerminalRequest(
             session=self.session, task_id=task_id, input=input, resize=resize,
-            resize_if=resize_if, offset=offset, wait=wait,
+            sizer=sizer, only_if_last=only_if_last, offset=offset, wait=wait,
             request_key=uuid.uuid4().hex if input else None,
             rules=self.rules if input else None,
         )  # fmt: skip

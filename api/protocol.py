@@ -261,9 +261,12 @@ class TerminalParams(Params):
     request_key: PrintableText | None = None
     """As for ``input``: keys sent again are not typed twice."""
     resize: TerminalSize | None = None
-    resize_if: TerminalSize | None = None
-    """Apply ``resize`` only while the terminal's size is this one: an attach that leaves
-    gives back the size it found, unless another has set its own since."""
+    sizer: PrintableText | None = None
+    """Who sets the size with ``resize`` (an attach's token): the terminal remembers the
+    last."""
+    only_if_last: StrictBool = False
+    """Apply ``resize`` only while ``sizer`` set the size last: an attach that leaves gives
+    back the size it found, unless another attach or caller set one since."""
     offset: ByteOffset | None = None
     wait: Annotated[StrictInt | StrictFloat, Field(ge=0, le=5000)] = 0
     rules: RulesSpec | None = None

@@ -265,13 +265,13 @@ class TerminalLink:
         return await self._request({"input": text, "key": key}, timeout, queued=True) is not None
 
     async def resize(
-        self, columns: int, rows: int, only_from: tuple[int, int] | None = None
+        self, columns: int, rows: int, sizer: str | None = None, only_if_last: bool = False
     ) -> tuple[int, int] | None:
-        """Set the terminal's size (``only_from``: only while it is that one); returns the
-        size it had (None from a host older than that answer)."""
-        message: dict[str, Any] = {"resize": [columns, rows]}
-        if only_from is not None:
-            message["if"] = list(only_from)
+        """Set the terminal's size, as ``sizer`` (``only_if_last``: only while that one set
+        it last); returns the size it had (None from a host older than that answer)."""
+        message: dict[str, Any] = {"resize": [columns, rows], "by": sizer}
+        if only_if_last:
+            message["if_last"] = True
         reply = await self._request(message, REPLY_TIMEOUT)
         if reply is None:
             raise TerminalGone(f"the terminal of task {self.task_id} does not answer")

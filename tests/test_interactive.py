@@ -786,6 +786,17 @@ def test_a_second_attach_leaving_gives_the_first_its_size_back(
         assert shown() == "(100, 30)"
         first.type(b"\x1d")
         assert first.close() == 0
+    # Two of the same size, the first leaving first: the second keeps its size (the first
+    # gave back what it had found: sizes compared, not who set them; a review).
+    with _Person(state_dir, task_id, size=(90, 20)) as first:
+        wait_until(lambda: f"attached to {task_id}".encode() in first.read())
+        with _Person(state_dir, task_id, size=(90, 20)) as second:
+            wait_until(lambda: f"attached to {task_id}".encode() in second.read())
+            first.type(b"\x1d")
+            assert first.close() == 0
+            assert shown() == "(90, 20)"
+            second.type(b"\x1d")
+            assert second.close() == 0
     client.task_stop(task_id)
 
 

@@ -309,6 +309,8 @@ class Host:
         self.listener, self.master, self.child = listener, master, child
         self.held = held
         """The terminal's own end, held open until the command ends (see :func:`spawn`)."""
+        self.sized_by: str | None = None
+        """Who set the terminal's size last (an attach's token), if known."""
         self.terminal = Terminal(tty)
         self.sel = selectors.DefaultSelector()
         self.clients: dict[int, Client] = {}
@@ -418,9 +420,14 @@ class Host:
                 self.type(client, message["input"], message.get("key"), ident)
             elif "resize" in message:
                 cols, rows = _size_of(message["resize"])
+                by = message.get("by")
                 was = get_size(self.master)
-                if "if" not in message or _size_of(message["if"]) == was:
+                if not message.get("if_last"):
                     set_size(self.master, cols, rows)
+                    self.sized_by = by if isinstance(by, str) else None
+                elif by is not None and by == self.sized_by:  # (given back: its owner unknown)
+                    set_size(self.master, cols, rows)
+                    self.sized_by = None
                 client.say({"id": ident, "resized": list(get_size(self.master)), "was": list(was)})
             else:
                 raise ValueError("unknown request")

@@ -106,7 +106,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         task = _running(ctx, p.task_id, "type into")  # a person attaching sees its end)
         link = _terminal(task)
         if resize is not None:
-            before = await _typed(ctx, task, link.resize(*resize, only_from=p.resize_if))
+            resizing = link.resize(*resize, sizer=p.sizer, only_if_last=p.only_if_last)
+            before = await _typed(ctx, task, resizing)
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
     path = row.output_path
