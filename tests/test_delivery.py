@@ -583,7 +583,11 @@ def test_a_confirmation_that_fails_is_made_again_apart_from_the_writes(state_dir
     going.set()
     assert server.acks.drain(10) and not refusals
     assert client.notifications() == [] and client.pending_notices() == []
-    gone = Acknowledger(lambda token: (_ for _ in ()).throw(SupervisorUnavailableError("x")), 0.3)
+
+    def unreachable(token: str) -> int:
+        raise SupervisorUnavailableError("refused")
+
+    gone = Acknowledger(unreachable, 0.3)
     gone.add("claim")
     assert gone.drain(5)  # (given up at its lease's end)
 

@@ -84,12 +84,22 @@ def _stays(fd: int, parent: str, name: str, made: os.stat_result) -> bool:
     never a ``HEAD`` in the workspace itself."""
     if name == ".git":
         return stat.S_ISDIR(made.st_mode)
-    if name == "config" and os.path.basename(parent) == ".git":  # (one name only: a hard
-        # link elsewhere in the workspace would stay writable once it is read-only; a review)
-        return stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name)
+    if name == "config" and os.path.basename(parent) == ".git":
+        return _inert_config(fd, name, made)
     if name == "hooks" and os.path.basename(parent) == ".git":
-        return stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
+        return _inert_hooks(fd, name, made)
     return False
+
+
+def _inert_config(fd: int, name: str, made: os.stat_result) -> bool:
+    """A git config a command made that runs nothing, under one name only (a hard link
+    elsewhere in the workspace would stay writable once it is read-only; a review)."""
+    return stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name)
+
+
+def _inert_hooks(fd: int, name: str, made: os.stat_result) -> bool:
+    """A hooks directory a command made that holds only ``git init``'s samples."""
+    return stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
 
 
 def _move_aside(fd: int, name: str, task_id: str) -> bool:
@@ -161,9 +171,9 @@ def _judge_module_dir(
         if stat.S_ISLNK(made.st_mode) or (changed and name == "commondir"):
             kept = False
         elif changed and name in ("config", "config.worktree"):
-            kept = stat.S_ISREG(made.st_mode) and made.st_nlink == 1 and _runs_nothing(fd, name)
+            kept = _inert_config(fd, name, made)
         elif changed and name == "hooks":
-            kept = stat.S_ISDIR(made.st_mode) and _only_samples(fd, name)
+            kept = _inert_hooks(fd, name, made)
         elif stat.S_ISDIR(made.st_mode) and name not in ("objects", "refs", "logs"):
             if depth < MODULE_DEPTH:
                 try:

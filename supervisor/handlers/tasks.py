@@ -38,15 +38,14 @@ def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
 async def handle_stop(ctx: Context, p: StopParams, conn: Connection) -> TaskRecord:
     """TaskStop (SPEC B3): every process of the task, then the recorded status. A task
     that ended but left processes running has those stopped."""
+    row = _row(ctx, p.task_id)
     lingering = ctx.tasks.lingering.get(p.task_id)
     left = ctx.tasks.leftover_count(p.task_id) if lingering is not None else 0
     if lingering is not None and p.task_id not in ctx.tasks.live and left:
-        row = _row(ctx, p.task_id)
         await ctx.tasks.stop([lingering])
         # (read again: as it was, where a `gc` pruned it meanwhile, its processes gone)
         record = views.task_record(ctx.journal.get(p.task_id) or row, ctx.tasks)
         return record.model_copy(update={"stopped_processes": left})
-    row = _row(ctx, p.task_id)
     if row.status.ended and row.end_reason is EndReason.STOPPED and p.task_id not in ctx.tasks.live:
         # A stop ended it: this one is that stop sent again (its supervisor died as it
         # answered, CR1), or a second: the record, as the first got (a review).
