@@ -1,7 +1,7 @@
 """Programs that run code their words give (SPEC PM1): shells (``-c TEXT``, a script read
 from input), ``eval``, ``trap``, ``env -S``; git (settings and options that name a
 program, ``rebase -x``, ``bisect run``, ``submodule foreach``); tar (``--to-command``,
-``-I``). ``api.reading`` checks that code as a command of its own, or asks."""
+``-I``); sort (``--compress-program``). ``api.reading`` checks that code as a command of its own, or asks."""
 
 from __future__ import annotations
 
@@ -146,12 +146,30 @@ TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--in
                 "--new-volume-script", "--checkpoint-action")  # fmt: skip
 
 
-def _tar_command(words: Sequence[str | None], index: int) -> str | None:
+_LITERAL_START = re.compile(r"[-\w]*")
+
+
+def may_be_option(shown: str, options: Sequence[str], letters: str = "") -> bool:
+    """Whether a word known only as it runs may be one of the long ``options`` (or a
+    short option group holding one of ``letters``), by its literal start as written:
+    ``--to-command="$C"``, ``--co$X``; a word wholly computed (``"$f"``) is taken for
+    none, as a file name is far likelier."""
+    start = _LITERAL_START.match(shown)
+    flag = start.group(0) if start else ""
+    if flag.startswith("--"):
+        return any(option.startswith(flag) or flag.startswith(option) for option in options)
+    return flag.startswith("-") and any(letter in flag[1:] for letter in letters)
+
+
+def _tar_command(
+    words: Sequence[str | None], index: int, shown: Sequence[str] | None = None
+) -> str | None:
     """The command ``tar``'s word ``index`` gives it to run ("" for none; None when it
     is computed): ``--to-command=CMD``, ``-I CMD``, ``--checkpoint-action=exec=CMD``."""
     word = words[index]
     if word is None:
-        return ""
+        text = shown[index] if shown is not None and index < len(shown) else ""
+        return None if may_be_option(text, TAR_COMMANDS, "IF") else ""
     value: str | None = ""
     if index == 0 and not word.startswith("-"):  # old style, `tar cIf CMD out f`: each
         taken = 0  # letter that takes a value takes the next word, in order
@@ -161,19 +179,36 @@ def _tar_command(words: Sequence[str | None], index: int) -> str | None:
                 return words[taken] if taken < len(words) else ""
         return ""
     if word.startswith("--") and any(abbreviates(word, o) for o in TAR_COMMANDS):
-        value = (
-            word.split("=", 1)[1]
-            if "=" in word
-            else words[index + 1]
-            if index + 1 < len(words)
-            else ""
-        )
+        value = long_value(words, index)
         if value is not None and abbreviates(word, "--checkpoint-action"):
             value = value[len("exec=") :] if value.startswith("exec=") else ""
     elif word.startswith("-") and not word.startswith("--") and ("I" in word or "F" in word):
         at = word.index("I") if "I" in word else word.index("F")
         value = word[at + 1 :] or (words[index + 1] if index + 1 < len(words) else "")
     return value
+
+
+def long_value(words: Sequence[str | None], index: int) -> str | None:
+    """The value of the long option that is word ``index``: after its ``=``, else the
+    next word ("" for none; None when it is computed)."""
+    word = words[index] or ""
+    if "=" in word:
+        return word.split("=", 1)[1]
+    return words[index + 1] if index + 1 < len(words) else ""
+
+
+def _sort_programs(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
+    """The program GNU ``sort --compress-program=PROG`` runs on its temporary files (as
+    it spills a large input to them), once per option given, up to ``--``."""
+    found: list[str | None] = []
+    for index, word in enumerate(words):
+        if word == "--":
+            break
+        if word is None and may_be_option(shown[index], ["--compress-program"]):
+            found.append(None)
+        elif abbreviates(word, "--compress-program"):
+            found.append(long_value(words, index))
+    return found
 
 
 def rejoined(values: Sequence[str | None], shown: Sequence[str]) -> str:
@@ -271,10 +306,15 @@ def git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None:
     )
 
 
-def code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
+def code_arguments(
+    name: str, rest: Sequence[str | None], shown: Sequence[str] | None = None
+) -> list[str | None]:
     """Shell code a builtin takes as an argument and runs later (None: computed at run
-    time): ``trap CODE SIGNAL…``, ``mapfile -C CODE``, ``alias NAME=CODE``."""
+    time): ``trap CODE SIGNAL…``, ``mapfile -C CODE``, ``alias NAME=CODE``, the commands
+    ``tar`` and ``sort`` run (``--to-command``, ``--compress-program``); ``shown``: the
+    words as written."""
     words = list(rest)
+    texts = list(shown) if shown is not None else ["" if w is None else w for w in words]
     if name == "trap":
         if words[:1] == ["--"]:
             words = words[1:]
@@ -292,7 +332,9 @@ def code_arguments(name: str, rest: Sequence[str | None]) -> list[str | None]:
     if name == "alias":
         return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
     if name == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
-        return [code for i, word in enumerate(words) if (code := _tar_command(words, i)) != ""]
+        return [c for i, word in enumerate(words) if (c := _tar_command(words, i, texts)) != ""]
+    if name == "sort":  # (its words are no shell code: the program's name is the command)
+        return [None if p is None else shlex.quote(p) for p in _sort_programs(words, texts)]
     if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:
         found = []  # expanded as a command's words are (`$(cmd)` in it runs)
         for i, word in enumerate(words):

@@ -899,7 +899,7 @@ class _Walker:
                 self.problems.append(f"zsh's `{name}` runs code its words hold")
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
-        codes = code_arguments(name, rest)
+        codes = code_arguments(name, rest, shown[start + 1 :])
         more = [None] if self.appended else []  # (`xargs sed …`: words it appends)
         shown_more = ["<appended>"] if self.appended else []
         scripted = script_code(name, [*rest, *more], [*shown[start + 1 :], *shown_more])

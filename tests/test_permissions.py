@@ -1739,10 +1739,34 @@ def test_a_third_review_of_the_checks(command: str, zsh: bool) -> None:
 @pytest.mark.parametrize(
     "command",
     ["export -n FOO", "git submodule foreach --recursive 'git fetch'", "tar -I zstd -xf a.tar.zst",
-     "/usr/bin/env python3 x.py", 'git grep "$pattern"', "git config --global user.email a@b"],
+     "/usr/bin/env python3 x.py", 'git grep "$pattern"', "git config --global user.email a@b",
+     "sort --compress-program=gzip big"],
 )  # fmt: skip
 def test_what_the_third_review_left_allowed(command: str) -> None:
     assert verdict(command, RM_DENIED) == "allow", parse_command(command).problems
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("sort -S 64k --compress-program=./evil -o out big", "ask"),  # (a fourth review's)
+        ("sort --compress-prog ./evil big", "ask"),
+        ("sort --co=sh big", "ask"),  # (sh reads what sort writes it: the lines, as code)
+        ('sort --compress-program="$P" big', "ask"),
+        ("sort --compress-program=rm big", "deny"),
+        ("sort --compress-program=gzip -S 1k big", "allow"),
+        ("sort --co$X big", "ask"),
+        ('sort "$f" big', "allow"),  # (a word wholly computed: a file name, far likelier)
+        ('tar --to-command="$C" -xf a.tar', "ask"),  # (tar's alike)
+        ('tar -xI"$C" -f a.tar', "ask"),
+        ('tar -xf "$archive"', "allow"),
+        ("sort -- --compress-program=./evil", "allow"),  # (a file of that name)
+    ],
+)
+def test_the_program_sort_compresses_with_is_a_command(command: str, expected: str) -> None:
+    """GNU sort runs it on its temporary files once a large input spills to them."""
+    rules = {"allow": ["Bash(sort *)", "Bash(tar *)", "Bash(gzip)"], "deny": ["Bash(rm)"]}
+    assert verdict(command, rules) == expected
 
 
 def test_words_after_env_split_string_keep_their_quoting() -> None:
