@@ -193,6 +193,8 @@ async def serve_connection(ctx: Context, conn: Connection) -> None:
             kept = False
     except WaveError as exc:
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
+    except asyncio.CancelledError:  # the supervisor stopping: its handlers end quietly,
+        return  # where Python 3.11's streams log each one cancelled as an error
     finally:
         ctx.served_connections -= served
         if not kept:  # (one that waited for a next request in vain was no activity)

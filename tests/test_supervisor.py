@@ -135,6 +135,16 @@ def test_sigterm_stops_the_supervisor_but_not_its_tasks(client: Client, state_di
     assert client.wait(tid, timeout=10_000).status == "completed"
 
 
+def test_a_clean_stop_logs_no_error(state_dir: Path) -> None:
+    """Stopping cancels the connection handlers (the stop's own too): Python 3.11 logged
+    each one as "Exception in callback" with a traceback (a trial)."""
+    assert run_cli(state_dir, "run", "--", "echo", "hi").returncode == 0
+    assert run_cli(state_dir, "supervisor", "stop").returncode == 0
+    wait_until(lambda: not supervisor_pids(state_dir))
+    log_text = (state_dir / "supervisor.log").read_text()
+    assert " ERROR " not in log_text and "Traceback" not in log_text, log_text
+
+
 def test_log_cap_stops_an_endless_writer(client: Client, state_dir: Path) -> None:
     start_supervisor(state_dir, WAVE_LOG_CAP="200K")
     tid = start_bg(client, "while :; do echo 'endless output line'; done", description="Endless")
