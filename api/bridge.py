@@ -16,24 +16,33 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from .client import Client
+from .calls import Caller
+from .connection import LocalConnector
+from .constants import DEFAULT_SESSION
 from .errors import WaveError
 from .launch import connect_or_start
-from .transport import BRIDGE_STARTED, REMOTE_HOME_CWD
+from .paths import StateLayout, resolve_state_dir
+from .transport import BRIDGE_STARTED, REMOTE_HOME_CWD, chosen_transport
 from .wire import decode, encode, error_message
 
+LOGIN_PATH_TIMEOUT_MS = 5000
+"""How long the login shell's PATH is waited for (probed once per supervisor)."""
 
-def _remote_run(message: dict[str, Any], client: Client) -> dict[str, Any]:
+
+def _remote_run(message: dict[str, Any], layout: StateLayout, transport: str) -> dict[str, Any]:
     env = dict(os.environ)
-    with contextlib.suppress(WaveError):
-        login_path = client.login_path()
+    with contextlib.suppress(WaveError):  # (the wire protocol as the CLI speaks it: no
+        caller = Caller(LocalConnector(layout, transport, True), str(layout.log))  # models)
+        session = os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
+        params = {"session": session, "env": env, "timeout": LOGIN_PATH_TIMEOUT_MS}
+        login_path = caller.call("login_path", params).get("path")
         if login_path:
-            env["PATH"] = login_path
+            env = {**env, "PATH": login_path}
     cwd = str(message.get("cwd") or REMOTE_HOME_CWD)
     return {**message, "env": env, "cwd": os.path.expanduser(cwd), "umask": None}
 
 
-def relay(stdin: BinaryIO, stdout: BinaryIO, client: Client) -> int:
+def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str) -> int:
     """Read one request, hand it to the local supervisor, copy every answer line back."""
     line = stdin.readline()
     if not line:
@@ -42,8 +51,8 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, client: Client) -> int:
         message = decode(line)
         message.pop("keep", None)  # (one request per bridge: the answer ends it)
         if message.get("op") == "run":
-            message = _remote_run(message, client)
-        sock = connect_or_start(client.layout, client.transport, autostart=True)
+            message = _remote_run(message, layout, transport)
+        sock = connect_or_start(layout, transport, autostart=True)
     except WaveError as exc:
         stdout.write(encode(error_message(exc.code, exc.message, exc.task_id)))
         stdout.flush()
@@ -73,4 +82,5 @@ def main(state_dir: str | None) -> int:
     """Serve one request from stdin; exits when it is answered or the caller hangs up."""
     with contextlib.suppress(OSError, ValueError):  # (for the caller's ssh: RM3)
         print(BRIDGE_STARTED, file=sys.stderr, flush=True)
-    return relay(sys.stdin.buffer, sys.stdout.buffer, Client(state_dir=state_dir))
+    layout = StateLayout(resolve_state_dir(state_dir))
+    return relay(sys.stdin.buffer, sys.stdout.buffer, layout, chosen_transport())

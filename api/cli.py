@@ -652,13 +652,13 @@ def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
     if cli.remote is not None:  # attached over there, on a terminal ssh carries (-t)
         import subprocess
 
-        from .transport import Remote
+        from .transport import Remote, control_path
 
         verb = shlex.join(["--session", cli.session, "attach", args.id])
         remote_command = args.remote_command or "wave-bash"
-        argv = Remote.parse(cli.remote).ssh_argv(
-            _ssh_options(args.ssh_option), remote_command, verb, tty=True
-        )
+        remote, options = Remote.parse(cli.remote), _ssh_options(args.ssh_option)
+        control = control_path(cli.layout, remote, options)
+        argv = remote.ssh_argv(options, remote_command, verb, tty=True, control=control)
         try:
             return subprocess.run(argv).returncode
         except FileNotFoundError:

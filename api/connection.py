@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterator, Sequence
 from .errors import InvalidInputError
 from .launch import connect_or_start
 from .paths import StateLayout
-from .transport import REMOTE_HOME_CWD, Remote, chosen_transport, connect_ssh, finish_ssh
+from .transport import (
+    REMOTE_HOME_CWD,
+    Remote,
+    chosen_transport,
+    connect_ssh,
+    control_path,
+    finish_ssh,
+)
 from .wire import decode, read_messages
 
 TYPE_CHECKING = False
@@ -235,31 +242,46 @@ class LocalConnector:
 class SshChannel(SocketChannel):
     """A socket whose other end is ``ssh HOST wave-bash bridge``."""
 
-    def __init__(self, sock: socket.socket, proc: subprocess.Popen[bytes], remote: Remote) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        proc: subprocess.Popen[bytes],
+        remote: Remote,
+        shared: bool = False,
+    ) -> None:
         super().__init__(sock)
-        self.proc, self.remote = proc, remote
+        self.proc, self.remote, self.shared = proc, remote, shared
 
     def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
         return read_messages(self.sock, preamble=True, deadline=deadline)
 
     def close(self) -> str | None:
         super().close()
-        return finish_ssh(self.proc, self.remote)
+        return finish_ssh(self.proc, self.remote, self.shared)
 
 
 class SshConnector:
     """The supervisor of another machine, through ``ssh HOST wave-bash bridge`` (one ssh
-    per request; the bridge starts the remote supervisor when needed)."""
+    per request, over one connection the requests share: ssh's ``ControlMaster``; the
+    bridge starts the remote supervisor when needed)."""
 
     remote = True
     may_start = False  # an ssh that fails is reported at once, not waited for
 
-    def __init__(self, remote: Remote, options: Sequence[str], command: str) -> None:
+    def __init__(
+        self, remote: Remote, options: Sequence[str], command: str, layout: StateLayout
+    ) -> None:
         self.target, self.options, self.command = remote, list(options), command
+        self.layout = layout
+        self._control: list[str | None] = []  # (found at the first request)
 
     def open(self, *, start: bool = True) -> Channel:
-        sock, proc = connect_ssh(self.target, self.options, self.command)
-        return SshChannel(sock, proc, self.target)
+        if not self._control:
+            self._control.append(control_path(self.layout, self.target, self.options))
+        control = self._control[0]  # (a connection made before, by this call or another:
+        shared = control is not None and os.path.exists(control.replace("%%", "%"))  # its
+        sock, proc = connect_ssh(self.target, self.options, self.command, control)  # socket)
+        return SshChannel(sock, proc, self.target, shared)
 
     def default_cwd(self) -> str:
         return REMOTE_HOME_CWD
@@ -282,7 +304,7 @@ def connector_for(
     remote = remote or os.environ.get("WAVE_REMOTE") or None
     if remote:
         command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
-        return SshConnector(Remote.parse(remote), ssh_options, command)
+        return SshConnector(Remote.parse(remote), ssh_options, command, layout)
     return LocalConnector(layout, transport or chosen_transport(), autostart)
 
 

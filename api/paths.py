@@ -223,6 +223,11 @@ class StateLayout:
         return self.root / "tasks"
 
     @property
+    def ssh(self) -> Path:
+        """The sockets of shared connections to remotes (``api.transport.control_path``)."""
+        return self.root / "ssh"
+
+    @property
     def socket(self) -> Path:
         """The socket: in the state dir, reached through ``/proc`` when its path is too
         long (Linux), else in the private fallback dir (:func:`socket_fallback_dir`)."""

@@ -10,6 +10,7 @@ same way, and an auto-started supervisor inherits the client's environment.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -17,6 +18,7 @@ import re
 import socket
 import stat
 import struct
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,9 +26,16 @@ from .errors import (
     ForbiddenError,
     InvalidInputError,
     ProtocolError,
+    StateDirError,
     SupervisorUnavailableError,
 )
-from .paths import StateLayout, check_private_dir, socket_address
+from .paths import (
+    StateLayout,
+    check_private_dir,
+    ensure_private_dir,
+    socket_address,
+    socket_fallback_dir,
+)
 from .wire import decode, encode
 
 TYPE_CHECKING = False
@@ -260,12 +269,21 @@ class Remote:
         return f"ssh://{user}{self.host}{port}"
 
     def ssh_argv(
-        self, options: Sequence[str], remote_command: str, verb: str = "bridge", tty: bool = False
+        self,
+        options: Sequence[str],
+        remote_command: str,
+        verb: str = "bridge",
+        tty: bool = False,
+        control: str | None = None,
     ) -> list[str]:
         """``ssh … HOST '<remote_command> bridge'`` (BatchMode: never a password prompt);
-        ``verb`` another CLI verb (its arguments shell-quoted), ``tty`` one on a terminal."""
+        ``verb`` another CLI verb (its arguments shell-quoted), ``tty`` one on a terminal,
+        ``control`` the socket of the connection it shares (:func:`control_path`)."""
         argv = ["ssh", "-o", "BatchMode=yes", *(["-t"] if tty else []), *options]
         argv += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT}"]  # (ssh: the first value holds)
+        if control is not None:
+            argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control}"]
+            argv += ["-o", f"ControlPersist={CONTROL_PERSIST}"]
         argv += [
             "-o",
             f"ServerAliveInterval={ALIVE_INTERVAL}",
@@ -288,17 +306,69 @@ ends in 30-40 s, and the call is sent again (RM3), instead of hanging until TCP 
 (hours). The caller's own ``-o ServerAlive…`` come first."""
 
 
+CONTROL_PERSIST = "10m"
+"""How long the connection that calls to a remote share stays open after its last call
+(ssh's ``ControlPersist``): an agent's next call usually comes within minutes, and then
+costs one round trip over it instead of a new ssh login (key exchange and
+authentication: several round trips and ~0.2 s of CPU)."""
+CONTROL_DIR_ROOM = 108 - 1 - 17 - 1 - 16
+"""The longest directory a control socket fits in: ``sun_path`` holds 108 bytes with its
+NUL, and ssh binds a new master's socket at its path plus a 17-character suffix before it
+links it to its name (16 hex characters)."""
+
+
+def control_path(layout: StateLayout, remote: Remote, options: Sequence[str]) -> str | None:
+    """The socket of the ssh connection that calls to ``remote`` with ``options`` share
+    (ssh's ``ControlMaster``; a name of its own for each set of options, which a shared
+    connection would otherwise ignore), in the state dir's private ``ssh`` dir, else in
+    the private fallback dir; None (a login per call) where neither fits or can be
+    made, and on Windows, whose OpenSSH shares no connections. A private directory: ssh
+    trusts whatever answers at that path."""
+    if sys.platform == "win32":
+        return None
+    import hashlib
+
+    key = json.dumps([str(remote), list(options)]).encode()
+    name = hashlib.sha256(key).hexdigest()[:16]
+    for directory in (layout.ssh, socket_fallback_dir() / "ssh"):
+        if len(os.fsencode(directory)) > CONTROL_DIR_ROOM:
+            continue
+        try:
+            ensure_private_dir(directory.parent)
+            ensure_private_dir(directory)
+        except StateDirError:
+            continue
+        if _sockets_bind(directory):
+            return f"{directory}/{name}".replace("%", "%%")  # (ssh expands `%` tokens)
+    return None
+
+
+def _sockets_bind(directory: Path) -> bool:
+    """Whether a socket can be made in ``directory`` (not on every network or FUSE file
+    system): a master ssh that cannot make its socket fails its call."""
+    probe = directory / f".probe-{os.getpid()}-{os.urandom(4).hex()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(str(probe))
+        except OSError:
+            return False
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return True
+
+
 def connect_ssh(
-    remote: Remote, options: Sequence[str], remote_command: str
+    remote: Remote, options: Sequence[str], remote_command: str, control: str | None = None
 ) -> tuple[socket.socket, subprocess.Popen[bytes]]:
     """A socket whose other end is ``ssh HOST wave-bash bridge`` (one request, like a
-    connection); the caller reaps the ssh process with :func:`finish_ssh`."""
+    connection, over the connection at ``control`` if given); the caller reaps the ssh
+    process with :func:`finish_ssh`."""
     import subprocess
 
     ours, theirs = socket.socketpair()
     try:
         proc = subprocess.Popen(
-            remote.ssh_argv(options, remote_command),
+            remote.ssh_argv(options, remote_command, control=control),
             stdin=theirs.fileno(), stdout=theirs.fileno(), stderr=subprocess.PIPE,
             start_new_session=True,
         )  # fmt: skip
@@ -327,8 +397,13 @@ CUT_SIGNS = ("closed by remote host", "Connection reset", "Broken pipe", "Timeou
 bridge of this version also says it started, :data:`BRIDGE_STARTED`)."""
 
 
-def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> SshFailure | None:
-    """Reap the ssh process; returns why it failed (its stderr), or None if it did not."""
+def finish_ssh(
+    proc: subprocess.Popen[bytes], remote: Remote, shared: bool = False
+) -> SshFailure | None:
+    """Reap the ssh process; returns why it failed (its stderr), or None if it did not.
+    ``shared``: it went over a connection made before (a master's socket was there), so
+    ssh's own failure is one of a connection made, then lost: ssh says nothing when the
+    master it used dies, and a bridge's first line may be lost with it."""
     import subprocess
 
     try:
@@ -348,6 +423,7 @@ def finish_ssh(proc: subprocess.Popen[bytes], remote: Remote) -> SshFailure | No
     if code == 127:
         detail += " (is wave-bash installed on the remote, or set --remote-command?)"
     failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
-    lost = code == SSH_FAILED and started  # (not the bridge's own failure: its status)
+    lost = code == SSH_FAILED and (started or shared)  # (not the bridge's own failure:
+    # its status)
     failure.cut = code < 0 or lost or any(sign in detail for sign in CUT_SIGNS)
     return failure

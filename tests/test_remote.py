@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,8 @@ from conftest import (
 )
 
 from wave_bash.api import Client, SupervisorUnavailableError
+from wave_bash.api.paths import StateLayout
+from wave_bash.api.transport import CONTROL_DIR_ROOM, Remote, control_path
 
 SSHD = "/usr/sbin/sshd"
 
@@ -66,6 +69,7 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
     Path("/run/sshd").mkdir(exist_ok=True)
     server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
     remote_state = Path(f"/tmp/wb-remote-{port}")
+    local_state = tmp_path / "local"
     try:
         wait_until(lambda: _port_open(port), timeout=10)
         yield {
@@ -74,14 +78,45 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
                         "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"],
             "command": f"{shlex.quote(sys.executable)} -m wave_bash.api.cli --state-dir {remote_state}",
             "state": remote_state,
+            "local": local_state,
             "server": server,
             "config": config,
         }  # fmt: skip
     finally:
+        _end_shared_connections(port, server)
         server.terminate()
         server.wait(timeout=10)
         reap(remote_state)
         shutil.rmtree(remote_state, ignore_errors=True)
+
+
+def _shared_connections(port: int) -> list[psutil.Process]:
+    """The ssh processes that keep a connection to ``port`` open for calls to share
+    (their ``ControlMaster``, named ``ssh: PATH [mux]``)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            master = "[mux]" in " ".join(proc.info["cmdline"] or ())
+            if proc.info["name"] == "ssh" and master and _connected_to(proc, port):
+                found.append(proc)
+    return found
+
+
+def _connected_to(proc: psutil.Process, port: int) -> bool:
+    return any(c.raddr and c.raddr[1] == port for c in proc.net_connections("tcp"))
+
+
+def _end_shared_connections(port: int, server: subprocess.Popen[bytes]) -> None:
+    """End every session of the test's sshd, the shared connections' too (they outlive
+    their calls by ``ControlPersist``), and those connections' ssh processes."""
+    with contextlib.suppress(psutil.Error):
+        for proc in psutil.Process(server.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    for proc in _shared_connections(port):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    wait_until(lambda: not _shared_connections(port), timeout=10)
 
 
 def _port_open(port: int) -> bool:
@@ -93,7 +128,38 @@ def remote_client(sshd: dict[str, object], remote_command: str | None = None) ->
     return Client(
         remote=str(sshd["url"]), ssh_options=list(sshd["options"]),  # type: ignore[call-overload]
         remote_command=remote_command or str(sshd["command"]), session="remote",
+        state_dir=sshd["local"],  # type: ignore[arg-type]
     )  # fmt: skip
+
+
+def _sessions(server: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The sshd processes that serve a connection (one each: the listener's children)."""
+    return [p for p in psutil.Process(server.pid).children() if _named(p, "sshd")]
+
+
+def test_calls_share_one_ssh_connection(sshd: dict[str, object]) -> None:
+    """Each call is a new ssh, over the connection the first one made (ControlMaster):
+    a login (key exchange, authentication) cost every call ~0.2 s here, several round
+    trips over a network; the connection stays for the next calls, in a private dir."""
+    client = remote_client(sshd)
+    server = sshd["server"]
+    assert isinstance(server, subprocess.Popen)
+    for _ in range(3):
+        assert client.bash("echo hi").stdout == "hi"
+    assert len(_sessions(server)) == 1  # (each call's own login ended with its call)
+    port = int(str(sshd["url"]).rsplit(":", 1)[1])
+    (master,) = _shared_connections(port)
+    control = Path(master.cmdline()[0].split(" ")[1])
+    assert control.parent == Path(str(sshd["local"])) / "ssh"
+    assert oct(control.parent.stat().st_mode & 0o777) == "0o700"
+    assert client.bash("echo again").stdout == "again"
+    assert _shared_connections(port) == [master]
+    options = [*sshd["options"], "-o", "ControlMaster=no"]  # type: ignore[misc]
+    assert Client(
+        remote=str(sshd["url"]), ssh_options=options, remote_command=str(sshd["command"]),
+        state_dir=sshd["local"],  # type: ignore[arg-type]
+    ).bash("echo own").stdout == "own"  # fmt: skip
+    assert _shared_connections(port) == [master]  # (the caller's options come first)
 
 
 def test_foreground_runs_remotely_with_the_remote_environment(
@@ -142,7 +208,7 @@ def test_a_caller_killed_mid_call_is_a_lost_caller_remotely(
     (`caller_lost`) and delivered its end as a notice; it went on answering nobody, and
     the end was never told (a review)."""
     started = tmp_path / "started"
-    base = [sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
+    base = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(sshd["local"]), "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]), "--session", "remote",
             "--ssh-option", shlex.join(list(sshd["options"]))]  # type: ignore[arg-type]  # fmt: skip
     cli = subprocess.Popen(
@@ -249,7 +315,7 @@ def test_a_connection_the_server_cuts_is_tried_again(sshd: dict[str, object]) ->
     options = [*sshd["options"], "-o", "LogLevel=QUIET"]  # type: ignore[misc]
     client = Client(
         remote=str(sshd["url"]), ssh_options=options, remote_command=str(sshd["command"]),
-        session="remote",
+        session="remote", state_dir=sshd["local"],  # type: ignore[arg-type]
     )  # fmt: skip
     task_id = start_bg(client, "sleep 2; exit 5")
     waiter, answers = _waiting(client, task_id, 30_000)
@@ -339,7 +405,7 @@ def test_the_bridge_ends_cleanly(sshd: dict[str, object]) -> None:
 
 
 def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
-    base = [sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
+    base = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(sshd["local"]), "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]),
             "--ssh-option", shlex.join(list(sshd["options"]))]  # type: ignore[arg-type]  # fmt: skip
     r = subprocess.run([*base, "run", "--background", "--json", "--", "for i in 1 2; do echo n$i; sleep 0.3; done"],
@@ -365,6 +431,37 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
         SupervisorUnavailableError, match=r"could not reach wave-bash on ssh://127\.0\.0\.1:1"
     ):
         bad_port.bash("echo hi")
+
+
+def test_where_the_shared_connections_socket_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the state dir's private ``ssh`` dir; else, where that path is too long for a
+    socket with ssh's suffix or is no private dir of ours, in the private fallback dir;
+    else none (a login per call). A name of its own per remote and options; `%` escaped
+    (ssh expands its tokens there)."""
+    runtime = Path(tempfile.mkdtemp(prefix="wb-run-"))  # (short: tmp_path's would not fit)
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        remote = Remote.parse("ssh://me@box:2222")
+        state = tmp_path / "st%ate"
+        path = control_path(StateLayout(state), remote, ["-i", "key"])
+        assert path is not None and path.startswith(str(tmp_path / "st%%ate" / "ssh") + "/")
+        assert oct((state / "ssh").stat().st_mode & 0o777) == "0o700"
+        assert not list((state / "ssh").iterdir())  # (the probe's socket is gone)
+        assert control_path(StateLayout(state), remote, ["-i", "other"]) != path
+        assert control_path(StateLayout(state), Remote.parse("ssh://me@box"), ["-i", "key"]) != path
+        fallback = f"{runtime}/wave-bash/ssh/"
+        deep = tmp_path / ("d" * (CONTROL_DIR_ROOM - len(str(tmp_path)) - 4))  # (+ /ssh: long)
+        assert (control_path(StateLayout(deep), remote, []) or "").startswith(fallback)
+        linked = tmp_path / "linked"
+        linked.mkdir(mode=0o700)
+        (linked / "ssh").symlink_to(tmp_path)  # (a link is never followed: X1)
+        assert (control_path(StateLayout(linked), remote, []) or "").startswith(fallback)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("r" * 80)))
+        assert control_path(StateLayout(deep), remote, []) is None
+    finally:
+        shutil.rmtree(runtime)
 
 
 def test_remote_url_is_checked() -> None:
@@ -416,7 +513,7 @@ def test_interactive_task_remotely_answered_and_attached_in_tmux(
     assert asked.waiting_for_input and task_id and asked.stdout == "Name? "
     assert client.task_input(task_id, "Eve\n").output == "Eve\nhi Eve\n>>> "
     attach = shlex.join([
-        sys.executable, "-m", "wave_bash.api.cli", "--remote", str(sshd["url"]),
+        sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(sshd["local"]), "--remote", str(sshd["url"]),
         "--ssh-option", shlex.join(list(sshd["options"])),  # type: ignore[arg-type]
         "--remote-command", str(sshd["command"]), "attach", task_id,
     ])  # fmt: skip
@@ -454,7 +551,7 @@ def test_permission_rules_and_sandbox_hold_over_ssh(sshd: dict[str, object]) -> 
     the local client sends, and sandboxes the command on the remote machine."""
     client = Client(
         remote=str(sshd["url"]), ssh_options=list(sshd["options"]),  # type: ignore[call-overload]
-        remote_command=str(sshd["command"]), session="remote",
+        remote_command=str(sshd["command"]), session="remote", state_dir=sshd["local"],  # type: ignore[arg-type]
         rules={"allow": ["Bash(echo *)"], "deny": ["Bash(rm *)"]}, sandbox="read-only",
     )  # fmt: skip
     denied = client.bash("echo a; rm -rf /tmp/nothing-here")
@@ -475,6 +572,7 @@ def test_a_frozen_connection_is_given_up_and_the_call_sent_again(
     30-40 s by default), and the call is sent again (RM3)."""
     client = Client(
         remote=str(sshd["url"]), remote_command=str(sshd["command"]), session="remote",
+        state_dir=sshd["local"],  # type: ignore[arg-type]
         ssh_options=["-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2",
                      *sshd["options"]],  # type: ignore[misc]
     )  # fmt: skip
@@ -500,6 +598,7 @@ def test_a_frozen_connection_during_a_wait_is_sent_again(sshd: dict[str, object]
     bridge says on its stderr that it started, so the call knows it had connected."""
     client = Client(
         remote=str(sshd["url"]), remote_command=str(sshd["command"]), session="remote",
+        state_dir=sshd["local"],  # type: ignore[arg-type]
         ssh_options=["-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2",
                      *sshd["options"]],  # type: ignore[misc]
     )  # fmt: skip
