@@ -22,7 +22,14 @@ from wave_bash.api.states import TaskStatus
 from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
 from .journal import Journal, TaskRow, disk_problem, storage_problem
-from .tasks import TaskManager, find_monitors, status_for, stop_reason_marked
+from .tasks import (
+    TaskManager,
+    find_monitors,
+    leftovers_text,
+    listed_leftovers,
+    status_for,
+    stop_reason_marked,
+)
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +163,8 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
         if code is not None:
             row.status, row.exit_code = status_for(code, row.end_reason is not None), code
             row.ended_at = exit_file.stat().st_mtime
+            left = listed_leftovers(files.left, task_id, row.started_at, (), None)
+            row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
         journal.insert_task(row)
         count += 1
     log.info("rebuilt %d task(s) from %s", count, tasks_dir)

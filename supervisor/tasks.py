@@ -208,24 +208,27 @@ LEFT_LIST_PIDS = 256
 """Most pids of a leftovers list looked at."""
 
 
-def _listed_leftovers(
+def listed_leftovers(
     path: Path, task_id: str, started_at: float, monitors: Collection[int], own: int | None
 ) -> dict[int, int]:
-    """The processes a monitor (``own``) listed as left behind as its command ended (read
-    at once, the pids fresh), each with its start ticks. The list is the task's own file,
-    which its command could write: a pid counts only if it is one of ours, started after
-    the task did, carries no other task's tag, and is neither pid 1, the supervisor, an
+    """The processes a monitor (``own``) listed as left behind as its command ended, each
+    with its start ticks. The list is the task's own file, which its command could
+    write: a pid counts only if it is one of ours, started after the task did and before
+    the list was written (its pid reused since, while no supervisor looked, is another
+    process), carries no other task's tag, and is neither pid 1, the supervisor, an
     ancestor of it, anything it started other than through ``own``, nor anything under
     another task's monitor. (``own`` may not have exited yet: its task ends as it records
     the status.) It must be ``own``'s descendant, or an orphan whose parent is the one
     that adopts ``own``'s orphans once it has exited (pid 1 or one of the supervisor's
     ancestors, a subreaper): a process another session of the user started after the
-    task, whose parent lives elsewhere, is none of the task's, whatever the list says."""
+    task, whose parent lives elsewhere, is none of the task's, whatever the list says.
+    The list stays with the task's files: a journal rebuilt from them reads it again."""
     me = os.getpid()
     monitors = set(monitors) - {own}
     found: dict[int, int] = {}
     try:
         ancestors = {p.pid for p in psutil.Process(me).parents()}
+        listed_at = os.stat(path, follow_symlinks=False).st_mtime
         text = read_small_file(path, LEFT_LIST_LIMIT).decode("ascii", "replace")
         words = dict.fromkeys(text.split()[:LEFT_LIST_PIDS])
         for word in words:
@@ -247,7 +250,7 @@ def _listed_leftovers(
                     proc.uids().real != os.getuid()
                     or me in lineage
                     or lineage & monitors
-                    or not started_at - 1 <= proc.create_time() <= time.time()
+                    or not started_at - 1 <= proc.create_time() <= listed_at
                     or process_tag(pid) not in (None, task_id)
                 ):
                     continue
@@ -256,11 +259,11 @@ def _listed_leftovers(
             ticks = start_ticks(pid)
             if ticks is not None:
                 found[pid] = ticks
+    except FileNotFoundError:
+        pass  # (nothing was left)
     except Exception:  # a bad list never keeps a task from ending
         log.exception("ignoring the leftovers list %s", path)
         found = {}
-    with contextlib.suppress(OSError):
-        path.unlink()  # read once: nothing acts on it again
     return found
 
 
@@ -1389,12 +1392,13 @@ class TaskManager:
         elif record is None:
             record = read_exit_record(task.files.exit)
         code = record.status
-        if self.subreaper and not task.tracked and task.watched and not host_restarted:
+        if self.subreaper and not task.tracked and not host_restarted:  # (also where it
+            # ended while no supervisor ran: the list is read as it is found)
             monitors = {t.row.pid for t in self.live.values() if t.row.pid}
-            task.leftovers = _listed_leftovers(
+            task.leftovers = listed_leftovers(
                 task.files.left, task.id, task.row.started_at, monitors, task.row.pid
             )
-            task.row.leftovers = _leftovers_text(task.leftovers)  # (for the next supervisor)
+            task.row.leftovers = leftovers_text(task.leftovers)  # (for the next supervisor)
         never_started = code is None and record.never_started
         unrecorded_exit = False
         if code is None and not never_started and ended is not None and ended.code is not None:
@@ -1644,7 +1648,7 @@ def _started_sources(row: TaskRow) -> Sources | None:
     return Sources(absent=[p for p in absent if isinstance(p, str) and os.path.isabs(p)])
 
 
-def _leftovers_text(leftovers: dict[int, int]) -> str | None:
+def leftovers_text(leftovers: dict[int, int]) -> str | None:
     return json.dumps({str(pid): ticks for pid, ticks in leftovers.items()}) if leftovers else None
 
 

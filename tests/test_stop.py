@@ -31,7 +31,8 @@ from conftest import (
 
 from wave_bash.api import Client, TaskNotRunningError, texts
 from wave_bash.supervisor.standby import STANDBY_DEPTH
-from wave_bash.supervisor.tasks import _listed_leftovers
+from wave_bash.supervisor.tasks import listed_leftovers
+from wave_bash.worker import read_exit_record
 
 CGROUP = "cgroup"
 PROCESS = "process"
@@ -124,7 +125,7 @@ def test_what_a_command_left_under_its_still_exiting_monitor_is_listed(tmp_path:
         listed = tmp_path / "t.left"
         listed.write_text(f"{left} {foreign} {monitors[0].pid}\n")
         pids = {m.pid for m in monitors}
-        found = _listed_leftovers(listed, "t", started, pids, monitors[0].pid)
+        found = listed_leftovers(listed, "t", started, pids, monitors[0].pid)
         assert list(found) == [left]
     finally:
         for m in monitors:
@@ -340,6 +341,61 @@ def test_leftovers_stay_visible_after_a_supervisor_restart(state_dir: Path, trac
     wait_until(lambda: not running(n))
     kill_supervisor(state_dir)  # (gone for good: no supervisor looks for them again)
     assert {t.id: t.leftover_processes for t in client.tasks()} == {tid: 0, gone: 0}
+
+
+def test_leftovers_of_a_task_that_ended_while_no_supervisor_ran(
+    state_dir: Path, tracking: str, tmp_path: Path
+) -> None:
+    """Without cgroups, the list a monitor wrote as its command ended was read only where
+    a supervisor watched that end: one that ended while none ran lingered unseen, out of
+    TaskStop's reach, its daemon tagged or not (a failure review)."""
+    client = Client(state_dir=state_dir)
+    go, n, m = tmp_path / "go", marker(), marker()
+    command = (f"until [ -e {go} ]; do sleep 0.02; done; (setsid env -i sleep {n} &); "
+               f"(setsid sleep {m} &); exit 3")  # fmt: skip
+    tid = start_bg(client, command)
+    kill_supervisor(state_dir)
+    go.touch()
+    wait_until(lambda: read_exit_record(state_dir / "tasks" / f"{tid}.exit").status == 3)
+    wait_until(lambda: running(n) and running(m))
+    (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor
+    assert (record.status, record.exit_code, record.leftover_processes) == ("failed", 3, 2)
+    assert client.task_stop(tid).stopped_processes == 2
+    wait_until(lambda: not running(n) and not running(m))
+
+
+def test_leftovers_stay_with_a_journal_rebuilt(state_dir: Path, tracking: str) -> None:
+    """A journal rebuilt from the task files (it was damaged, or deleted) lost what ended
+    tasks had left running without cgroups: their list was read once, then deleted."""
+    n, tid, client = leave_a_daemon(state_dir)
+    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+    kill_supervisor(state_dir)
+    for path in state_dir.glob("journal.db*"):
+        path.unlink()
+    (record,) = [t for t in client.tasks() if t.id == tid]  # rebuilt by a new supervisor
+    assert (record.status, record.leftover_processes) == ("completed", 1)
+    assert client.task_stop(tid).stopped_processes == 1
+    wait_until(lambda: not running(n))
+
+
+def test_a_listed_pid_started_after_the_list_is_not_the_tasks(tmp_path: Path) -> None:
+    """Read later (no supervisor ran as the task ended; a journal rebuilt), a listed pid
+    may have been reused by a process of the user's started since: not the task's."""
+    starter = subprocess.run(  # (an orphan, as what a monitor lists is once it exits)
+        ["bash", "-c", f"sleep {marker()} >/dev/null 2>&1 & echo $!"],
+        capture_output=True, text=True, check=True, start_new_session=True,
+    )  # fmt: skip
+    later = psutil.Process(int(starter.stdout))
+    try:
+        listed = tmp_path / "t.left"
+        listed.write_text(f"{later.pid}\n")
+        born = later.create_time()
+        os.utime(listed, (born - 5, born - 5))  # (written before the process started)
+        assert listed_leftovers(listed, "t", born - 60, (), None) == {}
+        os.utime(listed, (born + 5, born + 5))
+        assert list(listed_leftovers(listed, "t", born - 60, (), None)) == [later.pid]
+    finally:
+        later.kill()
 
 
 def test_a_forged_leftovers_list_is_not_trusted(
