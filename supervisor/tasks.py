@@ -197,6 +197,17 @@ def _stopped(pid: int) -> bool:
     return fields is not None and fields[0] == b"T"
 
 
+def _no_child_running(pid: int) -> bool:
+    """Whether none of a process's children runs: a stopped monitor whose job has ended,
+    reaped as the stop came, or exited since (unreaped: the monitor is stopped)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+            children = fh.read(4096).split()
+    except OSError:
+        return False
+    return all((_stat_fields(int(child)) or [b"Z"])[0] == b"Z" for child in children)
+
+
 WAKE_LOOKS = 64
 """Live tasks whose monitors the housekeeping looks at each second, in turn (a look reads
 ``/proc``: 16 us here, 16 ms a second for 1000 tasks on the event loop if all were)."""
@@ -1367,18 +1378,19 @@ class TaskManager:
         """A command stopped its monitor (``kill -STOP $$``) and ended: its monitor is
         woken to record the status. A waiter's job watch does so at once (F1c); with no
         waiter, or a monitor re-adopted after a restart, nothing else would, and the task
-        stayed running for good (a review)."""
+        stayed running for good (a review). Its job has ended when its cgroup is empty, or
+        without cgroups when the stopped monitor has no child left running (a failure
+        review: such a task stayed running for good, a `wait` for it to its timeout)."""
         row = task.row
-        if (
-            row.pid
-            and task.tracked
-            and self.tracker is not None
-            and not task.ended.done()
-            and task.monitor_gone is None
-            and _stopped(row.pid)
-            and not self.tracker.populated(task.id)
-            and (task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id))
-        ):
+        if not row.pid or task.ended.done() or task.monitor_gone is not None:
+            return
+        if not _stopped(row.pid):
+            return
+        if task.tracked and self.tracker is not None:
+            ended = not self.tracker.populated(task.id)
+        else:
+            ended = _no_child_running(row.pid)
+        if ended and (task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id)):
             with contextlib.suppress(OSError):
                 os.kill(row.pid, signal.SIGCONT)
 

@@ -192,3 +192,37 @@ def test_a_monitor_its_command_stopped_is_woken_with_no_waiter_or_after_a_restar
         os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not supervisor_pids(state_dir))
     assert client.wait(tid, timeout=20_000).exit_code == 5
+
+
+def test_a_stopped_monitor_whose_job_ended_is_woken_without_cgroups(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without cgroups a task whose monitor was stopped (by its command's `kill -STOP
+    $$`, or by someone) stayed `running` for good once its command ended, a `wait` for
+    it to its timeout (a failure review): the housekeeping now wakes a stopped monitor
+    whose job has exited, as with cgroups, but not one whose job still runs."""
+    monkeypatch.setenv("WAVE_TRACKING", "process")
+    assert client.bash("kill -STOP $$; exit 3", timeout=20_000).exit_code == 3
+    go = state_dir / "go"
+    os.mkfifo(go)
+    task_id = start_bg(client, f"IFS= read -r line < {go}; exit 7")
+    (row,) = [t for t in client.tasks(all=True) if t.id == task_id]
+    assert row.pid is not None
+    monitor = psutil.Process(row.pid)
+    wait_until(lambda: len(tagged_processes({task_id}).get(task_id, ())) >= 2)  # its job runs
+    monitor.suspend()
+    try:
+        wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)  # (the signal taken)
+        with pytest.raises(AssertionError):  # (its job runs: left stopped, as it was)
+            wait_until(lambda: monitor.status() != psutil.STATUS_STOPPED, timeout=2.5)
+        with open(go, "w") as fh:  # its command ends
+            fh.write("now\n")
+        assert client.wait(task_id, timeout=20_000).exit_code == 7
+    finally:
+        with contextlib.suppress(psutil.Error):
+            monitor.resume()
+    tid = start_bg(client, "sleep 1; kill -STOP $$; exit 5")
+    for pid in supervisor_pids(state_dir):
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not supervisor_pids(state_dir))
+    assert client.wait(tid, timeout=20_000).exit_code == 5
