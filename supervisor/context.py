@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,6 +105,23 @@ class Connection:
         except (ConnectionError, OSError):
             return False
         return bool(self._leftover)
+
+    def hung_up(self) -> bool:
+        """Whether the peer has closed its end already (a request it sent to a supervisor
+        stopped meanwhile, then gave up on: it was told the command may have started, and
+        may send it again). Read from the socket itself, without taking anything."""
+        if self.reader.at_eof():
+            return True
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            with socket.socket(fileno=os.dup(sock.fileno())) as peer:
+                return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False  # (open, nothing sent: a client waits for its answer)
+        except OSError:
+            return True  # (reset)
 
     def watch_for_close(self) -> asyncio.Task[None]:
         """Start noticing EOF from the peer (call once the request line was read; cancel

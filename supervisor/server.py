@@ -220,6 +220,9 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
                 f"speaks version {PROTOCOL_VERSION} (restart it with `wave-bash supervisor stop`)"
             )
         params = parse_request(message)
+        if message.get("op") == "run" and conn.hung_up():  # (nobody learns it started)
+            log.warning("a command's caller hung up before it could start: not started")
+            return False
         handler = HANDLERS[type(params)]
         del message  # only the parsed request stays while the handler waits
         watcher = conn.watch_for_close()

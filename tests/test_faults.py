@@ -304,20 +304,26 @@ def test_a_prune_cut_short_leaves_rows_to_prune_again_never_files_no_row_names(
 
 
 def test_a_frozen_supervisor_holds_no_call_past_its_timeout(
-    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A stopped (or frozen) supervisor keeps the connection open and silent: a call with
-    a 3 s timeout waited forever (a review)."""
+    a 3 s timeout waited forever (a review). Continued, it ran the command its caller had
+    given up on (a failure review): one that caller may send again. It runs nothing whose
+    caller hung up before it started."""
     monkeypatch.setattr(calls, "ANSWER_SLACK", 2.0)
     pid = client.status().pid or 0
+    ran = tmp_path / "ran"
     os.kill(pid, signal.SIGSTOP)
     try:
         began = time.monotonic()
         with pytest.raises(SupervisorUnavailableError, match="not answered in time"):
-            client.bash("echo x", timeout=1000)
+            client.bash(f"echo x >> {ran}", timeout=1000)
         assert time.monotonic() - began < 30
     finally:
         os.kill(pid, signal.SIGCONT)
+    assert client.bash(f"echo y >> {ran}").success  # (after the one given up on)
+    assert ran.read_text() == "y\n"
+    assert [t.command for t in client.tasks(all=True)] == [f"echo y >> {ran}"]
 
 
 def test_a_wait_sent_again_after_a_restart_waits_only_what_is_left(
