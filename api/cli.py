@@ -684,14 +684,20 @@ def cmd_gc(cli: Cli, args: argparse.Namespace) -> int:
     older_than = parse_duration(args.older_than) if args.older_than is not None else None
     result = cli.call("gc", older_than=older_than, unread=args.unread)
     removed, kept = result["removed"], result.get("keptUnread", 0)
+    running = result.get("keptRunning", 0)
     if args.json:
-        _print_json({"removed": removed, "keptUnread": kept})
+        _print_json({"removed": removed, "keptUnread": kept, "keptRunning": running})
     else:
         print(f"removed {len(removed)} finished task(s)")
         if kept:
             print(
                 f"kept {kept} whose completion notice no session has read yet "
                 "(`wave-bash gc --unread` removes them too)"
+            )
+        if running:
+            print(
+                f"kept {running} whose processes still run "
+                "(`wave-bash stop ID` stops them; `wave-bash tasks` lists them)"
             )
     return 0
 

@@ -315,6 +315,9 @@ class GcResult(ContractModel):
     kept_unread: int = 0
     """Finished tasks old enough but kept: their completion notices are still pending
     (they go when read, or when the retention ends)."""
+    kept_running: int = 0
+    """Finished tasks old enough but kept: processes they started still run (TaskStop
+    stops them)."""
 
 
 class ShutdownResult(ContractModel):

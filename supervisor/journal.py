@@ -521,16 +521,17 @@ class Journal:
             )
         return ids
 
-    def undelivered_ended_before(self, ended_before: float) -> int:
-        """How many finished tasks that ended before ``ended_before`` still have a notice
+    def undelivered_ended_before(self, ended_before: float) -> list[str]:
+        """The finished tasks that ended before ``ended_before`` and still have a notice
         no session has read."""
-        return int(
-            self.db.execute(
-                "SELECT COUNT(*) FROM tasks WHERE ended_at < ? AND id IN"
+        return [
+            row[0]
+            for row in self.db.execute(
+                "SELECT id FROM tasks WHERE ended_at < ? AND id IN"
                 " (SELECT task_id FROM notices WHERE delivered_at IS NULL)",
                 (ended_before,),
-            ).fetchone()[0]
-        )
+            )
+        ]
 
     def sessions(self) -> set[str]:
         """The sessions that have a task in the journal."""

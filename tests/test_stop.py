@@ -4,6 +4,7 @@ fallback forced with ``WAVE_TRACKING=process``."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -23,6 +24,7 @@ from conftest import (
     needs,
     needs_cgroups,
     raw_request,
+    run_cli,
     start_bg,
     start_supervisor,
     supervisor_pids,
@@ -184,6 +186,21 @@ def test_gc_keeps_a_task_whose_processes_still_run(state_dir: Path, tracking: st
     assert client.task_stop(tid).stopped_processes == 1
     wait_until(lambda: not running(n))
     wait_until(lambda: client.gc(older_than=0) == [tid])  # (once it is seen gone)
+
+
+def test_gc_says_why_it_kept_a_task(state_dir: Path, tracking: str) -> None:
+    """`gc --unread` said it kept a task for its unread notice, which it was asked to
+    prune: the task was kept for the processes it left running (a failure review)."""
+    n, tid, client = leave_a_daemon(state_dir)
+    client.wait(tid, timeout=10_000)  # (its notice unread)
+    for unread in ([], ["--unread"]):
+        done = run_cli(state_dir, "gc", "--older-than", "0s", *unread, "--json")
+        assert json.loads(done.stdout) == {"removed": [], "keptUnread": 0, "keptRunning": 1}
+    done = run_cli(state_dir, "gc", "--older-than", "0s")
+    assert "kept 1 whose processes still run" in done.stdout
+    assert "notice" not in done.stdout
+    assert client.task_stop(tid).stopped_processes == 1
+    wait_until(lambda: not running(n))
 
 
 def test_a_daemon_left_behind_is_visible_and_stoppable(state_dir: Path, tracking: str) -> None:

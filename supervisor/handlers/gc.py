@@ -18,5 +18,16 @@ async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
     retention = ctx.settings.retention
     kept_for = None if p.unread else retention
     removed = await prune(ctx, older_than, notices_kept=kept_for)  # (others answered meanwhile)
-    kept = ctx.journal.undelivered_ended_before(time.time() - older_than)
-    return GcResult(removed=removed, older_than_seconds=older_than, kept_unread=kept)
+    cutoff = time.time() - older_than
+    running = {
+        task_id
+        for task_id, task in ctx.tasks.lingering.items()
+        if (task.row.ended_at or 0) < cutoff and ctx.tasks.leftover_count(task_id)
+    }  # (each kept for one reason, this one first: `--unread` does not prune them)
+    unread = set() if p.unread else set(ctx.journal.undelivered_ended_before(cutoff)) - running
+    return GcResult(
+        removed=removed,
+        older_than_seconds=older_than,
+        kept_unread=len(unread),
+        kept_running=len(running),
+    )
