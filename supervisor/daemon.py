@@ -23,7 +23,7 @@ from typing import cast
 
 from filelock import FileLock, Timeout
 
-from wave_bash.api.errors import StateDirError, WaveError
+from wave_bash.api.errors import InvalidInputError, StateDirError, WaveError
 from wave_bash.api.paths import (
     StateLayout,
     default_state_dir,
@@ -303,6 +303,30 @@ def raise_open_files_limit() -> tuple[int | None, int | None]:
     return soft, soft
 
 
+MIN_OPEN_FILES = 64
+"""Fewest descriptors a supervisor starts with: its journal alone takes three, its log,
+lock, socket, event loop and spawner a few more, and each caller and live task one."""
+
+
+def check_open_files_limit() -> None:
+    """Refuse to start under a descriptor limit too small to serve (``ulimit -n 10``: the
+    journal failed to open, said as "unable to open database file"; a failure review).
+
+    Raises:
+        InvalidInputError: the hard limit, which the soft one is raised to, is too small.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows
+        return
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < MIN_OPEN_FILES:
+        raise InvalidInputError(
+            f"the descriptor limit is {hard} (`ulimit -n`): the supervisor needs at least "
+            f"{MIN_OPEN_FILES}; raise it where wave-bash is started"
+        )
+
+
 def connection_cap(settings: Settings, open_files: int | None) -> int:
     """How many connections are served at once: a quarter of the descriptors (the rest
     is for tasks, the journal and log files), at most 1024, unless set."""
@@ -329,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     # the caller's umask with their instructions
     try:
         settings = Settings.from_env()
+        check_open_files_limit()
     except WaveError as exc:
         print(f"wave-bash supervisor: {exc}", file=sys.stderr)
         return 2

@@ -122,6 +122,21 @@ def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:
     assert (state_dir / "supervisor.log").stat().st_size < 50_000
 
 
+def test_a_descriptor_limit_too_small_to_serve_is_named(state_dir: Path) -> None:
+    """Under `ulimit -n 20` the supervisor failed as "cannot open journal.db: unable to
+    open database file" (a failure review): it says what the limit is, and runs nothing."""
+
+    def small_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         "echo ran"], capture_output=True, text=True, timeout=60, preexec_fn=small_limit,
+    )  # fmt: skip
+    assert done.returncode == 2 and "ran" not in done.stdout
+    assert "the descriptor limit is 20 (`ulimit -n`)" in done.stderr, done.stderr
+
+
 def test_half_a_request_is_dropped(state_dir: Path) -> None:
     start_limited_supervisor(state_dir, 1024, 1024, WAVE_REQUEST_TIMEOUT="1s")
     with connect(state_dir) as s:
