@@ -45,5 +45,16 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
 def _not_started(problem: str, state_dir: Path) -> StorageError:
     return StorageError(
         f"{problem} in the state dir {state_dir}: the command was not started (nothing "
-        "runs that wave-bash cannot record); free some space there"
+        f"runs that wave-bash cannot record); {_remedy(problem)}"
     )
+
+
+def _remedy(problem: str) -> str:
+    """What to do about a state dir that takes no writes (a read-only one was told to
+    free some space; a failure review)."""
+    words = problem.lower()
+    if "read-only" in words or "readonly" in words:
+        return "make it writable again"
+    if "space" in words or "quota" in words or "full" in words:
+        return "free some space there"
+    return "check that disk"

@@ -95,7 +95,7 @@ def test_foreground_command_that_fills_the_disk(small_state_dir: Path, tmp_path:
     # While the disk is full every call gets a clear result, never an internal error.
     r2 = client.bash("echo hi")
     assert not r2.success and r2.error and "No space left on device" in r2.error, r2
-    assert "not started" in r2.error
+    assert "not started" in r2.error and r2.error.endswith("free some space there")
     bg = client.bash("echo hi", run_in_background=True)
     assert not bg.success and bg.error and "No space left on device" in bg.error
     assert [t.status for t in client.tasks()] == ["completed", "failed"]
@@ -167,6 +167,7 @@ def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
         assert (record.status, record.exit_code) == ("failed", 3)
         r = client.bash("echo hi")
         assert not r.success and r.error and "Read-only file system" in r.error, r
+        assert r.error.endswith("make it writable again") and "space" not in r.error, r
     finally:
         subprocess.run(["umount", "-l", str(tasks)], check=False)
     r = client.bash("cd /; echo ok")
