@@ -177,8 +177,8 @@ class WaveMcp:
             # again, yet stays in the claim, acknowledged once this result is written
             # (never lost with the host).
             notices = [n for n in notices if n.task_id != shown]
-        if data is None and notices:  # an error result: its text in structured content too
-            data = {"success": False, "error": text}
+        if data is None:  # an error result: its text in structured content too (a host that
+            data = {"success": False, "error": text}  # shows models only that saw none)
         return _tool_result(
             result_text(text, notices),
             structuredContent=structured_result(name, data, notices),

@@ -171,6 +171,8 @@ def test_bad_input_and_unknown_task(state_dir: Path) -> None:
         assert "timeout must be a non-negative number of milliseconds" in text(result)
         assert "600000" not in text(result)
     assert is_error(unknown) and text(unknown) == "No task found with ID: nosuch"
+    for result in [*bad, unknown]:  # (in the structured content too: a trial's host showed
+        assert structured(result) == {"success": False, "error": text(result)}  # none)
     assert is_error(alias) and text(alias) == "No task found with ID: nosuch2"
     assert not is_error(big) and text(big) == "big"
     assert len(Client(state_dir=state_dir, session="t").tasks()) == 1  # bad input ran nothing
