@@ -402,8 +402,10 @@ def finish_ssh(
 ) -> SshFailure | None:
     """Reap the ssh process; returns why it failed (its stderr), or None if it did not.
     ``shared``: it went over a connection made before (a master's socket was there), so
-    ssh's own failure is one of a connection made, then lost: ssh says nothing when the
-    master it used dies, and a bridge's first line may be lost with it."""
+    ssh's own failure without a word is one of a connection made, then lost: ssh says
+    nothing when the master it used dies, and a bridge's first line may be lost with it.
+    (A socket left by a master killed is replaced by a new master, which says why it
+    could not connect: as any first connection, not tried again.)"""
     import subprocess
 
     try:
@@ -417,13 +419,14 @@ def finish_ssh(
     lines = err.decode(errors="replace").strip().splitlines()
     started = BRIDGE_STARTED in lines
     detail = "\n".join(line for line in lines if line != BRIDGE_STARTED).strip()
+    silent = not detail
     if code < 0:  # (killed: by us after the wait above, or by someone)
         detail = detail or f"the connection was cut (ssh ended by signal {-code})"
     detail = detail or f"exit {code}"
     if code == 127:
         detail += " (is wave-bash installed on the remote, or set --remote-command?)"
     failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
-    lost = code == SSH_FAILED and (started or shared)  # (not the bridge's own failure:
-    # its status)
+    lost = code == SSH_FAILED and (started or (shared and silent))  # (not the bridge's
+    # own failure: its status)
     failure.cut = code < 0 or lost or any(sign in detail for sign in CUT_SIGNS)
     return failure

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -426,11 +427,23 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
     client = remote_client(sshd, remote_command="/nonexistent/wave-bash")
     with pytest.raises(SupervisorUnavailableError, match="is wave-bash installed on the remote"):
         client.bash("echo hi")
-    bad_port = Client(remote="ssh://127.0.0.1:1", ssh_options=list(sshd["options"]))  # type: ignore[call-overload]
+    options = list(sshd["options"])  # type: ignore[call-overload]
+    bad_port = Client(remote="ssh://127.0.0.1:1", ssh_options=options, state_dir=sshd["local"])  # type: ignore[arg-type]
     with pytest.raises(
         SupervisorUnavailableError, match=r"could not reach wave-bash on ssh://127\.0\.0\.1:1"
     ):
         bad_port.bash("echo hi")
+    # A socket a killed master left: the new master says why it cannot connect, which
+    # fails at once as any first connection does (not tried again as a cut one).
+    layout = StateLayout(Path(str(sshd["local"])))
+    stale = control_path(layout, Remote.parse("ssh://127.0.0.1:1"), options)
+    assert stale is not None
+    with socket.socket(socket.AF_UNIX) as left:
+        left.bind(stale)
+    began = time.monotonic()
+    with pytest.raises(SupervisorUnavailableError, match="Connection refused"):
+        bad_port.bash("echo hi")
+    assert time.monotonic() - began < 10
 
 
 def test_where_the_shared_connections_socket_goes(
