@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -149,6 +150,9 @@ def set_aside_session_temps(journal: Journal, state_dir: Path, older_than: float
     """
     parent = state_dir / SESSION_TEMPS
     try:
+        if not stat.S_ISDIR(os.lstat(parent).st_mode):  # (a link: never followed, X1)
+            log.warning("not pruning the sandbox /tmp dirs: %s is no directory", parent)
+            return []
         entries = list(os.scandir(parent))
     except OSError:  # none yet
         return []

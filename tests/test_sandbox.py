@@ -442,6 +442,51 @@ def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> N
     assert {str(home / n) for n in (".gitconfig", ".bash_aliases", ".bashrc")} <= bound
 
 
+def test_a_state_dir_in_the_workspace_cannot_be_moved_away(tmp_path: Path) -> None:
+    """`--workspace ~` holds the state dir (`~/.local/state/wave-bash`): hidden, it was a
+    mount point, but a command renamed its parent and planted a state dir whose
+    `sandbox-tmp` was a link, and the supervisor's prune then removed what it led to
+    outside (a review). Every directory on the way to it is pinned."""
+    home = tmp_path / "home"
+    state = home / ".local" / "state" / "wave-bash"
+    victim = tmp_path / "outside" / "victim"
+    (victim / "keep").mkdir(parents=True)
+    client = Client(
+        state_dir=state, cwd=home, sandbox="workspace-write", workspace=home,
+        env={**os.environ, "HOME": str(home)},
+    )  # fmt: skip
+    try:
+        attack = (
+            "cd ~/.local && mv state state.moved; mv ../.local ../local.moved; "
+            "cd ~/.local/state && mv wave-bash wave-bash.moved; ls -d ~/.local/state/wave-bash"
+        )
+        r = client.bash(attack)
+        assert r.stdout.splitlines()[-1] == str(state), r
+        assert r.stdout.count("Device or resource busy") == 3  # (each one a mount point)
+        assert (home / ".local" / "state" / "wave-bash").is_dir()
+        assert not [p.name for p in home.iterdir() if "moved" in p.name]
+        assert not [p.name for p in (home / ".local").iterdir() if "moved" in p.name]
+        client.gc(older_than=0, unread=True)
+        assert (victim / "keep").is_dir() and (state / "journal.db").exists()
+    finally:
+        client.shutdown()
+        reap(state)
+
+
+def test_a_link_for_the_sandbox_tmp_dirs_is_never_followed(state_dir: Path, tmp_path: Path) -> None:
+    """The prune lists the sessions' sandbox /tmp dirs by path: a link there led it
+    outside (its targets renamed and removed)."""
+    victim = tmp_path / "victim"
+    (victim / "old").mkdir(parents=True)
+    os.utime(victim / "old", (1, 1))
+    client = Client(state_dir=state_dir)
+    client.status()
+    (state_dir / "sandbox-tmp").symlink_to(victim)
+    client.gc(older_than=0, unread=True)
+    assert (victim / "old").is_dir()
+    assert "is no directory" in (state_dir / "supervisor.log").read_text()
+
+
 def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:
     client = Client(state_dir=state_dir, cwd=project, sandbox="read-only")
     r = client.bash("ls .git >/dev/null && touch made; echo rc=$?")

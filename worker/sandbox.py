@@ -601,9 +601,9 @@ def open_sources(
     """Open what bubblewrap binds from where a command can write (see :class:`Sources`):
     each directory on the way to a mount in the sandbox's own ``/tmp`` (pinned: none can
     be renamed away), and in ``workspace-write`` the workspace's ``.git`` and each
-    directory on the way to a protected path (pinned, writable), the protected paths
-    (read-only) and what hooks that are links lead to (read-only). A path that is a link
-    or missing now is left out."""
+    directory on the way to a protected path or a ``hidden`` one (pinned, writable), the
+    protected paths (read-only) and what hooks that are links lead to (read-only). A path
+    that is a link or missing now is left out."""
     sources = Sources()
     try:
         if temp_dir:
@@ -623,7 +623,11 @@ def open_sources(
         sources.outer.append((root, workspace, True))
         protected = _protected(workspace, home or os.path.expanduser("~"))
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
-        pins = _pinned(workspace, [path for path, _ in protected] + linked)
+        # (A hidden directory in the workspace, `--workspace ~` with the state dir in it,
+        # is a mount point, but its parents were not: renamed, with a link planted where
+        # the state dir was, they steered the supervisor's prune outside; a review.)
+        kept_away = [h for h in map(os.path.realpath, hidden) if inside(h, workspace)]
+        pins = _pinned(workspace, [path for path, _ in protected] + linked + kept_away)
         git = os.path.join(workspace, ".git")
         wanted = [(p, True) for p in pins] + [(p, p == git) for p, _ in protected]
         files = {p for p, hooks in protected if not hooks and p != git}
