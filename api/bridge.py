@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import sys
 import threading
@@ -19,7 +20,7 @@ from typing import Any, BinaryIO
 from .calls import Caller
 from .connection import LocalConnector
 from .constants import DEFAULT_SESSION
-from .errors import WaveError
+from .errors import SupervisorUnavailableError, WaveError
 from .launch import connect_or_start
 from .paths import StateLayout, resolve_state_dir
 from .transport import BRIDGE_STARTED, REMOTE_HOME_CWD, chosen_transport
@@ -57,6 +58,7 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
         stdout.write(encode(error_message(exc.code, exc.message, exc.task_id)))
         stdout.flush()
         return 2
+    answered = False
     with sock:
         sock.sendall(encode(message))
         threading.Thread(target=_hang_up_with, args=(stdin, sock), daemon=True).start()
@@ -64,7 +66,18 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
             for answer in answers:  # progress lines, then the result or error
                 stdout.write(answer)
                 stdout.flush()
+                answered = answered or FINAL.match(answer) is not None
+    if not answered:  # (its caller's end closed first: a request only read then is not
+        # run, and one running has lost its caller, F5: either way it is said, PR2)
+        text = "the caller's end closed before the supervisor answered (nothing more is read)"
+        stdout.write(encode(error_message(SupervisorUnavailableError.code, text)))
+        stdout.flush()
+        return 2
     return 0
+
+
+FINAL = re.compile(rb'\{"type":"(?:result|error)"')
+"""The start of a final answer line (as ``encode`` writes it)."""
 
 
 def _hang_up_with(stdin: BinaryIO, sock: socket.socket) -> None:

@@ -24,10 +24,12 @@ from .paths import StateLayout
 from .transport import (
     REMOTE_HOME_CWD,
     Remote,
+    check_connection,
     chosen_transport,
     connect_ssh,
     control_path,
     finish_ssh,
+    forget_connection,
 )
 from .wire import decode, read_messages
 
@@ -247,17 +249,21 @@ class SshChannel(SocketChannel):
         sock: socket.socket,
         proc: subprocess.Popen[bytes],
         remote: Remote,
-        shared: bool = False,
+        shared: str | None = None,
     ) -> None:
         super().__init__(sock)
         self.proc, self.remote, self.shared = proc, remote, shared
+        """``shared``: the socket of the connection made before that it went over."""
 
     def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
         return read_messages(self.sock, preamble=True, deadline=deadline)
 
     def close(self) -> str | None:
         super().close()
-        return finish_ssh(self.proc, self.remote, self.shared)
+        failure = finish_ssh(self.proc, self.remote, self.shared is not None)
+        if failure is not None and failure.cut and self.shared is not None:
+            forget_connection(self.shared)  # (a stopped master held every call: a review)
+        return failure
 
 
 class SshConnector:
@@ -278,10 +284,10 @@ class SshConnector:
     def open(self, *, start: bool = True) -> Channel:
         if not self._control:
             self._control.append(control_path(self.layout, self.target, self.options))
-        control = self._control[0]  # (a connection made before, by this call or another:
-        shared = control is not None and os.path.exists(control.replace("%%", "%"))  # its
-        sock, proc = connect_ssh(self.target, self.options, self.command, control)  # socket)
-        return SshChannel(sock, proc, self.target, shared)
+        control = self._control[0]  # (a connection made before, by this call or another,
+        made = control is not None and check_connection(control)  # which still answers)
+        sock, proc = connect_ssh(self.target, self.options, self.command, control)
+        return SshChannel(sock, proc, self.target, control if made else None)
 
     def default_cwd(self) -> str:
         return REMOTE_HOME_CWD

@@ -197,17 +197,37 @@ def long_value(words: Sequence[str | None], index: int) -> str | None:
     return words[index + 1] if index + 1 < len(words) else ""
 
 
+SORT_VALUED = "koStT"
+"""GNU sort's short options that take a value (``-o FILE``, ``-T DIR``)."""
+SORT_LONG_VALUED = ("--key", "--output", "--buffer-size", "--field-separator",
+                    "--temporary-directory", "--batch-size", "--files0-from",
+                    "--random-source", "--sort", "--parallel")  # fmt: skip
+"""Its long ones besides ``--compress-program``."""
+
+
 def _sort_programs(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
     """The program GNU ``sort --compress-program=PROG`` runs on its temporary files (as
-    it spills a large input to them), once per option given, up to ``--``."""
+    it spills a large input to them), once per option given, up to ``--`` (not an
+    option's value: ``sort -o -- --compress-program=PROG`` writes a file named ``--``)."""
     found: list[str | None] = []
-    for index, word in enumerate(words):
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
         if word == "--":
             break
-        if word is None and may_be_option(shown[index], ["--compress-program"]):
-            found.append(None)
+        if word is None:
+            if may_be_option(shown[index - 1], ["--compress-program"]):
+                found.append(None)
         elif abbreviates(word, "--compress-program"):
-            found.append(long_value(words, index))
+            found.append(long_value(words, index - 1))
+            index += "=" not in word
+        elif word.startswith("--"):
+            index += "=" not in word and any(abbreviates(word, o) for o in SORT_LONG_VALUED)
+        elif word.startswith("-") and len(word) > 1:
+            letters = word[1:]  # (a group: `-no FILE`, `-oFILE`)
+            at = next((i for i, letter in enumerate(letters) if letter in SORT_VALUED), None)
+            index += at is not None and at == len(letters) - 1  # (its value: the next word)
     return found
 
 

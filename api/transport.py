@@ -317,13 +317,20 @@ NUL, and ssh binds a new master's socket at its path plus a 17-character suffix 
 links it to its name (16 hex characters)."""
 
 
+_SSH_PLAIN = re.compile(r"[\w./%+,=@~:-]+", re.ASCII)
+"""A path ssh takes whole as an option's value: it splits one at blanks and reads quotes
+and backslashes (macOS's default state dir, ``~/Library/Application Support``, made
+every remote call fail)."""
+
+
 def control_path(layout: StateLayout, remote: Remote, options: Sequence[str]) -> str | None:
     """The socket of the ssh connection that calls to ``remote`` with ``options`` share
     (ssh's ``ControlMaster``; a name of its own for each set of options, which a shared
     connection would otherwise ignore), in the state dir's private ``ssh`` dir, else in
     the private fallback dir; None (a login per call) where neither fits or can be
-    made, and on Windows, whose OpenSSH shares no connections. A private directory: ssh
-    trusts whatever answers at that path."""
+    made, or holds what ssh would read apart (a blank, a quote), and on Windows, whose
+    OpenSSH shares no connections. A private directory: ssh trusts whatever answers at
+    that path."""
     if sys.platform == "win32":
         return None
     import hashlib
@@ -331,7 +338,9 @@ def control_path(layout: StateLayout, remote: Remote, options: Sequence[str]) ->
     key = json.dumps([str(remote), list(options)]).encode()
     name = hashlib.sha256(key).hexdigest()[:16]
     for directory in (layout.ssh, socket_fallback_dir() / "ssh"):
-        if len(os.fsencode(directory)) > CONTROL_DIR_ROOM:
+        if len(os.fsencode(directory)) > CONTROL_DIR_ROOM or not _SSH_PLAIN.fullmatch(
+            str(directory)
+        ):
             continue
         try:
             ensure_private_dir(directory.parent)
@@ -341,6 +350,39 @@ def control_path(layout: StateLayout, remote: Remote, options: Sequence[str]) ->
         if _sockets_bind(directory):
             return f"{directory}/{name}".replace("%", "%%")  # (ssh expands `%` tokens)
     return None
+
+
+MASTER_PATIENCE = 3.0
+"""Seconds a shared connection's master has to greet a new call (it does at once): one
+that does not is stopped or frozen, and every call would wait on it (a review)."""
+
+
+def check_connection(control: str, patience: float = MASTER_PATIENCE) -> bool:
+    """Whether the master of a shared connection answers (its greeting, as each call's
+    ssh connects); one that does not is forgotten (:func:`forget_connection`). A socket
+    with no master (refused: a master killed) or none at all ssh itself replaces."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(patience)
+        try:
+            probe.connect(control.replace("%%", "%"))
+            if probe.recv(1):
+                return True
+        except TimeoutError:
+            pass
+        except OSError:
+            return False
+    forget_connection(control)
+    return False
+
+
+def forget_connection(control: str) -> None:
+    """Remove the socket of a shared connection a call failed over (lost, or its master
+    stopped: every call would wait on it): the next call makes a new one. A master still
+    serving keeps its sessions."""
+    path = control.replace("%%", "%")
+    with contextlib.suppress(OSError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 def _sockets_bind(directory: Path) -> bool:

@@ -239,7 +239,8 @@ def listed_leftovers(
     found: dict[int, int] = {}
     try:
         ancestors = {p.pid for p in psutil.Process(me).parents()}
-        listed_at = os.stat(path, follow_symlinks=False).st_mtime
+        listed_at = os.stat(path, follow_symlinks=False).st_ctime  # (its command can set
+        # the time it was changed, `touch -d`, not the time of that change)
         text = read_small_file(path, LEFT_LIST_LIMIT).decode("ascii", "replace")
         words = dict.fromkeys(text.split()[:LEFT_LIST_PIDS])
         for word in words:

@@ -1756,6 +1756,14 @@ def test_what_the_third_review_left_allowed(command: str) -> None:
         ("sort --compress-program=rm big", "deny"),
         ("sort --compress-program=gzip -S 1k big", "allow"),
         ("sort --co$X big", "ask"),
+        ("sort -o -- --compress-program=./evil -S 1k big", "ask"),  # (`--`: -o's file; a
+        ("sort --output -- --compress-program=rm big", "deny"),  # second review ran it)
+        ("sort -T -- --compress-program=rm big", "deny"),
+        ("sort -no -- --compress-program=rm big", "deny"),
+        ("sort --random-source -- --co=rm big", "deny"),
+        ("sort --output=-- --compress-program=rm big", "deny"),
+        ("sort -o--  --compress-program=rm big", "deny"),
+        ("sort -o out -- --compress-program=rm", "allow"),  # (after `--`: a file's name)
         ('sort "$f" big', "allow"),  # (a word wholly computed: a file name, far likelier)
         ('tar --to-command="$C" -xf a.tar', "ask"),  # (tar's alike)
         ('tar -xI"$C" -f a.tar', "ask"),

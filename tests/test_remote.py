@@ -405,6 +405,27 @@ def test_the_bridge_ends_cleanly(sshd: dict[str, object]) -> None:
     assert proc.returncode == 0 and b'"type"' in answer, err
 
 
+def test_a_bridge_whose_caller_closed_at_once_says_nothing_ran(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A request piped in, stdin then closed: the bridge hangs up on its supervisor at
+    once, which starts nothing whose caller is gone (CR3); the bridge said nothing and
+    exited 0 (a review). It says so, and exits 2."""
+    ran = tmp_path / "ran"
+    request = json.dumps({"v": 1, "op": "run", "command": f"echo x >> {ran}", "cwd": "/tmp",
+                          "run_in_background": True, "session": "b"}).encode() + b"\n"  # fmt: skip
+    Client(state_dir=state_dir).status()  # (a supervisor ready)
+    done = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "bridge"],
+        input=request, capture_output=True, timeout=60,
+    )  # fmt: skip
+    (line,) = done.stdout.splitlines()
+    answer = json.loads(line)
+    assert done.returncode == 2 and answer["type"] == "error", done
+    assert "closed before the supervisor answered" in answer["message"]
+    assert not ran.exists()
+
+
 def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
     base = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(sshd["local"]), "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]),
@@ -446,6 +467,24 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
     assert time.monotonic() - began < 10
 
 
+def test_a_stopped_shared_connection_is_left_for_a_new_one(sshd: dict[str, object]) -> None:
+    """A shared connection's master stopped (SIGSTOP): each call waited on it to its
+    answer deadline and gave up, every later one too (a review). A master that does not
+    greet a new call within seconds is left: the call makes a new connection."""
+    client = remote_client(sshd)
+    assert client.bash("echo one").stdout == "one"
+    port = int(str(sshd["url"]).rsplit(":", 1)[1])
+    (master,) = _shared_connections(port)
+    master.suspend()
+    try:
+        began = time.monotonic()
+        assert client.bash("echo two").stdout == "two"
+        assert time.monotonic() - began < 15
+        assert [m for m in _shared_connections(port) if m.pid != master.pid]  # (a new one)
+    finally:
+        master.resume()
+
+
 def test_where_the_shared_connections_socket_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -467,6 +506,9 @@ def test_where_the_shared_connections_socket_goes(
         fallback = f"{runtime}/wave-bash/ssh/"
         deep = tmp_path / ("d" * (CONTROL_DIR_ROOM - len(str(tmp_path)) - 4))  # (+ /ssh: long)
         assert (control_path(StateLayout(deep), remote, []) or "").startswith(fallback)
+        for odd in ("a b", "it's", 'say "x"', "back\\slash"):  # (ssh would split or unquote
+            spaced = tmp_path / odd / "state"  # it: macOS's `Application Support`, a review)
+            assert (control_path(StateLayout(spaced), remote, []) or "").startswith(fallback)
         linked = tmp_path / "linked"
         linked.mkdir(mode=0o700)
         (linked / "ssh").symlink_to(tmp_path)  # (a link is never followed: X1)

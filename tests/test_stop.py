@@ -23,6 +23,7 @@ from conftest import (
     kill_supervisor,
     needs,
     needs_cgroups,
+    needs_root,
     raw_request,
     run_cli,
     start_bg,
@@ -397,19 +398,33 @@ def test_leftovers_stay_with_a_journal_rebuilt(state_dir: Path, tracking: str) -
 
 def test_a_listed_pid_started_after_the_list_is_not_the_tasks(tmp_path: Path) -> None:
     """Read later (no supervisor ran as the task ended; a journal rebuilt), a listed pid
-    may have been reused by a process of the user's started since: not the task's."""
-    starter = subprocess.run(  # (an orphan, as what a monitor lists is once it exits)
-        ["bash", "-c", f"sleep {marker()} >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True, start_new_session=True,
-    )  # fmt: skip
-    later = psutil.Process(int(starter.stdout))
+    may be a process of the user's started since (reused, or listed ahead by a hostile
+    command): not the task's, whatever time the list claims (`touch -d`: its change
+    time counts, which no command sets; a second review's stop killed such a process)."""
+    needs_root("the next pid is chosen through /proc/sys/kernel/ns_last_pid")
+    listed = tmp_path / "t.left"
+    last_pid = Path("/proc/sys/kernel/ns_last_pid")
+    for _ in range(20):  # (another process may take the pid first: again)
+        want = int(last_pid.read_text()) + 200
+        listed.write_text(f"{want}\n")
+        os.utime(listed, (time.time() + 86_400,) * 2)  # (claims a time after anything)
+        written = os.stat(listed).st_ctime
+        wait_until(lambda written=written: time.time() > written + 1.5)  # (start times: 1 s)
+        last_pid.write_text(str(want - 2))  # (Python's fork, then bash's: `want`)
+        starter = subprocess.run(  # (an orphan, as what a monitor lists is once it exits)
+            ["bash", "-c", f"sleep {marker()} >/dev/null 2>&1 & echo $!"],
+            capture_output=True, text=True, check=True, start_new_session=True,
+        )  # fmt: skip
+        later = psutil.Process(int(starter.stdout))
+        if later.pid == want:
+            break
+        later.kill()
+    else:
+        pytest.skip("the pid wanted was always taken first")
     try:
-        listed = tmp_path / "t.left"
-        listed.write_text(f"{later.pid}\n")
         born = later.create_time()
-        os.utime(listed, (born - 5, born - 5))  # (written before the process started)
         assert listed_leftovers(listed, "t", born - 60, (), None) == {}
-        os.utime(listed, (born + 5, born + 5))
+        listed.write_text(f"{want}\n")  # (listed now, as it runs)
         assert list(listed_leftovers(listed, "t", born - 60, (), None)) == [later.pid]
     finally:
         later.kill()
