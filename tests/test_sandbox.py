@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
-from wave_bash.worker.sandbox import Sources, open_sources
+from wave_bash.worker.sandbox import MODULE_CONFIGS_READ, Sources, open_sources
 from wave_bash.worker.seccomp import system_call_filter
 
 
@@ -200,6 +201,22 @@ def test_what_the_repository_config_includes_is_read_only_too(
     assert r.stdout.count("Read-only file system") == len(files), r.stdout
     assert (project / "missing.cfg").read_text() == ""  # (made, empty)
     assert not [f for f in files if "evil" in (project / f).read_text()]
+
+
+def test_a_link_made_on_the_way_to_an_included_config_is_moved_aside(
+    state_dir: Path, project: Path
+) -> None:
+    """`include.path = ../conf/local.cfg` with no `conf` yet: a command made `evil/local.cfg`
+    and `conf → evil`, and git outside ran its fsmonitor; a `conf` directory made instead
+    was moved aside already (a review)."""
+    (project / ".git" / "config").write_text("[core]\n[include]\n\tpath = ../conf/local.cfg\n")
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    planted = "mkdir evil && printf '[core]\\n\\tfsmonitor = false\\n' > evil/local.cfg"
+    r = client.bash(f"{planted} && ln -s evil conf && echo made")
+    assert r.stdout.startswith("made"), r
+    assert not (project / "conf").exists() and not (project / "conf").is_symlink()
+    assert [p.name for p in project.glob("conf.moved-by-wave-bash-*")], list(project.iterdir())
+    assert (project / "evil" / "local.cfg").exists()  # (what the link led to stays)
 
 
 def test_worktrees_and_a_git_file_pointing_into_the_workspace(
@@ -429,17 +446,24 @@ def test_a_workspace_that_leads_elsewhere_later_is_refused(state_dir: Path, tmp_
 
 def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> None:
     """`~/.gitconfig` (aliases, core.fsmonitor) and `~/.bash_aliases` stayed writable
-    with the home directory as the workspace (found by a review)."""
+    with the home directory as the workspace (found by a review); so did git's XDG
+    config, `~/.ssh/rc` and `authorized_keys` (a second review); one missing is moved
+    aside once made."""
     home = tmp_path / "home"
-    home.mkdir()
-    for name in (".gitconfig", ".bash_aliases", ".bashrc"):
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    names = (".gitconfig", ".bash_aliases", ".bashrc", ".config/git/config", ".ssh/rc")
+    for name in names:
         (home / name).write_text("")
     sources = open_sources(Sandbox("workspace-write", str(home)), [], None, home=str(home))
     try:
         bound = {dest for _, dest, writable in sources.workspace if not writable}
+        pinned = {dest for _, dest, writable in sources.workspace if writable}
     finally:
         sources.close()
-    assert {str(home / n) for n in (".gitconfig", ".bash_aliases", ".bashrc")} <= bound
+    assert {str(home / n) for n in names} <= bound
+    assert {str(home / ".config"), str(home / ".config" / "git"), str(home / ".ssh")} <= pinned
+    assert str(home / ".ssh" / "authorized_keys") in sources.absent
 
 
 def test_a_state_dir_in_the_workspace_cannot_be_moved_away(tmp_path: Path) -> None:
@@ -485,6 +509,21 @@ def test_a_link_for_the_sandbox_tmp_dirs_is_never_followed(state_dir: Path, tmp_
     client.gc(older_than=0, unread=True)
     assert (victim / "old").is_dir()
     assert "is no directory" in (state_dir / "supervisor.log").read_text()
+
+
+def test_many_submodule_configs_made_are_read_a_bounded_number_of_times(tmp_path: Path) -> None:
+    """Each changed config under `.git/modules` was read by a run of git as the task
+    ended, on the supervisor's loop: 4,900 of them held every caller 11 s (a review).
+    Past a bound, a changed one is moved aside unread."""
+    modules = tmp_path / ".git" / "modules"
+    count = MODULE_CONFIGS_READ + 8
+    for n in range(count):
+        (modules / f"m{n}").mkdir(parents=True)
+        (modules / f"m{n}" / "config").write_text("[core]\n\tbare = false\n")  # (inert)
+    sources = Sources(absent=[f"{modules}/"])
+    moved = sources.move_made("t1", time.time() + 1, time.time() - 60)
+    assert len(moved) == count - MODULE_CONFIGS_READ
+    assert all(path.endswith("/config") for path in moved)
 
 
 def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:

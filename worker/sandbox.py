@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import platform
 import re
@@ -41,6 +42,13 @@ RC_FILES = (
 )  # fmt: skip
 """Start-up files of shells (and git's own config: its aliases and ``core.fsmonitor``
 run programs): what a sandboxed command writes there would run unsandboxed later."""
+HOME_FILES = (
+    ".config/git/config", ".config/fish/config.fish", ".ssh/rc", ".ssh/config",
+    ".ssh/authorized_keys", ".ssh/authorized_keys2",
+)  # fmt: skip
+"""Besides those, in a home directory given as the workspace: git's other user config,
+fish's, and ssh's (``~/.ssh/rc`` runs at each login, ``~/.ssh/config`` names programs,
+``authorized_keys`` lets a key in; a review planted an fsmonitor in the first)."""
 NEW_REPOSITORY = ("config", "config.worktree", "commondir", "hooks")
 """What of a ``.git`` the workspace had not as a command started (``git init``), and which
 it made, is moved aside as it ends, with a ``.git`` made as a file (a ``gitdir:`` pointer
@@ -75,6 +83,33 @@ REMOTE_NAME_KEYS = re.compile(
 """Settings whose value names a remote, or else is taken for a URL: it must name one the
 config defines (or be ``.``, the repository itself)."""
 CONFIG_READ_LIMIT = 1 << 16
+
+
+def _move_link_on_the_way(
+    parent: str, task_id: str, made_after: float, made_before: float
+) -> list[str]:
+    """Move aside the first link on the way to ``parent`` (a protected file's directory)
+    where the command made it (its change time in the task's): git would follow it to
+    what the command wrote. Returns the path moved."""
+    parts = [part for part in parent.split("/") if part]
+    for index, name in enumerate(parts):
+        above = "/" + "/".join(parts[:index])
+        fd = _open_plain("/", above)
+        if fd is None:
+            return []
+        try:
+            found = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISLNK(found.st_mode):
+                continue
+            made = made_after - CLOCK_SLACK <= found.st_ctime <= made_before
+            if made and _move_aside(fd, name, task_id):
+                return [os.path.join(above, name)]
+            return []
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+    return []
 
 
 def _stays(fd: int, parent: str, name: str, made: os.stat_result) -> bool:
@@ -123,6 +158,12 @@ MODULE_DEPTH = 8
 ``libs/foo`` has its git dir at ``modules/libs/foo``; nested ones at ``modules/a/modules/b``)."""
 MODULE_ENTRIES = 10_000
 """Entries under ``.git/modules`` looked at, at most, in one task's end."""
+MODULE_CONFIGS_READ = 32
+"""Configs under ``.git/modules`` that git reads in one task's end, at most (a run of
+git each, as the task ends: 4,900 held every caller 11 s; a review): beyond them, a
+changed one is moved aside unread."""
+SAMPLE_HOOKS = 64
+"""Most entries of a hooks directory that can be ``git init``'s samples (it makes 13)."""
 
 
 def _move_module_parts(
@@ -139,7 +180,7 @@ def _move_module_parts(
     fd = _open_plain("/", modules.rstrip("/"))
     if fd is None:
         return moved
-    seen = [0]
+    seen = [0, 0]  # (entries looked at, configs read)
     try:
         _judge_module_dir(fd, modules.rstrip("/"), task_id, made_after, made_before, 0, seen, moved)
     finally:
@@ -154,7 +195,8 @@ def _judge_module_dir(
     try:
         listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)  # (fd: O_PATH)
         try:
-            entries = os.listdir(listing)
+            with os.scandir(listing) as found:  # (no more listed than looked at)
+                entries = [e.name for e in itertools.islice(found, MODULE_ENTRIES + 1)]
         finally:
             os.close(listing)
     except OSError:
@@ -171,7 +213,8 @@ def _judge_module_dir(
         if stat.S_ISLNK(made.st_mode) or (changed and name == "commondir"):
             kept = False
         elif changed and name in ("config", "config.worktree"):
-            kept = _inert_config(fd, name, made)
+            seen[1] += 1
+            kept = seen[1] <= MODULE_CONFIGS_READ and _inert_config(fd, name, made)
         elif changed and name == "hooks":
             kept = _inert_hooks(fd, name, made)
         elif stat.S_ISDIR(made.st_mode) and name not in ("objects", "refs", "logs"):
@@ -201,7 +244,9 @@ def _only_samples(fd: int, name: str) -> bool:
     except OSError:
         return False
     try:
-        return all(entry.endswith(".sample") for entry in os.listdir(inner))
+        with os.scandir(inner) as entries:
+            names = [e.name for e in itertools.islice(entries, SAMPLE_HOOKS + 1)]
+        return len(names) <= SAMPLE_HOOKS and all(name.endswith(".sample") for name in names)
     except OSError:
         return False
     finally:
@@ -268,7 +313,7 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
         found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
     found += [(os.path.join(workspace, name), False) for name in RC_FILES]
-    found += [(os.path.join(home, name), False) for name in RC_FILES]
+    found += [(os.path.join(home, name), False) for name in (*RC_FILES, *HOME_FILES)]
     real = os.path.realpath(workspace)
     return [
         (path, hooks)
@@ -550,8 +595,9 @@ class Sources:
                 continue
             parent, name = os.path.split(path)
             fd = _open_plain("/", parent)
-            if fd is None:
-                continue
+            if fd is None:  # (a link the command put on the way: `ln -s evil conf` for
+                moved += _move_link_on_the_way(parent, task_id, made_after, made_before)
+                continue  # an included `conf/local.cfg`; a review)
             try:
                 with contextlib.suppress(OSError):
                     made = os.stat(name, dir_fd=fd, follow_symlinks=False)
