@@ -74,7 +74,12 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     try:
         if saved is not None:
             tty.setraw(stdin)
+        if running and first.get("alternateScreen"):  # (vim, less: entered before the
+            _write(stdout, ALTERNATE_ON)  # output replayed, which does not show it; a trial)
+            view.screen.alternate = True
         view.show(first, replay=True)
+        if running and first.get("alternateScreen") and size and found == list(size):
+            _redraw(call, task_id, size, sizer)  # (the same size: no signal to redraw)
         with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
             while True:
                 ready, _, _ = select.select([stdin, woken], [], [], None if resizes else 0.5)
@@ -101,7 +106,11 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                     except (InvalidInputError, TaskNotRunningError) as exc:
                         # Refused (a line longer than the terminal takes) or typed as it
                         # ended: said, and the session goes on (the watcher shows an end).
-                        view.say(f"\r\n[not typed: {exc}]\r\n")
+                        # What came with it (the rest of a paste) is not typed either: its
+                        # end alone was, after what was on the line (a trial).
+                        detach = detach or (DETACH_KEY if _drop_the_rest(stdin) else b"")
+                        keys.reset()
+                        view.say(f"\r\n[not typed: {exc}; nor what came with it]\r\n")
                     else:
                         view.show(reply)  # (what they typed before Ctrl+] went first)
                 if detach or not data:  # Ctrl+], or their terminal closed
@@ -115,6 +124,35 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
             _say(stdout, farewell)
         if saved is not None:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
+
+
+ALTERNATE_ON = b"\x1b[?1049h"
+"""Enters the alternate screen (saving the person's own, given back as they leave)."""
+PASTE_GAP = 0.05
+"""Seconds without a key that end a paste (its pieces come at once)."""
+
+
+def _drop_the_rest(stdin: int) -> bool:
+    """Read and drop the keys that came at once with a refused piece (a paste's rest);
+    returns whether Ctrl+] was among them."""
+    detach = False
+    while select.select([stdin], [], [], PASTE_GAP)[0]:
+        data = os.read(stdin, 65536)
+        if not data:
+            return True
+        detach = detach or DETACH_KEY in data
+    return detach
+
+
+def _redraw(call: Call, task_id: str, size: tuple[int, int], sizer: str) -> None:
+    """Have a full-screen program draw its screen again: its terminal resized one row
+    less and back (a signal each), as ``dtach -r winch`` does; the output replayed is
+    only the last of what it drew (a trial saw vim's first rows wrong)."""
+    columns, rows = size
+    with contextlib.suppress(InvalidInputError, TaskNotRunningError):
+        if rows > 1:
+            call(task_id=task_id, resize=[columns, rows - 1], sizer=sizer, wait=0)
+        call(task_id=task_id, resize=[columns, rows], sizer=sizer, wait=0)
 
 
 def _give_back(
@@ -140,6 +178,7 @@ class _View:
         self.stdout = stdout
         self.offset = offset
         self.screen = _Screen()
+        self.clipboard = _NoClipboard()
         self.ended: str | None = None
         self.failed: BaseException | None = None
         self._lock = threading.RLock()  # (a resize's signal handler may come in while held)
@@ -148,7 +187,8 @@ class _View:
 
     def show(self, reply: dict[str, Any], replay: bool = False) -> None:
         """Write what ``reply`` has beyond what was shown; ``replay``: output the task
-        wrote before the person came (its terminal queries are left out)."""
+        wrote before the person came (its terminal queries are left out). Never what
+        would set the person's clipboard (OSC 52; tmux lets no program do that either)."""
         data, end = base64.b64decode(reply["data"]), int(reply["offset"])
         with self._lock:
             start = end - len(data)
@@ -157,6 +197,7 @@ class _View:
             data = data[self.offset - start :]
             if replay:
                 data = TERMINAL_QUERIES.sub(b"", data)
+            data = self.clipboard.filter(data)
             self.screen.see(data)
             _write(self.stdout, data)
             self.offset = end
@@ -254,6 +295,33 @@ class _Screen:
 
     def reset(self) -> bytes:
         return (b"\x1b[?1049l" if self.alternate else b"") + self.RESET
+
+
+class _NoClipboard:
+    """Takes out of the task's output what sets the person's clipboard (OSC 52): a
+    sandboxed command's text there would be pasted into their own shell (a review).
+    A sequence split between two reads is held until its end (at most ``HOLD`` bytes)."""
+
+    SETS = re.compile(rb"\x1b\]52;[^\x07\x1b]*(?:\x07|\x1b\\)")
+    START = b"\x1b]52;"
+    HOLD = 1 << 20
+
+    def __init__(self) -> None:
+        self.held = b""
+
+    def filter(self, data: bytes) -> bytes:
+        data = self.SETS.sub(b"", self.held + data)
+        self.held = b""
+        cut = data.rfind(self.START)
+        if cut >= 0 and self.SETS.match(data, cut) is None:  # (unended: its end to come)
+            data, rest = data[:cut], data[cut:]
+            self.held = rest if len(rest) <= self.HOLD else b""
+        else:  # (a start of one cut short: `ESC ] 5`)
+            for size in range(len(self.START) - 1, 0, -1):
+                if data.endswith(self.START[:size]):
+                    data, self.held = data[:-size], data[-size:]
+                    break
+        return data
 
 
 def _size(stdout: int) -> tuple[int, int] | None:

@@ -265,6 +265,9 @@ class TerminalResult(ContractModel):
     waiting_for_input: bool = False
     size_before: tuple[int, int] | None = None
     """The terminal's columns and rows before this call's ``resize`` (none without one)."""
+    alternate_screen: bool | None = None
+    """Whether the task's program is on the alternate screen (a full-screen one: vim,
+    less), with a ``resize``: an attach enters that screen too, and has it drawn again."""
 
 
 class SupervisorStatus(ContractModel):

@@ -303,9 +303,10 @@ def raise_open_files_limit() -> tuple[int | None, int | None]:
     return soft, soft
 
 
-MIN_OPEN_FILES = 64
+MIN_OPEN_FILES = 32
 """Fewest descriptors a supervisor starts with: its journal alone takes three, its log,
-lock, socket, event loop and spawner a few more, and each caller and live task one."""
+lock, socket, event loop and spawner a few more, and each caller and live task one (it
+ran a first command from 24 on, here)."""
 
 
 def check_open_files_limit() -> None:

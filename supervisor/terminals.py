@@ -266,17 +266,19 @@ class TerminalLink:
 
     async def resize(
         self, columns: int, rows: int, sizer: str | None = None, only_if_last: bool = False
-    ) -> tuple[int, int] | None:
+    ) -> tuple[tuple[int, int] | None, bool | None]:
         """Set the terminal's size, as ``sizer`` (``only_if_last``: only while that one set
-        it last); returns the size it had (None from a host older than that answer)."""
+        it last); returns the size it had and whether its program is on the alternate
+        screen (each None from a host older than that answer)."""
         message: dict[str, Any] = {"resize": [columns, rows], "by": sizer}
         if only_if_last:
             message["if_last"] = True
         reply = await self._request(message, REPLY_TIMEOUT)
         if reply is None:
             raise TerminalGone(f"the terminal of task {self.task_id} does not answer")
-        was = reply.get("was")
-        return (was[0], was[1]) if isinstance(was, list) and len(was) == 2 else None
+        was, alternate = reply.get("was"), reply.get("alternate")
+        size = (was[0], was[1]) if isinstance(was, list) and len(was) == 2 else None
+        return size, alternate if isinstance(alternate, bool) else None
 
     def close(self) -> None:
         if self._connected is not None and not self._connected.done():

@@ -695,6 +695,16 @@ class _Person:
             self.read()  # (a full terminal blocks the writer)
             view = view[os.write(self.master, view[:1024]) :]
 
+    def paste(self, data: bytes) -> None:
+        """Type ``data`` at once, as a terminal pastes (written by a thread, read here)."""
+        import threading
+
+        writer = threading.Thread(target=os.write, args=(self.master, data))  # (all of it:
+        writer.start()  # a blocking write to a terminal returns once it is written)
+        while writer.is_alive():
+            self.read()
+        writer.join()
+
     def __enter__(self) -> _Person:
         return self
 
@@ -729,16 +739,66 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
         line = "a" + "é" * 30
         person.type(f"{line}\r".encode() * 200)  # 12.6 KB: reads of 4096 bytes split "é"
         wait_until(lambda: pasted.exists() and pasted.read_text().count("\n") == 200)
-        person.type(b"x" * 5000 + b"\r")  # refused whole: said, and the attach goes on
+        person.type(b"ab")
+        person.paste(b"x" * 5000 + b"y" * 900 + b"\r")  # refused: said, the attach goes on
         wait_until(lambda: b"[not typed:" in person.read())
-        person.type(b"caf\xe9\r\x04")  # Latin-1: U+FFFD; then Ctrl+D ends cat
+        person.type(b"\x15caf\xe9\r\x04")  # Latin-1: U+FFFD; then Ctrl+D ends cat
         assert person.close() == 0
         assert b"ended: completed, exit code 0" in person.read()
     *lines, last = pasted.read_text().splitlines()
-    assert lines[:200] == [line] * 200
-    # What of the long line was typed depends on how the reads cut it: up to the limit.
-    assert all(set(x) == {"x"} and len(x) < 4096 for x in lines[200:])
-    assert last.strip("x") == "caf\ufffd" and len(last) < 4096
+    assert lines == [line] * 200
+    # Nothing of the paste was typed: its first read refused, the rest dropped with it
+    # (its end alone was typed after `ab`, a line that was not pasted; a trial).
+    assert last == "caf\ufffd"
+
+
+def test_attach_to_a_full_screen_program_enters_its_screen_and_has_it_drawn(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """Attached at the size it had, vim's screen came back as the last 4 KiB of what it
+    drew, wrong rows and no alternate screen, which detaching then left messy (a trial).
+    The attach enters the alternate screen the program is on, has it drawn again (a
+    resize there and back), and leaves it as the person detaches."""
+    program = tmp_path / "full.py"
+    program.write_text(
+        "import signal, sys\n"
+        "signal.signal(signal.SIGWINCH, lambda *_: print('REDRAWN', flush=True))\n"
+        "print('\\x1b[?1049h' + 'filler line\\n' * 600, flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    r = client.bash(f"{sys.executable} {program}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    wait_until(lambda: client_raw(client, task_id, 0).count(b"filler") == 600)
+    with _Person(state_dir, task_id, size=(80, 24)) as person:  # (the task's own size)
+        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        wait_until(lambda: b"REDRAWN" in person.read())
+        assert b"\x1b[?1049h" in person.read().split(b"filler")[0]  # (before the replay)
+        person.type(b"\x1d")
+        assert person.close() == 0
+    assert person.read().rindex(b"\x1b[?1049l") > person.read().rindex(b"REDRAWN")
+    client.task_stop(task_id)
+
+
+def test_attach_never_sets_the_persons_clipboard(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """OSC 52 sets the clipboard of the person's terminal (one they then paste into their
+    shell): taken out, before and while they are attached, split between reads too."""
+    go = tmp_path / "go"
+    r = client.bash(
+        f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\n'; until [ -e {go} ]; do sleep 0.02; done; "
+        "printf 'c\\033]52;c;ZWNo'; sleep 0.3; printf 'byBldmls\\007d\\n'; read -r x",
+        timeout=500, interactive=True,  # (in the background at once: it waits on a file)
+    )  # fmt: skip
+    task_id = r.background_task_id or ""
+    with _Person(state_dir, task_id) as person:
+        wait_until(lambda: b"ab" in person.read())
+        go.touch()
+        wait_until(lambda: b"cd" in person.read())
+        person.type(b"\x1d")
+        assert person.close() == 0
+    assert b"52;" not in person.read() and b"ZWNo" not in person.read()
+    client.task_stop(task_id)
 
 
 def test_attach_takes_the_size_of_the_terminal_not_of_columns(

@@ -286,6 +286,8 @@ REMEMBERED_KEYS = 256
 LINE_LIMIT = 4095
 """Longest line a terminal in line mode takes (the kernel's buffer, less the newline)."""
 LINE_ENDS = re.compile(rb"[\r\n\x03\x04\x15]")
+ALTERNATE_SCREEN = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
+"""A program entering (``h``) or leaving (``l``) the alternate screen (vim, less, top)."""
 """What ends (or drops) the line a terminal in line mode keeps: Enter, Ctrl+C, Ctrl+D,
 Ctrl+U."""
 
@@ -311,6 +313,10 @@ class Host:
         """The terminal's own end, held open until the command ends (see :func:`spawn`)."""
         self.sized_by: str | None = None
         """Who set the terminal's size last (an attach's token), if known."""
+        self.alternate = False
+        """Whether the program is on the alternate screen, from all it printed: an attach
+        replays only the last of it, and must enter that screen itself (a trial)."""
+        self.printed_tail = b""
         self.terminal = Terminal(tty)
         self.sel = selectors.DefaultSelector()
         self.clients: dict[int, Client] = {}
@@ -428,7 +434,8 @@ class Host:
                 elif by is not None and by == self.sized_by:  # (given back: its owner unknown)
                     set_size(self.master, cols, rows)
                     self.sized_by = None
-                client.say({"id": ident, "resized": list(get_size(self.master)), "was": list(was)})
+                client.say({"id": ident, "resized": list(get_size(self.master)), "was": list(was),
+                            "alternate": self.alternate})  # fmt: skip
             else:
                 raise ValueError("unknown request")
         except (ValueError, TypeError, OSError, termios.error) as exc:
@@ -513,6 +520,10 @@ class Host:
         if not data:
             return False
         self.activity()
+        seen = self.printed_tail + data  # (a sequence split between two reads)
+        for switch in ALTERNATE_SCREEN.finditer(seen):
+            self.alternate = switch[1] == b"h"
+        self.printed_tail = seen[-8:] if b"\x1b" in seen[-8:] else b""
         view = memoryview(data)
         while view:
             try:

@@ -101,13 +101,14 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     resize = p.resize if task is not None and not task.ended.done() else None
     if p.input:
         await _allowed_input(p, row)
-    before = None
+    sized: tuple[object, object] = (None, None)  # (the size it had, the alternate screen)
     if p.input or resize is not None:  # (an ended task's terminal has no size to set:
         task = _running(ctx, p.task_id, "type into")  # a person attaching sees its end)
         link = _terminal(task)
         if resize is not None:
             resizing = link.resize(*resize, sizer=p.sizer, only_if_last=p.only_if_last)
-            before = await _typed(ctx, task, resizing)
+            answer = await _typed(ctx, task, resizing)
+            sized = answer if isinstance(answer, tuple) else sized
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
     path = row.output_path
@@ -137,7 +138,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         status=current.status,
         exit_code=current.exit_code,
         waiting_for_input=task is not None and task.waiting_for_input,
-        size_before=before if isinstance(before, tuple) else None,
+        size_before=sized[0] if isinstance(sized[0], tuple) else None,
+        alternate_screen=sized[1] if isinstance(sized[1], bool) else None,
     )
 
 
