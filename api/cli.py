@@ -627,7 +627,8 @@ def _report_input(task_id: str, out: dict[str, Any], as_json: bool) -> int:
         if out.get("output"):
             print(out["output"])
         if out.get("waitingForInput"):
-            print(f"[{task_id} waits for input: wave-bash input {task_id} TEXT]", file=sys.stderr)
+            print(f"[{task_id} waits for input: wave-bash input {task_id} TEXT, or wave-bash "
+                  f"attach {task_id}]", file=sys.stderr)  # fmt: skip
         elif _ended(out):
             print(f"[{_status_line({**out, 'id': task_id})}]", file=sys.stderr)
         else:  # (the timeout passed while it worked: say so, as the tool's text does)
