@@ -110,7 +110,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                         # end alone was, after what was on the line (a trial).
                         detach = detach or (DETACH_KEY if _drop_the_rest(stdin) else b"")
                         keys.reset()
-                        view.say(f"\r\n[not typed: {exc}; nor what came with it]\r\n")
+                        view.say(f"\r\n[not typed: {exc}; nor what came with it (what is on "
+                                 "the line stays: Ctrl+U clears it)]\r\n")  # fmt: skip
                     else:
                         view.show(reply)  # (what they typed before Ctrl+] went first)
                 if detach or not data:  # Ctrl+], or their terminal closed
@@ -300,28 +301,78 @@ class _Screen:
 class _NoClipboard:
     """Takes out of the task's output what sets the person's clipboard (OSC 52): a
     sandboxed command's text there would be pasted into their own shell (a review).
-    A sequence split between two reads is held until its end (at most ``HOLD`` bytes)."""
+    Read as a terminal reads an OSC (``ESC ]``): its number as an integer (``052``) with
+    the control bytes in it ignored, ended by BEL, ESC (``ESC \\`` or the start of another
+    sequence: a stray ``ESC ] 52;`` held nothing after it back, a review), CAN or SUB.
+    One cut between two reads is held until its end, the rest of its text dropped past
+    ``HOLD`` bytes. (8-bit OSC, 0x9d, is no C1 control in a UTF-8 terminal: a byte of
+    text, ``Ý`` holds it.)"""
 
-    SETS = re.compile(rb"\x1b\]52;[^\x07\x1b]*(?:\x07|\x1b\\)")
-    START = b"\x1b]52;"
-    HOLD = 1 << 20
+    START = b"\x1b]"
+    ENDS = re.compile(rb"[\x07\x1b\x18\x1a]")
+    CONTROLS = re.compile(rb"[\x00-\x1f\x7f]")
+    HOLD = 1 << 16
 
     def __init__(self) -> None:
         self.held = b""
+        self.dropping = False
 
     def filter(self, data: bytes) -> bytes:
-        data = self.SETS.sub(b"", self.held + data)
-        self.held = b""
-        cut = data.rfind(self.START)
-        if cut >= 0 and self.SETS.match(data, cut) is None:  # (unended: its end to come)
-            data, rest = data[:cut], data[cut:]
-            self.held = rest if len(rest) <= self.HOLD else b""
-        else:  # (a start of one cut short: `ESC ] 5`)
-            for size in range(len(self.START) - 1, 0, -1):
-                if data.endswith(self.START[:size]):
-                    data, self.held = data[:-size], data[-size:]
-                    break
-        return data
+        data, self.held = self.held + data, b""
+        out: list[bytes] = []
+        at = 0
+        if self.dropping:  # (the rest of one too long to hold)
+            ended = self._end(data, 0)
+            if ended is None:
+                return b""
+            self.dropping, at = False, ended
+        while True:
+            start = data.find(self.START, at)
+            if start < 0:
+                tail = data[at:]
+                if tail.endswith(b"\x1b"):  # (maybe the start of one)
+                    tail, self.held = tail[:-1], b"\x1b"
+                out.append(tail)
+                return b"".join(out)
+            out.append(data[at:start])
+            found = self.ENDS.search(data, start + 2)
+            ended = self._end(data, start + 2)
+            if ended is None:  # (its end still to come)
+                if not self._may_set(data[start + 2 :]):
+                    out.append(data[start:])
+                elif len(data) - start <= self.HOLD:
+                    self.held = data[start:]
+                else:
+                    self.dropping = True
+                return b"".join(out)
+            body = data[start + 2 : found.start() if found else len(data)]
+            if not self._sets(body):
+                out.append(data[start:ended])
+            at = ended
+
+    def _end(self, data: bytes, at: int) -> int | None:
+        """Where what follows an OSC begins (after BEL, ``ESC \\``, CAN, SUB; at another
+        ESC), or None when its end has not come yet."""
+        found = self.ENDS.search(data, at)
+        if found is None:
+            return None
+        end = found.start()
+        if data[end] != 0x1B:
+            return end + 1
+        if end + 1 >= len(data):
+            return None  # (ESC last: `\\` may follow)
+        return end + 2 if data[end + 1] == 0x5C else end
+
+    def _sets(self, body: bytes) -> bool:
+        number = self.CONTROLS.sub(b"", body).split(b";", 1)[0]
+        return number.isdigit() and int(number) == 52
+
+    def _may_set(self, body: bytes) -> bool:
+        """Whether an OSC whose end has not come may set the clipboard."""
+        text = self.CONTROLS.sub(b"", body)
+        if b";" in text:
+            return self._sets(text)
+        return (text.isdigit() and b"52".startswith(text.lstrip(b"0"))) or not text
 
 
 def _size(stdout: int) -> tuple[int, int] | None:

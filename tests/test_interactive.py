@@ -786,6 +786,8 @@ def test_attach_never_sets_the_persons_clipboard(
     shell): taken out, before and while they are attached, split between reads too."""
     go = tmp_path / "go"
     r = client.bash(
+        "printf 'x\\033]052;c;WkVSTw==\\007y\\033]5\\0012;c;TlVM\\007z\\n'; "  # (read as 52)
+        "printf 's\\033]52;c;broken\\033[0mt\\n'; "  # (a stray one: ended by the next ESC)
         f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\n'; until [ -e {go} ]; do sleep 0.02; done; "
         "printf 'c\\033]52;c;ZWNo'; sleep 0.3; printf 'byBldmls\\007d\\n'; read -r x",
         timeout=500, interactive=True,  # (in the background at once: it waits on a file)
@@ -793,11 +795,13 @@ def test_attach_never_sets_the_persons_clipboard(
     task_id = r.background_task_id or ""
     with _Person(state_dir, task_id) as person:
         wait_until(lambda: b"ab" in person.read())
+        assert b"xyz" in person.read() and b"s\x1b[0mt" in person.read()
         go.touch()
         wait_until(lambda: b"cd" in person.read())
         person.type(b"\x1d")
         assert person.close() == 0
     assert b"52;" not in person.read() and b"ZWNo" not in person.read()
+    assert b"WkVS" not in person.read() and b"TlVM" not in person.read()
     client.task_stop(task_id)
 
 

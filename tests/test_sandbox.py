@@ -526,6 +526,39 @@ def test_many_submodule_configs_made_are_read_a_bounded_number_of_times(tmp_path
     assert all(path.endswith("/config") for path in moved)
 
 
+def test_start_up_files_through_the_users_links_are_kept(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotfiles layout (`~/.bashrc → dotfiles/bashrc`, `~/.config → dotfiles/config`)
+    left them writable in a home workspace: no mount goes through a link (a third review).
+    Their targets are read-only; a link the command replaces is moved aside as it ends,
+    and one it only touches or points again where it pointed stays (a `.config` link was
+    moved aside for a `touch -h`: its change time made it look new)."""
+    home = tmp_path / "home"
+    dots = home / "dotfiles"
+    (dots / "config" / "git").mkdir(parents=True)
+    (dots / "bashrc").write_text("# mine\n")
+    (dots / "config" / "git" / "config").write_text("[user]\n")
+    (home / ".bashrc").symlink_to("dotfiles/bashrc")
+    (home / ".config").symlink_to("dotfiles/config")
+    monkeypatch.setenv("HOME", str(home))  # (the supervisor's, started below: its home)
+    client = Client(
+        state_dir=state_dir, cwd=home, sandbox="workspace-write", workspace=home,
+        env={**os.environ, "HOME": str(home)},
+    )  # fmt: skip
+    r = client.bash(
+        "echo evil >> ~/.bashrc; printf '[core]\\n\\tfsmonitor = evil\\n' >> ~/.config/git/config; "
+        "touch -h ~/.config; ln -sfn dotfiles/config ~/.config; echo done"
+    )  # fmt: skip
+    assert r.stdout.count("Read-only file system") == 2 and r.stdout.endswith("done"), r
+    assert "evil" not in (dots / "bashrc").read_text() + (dots / "config/git/config").read_text()
+    assert os.readlink(home / ".config") == "dotfiles/config"  # (as it was: kept)
+    r = client.bash("rm ~/.bashrc && echo 'echo evil' > ~/.bashrc && echo replaced")
+    assert r.stdout.startswith("replaced"), r
+    assert not (home / ".bashrc").exists()
+    assert [p.read_text() for p in home.glob(".bashrc.moved-by-wave-bash-*")] == ["echo evil\n"]
+
+
 def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:
     client = Client(state_dir=state_dir, cwd=project, sandbox="read-only")
     r = client.bash("ls .git >/dev/null && touch made; echo rc=$?")

@@ -286,10 +286,10 @@ REMEMBERED_KEYS = 256
 LINE_LIMIT = 4095
 """Longest line a terminal in line mode takes (the kernel's buffer, less the newline)."""
 LINE_ENDS = re.compile(rb"[\r\n\x03\x04\x15]")
-ALTERNATE_SCREEN = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
-"""A program entering (``h``) or leaving (``l``) the alternate screen (vim, less, top)."""
 """What ends (or drops) the line a terminal in line mode keeps: Enter, Ctrl+C, Ctrl+D,
 Ctrl+U."""
+ALTERNATE_SCREEN = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
+"""A program entering (``h``) or leaving (``l``) the alternate screen (vim, less, top)."""
 
 
 class Client:

@@ -575,6 +575,9 @@ class Sources:
     """Protected files missing as the command starts (a ``.git/commondir``): no mount
     can keep what is not there, and git would read a config it names. One the command
     makes is moved aside as it ends (:meth:`move_made`)."""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """The user's links on the way to start-up files (path, target): one the command
+    replaced is moved aside as it ends (:meth:`move_made`)."""
 
     def move_made(self, task_id: str, made_before: float, made_after: float = 0.0) -> list[str]:
         """Move aside, as ``NAME.moved-by-wave-bash-TASK``, each protected file that was
@@ -588,6 +591,22 @@ class Sources:
         ``.git/modules`` directory: what the command changed (after ``made_after``, its
         start) of each git dir there is judged as a new repository's."""
         moved = []
+        for path, target in self.links:
+            parent, name = os.path.split(path)
+            fd = _open_plain("/", parent)
+            if fd is None:
+                continue
+            try:
+                with contextlib.suppress(OSError):
+                    if os.readlink(name, dir_fd=fd) == target:
+                        continue  # (as it was)
+                with contextlib.suppress(OSError):
+                    changed = os.stat(name, dir_fd=fd, follow_symlinks=False).st_ctime
+                    now_made = made_after - CLOCK_SLACK <= changed <= made_before
+                    if now_made and _move_aside(fd, name, task_id):
+                        moved.append(path)
+            finally:
+                os.close(fd)
         for path in self.absent:
             if path.endswith("/"):
                 since = made_after - CLOCK_SLACK
@@ -667,7 +686,8 @@ def open_sources(
                 "a directory on its path was replaced (by a command?)"
             )
         sources.outer.append((root, workspace, True))
-        protected = _protected(workspace, home or os.path.expanduser("~"))
+        home = home or os.path.expanduser("~")
+        protected, sources.links = _through_links(_protected(workspace, home), workspace, home)
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
         # (A hidden directory in the workspace, `--workspace ~` with the state dir in it,
         # is a mount point, but its parents were not: renamed, with a link planted where
@@ -703,6 +723,43 @@ def open_sources(
         sources.close()
         raise
     return sources
+
+
+def _through_links(
+    protected: list[tuple[str, bool]], workspace: str, home: str
+) -> tuple[list[tuple[str, bool]], list[tuple[str, str]]]:
+    """Start-up files reached through the user's own links (`~/.bashrc → dotfiles/bashrc`,
+    `~/.config → dotfiles/config`: a dotfiles layout) protected where they lead, when in
+    the workspace (outside it the host is read-only); each such link kept with its target,
+    to judge as the command ends (a link replaced, by a file or another link, is moved
+    aside). They stayed writable: no mount goes through a link (a review)."""
+    names = {*(os.path.join(workspace, n) for n in RC_FILES),
+             *(os.path.join(home, n) for n in (*RC_FILES, *HOME_FILES))}  # fmt: skip
+    resolved: list[tuple[str, bool]] = []
+    links: dict[str, str] = {}
+    for path, hooks in protected:
+        real = os.path.realpath(path)
+        if path not in names or real == path:
+            resolved.append((path, hooks))
+            continue
+        links.update(_links_on_the_way(path, workspace))
+        if inside(real, workspace):
+            resolved.append((real, hooks))
+    return list(dict.fromkeys(resolved)), list(links.items())
+
+
+def _links_on_the_way(path: str, workspace: str) -> dict[str, str]:
+    """The links (path → target) on the way from the workspace to ``path``, itself too."""
+    found: dict[str, str] = {}
+    parts = os.path.relpath(path, workspace).split(os.sep)
+    for index in range(1, len(parts) + 1):
+        place = os.path.join(workspace, *parts[:index])
+        if not os.path.islink(place):
+            continue
+        with contextlib.suppress(OSError):
+            found[place] = os.readlink(place)
+        break  # (what lies beyond it is where it leads: resolved)
+    return found
 
 
 def _open_plain(root: str, relative: str) -> int | None:
