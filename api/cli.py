@@ -659,7 +659,8 @@ def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
         remote_command = args.remote_command or "wave-bash"
         remote, options = Remote.parse(cli.remote), _ssh_options(args.ssh_option)
         control = control_path(cli.layout, remote, options)
-        argv = remote.ssh_argv(options, remote_command, verb, tty=True, control=control)
+        quiet = [*options, "-o", "LogLevel=ERROR"]  # (no "Shared connection … closed.")
+        argv = remote.ssh_argv(quiet, remote_command, verb, tty=True, control=control)
         try:
             return subprocess.run(argv).returncode
         except FileNotFoundError:

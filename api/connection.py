@@ -241,6 +241,11 @@ class LocalConnector:
         self.kept.drop()
 
 
+MASTER_CHECK_SECONDS = 10.0
+"""How often a call waiting over a shared connection checks that its master answers (as
+ssh's own keepalives ask the server every 10 s)."""
+
+
 class SshChannel(SocketChannel):
     """A socket whose other end is ``ssh HOST wave-bash bridge``."""
 
@@ -250,15 +255,29 @@ class SshChannel(SocketChannel):
         proc: subprocess.Popen[bytes],
         remote: Remote,
         shared: str | None = None,
+        control: str | None = None,
     ) -> None:
         super().__init__(sock)
         self.proc, self.remote, self.shared = proc, remote, shared
         """``shared``: the socket of the connection made before that it went over."""
+        self._done = threading.Event()
+        if control is not None:
+            threading.Thread(target=self._watch, args=(control,), daemon=True).start()
+
+    def _watch(self, control: str) -> None:
+        """While the call waits, check now and then that the connection's master still
+        answers: one stopped or frozen (its keepalives with it) held the call to its
+        answer's deadline, then its patience was spent (a trial). Forgotten, it is killed:
+        the call sees its end and is sent again, over a new connection."""
+        while not self._done.wait(MASTER_CHECK_SECONDS):
+            if not check_connection(control):
+                return
 
     def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
         return read_messages(self.sock, preamble=True, deadline=deadline)
 
     def close(self) -> str | None:
+        self._done.set()
         super().close()
         failure = finish_ssh(self.proc, self.remote, self.shared is not None)
         if failure is not None and failure.cut and self.shared is not None:
@@ -287,7 +306,7 @@ class SshConnector:
         control = self._control[0]  # (a connection made before, by this call or another,
         made = control is not None and check_connection(control)  # which still answers)
         sock, proc = connect_ssh(self.target, self.options, self.command, control)
-        return SshChannel(sock, proc, self.target, control if made else None)
+        return SshChannel(sock, proc, self.target, control if made else None, control)
 
     def default_cwd(self) -> str:
         return REMOTE_HOME_CWD

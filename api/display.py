@@ -58,7 +58,8 @@ def task_table(records: list[dict[str, Any]], sessions: bool = False) -> str:
             status += f"+{r['leftoverProcesses']} running"
         elif r.get("monitorLost"):
             status += " (monitor lost)"
-        age = int((now - datetime.fromisoformat(r["startedAt"])).total_seconds())
+        age = max(0, int((now - datetime.fromisoformat(r["startedAt"])).total_seconds()))
+        # (a remote's clock may be ahead of this one: `-3569s` was shown; a trial)
         command = visible(str(r["command"]).replace("\n", " ").replace("\t", " "))
         if len(command) > COMMAND_WIDTH:
             command = command[: COMMAND_WIDTH - 1] + "…"

@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import re
+import signal
 import socket
 import stat
 import struct
@@ -376,13 +377,35 @@ def check_connection(control: str, patience: float = MASTER_PATIENCE) -> bool:
 
 
 def forget_connection(control: str) -> None:
-    """Remove the socket of a shared connection a call failed over (lost, or its master
-    stopped: every call would wait on it): the next call makes a new one. A master still
-    serving keeps its sessions."""
+    """End a shared connection a call failed over (lost, or its master stopped: every
+    call would wait on it), so that the next call makes a new one: its master killed
+    outright (one that ended by itself removed the socket at its path, the new master's
+    by then; a trial) and its socket removed."""
     path = control.replace("%%", "%")
+    for pid in _masters(path):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
         if stat.S_ISSOCK(os.lstat(path).st_mode):
             os.unlink(path)
+
+
+def _masters(path: str) -> list[int]:
+    """This user's ssh processes that serve ``path`` (named ``ssh: PATH [mux]``), where
+    ``/proc`` tells."""
+    wanted = f"ssh: {path} [mux]".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid != os.getuid():
+                    continue
+                with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                    if fh.read(len(wanted) + 2).rstrip(b"\0") == wanted:
+                        found.append(int(entry.name))
+    return found
 
 
 def _sockets_bind(directory: Path) -> bool:
@@ -454,7 +477,13 @@ def finish_ssh(
         _, err = proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
-        _, err = proc.communicate()
+        try:
+            _, err = proc.communicate(timeout=2)
+        except subprocess.TimeoutExpired:  # (its stderr held open by a stopped master it
+            if proc.stderr is not None:  # handed it to: the call hung for good; a trial)
+                proc.stderr.close()
+            proc.wait()
+            err = b""
     code = proc.returncode
     if code == 0:
         return None

@@ -485,6 +485,32 @@ def test_a_stopped_shared_connection_is_left_for_a_new_one(sshd: dict[str, objec
         master.resume()
 
 
+def test_a_call_whose_shared_connection_freezes_is_sent_again(sshd: dict[str, object]) -> None:
+    """Its master stopped during a call: ssh, killed past the answer's deadline, could not
+    be reaped (the master held the pipe it handed over), and the call hung for good (a
+    trial: 10 minutes). The waiting call checks the master every 10 s: a silent one is
+    killed (continued, it would take the new one's socket with it), and the call is sent
+    again over a new connection."""
+    client = remote_client(sshd)
+    assert client.bash("echo one").stdout == "one"
+    port = int(str(sshd["url"]).rsplit(":", 1)[1])
+    (master,) = _shared_connections(port)
+    call = BashInThread(client, "sleep 2; echo two", timeout=30_000)
+    call.task_id()
+    master.suspend()
+    try:
+        began = time.monotonic()
+        r = call.result(timeout=60)
+        assert (r.stdout, r.exit_code) == ("two", 0), r
+        assert time.monotonic() - began < 25  # (a check every 10 s: 3 s to answer)
+        wait_until(lambda: not master.is_running() or master.status() == psutil.STATUS_ZOMBIE)
+        (new,) = _shared_connections(port)
+        assert new.pid != master.pid and client.bash("echo three").stdout == "three"
+    finally:
+        with contextlib.suppress(psutil.Error):
+            master.resume()
+
+
 def test_where_the_shared_connections_socket_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
