@@ -28,6 +28,8 @@ from .wire import decode, encode, error_message
 
 LOGIN_PATH_TIMEOUT_MS = 5000
 """How long the login shell's PATH is waited for (probed once per supervisor)."""
+FINAL = re.compile(rb'\{"type":"(?:result|error)"')
+"""The start of a final answer line (as ``encode`` writes it)."""
 
 
 def _remote_run(message: dict[str, Any], layout: StateLayout, transport: str) -> dict[str, Any]:
@@ -74,10 +76,6 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
         stdout.flush()
         return 2
     return 0
-
-
-FINAL = re.compile(rb'\{"type":"(?:result|error)"')
-"""The start of a final answer line (as ``encode`` writes it)."""
 
 
 def _hang_up_with(stdin: BinaryIO, sock: socket.socket) -> None:

@@ -254,12 +254,13 @@ class SshChannel(SocketChannel):
         sock: socket.socket,
         proc: subprocess.Popen[bytes],
         remote: Remote,
-        shared: str | None = None,
         control: str | None = None,
+        shared: bool = False,
     ) -> None:
         super().__init__(sock)
-        self.proc, self.remote, self.shared = proc, remote, shared
-        """``shared``: the socket of the connection made before that it went over."""
+        self.proc, self.remote, self.control, self.shared = proc, remote, control, shared
+        """``control``: the socket of the connection it goes over; ``shared``: made
+        before it (by another call)."""
         self._done = threading.Event()
         if control is not None:
             threading.Thread(target=self._watch, args=(control,), daemon=True).start()
@@ -279,9 +280,9 @@ class SshChannel(SocketChannel):
     def close(self) -> str | None:
         self._done.set()
         super().close()
-        failure = finish_ssh(self.proc, self.remote, self.shared is not None)
-        if failure is not None and failure.cut and self.shared is not None:
-            forget_connection(self.shared)  # (a stopped master held every call: a review)
+        failure = finish_ssh(self.proc, self.remote, self.shared)
+        if failure is not None and failure.cut and self.shared and self.control is not None:
+            forget_connection(self.control)  # (a stopped master held every call: a review)
         return failure
 
 
@@ -306,7 +307,7 @@ class SshConnector:
         control = self._control[0]  # (a connection made before, by this call or another,
         made = control is not None and check_connection(control)  # which still answers)
         sock, proc = connect_ssh(self.target, self.options, self.command, control)
-        return SshChannel(sock, proc, self.target, control if made else None, control)
+        return SshChannel(sock, proc, self.target, control, made)
 
     def default_cwd(self) -> str:
         return REMOTE_HOME_CWD

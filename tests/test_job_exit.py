@@ -69,13 +69,9 @@ def test_a_jobs_status_is_read_from_the_kernel(end: str) -> None:
         parent.wait()
 
 
-def test_a_waited_task_ends_as_its_job_exits_while_its_monitor_is_paused(
-    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its monitor stopped (SIGSTOP), a task still ends with its status as its command
-    exits; the supervisor then continues the monitor, which records the same status."""
-    needs_cgroups()
-    monkeypatch.setenv("WAVE_TRACKING", "cgroup")
+def _waiting_on_a_fifo(client: Client, state_dir: Path) -> tuple[Path, str, psutil.Process]:
+    """A task whose command waits for a line on a FIFO (written to end it, `exit 7`), once
+    its job runs: the FIFO, its ID and its monitor."""
     go = state_dir / "go"
     os.mkfifo(go)
     task_id = start_bg(client, f"IFS= read -r line < {go}; exit 7")
@@ -83,6 +79,17 @@ def test_a_waited_task_ends_as_its_job_exits_while_its_monitor_is_paused(
     assert row.pid is not None
     monitor = psutil.Process(row.pid)
     wait_until(lambda: len(tagged_processes({task_id}).get(task_id, ())) >= 2)  # its job runs
+    return go, task_id, monitor
+
+
+def test_a_waited_task_ends_as_its_job_exits_while_its_monitor_is_paused(
+    client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its monitor stopped (SIGSTOP), a task still ends with its status as its command
+    exits; the supervisor then continues the monitor, which records the same status."""
+    needs_cgroups()
+    monkeypatch.setenv("WAVE_TRACKING", "cgroup")
+    go, task_id, monitor = _waiting_on_a_fifo(client, state_dir)
     waited: list[object] = []
     waiter = threading.Thread(target=lambda: waited.append(client.wait(task_id, timeout=20_000)))
     monitor.suspend()
@@ -203,13 +210,7 @@ def test_a_stopped_monitor_whose_job_ended_is_woken_without_cgroups(
     whose job has exited, as with cgroups, but not one whose job still runs."""
     monkeypatch.setenv("WAVE_TRACKING", "process")
     assert client.bash("kill -STOP $$; exit 3", timeout=20_000).exit_code == 3
-    go = state_dir / "go"
-    os.mkfifo(go)
-    task_id = start_bg(client, f"IFS= read -r line < {go}; exit 7")
-    (row,) = [t for t in client.tasks(all=True) if t.id == task_id]
-    assert row.pid is not None
-    monitor = psutil.Process(row.pid)
-    wait_until(lambda: len(tagged_processes({task_id}).get(task_id, ())) >= 2)  # its job runs
+    go, task_id, monitor = _waiting_on_a_fifo(client, state_dir)
     monitor.suspend()
     try:
         wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)  # (the signal taken)
