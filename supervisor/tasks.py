@@ -695,7 +695,8 @@ class TaskManager:
                 bwrap: list[str] = []
                 if sandbox and sources:
                     bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources)
-                    row.sandbox_absent = json.dumps(sources.absent) if sources.absent else None
+                    judged = [*sources.absent, *map(list, sources.links)]  # (links: pairs)
+                    row.sandbox_absent = json.dumps(judged) if judged else None
                     sources.close()  # (its monitor holds them now)
                 command = wrapped_command(
                     command, shell.path, cwd_file,
@@ -1650,15 +1651,23 @@ def _ended_at(task: LiveTask, host_restarted: bool) -> float:
 
 
 def _started_sources(row: TaskRow) -> Sources | None:
-    """What a sandboxed task that an earlier supervisor started found missing (journaled
-    with it): those it made are moved aside all the same as it ends."""
+    """What a sandboxed task that an earlier supervisor started found missing, and the
+    user's links on the way to start-up files (journaled with it, a link as a pair):
+    those it made or replaced are moved aside all the same as it ends."""
     if not row.sandbox_absent:
         return None
     try:
-        absent = json.loads(row.sandbox_absent)
+        judged = json.loads(row.sandbox_absent)
     except ValueError:
         return None
-    return Sources(absent=[p for p in absent if isinstance(p, str) and os.path.isabs(p)])
+    absent = [p for p in judged if isinstance(p, str) and os.path.isabs(p)]
+    links = [
+        (p[0], p[1])
+        for p in judged
+        if isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+        and os.path.isabs(p[0])
+    ]  # fmt: skip
+    return Sources(absent=absent, links=links)
 
 
 def leftovers_text(leftovers: dict[int, int]) -> str | None:

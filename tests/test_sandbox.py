@@ -557,6 +557,20 @@ def test_start_up_files_through_the_users_links_are_kept(
     assert r.stdout.startswith("replaced"), r
     assert not (home / ".bashrc").exists()
     assert [p.read_text() for p in home.glob(".bashrc.moved-by-wave-bash-*")] == ["echo evil\n"]
+    # Journaled with the task: a supervisor that finds it ended moves it aside too.
+    (home / ".config").unlink()
+    (home / ".config").symlink_to("dotfiles/config")
+    started = client.bash(
+        "until [ -e go ]; do sleep 0.02; done; rm ~/.config && mkdir ~/.config",
+        run_in_background=True,
+    )
+    task_id = started.background_task_id or ""
+    kill_supervisor(state_dir)
+    (home / "go").touch()
+    wait_until(lambda: not task_alive(task_id))
+    assert client.wait(task_id, timeout=30).status == "completed"
+    assert not os.path.lexists(home / ".config")  # (the command removed the link)
+    assert (home / f".config.moved-by-wave-bash-{task_id}").is_dir()
 
 
 def test_read_only_writes_nothing(state_dir: Path, project: Path) -> None:
