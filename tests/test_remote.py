@@ -555,7 +555,7 @@ def test_remote_url_is_checked() -> None:
 def test_clear_error_without_ssh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no ssh to be found
     with pytest.raises(SupervisorUnavailableError, match="ssh is not installed"):
-        Client(remote="ssh://devbox").bash("echo hi")
+        Client(remote="ssh://devbox", state_dir=tmp_path / "local").bash("echo hi")
 
 
 def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -> None:
