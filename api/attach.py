@@ -74,11 +74,12 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
     try:
         if saved is not None:
             tty.setraw(stdin)
-        if running and first.get("alternateScreen"):  # (vim, less: entered before the
-            _write(stdout, ALTERNATE_ON)  # output replayed, which does not show it; a trial)
+        full_screen = running and first.get("alternateScreen") is True
+        if full_screen:  # (vim, less: entered before the output replayed, which does not
+            _write(stdout, ALTERNATE_ON)  # show it; a trial)
             view.screen.alternate = True
         view.show(first, replay=True)
-        if running and first.get("alternateScreen") and size and found == list(size):
+        if full_screen and size and found == list(size):
             _redraw(call, task_id, size, sizer)  # (the same size: no signal to redraw)
         with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
             while True:
@@ -325,7 +326,7 @@ class _NoClipboard:
             ended = self._end(data, 0)
             if ended is None:
                 return b""
-            self.dropping, at = False, ended
+            self.dropping, at = False, ended[1]
         while True:
             start = data.find(self.START, at)
             if start < 0:
@@ -335,7 +336,6 @@ class _NoClipboard:
                 out.append(tail)
                 return b"".join(out)
             out.append(data[at:start])
-            found = self.ENDS.search(data, start + 2)
             ended = self._end(data, start + 2)
             if ended is None:  # (its end still to come)
                 if not self._may_set(data[start + 2 :]):
@@ -345,23 +345,23 @@ class _NoClipboard:
                 else:
                     self.dropping = True
                 return b"".join(out)
-            body = data[start + 2 : found.start() if found else len(data)]
-            if not self._sets(body):
-                out.append(data[start:ended])
-            at = ended
+            stop, at = ended
+            if not self._sets(data[start + 2 : stop]):
+                out.append(data[start:at])
 
-    def _end(self, data: bytes, at: int) -> int | None:
-        """Where what follows an OSC begins (after BEL, ``ESC \\``, CAN, SUB; at another
-        ESC), or None when its end has not come yet."""
+    def _end(self, data: bytes, at: int) -> tuple[int, int] | None:
+        """Where an OSC's text stops (at BEL, ESC, CAN or SUB) and where what follows it
+        begins (after BEL, ``ESC \\``, CAN, SUB; at another ESC), or None when its end has
+        not come yet."""
         found = self.ENDS.search(data, at)
         if found is None:
             return None
-        end = found.start()
-        if data[end] != 0x1B:
-            return end + 1
-        if end + 1 >= len(data):
+        stop = found.start()
+        if data[stop] != 0x1B:
+            return stop, stop + 1
+        if stop + 1 >= len(data):
             return None  # (ESC last: `\\` may follow)
-        return end + 2 if data[end + 1] == 0x5C else end
+        return stop, stop + 2 if data[stop + 1] == 0x5C else stop
 
     def _sets(self, body: bytes) -> bool:
         number = self.CONTROLS.sub(b"", body).split(b";", 1)[0]
