@@ -625,6 +625,8 @@ class TaskManager:
         shell, monitor_bash = _shells(
             p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
         )
+        if sandbox is not None:  # (it runs outside the sandbox: see SYSTEM_DIRS)
+            monitor_bash = sandboxes.system_program("bash")
         # The command reaches its shell in an environment string: the terminal host's or
         # the sandbox's, or the monitor's for zsh (and then wrapped, quoted).
         through_monitor = shell.kind == "zsh"
@@ -640,6 +642,10 @@ class TaskManager:
         options = p.env.get("SHELLOPTS", "").split(":")
         if "verbose" in options:  # a bash monitor would print its whole script to the log
             monitor_env["SHELLOPTS"] = ":".join(o for o in options if o != "verbose")
+        loader: dict[str, str] = {}  # (a sandbox's: set inside it only)
+        if sandbox is not None:
+            loader = {k: v for k, v in p.env.items() if k in sandboxes.LOADER_VARIABLES}
+            monitor_env = {k: v for k, v in monitor_env.items() if k not in loader}
         wrapped = p.interactive or sandbox is not None or bool(bash_env and shell.kind == "bash")
         if wrapped or through_monitor:
             _check_environment_string(p.command)
@@ -694,7 +700,7 @@ class TaskManager:
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
                 bwrap: list[str] = []
                 if sandbox and sources:
-                    bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources)
+                    bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources, loader)
                     judged = [*sources.absent, *map(list, sources.links)]  # (links: pairs)
                     row.sandbox_absent = json.dumps(judged) if judged else None
                     sources.close()  # (its monitor holds them now)
@@ -872,15 +878,23 @@ class TaskManager:
             raise SandboxUnavailableError(str(exc)) from None
 
     def _bwrap(
-        self, sandbox: Sandbox, cwd: str, cwd_file: str | None, session: str, sources: Sources
+        self,
+        sandbox: Sandbox,
+        cwd: str,
+        cwd_file: str | None,
+        session: str,
+        sources: Sources,
+        inside: dict[str, str],
     ) -> list[str]:
-        """The bubblewrap argv of one command (``sources``: see :meth:`_open_sources`)."""
+        """The bubblewrap argv of one command (``sources``: see :meth:`_open_sources`;
+        ``inside``: variables set inside only)."""
         temp, hidden = self._sandbox_places(session)
         writable = [cwd_file] if cwd_file else []
         bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
         return bwrap_argv(
-            bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources
-        )
+            bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources,
+            environment=inside,
+        )  # fmt: skip
 
     def _sandbox_places(self, session: str) -> tuple[Path, list[str]]:
         """The session's sandbox ``/tmp`` and the directories a sandbox hides."""

@@ -265,6 +265,52 @@ def test_a_bwrap_a_command_leaves_on_a_relative_path_entry_never_runs(
     assert not marker.exists()
 
 
+def test_programs_run_outside_are_never_found_in_the_workspace(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """The supervisor found `git` (to read a config a command made), `bwrap` and a zsh
+    user's monitor `bash` on PATH, whose entries may lie in the workspace (an activated
+    `.venv/bin`): a review's sandboxed command planted all three there, and each ran
+    outside, as root. They are found in the system's directories only."""
+    needs_tool("zsh", "zsh")
+    marker = tmp_path / "escaped"
+    path = f"{project}/.venv/bin:{os.environ['PATH']}"
+    start_supervisor(state_dir, PATH=path)
+    env = {**os.environ, "PATH": path, "SHELL": shutil.which("zsh") or "zsh"}
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", env=env)
+    fake = f'#!/bin/sh\necho "${{0##*/}}" >> {marker} 2>/dev/null\nexec /usr/bin/${{0##*/}} "$@"\n'
+    plant = client.bash(
+        f"mkdir -p .venv/bin && for p in git bwrap bash; do printf %s {shlex.quote(fake)}"
+        " > .venv/bin/$p && chmod +x .venv/bin/$p; done"
+        " && mkdir -p .git/modules/x && echo '[core]' > .git/modules/x/config && echo made"
+    )
+    assert plant.stdout == "made", plant.stdout
+    assert client.bash("echo second").stdout == "second"
+    assert not marker.exists(), marker.read_text()
+
+
+def test_loader_variables_reach_the_command_but_nothing_outside(
+    state_dir: Path, project: Path
+) -> None:
+    """A sandboxed task's monitor (and the bubblewrap its job runs) had the caller's
+    `LD_LIBRARY_PATH`: a workspace directory there would have them load, outside, what
+    a command wrote in it. They run without such variables; the command has them."""
+    lib = f"{project}/lib"
+    env = {**os.environ, "LD_LIBRARY_PATH": lib, "GCONV_PATH": lib, "KEPT": "yes"}
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", env=env)
+    r = client.bash(
+        "echo $LD_LIBRARY_PATH $GCONV_PATH $KEPT; exec sleep 60", run_in_background=True
+    )
+    task_id = r.background_task_id or ""
+    seen = wait_until(lambda: client.task_output(task_id, block=False).output.strip())
+    assert seen == f"{lib} {lib} yes"
+    record = next(t for t in client.tasks() if t.id == task_id)
+    environ = Path(f"/proc/{record.pid}/environ").read_bytes().split(b"\0")
+    assert b"KEPT=yes" in environ
+    assert not [v for v in environ if v.startswith((b"LD_LIBRARY_PATH=", b"GCONV_PATH="))]
+    client.task_stop(task_id)
+
+
 def test_a_link_left_in_the_sessions_tmp_makes_nothing_outside(
     state_dir: Path, project: Path, tmp_path: Path
 ) -> None:

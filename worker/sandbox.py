@@ -29,12 +29,41 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .files import open_regular
 from .pymonitor import PASSED_FDS_FROM
 from .seccomp import system_call_filter
+
+SYSTEM_DIRS = (
+    "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
+    "/run/current-system/sw/bin",
+)  # fmt: skip
+"""Where the supervisor finds the programs it runs outside a sandbox for a sandboxed task
+(bubblewrap, git reading a config, the task's monitor bash), never on the caller's
+``PATH``: its entries may lie in a workspace (an activated ``.venv/bin``,
+``node_modules/.bin``, ``~/.local/bin`` with ``--workspace ~``) that an earlier sandboxed
+command wrote (a review planted ``git``, ``bwrap`` and ``bash`` there; each ran outside,
+as root). The last is NixOS's."""
+
+
+def system_program(name: str) -> str | None:
+    """``name`` found in :data:`SYSTEM_DIRS`, or None."""
+    return shutil.which(name, path=os.pathsep.join(SYSTEM_DIRS))
+
+
+LOADER_VARIABLES = frozenset({
+    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LD_AUDIT", "LD_DEBUG",
+    "LD_DEBUG_OUTPUT", "LD_DYNAMIC_WEAK", "LD_HWCAP_MASK", "LD_LIBRARY_PATH", "LD_ORIGIN_PATH",
+    "LD_PRELOAD", "LD_PROFILE", "LD_SHOW_AUXV", "LD_USE_LOAD_BIAS", "LOCALDOMAIN", "LOCPATH",
+    "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+})  # fmt: skip
+"""What glibc ignores for a set-id program (its unsecure-envvars list, but ``TMPDIR``):
+each names files loaded or read into a process. A sandboxed task's monitor and
+bubblewrap run outside the sandbox without them (a workspace directory in the caller's
+``LD_LIBRARY_PATH`` would have them load what a command wrote there, as root); the
+command gets them back inside (``--setenv``)."""
 
 RC_FILES = (
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
@@ -257,7 +286,7 @@ def _runs_nothing(fd: int, name: str) -> bool:
     """Whether a git config (opened through no link) holds only :data:`INERT_SETTINGS`,
     as git itself reads it (``git config --file -``: read, nothing run, no include
     followed)."""
-    git = shutil.which("git")
+    git = system_program("git")
     try:
         handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
         try:
@@ -497,6 +526,7 @@ def bwrap_argv(
     temp_dir: str | None = None,
     filtered: bool = True,
     sources: Sources | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs what follows it in ``sandbox``.
 
@@ -509,7 +539,8 @@ def bwrap_argv(
     the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
     an empty one of its own); ``filtered``: bubblewrap reads the system-call filter
     (``worker.seccomp``) from descriptor ``SECCOMP_FD``, which its caller opens on
-    :func:`filter_file`."""
+    :func:`filter_file`. ``environment``: variables set inside only
+    (:data:`LOADER_VARIABLES`)."""
     workspace = sandbox.workspace  # (its real path: see Sources.outer)
     binds = sources.binds() if sources is not None else []
     writable = [*([temp_dir] if temp_dir else []), *writable_files]
@@ -547,6 +578,8 @@ def bwrap_argv(
         argv.append("--unshare-net")
     if filtered:
         argv += ["--seccomp", str(SECCOMP_FD)]
+    for name, value in (environment or {}).items():
+        argv += ["--setenv", name, value]
     argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
     return argv
 
@@ -1018,18 +1051,14 @@ _probed: dict[str, tuple[float, str | SandboxError]] = {}
 
 
 def locate(bwrap: str) -> str:
-    """bubblewrap's absolute path (``bwrap`` itself when it is one, or not found): the
-    job that execs it runs with the caller's ``PATH``, whose relative entries
-    (``node_modules/.bin``) a sandboxed command can write (a reviewer's earlier command
-    planted a ``bwrap`` there and the next one ran it, outside, as root). A name is
-    looked up in the absolute entries of the supervisor's own ``PATH``."""
+    """bubblewrap's absolute path (``bwrap`` itself when it is one, or not found): a
+    name is looked up in :data:`SYSTEM_DIRS` only (a PATH's entries, relative or in a
+    workspace, a sandboxed command can write: reviews planted a ``bwrap`` in
+    ``node_modules/.bin``, then in an activated ``.venv/bin``, and the next sandboxed
+    command ran it, outside, as root)."""
     if os.path.isabs(bwrap):
         return bwrap
-    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder, bwrap)
-        if os.path.isabs(folder) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return bwrap
+    return system_program(bwrap) or bwrap
 
 
 def probe(bwrap: str) -> str:
@@ -1059,8 +1088,8 @@ def probe(bwrap: str) -> str:
 def _trial(bwrap: str) -> str:
     if not os.path.isabs(bwrap):
         raise SandboxError(
-            f"bubblewrap is not installed ({bwrap} not found in the absolute entries of the "
-            "supervisor's PATH): install the bubblewrap package to use the sandbox"
+            f"bubblewrap is not installed ({bwrap} not found in {', '.join(SYSTEM_DIRS)}): "
+            "install the bubblewrap package to use the sandbox (or set WAVE_BWRAP to its path)"
         )
     try:
         version = subprocess.run(
