@@ -38,7 +38,12 @@ from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
-from wave_bash.worker.sandbox import MODULE_CONFIGS_READ, Sources, open_sources
+from wave_bash.worker.sandbox import (
+    MODULE_CONFIGS_READ,
+    WORKTREES_ONE_BY_ONE,
+    Sources,
+    open_sources,
+)
 from wave_bash.worker.seccomp import system_call_filter
 
 
@@ -244,6 +249,21 @@ def test_worktrees_and_a_git_file_pointing_into_the_workspace(
     os.mkfifo(project / ".profile")
     refused = client.bash("true")
     assert not refused.success and "is no file or directory" in (refused.error or "")
+
+
+def test_many_worktrees_make_their_whole_directory_read_only(
+    state_dir: Path, project: Path
+) -> None:
+    """Each linked worktree's files were kept read-only one by one: a review's command
+    made 50,000, and every later sandboxed start took 9–13 s and failed for want of
+    descriptors. Beyond a bound the whole `.git/worktrees` is read-only."""
+    worktrees = project / ".git" / "worktrees"
+    for i in range(WORKTREES_ONE_BY_ONE + 1):
+        (worktrees / f"w{i}").mkdir(parents=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("echo x > .git/worktrees/w1/config; mkdir .git/worktrees/new")
+    assert r.stdout.count("Read-only file system") == 2, r.stdout
+    assert not (worktrees / "w1" / "config").exists() and not (worktrees / "new").exists()
 
 
 def test_a_bwrap_a_command_leaves_on_a_relative_path_entry_never_runs(

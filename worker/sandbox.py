@@ -191,6 +191,10 @@ MODULE_CONFIGS_READ = 32
 """Configs under ``.git/modules`` that git reads in one task's end, at most (a run of
 git each, as the task ends: 4,900 held every caller 11 s; a review): beyond them, a
 changed one is moved aside unread."""
+WORKTREES_ONE_BY_ONE = 256
+"""Linked worktrees (``.git/worktrees/*``) whose files are kept read-only one by one, at
+most: beyond, the whole directory is (a review's 50,000 made every later sandboxed start
+take 9–13 s and fail for want of descriptors, holding every other caller)."""
 SAMPLE_HOOKS = 64
 """Most entries of a hooks directory that can be ``git init``'s samples (it makes 13)."""
 
@@ -370,7 +374,11 @@ def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
         found.append((included, False))
     worktrees = os.path.join(git, "worktrees")  # (linked worktrees' own git dirs)
     with contextlib.suppress(OSError), os.scandir(worktrees) as entries:
-        for entry in entries:
+        listed = list(itertools.islice(entries, WORKTREES_ONE_BY_ONE + 1))
+        if len(listed) > WORKTREES_ONE_BY_ONE:
+            found.append((worktrees, False))
+            listed = []
+        for entry in listed:
             if entry.is_dir(follow_symlinks=False):
                 found += [(os.path.join(entry.path, name), False)
                           for name in ("commondir", "gitdir", "config.worktree", "config")]  # fmt: skip
