@@ -332,10 +332,16 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
-            elif not self.allows_anything() and (code := self._git_code(paths)):
+            elif not self.allows_anything() and (code := self._code_file(paths)):
+                runner = "a shell" if _shell_runs(code) else "git"
+                how = (
+                    "as its start-up file"
+                    if _shell_runs(code)
+                    else "as `git config` or a hook would set them"
+                )
                 verdicts.append(Decision(
-                    "ask", f"it writes {code}, from which git runs commands (as `git config` or "
-                    f"a hook would set them; a `Write({code})` allow rule lets it)",
+                    "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
+                    f"`Write({code})` allow rule lets it)",
                 ))  # fmt: skip
         if parsed.problems and not self.allows_anything():
             verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
@@ -434,12 +440,17 @@ class RuleSet:
             rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} *{named_all} *)")  # first)
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 
-    def _git_code(self, paths: Sequence[str]) -> str | None:
-        """The first of ``paths`` git runs commands from (:func:`_git_runs`) that no Write
-        allow rule allows."""
+    def _code_file(self, paths: Sequence[str]) -> str | None:
+        """The first of ``paths`` git or a shell runs commands from (:func:`_git_runs`,
+        :func:`_shell_runs`) that no Write allow rule allows."""
         allowed = [r for r in self.allow if r.kind == "Write"]
         return next(
-            (p for p in paths if _git_runs(p) and not any(r.matches(p) for r in allowed)), None
+            (
+                p
+                for p in paths
+                if (_git_runs(p) or _shell_runs(p)) and not any(r.matches(p) for r in allowed)
+            ),
+            None,
         )
 
     def _write(self, paths: Sequence[str]) -> Decision | None:
@@ -569,6 +580,22 @@ _GIT_CODE = re.compile(
     r"[^/]+/(?:config\.worktree|commondir))|\.git|\.gitconfig|\.config/git/config|"
     r"etc/gitconfig)"
 )
+
+
+_SHELL_CODE = re.compile(
+    r".*/(?:\.(?:bashrc|bash_profile|bash_login|bash_logout|bash_aliases|profile|zshrc|zshenv|"
+    r"zprofile|zlogin|zlogout|kshrc|mkshrc)|\.config/fish/(?:config\.fish|conf\.d/[^/]+)|"
+    r"etc/(?:profile|profile\.d/[^/]+|bash\.bashrc|bashrc|zsh/[^/]+|zshenv|zshrc|zprofile|"
+    r"environment))"
+)
+
+
+def _shell_runs(path: str) -> bool:
+    """Whether a shell runs what a write to ``path`` puts there: its start-up files, in
+    any directory (the home one, ``ZDOTDIR``): `echo CMD >> ~/.bashrc` with `Bash(echo *)`
+    had the person's next shell run it, and a nested `bash -i -c ls` (allowed as `ls`) at
+    once (a review)."""
+    return bool(_SHELL_CODE.fullmatch(path))
 
 
 def _git_runs(path: str) -> bool:

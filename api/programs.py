@@ -11,9 +11,7 @@ import shlex
 from collections.abc import Sequence
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
-from .runners import (
-    short_options,
-)
+from .runners import short_options, takes_next_word
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
@@ -229,6 +227,107 @@ def _sort_programs(words: Sequence[str | None], shown: Sequence[str]) -> list[st
             at = next((i for i, letter in enumerate(letters) if letter in SORT_VALUED), None)
             index += at is not None and at == len(letters) - 1  # (its value: the next word)
     return found
+
+
+def _sort_output(words: Sequence[str | None], shown: Sequence[str]) -> list[tuple[int, str]]:
+    """Where the files GNU ``sort -o FILE`` (``--output``, abbreviated too) writes are
+    named: the index of the word that holds or may hold one, with what comes before the
+    file in it (``-uo`` of ``-uoFILE``, ``--output=``)."""
+    found: list[tuple[int, str]] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if word == "--":
+            break
+        if word is None:
+            if may_be_option(shown[index - 1], ["--output"], "o"):
+                found.append((index - 1, ""))
+        elif word.startswith("--"):
+            valued = "=" not in word and any(abbreviates(word, o) for o in SORT_LONG_VALUED)
+            if len(word) > 3 and abbreviates(word, "--output"):
+                found.append((index, "") if valued else (index - 1, word.split("=", 1)[0] + "="))
+            index += valued
+        elif word.startswith("-") and len(word) > 1:
+            letters = word[1:]
+            at = next((i for i, letter in enumerate(letters) if letter in SORT_VALUED), None)
+            if at is not None and letters[at] == "o":
+                attached = at + 1 < len(letters)
+                found.append((index - 1, word[: at + 2]) if attached else (index, ""))
+            index += at is not None and at == len(letters) - 1
+    return found
+
+
+def _positional(
+    words: Sequence[str | None], short_valued: str, long_valued: Sequence[str] = ()
+) -> list[int]:
+    """The indices of a program's words that are no option nor an option's value (or
+    are computed)."""
+    found: list[int] = []
+    index, options = 0, True
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if options and word == "--":
+            options = False
+        elif not options or word is None or word == "-" or not word.startswith("-"):
+            found.append(index - 1)
+        elif word.startswith("--"):
+            index += "=" not in word and any(abbreviates(word, o) for o in long_valued)
+        else:
+            index += takes_next_word(word, short_valued)
+    return found
+
+
+def _value_at(words: Sequence[str | None], index: int, option: str) -> str | None:
+    """The file named at word ``index``: after ``option`` where the word starts with it
+    (``-oFILE``, ``--output=FILE``, ``of=FILE``), else the whole word."""
+    word = words[index] if index < len(words) else ""
+    if word is None:
+        return None
+    return word[len(option) :] if option and word.startswith(option) else word
+
+
+def files_written(
+    name: str, rest: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str]]:
+    """The files a program writes by its words, as a redirection would (each with its
+    word as written; None where it is known only as it runs): ``tee FILE…``, ``sort -o
+    FILE``, ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
+    ``--output FILE``, ``history -w FILE``. Write rules and the files git or a shell runs
+    commands from apply to them (`sort -o .git/config` with `Bash(sort *)` set a
+    `core.fsmonitor` the next `git status` ran: a review)."""
+    words = list(rest)
+    at: list[tuple[int, str]] = []
+    if name == "tee":
+        at = [(i, "") for i in _positional(words, "")]
+    elif name == "sort":
+        at = _sort_output(words, shown)
+    elif name in ("uniq", "xxd"):
+        valued = "fsw" if name == "uniq" else "cglnos"
+        longs = ("--skip-fields", "--skip-chars", "--check-chars") if name == "uniq" else ()
+        at = [(i, "") for i in _positional(words, valued, longs)[1:2]]
+    elif name in ("tree", "git"):
+        option = "-o" if name == "tree" else "--output"
+        for i, w in enumerate(words):
+            if w == option:
+                at.append((i + 1, ""))
+            elif w is None and may_be_option(
+                shown[i], [option], option[1:] if name == "tree" else ""
+            ):
+                at.append((i, ""))
+            elif w is not None and w.startswith(option if name == "tree" else option + "="):
+                at.append((i, option if name == "tree" else option + "="))
+    elif name == "dd":
+        at = [(i, "of=") for i, w in enumerate(words) if (w or shown[i]).startswith("of=")]
+    elif name == "history":
+        at = [(i + 1, "") for i, w in enumerate(words)
+              if w is not None and w.startswith("-") and set(w[1:]) & set("aw")]  # fmt: skip
+    return [
+        (_value_at(words, i, option), shown[i] if i < len(shown) else "")
+        for i, option in at
+        if i < len(words) and words[i] != "-"
+    ]
 
 
 def rejoined(values: Sequence[str | None], shown: Sequence[str]) -> str:

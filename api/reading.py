@@ -35,6 +35,7 @@ from .bashgrammar import (
 from .programs import (
     abbreviates,
     code_arguments,
+    files_written,
     git_code,
     git_options,
     git_runs,
@@ -899,6 +900,11 @@ class _Walker:
                 self.problems.append(f"zsh's `{name}` runs code its words hold")
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
+        for target, written in files_written(os.path.basename(name), rest, shown[start + 1 :]):
+            self.writes.append(written if target is None else target)
+            if target is None:
+                self.computed_writes.append(written)
+            self.write_sites.append((self.writes[-1], self._site))
         codes = code_arguments(name, rest, shown[start + 1 :])
         more = [None] if self.appended else []  # (`xargs sed …`: words it appends)
         shown_more = ["<appended>"] if self.appended else []

@@ -651,7 +651,7 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
     ]  # fmt: skip
     assert parsed.commands[0].variants == ('git push "$(whoami)"',)
     assert parsed.commands[0].wrappers == ("timeout",)
-    assert parsed.writes == ("err.log", "out.txt")  # `>&2` duplicates a descriptor
+    assert parsed.writes == ("err.log", "out.txt", "log")  # `>&2` duplicates a descriptor
     assert parsed.problems == ()
     assert parse_command("echo 'a").problems == ("it does not parse as bash",)
 
@@ -1951,6 +1951,47 @@ def test_a_redirection_into_what_git_runs_commands_from_asks(target: str) -> Non
                                   "Write(~/.gitconfig)"]}  # fmt: skip
     assert verdict(command, allowed) == "allow"
     assert verdict("printf x >> .git/HEAD.txt; printf x > .github/config", rules) == "allow"
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["~/.bashrc", "~/.profile", "~/.zshenv", "/home/u/.bash_profile", "dots/.zshrc",
+     "~/.config/fish/conf.d/x.fish", "/etc/profile.d/x.sh", "/etc/bash.bashrc"],
+)  # fmt: skip
+def test_a_write_into_a_shell_s_start_up_file_asks(target: str) -> None:
+    """`echo CMD >> ~/.bashrc` with `Bash(echo *)` had the next shell run CMD, and a
+    nested `bash -i -c ls` (allowed as `ls`) at once (a review): as git's config does,
+    a shell's start-up file asks unless a Write allow rule names it."""
+    rules = {"allow": ["Bash(echo *)", "Bash(ls *)"]}
+    for command in (f"echo x >> {target}", f"echo x > {target}; bash -i -c ls"):
+        assert verdict(command, rules) == "ask", command
+    assert verdict(f"echo x >> {target}", {"allow": ["Bash(*)"]}) == "allow"
+    assert verdict(f"echo x >> {target}", {"allow": ["Bash(echo *)", "Write(**)"]}) == "allow"
+    assert verdict("echo x > dots/bashrc.txt; echo y > .profile.d", rules) == "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "target"),
+    [("tee -a {}", "tee"), ("tee -- -x {}", "tee"), ("sort -o {} a", "sort"),
+     ("sort -uo{} a", "sort"), ("sort --output={} a", "sort"), ("sort --out {} a", "sort"),
+     ("git log -1 --format=x --output={}", "git log"), ("git diff --output {}", "git diff"),
+     ("uniq a {}", "uniq"), ("uniq -f 1 a {}", "uniq"), ("xxd -r -c 8 a {}", "xxd"),
+     ("tree -o {}", "tree"), ("dd if=a of={}", "dd"), ("history -w {}", "history")],
+)  # fmt: skip
+def test_files_programs_write_by_their_words_are_write_targets(command: str, target: str) -> None:
+    """`git log --format='tformat:[core] fsmonitor = …' --output=.git/config; git status`
+    with only `git log` and `git status` allowed, and `sort -o .git/config` with `Bash(sort
+    *)`, ran anything (a review): the files a program writes by its words are checked as a
+    redirection's target (Write rules, git's config); its own words that merely look alike
+    are not."""
+    rules = {"allow": [f"Bash({target} *)", "Bash(git status)"], "deny": ["Write(/etc/**)"]}
+    assert verdict(command.format("/etc/passwd"), rules) == "deny"
+    assert verdict(command.format(".git/config") + "; git status", rules) == "ask"
+    assert verdict(command.format("out.txt"), rules) == "allow"
+    assert verdict(command.format('"$F"'), rules) == "ask"
+    assert verdict("sort -k o a; sort -ko /etc/x; uniq -f 1 a; echo x | tee -", {
+        "allow": ["Bash(sort *)", "Bash(uniq *)", "Bash(echo *)", "Bash(tee *)"],
+        "deny": ["Write(/etc/**)"]}) == "allow"  # fmt: skip
 
 
 @pytest.mark.parametrize(
