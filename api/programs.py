@@ -468,6 +468,44 @@ def code_arguments(
     return []
 
 
+_STARTING = frozenset({"--login", "--rcfile", "--init-file", "--interactive"})
+"""Long options of a nested shell that have it run start-up files first."""
+_STARTING_LETTERS = frozenset("ilka")
+"""Its short ones that have it run start-up files (``-i``, ``-l``) or change what the
+text's commands get in their environment (``-k`` keyword, ``-a`` allexport)."""
+_OPTION_NAMES = frozenset({"allexport", "keyword", "login_shell"})
+
+
+def nested_shell_problem(name: str, rest: Sequence[str | None], script: str) -> str | None:
+    """Why a nested shell does not run ``script`` as bash reads its text: fish's quoting
+    is its own; ``sh`` may be dash, which has no ``$'…'`` (a review's `sh -c "echo
+    $'\\'' ' ; touch x ; ' #'"` is one `echo` to bash and runs `touch` in dash); options
+    that run start-up files (``-i``, ``-l``, ``--rcfile``) or change the environment
+    its commands get (``-k``, ``-a``, ``-o allexport``)."""
+    base = os.path.basename(name)
+    if not is_shell(name):
+        return None
+    if base.startswith("fish"):
+        return "`fish` reads its text by quoting rules of its own"
+    words = iter(rest)
+    for word in words:
+        if word is None or word == script or word == "--" or word[:1] not in ("-", "+"):
+            break
+        if word in ("-o", "-O"):
+            named = next(words, "")
+            if named is None or named in _OPTION_NAMES:
+                return f"`{base} {word} {named or '…'}` changes what its commands get"
+        elif word in _STARTING or (
+            word[0] == "-" and word[1:].isalpha() and _STARTING_LETTERS & set(word[1:])
+        ):
+            return f"`{base} {word}` runs start-up files or changes what its commands get"
+        elif word in SHELL_OPTIONS_WITH_VALUE:
+            next(words, None)
+    if not base.startswith(("bash", "rbash", "zsh", "ksh", "mksh")) and "$'" in script:
+        return f"`{base}` may be dash, which reads `$'…'` otherwise than bash"
+    return None
+
+
 def nested_script(name: str, rest: Sequence[str | None]) -> str | None:
     """The script ``bash -c TEXT`` or ``eval TEXT…`` runs ("" when it is computed, "-"
     when the shell reads it from its input), or None when ``name`` runs no script text

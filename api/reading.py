@@ -41,6 +41,7 @@ from .programs import (
     git_runs,
     is_shell,
     nested_script,
+    nested_shell_problem,
     reads_input,
     rejoined,
     split_string,
@@ -211,9 +212,6 @@ _ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
 ASSIGNING_COMMANDS = frozenset({"command", "declaration_command"})
 """Where an assignment is part of a command that a rule matches whole (``HOME=/x git
 status``, ``export HOME=/x``): not a setting of its own (see ``ParsedCommand.sets``)."""
-_A_FLAG = re.compile(r"-[A-Za-z]*a[A-Za-z]*")
-
-
 VARIABLE_SETTERS = frozenset({
     "declare", "typeset", "local", "export", "readonly", "unset", "read", "printf", "mapfile",
     "readarray", "getopts", "wait", "let",
@@ -669,6 +667,15 @@ class _Walker:
                 parts = [c for c in child.children if c.is_named]  # its value is a name
                 assigned = node_text(parts[0], data)
                 arguments.append(assigned)
+                value = word_value(parts[-1], data) if len(parts) > 1 else ""
+                # (`declare -a a='($(cmd))'`, `local -a b="$a"`: bash reads a quoted or
+                # computed `(…)` again as code, for an array; `-a` unseen, it may be one)
+                arrays = "a" in flags or "A" in flags or None in options
+                reread = value is None and arrays
+                if value is not None and value.startswith("(") and re.search(r"[$`<>]", value):
+                    reread = True
+                if reread and (attributes or builtin == "readonly") and parts[-1].type != "array":
+                    self.problems.append(COMPOUND_PROBLEM)
                 if nameref and len(parts) > 1:
                     arguments.append(word_value(parts[-1], data))
                     if arguments[-1] is None:
@@ -682,6 +689,8 @@ class _Walker:
                 if builtin != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([name_word(child, data)])
         self._setting(arguments)
+        if builtin == "unset" and "f" not in flags:  # (`unset PATH`: the directory, then)
+            self._sets_as_it_runs(arguments)
         if any(a is not None and a.split("=", 1)[0] in SOURCED_VARIABLES for a in arguments):
             self._sources_a_file()  # (`export BASH_ENV=f; bash -c …`)
         self.commands.append(SimpleCommand(text))
@@ -864,13 +873,16 @@ class _Walker:
             self._sets_as_it_runs(variables)
         elif name in VARIABLE_SETTERS:
             self._setting(rest)
-            if name in NAME_OPTIONS:  # (`read HOME`)
-                variables = _named_variables(name, rest)
+            if name in (*NAME_OPTIONS, "unset", "wait", "getopts"):  # (`read PATH`, `unset
+                variables = _named_variables(name, rest)  # PATH`: the directory, then)
                 self._sets_as_it_runs(variables)
-        if name == "set" and (
-            "allexport" in rest or any(w is None or _A_FLAG.match(w) for w in rest)
-        ):
+        options = _set_options(name, rest)
+        if options is None or {"allexport", "a"} & options:
             self.exports_all = True  # (`set -a`, `set -o allexport`: every setting exported)
+        if options is None or {"keyword", "k"} & options:  # (`set -k; git status X=…`)
+            self.problems.append(KEYWORD_PROBLEM)
+        if name == "jobs" and any(w is None or "-x" in short_options(w, "") for w in rest[:1]):
+            self.problems.append("`jobs -x` runs a command")
         if name == "let" and any(w is None or re.search(r"[A-Za-z_]", w) for w in rest):
             self.problems.append(ARITHMETIC_PROBLEM)
         if name in ("declare", "typeset", "local"):  # (`builtin declare -i n`: a plain
@@ -933,6 +945,10 @@ class _Walker:
         if nested == "-":  # a heredoc, a pipe, a file: what it runs is not in the text
             self.problems.append(f"`{name}` runs a script it reads from its input")
         elif nested is not None:
+            if problem := nested_shell_problem(name, rest, nested):
+                self.problems.append(problem)
+            if is_shell(name) and any(a.split("=", 1)[0] in SOURCED_VARIABLES for a in kept):
+                self.problems.append(f"`{name}` runs the file a `BASH_ENV` or `ENV` names first")
             self.parse(nested, depth + 1)
             return
         text = " ".join(kept + shown[start:])
@@ -1081,6 +1097,42 @@ def _wrapper(word: str | None) -> bool:
         return word in WRAPPERS
     folder = os.path.normpath(os.path.dirname(word))  # (`/usr/bin/../bin/env`)
     return folder.replace("//", "/") in SYSTEM_DIRS and os.path.basename(word) in WRAPPERS
+
+
+COMPOUND_PROBLEM = "a quoted or computed array value, which bash reads again as code"
+KEYWORD_PROBLEM = (
+    "`set -k` (keyword) makes assignments after a command's name part of its environment"
+)
+
+
+def _set_options(name: str, rest: Sequence[str | None]) -> frozenset[str] | None:
+    """The shell options ``set`` (letters, and ``-o`` names) or ``shopt -so`` turns on;
+    None where a word that may be one is computed (it may be any)."""
+    found: set[str] = set()
+    if name == "shopt":
+        if None in rest:
+            return None
+        flags = "".join(w[1:] for w in rest if w and w.startswith("-"))
+        if "o" in flags and "u" not in flags:  # (`shopt -so allexport`, `-s -o`, `-os`)
+            found.update(w for w in rest if w and not w.startswith("-"))
+        return frozenset(found)
+    if name != "set":
+        return frozenset()
+    words = iter(rest)
+    for word in words:
+        if word is None:
+            return None
+        if word in ("-", "--") or word[:1] not in ("-", "+"):
+            break  # (the positional parameters)
+        if "o" in word[1:]:
+            named = next(words, "")
+            if named is None:
+                return None
+            if word[0] == "-":
+                found.add(named)
+        if word[0] == "-":
+            found.update(word[1:])
+    return frozenset(found)
 
 
 def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:

@@ -1400,7 +1400,6 @@ def test_what_bash_runs_through_its_own_variables_is_never_allowed(command: str)
         "wait $pid",
         "getopts ab opt",
         "source venv/bin/activate",
-        "BASH_ENV=~/.env bash -c true",
     ],
 )
 def test_usual_variable_setters_raise_no_problem(command: str) -> None:
@@ -1968,6 +1967,38 @@ def test_a_write_into_a_shell_s_start_up_file_asks(target: str) -> None:
     assert verdict(f"echo x >> {target}", {"allow": ["Bash(*)"]}) == "allow"
     assert verdict(f"echo x >> {target}", {"allow": ["Bash(echo *)", "Write(**)"]}) == "allow"
     assert verdict("echo x > dots/bashrc.txt; echo y > .profile.d", rules) == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        """sh -c 'echo $'"'"'\\'"'"''"'"' '"'"' ; touch P ; '"'"' #'"'"''""",
+        "fish -c 'echo x'", "bash -i -c ls", "bash -lc ls", "bash --login -c ls",
+        "sh -l -c ls", "bash --rcfile ./f -c ls", "BASH_ENV=./f bash -c ls",
+        "env ENV=./f sh -c ls", "bash -k -c 'git status X=1'", "bash -a -c 'X=1; git status'",
+        "zsh -o allexport -c ls", "bash -O keyword -c ls",
+        "set -k; git status X=1", "set -o keyword; git status", "shopt -so keyword",
+        "shopt -s -o allexport; X=1; git status", "jobs -x touch P", "unset PATH; ls",
+        "wait -p PATH; ls", "getopts a PATH; ls", "declare -a a='($(touch P))'",
+        "declare -a b=\"$a\"", "local -a c=\"$1\"", "declare d='($(touch P))'",
+    ],
+)  # fmt: skip
+def test_what_nested_shells_and_builtins_do_beyond_their_text_asks(command: str) -> None:
+    """A review ran a denied `touch` through each: `sh` is dash here, which reads `$'…'`
+    otherwise than bash (and fish reads quotes its own way); a nested shell's start-up
+    files, `BASH_ENV`, `-k` (assignments after a command's name reach its environment) and
+    `-a`; `set -k` and `shopt -so`; `jobs -x CMD` runs CMD; `unset`, `wait -p` and
+    `getopts` set `PATH` (empty: the directory); a quoted or computed array value is read
+    again as code. Each asks; the same without what made it so runs."""
+    rules = {"allow": ["Bash(echo *)", "Bash(ls *)", "Bash(git status*)", "Bash(set *)",
+                       "Bash(shopt *)", "Bash(jobs *)", "Bash(unset *)", "Bash(wait *)",
+                       "Bash(getopts *)", "Bash(declare *)", "Bash(local *)"],
+             "deny": ["Bash(touch *)"]}  # fmt: skip
+    assert verdict(command, rules) == "ask"
+    for fine in ("bash -e -o pipefail -c ls", "sh -c 'ls'", "set -euo pipefail; git status",
+                 "set -- \"$@\"; git status", "jobs -l", "unset x; ls", "declare -a e=(1 2)",
+                 "declare f=\"$1\"", "bash -c \"echo $'x'\"", "LANG=C bash -c ls"):  # fmt: skip
+        assert verdict(fine, rules) == "allow", fine
 
 
 @pytest.mark.parametrize(
