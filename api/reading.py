@@ -876,10 +876,10 @@ class _Walker:
             if name in (*NAME_OPTIONS, "unset", "wait", "getopts"):  # (`read PATH`, `unset
                 variables = _named_variables(name, rest)  # PATH`: the directory, then)
                 self._sets_as_it_runs(variables)
-        options = _set_options(name, rest)
-        if options is None or {"allexport", "a"} & options:
+        turned_on = _set_options(name, rest)
+        if turned_on is None or {"allexport", "a"} & turned_on:
             self.exports_all = True  # (`set -a`, `set -o allexport`: every setting exported)
-        if options is None or {"keyword", "k"} & options:  # (`set -k; git status X=…`)
+        if turned_on is None or {"keyword", "k"} & turned_on:  # (`set -k; git status X=…`)
             self.problems.append(KEYWORD_PROBLEM)
         if name == "jobs" and any(w is None or "-x" in short_options(w, "") for w in rest[:1]):
             self.problems.append("`jobs -x` runs a command")
