@@ -73,7 +73,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                  if running else f"[attached to {task_id}, which has ended]\r\n")  # fmt: skip
     try:
         if saved is not None:
-            tty.setraw(stdin)
+            tty.setraw(stdin, termios.TCSANOW)  # (keys typed before it: the task's)
         full_screen = running and first.get("alternateScreen") is True
         if full_screen:  # (vim, less: entered before the output replayed, which does not
             _write(stdout, ALTERNATE_ON)  # show it; a trial)

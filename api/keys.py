@@ -33,7 +33,8 @@ class CtrlBWatcher:
         self.fd = sys.stdin.fileno()
         self.saved = termios.tcgetattr(self.fd)
         self.stop_r, self.stop_w = os.pipe()
-        tty.setcbreak(self.fd)
+        tty.setcbreak(self.fd, termios.TCSANOW)  # (the default flush lost what was typed
+        # before it started: a trial's keys typed during `sleep 2; wave-bash run …`)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 

@@ -286,6 +286,12 @@ def test_keys_typed_while_it_runs_are_not_lost(tmux: list[str], state_dir: Path)
     wait_until(running, timeout=15)
     subprocess.run([*send, "echo ahead-$((6 * 7))", "Enter"], check=True)
     wait_until(lambda: "\nahead-42" in pane(tmux), timeout=15)  # the shell ran it after
+    # Typed before the CLI started (it flushed the terminal's input as it took it: a trial).
+    subprocess.run([*send, "clear", "Enter"], check=True)
+    wait_until(lambda: "ahead-42" not in pane(tmux), timeout=15)
+    subprocess.run([*send, f"sleep 2; {cli} run -- 'sleep 2'", "Enter"], check=True)
+    subprocess.run([*send, "echo early-$((6 * 7))", "Enter"], check=True)
+    wait_until(lambda: "\nearly-42" in pane(tmux), timeout=20)
     subprocess.run([*send, "clear", "Enter"], check=True)
     wait_until(lambda: "ahead-42" not in pane(tmux), timeout=15)
     line = f"{cli} run -i -- 'sleep 4; read -r n; echo \"hi $n\"'; echo rc=$?"
