@@ -17,6 +17,7 @@ import os
 import queue
 import re
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -551,14 +552,31 @@ async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
     )
     stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone, stdout.answer)
     try:
-        async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
-            read_stream,
-            write_stream,
-        ):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with anyio.create_task_group() as group:
+            if sys.platform != "win32":
+                group.start_soon(_stop_on_signals, handlers)
+            async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (
+                read_stream,
+                write_stream,
+            ):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await handlers.release_unwritten()
+
+
+async def _stop_on_signals(handlers: WaveMcp) -> None:
+    """SIGTERM or SIGHUP (a host stopping its server, its terminal closing) is the host
+    leaving: what was never written goes back to the session, then the process ends as
+    the signal would have ended it (a trial's result, blocked in a full pipe, kept its
+    notice claimed for the lease's 10 minutes)."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            await handlers.gone()
+            with anyio.CancelScope(shield=True):
+                await handlers.release_unwritten()
+            os._exit(128 + signum)
 
 
 def _text_stream(stream: Any) -> io.TextIOWrapper:

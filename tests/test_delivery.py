@@ -690,6 +690,31 @@ def test_a_result_cut_short_by_a_dying_host_is_not_delivered(state_dir: Path) ->
     assert sorted(n.task_id for n in client.notifications()) == sorted([*ended, seq])
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_server_told_to_stop_gives_back_what_it_never_wrote(state_dir: Path, signum: int) -> None:
+    """A host that stops its server (SIGTERM; SIGHUP as its terminal closes) while a
+    result carrying notices is blocked in a full pipe: the server died at once and the
+    notices stayed claimed for the lease's 10 minutes (a trial). It leaves as when the
+    host goes: they, and the foreground command's end, come back to the session."""
+    client = Client(state_dir=state_dir, session="stopped")
+    ended = start_bg(client, "exit 4")
+    client.wait(ended, timeout=10_000)
+    host = _RawHost(state_dir, "stopped", reading=False)
+    host.initialize()
+    host.send(host.bash(1, "seq 1 20000"))
+    wait_until(lambda: any(t.status == "completed" for t in client.tasks() if t.id != ended))
+    pipe = host.stdout.fileno()
+    wait_until(lambda: _pipe_bytes(pipe) >= 60_000)  # the result fills the pipe
+    host.proc.send_signal(signum)
+    try:
+        assert host.proc.wait(30) == 128 + signum
+    finally:
+        host.stdout.close()
+        host.stdin.close()
+    seq = next(t.id for t in client.tasks() if t.command == "seq 1 20000")
+    assert sorted(n.task_id for n in client.notifications()) == sorted([ended, seq])
+
+
 def _pipe_bytes(fd: int) -> int:
     """Bytes waiting in a pipe (FIONREAD)."""
     import fcntl
