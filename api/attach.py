@@ -81,6 +81,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
         view.show(first, replay=True)
         if full_screen and size and found == list(size):
             _redraw(call, task_id, size, sizer)  # (the same size: no signal to redraw)
+        elif size and found != list(size):  # (resized: the margins the replay set go, as a
+            _write(stdout, WHOLE_SCREEN_SCROLLS)  # terminal's do; vim drew shifted, a trial)
         with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
             while True:
                 ready, _, _ = select.select([stdin, woken], [], [], None if resizes else 0.5)
@@ -130,6 +132,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
 
 ALTERNATE_ON = b"\x1b[?1049h"
 """Enters the alternate screen (saving the person's own, given back as they leave)."""
+WHOLE_SCREEN_SCROLLS = b"\x1b7\x1b[r\x1b8"
+"""The scrolling margins reset to the whole screen, the cursor kept where it is."""
 PASTE_GAP = 0.05
 """Seconds without a key that end a paste (its pieces come at once)."""
 

@@ -779,6 +779,34 @@ def test_attach_to_a_full_screen_program_enters_its_screen_and_has_it_drawn(
     client.task_stop(task_id)
 
 
+def test_attach_at_another_size_lets_the_whole_screen_scroll(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """vim drew shifted when attached at a size other than the task's (a trial): the
+    replay set its scrolling margins for the old size in the person's terminal, which a
+    resize resets in a real one, and held what vim drew for the new size in them. The
+    replay is what came before the resize; then the whole screen scrolls; then comes what
+    the program draws for its new size."""
+    program = tmp_path / "margins.py"
+    program.write_text(
+        "import signal, sys\n"
+        "signal.signal(signal.SIGWINCH, lambda *_: print('REDRAWN', flush=True))\n"
+        "print('\\x1b[?1049h\\x1b[1;24r' + 'filler line\\n' * 30, flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    r = client.bash(f"{sys.executable} {program}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    wait_until(lambda: client_raw(client, task_id, 0).count(b"filler") == 30)
+    with _Person(state_dir, task_id, size=(100, 30)) as person:
+        wait_until(lambda: b"REDRAWN" in person.read())
+        replay = person.read().split(b"REDRAWN", 1)[0]
+        assert replay.count(b"filler") == 30
+        assert b"\x1b7\x1b[r\x1b8" in replay.rsplit(b"filler", 1)[1]
+        person.type(b"\x1d")
+        assert person.close() == 0
+    client.task_stop(task_id)
+
+
 def test_attach_never_sets_the_persons_clipboard(
     client: Client, state_dir: Path, tmp_path: Path
 ) -> None:

@@ -102,6 +102,11 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     if p.input:
         await _allowed_input(p, row)
     sized: tuple[object, object] = (None, None)  # (the size it had, the alternate screen)
+    path = row.output_path
+    # A replay (no offset) that resizes is what the program printed before: what it draws
+    # for its new size comes next (within the replay, vim's redraw ran in the margins it
+    # had set for the old size, shifted in the person's terminal: a trial).
+    printed = file_size(path) if p.offset is None and resize is not None else None
     if p.input or resize is not None:  # (an ended task's terminal has no size to set:
         task = _running(ctx, p.task_id, "type into")  # a person attaching sees its end)
         link = _terminal(task)
@@ -111,8 +116,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
             sized = answer if isinstance(answer, tuple) else sized
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
-    path = row.output_path
-    offset = max(0, file_size(path) - TERMINAL_BACKLOG) if p.offset is None else p.offset
+    end = file_size(path) if printed is None else printed
+    offset = max(0, end - TERMINAL_BACKLOG) if p.offset is None else p.offset
     loop = asyncio.get_running_loop()
     deadline = loop.time() + p.wait / 1000
     while (
@@ -129,7 +134,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
             await asyncio.wait([host.keys], timeout=OUTPUT_POLL_IDLE)
         else:
             await asyncio.sleep(OUTPUT_POLL_IDLE)
-    data = _read_at(path, offset, TERMINAL_CHUNK)
+    data = _read_at(path, offset, TERMINAL_CHUNK if printed is None else printed - offset)
     current = task.row if task is not None else row
     return TerminalResult(
         task_id=row.id,
