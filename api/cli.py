@@ -545,12 +545,23 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
             _print_whole_output(cli, args.id)
         return 0
     if args.json:  # one JSON value: the whole output once it ended, as without --follow
-        while not _ended(cli.call("wait", task_id=args.id, timeout=600_000)):
+        while not _ended(end := cli.call("wait", task_id=args.id, timeout=600_000)):
             pass
         _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
+        _shown_ends(cli, [end])
         return 0
-    _print_pieces(cli, args.id, follow=True)
+    last, _ = _print_pieces(cli, args.id, follow=True)
+    _shown_ends(cli, [last])
     return 0
+
+
+def _shown_ends(cli: Cli, records: Sequence[dict[str, Any]]) -> None:
+    """The ends of tasks just printed count as their completion notices, as an MCP result
+    that shows one does (`notifications` said again what `wait` had printed: a trial)."""
+    ended = [r.get("id") or r.get("taskId") for r in records if _ended(r)]
+    if ended:
+        sys.stdout.flush()  # (printed first: a notice is delivered once shown)
+        cli.call("ack", task_ids=[task_id for task_id in ended if task_id])
 
 
 def _status_line(record: dict[str, Any]) -> str:
@@ -577,6 +588,7 @@ def cmd_wait(cli: Cli, args: argparse.Namespace) -> int:
         _print_json(record)
     else:
         print(_status_line(record))
+    _shown_ends(cli, [record])
     return _exit_code(record)
 
 
@@ -592,6 +604,7 @@ def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
             stopped = record.get("stoppedProcesses") or 0
             left = f" (stopped {stopped} process(es) it had left running)" if stopped else ""
             print(f"{record['id']} {record['status']}{left}")
+    _shown_ends(cli, records)
     return 0
 
 

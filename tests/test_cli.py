@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_until
+from conftest import run_cli, start_bg, wait_until
+
+from wave_bash.api import Client
 
 
 def test_run_prints_output_and_exits_with_its_code(state_dir: Path) -> None:
@@ -317,3 +319,19 @@ def test_tasks_table_names_sessions_with_all_and_marks_a_cut_command(state_dir: 
     assert row.split()[4] == "other" and row.endswith("x…") and len(row.split(None, 5)[-1]) == 60
     own = run_cli(state_dir, "tasks").stdout.splitlines()
     assert own[0].split() == ["ID", "STATUS", "OWNER", "AGE", "COMMAND"] and len(own) == 2
+
+
+def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> None:
+    """`notifications` listed the ends of tasks `wait`, `stop` and `output --follow` had
+    just printed (a trial), where an MCP result showing an end counts as its notice. Each
+    counts now; a task whose end nothing printed keeps its notice."""
+    client = Client(state_dir=state_dir)
+    waited, stopped, followed, unseen = (
+        start_bg(client, command) for command in ("exit 3", "sleep 60", "echo hi", "exit 5")
+    )
+    assert run_cli(state_dir, "wait", waited).returncode == 3
+    assert run_cli(state_dir, "stop", stopped).returncode == 0
+    assert run_cli(state_dir, "output", "--follow", followed).stdout == "hi\n"
+    client.wait(unseen, timeout=10_000)
+    listed = json.loads(run_cli(state_dir, "notifications", "--json").stdout)
+    assert [n["taskId"] for n in listed] == [unseen]
