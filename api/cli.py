@@ -662,6 +662,8 @@ def _exit_code(record: dict[str, Any]) -> int:
 
 def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
     if sys.platform == "win32" or not sys.stdin.isatty():
+        if cli.remote is None and sys.platform != "win32":  # (an unknown ID is the error
+            cli.call("wait", task_id=args.id, timeout=0)  # to name first: a trial)
         raise InvalidInputError("attach needs a terminal (POSIX) on stdin")
     if cli.remote is not None:  # attached over there, on a terminal ssh carries (-t)
         import subprocess

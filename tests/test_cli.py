@@ -335,3 +335,12 @@ def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> 
     client.wait(unseen, timeout=10_000)
     listed = json.loads(run_cli(state_dir, "notifications", "--json").stdout)
     assert [n["taskId"] for n in listed] == [unseen]
+
+
+def test_attach_to_an_unknown_task_says_so_first(state_dir: Path) -> None:
+    """Without a terminal, `attach nosuch` said it needs one (a trial): the unknown ID is
+    what to name first."""
+    r = run_cli(state_dir, "attach", "nosuch")
+    assert r.returncode == 2 and "No task found with ID: nosuch" in r.stderr, r.stderr
+    task_id = start_bg(Client(state_dir=state_dir), "exit 0")
+    assert "needs a terminal" in run_cli(state_dir, "attach", task_id).stderr
