@@ -140,8 +140,8 @@ TAR_VALUED = "bCfFgHIKLNTVX"
 """tar's old-style letters that take a value (``tar cIf CMD out.tgz dir``)."""
 
 
-TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--info-script",
-                "--new-volume-script", "--checkpoint-action")  # fmt: skip
+TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--rmt-command",
+                "--info-script", "--new-volume-script", "--checkpoint-action")  # fmt: skip
 
 
 _LITERAL_START = re.compile(r"[-\w]*")
@@ -425,6 +425,59 @@ def git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None:
     )
 
 
+OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
+    "split": (("--filter",), "", True),
+    "rsync": (("--rsh", "--rsync-path"), "e", True),
+    "diff3": (("--diff-program",), "", False),
+    "sdiff": (("--diff-program",), "", False),
+    "zip": (("--unzip-command",), "", True),
+    "wget": (("--use-askpass",), "", False),
+    "scp": ((), "S", False),
+}
+"""Programs that run a command an option names (a review ran a denied one through each
+under an allow rule for the program): its long options, short letters, and whether the
+value is shell code (else a program's name). ``zip -TT CMD`` too; ``ssh``, ``scp``,
+``sftp`` and ``rsync -e ssh`` run an ``-o ProxyCommand=…`` or ``LocalCommand``."""
+SSH_CODE_OPTIONS = re.compile(r"(?i)\s*(?:proxycommand|localcommand|knownhostscommand)\b")
+
+
+def _option_commands(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[str | None]:
+    """The commands :data:`OPTION_COMMANDS` names (and ssh's ``-o ProxyCommand=…``) as
+    checkable text: shell code as it is, a program quoted; None where a word that may be
+    such an option is known only as it runs."""
+    longs, letters, code = OPTION_COMMANDS.get(name, ((), "", False))
+    ssh = name in ("ssh", "scp", "sftp")
+    found: list[str | None] = []
+    for index, word in enumerate(words):
+        value: str | None = ""
+        if word is None:
+            text = shown[index] if index < len(shown) else ""
+            value = None if may_be_option(text, longs, letters + ("o" if ssh else "")) else ""
+        elif word == "--":
+            break
+        elif any(word == o or abbreviates(word, o) for o in longs):
+            value = long_value(words, index)
+        elif name == "zip" and word == "-TT":
+            value = words[index + 1] if index + 1 < len(words) else ""
+        elif word.startswith("-") and not word.startswith("--") and len(word) > 1:
+            given = short_options(word, letters + ("o" if ssh else ""))
+            if given and given[-1][1] in letters + ("o" if ssh else ""):
+                rest = word[len(given) + 1 :]
+                value = rest or (words[index + 1] if index + 1 < len(words) else "")
+                if given[-1] == "-o":  # (ssh's settings: only those that run a command,
+                    matched = None if value is None else SSH_CODE_OPTIONS.match(value)
+                    if value is None:  # its shell runs their text)
+                        found.append(None)
+                    elif matched:
+                        found.append(value[matched.end() :].lstrip(" \t="))
+                    continue
+        if value != "":
+            found.append(value if value is None or code else shlex.quote(value))
+    return found
+
+
 def code_arguments(
     name: str, rest: Sequence[str | None], shown: Sequence[str] | None = None
 ) -> list[str | None]:
@@ -454,6 +507,8 @@ def code_arguments(
         return [c for i, word in enumerate(words) if (c := _tar_command(words, i, texts)) != ""]
     if name == "sort":  # (its words are no shell code: the program's name is the command)
         return [None if p is None else shlex.quote(p) for p in _sort_programs(words, texts)]
+    if name in OPTION_COMMANDS or name in ("ssh", "sftp"):
+        return _option_commands(name, words, texts)
     if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:
         found = []  # expanded as a command's words are (`$(cmd)` in it runs)
         for i, word in enumerate(words):

@@ -2002,6 +2002,32 @@ def test_what_nested_shells_and_builtins_do_beyond_their_text_asks(command: str)
 
 
 @pytest.mark.parametrize(
+    "command",
+    ["split --filter='touch P' f", "split --fil 'touch P' f", "rsync -e 'touch P' a b",
+     "rsync --rsh='touch P' a b", "rsync --rsync-path='touch P' a h:b",
+     "diff3 --diff-program=touch a b c", "sdiff --diff-program touch a b",
+     "zip -TT 'touch P' z.zip f", "zip --unzip-command='touch P' z.zip f",
+     "wget --use-askpass=touch http://x", "scp -S touch a h:b",
+     "scp -o ProxyCommand='touch P' a h:b", "ssh -o 'ProxyCommand touch P' h",
+     "ssh -oLocalCommand=touch h", "tar --rmt-command=touch -cf h:x f"],
+)  # fmt: skip
+def test_commands_programs_run_by_their_options_are_checked(command: str) -> None:
+    """A review ran a denied `touch` through each, under an allow rule for the program:
+    the command an option names is checked as a command; their plain uses run."""
+    program = command.split()[0]
+    rules = {"allow": [f"Bash({program} *)", "Bash(ssh *)", "Bash(echo *)"],
+             "deny": ["Bash(touch *)"]}  # fmt: skip
+    assert verdict(command, rules) == "deny"
+    for fine in ("split -l 10 f", "rsync -av -e ssh a h:b", "zip -r z.zip f",
+                 "ssh -o ConnectTimeout=5 h ls", "ssh -o ProxyCommand='echo %h' h"):  # fmt: skip
+        assert (
+            verdict(fine, {**rules, "allow": [*rules["allow"], f"Bash({fine.split()[0]} *)"]})
+            == "allow"
+        )
+    assert verdict(f'{program} "$X" a b', rules) != "deny"
+
+
+@pytest.mark.parametrize(
     ("command", "target"),
     [("tee -a {}", "tee"), ("tee -- -x {}", "tee"), ("sort -o {} a", "sort"),
      ("sort -uo{} a", "sort"), ("sort --output={} a", "sort"), ("sort --out {} a", "sort"),
