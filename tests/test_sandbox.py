@@ -532,6 +532,25 @@ def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> N
     assert str(home / ".ssh" / "authorized_keys") in sources.absent
 
 
+def test_what_the_users_git_config_includes_in_the_workspace_is_read_only(
+    tmp_path: Path,
+) -> None:
+    """`~/.gitconfig` included a file of the dotfiles repository given as the workspace:
+    a review's command set `core.fsmonitor` there, which ran in every repository."""
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    (dotfiles / "git").mkdir(parents=True)
+    home.mkdir()
+    (dotfiles / "git" / "local.gitconfig").write_text("[include]\n\tpath = more.gitconfig\n")
+    (dotfiles / "git" / "more.gitconfig").write_text("")
+    (home / ".gitconfig").write_text(f"[include]\n\tpath = {dotfiles}/git/local.gitconfig\n")
+    sources = open_sources(Sandbox("workspace-write", str(dotfiles)), [], None, home=str(home))
+    try:
+        bound = {dest for _, dest, writable in sources.workspace if not writable}
+    finally:
+        sources.close()
+    assert {str(dotfiles / "git" / n) for n in ("local.gitconfig", "more.gitconfig")} <= bound
+
+
 def test_a_state_dir_in_the_workspace_cannot_be_moved_away(tmp_path: Path) -> None:
     """`--workspace ~` holds the state dir (`~/.local/state/wave-bash`): hidden, it was a
     mount point, but a command renamed its parent and planted a state dir whose

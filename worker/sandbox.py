@@ -345,6 +345,7 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
         found += [(pointed, False), *_repository(workspace, pointed, 0)]  # (`.bare` layout)
     for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
         found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
+    found += [(config, False) for config in _user_configs(home)]  # (those in the workspace)
     found += [(os.path.join(workspace, name), False) for name in RC_FILES]
     found += [(os.path.join(home, name), False) for name in (*RC_FILES, *HOME_FILES)]
     real = os.path.realpath(workspace)
@@ -396,6 +397,17 @@ def _user_hooks_paths(home: str) -> list[str]:
     repository, this workspace's too (a review's `.githooks`, planted by a sandboxed
     command, ran at the next commit outside), and the workspace may have no repository
     yet."""
+    return [
+        value for config in _user_configs(home)
+        for value in _git_config(config).get("core.hookspath", [])
+    ]  # fmt: skip
+
+
+def _user_configs(home: str) -> list[str]:
+    """The system's and the user's git configs, with every file they include (kept
+    read-only where in the workspace: a review's workspace was the dotfiles repository
+    `~/.gitconfig` includes, and its command's `core.fsmonitor` there ran in every
+    repository)."""
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     configs = [
         os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
@@ -407,11 +419,7 @@ def _user_hooks_paths(home: str) -> list[str]:
     # With what each includes, whatever an `includeIf`'s condition (`gitdir:` matches
     # once the command has made a repository there; a review's included hooksPath ran).
     read = [path for config in configs if config for path in (config, *_included(config))]
-    return [
-        value
-        for config in dict.fromkeys(read)
-        for value in _git_config(config).get("core.hookspath", [])
-    ]
+    return list(dict.fromkeys(read))
 
 
 def _gitdir(dot_git: str) -> str | None:
