@@ -251,6 +251,26 @@ def test_worktrees_and_a_git_file_pointing_into_the_workspace(
     assert not refused.success and "is no file or directory" in (refused.error or "")
 
 
+def test_repositories_below_the_workspace_are_protected_too(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Only the workspace's own `.git` was: in a folder of clones a review's command set
+    `core.fsmonitor` in `svc-a/.git/config` and a hook of a vendored clone, which git ran
+    later, outside."""
+    multi = tmp_path / "multi"
+    for repo in ("svc-a", "vendor/lib"):
+        (multi / repo / ".git" / "hooks").mkdir(parents=True)
+        (multi / repo / ".git" / "config").write_text("[core]\n")
+    client = Client(state_dir=state_dir, cwd=multi, sandbox="workspace-write")
+    r = client.bash(
+        "echo x >> svc-a/.git/config; echo x > vendor/lib/.git/hooks/pre-commit; echo x > ok"
+    )
+    assert r.stdout.count("Read-only file system") == 2, r.stdout
+    assert (multi / "ok").exists() and (
+        multi / "svc-a" / ".git" / "config"
+    ).read_text() == "[core]\n"
+
+
 def test_many_worktrees_make_their_whole_directory_read_only(
     state_dir: Path, project: Path
 ) -> None:

@@ -337,12 +337,14 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     scripts in ``.husky`` its hooks run) too, a ``.git`` file (a worktree's pointer)
     read-only, the shell rc files in the workspace and in the home directory (if in the
     workspace)."""
-    found = [(os.path.join(workspace, ".git"), False)]
-    git = found[0][0]
-    if os.path.isdir(git) and not os.path.islink(git):
-        found += _repository(workspace, git, 0)
-    elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
-        found += [(pointed, False), *_repository(workspace, pointed, 0)]  # (`.bare` layout)
+    found: list[tuple[str, bool]] = []
+    for root in (workspace, *_nested_repositories(workspace)):
+        git = os.path.join(root, ".git")
+        found.append((git, False))
+        if os.path.isdir(git) and not os.path.islink(git):
+            found += _repository(root, git, 0)
+        elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
+            found += [(pointed, False), *_repository(root, pointed, 0)]  # (`.bare` layout)
     for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
         found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
     found += [(config, False) for config in _user_configs(home)]  # (those in the workspace)
@@ -354,6 +356,38 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
         for path, hooks in dict.fromkeys(found)
         if inside(path, workspace) or inside(path, real)
     ]
+
+
+NESTED_DEPTH = 2
+"""Levels below the workspace where repositories of their own are found (a folder of
+clones, a vendored clone, a submodule whose ``.git`` is still a directory)."""
+NESTED_LISTED = 2048
+"""Entries of the workspace looked at for them, at most, as each sandboxed command starts."""
+
+
+def _nested_repositories(workspace: str) -> list[str]:
+    """Directories at most :data:`NESTED_DEPTH` below the workspace that hold a ``.git``:
+    protected as the workspace's own repository is (a review's command set a
+    ``core.fsmonitor`` in ``svc-a/.git/config`` of a folder of clones, which the next `git
+    status` there ran, outside). A repository a command makes is not judged (README)."""
+    found: list[str] = []
+    budget = [NESTED_LISTED]
+
+    def walk(folder: str, depth: int) -> None:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return
+                if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
+                    continue
+                if os.path.lexists(os.path.join(entry.path, ".git")):
+                    found.append(entry.path)
+                if depth < NESTED_DEPTH:
+                    walk(entry.path, depth + 1)
+
+    walk(workspace, 1)
+    return found
 
 
 def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
