@@ -528,7 +528,9 @@ _STARTING = frozenset({"--login", "--rcfile", "--init-file", "--interactive"})
 _STARTING_LETTERS = frozenset("ilka")
 """Its short ones that have it run start-up files (``-i``, ``-l``) or change what the
 text's commands get in their environment (``-k`` keyword, ``-a`` allexport)."""
-_OPTION_NAMES = frozenset({"allexport", "keyword", "login_shell"})
+_OPTION_NAMES = frozenset({"allexport", "keyword", "loginshell", "globsubst", "interactive"})
+"""Long option names (as zsh compares them: case and underscores ignored) that change
+what a nested shell's text does beyond what it reads as."""
 
 
 def nested_shell_problem(name: str, rest: Sequence[str | None], script: str) -> str | None:
@@ -548,8 +550,10 @@ def nested_shell_problem(name: str, rest: Sequence[str | None], script: str) -> 
             break
         if word in ("-o", "-O"):
             named = next(words, "")
-            if named is None or named in _OPTION_NAMES:
+            if named is None or named.lower().replace("_", "") in _OPTION_NAMES:
                 return f"`{base} {word} {named or '…'}` changes what its commands get"
+        elif word.startswith("--") and re.sub(r"[-_]", "", word[2:].lower()) in _OPTION_NAMES:
+            return f"`{base} {word}` changes what its commands get"  # (zsh's `--globsubst`)
         elif word in _STARTING or (
             word[0] == "-" and word[1:].isalpha() and _STARTING_LETTERS & set(word[1:])
         ):

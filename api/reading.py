@@ -273,9 +273,12 @@ ZSH_CODE_VARIABLES = frozenset({
     "functions", "commands", "aliases", "galiases", "saliases", "dis_functions", "PROMPT",
     "PROMPT2", "PROMPT3", "PROMPT4", "RPROMPT", "RPROMPT2", "RPS1", "RPS2", "precmd_functions",
     "preexec_functions", "chpwd_functions", "periodic_functions", "zshaddhistory_functions",
-    "zshexit_functions",
+    "zshexit_functions", "NULLCMD", "READNULLCMD", "path", "fpath", "module_path",
 })  # fmt: skip
-"""zsh's tables of what names run and its prompts (``functions+=(git 'rm x')``)."""
+"""zsh's tables of what names run and its prompts (``functions+=(git 'rm x')``); what a
+redirection with no command runs (``READNULLCMD=sh; < script``: a review); ``path``
+(tied to ``PATH``: ``path=(/dir); ls``), ``fpath`` and ``module_path`` (where functions
+and modules load from)."""
 
 
 COMMAND_VARIABLES = frozenset({
@@ -321,7 +324,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _ZSH_EQUALS = re.compile(r"=[A-Za-z0-9_.+-]")
 
 
-_GLOB_SUBST = re.compile(r"glob_?subst", re.IGNORECASE)
+_GLOB_SUBST = re.compile(r"g_*l_*o_*b_*s_*u_*b_*s_*t", re.IGNORECASE)
 """zsh's option that globs variables' values: a qualifier in one runs code."""
 
 
@@ -333,6 +336,19 @@ ZSH_MODIFIERS = frozenset({"noglob", "nocorrect", "-"})
 """zsh's precommand modifiers: what follows is the command (``repeat N`` too)."""
 
 
+ZSH_CODE_PROBLEM = "zsh glob qualifiers or parameter flags may run code"
+
+
+def _zsh_code(source: str) -> bool:
+    """Whether zsh text may run code through glob qualifiers, parameter flags or
+    ``globsubst`` (any spelling: zsh ignores case and underscores in option names)."""
+    return bool(_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source))
+
+
+_ZSH_NAMED_DIRECTORY = re.compile(r"~[A-Za-z_][A-Za-z0-9_]*(/|$)")
+"""A zsh word whose ``~name`` may be a named directory: the value of a variable ``name``
+holding a path (``p=/protected; echo x > ~p/f`` got past a ``Write`` deny rule: a
+review), as much as a user's home."""
 _ZSH_CODE = re.compile(r"[*?\]]\((?:#q)?[^()]*?(?:e[^\w\s)]|\+[A-Za-z_])|\$\{\([^)]*[e%]")
 """zsh's glob qualifiers that run code (``*(e:'cmd':)``, ``*(+func)``) and parameter
 expansion flags (``${(e)x}`` evaluates the value)."""
@@ -383,8 +399,8 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
     else:
         walker.parse(source, 0)
-        if zsh and (_ZSH_CODE.search(_QUOTED.sub("", source)) or _GLOB_SUBST.search(source)):
-            walker.problems.append("zsh glob qualifiers or parameter flags may run code")
+        if zsh and _zsh_code(source):
+            walker.problems.append(ZSH_CODE_PROBLEM)
     if problem := _tilde_problem(walker, source):
         walker.problems.append(problem)
     return ParsedCommand(
@@ -765,6 +781,8 @@ class _Walker:
         value = word_value(target, data)
         if value is not None and value.startswith("~") and not TILDE.match(node_text(target, data)):
             value = "./" + value  # (a quoted `~` is a name: `'~/f'` is in the directory)
+        elif value is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(value):
+            value = None  # (zsh: `~p/f` is in the directory a variable `p` holds)
         if value is None:
             self.writes.append(node_text(target, data))
             self.computed_writes.append(self.writes[-1])
@@ -949,7 +967,14 @@ class _Walker:
                 self.problems.append(problem)
             if is_shell(name) and any(a.split("=", 1)[0] in SOURCED_VARIABLES for a in kept):
                 self.problems.append(f"`{name}` runs the file a `BASH_ENV` or `ENV` names first")
-            self.parse(nested, depth + 1)
+            outer_zsh = self.zsh  # (`zsh -c` from bash: its text read with zsh's checks)
+            self.zsh = outer_zsh or os.path.basename(name).startswith(("zsh", "rzsh"))
+            try:
+                self.parse(nested, depth + 1)
+                if self.zsh and _zsh_code(nested):
+                    self.problems.append(ZSH_CODE_PROBLEM)
+            finally:
+                self.zsh = outer_zsh
             return
         text = " ".join(kept + shown[start:])
         variants, opens = [], []
@@ -1106,16 +1131,20 @@ KEYWORD_PROBLEM = (
 
 
 def _set_options(name: str, rest: Sequence[str | None]) -> frozenset[str] | None:
-    """The shell options ``set`` (letters, and ``-o`` names) or ``shopt -so`` turns on;
-    None where a word that may be one is computed (it may be any)."""
+    """The shell options ``set`` (letters, and ``-o`` names), ``shopt -so``, zsh's
+    ``setopt`` (and ``unsetopt NO_…``) turn on, long names as zsh reads them (case and
+    underscores ignored: ``ALL_EXPORT``); None where a word that may be one is computed."""
     found: set[str] = set()
-    if name == "shopt":
+    if name in ("shopt", "setopt", "unsetopt"):
         if None in rest:
             return None
+        named = [w for w in rest if w and not w.startswith(("-", "+"))]
         flags = "".join(w[1:] for w in rest if w and w.startswith("-"))
-        if "o" in flags and "u" not in flags:  # (`shopt -so allexport`, `-s -o`, `-os`)
-            found.update(w for w in rest if w and not w.startswith("-"))
-        return frozenset(found)
+        if name == "setopt" or ("o" in flags and "u" not in flags):  # (`shopt -so x`)
+            found.update(named)
+        elif name == "unsetopt":  # (`unsetopt NO_ALLEXPORT` turns it on)
+            found.update(w[2:] for w in (_option_name(n) for n in named) if w.startswith("no"))
+        return frozenset(_option_name(w) for w in found)
     if name != "set":
         return frozenset()
     words = iter(rest)
@@ -1125,14 +1154,19 @@ def _set_options(name: str, rest: Sequence[str | None]) -> frozenset[str] | None
         if word in ("-", "--") or word[:1] not in ("-", "+"):
             break  # (the positional parameters)
         if "o" in word[1:]:
-            named = next(words, "")
-            if named is None:
+            option = next(words, "")
+            if option is None:
                 return None
             if word[0] == "-":
-                found.add(named)
+                found.add(_option_name(option))
         if word[0] == "-":
             found.update(word[1:])
     return frozenset(found)
+
+
+def _option_name(word: str) -> str:
+    """A long option's name as zsh compares them (bash's are a subset)."""
+    return word.lower().replace("_", "")
 
 
 def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:

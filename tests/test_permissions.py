@@ -2002,6 +2002,28 @@ def test_what_nested_shells_and_builtins_do_beyond_their_text_asks(command: str)
 
 
 @pytest.mark.parametrize(
+    ("command", "zsh"),
+    [("READNULLCMD=sh; < script.txt", True), ("path=(/dir); ls", True),
+     ("path+=(.); ls", True), ("p=/tmp/prot; echo x > ~p/f", True),
+     ("set -o all_export; X=1; git status", True), ("setopt ALL_EXPORT; X=1; git status", True),
+     ("unsetopt NO_ALL_EXPORT; X=1; git status", True), ("set -o glob_s_ubst; echo $x", True),
+     ("zsh -o globsubst -c \"x='*(e:touch P:)'; echo \\$x\"", False),
+     ("zsh --glob-subst -c 'echo $x'", False), ("zsh -c 'READNULLCMD=sh; < s'", False)],
+)  # fmt: skip
+def test_what_zsh_does_beyond_the_text_asks(command: str, zsh: bool) -> None:
+    """A review, with zsh as the command's shell (or `zsh -c` from bash): what a bare
+    redirection runs (`READNULLCMD`), `path` (tied to `PATH`), a named directory `~p`,
+    options spelled as zsh reads them (case, underscores, `--glob-subst`)."""
+    rules = {"allow": ["Bash(echo *)", "Bash(ls *)", "Bash(git status*)", "Bash(set *)",
+                       "Bash(setopt *)", "Bash(unsetopt *)"],
+             "deny": ["Bash(touch *)", "Write(/tmp/prot/**)"]}  # fmt: skip
+    assert verdict(command, rules, zsh=zsh) == "ask"
+    assert (
+        verdict("echo x > ~/f; setopt extendedglob; zsh -c 'echo hi'", rules, zsh=True) == "allow"
+    )
+
+
+@pytest.mark.parametrize(
     "command",
     ["split --filter='touch P' f", "split --fil 'touch P' f", "rsync -e 'touch P' a b",
      "rsync --rsh='touch P' a b", "rsync --rsync-path='touch P' a h:b",
