@@ -271,6 +271,27 @@ def test_repositories_below_the_workspace_are_protected_too(
     ).read_text() == "[core]\n"
 
 
+def test_repositories_a_command_makes_below_the_workspace_are_judged(
+    state_dir: Path, project: Path
+) -> None:
+    """`git init vendor/lib`, a `core.fsmonitor` there and a gitlink to it in the index:
+    a plain `git status` at the top ran it, outside (a review). What a command makes of a
+    repository at most two levels below is judged as the top's would be: a config that
+    runs something, and a `.git` file pointing elsewhere, are moved aside; a plain one
+    stays."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "git init -q vendor/lib && git -C vendor/lib config core.fsmonitor 'touch MARK'"
+        " && git init -q plain && mkdir sub && echo 'gitdir: /tmp' > sub/.git && echo made"
+    )
+    assert r.stdout == "made", r.stdout
+    lib = project / "vendor" / "lib" / ".git"
+    assert not (lib / "config").exists()
+    assert [p.name for p in lib.glob("config.moved-by-wave-bash-*")]
+    assert (project / "plain" / ".git" / "config").exists()
+    assert not (project / "sub" / ".git").exists()
+
+
 def test_many_worktrees_make_their_whole_directory_read_only(
     state_dir: Path, project: Path
 ) -> None:

@@ -390,6 +390,35 @@ def _nested_repositories(workspace: str) -> list[str]:
     return found
 
 
+def _move_nested_parts(
+    workspace: str, task_id: str, made_after: float, made_before: float
+) -> list[str]:
+    """What a command made of the repositories at most :data:`NESTED_DEPTH` below the
+    workspace, judged as a new repository's (:func:`_move_module_parts`; those there as it
+    started were read-only): a review's command ran `git init vendor/lib`, set its
+    ``core.fsmonitor`` and put a gitlink to it in the index, and a plain `git status` at
+    the top ran it, outside. A ``.git`` file or link it made (git follows it) is moved
+    aside."""
+    moved: list[str] = []
+    for root in _nested_repositories(workspace):
+        fd = _open_plain("/", root)
+        if fd is None:
+            continue
+        try:
+            made = os.stat(".git", dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(made.st_mode):
+                moved += _move_module_parts(
+                    os.path.join(root, ".git"), task_id, made_after, made_before
+                )
+            elif made_after <= made.st_ctime <= made_before and _move_aside(fd, ".git", task_id):
+                moved.append(os.path.join(root, ".git"))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return moved
+
+
 def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
     """A git directory's protected paths, its submodules' (named in its read-only
     config, not found by walking what a command can make) to 4 levels."""
@@ -672,7 +701,8 @@ class Sources:
         followed; where the command put something in the way under that name (it knows
         its task ID), under one with a random part added. An entry ending in ``/`` is a
         ``.git/modules`` directory: what the command changed (after ``made_after``, its
-        start) of each git dir there is judged as a new repository's."""
+        start) of each git dir there is judged as a new repository's; one ending in ``/*``
+        is the workspace, whose nested repositories' git dirs are judged so too."""
         moved = []
         for path, target in self.links:
             parent, name = os.path.split(path)
@@ -691,6 +721,11 @@ class Sources:
             finally:
                 os.close(fd)
         for path in self.absent:
+            if path.endswith("/*"):
+                moved += _move_nested_parts(
+                    path[:-2], task_id, made_after - CLOCK_SLACK, made_before
+                )
+                continue
             if path.endswith("/"):
                 since = made_after - CLOCK_SLACK
                 moved += _move_module_parts(path, task_id, since, made_before)
@@ -782,6 +817,7 @@ def open_sources(
         files = {p for p, hooks in protected if not hooks and p != git}
         wanted += [(target, False) for target in linked]
         sources.absent.append(os.path.join(git, "modules") + "/")  # (see move_made)
+        sources.absent.append(os.path.join(workspace, "*"))  # (its nested repositories: same)
         if not os.path.lexists(git):  # (a repository the command makes: see NEW_REPOSITORY)
             sources.absent += [os.path.join(git, name) for name in NEW_REPOSITORY] + [git]
             if not os.path.lexists(head := os.path.join(workspace, "HEAD")):
