@@ -51,17 +51,22 @@ def open_journal(layout: StateLayout) -> Journal:
     if not path.exists():
         return _build(layout)
     try:
-        journal = Journal(path)
-        problem = journal.quick_check()
+        # An empty file is no journal (one is built aside and renamed in place, its
+        # header written): SQLite takes it for a valid empty database, and every task
+        # was forgotten (a review truncated it).
+        empty = path.stat().st_size == 0
+        journal = Journal(path) if not empty else None
+        problem = journal.quick_check() if journal is not None else "an empty file"
     except sqlite3.DatabaseError as exc:
         name = getattr(exc, "sqlite_errorname", "") or ""
         if "_".join(name.split("_")[:2]) not in DAMAGE:
             raise StorageError(f"cannot open {path}: {_why(path, exc)}") from None
         problem = str(exc)
     else:
-        if problem == "ok":
+        if problem == "ok" and journal is not None:
             return journal
-        journal.close()
+        if journal is not None:
+            journal.close()
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for damaged, aside in zip(
         _database(path), _database(path.with_name(f"{path.name}.corrupt-{stamp}")), strict=True

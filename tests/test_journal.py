@@ -66,7 +66,7 @@ def test_newer_journal_is_refused_not_damaged(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "emptied"])
 def test_corrupt_journal_is_quarantined_and_rebuilt(
     client: Client, state_dir: Path, damage: str
 ) -> None:
@@ -78,6 +78,7 @@ def test_corrupt_journal_is_quarantined_and_rebuilt(
     Journal(journal).checkpoint()  # everything in the main file, then damage it
     data = journal.read_bytes()
     damaged = b"this is not a database" * 100 if damage == "garbage" else data[: len(data) // 3]
+    damaged = b"" if damage == "emptied" else damaged  # (SQLite takes it for a valid database)
     journal.write_bytes(damaged)
     records = {t.id: t for t in client.tasks(all=True)}  # a new supervisor starts
     (quarantined,) = state_dir.glob("journal.db.corrupt-*[0-9]")
