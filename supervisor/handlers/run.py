@@ -79,7 +79,11 @@ async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> Bash
             return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
         return views.backgrounded_result(task, _timeout_ms(task))
     ended = ctx.tasks.ended_task(row)
-    if row.owner is Owner.FOREGROUND or row.background_reason is BackgroundReason.CALLER_LOST:
+    if (
+        row.owner is Owner.FOREGROUND
+        or row.background_reason is BackgroundReason.CALLER_LOST
+        or row.end_reason is EndReason.NOT_STARTED  # (a background start said it runs: a
+    ):  # review; D3a: a caller learns that nothing ran, to run it again)
         ctx.journal.mark_delivered(row.session, [row.id])  # the caller gets the result itself
         return views.finished_result(ended)
     return views.backgrounded_result(ended, _timeout_ms(ended))
