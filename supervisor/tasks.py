@@ -1147,7 +1147,7 @@ class TaskManager:
                 log.warning("task %s: monitor gone, its processes still run", task.id)
             return
         try:
-            self._record_end(task, host_restarted, record)
+            self._record_end(task, host_restarted, record, ended_at)
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)
@@ -1411,7 +1411,11 @@ class TaskManager:
                 os.kill(row.pid, signal.SIGCONT)
 
     def _record_end(
-        self, task: LiveTask, host_restarted: bool, record: ExitRecord | None = None
+        self,
+        task: LiveTask,
+        host_restarted: bool,
+        record: ExitRecord | None = None,
+        ended_at: float | None = None,
     ) -> None:
         crash_point("before_finish")
         ended = task.monitor_gone
@@ -1448,7 +1452,8 @@ class TaskManager:
             row.cpu_seconds, row.peak_memory = usage.cpu_seconds, usage.peak_memory
         oom = usage is not None and usage.oom_killed
         row.status = status_for(code, task.stop_reason is not None)
-        row.exit_code, row.ended_at = code, time.time()
+        # (One found ended as this supervisor came up ended then, not now: a review.)
+        row.exit_code, row.ended_at = code, ended_at or time.time()
         if host_restarted:
             row.end_reason = EndReason.HOST_RESTART
         elif never_started:

@@ -127,8 +127,13 @@ def test_background_task_ends_while_supervisor_is_dead(client: Client, state_dir
     wait_until(
         lambda: not psutil.pid_exists(monitor) or psutil.Process(monitor).status() == "zombie"
     )
+    exit_file = state_dir / "tasks" / f"{tid}.exit"
+    wait_until(lambda: time.time() - exit_file.stat().st_mtime > 2)  # (found ended later)
     task = record(client, tid)  # starts a new supervisor, which reads the exit record
     assert (task.status, task.exit_code) == ("failed", 3)
+    # It ended as its monitor recorded, not as it was found (a review: the recovery time).
+    assert task.ended_at is not None
+    assert abs(task.ended_at.timestamp() - exit_file.stat().st_mtime) < 1
     (notice,) = client.notifications()
     assert notice.task_id == tid and "failed with exit code 3" in notice.message
 
