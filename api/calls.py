@@ -125,8 +125,40 @@ class CallScope:
             self._uses.discard(use)
 
 
+SHUTDOWN_PATIENCE = 30.0
+"""Seconds ``supervisor stop`` waits for its answer (one stopped by SIGSTOP never gives
+it: the stop waited for good, a review)."""
+
+
 class Caller:
     """Sends requests through a :class:`Connector`, again when the supervisor goes away."""
+
+    def shutdown(self, session: str) -> dict[str, Any] | None:
+        """Stop the supervisor if one runs (its tasks keep running): its answer, or None
+        where none ran.
+
+        Raises:
+            SupervisorUnavailableError: it did not answer within :data:`SHUTDOWN_PATIENCE`
+                (stopped, frozen).
+        """
+        try:
+            channel = self.connector.open(start=False)
+        except SupervisorUnavailableError:
+            return None
+        deadline = time.monotonic() + SHUTDOWN_PATIENCE
+        try:
+            answer = self.exchange(channel, "shutdown", {"session": session}, deadline=deadline)
+        except _ConnectionLost as lost:
+            if time.monotonic() < deadline:
+                raise
+            raise SupervisorUnavailableError(
+                f"the supervisor did not answer the stop within {SHUTDOWN_PATIENCE:.0f} s: it "
+                "may be stopped (SIGSTOP: `kill -CONT` it) or frozen (its log: "
+                f"{self.log_hint})"
+            ) from lost
+        finally:
+            channel.close()
+        return dict(answer or {})
 
     def __init__(self, connector: Connector, log_hint: str) -> None:
         self.connector = connector

@@ -425,15 +425,8 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
 def _shutdown(cli: Cli) -> int | None:
     """Stop the supervisor if one runs (its tasks keep running); how many tasks it left
     running (None: none ran)."""
-    try:
-        channel = cli.connector.open(start=False)
-    except SupervisorUnavailableError:
-        return None
-    try:
-        answer = cli.calls.exchange(channel, "shutdown", {"session": cli.session})
-    finally:
-        channel.close()
-    return int((answer or {}).get("runningTasks") or 0)
+    answer = cli.calls.shutdown(cli.session)
+    return None if answer is None else int(answer.get("runningTasks") or 0)
 
 
 def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:

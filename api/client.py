@@ -18,7 +18,6 @@ from .errors import (
     ShellNotFoundError,
     SpawnError,
     StorageError,
-    SupervisorUnavailableError,
     WaveError,
     error_text,
 )
@@ -50,7 +49,6 @@ from .protocol import (
     Request,
     ResultT,
     RunRequest,
-    ShutdownRequest,
     StatusRequest,
     StopManyRequest,
     StopRequest,
@@ -510,16 +508,7 @@ class Client:
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""
-        try:
-            channel = self.connector.open(start=False)
-        except SupervisorUnavailableError:
-            return False
-        try:
-            req = ShutdownRequest(session=self.session)
-            self.calls.exchange(channel, req.op, req.model_dump(mode="json", exclude={"op"}))
-        finally:
-            channel.close()
-        return True
+        return self.calls.shutdown(self.session) is not None
 
     # --- transport --------------------------------------------------------------------
 

@@ -332,6 +332,25 @@ def test_a_frozen_supervisor_holds_no_call_past_its_timeout(
     assert [t.command for t in client.tasks(all=True)] == [f"echo y >> {ran}"]
 
 
+def test_a_stop_of_a_frozen_supervisor_gives_up_and_says_why(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`supervisor stop` of a supervisor stopped by SIGSTOP waited for good (a review):
+    it gives up past its patience, saying what may be wrong; continued, the supervisor
+    reads the stop and stops."""
+    monkeypatch.setattr(calls, "SHUTDOWN_PATIENCE", 2.0)
+    pid = client.status().pid or 0
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        with pytest.raises(SupervisorUnavailableError, match="SIGSTOP"):
+            client.shutdown()
+        assert time.monotonic() - began < 30
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+
+
 def test_a_wait_sent_again_after_a_restart_waits_only_what_is_left(
     client: Client, state_dir: Path
 ) -> None:
