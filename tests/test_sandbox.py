@@ -292,6 +292,26 @@ def test_repositories_a_command_makes_below_the_workspace_are_judged(
     assert not (project / "sub" / ".git").exists()
 
 
+def test_many_repositories_a_command_makes_keep_later_starts_working(
+    state_dir: Path, project: Path
+) -> None:
+    """A review's command made 1000 repositories below the workspace: each later start
+    bound several files of each (8–13 s for 600) until bubblewrap refused its arguments.
+    At most 32 are kept read-only; what the command made of them is judged with one
+    budget of configs read (the rest moved aside unread)."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    made = client.bash(
+        "for i in $(seq 1000); do mkdir -p r$i/.git/hooks && echo '[core]' > r$i/.git/config;"
+        " done; echo made",
+        timeout=120_000,
+    )
+    assert made.stdout == "made", made.stdout
+    assert (
+        len(list(project.glob("r*/.git/config.moved-by-wave-bash-*"))) >= 1000 - MODULE_CONFIGS_READ
+    )
+    assert client.bash("echo later").stdout == "later"
+
+
 def test_many_worktrees_make_their_whole_directory_read_only(
     state_dir: Path, project: Path
 ) -> None:

@@ -200,20 +200,22 @@ SAMPLE_HOOKS = 64
 
 
 def _move_module_parts(
-    modules: str, task_id: str, made_after: float, made_before: float
-) -> list[str]:
+    modules: str, task_id: str, made_after: float, made_before: float,
+    seen: list[int] | None = None,
+) -> list[str]:  # fmt: skip
     """Under ``modules`` (submodules' git dirs, whose config a plain `git status` at the
     top runs and whose hooks `git submodule update` runs: reviews planted both, through
     names with a slash, ``config.worktree``, ``commondir`` and links), judge what the
     command changed (its change time between ``made_after`` and ``made_before``) as a new
     repository's: a config or ``config.worktree`` kept only where every setting runs
     nothing, hooks only as samples; a ``commondir`` (a pointer to a git dir elsewhere) or
-    a link (git follows it) is moved aside. Returns the paths moved."""
+    a link (git follows it) is moved aside. Returns the paths moved. ``seen``: what was
+    looked at and read, counted across calls (:func:`_move_nested_parts`)."""
     moved: list[str] = []
     fd = _open_plain("/", modules.rstrip("/"))
     if fd is None:
         return moved
-    seen = [0, 0]  # (entries looked at, configs read)
+    seen = [0, 0] if seen is None else seen  # (entries looked at, configs read)
     try:
         _judge_module_dir(fd, modules.rstrip("/"), task_id, made_after, made_before, 0, seen, moved)
     finally:
@@ -338,7 +340,7 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     read-only, the shell rc files in the workspace and in the home directory (if in the
     workspace)."""
     found: list[tuple[str, bool]] = []
-    for root in (workspace, *_nested_repositories(workspace)):
+    for root in (workspace, *_nested_repositories(workspace)[:NESTED_PROTECTED]):
         git = os.path.join(root, ".git")
         found.append((git, False))
         if os.path.isdir(git) and not os.path.islink(git):
@@ -363,6 +365,9 @@ NESTED_DEPTH = 2
 clones, a vendored clone, a submodule whose ``.git`` is still a directory)."""
 NESTED_LISTED = 2048
 """Entries of the workspace looked at for them, at most, as each sandboxed command starts."""
+NESTED_PROTECTED = 32
+"""Of them, those kept read-only (each takes several mounts: a review's command made 600,
+and each later sandboxed start took 8–13 s; 1000 passed bubblewrap's argument limit)."""
 
 
 def _nested_repositories(workspace: str) -> list[str]:
@@ -400,6 +405,7 @@ def _move_nested_parts(
     the top ran it, outside. A ``.git`` file or link it made (git follows it) is moved
     aside."""
     moved: list[str] = []
+    seen = [0, 0]  # (entries looked at, configs read: for all of them together)
     for root in _nested_repositories(workspace):
         fd = _open_plain("/", root)
         if fd is None:
@@ -408,7 +414,7 @@ def _move_nested_parts(
             made = os.stat(".git", dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(made.st_mode):
                 moved += _move_module_parts(
-                    os.path.join(root, ".git"), task_id, made_after, made_before
+                    os.path.join(root, ".git"), task_id, made_after, made_before, seen
                 )
             elif made_after <= made.st_ctime <= made_before and _move_aside(fd, ".git", task_id):
                 moved.append(os.path.join(root, ".git"))
