@@ -574,9 +574,13 @@ async def _stop_on_signals(handlers: WaveMcp) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
         async for signum in signals:
             await handlers.gone()
-            with anyio.CancelScope(shield=True):
-                await handlers.release_unwritten()
+            with anyio.move_on_after(STOP_PATIENCE, shield=True):  # (a frozen supervisor
+                await handlers.release_unwritten()  # would hold a stop for good)
             os._exit(128 + signum)
+
+
+STOP_PATIENCE = 10.0
+"""Seconds a server told to stop gives what it never wrote back before it exits anyway."""
 
 
 def _text_stream(stream: Any) -> io.TextIOWrapper:

@@ -584,9 +584,10 @@ _GIT_CODE = re.compile(
 
 _SHELL_CODE = re.compile(
     r".*/(?:\.(?:bashrc|bash_profile|bash_login|bash_logout|bash_aliases|profile|zshrc|zshenv|"
-    r"zprofile|zlogin|zlogout|kshrc|mkshrc)|\.config/fish/(?:config\.fish|conf\.d/[^/]+)|"
+    r"zprofile|zlogin|zlogout|kshrc|mkshrc)|\.(?:bashrc|profile|zshrc)\.d/[^/]+|"
+    r"\.config/fish/(?:config\.fish|(?:conf\.d|functions)/[^/]+)|\.ssh/rc|"
     r"etc/(?:profile|profile\.d/[^/]+|bash\.bashrc|bashrc|zsh/[^/]+|zshenv|zshrc|zprofile|"
-    r"environment))"
+    r"environment|fish/.+)|share/fish/vendor_(?:conf|functions)\.d/[^/]+)"
 )
 
 

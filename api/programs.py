@@ -245,7 +245,7 @@ def _sort_output(words: Sequence[str | None], shown: Sequence[str]) -> list[tupl
                 found.append((index - 1, ""))
         elif word.startswith("--"):
             valued = "=" not in word and any(abbreviates(word, o) for o in SORT_LONG_VALUED)
-            if len(word) > 3 and abbreviates(word, "--output"):
+            if _long_prefix(word, "--output"):
                 found.append((index, "") if valued else (index - 1, word.split("=", 1)[0] + "="))
             index += valued
         elif word.startswith("-") and len(word) > 1:
@@ -303,31 +303,62 @@ def files_written(
         at = [(i, "") for i in _positional(words, "")]
     elif name == "sort":
         at = _sort_output(words, shown)
-    elif name in ("uniq", "xxd"):
-        valued = "fsw" if name == "uniq" else "cglnos"
-        longs = ("--skip-fields", "--skip-chars", "--check-chars") if name == "uniq" else ()
-        at = [(i, "") for i in _positional(words, valued, longs)[1:2]]
-    elif name in ("tree", "git"):
-        option = "-o" if name == "tree" else "--output"
+    elif name == "uniq":
+        longs = ("--skip-fields", "--skip-chars", "--check-chars")
+        at = [(i, "") for i in _positional(words, "fsw", longs)[1:2]]
+    elif name == "xxd":
+        at = [(i, "") for i in _xxd_files(words)[1:2]]
+    elif name == "git":
         for i, w in enumerate(words):
-            if w == option:
+            if w == "--output":
                 at.append((i + 1, ""))
-            elif w is None and may_be_option(
-                shown[i], [option], option[1:] if name == "tree" else ""
-            ):
+            elif w is None and may_be_option(shown[i], ["--output"]):
                 at.append((i, ""))
-            elif w is not None and w.startswith(option if name == "tree" else option + "="):
-                at.append((i, option if name == "tree" else option + "="))
-    elif name == "dd":
-        at = [(i, "of=") for i, w in enumerate(words) if (w or shown[i]).startswith("of=")]
-    elif name == "history":
-        at = [(i + 1, "") for i, w in enumerate(words)
-              if w is not None and w.startswith("-") and set(w[1:]) & set("aw")]  # fmt: skip
+            elif w is not None and w.startswith("--output="):
+                at.append((i, "--output="))
+    elif name == "tree":  # (`-o FILE`, grouped too: `-ao FILE`, `-oFILE`)
+        for i, w in enumerate(words):
+            if w is None and may_be_option(shown[i], [], "o"):
+                at.append((i, ""))
+            elif w is not None and w[:1] == "-" and w[1:2] != "-" and "o" in w:
+                after = w[w.index("o") + 1 :]
+                at.append((i, w[: w.index("o") + 1]) if after else (i + 1, ""))
+    elif name == "dd":  # (`of=FILE`; `"of=$F"` computed)
+        at = [(i, "of=") for i, w in enumerate(words)
+              if (w or re.sub(r"[\"']", "", shown[i])).startswith("of=")]  # fmt: skip
+    elif name == "history":  # (`-w FILE`, `-w -- FILE`; no file: `$HISTFILE`, computed)
+        for i, w in enumerate(words):
+            if w is None or (w[:1] == "-" and set(w[1:]) & set("aw")):
+                j = i + 1 + (_next(words, i) == "--")
+                if j < len(words) or w is None:
+                    at.append((j if w is not None else i, ""))
+                else:
+                    return [(None, "$HISTFILE")]
     return [
         (_value_at(words, i, option), shown[i] if i < len(shown) else "")
         for i, option in at
         if i < len(words) and words[i] != "-"
     ]
+
+
+def _xxd_files(words: Sequence[str | None]) -> list[int]:
+    """The indices of xxd's file operands: xxd reads ``-cols``, ``-seek``, ``--c`` as its
+    one-letter options (a review's `xxd -seek 0 IN OUT` wrote OUT unasked), each taking
+    the next word unless its value is attached (``-c8``)."""
+    found: list[int] = []
+    skip = False
+    for index, word in enumerate(words):
+        if skip:
+            skip = False
+        elif word is None or word == "-" or word[:1] != "-":
+            found.append(index)
+        else:
+            letters = word.lstrip("-")
+            skip = letters[:1] in "cglnosC" and not re.fullmatch(
+                r".[-+]?(0x)?[0-9a-fA-F]+", letters
+            )
+            skip = skip and bool(letters) and letters[:1] != "C"
+    return found
 
 
 def rejoined(values: Sequence[str | None], shown: Sequence[str]) -> str:
@@ -432,13 +463,23 @@ OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
     "sdiff": (("--diff-program",), "", False),
     "zip": (("--unzip-command",), "", True),
     "wget": (("--use-askpass",), "", False),
-    "scp": ((), "S", False),
+    "scp": ((), "SD", False),
+    "sftp": ((), "SD", False),
 }
 """Programs that run a command an option names (a review ran a denied one through each
 under an allow rule for the program): its long options, short letters, and whether the
 value is shell code (else a program's name). ``zip -TT CMD`` too; ``ssh``, ``scp``,
 ``sftp`` and ``rsync -e ssh`` run an ``-o ProxyCommand=…`` or ``LocalCommand``."""
 SSH_CODE_OPTIONS = re.compile(r"(?i)\s*(?:proxycommand|localcommand|knownhostscommand)\b")
+SSH_LIBRARY_OPTIONS = re.compile(r"(?i)\s*(?:pkcs11provider|securitykeyprovider)\b")
+"""ssh settings that load a library of the value's naming: what it runs is unknown."""
+
+
+def _long_prefix(word: str, option: str) -> bool:
+    """Whether ``word`` is the long ``option`` or any prefix of it GNU getopt may take
+    (``--f`` for ``--filter``: a review; wider than :func:`abbreviates`)."""
+    flag = word.split("=", 1)[0]
+    return len(flag) >= 3 and flag.startswith("--") and option.startswith(flag)
 
 
 def _option_commands(
@@ -457,25 +498,44 @@ def _option_commands(
             value = None if may_be_option(text, longs, letters + ("o" if ssh else "")) else ""
         elif word == "--":
             break
-        elif any(word == o or abbreviates(word, o) for o in longs):
+        elif any(_long_prefix(word, o) for o in longs):
             value = long_value(words, index)
-        elif name == "zip" and word == "-TT":
-            value = words[index + 1] if index + 1 < len(words) else ""
+        elif name == "wget" and (word in ("-e", "--execute") or word.startswith("--execute=")):
+            value = _askpass(long_value(words, index) if word != "-e" else _next(words, index))
+        elif name == "zip" and word.startswith("-") and not word.startswith("--") and "TT" in word:
+            after = word[word.index("TT") + 2 :].lstrip("=")  # (`-rTT CMD`, `-TTCMD`, `-TT=CMD`)
+            value = after or _next(words, index)
         elif word.startswith("-") and not word.startswith("--") and len(word) > 1:
             given = short_options(word, letters + ("o" if ssh else ""))
             if given and given[-1][1] in letters + ("o" if ssh else ""):
                 rest = word[len(given) + 1 :]
-                value = rest or (words[index + 1] if index + 1 < len(words) else "")
+                value = rest or _next(words, index)
                 if given[-1] == "-o":  # (ssh's settings: only those that run a command,
                     matched = None if value is None else SSH_CODE_OPTIONS.match(value)
-                    if value is None:  # its shell runs their text)
-                        found.append(None)
+                    if value is None or SSH_LIBRARY_OPTIONS.match(value):  # its shell runs
+                        found.append(None)  # their text; or load a library)
                     elif matched:
-                        found.append(value[matched.end() :].lstrip(" \t="))
+                        command = value[matched.end() :].lstrip(" \t=")
+                        if command.lower() != "none":
+                            found.append(command)
                     continue
         if value != "":
             found.append(value if value is None or code else shlex.quote(value))
     return found
+
+
+def _next(words: Sequence[str | None], index: int) -> str | None:
+    """The word after word ``index`` ("" for none)."""
+    return words[index + 1] if index + 1 < len(words) else ""
+
+
+def _askpass(command: str | None) -> str | None:
+    """The program a wget ``-e use_askpass=PROG`` (wgetrc's spelling: case, ``-`` and
+    ``_`` ignored) runs; "" for another wgetrc command."""
+    if command is None:
+        return None
+    key, _, value = command.partition("=")
+    return value.strip() if re.sub(r"[-_\s]", "", key.lower()) == "useaskpass" else ""
 
 
 def code_arguments(
@@ -548,9 +608,12 @@ def nested_shell_problem(name: str, rest: Sequence[str | None], script: str) -> 
     for word in words:
         if word is None or word == script or word == "--" or word[:1] not in ("-", "+"):
             break
-        if word in ("-o", "-O"):
+        if word in ("-o", "-O", "+o", "+O"):  # (zsh's `+o no_allexport` turns it on)
             named = next(words, "")
-            if named is None or named.lower().replace("_", "") in _OPTION_NAMES:
+            option = "" if named is None else named.lower().replace("_", "")
+            if word[0] == "+":
+                option = option[2:] if option.startswith("no") else ""
+            if named is None or option in _OPTION_NAMES:
                 return f"`{base} {word} {named or '…'}` changes what its commands get"
         elif word.startswith("--") and re.sub(r"[-_]", "", word[2:].lower()) in _OPTION_NAMES:
             return f"`{base} {word}` changes what its commands get"  # (zsh's `--globsubst`)

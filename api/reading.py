@@ -704,6 +704,12 @@ class _Walker:
                 arguments.append(node_text(child, data) if plain else word_value(child, data))
                 if builtin != "export":  # (export takes no subscript: bash evaluates none)
                     self._names([name_word(child, data)])
+                word = arguments[-1]  # (`declare -a 'a=($(cmd))'`: one word, read again)
+                if (attributes or builtin == "readonly") and (
+                    (word is None and "=" in node_text(child, data))
+                    or (word is not None and _QUOTED_COMPOUND.match(word))
+                ):
+                    self.problems.append(COMPOUND_PROBLEM)
         self._setting(arguments)
         if builtin == "unset" and "f" not in flags:  # (`unset PATH`: the directory, then)
             self._sets_as_it_runs(arguments)
@@ -899,8 +905,8 @@ class _Walker:
             self.exports_all = True  # (`set -a`, `set -o allexport`: every setting exported)
         if turned_on is None or {"keyword", "k"} & turned_on:  # (`set -k; git status X=…`)
             self.problems.append(KEYWORD_PROBLEM)
-        if name == "jobs" and any(w is None or "-x" in short_options(w, "") for w in rest[:1]):
-            self.problems.append("`jobs -x` runs a command")
+        if name == "jobs" and any(w is None or (w[:1] == "-" and "x" in w) for w in rest):
+            self.problems.append("`jobs -x` runs a command")  # (`jobs -r -x cmd` too)
         if name == "let" and any(w is None or re.search(r"[A-Za-z_]", w) for w in rest):
             self.problems.append(ARITHMETIC_PROBLEM)
         if name in ("declare", "typeset", "local"):  # (`builtin declare -i n`: a plain
@@ -931,6 +937,8 @@ class _Walker:
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
         for target, written in files_written(os.path.basename(name), rest, shown[start + 1 :]):
+            if target is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(target):
+                target = None  # (`tee ~p/f`: as a redirection's, see there)
             self.writes.append(written if target is None else target)
             if target is None:
                 self.computed_writes.append(written)
@@ -1125,6 +1133,7 @@ def _wrapper(word: str | None) -> bool:
 
 
 COMPOUND_PROBLEM = "a quoted or computed array value, which bash reads again as code"
+_QUOTED_COMPOUND = re.compile(r"[^=]*=\(.*[$`<>]", re.DOTALL)
 KEYWORD_PROBLEM = (
     "`set -k` (keyword) makes assignments after a command's name part of its environment"
 )
@@ -1138,13 +1147,16 @@ def _set_options(name: str, rest: Sequence[str | None]) -> frozenset[str] | None
     if name in ("shopt", "setopt", "unsetopt"):
         if None in rest:
             return None
-        named = [w for w in rest if w and not w.startswith(("-", "+"))]
-        flags = "".join(w[1:] for w in rest if w and w.startswith("-"))
-        if name == "setopt" or ("o" in flags and "u" not in flags):  # (`shopt -so x`)
-            found.update(named)
-        elif name == "unsetopt":  # (`unsetopt NO_ALLEXPORT` turns it on)
-            found.update(w[2:] for w in (_option_name(n) for n in named) if w.startswith("no"))
-        return frozenset(_option_name(w) for w in found)
+        named = [_option_name(w) for w in rest if w and not w.startswith(("-", "+"))]
+        flags = "".join(w[1:] for w in rest if w and w.startswith(("-", "+")))
+        if name == "shopt":
+            return frozenset(named if "o" in flags and "u" not in flags else ())  # (`-so x`)
+        if "m" in flags:  # (`setopt -m 'all*'`: names by pattern)
+            return None
+        # (zsh's `no` prefix and `+` flags turn options the other way: each is taken as
+        # turned on, `setopt noallexport` too; `setopt -a` as `set -a`.)
+        found.update(n[2:] if n.startswith("no") else n for n in named)
+        return frozenset(found | set(flags.replace("o", "")))
     if name != "set":
         return frozenset()
     words = iter(rest)
@@ -1157,8 +1169,9 @@ def _set_options(name: str, rest: Sequence[str | None]) -> frozenset[str] | None
             option = next(words, "")
             if option is None:
                 return None
-            if word[0] == "-":
-                found.add(_option_name(option))
+            option_name = _option_name(option)  # (`+o noallexport` turns it on, in zsh)
+            if word[0] == "-" or option_name.startswith("no"):
+                found.add(option_name[2:] if word[0] == "+" else option_name)
         if word[0] == "-":
             found.update(word[1:])
     return frozenset(found)
@@ -1171,13 +1184,19 @@ def _option_name(word: str) -> str:
 
 def _named_variables(name: str, rest: Sequence[str | None]) -> list[str | None]:
     """The words of a builtin that name variables (see ``_Walker._names``)."""
-    if name in ("test", "[", "printf", "wait"):  # after `-v` (`wait -p`), or attached
-        flag = "-p" if name == "wait" else "-v"
-        given = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w == flag]
-        attached = name in ("printf", "wait")  # (`printf -vNAME`)
-        return given + [w[2:] for w in rest if attached and w and w.startswith(flag) and w != flag]
+    if name == "wait":  # `wait -p NAME`, grouped (`-fp NAME`) or attached (`-pNAME`)
+        found: list[str | None] = []
+        for i, w in enumerate(rest):
+            if w is not None and w[:1] == "-" and "p" in w:
+                after = w[w.index("p") + 1 :]
+                found.append(after or (rest[i + 1] if i + 1 < len(rest) else ""))
+        return found
+    if name in ("test", "[", "printf"):  # after `-v`, or attached (`printf -vNAME`)
+        given = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w == "-v"]
+        attached = name == "printf"
+        return given + [w[2:] for w in rest if attached and w and w.startswith("-v") and w != "-v"]
     if name == "getopts":
-        return list(rest[1:2])
+        return list((rest[1:] if rest[:1] == ["--"] else rest)[1:2])
     if name == "unset":
         return [w for w in rest if w is None or not w.startswith("-")]
     if name not in NAME_OPTIONS:

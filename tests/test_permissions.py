@@ -2024,6 +2024,44 @@ def test_what_zsh_does_beyond_the_text_asks(command: str, zsh: bool) -> None:
 
 
 @pytest.mark.parametrize(
+    ("command", "zsh"),
+    [("declare -a 'a=($(rm x))'", False), ("declare -a \"a\"='($(rm x))'", False),
+     ("typeset -a 'a=($(rm x))'", False), ("local -a 'a=(`rm x`)'", False),
+     ("jobs -r -x rm x", False), ("split --f='rm x' in", False), ("diff3 --d='rm x' a b c", False),
+     ("zip -rTT 'rm x' -T z.zip f", False), ("zip -TT='rm x' z.zip f", False),
+     ("zip -TTrm z.zip f", False), ("wget -e use_askpass=rm http://x", False),
+     ("wget --execute=use-askpass=rm http://x", False), ("sftp -S rm host", False),
+     ("sftp -D rm host", False), ("scp -D rm a h:b", False), ("ssh -o PKCS11Provider=x.so h", False),
+     ("set +o noallexport; LD_PRELOAD=./x.so; ls", False), ("wait -fp PATH; ls", False),
+     ("getopts -- ab PATH; ls", False), ("sort --o=.git/config in", False),
+     ("xxd -seek 0 IN .git/config", False), ("xxd -len 4 IN .git/config", False),
+     ("xxd --c 4 IN .git/config", False), ("history -w -- .git/config", False),
+     ("HISTFILE=.git/config; history -w", False), ('F=.git/config; dd "of=$F"', False),
+     ("tree -ao .git/config", False), ("echo x >> ~/.bashrc.d/a.sh", False),
+     ("echo x >> ~/.config/fish/functions/ls.fish", False), ("echo x >> ~/.ssh/rc", False),
+     ("setopt +o noallexport; LD_PRELOAD=./x.so; ls", True), ("setopt -a; X=1; ls", True),
+     ("setopt -m 'all*'; X=1; ls", True), ("p=/protected; echo x | tee ~p/f", True),
+     ("zsh +o no_allexport -c 'X=1; ls'", False)],
+)  # fmt: skip
+def test_what_the_review_of_these_checks_ran(command: str, zsh: bool) -> None:
+    """A review of the checks above ran each (or found it in the program's source): other
+    spellings (`--f`, `-rTT`, `-seek`, `+o noallexport`), one word holding an array
+    value, options after others, a file named by a variable, more start-up files."""
+    rules = {"allow": ["Bash(sort *)", "Bash(tee *)", "Bash(declare *)", "Bash(typeset *)",
+                       "Bash(local *)", "Bash(jobs *)", "Bash(set *)", "Bash(setopt *)",
+                       "Bash(split *)", "Bash(diff3 *)", "Bash(zip *)", "Bash(wget *)",
+                       "Bash(sftp *)", "Bash(scp *)", "Bash(ssh *)", "Bash(wait *)",
+                       "Bash(getopts *)", "Bash(ls*)", "Bash(xxd *)", "Bash(history*)",
+                       "Bash(dd *)", "Bash(tree *)", "Bash(echo *)", "Bash(zsh *)"],
+             "deny": ["Bash(rm *)", "Write(**/.git/config)", "Write(/protected/**)"]}  # fmt: skip
+    assert verdict(command, rules, zsh=zsh) != "allow"
+    for fine in ("declare -a c=(1 2 3)", "jobs -l", "zip -r z.zip f", "wget -e robots=off u",
+                 "ssh -o ProxyCommand=none h", "xxd -c8 in out", "xxd -r in out", "tree -a",
+                 "echo x > notes/profile.txt", "set -euo pipefail; ls"):  # fmt: skip
+        assert verdict(fine, rules) == "allow", fine
+
+
+@pytest.mark.parametrize(
     "command",
     ["split --filter='touch P' f", "split --fil 'touch P' f", "rsync -e 'touch P' a b",
      "rsync --rsh='touch P' a b", "rsync --rsync-path='touch P' a h:b",
