@@ -80,8 +80,11 @@ def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
     assert run_cli(state_dir, "output", tid).stdout.split() == ["n1", "n2", "n3"]
     waited = json.loads(run_cli(state_dir, "wait", tid, "--json").stdout)
     assert (waited["status"], waited["exitCode"]) == ("failed", 3)
+    # (Its end printed, its notice is not said again; one whose end nothing printed is.)
+    unseen = start_bg(Client(state_dir=state_dir), "exit 4")
+    Client(state_dir=state_dir).wait(unseen, timeout=10_000)
     notes = json.loads(run_cli(state_dir, "notifications", "--json").stdout)
-    assert [n["taskId"] for n in notes] == [tid] and notes[0]["status"] == "failed"
+    assert [n["taskId"] for n in notes] == [unseen] and notes[0]["status"] == "failed"
     assert set(notes[0]) >= {
         "taskId",
         "status",
