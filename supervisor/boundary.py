@@ -3,15 +3,25 @@ contract's, mapped in one place (as httpx's ``map_httpcore_exceptions``)."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wave_bash.api.errors import InvalidInputError, ShellNotFoundError, SpawnError, StorageError
+from wave_bash.api.errors import (
+    BusyError,
+    InvalidInputError,
+    ShellNotFoundError,
+    SpawnError,
+    StorageError,
+)
 from wave_bash.worker import BadEnvironmentError, NoShellError
 
 from .journal import storage_problem
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -39,6 +49,12 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
         problem = storage_problem(exc)
         if problem is not None:
             raise _not_started(problem, state_dir) from None
+        log.warning("could not start a command: %s", exc)
+        if exc.errno in (errno.EMFILE, errno.ENFILE):  # (a burst at a low descriptor limit:
+            raise BusyError(  # the client sends it again shortly; nothing started, D3a)
+                f"the supervisor is out of file descriptors ({exc.strerror}): the command "
+                "was not started"
+            ) from None
         raise SpawnError(f"wave-bash could not start the command: {exc}") from None
 
 

@@ -106,6 +106,31 @@ def test_a_call_answered_busy_goes_again(state_dir: Path) -> None:
     assert client.bash("echo ok").stdout == "ok"
 
 
+def test_a_command_that_meets_the_descriptor_limit_is_sent_again(state_dir: Path) -> None:
+    """Under a low limit, a burst of connections left a command none to start with: it
+    failed (`could not start the command: [Errno 24]`, and nothing in the log; a review).
+    It is `busy`, nothing started: its client sends it again, and it runs once
+    descriptors are free."""
+    pid = start_limited_supervisor(
+        state_dir, 64, 64, WAVE_MAX_CONNECTIONS="1000", WAVE_REQUEST_TIMEOUT="30s"
+    )
+    Client(state_dir=state_dir).status()  # (its standby and kept descriptors made)
+    spare = 64 - len(os.listdir(f"/proc/{pid}/fd"))
+    log = state_dir / "supervisor.log"
+    results: list[str] = []
+    with held_connections(state_dir, spare - 2) as socks:
+        caller = threading.Thread(
+            target=lambda: results.append(Client(state_dir=state_dir).bash("echo ok").stdout)
+        )
+        caller.start()
+        wait_until(lambda: "could not start a command" in log.read_text(), timeout=30)
+        for s in socks:
+            s.close()
+    caller.join(60)
+    assert results == ["ok"]
+    assert [t.command for t in Client(state_dir=state_dir).tasks(all=True)] == ["echo ok"]
+
+
 def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:
     """The cap lifted above what the limit allows: accept() fails with EMFILE over and
     over; the log says so once per burst, and service resumes when descriptors free up."""
