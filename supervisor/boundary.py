@@ -19,7 +19,7 @@ from wave_bash.api.errors import (
 )
 from wave_bash.worker import BadEnvironmentError, NoShellError
 
-from .journal import storage_problem
+from .journal import disk_problem, storage_problem
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,8 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
 
 
 def _not_started(problem: str, state_dir: Path) -> StorageError:
+    if "space" in problem.lower():  # (the file system's figures tell bytes from inodes)
+        problem = disk_problem(state_dir) or problem
     return StorageError(
         f"{problem} in the state dir {state_dir}: the command was not started (nothing "
         f"runs that wave-bash cannot record); {_remedy(problem)}"
@@ -71,6 +73,8 @@ def _remedy(problem: str) -> str:
     words = problem.lower()
     if "read-only" in words or "readonly" in words:
         return "make it writable again"
+    if "inode" in words:
+        return "delete some files there (each takes an inode: `df -i` shows them)"
     if "space" in words or "quota" in words or "full" in words:
         return "free some space there"
     return "check that disk"

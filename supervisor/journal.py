@@ -67,8 +67,10 @@ def disk_problem(path: Path, *, new_files: bool = True) -> str | None:
     root = _real_root()
     free_bytes = (st.f_bfree if root else st.f_bavail) * st.f_frsize
     free_inodes = st.f_ffree if root else st.f_favail
-    if free_bytes < MIN_FREE_BYTES or (new_files and st.f_files and free_inodes == 0):
+    if free_bytes < MIN_FREE_BYTES:
         return "No space left on device"
+    if new_files and st.f_files and free_inodes == 0:  # (`df` shows bytes free: a review)
+        return "No space left on device (no free inodes)"
     return None
 
 

@@ -331,8 +331,9 @@ def test_a_state_dir_out_of_inodes_gets_a_replacement_supervisor(tmp_path: Path)
         for i in range(25):  # until the inodes run out: then refused (DF3)
             r = client.bash(f"until [ -e {flag} ]; do sleep 0.02; done; exit {i % 5}",
                             run_in_background=True)  # fmt: skip
-            if r.background_task_id is None:
-                assert "No space left on device" in (r.error or "")
+            if r.background_task_id is None:  # (said so: `df` shows bytes free; a review)
+                assert "No space left on device (no free inodes)" in (r.error or ""), r.error
+                assert "`df -i`" in (r.error or "")
                 break
             started.append((r.background_task_id, i % 5))
         assert 5 <= len(started) < 25
@@ -383,9 +384,11 @@ def test_status_names_a_state_dir_with_no_inode_left(tmp_path: Path) -> None:
         with contextlib.suppress(OSError):
             for i in range(64):
                 (fillers / str(i)).touch()
-        assert client.status().storage_problem == "No space left on device"
+        assert client.status().storage_problem == "No space left on device (no free inodes)"
         shown = run_cli(mount / "sd", "supervisor", "status").stdout  # (said only with held
-        assert "state dir: No space left on device (no new command starts)" in shown  # writes)
+        assert (
+            "state dir: No space left on device (no free inodes) (no new command starts)" in shown
+        )  # writes)
         shutil.rmtree(fillers)
         assert client.status().storage_problem is None
 
