@@ -39,6 +39,12 @@ DAMAGE = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 refuses it now: full, read-only, an I/O error, which leave it as it is)."""
 
 
+def journal_damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the journal is damaged (:data:`DAMAGE`)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return isinstance(exc, sqlite3.DatabaseError) and "_".join(name.split("_")[:2]) in DAMAGE
+
+
 def open_journal(layout: StateLayout) -> Journal:
     """Open the journal; quarantine it when it is damaged, and build the index from the
     task files when it is damaged or gone.
@@ -58,8 +64,7 @@ def open_journal(layout: StateLayout) -> Journal:
         journal = Journal(path) if not empty else None
         problem = journal.quick_check() if journal is not None else "an empty file"
     except sqlite3.DatabaseError as exc:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        if "_".join(name.split("_")[:2]) not in DAMAGE:
+        if not journal_damaged(exc):
             raise StorageError(f"cannot open {path}: {_why(path, exc)}") from None
         problem = str(exc)
     else:

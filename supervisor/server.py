@@ -24,6 +24,11 @@ from .context import Connection, Context
 from .faults import crash_point
 from .handlers import HANDLERS
 from .journal import storage_problem
+from .recovery import journal_damaged
+
+EXIT_JOURNAL_DAMAGED = 75
+"""A supervisor's exit status where it found its journal damaged as it ran (EX_TEMPFAIL:
+the next start rebuilds it)."""
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +245,14 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
     except Exception as exc:  # a bug must not take the supervisor down
         problem = storage_problem(exc)
+        if journal_damaged(exc):  # (every call failed as "internal" until a restart: a
+            log.error(  # review) the next supervisor quarantines it and rebuilds the index
+                "the journal is damaged (%s): exiting so that the next start rebuilds it from "
+                "the task files; the calls cut are sent again, the tasks re-adopted",
+                exc,
+            )
+            logging.shutdown()
+            os._exit(EXIT_JOURNAL_DAMAGED)
         if problem is not None:  # a full or read-only disk is no bug: say so
             text = f"{problem} in the state dir {ctx.layout.root}"
             await conn.send(error_message(StorageError.code, text))

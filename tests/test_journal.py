@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -95,6 +96,58 @@ def test_corrupt_journal_is_quarantined_and_rebuilt(
     journal.write_bytes(damaged)
     records = {t.id: t for t in client.tasks(all=True)}
     assert (records[running].status, records[running].end_reason) == ("killed", "stopped")
+
+
+def test_a_journal_damaged_while_its_supervisor_runs_is_rebuilt(
+    client: Client, state_dir: Path
+) -> None:
+    """Pages of the journal overwritten while the supervisor ran: every call was answered
+    "internal supervisor error: database disk image is malformed" until a restart (a
+    review). The supervisor exits as it meets the damage; the call, cut, is sent again to
+    the next, which quarantines the journal and rebuilds it from the task files."""
+    ended = [start_bg(client, f"exit {i % 5}") for i in range(40)]
+    for task_id in ended:
+        client.wait(task_id, timeout=10_000)
+    running = start_bg(client, "sleep 300")
+    journal = state_dir / "journal.db"
+    with sqlite3.connect(journal) as con:  # (all in the main file; readers drop their cache)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(journal, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(os.urandom(journal.stat().st_size - 4096))
+    records = {t.id: t for t in client.tasks(all=True)}
+    assert {t: (records[t].status, records[t].exit_code) for t in ended} == {
+        t: ("completed" if i % 5 == 0 else "failed", i % 5) for i, t in enumerate(ended)
+    }
+    assert records[running].status == "running" and task_alive(running)
+    log = (state_dir / "supervisor.log").read_text()
+    assert "the journal is damaged" in log and "is corrupt" in log
+    assert list(state_dir.glob("journal.db.corrupt-*[0-9]"))
+    assert client.task_stop(running).status == "killed"
+
+
+def test_damage_found_while_running_is_told_from_a_full_disk(tmp_path: Path) -> None:
+    """A journal damaged while its supervisor ran had every call answered "internal" until
+    a restart (a review): the supervisor exits on such an error (the next start
+    quarantines and rebuilds it, the calls cut are sent again), never on a full or
+    read-only disk's, which leave the journal as it is."""
+    from wave_bash.supervisor.recovery import journal_damaged
+
+    path = tmp_path / "damaged.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (x)")
+    con.executemany("INSERT INTO t VALUES (?)", [("x" * 500,)] * 200)
+    con.commit()
+    con.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = os.urandom(len(data) - 4096)
+    path.write_bytes(bytes(data))
+    with pytest.raises(sqlite3.DatabaseError) as damaged:
+        sqlite3.connect(path).execute("SELECT count(*) FROM t WHERE x != ''").fetchall()
+    assert journal_damaged(damaged.value)
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
+    assert not journal_damaged(full) and not journal_damaged(OSError(28, "No space"))
 
 
 def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:
