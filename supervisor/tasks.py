@@ -33,6 +33,7 @@ import psutil
 from wave_bash.api import guard, texts
 from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
 from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
+from wave_bash.api.paths import ensure_private_dir
 from wave_bash.api.permissions import Decision
 from wave_bash.api.protocol import RunParams, SandboxSpec
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
@@ -592,7 +593,18 @@ class TaskManager:
             bash/zsh; StorageError: the state dir refuses writes; SpawnError.
         """
         with worker_errors(self.tasks_dir.parent):
+            self._tasks_dir_there()
             return self._start(p, permission, announce)
+
+    def _tasks_dir_there(self) -> None:
+        """Make the tasks dir again where someone removed it (every later command failed
+        until a restart, "No such file or directory": a review), letting the standbys go:
+        their files went with it (a command would write to files no one can read)."""
+        if os.path.isdir(self.tasks_dir):
+            return
+        log.warning("%s was removed: made again; the standby monitors let go", self.tasks_dir)
+        self.standby.discard()
+        ensure_private_dir(self.tasks_dir)
 
     def _start(
         self,

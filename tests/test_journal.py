@@ -126,6 +126,21 @@ def test_a_journal_damaged_while_its_supervisor_runs_is_rebuilt(
     assert client.task_stop(running).status == "killed"
 
 
+def test_a_tasks_dir_removed_while_the_supervisor_runs_is_made_again(
+    client: Client, state_dir: Path
+) -> None:
+    """`rm -r tasks/` under a running supervisor: every later command failed ("No such
+    file or directory: …/tasks/X.log") until a restart (a review). The next command
+    makes it again, private, and runs (no standby started before it is used)."""
+    assert client.bash("echo before").stdout == "before"
+    shutil.rmtree(state_dir / "tasks")
+    r = client.bash("echo after")
+    assert (r.stdout, r.exit_code) == ("after", 0), r
+    assert (state_dir / "tasks").stat().st_mode & 0o777 == 0o700
+    assert Path(client.tasks()[-1].output_path).read_text() == "after\n"
+    assert "was removed: made again" in (state_dir / "supervisor.log").read_text()
+
+
 def test_damage_found_while_running_is_told_from_a_full_disk(tmp_path: Path) -> None:
     """A journal damaged while its supervisor ran had every call answered "internal" until
     a restart (a review): the supervisor exits on such an error (the next start
