@@ -133,9 +133,9 @@ it: the stop waited for good, a review)."""
 class Caller:
     """Sends requests through a :class:`Connector`, again when the supervisor goes away."""
 
-    def shutdown(self, session: str) -> dict[str, Any] | None:
-        """Stop the supervisor if one runs (its tasks keep running): its answer, or None
-        where none ran.
+    def shutdown(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Stop the supervisor if one runs (its tasks keep running), by a ``shutdown``
+        request of ``params``: its answer, or None where none ran.
 
         Raises:
             SupervisorUnavailableError: it did not answer within :data:`SHUTDOWN_PATIENCE`
@@ -147,7 +147,7 @@ class Caller:
             return None
         deadline = time.monotonic() + SHUTDOWN_PATIENCE
         try:
-            answer = self.exchange(channel, "shutdown", {"session": session}, deadline=deadline)
+            answer = self.exchange(channel, "shutdown", params, deadline=deadline)
         except _ConnectionLost as lost:
             if time.monotonic() < deadline:
                 raise

@@ -425,7 +425,7 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
 def _shutdown(cli: Cli) -> int | None:
     """Stop the supervisor if one runs (its tasks keep running); how many tasks it left
     running (None: none ran)."""
-    answer = cli.calls.shutdown(cli.session)
+    answer = cli.calls.shutdown({"session": cli.session})
     return None if answer is None else int(answer.get("runningTasks") or 0)
 
 

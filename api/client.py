@@ -49,6 +49,7 @@ from .protocol import (
     Request,
     ResultT,
     RunRequest,
+    ShutdownRequest,
     StatusRequest,
     StopManyRequest,
     StopRequest,
@@ -508,7 +509,8 @@ class Client:
 
     def shutdown(self) -> bool:
         """Stop the supervisor if one runs (tasks keep running). Returns whether one ran."""
-        return self.calls.shutdown(self.session) is not None
+        req = ShutdownRequest(session=self.session)
+        return self.calls.shutdown(req.model_dump(mode="json", exclude={"op"})) is not None
 
     # --- transport --------------------------------------------------------------------
 
