@@ -153,8 +153,8 @@ class Caller:
                 raise
             raise SupervisorUnavailableError(
                 f"the supervisor did not answer the stop within {SHUTDOWN_PATIENCE:.0f} s: it "
-                "may be stopped (SIGSTOP: `kill -CONT` it) or frozen (its log: "
-                f"{self.log_hint})"
+                "may be stopped (SIGSTOP: `kill -CONT` it; it then reads the stop and stops) "
+                f"or frozen (its log: {self.log_hint})"
             ) from lost
         finally:
             channel.close()

@@ -8,6 +8,7 @@ moved aside, never silently replaced, and the index is rebuilt from those files.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -54,15 +55,20 @@ def open_journal(layout: StateLayout) -> Journal:
             read-only disk, an I/O error): it is left as it is, for a later start.
     """
     path = layout.journal
+    marker = damage_marker(layout)
     if not path.exists():
+        marker.unlink(missing_ok=True)
         return _build(layout)
     try:
         # An empty file is no journal (one is built aside and renamed in place, its
         # header written): SQLite takes it for a valid empty database, and every task
-        # was forgotten (a review truncated it).
+        # was forgotten (a review truncated it). One a supervisor found damaged as it ran
+        # is, whatever `quick_check` says (it compares no index with its table: a stale
+        # index entry passed it, and every start exited again, a review).
+        found = marker.read_text(errors="replace").strip() if marker.exists() else ""
         empty = path.stat().st_size == 0
-        journal = Journal(path) if not empty else None
-        problem = journal.quick_check() if journal is not None else "an empty file"
+        journal = Journal(path) if not (empty or found) else None
+        problem = journal.quick_check() if journal is not None else (found or "an empty file")
     except sqlite3.DatabaseError as exc:
         if not journal_damaged(exc):
             raise StorageError(f"cannot open {path}: {_why(path, exc)}") from None
@@ -82,7 +88,21 @@ def open_journal(layout: StateLayout) -> Journal:
         "journal %s is corrupt (%s): moved aside as %s.corrupt-%s; rebuilding the index from %s",
         path, problem, path.name, stamp, layout.tasks,
     )  # fmt: skip
-    return _build(layout)
+    journal = _build(layout)
+    marker.unlink(missing_ok=True)
+    return journal
+
+
+def damage_marker(layout: StateLayout) -> Path:
+    """The file a supervisor that found its journal damaged as it ran leaves, saying why,
+    for the next start to move the journal aside and rebuild it."""
+    return layout.journal.with_name(f"{layout.journal.name}.damaged")
+
+
+def mark_damaged(layout: StateLayout, exc: BaseException) -> None:
+    """Leave :func:`damage_marker` (best effort: with no marker, the next start checks)."""
+    with contextlib.suppress(OSError):
+        damage_marker(layout).write_text(f"{exc} (found as the supervisor ran)\n")
 
 
 def _database(path: Path) -> list[Path]:

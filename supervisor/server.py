@@ -24,7 +24,7 @@ from .context import Connection, Context
 from .faults import crash_point
 from .handlers import HANDLERS
 from .journal import storage_problem
-from .recovery import journal_damaged
+from .recovery import journal_damaged, mark_damaged
 
 EXIT_JOURNAL_DAMAGED = 75
 """A supervisor's exit status where it found its journal damaged as it ran (EX_TEMPFAIL:
@@ -251,6 +251,7 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
                 "the task files; the calls cut are sent again, the tasks re-adopted",
                 exc,
             )
+            mark_damaged(ctx.layout, exc)
             logging.shutdown()
             os._exit(EXIT_JOURNAL_DAMAGED)
         if problem is not None:  # a full or read-only disk is no bug: say so

@@ -17,6 +17,7 @@ at the next start (:func:`remove_leftovers`).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,11 @@ class Standby:
         failure = monitor.exec_failure()
         if failure is not None:  # (its bash went meanwhile): the command starts its own,
             log.warning("a standby monitor could not start: %s", failure)  # which says why
+            self._release(monitor, False)
+            self.discard()
+            return None
+        if not os.path.exists(monitor.files.exit):  # (its files removed with `tasks/`, made
+            log.warning("the standby monitors' files are gone: let go")  # again: a review)
             self._release(monitor, False)
             self.discard()
             return None

@@ -599,7 +599,8 @@ class TaskManager:
     def _tasks_dir_there(self) -> None:
         """Make the tasks dir again where someone removed it (every later command failed
         until a restart, "No such file or directory": a review), letting the standbys go:
-        their files went with it (a command would write to files no one can read)."""
+        their files went with it (a command would write to files no one can read; one
+        made again by hand: :meth:`Standby.take` finds their files gone)."""
         if os.path.isdir(self.tasks_dir):
             return
         log.warning("%s was removed: made again; the standby monitors let go", self.tasks_dir)

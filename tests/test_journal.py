@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -139,6 +140,47 @@ def test_a_tasks_dir_removed_while_the_supervisor_runs_is_made_again(
     assert (state_dir / "tasks").stat().st_mode & 0o777 == 0o700
     assert Path(client.tasks()[-1].output_path).read_text() == "after\n"
     assert "was removed: made again" in (state_dir / "supervisor.log").read_text()
+    # Made again by hand before the next command: the standbys' files are gone all the
+    # same (two commands failed, "No such file or directory": a second review).
+    for _ in range(2):
+        assert client.bash("echo warm").stdout == "warm"  # (standbys started for them)
+    shutil.rmtree(state_dir / "tasks")
+    (state_dir / "tasks").mkdir(mode=0o700)
+    for n in range(2):
+        assert client.bash(f"echo again{n}").stdout == f"again{n}"
+
+
+def test_damage_quick_check_cannot_see_is_rebuilt_once(client: Client, state_dir: Path) -> None:
+    """A stale index entry passes `quick_check` (it compares no index with its table):
+    each supervisor met it at its first listing and exited, 29 times in 30 s, the journal
+    never rebuilt (a second review). The one that meets it leaves a mark that has the
+    next move the journal aside and rebuild it, whatever its check says."""
+    ended = [start_bg(client, f"exit {i}") for i in range(3)]
+    for task_id in ended:
+        client.wait(task_id, timeout=10_000)
+    client.shutdown()
+    wait_until(lambda: not supervisor_pids(state_dir))
+    journal = state_dir / "journal.db"
+    names = ("tasks_by_session", "tasks_by_status")
+    with contextlib.closing(sqlite3.connect(journal)) as con:
+        indexes = con.execute(
+            "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master WHERE name IN (?, ?)",
+            names,
+        ).fetchall()
+        con.execute("PRAGMA writable_schema = ON")
+        con.execute("DELETE FROM sqlite_master WHERE name IN (?, ?)", names)
+        con.commit()
+    with contextlib.closing(sqlite3.connect(journal)) as con:
+        con.execute("DELETE FROM tasks WHERE id = ?", (ended[0],))  # (its index entries stay)
+        con.execute("PRAGMA writable_schema = ON")
+        con.executemany("INSERT INTO sqlite_master VALUES (?, ?, ?, ?, ?)", indexes)
+        con.commit()
+    with contextlib.closing(sqlite3.connect(journal)) as con:
+        assert con.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    assert sorted(t.id for t in client.tasks()) == sorted(ended)  # (rebuilt from its files)
+    log = (state_dir / "supervisor.log").read_text()
+    assert log.count("the journal is damaged") == 1 and log.count("is corrupt") == 1
+    assert not (state_dir / "journal.db.damaged").exists()
 
 
 def test_damage_found_while_running_is_told_from_a_full_disk(tmp_path: Path) -> None:
