@@ -6,6 +6,7 @@ running, so the words must not suggest a failure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, assert_never
 
 from .states import EndReason, TaskStatus
@@ -68,14 +69,22 @@ NOT_STARTED_TEXT = (
 """R1: a foreground command whose supervisor died before it ran (D3a)."""
 
 
-def moved_aside_text(paths: list[str], task_id: str) -> str:
+def moved_aside_text(paths: list[str], task_id: str, unjudged: Sequence[str] = ()) -> str:
     """SB1: protected files a sandboxed command made, which no mount could keep (they were
-    missing), moved aside as it ended."""
-    names = ", ".join(paths)
-    return (
-        f"The sandbox moved aside what the command made where git or a shell would run it "
-        f"outside: {names} (now *.moved-by-wave-bash-{task_id}*)."
-    )
+    missing), moved aside as it ended; where there was more to judge than it looks at."""
+    said = []
+    if paths:
+        said.append(
+            "The sandbox moved aside what the command made where git or a shell would run "
+            f"it outside: {', '.join(paths)} (now *.moved-by-wave-bash-{task_id}*)."
+        )
+    if unjudged:
+        said.append(
+            f"The sandbox could not look at all the command made in {', '.join(unjudged)} "
+            "(too many directories or files): review the repositories there before git runs "
+            "in them."
+        )
+    return " ".join(said)
 
 
 def stopped_text(exit_code: int | None, end_reason: EndReason | None) -> str | None:

@@ -1139,8 +1139,8 @@ class TaskManager:
         if sources is not None:  # (bubblewrap has long mounted them)
             sources.close()
             moved = sources.move_made(task.id, ended_at or time.time(), task.row.started_at)
-            if moved:
-                task.sandbox_note = texts.moved_aside_text(moved, task.id)
+            if moved or sources.unjudged:
+                task.sandbox_note = texts.moved_aside_text(moved, task.id, sources.unjudged)
                 log.warning("task %s: %s", task.id, task.sandbox_note)
         if task.monitor_gone is None:
             pid = task.row.pid or 0
@@ -1266,9 +1266,9 @@ class TaskManager:
         if sources is None:
             return
         moved = sources.move_made(task.id, time.time(), task.row.started_at)
-        if moved:
+        if moved or sources.unjudged:
             log.warning("task %s, its last process gone: %s", task.id,
-                        texts.moved_aside_text(moved, task.id))  # fmt: skip
+                        texts.moved_aside_text(moved, task.id, sources.unjudged))  # fmt: skip
 
     def _after_replies(self, work: Callable[[], object] | None = None) -> None:
         """Do ``work`` once a reply has gone out (see :data:`AFTER_REPLIES`)."""

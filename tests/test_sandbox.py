@@ -40,6 +40,7 @@ from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.sandbox import (
     MODULE_CONFIGS_READ,
+    NESTED_PROTECTED,
     WORKTREES_ONE_BY_ONE,
     Sources,
     open_sources,
@@ -310,6 +311,45 @@ def test_many_repositories_a_command_makes_keep_later_starts_working(
         len(list(project.glob("r*/.git/config.moved-by-wave-bash-*"))) >= 1000 - MODULE_CONFIGS_READ
     )
     assert client.bash("echo later").stdout == "later"
+
+
+def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_path: Path) -> None:
+    """A second review: a hook edited in place in a repository past the 32 kept read-only
+    left its directory's time as it was; 6000 files listed first hid a repository made
+    after them; a flood in one repository's git dir spent the budget of the others'; and
+    a flood of directories went unsaid. Each is judged, or said."""
+    work = tmp_path / "work"
+    for i in range(NESTED_PROTECTED + 2):
+        hooks = work / f"r{i:02}" / ".git" / "hooks"
+        hooks.mkdir(parents=True)
+        (hooks / "pre-commit").write_text("#!/bin/sh\n")
+    made = (hooks / "pre-commit").stat().st_ctime  # (older than the task by the clock's slack)
+    wait_until(lambda: time.time() - made > 1.5)
+    client = Client(state_dir=state_dir, cwd=work, sandbox="workspace-write")
+    assert "could not look at all" not in client.bash("mkdir -p d1 d2").message
+    fsmonitor = "git -C {} config core.fsmonitor 'touch MARK'"
+    r = client.bash(
+        "for f in r*/.git/hooks/pre-commit; do echo payload >> $f; done 2>/dev/null;"
+        " mkdir f && (cd f && seq 1 3000 | xargs touch) && git init -q sub/lib && "
+        + fsmonitor.format("sub/lib")
+        + " && git init -q a && mkdir a/.git/x && (cd a/.git/x && seq 1 10050 | xargs touch)"
+        " && "
+        + fsmonitor.format("a")
+        + " && git init -q b && "
+        + fsmonitor.format("b")
+        + " && echo made",
+        timeout=120_000,
+    )
+    assert r.stdout == "made", r.stdout
+    edited = [p for p in work.glob("r*/.git/hooks/pre-commit") if "payload" in p.read_text()]
+    assert edited == []  # (read-only, or its directory moved aside)
+    assert len(list(work.glob("r*/.git/hooks.moved-by-wave-bash-*"))) == 2
+    for repo in ("sub/lib", "a", "b"):
+        assert not (work / repo / ".git" / "config").exists(), repo
+    assert "could not look at all" in r.message  # (what was past the flood in `a`, unread)
+    shutil.rmtree(work / "a" / ".git" / "x")
+    flood = client.bash("mkdir -p d{1..2100} && echo made")
+    assert flood.stdout.startswith("made") and "could not look at all" in flood.message
 
 
 def test_many_worktrees_make_their_whole_directory_read_only(

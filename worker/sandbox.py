@@ -223,11 +223,20 @@ def _move_module_parts(
     return moved
 
 
+GIT_RUNS = ("config", "config.worktree", "commondir", "hooks")
+"""The names in a git dir whose change has git run what the command wrote."""
+GIT_DATA = frozenset({"objects", "refs", "logs", "lfs", "annex", "rr-cache"})
+"""Directories of a git dir that hold data, not what git runs: not looked through (git
+LFS's and git-annex's objects would spend the budget in every large repository)."""
+
+
 def _judge_module_dir(
     fd: int, path: str, task_id: str, made_after: float, made_before: float,
     depth: int, seen: list[int], moved: list[str],
 ) -> None:  # fmt: skip
-    try:
+    for name in GIT_RUNS:  # (first, whatever the budget: a flood elsewhere had spent it and
+        _judge_part(fd, path, name, task_id, made_after, made_before, seen, moved)  # a review's
+    try:  # configs of three more repositories stayed unread)
         listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)  # (fd: O_PATH)
         try:
             with os.scandir(listing) as found:  # (no more listed than looked at)
@@ -237,6 +246,8 @@ def _judge_module_dir(
     except OSError:
         return
     for name in entries:
+        if name in GIT_RUNS:
+            continue
         seen[0] += 1
         if seen[0] > MODULE_ENTRIES:
             return
@@ -244,31 +255,69 @@ def _judge_module_dir(
             made = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except OSError:
             continue
-        changed = made_after <= made.st_ctime <= made_before
-        if stat.S_ISLNK(made.st_mode) or (changed and name == "commondir"):
-            kept = False
-        elif changed and name in ("config", "config.worktree"):
-            seen[1] += 1
-            kept = seen[1] <= MODULE_CONFIGS_READ and _inert_config(fd, name, made)
-        elif changed and name == "hooks":
-            kept = _inert_hooks(fd, name, made)
-        elif stat.S_ISDIR(made.st_mode) and name not in ("objects", "refs", "logs"):
-            if depth < MODULE_DEPTH:
-                try:
-                    inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
-                except OSError:
-                    continue
-                try:
-                    sub_path = os.path.join(path, name)
-                    _judge_module_dir(inner, sub_path, task_id, made_after, made_before,
-                                      depth + 1, seen, moved)  # fmt: skip
-                finally:
-                    os.close(inner)
-            continue
-        else:
-            continue
-        if not kept and changed and _move_aside(fd, name, task_id):
-            moved.append(os.path.join(path, name))
+        if stat.S_ISLNK(made.st_mode):  # (git follows it)
+            changed = made_after <= made.st_ctime <= made_before
+            if changed and _move_aside(fd, name, task_id):
+                moved.append(os.path.join(path, name))
+        elif stat.S_ISDIR(made.st_mode) and name not in GIT_DATA:
+            if depth >= MODULE_DEPTH:
+                continue
+            try:
+                inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                sub_path = os.path.join(path, name)
+                _judge_module_dir(inner, sub_path, task_id, made_after, made_before,
+                                  depth + 1, seen, moved)  # fmt: skip
+            finally:
+                os.close(inner)
+
+
+def _judge_part(
+    fd: int, path: str, name: str, task_id: str, made_after: float, made_before: float,
+    seen: list[int], moved: list[str],
+) -> None:  # fmt: skip
+    """Judge one of :data:`GIT_RUNS` in the git dir ``fd`` as a new repository's, where
+    the command changed it (a hooks directory also where a hook in it changed: one edited
+    in place leaves the directory's own time as it was; a review)."""
+    try:
+        made = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return
+    changed = made_after <= made.st_ctime <= made_before
+    if name == "hooks" and not changed and stat.S_ISDIR(made.st_mode):
+        changed = _changed_inside(fd, name, made_after, made_before)
+    if not changed:
+        return
+    if stat.S_ISLNK(made.st_mode) or name == "commondir":
+        kept = False
+    elif name == "hooks":
+        kept = _inert_hooks(fd, name, made)
+    else:
+        seen[1] += 1
+        kept = seen[1] <= MODULE_CONFIGS_READ and _inert_config(fd, name, made)
+    if not kept and _move_aside(fd, name, task_id):
+        moved.append(os.path.join(path, name))
+
+
+def _changed_inside(fd: int, name: str, made_after: float, made_before: float) -> bool:
+    """Whether an entry of the directory ``name`` changed between the two times (more
+    than :data:`SAMPLE_HOOKS` entries count as changed: no hooks directory has them)."""
+    try:
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError:
+        return False
+    try:
+        with os.scandir(inner) as entries:
+            found = list(itertools.islice(entries, SAMPLE_HOOKS + 1))
+        return len(found) > SAMPLE_HOOKS or any(
+            made_after <= e.stat(follow_symlinks=False).st_ctime <= made_before for e in found
+        )
+    except OSError:
+        return True
+    finally:
+        os.close(inner)
 
 
 def _only_samples(fd: int, name: str) -> bool:
@@ -340,7 +389,7 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     read-only, the shell rc files in the workspace and in the home directory (if in the
     workspace)."""
     found: list[tuple[str, bool]] = []
-    for root in (workspace, *_nested_repositories(workspace)[:NESTED_PROTECTED]):
+    for root in (workspace, *_nested_repositories(workspace)[0][:NESTED_PROTECTED]):
         git = os.path.join(root, ".git")
         found.append((git, False))
         if os.path.isdir(git) and not os.path.islink(git):
@@ -370,43 +419,46 @@ NESTED_PROTECTED = 32
 and each later sandboxed start took 8–13 s; 1000 passed bubblewrap's argument limit)."""
 
 
-def _nested_repositories(workspace: str) -> list[str]:
-    """Directories at most :data:`NESTED_DEPTH` below the workspace that hold a ``.git``:
-    protected as the workspace's own repository is (a review's command set a
-    ``core.fsmonitor`` in ``svc-a/.git/config`` of a folder of clones, which the next `git
-    status` there ran, outside). A repository a command makes is not judged (README)."""
+def _nested_repositories(workspace: str) -> tuple[list[str], bool]:
+    """Directories at most :data:`NESTED_DEPTH` below the workspace that hold a ``.git``
+    (a review's command set a ``core.fsmonitor`` in ``svc-a/.git/config`` of a folder of
+    clones, which the next `git status` there ran, outside), looked for among the first
+    :data:`NESTED_LISTED` directories (files cost nothing: a review's 6000 had hidden a
+    repository made after them); with whether all were looked at."""
     found: list[str] = []
     budget = [NESTED_LISTED]
 
     def walk(folder: str, depth: int) -> None:
         with contextlib.suppress(OSError), os.scandir(folder) as entries:
             for entry in entries:
+                if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
+                    continue
                 budget[0] -= 1
                 if budget[0] < 0:
                     return
-                if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
-                    continue
                 if os.path.lexists(os.path.join(entry.path, ".git")):
                     found.append(entry.path)
                 if depth < NESTED_DEPTH:
                     walk(entry.path, depth + 1)
 
     walk(workspace, 1)
-    return found
+    return found, budget[0] >= 0
 
 
 def _move_nested_parts(
-    workspace: str, task_id: str, made_after: float, made_before: float
+    workspace: str, task_id: str, made_after: float, made_before: float, unjudged: list[str]
 ) -> list[str]:
     """What a command made of the repositories at most :data:`NESTED_DEPTH` below the
     workspace, judged as a new repository's (:func:`_move_module_parts`; those there as it
-    started were read-only): a review's command ran `git init vendor/lib`, set its
-    ``core.fsmonitor`` and put a gitlink to it in the index, and a plain `git status` at
-    the top ran it, outside. A ``.git`` file or link it made (git follows it) is moved
-    aside."""
+    started were read-only, the first :data:`NESTED_PROTECTED`): a review's command ran
+    `git init vendor/lib`, set its ``core.fsmonitor`` and put a gitlink to it in the index,
+    and a plain `git status` at the top ran it, outside. A ``.git`` file or link it made
+    (git follows it) is moved aside. Where there was more to look at than the budgets
+    allow, the workspace is added to ``unjudged`` (said with the task's result)."""
     moved: list[str] = []
     seen = [0, 0]  # (entries looked at, configs read: for all of them together)
-    for root in _nested_repositories(workspace):
+    roots, complete = _nested_repositories(workspace)
+    for root in roots:
         fd = _open_plain("/", root)
         if fd is None:
             continue
@@ -422,6 +474,8 @@ def _move_nested_parts(
             continue
         finally:
             os.close(fd)
+    if not complete or seen[0] > MODULE_ENTRIES:
+        unjudged.append(workspace)
     return moved
 
 
@@ -696,6 +750,8 @@ class Sources:
     links: list[tuple[str, str]] = field(default_factory=list)
     """The user's links on the way to start-up files (path, target): one the command
     replaced is moved aside as it ends (:meth:`move_made`)."""
+    unjudged: list[str] = field(default_factory=list)
+    """Where :meth:`move_made` found more than it looks at (said with the result)."""
 
     def move_made(self, task_id: str, made_before: float, made_after: float = 0.0) -> list[str]:
         """Move aside, as ``NAME.moved-by-wave-bash-TASK``, each protected file that was
@@ -710,6 +766,7 @@ class Sources:
         start) of each git dir there is judged as a new repository's; one ending in ``/*``
         is the workspace, whose nested repositories' git dirs are judged so too."""
         moved = []
+        self.unjudged = []
         for path, target in self.links:
             parent, name = os.path.split(path)
             fd = _open_plain("/", parent)
@@ -728,9 +785,8 @@ class Sources:
                 os.close(fd)
         for path in self.absent:
             if path.endswith("/*"):
-                moved += _move_nested_parts(
-                    path[:-2], task_id, made_after - CLOCK_SLACK, made_before
-                )
+                since = made_after - CLOCK_SLACK
+                moved += _move_nested_parts(path[:-2], task_id, since, made_before, self.unjudged)
                 continue
             if path.endswith("/"):
                 since = made_after - CLOCK_SLACK
