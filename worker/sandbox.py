@@ -304,35 +304,40 @@ def _judge_part(
 def _changed_inside(fd: int, name: str, made_after: float, made_before: float) -> bool:
     """Whether an entry of the directory ``name`` changed between the two times (more
     than :data:`SAMPLE_HOOKS` entries count as changed: no hooks directory has them)."""
-    try:
-        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-    except OSError:
-        return False
-    try:
-        with os.scandir(inner) as entries:
-            found = list(itertools.islice(entries, SAMPLE_HOOKS + 1))
-        return len(found) > SAMPLE_HOOKS or any(
-            made_after <= e.stat(follow_symlinks=False).st_ctime <= made_before for e in found
-        )
-    except OSError:
-        return True
-    finally:
-        os.close(inner)
+    found = _hooks_listed(fd, name)
+    return (
+        found is None
+        or len(found) > SAMPLE_HOOKS
+        or any(made_after <= ctime <= made_before for _, ctime in found)
+    )
 
 
 def _only_samples(fd: int, name: str) -> bool:
     """Whether a hooks directory holds only what ``git init`` puts there (``*.sample``
     files, which git never runs: a hook runs by its exact name)."""
+    found = _hooks_listed(fd, name)
+    return (
+        found is not None
+        and len(found) <= SAMPLE_HOOKS
+        and all(entry.endswith(".sample") for entry, _ in found)
+    )
+
+
+def _hooks_listed(fd: int, name: str) -> list[tuple[str, float]] | None:
+    """The first :data:`SAMPLE_HOOKS` + 1 entries of the directory ``name`` (opened
+    through no link), each with its change time; None where it cannot be read."""
     try:
         inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
     except OSError:
-        return False
+        return None
     try:
         with os.scandir(inner) as entries:
-            names = [e.name for e in itertools.islice(entries, SAMPLE_HOOKS + 1)]
-        return len(names) <= SAMPLE_HOOKS and all(name.endswith(".sample") for name in names)
+            return [
+                (e.name, e.stat(follow_symlinks=False).st_ctime)
+                for e in itertools.islice(entries, SAMPLE_HOOKS + 1)
+            ]
     except OSError:
-        return False
+        return None
     finally:
         os.close(inner)
 
