@@ -42,7 +42,10 @@ ANSWER_SLACK = 30.0
 take before the supervisor counts as gone: a stopped or frozen one (or link) keeps the
 connection open and silent, and the call would wait forever."""
 QUICK_CALL_LIMIT = 120.0
-"""Seconds a call with no time limit of its own (status, tasks, stop) waits for its answer."""
+"""Seconds a call with no time limit of its own (tasks, stop) waits for its answer."""
+STATUS_LIMIT = 10.0
+"""Seconds ``status`` waits for its answer: a supervisor answers it at once, and a
+frozen one was reported as none running after 2 minutes (a review)."""
 TIMED_OPS = frozenset({"wait", "output", "input"})
 """Calls whose ``timeout`` is what they wait: sent again after a restart, with what is left."""
 
@@ -58,7 +61,7 @@ def answer_deadline(op: str, params: dict[str, Any], began: float) -> float | No
         return None
     if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
         return began + timeout / 1000 + ANSWER_SLACK
-    return began + QUICK_CALL_LIMIT
+    return began + (STATUS_LIMIT if op == "status" else QUICK_CALL_LIMIT)
 
 
 class _ConnectionLost(SupervisorUnavailableError):

@@ -21,7 +21,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 
-from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller
+from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller
 from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, SupervisorUnavailableError, WaveError
@@ -447,10 +447,18 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
     if args.action == "status":
         cli.connector.may_start = False
     try:
-        status = cli.call("status")
-    except SupervisorUnavailableError:
+        patience = STATUS_LIMIT if args.action == "status" else RECONNECT_PATIENCE
+        status = cli.call("status", patience)
+    except SupervisorUnavailableError as exc:
         if args.action == "start":
             raise
+        if "not answered in time" in str(exc):  # (there, stopped or frozen: not "none")
+            if args.json:
+                _print_json({"running": True, "answering": False, "stateDir": str(cli.layout.root),
+                             "error": str(exc)})  # fmt: skip
+            else:
+                print(f"a supervisor for {cli.layout.root} does not answer: {exc}")
+            return UNKNOWN_STATUS_EXIT
         if args.json:
             _print_json({"running": False, "stateDir": str(cli.layout.root)})
         else:
@@ -567,6 +575,10 @@ INTERRUPTED_EXIT = 130
 NOT_RUNNING_EXIT = 3
 """``supervisor status`` with none running: LSB's "program is not running", as
 ``systemctl status`` (``wave-bash supervisor status >/dev/null && …``)."""
+
+UNKNOWN_STATUS_EXIT = 4
+"""``supervisor status`` with one that does not answer (stopped, frozen): LSB's "status
+is unknown"."""
 
 STILL_RUNNING_EXIT = 124
 """What ``wait`` exits with when the task still runs at its ``--timeout`` (as timeout(1))."""

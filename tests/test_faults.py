@@ -23,6 +23,7 @@ from conftest import (
     ask_supervisor,
     journal_rows,
     kill_supervisor,
+    run_cli,
     start_bg,
     start_supervisor,
     supervisor_pids,
@@ -349,6 +350,24 @@ def test_a_stop_of_a_frozen_supervisor_gives_up_and_says_why(
     finally:
         os.kill(pid, signal.SIGCONT)
     wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+
+
+def test_status_of_a_frozen_supervisor_says_it_does_not_answer(
+    client: Client, state_dir: Path
+) -> None:
+    """`supervisor status` of a SIGSTOPped supervisor waited 2 minutes, then said none was
+    running (exit 3; a review): within seconds it says one does not answer (exit 4, LSB's
+    "unknown")."""
+    pid = client.status().pid or 0
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        r = run_cli(state_dir, "supervisor", "status")
+        assert (r.returncode, time.monotonic() - began < 30) == (4, True), r
+        assert "does not answer" in r.stdout and "stopped or frozen" in r.stdout
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert run_cli(state_dir, "supervisor", "status").returncode == 0
 
 
 def test_a_wait_sent_again_after_a_restart_waits_only_what_is_left(
