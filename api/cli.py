@@ -567,7 +567,10 @@ def _shown_ends(cli: Cli, records: Sequence[dict[str, Any]]) -> None:
 
 def _status_line(record: dict[str, Any]) -> str:
     code = record.get("exitCode")
-    return f"{record['id']} {record['status']}" + ("" if code is None else f" (exit code {code})")
+    said = "" if code is None else f" (exit code {code})"
+    if record.get("endReason") == "not_started":  # (said "X lost" alone: a review)
+        said = " (never started: nothing ran; run it again)"
+    return f"{record['id']} {record['status']}{said}"
 
 
 INTERRUPTED_EXIT = 130

@@ -110,6 +110,8 @@ def test_crash_between_journal_and_spawn(client: Client, state_dir: Path) -> Non
     assert not r.success and r.message == texts.NOT_STARTED_TEXT
     (task,) = client.tasks(all=True)
     assert (task.status, task.end_reason) == ("lost", "not_started")  # it did not run
+    waited = run_cli(state_dir, "wait", task.id)  # (said "X lost" alone: a review)
+    assert waited.stdout == f"{task.id} lost (never started: nothing ran; run it again)\n"
     log = Path(task.output_path)
     assert not log.exists() or log.read_text() == ""
     kill_supervisor(state_dir)
