@@ -352,6 +352,37 @@ def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_
     assert flood.stdout.startswith("made") and "could not look at all" in flood.message
 
 
+def test_git_dirs_are_told_by_their_head_not_their_names(state_dir: Path, project: Path) -> None:
+    """A third review: a submodule git dir named `lfs` was skipped as data, and its hook
+    ran at `git submodule update`; one named `config` was judged as a config file and
+    moved aside whole by a plain `git status` in it (its repository broken); a legacy
+    `remotes/origin` naming a local bare repository had `git push` run its hook. A git
+    dir is one with a `HEAD`: its names are judged there, every directory elsewhere is
+    looked into; what changed in `remotes/` is moved aside."""
+    git = ["git", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", "--bare", str(project / ".git" / "modules" / "config")],
+                   check=True)  # fmt: skip
+    kept = (project / ".git" / "modules" / "config" / "config").stat().st_ctime
+    wait_until(lambda: time.time() - kept > 1.5)  # (older than the task by the clock's slack)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "git --git-dir=.git/modules/config symbolic-ref HEAD refs/heads/other"
+        " && git init -q sub && git init -q --bare sub/.git/modules/lfs"
+        " && git --git-dir=sub/.git/modules/lfs config core.fsmonitor 'touch MARK'"
+        " && mkdir -p sub/.git/remotes && printf 'URL: /tmp/x\\n' > sub/.git/remotes/origin"
+        " && echo made"
+    )
+    assert r.stdout == "made", r.stdout
+    assert (project / ".git" / "modules" / "config" / "config").is_file()  # (left as it was)
+    assert not (project / "sub" / ".git" / "modules" / "lfs" / "config").exists()
+    assert not (project / "sub" / ".git" / "remotes" / "origin").exists()
+    flood = client.bash(  # (more in `.git/modules` than it looks at: said, not silent)
+        "mkdir -p .git/modules/flood && cd .git/modules/flood && seq 1 10050 | xargs touch"
+    )
+    assert "could not look at all the command made in" in flood.message
+    assert f"{project}/.git/modules" in flood.message
+
+
 def test_many_worktrees_make_their_whole_directory_read_only(
     state_dir: Path, project: Path
 ) -> None:

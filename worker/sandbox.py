@@ -215,7 +215,7 @@ def _move_module_parts(
     fd = _open_plain("/", modules.rstrip("/"))
     if fd is None:
         return moved
-    seen = [0, 0] if seen is None else seen  # (entries looked at, configs read)
+    seen = [0, 0, 0] if seen is None else seen  # (entries looked at, configs read, unread)
     try:
         _judge_module_dir(fd, modules.rstrip("/"), task_id, made_after, made_before, 0, seen, moved)
     finally:
@@ -225,6 +225,9 @@ def _move_module_parts(
 
 GIT_RUNS = ("config", "config.worktree", "commondir", "hooks")
 """The names in a git dir whose change has git run what the command wrote."""
+GIT_REMOTES = ("remotes", "branches")
+"""A git dir's legacy remote files: a path there names a repository whose hooks a push
+runs (a review's `remotes/origin` pointed at a bare one the command made)."""
 GIT_DATA = frozenset({"objects", "refs", "logs", "lfs", "annex", "rr-cache"})
 """Directories of a git dir that hold data, not what git runs: not looked through (git
 LFS's and git-annex's objects would spend the budget in every large repository)."""
@@ -234,9 +237,29 @@ def _judge_module_dir(
     fd: int, path: str, task_id: str, made_after: float, made_before: float,
     depth: int, seen: list[int], moved: list[str],
 ) -> None:  # fmt: skip
-    for name in GIT_RUNS:  # (first, whatever the budget: a flood elsewhere had spent it and
-        _judge_part(fd, path, name, task_id, made_after, made_before, seen, moved)  # a review's
-    try:  # configs of three more repositories stayed unread)
+    """Judge the directory ``fd`` and what is below it. In a git dir (one with a ``HEAD``,
+    as git tells them, or a ``.git``) :data:`GIT_RUNS` and :data:`GIT_REMOTES` are judged
+    by name first, whatever the budget (a flood elsewhere had spent it: a review's configs
+    of three more repositories stayed unread), and its data directories skipped;
+    elsewhere (``modules/``, ``modules/libs/``) only a config that is a file is, and every
+    directory is looked into, whatever its name (a submodule named ``config`` or ``lfs``
+    is a git dir: a review). ``seen``: entries looked at, configs read, and directories
+    that could not be read."""
+    git_dir = _has_head(fd) or os.path.basename(path) == ".git"
+    judged: set[str] = set()
+    for name in GIT_RUNS:  # (a config as a file wherever it is: a repository without its
+        try:  # `HEAD` yet is one once `git init` runs there)
+            kind = stat.S_IFMT(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            continue
+        if git_dir or (kind != stat.S_IFDIR and name != "hooks"):
+            _judge_part(fd, path, name, task_id, made_after, made_before, seen, moved)
+            judged.add(name)
+    if git_dir:
+        for name in GIT_REMOTES:
+            _move_changed_entries(fd, path, name, task_id, made_after, made_before, seen, moved)
+            judged.add(name)
+    try:
         listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)  # (fd: O_PATH)
         try:
             with os.scandir(listing) as found:  # (no more listed than looked at)
@@ -244,9 +267,10 @@ def _judge_module_dir(
         finally:
             os.close(listing)
     except OSError:
+        seen[2] += 1  # (said: what it hides was not judged)
         return
     for name in entries:
-        if name in GIT_RUNS:
+        if name in judged:
             continue
         seen[0] += 1
         if seen[0] > MODULE_ENTRIES:
@@ -259,12 +283,13 @@ def _judge_module_dir(
             changed = made_after <= made.st_ctime <= made_before
             if changed and _move_aside(fd, name, task_id):
                 moved.append(os.path.join(path, name))
-        elif stat.S_ISDIR(made.st_mode) and name not in GIT_DATA:
+        elif stat.S_ISDIR(made.st_mode) and not (git_dir and name in GIT_DATA):
             if depth >= MODULE_DEPTH:
                 continue
             try:
                 inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
             except OSError:
+                seen[2] += 1
                 continue
             try:
                 sub_path = os.path.join(path, name)
@@ -272,6 +297,48 @@ def _judge_module_dir(
                                   depth + 1, seen, moved)  # fmt: skip
             finally:
                 os.close(inner)
+
+
+def _has_head(fd: int) -> bool:
+    """Whether the directory ``fd`` has a ``HEAD`` (git takes no directory without one
+    for a git dir)."""
+    try:
+        os.stat("HEAD", dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _move_changed_entries(
+    fd: int, path: str, name: str, task_id: str, made_after: float, made_before: float,
+    seen: list[int], moved: list[str],
+) -> None:  # fmt: skip
+    """Move aside each entry of the directory ``name`` that changed between the two times
+    (the whole directory where it holds more than :data:`SAMPLE_HOOKS`, or is unreadable)."""
+    try:
+        made = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return
+    if not stat.S_ISDIR(made.st_mode):  # (a file or link there: git reads none of it…
+        if made_after <= made.st_ctime <= made_before and _move_aside(fd, name, task_id):
+            moved.append(os.path.join(path, name))  # …but a link may lead to a directory)
+        return
+    found = _hooks_listed(fd, name)
+    if found is None or len(found) > SAMPLE_HOOKS:
+        if _changed_inside(fd, name, made_after, made_before) and _move_aside(fd, name, task_id):
+            moved.append(os.path.join(path, name))
+        return
+    try:
+        inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
+    except OSError:
+        seen[2] += 1
+        return
+    try:
+        for entry, ctime in found:
+            if made_after <= ctime <= made_before and _move_aside(inner, entry, task_id):
+                moved.append(os.path.join(path, name, entry))
+    finally:
+        os.close(inner)
 
 
 def _judge_part(
@@ -437,21 +504,27 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
     found: list[str] = []
     budget = [listed]
 
+    unread = [False]  # (a directory it cannot list hides what is in it: a review's
+    # `chmod 311 d` kept `d/evil`'s config from a supervisor that is no root)
+
     def walk(folder: str, depth: int) -> None:
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
-                    continue
-                budget[0] -= 1
-                if budget[0] < 0:
-                    return
-                if os.path.lexists(os.path.join(entry.path, ".git")):
-                    found.append(entry.path)
-                if depth < NESTED_DEPTH:
-                    walk(entry.path, depth + 1)
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
+                        continue
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        return
+                    if os.path.lexists(os.path.join(entry.path, ".git")):
+                        found.append(entry.path)
+                    if depth < NESTED_DEPTH:
+                        walk(entry.path, depth + 1)
+        except OSError:
+            unread[0] = True
 
     walk(workspace, 1)
-    return found, budget[0] >= 0
+    return found, budget[0] >= 0 and not unread[0]
 
 
 def _move_nested_parts(
@@ -465,7 +538,7 @@ def _move_nested_parts(
     (git follows it) is moved aside. Where there was more to look at than the budgets
     allow, the workspace is added to ``unjudged`` (said with the task's result)."""
     moved: list[str] = []
-    seen = [0, 0]  # (entries looked at, configs read: for all of them together)
+    seen = [0, 0, 0]  # (entries looked at, configs read, unread: for all of them together)
     roots, complete = _nested_repositories(workspace, NESTED_JUDGED)
     for root in roots:
         fd = _open_plain("/", root)
@@ -483,7 +556,7 @@ def _move_nested_parts(
             continue
         finally:
             os.close(fd)
-    if not complete or seen[0] > MODULE_ENTRIES:
+    if not complete or seen[0] > MODULE_ENTRIES or seen[2]:
         unjudged.append(workspace)
     return moved
 
@@ -798,8 +871,10 @@ class Sources:
                 moved += _move_nested_parts(path[:-2], task_id, since, made_before, self.unjudged)
                 continue
             if path.endswith("/"):
-                since = made_after - CLOCK_SLACK
-                moved += _move_module_parts(path, task_id, since, made_before)
+                since, seen = made_after - CLOCK_SLACK, [0, 0, 0]
+                moved += _move_module_parts(path, task_id, since, made_before, seen)
+                if seen[0] > MODULE_ENTRIES or seen[2]:  # (unsaid: a review's 50,000)
+                    self.unjudged.append(path.rstrip("/"))
                 continue
             parent, name = os.path.split(path)
             fd = _open_plain("/", parent)
