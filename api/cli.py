@@ -349,7 +349,11 @@ def _run_exit(result: dict[str, Any]) -> int:
     moved = bool(result.get("backgroundTaskId") or result.get("interrupted"))
     if result.get("error") is not None and result.get("exitCode") is None and not moved:
         return ERROR_EXIT  # (nothing ran)
-    if result.get("assistantAutoBackgrounded") or result.get("waitingForInput"):
+    if (
+        result.get("assistantAutoBackgrounded")
+        or result.get("waitingForInput")
+        or result.get("backgroundedByUser")  # (Ctrl+B: exit 0 let `&& deploy` go on while
+    ):  # it ran, a trial; a shell's Ctrl+Z stops the list too)
         return STILL_RUNNING_EXIT  # (it runs on: `run -i … && deploy` must not go on)
     if moved and not result.get("interrupted"):
         return 0

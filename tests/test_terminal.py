@@ -55,8 +55,9 @@ def test_ctrl_b_backgrounds_the_running_command(
     assert "started" in pane(tmux)  # the live view shows the last lines
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-b"], check=True)
     wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
-    # Its output so far, as the live view it was shown in is erased (a trial found it lost).
-    assert out.read_text().split("\n")[:2] == ["started", "rc=0"]
+    # Its output so far, as the live view it was shown in is erased (a trial found it lost);
+    # 124, as at its timeout: it still runs, so `&& deploy` must not go on (a trial).
+    assert out.read_text().split("\n")[:2] == ["started", "rc=124"]
     screen = pane(tmux)
     assert "Command was manually backgrounded by user with ID:" in screen
     (task,) = Client(state_dir=state_dir).tasks(all=True)
