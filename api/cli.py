@@ -222,7 +222,9 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
         with contextlib.suppress(WaveError, KeyboardInterrupt):
             _print_so_far(cli, task_id)
         print(note, file=sys.stderr)
-    else:
+    else:  # (its output so far too, as the README says: a trial's script got none)
+        with contextlib.suppress(WaveError, KeyboardInterrupt):
+            _print_so_far(cli, task_id)
         print(
             f"wave-bash: interrupted; task {task_id} keeps running in the background "
             f"(wave-bash stop {task_id} stops it)",

@@ -238,18 +238,23 @@ def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
     state_dir: Path,
 ) -> None:
     """SIGINT to `wave-bash run` from a script or an agent's harness: the command keeps
-    running in the background (a caller that went away), and stderr names it."""
+    running in the background (a caller that went away), stderr names it, and its output
+    so far is printed (it was not, as the README says: a trial)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
-         "sleep 30"],
+         "echo so-far; sleep 30"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     client = Client(state_dir=state_dir)
-    wait_until(lambda: any(t.status == "running" for t in client.tasks(all=True)), timeout=15)
+    wait_until(
+        lambda: any("so-far" in Path(t.output_path).read_text() for t in client.tasks(all=True)),
+        timeout=15,
+    )
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=30)
     (task,) = client.tasks(all=True)
     assert proc.returncode == 130 and task.status == "running", (proc.returncode, err)
+    assert out == "so-far\n"
     assert f"task {task.id} keeps running in the background (wave-bash stop {task.id}" in err
     client.task_stop(task.id)
 
