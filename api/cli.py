@@ -158,7 +158,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         raise OSError(
             exc.errno,
             f"{exc.strerror or exc}; the command is task {running[-1]}"
-            f" (`wave-bash output {running[-1]}`)",
+            f" (`{_wave(cli.remote)} output {running[-1]}`)",
         ) from None
 
 
@@ -179,7 +179,8 @@ def _show_run(
         if result.get("stdout"):
             print(result["stdout"])
         task_id = result["backgroundTaskId"]
-        return _report_input(task_id, _send_input(cli, task_id, ahead, None, rules), False)
+        answer = _send_input(cli, task_id, ahead, None, rules)
+        return _report_input(task_id, answer, False, cli.remote)
     moved_on = result.get("assistantAutoBackgrounded") or (
         watched and result.get("backgroundedByUser")
     )
@@ -227,7 +228,7 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
             _print_so_far(cli, task_id)
         print(
             f"wave-bash: interrupted; task {task_id} keeps running in the background "
-            f"(wave-bash stop {task_id} stops it)",
+            f"({_wave(cli.remote)} stop {task_id} stops it)",
             file=sys.stderr,
         )
     return INTERRUPTED_EXIT
@@ -326,8 +327,8 @@ def _report_run(
         if stdout:
             print(stdout)
         print(
-            f"[{task_id} waits for input: answer with `wave-bash input {task_id} TEXT`, "
-            f"or take over its terminal with `wave-bash attach {task_id}`]",
+            f"[{task_id} waits for input: answer with `{_wave(remote)} input {task_id} TEXT`, "
+            f"or take over its terminal with `{_wave(remote)} attach {task_id}`]",
             file=sys.stderr,
         )
     elif moved:
@@ -523,6 +524,12 @@ def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any],
         offset = next_offset
 
 
+def _wave(remote: str | None) -> str:
+    """How a hint names the CLI: with the ``--remote`` it was given (the task is there: a
+    trial pasted a hint and got "No task found" from this machine)."""
+    return "wave-bash" if remote is None else f"wave-bash --remote {shlex.quote(remote)}"
+
+
 def _print_so_far(cli: Cli, task_id: str) -> None:
     """A task's output so far as its result shows it, at most the excerpt's 30,000
     characters (its start and its end): a runaway command is why one presses Ctrl+C, and
@@ -531,7 +538,8 @@ def _print_so_far(cli: Cli, task_id: str) -> None:
     if out.get("output"):
         print(out["output"])
     if out.get("truncated"):
-        print(f"(cut short: `wave-bash output {task_id}` prints all of it)", file=sys.stderr)
+        print(f"(cut short: `{_wave(cli.remote)} output {task_id}` prints all of it)",
+              file=sys.stderr)  # fmt: skip
 
 
 def _print_whole_output(cli: Cli, task_id: str) -> None:
@@ -628,7 +636,7 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     rules, _ = _guard(args)  # (WAVE_RULES: input goes only where they let a command start)
     out = _send_input(cli, args.id, text, timeout, rules)
     try:
-        return _report_input(args.id, out, args.json)
+        return _report_input(args.id, out, args.json, cli.remote)
     except BrokenPipeError:  # (`input ID x | head -1`: the task's status all the same, as
         _quiet_stdout()  # `run` gives its command's)
         return _exit_code(out)
@@ -645,7 +653,9 @@ def _send_input(
     ))  # fmt: skip
 
 
-def _report_input(task_id: str, out: dict[str, Any], as_json: bool) -> int:
+def _report_input(
+    task_id: str, out: dict[str, Any], as_json: bool, remote: str | None = None
+) -> int:
     """Print what an input brought (its new output, then where the command is) and return
     the exit code, as ``wait``'s."""
     if as_json:
@@ -653,13 +663,14 @@ def _report_input(task_id: str, out: dict[str, Any], as_json: bool) -> int:
     else:
         if out.get("output"):
             print(out["output"])
+        wave = _wave(remote)
         if out.get("waitingForInput"):
-            print(f"[{task_id} waits for input: wave-bash input {task_id} TEXT, or wave-bash "
+            print(f"[{task_id} waits for input: {wave} input {task_id} TEXT, or {wave} "
                   f"attach {task_id}]", file=sys.stderr)  # fmt: skip
         elif _ended(out):
             print(f"[{_status_line({**out, 'id': task_id})}]", file=sys.stderr)
         else:  # (the timeout passed while it worked: say so, as the tool's text does)
-            print(f"[{task_id} still running, not waiting for input: wave-bash output "
+            print(f"[{task_id} still running, not waiting for input: {wave} output "
                   f"{task_id}]", file=sys.stderr)  # fmt: skip
     return _exit_code(out)
 

@@ -442,6 +442,16 @@ def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
         [*base, "output", tid, "--follow"], capture_output=True, text=True, timeout=60
     )
     assert follow.stdout.split() == ["n1", "n2"]
+    # Hints name the remote: a trial pasted `wave-bash input ID TEXT` and got "No task
+    # found" from this machine.
+    asks = subprocess.run([*base, "run", "-i", "--", "read -r -p 'name? ' n; echo hi $n"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert asks.returncode == 124, asks.stderr
+    assert f"`wave-bash --remote {sshd['url']} input " in asks.stderr, asks.stderr
+    task_id = asks.stderr.split(" waits for input")[0].lstrip("[")
+    answered = subprocess.run([*base, "input", task_id, "bob"], capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+    assert "hi bob" in answered.stdout, answered
 
 
 def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> None:
