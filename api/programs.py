@@ -354,10 +354,8 @@ def _xxd_files(words: Sequence[str | None]) -> list[int]:
             found.append(index)
         else:
             letters = word.lstrip("-")
-            skip = letters[:1] in "cglnosC" and not re.fullmatch(
-                r".[-+]?(0x)?[0-9a-fA-F]+", letters
-            )
-            skip = skip and bool(letters) and letters[:1] != "C"
+            attached = re.fullmatch(r".[-+]?(?:0x)?[0-9a-fA-F]+", letters) is not None
+            skip = bool(letters) and letters[0] in "cglnos" and not attached
     return found
 
 

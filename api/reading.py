@@ -687,9 +687,9 @@ class _Walker:
                 # (`declare -a a='($(cmd))'`, `local -a b="$a"`: bash reads a quoted or
                 # computed `(…)` again as code, for an array; `-a` unseen, it may be one)
                 arrays = "a" in flags or "A" in flags or None in options
-                reread = value is None and arrays
-                if value is not None and value.startswith("(") and re.search(r"[$`<>]", value):
-                    reread = True
+                reread = (value is None and arrays) or (
+                    value is not None and _QUOTED_COMPOUND.match(f"={value}") is not None
+                )
                 if reread and (attributes or builtin == "readonly") and parts[-1].type != "array":
                     self.problems.append(COMPOUND_PROBLEM)
                 if nameref and len(parts) > 1:

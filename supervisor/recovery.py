@@ -57,15 +57,18 @@ def open_journal(layout: StateLayout) -> Journal:
     path = layout.journal
     marker = damage_marker(layout)
     if not path.exists():
-        marker.unlink(missing_ok=True)
-        return _build(layout)
+        built = _build(layout)
+        _forget(marker)
+        return built
     try:
         # An empty file is no journal (one is built aside and renamed in place, its
         # header written): SQLite takes it for a valid empty database, and every task
         # was forgotten (a review truncated it). One a supervisor found damaged as it ran
         # is, whatever `quick_check` says (it compares no index with its table: a stale
         # index entry passed it, and every start exited again, a review).
-        found = marker.read_text(errors="replace").strip() if marker.exists() else ""
+        found = ""
+        with contextlib.suppress(OSError):  # (none, or not a file: as if none)
+            found = marker.read_text(errors="replace").strip()
         empty = path.stat().st_size == 0
         journal = Journal(path) if not (empty or found) else None
         problem = journal.quick_check() if journal is not None else (found or "an empty file")
@@ -88,9 +91,15 @@ def open_journal(layout: StateLayout) -> Journal:
         "journal %s is corrupt (%s): moved aside as %s.corrupt-%s; rebuilding the index from %s",
         path, problem, path.name, stamp, layout.tasks,
     )  # fmt: skip
-    journal = _build(layout)
-    marker.unlink(missing_ok=True)
-    return journal
+    built = _build(layout)
+    _forget(marker)
+    return built
+
+
+def _forget(marker: Path) -> None:
+    """Remove the damage marker once the journal is rebuilt."""
+    with contextlib.suppress(OSError):
+        marker.unlink(missing_ok=True)
 
 
 def damage_marker(layout: StateLayout) -> Path:
