@@ -35,6 +35,9 @@ went away (a foreground command keeps trying until its own timeout has passed)."
 FOREGROUND_PATIENCE = 10.0
 """The least a foreground call keeps trying (its timeout, when longer): a restart takes
 a moment even when the timeout is short."""
+RETRY_NOTICE_SECONDS = 2.0
+"""How long a call tries again before :attr:`Caller.on_retrying` is told (a supervisor's
+restart takes a moment: no word for it)."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
 """Seconds between attempts to reach the supervisor again: doubling, up to the maximum."""
 ANSWER_SLACK = 30.0
@@ -171,6 +174,10 @@ class Caller:
         self._in_flight: set[_Use] = set()
         self._abort_epoch = 0
         self._closed = False
+        self.on_retrying: Callable[[str, float], None] | None = None
+        """Told once per call that has tried again for :data:`RETRY_NOTICE_SECONDS` (why,
+        and the seconds it goes on trying): a person at a remote `run` whose sshd went
+        down saw nothing for 96 s (a trial)."""
 
     def call(
         self,
@@ -207,6 +214,8 @@ class Caller:
 
         give_up = time.monotonic() + patience
         delay = BACKOFF_FIRST
+        failing_since: float | None = None
+        told = False
         while True:
             if self._closed:
                 raise SupervisorUnavailableError("this client was closed: its caller went away")
@@ -236,6 +245,11 @@ class Caller:
                     + (f" (task {started[0]} keeps running in the background)" if started else "")
                 ) from None
             left = give_up - time.monotonic()
+            failing_since = failing_since or time.monotonic()
+            trying = time.monotonic() - failing_since
+            if self.on_retrying is not None and not told and trying >= RETRY_NOTICE_SECONDS:
+                told = True
+                self.on_retrying(str(failure), max(0.0, left))
             if left <= 0:
                 task_id = started[0] if started else None
                 raise SupervisorUnavailableError(

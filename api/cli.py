@@ -53,9 +53,16 @@ class Cli:
             remote_command=args.remote_command,
         )
         self.calls = Caller(self.connector, str(self.layout.log))
+        self.calls.on_retrying = _say_retrying
 
     def call(self, op: str, patience: float = RECONNECT_PATIENCE, **params: Any) -> Any:
         return self.calls.call(op, {"session": self.session, **params}, patience=patience)
+
+
+def _say_retrying(why: str, left: float) -> None:
+    """A call that keeps trying says so on stderr (a remote `run` whose sshd went down
+    was silent for 96 s: a trial)."""
+    print(f"wave-bash: {why}; trying again for up to {left:.0f} s", file=sys.stderr)
 
 
 def _ssh_options(given: Sequence[str]) -> list[str]:

@@ -362,6 +362,44 @@ def test_a_wait_outlasts_an_sshd_that_is_down_for_a_while(sshd: dict[str, object
         again.wait(timeout=10)
 
 
+def test_the_cli_says_it_keeps_trying_while_sshd_is_down(sshd: dict[str, object]) -> None:
+    """A remote `run` whose sshd went down waited 96 s without a word (a trial): past a
+    moment of trying again, the CLI says so on stderr, once, and goes on."""
+    client = remote_client(sshd)
+    task_id = start_bg(client, "sleep 4; exit 5")
+    base = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(sshd["local"]),
+            "--remote", str(sshd["url"]), "--remote-command", str(sshd["command"]),
+            "--ssh-option", shlex.join(list(sshd["options"]))]  # type: ignore[arg-type]  # fmt: skip
+    server = sshd["server"]
+    assert isinstance(server, subprocess.Popen)
+    waiting = subprocess.Popen([*base, "wait", task_id, "--timeout", "60000"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_until(lambda: _bridges(server.pid), timeout=20)  # (the wait's, connected)
+        down = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
+        for proc in [p for p in down if _named(p, "sshd")]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
+        server.wait()
+        port = int(str(sshd["url"]).rsplit(":", 1)[1])
+        refused = _RefusingListener(port)
+        began = time.monotonic()
+        wait_until(lambda: time.monotonic() - began > 4, timeout=10)  # (down for a while)
+        refused.stop()
+        again = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd["config"])],
+                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            out, err = waiting.communicate(timeout=60)
+        finally:
+            again.terminate()
+            again.wait(timeout=10)
+    finally:
+        waiting.kill()
+        waiting.wait()
+    assert waiting.returncode == 5, (out, err)
+    assert err.count("trying again for up to") == 1, err
+
+
 def test_a_bridge_that_fails_after_it_started_is_not_tried_again(
     sshd: dict[str, object], tmp_path: Path
 ) -> None:
