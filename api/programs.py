@@ -203,11 +203,17 @@ SORT_LONG_VALUED = ("--key", "--output", "--buffer-size", "--field-separator",
 """Its long ones besides ``--compress-program``."""
 
 
-def _sort_programs(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
-    """The program GNU ``sort --compress-program=PROG`` runs on its temporary files (as
-    it spills a large input to them), once per option given, up to ``--`` (not an
-    option's value: ``sort -o -- --compress-program=PROG`` writes a file named ``--``)."""
-    found: list[str | None] = []
+def _sort_options(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> tuple[list[str | None], list[tuple[int, str]]]:
+    """What GNU ``sort``'s words name, up to ``--`` (not an option's value: ``sort -o --
+    --compress-program=PROG`` writes a file named ``--``): the programs
+    ``--compress-program=PROG`` runs on its temporary files (as it spills a large input
+    to them), and where the files ``-o FILE`` (``--output``, abbreviated too) writes are
+    named, each the index of the word that holds or may hold one with what comes before
+    the file in it (``-uo`` of ``-uoFILE``, ``--output=``)."""
+    programs: list[str | None] = []
+    outputs: list[tuple[int, str]] = []
     index = 0
     while index < len(words):
         word = words[index]
@@ -216,46 +222,25 @@ def _sort_programs(words: Sequence[str | None], shown: Sequence[str]) -> list[st
             break
         if word is None:
             if may_be_option(shown[index - 1], ["--compress-program"]):
-                found.append(None)
-        elif abbreviates(word, "--compress-program"):
-            found.append(long_value(words, index - 1))
-            index += "=" not in word
-        elif word.startswith("--"):
-            index += "=" not in word and any(abbreviates(word, o) for o in SORT_LONG_VALUED)
-        elif word.startswith("-") and len(word) > 1:
-            letters = word[1:]  # (a group: `-no FILE`, `-oFILE`)
-            at = next((i for i, letter in enumerate(letters) if letter in SORT_VALUED), None)
-            index += at is not None and at == len(letters) - 1  # (its value: the next word)
-    return found
-
-
-def _sort_output(words: Sequence[str | None], shown: Sequence[str]) -> list[tuple[int, str]]:
-    """Where the files GNU ``sort -o FILE`` (``--output``, abbreviated too) writes are
-    named: the index of the word that holds or may hold one, with what comes before the
-    file in it (``-uo`` of ``-uoFILE``, ``--output=``)."""
-    found: list[tuple[int, str]] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        index += 1
-        if word == "--":
-            break
-        if word is None:
+                programs.append(None)
             if may_be_option(shown[index - 1], ["--output"], "o"):
-                found.append((index - 1, ""))
+                outputs.append((index - 1, ""))
+        elif abbreviates(word, "--compress-program"):
+            programs.append(long_value(words, index - 1))
+            index += "=" not in word
         elif word.startswith("--"):
             valued = "=" not in word and any(abbreviates(word, o) for o in SORT_LONG_VALUED)
             if _long_prefix(word, "--output"):
-                found.append((index, "") if valued else (index - 1, word.split("=", 1)[0] + "="))
+                outputs.append((index, "") if valued else (index - 1, word.split("=", 1)[0] + "="))
             index += valued
         elif word.startswith("-") and len(word) > 1:
-            letters = word[1:]
+            letters = word[1:]  # (a group: `-no FILE`, `-oFILE`)
             at = next((i for i, letter in enumerate(letters) if letter in SORT_VALUED), None)
             if at is not None and letters[at] == "o":
                 attached = at + 1 < len(letters)
-                found.append((index - 1, word[: at + 2]) if attached else (index, ""))
-            index += at is not None and at == len(letters) - 1
-    return found
+                outputs.append((index - 1, word[: at + 2]) if attached else (index, ""))
+            index += at is not None and at == len(letters) - 1  # (its value: the next word)
+    return programs, outputs
 
 
 def _positional(
@@ -302,7 +287,7 @@ def files_written(
     if name == "tee":
         at = [(i, "") for i in _positional(words, "")]
     elif name == "sort":
-        at = _sort_output(words, shown)
+        at = _sort_options(words, shown)[1]
     elif name == "uniq":
         longs = ("--skip-fields", "--skip-chars", "--check-chars")
         at = [(i, "") for i in _positional(words, "fsw", longs)[1:2]]
@@ -564,7 +549,7 @@ def code_arguments(
     if name == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
         return [c for i, word in enumerate(words) if (c := _tar_command(words, i, texts)) != ""]
     if name == "sort":  # (its words are no shell code: the program's name is the command)
-        return [None if p is None else shlex.quote(p) for p in _sort_programs(words, texts)]
+        return [None if p is None else shlex.quote(p) for p in _sort_options(words, texts)[0]]
     if name in OPTION_COMMANDS or name in ("ssh", "sftp"):
         return _option_commands(name, words, texts)
     if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:

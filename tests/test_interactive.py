@@ -752,6 +752,23 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
     assert last == "caf\ufffd"
 
 
+def _full_screen(client: Client, tmp_path: Path, start: str, lines: int) -> str:
+    """An interactive task that prints ``start`` (escape sequences, as Python text) and
+    ``lines`` filler lines, says REDRAWN at each SIGWINCH and waits for a line; its ID
+    once all the filler is in its log."""
+    program = tmp_path / "full.py"
+    program.write_text(
+        "import signal, sys\n"
+        "signal.signal(signal.SIGWINCH, lambda *_: print('REDRAWN', flush=True))\n"
+        f"print('{start}' + 'filler line\\n' * {lines}, flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    r = client.bash(f"{sys.executable} {program}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    wait_until(lambda: client_raw(client, task_id, 0).count(b"filler") == lines)
+    return task_id
+
+
 def test_attach_to_a_full_screen_program_enters_its_screen_and_has_it_drawn(
     client: Client, state_dir: Path, tmp_path: Path
 ) -> None:
@@ -759,16 +776,7 @@ def test_attach_to_a_full_screen_program_enters_its_screen_and_has_it_drawn(
     drew, wrong rows and no alternate screen, which detaching then left messy (a trial).
     The attach enters the alternate screen the program is on, has it drawn again (a
     resize there and back), and leaves it as the person detaches."""
-    program = tmp_path / "full.py"
-    program.write_text(
-        "import signal, sys\n"
-        "signal.signal(signal.SIGWINCH, lambda *_: print('REDRAWN', flush=True))\n"
-        "print('\\x1b[?1049h' + 'filler line\\n' * 600, flush=True)\n"
-        "sys.stdin.readline()\n"
-    )
-    r = client.bash(f"{sys.executable} {program}", timeout=LONG, interactive=True)
-    task_id = r.background_task_id or ""
-    wait_until(lambda: client_raw(client, task_id, 0).count(b"filler") == 600)
+    task_id = _full_screen(client, tmp_path, "\\x1b[?1049h", 600)
     with _Person(state_dir, task_id, size=(80, 24)) as person:  # (the task's own size)
         wait_until(lambda: f"attached to {task_id}".encode() in person.read())
         wait_until(lambda: b"REDRAWN" in person.read())
@@ -787,16 +795,7 @@ def test_attach_at_another_size_lets_the_whole_screen_scroll(
     resize resets in a real one, and held what vim drew for the new size in them. The
     replay is what came before the resize; then the whole screen scrolls; then comes what
     the program draws for its new size."""
-    program = tmp_path / "margins.py"
-    program.write_text(
-        "import signal, sys\n"
-        "signal.signal(signal.SIGWINCH, lambda *_: print('REDRAWN', flush=True))\n"
-        "print('\\x1b[?1049h\\x1b[1;24r' + 'filler line\\n' * 30, flush=True)\n"
-        "sys.stdin.readline()\n"
-    )
-    r = client.bash(f"{sys.executable} {program}", timeout=LONG, interactive=True)
-    task_id = r.background_task_id or ""
-    wait_until(lambda: client_raw(client, task_id, 0).count(b"filler") == 30)
+    task_id = _full_screen(client, tmp_path, "\\x1b[?1049h\\x1b[1;24r", 30)
     with _Person(state_dir, task_id, size=(100, 30)) as person:
         wait_until(lambda: b"REDRAWN" in person.read())
         replay = person.read().split(b"REDRAWN", 1)[0]

@@ -155,11 +155,7 @@ def test_damage_quick_check_cannot_see_is_rebuilt_once(client: Client, state_dir
     each supervisor met it at its first listing and exited, 29 times in 30 s, the journal
     never rebuilt (a second review). The one that meets it leaves a mark that has the
     next move the journal aside and rebuild it, whatever its check says."""
-    ended = [start_bg(client, f"exit {i}") for i in range(3)]
-    for task_id in ended:
-        client.wait(task_id, timeout=10_000)
-    client.shutdown()
-    wait_until(lambda: not supervisor_pids(state_dir))
+    ended = _ended_then_stopped(client, state_dir, [f"exit {i}" for i in range(3)])
     journal = state_dir / "journal.db"
     names = ("tasks_by_session", "tasks_by_status")
     with contextlib.closing(sqlite3.connect(journal)) as con:
@@ -207,11 +203,18 @@ def test_damage_found_while_running_is_told_from_a_full_disk(tmp_path: Path) -> 
     assert not journal_damaged(full) and not journal_damaged(OSError(28, "No space"))
 
 
-def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:
-    tid = start_bg(client, "echo hi")
-    client.wait(tid, timeout=10_000)
+def _ended_then_stopped(client: Client, state_dir: Path, commands: list[str]) -> list[str]:
+    """Background tasks of ``commands``, each ended, then the supervisor stopped (gone)."""
+    ids = [start_bg(client, command) for command in commands]
+    for task_id in ids:
+        client.wait(task_id, timeout=10_000)
     client.shutdown()
     wait_until(lambda: not supervisor_pids(state_dir))
+    return ids
+
+
+def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:
+    (tid,) = _ended_then_stopped(client, state_dir, ["echo hi"])
     for suffix in ("", "-wal", "-shm"):
         Path(f"{state_dir / 'journal.db'}{suffix}").unlink(missing_ok=True)
     (task,) = client.tasks(all=True)
@@ -224,11 +227,7 @@ def test_a_journal_is_rebuilt_from_records_of_either_layout(
     """A task's record is in its exit record (no file of its own); a task of an earlier
     version has it in a ``.json``. Both are rebuilt, each under its own ID and files,
     whatever its record says (a sandboxed command can write its exit record)."""
-    ids = [start_bg(client, f"echo {i}; exit {i}") for i in range(3)]
-    for tid in ids:
-        client.wait(tid, timeout=10_000)
-    client.shutdown()
-    wait_until(lambda: not supervisor_pids(state_dir))
+    ids = _ended_then_stopped(client, state_dir, [f"echo {i}; exit {i}" for i in range(3)])
     tasks = state_dir / "tasks"
     assert not list(tasks.glob("*.json"))  # one file besides the log
     old, forged = (tasks / f"{tid}.exit" for tid in ids[1:])

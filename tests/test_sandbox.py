@@ -39,6 +39,7 @@ from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.sandbox import (
+    CLOCK_SLACK,
     MODULE_CONFIGS_READ,
     NESTED_PROTECTED,
     WORKTREES_ONE_BY_ONE,
@@ -313,6 +314,13 @@ def test_many_repositories_a_command_makes_keep_later_starts_working(
     assert client.bash("echo later").stdout == "later"
 
 
+def _older_than_the_clocks_slack(path: Path) -> None:
+    """Wait until ``path`` was changed longer ago than a task's judgement allows for the
+    clock (``CLOCK_SLACK``): made just before a task, it counts as the task's."""
+    changed = path.stat().st_ctime
+    wait_until(lambda: time.time() - changed > CLOCK_SLACK + 0.5)
+
+
 def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_path: Path) -> None:
     """A second review: a hook edited in place in a repository past the 32 kept read-only
     left its directory's time as it was; 6000 files listed first hid a repository made
@@ -323,8 +331,7 @@ def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_
         hooks = work / f"r{i:02}" / ".git" / "hooks"
         hooks.mkdir(parents=True)
         (hooks / "pre-commit").write_text("#!/bin/sh\n")
-    made = (hooks / "pre-commit").stat().st_ctime  # (older than the task by the clock's slack)
-    wait_until(lambda: time.time() - made > 1.5)
+    _older_than_the_clocks_slack(hooks / "pre-commit")
     client = Client(state_dir=state_dir, cwd=work, sandbox="workspace-write")
     assert "could not look at all" not in client.bash("mkdir -p d1 d2").message
     fsmonitor = "git -C {} config core.fsmonitor 'touch MARK'"
@@ -362,8 +369,7 @@ def test_git_dirs_are_told_by_their_head_not_their_names(state_dir: Path, projec
     git = ["git", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q", "--bare", str(project / ".git" / "modules" / "config")],
                    check=True)  # fmt: skip
-    kept = (project / ".git" / "modules" / "config" / "config").stat().st_ctime
-    wait_until(lambda: time.time() - kept > 1.5)  # (older than the task by the clock's slack)
+    _older_than_the_clocks_slack(project / ".git" / "modules" / "config" / "config")
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
     r = client.bash(
         "git --git-dir=.git/modules/config symbolic-ref HEAD refs/heads/other"

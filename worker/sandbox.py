@@ -284,12 +284,7 @@ def _judge_module_dir(
             if changed and _move_aside(fd, name, task_id):
                 moved.append(os.path.join(path, name))
         elif stat.S_ISDIR(made.st_mode) and not (git_dir and name in GIT_DATA):
-            if depth >= MODULE_DEPTH:
-                continue
-            try:
-                inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
-            except OSError:
-                seen[2] += 1
+            if depth >= MODULE_DEPTH or (inner := _inner_dir(fd, name, seen)) is None:
                 continue
             try:
                 sub_path = os.path.join(path, name)
@@ -297,6 +292,16 @@ def _judge_module_dir(
                                   depth + 1, seen, moved)  # fmt: skip
             finally:
                 os.close(inner)
+
+
+def _inner_dir(fd: int, name: str, seen: list[int]) -> int | None:
+    """The directory ``name`` of ``fd`` opened (``O_PATH``) through no link, or None,
+    counted in ``seen`` as unread."""
+    try:
+        return os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
+    except OSError:
+        seen[2] += 1
+        return None
 
 
 def _has_head(fd: int) -> bool:
@@ -324,14 +329,11 @@ def _move_changed_entries(
             moved.append(os.path.join(path, name))  # …but a link may lead to a directory)
         return
     found = _hooks_listed(fd, name)
-    if found is None or len(found) > SAMPLE_HOOKS:
-        if _changed_inside(fd, name, made_after, made_before) and _move_aside(fd, name, task_id):
+    if found is None or len(found) > SAMPLE_HOOKS:  # (changed, as _changed_inside counts)
+        if _move_aside(fd, name, task_id):
             moved.append(os.path.join(path, name))
         return
-    try:
-        inner = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=fd)
-    except OSError:
-        seen[2] += 1
+    if (inner := _inner_dir(fd, name, seen)) is None:
         return
     try:
         for entry, ctime in found:
