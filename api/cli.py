@@ -549,32 +549,45 @@ def _print_so_far(cli: Cli, task_id: str) -> None:
               file=sys.stderr)  # fmt: skip
 
 
-def _print_whole_output(cli: Cli, task_id: str) -> None:
+def _print_whole_output(cli: Cli, task_id: str) -> dict[str, Any]:
     """The task's whole cleaned output so far, then the rest of a line still being
-    written."""
+    written; returns the last answer."""
     out, offset = _print_pieces(cli, task_id, follow=False)
     if not _ended(out):  # (a running task's last line, with no newline yet)
-        rest = cli.call("output", task_id=task_id, block=False, offset=offset)
+        rest: dict[str, Any] = cli.call("output", task_id=task_id, block=False, offset=offset)
         if rest.get("output"):
             print(rest["output"])
+        return rest
+    return out
 
 
 def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
     if not args.follow:
         if args.json:
-            _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
+            _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
         else:
-            _print_whole_output(cli, args.id)
-        return 0
+            out = _print_whole_output(cli, args.id)
+        return _log_gone(out)
     if args.json:  # one JSON value: the whole output once it ended, as without --follow
         while not _ended(end := cli.call("wait", task_id=args.id, timeout=600_000)):
             pass
-        _print_json(cli.call("output", task_id=args.id, block=False, offset=0))
+        _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
         _shown_ends(cli, [end])
-        return 0
+        return _log_gone(out)
     last, _ = _print_pieces(cli, args.id, follow=True)
     _shown_ends(cli, [last])
-    return 0
+    return _log_gone(last)
+
+
+def _log_gone(out: dict[str, Any]) -> int:
+    """B6d: 1, and why on stderr, when the task's log was removed (it printed nothing and
+    exited 0: a review)."""
+    if not out.get("logGone"):
+        return 0
+    from . import texts
+
+    print(f"wave-bash: {texts.log_gone_text(str(out.get('outputPath')))}", file=sys.stderr)
+    return 1
 
 
 def _shown_ends(cli: Cli, records: Sequence[dict[str, Any]]) -> None:

@@ -250,6 +250,8 @@ class TaskOutputResult(ContractModel):
     """Processes it started that still run although it ended."""
     waiting_for_input: bool = False
     """An interactive task waits for input now (SPEC P2)."""
+    log_gone: bool = False
+    """Its log file was removed outside wave-bash: no output can be shown (SPEC B6d)."""
 
 
 class TerminalResult(ContractModel):

@@ -194,6 +194,13 @@ def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:
     return first + (" …" if len(lines) > 1 else "")
 
 
+def log_gone_text(path: str) -> str:
+    """B6d: a task whose log was removed (``output`` said nothing, exit 0: a review)."""
+    return (
+        f"its log {path} is gone: it was removed outside wave-bash, so its output cannot be shown"
+    )
+
+
 def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     """The text a model sees for a tool result (contract JSON ``data``).
 
@@ -209,6 +216,8 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
         state += "; waiting for input (answer with TaskInput)"
     elif tool == "TaskInput" and status == TaskStatus.RUNNING:  # its timeout passed
         state += "; no prompt before the timeout (TaskOutput waits for the next one, or the end)"
+    if data.get("logGone"):
+        return f"{state}\n({log_gone_text(str(data.get('outputPath')))})"
     if "output" in data:
         return f"{state}\n{data['output'] or '(no new output)'}"
     stopped = int(data.get("stoppedProcesses") or 0)

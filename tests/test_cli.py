@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, start_bg, wait_until
 
-from wave_bash.api import Client
+from wave_bash.api import Client, texts
 
 
 def test_run_prints_output_and_exits_with_its_code(state_dir: Path) -> None:
@@ -335,6 +335,26 @@ def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> 
     client.wait(unseen, timeout=10_000)
     listed = json.loads(run_cli(state_dir, "notifications", "--json").stdout)
     assert [n["taskId"] for n in listed] == [unseen]
+
+
+def test_output_of_a_task_whose_log_was_removed_says_so(state_dir: Path) -> None:
+    """B6d: `output` of a task whose log someone deleted printed nothing and exited 0, and
+    TaskOutput said "(no new output)" (a review): the log is said to be gone."""
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "echo hi")
+    client.wait(task_id, timeout=10_000)
+    log = state_dir / "tasks" / f"{task_id}.log"
+    log.unlink()
+    for args in (("output", task_id), ("output", "--follow", task_id)):
+        r = run_cli(state_dir, *args)
+        assert (r.returncode, r.stdout) == (1, "")
+        assert f"its log {log} is gone" in r.stderr
+    data = json.loads(run_cli(state_dir, "output", "--json", task_id).stdout)
+    assert data["logGone"] is True and data["output"] == ""
+    assert f"its log {log} is gone" in texts.tool_result_text("TaskOutput", data)
+    kept = start_bg(client, "echo there")
+    client.wait(kept, timeout=10_000)
+    assert json.loads(run_cli(state_dir, "output", "--json", kept).stdout)["logGone"] is False
 
 
 def test_attach_to_an_unknown_task_says_so_first(state_dir: Path) -> None:

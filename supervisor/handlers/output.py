@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -11,6 +12,7 @@ from typing import Any, TypeVar
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult
 from wave_bash.api.protocol import OutputParams
+from wave_bash.api.states import EndReason
 from wave_bash.worker.tail import (
     PatternScanner,
     changes,
@@ -163,4 +165,5 @@ def read_output(
         output=excerpt.text, truncated=excerpt.truncated, output_path=row.output_path,
         next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
+        log_gone=row.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(row.output_path),
     )  # fmt: skip
