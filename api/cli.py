@@ -771,10 +771,16 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
     import uuid
 
     token = uuid.uuid4().hex
-    notices = cli.call("claim", claim=token)["notices"]
+    claim = cli.call("claim", claim=token)
+    notices = claim["notices"]
     if not notices:
         if args.json:
             _print_json(notices)
+        if claim.get("waiting"):
+            from . import texts
+
+            print(f"wave-bash: {texts.notices_waiting_text(claim)}", file=sys.stderr)
+            return 1
         return 0
     try:
         if args.json:

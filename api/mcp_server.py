@@ -39,7 +39,7 @@ from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
-from .texts import tool_result_text
+from .texts import notices_waiting_text, tool_result_text
 from .tools import BASH_TOOL, TASK_INPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES, tool_definitions
 
 SERVER_NAME = "wave-bash"
@@ -88,9 +88,10 @@ def _error_result(text: str) -> types.CallToolResult:
     return _tool_result(text, isError=True)
 
 
-def result_text(text: str, notices: list[Notice]) -> str:
-    """The result's text with the notices delivered with it, one per line after it."""
-    lines = "\n".join(n.message for n in notices)
+def result_text(text: str, notices: list[Notice], waiting: str | None = None) -> str:
+    """The result's text with the notices delivered with it, one per line after it (or
+    ``waiting``: why some wait)."""
+    lines = "\n".join([n.message for n in notices] + ([waiting] if waiting else []))
     if not lines:
         return text
     return f"{text}\n\n{lines}" if text else lines
@@ -172,6 +173,11 @@ class WaveMcp:
                 await self.settle_unwritten(request.id)
             raise
         notices = claim.notices if claim else []
+        waiting = (
+            notices_waiting_text(claim.model_dump(by_alias=True))
+            if claim and claim.waiting
+            else None
+        )
         shown = _ended_task(name, data)
         if shown is not None:
             # It shows how the task ended (TaskOutput, TaskInput, TaskStop): its notice is not said
@@ -181,7 +187,7 @@ class WaveMcp:
         if data is None:  # an error result: its text in structured content too (a host that
             data = {"success": False, "error": text}  # shows models only that saw none)
         return _tool_result(
-            result_text(text, notices),
+            result_text(text, notices, waiting),
             structuredContent=structured_result(name, data, notices),
             isError=is_error,
         )

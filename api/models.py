@@ -233,6 +233,11 @@ class NoticeClaim(ContractModel):
 
     claim: str
     notices: list[Notice]
+    waiting: int = 0
+    """Pending notices not handed out: the state dir refuses writes, so no claim can be
+    recorded (SPEC DF2); they come once it takes them again."""
+    storage_problem: str | None = None
+    """Why the state dir refuses writes, when notices wait."""
 
 
 class TaskOutputResult(ContractModel):

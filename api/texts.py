@@ -201,6 +201,17 @@ def log_gone_text(path: str) -> str:
     )
 
 
+def notices_waiting_text(claim: dict[str, Any]) -> str:
+    """DF2: notices a full state dir keeps back (no claim can be recorded)."""
+    count = int(claim.get("waiting") or 0)
+    these = (
+        "a background task ended; its notice waits"
+        if count == 1
+        else f"{count} background tasks ended; their notices wait"
+    )
+    return f"{these} until the state dir can be written again ({claim.get('storageProblem')})"
+
+
 def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     """The text a model sees for a tool result (contract JSON ``data``).
 

@@ -30,6 +30,8 @@ from conftest import (
     start_bg,
     wait_until,
 )
+from test_mcp import run as run_mcp
+from test_mcp import text as mcp_text
 
 from wave_bash.api import Client, SupervisorUnavailableError
 from wave_bash.worker import read_exit_record
@@ -127,6 +129,20 @@ def test_background_end_is_kept_while_the_disk_is_full(
     assert client.status().storage_problem == "No space left on device"
     assert client.status().running_tasks == 0
     assert client.notifications() == []  # a delivery cannot be recorded yet: it waits
+    # ... and says so (the CLI said nothing, exit 0: a review)
+    claim = client.claim_notices()
+    assert (claim.notices, claim.waiting) == ([], 1)
+    assert claim.storage_problem == "No space left on device"
+    said = run_cli(small_state_dir, "notifications")
+    assert (said.returncode, said.stdout) == (1, "")
+    assert "a background task ended; its notice waits until the state dir" in said.stderr
+    assert "No space left on device" in said.stderr
+    told = run_mcp(
+        small_state_dir,
+        lambda s: s.call_tool("Bash", {"command": "echo hi"}),
+        *("--session", client.session),
+    )
+    assert "its notice waits until the state dir can be written again" in mcp_text(told)
     filler.unlink()
     wait_until(lambda: held_writes(client) == 0)
     notices = client.notifications()

@@ -47,7 +47,14 @@ async def handle_notifications(
 
 async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> NoticeClaim:
     token, notices = _claim(ctx, p.session, p.lease, token=p.claim)
-    return NoticeClaim(claim=token, notices=notices)
+    problem = ctx.journal.problem
+    if notices or problem is None:
+        return NoticeClaim(claim=token, notices=notices)
+    # (said none while notices waited for a full disk: a review)
+    waiting = len(ctx.journal.pending_notices(p.session))
+    return NoticeClaim(
+        claim=token, notices=[], waiting=waiting, storage_problem=problem if waiting else None
+    )
 
 
 async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> AckResult:
