@@ -440,7 +440,18 @@ def _shutdown(cli: Cli) -> int | None:
     """Stop the supervisor if one runs (its tasks keep running); how many tasks it left
     running (None: none ran)."""
     answer = cli.calls.shutdown({"session": cli.session})
-    return None if answer is None else int(answer.get("runningTasks") or 0)
+    if answer is None:
+        return None
+    held = int(answer.get("heldWrites") or 0)
+    if held:  # (it stopped without a word of them: a review)
+        print(
+            f"wave-bash: the supervisor held {held} journal write(s) the state dir refused "
+            f"({answer.get('storageProblem')}): lost with it unless the disk took them as it "
+            "stopped; the next supervisor reads every task's end back from its exit record, "
+            "and a completion notice may be shown again",
+            file=sys.stderr,
+        )
+    return int(answer.get("runningTasks") or 0)
 
 
 def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:

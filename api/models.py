@@ -335,6 +335,10 @@ class ShutdownResult(ContractModel):
 
     stopping: bool
     running_tasks: int
+    held_writes: int = 0
+    """Journal writes a full state dir refused, lost with it unless the disk takes them
+    as it closes (SPEC DF5: ends come back from the exit records)."""
+    storage_problem: str | None = None
 
 
 class LoginPathResult(ContractModel):

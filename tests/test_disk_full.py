@@ -209,6 +209,27 @@ def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
     assert client.notifications() == []
 
 
+def test_a_supervisor_stopped_with_held_writes_says_so(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """`supervisor stop` with writes held stopped without a word of them (a review): it
+    says how many and what the next supervisor recovers (DF5)."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    tid, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
+    assert client.wait(tid, timeout=20_000).exit_code == 6
+    held = held_writes(client)
+    assert held > 0
+    stopped = run_cli(small_state_dir, "supervisor", "stop")
+    assert (stopped.returncode, stopped.stdout) == (0, "supervisor stopped\n")
+    assert f"held {held} journal write(s) the state dir refused (No space left" in stopped.stderr
+    assert "reads every task's end back from its exit record" in stopped.stderr
+    filler.unlink()
+    (record,) = [t for t in client.tasks() if t.id == tid]
+    assert (record.status, record.exit_code) == ("failed", 6)
+    calm = run_cli(small_state_dir, "supervisor", "stop")  # nothing held: nothing said
+    assert (calm.stdout, calm.stderr) == ("supervisor stopped\n", "")
+
+
 def test_a_stop_survives_a_killed_supervisor_while_the_disk_is_full(
     small_state_dir: Path, tmp_path: Path
 ) -> None:

@@ -41,4 +41,8 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
 async def handle_shutdown(ctx: Context, p: Params, conn: Connection) -> ShutdownResult:
     """Stop the supervisor; running tasks keep running and are re-adopted by the next one."""
     ctx.stop_event.set()
-    return ShutdownResult(stopping=True, running_tasks=len(ctx.tasks.live))
+    held = ctx.journal.held
+    return ShutdownResult(
+        stopping=True, running_tasks=len(ctx.tasks.live), held_writes=held,
+        storage_problem=ctx.journal.problem if held else None,
+    )  # fmt: skip
