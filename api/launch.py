@@ -10,12 +10,13 @@ daemon's own lock still lets only one serve, should a starter bypass this.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import socket
 import sys
 import time
 
-from .errors import StateDirError, SupervisorRefusedError, SupervisorUnavailableError
+from .errors import BusyError, StateDirError, SupervisorRefusedError, SupervisorUnavailableError
 from .paths import StateLayout, ensure_private_dir
 from .transport import TRANSPORT_ENV, connect
 
@@ -38,7 +39,8 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
     """
     try:
         return connect(layout, transport)
-    except OSError:  # missing, stale, or a state dir that is not usable (checked below)
+    except OSError as exc:  # missing, stale, or a state dir that is not usable (checked below)
+        _check_descriptors(exc)
         if not autostart:
             raise SupervisorUnavailableError(
                 f"no supervisor is running for {layout.root}"
@@ -50,7 +52,8 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
     while True:
         try:
             return connect(layout, transport)
-        except OSError:  # (not bound yet; a TCP handshake cut short: a new endpoint soon)
+        except OSError as exc:  # (not bound yet; a TCP handshake cut short: a new endpoint soon)
+            _check_descriptors(exc)
             if time.monotonic() > deadline:
                 raise SupervisorUnavailableError(
                     f"the supervisor for {layout.root} did not start (see {layout.log})"
@@ -87,6 +90,7 @@ def _start_unless_started(layout: StateLayout, transport: str) -> socket.socket 
                     f"{START_TIMEOUT:g}s (see {layout.log})"
                 ) from None
         except OSError as exc:
+            _check_descriptors(exc)
             raise StateDirError(f"cannot use the start lock {path}: {exc}") from None
     try:
         with contextlib.suppress(OSError):
@@ -95,6 +99,23 @@ def _start_unless_started(layout: StateLayout, transport: str) -> socket.socket 
         return None
     finally:
         lock.release()
+
+
+def _check_descriptors(exc: OSError) -> None:
+    """This process has no descriptor left to connect with (threads in a burst under a
+    low ``ulimit -n``): busy, so the call is tried again as others close theirs (a raw
+    ``OSError`` 24 or a start lock "that cannot be used": reviews).
+
+    Raises:
+        BusyError: ``exc`` is ``EMFILE`` or ``ENFILE``.
+    """
+    if exc.errno not in (errno.EMFILE, errno.ENFILE):
+        return
+    whose = "this process has" if exc.errno == errno.EMFILE else "the system has"
+    raise BusyError(
+        f"{whose} no file descriptor left to reach the supervisor with ("
+        f"{os.strerror(exc.errno)}): close some, or raise the limit (`ulimit -n`)"
+    ) from None
 
 
 def start_supervisor(

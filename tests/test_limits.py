@@ -162,6 +162,55 @@ def test_a_descriptor_limit_too_small_to_serve_is_named(state_dir: Path) -> None
     assert "the descriptor limit is 20 (`ulimit -n`)" in done.stderr, done.stderr
 
 
+CALLER_OUT_OF_DESCRIPTORS = """
+import os, sys, threading
+from wave_bash.api import Client
+from wave_bash.api.errors import BusyError
+from wave_bash.api.launch import connect_or_start
+client = Client(state_dir=sys.argv[1])
+assert client.bash("true").exit_code == 0  # started, with room to spare
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+try:
+    connect_or_start(client.layout, "unix", True)
+except BusyError as exc:
+    print("busy:", exc)
+for fd in held:
+    os.close(fd)
+codes = {}
+def call(n):
+    codes[n] = Client(state_dir=sys.argv[1]).bash(f"exit {n}").exit_code
+threads = [threading.Thread(target=call, args=(n,)) for n in range(30)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("codes:", sorted(codes.items()) == [(n, n) for n in range(30)])
+"""
+
+
+def test_a_caller_out_of_descriptors_is_busy_and_tries_again(state_dir: Path) -> None:
+    """A caller at its own descriptor limit (30 threads under `ulimit -n 32`) got a raw
+    `OSError` 24, or a `StateDirError` naming the start lock (reviews): busy, so the call
+    goes again as other threads close theirs, and said as such when it cannot."""
+
+    def small_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+
+    done = subprocess.run(
+        [sys.executable, "-c", CALLER_OUT_OF_DESCRIPTORS, str(state_dir)],
+        capture_output=True, text=True, timeout=120, preexec_fn=small_limit,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "busy: this process has no file descriptor left to reach the supervisor" in done.stdout
+    assert "close some, or raise the limit (`ulimit -n`)" in done.stdout
+    assert "codes: True" in done.stdout
+
+
 def test_half_a_request_is_dropped(state_dir: Path) -> None:
     start_limited_supervisor(state_dir, 1024, 1024, WAVE_REQUEST_TIMEOUT="1s")
     with connect(state_dir) as s:
