@@ -80,11 +80,11 @@ def check_private_dir(path: Path, *, any_mode: bool = False) -> None:
         st = os.lstat(path)
     except OSError as exc:
         raise StateDirError(f"private dir {path} cannot be used: {exc.strerror}") from None
-    _check_dir_stat(path, st, tighten=None, any_mode=any_mode)
+    check_dir_stat(path, st, any_mode=any_mode)
 
 
-def _check_dir_stat(
-    path: Path, st: os.stat_result, tighten: int | None, any_mode: bool = False
+def check_dir_stat(
+    path: Path, st: os.stat_result, tighten: int | None = None, any_mode: bool = False
 ) -> None:
     if stat.S_ISLNK(st.st_mode):
         raise StateDirError(
@@ -127,7 +127,7 @@ def ensure_private_dir(path: Path) -> Path:
             check_private_dir(path)  # a link or a file: say so
             raise
         try:
-            _check_dir_stat(path, os.fstat(fd), tighten=fd)
+            check_dir_stat(path, os.fstat(fd), tighten=fd)
         finally:
             os.close(fd)
         import errno

@@ -32,6 +32,7 @@ from .errors import (
 )
 from .paths import (
     StateLayout,
+    check_dir_stat,
     check_private_dir,
     ensure_private_dir,
     socket_address,
@@ -92,19 +93,50 @@ class TcpEndpoint:
         os.replace(tmp, path)
 
     @classmethod
-    def read(cls, path: Path) -> TcpEndpoint:
+    def read(cls, path: Path, dir_fd: int | None = None) -> TcpEndpoint:
         """Raises ``FileNotFoundError`` when no TCP supervisor has published one (anything
-        but a regular file there counts as none: a FIFO would hold the reader; the
-        supervisor publishes its endpoint again)."""
+        but a regular file of this user there counts as none: a FIFO would hold the
+        reader; the supervisor publishes its endpoint again). ``dir_fd``: ``path`` is a
+        name in that directory."""
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags)
+        fd = os.open(path.name if dir_fd is not None else path, flags, dir_fd=dir_fd)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            owner = os.getuid() if hasattr(os, "getuid") else st.st_uid
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != owner:
                 raise FileNotFoundError(errno.ENOENT, "no endpoint file there", str(path))
             data = json.loads(os.read(fd, 4096))
         finally:
             os.close(fd)
         return cls(int(data["port"]), str(data["token"]))
+
+
+def read_endpoint(layout: StateLayout) -> TcpEndpoint:
+    """The TCP endpoint published in the state dir, read through a descriptor of that
+    directory once it is checked as this user's (checked by name, then read by name, a
+    directory another user renamed into place between the two gave its endpoint: a
+    review had root's first call send its command and environment to nobody's listener).
+
+    Raises:
+        FileNotFoundError: none is published there (the state dir is missing too).
+        StateDirError: the state dir is not this user's, or not a directory.
+    """
+    if os.open not in os.supports_dir_fd:  # (Windows: no descriptor of a directory)
+        if os.path.lexists(layout.root):
+            check_private_dir(layout.root, any_mode=True)
+        return TcpEndpoint.read(layout.tcp_endpoint)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        dir_fd = os.open(layout.root, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            check_private_dir(layout.root, any_mode=True)  # (says what is wrong with it)
+        raise
+    try:
+        check_dir_stat(layout.root, os.fstat(dir_fd), any_mode=True)
+        return TcpEndpoint.read(layout.tcp_endpoint, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -144,15 +176,20 @@ def handshake_proof(token: str, role: str, nonce: str) -> str:
     return hmac.new(token.encode(), f"{role}:{nonce}".encode(), hashlib.sha256).hexdigest()
 
 
-def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
+def tcp_handshake(
+    sock: socket.socket, token: str, where: str, timeout: float = HANDSHAKE_TIMEOUT
+) -> None:
     """Both sides prove they know the state dir's token, which never crosses the wire.
 
     The client proves itself only after the listener did: a listener of another user (on
     the port a dead supervisor left in ``supervisor.tcp``) learns nothing, neither the
-    token nor the request with its environment.
+    token nor the request with its environment. As ours would know the token, such a
+    listener means none of ours serves there: it is refused as nothing listening, so a
+    supervisor is started (which publishes another port; refused for good, every call
+    failed until the user deleted the file: a review).
 
     Raises:
-        ForbiddenError: the listener does not know the token.
+        ConnectionRefusedError: the listener does not know the token.
         OSError: the connection failed.
     """
     import hmac
@@ -160,7 +197,7 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
 
     nonce = secrets.token_hex(16)
     sock.sendall(encode({"hello": nonce}))
-    reply = _small_line(sock)
+    reply = _small_line(sock, timeout)
     if not reply:  # no answer (let go among many waiting, or a stale port's listener):
         raise ConnectionResetError(  # as no supervisor, whose start is harmless if one runs
             f"the server at {where} closed the connection before the handshake"
@@ -173,15 +210,16 @@ def tcp_handshake(sock: socket.socket, token: str, where: str) -> None:
     if not hmac.compare_digest(
         str(reply.get("proof", "")), handshake_proof(token, "server", nonce)
     ):
-        raise ForbiddenError(
+        raise ConnectionRefusedError(
+            errno.ECONNREFUSED,
             f"refusing the server at {where}: it does not know this state dir's token "
-            "(another user may be impersonating the supervisor)"
+            "(another user may be impersonating the supervisor)",
         )
     sock.sendall(encode({"proof": handshake_proof(token, "client", str(reply.get("nonce", "")))}))
 
 
-def _small_line(sock: socket.socket) -> dict[str, Any]:
-    sock.settimeout(HANDSHAKE_TIMEOUT)
+def _small_line(sock: socket.socket, timeout: float) -> dict[str, Any]:
+    sock.settimeout(timeout)
     try:
         data = b""
         while not data.endswith(b"\n"):
@@ -208,11 +246,9 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
             a supervisor runs there, as when one must start), the socket's fallback dir
             is a link or not private to this user.
     """
-    if os.path.lexists(layout.root):  # (none yet: nothing listens, one starts)
-        check_private_dir(layout.root, any_mode=True)
     if transport == "tcp":
         try:
-            endpoint = TcpEndpoint.read(layout.tcp_endpoint)
+            endpoint = read_endpoint(layout)
         except (ValueError, KeyError) as exc:
             raise ConnectionRefusedError(f"unreadable {layout.tcp_endpoint}: {exc}") from None
         sock = socket.create_connection((LOOPBACK, endpoint.port), timeout=None)
@@ -222,6 +258,8 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
             sock.close()
             raise
         return sock
+    if os.path.lexists(layout.root):  # (none yet: nothing listens, one starts)
+        check_private_dir(layout.root, any_mode=True)
     if layout.socket.parent != layout.root and os.path.lexists(layout.socket.parent):
         check_private_dir(layout.socket.parent)  # a shared fallback: someone else's dir?
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -85,13 +85,18 @@ async def _bind(ctx: Context, again: bool = False) -> asyncio.AbstractServer | N
     )
 
 
+PROBE_SECONDS = 1.0
+"""How long a TCP supervisor's predecessor, still published, has to answer its hello."""
+
+
 async def _bind_tcp(ctx: Context) -> asyncio.AbstractServer | None:
     """Loopback TCP where Unix sockets are not available: port + token in a 0600 file."""
     path = ctx.layout.tcp_endpoint
     with contextlib.suppress(OSError, ValueError, KeyError, WaveError):
         old = TcpEndpoint.read(path)
         with socket.create_connection((LOOPBACK, old.port), timeout=1.0) as probe:
-            tcp_handshake(probe, old.token, f"{LOOPBACK}:{old.port}")  # ours, not a squatter
+            # Ours, not a squatter (which may hold it as long as it likes: not longer)
+            tcp_handshake(probe, old.token, f"{LOOPBACK}:{old.port}", timeout=PROBE_SECONDS)
             log.error("another supervisor already serves port %d; exiting", old.port)
             return None
     server = await asyncio.start_server(

@@ -5,12 +5,17 @@ Forced here with ``WAVE_TRANSPORT=tcp``; everything above the transport is uncha
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
 import resource
+import shutil
 import socket
+import tempfile
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -25,8 +30,9 @@ from conftest import (
 )
 
 from wave_bash.api import Client
-from wave_bash.api.errors import ForbiddenError
-from wave_bash.api.transport import handshake_proof, tcp_handshake
+from wave_bash.api.errors import WaveError
+from wave_bash.api.paths import StateLayout
+from wave_bash.api.transport import connect, handshake_proof, tcp_handshake
 from wave_bash.api.wire import encode
 
 
@@ -152,7 +158,9 @@ def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
     tcp_client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The supervisor died and left supervisor.tcp; another user listens on its port. The
-    client must refuse it before sending the token, the request or the environment."""
+    client must refuse it before sending the token, the request or the environment, then
+    start a supervisor as if none listened (refused for good, every call failed until the
+    user deleted the file: a review)."""
     if os.getuid() != 0:
         pytest.skip("acting as another uid needs root (CI runs as root)")
     tcp_client.status()
@@ -188,17 +196,96 @@ def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
     try:
         assert os.read(ready_r, 200) == b"1"
         monkeypatch.setenv("MY_SECRET", "hunter2")
-        with pytest.raises(ForbiddenError, match="does not know this state dir's token"):
-            Client(state_dir=state_dir, session="tcp").bash("echo hi")
+        squatted = json.loads((state_dir / "supervisor.tcp").read_text())["token"]
+        assert Client(state_dir=state_dir, session="tcp").bash("echo hi").stdout == "hi"
         got = os.read(got_r, 65536)
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         os.close(ready_r)
         os.close(got_r)
-    token = json.loads((state_dir / "supervisor.tcp").read_text())["token"]
-    assert b"hunter2" not in got and token.encode() not in got and b"echo hi" not in got
+    assert b"hunter2" not in got and squatted.encode() not in got and b"echo hi" not in got
     assert json.loads(got)["hello"]  # a nonce, nothing else
+    assert json.loads((state_dir / "supervisor.tcp").read_text())["port"] != port
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory every user may write in (as /tmp), reachable by them."""
+    path = Path(tempfile.mkdtemp(prefix="wb-shared-", dir="/tmp"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_state_dir_renamed_into_place_gives_no_endpoint(shared_dir: Path) -> None:
+    """The state dir was checked by name and its endpoint read by name: another user who
+    renamed a directory of theirs in and out of a missing state dir's place had root's
+    first calls connect to its listener, command and environment sent (a review won in 9
+    tries). The endpoint is read through a descriptor of the checked directory."""
+    if os.getuid() != 0:
+        pytest.skip("acting as another uid needs root (CI runs as root)")
+    parent = shared_dir
+    token = "attacker-token"
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    won: list[bytes] = []
+
+    def impostor() -> None:  # knows its own token, so it passes the handshake
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError, ValueError):
+                conn.settimeout(5)
+                nonce = json.loads(conn.makefile("rb").readline())["hello"]
+                answer = {"proof": handshake_proof(token, "server", nonce), "nonce": "n"}
+                conn.sendall(encode(answer))
+                if conn.recv(4096):
+                    won.append(b"proof")
+
+    threading.Thread(target=impostor, daemon=True).start()
+    prep, state = parent / "prep", parent / "state"
+    prep.mkdir()
+    (prep / "supervisor.tcp").write_text(json.dumps({"port": port, "token": token}))
+    os.chown(prep / "supervisor.tcp", 65534, 65534)
+    os.chown(prep, 65534, 65534)
+    stop_r, stop_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the attacker: renames its directory in and out of place
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.set_blocking(stop_r, False)
+            while True:
+                with contextlib.suppress(OSError):
+                    os.rename(prep, state)
+                    os.rename(state, prep)
+                with contextlib.suppress(BlockingIOError):
+                    if os.read(stop_r, 1):
+                        break
+        finally:
+            os._exit(0)
+    os.close(stop_r)
+    layout = StateLayout(state)
+    outcomes: collections.Counter[str] = collections.Counter()
+    deadline = time.monotonic() + 20
+    try:  # until the attacker's directory was met in place often enough
+        while outcomes["StateDirError"] < 50 and time.monotonic() < deadline:
+            try:
+                connect(layout, "tcp").close()
+                outcomes["connected"] += 1
+            except (OSError, WaveError) as exc:
+                outcomes[type(exc).__name__] += 1
+    finally:
+        os.write(stop_w, b"x")
+        os.waitpid(pid, 0)
+        os.close(stop_w)
+        listener.close()
+    assert outcomes["connected"] == 0 and not won, outcomes
+    assert outcomes["StateDirError"] == 50, outcomes  # (met in place, and refused)
 
 
 def test_graceful_stop_removes_the_endpoint(tcp_client: Client, state_dir: Path) -> None:
@@ -293,7 +380,8 @@ def test_peers_without_the_token_do_not_use_up_the_descriptors(
     finally:
         stop.set()
         flooder.join(30)
-    assert "could not start" not in (state_dir / "supervisor.log").read_text()
+    log_text = (state_dir / "supervisor.log").read_text()
+    assert "could not start" not in log_text, [x for x in log_text.splitlines() if "could not" in x]
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
