@@ -154,6 +154,14 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
         return _interrupted(cli, running[-1] if running else None, stop)
+    except Terminated:
+        if running:  # (as a caller gone: it goes on, in the background)
+            print(
+                f"wave-bash: terminated; task {running[-1]} keeps running in the background "
+                f"({_wave(cli.remote)} stop {running[-1]} stops it)",
+                file=sys.stderr,
+            )
+        raise
     try:
         return _show_run(cli, args, result, running, watcher, watched, rules)
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
@@ -1169,8 +1177,36 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: the CLI leaves as asked, through its ``finally`` blocks, so the
+    terminal is given back as it was (`attach` and `run`'s key watcher left it raw: a
+    trial's `timeout 60 wave-bash attach ID`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _leave_on_termination() -> None:
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` (not where they are ignored, as
+    under ``nohup``; the MCP server sets its own)."""
+    import signal
+    import threading
+
+    def leave(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, leave)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
+    _leave_on_termination()
     args = parse(sys.argv[1:] if argv is None else list(argv))
     as_json = getattr(args, "json", False)
     func: Callable[[Any, argparse.Namespace], int] = args.func
@@ -1187,6 +1223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ERROR_EXIT
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
+    except Terminated as exc:
+        return 128 + exc.signum
     except BrokenPipeError:  # the reader went away (`wave-bash schema | head -1`)
         _quiet_stdout()
         return 0

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import needs_tool, run_cli, start_bg, task_alive, wait_until
 
@@ -64,6 +65,58 @@ def test_ctrl_b_backgrounds_the_running_command(
     assert (task.status, task.background_reason) == ("running", "user")
     assert task_alive(task.id)
     assert "Ctrl+B to background" not in screen.split("manually backgrounded")[-1]  # view erased
+
+
+def _cli_process(state_dir: Path, verb: str) -> psutil.Process:
+    """The ``wave-bash VERB`` the tmux pane runs."""
+    found: list[psutil.Process] = []
+
+    def running() -> bool:
+        found[:] = [
+            p for p in psutil.process_iter(["cmdline"])
+            if "wave_bash.api.cli" in (p.info["cmdline"] or [])
+            and str(state_dir) in p.info["cmdline"] and verb in p.info["cmdline"]
+        ]  # fmt: skip
+        return len(found) == 1
+
+    wait_until(running, timeout=15)
+    return found[0]
+
+
+@pytest.mark.parametrize(("verb", "sig"), [("run", signal.SIGTERM), ("attach", signal.SIGHUP)])
+def test_a_terminated_cli_gives_the_terminal_back(
+    tmux: list[str], state_dir: Path, tmp_path: Path, verb: str, sig: signal.Signals
+) -> None:
+    """`attach` or a watched `run` ended by SIGTERM or SIGHUP (`timeout 60 wave-bash
+    attach ID`) left the terminal raw or in cbreak mode, nothing typed echoed (a trial):
+    it leaves through its `finally` blocks, exits 128 + the signal, and a `run` says its
+    command goes on."""
+    out = tmp_path / "out.txt"
+    cli = cli_line(state_dir)
+    client = Client(state_dir=state_dir)
+    if verb == "run":
+        line = f"{cli} run -- 'echo started; sleep 60'"  # (its live view: on stderr)
+        shown = "Ctrl+B to background"
+    else:
+        task_id = client.bash("cat", timeout=0, interactive=True).background_task_id
+        line = f"{cli} attach {task_id}"
+        shown = "Ctrl+] detaches"
+    # In a shell without job control: an interactive bash gives the terminal its modes
+    # back after a job a signal killed (a script, `timeout`, an IDE's runner do not).
+    line = shlex.quote(f"{line}; echo rc=$? > {out}; stty -a >> {out}")
+    subprocess.run([*tmux, "send-keys", "-t", "t", f"bash -c {line}", "Enter"], check=True)
+    wait_until(lambda: shown in pane(tmux), timeout=15)
+    _cli_process(state_dir, verb).send_signal(sig)
+    wait_until(lambda: out.exists() and "speed" in out.read_text(), timeout=15)
+    said = out.read_text()
+    assert said.startswith(f"rc={128 + sig}\n"), said
+    for mode in ("icanon", "echo", "isig", "opost"):
+        assert f" -{mode} " not in said.replace("\n", " "), said
+    (task,) = client.tasks(all=True)
+    assert task.status == "running" and task_alive(task.id)
+    if verb == "run":
+        assert f"terminated; task {task.id} keeps running in the background" in pane(tmux)
+    client.task_stop(task.id)
 
 
 def test_output_follow_wait_and_notifications_cli(state_dir: Path) -> None:
