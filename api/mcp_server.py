@@ -423,13 +423,20 @@ def _problem(line: str) -> tuple[int, str | None]:
             )
         except (ValueError, RecursionError):
             pass  # (not JSON, or nested deep: looked at below, or the SDK's to answer)
-    if line.count("[") + line.count("{") > NESTING_LOOKED_AT:
+    deep = line.count("[") + line.count("{") > NESTING_LOOKED_AT
+    if deep or _LONG_NUMBER.search(line):
         try:
-            pydantic_core.from_json(line)  # (the SDK's parser, and its limit)
+            pydantic_core.from_json(line)  # (the SDK's parser, and its limits)
         except ValueError as exc:
             if "recursion limit" in str(exc):
                 return -32602, "Invalid params: the request is nested too deep to be read"
+            if "number out of range" in str(exc):  # (dropped unanswered: a trial)
+                return -32602, "Invalid params: the request holds a number too long to be read"
     return 0, None
+
+
+_LONG_NUMBER = re.compile(r"\d{4000}")
+"""Digits in a row past which the SDK's parser may refuse a number (4300 and more)."""
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')

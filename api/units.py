@@ -54,4 +54,7 @@ def check_timeout_ms(value: object) -> float | None:
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got {kind}")
     if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got {value}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past any float (it raised, unanswered: a trial)
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got a number too large") from None

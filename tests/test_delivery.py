@@ -618,6 +618,13 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
             host.stdin.flush()
             refused = host.reply(3)
             assert refused["error"]["code"] == -32602 and "nested" in refused["error"]["message"]
+        # A number of 5000 digits: the SDK's parser refused it, unanswered (a trial).
+        huge = {**host.bash(7, f"echo x >> {marker}", timeout=-7), "jsonrpc": "2.0"}
+        line = json.dumps(huge).replace("-7", "1" + "0" * 5000)
+        host.stdin.write(line.encode() + b"\n")
+        host.stdin.flush()
+        refused = host.reply(7)
+        assert refused["error"]["code"] == -32602 and "too long" in refused["error"]["message"]
         host.send(host.bash(4, "echo still"))
         assert host.reply(4)["result"]["content"][0]["text"].startswith("still")
         # Bytes that are no UTF-8 became U+FFFD, and the changed command ran (a review).
