@@ -22,6 +22,9 @@ from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, 
         ("100 files\r\x1b[K5 files", "5 files"),  # erase-in-line after \r
         ("abcdef\rXY", "XYcdef"),  # a terminal overwrites, keeps the rest
         ("dos line\r", "dos line"),  # CRLF endings
+        ("a\r\nb\r\n", "a\nb\n"),  # a terminal's lines (taken in one pass)
+        ("xyz\rab\r\n10%\r20%\r\n", "abz\n20%\n"),  # overwrites before CRLF
+        ("a\r\r\nb\x08c\r\n", "a\nc\n"),
         ("ab\x08c", "ac"),  # backspace
         ("bell\x07 and nul\x00", "bell and nul"),
         ("tab\tstays", "tab\tstays"),

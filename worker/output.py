@@ -66,6 +66,10 @@ def _render_line(line: str) -> str:
 
 def clean_text(text: str) -> str:
     """Strip escape sequences and collapse carriage-return overwrites, line by line."""
+    # A carriage return just before a newline overwrites nothing: a terminal's lines end
+    # so (a pseudo-terminal's output, a CRLF file), each one drawn a character at a time
+    # before (an interactive `yes | head -c 5M` printed in 2.8 s, not 0.3 s: a trial).
+    text = text.replace("\r\n", "\n")
     if "\r" not in text and "\x08" not in text:
         return _DROP.sub("", text)  # no overwrites anywhere: one pass over the whole text
     return "\n".join(_render_line(line) for line in text.split("\n"))

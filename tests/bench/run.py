@@ -31,6 +31,7 @@ from conftest import REPO, reap, start_supervisor
 
 from wave_bash.api import Client
 from wave_bash.worker import read_excerpt
+from wave_bash.worker.output import clean_bytes
 
 Row = tuple[str, str, str, str, str]
 
@@ -164,6 +165,20 @@ def bench_big_result(tmp: Path, size: int) -> Row:
         f"{took / base:.2f}×",
         "< 50 ms, memory flat",
     )
+
+
+def bench_terminal_lines() -> Row:
+    """Cleaning an interactive task's output, whose lines end in CRLF on its terminal,
+    against the same lines ending in LF (each line was rendered as an overwrite before)."""
+    lines = b"".join(b"line %07d of a test run ... ok\n" % i for i in range(200_000))
+    crlf = lines.replace(b"\n", b"\r\n")
+    clean_bytes(lines)  # warm up
+    base = statistics.median(timed(lambda: clean_bytes(lines)) for _ in range(5)) * 1000
+    took = statistics.median(timed(lambda: clean_bytes(crlf)) for _ in range(5)) * 1000
+    return (
+        f"cleaning {len(crlf) >> 20} MiB of terminal (CRLF) lines",
+        f"{took:.1f} ms", f"{base:.1f} ms (LF lines)", f"{took / base:.2f}×", "-",
+    )  # fmt: skip
 
 
 def bench_completion_latency(client: Client, tmp: Path, n: int) -> list[Row]:
@@ -468,6 +483,7 @@ def main() -> int:
             lambda: [bench_cold_start(tmp)],
             lambda: bench_throughput(client, tmp, (256 if quick else 1024) << 20),
             lambda: [bench_big_result(tmp, 1 << 30)],
+            lambda: [bench_terminal_lines()],
             lambda: bench_completion_latency(client, tmp, 50 if quick else 200),
             lambda: bench_many_tasks(client, tmp, 1000),
             lambda: bench_readoption(tmp, 100 if quick else 500, 4 if quick else 8),
