@@ -664,7 +664,7 @@ class TaskManager:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
         # A sandbox's sources are its monitor's from its start (no standby has them).
-        sources = self._open_sources(sandbox, p.session) if sandbox else None
+        sources = self._open_sources(sandbox, p.session, loader) if sandbox else None
         try:
             standby = None if sources else self.standby.take(key)
             # No standby comes back before this command has started (another caller's
@@ -713,7 +713,7 @@ class TaskManager:
                 terminal = (str(files.tty), p.terminal_size or TERMINAL_SIZE)
                 bwrap: list[str] = []
                 if sandbox and sources:
-                    bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources, loader)
+                    bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources)
                     judged = [*sources.absent, *map(list, sources.links)]  # (links: pairs)
                     row.sandbox_absent = json.dumps(judged) if judged else None
                     sources.close()  # (its monitor holds them now)
@@ -874,21 +874,27 @@ class TaskManager:
         temp = str(session_temp_dir(self.tasks_dir.parent, row.session))
         return lambda path: os.path.isdir(path) or sandboxes.in_own_temp(path, temp)
 
-    def _open_sources(self, sandbox: Sandbox, session: str) -> Sources:
+    def _open_sources(self, sandbox: Sandbox, session: str, inside: dict[str, str]) -> Sources:
         """What bubblewrap binds of one command's by descriptor, opened before its
         monitor starts, which gets them. Its ``/tmp`` is its session's own directory
         (``sandbox-tmp/<hash of the session>`` in the state dir): files a command leaves
         there are there for the session's next command, and nothing else is (no other
-        program's sockets)."""
+        program's sockets). ``inside``: variables set inside only."""
         temp, hidden = self._sandbox_places(session)
         temp.mkdir(mode=0o700, parents=True, exist_ok=True)
         sandboxes.prepare_temp(str(temp), sandbox.workspace, hidden)
         try:
             if sandbox.mode == "workspace-write":
                 sandboxes.prepare_hooks(sandbox.workspace)
-            return sandboxes.open_sources(sandbox, hidden, str(temp))
+            sources = sandboxes.open_sources(sandbox, hidden, str(temp))
         except SandboxError as exc:
             raise SandboxUnavailableError(str(exc)) from None
+        try:
+            sources.set_environment(inside)
+        except BaseException:
+            sources.close()
+            raise
+        return sources
 
     def _bwrap(
         self,
@@ -897,16 +903,13 @@ class TaskManager:
         cwd_file: str | None,
         session: str,
         sources: Sources,
-        inside: dict[str, str],
     ) -> list[str]:
-        """The bubblewrap argv of one command (``sources``: see :meth:`_open_sources`;
-        ``inside``: variables set inside only)."""
+        """The bubblewrap argv of one command (``sources``: see :meth:`_open_sources`)."""
         temp, hidden = self._sandbox_places(session)
         writable = [cwd_file] if cwd_file else []
         bwrap = sandboxes.locate(self.bwrap)  # (absolute: probed so)
         return bwrap_argv(
             bwrap, sandbox, cwd, hidden, writable, temp_dir=str(temp), sources=sources,
-            environment=inside,
         )  # fmt: skip
 
     def _sandbox_places(self, session: str) -> tuple[Path, list[str]]:

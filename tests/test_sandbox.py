@@ -16,9 +16,11 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import (
     argvs_holding,
@@ -452,8 +454,9 @@ def test_loader_variables_reach_the_command_but_nothing_outside(
 ) -> None:
     """A sandboxed task's monitor (and the bubblewrap its job runs) had the caller's
     `LD_LIBRARY_PATH`: a workspace directory there would have them load, outside, what
-    a command wrote in it. They run without such variables; the command has them."""
-    lib = f"{project}/lib"
+    a command wrote in it. They run without such variables; the command has them, given
+    to bubblewrap by a descriptor: in its argv, every user read their values (a review)."""
+    lib = f"{project}/lib-{uuid.uuid4().hex}"
     env = {**os.environ, "LD_LIBRARY_PATH": lib, "GCONV_PATH": lib, "KEPT": "yes"}
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write", env=env)
     r = client.bash(
@@ -466,6 +469,8 @@ def test_loader_variables_reach_the_command_but_nothing_outside(
     environ = Path(f"/proc/{record.pid}/environ").read_bytes().split(b"\0")
     assert b"KEPT=yes" in environ
     assert not [v for v in environ if v.startswith((b"LD_LIBRARY_PATH=", b"GCONV_PATH="))]
+    shown = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])]
+    assert not [argv for argv in shown if any(lib in word for word in argv or [])]
     client.task_stop(task_id)
 
 

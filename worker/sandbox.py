@@ -749,21 +749,20 @@ def bwrap_argv(
     temp_dir: str | None = None,
     filtered: bool = True,
     sources: Sources | None = None,
-    environment: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs what follows it in ``sandbox``.
 
     ``sources``: what is bound from places a command can write (:func:`open_sources`),
     as descriptors ``FIRST_SOURCE_FD`` on, which its caller opens on them (see
-    :meth:`Sources.redirections`).
+    :meth:`Sources.redirections`); with the variables set inside only, read from
+    :attr:`Sources.environment`.
 
     ``hidden``: directories replaced by empty ones (the state dir, the socket's dir);
     ``writable_files``: files inside them the command must write (its ``.cwd``, for
     the directory it ends in); ``temp_dir``: what the command sees as ``/tmp`` (default
     an empty one of its own); ``filtered``: bubblewrap reads the system-call filter
     (``worker.seccomp``) from descriptor ``SECCOMP_FD``, which its caller opens on
-    :func:`filter_file`. ``environment``: variables set inside only
-    (:data:`LOADER_VARIABLES`)."""
+    :func:`filter_file`."""
     workspace = sandbox.workspace  # (its real path: see Sources.outer)
     binds = sources.binds() if sources is not None else []
     writable = [*([temp_dir] if temp_dir else []), *writable_files]
@@ -801,8 +800,8 @@ def bwrap_argv(
         argv.append("--unshare-net")
     if filtered:
         argv += ["--seccomp", str(SECCOMP_FD)]
-    for name, value in (environment or {}).items():
-        argv += ["--setenv", name, value]
+    if sources is not None and sources.environment is not None:
+        argv += ["--args", str(sources.environment_number)]
     argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
     return argv
 
@@ -836,6 +835,26 @@ class Sources:
     replaced is moved aside as it ends (:meth:`move_made`)."""
     unjudged: list[str] = field(default_factory=list)
     """Where :meth:`move_made` found more than it looks at (said with the result)."""
+    environment: int | None = None
+    """A memory file of bubblewrap's ``--setenv NAME VALUE`` words, NUL-separated: the
+    variables set inside only (:data:`LOADER_VARIABLES`), read with ``--args`` (in its
+    argv, every user read their values: ``ps``, a review)."""
+
+    def set_environment(self, variables: Mapping[str, str]) -> None:
+        """Hand ``variables`` to bubblewrap through :attr:`environment`."""
+        if not variables:
+            return
+        words = b"".join(
+            os.fsencode(word) + b"\0"
+            for name, value in variables.items()
+            for word in ("--setenv", name, value)
+        )
+        fd = os.memfd_create("wave-bash-environment", os.MFD_CLOEXEC)
+        self.environment = fd
+        view = memoryview(words)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
 
     def move_made(self, task_id: str, made_before: float, made_after: float = 0.0) -> list[str]:
         """Move aside, as ``NAME.moved-by-wave-bash-TASK``, each protected file that was
@@ -915,15 +934,24 @@ class Sources:
         gets them as it starts, and its job from it (opened by the job from this
         process's ``/proc/PID/fd/N``, they were gone with a supervisor killed as it
         handed the command over)."""
-        return [(fd, FIRST_SOURCE_FD + i) for i, (_, (fd, _, _)) in enumerate(self._all())]
+        pairs = [(fd, FIRST_SOURCE_FD + i) for i, (_, (fd, _, _)) in enumerate(self._all())]
+        if self.environment is not None:
+            pairs.append((self.environment, self.environment_number))
+        return pairs
+
+    @property
+    def environment_number(self) -> int:
+        """The descriptor bubblewrap reads :attr:`environment` from."""
+        return FIRST_SOURCE_FD + len(self._all())
 
     def close(self) -> None:
-        for _, (fd, _, _) in self._all():
+        for fd in [fd for _, (fd, _, _) in self._all()] + [self.environment or -1]:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.outer.clear()
         self.temp.clear()
         self.workspace.clear()
+        self.environment = None
 
 
 def open_sources(
