@@ -186,13 +186,25 @@ def set_aside_session_temps(journal: Journal, state_dir: Path, older_than: float
     return trees
 
 
+def _open_up(name: str, dir_fd: int | None = None) -> None:
+    """Mode 0700 for a directory of ours, whatever its mode, never through a link: it is
+    opened as a path only, no link followed, and changed through that descriptor's
+    ``/proc`` entry (by name, a link swapped in after a look had its target changed: a
+    review)."""
+    fd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        os.chmod(f"/proc/self/fd/{fd}", 0o700)
+    finally:
+        os.close(fd)
+
+
 def _remove_tree(root: str) -> None:
     """Remove a directory tree a sandboxed command wrote, however deep (no recursion: a
     tree of thousands of levels is fine) and never through a link: each directory is
     opened by descriptor relative to its parent, without following links; directories
     it made unreadable or read-only (they are ours) are opened up first."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    os.chmod(root, 0o700)  # a directory, not a link (the caller looked)
+    _open_up(root)
     stack: list[tuple[int, str]] = [(os.open(root, flags), root)]  # (descriptor, its name)
     try:
         while stack:
@@ -205,7 +217,7 @@ def _remove_tree(root: str) -> None:
                         break
                     os.unlink(entry.name, dir_fd=fd)
             if child is not None:  # emptied first, removed when its turn comes back
-                os.chmod(child, 0o700, dir_fd=fd)
+                _open_up(child, fd)
                 stack.append((os.open(child, flags, dir_fd=fd), child))
                 continue
             fd, name = stack.pop()

@@ -296,6 +296,28 @@ def test_a_sandbox_tmp_thousands_of_levels_deep_is_removed(tmp_path: Path) -> No
     assert not root.exists() and outside.is_dir()
 
 
+def test_a_directory_is_opened_up_never_through_a_link(tmp_path: Path) -> None:
+    """A directory of a sandbox's /tmp made unreadable is opened up (mode 0700) by name
+    in its parent; a link swapped in after the look had its target changed, as root (a
+    review): the directory is opened as a path, no link followed, and changed so."""
+    from wave_bash.supervisor.retention import _open_up
+
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    outside.chmod(0o755)
+    (tmp_path / "locked").mkdir(mode=0)
+    (tmp_path / "swapped").symlink_to(outside)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _open_up("locked", fd)
+        with pytest.raises(OSError):
+            _open_up("swapped", fd)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "locked").stat().st_mode & 0o777 == 0o700
+    assert outside.stat().st_mode & 0o777 == 0o755
+
+
 def test_what_a_prune_removes_goes_while_the_supervisor_answers(
     client: Client, state_dir: Path
 ) -> None:
