@@ -12,6 +12,7 @@ from .errors import (
     BusyError,
     ForbiddenError,
     InvalidInputError,
+    OutOfDescriptorsError,
     SupervisorRefusedError,
     SupervisorUnavailableError,
     WaveError,
@@ -35,6 +36,9 @@ went away (a foreground command keeps trying until its own timeout has passed)."
 FOREGROUND_PATIENCE = 10.0
 """The least a foreground call keeps trying (its timeout, when longer): a restart takes
 a moment even when the timeout is short."""
+DESCRIPTOR_PATIENCE = 5.0
+"""How long a call tries again while this process has no descriptor left to connect
+with (threads of a burst close theirs in a moment; a leak never does)."""
 RETRY_NOTICE_SECONDS = 2.0
 """How long a call tries again before :attr:`Caller.on_retrying` is told (a supervisor's
 restart takes a moment: no word for it)."""
@@ -234,6 +238,10 @@ class Caller:
                 raise
             except BusyError as exc:  # answered before the request was read: it may go again
                 failure = exc
+                if isinstance(exc, OutOfDescriptorsError):  # (its own short patience: one
+                    # that never cleared held a call for its whole timeout, a review)
+                    began_failing = failing_since or time.monotonic()
+                    give_up = min(give_up, began_failing + DESCRIPTOR_PATIENCE)
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
                 if (not self.connector.may_start or refused) and not sent:

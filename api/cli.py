@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller
 from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
-from .errors import InvalidInputError, SupervisorUnavailableError, WaveError
+from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
 from .units import check_timeout_ms, parse_duration
 
@@ -99,6 +99,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     if args.size and not args.interactive:  # (the supervisor names the library's argument)
         raise InvalidInputError("--size is only for interactive commands (run -i)")
     command = " ".join(args.command) if len(args.command) != 1 else args.command[0]
+    if args.cwd == "":  # (`--cwd "$DIR"` with DIR unset ran here: a trial)
+        raise InvalidInputError("--cwd is empty: name a directory, or leave it out for this one")
     cwd = _cwd_arg(cli, args.cwd) if args.cwd else cli.connector.default_cwd()
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     watched = (
@@ -156,6 +158,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         return _interrupted(cli, running[-1] if running else None, stop)
     except Terminated:
         if running:  # (as a caller gone: it goes on, in the background)
+            with contextlib.suppress(WaveError):  # (what it printed so far, as after a
+                _print_so_far(cli, running[-1])  # SIGINT: a harness's timeout got none)
             print(
                 f"wave-bash: terminated; task {running[-1]} keeps running in the background "
                 f"({_wave(cli.remote)} stop {running[-1]} stops it)",
@@ -592,10 +596,13 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
             pass
         _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
         _shown_ends(cli, [end])
-        return _log_gone(out)
+        return _log_gone(out) or _exit_code(end)
     last, _ = _print_pieces(cli, args.id, follow=True)
+    # How it ended, as `wait` says it (its notice is taken as shown: it printed nothing of
+    # the end and exited 0, so a failure went unseen; a trial)
+    print(_status_line({**last, "id": args.id}), file=sys.stderr)
     _shown_ends(cli, [last])
-    return _log_gone(last)
+    return _log_gone(last) or _exit_code(last)
 
 
 def _log_gone(out: dict[str, Any]) -> int:
@@ -795,11 +802,10 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
     if not notices:
         if args.json:
             _print_json(notices)
-        if claim.get("waiting"):
+        if claim.get("waiting"):  # (as any call the full disk cannot serve, DF3)
             from . import texts
 
-            print(f"wave-bash: {texts.notices_waiting_text(claim)}", file=sys.stderr)
-            return 1
+            raise StorageError(texts.notices_waiting_text(claim))
         return 0
     try:
         if args.json:
@@ -1187,9 +1193,9 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-def _leave_on_termination() -> None:
+def _leave_on_termination() -> Callable[[], None]:
     """Make SIGTERM and SIGHUP raise :class:`Terminated` (not where they are ignored, as
-    under ``nohup``; the MCP server sets its own)."""
+    under ``nohup``; the MCP server sets its own); returns what sets them back."""
     import signal
     import threading
 
@@ -1197,16 +1203,34 @@ def _leave_on_termination() -> None:
         raise Terminated(signum)
 
     if threading.current_thread() is not threading.main_thread():
-        return
-    for name in ("SIGTERM", "SIGHUP"):
-        number = getattr(signal, name, None)
-        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
-            signal.signal(number, leave)
+        return lambda: None
+    taken = [
+        number
+        for number in (getattr(signal, name, None) for name in ("SIGTERM", "SIGHUP"))
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL
+    ]
+    for number in taken:
+        signal.signal(number, leave)
+
+    def set_back() -> None:
+        for number in taken:
+            signal.signal(number, signal.SIG_DFL)
+
+    return set_back
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    _leave_on_termination()
+    set_back = _leave_on_termination()
+    try:
+        return _run_verb(argv)
+    except Terminated as exc:
+        return 128 + exc.signum
+    finally:
+        set_back()  # (for a caller of main() in its own process)
+
+
+def _run_verb(argv: Sequence[str] | None) -> int:
     args = parse(sys.argv[1:] if argv is None else list(argv))
     as_json = getattr(args, "json", False)
     func: Callable[[Any, argparse.Namespace], int] = args.func
@@ -1216,15 +1240,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         cli = Cli(args) if getattr(args, "needs_client", True) else None
         return func(cli, args)
     except WaveError as exc:
-        if as_json:
+        if as_json and func is cmd_run:  # a whole result, as a refusal's (a trial's script
+            from .models import BashResult  # read `exitCode` and failed)
+
+            failed = BashResult(success=False, message=exc.message, error=exc.message)
+            _print_json(failed.to_json_dict())
+        elif as_json:
             _print_json({"success": False, "error": exc.message})
         else:
             print(f"wave-bash: {exc.message}", file=sys.stderr)
         return ERROR_EXIT
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
-    except Terminated as exc:
-        return 128 + exc.signum
     except BrokenPipeError:  # the reader went away (`wave-bash schema | head -1`)
         _quiet_stdout()
         return 0

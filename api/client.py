@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from . import texts
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
 from .connection import connector_for
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
@@ -474,6 +475,8 @@ class Client:
         claim = self._call(ClaimRequest(session=self.session, claim=token))
         if claim.notices:
             self._call(AckRequest(session=self.session, claim=token))
+        elif claim.waiting:  # (an empty list said none ended: a review)
+            raise StorageError(texts.notices_waiting_text(claim.model_dump(by_alias=True)))
         return claim.notices
 
     def pending_notices(self) -> list[Notice]:

@@ -92,6 +92,11 @@ class BusyError(WaveError):
     code = "busy"
 
 
+class OutOfDescriptorsError(BusyError):
+    """This process has no descriptor left to reach the supervisor with: tried again for a
+    few seconds only (it may never clear: a leak)."""
+
+
 class StorageError(WaveError):
     """The state dir cannot be written (full, read-only): a new command is not started,
     since nothing may run that the journal cannot record."""

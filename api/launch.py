@@ -16,7 +16,12 @@ import socket
 import sys
 import time
 
-from .errors import BusyError, StateDirError, SupervisorRefusedError, SupervisorUnavailableError
+from .errors import (
+    OutOfDescriptorsError,
+    StateDirError,
+    SupervisorRefusedError,
+    SupervisorUnavailableError,
+)
 from .paths import StateLayout, ensure_private_dir
 from .transport import TRANSPORT_ENV, connect
 
@@ -82,8 +87,10 @@ def _start_unless_started(layout: StateLayout, transport: str) -> socket.socket 
             lock.acquire()
             break
         except Timeout:
-            with contextlib.suppress(OSError):
+            try:
                 return connect(layout, transport)  # the starter before us started it
+            except OSError as exc:
+                _check_descriptors(exc)
             if time.monotonic() > deadline:
                 raise SupervisorUnavailableError(
                     f"another client has been starting the supervisor for {layout.root} for "
@@ -107,12 +114,12 @@ def _check_descriptors(exc: OSError) -> None:
     ``OSError`` 24 or a start lock "that cannot be used": reviews).
 
     Raises:
-        BusyError: ``exc`` is ``EMFILE`` or ``ENFILE``.
+        OutOfDescriptorsError: ``exc`` is ``EMFILE`` or ``ENFILE``.
     """
     if exc.errno not in (errno.EMFILE, errno.ENFILE):
         return
     whose = "this process has" if exc.errno == errno.EMFILE else "the system has"
-    raise BusyError(
+    raise OutOfDescriptorsError(
         f"{whose} no file descriptor left to reach the supervisor with ("
         f"{os.strerror(exc.errno)}): close some, or raise the limit (`ulimit -n`)"
     ) from None

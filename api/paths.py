@@ -24,7 +24,14 @@ PROC_FD = Path("/proc/self/fd")
 
 def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     """The state dir: the argument, else ``WAVE_STATE_DIR``, else the platform's user state
-    dir; as one spelling (:func:`canonical`)."""
+    dir; as one spelling (:func:`canonical`).
+
+    Raises:
+        StateDirError: ``state_dir`` is empty (``--state-dir "$DIR"`` with ``DIR`` unset
+            went to the default one: a trial).
+    """
+    if state_dir is not None and not os.fspath(state_dir):
+        raise StateDirError("the state dir given is empty: name one, or give none for the default")
     chosen = state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir()
     return canonical(Path(chosen).expanduser())
 

@@ -357,6 +357,55 @@ def test_output_of_a_task_whose_log_was_removed_says_so(state_dir: Path) -> None
     assert json.loads(run_cli(state_dir, "output", "--json", kept).stdout)["logGone"] is False
 
 
+def test_careless_values_an_agent_sends_are_said(state_dir: Path, tmp_path: Path) -> None:
+    """`--state-dir "$DIR"` with DIR unset went to the default state dir, `--cwd ''` ran
+    here, and `run --json` of a bad directory printed `{success, error}` alone, where a
+    script read `exitCode` (a trial)."""
+    empty = run_cli(state_dir, "--state-dir", "", "run", "--", "echo ran")
+    assert (empty.returncode, empty.stdout) == (2, "")
+    assert "the state dir given is empty" in empty.stderr
+    here = run_cli(state_dir, "run", "--cwd", "", "--", "echo ran")
+    assert (here.returncode, here.stdout) == (2, "") and "--cwd is empty" in here.stderr
+    bad = run_cli(state_dir, "run", "--json", "--cwd", str(tmp_path / "gone"), "--", "pwd")
+    result = json.loads(bad.stdout)
+    assert bad.returncode == 2 and result["exitCode"] is None and result["success"] is False
+    assert "working directory does not exist" in result["error"] and "stdout" in result
+
+
+def test_output_follow_says_how_the_task_ended(state_dir: Path) -> None:
+    """`output --follow` printed no end and exited 0, yet took the end's notice as shown:
+    a failure went unseen (a trial). It says the end on stderr and exits as `wait`."""
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "echo line; sleep 0.3; exit 7")
+    followed = run_cli(state_dir, "output", "--follow", task_id)
+    assert (followed.returncode, followed.stdout) == (7, "line\n")
+    assert followed.stderr == f"{task_id} failed (exit code 7)\n"
+    assert run_cli(state_dir, "output", "--follow", "--json", task_id).returncode == 7
+    assert client.notifications() == []
+
+
+def test_a_terminated_run_prints_its_output_so_far(state_dir: Path) -> None:
+    """A harness that ends `run` on its own timeout (SIGTERM) got nothing on stdout, where
+    a SIGINT prints the output so far (a trial): both do; the command goes on."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         "echo so far; sleep 60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        client = Client(state_dir=state_dir)
+        (task,) = wait_until(lambda: client.tasks())
+        wait_until(lambda: "so far" in client.task_output(task.id, block=False).output)
+        proc.terminate()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out) == (143, "so far\n")
+    assert f"terminated; task {task.id} keeps running in the background" in err
+    assert client.task_stop(task.id).status == "killed"
+
+
 def test_attach_to_an_unknown_task_says_so_first(state_dir: Path) -> None:
     """Without a terminal, `attach nosuch` said it needs one (a trial): the unknown ID is
     what to name first."""

@@ -27,6 +27,7 @@ from conftest import (
     start_bg,
     start_supervisor,
     supervisor_pids,
+    task_alive,
     wait_until,
 )
 from mcp import ClientSession
@@ -379,6 +380,37 @@ def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: 
     assert len(ended) == 1 and ended[0].background_reason == "caller_lost"
     reader = Client(state_dir=state_dir, session="cancel")
     assert sorted(n.task_id for n in reader.notifications()) == sorted([earlier, ended[0].id])
+
+
+def test_a_caller_back_for_an_ended_task_is_no_lost_caller(state_dir: Path, tmp_path: Path) -> None:
+    """A foreground command ended while no supervisor ran; the next one listed it as its
+    lost caller's (`caller_lost`) with a notice. Its caller came back for the result:
+    the notice went, but the task stayed listed as lost (a failure review): it is its
+    caller's foreground command again."""
+    flag = tmp_path / "go"
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         f"while [ ! -e {flag} ]; do sleep 0.02; done; exit 3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        watcher = Client(state_dir=state_dir)
+        (task,) = wait_until(lambda: watcher.tasks())
+        caller.send_signal(signal.SIGSTOP)  # (it cannot come back before its task ended)
+        kill_supervisor(state_dir)
+        flag.touch()
+        wait_until(lambda: not task_alive(task.id))
+        (lost,) = watcher.tasks()  # a new supervisor: its caller is not back
+        assert (lost.status, lost.background_reason) == ("failed", "caller_lost")
+        caller.send_signal(signal.SIGCONT)
+        out, err = caller.communicate(timeout=60)
+    finally:
+        caller.kill()
+        caller.wait()
+    assert caller.returncode == 3, (out, err)
+    (back,) = watcher.tasks()
+    assert (back.owner, back.background_reason) == ("foreground", None)
+    assert watcher.notifications() == []
 
 
 def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) -> None:

@@ -34,6 +34,7 @@ from test_mcp import run as run_mcp
 from test_mcp import text as mcp_text
 
 from wave_bash.api import Client, SupervisorUnavailableError
+from wave_bash.api.errors import StorageError
 from wave_bash.worker import read_exit_record
 
 
@@ -128,13 +129,15 @@ def test_background_end_is_kept_while_the_disk_is_full(
     assert held_writes(client) > 0  # the journal did refuse it: the held path was taken
     assert client.status().storage_problem == "No space left on device"
     assert client.status().running_tasks == 0
-    assert client.notifications() == []  # a delivery cannot be recorded yet: it waits
-    # ... and says so (the CLI said nothing, exit 0: a review)
+    # A delivery cannot be recorded yet: it waits, and that is said (an empty list, and
+    # the CLI said nothing with exit 0: reviews)
+    with pytest.raises(StorageError, match="its notice waits until the state dir"):
+        client.notifications()
     claim = client.claim_notices()
     assert (claim.notices, claim.waiting) == ([], 1)
     assert claim.storage_problem == "No space left on device"
     said = run_cli(small_state_dir, "notifications")
-    assert (said.returncode, said.stdout) == (1, "")
+    assert (said.returncode, said.stdout) == (2, "")
     assert "a background task ended; its notice waits until the state dir" in said.stderr
     assert "No space left on device" in said.stderr
     told = run_mcp(

@@ -163,8 +163,8 @@ def test_a_descriptor_limit_too_small_to_serve_is_named(state_dir: Path) -> None
 
 
 CALLER_OUT_OF_DESCRIPTORS = """
-import os, sys, threading
-from wave_bash.api import Client
+import os, sys, threading, time
+from wave_bash.api import Client, SupervisorUnavailableError
 from wave_bash.api.errors import BusyError
 from wave_bash.api.launch import connect_or_start
 client = Client(state_dir=sys.argv[1])
@@ -179,6 +179,11 @@ try:
     connect_or_start(client.layout, "unix", True)
 except BusyError as exc:
     print("busy:", exc)
+began = time.monotonic()
+try:  # one that never clears: not tried for the command's whole timeout
+    Client(state_dir=sys.argv[1]).bash("true", timeout=600_000)
+except SupervisorUnavailableError as exc:
+    print("gave up:", "no file descriptor left" in str(exc), time.monotonic() - began < 60)
 for fd in held:
     os.close(fd)
 codes = {}
@@ -209,6 +214,7 @@ def test_a_caller_out_of_descriptors_is_busy_and_tries_again(state_dir: Path) ->
     assert "busy: this process has no file descriptor left to reach the supervisor" in done.stdout
     assert "close some, or raise the limit (`ulimit -n`)" in done.stdout
     assert "codes: True" in done.stdout
+    assert "gave up: True True" in done.stdout
 
 
 def test_half_a_request_is_dropped(state_dir: Path) -> None:

@@ -25,6 +25,7 @@ from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, 
         ("a\r\nb\r\n", "a\nb\n"),  # a terminal's lines (taken in one pass)
         ("xyz\rab\r\n10%\r20%\r\n", "abz\n20%\n"),  # overwrites before CRLF
         ("a\r\r\nb\x08c\r\n", "a\nc\n"),
+        ("Loading\x1b[2K\r\nok\r\n", "\nok\n"),  # a line that erases itself (a review)
         ("ab\x08c", "ac"),  # backspace
         ("bell\x07 and nul\x00", "bell and nul"),
         ("tab\tstays", "tab\tstays"),

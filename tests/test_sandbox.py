@@ -546,6 +546,35 @@ def opened(sources: Sources) -> str:
     return "".join(f" {number}< /proc/{os.getpid()}/fd/{fd}" for fd, number in sources.numbered())
 
 
+@pytest.mark.parametrize("memory_file", [True, False])
+def test_variables_set_inside_reach_the_command_with_or_without_a_memory_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_file: bool
+) -> None:
+    """Loader variables reach bubblewrap in a memory file (`--args`); where the kernel
+    makes none (ENOSYS, a filter), as `--setenv` words, and the command runs all the
+    same."""
+    needs_root("bubblewrap run by root")
+    if not memory_file:
+
+        def no_memfd(*args: object) -> int:
+            raise OSError(errno.ENOSYS, "memfd_create")
+
+        monkeypatch.setattr(os, "memfd_create", no_memfd)
+    sandbox = Sandbox("read-only", str(tmp_path))
+    sources = open_sources(sandbox, [], None, home=str(tmp_path))
+    try:
+        sources.set_environment({"LD_LIBRARY_PATH": "/opt/inside", "GCONV_PATH": ""})
+        argv = bwrap_argv("/usr/bin/bwrap", sandbox, str(tmp_path), [], filtered=False,
+                          home=str(tmp_path), sources=sources)  # fmt: skip
+        assert ("/opt/inside" in argv) is not memory_file
+        line = shlex.join([*argv, "bash", "-c", 'echo "$LD_LIBRARY_PATH ${GCONV_PATH-unset}."'])
+        seen = subprocess.run(["bash", "-c", line + opened(sources)],
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        assert seen.stdout == "/opt/inside .\n", seen.stderr
+    finally:
+        sources.close()
+
+
 def test_what_is_bound_is_what_was_checked(tmp_path: Path) -> None:
     """What the sandbox binds from its workspace is opened before and handed to
     bubblewrap as descriptors: a reviewer's background command replaced a directory with

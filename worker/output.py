@@ -31,6 +31,9 @@ _TOKEN = re.compile(
 )
 
 
+_ERASE = re.compile(r"\x1b\[[0-2]?K")
+
+
 def _render_line(line: str) -> str:
     if "\r" not in line and "\x08" not in line:
         # Fast path: without carriage returns or backspaces the cursor only moves forward,
@@ -69,7 +72,9 @@ def clean_text(text: str) -> str:
     # A carriage return just before a newline overwrites nothing: a terminal's lines end
     # so (a pseudo-terminal's output, a CRLF file), each one drawn a character at a time
     # before (an interactive `yes | head -c 5M` printed in 2.8 s, not 0.3 s: a trial).
-    text = text.replace("\r\n", "\n")
+    # Unless a line erases itself, which the drawing does (`Loading\e[2K\r\n`).
+    if "\r\n" in text and not _ERASE.search(text):
+        text = text.replace("\r\n", "\n")
     if "\r" not in text and "\x08" not in text:
         return _DROP.sub("", text)  # no overwrites anywhere: one pass over the whole text
     return "\n".join(_render_line(line) for line in text.split("\n"))

@@ -802,6 +802,8 @@ def bwrap_argv(
         argv += ["--seccomp", str(SECCOMP_FD)]
     if sources is not None and sources.environment is not None:
         argv += ["--args", str(sources.environment_number)]
+    elif sources is not None:
+        argv += sources.setenv
     argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
     return argv
 
@@ -840,16 +842,21 @@ class Sources:
     variables set inside only (:data:`LOADER_VARIABLES`), read with ``--args`` (in its
     argv, every user read their values: ``ps``, a review)."""
 
+    setenv: list[str] = field(default_factory=list)
+    """The same words for bubblewrap's argv, where no memory file can be made (a kernel
+    or a filter without ``memfd_create``)."""
+
     def set_environment(self, variables: Mapping[str, str]) -> None:
         """Hand ``variables`` to bubblewrap through :attr:`environment`."""
         if not variables:
             return
-        words = b"".join(
-            os.fsencode(word) + b"\0"
-            for name, value in variables.items()
-            for word in ("--setenv", name, value)
-        )
-        fd = os.memfd_create("wave-bash-environment", os.MFD_CLOEXEC)
+        listed = [word for name, value in variables.items() for word in ("--setenv", name, value)]
+        words = b"".join(os.fsencode(word) + b"\0" for word in listed)
+        try:
+            fd = os.memfd_create("wave-bash-environment", os.MFD_CLOEXEC)
+        except OSError:  # (ENOSYS, EPERM: the command runs all the same)
+            self.setenv = listed
+            return
         self.environment = fd
         view = memoryview(words)
         while view:

@@ -85,6 +85,8 @@ async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> Bash
         or row.end_reason is EndReason.NOT_STARTED  # (a background start said it runs: a
     ):  # review; D3a: a caller learns that nothing ran, to run it again)
         ctx.journal.mark_delivered(row.session, [row.id])  # the caller gets the result itself
+        if row.background_reason is BackgroundReason.CALLER_LOST:  # (it came back: its
+            ctx.tasks.move_to_foreground(ended)  # task was listed as lost still, a review)
         return views.finished_result(ended)
     return views.backgrounded_result(ended, _timeout_ms(ended))
 
