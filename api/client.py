@@ -542,6 +542,13 @@ class Client:
         """The caller is gone for good: see :meth:`Caller.close`."""
         self.calls.close()
 
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Closed as the ``with`` block ends (its commands go on, as a caller's gone)."""
+        self.close()
+
     def abort_calls(self) -> None:
         """The caller went away (its host died): see :meth:`Caller.abort_calls`."""
         self.calls.abort_calls()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import journal_rows, kill_supervisor, raw_request, start_supervisor, wait_until
 
-from wave_bash.api import Client
+from wave_bash.api import Client, SupervisorUnavailableError
 from wave_bash.api import calls as calls_module
 from wave_bash.api import connection as connection_module
 
@@ -146,6 +146,18 @@ def test_a_closed_client_closes_its_kept_connection(client: Client, state_dir: P
     assert kept is not None
     client.close()
     assert kept[0].sock.fileno() == -1
+
+
+def test_a_client_in_a_with_block_is_closed_as_it_ends(state_dir: Path) -> None:
+    """`with Client(...) as client:` (it was no context manager: a trial) closes it, its
+    kept connection with it."""
+    with Client(state_dir=state_dir) as client:
+        assert client.bash("echo in").stdout == "in"
+        kept = client.connector.kept._kept  # type: ignore[attr-defined]
+        assert kept is not None
+    assert kept[0].sock.fileno() == -1
+    with pytest.raises(SupervisorUnavailableError, match="this client was closed"):
+        client.status()
 
 
 def test_a_kept_connection_is_not_used_after_a_pause(
