@@ -150,13 +150,15 @@ def notice_text(
     output_path: str,
     end_reason: EndReason | None = None,
     leftovers: int = 0,
+    storage_note: str | None = None,
 ) -> str:
-    """B5: the completion notice of a background task (bounded: a command's first line)."""
+    """B5: the completion notice of a background task (bounded: a command's first line),
+    with what a full state dir did as it ended (DF4)."""
     label = short_command(description or command)
     return (
         f'Background command "{label}" (ID: {task_id}) '
         f"{outcome_text(status, exit_code, end_reason)}{leftover_text(leftovers)}. "
-        f"Output: {output_path}"
+        f"Output: {output_path}" + (f"\n{storage_note}" if storage_note else "")
     )
 
 

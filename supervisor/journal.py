@@ -189,8 +189,15 @@ ALTER TABLE tasks ADD COLUMN leftovers TEXT;
 """v8: without cgroups, the processes an ended task left running (JSON ``{pid: start
 ticks}``), so that the next supervisor still shows and stops them."""
 
+SCHEMA_V9 = """
+ALTER TABLE tasks ADD COLUMN storage_note TEXT;
+"""
+"""v9: what a full state dir did to a background task's record as it ended (its notice
+says it: the only word of it a background task's caller gets, DF4)."""
+
 MIGRATIONS: Sequence[str] = (
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
+    SCHEMA_V9,
 )  # fmt: skip
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
@@ -234,6 +241,8 @@ class TaskRow:
     leftovers: str | None = None
     """Without cgroups: JSON ``{pid: start ticks}`` of the processes the ended task left
     running, while some may (``supervisor.tasks.TaskManager.adopt_leftovers``)."""
+    storage_note: str | None = None
+    """What a full state dir did to the record of a background task as it ended."""
 
     def __post_init__(self) -> None:
         """Rows read back hold the states' values: make them the enums again."""

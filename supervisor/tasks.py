@@ -1503,6 +1503,9 @@ class TaskManager:
                 "incomplete; wave-bash keeps what it could not record and writes it once "
                 "there is space again"
             )
+            if notice_session is not None:  # its notice says so (it said nothing, where a
+                row.storage_note = task.storage_note  # foreground result did: a review)
+                self.journal.save_row(row)
         self._log_end(f"{row.id} {row.status} (exit {code})")
 
     # --- ownership and stopping --------------------------------------------------------

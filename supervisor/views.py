@@ -80,7 +80,7 @@ def notice(row: TaskRow, leftovers: int = 0) -> Notice:
         output_path=row.output_path, ended_at=_time(row.ended_at),
         message=texts.notice_text(
             row.id, row.command, row.description, status, row.exit_code, row.output_path,
-            row.end_reason, leftovers,
+            row.end_reason, leftovers, row.storage_note,
         ),
     )  # fmt: skip
 
