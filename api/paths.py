@@ -112,18 +112,54 @@ def check_dir_stat(
         os.fchmod(tighten, 0o700)  # ours: made private through the descriptor, not the name
 
 
+def check_ancestors(path: Path) -> None:
+    """Refuse ``path`` below a directory that lets another user rename what it holds: one
+    of another user's (root's aside), or one writable by its group or by others without
+    the sticky bit (``/tmp`` has it). Such a user could put a directory of theirs in its
+    place between a check and a write by name: a review had a supervisor publish its TCP
+    token, as root, into another user's file so (as ssh's ``StrictModes`` refuses a home
+    others can write).
+
+    Raises:
+        StateDirError: naming that directory and what to do.
+    """
+    owner = _owner()
+    if owner is None:  # (Windows: no uids)
+        return
+    for parent in path.parents:  # (its links resolved as the kernel does: see canonical)
+        try:
+            st = os.stat(parent)
+        except OSError:
+            continue  # (not there: made next, as this user's)
+        if st.st_uid not in (0, owner):
+            raise StateDirError(
+                f"refusing {path}: {parent} above it belongs to another user (uid "
+                f"{st.st_uid}), who could put a directory of theirs in its place; choose "
+                "a state dir under directories of yours"
+            )
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise StateDirError(
+                f"refusing {path}: {parent} above it is writable by other users (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}, no sticky bit), who could put a directory "
+                f"of theirs in its place; `chmod go-w {parent}`, or choose another state dir"
+            )
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (mode 0700) if needed and check it is ours and private (SPEC X1).
 
     The last component is never followed if it is a symbolic link; a directory of ours
     with a wider mode is tightened to 0700 (through a descriptor opened with
     ``O_NOFOLLOW``, so a link swapped in meanwhile is never chmodded). The parents are
-    the user's own choice and may be links (``/var`` → ``/private/var`` on macOS).
+    the user's own choice and may be links (``/var`` → ``/private/var`` on macOS), but
+    none may let another user rename what it holds (:func:`check_ancestors`).
 
     Raises:
-        StateDirError: a link, another user's directory, not a directory, not writable.
+        StateDirError: a link, another user's directory, not a directory, not writable,
+            under a directory another user can change.
     """
     try:
+        check_ancestors(path)  # (first: nothing is made in a directory it refuses)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)

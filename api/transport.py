@@ -85,12 +85,34 @@ class TcpEndpoint:
         return f"TcpEndpoint(port={self.port})"  # never the token
 
     def write(self, path: Path) -> None:
-        """Publish atomically, readable by the owner only."""
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"port": self.port, "token": self.token}, fh)
-        os.replace(tmp, path)
+        """Publish atomically, readable by the owner only, into the directory checked as
+        this user's private one through its descriptor: a new file of a name no one can
+        guess (by name, a predictable one followed a link another user planted in a
+        directory of theirs put in the state dir's place: a review read the token).
+
+        Raises:
+            StateDirError: the directory is not this user's private one (any more).
+        """
+        import secrets
+
+        tmp = f".{path.name}.{secrets.token_hex(8)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        if os.open not in os.supports_dir_fd:  # (Windows: no descriptor of a directory)
+            fd = os.open(path.with_name(tmp), flags, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"port": self.port, "token": self.token}, fh)
+            os.replace(path.with_name(tmp), path)
+            return
+        dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        dir_fd = os.open(path.parent, dir_flags)
+        try:
+            check_dir_stat(path.parent, os.fstat(dir_fd))
+            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"port": self.port, "token": self.token}, fh)
+            os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
 
     @classmethod
     def read(cls, path: Path, dir_fd: int | None = None) -> TcpEndpoint:
@@ -235,6 +257,30 @@ def _small_line(sock: socket.socket, timeout: float) -> dict[str, Any]:
         return {}
 
 
+def _supervisor_runs(layout: StateLayout) -> bool:
+    """Whether a supervisor holds the state dir's lock (a shared lock cannot be taken
+    beside its own; a starting one waits a moment for it, see ``supervisor.daemon``);
+    where this cannot be told, it is taken to."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        return True
+    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK
+    try:
+        fd = os.open(layout.lock, flags)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # (the lock, if taken, goes with it)
+    return False
+
+
 def connect(layout: StateLayout, transport: str) -> socket.socket:
     """A connected socket to the supervisor (token already sent for TCP).
 
@@ -254,6 +300,12 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
         sock = socket.create_connection((LOOPBACK, endpoint.port), timeout=None)
         try:
             tcp_handshake(sock, endpoint.token, f"{LOOPBACK}:{endpoint.port}")
+        except SupervisorUnavailableError as exc:  # an error answered, not the handshake
+            sock.close()
+            if not _supervisor_runs(layout):  # (none of ours: another user's listener,
+                # answering `busy` for ever, kept every call waiting: a review)
+                raise ConnectionRefusedError(errno.ECONNREFUSED, str(exc)) from None
+            raise
         except BaseException:
             sock.close()
             raise

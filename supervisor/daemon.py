@@ -172,6 +172,10 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     return 0
 
 
+LOCK_PATIENCE = 0.5
+"""How long a starting supervisor waits for the state dir's lock before it takes another
+for its holder."""
+
 SOCKET_CHECK_SECONDS = 2.0
 """How often the supervisor checks that its socket is still where clients look for it."""
 
@@ -372,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(layout)
     ready = _detach(layout) if args.detach else Ready(None)
     os.chdir("/")  # never keep a project directory busy
-    lock = FileLock(str(layout.lock), timeout=0)
+    # (a moment's wait: a client asking whether one runs holds a shared lock that long)
+    lock = FileLock(str(layout.lock), timeout=LOCK_PATIENCE)
     try:
         lock.acquire()
     except Timeout:

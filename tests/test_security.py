@@ -238,3 +238,39 @@ def test_fallback_prefers_xdg_runtime_dir(tmp_path: Path) -> None:
         assert stat.S_IMODE((runtime / "wave-bash").stat().st_mode) == 0o700
     finally:
         subprocess.run([*cli, "supervisor", "stop"], env=env, timeout=60, cwd=REPO)
+
+
+@pytest.mark.parametrize(
+    ("owner", "mode", "refused"),
+    [
+        (NOBODY, 0o755, "belongs to another user (uid 65534)"),
+        (0, 0o777, "is writable by other users (mode 0777, no sticky bit)"),
+        (0, 0o775, "is writable by other users (mode 0775, no sticky bit)"),
+        (0, 0o1777, None),  # as /tmp: no one renames what is not theirs there
+    ],
+)
+def test_a_state_dir_under_a_directory_others_can_change_is_refused(
+    tmp_path: Path, owner: int, mode: int, refused: str | None
+) -> None:
+    """A directory above the state dir that another user can rename entries of let them
+    put a directory of theirs in its place between a check and a write by name: a review
+    had the supervisor, as root, publish its TCP token into their file, then run their
+    command. Such a state dir is refused, naming that directory (as ssh's StrictModes)."""
+    above = tmp_path / "above"
+    above.mkdir()
+    os.chown(above, owner, owner)
+    above.chmod(mode)
+    state_dir = above / "sub" / "state"  # (the directory to fix is the one above `sub`)
+    done = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         "echo ran"], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if refused is None:
+        assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr
+        Client(state_dir=state_dir).shutdown()
+        return
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"refusing {state_dir}: {above} above it {refused}" in done.stderr, done.stderr
+    assert not (above / "sub").exists()  # (nothing made there)
+    with pytest.raises(StateDirError, match="above it"):
+        Client(state_dir=state_dir).bash("echo ran")

@@ -30,9 +30,9 @@ from conftest import (
 )
 
 from wave_bash.api import Client
-from wave_bash.api.errors import WaveError
+from wave_bash.api.errors import StateDirError, WaveError
 from wave_bash.api.paths import StateLayout
-from wave_bash.api.transport import connect, handshake_proof, tcp_handshake
+from wave_bash.api.transport import TcpEndpoint, connect, handshake_proof, tcp_handshake
 from wave_bash.api.wire import encode
 
 
@@ -154,13 +154,16 @@ def test_a_connection_closed_before_the_handshake_is_no_supervisor_not_impersona
         squatter.close()
 
 
+@pytest.mark.parametrize(
+    "answer", [b'{"proof":"made-up","nonce":"x"}\n', b'{"type":"error","code":"busy"}\n']
+)
 def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
-    tcp_client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tcp_client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes
 ) -> None:
     """The supervisor died and left supervisor.tcp; another user listens on its port. The
     client must refuse it before sending the token, the request or the environment, then
     start a supervisor as if none listened (refused for good, every call failed until the
-    user deleted the file: a review)."""
+    user deleted the file; answering `busy`, it kept every call waiting: reviews)."""
     if os.getuid() != 0:
         pytest.skip("acting as another uid needs root (CI runs as root)")
     tcp_client.status()
@@ -179,14 +182,19 @@ def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
             srv.bind(("127.0.0.1", port))
             srv.listen(4)
             os.write(ready_w, b"1")
-            conn, _ = srv.accept()
-            conn.settimeout(5)
-            got = b""
-            conn.sendall(b'{"proof":"made-up","nonce":"x"}\n')
-            with contextlib.suppress(OSError):
-                while chunk := conn.recv(65536):
-                    got += chunk
-            os.write(got_w, got or b"-")
+            first = True
+            while True:  # (every connection answered so, until it is killed)
+                conn, _ = srv.accept()
+                conn.settimeout(5)
+                got = b""
+                conn.sendall(answer)
+                with contextlib.suppress(OSError):
+                    while chunk := conn.recv(65536):
+                        got += chunk
+                conn.close()
+                if first:  # (what the client sent it)
+                    os.write(got_w, got or b"-")
+                    first = False
         except BaseException as exc:
             os.write(ready_w, repr(exc).encode())
         finally:
@@ -216,6 +224,24 @@ def shared_dir() -> Iterator[Path]:
     path.chmod(0o1777)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_endpoint_is_published_through_no_link(tmp_path: Path) -> None:
+    """The endpoint's temporary file had a name anyone could guess (its pid), opened by
+    name and following a link: another user who had put a directory of theirs in the
+    state dir's place got the token in a file of theirs (a review). It has a random
+    name, made new in the directory checked as private, through its descriptor."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    target = tmp_path / "leak"
+    target.write_text("")
+    (state / f".supervisor.tcp.{os.getpid()}").symlink_to(target)
+    TcpEndpoint(4242, "secret-token").write(state / "supervisor.tcp")
+    assert target.read_text() == ""
+    assert json.loads((state / "supervisor.tcp").read_text())["token"] == "secret-token"
+    state.chmod(0o755)  # (no longer private: nothing published there)
+    with pytest.raises(StateDirError, match="not 0700"):
+        TcpEndpoint(4242, "secret-token").write(state / "supervisor.tcp")
 
 
 def test_a_state_dir_renamed_into_place_gives_no_endpoint(shared_dir: Path) -> None:
