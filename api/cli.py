@@ -46,6 +46,8 @@ class Cli:
         self.layout = StateLayout(resolve_state_dir(args.state_dir))
         self.session: str = DEFAULT_SESSION if args.session is None else args.session
         self.remote: str | None = args.remote or os.environ.get("WAVE_REMOTE") or None
+        self.ssh_option: list[str] = list(args.ssh_option or [])
+        self.remote_command: str | None = args.remote_command
         self.connector: Connector = connector_for(
             self.layout,
             remote=self.remote,
@@ -162,7 +164,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
                 _print_so_far(cli, running[-1])  # SIGINT: a harness's timeout got none)
             print(
                 f"wave-bash: terminated; task {running[-1]} keeps running in the background "
-                f"({_wave(cli.remote)} stop {running[-1]} stops it)",
+                f"({_wave(cli)} stop {running[-1]} stops it)",
                 file=sys.stderr,
             )
         raise
@@ -177,7 +179,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         raise OSError(
             exc.errno,
             f"{exc.strerror or exc}; the command is task {running[-1]}"
-            f" (`{_wave(cli.remote)} output {running[-1]}`)",
+            f" (`{_wave(cli)} output {running[-1]}`)",
         ) from None
 
 
@@ -199,7 +201,7 @@ def _show_run(
             print(result["stdout"])
         task_id = result["backgroundTaskId"]
         answer = _send_input(cli, task_id, ahead, None, rules)
-        return _report_input(task_id, answer, False, cli.remote)
+        return _report_input(task_id, answer, False, cli)
     moved_on = result.get("assistantAutoBackgrounded") or (
         watched and result.get("backgroundedByUser")
     )
@@ -207,13 +209,13 @@ def _show_run(
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
         # erased; without one, a script saw none of it, a review)
         _print_so_far(cli, running[-1])
-        return _report_run(result, False, cli.remote, printed=True)
+        return _report_run(result, False, cli, printed=True)
     if result.get("truncated") and not args.json and running and _finished(result):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
         # for a model's result (`--json`, the tools).
         _print_whole_output(cli, running[-1])
-        return _report_run(result, False, cli.remote, printed=True)
-    return _report_run(result, args.json, cli.remote)
+        return _report_run(result, False, cli, printed=True)
+    return _report_run(result, args.json, cli)
 
 
 def _finished(result: dict[str, Any]) -> bool:
@@ -247,7 +249,7 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
             _print_so_far(cli, task_id)
         print(
             f"wave-bash: interrupted; task {task_id} keeps running in the background "
-            f"({_wave(cli.remote)} stop {task_id} stops it)",
+            f"({_wave(cli)} stop {task_id} stops it)",
             file=sys.stderr,
         )
     return INTERRUPTED_EXIT
@@ -326,9 +328,7 @@ def _size_arg(text: str) -> list[int]:
     return size
 
 
-def _report_run(
-    result: dict[str, Any], as_json: bool, remote: str | None = None, printed: bool = False
-) -> int:
+def _report_run(result: dict[str, Any], as_json: bool, cli: Cli, printed: bool = False) -> int:
     """Print a run's result (``printed``: its whole output is out already) and return the
     exit code."""
     stdout, message = result.get("stdout") or "", result.get("message") or ""
@@ -346,8 +346,8 @@ def _report_run(
         if stdout:
             print(stdout)
         print(
-            f"[{task_id} waits for input: answer with `{_wave(remote)} input {task_id} TEXT`, "
-            f"or take over its terminal with `{_wave(remote)} attach {task_id}`]",
+            f"[{task_id} waits for input: answer with `{_wave(cli)} input {task_id} TEXT`, "
+            f"or take over its terminal with `{_wave(cli)} attach {task_id}`]",
             file=sys.stderr,
         )
     elif moved:
@@ -356,8 +356,8 @@ def _report_run(
         if _started_in_background(result):  # its ID for a script: `ID=$(wave-bash run …)`
             print(result["backgroundTaskId"])
         print(message.removeprefix(stdout).lstrip("\n"), file=sys.stderr)
-        if remote is not None:
-            print(f"(the output file is on {remote})", file=sys.stderr)
+        if cli.remote is not None:
+            print(f"(the output file is on {cli.remote})", file=sys.stderr)
     else:
         if stdout and not printed:
             print(stdout)
@@ -554,10 +554,17 @@ def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any],
         offset = next_offset
 
 
-def _wave(remote: str | None) -> str:
+def _wave(cli: Cli) -> str:
     """How a hint names the CLI: with the ``--remote`` it was given (the task is there: a
-    trial pasted a hint and got "No task found" from this machine)."""
-    return "wave-bash" if remote is None else f"wave-bash --remote {shlex.quote(remote)}"
+    trial pasted a hint and got "No task found" from this machine), and the ssh options
+    and remote command that reach it (without them, a wrong key or no `wave-bash` there:
+    a trial)."""
+    if cli.remote is None:
+        return "wave-bash"
+    words = ["wave-bash", "--remote", cli.remote]
+    words += [f"--ssh-option={option}" for option in cli.ssh_option]
+    words += ["--remote-command", cli.remote_command] if cli.remote_command else []
+    return shlex.join(words)
 
 
 def _print_so_far(cli: Cli, task_id: str) -> None:
@@ -568,7 +575,7 @@ def _print_so_far(cli: Cli, task_id: str) -> None:
     if out.get("output"):
         print(out["output"])
     if out.get("truncated"):
-        print(f"(cut short: `{_wave(cli.remote)} output {task_id}` prints all of it)",
+        print(f"(cut short: `{_wave(cli)} output {task_id}` prints all of it)",
               file=sys.stderr)  # fmt: skip
 
 
@@ -639,6 +646,8 @@ NOT_RUNNING_EXIT = 3
 """``supervisor status`` with none running: LSB's "program is not running", as
 ``systemctl status`` (``wave-bash supervisor status >/dev/null && …``)."""
 
+SSH_FAILED_EXIT = 255
+"""What ssh exits with when it could not connect or the connection ended."""
 UNKNOWN_STATUS_EXIT = 4
 """``supervisor status`` with one that does not answer (stopped, frozen): LSB's "status
 is unknown"."""
@@ -682,7 +691,7 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     rules, _ = _guard(args)  # (WAVE_RULES: input goes only where they let a command start)
     out = _send_input(cli, args.id, text, timeout, rules)
     try:
-        return _report_input(args.id, out, args.json, cli.remote)
+        return _report_input(args.id, out, args.json, cli)
     except BrokenPipeError:  # (`input ID x | head -1`: the task's status all the same, as
         _quiet_stdout()  # `run` gives its command's)
         return _exit_code(out)
@@ -699,9 +708,7 @@ def _send_input(
     ))  # fmt: skip
 
 
-def _report_input(
-    task_id: str, out: dict[str, Any], as_json: bool, remote: str | None = None
-) -> int:
+def _report_input(task_id: str, out: dict[str, Any], as_json: bool, cli: Cli) -> int:
     """Print what an input brought (its new output, then where the command is) and return
     the exit code, as ``wait``'s."""
     if as_json:
@@ -709,7 +716,7 @@ def _report_input(
     else:
         if out.get("output"):
             print(out["output"])
-        wave = _wave(remote)
+        wave = _wave(cli)
         if out.get("waitingForInput"):
             print(f"[{task_id} waits for input: {wave} input {task_id} TEXT, or {wave} "
                   f"attach {task_id}]", file=sys.stderr)  # fmt: skip
@@ -748,11 +755,19 @@ def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
         quiet = [*options, "-o", "LogLevel=ERROR"]  # (no "Shared connection … closed.")
         argv = remote.ssh_argv(quiet, remote_command, verb, tty=True, control=control)
         try:
-            return subprocess.run(argv).returncode
+            code = subprocess.run(argv).returncode
         except FileNotFoundError:
             raise SupervisorUnavailableError(
                 "ssh is not installed: install an OpenSSH client to use --remote"
             ) from None
+        if code == SSH_FAILED_EXIT:  # (ssh's own, its words hidden by LogLevel=ERROR: it
+            print(  # exited 255 without a word as the connection went, a trial)
+                f"\r\nwave-bash: ssh to {cli.remote} failed, or its connection ended; that "
+                f"stops no task there (`{_wave(cli)} attach {args.id}` takes {args.id} over "
+                "again)",
+                file=sys.stderr,
+            )
+        return code
     from .attach import attach, main_call
 
     return attach(main_call(cli.call), args.id)

@@ -352,6 +352,8 @@ class Remote:
         if not match:
             raise InvalidInputError(f"remote must look like ssh://[user@]host[:port], got {url!r}")
         port = match.group("port")
+        if port is not None and not 0 < int(port) < 65536:  # (`:0` was port 22: a trial)
+            raise InvalidInputError(f"the port of {url!r} must be 1 to 65535")
         return cls(match.group("host"), match.group("user"), int(port) if port else None)
 
     def __str__(self) -> str:

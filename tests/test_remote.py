@@ -485,7 +485,11 @@ def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
     asks = subprocess.run([*base, "run", "-i", "--", "read -r -p 'name? ' n; echo hi $n"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert asks.returncode == 124, asks.stderr
-    assert f"`wave-bash --remote {sshd['url']} input " in asks.stderr, asks.stderr
+    assert f"`wave-bash --remote {sshd['url']} " in asks.stderr, asks.stderr
+    # ... and the options that reach it (without them: a wrong key, no wave-bash there)
+    options = shlex.quote("--ssh-option=" + shlex.join(list(sshd["options"])))  # type: ignore[arg-type]
+    remote_command = shlex.quote(str(sshd["command"]))
+    assert f"{options} --remote-command {remote_command} input " in asks.stderr, asks.stderr
     task_id = asks.stderr.split(" waits for input")[0].lstrip("[")
     answered = subprocess.run([*base, "input", task_id, "bob"], capture_output=True, text=True,
                               timeout=60)  # fmt: skip
@@ -598,6 +602,9 @@ def test_remote_url_is_checked() -> None:
 
     with pytest.raises(InvalidInputError, match="ssh://"):
         Client(remote="http://example")
+    for port in ("0", "65536", "99999"):  # (`:0` was port 22, said without it: a trial)
+        with pytest.raises(InvalidInputError, match="must be 1 to 65535"):
+            Client(remote=f"ssh://devbox:{port}")
 
 
 def test_clear_error_without_ssh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -673,6 +680,42 @@ def test_interactive_task_remotely_answered_and_attached_in_tmux(
         subprocess.run([*tmux, "kill-server"], capture_output=True)
     out = client.task_input(task_id, "\x04")
     assert out.status == "completed" and "42" in out.output
+
+
+def test_an_attach_whose_connection_ends_says_so(sshd: dict[str, object]) -> None:
+    """`attach --remote` whose connection went exited 255 without a word (ssh's own
+    hidden by LogLevel=ERROR: a trial): it says so, and how to take the task over again,
+    with the options that reach it."""
+    tmux = [needs_tool("tmux", "tmux"), "-L", f"wb-remote-{os.getpid()}"]
+    client = remote_client(sshd)
+    task_id = client.bash("cat", timeout=0, interactive=True).background_task_id or ""
+    options = shlex.join(list(sshd["options"]))  # type: ignore[arg-type]
+    attach = shlex.join([
+        sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(sshd["local"]), "--remote",
+        str(sshd["url"]), "--ssh-option", options, "--remote-command", str(sshd["command"]),
+        "attach", task_id,
+    ])  # fmt: skip
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-J"], capture_output=True,
+                              text=True).stdout  # fmt: skip
+
+    port = int(str(sshd["url"]).rsplit(":", 1)[1])
+    try:
+        subprocess.run([*tmux, "new-session", "-d", "-x", "250", "-y", "30",
+                        f"{attach}; echo EXIT=$?; sleep 60"], check=True)  # fmt: skip
+        wait_until(lambda: f"attached to {task_id}" in screen(), timeout=20)
+        for master in _shared_connections(port):  # the connection goes
+            master.kill()
+        wait_until(lambda: "EXIT=255" in screen(), timeout=20)
+        said = screen()
+        assert f"ssh to {sshd['url']} failed, or its connection ended" in said, said
+        assert f"--ssh-option={options}" in said.replace("\n", "") and f"attach {task_id}" in said
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    (task,) = [t for t in client.tasks() if t.id == task_id]
+    assert task.status == "running"
+    client.task_stop(task_id)
 
 
 def test_permission_rules_and_sandbox_hold_over_ssh(sshd: dict[str, object]) -> None:

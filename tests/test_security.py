@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_root, wait_until
+from conftest import REPO, needs_root, reap, wait_until
 
 from wave_bash.api import Client, StateDirError
 from wave_bash.api.errors import ForbiddenError
@@ -261,13 +261,16 @@ def test_a_state_dir_under_a_directory_others_can_change_is_refused(
     os.chown(above, owner, owner)
     above.chmod(mode)
     state_dir = above / "sub" / "state"  # (the directory to fix is the one above `sub`)
-    done = subprocess.run(
-        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
-         "echo ran"], capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run",
+             "--", "echo ran"], capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        if state_dir.is_dir():  # (a supervisor started there, refused or not)
+            reap(state_dir)
     if refused is None:
         assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr
-        Client(state_dir=state_dir).shutdown()
         return
     assert (done.returncode, done.stdout) == (2, "")
     assert f"refusing {state_dir}: {above} above it {refused}" in done.stderr, done.stderr

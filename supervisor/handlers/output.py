@@ -124,9 +124,12 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow)
 
 
-FOLLOW_PIECE_BYTES = 16 * 1024
+FOLLOW_PIECE_BYTES = 512 * 1024
 """What a piece of ``output --follow`` reads at most: whole lines up to here, or else the
-first whole line up to ``FOLLOW_LINE_BYTES`` (a piece is never truncated)."""
+first whole line up to ``FOLLOW_LINE_BYTES`` (a piece is never truncated). Each piece is a
+call, over ``--remote`` a new ssh session: 16 KiB pieces took 226 s for 27 MB there (a
+trial), where ``ssh cat`` takes 0.7 s; the largest piece, JSON-escaped, stays well under
+a message's bound."""
 FOLLOW_LINE_BYTES = 1 << 20
 """A line longer than this is cut (at a character boundary) into pieces."""
 
