@@ -937,7 +937,9 @@ def _add_run(sub: Any) -> None:
     run = sub.add_parser("run", help="run a command (foreground unless --background)")
     run.add_argument("--timeout", help="foreground timeout in ms (default 120000)")
     run.add_argument("--background", action="store_true", help="start in the background")
-    run.add_argument("--cwd", help="directory to run in (default: here)")
+    run.add_argument(
+        "--cwd", help="directory to run in (default: here; with --remote, the remote home)"
+    )
     run.add_argument("--description", help="what the command does, for people")
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
     run.add_argument(

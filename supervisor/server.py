@@ -219,7 +219,11 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
         message = decode(lines.pop())
         wants_more = message.pop("keep", None) is True and may_keep  # (PR1)
         version = message.get("v")
-        if type(version) is not int or version != PROTOCOL_VERSION:
+        if type(version) is not int:  # (not a client of another version: its advice was
+            raise ProtocolError(  # to restart the supervisor, a trial)
+                f"a request needs its protocol version as an integer `v` ({PROTOCOL_VERSION})"
+            )
+        if version != PROTOCOL_VERSION:
             raise ProtocolError(
                 f"protocol version {version!r} is not supported: this supervisor "
                 f"speaks version {PROTOCOL_VERSION} (restart it with `wave-bash supervisor stop`)"

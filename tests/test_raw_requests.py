@@ -46,10 +46,16 @@ def test_bad_values_are_invalid_input(
     assert (answer["type"], answer["code"]) == ("error", "invalid_input"), answer
 
 
-def test_a_boolean_protocol_version_is_refused(client: Client, state_dir: Path) -> None:
+@pytest.mark.parametrize("version", [True, None, "1"])
+def test_a_protocol_version_that_is_no_integer_is_refused(
+    client: Client, state_dir: Path, version: object
+) -> None:
+    """Refused, saying what a request needs (a missing one was answered "version None is
+    not supported … restart it", advice for a client of another version: a trial)."""
     client.status()
-    answer = ask_supervisor(state_dir, "status", {"v": True})
+    answer = ask_supervisor(state_dir, "status", {"v": version})
     assert answer["code"] == "protocol", answer
+    assert "needs its protocol version as an integer `v`" in str(answer["message"]), answer
 
 
 def test_an_offset_past_the_end_reads_nothing(client: Client, state_dir: Path) -> None:
