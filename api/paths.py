@@ -114,11 +114,11 @@ def check_dir_stat(
 
 def check_ancestors(path: Path) -> None:
     """Refuse ``path`` below a directory that lets another user rename what it holds: one
-    of another user's (root's aside), or one writable by its group or by others without
-    the sticky bit (``/tmp`` has it). Such a user could put a directory of theirs in its
-    place between a check and a write by name: a review had a supervisor publish its TCP
-    token, as root, into another user's file so (as ssh's ``StrictModes`` refuses a home
-    others can write).
+    of another user's (root's aside), or one writable by others, or by a group other than
+    this user's own private one, without the sticky bit (``/tmp`` has it). Such a user
+    could put a directory of theirs in its place between a check and a write by name: a
+    review had a supervisor publish its TCP token, as root, into another user's file so
+    (as ssh's ``StrictModes`` refuses a home others can write).
 
     Raises:
         StateDirError: naming that directory and what to do.
@@ -137,12 +137,32 @@ def check_ancestors(path: Path) -> None:
                 f"{st.st_uid}), who could put a directory of theirs in its place; choose "
                 "a state dir under directories of yours"
             )
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        if st.st_mode & stat.S_ISVTX:
+            continue
+        by_others = st.st_mode & stat.S_IWOTH
+        by_group = st.st_mode & stat.S_IWGRP and not _own_group(st.st_uid, st.st_gid)
+        if by_others or by_group:
             raise StateDirError(
                 f"refusing {path}: {parent} above it is writable by other users (mode "
                 f"{stat.S_IMODE(st.st_mode):04o}, no sticky bit), who could put a directory "
                 f"of theirs in its place; `chmod go-w {parent}`, or choose another state dir"
             )
+
+
+def _own_group(uid: int, gid: int) -> bool:
+    """Whether ``gid`` is the private group of ``uid``, its owner and this user (named as
+    the user, no other member: what a umask of 002 leaves group-writable on Debian and
+    Ubuntu, whose ``~/.local`` would be refused otherwise)."""
+    if uid != _owner() or gid != os.getgid():
+        return False
+    import grp
+    import pwd
+
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -241,16 +241,17 @@ def test_fallback_prefers_xdg_runtime_dir(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("owner", "mode", "refused"),
+    ("owner", "group", "mode", "refused"),
     [
-        (NOBODY, 0o755, "belongs to another user (uid 65534)"),
-        (0, 0o777, "is writable by other users (mode 0777, no sticky bit)"),
-        (0, 0o775, "is writable by other users (mode 0775, no sticky bit)"),
-        (0, 0o1777, None),  # as /tmp: no one renames what is not theirs there
+        (NOBODY, NOBODY, 0o755, "belongs to another user (uid 65534)"),
+        (0, 0, 0o777, "is writable by other users (mode 0777, no sticky bit)"),
+        (0, NOBODY, 0o775, "is writable by other users (mode 0775, no sticky bit)"),
+        (0, 0, 0o1777, None),  # as /tmp: no one renames what is not theirs there
+        (0, 0, 0o775, None),  # its own private group (umask 002: Debian's, Ubuntu's ~/.local)
     ],
 )
 def test_a_state_dir_under_a_directory_others_can_change_is_refused(
-    tmp_path: Path, owner: int, mode: int, refused: str | None
+    tmp_path: Path, owner: int, group: int, mode: int, refused: str | None
 ) -> None:
     """A directory above the state dir that another user can rename entries of let them
     put a directory of theirs in its place between a check and a write by name: a review
@@ -258,7 +259,7 @@ def test_a_state_dir_under_a_directory_others_can_change_is_refused(
     command. Such a state dir is refused, naming that directory (as ssh's StrictModes)."""
     above = tmp_path / "above"
     above.mkdir()
-    os.chown(above, owner, owner)
+    os.chown(above, owner, group)
     above.chmod(mode)
     state_dir = above / "sub" / "state"  # (the directory to fix is the one above `sub`)
     try:
