@@ -44,6 +44,8 @@ class Cli:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.layout = StateLayout(resolve_state_dir(args.state_dir))
+        # (given as an option, not by the environment, which the next command has too)
+        self.state_dir_given = args.state_dir not in (None, os.environ.get("WAVE_STATE_DIR"))
         self.session: str = DEFAULT_SESSION if args.session is None else args.session
         self.remote: str | None = args.remote or os.environ.get("WAVE_REMOTE") or None
         self.ssh_option: list[str] = list(args.ssh_option or [])
@@ -555,13 +557,17 @@ def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any],
 
 
 def _wave(cli: Cli) -> str:
-    """How a hint names the CLI: with the ``--remote`` it was given (the task is there: a
-    trial pasted a hint and got "No task found" from this machine), and the ssh options
-    and remote command that reach it (without them, a wrong key or no `wave-bash` there:
-    a trial)."""
+    """How a hint names the CLI: with the ``--state-dir`` and ``--remote`` it was given
+    (the task is there: pasted hints got "No task found" from another supervisor, and
+    started one in the default state dir: trials), and the ssh options and remote
+    command that reach it (without them, a wrong key or no `wave-bash` there: a trial).
+    What the environment gave stays there for the next command."""
+    words = ["wave-bash"]
+    if cli.state_dir_given:
+        words += ["--state-dir", str(cli.layout.root)]
     if cli.remote is None:
-        return "wave-bash"
-    words = ["wave-bash", "--remote", cli.remote]
+        return shlex.join(words)
+    words += ["--remote", cli.remote]
     words += [f"--ssh-option={option}" for option in cli.ssh_option]
     words += ["--remote-command", cli.remote_command] if cli.remote_command else []
     return shlex.join(words)

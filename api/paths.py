@@ -126,12 +126,13 @@ def check_ancestors(path: Path) -> None:
     owner = _owner()
     if owner is None:  # (Windows: no uids)
         return
+    trusted = {0, owner, *_unmapped_owner()}
     for parent in path.parents:  # (its links resolved as the kernel does: see canonical)
         try:
             st = os.stat(parent)
         except OSError:
             continue  # (not there: made next, as this user's)
-        if st.st_uid not in (0, owner):
+        if st.st_uid not in trusted:
             raise StateDirError(
                 f"refusing {path}: {parent} above it belongs to another user (uid "
                 f"{st.st_uid}), who could put a directory of theirs in its place; choose "
@@ -151,8 +152,8 @@ def check_ancestors(path: Path) -> None:
 
 def _own_group(uid: int, gid: int) -> bool:
     """Whether ``gid`` is the private group of ``uid``, its owner and this user (named as
-    the user, no other member: what a umask of 002 leaves group-writable on Debian and
-    Ubuntu, whose ``~/.local`` would be refused otherwise)."""
+    the user, no other member, listed or by its primary group: what a umask of 002 leaves
+    group-writable on Debian and Ubuntu, whose ``~/.local`` would be refused otherwise)."""
     if uid != _owner() or gid != os.getgid():
         return False
     import grp
@@ -162,7 +163,24 @@ def _own_group(uid: int, gid: int) -> bool:
         group, user = grp.getgrgid(gid), pwd.getpwuid(uid)
     except KeyError:
         return False
-    return group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+    if group.gr_name != user.pw_name or not set(group.gr_mem) <= {user.pw_name}:
+        return False
+    # (root's group, gid 0, is the primary group of `sync` or `halt` on some systems)
+    return all(u.pw_gid != gid or u.pw_uid == uid for u in pwd.getpwall())
+
+
+def _unmapped_owner() -> tuple[int, ...]:
+    """In a user namespace of its own (flatpak, `bwrap --unshare-user`, a rootless
+    container), the uid that owners not mapped there show as (``/``, ``/tmp``: root's
+    outside); none in the first namespace, where that uid is a user (``nobody``)."""
+    try:
+        with open("/proc/self/uid_map") as fh:
+            first = fh.read().split() == ["0", "0", "4294967295"]
+        with open("/proc/sys/kernel/overflowuid") as fh:
+            overflow = int(fh.read())
+    except (OSError, ValueError):
+        return ()
+    return () if first else (overflow,)
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -181,6 +199,7 @@ def ensure_private_dir(path: Path) -> Path:
     try:
         check_ancestors(path)  # (first: nothing is made in a directory it refuses)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        check_ancestors(path)  # (again: a missing one another user made meanwhile)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)
         flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)

@@ -278,3 +278,50 @@ def test_a_state_dir_under_a_directory_others_can_change_is_refused(
     assert not (above / "sub").exists()  # (nothing made there)
     with pytest.raises(StateDirError, match="above it"):
         Client(state_dir=state_dir).bash("echo ran")
+
+
+def test_in_a_user_namespace_of_its_own_the_unmapped_owner_is_trusted(tmp_path: Path) -> None:
+    """In a user namespace of its own (flatpak, `bwrap --unshare-user`, a rootless
+    container), `/` and `/tmp`, root's outside, show as owned by the overflow uid: every
+    state dir was refused as below another user's directory (a review). That uid is
+    trusted there as root is; not in the first namespace, where it is `nobody`."""
+    import ctypes
+
+    from wave_bash.api.paths import check_ancestors
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    os.chown(home, NOBODY, NOBODY)
+    with pytest.raises(StateDirError, match="belongs to another user"):
+        check_ancestors(home / "state")  # (root here: nobody's directory is another's)
+    said_r, said_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # nobody, then uid 1000 in a namespace of its own: root's files unmapped
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(4, 1)  # PR_SET_DUMPABLE (lost with the uid): its /proc files its own
+            if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+                raise OSError(ctypes.get_errno(), "unshare")
+            for name, text in (("uid_map", f"1000 {NOBODY} 1"), ("setgroups", "deny"),
+                               ("gid_map", f"1000 {NOBODY} 1")):  # fmt: skip
+                with open(f"/proc/self/{name}", "w") as fh:
+                    fh.write(text)
+            try:
+                check_ancestors(home / "state")
+                os.write(said_w, b"trusted")
+            except StateDirError as exc:
+                os.write(said_w, str(exc).encode())
+        except BaseException as exc:
+            os.write(said_w, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(said_w)
+    try:
+        said = os.read(said_r, 4096)
+    finally:
+        os.waitpid(pid, 0)
+        os.close(said_r)
+    assert said == b"trusted", said

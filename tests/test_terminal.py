@@ -284,7 +284,9 @@ def test_ctrl_c_prints_a_runaway_commands_output_cut_short(
     assert printed.startswith("1\n2\n") and printed.endswith("2000000\nrc=130\n")
     assert len(printed) < 40_000
     (task,) = Client(state_dir=state_dir).tasks(all=True)
-    assert f"`wave-bash output {task.id}` prints all of it" in pane(tmux)
+    # (the state dir it was given, in the hint: a pasted one went to the default state dir)
+    hint = f"`wave-bash --state-dir {state_dir} output {task.id}` prints all of it"
+    assert hint in pane(tmux).replace("\n", ""), pane(tmux)
 
 
 def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
@@ -308,7 +310,8 @@ def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
     (task,) = client.tasks(all=True)
     assert proc.returncode == 130 and task.status == "running", (proc.returncode, err)
     assert out == "so-far\n"
-    assert f"task {task.id} keeps running in the background (wave-bash stop {task.id}" in err
+    stop = f"(wave-bash --state-dir {state_dir} stop {task.id}"
+    assert f"task {task.id} keeps running in the background {stop}" in err
     client.task_stop(task.id)
 
 
