@@ -821,12 +821,12 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
     claim = cli.call("claim", claim=token)
     notices = claim["notices"]
     if not notices:
-        if args.json:
-            _print_json(notices)
-        if claim.get("waiting"):  # (as any call the full disk cannot serve, DF3)
-            from . import texts
+        if claim.get("waiting"):  # (as any call the full disk cannot serve, DF3; one JSON
+            from . import texts  # value with --json: the error's)
 
             raise StorageError(texts.notices_waiting_text(claim))
+        if args.json:
+            _print_json(notices)
         return 0
     try:
         if args.json:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import signal
@@ -140,6 +141,8 @@ def test_background_end_is_kept_while_the_disk_is_full(
     assert (said.returncode, said.stdout) == (2, "")
     assert "a background task ended; its notice waits until the state dir" in said.stderr
     assert "No space left on device" in said.stderr
+    as_json = run_cli(small_state_dir, "notifications", "--json")  # (one JSON value: `[]`
+    assert json.loads(as_json.stdout)["success"] is False  # came first, a before-stop read)
     told = run_mcp(
         small_state_dir,
         lambda s: s.call_tool("Bash", {"command": "echo hi"}),
