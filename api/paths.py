@@ -112,7 +112,7 @@ def check_dir_stat(
         os.fchmod(tighten, 0o700)  # ours: made private through the descriptor, not the name
 
 
-def check_ancestors(path: Path) -> None:
+def check_ancestors(path: Path) -> bool:
     """Refuse ``path`` below a directory that lets another user rename what it holds: one
     of another user's (root's aside), or one writable by others, or by a group other than
     this user's own private one, without the sticky bit (``/tmp`` has it). Such a user
@@ -120,18 +120,22 @@ def check_ancestors(path: Path) -> None:
     review had a supervisor publish its TCP token, as root, into another user's file so
     (as ssh's ``StrictModes`` refuses a home others can write).
 
+    Returns whether some were missing (to be made as this user's, then looked at again).
+
     Raises:
         StateDirError: naming that directory and what to do.
     """
     owner = _owner()
     if owner is None:  # (Windows: no uids)
-        return
+        return False
     trusted = {0, owner, *_unmapped_owner()}
+    missing = False
     for parent in path.parents:  # (its links resolved as the kernel does: see canonical)
         try:
             st = os.stat(parent)
         except OSError:
-            continue  # (not there: made next, as this user's)
+            missing = True
+            continue
         if st.st_uid not in trusted:
             raise StateDirError(
                 f"refusing {path}: {parent} above it belongs to another user (uid "
@@ -148,6 +152,7 @@ def check_ancestors(path: Path) -> None:
                 f"{stat.S_IMODE(st.st_mode):04o}, no sticky bit), who could put a directory "
                 f"of theirs in its place; `chmod go-w {parent}`, or choose another state dir"
             )
+    return missing
 
 
 def _own_group(uid: int, gid: int) -> bool:
@@ -197,9 +202,10 @@ def ensure_private_dir(path: Path) -> Path:
             under a directory another user can change.
     """
     try:
-        check_ancestors(path)  # (first: nothing is made in a directory it refuses)
+        missing = check_ancestors(path)  # (first: nothing is made in one it refuses)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        check_ancestors(path)  # (again: a missing one another user made meanwhile)
+        if missing:  # (again: a missing one another user made meanwhile)
+            check_ancestors(path)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, 0o700)
         flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)

@@ -97,19 +97,16 @@ class TcpEndpoint:
 
         tmp = f".{path.name}.{secrets.token_hex(8)}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        published = json.dumps({"port": self.port, "token": self.token}).encode()
         if os.open not in os.supports_dir_fd:  # (Windows: no descriptor of a directory)
-            fd = os.open(path.with_name(tmp), flags, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"port": self.port, "token": self.token}, fh)
+            _write_new(path.with_name(tmp), flags, published)
             os.replace(path.with_name(tmp), path)
             return
         dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         dir_fd = os.open(path.parent, dir_flags)
         try:
             check_dir_stat(path.parent, os.fstat(dir_fd))
-            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"port": self.port, "token": self.token}, fh)
+            _write_new(tmp, flags, published, dir_fd)
             os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
@@ -131,6 +128,13 @@ class TcpEndpoint:
         finally:
             os.close(fd)
         return cls(int(data["port"]), str(data["token"]))
+
+
+def _write_new(name: str | Path, flags: int, data: bytes, dir_fd: int | None = None) -> None:
+    """Write ``data`` into a file made now (``flags``), owner-only."""
+    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def read_endpoint(layout: StateLayout) -> TcpEndpoint:
