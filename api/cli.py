@@ -205,7 +205,7 @@ def _show_run(
         answer = _send_input(cli, task_id, ahead, None, rules)
         return _report_input(task_id, answer, False, cli)
     moved_on = result.get("assistantAutoBackgrounded") or (
-        watched and result.get("backgroundedByUser")
+        result.get("backgroundedByUser")  # (Ctrl+B, or `bg ID` from another shell)
     )
     if moved_on and running and not args.json:
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
@@ -798,15 +798,17 @@ def cmd_gc(cli: Cli, args: argparse.Namespace) -> int:
         _print_json({"removed": removed, "keptUnread": kept, "keptRunning": running})
     else:
         print(f"removed {len(removed)} finished task(s)")
-        if kept:
+        wave = _wave(cli)
+        if kept:  # (with the age it was given: pasted without it, none went, a trial)
+            again = [*(["--older-than", args.older_than] if args.older_than else []), "--unread"]
             print(
                 f"kept {kept} whose completion notice no session has read yet "
-                "(`wave-bash gc --unread` removes them too)"
+                f"(`{wave} gc {shlex.join(again)}` removes them too)"
             )
         if running:
             print(
                 f"kept {running} whose processes still run "
-                "(`wave-bash stop ID` stops them; `wave-bash tasks` lists them)"
+                f"(`{wave} stop ID` stops them; `{wave} tasks` lists them)"
             )
     return 0
 

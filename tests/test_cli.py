@@ -384,9 +384,11 @@ def test_output_follow_says_how_the_task_ended(state_dir: Path) -> None:
     assert client.notifications() == []
 
 
-def test_a_terminated_run_prints_its_output_so_far(state_dir: Path) -> None:
-    """A harness that ends `run` on its own timeout (SIGTERM) got nothing on stdout, where
-    a SIGINT prints the output so far (a trial): both do; the command goes on."""
+@pytest.mark.parametrize("how", ["bg", "SIGTERM"])
+def test_a_run_moved_on_or_terminated_prints_its_output_so_far(state_dir: Path, how: str) -> None:
+    """A harness that ends `run` on its own timeout (SIGTERM), or `bg ID` from another
+    shell, left the waiting `run` printing nothing on stdout, where its timeout, Ctrl+B
+    and a SIGINT print the output so far (trials): both do; the command goes on."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
          "echo so far; sleep 60"],
@@ -396,13 +398,17 @@ def test_a_terminated_run_prints_its_output_so_far(state_dir: Path) -> None:
         client = Client(state_dir=state_dir)
         (task,) = wait_until(lambda: client.tasks())
         wait_until(lambda: "so far" in client.task_output(task.id, block=False).output)
-        proc.terminate()
+        if how == "bg":
+            assert run_cli(state_dir, "bg", task.id).returncode == 0
+        else:
+            proc.terminate()
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
         proc.wait()
-    assert (proc.returncode, out) == (143, "so far\n")
-    assert f"terminated; task {task.id} keeps running in the background" in err
+    assert (proc.returncode, out) == ({"bg": 124, "SIGTERM": 143}[how], "so far\n")
+    said = "manually backgrounded" if how == "bg" else f"terminated; task {task.id} keeps running"
+    assert said in err, err
     assert client.task_stop(task.id).status == "killed"
 
 

@@ -34,8 +34,7 @@ from conftest import (
 from test_mcp import run as run_mcp
 from test_mcp import text as mcp_text
 
-from wave_bash.api import Client, SupervisorUnavailableError
-from wave_bash.api.errors import StorageError
+from wave_bash.api import Client, StorageError, SupervisorUnavailableError
 from wave_bash.worker import read_exit_record
 
 
