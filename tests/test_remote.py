@@ -485,7 +485,8 @@ def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
     asks = subprocess.run([*base, "run", "-i", "--", "read -r -p 'name? ' n; echo hi $n"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert asks.returncode == 124, asks.stderr
-    assert f"`wave-bash --remote {sshd['url']} " in asks.stderr, asks.stderr
+    where = f"--state-dir {sshd['local']} --remote {sshd['url']} "  # (as it was given)
+    assert f"`wave-bash {where}" in asks.stderr, asks.stderr
     # ... and the options that reach it (without them: a wrong key, no wave-bash there)
     options = shlex.quote("--ssh-option=" + shlex.join(list(sshd["options"])))  # type: ignore[arg-type]
     remote_command = shlex.quote(str(sshd["command"]))
