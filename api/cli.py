@@ -171,7 +171,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             )
         raise
     try:
-        return _show_run(cli, args, result, running, watcher, watched, rules)
+        return _show_run(cli, args, result, running, watcher, rules)
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
         _quiet_stdout()  # the command's status all the same, for a pipefail script)
         return _run_exit(result)
@@ -191,7 +191,6 @@ def _show_run(
     result: dict[str, Any],
     running: list[str],
     watcher: Any,
-    watched: bool,
     rules: Any,
 ) -> int:
     """Print a run's result (as :func:`cmd_run` got it) and return its exit code."""
@@ -204,9 +203,8 @@ def _show_run(
         task_id = result["backgroundTaskId"]
         answer = _send_input(cli, task_id, ahead, None, rules)
         return _report_input(task_id, answer, False, cli)
-    moved_on = result.get("assistantAutoBackgrounded") or (
-        result.get("backgroundedByUser")  # (Ctrl+B, or `bg ID` from another shell)
-    )
+    # (at its timeout, by Ctrl+B, or by `bg ID` from another shell)
+    moved_on = result.get("assistantAutoBackgrounded") or result.get("backgroundedByUser")
     if moved_on and running and not args.json:
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
         # erased; without one, a script saw none of it, a review)
