@@ -47,7 +47,7 @@ class Cli:
         # (given as an option, not by the environment, which the next command has too)
         self.state_dir_given = args.state_dir not in (None, os.environ.get("WAVE_STATE_DIR"))
         self.session: str = DEFAULT_SESSION if args.session is None else args.session
-        self.remote: str | None = args.remote or os.environ.get("WAVE_REMOTE") or None
+        self.remote: str | None = _remote_arg(args)
         self.ssh_option: list[str] = list(args.ssh_option or [])
         self.remote_command: str | None = args.remote_command
         self.connector: Connector = connector_for(
@@ -61,6 +61,17 @@ class Cli:
 
     def call(self, op: str, patience: float = RECONNECT_PATIENCE, **params: Any) -> Any:
         return self.calls.call(op, {"session": self.session, **params}, patience=patience)
+
+
+def _remote_arg(args: argparse.Namespace) -> str | None:
+    """``--remote`` as given; empty, it is refused (``--remote "$HOST"`` with ``HOST``
+    unset ran the command here: a trial), unless ``WAVE_REMOTE`` is empty too (a variable
+    set empty reads as unset, as in a shell)."""
+    if args.remote == "" and os.environ.get("WAVE_REMOTE") != "":
+        raise InvalidInputError(
+            "--remote is empty: name a host (ssh://[user@]host[:port]), or leave it out to run here"
+        )
+    return args.remote or None
 
 
 def _say_retrying(why: str, left: float) -> None:
@@ -160,12 +171,12 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
         return _interrupted(cli, running[-1] if running else None, stop)
-    except Terminated:
+    except Terminated as exc:
         if running:  # (as a caller gone: it goes on, in the background)
             with contextlib.suppress(WaveError):  # (what it printed so far, as after a
                 _print_so_far(cli, running[-1])  # SIGINT: a harness's timeout got none)
             print(
-                f"wave-bash: terminated; task {running[-1]} keeps running in the background "
+                f"wave-bash: {exc.said}; task {running[-1]} keeps running in the background "
                 f"({_wave(cli)} stop {running[-1]} stops it)",
                 file=sys.stderr,
             )
@@ -435,7 +446,7 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
     from .mcp_server import main as serve_mcp  # the SDK is imported only when serving MCP
 
     remote = {
-        "remote": args.remote,
+        "remote": _remote_arg(args),
         "ssh_options": _ssh_options(args.ssh_option),
         "remote_command": args.remote_command,
     }
@@ -1214,6 +1225,13 @@ class Terminated(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
+
+    @property
+    def said(self) -> str:
+        """What happened, in the words of a shell's job report."""
+        import signal
+
+        return "hung up" if self.signum == getattr(signal, "SIGHUP", None) else "terminated"
 
 
 def _leave_on_termination() -> Callable[[], None]:

@@ -406,7 +406,10 @@ def _refusal(line: str) -> str | None:
     if message is None or message.get("id") is None or "method" not in message:
         return None  # (a notification or a response: nothing to answer)
     error = {"code": code, "message": f"{problem}; nothing was run"}
-    return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n"
+    request_id = message["id"]
+    if isinstance(request_id, _IdText):  # (an id too long for a parser: as it came)
+        return f'{{"jsonrpc": "2.0", "id": {request_id}, "error": {json.dumps(error)}}}\n'
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n"
 
 
 def _problem(line: str) -> tuple[int, str | None]:
@@ -463,9 +466,16 @@ def _request_head(line: str) -> dict[str, Any] | None:
         elif depth == 1 and text in ('"id"', '"method"'):
             value = _ID_VALUE.match(line, token.end())
             if value is not None:
-                with contextlib.suppress(ValueError):
+                try:
                     head[text.strip('"')] = json.loads(value.group(1))
+                except ValueError:  # (digits past Python's limit: answered as they came)
+                    head[text.strip('"')] = _IdText(value.group(1))
     return head
+
+
+class _IdText(str):
+    """A request id kept as its JSON text: a number of more digits than any parser here
+    takes (the host gets its own id back; unanswered, it waited for ever)."""
 
 
 CALL_THREADS = 256

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -366,6 +367,9 @@ def test_careless_values_an_agent_sends_are_said(state_dir: Path, tmp_path: Path
     assert "the state dir given is empty" in empty.stderr
     here = run_cli(state_dir, "run", "--cwd", "", "--", "echo ran")
     assert (here.returncode, here.stdout) == (2, "") and "--cwd is empty" in here.stderr
+    for words in (("run", "--", "echo ran"), ("tasks",), ("mcp",)):  # (HOST unset: ran here)
+        local = run_cli(state_dir, "--remote", "", *words)
+        assert (local.returncode, local.stdout) == (2, "") and "--remote is empty" in local.stderr
     bad = run_cli(state_dir, "run", "--json", "--cwd", str(tmp_path / "gone"), "--", "pwd")
     result = json.loads(bad.stdout)
     assert bad.returncode == 2 and result["exitCode"] is None and result["success"] is False
@@ -384,7 +388,7 @@ def test_output_follow_says_how_the_task_ended(state_dir: Path) -> None:
     assert client.notifications() == []
 
 
-@pytest.mark.parametrize("how", ["bg", "SIGTERM"])
+@pytest.mark.parametrize("how", ["bg", "SIGTERM", "SIGHUP"])
 def test_a_run_moved_on_or_terminated_prints_its_output_so_far(state_dir: Path, how: str) -> None:
     """A harness that ends `run` on its own timeout (SIGTERM), or `bg ID` from another
     shell, left the waiting `run` printing nothing on stdout, where its timeout, Ctrl+B
@@ -401,13 +405,15 @@ def test_a_run_moved_on_or_terminated_prints_its_output_so_far(state_dir: Path, 
         if how == "bg":
             assert run_cli(state_dir, "bg", task.id).returncode == 0
         else:
-            proc.terminate()
+            proc.send_signal(getattr(signal, how))
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
         proc.wait()
-    assert (proc.returncode, out) == ({"bg": 124, "SIGTERM": 143}[how], "so far\n")
-    said = "manually backgrounded" if how == "bg" else f"terminated; task {task.id} keeps running"
+    assert (proc.returncode, out) == ({"bg": 124, "SIGTERM": 143, "SIGHUP": 129}[how], "so far\n")
+    said = {"bg": "manually backgrounded", "SIGTERM": "terminated", "SIGHUP": "hung up"}[how]
+    if how != "bg":  # (a SIGHUP said "terminated" too: a trial)
+        said += f"; task {task.id} keeps running"
     assert said in err, err
     assert client.task_stop(task.id).status == "killed"
 

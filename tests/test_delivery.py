@@ -657,6 +657,16 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         host.stdin.flush()
         refused = host.reply(7)
         assert refused["error"]["code"] == -32602 and "too long" in refused["error"]["message"]
+        # So was a request whose id had 5000 digits: the host gets its own id back.
+        long_id = 10**4999  # (5000 digits)
+        digits_allowed = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)  # (for this test's reader; the server keeps its own)
+        try:
+            host.send({**host.bash(long_id, f"echo y >> {marker}")})
+            refused = host.reply(long_id)
+        finally:
+            sys.set_int_max_str_digits(digits_allowed)
+        assert refused["error"]["code"] == -32602 and "too long" in refused["error"]["message"]
         host.send(host.bash(4, "echo still"))
         assert host.reply(4)["result"]["content"][0]["text"].startswith("still")
         # Bytes that are no UTF-8 became U+FFFD, and the changed command ran (a review).

@@ -108,7 +108,8 @@ def compile_pattern(pattern: str) -> Any:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
             detail = detail.decode(errors="replace")
-        raise ValueError(str(detail)) from None
+        said = str(detail).replace(f": (?m){pattern}", f": {pattern}")  # (the model's own)
+        raise ValueError(said) from None
 
 
 class PatternScanner:
