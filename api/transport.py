@@ -329,7 +329,13 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
     return sock
 
 
-_SSH_URL = re.compile(r"ssh://(?:(?P<user>[^@/:]+)@)?(?P<host>[^@/:]+)(?::(?P<port>\d+))?/?")
+_SSH_URL = re.compile(
+    r"ssh://(?:(?P<user>[^@/:\[\]]+)@)?"
+    r"(?:(?P<host>[^@/:\[\]]+)|\[(?P<address>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)\])"
+    r"(?::(?P<port>\d+))?/?"
+)
+"""``ssh://[user@]host[:port]``, an IPv6 address in brackets (``ssh://[::1]:2222``, as
+ssh's own URLs have it; a zone after ``%``)."""
 
 
 class Remote:
@@ -358,12 +364,14 @@ class Remote:
         port = match.group("port")
         if port is not None and not 0 < int(port) < 65536:  # (`:0` was port 22: a trial)
             raise InvalidInputError(f"the port of {url!r} must be 1 to 65535")
-        return cls(match.group("host"), match.group("user"), int(port) if port else None)
+        host = match.group("host") or match.group("address")  # (ssh takes it bare)
+        return cls(host, match.group("user"), int(port) if port else None)
 
     def __str__(self) -> str:
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port else ""
-        return f"ssh://{user}{self.host}{port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ssh://{user}{host}{port}"
 
     def ssh_argv(
         self,
