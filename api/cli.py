@@ -555,12 +555,20 @@ def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any],
     where reading stopped."""
     wait = {"block": True, "timeout": 30_000, "pattern": r"\n"} if follow else {"block": False}
     offset = 0
+    line_open = False  # (a long line goes on in the next piece)
     while True:
         out = cli.call("output", task_id=task_id, offset=offset, follow=True, **wait)
-        if out.get("output"):
-            print(out["output"], flush=True)  # whole lines: cleaned as the lines they are
+        text, line_ended = out.get("output") or "", out.get("lineEnded")
+        if line_ended is None:  # (a supervisor of before: its pieces are trimmed lines)
+            line_ended = bool(text)
+        if text or line_ended:  # each byte as the log has it, blank lines too (they were
+            sys.stdout.write(text + ("\n" if line_ended else ""))  # lost at a piece's
+            sys.stdout.flush()  # edges, and a newline was added every MiB: a trial)
+            line_open = not line_ended
         next_offset = out.get("nextOffset") or offset
         if next_offset == offset and (not follow or _ended(out)):  # read to the end
+            if line_open:  # (its last line, with no newline: as before, one is added)
+                print(flush=True)
             return out, offset
         offset = next_offset
 

@@ -257,6 +257,9 @@ class TaskOutputResult(ContractModel):
     """An interactive task waits for input now (SPEC P2)."""
     log_gone: bool = False
     """Its log file was removed outside wave-bash: no output can be shown (SPEC B6d)."""
+    line_ended: bool | None = None
+    """A piece of a stream (``follow``): whether it ended a line, whose newline its
+    ``output`` leaves out (every other byte of it is there, blank lines too); none else."""
 
 
 class TerminalResult(ContractModel):

@@ -12,7 +12,7 @@ from wave_bash.api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
 from wave_bash.api.models import BashResult, Notice, PermissionInfo, Progress, TaskRecord
 from wave_bash.api.permissions import Decision
 from wave_bash.api.states import BackgroundReason, EndReason, TaskStatus
-from wave_bash.worker import Excerpt, last_lines, read_excerpt
+from wave_bash.worker import Excerpt, last_lines, read_excerpt, read_piece
 
 from .journal import TaskRow
 from .tasks import LiveTask, TaskManager
@@ -27,16 +27,21 @@ def _time(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, UTC) if ts is not None else None
 
 
-def log_excerpt(
-    path: str, start: int = 0, end: int | None = None, *, whole: bool = False
-) -> Excerpt:
-    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone);
-    ``whole``: not truncated (a bounded piece of a stream)."""
-    limit = 4 * (end - start) + MAX_OUTPUT_CHARS if whole and end is not None else None
+def log_excerpt(path: str, start: int = 0, end: int | None = None) -> Excerpt:
+    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone)."""
     try:
-        return read_excerpt(path, limit or MAX_OUTPUT_CHARS, start=start, end=end)
+        return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end)
     except OSError:  # (gone, or replaced by something else: a directory, a FIFO)
         return Excerpt("", False, 0)
+
+
+def log_piece(path: str, start: int, end: int) -> tuple[str, bool]:
+    """A bounded piece of a task log, cleaned, nothing trimmed (see :func:`read_piece`);
+    nothing if the log is gone."""
+    try:
+        return read_piece(path, start, end)
+    except OSError:  # (gone, or replaced by something else: a directory, a FIFO)
+        return "", False
 
 
 def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:

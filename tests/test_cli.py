@@ -84,6 +84,27 @@ def test_run_and_output_print_the_whole_output(state_dir: Path) -> None:
     assert run_cli(state_dir, "stop", task_id).returncode == 0
 
 
+def test_the_whole_output_is_printed_as_the_log_has_it(state_dir: Path, tmp_path: Path) -> None:
+    """`run`, `output` and `output --follow` read a long output in pieces and printed each
+    as trimmed lines: blank lines at a piece's edges were lost, a line longer than a piece
+    had a newline added every MiB (`run -- cat big.min.json | jq` failed), an escape
+    sequence cut in two showed its halves as text, and a last line of 0.5 to 1 MiB was
+    never printed (a trial). Every byte comes as the log has it, cleaned; a last line
+    with no newline gets one, as before."""
+    data = "\n\n" + "".join(f"line {i}\n\n" for i in range(60_000))  # (past a piece)
+    data += "x" * 1_500_000 + "\n" + "\x1b]0;title\x07y" * 120_000 + "\n"  # (past a MiB)
+    data += "\n" * 3 + "z" * 700_000  # (a last line with no newline, over half a MiB)
+    source = tmp_path / "data"
+    source.write_text(data)
+    shown = data.replace("\x1b]0;title\x07", "") + "\n"
+    ran = run_cli(state_dir, "run", "--", f"cat {source}")
+    assert ran.returncode == 0 and ran.stdout == shown
+    task_id = start_bg(Client(state_dir=state_dir), f"cat {source}")
+    assert run_cli(state_dir, "wait", task_id).returncode == 0
+    assert run_cli(state_dir, "output", task_id).stdout == shown
+    assert run_cli(state_dir, "output", "--follow", task_id).stdout == shown
+
+
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     """What a value must be, in words (no pydantic jargon: "String should have at least 1
     character", "Input should be greater than or equal to 1"; a review)."""

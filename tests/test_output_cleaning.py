@@ -106,6 +106,37 @@ def test_a_follow_piece_ends_with_a_whole_line_or_a_whole_character(tmp_path: Pa
     for longest in range(4, 12):
         cut = whole_lines_end(log, 0, 30, 2, longest)
         assert 0 < cut <= longest and line[:cut].decode()  # never inside a character
+    assert whole_lines_end(log, 0, 30, 2, 40) == 0  # a partial line alone: nothing yet,
+    assert whole_lines_end(log, 0, 30, 2, 40, ended=True) == 30  # unless it is the last
+    log.write_bytes(b"x" * 1000 + b"\x1b]0;title\x07" + b"y" * 10)
+    assert whole_lines_end(log, 0, 1023, 100, 1005) == 1000  # never inside an escape
+
+
+def test_a_piece_of_a_stream_keeps_every_line(tmp_path: Path) -> None:
+    """A piece is printed after the last: nothing of it is trimmed (blank lines at its
+    edges were lost), and it says whether it ended a line (a newline was added every MiB
+    of a long line: a trial)."""
+    from wave_bash.worker import read_piece
+
+    log = tmp_path / "log"
+    data = b"\n\nred \x1b[31mx\x1b[0m\r\n\n\n"
+    log.write_bytes(data)
+    assert read_piece(log, 0, len(data)) == ("\n\nred x\n\n", True)
+    assert read_piece(log, 0, 6) == ("\n\nred ", False)
+    assert read_piece(log, 2, 2) == ("", False)
+
+
+def test_a_tail_read_from_inside_a_progress_line_keeps_its_last_state(tmp_path: Path) -> None:
+    """A log over a MiB is read at both ends; the tail's first line, read from its middle,
+    was dropped whole: a progress bar's `100%` before the build's error showed as its
+    first state, from the head (a trial). From its last overwrite on, it is whole."""
+    log = tmp_path / "log"
+    bar = "".join(f"\rprogress {i // 2000}%" for i in range(200_001))
+    log.write_text(bar + "\nerror: build failed\n")
+    text = read_excerpt(log, 30_000).text
+    assert text.endswith("] ...\nprogress 100%\nerror: build failed")
+    log.write_text("a" * 2_000_000 + "\nb\n")  # (no overwrite: its partial line is dropped)
+    assert read_excerpt(log, 30_000).text.endswith("] ...\nb")
 
 
 def _excerpt_of(tmp_path: Path, data: bytes) -> str:

@@ -24,6 +24,7 @@ from .output import (
     excerpt_text,
     last_lines,
     read_excerpt,
+    read_piece,
 )
 from .pymonitor import exit_status
 from .sandbox import Sandbox, SandboxError, bwrap_argv
@@ -92,6 +93,7 @@ __all__ = [
     "process_tag",
     "read_excerpt",
     "read_exit_record",
+    "read_piece",
     "reap_monitor",
     "resolve_monitor_bash",
     "resolve_shell",

@@ -22,6 +22,9 @@ _CTL = r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+"  # other C0 controls (not \
 
 # Everything that is dropped without moving the cursor, as one C-level substitution.
 _DROP = re.compile(f"{_CSI}|{_OSC}|{_ESC}|{_CTL}")
+_DROPPED = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f\x9b\x9d]")
+"""A character that starts what :data:`_DROP` drops: text without one is looked for
+once, ten times faster than by the substitution (plain output printed at 50 MB/s)."""
 
 # One token per match for lines with overwrites: what moves the cursor, what is dropped, text.
 _TOKEN = re.compile(
@@ -75,8 +78,8 @@ def clean_text(text: str) -> str:
     # Unless a line erases itself, which the drawing does (`Loading\e[2K\r\n`).
     if "\r\n" in text and not _ERASE.search(text):
         text = text.replace("\r\n", "\n")
-    if "\r" not in text and "\x08" not in text:
-        return _DROP.sub("", text)  # no overwrites anywhere: one pass over the whole text
+    if "\r" not in text and "\x08" not in text:  # no overwrites anywhere: one pass over
+        return _DROP.sub("", text) if _DROPPED.search(text) else text  # the whole text
     return "\n".join(_render_line(line) for line in text.split("\n"))
 
 
@@ -137,9 +140,18 @@ def excerpt_text(text: str, max_chars: int, path: str) -> Excerpt:
     )
 
 
-def _drop_partial_first_line(text: str) -> str:
-    cut = text.find("\n")
-    return text[cut + 1 :] if 0 <= cut < len(text) - 1 else text
+def _from_a_line_start(data: bytes) -> bytes:
+    """The tail of a log read from its middle, from its first whole line on; where the
+    line it starts inside was overwritten (``\r``), from its last overwrite: a progress
+    bar's last state is whole there (the line was dropped: a build's `progress 100%`
+    before its error showed as its first state, from the head; a trial)."""
+    cut = data.find(b"\n")
+    if not 0 <= cut < len(data) - 1:
+        cut = len(data)
+    overwrite = data.rfind(b"\r", 0, cut)
+    if 0 <= overwrite < cut - 1:
+        return data[overwrite + 1 :]
+    return data[cut + 1 :] if cut < len(data) else data
 
 
 BINARY_SAMPLE_BYTES = 8192
@@ -335,6 +347,20 @@ def _says_something(text: str) -> bool:
     return len(text) >= TEXT_END_MIN_CHARS and " " in text and "\ufffd" not in text
 
 
+def read_piece(path: Path | str, start: int, end: int) -> tuple[str, bool]:
+    """``path[start:end]`` cleaned as the lines it holds, every one kept, blank or not (a
+    piece of a stream, printed one after another: nothing trimmed at its edges), without
+    its last newline, and whether it had one (a long line may go on in the next piece)."""
+    with open_regular(path) as fh:
+        fh.seek(start)
+        data = fh.read(max(0, end - start))
+    text = render_bytes(data, str(path))[0]
+    line_ended = data.endswith(b"\n")
+    if line_ended and text.endswith("\n"):  # (cleaned first: a CRLF's fast path stays)
+        text = text[:-1]
+    return text, line_ended
+
+
 def read_excerpt(
     path: Path | str,
     max_chars: int,
@@ -367,7 +393,7 @@ def read_excerpt(
         fh.seek(start)
         head = render_bytes(fh.read(head_bytes), shown)[0]
         fh.seek(size - tail_bytes)
-        tail = _drop_partial_first_line(render_bytes(fh.read(tail_bytes), shown)[0])
+        tail = render_bytes(_from_a_line_start(fh.read(tail_bytes)), shown)[0]
     head = head[:head_n].strip("\n")
     tail = tail.rstrip("\n")[-tail_n:].lstrip("\n")
     omitted = span - len(head.encode()) - len(tail.encode())

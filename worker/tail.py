@@ -59,11 +59,14 @@ PATTERN_MAX_CHARS = 1024
 model's pattern is a line, not a page."""
 
 
-def whole_lines_end(path: Path | str, start: int, end: int, limit: int, longest: int) -> int:
+def whole_lines_end(
+    path: Path | str, start: int, end: int, limit: int, longest: int, ended: bool = False
+) -> int:
     """Where a read of ``[start, end)`` stops to end with a whole line: after the last
     newline within ``limit`` bytes, or after the first one within ``longest`` (a long
-    line); a line longer than that is cut there, never inside a UTF-8 character; a
-    partial line alone gives nothing yet (``start``)."""
+    line); a line longer than that is cut there, never inside a UTF-8 character nor an
+    escape sequence; a partial line alone gives nothing yet (``start``), unless the output
+    has ``ended``: then it is the last line (one of 0.5 to 1 MiB was never read)."""
     stop = min(end, start + longest)
     if stop <= start:
         return start
@@ -79,13 +82,19 @@ def whole_lines_end(path: Path | str, start: int, end: int, limit: int, longest:
     if newline >= 0:
         return start + newline + 1
     if len(data) < longest:
-        return start
+        return start + len(data) if ended else start
     cut = len(data)
     while cut > len(data) - 3 and data[cut - 1] & 0xC0 == 0x80:  # inside a character
         cut -= 1
     if data[cut - 1] & 0xC0 == 0xC0:  # a character's first byte: it starts after the cut
         cut -= 1
-    return start + cut
+    escape = data.rfind(b"\x1b", cut - ESCAPE_ROOM, cut)  # (cleaned in two pieces, its
+    return start + (escape if escape > 0 else cut)  # halves showed as text: a trial)
+
+
+ESCAPE_ROOM = 256
+"""Bytes before a long line's cut where an escape sequence is looked for, to cut before
+it (one longer is no terminal's: a hyperlink's is the longest in use)."""
 
 
 def compile_pattern(pattern: str) -> Any:

@@ -13,6 +13,7 @@ from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult
 from wave_bash.api.protocol import OutputParams
 from wave_bash.api.states import EndReason
+from wave_bash.worker import Excerpt
 from wave_bash.worker.tail import (
     PatternScanner,
     changes,
@@ -155,9 +156,14 @@ def read_output(
             pass  # the last piece: its last line too, newline or not
         else:
             end = whole_lines_end(
-                row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES
+                row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES, ended
             )
-    excerpt = views.log_excerpt(row.output_path, start=start, end=end, whole=follow)
+    line_ended: bool | None = None
+    if follow:  # (exact: trimmed and printed as lines, pieces lost blank lines at their
+        text, line_ended = views.log_piece(row.output_path, start, end)  # edges and cut
+        excerpt = Excerpt(text, False, end - start)  # long lines with a newline: a trial)
+    else:
+        excerpt = views.log_excerpt(row.output_path, start=start, end=end)
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
@@ -169,4 +175,5 @@ def read_output(
         next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
         log_gone=row.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(row.output_path),
+        line_ended=line_ended,
     )  # fmt: skip
