@@ -1289,26 +1289,42 @@ def _run_verb(argv: Sequence[str] | None) -> int:
         cli = Cli(args) if getattr(args, "needs_client", True) else None
         return func(cli, args)
     except WaveError as exc:
-        if as_json and func is cmd_run:  # a whole result, as a refusal's (a trial's script
-            from .models import BashResult  # read `exitCode` and failed)
-
-            failed = BashResult(success=False, message=exc.message, error=exc.message)
-            _print_json(failed.to_json_dict())
-        elif as_json:
-            _print_json({"success": False, "error": exc.message})
-        else:
-            print(f"wave-bash: {exc.message}", file=sys.stderr)
+        try:  # (its JSON into a closed pipe was a traceback: a trial)
+            _say_failure(exc, as_json, func is cmd_run)
+        except OSError as unwritten:
+            _output_failed(unwritten)
         return ERROR_EXIT
     except KeyboardInterrupt:
         return INTERRUPTED_EXIT
-    except BrokenPipeError:  # the reader went away (`wave-bash schema | head -1`)
+    except OSError as exc:
+        return _output_failed(exc)
+
+
+def _say_failure(exc: WaveError, as_json: bool, ran: bool) -> None:
+    """A verb's failure: on stderr, or with ``--json`` as its one JSON value."""
+    if as_json and ran:  # a whole result, as a refusal's (a trial's script read `exitCode`)
+        from .models import BashResult
+
+        failed = BashResult(success=False, message=exc.message, error=exc.message)
+        _print_json(failed.to_json_dict())
+    elif as_json:
+        _print_json({"success": False, "error": exc.message})
+    else:
+        print(f"wave-bash: {exc.message}", file=sys.stderr)
+
+
+def _output_failed(exc: OSError) -> int:
+    """What could not be printed: the reader went away (`wave-bash schema | head -1`),
+    quietly, 0; else (`> /dev/full`, `>&-`, or the like) said, not a traceback (notices
+    stay unread), 2."""
+    if isinstance(exc, BrokenPipeError):
         _quiet_stdout()
         return 0
-    except OSError as exc:  # its output cannot be written (`> /dev/full`, `>&-`), or the
-        if sys.stderr is not None:  # like: said, not a traceback (notices stay unread)
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError):
             print(f"wave-bash: {exc.strerror or exc}", file=sys.stderr)
-        _quiet_stdout()
-        return ERROR_EXIT
+    _quiet_stdout()
+    return ERROR_EXIT
 
 
 class _ClosedOutput(io.TextIOBase):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -496,6 +497,25 @@ class LiveTask:
         return f"<LiveTask {self.id} {self.row.owner} pid={self.row.pid}>"
 
 
+def _refuse_too_long(cwd: str) -> None:
+    """Refuse a working directory whose path is longer than the system takes (a path of
+    over 4096 bytes, reached a ``cd`` at a time): it read as one that no longer exists,
+    and the command ran in an ancestor.
+
+    Raises:
+        InvalidInputError: that is so.
+    """
+    try:
+        os.stat(cwd)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            shown = cwd if len(cwd) <= 120 else f"{cwd[:60]}…{cwd[-60:]}"
+            raise InvalidInputError(
+                f"the working directory's path is too long for this system ({len(cwd)} "
+                f"characters): {shown}; run it from a shorter path (a symlink to it)"
+            ) from None
+
+
 class TaskManager:
     """Owns every live task of one state dir."""
 
@@ -622,6 +642,7 @@ class TaskManager:
             quiet = _quiet_seconds(p.env[INPUT_QUIET_ENV])
             p = p.model_copy(update={"env": {**p.env, INPUT_QUIET_ENV: quiet}})
         if not os.path.isabs(p.cwd) or not (os.path.isdir(p.cwd) or self._in_sandbox_temp(p)):
+            _refuse_too_long(p.cwd)  # (not "no longer exists", run elsewhere: a trial)
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
                 if not os.path.isabs(p.cwd):
                     raise InvalidInputError(f"working directory must be an absolute path: {p.cwd}")

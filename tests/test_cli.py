@@ -391,6 +391,18 @@ def test_careless_values_an_agent_sends_are_said(state_dir: Path, tmp_path: Path
     for words in (("run", "--", "echo ran"), ("tasks",), ("mcp",)):  # (HOST unset: ran here)
         local = run_cli(state_dir, "--remote", "", *words)
         assert (local.returncode, local.stdout) == (2, "") and "--remote is empty" in local.stderr
+    read, write = os.pipe()  # (its reader gone: `run --json ... | true` was a traceback)
+    os.close(read)
+    try:
+        gone = subprocess.run(
+            [sys.executable, "-m", "wave_bash.api.cli", "run", "--json", "--cwd",
+             str(tmp_path / "gone"), "--", "pwd"],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=60,
+            env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (gone.returncode, gone.stderr) == (2, "")
     bad = run_cli(state_dir, "run", "--json", "--cwd", str(tmp_path / "gone"), "--", "pwd")
     result = json.loads(bad.stdout)
     assert bad.returncode == 2 and result["exitCode"] is None and result["success"] is False

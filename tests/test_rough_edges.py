@@ -234,3 +234,40 @@ def test_a_bad_session_name_is_refused_when_the_client_is_made(state_dir: Path, 
 
     with pytest.raises(InvalidInputError, match="session name must be 1 to 200"):
         Client(state_dir=state_dir, session=name)
+
+
+def test_a_working_directory_too_long_for_the_system_is_refused(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A working directory of over 4096 bytes (made a `cd` at a time; bash works there)
+    read as one that no longer exists: the command ran in an ancestor 20 levels up, where
+    `rm -rf build` is not what was meant (a trial). It is refused, and says why."""
+    name = "d" * 200
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(22):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    deep = str(tmp_path) + f"/{name}" * 22
+    for follow_cd in (False, True):  # (given, or the caller's own: a fallback to an ancestor)
+        result = Client(state_dir=state_dir, cwd=deep, follow_cd=follow_cd).bash("pwd")
+        assert not result.success and result.error is not None
+        assert "path is too long for this system" in result.error and not result.stdout
+
+
+def test_a_variable_too_large_to_start_a_program_with_is_named(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller's variable of 1 MB made every call fail with "Argument list too long:
+    '/bin/bash'", which named neither the variable nor the limit (a trial)."""
+    client = Client(state_dir=state_dir)
+    assert client.bash("echo started").success  # (the supervisor, started without it)
+    monkeypatch.setenv("WB_HUGE_VALUE", "x" * 200_000)
+    result = client.bash("echo ran")
+    assert not result.success and result.error is not None and "ran" not in result.stdout
+    assert "the variable WB_HUGE_VALUE is 200014 bytes" in result.error, result.error
+    assert "128 KiB" in result.error

@@ -424,6 +424,28 @@ def _may_lower(bash: str, env: Mapping[str, str]) -> bool:
     )
 
 
+ARG_STRING_MAX = 32 * 4096
+"""The most bytes Linux starts a program with in one variable (``MAX_ARG_STRLEN``)."""
+
+
+def _too_big(env: Mapping[str, str]) -> str:
+    """Why no program could be started with ``env`` (``E2BIG``), naming its largest
+    variable: "Argument list too long: '/bin/bash'" named neither (a trial)."""
+    sizes = {
+        name: len(os.fsencode(name)) + len(os.fsencode(value)) + 1 for name, value in env.items()
+    }
+    largest = max(sizes, key=sizes.__getitem__, default="")
+    if sizes.get(largest, 0) >= ARG_STRING_MAX:
+        return (
+            f"the variable {largest} is {sizes[largest]} bytes, and the system starts no program "
+            f"with one of over {ARG_STRING_MAX} (128 KiB): unset it, or pass it in a file"
+        )
+    return (
+        f"the environment is {sum(sizes.values())} bytes, more than the system starts a "
+        f"program with (its largest variable: {largest}): unset what the command does not need"
+    )
+
+
 def _prime(pid: int, pipe: int, bash: str, env: Mapping[str, str]) -> int:
     """Maybe lower a just-started bash monitor's soft process limit, then write its first
     line: the real limit, which it restores before it forks anything (empty: nothing to
@@ -619,6 +641,8 @@ def start_monitor(
         files.remove_unused()  # the logs just created: nothing will ever write them
         if isinstance(exc, ValueError):  # a name with "=" or NUL, a lone surrogate
             raise BadEnvironmentError(str(exc)) from None
+        if isinstance(exc, OSError) and exc.errno == errno.E2BIG:
+            raise BadEnvironmentError(_too_big(child_env)) from None
         raise
     finally:
         os.close(read_fd)
