@@ -321,8 +321,9 @@ class Client:
         scope: CallScope | None = None,
         keep_notice: bool = False,
     ) -> dict[str, Any]:
-        """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop`` or the
-        older ``KillBash``, with ``shell_id`` accepted for ``task_id``); returns contract JSON.
+        """Run one tool call as a model sent it (``Bash``, ``TaskOutput``, ``TaskStop``, or the
+        older ``BashOutput``, ``KillShell`` and ``KillBash``, with ``shell_id`` and ``bash_id``
+        accepted for ``task_id``); returns contract JSON.
         ``on_start`` receives a Bash command's task ID as soon as it runs; ``scope`` lets
         another thread abandon the call (:class:`CallScope`); ``keep_notice``: a TaskInput
         answer that shows its task's end leaves the end's notice to be confirmed by the
@@ -359,7 +360,8 @@ class Client:
                 {**args, "session": self.session, "rules": self.rules, "keep_notice": keep_notice},
             )
             return self._call(typed, scope=scope).to_json_dict()
-        raise InvalidInputError(f"unknown tool {name!r}")
+        known = ", ".join(tool["name"] for tool in tool_definitions("mcp"))
+        raise InvalidInputError(f"unknown tool {name!r}: the tools are {known}")
 
     def _command_env(self) -> dict[str, str]:
         if self.env is not None:
@@ -556,11 +558,12 @@ class Client:
 
 @cache
 def _tool_fields(name: str) -> frozenset[str]:
-    """What a tool's schema offers a model (and ``shell_id``, an older name of ``task_id``);
+    """What a tool's schema offers a model (and ``shell_id`` and ``bash_id``, older names
+    of ``task_id``);
     every field for a tool it does not define (Bash's own parse checks those)."""
     for tool in tool_definitions("mcp"):
         if tool["name"] == name:
-            return frozenset(tool["inputSchema"]["properties"]) | {"shell_id"}
+            return frozenset(tool["inputSchema"]["properties"]) | {"shell_id", "bash_id"}
     return frozenset()
 
 

@@ -61,8 +61,10 @@ PrintableText = Annotated[
 ]
 """A name or ID: printable text (the constraints also refuse lone surrogates)."""
 
-TaskId = Annotated[PrintableText, Field(validation_alias=AliasChoices("task_id", "shell_id"))]
-"""A task ID; ``shell_id`` is the older name still sent by some hosts."""
+TaskId = Annotated[
+    PrintableText, Field(validation_alias=AliasChoices("task_id", "shell_id", "bash_id"))
+]
+"""A task ID; ``shell_id`` and ``bash_id`` are older names still sent by some hosts."""
 
 ByteOffset = Annotated[StrictInt, Field(ge=0, le=2**62)]
 """A position in a log (a JSON integer: no ``true``, no ``1e23``)."""

@@ -25,8 +25,12 @@ BASH_TOOL = "Bash"
 TASK_OUTPUT_TOOL = "TaskOutput"
 TASK_STOP_TOOL = "TaskStop"
 TASK_INPUT_TOOL = "TaskInput"
-TOOL_ALIASES = {"KillBash": TASK_STOP_TOOL}
-"""Older tool names still accepted when a host calls them."""
+TOOL_ALIASES = {
+    "KillBash": TASK_STOP_TOOL,
+    "KillShell": TASK_STOP_TOOL,
+    "BashOutput": TASK_OUTPUT_TOOL,
+}
+"""Older tool names still accepted when a host calls them (Claude Code's before 2.1)."""
 
 
 def _minutes(ms: int) -> str:

@@ -301,8 +301,13 @@ def test_tool_calls_with_older_names(client: Client) -> None:
     started = client.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})
     tid = started["backgroundTaskId"]
     assert client.call_tool("TaskOutput", {"shell_id": tid, "block": False})["status"] == "running"
+    assert client.call_tool("BashOutput", {"bash_id": tid})["status"] == "running"
     assert client.call_tool("KillBash", {"shell_id": tid})["status"] == "killed"
     assert not task_alive(tid)
+    other = start_bg(client, "sleep 300")  # (Claude Code's names before TaskStop: a trial)
+    assert client.call_tool("KillShell", {"shell_id": other})["status"] == "killed"
+    with pytest.raises(InvalidInputError, match="the tools are Bash, TaskOutput, TaskStop"):
+        client.call_tool("ShellOutput", {"task_id": other})
     with pytest.raises(TaskNotFoundError, match="No task found with ID: gone"):
         client.call_tool("TaskStop", {"task_id": "gone"})
     with pytest.raises(InvalidInputError, match="timeout must be a non-negative number"):
