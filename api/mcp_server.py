@@ -401,15 +401,48 @@ def _refusal(line: str) -> str | None:
     """The error answer to a request the SDK would drop or change, else None."""
     code, problem = _problem(line)
     if problem is None:
-        return None
+        return _misshapen(line)
     message = _request_head(line)
     if message is None or message.get("id") is None or "method" not in message:
         return None  # (a notification or a response: nothing to answer)
-    error = {"code": code, "message": f"{problem}; nothing was run"}
-    request_id = message["id"]
+    return _error_answer(message["id"], code, problem) + "\n"
+
+
+def _misshapen(line: str) -> str | None:
+    """The error answer to a line the SDK drops for its shape, unanswered (a trial: the
+    host waited for ever): no JSON at all (-32700, with a null id, as JSON-RPC says), a
+    batch (no MCP version the SDK speaks takes one: each request's error, in an array),
+    a request without ``"jsonrpc": "2.0"`` (-32600). Only a line that is no object, or
+    has no ``"2.0"``, is looked at (a cheap test)."""
+    text = line.strip()
+    if not text or (text.startswith("{") and '"2.0"' in text):
+        return None
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return _error_answer(None, -32700, "Parse error: the line is not JSON") + "\n"
+    if isinstance(message, list):
+        batched = [_error_answer(m["id"], -32600, "Invalid Request: batches are not taken; "
+                                 "send each request alone")
+                   for m in message if _request(m)]  # fmt: skip
+        return f"[{', '.join(batched)}]\n" if batched else None
+    if _request(message) and message.get("jsonrpc") != "2.0":
+        text = 'Invalid Request: a request needs "jsonrpc": "2.0"'
+        return _error_answer(message["id"], -32600, text) + "\n"
+    return None
+
+
+def _request(message: Any) -> bool:
+    """A request, which gets an answer (a notification or a response does not)."""
+    return isinstance(message, dict) and message.get("id") is not None and "method" in message
+
+
+def _error_answer(request_id: Any, code: int, problem: str) -> str:
+    """A JSON-RPC error answer (one line, without its newline)."""
+    error = json.dumps({"code": code, "message": f"{problem}; nothing was run"})
     if isinstance(request_id, _IdText):  # (an id too long for a parser: as it came)
-        return f'{{"jsonrpc": "2.0", "id": {request_id}, "error": {json.dumps(error)}}}\n'
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n"
+        return f'{{"jsonrpc": "2.0", "id": {request_id}, "error": {error}}}'
+    return f'{{"jsonrpc": "2.0", "id": {json.dumps(request_id)}, "error": {error}}}'
 
 
 def _problem(line: str) -> tuple[int, str | None]:

@@ -683,6 +683,19 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         assert mcp_server._as_before("a\udcffb") == "a\ufffdb"
         host.send(host.bash(6, "echo caf\u00e9"))  # (UTF-8 itself goes through)
         assert host.reply(6)["result"]["content"][0]["text"].startswith("caf\u00e9")
+        # What the SDK dropped for its shape, unanswered (a trial): a line that is no
+        # JSON, a request without "jsonrpc", a batch.
+        no_version = json.dumps(host.bash(8, f"echo v >> {marker}"))
+        batch = json.dumps([{**host.bash(9, f"echo b >> {marker}"), "jsonrpc": "2.0"}])
+        host.stdin.write(f"this is not json\n{no_version}\n{batch}\n".encode())
+        host.stdin.flush()
+        assert host.replies is not None
+        answers = [host.replies.get(timeout=20) for _ in range(3)]
+        assert (answers[0]["id"], answers[0]["error"]["code"]) == (None, -32700)
+        assert (answers[1]["id"], answers[1]["error"]["code"]) == (8, -32600)
+        assert [(a["id"], a["error"]["code"]) for a in answers[2]] == [(9, -32600)]
+        host.send(host.bash(10, "echo after"))
+        assert host.reply(10)["result"]["content"][0]["text"].startswith("after")
         assert not marker.exists()
     finally:
         host.close()
