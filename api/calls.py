@@ -18,7 +18,12 @@ from .errors import (
     WaveError,
     error_from_wire,
 )
-from .wire import PROTOCOL_VERSION, AnswerOverdue, encode
+from .wire import (
+    PROTOCOL_VERSION,
+    AnswerOverdue,
+    NotAnswering,
+    encode,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
@@ -75,7 +80,14 @@ class _ConnectionLost(SupervisorUnavailableError):
     """The connection ended before the answer (the supervisor died or was stopped)."""
 
     def __init__(
-        self, message: str, answered: bool = True, *, ssh_failed: bool = False, cut: bool = False
+        self,
+        message: str,
+        answered: bool = True,
+        *,
+        ssh_failed: bool = False,
+        cut: bool = False,
+        overdue: bool = False,
+        frozen: bool = False,
     ) -> None:
         super().__init__(message)
         self.answered = answered
@@ -84,6 +96,11 @@ class _ConnectionLost(SupervisorUnavailableError):
         """Whether ``ssh`` itself failed (its error is the message)."""
         self.cut = cut
         """Whether that ssh had connected, then lost its connection (tried again)."""
+        self.overdue = overdue or frozen
+        """Whether no answer came in time (the connection is still open)."""
+        self.frozen = frozen
+        """Whether the supervisor went silent and answered no check either (stopped,
+        frozen, or a remote that never answers): no use sending it again."""
 
 
 class _Use:
@@ -159,7 +176,7 @@ class Caller:
         try:
             answer = self.exchange(channel, "shutdown", params, deadline=deadline)
         except _ConnectionLost as lost:
-            if time.monotonic() < deadline:
+            if time.monotonic() < deadline and not lost.overdue:
                 raise
             raise SupervisorUnavailableError(
                 f"the supervisor did not answer the stop within {SHUTDOWN_PATIENCE:.0f} s: it "
@@ -226,6 +243,12 @@ class Caller:
             try:
                 return self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
             except _ConnectionLost as lost:
+                if lost.frozen:  # (it answers no one: a `tasks` waited 2 minutes, a trial)
+                    task_id = started[0] if started else None
+                    raise SupervisorUnavailableError(
+                        _give_up_text(lost, task_id, maybe_started=first_op == "run"),
+                        task_id=task_id,
+                    ) from None
                 if lost.ssh_failed and not (sent or started or lost.cut):  # never connected
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
                 # (ssh failing to connect again after a cut: the host or its sshd may be
@@ -307,7 +330,8 @@ class Caller:
             return result
         except _ConnectionLost as lost:
             failure, closed = channel.close(), True
-            if failure:  # the carrier itself failed (ssh unreachable, killed)
+            if failure and not lost.frozen:  # the carrier itself failed (ssh unreachable,
+                # killed; not by us, after a silence: that is what is said)
                 cut = bool(getattr(failure, "cut", False))
                 raise _ConnectionLost(failure, lost.answered, ssh_failed=True, cut=cut) from None
             raise
@@ -330,9 +354,11 @@ class Caller:
         on_progress: RawProgress | None = None,
         on_start: StartCallback | None = None,
         deadline: float | None = None,
+        check: bool = True,
     ) -> Any:
         """One request on one channel: its result's data, or its error raised; past
-        ``deadline`` with no answer, a connection lost."""
+        ``deadline`` with no answer, a connection lost; with ``check``, also when nothing
+        came for a while and the supervisor answered no check meanwhile (:meth:`_answers`)."""
         keep = {"keep": True} if channel.keeps else {}  # (PR1: open after the answer)
         line = encode({"v": PROTOCOL_VERSION, "op": op, **params, **keep})
         if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
@@ -349,7 +375,7 @@ class Caller:
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False
         try:
-            for message in channel.messages(deadline):
+            for message in channel.messages(deadline, self._answers if check else None):
                 answered = True
                 kind = message.get("type")
                 if kind == "started":
@@ -365,15 +391,46 @@ class Caller:
                     raise error_from_wire(
                         str(message.get("code")), str(message.get("message")), message.get("taskId")
                     )
-        except AnswerOverdue:
+        except AnswerOverdue as overdue:
+            silent = isinstance(overdue, NotAnswering)
             raise _ConnectionLost(
-                f"the supervisor has not answered in time (stopped or frozen? see {self.log_hint})",
+                f"the supervisor has not answered in time (stopped or frozen? see {self.log_hint})"
+                + (": silent, and no answer to a check on another connection" if silent else ""),
                 answered,
+                overdue=True,
+                frozen=silent,
             ) from None
         raise _ConnectionLost(
             f"the supervisor closed the connection before answering (see {self.log_hint})",
             answered,
         )
+
+    def _answers(self) -> bool:
+        """Whether the supervisor answers a ``status`` on another connection within
+        :data:`STATUS_LIMIT`, asked after a silence: one stopped, frozen or (over ssh) a
+        remote that never answers held a `tasks` for 2 minutes (a trial), a `wait` for
+        ever. Where none can be asked (none runs, no descriptor), the call's own
+        connection tells."""
+        try:
+            channel = self.connector.open(start=False)
+        except (WaveError, OSError):
+            return True
+        answered = False
+        try:
+            self.exchange(
+                channel, "status", {}, deadline=time.monotonic() + STATUS_LIMIT, check=False
+            )
+            answered = True
+        except _ConnectionLost as lost:
+            return not lost.overdue
+        except (WaveError, OSError):  # (an answer all the same, or no connection)
+            return True
+        finally:
+            if answered:
+                channel.release()
+            else:
+                channel.close()
+        return True
 
     def close(self) -> None:
         """The caller is gone for good: calls in flight end as lost callers (see

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller
-from .connection import connector_for
+from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
@@ -56,7 +56,7 @@ class Cli:
             ssh_options=_ssh_options(args.ssh_option),
             remote_command=args.remote_command,
         )
-        self.calls = Caller(self.connector, str(self.layout.log))
+        self.calls = Caller(self.connector, supervisor_log(self.connector, self.layout))
         self.calls.on_retrying = _say_retrying
 
     def call(self, op: str, patience: float = RECONNECT_PATIENCE, **params: Any) -> Any:

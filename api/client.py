@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import texts
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
-from .connection import connector_for
+from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     InvalidInputError,
@@ -166,7 +166,7 @@ class Client:
             remote_command=self.remote_command,
             autostart=autostart,
         )
-        self.calls = Caller(self.connector, str(self.layout.log))
+        self.calls = Caller(self.connector, supervisor_log(self.connector, self.layout))
         from . import guard
 
         self.rules, self.sandbox = guard.from_environment(

@@ -55,9 +55,13 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
         def send(self, data: bytes) -> None:
             """Send the request line. Raises ``OSError`` when the other side is gone."""
 
-        def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
+        def messages(
+            self, deadline: float | None = None, check: Callable[[], bool] | None = None
+        ) -> Iterator[dict[str, Any]]:
             """The answer's messages until the other side closes (past ``deadline``, a
-            ``time.monotonic()``, waiting for the next raises ``AnswerOverdue``)."""
+            ``time.monotonic()``, waiting for the next raises ``AnswerOverdue``; after a
+            silence, ``check`` is asked whether the supervisor answers: see
+            :func:`~wave_bash.api.wire.read_messages`)."""
 
         def interrupt(self) -> None:
             """End the exchange now, from any thread (the caller went away)."""
@@ -120,8 +124,10 @@ class SocketChannel:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
-        return read_messages(self.sock, deadline=deadline)
+    def messages(
+        self, deadline: float | None = None, check: Callable[[], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        return read_messages(self.sock, deadline=deadline, check=check)
 
     def interrupt(self) -> None:
         with contextlib.suppress(OSError):
@@ -246,6 +252,14 @@ MASTER_CHECK_SECONDS = 10.0
 ssh's own keepalives ask the server every 10 s)."""
 
 
+SSH_EXIT_PATIENCE = 10.0
+"""Seconds an ssh whose answer came has to exit (it does at once) before it is killed."""
+SSH_HANG_UP_PATIENCE = 2.0
+"""Seconds an ssh left before its answer has to exit (the remote bridge sees its caller
+hang up, and ends), before it is killed: a remote that never answers held a SIGTERM'd
+CLI for 12 s (a trial)."""
+
+
 class SshChannel(SocketChannel):
     """A socket whose other end is ``ssh HOST wave-bash bridge``."""
 
@@ -262,6 +276,8 @@ class SshChannel(SocketChannel):
         """``control``: the socket of the connection it goes over; ``shared``: made
         before it (by another call)."""
         self._done = threading.Event()
+        self._answered = False
+        """Whether its answer came (then ssh ends by itself: its exit is waited for)."""
         if control is not None:
             threading.Thread(target=self._watch, args=(control,), daemon=True).start()
 
@@ -274,13 +290,19 @@ class SshChannel(SocketChannel):
             if not check_connection(control):
                 return
 
-    def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
-        return read_messages(self.sock, preamble=True, deadline=deadline)
+    def messages(
+        self, deadline: float | None = None, check: Callable[[], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        for message in read_messages(self.sock, preamble=True, deadline=deadline, check=check):
+            if message.get("type") in ("result", "error"):
+                self._answered = True
+            yield message
 
     def close(self) -> str | None:
         self._done.set()
         super().close()
-        failure = finish_ssh(self.proc, self.remote, self.shared)
+        patience = SSH_EXIT_PATIENCE if self._answered else SSH_HANG_UP_PATIENCE
+        failure = finish_ssh(self.proc, self.remote, self.shared, patience)
         if failure is not None and failure.cut and self.shared and self.control is not None:
             forget_connection(self.control)  # (a stopped master held every call: a review)
         return failure
@@ -316,6 +338,14 @@ class SshConnector:
         pass
 
 
+def supervisor_log(connector: Connector, layout: StateLayout) -> str:
+    """Where to read why a supervisor failed: its log in this state dir, or on the remote
+    (the local path named for a remote's was no help)."""
+    if isinstance(connector, SshConnector):
+        return f"supervisor.log in the state dir on {connector.target}"
+    return str(layout.log)
+
+
 def connector_for(
     layout: StateLayout,
     *,
@@ -346,7 +376,9 @@ class MemoryChannel:
     def send(self, data: bytes) -> None:
         self._request = decode(data.rstrip(b"\n"))
 
-    def messages(self, deadline: float | None = None) -> Iterator[dict[str, Any]]:
+    def messages(
+        self, deadline: float | None = None, check: Callable[[], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
         assert self._request is not None, "send() first"
         for message in self.exchange(self._request):
             if self._interrupted.is_set():

@@ -567,20 +567,23 @@ bridge of this version also says it started, :data:`BRIDGE_STARTED`)."""
 
 
 def finish_ssh(
-    proc: subprocess.Popen[bytes], remote: Remote, shared: bool = False
+    proc: subprocess.Popen[bytes], remote: Remote, shared: bool = False, patience: float = 10.0
 ) -> SshFailure | None:
     """Reap the ssh process; returns why it failed (its stderr), or None if it did not.
     ``shared``: it went over a connection made before (a master's socket was there), so
     ssh's own failure without a word is one of a connection made, then lost: ssh says
     nothing when the master it used dies, and a bridge's first line may be lost with it.
     (A socket left by a master killed is replaced by a new master, which says why it
-    could not connect: as any first connection, not tried again.)"""
+    could not connect: as any first connection, not tried again.) ``patience``: seconds
+    it has to end before it is killed."""
     import subprocess
 
+    stopped = False
     try:
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=patience)
     except subprocess.TimeoutExpired:
         proc.kill()
+        stopped = True
         try:
             _, err = proc.communicate(timeout=2)
         except subprocess.TimeoutExpired:  # (its stderr held open by a stopped master it
@@ -595,7 +598,9 @@ def finish_ssh(
     started = BRIDGE_STARTED in lines
     detail = "\n".join(line for line in lines if line != BRIDGE_STARTED).strip()
     silent = not detail
-    if code < 0:  # (killed: by us after the wait above, or by someone)
+    if stopped:  # (its signal 9 read as a cut: it was ours, a trial)
+        detail = detail or f"ssh did not end within {patience:g} s of its call, and was stopped"
+    elif code < 0:  # (killed by someone)
         detail = detail or f"the connection was cut (ssh ended by signal {-code})"
     detail = detail or f"exit {code}"
     if code == 127:

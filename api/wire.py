@@ -14,7 +14,7 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .errors import ProtocolError
 
@@ -66,24 +66,38 @@ may give, overflows the platform's ``time_t``)."""
 
 
 def read_messages(
-    sock: socket.socket, preamble: bool = False, deadline: float | None = None
+    sock: socket.socket,
+    preamble: bool = False,
+    deadline: float | None = None,
+    check: Callable[[], bool] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The protocol lines arriving on ``sock`` until the peer closes it. ``preamble``:
     lines that are no JSON object before the first message are skipped (a remote login
     shell's greeting from its ``.bashrc``, on the stdout ssh relays). ``deadline`` (a
-    ``time.monotonic()``): past it, waiting for more raises :class:`AnswerOverdue`."""
+    ``time.monotonic()``): past it, waiting for more raises :class:`AnswerOverdue`.
+    ``check``: asked after each :data:`SILENCE_CHECK_SECONDS` with nothing read whether
+    the peer still answers; when it does not, :class:`NotAnswering` is raised."""
     buf = b""
+    check_at = time.monotonic() + SILENCE_CHECK_SECONDS if check is not None else None
     while True:
-        if deadline is not None:  # (a day at a time: a socket takes no longer timeout)
-            sock.settimeout(min(max(0.001, deadline - time.monotonic()), LONGEST_WAIT))
+        wake = min((t for t in (deadline, check_at) if t is not None), default=None)
+        if wake is not None:  # (a day at a time: a socket takes no longer timeout)
+            sock.settimeout(min(max(0.001, wake - time.monotonic()), LONGEST_WAIT))
         try:
             chunk = sock.recv(65536)
         except ConnectionResetError:
             return
         except TimeoutError:
-            if deadline is not None and time.monotonic() < deadline:
+            now = time.monotonic()
+            if check is not None and check_at is not None and now >= check_at:
+                if not check():
+                    raise NotAnswering("no answer to a check either") from None
+                check_at = time.monotonic() + SILENCE_CHECK_SECONDS
+            if deadline is None or time.monotonic() < deadline:
                 continue
             raise AnswerOverdue("no answer in time") from None
+        if check_at is not None:
+            check_at = time.monotonic() + SILENCE_CHECK_SECONDS
         if not chunk:
             return
         buf += chunk
@@ -103,6 +117,14 @@ def read_messages(
 
 class AnswerOverdue(OSError):
     """The peer has said nothing by the call's deadline (a frozen supervisor or link)."""
+
+
+class NotAnswering(AnswerOverdue):
+    """The peer said nothing for a while, and did not answer a check meanwhile either."""
+
+
+SILENCE_CHECK_SECONDS = 10.0
+"""Seconds of silence after which a waiting call checks that its supervisor answers."""
 
 
 def _after_preamble(line: bytes) -> dict[str, Any] | None:

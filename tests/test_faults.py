@@ -31,7 +31,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client, SupervisorUnavailableError, calls, texts
+from wave_bash.api import Client, SupervisorUnavailableError, calls, texts, wire
 from wave_bash.supervisor.identity import start_ticks
 from wave_bash.worker import tagged_processes
 
@@ -333,6 +333,31 @@ def test_a_frozen_supervisor_holds_no_call_past_its_timeout(
     assert client.bash(f"echo y >> {ran}").success  # (after the one given up on)
     assert ran.read_text() == "y\n"
     assert [t.command for t in client.tasks(all=True)] == [f"echo y >> {ran}"]
+
+
+def test_a_call_to_a_silent_supervisor_gives_up_after_a_check(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tasks` of a SIGSTOPped supervisor (or of a remote that never answers) waited two
+    minutes, a `wait` with no timeout for ever (a trial): after a silence a call asks for
+    the supervisor's `status` on another connection, and gives up when that gets no
+    answer either. A long wait on a supervisor that answers goes on."""
+    monkeypatch.setattr(wire, "SILENCE_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(calls, "STATUS_LIMIT", 1.0)
+    assert client.wait(start_bg(client, "sleep 2; exit 3")).exit_code == 3  # (checked)
+    running = start_bg(client, "sleep 60")
+    pid = client.status().pid or 0
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for call in (client.tasks, lambda: client.wait(running)):
+            began = time.monotonic()
+            with pytest.raises(SupervisorUnavailableError, match="no answer to a check"):
+                call()
+            assert time.monotonic() - began < 10
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert [t.id for t in client.tasks() if t.status == "running"] == [running]
+    client.task_stop(running)
 
 
 def test_a_stop_of_a_frozen_supervisor_gives_up_and_says_why(

@@ -35,7 +35,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client, InvalidInputError, SupervisorUnavailableError
+from wave_bash.api import Client, InvalidInputError, SupervisorUnavailableError, calls, wire
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.transport import CONTROL_DIR_ROOM, Remote, control_path
 
@@ -606,6 +606,25 @@ def test_remote_url_is_checked() -> None:
     for port in ("0", "65536", "99999"):  # (`:0` was port 22, said without it: a trial)
         with pytest.raises(InvalidInputError, match="must be 1 to 65535"):
             Client(remote=f"ssh://devbox:{port}")
+
+
+def test_a_remote_that_never_answers_is_given_up_after_a_check(
+    sshd: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote whose wave-bash never answers (a login script that waits, a supervisor
+    stopped) held `tasks` for over 100 s, then said "ssh ended by signal 9", which was
+    wave-bash's own kill (a trial): a silence, a check that gets no answer either, and
+    the call gives up in seconds, saying so, and where the log is."""
+    monkeypatch.setattr(wire, "SILENCE_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(calls, "STATUS_LIMIT", 1.0)
+    client = remote_client(sshd, remote_command="sleep 600 #")
+    began = time.monotonic()
+    with pytest.raises(SupervisorUnavailableError) as err:
+        client.tasks()
+    assert time.monotonic() - began < 15
+    said = str(err.value)
+    assert "no answer to a check" in said and "signal" not in said, said
+    assert f"supervisor.log in the state dir on {Remote.parse(str(sshd['url']))}" in said
 
 
 def test_an_ipv6_address_in_brackets_is_a_remote(sshd: dict[str, object]) -> None:
