@@ -533,6 +533,8 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
 
 def cmd_tasks(cli: Cli, args: argparse.Namespace) -> int:
     records = cli.call("tasks", all=args.all)
+    if args.running:  # (what an agent asks after a restart: a trial found no way)
+        records = [record for record in records if not _ended(record)]
     if args.json:
         _print_json(records)
     elif records:
@@ -540,7 +542,7 @@ def cmd_tasks(cli: Cli, args: argparse.Namespace) -> int:
 
         print(task_table(records, sessions=args.all))
     else:
-        print("no tasks")
+        print("no running tasks" if args.running else "no tasks")
     return 0
 
 
@@ -990,6 +992,7 @@ def _add_schema(sub: Any) -> None:
 def _add_tasks(sub: Any) -> None:
     tasks = _verb(sub, "tasks", cmd_tasks, "list tasks of this session (--all: every session)")
     tasks.add_argument("--all", action="store_true")
+    tasks.add_argument("--running", action="store_true", help="only those still running")
 
 
 def _add_output(sub: Any) -> None:

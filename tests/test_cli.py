@@ -335,12 +335,18 @@ def test_tasks_table_names_sessions_with_all_and_marks_a_cut_command(state_dir: 
     long = "echo " + "x" * 80
     assert run_cli(state_dir, "--session", "other", "run", "--", long).returncode == 0
     assert run_cli(state_dir, "run", "--", "true").returncode == 0
+    running = run_cli(state_dir, "tasks", "--all", "--running")  # (none: both ended)
+    assert (running.returncode, running.stdout) == (0, "no running tasks\n")
     table = run_cli(state_dir, "tasks", "--all").stdout.splitlines()
     assert table[0].split() == ["ID", "STATUS", "OWNER", "AGE", "SESSION", "COMMAND"]
     (row,) = [line for line in table if "echo x" in line]
     assert row.split()[4] == "other" and row.endswith("x…") and len(row.split(None, 5)[-1]) == 60
     own = run_cli(state_dir, "tasks").stdout.splitlines()
     assert own[0].split() == ["ID", "STATUS", "OWNER", "AGE", "COMMAND"] and len(own) == 2
+    task_id = start_bg(Client(state_dir=state_dir), "sleep 60")
+    running = json.loads(run_cli(state_dir, "tasks", "--all", "--running", "--json").stdout)
+    assert [record["id"] for record in running] == [task_id]
+    assert run_cli(state_dir, "stop", task_id).returncode == 0
 
 
 def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> None:
