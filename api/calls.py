@@ -13,6 +13,7 @@ from .errors import (
     ForbiddenError,
     InvalidInputError,
     OutOfDescriptorsError,
+    SupervisorNotAnsweringError,
     SupervisorRefusedError,
     SupervisorUnavailableError,
     WaveError,
@@ -244,11 +245,7 @@ class Caller:
                 return self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
             except _ConnectionLost as lost:
                 if lost.frozen:  # (it answers no one: a `tasks` waited 2 minutes, a trial)
-                    task_id = started[0] if started else None
-                    raise SupervisorUnavailableError(
-                        _give_up_text(lost, task_id, maybe_started=first_op == "run"),
-                        task_id=task_id,
-                    ) from None
+                    raise _not_answering(lost, started, first_op) from None
                 if lost.ssh_failed and not (sent or started or lost.cut):  # never connected
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
                 # (ssh failing to connect again after a cut: the host or its sshd may be
@@ -265,6 +262,8 @@ class Caller:
                     # that never cleared held a call for its whole timeout, a review)
                     began_failing = failing_since or time.monotonic()
                     give_up = min(give_up, began_failing + DESCRIPTOR_PATIENCE)
+            except SupervisorNotAnsweringError as exc:  # (one runs: none can start)
+                raise _not_answering(exc, started, first_op) from None
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
                 if (not self.connector.may_start or refused) and not sent:
@@ -413,6 +412,8 @@ class Caller:
         connection tells."""
         try:
             channel = self.connector.open(start=False)
+        except SupervisorNotAnsweringError:
+            return False
         except (WaveError, OSError):
             return True
         answered = False
@@ -449,6 +450,15 @@ class Caller:
             in_flight = list(self._in_flight)
         for use in in_flight:
             use.interrupt()
+
+
+def _not_answering(
+    failure: BaseException, started: list[str], first_op: str
+) -> SupervisorNotAnsweringError:
+    """The error of a call given up at once: its supervisor answers nothing."""
+    task_id = started[0] if started else None
+    text = _give_up_text(failure, task_id, maybe_started=first_op == "run")
+    return SupervisorNotAnsweringError(text, task_id=task_id)
 
 
 def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bool) -> str:

@@ -80,6 +80,12 @@ class SupervisorRefusedError(SupervisorUnavailableError):
     setting): trying again would not help."""
 
 
+class SupervisorNotAnsweringError(SupervisorUnavailableError):
+    """A supervisor runs (it holds its state dir's lock) but answers nothing: stopped
+    (SIGSTOP) or frozen. None can be started beside it, and trying again would not help
+    until it answers."""
+
+
 class ForbiddenError(WaveError):
     """The peer is not allowed: another user, or a TCP client without the token."""
 

@@ -28,6 +28,7 @@ from .errors import (
     InvalidInputError,
     ProtocolError,
     StateDirError,
+    SupervisorNotAnsweringError,
     SupervisorUnavailableError,
 )
 from .paths import (
@@ -203,7 +204,7 @@ def handshake_proof(token: str, role: str, nonce: str) -> str:
 
 
 def tcp_handshake(
-    sock: socket.socket, token: str, where: str, timeout: float = HANDSHAKE_TIMEOUT
+    sock: socket.socket, token: str, where: str, timeout: float | None = None
 ) -> None:
     """Both sides prove they know the state dir's token, which never crosses the wire.
 
@@ -223,7 +224,7 @@ def tcp_handshake(
 
     nonce = secrets.token_hex(16)
     sock.sendall(encode({"hello": nonce}))
-    reply = _small_line(sock, timeout)
+    reply = _small_line(sock, HANDSHAKE_TIMEOUT if timeout is None else timeout)
     if not reply:  # no answer (let go among many waiting, or a stale port's listener):
         raise ConnectionResetError(  # as no supervisor, whose start is harmless if one runs
             f"the server at {where} closed the connection before the handshake"
@@ -304,6 +305,14 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
         sock = socket.create_connection((LOOPBACK, endpoint.port), timeout=None)
         try:
             tcp_handshake(sock, endpoint.token, f"{LOOPBACK}:{endpoint.port}")
+        except TimeoutError:  # (silent: one of ours, stopped or frozen, if it holds its
+            sock.close()  # lock; a start was tried beside it, then "did not start": a review)
+            if _supervisor_runs(layout):
+                raise SupervisorNotAnsweringError(
+                    f"the supervisor has not answered in time (stopped or frozen? see "
+                    f"{layout.log}): no handshake within {HANDSHAKE_TIMEOUT:g} s"
+                ) from None
+            raise
         except SupervisorUnavailableError as exc:  # an error answered, not the handshake
             sock.close()
             if not _supervisor_runs(layout):  # (none of ours: another user's listener,
