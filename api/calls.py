@@ -4,6 +4,7 @@ hot path uses this directly, the :class:`~wave_bash.api.client.Client` validates
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -175,14 +176,16 @@ class Caller:
             return None
         deadline = time.monotonic() + SHUTDOWN_PATIENCE
         try:
-            answer = self.exchange(channel, "shutdown", params, deadline=deadline)
+            answer = self.exchange(
+                channel, "shutdown", params, deadline=deadline, check=self._answers
+            )
         except _ConnectionLost as lost:
             if time.monotonic() < deadline and not lost.overdue:
                 raise
-            raise SupervisorUnavailableError(
-                f"the supervisor did not answer the stop within {SHUTDOWN_PATIENCE:.0f} s: it "
-                "may be stopped (SIGSTOP: `kill -CONT` it; it then reads the stop and stops) "
-                f"or frozen (its log: {self.log_hint})"
+            raise SupervisorNotAnsweringError(
+                "the supervisor did not answer the stop: it may be stopped (SIGSTOP: "
+                "`kill -CONT` it; it then reads the stop and stops) or frozen (its log: "
+                f"{self.log_hint})"
             ) from lost
         finally:
             channel.close()
@@ -314,6 +317,30 @@ class Caller:
         deadline: float | None = None,
     ) -> Any:
         channel = self.connector.open()
+        use = self._track(channel, epoch, scope)
+        closed = answered = False
+        try:
+            check = functools.partial(self._answers, epoch, scope)
+            result = self.exchange(channel, op, params, on_progress, on_start, deadline, check)
+            answered = True
+            return result
+        except _ConnectionLost as lost:
+            failure, closed = channel.close(), True
+            if failure and not lost.overdue:  # the carrier itself failed (ssh unreachable,
+                # killed; not by us, after a silence: that is what is said)
+                cut = bool(getattr(failure, "cut", False))
+                raise _ConnectionLost(failure, lost.answered, ssh_failed=True, cut=cut) from None
+            raise
+        finally:
+            self._untrack(use, scope)
+            if answered:  # (an error answer: closed, as the supervisor may close it too)
+                channel.release()
+            elif not closed:
+                channel.close()
+
+    def _track(self, channel: Channel, epoch: int, scope: CallScope | None) -> _Use:
+        """List a call's channel among those an abandon interrupts (at once if the call
+        was abandoned while it connected)."""
         use = _Use(channel)
         with self._lock:
             self._in_flight.add(use)
@@ -322,28 +349,14 @@ class Caller:
             abandoned = True
         if abandoned:
             channel.interrupt()
-        closed = answered = False
-        try:
-            result = self.exchange(channel, op, params, on_progress, on_start, deadline)
-            answered = True
-            return result
-        except _ConnectionLost as lost:
-            failure, closed = channel.close(), True
-            if failure and not lost.frozen:  # the carrier itself failed (ssh unreachable,
-                # killed; not by us, after a silence: that is what is said)
-                cut = bool(getattr(failure, "cut", False))
-                raise _ConnectionLost(failure, lost.answered, ssh_failed=True, cut=cut) from None
-            raise
-        finally:
-            with self._lock:
-                self._in_flight.discard(use)
-            if scope is not None:
-                scope.leave(use)
-            use.end()  # (no late abandon reaches the channel's next call)
-            if answered:  # (an error answer: closed, as the supervisor may close it too)
-                channel.release()
-            elif not closed:
-                channel.close()
+        return use
+
+    def _untrack(self, use: _Use, scope: CallScope | None) -> None:
+        with self._lock:
+            self._in_flight.discard(use)
+        if scope is not None:
+            scope.leave(use)
+        use.end()  # (no late abandon reaches the channel's next call)
 
     def exchange(
         self,
@@ -353,11 +366,11 @@ class Caller:
         on_progress: RawProgress | None = None,
         on_start: StartCallback | None = None,
         deadline: float | None = None,
-        check: bool = True,
+        check: Callable[[], bool] | None = None,
     ) -> Any:
         """One request on one channel: its result's data, or its error raised; past
         ``deadline`` with no answer, a connection lost; with ``check``, also when nothing
-        came for a while and the supervisor answered no check meanwhile (:meth:`_answers`)."""
+        came for a while and ``check`` found no answer either (:meth:`_answers`)."""
         keep = {"keep": True} if channel.keeps else {}  # (PR1: open after the answer)
         line = encode({"v": PROTOCOL_VERSION, "op": op, **params, **keep})
         if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
@@ -374,7 +387,7 @@ class Caller:
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
         answered = False
         try:
-            for message in channel.messages(deadline, self._answers if check else None):
+            for message in channel.messages(deadline, check):
                 answered = True
                 kind = message.get("type")
                 if kind == "started":
@@ -392,41 +405,49 @@ class Caller:
                     )
         except AnswerOverdue as overdue:
             silent = isinstance(overdue, NotAnswering)
+            # Over ssh, silence may be the link's (a network cut): sent again as a cut,
+            # once ssh's keepalives end it (RM3; given up at once, a cut of 20 s failed
+            # a `wait`: a review). Here, nothing but the supervisor is silent.
+            link = " (over ssh: or its link, down)" if self.connector.remote else ""
             raise _ConnectionLost(
                 f"the supervisor has not answered in time (stopped or frozen? see {self.log_hint})"
-                + (": silent, and no answer to a check on another connection" if silent else ""),
+                + (
+                    f": silent, and no answer to a check on another connection{link}"
+                    if silent
+                    else ""
+                ),
                 answered,
                 overdue=True,
-                frozen=silent,
+                frozen=silent and not self.connector.remote,
             ) from None
         raise _ConnectionLost(
             f"the supervisor closed the connection before answering (see {self.log_hint})",
             answered,
         )
 
-    def _answers(self) -> bool:
+    def _answers(self, epoch: int = -1, scope: CallScope | None = None) -> bool:
         """Whether the supervisor answers a ``status`` on another connection within
         :data:`STATUS_LIMIT`, asked after a silence: one stopped, frozen or (over ssh) a
         remote that never answers held a `tasks` for 2 minutes (a trial), a `wait` for
         ever. Where none can be asked (none runs, no descriptor), the call's own
-        connection tells."""
+        connection tells. An abandon of the call (``epoch``, ``scope``) ends it too."""
         try:
             channel = self.connector.open(start=False)
         except SupervisorNotAnsweringError:
             return False
         except (WaveError, OSError):
             return True
+        use = self._track(channel, self._abort_epoch if epoch < 0 else epoch, scope)
         answered = False
         try:
-            self.exchange(
-                channel, "status", {}, deadline=time.monotonic() + STATUS_LIMIT, check=False
-            )
+            self.exchange(channel, "status", {}, deadline=time.monotonic() + STATUS_LIMIT)
             answered = True
         except _ConnectionLost as lost:
             return not lost.overdue
         except (WaveError, OSError):  # (an answer all the same, or no connection)
             return True
         finally:
+            self._untrack(use, scope)
             if answered:
                 channel.release()
             else:

@@ -369,7 +369,8 @@ class HostStdin:
 
     async def _lines(self) -> AsyncIterator[str]:
         try:
-            async for line in self.raw:
+            async for raw_line in self.raw:
+                line = raw_line.removeprefix("\ufeff")  # (a byte-order mark: no JSON)
                 refusal = _refusal(line) if self.reply is not None else None
                 if refusal is None:  # (what is answered no request, a response or a
                     # notification, goes on as before, a byte that is no UTF-8 as U+FFFD)
@@ -410,17 +411,18 @@ def _refusal(line: str) -> str | None:
 
 def _misshapen(line: str) -> str | None:
     """The error answer to a line the SDK drops for its shape, unanswered (a trial: the
-    host waited for ever): no JSON at all (-32700, with a null id, as JSON-RPC says), a
-    batch (no MCP version the SDK speaks takes one: each request's error, in an array),
-    a request without ``"jsonrpc": "2.0"`` (-32600). Only a line that is no object, or
-    has no ``"2.0"``, is looked at (a cheap test)."""
+    host waited for ever): no JSON (-32700, with its id where one can be found, else a
+    null one, as JSON-RPC says), a batch (no MCP version the SDK speaks takes one: each
+    request's error, in an array), a request without ``"jsonrpc": "2.0"`` (-32600)."""
     text = line.strip()
-    if not text or (text.startswith("{") and '"2.0"' in text):
+    if not text:
         return None
     try:
         message = json.loads(text)
-    except (ValueError, RecursionError):
-        return _error_answer(None, -32700, "Parse error: the line is not JSON") + "\n"
+    except (ValueError, RecursionError):  # (`"2.0"` in a line tells nothing: a review)
+        found = _request_head(text) or {}  # (a request's id, not a response's)
+        request_id = found.get("id") if "method" in found else None
+        return _error_answer(request_id, -32700, "Parse error: the line is not JSON") + "\n"
     if isinstance(message, list):
         batched = [_error_answer(m["id"], -32600, "Invalid Request: batches are not taken; "
                                  "send each request alone")

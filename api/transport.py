@@ -344,7 +344,7 @@ _SSH_URL = re.compile(
     r"(?::(?P<port>\d+))?/?"
 )
 """``ssh://[user@]host[:port]``, an IPv6 address in brackets (``ssh://[::1]:2222``, as
-ssh's own URLs have it; a zone after ``%``)."""
+ssh's own URLs have it; a zone after ``%``, or ``%25`` as RFC 6874 writes it)."""
 
 
 class Remote:
@@ -373,7 +373,9 @@ class Remote:
         port = match.group("port")
         if port is not None and not 0 < int(port) < 65536:  # (`:0` was port 22: a trial)
             raise InvalidInputError(f"the port of {url!r} must be 1 to 65535")
-        host = match.group("host") or match.group("address")  # (ssh takes it bare)
+        address = match.group("address")  # (ssh takes it bare; a zone as RFC 6874 writes
+        address = address and address.replace("%25", "%", 1)  # it in a URL, `%25eth0`)
+        host = match.group("host") or address
         return cls(host, match.group("user"), int(port) if port else None)
 
     def __str__(self) -> str:

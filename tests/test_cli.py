@@ -103,6 +103,14 @@ def test_the_whole_output_is_printed_as_the_log_has_it(state_dir: Path, tmp_path
     assert run_cli(state_dir, "wait", task_id).returncode == 0
     assert run_cli(state_dir, "output", task_id).stdout == shown
     assert run_cli(state_dir, "output", "--follow", task_id).stdout == shown
+    # A running task's unfinished last line of 1.5 MB: cut at a MiB, its rest came as an
+    # excerpt of 30,000 characters (a review); all of it, then a newline.
+    unfinished = tmp_path / "unfinished"
+    unfinished.write_text("a\n" * 3 + "z" * 1_500_000)
+    running = start_bg(Client(state_dir=state_dir), f"cat {unfinished}; sleep 60")
+    wait_until(lambda: Path(f"{state_dir}/tasks/{running}.log").stat().st_size >= 1_500_006)
+    assert run_cli(state_dir, "output", running).stdout == unfinished.read_text() + "\n"
+    assert run_cli(state_dir, "stop", running).returncode == 0
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:

@@ -685,16 +685,20 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         assert host.reply(6)["result"]["content"][0]["text"].startswith("caf\u00e9")
         # What the SDK dropped for its shape, unanswered (a trial): a line that is no
         # JSON, a request without "jsonrpc", a batch.
-        no_version = json.dumps(host.bash(8, f"echo v >> {marker}"))
+        no_version = json.dumps({**host.bash(8, f"echo v >> {marker}"), "note": "2.0"})
         batch = json.dumps([{**host.bash(9, f"echo b >> {marker}"), "jsonrpc": "2.0"}])
-        host.stdin.write(f"this is not json\n{no_version}\n{batch}\n".encode())
+        cut = json.dumps({**host.bash(11, f"echo c >> {marker}"), "jsonrpc": "2.0"})[:-1]
+        host.stdin.write(f"this is not json\n{no_version}\n{batch}\n{cut}\n".encode())
         host.stdin.flush()
         assert host.replies is not None
-        answers = [host.replies.get(timeout=20) for _ in range(3)]
+        answers = [host.replies.get(timeout=20) for _ in range(4)]
         assert (answers[0]["id"], answers[0]["error"]["code"]) == (None, -32700)
         assert (answers[1]["id"], answers[1]["error"]["code"]) == (8, -32600)
         assert [(a["id"], a["error"]["code"]) for a in answers[2]] == [(9, -32600)]
-        host.send(host.bash(10, "echo after"))
+        assert (answers[3]["id"], answers[3]["error"]["code"]) == (11, -32700)  # (its own id)
+        after = json.dumps({**host.bash(10, "echo after"), "jsonrpc": "2.0"})
+        host.stdin.write(f"\ufeff{after}\n".encode())  # (a byte-order mark: taken off)
+        host.stdin.flush()
         assert host.reply(10)["result"]["content"][0]["text"].startswith("after")
         assert not marker.exists()
     finally:

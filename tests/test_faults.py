@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -365,6 +366,45 @@ def test_a_call_to_a_silent_supervisor_gives_up_after_a_check(
         os.kill(pid, signal.SIGCONT)
     assert [t.id for t in client.tasks() if t.status == "running"] == [running]
     client.task_stop(running)
+
+
+def test_a_call_abandoned_during_its_check_ends_at_once(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check a silent call makes is ended with the call: a caller that went away
+    during one waited for it (up to its 10 s) first (a review)."""
+    monkeypatch.setattr(wire, "SILENCE_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(calls, "STATUS_LIMIT", 60.0)
+    running = start_bg(client, "sleep 60")
+    pid = client.status().pid or 0
+    failed: list[BaseException] = []
+    checking, answers = threading.Event(), calls.Caller._answers
+
+    def check(caller: calls.Caller, *args: Any) -> bool:
+        checking.set()
+        return answers(caller, *args)
+
+    monkeypatch.setattr(calls.Caller, "_answers", check)
+
+    def wait() -> None:
+        try:
+            client.wait(running)
+        except SupervisorUnavailableError as exc:
+            failed.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        waiter.start()
+        wait_until(checking.is_set, timeout=10)  # (past the silence: the check is under way)
+        began = time.monotonic()
+        client.close()
+        waiter.join(timeout=30)
+        assert not waiter.is_alive() and time.monotonic() - began < 5
+        assert failed and "abandoned" in str(failed[0])
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    Client(state_dir=client.layout.root, session=client.session).task_stop(running)
 
 
 def test_a_stop_of_a_frozen_supervisor_gives_up_and_says_why(

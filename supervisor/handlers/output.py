@@ -122,7 +122,10 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         until_waiting = row.interactive and not p.follow
         await _wait(task, start, pattern, timeout_ms / 1000, conn, until_waiting)
         row = task.row
-    return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow)
+    # (not waiting: what is there now, a running task's unfinished last line too; cut
+    # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
+    now = not p.block or row.id not in ctx.tasks.live
+    return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow, to_end=now)
 
 
 FOLLOW_PIECE_BYTES = 512 * 1024
@@ -144,19 +147,20 @@ def read_output(
     conn: Connection,
     *,
     follow: bool = False,
+    to_end: bool = False,
 ) -> TaskOutputResult:
     """The output of ``row``'s log from ``start`` to its end, with the task's state; with
     ``stored``, the end becomes the session's read offset once the result has left; with
-    ``follow``, a piece of a stream (whole lines, bounded)."""
+    ``follow``, a piece of a stream (whole lines, bounded; with ``to_end``, an unfinished
+    last line too, as of an ended task)."""
     end = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
     if follow:
-        ended = row.id not in ctx.tasks.live
-        if ended and end - start <= FOLLOW_PIECE_BYTES:
+        if to_end and end - start <= FOLLOW_PIECE_BYTES:
             pass  # the last piece: its last line too, newline or not
         else:
             end = whole_lines_end(
-                row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES, ended
+                row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES, to_end
             )
     line_ended: bool | None = None
     if follow:  # (exact: trimmed and printed as lines, pieces lost blank lines at their
