@@ -203,6 +203,10 @@ MIGRATIONS: Sequence[str] = (
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
+CALLER_HOLD = "caller"
+"""The claim a notice is made with while its foreground caller may come back for the
+result: no reader claims it before its ``claim_until``; a claim's lease, durable."""
+
 
 @dataclass
 class TaskRow:
@@ -452,17 +456,22 @@ class Journal:
             lambda db: db.executemany("UPDATE tasks SET end_reason = ? WHERE id = ?", values),
         )
 
-    def finish_task(self, row: TaskRow, notice_session: str | None) -> None:
+    def finish_task(
+        self, row: TaskRow, notice_session: str | None, hold_until: float | None = None
+    ) -> None:
         """Record the end of a task (with its identity, if not journaled yet) and, for a
-        background task, its pending notice."""
+        background task, its pending notice; ``hold_until`` (wall clock): no reader claims
+        it before then (its foreground caller, cut off, may come back for the result)."""
         self.save_row(row)
         if notice_session is not None:
             self._held_notices[row.id] = (notice_session, False)
-            values = (row.id, notice_session, row.ended_at)
+            hold = (CALLER_HOLD, hold_until) if hold_until is not None else (None, None)
+            values = (row.id, notice_session, row.ended_at, *hold)
             self._write(
                 ("notice", row.id),
                 lambda db: db.execute(
-                    "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, ?)",
+                    "INSERT OR IGNORE INTO notices (task_id, session, created_at, claim, "
+                    "claim_until) VALUES (?, ?, ?, ?, ?)",
                     values,
                 ),
             )

@@ -462,6 +462,9 @@ class LiveTask:
     monitor_gone: MonitorExit | None = None
     """How its monitor ended (reaped once), once the task ended: with no code when it
     was no child of ours, or had recorded the status and was still exiting."""
+    caller_back_by: float | None = None
+    """Until when (wall clock) its foreground caller, cut off by a supervisor's restart,
+    may attach again: the notice of an end it has not seen waits for it until then."""
     interrupted: bool = False
     """Its own foreground caller is stopping it (Ctrl+C): losing that caller's connection
     does not move it to the background."""
@@ -1007,6 +1010,8 @@ class TaskManager:
         """
         loop = asyncio.get_running_loop()
         task = LiveTask(row, TaskFiles.for_task(self.tasks_dir, row.id), loop.create_future())
+        if row.owner is Owner.FOREGROUND:
+            task.caller_back_by = time.time() + attach_grace
         task.tracked = (  # a cgroup does not outlive a reboot (nor a simulated one)
             self.tracker is not None and row.boot_id == boot_id() and self.tracker.exists(row.id)
         )
@@ -1511,8 +1516,11 @@ class TaskManager:
             row.owner, row.background_reason = Owner.BACKGROUND, BackgroundReason.CALLER_LOST
             row.owner_changed_at = time.time()
         notice_session = row.session if row.owner is Owner.BACKGROUND else None
+        # Kept from the session's readers while its caller may still attach (another
+        # reader took it, and the caller got the result too: a chaos trial).
+        hold = task.caller_back_by if (task.caller_back_by or 0) > time.time() else None
         self.unrecorded.discard(row.id)
-        self.journal.finish_task(row, notice_session)  # held if the disk refuses it
+        self.journal.finish_task(row, notice_session, hold)  # held if the disk refuses it
         problem = (  # statvfs: a syscall, no disk access
             self.journal.problem
             or disk_problem(self.tasks_dir, new_files=False)  # its files exist

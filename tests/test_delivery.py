@@ -382,11 +382,16 @@ def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: 
     assert sorted(n.task_id for n in reader.notifications()) == sorted([earlier, ended[0].id])
 
 
-def test_a_caller_back_for_an_ended_task_is_no_lost_caller(state_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("back", [True, False])
+def test_a_caller_back_for_an_ended_task_is_no_lost_caller(
+    state_dir: Path, tmp_path: Path, back: bool
+) -> None:
     """A foreground command ended while no supervisor ran; the next one listed it as its
     lost caller's (`caller_lost`) with a notice. Its caller came back for the result:
     the notice went, but the task stayed listed as lost (a failure review): it is its
-    caller's foreground command again."""
+    caller's foreground command again. Meanwhile, another reader of the session took
+    that notice: the end was said twice (a chaos trial). The notice waits for the
+    caller's grace; only a caller that never comes back leaves it to the readers."""
     flag = tmp_path / "go"
     caller = subprocess.Popen(
         [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
@@ -400,16 +405,25 @@ def test_a_caller_back_for_an_ended_task_is_no_lost_caller(state_dir: Path, tmp_
         kill_supervisor(state_dir)
         flag.touch()
         wait_until(lambda: not task_alive(task.id))
+        start_supervisor(state_dir, WAVE_ATTACH_GRACE="3s")
         (lost,) = watcher.tasks()  # a new supervisor: its caller is not back
         assert (lost.status, lost.background_reason) == ("failed", "caller_lost")
-        caller.send_signal(signal.SIGCONT)
-        out, err = caller.communicate(timeout=60)
+        assert watcher.notifications() == []  # (its caller may come back for it)
+        if back:
+            caller.send_signal(signal.SIGCONT)
+            out, err = caller.communicate(timeout=60)
+        else:
+            caller.kill()
     finally:
         caller.kill()
         caller.wait()
+    if not back:  # (its grace over, the end is the session's news)
+        (notice,) = wait_until(lambda: watcher.notifications(), timeout=20)
+        assert (notice.task_id, notice.exit_code) == (task.id, 3)
+        return
     assert caller.returncode == 3, (out, err)
-    (back,) = watcher.tasks()
-    assert (back.owner, back.background_reason) == ("foreground", None)
+    (again,) = watcher.tasks()
+    assert (again.owner, again.background_reason) == ("foreground", None)
     assert watcher.notifications() == []
 
 
