@@ -195,9 +195,16 @@ ALTER TABLE tasks ADD COLUMN storage_note TEXT;
 """v9: what a full state dir did to a background task's record as it ended (its notice
 says it: the only word of it a background task's caller gets, DF4)."""
 
+SCHEMA_V10 = """
+ALTER TABLE tasks ADD COLUMN pruning INTEGER NOT NULL DEFAULT 0;
+"""
+"""v10: tasks a prune has begun to delete (their files first): the next prune finishes
+them whatever their age, where a prune cut short left them listed with their logs gone,
+read as removed outside wave-bash, until the retention ran out again."""
+
 MIGRATIONS: Sequence[str] = (
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9,
+    SCHEMA_V9, SCHEMA_V10,
 )  # fmt: skip
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
@@ -514,21 +521,31 @@ class Journal:
         return found
 
     def prunable(self, ended_before: float, undelivered_before: float | None = None) -> list[str]:
-        """Finished tasks that ended before ``ended_before``; not a task with a held write,
-        nor one whose notice is still pending unless it ended before
-        ``undelivered_before`` (default: ``ended_before``)."""
+        """Finished tasks that ended before ``ended_before``, and those a prune began to
+        delete (:meth:`mark_pruning`); not a task with a held write, nor one whose notice
+        is still pending unless it ended before ``undelivered_before`` (default:
+        ``ended_before``)."""
         self.flush()
         undelivered_before = ended_before if undelivered_before is None else undelivered_before
         return [
             r[0]
             for r in self.db.execute(
-                f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND ended_at < ?"
-                " AND (ended_at < ? OR id NOT IN"
-                " (SELECT task_id FROM notices WHERE delivered_at IS NULL))",
+                f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND (pruning = 1"
+                " OR ended_at < ? AND (ended_at < ? OR id NOT IN"
+                " (SELECT task_id FROM notices WHERE delivered_at IS NULL)))",
                 (ended_before, undelivered_before),
             )
             if r[0] not in self._held_rows
         ]
+
+    def mark_pruning(self, task_ids: list[str]) -> None:
+        """Record, before their files go, that these finished tasks are being deleted:
+        committed, or raised (then nothing is removed)."""
+        with self.transaction() as db:
+            db.executemany(
+                f"UPDATE tasks SET pruning = 1 WHERE id = ? AND status != '{TaskStatus.RUNNING}'",
+                [(i,) for i in task_ids],
+            )
 
     def delete_tasks(self, task_ids: list[str]) -> list[str]:
         """Delete these finished tasks (notices and read offsets go with them); returns

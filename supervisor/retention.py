@@ -40,9 +40,10 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
     the IDs deleted.
 
     The files go in a thread (a session's ``/tmp`` can hold a ``node_modules``, and the
-    supervisor answers nothing while its loop waits), before the rows: a supervisor that
-    stops meanwhile leaves rows, which the next prune takes again, never files no row
-    names. One prune at a time."""
+    supervisor answers nothing while its loop waits), before the rows, which are marked
+    first: a supervisor that stops meanwhile leaves marked rows, which the next prune
+    (at the next start) takes whatever their age, never files no row names. One prune at
+    a time."""
     journal, tasks_dir = ctx.journal, ctx.layout.tasks
     async with ctx.pruning:
         now = time.time()
@@ -53,6 +54,7 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
             if not ctx.tasks.leftover_count(task_id)
         ]
         if chosen:
+            journal.mark_pruning(chosen)
             await in_thread(remove_task_files, tasks_dir, set(chosen))
             crash_point("pruned_files")
         removed = journal.delete_tasks(chosen)

@@ -301,7 +301,9 @@ def test_a_prune_cut_short_leaves_rows_to_prune_again_never_files_no_row_names(
 ) -> None:
     """A supervisor killed as a prune goes (after the files, before the rows): the rows
     stay, and the next prune takes them (it once deleted the rows first, and files whose
-    removal was cut short stayed for good)."""
+    removal was cut short stayed for good), at the next start, whatever the retention:
+    rows marked as being pruned (they stayed listed with their logs gone, read as
+    removed outside wave-bash, until a `gc` by hand: a chaos trial)."""
     task_id = start_bg(client, "echo old")
     client.wait(task_id, timeout=10_000)
     kill_supervisor(state_dir)
@@ -311,8 +313,9 @@ def test_a_prune_cut_short_leaves_rows_to_prune_again_never_files_no_row_names(
     wait_until(lambda: not supervisor_pids(state_dir))  # killed by the fault, pruning at start
     assert not list((state_dir / "tasks").glob(f"{task_id}.*"))  # the files went first
     assert task_id in {row["id"] for row in journal_rows(state_dir)}  # the row stays
-    start_supervisor(state_dir, WAVE_RETENTION="0s")
+    start_supervisor(state_dir)  # (the retention of 7 days: the cut prune is finished)
     wait_until(lambda: task_id not in {row["id"] for row in journal_rows(state_dir)})
+    assert client.tasks(all=True) == []
 
 
 def test_a_frozen_supervisor_holds_no_call_past_its_timeout(
