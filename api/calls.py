@@ -240,6 +240,7 @@ class Caller:
         give_up = time.monotonic() + patience
         delay = BACKOFF_FIRST
         failing_since: float | None = None
+        short_since: float | None = None  # (every try since then found no descriptor)
         told = False
         while True:
             if self._closed:
@@ -261,10 +262,6 @@ class Caller:
                 raise
             except BusyError as exc:  # answered before the request was read: it may go again
                 failure = exc
-                if isinstance(exc, OutOfDescriptorsError):  # (its own short patience: one
-                    # that never cleared held a call for its whole timeout, a review)
-                    began_failing = failing_since or time.monotonic()
-                    give_up = min(give_up, began_failing + DESCRIPTOR_PATIENCE)
             except SupervisorNotAnsweringError as exc:  # (one runs: none can start)
                 raise _not_answering(exc, started, first_op) from None
             except SupervisorUnavailableError as exc:  # could not start one (yet)
@@ -278,6 +275,13 @@ class Caller:
                     + (f" (task {started[0]} keeps running in the background)" if started else "")
                 ) from None
             left = give_up - time.monotonic()
+            if isinstance(failure, OutOfDescriptorsError):  # (its own short patience while
+                # it lasts: one that never cleared held a call for its whole timeout, a
+                # review; past it, a busy supervisor gets the call's own: a CI run failed)
+                short_since = short_since or time.monotonic()
+                left = min(left, short_since + DESCRIPTOR_PATIENCE - time.monotonic())
+            else:
+                short_since = None
             failing_since = failing_since or time.monotonic()
             trying = time.monotonic() - failing_since
             if self.on_retrying is not None and not told and trying >= RETRY_NOTICE_SECONDS:
