@@ -294,13 +294,19 @@ NOTICE_LEASE_SECONDS = 60.0
 """How long claimed notices stay with their reader before others may take them again."""
 
 
+ClaimToken = Annotated[PrintableText, Field(min_length=16, max_length=64)]
+"""A reader's claim on notices: random, and never the supervisor's own short holds (a
+notice held for a foreground caller was released, or confirmed as shown, by any client
+that sent the hold's name: a review)."""
+
+
 class ClaimParams(Params):
     """``claim``: take the pending notices for a while (``lease`` seconds); the reader
     then confirms with ``ack`` once it showed them, or gives them back with ``release``.
     A reader that dies meanwhile loses them to the next one when the lease ends."""
 
     lease: Annotated[StrictFloat, Field(ge=1, le=3600)] = NOTICE_LEASE_SECONDS
-    claim: Annotated[PrintableText, Field(min_length=16, max_length=64)] | None = None
+    claim: ClaimToken | None = None
     """A token of the reader's choosing (random): the claim sent again with it (its
     connection cut before the answer) gets the notices it already holds, and any new."""
 
@@ -309,13 +315,13 @@ class AckParams(Params):
     """``ack``: notices reached the user: by ``claim`` token, or by task ID."""
 
     task_ids: list[PrintableText] = Field(default_factory=list)
-    claim: PrintableText | None = None
+    claim: ClaimToken | None = None
 
 
 class ReleaseParams(Params):
     """``release``: give claimed notices back, undelivered, to the next reader."""
 
-    claim: PrintableText
+    claim: ClaimToken
 
 
 class GcParams(Params):

@@ -620,7 +620,8 @@ class Journal:
                     r[0]
                     for r in db.execute(
                         "SELECT task_id FROM notices WHERE session = ? AND delivered_at IS NULL "
-                        "AND (claim IS NULL OR claim_until < ? OR claim = ?)",
+                        "AND (claim IS NULL OR claim_until < ? OR claim = ?) AND NOT EXISTS "
+                        "(SELECT 1 FROM tasks WHERE id = task_id AND pruning = 1)",  # (going)
                         (session, now, claim),
                     )
                 ]
@@ -638,7 +639,10 @@ class Journal:
 
     def settle_claim(self, claim: str, delivered: bool) -> int:
         """The holder of ``claim`` showed its notices (``delivered``: never again) or gave
-        them back (pending again for the next reader); returns how many."""
+        them back (pending again for the next reader); returns how many. The supervisor's
+        own hold (:data:`CALLER_HOLD`) is no reader's to settle."""
+        if claim == CALLER_HOLD:
+            return 0
         if delivered:
             sql = "UPDATE notices SET delivered_at = ? WHERE claim = ? AND delivered_at IS NULL"
         else:

@@ -1516,9 +1516,10 @@ class TaskManager:
             row.owner, row.background_reason = Owner.BACKGROUND, BackgroundReason.CALLER_LOST
             row.owner_changed_at = time.time()
         notice_session = row.session if row.owner is Owner.BACKGROUND else None
-        # Kept from the session's readers while its caller may still attach (another
-        # reader took it, and the caller got the result too: a chaos trial).
-        hold = task.caller_back_by if (task.caller_back_by or 0) > time.time() else None
+        # A lost caller's that may still attach: kept from the session's readers till then
+        # (another reader took it, and the caller got the result too: a chaos trial).
+        lost = row.background_reason is BackgroundReason.CALLER_LOST
+        hold = task.caller_back_by if lost and (task.caller_back_by or 0) > time.time() else None
         self.unrecorded.discard(row.id)
         self.journal.finish_task(row, notice_session, hold)  # held if the disk refuses it
         problem = (  # statvfs: a syscall, no disk access
@@ -1547,6 +1548,7 @@ class TaskManager:
     def move_to_foreground(self, task: LiveTask) -> None:
         """A lost caller came back (``attach``): the task is its foreground command again."""
         task.backgrounded.clear()
+        task.caller_back_by = None  # (back: a later end is news at once, if it goes again)
         self._set_owner(task, Owner.FOREGROUND, None)
 
     def move_to_background(self, task: LiveTask, reason: BackgroundReason) -> bool:

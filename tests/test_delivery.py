@@ -34,6 +34,7 @@ from mcp import ClientSession
 from test_mcp import run, structured, text
 
 from wave_bash.api import Client, Notice, SupervisorUnavailableError, mcp_server, texts
+from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.mcp_server import Acknowledger, HostStdout, WaveMcp
 
 
@@ -409,6 +410,11 @@ def test_a_caller_back_for_an_ended_task_is_no_lost_caller(
         (lost,) = watcher.tasks()  # a new supervisor: its caller is not back
         assert (lost.status, lost.background_reason) == ("failed", "caller_lost")
         assert watcher.notifications() == []  # (its caller may come back for it)
+        other = Client(state_dir=state_dir, session="another")  # (the hold's name, sent as a
+        for settle in (other.release_notices, other.ack_notices):  # claim, released or
+            with pytest.raises(InvalidInputError, match="at least 16"):  # confirmed it:
+                settle("caller")  # a review)
+        assert watcher.notifications() == []
         if back:
             caller.send_signal(signal.SIGCONT)
             out, err = caller.communicate(timeout=60)

@@ -171,6 +171,25 @@ def test_background_end_is_kept_while_the_disk_is_full(
     assert client.notifications() == []
 
 
+def test_gc_frees_a_full_state_dir(small_state_dir: Path, tmp_path: Path) -> None:
+    """`gc`, the remedy for a full state dir, removed nothing there once a prune marked
+    its rows before their files: the mark could not be written (a review). The files go
+    all the same, and so do the rows once there is room."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    ended = [start_bg(client, "head -c 2M /dev/zero") for _ in range(2)]
+    for task_id in ended:
+        client.wait(task_id, timeout=20_000)
+    client.notifications()  # (read: nothing keeps them)
+    filler = fill(small_state_dir)
+    try:
+        removed = client.gc(older_than=0)
+        assert sorted(removed) == sorted(ended)
+        assert not [p for p in (small_state_dir / "tasks").iterdir() if p.name[:8] in ended]
+        assert client.tasks(all=True) == []
+    finally:
+        filler.unlink()
+
+
 def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
     """tasks/ cannot be written: no trap error in the output, a clear error for new
     commands, and a running task that ends meanwhile keeps its exit code (3)."""
