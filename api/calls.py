@@ -20,12 +20,7 @@ from .errors import (
     WaveError,
     error_from_wire,
 )
-from .wire import (
-    PROTOCOL_VERSION,
-    AnswerOverdue,
-    NotAnswering,
-    encode,
-)
+from .wire import PROTOCOL_VERSION, AnswerOverdue, NotAnswering, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms

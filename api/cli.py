@@ -608,7 +608,7 @@ def _print_whole_output(cli: Cli, task_id: str) -> dict[str, Any]:
     """The task's whole cleaned output so far, then the rest of a line still being
     written; returns the last answer."""
     out, offset = _print_pieces(cli, task_id, follow=False)
-    if not _ended(out):  # (a running task's last line, with no newline yet)
+    if not _ended(out):  # (a supervisor of before: a running task's unfinished last line)
         rest: dict[str, Any] = cli.call("output", task_id=task_id, block=False, offset=offset)
         if rest.get("output"):
             print(rest["output"])

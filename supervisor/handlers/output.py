@@ -13,7 +13,6 @@ from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult
 from wave_bash.api.protocol import OutputParams
 from wave_bash.api.states import EndReason
-from wave_bash.worker import Excerpt
 from wave_bash.worker.tail import (
     PatternScanner,
     changes,
@@ -165,9 +164,10 @@ def read_output(
     line_ended: bool | None = None
     if follow:  # (exact: trimmed and printed as lines, pieces lost blank lines at their
         text, line_ended = views.log_piece(row.output_path, start, end)  # edges and cut
-        excerpt = Excerpt(text, False, end - start)  # long lines with a newline: a trial)
+        truncated = False  # long lines with a newline: a trial)
     else:
         excerpt = views.log_excerpt(row.output_path, start=start, end=end)
+        text, truncated = excerpt.text, excerpt.truncated
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
@@ -175,7 +175,7 @@ def read_output(
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
-        output=excerpt.text, truncated=excerpt.truncated, output_path=row.output_path,
+        output=text, truncated=truncated, output_path=row.output_path,
         next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
         log_gone=row.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(row.output_path),
