@@ -151,6 +151,8 @@ class Client:
         self.on_cwd_change = on_cwd_change
         self.env = dict(env) if env is not None else None
         self.transport = transport or chosen_transport()
+        if remote == "":  # (`remote=os.environ.get("HOST", "")` ran here: as the CLI's)
+            raise InvalidInputError("remote is empty: name ssh://[user@]host[:port], or None")
         remote = remote or os.environ.get("WAVE_REMOTE") or None
         self.remote = Remote.parse(remote) if remote else None
         self.cwd = os.fspath(cwd) if cwd is not None else None

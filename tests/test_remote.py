@@ -603,6 +603,8 @@ def test_where_the_shared_connections_socket_goes(
 def test_remote_url_is_checked() -> None:
     with pytest.raises(InvalidInputError, match="ssh://"):
         Client(remote="http://example")
+    with pytest.raises(InvalidInputError, match="remote is empty"):  # (it ran here: a review)
+        Client(remote="")
     for port in ("0", "65536", "99999"):  # (`:0` was port 22, said without it: a trial)
         with pytest.raises(InvalidInputError, match="must be 1 to 65535"):
             Client(remote=f"ssh://devbox:{port}")
