@@ -80,7 +80,13 @@ def read_messages(
     buf = b""
     check_at = time.monotonic() + SILENCE_CHECK_SECONDS if check is not None else None
     while True:
-        wake = deadline if check_at is None or (deadline or check_at) < check_at else check_at
+        wake = (
+            deadline
+            if check_at is None
+            else check_at
+            if deadline is None
+            else min(deadline, check_at)
+        )
         if wake is not None:  # (a day at a time: a socket takes no longer timeout)
             sock.settimeout(min(max(0.001, wake - time.monotonic()), LONGEST_WAIT))
         try:
