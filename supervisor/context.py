@@ -65,6 +65,8 @@ class Connection:
         self.after_reply: Callable[[], object] | None = None
         """Done once the result was handed to the peer: what must not happen for a
         result that never left (a read offset advanced past output nobody saw)."""
+        self.after_answer: list[Callable[[], object]] = []
+        """Done once the request is over, answered or not (a read turn given back)."""
 
     async def read_line(self, budget: ByteBudget | None, limit: int = MAX_REQUEST_BYTES) -> bytes:
         """One line from the peer (empty at EOF), at most ``limit`` bytes long, its bytes
@@ -159,6 +161,42 @@ class Connection:
 
 
 @dataclass
+class _Turn:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class ReadTurns:
+    """Readers of one task's new output in one session take turns (SPEC B6): each reads
+    from where the last reply that left ended. Two that read at once both got it all
+    (parallel tool calls of a host), as the offset is recorded only once a reply left."""
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str], _Turn] = {}
+
+    async def take(self, task_id: str, session: str, conn: Connection) -> None:
+        """Wait for this reader's turn, given back once ``conn``'s request is over; or
+        until its peer leaves (its answer, never sent, records nothing)."""
+        key = (task_id, session)
+        turn = self._turns.setdefault(key, _Turn())
+        turn.users += 1
+        taking = asyncio.ensure_future(turn.lock.acquire())
+
+        def give_back() -> None:
+            if taking.done() and not taking.cancelled():
+                turn.lock.release()
+            else:
+                taking.cancel()
+            turn.users -= 1
+            if not turn.users:
+                del self._turns[key]
+
+        conn.after_answer.append(give_back)
+        waits: list[asyncio.Future[Any]] = [taking, conn.closed]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+
+
+@dataclass
 class Context:
     """The supervisor's shared state, handed to every handler."""
 
@@ -188,4 +226,5 @@ class Context:
     pruning: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held by the prune under way (``retention``): one at a time."""
     background: set[asyncio.Task[Any]] = field(default_factory=set)
+    read_turns: ReadTurns = field(default_factory=ReadTurns)
     """Work running beside the requests (a prune), kept referenced until it ends."""

@@ -269,6 +269,9 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
             watcher.cancel()
             await asyncio.wait([watcher])
         conn.after_reply = None
+        for done in conn.after_answer:
+            done()
+        conn.after_answer.clear()
         ctx.last_activity = time.monotonic()
         try:  # after the reply: no caller waits for these writes and process starts
             crash_point("after_reply")  # (the reply's own writes not committed yet)

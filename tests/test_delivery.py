@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+import psutil
 import pytest
 from conftest import (
     REPO,
@@ -499,6 +500,35 @@ def test_output_read_whose_reply_was_lost_is_read_again(state_dir: Path) -> None
     kill_supervisor(state_dir)
     start_supervisor(state_dir, WAVE_FAULT="before_reply")  # dies before answering once
     assert client.task_output(tid).output == "line1\nline2"  # resent to the next one
+
+
+def _connections(state_dir: Path) -> int:
+    """The supervisor's sockets at its address now: those it serves, and its listener."""
+    (pid,) = supervisor_pids(state_dir)
+    address = str(state_dir / "supervisor.sock")
+    return len([c for c in psutil.Process(pid).net_connections("unix") if c.laddr == address])
+
+
+def test_parallel_readers_of_a_task_get_its_output_once(state_dir: Path, tmp_path: Path) -> None:
+    """Parallel TaskOutput calls of one session on one task (a host's parallel tool calls)
+    each get new output only: both waited from the same read offset and both got it all."""
+    gate = tmp_path / "gate"
+    client = Client(state_dir=state_dir, session="par")
+    tid = start_bg(client, f"while [ ! -e {gate} ]; do sleep 0.02; done; echo done-once")
+    got: list[str] = []
+
+    def reader() -> None:
+        got.append(Client(state_dir=state_dir, session="par").task_output(tid).output)
+
+    before = _connections(state_dir)
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for t in readers:
+        t.start()
+    wait_until(lambda: _connections(state_dir) >= before + 3, timeout=10)
+    gate.touch()
+    for t in readers:
+        t.join(20)
+    assert sorted(got) == ["", "", "done-once"]
 
 
 def test_notices_whose_answer_was_lost_are_read_again(state_dir: Path) -> None:

@@ -121,10 +121,19 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         until_waiting = row.interactive and not p.follow
         await _wait(task, start, pattern, timeout_ms / 1000, conn, until_waiting)
         row = task.row
+    if stored:  # (read again in turn: another reader may have taken some meanwhile)
+        start = await stored_start(ctx, row.id, p.session, conn)
     # (not waiting: what is there now, a running task's unfinished last line too; cut
     # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
     now = not p.block or row.id not in ctx.tasks.live
     return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow, to_end=now)
+
+
+async def stored_start(ctx: Context, task_id: str, session: str, conn: Connection) -> int:
+    """The session's read offset of the task once this reader's turn has come: what it
+    reads from there is its own until its reply has left (``read_output``)."""
+    await ctx.read_turns.take(task_id, session, conn)
+    return ctx.journal.read_offset(task_id, session)
 
 
 FOLLOW_PIECE_BYTES = 512 * 1024

@@ -20,7 +20,7 @@ from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
 from ..terminals import TYPING_WINDOW, TerminalGone, TerminalLink, TypedThenGone
-from .output import read_output
+from .output import read_output, stored_start
 from .tasks import _row, _running
 
 TERMINAL_CHUNK = 64 * 1024
@@ -76,7 +76,6 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     task = _running(ctx, p.task_id, "type into")
     await _allowed_input(p, task.row)
     link = _terminal(task)
-    start = ctx.journal.read_offset(task.id, p.session)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + (p.timeout / 1000 if p.timeout is not None else 86400.0)
     await _typed(ctx, task, link.type(p.input, p.request_key, deadline - loop.time()))
@@ -87,6 +86,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
+    start = await stored_start(ctx, task.id, p.session, conn)  # (in turn, as TaskOutput)
     result = read_output(ctx, task.row, p.session, start, True, conn)
     if task.ended.done() and not p.keep_notice:
         end_reported(ctx, conn, task.row, p.session)
