@@ -299,6 +299,7 @@ class Caller:
                     "session": params.get("session"),
                     "task_id": started[0],
                     "progress": on_progress is not None,
+                    "exact_output": params.get("exact_output", False),
                 }
             elif op in TIMED_OPS and isinstance(params.get("timeout"), (int, float)):
                 elapsed = (time.monotonic() - began) * 1000  # (what is left of it, not again)

@@ -141,6 +141,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "cwd_fallback": not args.cwd,  # (the current directory, deleted: see current_dir)
         "env": {} if cli.connector.remote else dict(os.environ),  # a bridge uses its own
         "progress": watched,
+        "exact_output": not args.json,  # (printed as the log has it: the model's is trimmed)
         "umask": current_umask(),
         "request_key": os.urandom(16).hex(),
         "interactive": args.interactive,
@@ -370,9 +371,9 @@ def _report_run(result: dict[str, Any], as_json: bool, cli: Cli, printed: bool =
         if cli.remote is not None:
             print(f"(the output file is on {cli.remote})", file=sys.stderr)
     else:
-        if stdout and not printed:
-            print(stdout)
-        for note in _notes(result):
+        if stdout and not printed:  # (exact: as the log has it, blank edge lines too; a
+            sys.stdout.write(stdout if stdout.endswith("\n") else f"{stdout}\n")  # last
+        for note in _notes(result):  # line with no newline gets one, as `output`'s)
             print(note, file=sys.stderr)
     return _run_exit(result)
 

@@ -168,6 +168,9 @@ class RunParams(Params):
     cwd: StrictStr
     env: dict[str, str] = Field(default_factory=dict)
     progress: StrictBool = False
+    exact_output: StrictBool = False
+    """A finished command's output as the log has it, cleaned, blank lines at its edges
+    too (what a person's ``run`` prints); a model's result leaves them out."""
     separate_stderr: StrictBool = False
     umask: Annotated[StrictInt, Field(ge=0, le=0o777)] | None = None
     """The caller's umask, so files the command creates get the caller's permissions."""
@@ -211,6 +214,7 @@ class AttachParams(Params):
 
     task_id: TaskId
     progress: StrictBool = False
+    exact_output: StrictBool = False
 
 
 class StopManyParams(Params):

@@ -27,10 +27,12 @@ def _time(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, UTC) if ts is not None else None
 
 
-def log_excerpt(path: str, start: int = 0, end: int | None = None) -> Excerpt:
+def log_excerpt(
+    path: str, start: int = 0, end: int | None = None, *, exact: bool = False
+) -> Excerpt:
     """Cleaned, truncated output of a task log (an empty excerpt if the log is gone)."""
     try:
-        return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end)
+        return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end, exact=exact)
     except OSError:  # (gone, or replaced by something else: a directory, a FIFO)
         return Excerpt("", False, 0)
 
@@ -107,12 +109,13 @@ def _duration_ms(task: LiveTask) -> int:
     return int((end - task.row.started_at) * 1000)
 
 
-def finished_result(task: LiveTask, left_running: int = 0) -> BashResult:
+def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = False) -> BashResult:
     """A foreground command that ended before its timeout (SPEC R1, R2); with
     ``left_running`` processes it started still running (a server put in the background
-    with ``&``), said with the task ID that TaskStop takes."""
+    with ``&``), said with the task ID that TaskStop takes; with ``exact``, its output
+    with the blank lines at its edges (``RunParams.exact_output``)."""
     row = task.row
-    out = log_excerpt(row.output_path)
+    out = log_excerpt(row.output_path, exact=exact)
     err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
     code = row.exit_code
     message = texts.finished_text(out.text, code)

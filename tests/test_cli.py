@@ -113,6 +113,22 @@ def test_the_whole_output_is_printed_as_the_log_has_it(state_dir: Path, tmp_path
     assert run_cli(state_dir, "stop", running).returncode == 0
 
 
+def test_a_short_output_is_printed_as_the_log_has_it_too(state_dir: Path) -> None:
+    """One that fits the result's excerpt came trimmed of its blank edge lines, where
+    `output` printed them (a trial): a person's `run` prints it exact; the model's result
+    (`--json`) still leaves them out. Also after the call reattached to its task."""
+    blank_edges = "printf '\\n\\na\\n\\nb\\n\\n\\n'"
+    assert run_cli(state_dir, "run", "--", blank_edges).stdout == "\n\na\n\nb\n\n\n"
+    assert run_cli(state_dir, "run", "--", "printf '\\n\\n'").stdout == "\n\n"
+    assert run_cli(state_dir, "run", "--", "printf 'no newline'").stdout == "no newline\n"
+    as_json = json.loads(run_cli(state_dir, "run", "--json", "--", blank_edges).stdout)
+    assert as_json["stdout"] == "a\n\nb"
+    task_id = Path(as_json["outputPath"]).stem
+    again = {"session": "default", "task_id": task_id, "exact_output": True}
+    reattached = Client(state_dir=state_dir).calls.call("attach", again)
+    assert reattached["stdout"] == "\n\na\n\nb\n\n\n"
+
+
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     """What a value must be, in words (no pydantic jargon: "String should have at least 1
     character", "Input should be greater than or equal to 1"; a review)."""

@@ -368,8 +368,11 @@ def read_excerpt(
     start: int = 0,
     end: int | None = None,
     shown_path: str | None = None,
+    exact: bool = False,
 ) -> Excerpt:
-    """Cleaned output of ``path[start:end]`` within ``max_chars`` characters (SPEC O2, O3).
+    """Cleaned output of ``path[start:end]`` within ``max_chars`` characters (SPEC O2, O3);
+    with ``exact``, an output that fits keeps the blank lines at its edges (a model's
+    result leaves them out).
 
     Only the head and the tail of a large log are read, so a 1 GiB log costs about what a
     1 MiB one does. Each run of binary output in what is read (``head -c 4096
@@ -384,7 +387,7 @@ def read_excerpt(
         fh.seek(start)
         if span <= WHOLE_READ_BYTES:
             text, hidden = render_bytes(fh.read(span), shown)
-            ex = excerpt_text(text.strip("\n"), max_chars, shown)
+            ex = excerpt_text(text if exact else text.strip("\n"), max_chars, shown)
             return Excerpt(ex.text, ex.truncated or hidden, span)
         # Budget in bytes: a character is at least one byte, and escape sequences or
         # overwritten progress lines only shrink the text, so read generously.

@@ -42,7 +42,9 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
         conn.send_now(
             {"type": "started", "data": {"taskId": earlier.id, "outputPath": earlier.output_path}}
         )
-        attach = AttachParams(session=p.session, task_id=earlier.id, progress=p.progress)
+        attach = AttachParams(
+            session=p.session, task_id=earlier.id, progress=p.progress, exact_output=p.exact_output
+        )
         return await handle_attach(ctx, attach, conn)
     # The caller learns the task ID as soon as it is journaled: a live view may background
     # it (Ctrl+B), and a caller that loses this connection attaches to the same task again.
@@ -55,7 +57,7 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
     )
     if p.run_in_background:
         return views.backgrounded_result(task)
-    return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
+    return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress, p.exact_output)
 
 
 def _timeout_ms(task: LiveTask) -> float:
@@ -76,7 +78,9 @@ async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> Bash
         if task.row.background_reason is BackgroundReason.CALLER_LOST:
             ctx.tasks.move_to_foreground(task)  # its caller is back
         if task.row.owner is Owner.FOREGROUND:
-            return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress)
+            return await wait_foreground(
+                ctx, task, _timeout_ms(task), conn, p.progress, p.exact_output
+            )
         return views.backgrounded_result(task, _timeout_ms(task))
     ended = ctx.tasks.ended_task(row)
     if (
@@ -87,14 +91,20 @@ async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> Bash
         ctx.journal.mark_delivered(row.session, [row.id])  # the caller gets the result itself
         if row.background_reason is BackgroundReason.CALLER_LOST:  # (it came back: its
             ctx.tasks.move_to_foreground(ended)  # task was listed as lost still, a review)
-        return views.finished_result(ended)
+        return views.finished_result(ended, exact=p.exact_output)
     return views.backgrounded_result(ended, _timeout_ms(ended))
 
 
 async def wait_foreground(
-    ctx: Context, task: LiveTask, timeout_ms: float, conn: Connection, want_progress: bool
+    ctx: Context,
+    task: LiveTask,
+    timeout_ms: float,
+    conn: Connection,
+    want_progress: bool,
+    exact: bool = False,
 ) -> BashResult | None:
-    """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance."""
+    """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance
+    (``exact``: the result's output with its blank edge lines, ``RunParams``)."""
     deadline = task.row.started_at + timeout_ms / 1000
     ctx.tasks.watch_job(task)
     task.attached += 1
@@ -118,7 +128,7 @@ async def wait_foreground(
     if task.row.owner is Owner.BACKGROUND:  # backgrounded by the user (bg) before it ended
         return views.backgrounded_result(task)
     if task.ended.done():
-        return views.finished_result(task, await ctx.tasks.left_running(task))
+        return views.finished_result(task, await ctx.tasks.left_running(task), exact=exact)
     if conn.closed.done():
         if not task.interrupted:  # (a caller that stops it after Ctrl+C is not lost)
             ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
