@@ -132,6 +132,22 @@ def test_prompt_of_a_command_in_a_pipeline_and_a_subshell(client: Client) -> Non
     assert out.status == "completed" and "ANSWER=Y" in out.output
 
 
+def test_prompt_of_a_process_whose_parent_has_gone(client: Client, tmp_path: Path) -> None:
+    """A prompt of a process its parent left behind (`( cmd & )`, a daemonising tool) was
+    never seen, as it was no descendant of the command any more: the call ran its whole
+    timeout (a trial). The terminal host adopts such processes (a child subreaper)."""
+    fifo = tmp_path / "fifo"
+    r = client.bash(
+        f"mkfifo {fifo}; ( ( read -p 'name? ' x </dev/tty; echo \"got $x\"; echo > {fifo} ) & );"
+        f" read _ < {fifo}",
+        timeout=LONG,
+        interactive=True,
+    )
+    assert r.waiting_for_input and r.stdout == "name? " and r.background_task_id
+    done = client.task_input(r.background_task_id, "bob\n")
+    assert done.status == "completed" and done.output.endswith("got bob")
+
+
 def test_task_input_errors(client: Client) -> None:
     plain = start_bg(client, "sleep 30")
     with pytest.raises(InvalidInputError, match=f"Task {plain} is not interactive"):

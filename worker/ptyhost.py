@@ -18,7 +18,9 @@ that comes then. Only peers of the same user are served, 16 at most.
 
 "Waiting for input" is read from the kernel: the terminal's foreground process group has a
 process blocked in a read (or poll/select) of the terminal, none of it runs, and nothing
-was printed or typed for QUIET seconds. Run as a script: the standard library only.
+was printed or typed for QUIET seconds. The host is a child subreaper: a process the
+command's processes leave behind (``( read … & )``) stays in its tree, where that look
+finds it. Run as a script: the standard library only.
 """
 
 from __future__ import annotations
@@ -161,16 +163,16 @@ def _thread_reads_terminal(pid: int, tid: str, terminal: Terminal, echo_off: boo
     return _waits_on_terminal(pid, call, terminal)
 
 
-def blocked_on_terminal(master: int, child: int, terminal: Terminal) -> bool:
-    """Whether the terminal's foreground process group waits to read it: a thread of it
-    blocked reading the terminal, no thread of it running."""
+def blocked_on_terminal(master: int, root: int, terminal: Terminal) -> bool:
+    """Whether the terminal's foreground process group, of ``root``'s tree, waits to read
+    it: a thread of it blocked reading the terminal, no thread of it running."""
     try:
         foreground = os.tcgetpgrp(master)
         echo_off = not termios.tcgetattr(master)[3] & termios.ECHO
     except (OSError, termios.error):
         return False
     reading = False
-    for pid in _processes_of(child):
+    for pid in _processes_of(root):
         fields = _stat_fields(pid)
         if fields is None or int(fields[2]) != foreground:
             continue
@@ -502,7 +504,8 @@ class Host:
             return
         self.last_check = now
         try:
-            waiting = blocked_on_terminal(self.master, self.child, self.terminal)
+            self.reap()  # (the adopted ones that ended: no zombie to look at)
+            waiting = blocked_on_terminal(self.master, os.getpid(), self.terminal)
         except Exception:  # a process gone mid-look, no descriptor left: look again later
             waiting = False
         self.set_waiting(waiting)
@@ -582,13 +585,18 @@ class Host:
                 termios.tcsetattr(self.master, termios.TCSANOW, attributes)
 
     def reap(self) -> None:
-        try:
-            pid, status = os.waitpid(self.child, os.WNOHANG)
-        except ChildProcessError:
-            pid, self.status = 0, 127
-        if pid:
-            code = os.waitstatus_to_exitcode(status)
-            self.status = 128 - code if code < 0 else code
+        """The command's status once it ended; processes adopted meanwhile as they end."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # (none left: the command's was taken elsewhere)
+                self.status = 127 if self.status is None else self.status
+                break
+            if not pid:
+                break
+            if pid == self.child:
+                code = os.waitstatus_to_exitcode(status)
+                self.status = 128 - code if code < 0 else code
         if self.status is not None and self.held >= 0:  # the drain ends as the last
             os.close(self.held)  # holder closes it
             self.held = -1
@@ -636,6 +644,21 @@ class Host:
         sock.close()
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Become a child subreaper (Linux): a prompt of a process whose parent had exited
+    (``( read -p 'name? ' x </dev/tty & )``) was never seen, as it was no descendant of
+    the command any more, and every call on it ran its whole timeout (a trial)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):  # (then as before: such a prompt goes unseen)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 5 or argv[3] != "--":
         print("usage: ptyhost.py SOCKET COLS ROWS -- ARGV...", file=sys.stderr)
@@ -644,6 +667,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     listener = bind_private(path)
     try:
+        adopt_orphans()
         child, master, slave, tty = spawn(command, cols, rows)
         # A stop signals every process of the task: the command's own status and last
         # words are what count, so the host outlives it and drains its terminal.
