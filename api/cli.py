@@ -659,10 +659,18 @@ def _shown_ends(cli: Cli, records: Sequence[dict[str, Any]]) -> None:
 
 
 def _status_line(record: dict[str, Any]) -> str:
-    code = record.get("exitCode")
+    from . import texts
+    from .states import EndReason
+
+    code, reason = record.get("exitCode"), record.get("endReason")
     said = "" if code is None else f" (exit code {code})"
-    if record.get("endReason") == "not_started":  # (said "X lost" alone: a review)
+    if reason == "not_started":  # (said "X lost" alone: a review)
         said = " (never started: nothing ran; run it again)"
+    elif record.get("status") == "killed" and reason in {r.value for r in EndReason}:
+        # Why wave-bash ended it: "killed (exit code 143)" alone read as a crash after
+        # the log cap, and `wait` takes the notice that said it as shown (a trial).
+        why = texts.stopped_text(code, EndReason(reason))
+        said += f". {why}" if why else ""
     return f"{record['id']} {record['status']}{said}"
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, start_bg, wait_until
+from conftest import run_cli, start_bg, start_supervisor, wait_until
 
 from wave_bash.api import Client, texts
 
@@ -127,6 +127,22 @@ def test_a_short_output_is_printed_as_the_log_has_it_too(state_dir: Path) -> Non
     again = {"session": "default", "task_id": task_id, "exact_output": True}
     reattached = Client(state_dir=state_dir).calls.call("attach", again)
     assert reattached["stdout"] == "\n\na\n\nb\n\n\n"
+
+
+def test_wait_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
+    """`killed (exit code 143)` alone read as a crash after the log cap, and `wait` takes
+    the notice that said why as shown (a trial)."""
+    start_supervisor(state_dir, WAVE_LOG_CAP="100K")
+    capped = start_bg(Client(state_dir=state_dir), "yes")
+    waited = run_cli(state_dir, "wait", capped)
+    assert waited.returncode == 143
+    assert waited.stdout == (
+        f"{capped} killed (exit code 143). The command was stopped because its output "
+        "reached the log size cap.\n"
+    )
+    stopped = start_bg(Client(state_dir=state_dir), "sleep 60")
+    assert run_cli(state_dir, "stop", stopped).returncode == 0
+    assert "stopped (TaskStop)" in run_cli(state_dir, "wait", stopped).stdout
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
