@@ -31,7 +31,7 @@ from .units import check_timeout_ms, parse_duration
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
     import argparse
-    from typing import Any
+    from typing import Any, NoReturn
 
     from .connection import Connector
 
@@ -922,13 +922,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with ``only``, that verb's alone."""
     import argparse
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:  # (said by :func:`parse`)
+            raise BadArguments(self, message)
+
+    parser = Parser(
         prog="wave-bash",
         description="Run shell commands through a supervisor that keeps them alive.",
     )
     parser.add_argument("--version", action=_version_action(), help="print the version and exit")
     _add_global_options(parser)
-    sub = parser.add_subparsers(dest="verb", required=True)
+    # (every verb named, where a parser built for one verb said `{run} ...`: a trial)
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="{" + ",".join(_VERBS) + "}")
     for name, add in _VERBS.items():
         if only is None or only == name:
             add(sub)
@@ -1221,19 +1226,36 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
     return SimpleNamespace(**args)  # type: ignore[return-value]  # argparse's attributes
 
 
+class BadArguments(Exception):
+    """Arguments the parser refused (its ``error``)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    """The CLI's arguments (argparse exits 2 with a message on bad ones)."""
+    """The CLI's arguments; bad ones exit 2 with the usage and a message on stderr, or
+    with ``--json``, as its one JSON value (a script parsing stdout got nothing: a trial)."""
     args = quick_run_args(argv)
     if args is not None:
         return args
     parser = build_parser(_verb_in(argv))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+        if args.verb == "run":
+            if args.command and args.command[0] == "--":
+                args.command = args.command[1:]
+            if not args.command:
+                parser.error("run needs a command: wave-bash run -- COMMAND...")
+    except BadArguments as bad:
+        options = argv[: argv.index("--")] if "--" in argv else argv
+        if "--json" in options:
+            _print_json({"success": False, "error": f"{bad.parser.prog}: {bad.message}"})
+            sys.exit(ERROR_EXIT)
+        bad.parser.print_usage(sys.stderr)
+        bad.parser.exit(ERROR_EXIT, f"{bad.parser.prog}: error: {bad.message}\n")
     args.ssh_option = [*args.ssh_option, *vars(args).pop("ssh_option_after", [])]
-    if args.verb == "run":
-        if args.command and args.command[0] == "--":
-            args.command = args.command[1:]
-        if not args.command:
-            parser.error("run needs a command: wave-bash run -- COMMAND...")
     return args
 
 

@@ -192,6 +192,23 @@ def test_bad_timeouts_exit_2(state_dir: Path) -> None:
         assert j.returncode == 2 and json.loads(j.stdout)["success"] is False
 
 
+def test_arguments_refused_are_one_json_value_with_json(state_dir: Path) -> None:
+    """With `--json`, a script parses stdout: the parser's own refusals printed only
+    usage on stderr; and the usage of a parser built for one verb named only it (`{run}
+    ...`: a trial)."""
+    for argv in (("wait", "--json"), ("run", "--json", "--timeout"), ("tasks", "--json", "-x")):
+        r = run_cli(state_dir, *argv)
+        said = json.loads(r.stdout)
+        assert (r.returncode, said["success"], r.stderr) == (2, False, ""), argv
+    assert json.loads(run_cli(state_dir, "wait", "--json").stdout)["error"] == (
+        "wave-bash wait: the following arguments are required: id"
+    )
+    plain = run_cli(state_dir, "run")
+    assert plain.returncode == 2 and plain.stdout == ""
+    assert "{run,schema,tasks,output,wait,stop,bg,input,attach," in plain.stderr
+    assert "run needs a command" in plain.stderr
+
+
 def test_empty_command_exit_2(state_dir: Path) -> None:
     r = run_cli(state_dir, "run", "--", "  ")
     assert r.returncode == 2 and "command must not be empty" in r.stderr
