@@ -56,6 +56,8 @@ STATUS_LIMIT = 10.0
 """Seconds ``status`` waits for its answer: a supervisor answers it at once, and a
 frozen one was reported as none running after 2 minutes (a review)."""
 TIMED_OPS = frozenset({"wait", "output", "input"})
+CALLER_GONE = "its caller went away"
+"""Why a call was abandoned, unless its caller said otherwise (:meth:`Caller.abort_calls`)."""
 """Calls whose ``timeout`` is what they wait: sent again after a restart, with what is left."""
 
 
@@ -193,6 +195,7 @@ class Caller:
         self._lock = threading.Lock()
         self._in_flight: set[_Use] = set()
         self._abort_epoch = 0
+        self._abort_reason = CALLER_GONE
         self._closed = False
         self.on_retrying: Callable[[str, float], None] | None = None
         """Told once per call that has tried again for :data:`RETRY_NOTICE_SECONDS` (why,
@@ -265,8 +268,9 @@ class Caller:
                     raise  # ssh failed, none may be started, or it refuses: nothing was sent
                 failure = exc
             if epoch != self._abort_epoch or (scope is not None and scope.abandoned):
+                why = self._abort_reason if epoch != self._abort_epoch else CALLER_GONE
                 raise SupervisorUnavailableError(
-                    "the call was abandoned: its caller went away"
+                    f"the call was abandoned: {why}"
                     + (f" (task {started[0]} keeps running in the background)" if started else "")
                 ) from None
             left = give_up - time.monotonic()
@@ -454,19 +458,20 @@ class Caller:
                 channel.close()
         return True
 
-    def close(self) -> None:
+    def close(self, reason: str = CALLER_GONE) -> None:
         """The caller is gone for good: calls in flight end as lost callers (see
         :meth:`abort_calls`) and every later call fails at once, running nothing."""
         self._closed = True
-        self.abort_calls()
+        self.abort_calls(reason)
         self.connector.drop_kept()
 
-    def abort_calls(self) -> None:
-        """The caller went away (its host died): end every call in flight as a lost
-        caller, without waiting again. The supervisor keeps their commands running in the
-        background (``caller_lost``) and announces their ends as notices (SPEC F5).
-        Calls made afterwards work as usual."""
+    def abort_calls(self, reason: str = CALLER_GONE) -> None:
+        """The caller went away (its host died; ``reason`` says so in the calls' errors):
+        end every call in flight as a lost caller, without waiting again. The supervisor
+        keeps their commands running in the background (``caller_lost``) and announces
+        their ends as notices (SPEC F5). Calls made afterwards work as usual."""
         with self._lock:
+            self._abort_reason = reason
             self._abort_epoch += 1
             in_flight = list(self._in_flight)
         for use in in_flight:

@@ -10,7 +10,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from . import texts
-from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
+from .calls import CALLER_GONE, FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
 from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
@@ -542,9 +542,10 @@ class Client:
         data = self.calls.call(req.op, params, progress, on_start, patience=patience, scope=scope)
         return parse_result(req, data)
 
-    def close(self) -> None:
-        """The caller is gone for good: see :meth:`Caller.close`."""
-        self.calls.close()
+    def close(self, reason: str = CALLER_GONE) -> None:
+        """The caller is gone for good (``reason``: why, for the calls it ends): see
+        :meth:`Caller.close`."""
+        self.calls.close(reason)
 
     def __enter__(self) -> Client:
         return self

@@ -231,14 +231,15 @@ class WaveMcp:
             await self.release_unwritten()
         os._exit(0)  # (released: what was written is confirmed, as far as it can be)
 
-    async def gone(self) -> None:
-        """The host went away (stdin closed, a write failed): calls in flight become lost
-        callers (their commands keep running in the background and are announced later),
-        and notices not written out go back to the session for its next reader."""
+    async def gone(self, reason: str = "the MCP host went away") -> None:
+        """The host went away (stdin closed, a write failed) or told this server to stop:
+        calls in flight become lost callers (their commands keep running in the background
+        and are announced later), and notices not written out go back to the session for
+        its next reader."""
         if self.host_gone:
             return
         self.host_gone = True
-        self.client.close()
+        self.client.close(reason)
 
     async def settle_unwritten(self, request_id: Any) -> None:
         """The result of ``request_id`` will never be written: what it claimed goes back
@@ -631,8 +632,8 @@ async def _stop_on_signals(handlers: WaveMcp) -> None:
     the signal would have ended it (a trial's result, blocked in a full pipe, kept its
     notice claimed for the lease's 10 minutes)."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-        async for signum in signals:
-            await handlers.gone()
+        async for signum in signals:  # (not "its caller went away": a trial)
+            await handlers.gone(f"the MCP server was told to stop ({signal.Signals(signum).name})")
             with anyio.move_on_after(STOP_PATIENCE, shield=True):  # (a frozen supervisor
                 await handlers.release_unwritten()  # would hold a stop for good)
             os._exit(128 + signum)

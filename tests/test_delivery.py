@@ -451,6 +451,31 @@ def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) ->
     assert sorted(n.task_id for n in watcher.notifications()) == sorted(t.id for t in tasks)
 
 
+def test_a_call_abandoned_says_why(state_dir: Path) -> None:
+    """An MCP server told to stop (SIGTERM) ended its calls saying "its caller went
+    away" (a trial): the caller that ends them says why."""
+    caller = Client(state_dir=state_dir, session="why")
+    started: list[str] = []
+    errors: list[str] = []
+
+    def call() -> None:
+        try:
+            caller.bash("sleep 30", on_start=started.append)
+        except SupervisorUnavailableError as exc:
+            errors.append(exc.message)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_until(lambda: started)
+    caller.close("the MCP server was told to stop (SIGTERM)")
+    thread.join(10)
+    assert errors == [
+        "the call was abandoned: the MCP server was told to stop (SIGTERM) "
+        f"(task {started[0]} keeps running in the background)"
+    ]
+    Client(state_dir=state_dir, session="why").task_stop(started[0])
+
+
 def test_a_readopted_foreground_task_without_its_caller_is_announced(state_dir: Path) -> None:
     """The caller died with the supervisor; the task ends before anyone attaches again:
     its end comes as a notice (it used to stay a foreground result nobody read)."""
