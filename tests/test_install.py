@@ -73,5 +73,14 @@ def test_wheel_installs_beside_pypi_supervisor(tmp_path: Path) -> None:
         )  # fmt: skip
         assert (r.returncode, r.stdout) == (0, "hello\n"), r.stderr
         assert supervisor_pids(state), "no `python -m wave_bash.supervisor` serves the state dir"
+        # The editor that fails at once is the installed program (executable in the wheel)
+        editor = subprocess.run(
+            [env_dir / "bin" / "wave-bash", "run", "--", 'echo "$EDITOR"; "$EDITOR" f'],
+            env={k: v for k, v in env.items() if k not in ("EDITOR", "VISUAL")},
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+        assert editor.returncode == 1, editor
+        assert editor.stdout.startswith(f"{site.strip()}/wave_bash/worker/wave-bash-no-editor\n")
+        assert "no editor can open here" in editor.stdout
     finally:
         reap(state)

@@ -128,6 +128,12 @@ def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
         assert nested.stdout.splitlines() == ["in zsh", "zsh"]
 
 
+_NO_EDITOR_LINE = (
+    "wave-bash: no editor can open here (no terminal): give the text on the command line "
+    "instead, e.g. git commit -m MESSAGE"
+)
+
+
 def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if "EDITOR" not in k and k != "VISUAL"}
     env |= {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
@@ -139,6 +145,11 @@ def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) 
     assert "no editor can open here" in r.stdout and "~" not in r.stdout.splitlines()
     own = client.bash("echo $EDITOR", run_in_background=False)
     assert "wave-bash-no-editor" in own.stdout
+    # A program, not a `sh -c '…'` line: scripts call it in every way (a trial's `$EDITOR
+    # f` said "Unterminated quoted string", `"$EDITOR" f` "command not found")
+    for call in ("$EDITOR f", '"$EDITOR" f', '"$VISUAL" f', 'sh -c "$GIT_EDITOR f"'):
+        r = client.bash(call)
+        assert (r.exit_code, r.stdout.splitlines()[0]) == (1, _NO_EDITOR_LINE), call
     mine = Client(state_dir=state_dir, env={**env, "EDITOR": "nano"}).bash("echo $EDITOR")
     assert mine.stdout == "nano"  # the caller's own choice stands
 

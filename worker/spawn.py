@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -25,12 +26,22 @@ from .spawner import LOW_FDS, MAX_FDS, Spawner, SpawnerError, exec_failure, usab
 if sys.platform != "win32":
     import resource
 
-NO_EDITOR = (
-    "sh -c 'echo \"wave-bash: no editor can open here (no terminal): give the text on the"
-    " command line instead, e.g. git commit -m MESSAGE\" >&2; exit 1' wave-bash-no-editor"
-)
-"""An editor that fails at once with one line saying why: ``git commit`` without ``-m``
-must not open vim on a log file and wait."""
+
+def _no_editor() -> str:
+    """An editor that fails at once with one line saying why: ``git commit`` without
+    ``-m`` must not open vim on a log file and wait. The program beside this module, a
+    path (a ``sh -c '…'`` line garbled ``$EDITOR f`` and ``"$EDITOR" f``: a trial); that
+    line where an install left it not executable."""
+    program = Path(__file__).with_name("wave-bash-no-editor")
+    if os.access(program, os.X_OK):
+        return shlex.quote(str(program))  # (as git reads it: a shell word)
+    return (
+        "sh -c 'echo \"wave-bash: no editor can open here (no terminal): give the text on"
+        " the command line instead, e.g. git commit -m MESSAGE\" >&2; exit 1' wave-bash-no-editor"
+    )
+
+
+NO_EDITOR = _no_editor()
 
 NON_INTERACTIVE_DEFAULTS = {
     "PAGER": "cat",
