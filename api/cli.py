@@ -21,11 +21,13 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 
-from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller
+from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller, CallScope
 from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
+from .pieces import PiecePrinter, ReadPiece, Streamer
+from .pieces import ended as _ended
 from .units import check_timeout_ms, parse_duration
 
 TYPE_CHECKING = False
@@ -122,6 +124,13 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         sys.stderr.isatty() and sys.stdin.isatty() and not args.json and sys.platform != "win32"
     )  # the live view and its key watcher (termios)
     running: list[str] = []  # the task ID, once the supervisor started it
+    streamer = Streamer(_piece_reader(cli))  # (where no live view shows the output)
+    streams = not (watched or args.json or args.background or args.interactive)
+
+    def started(task_id: str) -> None:
+        running.append(task_id)
+        if streams:
+            streamer.start(task_id)
 
     def background_it() -> None:
         if running:
@@ -164,26 +173,28 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
                 live = LiveView()
                 terminal.callback(live.clear)  # (first: type-ahead comes back after it)
             result = cli.calls.call(
-                "run", params, live.show if live else None, running.append, patience=patience
+                "run", params, live.show if live else None, started, patience=patience
             )
         if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
             params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
-            result = cli.calls.call("run", params, None, running.append, patience=patience)
+            result = cli.calls.call("run", params, None, started, patience=patience)
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
-        return _interrupted(cli, running[-1] if running else None, stop)
+        return _interrupted(cli, running[-1] if running else None, stop, streamer.finish())
     except Terminated as exc:
+        streamed = streamer.finish()
         if running:  # (as a caller gone: it goes on, in the background)
             with contextlib.suppress(WaveError):  # (what it printed so far, as after a
-                _print_so_far(cli, running[-1])  # SIGINT: a harness's timeout got none)
+                _print_so_far(cli, running[-1], streamed)  # SIGINT: a harness's timeout
             print(
                 f"wave-bash: {exc.said}; task {running[-1]} keeps running in the background "
                 f"({_wave(cli)} stop {running[-1]} stops it)",
                 file=sys.stderr,
             )
         raise
+    streamed = streamer.finish()
     try:
-        return _show_run(cli, args, result, running, watcher, rules)
+        return _show_run(cli, args, result, running, watcher, rules, streamed)
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
         _quiet_stdout()  # the command's status all the same, for a pipefail script)
         return _run_exit(result)
@@ -204,8 +215,10 @@ def _show_run(
     running: list[str],
     watcher: Any,
     rules: Any,
+    streamed: PiecePrinter | None,
 ) -> int:
-    """Print a run's result (as :func:`cmd_run` got it) and return its exit code."""
+    """Print a run's result (as :func:`cmd_run` got it; ``streamed``: the output printed
+    as it came so far) and return its exit code."""
     ahead = bytes(watcher.typed).decode("utf-8", "replace") if watcher is not None else ""
     if ahead and args.interactive and result.get("waitingForInput") and not args.json:
         # Typed while it ran, for it: typed now that it asks (with the terminal's echo as
@@ -220,12 +233,12 @@ def _show_run(
     if moved_on and running and not args.json:
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
         # erased; without one, a script saw none of it, a review)
-        _print_so_far(cli, running[-1])
+        _print_so_far(cli, running[-1], streamed)
         return _report_run(result, False, cli, printed=True)
-    if result.get("truncated") and not args.json and running and _finished(result):
+    if (streamed or result.get("truncated")) and not args.json and running and _finished(result):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
         # for a model's result (`--json`, the tools).
-        _print_whole_output(cli, running[-1])
+        _print_whole_output(cli, running[-1], streamed)
         return _report_run(result, False, cli, printed=True)
     return _report_run(result, args.json, cli)
 
@@ -235,7 +248,9 @@ def _finished(result: dict[str, Any]) -> bool:
     return result.get("exitCode") is not None and not result.get("backgroundTaskId")
 
 
-def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
+def _interrupted(
+    cli: Cli, task_id: str | None, stop: bool, streamed: PiecePrinter | None = None
+) -> int:
     """Ctrl+C during ``run``: a person at a terminal means to interrupt the command, so it
     is stopped; anything else (a script, an agent's harness) leaves it running in the
     background, as a caller that went away does. Either way, said on stderr."""
@@ -254,11 +269,11 @@ def _interrupted(cli: Cli, task_id: str | None, stop: bool) -> int:
             note = f"^C: task {task_id}: {exc.message}"
         # (The live view that showed it is erased; another Ctrl+C: the note all the same.)
         with contextlib.suppress(WaveError, KeyboardInterrupt):
-            _print_so_far(cli, task_id)
+            _print_so_far(cli, task_id, streamed)
         print(note, file=sys.stderr)
     else:  # (its output so far too, as the README says: a trial's script got none)
         with contextlib.suppress(WaveError, KeyboardInterrupt):
-            _print_so_far(cli, task_id)
+            _print_so_far(cli, task_id, streamed)
         print(
             f"wave-bash: interrupted; task {task_id} keeps running in the background "
             f"({_wave(cli)} stop {task_id} stops it)",
@@ -547,33 +562,21 @@ def cmd_tasks(cli: Cli, args: argparse.Namespace) -> int:
     return 0
 
 
-def _ended(record: dict[str, Any]) -> bool:
-    return bool(record.get("status") != "running")
+def _printer(cli: Cli, task_id: str) -> PiecePrinter:
+    """Prints the task's output exactly, in pieces (see ``api.pieces``)."""
+    return PiecePrinter(_piece_reader(cli)(task_id))
 
 
-def _print_pieces(cli: Cli, task_id: str, follow: bool) -> tuple[dict[str, Any], int]:
-    """Print the task's cleaned output in bounded pieces of whole lines, never truncated:
-    what it has written so far, or with ``follow`` until it ends (each call a real wait
-    on the supervisor: until a line, the end, a timeout); returns the last answer and
-    where reading stopped."""
-    wait = {"block": True, "timeout": 30_000, "pattern": r"\n"} if follow else {"block": False}
-    offset = 0
-    line_open = False  # (a long line goes on in the next piece)
-    while True:
-        out = cli.call("output", task_id=task_id, offset=offset, follow=True, **wait)
-        text, line_ended = out.get("output") or "", out.get("lineEnded")
-        if line_ended is None:  # (a supervisor of before: its pieces are trimmed lines)
-            line_ended = bool(text)
-        if text or line_ended:  # each byte as the log has it, blank lines too (they were
-            sys.stdout.write(text + ("\n" if line_ended else ""))  # lost at a piece's
-            sys.stdout.flush()  # edges, and a newline was added every MiB: a trial)
-            line_open = not line_ended
-        next_offset = out.get("nextOffset") or offset
-        if next_offset == offset and (not follow or _ended(out)):  # read to the end
-            if line_open:  # (its last line, with no newline: as before, one is added)
-                print(flush=True)
-            return out, offset
-        offset = next_offset
+def _piece_reader(cli: Cli) -> Callable[[str], ReadPiece]:
+    def reader(task_id: str) -> ReadPiece:
+        def read(params: dict[str, Any], scope: CallScope | None) -> dict[str, Any]:
+            params = {"session": cli.session, "task_id": task_id, **params}
+            answer: dict[str, Any] = cli.calls.call("output", params, scope=scope)
+            return answer
+
+        return read
+
+    return reader
 
 
 def _wave(cli: Cli) -> str:
@@ -593,10 +596,14 @@ def _wave(cli: Cli) -> str:
     return shlex.join(words)
 
 
-def _print_so_far(cli: Cli, task_id: str) -> None:
+def _print_so_far(cli: Cli, task_id: str, streamed: PiecePrinter | None = None) -> None:
     """A task's output so far as its result shows it, at most the excerpt's 30,000
     characters (its start and its end): a runaway command is why one presses Ctrl+C, and
-    all of it could be a gigabyte. Where it is cut, says how to see all of it."""
+    all of it could be a gigabyte. Where it is cut, says how to see all of it. After a
+    stream (``streamed``), what it has not printed yet."""
+    if streamed is not None:
+        streamed.print_all(follow=False)
+        return
     out = cli.call("output", task_id=task_id, block=False, offset=0)
     if out.get("output"):
         print(out["output"])
@@ -605,12 +612,17 @@ def _print_so_far(cli: Cli, task_id: str) -> None:
               file=sys.stderr)  # fmt: skip
 
 
-def _print_whole_output(cli: Cli, task_id: str) -> dict[str, Any]:
-    """The task's whole cleaned output so far, then the rest of a line still being
-    written; returns the last answer."""
-    out, offset = _print_pieces(cli, task_id, follow=False)
+def _print_whole_output(
+    cli: Cli, task_id: str, streamed: PiecePrinter | None = None
+) -> dict[str, Any]:
+    """The task's whole cleaned output so far (after a stream, what it has not printed),
+    then the rest of a line still being written; returns the last answer."""
+    printer = streamed or _printer(cli, task_id)
+    out = printer.print_all(follow=False)
     if not _ended(out):  # (a supervisor of before: a running task's unfinished last line)
-        rest: dict[str, Any] = cli.call("output", task_id=task_id, block=False, offset=offset)
+        rest: dict[str, Any] = cli.call(
+            "output", task_id=task_id, block=False, offset=printer.offset
+        )
         if rest.get("output"):
             print(rest["output"])
         return rest
@@ -630,7 +642,7 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
         _shown_ends(cli, [end])
         return _log_gone(out) or _exit_code(end)
-    last, _ = _print_pieces(cli, args.id, follow=True)
+    last = _printer(cli, args.id).print_all(follow=True)
     # How it ended, as `wait` says it (its notice is taken as shown: it printed nothing of
     # the end and exited 0, so a failure went unseen; a trial)
     print(_status_line({**last, "id": args.id}), file=sys.stderr)

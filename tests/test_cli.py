@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -143,6 +144,28 @@ def test_wait_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
     stopped = start_bg(Client(state_dir=state_dir), "sleep 60")
     assert run_cli(state_dir, "stop", stopped).returncode == 0
     assert "stopped (TaskStop)" in run_cli(state_dir, "wait", stopped).stdout
+
+
+def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path) -> None:
+    """Without a terminal, `run -- make | tee log` showed nothing until make ended (a
+    trial): a command that runs on has its lines printed as they come, the whole output
+    exact all the same (the rest after its end, once)."""
+    gate = tmp_path / "gate"
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "run", "--",
+         f"printf 'first\\n\\n'; while [ ! -e {gate} ]; do sleep 0.02; done; printf 'second'"],
+        stdout=subprocess.PIPE, env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    try:
+        assert cli.stdout is not None
+        ready, _, _ = select.select([cli.stdout], [], [], 30)  # (before the command ends)
+        assert ready and cli.stdout.readline() == b"first\n"
+        gate.touch()
+        assert cli.stdout.read() == b"\nsecond\n" and cli.wait(30) == 0
+    finally:
+        gate.touch()
+        cli.kill()
+        cli.wait()
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:

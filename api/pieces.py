@@ -1,0 +1,108 @@
+"""A task's output printed exactly as its log has it, cleaned, in bounded pieces of whole
+lines (the CLI's `run`, `output` and `output --follow`), and streamed as it comes where no
+live view shows a foreground command."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .calls import CallScope
+
+ReadPiece = Callable[[dict[str, Any], CallScope | None], dict[str, Any]]
+"""An ``output`` call of the task with these parameters (its ID and session added), in
+this scope."""
+
+FOLLOW_WAIT = {"block": True, "timeout": 30_000, "pattern": r"\n"}
+"""A piece of a stream: a real wait on the supervisor, until a line, the end, a timeout."""
+STREAM_AFTER = 0.3
+"""Seconds a foreground command runs before its output is streamed: a quick one's comes
+with its result, with no call more (the CLI's round trip is a benchmark's row)."""
+
+
+def ended(record: dict[str, Any]) -> bool:
+    return bool(record.get("status") != "running")
+
+
+class PiecePrinter:
+    """Prints a task's output from ``offset`` on, each byte as the log has it, blank lines
+    too (they were lost at a piece's edges, and a newline was added every MiB: a trial)."""
+
+    def __init__(self, read: ReadPiece) -> None:
+        self.read = read
+        self.offset = 0
+        self.line_open = False
+        """The last piece printed ended inside a line (one longer than a piece)."""
+
+    def print_piece(
+        self, wait: dict[str, Any], scope: CallScope | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """Print the next piece; returns its answer and whether it read nothing new."""
+        out = self.read({"offset": self.offset, "follow": True, **wait}, scope)
+        text, line_ended = out.get("output") or "", out.get("lineEnded")
+        if line_ended is None:  # (a supervisor of before: its pieces are trimmed lines)
+            line_ended = bool(text)
+        if text or line_ended:
+            sys.stdout.write(text + ("\n" if line_ended else ""))
+            sys.stdout.flush()
+            self.line_open = not line_ended
+        next_offset = out.get("nextOffset") or self.offset
+        read_nothing = next_offset == self.offset
+        self.offset = next_offset
+        return out, read_nothing
+
+    def print_all(self, follow: bool) -> dict[str, Any]:
+        """What the task has written so far, or with ``follow`` until it ends; returns the
+        last answer. A last line with no newline gets one, as before."""
+        wait = FOLLOW_WAIT if follow else {"block": False}
+        while True:
+            out, read_nothing = self.print_piece(wait)
+            if read_nothing and (not follow or ended(out)):
+                if self.line_open:
+                    print(flush=True)
+                    self.line_open = False
+                return out
+
+
+class Streamer:
+    """Streams a foreground command's output while the CLI waits for its result, where no
+    live view shows it (stdout a pipe or a file: `run -- make | tee log` showed nothing
+    until make ended, a trial). It starts once the command has run ``STREAM_AFTER``
+    seconds; :meth:`finish` stops it, and what it printed is not printed again."""
+
+    def __init__(self, read_of: Callable[[str], ReadPiece]) -> None:
+        self.read_of = read_of
+        self.printer: PiecePrinter | None = None
+        self.done = threading.Event()
+        self.scope = CallScope()
+        self.thread: threading.Thread | None = None
+
+    def start(self, task_id: str) -> None:
+        """Begin for the task (the run's ``on_start``; once)."""
+        if self.printer is None:
+            self.printer = PiecePrinter(self.read_of(task_id))
+            self.thread = threading.Thread(target=self._stream, daemon=True)
+            self.thread.start()
+
+    def _stream(self) -> None:
+        if self.done.wait(STREAM_AFTER) or self.printer is None:
+            return
+        # (any failure, a closed stdout or a call that failed, ends it: the result's own
+        # printing says it, and prints what was not streamed)
+        with contextlib.suppress(Exception):
+            while not self.done.is_set():
+                out, read_nothing = self.printer.print_piece(FOLLOW_WAIT, self.scope)
+                if read_nothing and ended(out):
+                    return
+
+    def finish(self) -> PiecePrinter | None:
+        """Stop streaming; the printer to print the rest with, if it printed anything."""
+        self.done.set()
+        self.scope.abandon()  # (a wait for the next line ends at once)
+        if self.thread is not None:
+            self.thread.join()
+        printer = self.printer
+        return printer if printer is not None and (printer.offset or printer.line_open) else None
