@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller, CallScope
 from .connection import connector_for, supervisor_log
-from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
+from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, RAW_PIECE_MAX, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
 from .pieces import PiecePrinter, ReadPiece, Streamer
@@ -115,6 +115,8 @@ def _print_json(data: Any) -> None:
 def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     if args.size and not args.interactive:  # (the supervisor names the library's argument)
         raise InvalidInputError("--size is only for interactive commands (run -i)")
+    if args.raw and args.json:
+        raise InvalidInputError("--raw prints the log's bytes: it does not go with --json")
     command = " ".join(args.command) if len(args.command) != 1 else args.command[0]
     if args.cwd == "":  # (`--cwd "$DIR"` with DIR unset ran here: a trial)
         raise InvalidInputError("--cwd is empty: name a directory, or leave it out for this one")
@@ -125,7 +127,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     )  # the live view and its key watcher (termios)
     running: list[str] = []  # the task ID, once the supervisor started it
     streamer = Streamer(_piece_reader(cli))  # (where no live view shows the output)
-    streams = not (watched or args.json or args.background or args.interactive)
+    streams = not (watched or args.json or args.background or args.interactive or args.raw)
 
     def started(task_id: str) -> None:
         running.append(task_id)
@@ -230,6 +232,9 @@ def _show_run(
         return _report_input(task_id, answer, False, cli)
     # (at its timeout, by Ctrl+B, or by `bg ID` from another shell)
     moved_on = result.get("assistantAutoBackgrounded") or result.get("backgroundedByUser")
+    if args.raw and running and (moved_on or _finished(result)):
+        _print_raw(cli, running[-1])  # (what it wrote so far, as the log has it)
+        return _report_run(result, False, cli, printed=True)
     if moved_on and running and not args.json:
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
         # erased; without one, a script saw none of it, a review)
@@ -629,7 +634,37 @@ def _print_whole_output(
     return out
 
 
+def _print_raw(cli: Cli, task_id: str, follow: bool = False) -> dict[str, Any]:
+    """The task's output byte for byte as its log has it, binary and escapes too (``>
+    x.tgz`` got a line saying binary output was not shown: a trial); with ``follow``,
+    until it ends. Returns the last answer."""
+    import base64
+
+    sys.stdout.flush()
+    offset = 0
+    while True:
+        piece = cli.call(
+            "terminal",
+            task_id=task_id,
+            offset=offset,
+            size=RAW_PIECE_MAX,
+            wait=5000 if follow else 0,
+        )
+        data = base64.b64decode(piece["data"])
+        if data:
+            sys.stdout.buffer.write(data)
+            offset = piece["offset"]
+        elif not follow or _ended(piece):
+            sys.stdout.buffer.flush()
+            return dict(piece)
+
+
 def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
+    if args.raw:
+        if args.json:
+            raise InvalidInputError("--raw prints the log's bytes: it does not go with --json")
+        last = _print_raw(cli, args.id, args.follow)
+        return _exit_code(last) if args.follow else 0
     if not args.follow:
         if args.json:
             _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
@@ -996,6 +1031,10 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--description", help="what the command does, for people")
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
     run.add_argument(
+        "--raw", action="store_true",
+        help="print its output as the log has it (binary, colours), not cleaned for reading",
+    )  # fmt: skip
+    run.add_argument(
         "--interactive", "-i", action="store_true",
         help="run on a terminal; returns when it waits for input (answer: wave-bash input)",
     )  # fmt: skip
@@ -1026,6 +1065,10 @@ def _add_output(sub: Any) -> None:
         sub, "output", cmd_output, "print a task's output (--follow: until it ends)", ids="1"
     )
     output.add_argument("--follow", "-f", action="store_true")
+    output.add_argument(
+        "--raw", action="store_true",
+        help="its bytes as the log has them (binary, colours), not cleaned for reading",
+    )  # fmt: skip
 
 
 def _add_wait(sub: Any) -> None:
@@ -1161,7 +1204,7 @@ _RUN_WITH_VALUE = {
 }  # fmt: skip
 _RUN_FLAGS = {
     "--background": "background", "--json": "json", "--interactive": "interactive",
-    "-i": "interactive",
+    "-i": "interactive", "--raw": "raw",
 }  # fmt: skip
 
 
@@ -1189,7 +1232,8 @@ def quick_run_args(argv: Sequence[str]) -> argparse.Namespace | None:
         "ssh_option": [],
         "remote_command": os.environ.get("WAVE_REMOTE_COMMAND"),
         "timeout": None, "cwd": None, "description": None, "background": False,
-        "json": False, "interactive": False, "size": None, "rules": None, "sandbox": None,
+        "json": False, "interactive": False, "raw": False, "size": None, "rules": None,
+        "sandbox": None,
         "allow_network": False, "workspace": None, "verb": "run", "func": cmd_run,
     }  # fmt: skip
     rest = list(argv)

@@ -264,7 +264,8 @@ class TaskOutputResult(ContractModel):
 
 class TerminalResult(ContractModel):
     """``terminal``: raw terminal bytes of an interactive task for a person attached to it
-    (SPEC P5), from ``offset`` of its log, base64-encoded (any bytes, escapes included)."""
+    (SPEC P5), or of any task's log for ``output --raw``, from ``offset``, base64-encoded
+    (any bytes, escapes included)."""
 
     task_id: str
     data: str

@@ -28,6 +28,7 @@ from .constants import (
     DEFAULT_TASK_INPUT_TIMEOUT_MS,
     DEFAULT_TASK_OUTPUT_TIMEOUT_MS,
     MAX_INPUT_CHARS,
+    RAW_PIECE_MAX,
     TERMINAL_SIDE_MAX,
 )
 from .errors import InvalidInputError, ProtocolError
@@ -275,6 +276,9 @@ class TerminalParams(Params):
     back the size it found, unless another attach or caller set one since."""
     offset: ByteOffset | None = None
     wait: Annotated[StrictInt | StrictFloat, Field(ge=0, le=5000)] = 0
+    size: Annotated[StrictInt, Field(ge=1, le=RAW_PIECE_MAX)] | None = None
+    """Bytes to read at most (default 64 KiB). A read that names it, with no ``input`` or
+    ``resize``, may be of any task: ``output --raw`` reads its log's bytes so."""
     rules: RulesSpec | None = None
     """As for ``input``: under the caller's rules, its keys go only where TaskInput's may
     (P3). ``attach`` sends none: a person types there."""

@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli, start_bg, start_supervisor, wait_until
 
 from wave_bash.api import Client, texts
+from wave_bash.api.errors import InvalidInputError
 
 
 def test_run_prints_output_and_exits_with_its_code(state_dir: Path) -> None:
@@ -166,6 +167,30 @@ def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path) -> 
         gate.touch()
         cli.kill()
         cli.wait()
+
+
+def test_raw_prints_the_log_byte_for_byte(state_dir: Path, tmp_path: Path) -> None:
+    """`run -- 'tar czf - x' > x.tgz` wrote a line saying binary output was not shown, and
+    exited 0 (a trial): with `--raw`, `run` and `output` print the log's bytes as they are
+    (binary, colours, a last line with no newline); cleaned is for reading."""
+    data = os.urandom(3_000_000) + b"\x1b[31mred\x1b[0m\r\nno newline"
+    (tmp_path / "data").write_bytes(data)
+    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
+    cli = [sys.executable, "-m", "wave_bash.api.cli"]
+    ran = subprocess.run([*cli, "run", "--raw", "--", f"cat {tmp_path}/data"], env=env,
+                         capture_output=True, timeout=60)  # fmt: skip
+    assert (ran.returncode, ran.stdout == data) == (0, True)
+    task_id = start_bg(Client(state_dir=state_dir), f"cat {tmp_path}/data; exit 3")
+    followed = subprocess.run([*cli, "output", "--raw", "--follow", task_id], env=env,
+                              capture_output=True, timeout=60)  # fmt: skip
+    assert (followed.returncode, followed.stdout == data) == (3, True)
+    whole = subprocess.run([*cli, "output", "--raw", task_id], env=env, capture_output=True)
+    assert (whole.returncode, whole.stdout == data) == (0, True)
+    both = run_cli(state_dir, "output", "--raw", "--json", task_id)
+    assert both.returncode == 2 and "does not go with --json" in json.loads(both.stdout)["error"]
+    # (a read that names no size is an attach's: of an interactive task only)
+    with pytest.raises(InvalidInputError, match="is not interactive"):
+        Client(state_dir=state_dir).calls.call("terminal", {"session": "s", "task_id": task_id})
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:

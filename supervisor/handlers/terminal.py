@@ -94,9 +94,11 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
 
 
 async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> TerminalResult:
-    """Raw output from ``offset`` for a person's terminal, after typing their keys."""
+    """Raw output from ``offset`` for a person's terminal, after typing their keys; or,
+    a read that names its ``size``, of any task (``output --raw``: its log's bytes)."""
     row = _row(ctx, p.task_id)
-    _interactive(row)
+    if p.input or p.resize is not None or p.size is None:  # (an attach names no size)
+        _interactive(row)
     task = ctx.tasks.live.get(row.id)
     resize = p.resize if task is not None and not task.ended.done() else None
     if p.input:
@@ -134,7 +136,9 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
             await asyncio.wait([host.keys], timeout=OUTPUT_POLL_IDLE)
         else:
             await asyncio.sleep(OUTPUT_POLL_IDLE)
-    data = _read_at(path, offset, TERMINAL_CHUNK if printed is None else printed - offset)
+    data = _read_at(
+        path, offset, (p.size or TERMINAL_CHUNK) if printed is None else printed - offset
+    )
     current = task.row if task is not None else row
     return TerminalResult(
         task_id=row.id,
