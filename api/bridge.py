@@ -61,30 +61,36 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
         stdout.flush()
         return 2
     answered = False
+    caller_gone = threading.Event()
     with sock:
         sock.sendall(encode(message))
-        threading.Thread(target=_hang_up_with, args=(stdin, sock), daemon=True).start()
+        threading.Thread(target=_hang_up_with, args=(stdin, sock, caller_gone), daemon=True).start()
         with sock.makefile("rb") as answers:
             for answer in answers:  # progress lines, then the result or error
                 stdout.write(answer)
                 stdout.flush()
                 answered = answered or FINAL.match(answer) is not None
-    if not answered:  # (its caller's end closed first: a request only read then is not
-        # run, and one running has lost its caller, F5: either way it is said, PR2)
+    if not answered and caller_gone.is_set():  # (a request only read then is not run,
+        # and one running has lost its caller, F5: either way it is said, PR2)
         text = "the caller's end closed before the supervisor answered (nothing more is read)"
         stdout.write(encode(error_message(SupervisorUnavailableError.code, text)))
         stdout.flush()
         return 2
+    # Answered; or the supervisor went away first (killed, restarted): the caller sees
+    # the connection end, as on a local socket, and sends the call again (CR1). An error
+    # said here was taken as the answer, and the call failed (a trial).
     return 0
 
 
-def _hang_up_with(stdin: BinaryIO, sock: socket.socket) -> None:
+def _hang_up_with(stdin: BinaryIO, sock: socket.socket, gone: threading.Event) -> None:
     """Close the supervisor's connection once the caller's end closes (its ssh gone: the
     local CLI killed, interrupted, its machine asleep): the supervisor then sees its
-    caller lost (F5), where it went on answering a bridge nobody read (a review)."""
+    caller lost (F5), where it went on answering a bridge nobody read (a review). Sets
+    ``gone`` first."""
     with contextlib.suppress(OSError, ValueError):  # (the descriptor, not the buffered
         while os.read(stdin.fileno(), 65536):  # file: its lock held at exit aborted Python)
             pass  # (nothing more comes: one request per bridge)
+    gone.set()
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
 

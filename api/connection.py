@@ -302,7 +302,7 @@ class SshChannel(SocketChannel):
         self._done.set()
         super().close()
         patience = SSH_EXIT_PATIENCE if self._answered else SSH_HANG_UP_PATIENCE
-        failure = finish_ssh(self.proc, self.remote, self.shared, patience)
+        failure = finish_ssh(self.proc, self.remote, self.shared, patience, self._answered)
         if failure is not None and failure.cut and self.shared and self.control is not None:
             forget_connection(self.control)  # (a stopped master held every call: a review)
         return failure

@@ -578,7 +578,11 @@ bridge of this version also says it started, :data:`BRIDGE_STARTED`)."""
 
 
 def finish_ssh(
-    proc: subprocess.Popen[bytes], remote: Remote, shared: bool = False, patience: float = 10.0
+    proc: subprocess.Popen[bytes],
+    remote: Remote,
+    shared: bool = False,
+    patience: float = 10.0,
+    answered: bool = False,
 ) -> SshFailure | None:
     """Reap the ssh process; returns why it failed (its stderr), or None if it did not.
     ``shared``: it went over a connection made before (a master's socket was there), so
@@ -586,7 +590,8 @@ def finish_ssh(
     nothing when the master it used dies, and a bridge's first line may be lost with it.
     (A socket left by a master killed is replaced by a new master, which says why it
     could not connect: as any first connection, not tried again.) ``patience``: seconds
-    it has to end before it is killed."""
+    it has to end before it is killed. ``answered``: the bridge answered the call (else
+    an ssh that exits 0 must have started one: RM3)."""
     import subprocess
 
     stopped = False
@@ -603,10 +608,15 @@ def finish_ssh(
             proc.wait()
             err = b""
     code = proc.returncode
-    if code == 0:
-        return None
     lines = err.decode(errors="replace").strip().splitlines()
     started = BRIDGE_STARTED in lines
+    if code == 0 and (answered or started):
+        return None
+    if code == 0:  # (a remote command that is no wave-bash: tried for 2 minutes, a trial)
+        return SshFailure(
+            f"could not reach wave-bash on {remote} over ssh: the remote command ended "
+            "without starting wave-bash's bridge (is --remote-command a wave-bash?)"
+        )
     detail = "\n".join(line for line in lines if line != BRIDGE_STARTED).strip()
     silent = not detail
     if stopped:  # (its signal 9 read as a cut: it was ours, a trial)

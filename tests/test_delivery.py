@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from conftest import (
     REPO,
     ask_supervisor,
     kill_supervisor,
+    raw_request,
     start_bg,
     start_supervisor,
     supervisor_pids,
@@ -449,6 +451,50 @@ def test_a_call_sent_just_before_the_host_leaves_is_not_lost(state_dir: Path) ->
         watcher.wait(task.id, timeout=10_000)
         assert task.background_reason == "caller_lost"
     assert sorted(n.task_id for n in watcher.notifications()) == sorted(t.id for t in tasks)
+
+
+def test_a_caller_that_leaves_leaves_the_task_to_another_one_waiting(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The same foreground call sent again over a new connection (a frozen ssh left for a
+    new one) while the first still waited: as the first dropped, the task moved to the
+    background as its caller's lost, the second got "running in the background", and
+    `run` exited 0 while the command ran on (a trial). It stays the second caller's."""
+    gate = tmp_path / "gate"
+    ready = Client(state_dir=state_dir)
+    ready.status()  # (a supervisor ready)
+    ready.close()  # (its connection too: only the two callers' come and go)
+    first = socket.socket(socket.AF_UNIX)
+    first.connect(str(state_dir / "supervisor.sock"))
+    command = f"while [ ! -e {gate} ]; do sleep 0.02; done; echo done"
+    first.sendall(raw_request("run", {"command": command, "cwd": str(tmp_path), "session": "two"}))
+    started = json.loads(first.makefile("rb").readline())
+    assert started["type"] == "started"
+    task_id = started["data"]["taskId"]
+    answers: list[Any] = []
+    before = _connections(state_dir)
+    again = threading.Thread(
+        target=lambda: answers.append(
+            Client(state_dir=state_dir, session="two").calls.call(
+                "attach", {"session": "two", "task_id": task_id}
+            )
+        )
+    )
+    again.start()
+    try:
+        wait_until(lambda: _connections(state_dir) > before)
+        first.close()
+        wait_until(lambda: _connections(state_dir) == before)  # (its end seen)
+        assert not answers  # still waiting for the task's end
+    finally:
+        gate.touch()
+        again.join(30)
+    ((answer),) = answers
+    assert (answer["exitCode"], answer["stdout"], answer.get("backgroundTaskId")) == (
+        0,
+        "done",
+        None,
+    )
 
 
 def test_a_call_abandoned_says_why(state_dir: Path) -> None:

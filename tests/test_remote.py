@@ -26,6 +26,7 @@ import psutil
 import pytest
 from conftest import (
     BashInThread,
+    kill_supervisor,
     needs,
     needs_root,
     needs_tool,
@@ -520,6 +521,30 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
     with pytest.raises(SupervisorUnavailableError, match="Connection refused"):
         bad_port.bash("echo hi")
     assert time.monotonic() - began < 10
+    # A remote command that ends at once, 0, and is no wave-bash: tried for 2 minutes (a
+    # trial); no bridge said it started (RM3), so the call fails at once
+    began = time.monotonic()
+    with pytest.raises(SupervisorUnavailableError, match="without starting wave-bash's bridge"):
+        remote_client(sshd, remote_command="echo").bash("echo hi")
+    assert time.monotonic() - began < 10
+
+
+def test_a_remote_supervisor_killed_mid_call_is_waited_out(
+    sshd: dict[str, object], tmp_path: Path
+) -> None:
+    """The remote supervisor killed during a foreground call: its bridge answered the
+    call with "the caller's end closed before the supervisor answered", and the call
+    failed (a trial). The connection ends, as a local socket's does, and the call waits
+    for its task again (CR1)."""
+    gate = tmp_path / "gate"
+    call = BashInThread(
+        remote_client(sshd), f"echo a; while [ ! -e {gate} ]; do sleep 0.02; done; echo b"
+    )
+    call.task_id()
+    kill_supervisor(Path(str(sshd["state"])))
+    gate.touch()
+    r = call.result()
+    assert (r.success, r.stdout, r.exit_code) == (True, "a\nb", 0)
 
 
 def test_a_stopped_shared_connection_is_left_for_a_new_one(sshd: dict[str, object]) -> None:

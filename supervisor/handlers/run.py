@@ -130,7 +130,11 @@ async def wait_foreground(
     if task.ended.done():
         return views.finished_result(task, await ctx.tasks.left_running(task), exact=exact)
     if conn.closed.done():
-        if not task.interrupted:  # (a caller that stops it after Ctrl+C is not lost)
+        # (not lost: a caller that stops it after Ctrl+C; one still waiting for it on
+        # another connection, the same call sent again over a new ssh while the old one
+        # froze: as the old one dropped, the new one got "running in the background",
+        # and `run` exited 0 while the command ran on, a trial)
+        if not task.interrupted and not task.attached:
             ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
         return None
     if task.waiting_for_input:  # P2: the caller answers with TaskInput
