@@ -238,3 +238,11 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
         these = "the process" if stopped == 1 else f"the {stopped} processes"
         state += f"; stopped {these} it had left running"
     return f"Task {data.get('id')} {'was stopped' if status == TaskStatus.KILLED else status}. {state}."
+
+
+def removed_cwd_text(removed: str, start: str) -> str:
+    """A command that ended in a directory it removed: where the next one starts."""
+    return (
+        f"Note: the command ended in {removed}, which no longer exists; the working "
+        f"directory stays {start}."
+    )

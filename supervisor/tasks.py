@@ -59,6 +59,7 @@ from wave_bash.worker import (
     process_tag,
     read_exit_record,
     reap_monitor,
+    removed_cwd,
     resolve_monitor_bash,
     resolve_shell,
     start_monitor,
@@ -1481,7 +1482,12 @@ class TaskManager:
         row = task.row
         # (A sandboxed task started before `.cwd` existed has it in its exit record.)
         captured = (task.files.final_dir() if row.sandbox else None) or record.cwd
-        task.final_cwd = final_cwd(captured, row.cwd, isdir=self._directory_test(row))
+        exists = self._directory_test(row)
+        task.final_cwd = final_cwd(captured, row.cwd, isdir=exists)
+        if (removed := removed_cwd(captured, isdir=exists)) is not None:  # (said nothing,
+            # and a follow-cd caller's next command ran where it had been: a trial)
+            said = [task.cwd_note, texts.removed_cwd_text(removed, row.cwd)]
+            task.cwd_note = "\n".join(note for note in said if note)
         limited = self.memory_limit is not None
         usage = None
         if task.tracked and self.tracker is not None:

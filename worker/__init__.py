@@ -5,7 +5,7 @@ values it needs.
 """
 
 from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
-from .cwd import final_cwd
+from .cwd import final_cwd, removed_cwd
 from .errors import BadEnvironmentError, NoShellError
 from .files import TaskFiles, open_regular
 from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
@@ -95,6 +95,7 @@ __all__ = [
     "read_exit_record",
     "read_piece",
     "reap_monitor",
+    "removed_cwd",
     "resolve_monitor_bash",
     "resolve_shell",
     "shell_kind",

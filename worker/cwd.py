@@ -27,17 +27,33 @@ def final_cwd(
 
     On Windows the ``pwd -P`` output of Git Bash (``/c/Users/x``) is converted to a native
     path before it is checked. Nothing captured (``exec``, a kill) or a deleted directory
-    returns ``None``.
+    (:func:`removed_cwd`) returns ``None``.
     """
-    if not captured:
-        return None
-    final = captured
-    if windows:
-        final = posix_to_windows_path(final)
-    if not final or not isdir(final):
-        log.debug("captured cwd %r does not exist", final)
+    final = _native(captured, windows)
+    if final is None or not isdir(final):
         return None
     paths = ntpath if windows else posixpath
     if paths.normcase(paths.normpath(final)) == paths.normcase(paths.normpath(realpath(start_cwd))):
         return None
     return final
+
+
+def removed_cwd(
+    captured: str | None,
+    *,
+    windows: bool = sys.platform == "win32",
+    isdir: Callable[[str], bool] = os.path.isdir,
+) -> str | None:
+    """The directory a command ended in when it no longer exists (the command removed
+    it: its ``$PWD``, as ``pwd -P`` fails there), else None."""
+    final = _native(captured, windows)
+    if final is None or isdir(final):
+        return None
+    log.debug("captured cwd %r does not exist", final)
+    return final
+
+
+def _native(captured: str | None, windows: bool) -> str | None:
+    if not captured:
+        return None
+    return (posix_to_windows_path(captured) if windows else captured) or None

@@ -311,7 +311,9 @@ def build_prelude(
         # each changed the command's status.
         capture = (
             f"{{ \\builtin set +eux; \\builtin trap '' XFSZ; "
-            f"\\builtin pwd -P >> {shlex.quote(cwd_file)} || \\builtin :; }} 2>/dev/null"
+            f"\\builtin pwd -P >> {shlex.quote(cwd_file)} || "  # (a directory removed:
+            f"\\builtin printf '%s\\n' \"$PWD\" >> {shlex.quote(cwd_file)} || "  # its name)
+            "\\builtin :; } 2>/dev/null"
         )
         parts.append(f"\\builtin trap {shlex.quote(capture)} EXIT")
     if umask is not None:
