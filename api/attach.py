@@ -164,12 +164,11 @@ def _redraw(call: Call, task_id: str, size: tuple[int, int], sizer: str) -> None
 def _give_back(
     call: Call, task_id: str, found: Any, mine: tuple[int, int] | None, sizer: str
 ) -> None:
-    """Leaving, give the terminal back the size it had as they attached (another attach's,
-    or the task's own) while they set its size last: a second attach, larger, that left
-    kept the first one's program drawing for a screen it did not have (tmux goes back to
-    the size of the client that stays); one of the same size, the first leaving, was
-    given the size the first had found (sizes compared, not who set them: a review)."""
-    if not (isinstance(found, list) and mine is not None) or tuple(found) == mine:
+    """Leaving, say so: the terminal takes the size of the attach that stays, or the
+    task's own (a second attach, larger, that left kept the first one's program drawing
+    for a screen it did not have; tmux goes back to the size of the client that stays).
+    The terminal host keeps who set which size; ``found`` is what an older one takes."""
+    if not (isinstance(found, list) and mine is not None):
         return
     with contextlib.suppress(Exception):  # (the task may end as they leave)
         call(task_id=task_id, resize=found, sizer=sizer, only_if_last=True, wait=0)

@@ -907,6 +907,35 @@ def test_a_second_attach_leaving_gives_the_first_its_size_back(
     client.task_stop(task_id)
 
 
+@pytest.mark.parametrize("first_leaves_first", [True, False], ids=["first-first", "second-first"])
+def test_overlapping_attaches_leave_the_size_of_who_stays(
+    client: Client, first_leaves_first: bool
+) -> None:
+    """Two attaches at once, each leaving: the size is that of the one still attached,
+    and once none is, the task's own; in either order it kept the size of a person
+    already gone (100x30 with nobody attached: a trial)."""
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id or ""
+    size = "import os; print(tuple(os.get_terminal_size()))\n"
+
+    def shown() -> str:
+        return client.task_input(task_id, size).output.splitlines()[-2]
+
+    first, second = "a" * 32, "b" * 32  # (attach tokens; each leaves with what it found)
+    client.terminal(task_id, resize=(100, 30), sizer=first)
+    client.terminal(task_id, resize=(60, 15), sizer=second)
+    assert shown() == "(60, 15)"
+    leaving = [(first, (80, 24)), (second, (100, 30))]
+    if not first_leaves_first:
+        leaving.reverse()
+    (gone, found), (stays, _) = leaving
+    client.terminal(task_id, resize=found, sizer=gone, only_if_last=True)
+    assert shown() == ("(60, 15)" if stays == second else "(100, 30)")
+    client.terminal(task_id, resize=leaving[1][1], sizer=stays, only_if_last=True)
+    assert shown() == "(80, 24)"
+    client.task_stop(task_id)
+
+
 def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     client: Client, state_dir: Path
 ) -> None:

@@ -45,6 +45,8 @@ QUIET = float(os.environ.pop("WAVE_INPUT_QUIET_S", "") or 1.0)
 """Seconds without output or input before a blocked read counts as waiting for input."""
 CHECK_INTERVAL = 0.1
 MAX_PENDING_INPUT = 1 << 20
+MAX_ATTACHED = 64
+"""Attaches whose sizes are remembered at most (one killed never says it left)."""
 """Input bytes queued for the terminal at most (a program that reads nothing)."""
 SOCKET_PATH_LIMIT = 100
 
@@ -313,8 +315,12 @@ class Host:
         self.listener, self.master, self.child = listener, master, child
         self.held = held
         """The terminal's own end, held open until the command ends (see :func:`spawn`)."""
-        self.sized_by: str | None = None
-        """Who set the terminal's size last (an attach's token), if known."""
+        self.own_size = get_size(master)
+        """The task's own size: as started, or as a caller set it since."""
+        self.attached: dict[str, tuple[int, int]] = {}
+        """The size each person attached now set (by an attach's token), in the order
+        they came: the last one's is the terminal's; as one leaves, the one before's, or
+        the task's own once none is left (tmux's way)."""
         self.alternate = False
         """Whether the program is on the alternate screen, from all it printed: an attach
         replays only the last of it, and must enter that screen itself (a trial)."""
@@ -427,15 +433,10 @@ class Host:
             if "input" in message:
                 self.type(client, message["input"], message.get("key"), ident)
             elif "resize" in message:
-                cols, rows = _size_of(message["resize"])
+                size = _size_of(message["resize"])
                 by = message.get("by")
                 was = get_size(self.master)
-                if not message.get("if_last"):
-                    set_size(self.master, cols, rows)
-                    self.sized_by = by if isinstance(by, str) else None
-                elif by is not None and by == self.sized_by:  # (given back: its owner unknown)
-                    set_size(self.master, cols, rows)
-                    self.sized_by = None
+                self.resize(size, by if isinstance(by, str) else None, bool(message.get("if_last")))
                 client.say({"id": ident, "resized": list(get_size(self.master)), "was": list(was),
                             "alternate": self.alternate})  # fmt: skip
             else:
@@ -481,6 +482,25 @@ class Host:
         self.owed.append((client, {"id": ident, "wrote": len(data)}, self.queued))
         self.activity()
         self.write_input()
+
+    def resize(self, size: tuple[int, int], by: str | None, leaving: bool) -> None:
+        """A size set by an attach (``by``: its token), or by a caller (none), which is the
+        task's own from then on, whoever attached before; an attach ``leaving`` gives the
+        terminal the size of who stays (two attaches that left in turn kept the size of one
+        already gone: a trial)."""
+        if leaving:
+            if by is None or self.attached.pop(by, None) is None:
+                return
+            size = list(self.attached.values())[-1] if self.attached else self.own_size
+        elif by is None:
+            self.own_size = size
+            self.attached.clear()
+        else:
+            self.attached.pop(by, None)
+            self.attached[by] = size
+            while len(self.attached) > MAX_ATTACHED:  # (those that never said they left)
+                del self.attached[next(iter(self.attached))]
+        set_size(self.master, *size)
 
     def activity(self) -> None:
         self.last_activity = time.monotonic()
