@@ -56,9 +56,9 @@ STATUS_LIMIT = 10.0
 """Seconds ``status`` waits for its answer: a supervisor answers it at once, and a
 frozen one was reported as none running after 2 minutes (a review)."""
 TIMED_OPS = frozenset({"wait", "output", "input"})
+"""Calls whose ``timeout`` is what they wait: sent again after a restart, with what is left."""
 CALLER_GONE = "its caller went away"
 """Why a call was abandoned, unless its caller said otherwise (:meth:`Caller.abort_calls`)."""
-"""Calls whose ``timeout`` is what they wait: sent again after a restart, with what is left."""
 
 
 def answer_deadline(op: str, params: dict[str, Any], began: float) -> float | None:

@@ -194,6 +194,9 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         raise
+    except BaseException:  # (a call that failed: its stream ends before the error is said)
+        streamer.finish()
+        raise
     streamed = streamer.finish()
     try:
         return _show_run(cli, args, result, running, watcher, rules, streamed)
@@ -240,10 +243,13 @@ def _show_run(
         # erased; without one, a script saw none of it, a review)
         _print_so_far(cli, running[-1], streamed)
         return _report_run(result, False, cli, printed=True)
-    if (streamed or result.get("truncated")) and not args.json and running and _finished(result):
+    if streamed is not None and running:  # (the rest of it, whatever the result says:
+        _print_whole_output(cli, running[-1], streamed)  # its excerpt came again, a review)
+        return _report_run(result, False, cli, printed=True)
+    if result.get("truncated") and not args.json and running and _finished(result):
         # A command runner prints all of it (a person, a pipe into `jq`); the excerpt is
         # for a model's result (`--json`, the tools).
-        _print_whole_output(cli, running[-1], streamed)
+        _print_whole_output(cli, running[-1])
         return _report_run(result, False, cli, printed=True)
     return _report_run(result, args.json, cli)
 
@@ -605,13 +611,17 @@ def _print_so_far(cli: Cli, task_id: str, streamed: PiecePrinter | None = None) 
     """A task's output so far as its result shows it, at most the excerpt's 30,000
     characters (its start and its end): a runaway command is why one presses Ctrl+C, and
     all of it could be a gigabyte. Where it is cut, says how to see all of it. After a
-    stream (``streamed``), what it has not printed yet."""
-    if streamed is not None:
-        streamed.print_all(follow=False)
-        return
-    out = cli.call("output", task_id=task_id, block=False, offset=0)
-    if out.get("output"):
-        print(out["output"])
+    stream (``streamed``), what it has not printed yet, so (as exact): printed to its end,
+    a command that outpaced it was followed for as long as it ran, a review."""
+    offset = streamed.offset if streamed is not None else 0
+    out = cli.call(
+        "output", task_id=task_id, block=False, offset=offset, exact_output=streamed is not None
+    )
+    text = out.get("output") or ""
+    if streamed is not None and text:
+        sys.stdout.write(text if text.endswith("\n") else f"{text}\n")
+    elif text:
+        print(text)
     if out.get("truncated"):
         print(f"(cut short: `{_wave(cli)} output {task_id}` prints all of it)",
               file=sys.stderr)  # fmt: skip
@@ -664,7 +674,11 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         if args.json:
             raise InvalidInputError("--raw prints the log's bytes: it does not go with --json")
         last = _print_raw(cli, args.id, args.follow)
-        return _exit_code(last) if args.follow else 0
+        if not args.follow:
+            return 0
+        print(_status_line({**last, "id": args.id}), file=sys.stderr)  # (as --follow does)
+        _shown_ends(cli, [last])
+        return _exit_code(last)
     if not args.follow:
         if args.json:
             _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
@@ -1306,8 +1320,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                 parser.error("run needs a command: wave-bash run -- COMMAND...")
     except BadArguments as bad:
         options = argv[: argv.index("--")] if "--" in argv else argv
-        if "--json" in options:
-            _print_json({"success": False, "error": f"{bad.parser.prog}: {bad.message}"})
+        if "--json" in options:  # (for `run`, a whole result, as any of its failures)
+            said = InvalidInputError(f"{bad.parser.prog}: {bad.message}")
+            _say_failure(said, as_json=True, ran=_verb_in(argv) == "run")
             sys.exit(ERROR_EXIT)
         bad.parser.print_usage(sys.stderr)
         bad.parser.exit(ERROR_EXIT, f"{bad.parser.prog}: error: {bad.message}\n")

@@ -16,10 +16,10 @@ MAX_REQUEST_BYTES: Final = 8 * 1024 * 1024
 """The longest request line a supervisor reads: a command and the caller's environment fit
 many times; a client refuses a longer one before sending it."""
 MAX_OUTPUT_CHARS: Final = 30_000
+"""Above this many characters a result keeps the head and the tail of the output."""
 RAW_PIECE_MAX: Final = 1 << 20
 """The most raw log bytes a ``terminal`` answer carries (``output --raw``; base64, 1.4 MB
 of JSON)."""
-"""Above this many characters a result keeps the head and the tail of the output."""
 
 PROGRESS_INTERVAL_MS: Final = 1_000
 """At most one progress update per this many milliseconds."""

@@ -237,6 +237,8 @@ class OutputParams(Params):
     """A piece of a stream (``output --follow``): whole lines only (the rest of the last
     line once the task has ended), at most ``FOLLOW_PIECE_BYTES``, so never truncated and
     never cleaned apart from the rest of its line."""
+    exact_output: StrictBool = False
+    """An excerpt (not ``follow``) with the blank lines at its edges (``RunParams``'s)."""
 
 
 class InputParams(Params):

@@ -160,6 +160,10 @@ class Connection:
         return True
 
 
+READ_TURN_PATIENCE = 10.0
+"""Seconds a reader waits for its turn (:class:`ReadTurns`) before it reads anyway."""
+
+
 @dataclass
 class _Turn:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -176,7 +180,10 @@ class ReadTurns:
 
     async def take(self, task_id: str, session: str, conn: Connection) -> None:
         """Wait for this reader's turn, given back once ``conn``'s request is over; or
-        until its peer leaves (its answer, never sent, records nothing)."""
+        until its peer leaves (its answer, never sent, records nothing); or for
+        ``READ_TURN_PATIENCE`` at most, then read all the same: a reader before it whose
+        peer reads nothing (stopped, its link frozen) may hold its turn while its answer
+        waits to be sent, and held every later read of that task in that session."""
         key = (task_id, session)
         turn = self._turns.setdefault(key, _Turn())
         turn.users += 1
@@ -193,7 +200,7 @@ class ReadTurns:
 
         conn.after_answer.append(give_back)
         waits: list[asyncio.Future[Any]] = [taking, conn.closed]
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waits, timeout=READ_TURN_PATIENCE, return_when=asyncio.FIRST_COMPLETED)
 
 
 @dataclass
@@ -226,5 +233,6 @@ class Context:
     pruning: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held by the prune under way (``retention``): one at a time."""
     background: set[asyncio.Task[Any]] = field(default_factory=set)
-    read_turns: ReadTurns = field(default_factory=ReadTurns)
     """Work running beside the requests (a prune), kept referenced until it ends."""
+    read_turns: ReadTurns = field(default_factory=ReadTurns)
+    """Readers of a task's new output taking turns (see :class:`ReadTurns`)."""

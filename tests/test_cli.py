@@ -8,6 +8,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,7 @@ def test_raw_prints_the_log_byte_for_byte(state_dir: Path, tmp_path: Path) -> No
     followed = subprocess.run([*cli, "output", "--raw", "--follow", task_id], env=env,
                               capture_output=True, timeout=60)  # fmt: skip
     assert (followed.returncode, followed.stdout == data) == (3, True)
+    assert followed.stderr == f"{task_id} failed (exit code 3)\n".encode()  # (as --follow)
     whole = subprocess.run([*cli, "output", "--raw", task_id], env=env, capture_output=True)
     assert (whole.returncode, whole.stdout == data) == (0, True)
     both = run_cli(state_dir, "output", "--raw", "--json", task_id)
@@ -191,6 +193,47 @@ def test_raw_prints_the_log_byte_for_byte(state_dir: Path, tmp_path: Path) -> No
     # (a read that names no size is an attach's: of an interactive task only)
     with pytest.raises(InvalidInputError, match="is not interactive"):
         Client(state_dir=state_dir).calls.call("terminal", {"session": "s", "task_id": task_id})
+
+
+def test_what_a_stream_left_is_an_excerpt_after_an_interrupt(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Interrupted (or moved on at its timeout) after a stream, the CLI printed the rest
+    to the end of the log, however much, and followed a command that wrote faster for as
+    long as it ran (a review): what the stream had not printed comes as an excerpt, its
+    start and its end, as without a stream."""
+    gate = tmp_path / "gate"
+    flood = (
+        f"echo first; while [ ! -e {gate} ]; do sleep 0.02; done;"
+        " head -c 30000000 /dev/zero | tr '\\0' a | fold -w 100; echo last;"
+        " while :; do sleep 1; done"
+    )
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "run", "--", flood],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert cli.stdout is not None and cli.stderr is not None
+    printed = bytearray()
+    try:
+        ready, _, _ = select.select([cli.stdout], [], [], 30)
+        assert ready and cli.stdout.readline() == b"first\n"  # (streamed)
+        (task,) = Client(state_dir=state_dir).tasks()
+        gate.touch()
+        wait_until(lambda: Path(task.output_path).stat().st_size >= 30_300_000, timeout=30)
+        cli.send_signal(signal.SIGINT)
+        reader = threading.Thread(target=lambda: printed.extend(cli.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        assert cli.wait(30) == 130
+        reader.join(30)
+    finally:
+        cli.kill()
+        cli.wait()
+        Client(state_dir=state_dir).task_stop(task.id)
+    # (what the stream printed before the interrupt, then an excerpt of the rest: not all)
+    assert len(printed) < 30_300_000 and printed.endswith(b"last\n")
+    assert b" omitted; full output: " in printed[-40_000:]
+    assert b"output " + task.id.encode() in cli.stderr.read()  # (how to see all of it)
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
@@ -248,6 +291,7 @@ def test_arguments_refused_are_one_json_value_with_json(state_dir: Path) -> None
         r = run_cli(state_dir, *argv)
         said = json.loads(r.stdout)
         assert (r.returncode, said["success"], r.stderr) == (2, False, ""), argv
+        assert ("exitCode" in said) == (argv[0] == "run")  # (run's: a whole result)
     assert json.loads(run_cli(state_dir, "wait", "--json").stdout)["error"] == (
         "wave-bash wait: the following arguments are required: id"
     )

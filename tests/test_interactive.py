@@ -148,6 +148,20 @@ def test_prompt_of_a_process_whose_parent_has_gone(client: Client, tmp_path: Pat
     assert done.status == "completed" and done.output.endswith("got bob")
 
 
+def test_what_a_busy_command_leaves_behind_is_reaped(client: Client) -> None:
+    """The terminal host adopts what the command's processes leave (a subreaper): it reaped
+    them only once the terminal was quiet for a second, and a command that kept printing
+    piled up zombies, one per `( x & )` (a review)."""
+    r = client.bash(
+        "for i in $(seq 100); do ( sleep 0.001 & ); echo x$i; sleep 0.01; done; sleep 0.5;"
+        " echo zombies=$(ps --ppid $PPID -o stat= | grep -c Z)",
+        timeout=LONG,
+        interactive=True,
+    )
+    zombies = int(r.stdout.rsplit("zombies=", 1)[1])
+    assert r.exit_code == 0 and zombies <= 5, r.stdout[-200:]
+
+
 def test_task_input_errors(client: Client) -> None:
     plain = start_bg(client, "sleep 30")
     with pytest.raises(InvalidInputError, match=f"Task {plain} is not interactive"):

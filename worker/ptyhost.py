@@ -364,12 +364,12 @@ class Host:
                         self.copy_output()
                     if events & selectors.EVENT_WRITE:
                         self.write_input()
-                elif key.data == "child":
-                    self.reap()
                 elif (peer := self.clients.get(key.fd)) is key.data and peer is not None:
                     self.serve(peer, events)  # (not dropped earlier this round)
-            if self.pidfd is None:
-                self.reap()
+            # Every round (a syscall): the command's end (its pidfd woke this one), and
+            # what it left behind as it ends (a busy command that forks `( x & )` piled up
+            # zombies while the look for a prompt waited for a quiet second: a review).
+            self.reap()
             self.check_waiting()
         self.drain()
         return self.status
@@ -524,7 +524,6 @@ class Host:
             return
         self.last_check = now
         try:
-            self.reap()  # (the adopted ones that ended: no zombie to look at)
             waiting = blocked_on_terminal(self.master, os.getpid(), self.terminal)
         except Exception:  # a process gone mid-look, no descriptor left: look again later
             waiting = False

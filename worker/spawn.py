@@ -31,10 +31,11 @@ def _no_editor() -> str:
     """An editor that fails at once with one line saying why: ``git commit`` without
     ``-m`` must not open vim on a log file and wait. The program beside this module, a
     path (a ``sh -c '…'`` line garbled ``$EDITOR f`` and ``"$EDITOR" f``: a trial); that
-    line where an install left it not executable."""
-    program = Path(__file__).with_name("wave-bash-no-editor")
-    if os.access(program, os.X_OK):
-        return shlex.quote(str(program))  # (as git reads it: a shell word)
+    line where an install left it not executable, or in a path a shell would split (the
+    quotes it would need break ``"$EDITOR" f``, a review)."""
+    program = str(Path(__file__).with_name("wave-bash-no-editor"))
+    if os.access(program, os.X_OK) and shlex.quote(program) == program:
+        return program
     return (
         "sh -c 'echo \"wave-bash: no editor can open here (no terminal): give the text on"
         " the command line instead, e.g. git commit -m MESSAGE\" >&2; exit 1' wave-bash-no-editor"

@@ -126,7 +126,10 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     # (not waiting: what is there now, a running task's unfinished last line too; cut
     # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
     now = not p.block or row.id not in ctx.tasks.live
-    return read_output(ctx, row, p.session, start, stored, conn, follow=p.follow, to_end=now)
+    return read_output(
+        ctx, row, p.session, start, stored, conn,
+        follow=p.follow, to_end=now, exact=p.exact_output,
+    )  # fmt: skip
 
 
 async def stored_start(ctx: Context, task_id: str, session: str, conn: Connection) -> int:
@@ -156,11 +159,12 @@ def read_output(
     *,
     follow: bool = False,
     to_end: bool = False,
+    exact: bool = False,
 ) -> TaskOutputResult:
     """The output of ``row``'s log from ``start`` to its end, with the task's state; with
     ``stored``, the end becomes the session's read offset once the result has left; with
     ``follow``, a piece of a stream (whole lines, bounded; with ``to_end``, an unfinished
-    last line too, as of an ended task)."""
+    last line too, as of an ended task); ``exact``: an excerpt keeps its blank edge lines."""
     end = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
     if follow:
@@ -175,7 +179,7 @@ def read_output(
         text, line_ended = views.log_piece(row.output_path, start, end)  # edges and cut
         truncated = False  # long lines with a newline: a trial)
     else:
-        excerpt = views.log_excerpt(row.output_path, start=start, end=end)
+        excerpt = views.log_excerpt(row.output_path, start=start, end=end, exact=exact)
         text, truncated = excerpt.text, excerpt.truncated
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
