@@ -182,17 +182,17 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             result = cli.calls.call("run", params, None, started, patience=patience)
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
-        return _interrupted(cli, running[-1] if running else None, stop, streamer.finish())
+        streamed = streamer.finish(LEAVING_PATIENCE)
+        return _left(_interrupted(cli, running[-1] if running else None, stop, streamed), streamed)
     except Terminated as exc:
-        streamed = streamer.finish()
-        if running:  # (as a caller gone: it goes on, in the background)
-            with contextlib.suppress(WaveError):  # (what it printed so far, as after a
-                _print_so_far(cli, running[-1], streamed)  # SIGINT: a harness's timeout
-            print(
+        streamed = streamer.finish(LEAVING_PATIENCE)
+        if running:  # (as a caller gone: it goes on, in the background; what it printed
+            _so_far_then(  # so far, as after a SIGINT: a harness's timeout got none)
+                cli, running[-1], streamed,
                 f"wave-bash: {exc.said}; task {running[-1]} keeps running in the background "
                 f"({_wave(cli)} stop {running[-1]} stops it)",
-                file=sys.stderr,
-            )
+            )  # fmt: skip
+        _left(128 + exc.signum, streamed)
         raise
     except BaseException:  # (a call that failed: its stream ends before the error is said)
         streamer.finish()
@@ -201,7 +201,9 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     try:
         return _show_run(cli, args, result, running, watcher, rules, streamed)
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
-        _quiet_stdout()  # the command's status all the same, for a pipefail script)
+        _quiet_stdout()  # the command's status all the same, for a pipefail script,
+        with contextlib.suppress(WaveError, OSError):  # and what stderr would say: that
+            _report_run(result, False, cli, printed=True)  # it moved on was lost, a trial)
         return _run_exit(result)
     except OSError as exc:  # (it started: its ID, as a result the script could not read)
         if not running:
@@ -278,19 +280,42 @@ def _interrupted(
             note = f"^C: stopped task {task_id} ({record.get('status')})"
         except WaveError as exc:  # it ended meanwhile
             note = f"^C: task {task_id}: {exc.message}"
-        # (The live view that showed it is erased; another Ctrl+C: the note all the same.)
-        with contextlib.suppress(WaveError, KeyboardInterrupt):
-            _print_so_far(cli, task_id, streamed)
-        print(note, file=sys.stderr)
+        # (The live view that showed it is erased)
+        _so_far_then(cli, task_id, streamed, note)
     else:  # (its output so far too, as the README says: a trial's script got none)
-        with contextlib.suppress(WaveError, KeyboardInterrupt):
-            _print_so_far(cli, task_id, streamed)
-        print(
+        _so_far_then(
+            cli, task_id, streamed,
             f"wave-bash: interrupted; task {task_id} keeps running in the background "
             f"({_wave(cli)} stop {task_id} stops it)",
-            file=sys.stderr,
-        )
+        )  # fmt: skip
     return INTERRUPTED_EXIT
+
+
+LEAVING_PATIENCE = 2.0
+"""Seconds a CLI told to stop (a signal) waits for its stream to finish a write a reader
+does not take: it leaves all the same (it waited as long as the reader, a trial)."""
+
+
+def _so_far_then(cli: Cli, task_id: str, streamed: PiecePrinter | None, note: str) -> None:
+    """What the command printed so far, then ``note`` on stderr, whatever happens to the
+    first: a reader gone (`| head -1`) or stalled lost the note, and the exit code became
+    0 (a trial)."""
+    if streamed is None or not streamed.stuck:
+        try:
+            with contextlib.suppress(WaveError, KeyboardInterrupt):
+                _print_so_far(cli, task_id, streamed)
+        except OSError:
+            _quiet_stdout()
+    with contextlib.suppress(OSError):
+        print(note, file=sys.stderr, flush=True)
+
+
+def _left(code: int, streamed: PiecePrinter | None) -> int:
+    """The exit code to leave with; where a stream is still stuck writing (it holds
+    stdout), at once: Python's own last flush of stdout would wait for it, or abort."""
+    if streamed is not None and streamed.stuck:
+        os._exit(code)
+    return code
 
 
 def _guard(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -614,14 +639,10 @@ def _print_so_far(cli: Cli, task_id: str, streamed: PiecePrinter | None = None) 
     stream (``streamed``), what it has not printed yet, so (as exact): printed to its end,
     a command that outpaced it was followed for as long as it ran, a review."""
     offset = streamed.offset if streamed is not None else 0
-    out = cli.call(
-        "output", task_id=task_id, block=False, offset=offset, exact_output=streamed is not None
-    )
-    text = out.get("output") or ""
-    if streamed is not None and text:
+    out = cli.call("output", task_id=task_id, block=False, offset=offset, exact_output=True)
+    text = out.get("output") or ""  # (blank edge lines too: as the log has them)
+    if text:
         sys.stdout.write(text if text.endswith("\n") else f"{text}\n")
-    elif text:
-        print(text)
     if out.get("truncated"):
         print(f"(cut short: `{_wave(cli)} output {task_id}` prints all of it)",
               file=sys.stderr)  # fmt: skip
@@ -651,6 +672,9 @@ def _print_raw(cli: Cli, task_id: str, follow: bool = False) -> dict[str, Any]:
     import base64
 
     sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # (closed: as any write to it fails; it was a traceback, a trial)
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
     offset = 0
     while True:
         piece = cli.call(
@@ -662,10 +686,10 @@ def _print_raw(cli: Cli, task_id: str, follow: bool = False) -> dict[str, Any]:
         )
         data = base64.b64decode(piece["data"])
         if data:
-            sys.stdout.buffer.write(data)
+            out.write(data)
             offset = piece["offset"]
         elif not follow or _ended(piece):
-            sys.stdout.buffer.flush()
+            out.flush()
             return dict(piece)
 
 
@@ -676,7 +700,7 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         last = _print_raw(cli, args.id, args.follow)
         if not args.follow:
             return 0
-        print(_status_line({**last, "id": args.id}), file=sys.stderr)  # (as --follow does)
+        print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)  # (as --follow)
         _shown_ends(cli, [last])
         return _exit_code(last)
     if not args.follow:
@@ -694,7 +718,7 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
     last = _printer(cli, args.id).print_all(follow=True)
     # How it ended, as `wait` says it (its notice is taken as shown: it printed nothing of
     # the end and exited 0, so a failure went unseen; a trial)
-    print(_status_line({**last, "id": args.id}), file=sys.stderr)
+    print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)
     _shown_ends(cli, [last])
     return _log_gone(last) or _exit_code(last)
 
@@ -717,6 +741,15 @@ def _shown_ends(cli: Cli, records: Sequence[dict[str, Any]]) -> None:
     if ended:
         sys.stdout.flush()  # (printed first: a notice is delivered once shown)
         cli.call("ack", task_ids=[task_id for task_id in ended if task_id])
+
+
+def _end_of(cli: Cli, task_id: str, last: dict[str, Any]) -> dict[str, Any]:
+    """How a task read to its end ended, as ``wait`` has it: for one killed, the record
+    says why (an output's answer does not; "killed (exit code 143)" alone: a trial)."""
+    if last.get("status") != "killed":
+        return {**last, "id": task_id}
+    record: dict[str, Any] = cli.call("wait", task_id=task_id, timeout=0)
+    return record
 
 
 def _status_line(record: dict[str, Any]) -> str:
@@ -1349,12 +1382,23 @@ class Terminated(BaseException):
 
 def _leave_on_termination() -> Callable[[], None]:
     """Make SIGTERM and SIGHUP raise :class:`Terminated` (not where they are ignored, as
-    under ``nohup``; the MCP server sets its own); returns what sets them back."""
+    under ``nohup``; the MCP server sets its own), and SIGINT ``KeyboardInterrupt``, each
+    once: a second signal as the CLI leaves is taken as said; returns what sets them
+    back."""
     import signal
     import threading
 
+    leaving: list[int] = []
+
     def leave(signum: int, _frame: object) -> None:
-        raise Terminated(signum)
+        if not leaving:  # (once: leaving, it says what it does; `timeout` signals the
+            leaving.append(signum)  # CLI, then its group, and the second cut that
+            raise Terminated(signum)  # short: nothing said, a trial)
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if not leaving:
+            leaving.append(signum)
+            raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
@@ -1365,10 +1409,15 @@ def _leave_on_termination() -> Callable[[], None]:
     ]
     for number in taken:
         signal.signal(number, leave)
+    interrupts = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if interrupts:
+        signal.signal(signal.SIGINT, interrupt)
 
     def set_back() -> None:
         for number in taken:
             signal.signal(number, signal.SIG_DFL)
+        if interrupts:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     return set_back
 

@@ -40,6 +40,8 @@ class PiecePrinter:
         self.offset = 0
         self.line_open = False
         """The last piece printed ended inside a line (one longer than a piece)."""
+        self.stuck = False
+        """Its stream is still writing to a reader that reads nothing (:meth:`Streamer.finish`)."""
 
     def print_piece(
         self, wait: dict[str, Any], scope: CallScope | None = None
@@ -102,11 +104,16 @@ class Streamer:
                 if (read_nothing and ended(out)) or self.done.wait(STREAM_INTERVAL):
                     return
 
-    def finish(self) -> PiecePrinter | None:
-        """Stop streaming; the printer to print the rest with, if it printed anything."""
+    def finish(self, patience: float | None = None) -> PiecePrinter | None:
+        """Stop streaming; the printer to print the rest with, if it printed anything.
+        With ``patience``, a stream still writing to a reader that reads nothing after
+        that many seconds is left so, its printer ``stuck`` (a CLI told to stop waited
+        for the reader: a trial)."""
         self.done.set()
         self.scope.abandon()  # (a wait for the next line ends at once)
-        if self.thread is not None:
-            self.thread.join()
         printer = self.printer
+        if self.thread is not None:
+            self.thread.join(patience)
+            if self.thread.is_alive() and printer is not None:
+                printer.stuck = True
         return printer if printer is not None and (printer.offset or printer.line_open) else None

@@ -90,10 +90,17 @@ def moved_aside_text(paths: list[str], task_id: str, unjudged: Sequence[str] = (
 def stopped_text(exit_code: int | None, end_reason: EndReason | None) -> str | None:
     """Why a foreground command was ended by wave-bash, where its exit code (143, 137)
     alone reads as a crash or an out-of-memory kill; None when nothing ended it."""
-    if end_reason not in (EndReason.STOPPED, EndReason.LOG_CAP, EndReason.MEMORY_LIMIT):
+    if end_reason not in (
+        EndReason.STOPPED,
+        EndReason.LOG_CAP,
+        EndReason.MEMORY_LIMIT,
+        EndReason.TIMEOUT,
+    ):
         return None
     if end_reason is EndReason.STOPPED:
         return "The command was stopped (TaskStop) before it ended."
+    if end_reason is EndReason.TIMEOUT:
+        return "The command was stopped at its timeout (a `sleep` is not moved to the background)."
     return f"The command {_killed_text(exit_code, end_reason)}."
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -234,6 +235,63 @@ def test_what_a_stream_left_is_an_excerpt_after_an_interrupt(
     assert len(printed) < 30_300_000 and printed.endswith(b"last\n")
     assert b" omitted; full output: " in printed[-40_000:]
     assert b"output " + task.id.encode() in cli.stderr.read()  # (how to see all of it)
+
+
+def _streaming_cli(state_dir: Path, command: str, *options: str) -> subprocess.Popen[bytes]:
+    """`run` of ``command`` into a pipe, once its first line has been streamed."""
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "run", *options, "--", command],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert cli.stdout is not None
+    ready, _, _ = select.select([cli.stdout], [], [], 30)
+    assert ready and cli.stdout.readline() == b"first\n"
+    return cli
+
+
+def test_signals_as_the_cli_streams_still_say_where_the_task_is(state_dir: Path) -> None:
+    """A harness's `timeout` signals the CLI, then its group: the second signal cut the
+    first one's leaving short (no line naming the task, a traceback); a reader gone, a
+    SIGTERM made it exit 0 and say nothing; `| head -1` lost the line saying the
+    command moved on (a trial)."""
+    slow = "echo first; while :; do echo more; sleep 0.05; done"
+    twice = _streaming_cli(state_dir, slow)
+    twice.send_signal(signal.SIGTERM)
+    twice.send_signal(signal.SIGTERM)
+    _, err = twice.communicate(timeout=30)
+    assert twice.returncode == 143 and b"keeps running in the background" in err, err
+    assert b"Traceback" not in err
+    gone = _streaming_cli(state_dir, slow)
+    gone.stdout.close()  # type: ignore[union-attr]
+    wait_until(lambda: len(Client(state_dir=state_dir).tasks()) == 2)
+    gone.send_signal(signal.SIGTERM)
+    _, err = gone.communicate(timeout=30)
+    assert gone.returncode == 143 and b"keeps running in the background" in err, err
+    headed = _streaming_cli(state_dir, slow, "--timeout", "1500")
+    headed.stdout.close()  # type: ignore[union-attr]
+    _, err = headed.communicate(timeout=30)
+    assert headed.returncode == 124 and b"moved to the background" in err, err
+    for task in Client(state_dir=state_dir).tasks():
+        Client(state_dir=state_dir).task_stop(task.id)
+
+
+def test_raw_into_a_closed_stdout_says_so(state_dir: Path) -> None:
+    """`run --raw` with stdout closed was a traceback (a trial), as `run` is not."""
+    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
+    closed = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(sys.executable)} -m wave_bash.api.cli run --raw -- 'echo x' >&-"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert closed.returncode == 2 and "Traceback" not in closed.stderr, closed.stderr
+    assert "the command is task" in closed.stderr
+
+
+def test_output_follow_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
+    task_id = start_bg(Client(state_dir=state_dir), "sleep 60")
+    assert run_cli(state_dir, "stop", task_id).returncode == 0
+    followed = run_cli(state_dir, "output", "--follow", task_id)
+    assert followed.returncode == 143 and "stopped (TaskStop)" in followed.stderr
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
