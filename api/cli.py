@@ -26,7 +26,7 @@ from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, RAW_PIECE_MAX, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
-from .pieces import PiecePrinter, ReadPiece, Streamer
+from .pieces import STDOUT_WRITER, PiecePrinter, ReadPiece, Streamer
 from .pieces import ended as _ended
 from .units import check_timeout_ms, parse_duration
 
@@ -180,26 +180,23 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
             params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
             result = cli.calls.call("run", params, None, started, patience=patience)
+        streamed = streamer.finish()  # (its last write waits for the reader, as any write)
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
-        streamed = streamer.finish(LEAVING_PATIENCE)
-        return _left(_interrupted(cli, running[-1] if running else None, stop, streamed), streamed)
-    except Terminated as exc:
-        streamed = streamer.finish(LEAVING_PATIENCE)
-        if running:  # (as a caller gone: it goes on, in the background; what it printed
-            _so_far_then(  # so far, as after a SIGINT: a harness's timeout got none)
-                cli, running[-1], streamed,
-                f"wave-bash: {exc.said}; task {running[-1]} keeps running in the background "
-                f"({_wave(cli)} stop {running[-1]} stops it)",
-            )  # fmt: skip
-        _left(128 + exc.signum, streamed)
-        raise
+        task_id = running[-1] if running else None
+        return _interrupted(cli, task_id, stop, _so_far(cli, args, task_id, streamer))
+    except Terminated as exc:  # (as a caller gone: it goes on, in the background; what it
+        # printed so far, as after a SIGINT: a harness's timeout got none)
+        task_id = running[-1] if running else None
+        return _leave(128 + exc.signum, _so_far(cli, args, task_id, streamer),
+                      _gone_note(cli, exc.said, task_id))  # fmt: skip
     except BaseException:  # (a call that failed: its stream ends before the error is said)
         streamer.finish()
         raise
-    streamed = streamer.finish()
     try:
         return _show_run(cli, args, result, running, watcher, rules, streamed)
+    except Terminated as exc:  # (printing its output to a reader that reads nothing)
+        return _leave(128 + exc.signum, None, _gone_note(cli, exc.said, running[-1], result))
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
         _quiet_stdout()  # the command's status all the same, for a pipefail script,
         with contextlib.suppress(WaveError, OSError):  # and what stderr would say: that
@@ -262,58 +259,78 @@ def _finished(result: dict[str, Any]) -> bool:
 
 
 def _interrupted(
-    cli: Cli, task_id: str | None, stop: bool, streamed: PiecePrinter | None = None
+    cli: Cli, task_id: str | None, stop: bool, so_far: Callable[[], object] | None
 ) -> int:
     """Ctrl+C during ``run``: a person at a terminal means to interrupt the command, so it
     is stopped; anything else (a script, an agent's harness) leaves it running in the
-    background, as a caller that went away does. Either way, said on stderr."""
-    if task_id is None:  # the supervisor had not named it yet
-        print(
-            "wave-bash: interrupted before the command was started or named; "
-            "`wave-bash tasks` shows whether it runs",
-            file=sys.stderr,
+    background, as a caller that went away does. Either way, said on stderr, after what
+    it printed so far (``so_far``)."""
+    if task_id is None or not stop:  # (its output so far too, as the README says: a
+        return _leave(INTERRUPTED_EXIT, so_far, _gone_note(cli, "interrupted", task_id))
+    try:  # (a trial's script got none)
+        record = cli.call("stop", task_id=task_id, interrupted=True)
+        note = f"^C: stopped task {task_id} ({record.get('status')})"
+    except WaveError as exc:  # it ended meanwhile
+        note = f"^C: task {task_id}: {exc.message}"
+    return _leave(INTERRUPTED_EXIT, so_far, note)  # (the live view that showed it is erased)
+
+
+def _gone_note(
+    cli: Cli, said: str, task_id: str | None, result: dict[str, Any] | None = None
+) -> str:
+    """What a CLI leaving on a signal says of its command (``result``: its call's, if it
+    came)."""
+    if task_id is None:  # (the supervisor had not named it yet: SIGTERM said nothing)
+        return (
+            f"wave-bash: {said} before the command was started or named; "
+            "`wave-bash tasks` shows whether it runs"
         )
-        return INTERRUPTED_EXIT
-    if stop:
-        try:
-            record = cli.call("stop", task_id=task_id, interrupted=True)
-            note = f"^C: stopped task {task_id} ({record.get('status')})"
-        except WaveError as exc:  # it ended meanwhile
-            note = f"^C: task {task_id}: {exc.message}"
-        # (The live view that showed it is erased)
-        _so_far_then(cli, task_id, streamed, note)
-    else:  # (its output so far too, as the README says: a trial's script got none)
-        _so_far_then(
-            cli, task_id, streamed,
-            f"wave-bash: interrupted; task {task_id} keeps running in the background "
-            f"({_wave(cli)} stop {task_id} stops it)",
-        )  # fmt: skip
-    return INTERRUPTED_EXIT
+    if result is not None and _finished(result):
+        return f"wave-bash: {said}; task {task_id} had ended ({_wave(cli)} output {task_id})"
+    return (
+        f"wave-bash: {said}; task {task_id} keeps running in the background "
+        f"({_wave(cli)} stop {task_id} stops it)"
+    )
 
 
 LEAVING_PATIENCE = 2.0
-"""Seconds a CLI told to stop (a signal) waits for its stream to finish a write a reader
-does not take: it leaves all the same (it waited as long as the reader, a trial)."""
+"""Seconds a CLI told to stop (a signal) gives the output it still prints to a reader that
+does not take it: it leaves all the same (it waited as long as the reader, a trial)."""
 
 
-def _so_far_then(cli: Cli, task_id: str, streamed: PiecePrinter | None, note: str) -> None:
-    """What the command printed so far, then ``note`` on stderr, whatever happens to the
-    first: a reader gone (`| head -1`) or stalled lost the note, and the exit code became
-    0 (a trial)."""
-    if streamed is None or not streamed.stuck:
-        try:
-            with contextlib.suppress(WaveError, KeyboardInterrupt):
-                _print_so_far(cli, task_id, streamed)
-        except OSError:
-            _quiet_stdout()
+def _so_far(
+    cli: Cli, args: argparse.Namespace, task_id: str | None, streamer: Streamer
+) -> Callable[[], object] | None:
+    """What prints a command's output so far as the CLI leaves on a signal (None: nothing
+    to print, or its stream is stuck on a reader that reads nothing, and holds stdout)."""
+    streamed = streamer.finish(LEAVING_PATIENCE)
+    if task_id is None or streamer.stuck:
+        return None
+    if args.raw:  # (bytes, as the rest of `--raw`: it printed them cleaned, a trial)
+        return lambda: _print_raw(cli, task_id)
+    return lambda: _print_so_far(cli, task_id, streamed)
+
+
+def _leave(code: int, so_far: Callable[[], object] | None, note: str) -> int:
+    """Leave on a signal: the output so far (given ``LEAVING_PATIENCE``), then ``note`` on
+    stderr, whatever came of the first (a reader gone, `| head -1`, lost the note, and
+    the exit code became 0; a stalled one held the CLI: a trial). Where stdout is held
+    by a write that waits, at once: Python's own last flush would wait too, or abort."""
+    import threading
+
+    def print_so_far() -> None:
+        with contextlib.suppress(WaveError, OSError):
+            so_far()  # type: ignore[misc]
+            sys.stdout.flush()
+
+    if so_far is not None:
+        printing = threading.Thread(target=print_so_far, name=STDOUT_WRITER, daemon=True)
+        printing.start()
+        printing.join(LEAVING_PATIENCE)
     with contextlib.suppress(OSError):
         print(note, file=sys.stderr, flush=True)
-
-
-def _left(code: int, streamed: PiecePrinter | None) -> int:
-    """The exit code to leave with; where a stream is still stuck writing (it holds
-    stdout), at once: Python's own last flush of stdout would wait for it, or abort."""
-    if streamed is not None and streamed.stuck:
+    _quiet_stdout()  # (what is still buffered goes nowhere: the reader took none of it)
+    if any(t.name == STDOUT_WRITER and t.is_alive() for t in threading.enumerate()):
         os._exit(code)
     return code
 
@@ -479,6 +496,7 @@ def _without_block(text: str, block: str) -> str:
 
 
 _TOOL_STOP = re.compile(r'TaskStop \(task_id "([^"]+)"\)')
+_TOOL_NAME = re.compile(r"\bTaskStop\b")
 
 
 def cmd_schema(cli: Cli | None, args: argparse.Namespace) -> int:
@@ -763,8 +781,8 @@ def _status_line(record: dict[str, Any]) -> str:
     elif record.get("status") == "killed" and reason in {r.value for r in EndReason}:
         # Why wave-bash ended it: "killed (exit code 143)" alone read as a crash after
         # the log cap, and `wait` takes the notice that said it as shown (a trial).
-        why = texts.stopped_text(code, EndReason(reason))
-        said += f". {why}" if why else ""
+        why = texts.stopped_text(code, EndReason(reason))  # (a person stops it with the
+        said += f". {_TOOL_NAME.sub('`wave-bash stop`', why)}" if why else ""  # CLI)
     return f"{record['id']} {record['status']}{said}"
 
 
@@ -789,10 +807,14 @@ def cmd_wait(cli: Cli, args: argparse.Namespace) -> int:
     timeout, 1 when its exit status was lost."""
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     record = cli.call("wait", task_id=args.id, timeout=timeout)
-    if args.json:
-        _print_json(record)
-    else:
-        print(_status_line(record))
+    try:
+        if args.json:
+            _print_json(record)
+        else:
+            print(_status_line(record), flush=True)
+    except BrokenPipeError:  # (`wait ID | true`: its exit code all the same, as `run`'s,
+        _quiet_stdout()  # for a pipefail script; not shown, so its notice stays: a trial)
+        return _exit_code(record)
     _shown_ends(cli, [record])
     return _exit_code(record)
 

@@ -21,6 +21,9 @@ FOLLOW_WAIT = {"block": True, "timeout": 30_000, "pattern": r"\n"}
 STREAM_AFTER = 0.3
 """Seconds a foreground command runs before its output is streamed: a quick one's comes
 with its result, with no call more (the CLI's round trip is a benchmark's row)."""
+STDOUT_WRITER = "stdout writer"
+"""The name of a thread that writes to stdout: one still alive as the CLI leaves holds it
+(a reader that reads nothing), and Python's own last flush would wait for it, or abort."""
 STREAM_INTERVAL = 0.25
 """Seconds between two pieces of a stream at least: each is a call (over ``--remote``, an
 ssh session), and one per line cost the supervisor 0.67 s of CPU for 2,500 lines (a
@@ -40,8 +43,6 @@ class PiecePrinter:
         self.offset = 0
         self.line_open = False
         """The last piece printed ended inside a line (one longer than a piece)."""
-        self.stuck = False
-        """Its stream is still writing to a reader that reads nothing (:meth:`Streamer.finish`)."""
 
     def print_piece(
         self, wait: dict[str, Any], scope: CallScope | None = None
@@ -85,12 +86,15 @@ class Streamer:
         self.done = threading.Event()
         self.scope = CallScope()
         self.thread: threading.Thread | None = None
+        self.stuck = False
+        """Still writing to a reader that reads nothing, once :meth:`finish`'s patience
+        ran out."""
 
     def start(self, task_id: str) -> None:
         """Begin for the task (the run's ``on_start``; once)."""
         if self.printer is None:
             self.printer = PiecePrinter(self.read_of(task_id))
-            self.thread = threading.Thread(target=self._stream, daemon=True)
+            self.thread = threading.Thread(target=self._stream, name=STDOUT_WRITER, daemon=True)
             self.thread.start()
 
     def _stream(self) -> None:
@@ -107,13 +111,13 @@ class Streamer:
     def finish(self, patience: float | None = None) -> PiecePrinter | None:
         """Stop streaming; the printer to print the rest with, if it printed anything.
         With ``patience``, a stream still writing to a reader that reads nothing after
-        that many seconds is left so, its printer ``stuck`` (a CLI told to stop waited
-        for the reader: a trial)."""
+        that many seconds is left so, ``stuck`` (a CLI told to stop waited for the
+        reader: a trial)."""
         self.done.set()
         self.scope.abandon()  # (a wait for the next line ends at once)
         printer = self.printer
         if self.thread is not None:
-            self.thread.join(patience)
-            if self.thread.is_alive() and printer is not None:
-                printer.stuck = True
+            with contextlib.suppress(RuntimeError):  # (a signal as it started: not yet)
+                self.thread.join(patience)
+            self.stuck = self.thread.is_alive()
         return printer if printer is not None and (printer.offset or printer.line_open) else None

@@ -146,7 +146,7 @@ def test_wait_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
     )
     stopped = start_bg(Client(state_dir=state_dir), "sleep 60")
     assert run_cli(state_dir, "stop", stopped).returncode == 0
-    assert "stopped (TaskStop)" in run_cli(state_dir, "wait", stopped).stdout
+    assert "stopped (`wave-bash stop`)" in run_cli(state_dir, "wait", stopped).stdout
 
 
 def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path) -> None:
@@ -189,6 +189,17 @@ def test_raw_prints_the_log_byte_for_byte(state_dir: Path, tmp_path: Path) -> No
     assert followed.stderr == f"{task_id} failed (exit code 3)\n".encode()  # (as --follow)
     whole = subprocess.run([*cli, "output", "--raw", task_id], env=env, capture_output=True)
     assert (whole.returncode, whole.stdout == data) == (0, True)
+    # Told to stop as it runs: what it printed so far, as bytes too (it came cleaned)
+    colour = "printf '\\033[31mred\\033[0m\\n'; while :; do sleep 1; done"
+    stopped = subprocess.Popen([*cli, "run", "--raw", "--", colour], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    wait_until(lambda: any(t.command == colour and Path(t.output_path).stat().st_size
+                           for t in Client(state_dir=state_dir).tasks()))  # fmt: skip
+    stopped.send_signal(signal.SIGTERM)
+    out, _ = stopped.communicate(timeout=30)
+    assert (stopped.returncode, out) == (143, b"\x1b[31mred\x1b[0m\n")
+    (running,) = [t for t in Client(state_dir=state_dir).tasks() if t.status == "running"]
+    Client(state_dir=state_dir).task_stop(running.id)
     both = run_cli(state_dir, "output", "--raw", "--json", task_id)
     assert both.returncode == 2 and "does not go with --json" in json.loads(both.stdout)["error"]
     # (a read that names no size is an attach's: of an interactive task only)
@@ -272,6 +283,15 @@ def test_signals_as_the_cli_streams_still_say_where_the_task_is(state_dir: Path)
     headed.stdout.close()  # type: ignore[union-attr]
     _, err = headed.communicate(timeout=30)
     assert headed.returncode == 124 and b"moved to the background" in err, err
+    # A reader that reads nothing more: the CLI waited for it, SIGTERM or not (a trial)
+    flood = "echo first; seq 1 300000; while :; do sleep 1; done"
+    stalled = _streaming_cli(state_dir, flood)
+    (task,) = [t for t in Client(state_dir=state_dir).tasks() if t.command == flood]
+    wait_until(lambda: Path(task.output_path).stat().st_size > 1_000_000)
+    stalled.send_signal(signal.SIGTERM)
+    assert stalled.wait(30) == 143  # (its stdout never read)
+    assert b"keeps running in the background" in stalled.stderr.read()  # type: ignore[union-attr]
+    stalled.stdout.close()  # type: ignore[union-attr]
     for task in Client(state_dir=state_dir).tasks():
         Client(state_dir=state_dir).task_stop(task.id)
 
@@ -291,7 +311,15 @@ def test_output_follow_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
     task_id = start_bg(Client(state_dir=state_dir), "sleep 60")
     assert run_cli(state_dir, "stop", task_id).returncode == 0
     followed = run_cli(state_dir, "output", "--follow", task_id)
-    assert followed.returncode == 143 and "stopped (TaskStop)" in followed.stderr
+    assert followed.returncode == 143 and "stopped (`wave-bash stop`)" in followed.stderr
+    # (`wait ID | true` exited 0: its reader gone, its exit code all the same, a trial)
+    failed = start_bg(Client(state_dir=state_dir), "exit 4")
+    piped = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m wave_bash.api.cli"
+         f" wait {failed} | true"],
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, timeout=60,
+    )  # fmt: skip
+    assert piped.returncode == 4
 
 
 def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
