@@ -56,6 +56,7 @@ from .protocol import (
     StopRequest,
     TasksRequest,
     TerminalRequest,
+    UnreadRequest,
     WaitRequest,
     check_session,
     parse_params,
@@ -500,6 +501,15 @@ class Client:
     def release_notices(self, claim: str) -> int:
         """The claimed notices were not shown: the next reader gets them."""
         return self._call(ReleaseRequest(session=self.session, claim=claim)).released
+
+    def unread_output(self, task_id: str, read_to: int, back_to: int) -> bool:
+        """A read of new output (TaskOutput, TaskInput) whose result never reached its
+        reader: the next read starts at ``back_to`` again, unless one after it moved on
+        from ``read_to``. Returns whether it did."""
+        request = UnreadRequest(
+            session=self.session, task_id=task_id, read_to=read_to, back_to=back_to
+        )
+        return self._call(request).unread
 
     def announce_result(self, task_id: str) -> bool:
         """A foreground result never reached its caller (its host died as it was sent):

@@ -40,7 +40,14 @@ from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
 from .texts import notices_waiting_text, tool_result_text
-from .tools import BASH_TOOL, TASK_INPUT_TOOL, TASK_STOP_TOOL, TOOL_ALIASES, tool_definitions
+from .tools import (
+    BASH_TOOL,
+    TASK_INPUT_TOOL,
+    TASK_OUTPUT_TOOL,
+    TASK_STOP_TOOL,
+    TOOL_ALIASES,
+    tool_definitions,
+)
 
 SERVER_NAME = "wave-bash"
 MCP_NOTICE_LEASE_SECONDS = 600.0
@@ -119,6 +126,8 @@ class WaveMcp:
         """Confirms the claims of written results, apart from the writes."""
         self.unwritten_results: dict[Any, str] = {}
         """Request ID → task of a foreground result, until it is written."""
+        self.unwritten_reads: dict[Any, Read] = {}
+        """Request ID → the read of new output its result carries, until it is written."""
         self.host_gone = False
         self._calls_limiter: anyio.CapacityLimiter | None = None
 
@@ -140,6 +149,7 @@ class WaveMcp:
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
         scope = CallScope()
+        handoff = _Handoff(lambda got: self._unread(_read_of(name, got)))
         call = functools.partial(
             self.client.call_tool, name, arguments, on_progress=on_progress,
             on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
@@ -148,13 +158,18 @@ class WaveMcp:
         data: dict[str, Any] | None = None
         try:
             data = await anyio.to_thread.run_sync(
-                call, abandon_on_cancel=True, limiter=self._call_threads()
-            )
+                lambda: handoff.arrived(call()), abandon_on_cancel=True,
+                limiter=self._call_threads(),
+            )  # fmt: skip
         except anyio.get_cancelled_exc_class():
             # The host cancelled the request (its user pressed Esc, its request timed
             # out): the call ends as a lost caller's, at once, its thread freed; its
-            # command goes on in the background and is announced (SPEC F5).
+            # command goes on in the background and is announced (SPEC F5). The output
+            # a read took goes back, as its result is never written (B6c).
             scope.abandon()
+            taken = handoff.abandon()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._unread, _read_of(name, taken))
             raise
         except WaveError as exc:
             text, is_error = exc.message, True
@@ -162,6 +177,8 @@ class WaveMcp:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
         if started and data is not None and not data.get("backgroundTaskId"):
             self.unwritten_results[request.id] = started[0]  # a foreground result
+        if (read := _read_of(name, data)) is not None:
+            self.unwritten_reads[request.id] = read
         try:
             claim = await self._claim_notices(request.id)
             await anyio.lowlevel.checkpoint_if_cancelled()  # (the claim waits uncancelled)
@@ -218,6 +235,7 @@ class WaveMcp:
         """The result of ``request_id`` reached the host: its notices are delivered (the
         confirmation goes apart: awaited here, a slow one held every message after it)."""
         self.unwritten_results.pop(request_id, None)
+        self.unwritten_reads.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             self.acks.add(claim)
@@ -252,6 +270,13 @@ class WaveMcp:
         if task_id is not None:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
+        await anyio.to_thread.run_sync(self._unread, self.unwritten_reads.pop(request_id, None))
+
+    def _unread(self, read: Read | None) -> None:
+        """Give back a read whose result never reached the host (B6c)."""
+        if read is not None:
+            with contextlib.suppress(WaveError):
+                self.notices.unread_output(*read)
 
     async def release_unwritten(self) -> None:
         """Give back the notices of results never written (the host left first), and
@@ -267,6 +292,9 @@ class WaveMcp:
         for task_id in tasks:  # a result it never got: its end comes as a notice instead
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
+        reads, self.unwritten_reads = list(self.unwritten_reads.values()), {}
+        for read in reads:  # (output it never got: read again by the next reader)
+            await anyio.to_thread.run_sync(self._unread, read)
 
     def _asker(self, request: mcp_compat.ToolRequest, command: object) -> Any:
         """Ask the host's user (an elicitation) about a command that needs approval, from
@@ -572,6 +600,47 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+Read = tuple[str, int, int]
+"""A read of a task's new output: its task, where it ended, where it began."""
+
+
+def _read_of(tool: str, data: dict[str, Any] | None) -> Read | None:
+    """The read of new output a TaskOutput or TaskInput result carries, if any."""
+    if data is None or tool not in (TASK_OUTPUT_TOOL, TASK_INPUT_TOOL):
+        return None
+    start, end = data.get("startOffset"), data.get("nextOffset")
+    if not (isinstance(start, int) and isinstance(end, int) and end > start):
+        return None
+    return str(data.get("taskId")), end, start
+
+
+class _Handoff:
+    """A call's result, between the thread that gets it and the host: a call abandoned
+    as its result came (the host cancelled it) gives back what it took (``give_back``),
+    whichever of the two came second (a read's output was lost: a trial)."""
+
+    def __init__(self, give_back: Callable[[dict[str, Any]], object]) -> None:
+        self._lock = threading.Lock()
+        self._data: dict[str, Any] | None = None
+        self._abandoned = False
+        self._give_back = give_back
+
+    def arrived(self, data: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            if not self._abandoned:
+                self._data = data
+                return data
+        self._give_back(data)
+        return data
+
+    def abandon(self) -> dict[str, Any] | None:
+        """The call is abandoned: the result that came already, if one did."""
+        with self._lock:
+            self._abandoned = True
+            data, self._data = self._data, None
+        return data
 
 
 def _ended_task(tool: str, data: dict[str, Any] | None) -> Any:

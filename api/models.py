@@ -251,6 +251,9 @@ class TaskOutputResult(ContractModel):
     output_path: str
     next_offset: int | None = None
     """Byte offset in the log where this read ended (for followers)."""
+    start_offset: int | None = None
+    """Where it began: a read whose result never reached its reader is given back from
+    there (``unread``)."""
     leftover_processes: int = 0
     """Processes it started that still run although it ended."""
     waiting_for_input: bool = False
@@ -315,6 +318,12 @@ class ReleaseResult(ContractModel):
     released: int
 
 
+class UnreadResult(ContractModel):
+    """``unread``: whether the read was given back (False: one after it read on)."""
+
+    unread: bool
+
+
 class AnnounceResult(ContractModel):
     """``announce``: whether the task's end became a notice (False: it already was one)."""
 
@@ -373,6 +382,7 @@ __all__ = [
     "TaskOutputResult",
     "TaskRecord",
     "TaskStatus",
+    "UnreadResult",
     "check_timeout_ms",
     "describe_validation_error",
 ]

@@ -46,6 +46,7 @@ from .models import (
     TaskOutputResult,
     TaskRecord,
     TerminalResult,
+    UnreadResult,
     check_timeout_ms,
     describe_validation_error,
 )
@@ -328,6 +329,16 @@ class AckParams(Params):
     claim: ClaimToken | None = None
 
 
+class UnreadParams(Params):
+    """``unread``: a read of a task's new output whose result never reached its reader
+    (an MCP call cancelled as it ended): the session's read offset goes back from
+    ``read_to`` to ``back_to``, unless a read after it moved it on."""
+
+    task_id: TaskId
+    read_to: ByteOffset
+    back_to: ByteOffset
+
+
 class ReleaseParams(Params):
     """``release``: give claimed notices back, undelivered, to the next reader."""
 
@@ -450,6 +461,11 @@ class ClaimRequest(ClaimParams, Request[NoticeClaim]):
     result_type: ClassVar[Any] = NoticeClaim
 
 
+class UnreadRequest(UnreadParams, Request[UnreadResult]):
+    op: Literal["unread"] = "unread"
+    result_type: ClassVar[Any] = UnreadResult
+
+
 class ReleaseRequest(ReleaseParams, Request[ReleaseResult]):
     op: Literal["release"] = "release"
     result_type: ClassVar[Any] = ReleaseResult
@@ -488,6 +504,7 @@ AnyRequest = Annotated[
     | TasksRequest
     | NotificationsRequest
     | AnnounceRequest
+    | UnreadRequest
     | AckRequest
     | ClaimRequest
     | ReleaseRequest

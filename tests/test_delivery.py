@@ -386,6 +386,56 @@ def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: 
     assert sorted(n.task_id for n in reader.notifications()) == sorted([earlier, ended[0].id])
 
 
+@pytest.mark.parametrize("when", ["as-notices-are-claimed", "as-its-result-comes"])
+def test_a_read_whose_result_is_cancelled_is_read_again(state_dir: Path, when: str) -> None:
+    """The host cancels a TaskOutput call as its result comes: the supervisor had
+    recorded the read once its reply reached the MCP server, and the output was never
+    shown to anyone (a trial: 1 line in 60 lost under cancellations). The read is given
+    back, and the next TaskOutput shows that output."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    client = Client(state_dir=state_dir, session="cancelled-read")
+    task_id = start_bg(client, "echo one")
+    client.wait(task_id, timeout=10_000)
+    handlers = WaveMcp(client)
+    arrived = threading.Event()
+    if when == "as-notices-are-claimed":
+        claim = handlers.notices.claim_notices
+
+        def slow_claim(*args: Any, **kwargs: Any) -> Any:
+            arrived.set()
+            time.sleep(1)  # (the host's cancel arrives meanwhile)
+            return claim(*args, **kwargs)
+
+        handlers.notices.claim_notices = slow_claim  # type: ignore[method-assign]
+    else:
+        call_tool = client.call_tool
+
+        def slow_return(*args: Any, **kwargs: Any) -> Any:
+            data = call_tool(*args, **kwargs)
+            arrived.set()
+            time.sleep(1)  # (the thread returns as the host's cancel arrives)
+            return data
+
+        client.call_tool = slow_return  # type: ignore[method-assign]
+
+    async def call_then_cancel() -> None:
+        request = ToolRequest(id=7, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(name="TaskOutput", arguments={"task_id": task_id})
+        async with anyio.create_task_group() as group:
+            group.start_soon(handlers.call_tool, request, params)
+            while not arrived.is_set():
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+
+    anyio.run(call_then_cancel)
+    reader = Client(state_dir=state_dir, session="cancelled-read")
+    wait_until(lambda: reader.task_output(task_id, block=False).output == "one", timeout=10)
+
+
 @pytest.mark.parametrize("back", [True, False])
 def test_a_caller_back_for_an_ended_task_is_no_lost_caller(
     state_dir: Path, tmp_path: Path, back: bool

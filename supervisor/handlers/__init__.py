@@ -40,6 +40,7 @@ HANDLERS: dict[type[rq.Request[Any]], Handler] = dict(
         _serves(rq.NotificationsRequest, notifications.handle_notifications),
         _serves(rq.AckRequest, notifications.handle_ack),
         _serves(rq.AnnounceRequest, notifications.handle_announce),
+        _serves(rq.UnreadRequest, output.handle_unread),
         _serves(rq.ClaimRequest, notifications.handle_claim),
         _serves(rq.ReleaseRequest, notifications.handle_release),
         _serves(rq.GcRequest, gc.handle),

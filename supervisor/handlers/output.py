@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
-from wave_bash.api.models import TaskOutputResult
-from wave_bash.api.protocol import OutputParams
+from wave_bash.api.models import TaskOutputResult, UnreadResult
+from wave_bash.api.protocol import OutputParams, UnreadParams
 from wave_bash.api.states import EndReason
 from wave_bash.worker.tail import (
     PatternScanner,
@@ -132,6 +132,16 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     )  # fmt: skip
 
 
+async def handle_unread(ctx: Context, p: UnreadParams, conn: Connection) -> UnreadResult:
+    """Give a read back whose result never reached its reader (B6c), in turn with the
+    session's other readers of that task: only while no read after it moved on."""
+    start = await stored_start(ctx, p.task_id, p.session, conn)
+    if start != p.read_to or p.back_to >= p.read_to:
+        return UnreadResult(unread=False)
+    ctx.journal.set_read_offset(p.task_id, p.session, p.back_to)
+    return UnreadResult(unread=True)
+
+
 async def stored_start(ctx: Context, task_id: str, session: str, conn: Connection) -> int:
     """The session's read offset of the task once this reader's turn has come: what it
     reads from there is its own until its reply has left (``read_output``)."""
@@ -189,7 +199,7 @@ def read_output(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
         output=text, truncated=truncated, output_path=row.output_path,
-        next_offset=end, leftover_processes=ctx.tasks.leftover_count(row.id),
+        next_offset=end, start_offset=start, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
         log_gone=row.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(row.output_path),
         line_ended=line_ended,
