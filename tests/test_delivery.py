@@ -347,39 +347,55 @@ def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Pa
     assert plain.notifications() == []
 
 
-def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: Path) -> None:
-    """The host cancels a call as it ends, while the server claims the notices its result
-    would carry (a review): the SDK never writes that result, so the notices go back, and
-    its command's end becomes a notice, at once (they waited for the server's exit)."""
+def _held(func: Any, reached: threading.Event, *, after: bool = False) -> Any:
+    """``func``, held a second once reached (before it runs, or ``after`` it returned):
+    the host's cancel arrives meanwhile."""
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if not after:
+            reached.set()
+            time.sleep(1)
+        result = func(*args, **kwargs)
+        if after:
+            reached.set()
+            time.sleep(1)
+        return result
+
+    return held
+
+
+def _cancelled_call(
+    handlers: WaveMcp, name: str, arguments: dict[str, Any], reached: threading.Event
+) -> None:
+    """A tool call its host cancels once ``reached`` is set."""
     from wave_bash.api.mcp_compat import ToolRequest
 
     async def nothing(*args: Any) -> None:
         return None
 
+    async def call_then_cancel() -> None:
+        request = ToolRequest(id=9, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(name=name, arguments=arguments)
+        async with anyio.create_task_group() as group:
+            group.start_soon(handlers.call_tool, request, params)
+            while not reached.is_set():
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+
+    anyio.run(call_then_cancel)
+
+
+def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: Path) -> None:
+    """The host cancels a call as it ends, while the server claims the notices its result
+    would carry (a review): the SDK never writes that result, so the notices go back, and
+    its command's end becomes a notice, at once (they waited for the server's exit)."""
     client = Client(state_dir=state_dir, session="cancel")  # the server closes its own
     earlier = start_bg(client, "true")
     client.wait(earlier, timeout=10_000)
     handlers = WaveMcp(client)
     claiming = threading.Event()
-    claim = handlers.notices.claim_notices
-
-    def slow_claim(*args: Any, **kwargs: Any) -> Any:
-        claiming.set()
-        time.sleep(1)  # (the host's cancel arrives meanwhile)
-        return claim(*args, **kwargs)
-
-    handlers.notices.claim_notices = slow_claim  # type: ignore[method-assign]
-
-    async def call_then_cancel() -> None:
-        request = ToolRequest(id=9, report_progress=nothing, ask_user=nothing)
-        params = types.CallToolRequestParams(name="Bash", arguments={"command": "echo fg"})
-        async with anyio.create_task_group() as group:
-            group.start_soon(handlers.call_tool, request, params)
-            while not claiming.is_set():
-                await anyio.sleep(0.01)
-            group.cancel_scope.cancel()
-
-    anyio.run(call_then_cancel)
+    handlers.notices.claim_notices = _held(handlers.notices.claim_notices, claiming)  # type: ignore[method-assign]
+    _cancelled_call(handlers, "Bash", {"command": "echo fg"}, claiming)
     ended = [t for t in client.tasks() if t.command == "echo fg"]
     assert len(ended) == 1 and ended[0].background_reason == "caller_lost"
     reader = Client(state_dir=state_dir, session="cancel")
@@ -392,46 +408,16 @@ def test_a_read_whose_result_is_cancelled_is_read_again(state_dir: Path, when: s
     recorded the read once its reply reached the MCP server, and the output was never
     shown to anyone (a trial: 1 line in 60 lost under cancellations). The read is given
     back, and the next TaskOutput shows that output."""
-    from wave_bash.api.mcp_compat import ToolRequest
-
-    async def nothing(*args: Any) -> None:
-        return None
-
     client = Client(state_dir=state_dir, session="cancelled-read")
     task_id = start_bg(client, "echo one")
     client.wait(task_id, timeout=10_000)
     handlers = WaveMcp(client)
-    arrived = threading.Event()
+    reached = threading.Event()
     if when == "as-notices-are-claimed":
-        claim = handlers.notices.claim_notices
-
-        def slow_claim(*args: Any, **kwargs: Any) -> Any:
-            arrived.set()
-            time.sleep(1)  # (the host's cancel arrives meanwhile)
-            return claim(*args, **kwargs)
-
-        handlers.notices.claim_notices = slow_claim  # type: ignore[method-assign]
-    else:
-        call_tool = client.call_tool
-
-        def slow_return(*args: Any, **kwargs: Any) -> Any:
-            data = call_tool(*args, **kwargs)
-            arrived.set()
-            time.sleep(1)  # (the thread returns as the host's cancel arrives)
-            return data
-
-        client.call_tool = slow_return  # type: ignore[method-assign]
-
-    async def call_then_cancel() -> None:
-        request = ToolRequest(id=7, report_progress=nothing, ask_user=nothing)
-        params = types.CallToolRequestParams(name="TaskOutput", arguments={"task_id": task_id})
-        async with anyio.create_task_group() as group:
-            group.start_soon(handlers.call_tool, request, params)
-            while not arrived.is_set():
-                await anyio.sleep(0.01)
-            group.cancel_scope.cancel()
-
-    anyio.run(call_then_cancel)
+        handlers.notices.claim_notices = _held(handlers.notices.claim_notices, reached)  # type: ignore[method-assign]
+    else:  # (the thread returns as the host's cancel arrives)
+        client.call_tool = _held(client.call_tool, reached, after=True)  # type: ignore[method-assign]
+    _cancelled_call(handlers, "TaskOutput", {"task_id": task_id}, reached)
     reader = Client(state_dir=state_dir, session="cancelled-read")
     wait_until(lambda: reader.task_output(task_id, block=False).output == "one", timeout=10)
 
