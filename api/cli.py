@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 
 from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller, CallScope
 from .connection import connector_for, supervisor_log
-from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, RAW_PIECE_MAX, TERMINAL_SIDE_MAX
+from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
-from .pieces import STDOUT_WRITER, PiecePrinter, ReadPiece, Streamer
+from .pieces import STDOUT_WRITER, PiecePrinter, RawPrinter, Streamer
 from .pieces import ended as _ended
 from .units import check_timeout_ms, parse_duration
 
@@ -126,8 +126,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         sys.stderr.isatty() and sys.stdin.isatty() and not args.json and sys.platform != "win32"
     )  # the live view and its key watcher (termios)
     running: list[str] = []  # the task ID, once the supervisor started it
-    streamer = Streamer(_piece_reader(cli))  # (where no live view shows the output)
-    streams = not (watched or args.json or args.background or args.interactive or args.raw)
+    streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))  # (where no
+    streams = not (watched or args.json or args.background or args.interactive)  # live view)
 
     def started(task_id: str) -> None:
         running.append(task_id)
@@ -235,7 +235,7 @@ def _show_run(
     # (at its timeout, by Ctrl+B, or by `bg ID` from another shell)
     moved_on = result.get("assistantAutoBackgrounded") or result.get("backgroundedByUser")
     if args.raw and running and (moved_on or _finished(result)):
-        _print_raw(cli, running[-1])  # (what it wrote so far, as the log has it)
+        (streamed or _printer(cli, running[-1], raw=True)).print_all(follow=False)
         return _report_run(result, False, cli, printed=True)
     if moved_on and running and not args.json:
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
@@ -307,7 +307,7 @@ def _so_far(
     if task_id is None or streamer.stuck:
         return None
     if args.raw:  # (bytes, as the rest of `--raw`: it printed them cleaned, a trial)
-        return lambda: _print_raw(cli, task_id)
+        return lambda: (streamed or _printer(cli, task_id, raw=True)).print_all(follow=False)
     return lambda: _print_so_far(cli, task_id, streamed)
 
 
@@ -616,21 +616,17 @@ def cmd_tasks(cli: Cli, args: argparse.Namespace) -> int:
     return 0
 
 
-def _printer(cli: Cli, task_id: str) -> PiecePrinter:
-    """Prints the task's output exactly, in pieces (see ``api.pieces``)."""
-    return PiecePrinter(_piece_reader(cli)(task_id))
+def _printer(cli: Cli, task_id: str, raw: bool = False) -> PiecePrinter:
+    """Prints the task's output exactly, in pieces (see ``api.pieces``); ``raw``: its
+    log's bytes as they are."""
+    op = "terminal" if raw else "output"
 
+    def read(params: dict[str, Any], scope: CallScope | None) -> dict[str, Any]:
+        params = {"session": cli.session, "task_id": task_id, **params}
+        answer: dict[str, Any] = cli.calls.call(op, params, scope=scope)
+        return answer
 
-def _piece_reader(cli: Cli) -> Callable[[str], ReadPiece]:
-    def reader(task_id: str) -> ReadPiece:
-        def read(params: dict[str, Any], scope: CallScope | None) -> dict[str, Any]:
-            params = {"session": cli.session, "task_id": task_id, **params}
-            answer: dict[str, Any] = cli.calls.call("output", params, scope=scope)
-            return answer
-
-        return read
-
-    return reader
+    return (RawPrinter if raw else PiecePrinter)(read)
 
 
 def _wave(cli: Cli) -> str:
@@ -683,39 +679,11 @@ def _print_whole_output(
     return out
 
 
-def _print_raw(cli: Cli, task_id: str, follow: bool = False) -> dict[str, Any]:
-    """The task's output byte for byte as its log has it, binary and escapes too (``>
-    x.tgz`` got a line saying binary output was not shown: a trial); with ``follow``,
-    until it ends. Returns the last answer."""
-    import base64
-
-    sys.stdout.flush()
-    out = getattr(sys.stdout, "buffer", None)
-    if out is None:  # (closed: as any write to it fails; it was a traceback, a trial)
-        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-    offset = 0
-    while True:
-        piece = cli.call(
-            "terminal",
-            task_id=task_id,
-            offset=offset,
-            size=RAW_PIECE_MAX,
-            wait=5000 if follow else 0,
-        )
-        data = base64.b64decode(piece["data"])
-        if data:
-            out.write(data)
-            offset = piece["offset"]
-        elif not follow or _ended(piece):
-            out.flush()
-            return dict(piece)
-
-
 def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
     if args.raw:
         if args.json:
             raise InvalidInputError("--raw prints the log's bytes: it does not go with --json")
-        last = _print_raw(cli, args.id, args.follow)
+        last = _printer(cli, args.id, raw=True).print_all(args.follow)
         if not args.follow:
             return 0
         print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)  # (as --follow)

@@ -4,17 +4,21 @@ live view shows a foreground command."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import errno
+import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 from .calls import CallScope
+from .constants import RAW_PIECE_MAX
 
 ReadPiece = Callable[[dict[str, Any], CallScope | None], dict[str, Any]]
-"""An ``output`` call of the task with these parameters (its ID and session added), in
-this scope."""
+"""An ``output`` call of the task (``terminal`` for :class:`RawPrinter`) with these
+parameters (its ID and session added), in this scope."""
 
 FOLLOW_WAIT = {"block": True, "timeout": 30_000, "pattern": r"\n"}
 """A piece of a stream: a real wait on the supervisor, until a line, the end, a timeout."""
@@ -74,14 +78,47 @@ class PiecePrinter:
                 return out
 
 
+RAW_WAIT_MS = 5000
+"""How long a raw piece of a stream waits for new bytes at most (``terminal``'s bound)."""
+
+
+class RawPrinter(PiecePrinter):
+    """Prints a task's log from ``offset`` on, byte for byte as it is (``--raw``: binary
+    and escapes too; ``> x.tgz`` got a line saying binary output was not shown, a
+    trial), read with ``terminal`` requests that name their size."""
+
+    def print_piece(
+        self, wait: dict[str, Any], scope: CallScope | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        waits = RAW_WAIT_MS if wait.get("block") else 0
+        out = self.read({"offset": self.offset, "size": RAW_PIECE_MAX, "wait": waits}, scope)
+        data = base64.b64decode(out["data"])
+        if data:
+            buffer = _stdout_bytes()
+            buffer.write(data)
+            buffer.flush()
+            self.offset = out["offset"]
+        return out, not data
+
+
+def _stdout_bytes() -> BinaryIO:
+    """Standard output's bytes, after what its text layer holds; closed, it fails as a
+    write to it does (it was a traceback: a trial)."""
+    sys.stdout.flush()
+    buffer: BinaryIO | None = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+    return buffer
+
+
 class Streamer:
     """Streams a foreground command's output while the CLI waits for its result, where no
     live view shows it (stdout a pipe or a file: `run -- make | tee log` showed nothing
     until make ended, a trial). It starts once the command has run ``STREAM_AFTER``
     seconds; :meth:`finish` stops it, and what it printed is not printed again."""
 
-    def __init__(self, read_of: Callable[[str], ReadPiece]) -> None:
-        self.read_of = read_of
+    def __init__(self, printer_of: Callable[[str], PiecePrinter]) -> None:
+        self.printer_of = printer_of
         self.printer: PiecePrinter | None = None
         self.done = threading.Event()
         self.scope = CallScope()
@@ -93,7 +130,7 @@ class Streamer:
     def start(self, task_id: str) -> None:
         """Begin for the task (the run's ``on_start``; once)."""
         if self.printer is None:
-            self.printer = PiecePrinter(self.read_of(task_id))
+            self.printer = self.printer_of(task_id)
             self.thread = threading.Thread(target=self._stream, name=STDOUT_WRITER, daemon=True)
             self.thread.start()
 

@@ -149,13 +149,14 @@ def test_wait_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
     assert "stopped (`wave-bash stop`)" in run_cli(state_dir, "wait", stopped).stdout
 
 
-def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("raw", [False, True], ids=["cleaned", "raw"])
+def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path, raw: bool) -> None:
     """Without a terminal, `run -- make | tee log` showed nothing until make ended (a
-    trial): a command that runs on has its lines printed as they come, the whole output
-    exact all the same (the rest after its end, once)."""
+    trial; `--raw` too): a command that runs on has its lines printed as they come, the
+    whole output exact all the same (the rest after its end, once)."""
     gate = tmp_path / "gate"
     cli = subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "run", "--",
+        [sys.executable, "-m", "wave_bash.api.cli", "run", *(["--raw"] if raw else []), "--",
          f"printf 'first\\n\\n'; while [ ! -e {gate} ]; do sleep 0.02; done; printf 'second'"],
         stdout=subprocess.PIPE, env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
     )  # fmt: skip
@@ -164,7 +165,8 @@ def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path) -> 
         ready, _, _ = select.select([cli.stdout], [], [], 30)  # (before the command ends)
         assert ready and cli.stdout.readline() == b"first\n"
         gate.touch()
-        assert cli.stdout.read() == b"\nsecond\n" and cli.wait(30) == 0
+        rest = b"\nsecond" if raw else b"\nsecond\n"  # (raw: no newline added)
+        assert cli.stdout.read() == rest and cli.wait(30) == 0
     finally:
         gate.touch()
         cli.kill()
