@@ -235,7 +235,7 @@ def _show_run(
     # (at its timeout, by Ctrl+B, or by `bg ID` from another shell)
     moved_on = result.get("assistantAutoBackgrounded") or result.get("backgroundedByUser")
     if args.raw and running and (moved_on or _finished(result)):
-        (streamed or _printer(cli, running[-1], raw=True)).print_all(follow=False)
+        _print_rest_raw(cli, running[-1], streamed)
         return _report_run(result, False, cli, printed=True)
     if moved_on and running and not args.json:
         # What it printed so far (Ctrl+B or its timeout: a live view that showed it is
@@ -307,7 +307,7 @@ def _so_far(
     if task_id is None or streamer.stuck:
         return None
     if args.raw:  # (bytes, as the rest of `--raw`: it printed them cleaned, a trial)
-        return lambda: (streamed or _printer(cli, task_id, raw=True)).print_all(follow=False)
+        return lambda: _print_rest_raw(cli, task_id, streamed)
     return lambda: _print_so_far(cli, task_id, streamed)
 
 
@@ -439,9 +439,9 @@ def _report_run(result: dict[str, Any], as_json: bool, cli: Cli, printed: bool =
         if cli.remote is not None:
             print(f"(the output file is on {cli.remote})", file=sys.stderr)
     else:
-        if stdout and not printed:  # (exact: as the log has it, blank edge lines too; a
-            sys.stdout.write(stdout if stdout.endswith("\n") else f"{stdout}\n")  # last
-        for note in _notes(result):  # line with no newline gets one, as `output`'s)
+        if not printed:  # (exact: as the log has it, blank edge lines too, as `output`)
+            _write_lines(stdout)
+        for note in _notes(result):
             print(note, file=sys.stderr)
     return _run_exit(result)
 
@@ -650,16 +650,26 @@ def _print_so_far(cli: Cli, task_id: str, streamed: PiecePrinter | None = None) 
     """A task's output so far as its result shows it, at most the excerpt's 30,000
     characters (its start and its end): a runaway command is why one presses Ctrl+C, and
     all of it could be a gigabyte. Where it is cut, says how to see all of it. After a
-    stream (``streamed``), what it has not printed yet, so (as exact): printed to its end,
-    a command that outpaced it was followed for as long as it ran, a review."""
+    stream (``streamed``), the excerpt of what it has not printed (printed whole, a
+    command that wrote faster than the stream was followed for as long as it ran: a
+    review)."""
     offset = streamed.offset if streamed is not None else 0
     out = cli.call("output", task_id=task_id, block=False, offset=offset, exact_output=True)
-    text = out.get("output") or ""  # (blank edge lines too: as the log has them)
-    if text:
-        sys.stdout.write(text if text.endswith("\n") else f"{text}\n")
+    _write_lines(out.get("output") or "")  # (blank edge lines too: as the log has them)
     if out.get("truncated"):
         print(f"(cut short: `{_wave(cli)} output {task_id}` prints all of it)",
               file=sys.stderr)  # fmt: skip
+
+
+def _write_lines(text: str) -> None:
+    """``text`` as it is, a last line with no newline given one (nothing for none)."""
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else f"{text}\n")
+
+
+def _print_rest_raw(cli: Cli, task_id: str, streamed: PiecePrinter | None) -> None:
+    """The task's log bytes so far, from where its stream got to (``--raw``)."""
+    (streamed or _printer(cli, task_id, raw=True)).print_all(follow=False)
 
 
 def _print_whole_output(

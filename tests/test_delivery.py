@@ -638,6 +638,42 @@ def test_parallel_readers_of_a_task_get_its_output_once(state_dir: Path, tmp_pat
     assert sorted(got) == ["", "", "done-once"]
 
 
+def test_a_read_turn_held_by_a_peer_that_reads_nothing_is_waited_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader whose turn another holds (its answer stuck on a peer that reads nothing)
+    waits ``READ_TURN_PATIENCE`` at most, or until its own peer leaves; once every request
+    is over, nothing of the turn is kept."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from wave_bash.supervisor import context
+
+    monkeypatch.setattr(context, "READ_TURN_PATIENCE", 0.2)
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+
+        def peer() -> Any:
+            return SimpleNamespace(after_answer=[], closed=loop.create_future())
+
+        turns = context.ReadTurns()
+        holder, patient, leaving = peer(), peer(), peer()
+        await turns.take("t", "s", holder)  # (its turn: never given back meanwhile)
+        began = loop.time()
+        await asyncio.wait_for(turns.take("t", "s", patient), 10)  # (read anyway, after
+        assert loop.time() - began >= 0.15  # the patience: the turn was held till then)
+        monkeypatch.setattr(context, "READ_TURN_PATIENCE", 600)
+        leaving.closed.set_result(None)
+        await asyncio.wait_for(turns.take("t", "s", leaving), 10)  # (its peer gone)
+        for conn in (patient, leaving, holder):  # (each request over, in any order)
+            for done in conn.after_answer:
+                done()
+        assert not turns._turns
+
+    asyncio.run(scenario())
+
+
 def test_notices_whose_answer_was_lost_are_read_again(state_dir: Path) -> None:
     """The supervisor (or an ssh connection: RM3) gone as it answers `notifications`: the
     notices were marked delivered as the answer was written, and the call sent again got

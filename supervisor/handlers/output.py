@@ -113,16 +113,17 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     if row is None:
         raise TaskNotFoundError(p.task_id)
     stored = p.offset is None
-    start = ctx.journal.read_offset(row.id, p.session) if stored else (p.offset or 0)
+    start = p.offset or 0
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
         ctx.tasks.watch_job(task)
         # (a stream goes on past a prompt: its pieces come as the output grows)
         until_waiting = row.interactive and not p.follow
-        await _wait(task, start, pattern, timeout_ms / 1000, conn, until_waiting)
+        since = ctx.journal.read_offset(row.id, p.session) if stored else start
+        await _wait(task, since, pattern, timeout_ms / 1000, conn, until_waiting)
         row = task.row
-    if stored:  # (read again in turn: another reader may have taken some meanwhile)
-        start = await stored_start(ctx, row.id, p.session, conn)
+    if stored:  # (read in turn, once the wait is over: another reader may have taken
+        start = await stored_start(ctx, row.id, p.session, conn)  # some meanwhile)
     # (not waiting: what is there now, a running task's unfinished last line too; cut
     # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
     now = not p.block or row.id not in ctx.tasks.live
