@@ -294,10 +294,11 @@ def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
 ) -> None:
     """SIGINT to `wave-bash run` from a script or an agent's harness: the command keeps
     running in the background (a caller that went away), stderr names it, and its output
-    so far is printed (it was not, as the README says: a trial)."""
+    so far is printed (it was not, as the README says: a trial). (The installed command:
+    its entry point hands Ctrl+C back to the CLI.)"""
+    installed = Path(sys.executable).with_name("wave-bash")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
-         "echo so-far; sleep 30"],
+        [installed, "--state-dir", str(state_dir), "run", "--", "echo so-far; sleep 30"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     client = Client(state_dir=state_dir)
@@ -313,6 +314,17 @@ def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
     stop = f"(wave-bash --state-dir {state_dir} stop {task.id}"
     assert f"task {task.id} keeps running in the background {stop}" in err
     client.task_stop(task.id)
+
+
+def test_ctrl_c_while_the_cli_loads_ends_it_without_a_traceback() -> None:
+    """A Ctrl+C in the CLI's first ~20 ms, while Python loads its modules, printed a
+    traceback (a trial): until the CLI takes Ctrl+C over, it ends the command quietly, by
+    the signal, as it ends any program. (Where SIGINT is ignored, it stays ignored.)"""
+    loading = "import os, signal; from wave_bash.api import command; os.kill(os.getpid(), signal.SIGINT); import time; time.sleep(30)"
+    proc = subprocess.run([sys.executable, "-c", loading], capture_output=True, timeout=30)
+    assert (proc.returncode, proc.stderr) == (-signal.SIGINT, b"")
+    ignored = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); from wave_bash.api import command; assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN"
+    assert subprocess.run([sys.executable, "-c", ignored], timeout=30).returncode == 0
 
 
 def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
