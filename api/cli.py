@@ -694,11 +694,14 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         if args.json:
             raise InvalidInputError("--raw prints the log's bytes: it does not go with --json")
         last = _printer(cli, args.id, raw=True).print_all(args.follow)
+        gone = last.get("logGone") and _log_gone(
+            cli.call("output", task_id=args.id, block=False, offset=0)  # (says its path)
+        )  # (it printed nothing and exited 0: a trial)
         if not args.follow:
-            return 0
+            return gone or 0
         print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)  # (as --follow)
         _shown_ends(cli, [last])
-        return _exit_code(last)
+        return gone or _exit_code(last)
     if not args.follow:
         if args.json:
             _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))

@@ -282,6 +282,8 @@ class TerminalResult(ContractModel):
     alternate_screen: bool | None = None
     """Whether the task's program is on the alternate screen (a full-screen one: vim,
     less), with a ``resize``: an attach enters that screen too, and has it drawn again."""
+    log_gone: bool = False
+    """Nothing was read because the log was removed outside wave-bash (SPEC B6d)."""
 
 
 class SupervisorStatus(ContractModel):

@@ -265,6 +265,13 @@ class TaskRow:
         if self.end_reason is not None:
             self.end_reason = EndReason(self.end_reason)
 
+    @property
+    def log_gone(self) -> bool:
+        """Its log was removed outside wave-bash (B6d); one that never started had none."""
+        return self.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(
+            self.output_path
+        )
+
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM tasks"

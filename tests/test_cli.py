@@ -604,13 +604,19 @@ def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> 
 
 def test_output_of_a_task_whose_log_was_removed_says_so(state_dir: Path) -> None:
     """B6d: `output` of a task whose log someone deleted printed nothing and exited 0, and
-    TaskOutput said "(no new output)" (a review): the log is said to be gone."""
+    TaskOutput said "(no new output)" (a review): the log is said to be gone. (`--raw` too:
+    it exited 0, a trial.)"""
     client = Client(state_dir=state_dir)
     task_id = start_bg(client, "echo hi")
     client.wait(task_id, timeout=10_000)
     log = state_dir / "tasks" / f"{task_id}.log"
     log.unlink()
-    for args in (("output", task_id), ("output", "--follow", task_id)):
+    for args in (
+        ("output", task_id),
+        ("output", "--follow", task_id),
+        ("output", "--raw", task_id),
+        ("output", "--raw", "--follow", task_id),
+    ):
         r = run_cli(state_dir, *args)
         assert (r.returncode, r.stdout) == (1, "")
         assert f"its log {log} is gone" in r.stderr

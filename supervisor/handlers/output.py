@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -12,7 +11,6 @@ from typing import Any, TypeVar
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult, UnreadResult
 from wave_bash.api.protocol import OutputParams, UnreadParams
-from wave_bash.api.states import EndReason
 from wave_bash.worker.tail import (
     PatternScanner,
     changes,
@@ -202,6 +200,6 @@ def read_output(
         output=text, truncated=truncated, output_path=row.output_path,
         next_offset=end, start_offset=start, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
-        log_gone=row.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(row.output_path),
+        log_gone=row.log_gone,
         line_ended=line_ended,
     )  # fmt: skip

@@ -149,6 +149,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         waiting_for_input=task is not None and task.waiting_for_input,
         size_before=sized[0] if isinstance(sized[0], tuple) else None,
         alternate_screen=sized[1] if isinstance(sized[1], bool) else None,
+        log_gone=not data and row.log_gone,
     )
 
 
