@@ -1356,7 +1356,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                 parser.error("run needs a command: wave-bash run -- COMMAND...")
     except BadArguments as bad:
         options = argv[: argv.index("--")] if "--" in argv else argv
-        if "--json" in options:  # (for `run`, a whole result, as any of its failures)
+        # (`--j` too, as argparse takes it: no other option begins so)
+        if any(len(o) > 2 and "--json".startswith(o) for o in options):  # (for `run`, a
+            # whole result, as any of its failures)
             said = InvalidInputError(f"{bad.parser.prog}: {bad.message}")
             _say_failure(said, as_json=True, ran=_verb_in(argv) == "run")
             sys.exit(ERROR_EXIT)

@@ -374,8 +374,9 @@ def test_bad_timeouts_exit_2(state_dir: Path) -> None:
 def test_arguments_refused_are_one_json_value_with_json(state_dir: Path) -> None:
     """With `--json`, a script parses stdout: the parser's own refusals printed only
     usage on stderr; and the usage of a parser built for one verb named only it (`{run}
-    ...`: a trial)."""
-    for argv in (("wait", "--json"), ("run", "--json", "--timeout"), ("tasks", "--json", "-x")):
+    ...`: a trial). An abbreviated `--jso`, which argparse takes, counts too (a trial)."""
+    refused = (("wait", "--json"), ("run", "--json", "--timeout"), ("tasks", "--json", "-x"))
+    for argv in (*refused, ("tasks", "--jso", "-x"), ("run", "--j", "--timeout")):
         r = run_cli(state_dir, *argv)
         said = json.loads(r.stdout)
         assert (r.returncode, said["success"], r.stderr) == (2, False, ""), argv
