@@ -248,6 +248,17 @@ def test_zsh_via_wave_shell(client: Client, monkeypatch: pytest.MonkeyPatch) -> 
     assert (r.stdout, r.exit_code, r.cwd) == ("zsh=yes 0", 5, "/usr")
 
 
+def test_a_misspelt_wave_shell_is_said_and_nothing_runs(
+    client: Client, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """WAVE_SHELL=zhs ran the command with bash, without a word (a trial)."""
+    monkeypatch.setenv("WAVE_SHELL", "zhs")
+    r = client.bash(f"touch {tmp_path}/ran")
+    assert (r.success, r.exit_code) == (False, None)
+    assert "WAVE_SHELL is set to zhs, which is not an executable bash or zsh" in str(r.error)
+    assert not (tmp_path / "ran").exists()
+
+
 def test_shell_from_dollar_shell_zsh(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAVE_SHELL", raising=False)
     monkeypatch.setenv("SHELL", needs_tool("zsh", "zsh"))

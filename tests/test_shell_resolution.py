@@ -37,10 +37,15 @@ def test_wave_shell_by_name() -> None:
     assert resolve_shell(env, **ALL) == Shell("/usr/bin/zsh", "zsh")
 
 
-def test_wave_shell_ignored_unless_bash_or_zsh_and_executable() -> None:
-    for bad in ("/bin/sh", "/opt/fish", "/missing/bash"):
-        env = {"WAVE_SHELL": bad, "PATH": "/usr/bin"}
-        assert resolve_shell(env, **ALL) == Shell("/usr/bin/bash", "bash")
+def test_wave_shell_that_names_no_bash_or_zsh_is_an_error() -> None:
+    """A misspelt or missing WAVE_SHELL ran bash without a word (a trial): the setting
+    says which shell the person wants, so it is said, as WAVE_GIT_BASH_PATH is."""
+    for bad in ("/bin/sh", "/opt/fish", "/missing/bash", "zhs", "fish", "zsh5"):
+        env = {"WAVE_SHELL": bad, "SHELL": "/usr/bin/zsh", "PATH": "/usr/bin"}
+        with pytest.raises(NoShellError, match=f"WAVE_SHELL is set to {bad}, which is not"):
+            resolve_shell(env, **ALL)
+    unset = {"WAVE_SHELL": "", "PATH": "/usr/bin"}  # (empty: not set)
+    assert resolve_shell(unset, **ALL) == Shell("/usr/bin/bash", "bash")
 
 
 def test_dollar_shell_zsh_preferred_over_bash_on_path() -> None:

@@ -64,12 +64,14 @@ def resolve_shell(
 ) -> Shell:
     """Pick the shell for a command from the caller's environment.
 
-    Order: ``WAVE_SHELL`` if it names an executable bash or zsh; ``$SHELL`` if it is an
-    executable zsh or bash; bash on ``PATH`` or ``/bin/bash``; zsh on ``PATH``. On
+    Order: ``WAVE_SHELL`` (it must name an executable bash or zsh); ``$SHELL`` if it is
+    an executable zsh or bash; bash on ``PATH`` or ``/bin/bash``; zsh on ``PATH``. On
     Windows (``platform="win32"``) it is Git Bash (see :func:`find_git_bash`).
 
     Raises:
-        NoShellError: neither bash nor zsh (nor Git Bash on Windows) exists.
+        NoShellError: neither bash nor zsh (nor Git Bash on Windows) exists, or
+            ``WAVE_SHELL`` names none (a misspelt one ran bash without a word: a trial;
+            as ``WAVE_GIT_BASH_PATH`` on Windows).
     """
     if platform == "win32":
         return Shell(find_git_bash(env, which=which, is_file=is_executable), "bash")
@@ -81,6 +83,12 @@ def resolve_shell(
             candidate = which(candidate, path) or ""  # a bare name such as WAVE_SHELL=zsh
         if kind and candidate and is_executable(candidate):
             return Shell(candidate, kind)
+        if var == "WAVE_SHELL" and env.get(var):
+            raise NoShellError(
+                f"WAVE_SHELL is set to {env[var]}, which is not an executable bash or zsh "
+                "(wave-bash never runs commands with another shell): set it to one, or "
+                "unset it to use $SHELL or bash."
+            )
     bash = which("bash", path) or ("/bin/bash" if is_executable("/bin/bash") else None)
     if bash:
         return Shell(bash, "bash")
