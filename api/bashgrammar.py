@@ -156,7 +156,10 @@ def grammar_misreads(root: Any, data: bytes) -> str | None:
     before ``#``), joins lines bash ends (``git status ==⏎rm -f x``), splits words bash
     joins (``x=]\\; rm -f x``), and reads some here-document delimiters and nested
     backquotes otherwise: each leaves text between its tokens that bash would not skip,
-    or none where bash needs some."""
+    or none where bash needs some. Single quotes in a ``${…}`` within double quotes are
+    quotes or plain text by its operator and bash's version (``"${x/'/'/}"`` ends at the
+    first ``}`` for bash 5.2; the grammar read a quoted string on to a later ``'``, and
+    every command between: a trial)."""
     stack = [root]
     while stack:
         node = stack.pop()
@@ -168,6 +171,8 @@ def grammar_misreads(root: Any, data: bytes) -> str | None:
         backquoted = kind == "command_substitution" and data[node.start_byte] == ord("`")
         if backquoted and b"\\`" in data[node.start_byte : node.end_byte]:
             return "backquotes nested in backquotes"
+        if kind == "string" and _quote_in_expansion(node, data):
+            return "a single quote in a double-quoted `${…}`"
         if kind in _CONTENT:
             continue
         at = node.start_byte
@@ -191,6 +196,19 @@ def grammar_misreads(root: Any, data: bytes) -> str | None:
         if node.children and not _BLANKS.fullmatch(data[at : node.end_byte]):
             return "characters it skips that bash does not"
     return None
+
+
+def _quote_in_expansion(string: Any, data: bytes) -> bool:
+    """Whether a double-quoted ``string`` holds a ``${…}`` with a single quote in it (not
+    within a ``$(…)``, where quoting starts again)."""
+    stack = list(string.children)
+    while stack:
+        node = stack.pop()
+        if node.type == "expansion" and b"'" in data[node.start_byte : node.end_byte]:
+            return True
+        if node.type not in ("command_substitution", "process_substitution"):
+            stack += node.children
+    return False
 
 
 def joined_lines(source: str) -> str:

@@ -189,6 +189,9 @@ MISREAD_NAMES = frozenset({
 runs what follows them as the compound command it is)."""
 
 
+APPENDED = "<appended>"
+"""How the words ``xargs`` appends to the command it runs are shown."""
+
 MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
 
 
@@ -944,9 +947,8 @@ class _Walker:
                 self.computed_writes.append(written)
             self.write_sites.append((self.writes[-1], self._site))
         codes = code_arguments(name, rest, shown[start + 1 :])
-        more = [None] if self.appended else []  # (`xargs sed …`: words it appends)
-        shown_more = ["<appended>"] if self.appended else []
-        scripted = script_code(name, [*rest, *more], [*shown[start + 1 :], *shown_more])
+        scripted = script_code(name, rest, shown[start + 1 :])  # (`xargs sed …`: with what
+        # it appends, a computed word)
         if scripted is not None:
             codes += scripted.commands
             if scripted.problem:
@@ -1026,11 +1028,11 @@ class _Walker:
             if inner is None:
                 break
             inner.appended = appended or self.appended  # (`xargs sudo sed …`)
-            inner.simple(words, texts, [], depth + 1)
+            if appended:  # what `xargs` appends: words known as it runs, read as any word
+                words, texts = [*words, None], [*texts, APPENDED]  # is (`xargs env`, `xargs
+            inner.simple(words, texts, [], depth + 1)  # timeout 5`: they are the command)
             runs.append(tuple(inner.commands))
-            self._take_runner(
-                inner, "root" if chroot else "kept", variants, opens, guards, appended
-            )
+            self._take_runner(inner, "root" if chroot else "kept", variants, opens, guards)
         for action in actions:  # (what each runs, as read above: none past the limit)
             guards.append(Guard(action.option, runs.pop(0) if action.words and runs else ()))
         runner = COMMAND_RUNNERS.get(base)
@@ -1092,10 +1094,9 @@ class _Walker:
         variants: list[str],
         opens: list[str],
         guards: list[Guard],
-        appended: bool = False,
     ) -> None:
         """Take in what a runner runs, read by ``inner``: its commands are variants of the
-        runner's (with an open end where the runner appends words: ``xargs``); its writes
+        runner's (with their open ends: what ``xargs`` appends is a computed word); its writes
         count as written where the runner keeps the directory, ``HOME`` and root
         (``sudo``, ``flock``), only absolute ones where it may move the first two (``uv
         run``, ``su``, ``direnv exec``), none where it may change the root (``chroot``)."""
@@ -1118,7 +1119,7 @@ class _Walker:
         for command in inner.commands:
             guards += command.guards  # (`sudo find . -delete`)
             variants += [command.text, *command.variants]
-            opens += [*command.open_prefixes, *([command.text + " "] if appended else [])]
+            opens += command.open_prefixes
 
 
 SYSTEM_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"})

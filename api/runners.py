@@ -426,10 +426,14 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
             option_value({"-a"})
         case "setsid":
             option_value(())
-        case "ionice":
-            if any(w is None or w.startswith(("-p", "-P", "-u", "--pid")) for w in rest):
+        case "ionice":  # (its options only: it stops at its first operand, and `ionice
+            option_value({"-c", "--class", "-n", "--classdata"})  # bash -c CODE -p` ran
+            if any(  # CODE unchecked, a review)
+                (w or "").startswith(("--p", "--u"))
+                or {"-p", "-P", "-u"} & set(short_options(w or "", "cn"))
+                for w in rest[:i]
+            ):
                 return None  # `ionice -p PID`: it runs no command
-            option_value({"-c", "--class", "-n", "--classdata"})
         case "command":
             if i < len(rest) and rest[i] in ("-v", "-V"):
                 return None

@@ -133,6 +133,9 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("npm run build \\\n  --prod", {"allow": ["Bash(npm run *)"]}, "allow"),
         ("setsid rm x", DENY_LIST, "deny"),
         ("ionice -c 3 rm x", DENY_LIST, "deny"),
+        ("ionice bash -c 'rm x' -p", DENY_LIST, "deny"),  # (a `-p` of bash's: ionice's
+        ("ionice rm -p x", DENY_LIST, "deny"),  # own stop at its first operand, a review)
+        ("ionice -c 3 -p 12", {"allow": ["Bash(ionice *)"], "deny": ["Bash(12 *)"]}, "allow"),
         ("busybox rm x", DENY_LIST, "deny"),
         ("fish -c 'rm x'", DENY_LIST, "deny"),
         ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
@@ -1317,6 +1320,12 @@ EVERYTHING_BUT = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Write(/etc/**)"]
         'x="\\""\\; rm -f x',
         "x=$a/$b.c rm -f x",
         "echo `echo \\`rm -f x\\``",  # backquotes nested in backquotes
+        # A single quote in a double-quoted `${…}`: bash 5.2 ends `${x/'/'/}` at its
+        # `}`, the grammar read a quoted string on to the next `'` (a trial).
+        'echo "${x/\'/\'/}"; rm -f x; echo "\'}"',
+        'echo "${x//\'/\'/b}"; echo > /etc/x; echo "\'}"',
+        'echo "a ${x/\'/\'}"; rm -f x; echo "\'}"',
+        'echo "${x:-\'}"; rm -f x; echo "\'}"',
     ],
 )
 def test_what_the_grammar_reads_otherwise_than_bash_is_never_allowed(command: str) -> None:
@@ -1343,6 +1352,7 @@ def test_what_the_grammar_reads_otherwise_than_bash_is_never_allowed(command: st
         'echo $"translated"',
         "x=1 y=2 env",
         "echo ${x:-a b} $((1 + 2))",
+        "echo ${x/'a'/b} \"$(echo ${y:-'d'})\" \"it's ${x}\"",  # (unquoted, or in `$(…)`)
         "case $x in\n  a) echo a;;\n  *) echo b;;\nesac",
         "f() {\n  echo hi\n}\nf",
         "ls |\n  wc -l",
@@ -2338,6 +2348,25 @@ def test_brace_expansions_a_third_review_found(command: str, expanded: str | Non
              "ask": ["Bash(git push *)"], "deny": ["Bash(rm *)", "Write(/etc/**)"]}  # fmt: skip
     assert verdict(command, rules) != "allow"
     assert verdict("git show HEAD@{1} && git log @{u}.. HEAD@{1}..HEAD@{2}", rules) == "allow"
+
+
+@pytest.mark.parametrize(
+    "runner",
+    ["env", "xargs", "xargs -n2 xargs", "nice", "timeout 5", "command", "exec", "sudo",
+     "busybox", "watch", "stdbuf -oL", "setsid", "nohup", "ionice", "flock F",
+     "strace -o F", "uv run", "npx", "env FOO=1", "sudo -u root nice"],
+)  # fmt: skip
+def test_what_xargs_appends_after_a_wrapper_or_runner_is_a_command(runner: str) -> None:
+    """`echo touch x | xargs env` runs `env touch x`: the words xargs appends were read as
+    that command's arguments, never as the command a wrapper or runner runs, and `touch`
+    ran under a deny rule (a trial). They are a word known only as it runs, anywhere."""
+    rules = {"allow": ["Bash(echo *)", "Bash(xargs *)"], "deny": ["Bash(touch *)"]}
+    assert verdict(f"echo touch x | xargs {runner}", rules) == "ask"
+    named = verdict(f"echo x | xargs {runner} grep y", rules)  # (a named command; watch
+    assert named == ("ask" if runner == "watch" else "allow")  # runs its words as code)
+    assert verdict(f"echo x | xargs {runner} touch", rules) == (
+        "ask" if runner == "watch" else "deny"
+    )
 
 
 def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
