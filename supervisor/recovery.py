@@ -19,7 +19,7 @@ from pathlib import Path
 
 from wave_bash.api.errors import StorageError
 from wave_bash.api.paths import StateLayout
-from wave_bash.api.states import TaskStatus
+from wave_bash.api.states import Owner, TaskStatus
 from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
 from .journal import Journal, TaskRow, disk_problem, storage_problem
@@ -50,6 +50,10 @@ def open_journal(layout: StateLayout) -> Journal:
     """Open the journal; quarantine it when it is damaged, and build the index from the
     task files when it is damaged or gone.
 
+    A sound journal takes in the tasks whose files it has no row for: its WAL lost or
+    cut short passes ``quick_check`` and forgot them, running ones too, out of any
+    TaskStop's reach (a trial).
+
     Raises:
         StorageError: the journal cannot be opened or built for another reason (a full or
             read-only disk, an I/O error): it is left as it is, for a later start.
@@ -57,7 +61,7 @@ def open_journal(layout: StateLayout) -> Journal:
     path = layout.journal
     marker = damage_marker(layout)
     if not path.exists():
-        built = _build(layout)
+        built = _build(layout, None)
         _forget(marker)
         return built
     try:
@@ -78,9 +82,14 @@ def open_journal(layout: StateLayout) -> Journal:
         problem = str(exc)
     else:
         if problem == "ok" and journal is not None:
+            _take_in_missing(journal, layout.tasks)
             return journal
         if journal is not None:
             journal.close()
+    last_write = max(  # (no reader had a notice of a task that ended after it; not the
+        (p.stat().st_mtime for p in _database(path)[:2] if p.exists()),  # shared-memory
+        default=None,  # index's, which opening it writes)
+    )
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for damaged, aside in zip(
         _database(path), _database(path.with_name(f"{path.name}.corrupt-{stamp}")), strict=True
@@ -91,9 +100,23 @@ def open_journal(layout: StateLayout) -> Journal:
         "journal %s is corrupt (%s): moved aside as %s.corrupt-%s; rebuilding the index from %s",
         path, problem, path.name, stamp, layout.tasks,
     )  # fmt: skip
-    built = _build(layout)
+    built = _build(layout, last_write)
     _forget(marker)
     return built
+
+
+def _take_in_missing(journal: Journal, tasks_dir: Path) -> None:
+    """Rows for the tasks whose files a sound journal has none for (its WAL lost); a
+    background one's end gets its notice (what was delivered of it went with the rows).
+    A disk that refuses them leaves them to the next start."""
+    try:
+        found = rebuild(journal, tasks_dir, unseen_after=0.0)
+    except (StorageError, sqlite3.Error) as exc:
+        log.warning("cannot take in tasks the journal lacks now: %s", exc)
+        return
+    if found:
+        log.warning("the journal had no row for %d task(s) found in %s (a lost WAL?): "
+                    "taken in from their files", found, tasks_dir)  # fmt: skip
 
 
 def _forget(marker: Path) -> None:
@@ -125,11 +148,12 @@ def _why(path: Path, exc: sqlite3.Error) -> str:
     return disk_problem(path.parent) or storage_problem(exc) or str(exc)
 
 
-def _build(layout: StateLayout) -> Journal:
+def _build(layout: StateLayout, unseen_after: float | None) -> Journal:
     """A journal indexing the task files, built beside its place and moved there whole: a
     build the disk cuts short leaves no journal, so the next start builds it again (an
     empty one left in place would pass its check, every task and notice lost). With no
-    task file to index it is made in place (a first start: 6 ms sooner)."""
+    task file to index it is made in place (a first start: 6 ms sooner).
+    ``unseen_after``: see :func:`rebuild`."""
     path = layout.journal
     building = path.with_name(f"{path.name}.building")
     files = _database(building)
@@ -147,7 +171,7 @@ def _build(layout: StateLayout) -> Journal:
     try:
         journal = Journal(building)
         try:
-            rebuild(journal, layout.tasks)
+            rebuild(journal, layout.tasks, unseen_after)
             journal.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             journal.close()
@@ -162,12 +186,16 @@ def _build(layout: StateLayout) -> Journal:
     return Journal(path)
 
 
-def rebuild(journal: Journal, tasks_dir: Path) -> int:
-    """Recreate journal rows from the task files; returns how many tasks were found.
+def rebuild(journal: Journal, tasks_dir: Path, unseen_after: float | None) -> int:
+    """Recreate journal rows from the task files that have none; returns how many.
 
-    Ended tasks come back with their recorded exit code and no new notice (they may have
-    been delivered already); unfinished ones come back running, for :func:`recover` to
-    re-adopt by their tag or to record as lost.
+    Ended tasks come back with their recorded exit code. A background task that ended
+    after ``unseen_after`` (the last write of the journal replaced: no reader can have had
+    its notice since) gets a notice; one that ended before (or with None: a journal
+    deleted, whose last write is unknown) none, as it may have been delivered (after a
+    rebuild, tasks that ended while no supervisor ran were never announced: a trial).
+    Unfinished ones come back running, for :func:`recover` to re-adopt by their tag or to
+    record as lost.
     """
     known = {f.name for f in dataclasses.fields(TaskRow)}
     count = 0
@@ -205,6 +233,9 @@ def rebuild(journal: Journal, tasks_dir: Path) -> int:
             left = listed_leftovers(files.left, task_id, row.started_at, (), None)
             row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
         journal.insert_task(row)
+        unseen = unseen_after is not None and (row.ended_at or 0) > unseen_after
+        if code is not None and unseen and row.owner is Owner.BACKGROUND:
+            journal.finish_task(row, row.session)
         count += 1
     log.info("rebuilt %d task(s) from %s", count, tasks_dir)
     return count

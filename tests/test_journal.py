@@ -213,6 +213,59 @@ def _ended_then_stopped(client: Client, state_dir: Path, commands: list[str]) ->
     return ids
 
 
+def test_tasks_a_lost_wal_held_are_taken_back_from_their_files(
+    client: Client, state_dir: Path
+) -> None:
+    """A journal whose WAL was lost passes `quick_check`: every task since its last
+    checkpoint was forgotten, a running one out of any TaskStop's reach (a trial). The
+    tasks whose files it has no row for are taken in at start, re-adopted or ended, and
+    a background end's notice comes (what was delivered of it went with the rows)."""
+    seen = start_bg(client, "exit 4")
+    client.wait(seen, timeout=10_000)
+    assert [n.task_id for n in client.notifications()] == [seen]
+    kill_supervisor(state_dir)
+    journal = state_dir / "journal.db"
+    with contextlib.closing(sqlite3.connect(journal)) as db:  # (what was delivered of it
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # is in the main file)
+    ended = start_bg(client, "echo b; exit 5")
+    client.wait(ended, timeout=10_000)
+    running = start_bg(client, "sleep 300")
+    kill_supervisor(state_dir)
+    for lost in ("-wal", "-shm"):
+        Path(f"{journal}{lost}").unlink()
+    assert {r["id"] for r in journal_rows(state_dir)} == {seen}  # (what the WAL held)
+    records = {t.id: t for t in client.tasks(all=True)}  # a new supervisor starts
+    assert set(records) == {seen, ended, running}
+    assert (records[ended].status, records[ended].exit_code) == ("failed", 5)
+    assert client.task_output(ended, block=False).output == "b"
+    assert records[running].status == "running" and task_alive(running)
+    assert [n.task_id for n in client.notifications()] == [ended]
+    assert client.task_stop(running).status == "killed"
+    assert "no row for 2 task(s)" in (state_dir / "supervisor.log").read_text()
+
+
+def test_a_rebuilt_journal_announces_the_ends_that_came_after_its_damage(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """A task that ended while no supervisor ran, after its journal was damaged, was
+    rebuilt with its exit code and never announced (a trial). One that ended after the
+    damaged journal's last write gets its notice; one that ended before may have been
+    delivered, and gets none (as before)."""
+    before = start_bg(client, "exit 1")
+    client.wait(before, timeout=10_000)
+    gate = tmp_path / "gate"
+    after = start_bg(client, f"while [ ! -e {gate} ]; do sleep 0.05; done; exit 7")
+    kill_supervisor(state_dir)
+    journal = state_dir / "journal.db"
+    journal.write_bytes(b"this is not a database" * 100)
+    gate.touch()
+    wait_until(lambda: read_exit_record(state_dir / "tasks" / f"{after}.exit").status == 7)
+    records = {t.id: t for t in client.tasks(all=True)}  # rebuilt
+    assert (records[after].status, records[after].exit_code) == ("failed", 7)
+    assert [n.task_id for n in client.notifications()] == [after]
+    assert client.notifications() == []
+
+
 def test_deleted_journal_is_rebuilt(client: Client, state_dir: Path) -> None:
     (tid,) = _ended_then_stopped(client, state_dir, ["echo hi"])
     for suffix in ("", "-wal", "-shm"):
