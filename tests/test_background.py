@@ -157,6 +157,29 @@ def test_task_output_returns_only_new_output(client: Client) -> None:
     assert other.output == "a\nb\nc"  # offsets are per agent session
 
 
+def test_a_read_of_a_running_task_ends_before_a_half_written_character(
+    client: Client, tmp_path: Path
+) -> None:
+    """A read ended at the log's end, inside a UTF-8 character or an escape sequence the
+    command was still writing: each half was cleaned apart (`A�` then `� B`, `C3` then
+    `1mred`: a trial). What is unfinished comes with the next read."""
+    gates = [tmp_path / "one", tmp_path / "two"]
+    script = (
+        f"printf 'A\\342\\202'; until [ -e {gates[0]} ]; do sleep 0.05; done; "
+        f"printf '\\254 B\\nC\\033[3'; until [ -e {gates[1]} ]; do sleep 0.05; done; "
+        "printf '1mred\\033[0m\\n'"
+    )
+    tid = start_bg(client, script)
+    log = Path(client.task_output(tid, block=False, offset=0).output_path)
+    for gate, size, expected in ((gates[0], 3, "A"), (gates[1], 11, "€ B\nC"), (None, 21, "red")):
+        wait_until(lambda size=size: log.stat().st_size == size)  # type: ignore[misc]
+        if expected == "red":
+            client.wait(tid, timeout=10_000)
+        assert client.task_output(tid, block=False).output == expected
+        if gate is not None:
+            gate.touch()
+
+
 def test_task_output_pattern_wakes_early(client: Client) -> None:
     tid = start_bg(client, "sleep 0.3; echo 'server ready on :8080'; sleep 30")
     started = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,42 @@ def whole_lines_end(
 ESCAPE_ROOM = 256
 """Bytes before a long line's cut where an escape sequence is looked for, to cut before
 it (one longer is no terminal's: a hyperlink's is the longest in use)."""
+
+
+_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[ -/]*)\Z")
+"""An escape sequence the end of the data cuts: a lone ESC, a CSI with no final byte, an
+OSC with no terminator, an ESC with intermediates only."""
+
+
+def settled_end(path: Path | str, start: int, end: int) -> int:
+    """Where a read of a running task's log from ``start`` stops so as not to end inside
+    a UTF-8 character or an escape sequence, which the command is still writing: read
+    in two halves, each was cleaned apart (``ünïcöd��``, ``C3`` then ``1mred``: a
+    trial). What was held back comes with the next read."""
+    if end <= start:
+        return end
+    try:
+        with open_regular(path) as fh:
+            fh.seek(max(start, end - ESCAPE_ROOM))
+            tail = fh.read(end - max(start, end - ESCAPE_ROOM))
+    except OSError:
+        return end
+    escape = _UNFINISHED_ESCAPE.search(tail)
+    held = len(tail) - escape.start() if escape else 0
+    return end - max(held, _unfinished_character(tail))
+
+
+def _unfinished_character(data: bytes) -> int:
+    """How many bytes at the end of ``data`` begin a UTF-8 character they do not finish."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:  # (a continuation byte: its first is further back)
+            continue
+        if byte < 0xC0:
+            return 0
+        needs = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+        return back if back < needs else 0
+    return 0
 
 
 def compile_pattern(pattern: str) -> Any:

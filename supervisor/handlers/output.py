@@ -16,6 +16,7 @@ from wave_bash.worker.tail import (
     changes,
     compile_pattern,
     file_size,
+    settled_end,
     whole_lines_end,
 )
 
@@ -176,6 +177,9 @@ def read_output(
     last line too, as of an ended task); ``exact``: an excerpt keeps its blank edge lines."""
     end = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
+    live = ctx.tasks.live.get(row.id)
+    if live is not None and not live.ended.done():  # (written on: no half of a character)
+        end = settled_end(row.output_path, start, end)
     if follow:
         if to_end and end - start <= FOLLOW_PIECE_BYTES:
             pass  # the last piece: its last line too, newline or not
@@ -193,7 +197,6 @@ def read_output(
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
-    live = ctx.tasks.live.get(row.id)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
