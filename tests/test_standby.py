@@ -854,6 +854,9 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
         "trap 'echo int; exit 6' INT; kill -INT $$; sleep 2; echo b",  # to the group
         "trap 'echo trapped; exit 5' TERM; kill $$; sleep 2; echo b",
         "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 2; echo after",
+        "echo a; kill -ABRT $$; sleep 2; echo b",  # (the monitor died of it: a trial)
+        "echo a; kill -XCPU $$; sleep 2; echo b",
+        "trap 'echo sys; exit 4' SYS; kill -SYS $$; sleep 2; echo b",
     ):
         r = client.bash(command)
         output, status = bash_c(command, dict(os.environ), workdir)

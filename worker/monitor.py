@@ -58,12 +58,18 @@ _UNSTARTED = "{ \\builtin printf '%s\\n' - >&7; } 2>/dev/null; \\builtin exit 0"
 _RESTORE_EXEC = """[[ -z $__wave_fx ]] || \\builtin eval "$__wave_fx"; \\builtin unset __wave_fx;"""
 
 
-FORWARDED_SIGNALS = ("HUP", "INT", "USR1", "USR2", "ALRM", "TERM")
+FORWARDED_SIGNALS = (
+    "HUP", "INT", "USR1", "USR2", "ALRM", "TERM", "ABRT", "TRAP", "SYS", "XCPU", "XFSZ",
+    "VTALRM", "PROF", "IO", "PWR", "STKFLT",
+)  # fmt: skip
 """Signals the monitor passes on to its job: the command's `$$` is the monitor's pid (the
 job is its subshell), so its `kill $$` reaches the monitor, where under `bash -c` it
-would reach the command's shell: so the monitor does not die of it, losing the status.
-It reaches the job a moment later than `bash -c`'s would, the time the monitor takes to
-wake. (SIGQUIT needs nothing: bash ignores it, the monitor as `bash -c`.)"""
+would reach the command's shell: so the monitor does not die of it, losing the status
+(`kill -ABRT $$` did: a trial). It reaches the job a moment later than `bash -c`'s
+would, the time the monitor takes to wake. (SIGQUIT needs nothing: bash ignores it, the
+monitor as `bash -c`. A fault's signals, SEGV, BUS, FPE, ILL, are not trapped: a
+handler that returns from a real fault in the monitor would meet it again, for ever.
+Those a platform lacks are left out: bash refuses a name it does not know.)"""
 
 # A forwarded signal interrupts the monitor's wait: it waits again, for the job's own
 # status. bash 5.2 sometimes answers that second wait with -1 when the job ended meanwhile
@@ -77,6 +83,7 @@ _FORWARD = "; ".join(
     for name in FORWARDED_SIGNALS
     if hasattr(signal, f"SIG{name}")
 )
+_FORWARDED_HERE = [name for name in FORWARDED_SIGNALS if hasattr(signal, f"SIG{name}")]
 _WAIT = (
     'while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]]; do ((1)); '
     "done; ((__wave_status >= 0)) || \\builtin kill -KILL $$"
@@ -86,7 +93,7 @@ STOPPING_SIGNAL = "URG"
 a job killed before it took any of its instructions then has them run by no replacement
 job (it would run the command after the stop). Ignored by default, by every process;
 the monitor traps it until its job has said how far it got."""
-_UNTRAP = "\\builtin trap - " + " ".join(FORWARDED_SIGNALS)
+_UNTRAP = "\\builtin trap - " + " ".join(_FORWARDED_HERE)
 """A job forked after the forwarding traps were set drops them (``trap -p`` would show
 them, and ``eval "$(trap -p TERM)"`` would set them in the command's shell)."""
 
