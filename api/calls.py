@@ -267,11 +267,16 @@ class Caller:
                 if (not self.connector.may_start or refused) and not sent:
                     raise  # ssh failed, none may be started, or it refuses: nothing was sent
                 failure = exc
+            except BaseException as exc:  # a callback's own error, a Ctrl+C: the command
+                if started and not isinstance(exc, WaveError):  # runs on, unnamed (a trial)
+                    exc.add_note(f"wave-bash: task {started[0]} keeps running in the background")
+                raise
             if epoch != self._abort_epoch or (scope is not None and scope.abandoned):
                 why = self._abort_reason if epoch != self._abort_epoch else CALLER_GONE
                 raise SupervisorUnavailableError(
                     f"the call was abandoned: {why}"
-                    + (f" (task {started[0]} keeps running in the background)" if started else "")
+                    + (f" (task {started[0]} keeps running in the background)" if started else ""),
+                    task_id=started[0] if started else None,
                 ) from None
             left = give_up - time.monotonic()
             if isinstance(failure, OutOfDescriptorsError):  # (its own short patience while

@@ -238,7 +238,9 @@ class Client:
         is answered with :meth:`task_input` (SPEC P). A command the rules refuse comes
         back with ``success=False`` and ``permission``; one that needs approval is run
         only if ``on_ask`` (or the client's) returns True for it (SPEC PM3). ``scope``
-        lets another thread abandon the call (:class:`CallScope`).
+        lets another thread abandon the call (:class:`CallScope`). An exception raised by
+        ``on_start`` or ``on_progress`` ends the call, the command running on in the
+        background: a note on the exception names its task.
         """
         try:
             checked = BashInput.parse(

@@ -261,6 +261,23 @@ def test_no_progress_without_new_output(client: Client) -> None:
     assert len(updates) == 1 and updates[0].short_result == "once"
 
 
+@pytest.mark.parametrize("callback", ["on_progress", "on_start"])
+def test_an_error_in_a_callback_names_the_task_left_running(client: Client, callback: str) -> None:
+    """A framework's `on_progress` that raised left its command running in the
+    background, the exception saying nothing of it (a trial): the error comes with a
+    note that names the task, whose end is then a notice."""
+
+    def fail(_: object) -> None:
+        raise ZeroDivisionError("the framework's own bug")
+
+    with pytest.raises(ZeroDivisionError) as raised:
+        client.bash("echo x; sleep 1; echo done", **{callback: fail})  # type: ignore[arg-type]
+    (task,) = client.tasks()
+    assert raised.value.__notes__ == [f"wave-bash: task {task.id} keeps running in the background"]
+    client.wait(task.id, timeout=10_000)
+    assert [n.task_id for n in wait_until(client.notifications)] == [task.id]
+
+
 def test_tasks_listing(client: Client, state_dir: Path) -> None:
     tid = client.bash(
         "sleep 30", run_in_background=True, description="Wait a while"

@@ -538,13 +538,13 @@ def test_a_call_abandoned_says_why(state_dir: Path) -> None:
     away" (a trial): the caller that ends them says why."""
     caller = Client(state_dir=state_dir, session="why")
     started: list[str] = []
-    errors: list[str] = []
+    errors: list[tuple[str, str | None]] = []
 
     def call() -> None:
         try:
             caller.bash("sleep 30", on_start=started.append)
-        except SupervisorUnavailableError as exc:
-            errors.append(exc.message)
+        except SupervisorUnavailableError as exc:  # (its task_id too: it was None, a trial)
+            errors.append((exc.message, exc.task_id))
 
     thread = threading.Thread(target=call)
     thread.start()
@@ -552,8 +552,11 @@ def test_a_call_abandoned_says_why(state_dir: Path) -> None:
     caller.close("the MCP server was told to stop (SIGTERM)")
     thread.join(10)
     assert errors == [
-        "the call was abandoned: the MCP server was told to stop (SIGTERM) "
-        f"(task {started[0]} keeps running in the background)"
+        (
+            "the call was abandoned: the MCP server was told to stop (SIGTERM) "
+            f"(task {started[0]} keeps running in the background)",
+            started[0],
+        )
     ]
     Client(state_dir=state_dir, session="why").task_stop(started[0])
 
