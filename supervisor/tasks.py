@@ -1535,9 +1535,10 @@ class TaskManager:
         )
         if problem:
             task.storage_note = (
-                f"{problem} in the state dir {self.tasks_dir.parent}: the output may be "
-                "incomplete; wave-bash keeps what it could not record and writes it once "
-                "there is space again"
+                f"{problem} in the state dir {self.tasks_dir.parent}: output it wrote "
+                "meanwhile may be lost, as its log could not grow; its end is kept, and "
+                "recorded once there is space again"  # (it said the output would be written
+                # then, which no one can: a trial)
             )
             if notice_session is not None:  # its notice says so (it said nothing, where a
                 row.storage_note = task.storage_note  # foreground result did: a review)

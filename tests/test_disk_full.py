@@ -154,9 +154,9 @@ def test_background_end_is_kept_while_the_disk_is_full(
     assert [(n.task_id, n.exit_code) for n in notices] == [(tid, 6)]
     # What the full disk did is said, as a foreground result says it (it was not: a review)
     assert notices[0].message.endswith(
-        f"No space left on device in the state dir {small_state_dir}: the output may be "
-        "incomplete; wave-bash keeps what it could not record and writes it once there is "
-        "space again"
+        f"No space left on device in the state dir {small_state_dir}: output it wrote "
+        "meanwhile may be lost, as its log could not grow; its end is kept, and recorded "
+        "once there is space again"
     ), notices[0].message
     row = next(r for r in journal_rows(small_state_dir) if r["id"] == tid)
     assert (row["status"], row["exit_code"]) == ("failed", 6)
