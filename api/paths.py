@@ -8,6 +8,7 @@ so a local user cannot steer wave-bash into a directory of their choosing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -218,7 +219,6 @@ def ensure_private_dir(path: Path) -> Path:
             check_dir_stat(path, os.fstat(fd), tighten=fd)
         finally:
             os.close(fd)
-        import errno
         import tempfile  # on this rare path only: the CLI starts without it
 
         try:
@@ -230,6 +230,11 @@ def ensure_private_dir(path: Path) -> Path:
     except PermissionError as exc:
         raise StateDirError(f"state dir {path} is not writable: {exc.strerror}") from None
     except OSError as exc:
+        if exc.errno == errno.EROFS:  # (it said `[Errno 30] … .write-probe-x8f`: a trial)
+            raise StateDirError(
+                f"state dir {path} is on a read-only file system: make it writable, or use "
+                "another (--state-dir, WAVE_STATE_DIR)"
+            ) from None
         raise StateDirError(f"state dir {path} cannot be used: {exc}") from None
     return path
 

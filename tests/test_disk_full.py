@@ -35,6 +35,7 @@ from test_mcp import run as run_mcp
 from test_mcp import text as mcp_text
 
 from wave_bash.api import Client, StorageError, SupervisorUnavailableError
+from wave_bash.api.errors import StateDirError
 from wave_bash.worker import read_exit_record
 
 
@@ -218,6 +219,21 @@ def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
         subprocess.run(["umount", "-l", str(tasks)], check=False)
     r = client.bash("cd /; echo ok")
     assert r.success and r.stdout == "ok", r  # no "Permission denied" line from the trap
+
+
+def test_a_read_only_state_dir_with_no_supervisor_is_said_plainly(small_state_dir: Path) -> None:
+    """A state dir remounted read-only while no supervisor ran: every call failed with
+    `[Errno 30] Read-only file system: '…/.write-probe-x8f'` (a trial)."""
+    subprocess.run(["mount", "-o", "remount,ro", str(small_state_dir)], check=True)
+    try:
+        with pytest.raises(StateDirError) as refused:
+            Client(state_dir=small_state_dir).tasks()
+        assert refused.value.message == (
+            f"state dir {small_state_dir} is on a read-only file system: make it writable, "
+            "or use another (--state-dir, WAVE_STATE_DIR)"
+        )
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_state_dir)], check=True)
 
 
 def test_end_survives_a_killed_supervisor_while_the_disk_is_full(
