@@ -452,15 +452,26 @@ def _misshapen(line: str) -> str | None:
         found = _request_head(text) or {}  # (a request's id, not a response's)
         request_id = found.get("id") if "method" in found else None
         return _error_answer(request_id, -32700, "Parse error: the line is not JSON") + "\n"
-    if isinstance(message, list):
-        batched = [_error_answer(m["id"], -32600, "Invalid Request: batches are not taken; "
-                                 "send each request alone")
-                   for m in message if _request(m)]  # fmt: skip
+    if isinstance(message, list):  # (an empty one, or one of no messages, `[1, 2]`, was
+        if not message:  # not answered either: JSON-RPC answers each, a trial)
+            return _error_answer(None, -32600, "Invalid Request: an empty batch") + "\n"
+        batched = [_error_answer(m["id"] if _request(m) else None, -32600,
+                                 "Invalid Request: batches are not taken; send each request alone")
+                   for m in message if not _answerless(m)]  # fmt: skip
         return f"[{', '.join(batched)}]\n" if batched else None
     if _request(message) and message.get("jsonrpc") != "2.0":
         text = 'Invalid Request: a request needs "jsonrpc": "2.0"'
         return _error_answer(message["id"], -32600, text) + "\n"
     return None
+
+
+def _answerless(message: Any) -> bool:
+    """A notification or a response, which get no answer, even in a batch."""
+    if not isinstance(message, dict):
+        return False
+    if "method" in message:
+        return message.get("id") is None
+    return "result" in message or "error" in message
 
 
 def _request(message: Any) -> bool:

@@ -13,7 +13,10 @@ from .states import EndReason, TaskStatus
 
 
 def format_seconds(ms: float) -> str:
-    """Milliseconds as seconds the way people write them: ``120``, ``2``, ``1.5``."""
+    """Milliseconds as seconds the way people write them: ``120``, ``2``, ``1.5``; under a
+    millisecond, its own digits (0.5 ms was ``0.001``: a trial)."""
+    if 0 < ms < 1:
+        return f"{ms / 1000:.3g}"
     return f"{ms / 1000:.3f}".rstrip("0").rstrip(".")
 
 
