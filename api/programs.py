@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
 from .runners import short_options, takes_next_word
@@ -244,10 +244,14 @@ def _sort_options(
 
 
 def _positional(
-    words: Sequence[str | None], short_valued: str, long_valued: Sequence[str] = ()
+    words: Sequence[str | None],
+    short_valued: str,
+    long_valued: Sequence[str] = (),
+    takes_next: Callable[[str], bool] | None = None,
 ) -> list[int]:
     """The indices of a program's words that are no option nor an option's value (or
-    are computed)."""
+    are computed); ``takes_next``: whether a group of short options takes the next word,
+    where the program reads them otherwise than :func:`takes_next_word`."""
     found: list[int] = []
     index, options = 0, True
     while index < len(words):
@@ -260,8 +264,18 @@ def _positional(
         elif word.startswith("--"):
             index += "=" not in word and any(abbreviates(word, o) for o in long_valued)
         else:
-            index += takes_next_word(word, short_valued)
+            index += (takes_next or (lambda w: takes_next_word(w, short_valued)))(word)
     return found
+
+
+def _options(words: Sequence[str | None]) -> Iterator[tuple[int, str]]:
+    """A program's words before ``--`` that look like options, with their indices (an
+    option's value may be among them: each caller reads what it looks for)."""
+    for index, word in enumerate(words):
+        if word == "--":
+            return
+        if word is not None and word.startswith("-") and word != "-":
+            yield index, word
 
 
 def _value_at(words: Sequence[str | None], index: int, option: str) -> str | None:
@@ -273,18 +287,43 @@ def _value_at(words: Sequence[str | None], index: int, option: str) -> str | Non
     return word[len(option) :] if option and word.startswith(option) else word
 
 
+_COPIERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cp": ("St", ("--target-directory", "--suffix", "--no-preserve", "--sparse")),
+    "mv": ("St", ("--target-directory", "--suffix")),
+    "ln": ("St", ("--target-directory", "--suffix")),
+    "install": ("gmoSt", ("--target-directory", "--suffix", "--group", "--mode", "--owner",
+                          "--strip-program")),
+}  # fmt: skip
+"""Programs that write their last operand, or into it (a directory), or into ``-t DIR``:
+their options that take the next word (short letters, long names)."""
+
+_TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "touch": ("drt", ("--date", "--reference")),
+    "truncate": ("sr", ("--size", "--reference")),
+}
+"""Programs that write each of their operands."""
+
+
 def files_written(
     name: str, rest: Sequence[str | None], shown: Sequence[str]
 ) -> list[tuple[str | None, str]]:
     """The files a program writes by its words, as a redirection would (each with its
     word as written; None where it is known only as it runs): ``tee FILE…``, ``sort -o
     FILE``, ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
-    ``--output FILE``, ``history -w FILE``. Write rules and the files git or a shell runs
-    commands from apply to them (`sort -o .git/config` with `Bash(sort *)` set a
-    `core.fsmonitor` the next `git status` ran: a review)."""
+    ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
+    write to, ``touch`` and ``truncate`` operands, ``sed -i``'s files. Write rules and the
+    files git or a shell runs commands from apply to them (`sort -o .git/config` with
+    `Bash(sort *)` set a `core.fsmonitor` the next `git status` ran: a review; so did
+    `sed -i … .git/config` and `cp x .git/config`, a trial)."""
     words = list(rest)
     at: list[tuple[int, str]] = []
-    if name == "tee":
+    if name in _COPIERS:
+        return _copied_to(name, words, shown)
+    if name in _TOUCHERS:
+        at = [(i, "") for i in _positional(words, *_TOUCHERS[name])]
+    elif name == "sed":
+        at = [(i, "") for i in _sed_in_place(words)]
+    elif name == "tee":
         at = [(i, "") for i in _positional(words, "")]
     elif name == "sort":
         at = _sort_options(words, shown)[1]
@@ -324,6 +363,89 @@ def files_written(
         for i, option in at
         if i < len(words) and words[i] != "-"
     ]
+
+
+def _copied_to(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str]]:
+    """What ``cp``, ``mv``, ``ln`` or ``install`` writes: ``-t DIR``'s (or the last
+    operand's, a directory when several come before it) ``DIR/NAME`` for each source
+    operand; with one source, also the last operand itself (a file, or a directory:
+    unknown here); with ``-T``, that file alone; ``ln NAME`` alone links ``./NAME``."""
+    operands = _positional(words, *_COPIERS[name])
+    into: str | None = None
+    target = file_only = False
+    named = ""  # (-t's word as written)
+    for index, word in _options(words):
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--"):
+            file_only = file_only or abbreviates(flag, "--no-target-directory")
+            if abbreviates(flag, "--target-directory") and len(flag) > 4:
+                at = index + ("=" not in word)
+                target, into = True, _value_at(words, at, flag + "=")
+                named = shown[at] if at < len(shown) else ""
+            continue
+        letters = short_options(word, _COPIERS[name][0])
+        file_only = file_only or "-T" in letters
+        if letters and letters[-1] == "-t":
+            attached = word[len(letters) + 1 :]
+            target, at = True, index + (not attached)
+            into = attached or (_value_at(words, at, "") if at < len(words) else "")
+            named = shown[at] if at < len(shown) else ""
+    if target:
+        destination, sources = named, operands
+    elif len(operands) >= 2:
+        destination, sources = shown[operands[-1]], operands[:-1]
+        into = words[operands[-1]]
+    elif name == "ln" and len(operands) == 1:
+        return [(_basename(words[operands[0]]), shown[operands[0]])]
+    else:
+        return []
+    if into is None or (file_only and not target):
+        return [(into, destination)]
+    written: list[tuple[str | None, str]] = []
+    if not target and len(sources) == 1:
+        written.append((into, destination))
+    for source in sources:
+        base = _basename(words[source])
+        made = None if base is None else f"{into.rstrip('/') or '/'}/{base}"
+        written.append((made, destination))
+    return written
+
+
+def _basename(path: str | None) -> str | None:
+    """A source's name as copied into a directory (None: computed)."""
+    return None if path is None else os.path.basename(path.rstrip("/")) or path
+
+
+def _sed_in_place(words: Sequence[str | None]) -> list[int]:
+    """The indices of the files ``sed -i`` (``--in-place``) edits: its operands after
+    the script (the first, unless ``-e`` or ``-f`` gives it); none without ``-i``.
+    ``-i`` takes an attached suffix only (``-ie`` is a suffix ``e``, GNU's reading)."""
+
+    def letters(word: str) -> str:  # (up to one whose value is the rest of the word)
+        return next(
+            (word[1 : at + 1] for at in range(1, len(word)) if word[at] in "efli"), word[1:]
+        )
+
+    def takes_next(word: str) -> bool:
+        group = letters(word)
+        return group[-1:] in ("e", "f", "l") and len(group) == len(word) - 1
+
+    in_place = given = False
+    for _, word in _options(words):
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--"):
+            in_place = in_place or abbreviates(flag, "--in-place")
+            given = given or abbreviates(flag, "--expression") or abbreviates(flag, "--file")
+        else:
+            group = letters(word)
+            in_place = in_place or group.endswith("i")
+            given = given or group[-1:] in ("e", "f")
+    if not in_place:
+        return []
+    operands = _positional(words, "", ("--expression", "--file", "--line-length"), takes_next)
+    return operands if given else operands[1:]
 
 
 def _xxd_files(words: Sequence[str | None]) -> list[int]:

@@ -2103,7 +2103,13 @@ def test_commands_programs_run_by_their_options_are_checked(command: str) -> Non
      ("sort -uo{} a", "sort"), ("sort --output={} a", "sort"), ("sort --out {} a", "sort"),
      ("git log -1 --format=x --output={}", "git log"), ("git diff --output {}", "git diff"),
      ("uniq a {}", "uniq"), ("uniq -f 1 a {}", "uniq"), ("xxd -r -c 8 a {}", "xxd"),
-     ("tree -o {}", "tree"), ("dd if=a of={}", "dd"), ("history -w {}", "history")],
+     ("tree -o {}", "tree"), ("dd if=a of={}", "dd"), ("history -w {}", "history"),
+     # (and programs that write files by their nature: `sed -i … .git/config` and `cp x
+     # .git/config` set what the next `git status` ran, a trial)
+     ("cp a {}", "cp"), ("cp -T a {}", "cp"), ("cp -r -- a {}", "cp"), ("mv a {}", "mv"),
+     ("ln -sf a {}", "ln"), ("install -m 755 a {}", "install"), ("touch {}", "touch"),
+     ("truncate -s 0 {}", "truncate"), ("sed -i 1d {}", "sed"), ("sed -e 1d -i {}", "sed"),
+     ("sed -ni.bak p {}", "sed"), ("sed --in-place=.b -e 1d -- {}", "sed")],
 )  # fmt: skip
 def test_files_programs_write_by_their_words_are_write_targets(command: str, target: str) -> None:
     """`git log --format='tformat:[core] fsmonitor = …' --output=.git/config; git status`
@@ -2119,6 +2125,18 @@ def test_files_programs_write_by_their_words_are_write_targets(command: str, tar
     assert verdict("sort -k o a; sort -ko /etc/x; uniq -f 1 a; echo x | tee -", {
         "allow": ["Bash(sort *)", "Bash(uniq *)", "Bash(echo *)", "Bash(tee *)"],
         "deny": ["Write(/etc/**)"]}) == "allow"  # fmt: skip
+
+
+def test_what_cp_mv_ln_and_install_write_into_a_directory_is_checked() -> None:
+    """`cp -t /etc x`, `cp x y /etc/`: the files made in the directory are write targets
+    too; `sed` without `-i` writes none of its files."""
+    rules = {"allow": ["Bash(cp *)", "Bash(mv *)", "Bash(ln *)", "Bash(sed *)"],
+             "deny": ["Write(/etc/**)"]}  # fmt: skip
+    for command in ("cp -t /etc x", "cp --target-directory=/etc x", "cp x y /etc/",
+                    "mv -t/etc x", "ln -s /tmp/x /etc/", "cp -- x /etc"):  # fmt: skip
+        assert verdict(command, rules) == "deny", command
+    assert verdict("cp a b src/ && sed -n 1p /etc/passwd && sed 1d /etc/hosts", rules) == "allow"
+    assert verdict('cp "$X" src/', rules) == "ask"  # (a name known as it runs)
 
 
 @pytest.mark.parametrize(
