@@ -332,13 +332,8 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
-            elif not self.allows_anything() and (code := self._code_file(paths)):
-                runner = "a shell" if _shell_runs(code) else "git"
-                how = (
-                    "as its start-up file"
-                    if _shell_runs(code)
-                    else "as `git config` or a hook would set them"
-                )
+            elif not self.allows_anything() and (found := self._code_file(paths)):
+                code, runner, how = found
                 verdicts.append(Decision(
                     "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
                     f"`Write({code})` allow rule lets it)",
@@ -440,18 +435,17 @@ class RuleSet:
             rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} *{named_all} *)")  # first)
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 
-    def _code_file(self, paths: Sequence[str]) -> str | None:
-        """The first of ``paths`` git or a shell runs commands from (:func:`_git_runs`,
-        :func:`_shell_runs`) that no Write allow rule allows."""
+    def _code_file(self, paths: Sequence[str]) -> tuple[str, str, str] | None:
+        """The first of ``paths`` that something runs commands from (:data:`_CODE_FILES`)
+        and no Write allow rule allows: the path, what runs them, how."""
         allowed = [r for r in self.allow if r.kind == "Write"]
-        return next(
-            (
-                p
-                for p in paths
-                if (_git_runs(p) or _shell_runs(p)) and not any(r.matches(p) for r in allowed)
-            ),
-            None,
-        )
+        for path in paths:
+            if any(r.matches(path) for r in allowed):
+                continue
+            for pattern, runner, how in _CODE_FILES:
+                if pattern.fullmatch(path):
+                    return path, runner, how
+        return None
 
     def _write(self, paths: Sequence[str]) -> Decision | None:
         for verdict in ("deny", "ask"):
@@ -591,22 +585,26 @@ _SHELL_CODE = re.compile(
 )
 
 
-def _shell_runs(path: str) -> bool:
-    """Whether a shell runs what a write to ``path`` puts there: its start-up files, in
-    any directory (the home one, ``ZDOTDIR``): `echo CMD >> ~/.bashrc` with `Bash(echo *)`
-    had the person's next shell run it, and a nested `bash -i -c ls` (allowed as `ls`) at
-    once (a review)."""
-    return bool(_SHELL_CODE.fullmatch(path))
+_LOGIN_CODE = re.compile(
+    r".*/(?:\.ssh/(?:config|config\.d/[^/]+|authorized_keys2?|environment)|"
+    r"\.config/(?:autostart/[^/]+|systemd/user/.+)|\.pam_environment)"
+)
 
 
-def _git_runs(path: str) -> bool:
-    """Whether git runs commands a write to ``path`` may set: a repository's ``config``
-    (``core.fsmonitor``, aliases, ``core.pager``…), its hooks, its ``commondir`` (another
-    config then counts), its submodules' (``git status`` runs git in them), a ``.git``
-    file (``gitdir: …`` points git at another directory), a user's or the system's git
-    config (the sandbox keeps the same
-    files of the workspace read-only, SB1)."""
-    return bool(_GIT_CODE.fullmatch(path))
+_CODE_FILES = (
+    (_GIT_CODE, "git", "as `git config` or a hook would set them"),
+    (_SHELL_CODE, "a shell", "as its start-up file"),
+    (_LOGIN_CODE, "ssh, a login or the desktop session",
+     "a `ProxyCommand`, a key's `command=`, an autostart entry, a user service"),
+)  # fmt: skip
+"""Files something runs commands from, which a write asks for unless a Write rule allows
+it: git's (a repository's ``config``: ``core.fsmonitor``, aliases, ``core.pager``…; its
+hooks, its ``commondir``, its submodules', a ``.git`` file pointing git elsewhere, a
+user's or the system's config; the sandbox keeps the workspace's read-only, SB1), a
+shell's start-up files in any directory (`echo CMD >> ~/.bashrc` with `Bash(echo *)`
+had the person's next shell run it: a review), ssh's and a login's (`~/.ssh/config`'s
+`ProxyCommand` runs at the next `ssh`, `authorized_keys` lets a key in and runs its
+`command=`; the desktop's autostart entries, systemd's user services: a trial)."""
 
 
 SHELL_VARIABLES = frozenset({"PATH"})

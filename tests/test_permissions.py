@@ -1980,6 +1980,24 @@ def test_a_write_into_a_shell_s_start_up_file_asks(target: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "target",
+    ["~/.ssh/config", "~/.ssh/config.d/x", "~/.ssh/authorized_keys", "~/.ssh/authorized_keys2",
+     "~/.ssh/environment", "~/.config/autostart/x.desktop",
+     "~/.config/systemd/user/x.service", "~/.config/systemd/user/default.target.wants/x",
+     "~/.pam_environment"],
+)  # fmt: skip
+def test_a_write_into_what_ssh_or_a_login_runs_commands_from_asks(target: str) -> None:
+    """`echo … >> ~/.ssh/config` under `Bash(echo *)` set a `ProxyCommand` the next `ssh`
+    ran, and `authorized_keys` let a key in (a trial): as a shell's start-up files, they
+    ask unless a Write allow rule names them."""
+    rules = {"allow": ["Bash(echo *)"]}
+    decided = RuleSet.from_mapping(rules).decide(parse_command(f"echo x >> {target}"), "/w")
+    assert decided.verdict == "ask" and "from which ssh, a login" in decided.reason
+    assert verdict(f"echo x >> {target}", {"allow": ["Bash(echo *)", "Write(~/**)"]}) == "allow"
+    assert verdict("echo x > ~/.ssh/known_hosts; echo y > ~/.config/app.conf", rules) == "allow"
+
+
+@pytest.mark.parametrize(
     "command",
     [
         """sh -c 'echo $'"'"'\\'"'"''"'"' '"'"' ; touch P ; '"'"' #'"'"''""",
