@@ -144,6 +144,8 @@ class Client:
         Raises:
             InvalidInputError: an unreadable or invalid rules file, an unknown sandbox mode.
         """
+        _check_arguments(state_dir=state_dir, cwd=cwd, workspace=workspace, env=env,
+                         follow_cd=follow_cd, transport=transport)  # fmt: skip
         self.layout = StateLayout(resolve_state_dir(state_dir))
         if session is None:  # (a given one is checked as given: "" is no name)
             session = os.environ.get("WAVE_SESSION") or DEFAULT_SESSION
@@ -151,7 +153,7 @@ class Client:
         self.follow_cd = follow_cd
         self.on_cwd_change = on_cwd_change
         self.env = dict(env) if env is not None else None
-        self.transport = transport or chosen_transport()
+        self.transport = transport.lower() if transport else chosen_transport()
         if remote == "":  # (`remote=os.environ.get("HOST", "")` ran here: as the CLI's)
             raise InvalidInputError("remote is empty: name ssh://[user@]host[:port], or None")
         remote = remote or os.environ.get("WAVE_REMOTE") or None
@@ -593,11 +595,32 @@ def _model_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
 _login_path_injected = False
 
 
+def _check_arguments(*, env: object, follow_cd: object, transport: object, **paths: object) -> None:
+    """A client's arguments of the wrong kind are said as such (`env="A=b"` raised
+    `ValueError` from `dict()`, `cwd=5` a `TypeError`, `transport="TCP"` was taken for
+    Unix sockets, `follow_cd="yes"` named an internal field: a trial).
+
+    Raises:
+        InvalidInputError: one of them is not what it must be.
+    """
+    for name, value in paths.items():
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise InvalidInputError(f"{name} must be a path (str or os.PathLike), not {value!r}")
+    if env is not None and not isinstance(env, Mapping):
+        raise InvalidInputError(f"env must be a mapping of names to values, not {env!r}")
+    if not isinstance(follow_cd, bool):
+        raise InvalidInputError(f"follow_cd must be True or False, not {follow_cd!r}")
+    if transport is not None and str(transport).lower() not in ("unix", "tcp"):
+        raise InvalidInputError(f'transport must be "unix" or "tcp", not {transport!r}')
+
+
 def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) -> str | None:
     """Probe the login shell's PATH once per process and put it in ``os.environ`` (SPEC E1).
 
     Every later command inherits it and runs with plain ``-c``; no profile is loaded per
     command. A failed probe changes nothing and raises nothing. Returns the PATH in force.
+    ``client``: the one to probe with (pass yours: without one, a client of the default
+    state dir starts a supervisor there).
     """
     global _login_path_injected
     if not _login_path_injected:

@@ -237,6 +237,25 @@ def test_bad_arguments_to_the_python_client_are_wave_errors(client: Client) -> N
         assert "pydantic" not in str(caught.value) and "validation error" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [({"env": "A=b"}, "env must be a mapping"), ({"cwd": 5}, "cwd must be a path"),
+     ({"state_dir": 5}, "state_dir must be a path"), ({"workspace": 5}, "workspace must be"),
+     ({"follow_cd": "yes"}, "follow_cd must be True or False"),
+     ({"transport": "carrier-pigeon"}, 'transport must be "unix" or "tcp"')],
+)  # fmt: skip
+def test_client_arguments_of_the_wrong_kind_are_said(
+    state_dir: Path, arguments: dict[str, object], said: str
+) -> None:
+    """`env="A=b"` raised ValueError from dict(), `cwd=5` a TypeError, `transport="TCP"`
+    was taken for Unix sockets and `follow_cd="yes"` named an internal field (a trial)."""
+    from wave_bash.api import Client, InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=said):
+        Client(**{"state_dir": state_dir, **arguments})  # type: ignore[arg-type]
+    assert Client(state_dir=state_dir, transport="TCP").transport == "tcp"
+
+
 @pytest.mark.parametrize("name", ["", "x" * 201, "a\nb"])
 def test_a_bad_session_name_is_refused_when_the_client_is_made(state_dir: Path, name: str) -> None:
     """An empty name quietly became the default session (shared with every other
