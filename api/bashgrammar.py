@@ -166,14 +166,17 @@ def grammar_misreads(root: Any, data: bytes) -> str | None:
         kind = node.type
         if kind == "heredoc_start" and not _DELIMITER.fullmatch(node_text(node, data)):
             return "a here-document delimiter quoted in part"
+        if kind == "heredoc_redirect" and _read_past_its_end(node, data):
+            return "a here-document the grammar reads past its end"
         if kind == "comment" and node.start_byte and data[node.start_byte - 1] not in _WORD_ENDS:
             return "a `#` inside a word"
         backquoted = kind == "command_substitution" and data[node.start_byte] == ord("`")
         if backquoted and b"\\`" in data[node.start_byte : node.end_byte]:
             return "backquotes nested in backquotes"
-        if kind == "string" and _quote_in_expansion(node, data):
+        if kind in ("string", "heredoc_body") and _quote_in_expansion(node, data):
             return "a single quote in a double-quoted `${…}`"
-        if kind in _CONTENT:
+        if kind in _CONTENT:  # (what runs in it is read as any command: `"$(…)"`)
+            stack += _substitutions(node) if kind in ("string", "heredoc_body") else []
             continue
         at = node.start_byte
         for index, child in enumerate(node.children):
@@ -196,6 +199,36 @@ def grammar_misreads(root: Any, data: bytes) -> str | None:
         if node.children and not _BLANKS.fullmatch(data[at : node.end_byte]):
             return "characters it skips that bash does not"
     return None
+
+
+def _substitutions(node: Any) -> list[Any]:
+    """The command and process substitutions in ``node`` (not those nested in them)."""
+    found, stack = [], list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.type in ("command_substitution", "process_substitution"):
+            found.append(child)
+        else:
+            stack += child.children
+    return found
+
+
+def _read_past_its_end(heredoc: Any, data: bytes) -> bool:
+    """Whether the grammar read a here-document on past the line that ends it for bash
+    (a quote in `${…}` or `$(…)` of its body: `<<E⏎${x/'/'/}⏎E⏎rm x⏎echo '}'` hid the
+    `rm`, a review), or ended it elsewhere."""
+    start = next((c for c in heredoc.children if c.type == "heredoc_start"), None)
+    body = next((c for c in heredoc.children if c.type == "heredoc_body"), None)
+    end = next((c for c in heredoc.children if c.type == "heredoc_end"), None)
+    if start is None or body is None:
+        return False
+    written = node_text(start, data)
+    delimiter = re.sub(r"[\\'\"]", "", written.lstrip("-").strip())
+    tabs = written.startswith("-") or node_text(heredoc, data).startswith("<<-")
+    lines = node_text(body, data).split("\n")
+    if any((line.lstrip("\t") if tabs else line) == delimiter for line in lines[1:]):
+        return True
+    return end is not None and node_text(end, data).lstrip("\t") != delimiter
 
 
 def _quote_in_expansion(string: Any, data: bytes) -> bool:

@@ -1326,6 +1326,10 @@ EVERYTHING_BUT = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Write(/etc/**)"]
         'echo "${x//\'/\'/b}"; echo > /etc/x; echo "\'}"',
         'echo "a ${x/\'/\'}"; rm -f x; echo "\'}"',
         'echo "${x:-\'}"; rm -f x; echo "\'}"',
+        # (within a string's `$(…)`, and in a here-document, read past its end: a review)
+        'echo "$(echo "${x/\'/\'/}"; rm -f x; echo "\'}")"',
+        "cat <<E\n${x/'/'/}\nE\nrm -f x\necho '}'",
+        "cat <<E\n$(echo ')\nE\nrm -f x\necho ')",
     ],
 )
 def test_what_the_grammar_reads_otherwise_than_bash_is_never_allowed(command: str) -> None:
