@@ -131,6 +131,20 @@ class Rule:
     def matches(self, value: str) -> bool:
         return self.regex.fullmatch(value) is not None
 
+    def may_match_under(self, tree: str) -> bool:
+        """Whether this Write rule may match a path in the directory ``tree`` (a slight
+        overestimate: its literal folder, before its first wildcard, and the tree are
+        one inside the other; a relative rule matches at any depth)."""
+        if self.kind != "Write":
+            return False
+        inside = tree.rstrip("/") + "/"
+        for spelled in _write_patterns(self.pattern):
+            wild = min((i for i, c in enumerate(spelled) if c in "*?"), default=len(spelled))
+            folder = spelled[: spelled.rfind("/", 0, wild) + 1] or "/"
+            if inside.startswith(folder) or folder.startswith(inside):
+                return True
+        return False
+
     def may_match_after(self, prefix: str) -> bool:
         """Whether a command starting with ``prefix`` and going on with words known only
         at run time could match this Bash rule (a slight overestimate: ``Bash(git push
@@ -326,7 +340,8 @@ class RuleSet:
         for target in parsed.writes:
             paths = paths_of(target, reopens)
             if paths is None:
-                if writes_ruled:
+                named = any(target == word for word, _ in parsed.named_writes)  # (below)
+                if writes_ruled and not named:
                     verdicts.append(Decision("ask", f"it writes to a computed path `{target}`"))
                 continue
             decided = self._write(paths)
@@ -338,6 +353,21 @@ class RuleSet:
                     "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
                     f"`Write({code})` allow rule lets it)",
                 ))  # fmt: skip
+        # What lands in a directory as it runs: a tree (`cp -r x/. /etc`, `cp -r x/.ssh
+        # ~`: a review), or files of a glob's names (`sed -i … src/*.py`: no dotfile,
+        # unless the command may turn on `dotglob`).
+        dotfiles = "dotglob" in parsed.source or "GLOBIGNORE" in parsed.source
+        folders = [(t, True) for t in parsed.tree_writes]
+        folders += [(folder, dotfiles) for _, folder in parsed.named_writes]
+        for target, whole in folders:
+            tree = paths_of(target)
+            decided = (
+                Decision("ask", f"it writes in `{target}`, a directory known only as it runs")
+                if tree is None
+                else self._tree_write(tree, home, whole)
+            )
+            if decided is not None:
+                verdicts.append(decided)
         if parsed.problems and not self.allows_anything():
             verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
         if not verdicts:
@@ -445,6 +475,30 @@ class RuleSet:
             for pattern, runner, how in _CODE_FILES:
                 if pattern.fullmatch(path):
                     return path, runner, how
+        return None
+
+    def _tree_write(self, trees: Sequence[str], home: str | None, whole: bool) -> Decision | None:
+        """A directory a program writes in, what lands there known only as it runs (a
+        ``whole`` one, ``cp -r``, ``mv``, or files of a glob's names): a deny or ask
+        Write rule that may match in it asks, and so does a directory that holds files
+        git, ssh or a shell runs commands from (a glob's names: one of them itself, as
+        ``.git/hooks``; unless a Write allow rule takes in that directory's)."""
+        for verdict in ("deny", "ask"):
+            for rule in getattr(self, verdict):
+                for tree in trees:
+                    if rule.may_match_under(tree):
+                        return Decision("ask", f"it may write what it copies or moves into "
+                                        f"{tree}, which {verdict} rule {rule.text} may match",
+                                        rule.text, subject=tree)  # fmt: skip
+        if self.allows_anything():
+            return None
+        allowed = [r for r in self.allow if r.kind == "Write"]
+        for tree in trees:
+            holds = _holds_code(tree, home) if whole else bool(_CODE_TREE.fullmatch(tree))
+            if holds and not any(r.matches(f"{tree}/.git/config") for r in allowed):
+                return Decision("ask", f"it may write what it copies or moves into {tree}, "
+                                "which holds files git, ssh or a shell runs commands from "
+                                f"(a `Write({tree.rstrip('/')}/**)` allow rule lets it)")  # fmt: skip
         return None
 
     def _write(self, paths: Sequence[str]) -> Decision | None:
@@ -589,6 +643,24 @@ _LOGIN_CODE = re.compile(
     r".*/(?:\.ssh/(?:config|config\.d/[^/]+|authorized_keys2?|environment)|"
     r"\.config/(?:autostart/[^/]+|systemd/user/.+)|\.pam_environment)"
 )
+
+
+_CODE_TREE = re.compile(
+    r"(?:.*/)?(?:\.git|\.ssh|\.config|\.(?:bashrc|profile|zshrc)\.d)(?:/.*)?|/etc(?:/.*)?"
+)
+"""Directories that hold files something runs commands from (:data:`_CODE_FILES`)."""
+
+
+def _holds_code(tree: str, home: str | None) -> bool:
+    """Whether a directory written whole may receive a file git, ssh or a shell runs
+    commands from: one of :data:`_CODE_TREE`, the home directory or one above it, or a
+    directory holding a repository's ``.git`` or an ``.ssh`` (`cp -rT x .` in a
+    repository writes its ``.git/config``)."""
+    own = (home or os.path.expanduser("~")).rstrip("/") + "/"
+    inside = tree.rstrip("/") + "/"
+    if _CODE_TREE.fullmatch(tree) or own.startswith(inside):
+        return True
+    return any(os.path.isdir(os.path.join(tree, held)) for held in (".git", ".ssh", ".config"))
 
 
 _CODE_FILES = (

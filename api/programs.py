@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
 from .runners import short_options, takes_next_word
@@ -52,9 +52,10 @@ def reads_input(path: str) -> bool:
 
 def abbreviates(word: str | None, option: str) -> bool:
     """Whether ``word`` is the long ``option``, or a prefix of it getopt takes for it
-    (``--ch`` for ``--chdir``; ``--split=TEXT``)."""
+    (``--c`` for ``--chdir``; ``--split=TEXT``): one of another option too is refused by
+    getopt, and runs nothing (`cp --t=/etc x` wrote there: a review)."""
     flag = (word or "").split("=", 1)[0]
-    return len(flag) > 3 and flag.startswith("--") and option.startswith(flag)
+    return len(flag) > 2 and flag.startswith("--") and option.startswith(flag)
 
 
 GIT_OPTIONS_WITH_VALUE = frozenset({
@@ -244,38 +245,36 @@ def _sort_options(
 
 
 def _positional(
-    words: Sequence[str | None],
-    short_valued: str,
-    long_valued: Sequence[str] = (),
-    takes_next: Callable[[str], bool] | None = None,
+    words: Sequence[str | None], short_valued: str, long_valued: Sequence[str] = ()
 ) -> list[int]:
     """The indices of a program's words that are no option nor an option's value (or
-    are computed); ``takes_next``: whether a group of short options takes the next word,
-    where the program reads them otherwise than :func:`takes_next_word`."""
-    found: list[int] = []
-    index, options = 0, True
+    are computed)."""
+    return _scan(words, short_valued, long_valued)[0]
+
+
+def _scan(
+    words: Sequence[str | None], short_valued: str, long_valued: Sequence[str] = ()
+) -> tuple[list[int], list[int]]:
+    """The indices of a program's operands (words that are no option nor an option's
+    value, or are computed), and of its options (not their values: `cp -S -t a x`'s `-t`
+    is a suffix, a review)."""
+    operands: list[int] = []
+    options: list[int] = []
+    index, before = 0, True
     while index < len(words):
         word = words[index]
         index += 1
-        if options and word == "--":
-            options = False
-        elif not options or word is None or word == "-" or not word.startswith("-"):
-            found.append(index - 1)
-        elif word.startswith("--"):
-            index += "=" not in word and any(abbreviates(word, o) for o in long_valued)
+        if before and word == "--":
+            before = False
+        elif not before or word is None or word == "-" or not word.startswith("-"):
+            operands.append(index - 1)
         else:
-            index += (takes_next or (lambda w: takes_next_word(w, short_valued)))(word)
-    return found
-
-
-def _options(words: Sequence[str | None]) -> Iterator[tuple[int, str]]:
-    """A program's words before ``--`` that look like options, with their indices (an
-    option's value may be among them: each caller reads what it looks for)."""
-    for index, word in enumerate(words):
-        if word == "--":
-            return
-        if word is not None and word.startswith("-") and word != "-":
-            yield index, word
+            options.append(index - 1)
+            if word.startswith("--"):
+                index += "=" not in word and any(abbreviates(word, o) for o in long_valued)
+            else:
+                index += takes_next_word(word, short_valued)
+    return operands, options
 
 
 def _value_at(words: Sequence[str | None], index: int, option: str) -> str | None:
@@ -306,13 +305,14 @@ _TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def files_written(
     name: str, rest: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[str | None, str]]:
+) -> list[tuple[str | None, str, bool]]:
     """The files a program writes by its words, as a redirection would (each with its
-    word as written; None where it is known only as it runs): ``tee FILE…``, ``sort -o
+    word as written, None where it is known only as it runs, and whether it may be a
+    directory written whole, a tree): ``tee FILE…``, ``sort -o
     FILE``, ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
     ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
-    write to, ``touch`` and ``truncate`` operands, ``sed -i``'s files. Write rules and the
-    files git or a shell runs commands from apply to them (`sort -o .git/config` with
+    write to, ``touch`` and ``truncate`` operands (sed's: ``texttools.script_code``).
+    Write rules and the files git or a shell runs commands from apply to them (`sort -o .git/config` with
     `Bash(sort *)` set a `core.fsmonitor` the next `git status` ran: a review; so did
     `sed -i … .git/config` and `cp x .git/config`, a trial)."""
     words = list(rest)
@@ -321,8 +321,6 @@ def files_written(
         return _copied_to(name, words, shown)
     if name in _TOUCHERS:
         at = [(i, "") for i in _positional(words, *_TOUCHERS[name])]
-    elif name == "sed":
-        at = [(i, "") for i in _sed_in_place(words)]
     elif name == "tee":
         at = [(i, "") for i in _positional(words, "")]
     elif name == "sort":
@@ -357,9 +355,9 @@ def files_written(
                 if j < len(words) or w is None:
                     at.append((j if w is not None else i, ""))
                 else:
-                    return [(None, "$HISTFILE")]
+                    return [(None, "$HISTFILE", False)]
     return [
-        (_value_at(words, i, option), shown[i] if i < len(shown) else "")
+        (_value_at(words, i, option), shown[i] if i < len(shown) else "", False)
         for i, option in at
         if i < len(words) and words[i] != "-"
     ]
@@ -367,85 +365,83 @@ def files_written(
 
 def _copied_to(
     name: str, words: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[str | None, str]]:
+) -> list[tuple[str | None, str, bool]]:
     """What ``cp``, ``mv``, ``ln`` or ``install`` writes: ``-t DIR``'s (or the last
     operand's, a directory when several come before it) ``DIR/NAME`` for each source
-    operand; with one source, also the last operand itself (a file, or a directory:
-    unknown here); with ``-T``, that file alone; ``ln NAME`` alone links ``./NAME``."""
-    operands = _positional(words, *_COPIERS[name])
+    operand (``DIR/SOURCE`` with ``--parents``); with one source, also the last operand
+    itself (a file, or a directory: unknown here); with ``-T``, that file alone; ``ln
+    NAME`` alone links ``./NAME``; each with its backup beside it (``-b``, ``-S SUFFIX``:
+    `cp -bSg x .git/confi` wrote `.git/config`, a review). Each is a tree (True) where
+    a directory may be copied or moved whole (``cp -r``, ``mv``)."""
+    short, long = _COPIERS[name]
+    operands, options = _scan(words, short, long)
     into: str | None = None
-    target = file_only = False
+    target = file_only = parents = False
+    tree = name == "mv"
+    suffixes: list[str | None] = []
     named = ""  # (-t's word as written)
-    for index, word in _options(words):
+    for index in options:
+        word = words[index] or ""
         flag = word.split("=", 1)[0]
+        value_at = index + ("=" not in word)  # (a long option's value: attached or next)
         if flag.startswith("--"):
             file_only = file_only or abbreviates(flag, "--no-target-directory")
-            if abbreviates(flag, "--target-directory") and len(flag) > 4:
-                at = index + ("=" not in word)
-                target, into = True, _value_at(words, at, flag + "=")
-                named = shown[at] if at < len(shown) else ""
+            parents = parents or (name == "cp" and abbreviates(flag, "--parents"))
+            tree = tree or (name == "cp" and any(
+                abbreviates(flag, o) for o in ("--recursive", "--archive")))  # fmt: skip
+            if abbreviates(flag, "--backup"):
+                suffixes.append("~")
+            if abbreviates(flag, "--suffix"):
+                suffixes.append(_value_at(words, value_at, flag + "="))
+            if abbreviates(flag, "--target-directory"):
+                target, into = True, _value_at(words, value_at, flag + "=")
+                named = shown[value_at] if value_at < len(shown) else ""
             continue
-        letters = short_options(word, _COPIERS[name][0])
+        letters = short_options(word, short)
         file_only = file_only or "-T" in letters
-        if letters and letters[-1] == "-t":
+        tree = tree or (name == "cp" and bool({"-r", "-R", "-a"} & set(letters)))
+        if "-b" in letters:
+            suffixes.append("~")
+        if letters and letters[-1] in ("-t", "-S"):
             attached = word[len(letters) + 1 :]
-            target, at = True, index + (not attached)
-            into = attached or (_value_at(words, at, "") if at < len(words) else "")
-            named = shown[at] if at < len(shown) else ""
+            at = index + (not attached)
+            value = attached or (_value_at(words, at, "") if at < len(words) else "")
+            if letters[-1] == "-S":
+                suffixes.append(value)
+            else:
+                target, into, named = True, value, shown[at] if at < len(shown) else ""
     if target:
         destination, sources = named, operands
     elif len(operands) >= 2:
         destination, sources = shown[operands[-1]], operands[:-1]
         into = words[operands[-1]]
     elif name == "ln" and len(operands) == 1:
-        return [(_basename(words[operands[0]]), shown[operands[0]])]
+        return [(_basename(words[operands[0]]), shown[operands[0]], False)]
     else:
         return []
+    made: list[tuple[str | None, bool]] = []
     if into is None or (file_only and not target):
-        return [(into, destination)]
-    written: list[tuple[str | None, str]] = []
-    if not target and len(sources) == 1:
-        written.append((into, destination))
-    for source in sources:
-        base = _basename(words[source])
-        made = None if base is None else f"{into.rstrip('/') or '/'}/{base}"
-        written.append((made, destination))
-    return written
+        made.append((into, tree))
+    else:
+        if not target and len(sources) == 1:
+            made.append((into, tree))
+        for source in sources:
+            base = words[source] if parents else _basename(words[source])
+            if base is None:  # (a name known as it runs: whatever lands in the directory)
+                made.append((into, True))
+            else:
+                made.append((f"{into.rstrip('/') or '/'}/{base.lstrip('/')}", tree))
+    backups = [
+        (m + s if m is not None and s is not None else None, False)
+        for m, _ in made
+        for s in suffixes
+    ]
+    return [(m, destination, whole) for m, whole in [*made, *backups]]
 
 
 def _basename(path: str | None) -> str | None:
     """A source's name as copied into a directory (None: computed)."""
     return None if path is None else os.path.basename(path.rstrip("/")) or path
-
-
-def _sed_in_place(words: Sequence[str | None]) -> list[int]:
-    """The indices of the files ``sed -i`` (``--in-place``) edits: its operands after
-    the script (the first, unless ``-e`` or ``-f`` gives it); none without ``-i``.
-    ``-i`` takes an attached suffix only (``-ie`` is a suffix ``e``, GNU's reading)."""
-
-    def letters(word: str) -> str:  # (up to one whose value is the rest of the word)
-        return next(
-            (word[1 : at + 1] for at in range(1, len(word)) if word[at] in "efli"), word[1:]
-        )
-
-    def takes_next(word: str) -> bool:
-        group = letters(word)
-        return group[-1:] in ("e", "f", "l") and len(group) == len(word) - 1
-
-    in_place = given = False
-    for _, word in _options(words):
-        flag = word.split("=", 1)[0]
-        if flag.startswith("--"):
-            in_place = in_place or abbreviates(flag, "--in-place")
-            given = given or abbreviates(flag, "--expression") or abbreviates(flag, "--file")
-        else:
-            group = letters(word)
-            in_place = in_place or group.endswith("i")
-            given = given or group[-1:] in ("e", "f")
-    if not in_place:
-        return []
-    operands = _positional(words, "", ("--expression", "--file", "--line-length"), takes_next)
-    return operands if given else operands[1:]
 
 
 def _xxd_files(words: Sequence[str | None]) -> list[int]:

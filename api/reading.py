@@ -146,6 +146,12 @@ class ParsedCommand:
     would (see ``RuleSet.decide``)."""
     exports_all: bool = False
     """It turns on ``allexport`` (``set -a``): every variable it sets is exported."""
+    tree_writes: tuple[str, ...] = ()
+    """Directories a program may write whole, and what they hold (``cp -r``, ``mv``, a
+    name known only as it runs copied into one): what lands there is known as it runs."""
+    named_writes: tuple[tuple[str, str], ...] = ()
+    """Words naming files by a glob that a program writes (``sed -i … src/*.py``), each
+    with its directory: names of that directory, none of its dotfiles."""
 
 
 MAX_NESTING = 8
@@ -201,6 +207,24 @@ NETWORK_PROBLEM = (
     "a redirection opens a network connection (`/dev/tcp/…`, `/dev/udp/…`), as `curl` would"
 )
 
+
+def _glob_folder(written: str) -> str | None:
+    """The directory of a written word whose name alone is a glob (``src/*.py``: ``src``;
+    ``*.txt``: ``.``), or None when more of it is known only as it runs (``"$f"``, which
+    may hold a ``/``, ``$D/x``, ``*/x``, a name a glob may start with a dot in)."""
+    folder, _, name = written.rpartition("/")
+    if re.search(r"[$`\\\"'{*?\[~<]", folder) or re.search(r"[$`<]", name):
+        return None
+    if not re.search(r"[*?\[]", name):  # (computed otherwise: `"$f"`, what xargs appends)
+        return None
+    if name.startswith("."):
+        return None
+    return (folder or "/") if written.startswith("/") else (folder or ".")
+
+
+COMPUTED_WRITE_PROBLEM = (
+    "it writes to `{}`, a path known only as it runs, which may be a file rules protect"
+)
 
 COMPUTED_TARGET_PROBLEM = (
     "a redirection to `{}`, a path known only as it runs, may open a network connection "
@@ -418,6 +442,8 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         walker.moved_by("cdpath" in source.lower()),
         tuple(dict.fromkeys(walker.sets)),
         walker.exports_all,
+        tree_writes=tuple(dict.fromkeys(walker.tree_writes)),
+        named_writes=tuple(dict.fromkeys(walker.named_writes)),
     )
 
 
@@ -494,6 +520,8 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
         self.computed_writes: list[str] = []
+        self.tree_writes: list[str] = []
+        self.named_writes: list[tuple[str, str]] = []
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
@@ -939,13 +967,10 @@ class _Walker:
                 self.problems.append(f"zsh's `{name}` runs code its words hold")
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
-        for target, written in files_written(os.path.basename(name), rest, shown[start + 1 :]):
-            if target is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(target):
-                target = None  # (`tee ~p/f`: as a redirection's, see there)
-            self.writes.append(written if target is None else target)
-            if target is None:
-                self.computed_writes.append(written)
-            self.write_sites.append((self.writes[-1], self._site))
+        for target, written, tree in files_written(
+            os.path.basename(name), rest, shown[start + 1 :]
+        ):
+            self._program_writes(target, written, tree)
         codes = code_arguments(name, rest, shown[start + 1 :])
         scripted = script_code(name, rest, shown[start + 1 :])  # (`xargs sed …`: with what
         # it appends, a computed word)
@@ -953,6 +978,8 @@ class _Walker:
             codes += scripted.commands
             if scripted.problem:
                 self.problems.append(scripted.problem)
+            for target, written in scripted.writes:  # (`sed -i`, `w FILE`)
+                self._program_writes(target, written)
         nested = nested_script(name, rest)
         changing = [a for a in kept if a.split("=", 1)[0] not in SOURCED_VARIABLES]
         if changing and (codes or nested is not None):  # (checked alone, it ran with them)
@@ -1060,6 +1087,25 @@ class _Walker:
             )
         )
 
+    def _program_writes(self, target: str | None, written: str, tree: bool = False) -> None:
+        """A file a program writes by its words (``written``: as written; a ``tree``, a
+        directory it may write whole), checked as a redirection's target; one known only
+        as it runs asks, as a redirection's (`cp k "$HOME/.ssh/authorized_keys"` went
+        through where `cp k ~/.ssh/authorized_keys` asked: a review)."""
+        if target is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(target):
+            target = None  # (`tee ~p/f`: as a redirection's, see there)
+        self.writes.append(written if target is None else target)
+        if target is None:
+            self.computed_writes.append(written)
+            folder = None if self.zsh else _glob_folder(written)  # (zsh's qualifiers)
+            if folder is None:
+                self.problems.append(COMPUTED_WRITE_PROBLEM.format(squeeze(written)))
+            else:  # (`sed -i … src/*.py`: a file of that directory, none of its dotfiles)
+                self.named_writes.append((written, folder))
+        elif tree:
+            self.tree_writes.append(target)
+        self.write_sites.append((self.writes[-1], self._site))
+
     def moved_by(self, names_cdpath: bool) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
         """:attr:`ParsedCommand.moved_by`: for each write target, the ``cd``s that may run
         before it (``names_cdpath``: the text names ``CDPATH``, which may take a relative
@@ -1103,6 +1149,8 @@ class _Walker:
         self.problems += inner.problems
         self.reads += inner.reads
         self.computed_writes += inner.computed_writes
+        self.tree_writes += inner.tree_writes
+        self.named_writes += inner.named_writes
         for target in inner.writes:
             self.writes.append(target)
             if place == "root" or (place == "moved" and not target.startswith("/")):

@@ -28,6 +28,9 @@ class ScriptCode:
 
     commands: list[str] = field(default_factory=list)
     problem: str | None = None
+    writes: list[tuple[str | None, str]] = field(default_factory=list)
+    """Files it writes (None: named as it runs), each as written: ``sed -i``'s operands, a
+    ``w FILE``'s."""
 
 
 class _Unsure(Exception):
@@ -93,9 +96,13 @@ def _splits(shown: str) -> bool:
 
 
 def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptCode:
+    """What sed runs and writes (``-i``: its operands after the script; a trial's `sed -i
+    … .git/config` set what the next `git status` ran)."""
     scripts: list[str] = []
-    given = False  # (-e or -f: every operand is a file)
+    given = in_place = False  # (-e or -f: every operand is a file)
     operand: str | None = ""
+    operand_at = -1
+    files: list[int] = []  # (the indices of its file operands)
     i = 0
     while i < len(rest):  # GNU getopt: options anywhere before `--`
         word = rest[i]
@@ -106,6 +113,7 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
                 and _NO_OPTION.match(shown[i - 1])
                 and not _splits(shown[i - 1])
             ):
+                files.append(i - 1)
                 continue  # (`sed -i 's/a/b/' src/*.txt`: files)
             if given or operand != "":  # (`"$f"`, `*.txt`: a file named `-e1e CMD` too)
                 return ScriptCode(
@@ -115,7 +123,8 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
             return ScriptCode(problem=f"`{name}` runs a script computed at run time")
         if word == "--":
             if not given and operand == "" and i < len(rest):
-                operand = rest[i]
+                operand, operand_at, i = rest[i], i, i + 1
+            files += range(i, len(rest))
             break
         if word.startswith("--"):
             option = _long_option(word, _SED_LONG)
@@ -125,6 +134,7 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
             if _SED_LONG[option] and value is None:
                 value = rest[i] if i < len(rest) else ""
                 i += 1
+            in_place = in_place or option == "in-place"
             if option == "sandbox":
                 return ScriptCode()  # (e, r and w refused: nothing runs)
             if option in ("expression", "file"):
@@ -136,6 +146,7 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
         if word.startswith("-") and len(word) > 1:
             letters = short_options(word, _SED_VALUED + "i")
             last = letters[-1][1]
+            in_place = in_place or last == "i"
             if last in _SED_VALUED:
                 attached = word[len(letters) + 1 :]
                 value = attached if attached else (rest[i] if i < len(rest) else "")
@@ -146,13 +157,20 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
                         return _sed_file(name, value)
                     scripts.append(value)
             continue
-        if operand == "":
-            operand = word
+        if operand == "" and not given:
+            operand, operand_at = word, i - 1
+        else:
+            files.append(i - 1)
     if not given:
         if operand is None:
             return ScriptCode(problem=f"`{name}` runs a script computed at run time")
         scripts = [operand]
-    return _sed_script(name, "\n".join(scripts))
+    elif operand != "":  # (`sed 1d -e p f`: an operand before -e is a file too)
+        files.insert(0, operand_at)
+    read = _sed_script(name, "\n".join(scripts))
+    edited = [(rest[k], shown[k] if k < len(shown) else "") for k in files] if in_place else []
+    read.writes = [*edited, *read.writes]
+    return read
 
 
 def _sed_file(name: str, path: str | None) -> ScriptCode:
@@ -166,16 +184,27 @@ def _sed_script(name: str, script: str) -> ScriptCode:
     holds its delimiter as a character, `s/[/]/x/`), and as older GNU seds read it,
     where that is a script they accept."""
     try:
-        commands = _SedReader(script, brackets=True).commands()
+        reader = _SedReader(script, brackets=True)
+        commands = reader.commands()
     except _Unsure:
         return ScriptCode(problem=f"`{name}`'s script is read here otherwise than {name} may")
+    writes = reader.written
     with contextlib.suppress(_Unsure):  # (one they refuse runs nothing)
-        commands += _SedReader(script, brackets=False).commands()
+        older = _SedReader(script, brackets=False)
+        commands += older.commands()
+        writes += older.written
     if None in commands:
         return ScriptCode(problem=f"`{name}` runs text it reads as commands (`e`, `s///e`)")
     if any("\\" in c for c in commands if c is not None):  # (`e echo a\nrm x`: two lines)
         return ScriptCode(problem=f"`{name}` runs a command whose escapes it rewrites first")
-    return ScriptCode(list(dict.fromkeys(c for c in commands if c is not None)))
+    return ScriptCode(
+        list(dict.fromkeys(c for c in commands if c is not None)),
+        writes=[(w, w or "") for w in dict.fromkeys(writes)],
+    )
+
+
+_SED_SPECIAL_FILES = frozenset({"/dev/stdout", "/dev/stderr"})
+"""What sed's ``w`` writes without opening a file of that name."""
 
 
 class _SedReader:
@@ -186,6 +215,16 @@ class _SedReader:
     def __init__(self, text: str, brackets: bool) -> None:
         self.text, self.at, self.brackets = text, 0, brackets
         self.found: list[str | None] = []
+        self.written: list[str | None] = []
+        """The files its ``w``, ``W`` and ``s///w`` write (a review's `sed -n 'w
+        .git/config'`)."""
+
+    def write_file(self) -> None:
+        """The file name of a ``w``: the rest of the line, after blanks."""
+        self.blanks()
+        name = self.rest_of_line()
+        if name not in _SED_SPECIAL_FILES:
+            self.written.append(name)
 
     def peek(self) -> str:
         return self.text[self.at] if self.at < len(self.text) else ""
@@ -305,7 +344,9 @@ class _SedReader:
             self.blanks()
             while self.peek() not in ("", "\n", ";", " ", "\t", "}", "#"):
                 self.at += 1
-        elif char in "rRwW" and char:
+        elif char in "wW" and char:
+            self.write_file()
+        elif char in "rR" and char:
             self.rest_of_line()
         elif char == "e":
             self.blanks()
@@ -341,7 +382,7 @@ class _SedReader:
                 self.found.append(None)
             elif char == "w":
                 self.at += 1
-                self.rest_of_line()
+                self.write_file()
             elif char and (char in "gpiImM" or char.isdigit()):
                 self.at += 1
             else:

@@ -2149,6 +2149,42 @@ def test_files_programs_write_by_their_words_are_write_targets(command: str, tar
         "deny": ["Write(/etc/**)"]}) == "allow"  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "command",
+    [  # (a review's: option spellings getopt takes, an option's value that looks like one)
+     "cp --t=/etc a", "cp --ta /etc a", "install --t /etc a", "ln --ta /etc a",
+     "sed --i -e 1d /etc/x", "sed -i --e=1d /etc/x", "cp -S -t a /etc/x",
+     "cp --suffix -t a /etc/x", "ln -sS -t a /etc/x", "cp --parents etc/passwd /",
+     "sed 's/a/b/w /etc/x' x", "sed -n 'w /etc/x' y", "sed 1d -e p -i /etc/x"],
+)  # fmt: skip
+def test_writes_behind_option_spellings_are_checked(command: str) -> None:
+    rules = {"allow": ["Bash(cp *)", "Bash(ln *)", "Bash(install *)", "Bash(sed *)"],
+             "deny": ["Write(/etc/**)"]}  # fmt: skip
+    assert verdict(command, rules) == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [  # (a backup beside it, a tree copied or moved whole, a path known as it runs)
+     "cp evil .git/confi && cp -bSg x .git/confi; git status", "cp -r x/etc /",
+     "mv x/etc /", "cp -r x/. /etc", "cp -rT x /etc", "mv -T x /etc", "cp -rT x .git/hooks",
+     "cp -r x/.ssh ~", "cp -r x/git ~/.config/", 'cp k "$HOME/.ssh/authorized_keys"',
+     'cp x "$D/.git/config"', "cp x .git/$n", "echo .git/config | xargs cp x",
+     'f=.git/config; sed -i 1d ./"$f"; git status', "cp -a x/. ~", 'cp "$X" .git/hooks/',
+     "sed -i 1d .git/*", "shopt -s dotglob; sed -i 1d ~/*"],
+)  # fmt: skip
+def test_writes_known_only_as_they_run_ask(command: str) -> None:
+    """A review's ways past the writes `cp`, `mv`, `sed -i` make: each asks now."""
+    rules = {"allow": ["Bash(cp *)", "Bash(mv *)", "Bash(sed *)", "Bash(git status)",
+                       "Bash(echo *)", "Bash(xargs *)", "Bash(shopt *)", "Bash(touch *)"],
+             "deny": ["Write(/etc/**)"]}  # fmt: skip
+    assert verdict(command, rules) == "ask"
+    for everyday in ("cp a b", "cp -r src dst", "mv old.txt new.txt", "cp a.txt dir/",
+                     "cp -a build/ out/", "sed -i 's/a/b/' src/*.py", "cp *.txt backup/",
+                     'cp "$f" backup/', "touch out/*.stamp"):  # fmt: skip
+        assert verdict(everyday, rules) == "allow", everyday
+
+
 def test_what_cp_mv_ln_and_install_write_into_a_directory_is_checked() -> None:
     """`cp -t /etc x`, `cp x y /etc/`: the files made in the directory are write targets
     too; `sed` without `-i` writes none of its files."""
@@ -2158,7 +2194,8 @@ def test_what_cp_mv_ln_and_install_write_into_a_directory_is_checked() -> None:
                     "mv -t/etc x", "ln -s /tmp/x /etc/", "cp -- x /etc"):  # fmt: skip
         assert verdict(command, rules) == "deny", command
     assert verdict("cp a b src/ && sed -n 1p /etc/passwd && sed 1d /etc/hosts", rules) == "allow"
-    assert verdict('cp "$X" src/', rules) == "ask"  # (a name known as it runs)
+    assert verdict('cp "$X" src/', rules) == "allow"  # (a name of src/ known as it runs)
+    assert verdict('cp "$X" /etc/', rules) == "ask"
 
 
 @pytest.mark.parametrize(
@@ -2253,14 +2290,18 @@ def test_a_sed_script_that_runs_a_command_is_checked(tmp_path: Path, script: str
         ("sed -f script.sed f", "ask"),  # a script file: not in the text
         ('sed "s/a/$X/" f', "ask"),  # `X='x/e;#'` would run the line
         ("sed -i 's/a/b/' \"$f\"", "ask"),  # `f=--expression=…` (GNU getopt reorders)
-        ("sed -i 's/a/b/' -- \"$f\" *.txt", "allow"),  # after `--`: files
-        ("sed -i 's/a/b/' ./\"$f\" src/*.txt", "allow"),  # no `-` first
+        # (after `--`, or with no `-` first, files; but one named as it runs may be any,
+        # `.git/config` too: it asks, a review; a glob names one of its directory's)
+        ("sed -i 's/a/b/' -- \"$f\" *.txt", "ask"),
+        ("sed -i 's/a/b/' ./\"$f\" src/*.txt", "ask"),
+        ("sed -i 's/a/b/' -- *.txt src/*.py", "allow"),
+        ('sed -n p -- "$f" ./"$g"', "allow"),  # (no -i: it writes none of them)
         ("sed 's/a/b/' {x,--expression=1e\\ rm\\ x}", "ask"),
         ("sed -n p {in.txt,'-e1e rm x #{'}", "ask"),  # a quoted brace hid the expansion
         ("f='x -e1e rm x'; sed p ./$f", "ask"),  # split: its second word is an option
         ("sed -n p in.txt x$(cat list)", "ask"),
         ("git ls-files | xargs sed -i 's/a/b/'", "ask"),  # what xargs appends
-        ("git ls-files | xargs sed -i 's/a/b/' --", "allow"),
+        ("git ls-files | xargs sed -i 's/a/b/' --", "ask"),  # (the files: any, as "$f")
         ("sed -ie 's/a/b/' f", "allow"),  # `-ie`: -i with the suffix `e`
         ("sed --sandbox '1e rm x' f", "allow"),  # e, r and w refused by sed itself
         ("sed -e 'a\\' -e 'e rm x' f", "allow"),  # scripts joined by lines: text
@@ -2416,5 +2457,5 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
     assert verdict("git ls-files -z | xargs -0 strace -o /dev/null sed -n 1p", rules) == "ask"
     assert verdict("git ls-files -z | xargs -0 strace -o /dev/null sed -n 1p --", rules) == "allow"
     # (xargs -I fills in its placeholder and appends nothing)
-    assert verdict("git ls-files | xargs -I{} sed -i s/a/b/ ./{}", rules) == "allow"
+    assert verdict("git ls-files | xargs -I{} sed -n 1p ./{}", rules) == "allow"
     assert verdict("git ls-files | xargs -I{} sed -i s/a/b/ {}", rules) == "ask"
