@@ -684,7 +684,11 @@ class TaskManager:
         if sandbox is not None:
             loader = {k: v for k, v in p.env.items() if k in sandboxes.LOADER_VARIABLES}
             monitor_env = {k: v for k, v in monitor_env.items() if k not in loader}
-        wrapped = p.interactive or sandbox is not None or bool(bash_env and shell.kind == "bash")
+        wrapped = (
+            p.interactive
+            or sandbox is not None
+            or (shell.kind == "bash" and bool(bash_env or _names_its_pid(p.command)))
+        )
         if wrapped or through_monitor:
             _check_environment_string(p.command)
         key = MonitorKey(monitor_env, shell, monitor_bash, p.separate_stderr)
@@ -1774,6 +1778,17 @@ def _quiet_seconds(text: str) -> str:
         return repr(parse_duration(text))
     except InvalidInputError as exc:
         raise InvalidInputError(f"{INPUT_QUIET_ENV}: {exc}") from None
+
+
+def _names_its_pid(command: str) -> bool:
+    """Whether a bash command names its shell's pid (``$$``), and fits the environment
+    string a shell of its own gets it in: run in a subshell of its monitor, its ``$$``
+    was the monitor's, so `kill $$; echo after` went on to print, and `kill -9 $$` lost
+    the status (two trials); its own bash makes it the command's, as under `bash -c`.
+    (Others run in the subshell: a process start fewer.)"""
+    if "$$" not in command and "${$}" not in command:
+        return False
+    return len(command.encode("utf-8", "surrogateescape")) <= ENVIRONMENT_COMMAND_LIMIT
 
 
 def _check_environment_string(command: str) -> None:

@@ -84,6 +84,12 @@ def start_supervisor(state_dir: Path, **env: str) -> int:
     return int(pid)
 
 
+MONITOR = "read -r _ _ _ m _ < /proc/$BASHPID/stat; "
+"""A command's prelude that puts its monitor's pid in `$m` (its job's parent): a test's
+command that stops or kills its own monitor. (`$$` was it, in the subshell of the monitor
+a command runs in; a command that names `$$` now runs in a bash of its own, F1b.)"""
+
+
 def kill_supervisor(state_dir: Path, sig: int = signal.SIGKILL) -> int:
     """Signal the running supervisor (SIGKILL by default); returns its pid once it is gone."""
     pids = wait_until(lambda: supervisor_pids(state_dir))

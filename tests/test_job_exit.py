@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import needs_cgroups, start_bg, supervisor_pids, wait_until
+from conftest import MONITOR, needs_cgroups, start_bg, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.worker import jobexit, monitor_running, read_exit_record, tagged_processes
@@ -115,15 +115,16 @@ def test_a_waited_task_ends_as_its_job_exits_while_its_monitor_is_paused(
 def test_a_command_that_stops_or_kills_its_monitor(
     client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`$$` is the monitor's pid (F1b). `kill -STOP $$; exit 3`: the task ends with 3 and
-    its monitor, continued, records it (it stayed stopped, holding two descriptors, with
-    a task that could no longer be stopped). `kill -9 $$; …; exit 3`: the task is lost,
-    waited for or not, as D2 says (it ended with 3 only when waited for)."""
+    """A command that stops its monitor (`kill -STOP $m`; `$m`, see MONITOR) and exits 3:
+    the task ends with 3 and its monitor, continued, records it (it stayed stopped,
+    holding two descriptors, with a task that could no longer be stopped). `kill -9 $m;
+    …; exit 3`: the task is lost, waited for or not, as D2 says (it ended with 3 only when
+    waited for)."""
     needs_cgroups()
     monkeypatch.setenv("WAVE_TRACKING", "cgroup")
     for _ in range(3):  # (a call that finds a standby, and one that starts its monitor)
         ids: list[str] = []
-        result = client.bash("kill -STOP $$; exit 3", timeout=20_000, on_start=ids.append)
+        result = client.bash(MONITOR + "kill -STOP $m; exit 3", timeout=20_000, on_start=ids.append)
         assert result.exit_code == 3, result
         (task_id,) = ids
         exit_file = state_dir / "tasks" / f"{task_id}.exit"
@@ -131,14 +132,18 @@ def test_a_command_that_stops_or_kills_its_monitor(
         wait_until(lambda task_id=task_id: not tagged_processes({task_id}).get(task_id))
     ids = []
     # A job that left a process behind, or was killed: left to its monitor, continued.
-    left = client.bash("kill -STOP $$; sleep 30 & exit 3", timeout=20_000)
+    left = client.bash(MONITOR + "kill -STOP $m; sleep 30 & exit 3", timeout=20_000)
     assert left.exit_code == 3 and "still running" in (left.message or ""), left
-    assert client.bash("kill -STOP $$; kill -KILL $BASHPID", timeout=20_000).exit_code == 137
-    killed = client.bash("kill -9 $$; sleep 0.3; exit 3", timeout=20_000, on_start=ids.append)
+    assert (
+        client.bash(MONITOR + "kill -STOP $m; kill -KILL $BASHPID", timeout=20_000).exit_code == 137
+    )
+    killed = client.bash(
+        MONITOR + "kill -9 $m; sleep 0.3; exit 3", timeout=20_000, on_start=ids.append
+    )
     assert killed.exit_code is None, killed
     (row,) = [t for t in client.tasks(all=True) if t.id == ids[0]]
     assert (row.status, row.exit_code) == ("lost", None)
-    started = start_bg(client, "kill -9 $$; sleep 0.3; exit 3")
+    started = start_bg(client, MONITOR + "kill -9 $m; sleep 0.3; exit 3")
     assert client.wait(started, timeout=20_000).status == "lost"
 
 
@@ -179,7 +184,9 @@ def test_a_job_that_outlives_its_task_is_no_longer_watched(
     (supervisor,) = supervisor_pids(state_dir)
     before = _pidfds(supervisor)
     procs = _mounts()[""] / "cgroup.procs"
-    result = client.bash(f"kill -9 $$; echo $BASHPID > {procs}; exec sleep 60", timeout=20_000)
+    result = client.bash(
+        f"{MONITOR}kill -9 $m; echo $BASHPID > {procs}; exec sleep 60", timeout=20_000
+    )
     assert result.exit_code is None, result  # lost
     wait_until(lambda: _pidfds(supervisor) <= before)
 
@@ -187,14 +194,14 @@ def test_a_job_that_outlives_its_task_is_no_longer_watched(
 def test_a_monitor_its_command_stopped_is_woken_with_no_waiter_or_after_a_restart(
     client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`kill -STOP $$; exit 5` in the background, nobody waiting, then a supervisor
+    """`kill -STOP $m; exit 5` (MONITOR) in the background, nobody waiting, then a supervisor
     restart: the task stayed `running` for good (a review): only a waiter's job watch
     woke its monitor, and a re-adopted monitor has none."""
     needs_cgroups()
     monkeypatch.setenv("WAVE_TRACKING", "cgroup")
-    quiet = start_bg(client, "kill -STOP $$; exit 4")
+    quiet = start_bg(client, MONITOR + "kill -STOP $m; exit 4")
     wait_until(lambda: read_exit_record(state_dir / "tasks" / f"{quiet}.exit").status == 4)
-    tid = start_bg(client, "sleep 1; kill -STOP $$; exit 5")
+    tid = start_bg(client, MONITOR + "sleep 1; kill -STOP $m; exit 5")
     for pid in supervisor_pids(state_dir):
         os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not supervisor_pids(state_dir))
@@ -205,11 +212,11 @@ def test_a_stopped_monitor_whose_job_ended_is_woken_without_cgroups(
     client: Client, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without cgroups a task whose monitor was stopped (by its command's `kill -STOP
-    $$`, or by someone) stayed `running` for good once its command ended, a `wait` for
+    $m`, or by someone) stayed `running` for good once its command ended, a `wait` for
     it to its timeout (a failure review): the housekeeping now wakes a stopped monitor
     whose job has exited, as with cgroups, but not one whose job still runs."""
     monkeypatch.setenv("WAVE_TRACKING", "process")
-    assert client.bash("kill -STOP $$; exit 3", timeout=20_000).exit_code == 3
+    assert client.bash(MONITOR + "kill -STOP $m; exit 3", timeout=20_000).exit_code == 3
     go, task_id, monitor = _waiting_on_a_fifo(client, state_dir)
     monitor.suspend()
     try:
@@ -222,7 +229,7 @@ def test_a_stopped_monitor_whose_job_ended_is_woken_without_cgroups(
     finally:
         with contextlib.suppress(psutil.Error):
             monitor.resume()
-    tid = start_bg(client, "sleep 1; kill -STOP $$; exit 5")
+    tid = start_bg(client, MONITOR + "sleep 1; kill -STOP $m; exit 5")
     for pid in supervisor_pids(state_dir):
         os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not supervisor_pids(state_dir))

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import (
+    MONITOR,
     as_nobody,
     ask_supervisor,
     journal_rows,
@@ -99,7 +100,7 @@ def test_the_next_command_runs_in_the_standby(client: Client, state_dir: Path) -
     reserved = standby.environ()["WAVE_TASK_ID"]
     assert (state_dir / "tasks" / f"{reserved}.log").read_bytes() == b""
     elsewhere = Client(state_dir=state_dir, cwd="/tmp")  # same environment, other directory
-    r = elsewhere.bash('echo "$WAVE_TASK_ID $$"; pwd')
+    r = elsewhere.bash(MONITOR + 'echo "$WAVE_TASK_ID $m"; pwd')
     assert r.stdout.splitlines() == [f"{reserved} {standby.pid}", "/tmp"]
     assert r.output_path == str(state_dir / "tasks" / f"{reserved}.log")
     assert standby_of(client, state_dir).pid != standby.pid  # a new one waits already
@@ -112,7 +113,7 @@ def test_two_standbys_wait_once_a_command_found_one(client: Client, state_dir: P
     first = wait_until(lambda: standbys(client, state_dir))
     client.status()  # (served after the refill: the count is final)
     assert standbys(client, state_dir) == first and len(first) == 1
-    r = client.bash("echo $$")
+    r = client.bash(MONITOR + "echo $m")
     assert r.stdout == str(first[0].pid)
     both = wait_for_standbys(client, state_dir, 2)
     assert first[0] not in both
@@ -130,7 +131,7 @@ def test_a_parallel_call_finds_a_standby(client: Client, state_dir: Path, tmp_pa
         try:
             wait_until(lambda: any(t.status == "running" for t in client.tasks()))
             waiting = {str(p.pid) for p in standbys(client, state_dir)}
-            assert Client(state_dir=state_dir).bash("echo $$").stdout in waiting
+            assert Client(state_dir=state_dir).bash(MONITOR + "echo $m").stdout in waiting
         finally:
             go.touch()
         assert running.result(timeout=30).success
@@ -842,10 +843,11 @@ def test_errtrace_under_nocasematch_is_not_errexit(state_dir: Path) -> None:
 def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
     state_dir: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
 ) -> None:
-    """SPEC F1b. `kill $$` (`$$` is its shell's pid, the monitor's): the monitor passes
-    the signal on to the command's shell, which ends by it or runs its trap, as under
-    `bash -c` (a moment later: the commands here go on long enough). Before, the monitor
-    died of it: the command ran on and its status was lost."""
+    """SPEC F1b. `kill $$`: a command naming `$$` runs in a bash of its own, which ends
+    by it or runs its trap, as under `bash -c` (in a subshell of its monitor, `$$` was
+    the monitor's: the command ran on a moment, and `kill -ABRT $$` lost its status).
+    One whose text does not show it (`eval` of a computed `$$`) still reaches the
+    monitor, which passes the signal on: that path is below."""
     monkeypatch.setenv("WAVE_TRACKING", tracking)
     client = Client(state_dir=state_dir, env=dict(os.environ), cwd=workdir)
     for command in (
@@ -857,6 +859,10 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
         "echo a; kill -ABRT $$; sleep 2; echo b",  # (the monitor died of it: a trial)
         "echo a; kill -XCPU $$; sleep 2; echo b",
         "trap 'echo sys; exit 4' SYS; kill -SYS $$; sleep 2; echo b",
+        # (a `$$` the text does not show: the monitor's, which passes the signal on)
+        "d='$'; echo a; eval \"kill ${d}${d}\"; sleep 2; echo b",
+        "d='$'; echo a; eval \"kill -ABRT ${d}${d}\"; sleep 2; echo b",
+        "d='$'; trap 'echo t; exit 5' TERM; eval \"kill ${d}${d}\"; sleep 2; echo b",
     ):
         r = client.bash(command)
         output, status = bash_c(command, dict(os.environ), workdir)

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 from conftest import (
+    MONITOR,
     ask_supervisor,
     kill_supervisor,
     needs,
@@ -594,12 +595,12 @@ def test_a_caller_stopping_its_readopted_command_gets_no_notice(state_dir: Path)
 def test_a_stop_ends_a_command_that_stopped_its_own_monitor(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
 ) -> None:
-    """A command's `kill -STOP $$` stops its monitor (its `$$`), not itself: a stop still
+    """A command's `kill -STOP $m` stops its monitor (see MONITOR), not itself: a stop still
     ends the task at once, the monitor continued to record it (it stayed stopped, and
     the stop returned the task as running after its wait ran out)."""
     monkeypatch.setenv("WAVE_TRACKING", tracking)
     client = Client(state_dir=state_dir)
-    task_id = start_bg(client, "kill -STOP $$; sleep 300")
+    task_id = start_bg(client, MONITOR + "kill -STOP $m; sleep 300")
     monitor = psutil.Process(next(r.pid for r in client.tasks() if r.id == task_id) or 0)
     wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)
     record = client.task_stop(task_id)
@@ -614,7 +615,7 @@ def test_a_stop_continues_a_readopted_monitor_its_command_stopped(
     supervisor, stayed stopped, and the task could never end."""
     monkeypatch.setenv("WAVE_TRACKING", tracking)
     client = Client(state_dir=state_dir)
-    task_id = start_bg(client, "kill -STOP $$; sleep 300")
+    task_id = start_bg(client, MONITOR + "kill -STOP $m; sleep 300")
     monitor = psutil.Process(next(r.pid for r in client.tasks() if r.id == task_id) or 0)
     wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)
     kill_supervisor(state_dir)
