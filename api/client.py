@@ -610,7 +610,7 @@ def _check_arguments(*, env: object, follow_cd: object, transport: object, **pat
         raise InvalidInputError(f"env must be a mapping of names to values, not {env!r}")
     if not isinstance(follow_cd, bool):
         raise InvalidInputError(f"follow_cd must be True or False, not {follow_cd!r}")
-    if transport is not None and str(transport).lower() not in ("unix", "tcp"):
+    if transport and str(transport).lower() not in ("unix", "tcp"):  # ("": the default)
         raise InvalidInputError(f'transport must be "unix" or "tcp", not {transport!r}')
 
 

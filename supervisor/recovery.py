@@ -109,9 +109,12 @@ def _take_in_missing(journal: Journal, tasks_dir: Path) -> None:
     """Rows for the tasks whose files a sound journal has none for (its WAL lost); a
     background one's end gets its notice (what was delivered of it went with the rows).
     A disk that refuses them leaves them to the next start."""
-    try:
-        found = rebuild(journal, tasks_dir, unseen_after=0.0)
-    except (StorageError, sqlite3.Error) as exc:
+    try:  # (a task that started before the main file's last write, its last checkpoint,
+        # had its row there: one missing was deleted on purpose, a prune whose unlink of
+        # its files failed, and comes back with no notice at each start: a review)
+        checkpointed = journal.path.stat().st_mtime
+        found = rebuild(journal, tasks_dir, unseen_after=0.0, started_after=checkpointed)
+    except (StorageError, sqlite3.Error, OSError) as exc:
         log.warning("cannot take in tasks the journal lacks now: %s", exc)
         return
     if found:
@@ -186,7 +189,12 @@ def _build(layout: StateLayout, unseen_after: float | None) -> Journal:
     return Journal(path)
 
 
-def rebuild(journal: Journal, tasks_dir: Path, unseen_after: float | None) -> int:
+def rebuild(
+    journal: Journal,
+    tasks_dir: Path,
+    unseen_after: float | None,
+    started_after: float | None = None,
+) -> int:
     """Recreate journal rows from the task files that have none; returns how many.
 
     Ended tasks come back with their recorded exit code. A background task that ended
@@ -195,7 +203,7 @@ def rebuild(journal: Journal, tasks_dir: Path, unseen_after: float | None) -> in
     deleted, whose last write is unknown) none, as it may have been delivered (after a
     rebuild, tasks that ended while no supervisor ran were never announced: a trial).
     Unfinished ones come back running, for :func:`recover` to re-adopt by their tag or to
-    record as lost.
+    record as lost. With ``started_after``, only the tasks that started after it.
     """
     known = {f.name for f in dataclasses.fields(TaskRow)}
     count = 0
@@ -214,6 +222,8 @@ def rebuild(journal: Journal, tasks_dir: Path, unseen_after: float | None) -> in
                 continue
             fields = json.loads(text)
             row = TaskRow(**{k: v for k, v in fields.items() if k in known})
+            if started_after is not None and row.started_at <= started_after:
+                continue
         except (OSError, ValueError, TypeError) as exc:
             log.warning("cannot rebuild task from %s: %s", path, exc)
             continue

@@ -180,6 +180,30 @@ def test_a_read_of_a_running_task_ends_before_a_half_written_character(
             gate.touch()
 
 
+def test_settled_end_holds_back_an_unfinished_sequence_only(tmp_path: Path) -> None:
+    """(An OSC's newline ends it: complete lines after one were held back, a review.)"""
+    from wave_bash.worker.tail import settled_end
+
+    log = tmp_path / "log"
+    cases = [(b"x\x1b]0;t\nmore\n", 0), (b"A\xe2\x82", 2), (b"C\x1b[3", 3), (b"ok\x1b[0m", 0),
+             (b"\xf0\x9f\x98\x80", 0), (b"x\x1b(", 2), (b"x\x1b]8;;http://a", 13)]  # fmt: skip
+    for data, held in cases:
+        log.write_bytes(data)
+        assert settled_end(log, 0, len(data)) == len(data) - held, data
+
+
+def test_what_a_quiet_task_left_half_written_is_read_all_the_same(client: Client) -> None:
+    """A log that ends in a lone ESC or a byte of no character and is written no more
+    holds nothing back for long (SETTLED_SECONDS): a read shows it as it is."""
+    tid = start_bg(client, "printf 'A\\342\\202'; sleep 60")
+    try:
+        assert client.task_output(tid, block=False, offset=0).output == "A"
+        read = lambda: client.task_output(tid, block=False, offset=0).output  # noqa: E731
+        wait_until(lambda: read() == "A\ufffd", timeout=20)
+    finally:
+        client.task_stop(tid)
+
+
 def test_task_output_pattern_wakes_early(client: Client) -> None:
     tid = start_bg(client, "sleep 0.3; echo 'server ready on :8080'; sleep 30")
     started = time.monotonic()

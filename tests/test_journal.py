@@ -244,6 +244,23 @@ def test_tasks_a_lost_wal_held_are_taken_back_from_their_files(
     assert "no row for 2 task(s)" in (state_dir / "supervisor.log").read_text()
 
 
+def test_a_task_whose_row_a_prune_deleted_stays_deleted(client: Client, state_dir: Path) -> None:
+    """A prune whose unlink of a task's files failed leaves them without a row: each start
+    took the task in again, its notice delivered again (a review). A task that started
+    before the journal's last checkpoint had its row there: one missing was deleted."""
+    done = start_bg(client, "exit 2")
+    client.wait(done, timeout=10_000)
+    assert [n.task_id for n in client.notifications()] == [done]
+    kill_supervisor(state_dir)
+    journal = Journal(state_dir / "journal.db")
+    assert journal.delete_tasks([done]) == [done]  # (its files stay: the unlink failed)
+    journal.checkpoint()  # (as a prune does)
+    journal.close()
+    assert (state_dir / "tasks" / f"{done}.exit").exists()
+    assert client.tasks(all=True) == [] and client.notifications() == []
+    assert "no row for" not in (state_dir / "supervisor.log").read_text()
+
+
 def test_a_rebuilt_journal_announces_the_ends_that_came_after_its_damage(
     client: Client, state_dir: Path, tmp_path: Path
 ) -> None:

@@ -254,6 +254,7 @@ def test_client_arguments_of_the_wrong_kind_are_said(
     with pytest.raises(InvalidInputError, match=said):
         Client(**{"state_dir": state_dir, **arguments})  # type: ignore[arg-type]
     assert Client(state_dir=state_dir, transport="TCP").transport == "tcp"
+    assert Client(state_dir=state_dir, transport="").transport in ("unix", "tcp")  # (default)
 
 
 @pytest.mark.parametrize("name", ["", "x" * 201, "a\nb"])

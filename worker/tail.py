@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -98,9 +99,14 @@ ESCAPE_ROOM = 256
 it (one longer is no terminal's: a hyperlink's is the longest in use)."""
 
 
-_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[ -/]*)\Z")
+_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*|[ -/]*)\Z")
 """An escape sequence the end of the data cuts: a lone ESC, a CSI with no final byte, an
-OSC with no terminator, an ESC with intermediates only."""
+OSC with no terminator (on its line: a newline ends what a terminal shows of one), an ESC
+with intermediates only."""
+
+SETTLED_SECONDS = 3.0
+"""A log unwritten for this long holds nothing back: what ends it is what the command
+left there (a stray ESC, a byte of no character), not half of what it is writing."""
 
 
 def settled_end(path: Path | str, start: int, end: int) -> int:
@@ -112,6 +118,8 @@ def settled_end(path: Path | str, start: int, end: int) -> int:
         return end
     try:
         with open_regular(path) as fh:
+            if time.time() - os.fstat(fh.fileno()).st_mtime > SETTLED_SECONDS:
+                return end
             fh.seek(max(start, end - ESCAPE_ROOM))
             tail = fh.read(end - max(start, end - ESCAPE_ROOM))
     except OSError:
