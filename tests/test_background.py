@@ -198,8 +198,10 @@ def test_what_a_quiet_task_left_half_written_is_read_all_the_same(client: Client
     tid = start_bg(client, "printf 'A\\342\\202'; sleep 60")
     try:
         assert client.task_output(tid, block=False, offset=0).output == "A"
-        read = lambda: client.task_output(tid, block=False, offset=0).output  # noqa: E731
-        wait_until(lambda: read() == "A\ufffd", timeout=20)
+        wait_until(
+            lambda: client.task_output(tid, block=False, offset=0).output == "A\ufffd",
+            timeout=20,
+        )
     finally:
         client.task_stop(tid)
 
