@@ -337,8 +337,16 @@ class RuleSet:
             (paths := paths_of(read)) is None or self._write(paths) is not None
             for read in parsed.reads
         )
+
+        def into(target: str, paths: Sequence[str]) -> bool:
+            """A last operand that is a directory already: what lands in it is checked
+            as its own target (`cp -r ../src .` in a repository asked: a review)."""
+            return target in parsed.into_directories and all(map(os.path.isdir, paths))
+
         for target in parsed.writes:
             paths = paths_of(target, reopens)
+            if paths is not None and into(target, paths):
+                continue
             if paths is None:
                 named = any(target == word for word, _ in parsed.named_writes)  # (below)
                 if writes_ruled and not named:
@@ -353,14 +361,12 @@ class RuleSet:
                     "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
                     f"`Write({code})` allow rule lets it)",
                 ))  # fmt: skip
-        # What lands in a directory as it runs: a tree (`cp -r x/. /etc`, `cp -r x/.ssh
-        # ~`: a review), or files of a glob's names (`sed -i … src/*.py`: no dotfile,
-        # unless the command may turn on `dotglob`).
-        dotfiles = "dotglob" in parsed.source or "GLOBIGNORE" in parsed.source
-        folders = [(t, True) for t in parsed.tree_writes]
-        folders += [(folder, dotfiles) for _, folder in parsed.named_writes]
-        for target, whole in folders:
+        # What lands in a directory as it runs (`cp -r x/. /etc`, `cp -r x/.ssh ~`: a
+        # review), and the files a glob names (`sed -i … src/*.py`), as they are now.
+        for target, whole in parsed.tree_writes:
             tree = paths_of(target)
+            if tree is not None and into(target, tree):
+                continue
             decided = (
                 Decision("ask", f"it writes in `{target}`, a directory known only as it runs")
                 if tree is None
@@ -368,6 +374,34 @@ class RuleSet:
             )
             if decided is not None:
                 verdicts.append(decided)
+        for word, folder in parsed.named_writes:
+            folders = paths_of(folder)
+            globbed = None if folders is None else _globbed(folders, word, _dotfiles(parsed))
+            if globbed is None:
+                verdicts.append(Decision("ask", f"it writes to `{word}`, which names files "
+                                         "known only as it runs"))  # fmt: skip
+                continue
+            if not globbed:  # (it names none now: a new name in that folder, as it runs)
+                if (verdict := self._tree_write(folders or [], home, False)) is not None:
+                    verdicts.append(verdict)
+                continue
+            for path in globbed:
+                resolved = _write_paths(path, "/", home, False, view)
+                verdict = (
+                    Decision("ask", f"it writes to `{path}` (of `{word}`), a link known only "
+                             "as it runs") if resolved is None else self._write(resolved)
+                )  # fmt: skip
+                if verdict is None and resolved and all(map(os.path.isdir, resolved)):
+                    verdict = self._tree_write(resolved, home, True)  # (`cp x d/*`: into)
+                runs = (
+                    None if verdict or self.allows_anything() else self._code_file(resolved or [])
+                )
+                if runs is not None:
+                    verdict = Decision("ask", f"it writes {runs[0]} (of `{word}`), from which "
+                                       f"{runs[1]} runs commands")  # fmt: skip
+                if verdict is not None:
+                    verdicts.append(verdict)
+                    break
         if parsed.problems and not self.allows_anything():
             verdicts.append(Decision("ask", f"it cannot be checked: {parsed.problems[0]}"))
         if not verdicts:
@@ -475,13 +509,15 @@ class RuleSet:
             for pattern, runner, how in _CODE_FILES:
                 if pattern.fullmatch(path):
                     return path, runner, how
+            if _in_a_git_directory(path):
+                return path, "git", "a repository's config or hooks, wherever it is"
         return None
 
     def _tree_write(self, trees: Sequence[str], home: str | None, whole: bool) -> Decision | None:
-        """A directory a program writes in, what lands there known only as it runs (a
-        ``whole`` one, ``cp -r``, ``mv``, or files of a glob's names): a deny or ask
-        Write rule that may match in it asks, and so does a directory that holds files
-        git, ssh or a shell runs commands from (a glob's names: one of them itself, as
+        """A directory a program writes in, what lands there known only as it runs
+        (``whole``: ``cp -r``, ``mv``; else a glob's names, no dotfile): a deny or ask Write
+        rule that may match in it asks, and so does a directory that holds files git, ssh
+        or a shell runs commands from (a glob's names: one that is such a directory,
         ``.git/hooks``; unless a Write allow rule takes in that directory's)."""
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
@@ -494,7 +530,7 @@ class RuleSet:
             return None
         allowed = [r for r in self.allow if r.kind == "Write"]
         for tree in trees:
-            holds = _holds_code(tree, home) if whole else bool(_CODE_TREE.fullmatch(tree))
+            holds = _holds_code(tree, home) if whole else _is_code_directory(tree)
             if holds and not any(r.matches(f"{tree}/.git/config") for r in allowed):
                 return Decision("ask", f"it may write what it copies or moves into {tree}, "
                                 "which holds files git, ssh or a shell runs commands from "
@@ -624,7 +660,7 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
 
 
 _GIT_CODE = re.compile(
-    r".*/(?:\.git/(?:modules/.+/)?(?:hooks/.+|config|config\.worktree|commondir|worktrees/"
+    r".*/(?:\.husky/[^/]+|\.git/(?:modules/.+/)?(?:hooks/.+|config|config\.worktree|commondir|worktrees/"
     r"[^/]+/(?:config\.worktree|commondir))|\.git|\.gitconfig|\.config/git/config|"
     r"etc/gitconfig)"
 )
@@ -643,6 +679,58 @@ _LOGIN_CODE = re.compile(
     r".*/(?:\.ssh/(?:config|config\.d/[^/]+|authorized_keys2?|environment)|"
     r"\.config/(?:autostart/[^/]+|systemd/user/.+)|\.pam_environment)"
 )
+
+
+GLOBBED_MAX = 4096
+"""Files a glob in a written word may name for them to be checked one by one (more:
+it asks)."""
+
+
+def _globbed(folders: Sequence[str], word: str, dotfiles: bool) -> list[str] | None:
+    """The paths ``word``'s glob names in each of ``folders`` as it is checked (as bash
+    would: dotfiles only where the command may turn on ``dotglob``; none, and the word
+    itself is a name in that folder), or None past :data:`GLOBBED_MAX`. A link among them is
+    followed where the path is checked (`cp x d/*` with `d/l -> /etc` wrote there: a
+    review)."""
+    import glob
+
+    pattern = word.rpartition("/")[2]
+    found: list[str] = []
+    for folder in folders:
+        found += glob.glob(glob.escape(folder) + "/" + pattern, include_hidden=dotfiles)
+        if len(found) > GLOBBED_MAX:
+            return None
+    return found
+
+
+def _dotfiles(parsed: ParsedCommand) -> bool:
+    """Whether a glob of the command may name dotfiles: it runs `shopt` (`dotglob`,
+    `shopt -s "dot"glob`), sets `GLOBIGNORE` or a variable named as it runs (`eval
+    'GLOB''IGNORE=x'`: a review)."""
+    named = {name for name, _ in parsed.sets}
+    shopt = any(c.name == "shopt" for c in parsed.commands)
+    return shopt or None in named or "GLOBIGNORE" in named or "dotglob" in parsed.source
+
+
+def _is_code_directory(tree: str) -> bool:
+    """Whether files of any name in ``tree`` may be run (``.git/hooks``, a git directory,
+    ``~/.config/systemd/user``)."""
+    return bool(_CODE_TREE.fullmatch(tree)) or _in_a_git_directory(f"{tree}/config")
+
+
+def _in_a_git_directory(path: str) -> bool:
+    """Whether ``path`` is a ``config`` or a hook of a repository's git directory that is
+    not named ``.git`` (a bare one, `--separate-git-dir`: `sed -i … b/config` after `git
+    init --bare b` ran its `core.fsmonitor`, a review), as the disk has it now."""
+    folder, name = os.path.split(path)
+    if os.path.basename(folder) == "hooks":
+        folder = os.path.dirname(folder)
+    elif name not in ("config", "config.worktree", "commondir"):
+        return False
+    return all(
+        check(os.path.join(folder, part))
+        for check, part in ((os.path.isfile, "HEAD"), (os.path.isdir, "objects"))
+    )
 
 
 _CODE_TREE = re.compile(

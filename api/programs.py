@@ -305,10 +305,10 @@ _TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def files_written(
     name: str, rest: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[str | None, str, bool]]:
+) -> list[tuple[str | None, str, Kind]]:
     """The files a program writes by its words, as a redirection would (each with its
-    word as written, None where it is known only as it runs, and whether it may be a
-    directory written whole, a tree): ``tee FILE…``, ``sort -o
+    word as written, None where it is known only as it runs, and how, :data:`Kind`):
+    ``tee FILE…``, ``sort -o
     FILE``, ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
     ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
     write to, ``touch`` and ``truncate`` operands (sed's: ``texttools.script_code``).
@@ -355,28 +355,62 @@ def files_written(
                 if j < len(words) or w is None:
                     at.append((j if w is not None else i, ""))
                 else:
-                    return [(None, "$HISTFILE", False)]
+                    return [(None, "$HISTFILE", "file")]
     return [
-        (_value_at(words, i, option), shown[i] if i < len(shown) else "", False)
+        (_value_at(words, i, option), shown[i] if i < len(shown) else "", "file")
         for i, option in at
         if i < len(words) and words[i] != "-"
     ]
 
 
+Kind = str
+"""How a program writes a target: ``file``; ``tree``, a directory written whole (``cp
+-r``, ``mv``, a name known only as it runs copied into one); ``names``, a directory a
+glob's names land in (no dotfile); ``last``, a last operand
+written as a file, or into, where it is a directory already (``cp a dst``); ``last
+tree``, the same copied or moved whole."""
+
+_MAY_BE_OPTION = re.compile(r"""["']*[\w./]""")
+"""A word as written that cannot expand to start with ``-`` (``./*``, ``src/*.txt``)."""
+
+
+def option_from_a_word(name: str, words: Sequence[str | None], shown: Sequence[str]) -> bool:
+    """Whether ``cp``, ``mv``, ``ln`` or ``install`` may take a word known only as it runs
+    for an option, before any ``--``: ``*`` (a file named ``-t.git`` made `cp * d/` copy
+    into ``.git``, a review), ``"$f"``; not ``./*``, ``src/*.txt``."""
+    if name not in _COPIERS:
+        return False
+    ended = words.index("--") if "--" in words else len(words)
+    return any(words[k] is None and not _MAY_BE_OPTION.match(shown[k]) for k in range(ended))
+
+
+def _a_glob(shown: str) -> bool:
+    """Whether a word as written is computed by a glob alone, whose names start with no
+    dot (`src/*.py`; not `"$f"`, `.*`)."""
+    name = shown.rpartition("/")[2]
+    return (
+        bool(re.search(r"[*?\[]", name))
+        and not re.search(r"[$`<]", shown)
+        and not name.startswith(".")
+    )
+
+
 def _copied_to(
     name: str, words: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[str | None, str, bool]]:
+) -> list[tuple[str | None, str, Kind]]:
     """What ``cp``, ``mv``, ``ln`` or ``install`` writes: ``-t DIR``'s (or the last
     operand's, a directory when several come before it) ``DIR/NAME`` for each source
     operand (``DIR/SOURCE`` with ``--parents``); with one source, also the last operand
-    itself (a file, or a directory: unknown here); with ``-T``, that file alone; ``ln
-    NAME`` alone links ``./NAME``; each with its backup beside it (``-b``, ``-S SUFFIX``:
-    `cp -bSg x .git/confi` wrote `.git/config`, a review). Each is a tree (True) where
-    a directory may be copied or moved whole (``cp -r``, ``mv``)."""
+    itself (``last``: a file, or a directory it writes into); with ``-T``, that file
+    alone; ``ln NAME`` alone links ``./NAME``; each with its backup beside it (``-b``,
+    ``-S SUFFIX``: `cp -bSg x .git/confi` wrote `.git/config`, a review); ``mv``'s
+    sources too, which it takes away; ``install -d``'s operands, made."""
+    if option_from_a_word(name, words, shown):
+        return []  # (it asks: see there)
     short, long = _COPIERS[name]
     operands, options = _scan(words, short, long)
     into: str | None = None
-    target = file_only = parents = False
+    target = file_only = parents = directories = False
     tree = name == "mv"
     suffixes: list[str | None] = []
     named = ""  # (-t's word as written)
@@ -389,6 +423,7 @@ def _copied_to(
             parents = parents or (name == "cp" and abbreviates(flag, "--parents"))
             tree = tree or (name == "cp" and any(
                 abbreviates(flag, o) for o in ("--recursive", "--archive")))  # fmt: skip
+            directories = directories or (name == "install" and abbreviates(flag, "--directory"))
             if abbreviates(flag, "--backup"):
                 suffixes.append("~")
             if abbreviates(flag, "--suffix"):
@@ -400,6 +435,7 @@ def _copied_to(
         letters = short_options(word, short)
         file_only = file_only or "-T" in letters
         tree = tree or (name == "cp" and bool({"-r", "-R", "-a"} & set(letters)))
+        directories = directories or (name == "install" and "-d" in letters)
         if "-b" in letters:
             suffixes.append("~")
         if letters and letters[-1] in ("-t", "-S"):
@@ -410,33 +446,41 @@ def _copied_to(
                 suffixes.append(value)
             else:
                 target, into, named = True, value, shown[at] if at < len(shown) else ""
+    if directories:  # (`install -d DIR…`: each made)
+        return [(words[k], shown[k], "file") for k in operands]
+    whole = "tree" if tree else "file"
+    taken = [(words[k], shown[k], "tree") for k in operands[:-1]] if name == "mv" else []
     if target:
         destination, sources = named, operands
+        taken = [(words[k], shown[k], "tree") for k in operands] if name == "mv" else []
     elif len(operands) >= 2:
         destination, sources = shown[operands[-1]], operands[:-1]
         into = words[operands[-1]]
     elif name == "ln" and len(operands) == 1:
-        return [(_basename(words[operands[0]]), shown[operands[0]], False)]
+        return [(_basename(words[operands[0]]), shown[operands[0]], "file")]
     else:
         return []
-    made: list[tuple[str | None, bool]] = []
+    made: list[tuple[str | None, Kind]] = []
     if into is None or (file_only and not target):
-        made.append((into, tree))
+        made.append((into, whole))
     else:
         if not target and len(sources) == 1:
-            made.append((into, tree))
+            made.append((into, f"last {whole}" if tree else "last"))
         for source in sources:
             base = words[source] if parents else _basename(words[source])
-            if base is None:  # (a name known as it runs: whatever lands in the directory)
-                made.append((into, True))
+            if base is None:  # (a name known as it runs: whatever lands in the directory;
+                # a glob's, none of its dotfiles: `cp -r tmpl/* .`)
+                made.append(
+                    (f"{into.rstrip('/')}/.", "names" if _a_glob(shown[source]) else "tree")
+                )
             else:
-                made.append((f"{into.rstrip('/') or '/'}/{base.lstrip('/')}", tree))
-    backups = [
-        (m + s if m is not None and s is not None else None, False)
+                made.append((f"{into.rstrip('/') or '/'}/{base.lstrip('/')}", whole))
+    backups: list[tuple[str | None, Kind]] = [
+        (m + s if m is not None and s is not None else None, "file")
         for m, _ in made
         for s in suffixes
     ]
-    return [(m, destination, whole) for m, whole in [*made, *backups]]
+    return [*((m, destination, kind) for m, kind in [*made, *backups]), *taken]
 
 
 def _basename(path: str | None) -> str | None:

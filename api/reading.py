@@ -42,6 +42,7 @@ from .programs import (
     is_shell,
     nested_script,
     nested_shell_problem,
+    option_from_a_word,
     reads_input,
     rejoined,
     split_string,
@@ -146,12 +147,16 @@ class ParsedCommand:
     would (see ``RuleSet.decide``)."""
     exports_all: bool = False
     """It turns on ``allexport`` (``set -a``): every variable it sets is exported."""
-    tree_writes: tuple[str, ...] = ()
-    """Directories a program may write whole, and what they hold (``cp -r``, ``mv``, a
-    name known only as it runs copied into one): what lands there is known as it runs."""
+    tree_writes: tuple[tuple[str, bool], ...] = ()
+    """Directories a program writes in, what lands there known only as it runs: whole
+    (True: ``cp -r``, ``mv``, a name known only as it runs copied into one), or files
+    of a glob's names, none a dotfile (``cp -r tmpl/* .``)."""
     named_writes: tuple[tuple[str, str], ...] = ()
     """Words naming files by a glob that a program writes (``sed -i … src/*.py``), each
-    with its directory: names of that directory, none of its dotfiles."""
+    with its directory: checked as the files the glob names there as it is checked."""
+    into_directories: tuple[str, ...] = ()
+    """Those of ``writes`` that are a last operand (``cp a dst``): written as a file, or,
+    a directory already, written into (``dst/a``, a target of its own)."""
 
 
 MAX_NESTING = 8
@@ -444,6 +449,7 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         walker.exports_all,
         tree_writes=tuple(dict.fromkeys(walker.tree_writes)),
         named_writes=tuple(dict.fromkeys(walker.named_writes)),
+        into_directories=tuple(dict.fromkeys(walker.into_directories)),
     )
 
 
@@ -520,8 +526,9 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.writes: list[str] = []
         self.computed_writes: list[str] = []
-        self.tree_writes: list[str] = []
+        self.tree_writes: list[tuple[str, bool]] = []
         self.named_writes: list[tuple[str, str]] = []
+        self.into_directories: list[str] = []
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
@@ -967,10 +974,15 @@ class _Walker:
                 self.problems.append(f"zsh's `{name}` runs code its words hold")
         elif name == "fc":
             self.problems.append("`fc` runs commands from the history (`history -s` adds them)")
-        for target, written, tree in files_written(
+        if option_from_a_word(os.path.basename(name), rest, shown[start + 1 :]):
+            self.problems.append(
+                f"`{name}` may take a word known only as it runs for an option (`-t DIR`): "
+                "put `--` before the file names, or `./` in front"
+            )
+        for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
         ):
-            self._program_writes(target, written, tree)
+            self._program_writes(target, written, kind)
         codes = code_arguments(name, rest, shown[start + 1 :])
         scripted = script_code(name, rest, shown[start + 1 :])  # (`xargs sed …`: with what
         # it appends, a computed word)
@@ -1087,11 +1099,11 @@ class _Walker:
             )
         )
 
-    def _program_writes(self, target: str | None, written: str, tree: bool = False) -> None:
-        """A file a program writes by its words (``written``: as written; a ``tree``, a
-        directory it may write whole), checked as a redirection's target; one known only
-        as it runs asks, as a redirection's (`cp k "$HOME/.ssh/authorized_keys"` went
-        through where `cp k ~/.ssh/authorized_keys` asked: a review)."""
+    def _program_writes(self, target: str | None, written: str, kind: str = "file") -> None:
+        """A file a program writes by its words (``written``: as written; ``kind``, see
+        ``programs.Kind``), checked as a redirection's target; one known only as it runs
+        asks, as a redirection's (`cp k "$HOME/.ssh/authorized_keys"` went through where
+        `cp k ~/.ssh/authorized_keys` asked: a review)."""
         if target is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(target):
             target = None  # (`tee ~p/f`: as a redirection's, see there)
         self.writes.append(written if target is None else target)
@@ -1102,8 +1114,11 @@ class _Walker:
                 self.problems.append(COMPUTED_WRITE_PROBLEM.format(squeeze(written)))
             else:  # (`sed -i … src/*.py`: a file of that directory, none of its dotfiles)
                 self.named_writes.append((written, folder))
-        elif tree:
-            self.tree_writes.append(target)
+        else:
+            if kind.endswith("tree") or kind == "names":
+                self.tree_writes.append((target, kind != "names"))
+            if kind.startswith("last"):
+                self.into_directories.append(target)
         self.write_sites.append((self.writes[-1], self._site))
 
     def moved_by(self, names_cdpath: bool) -> tuple[tuple[str, tuple[str | None, ...]], ...]:
@@ -1151,6 +1166,7 @@ class _Walker:
         self.computed_writes += inner.computed_writes
         self.tree_writes += inner.tree_writes
         self.named_writes += inner.named_writes
+        self.into_directories += inner.into_directories
         for target in inner.writes:
             self.writes.append(target)
             if place == "root" or (place == "moved" and not target.startswith("/")):

@@ -100,6 +100,7 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
     … .git/config` set what the next `git status` ran)."""
     scripts: list[str] = []
     given = in_place = False  # (-e or -f: every operand is a file)
+    suffix: str | None = ""  # (-i's: a backup of each file, where its `*` names it)
     operand: str | None = ""
     operand_at = -1
     files: list[int] = []  # (the indices of its file operands)
@@ -134,7 +135,8 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
             if _SED_LONG[option] and value is None:
                 value = rest[i] if i < len(rest) else ""
                 i += 1
-            in_place = in_place or option == "in-place"
+            if option == "in-place":
+                in_place, suffix = True, value or ""
             if option == "sandbox":
                 return ScriptCode()  # (e, r and w refused: nothing runs)
             if option in ("expression", "file"):
@@ -146,7 +148,8 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
         if word.startswith("-") and len(word) > 1:
             letters = short_options(word, _SED_VALUED + "i")
             last = letters[-1][1]
-            in_place = in_place or last == "i"
+            if last == "i":  # (`-i.bak`, `-i'.git/*'`: the rest of the word)
+                in_place, suffix = True, word[len(letters) + 1 :]
             if last in _SED_VALUED:
                 attached = word[len(letters) + 1 :]
                 value = attached if attached else (rest[i] if i < len(rest) else "")
@@ -169,8 +172,20 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
         files.insert(0, operand_at)
     read = _sed_script(name, "\n".join(scripts))
     edited = [(rest[k], shown[k] if k < len(shown) else "") for k in files] if in_place else []
-    read.writes = [*edited, *read.writes]
+    backups = [(_backup(path, suffix), text) for path, text in edited] if suffix else []
+    read.writes = [*edited, *backups, *read.writes]
     return read
+
+
+def _backup(path: str | None, suffix: str) -> str | None:
+    """Where ``sed -i SUFFIX`` keeps a file's backup: a ``*`` in the suffix is the file's
+    name (and a ``/`` makes it a path: `sed -i'.git/*' … config` put it at `.git/config`,
+    a review), else the suffix follows the file's name."""
+    if path is None:
+        return None
+    if "*" in suffix:
+        return suffix.replace("*", os.path.basename(path))
+    return path + suffix
 
 
 def _sed_file(name: str, path: str | None) -> ScriptCode:

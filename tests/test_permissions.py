@@ -1586,7 +1586,8 @@ def test_zsh_ways_to_run_what_is_denied(command: str, zsh: bool) -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        "cp $SRC/$NAME.tar.gz /tmp/",  # split by the grammar, one command either way
+        "cp ./$SRC/$NAME.tar.gz /tmp/",  # split by the grammar, one command either way
+        # (`./` first: a `$SRC` of `-t/etc` would be an option to cp, and asks)
         "gcc -o $out/$name.o -c $src/$name.c",
         "git -c user.name=a -c user.email=b commit -m x",  # settings that run nothing
         "git -c core.quotepath=off status",
@@ -2171,7 +2172,11 @@ def test_writes_behind_option_spellings_are_checked(command: str) -> None:
      "cp -r x/.ssh ~", "cp -r x/git ~/.config/", 'cp k "$HOME/.ssh/authorized_keys"',
      'cp x "$D/.git/config"', "cp x .git/$n", "echo .git/config | xargs cp x",
      'f=.git/config; sed -i 1d ./"$f"; git status', "cp -a x/. ~", 'cp "$X" .git/hooks/',
-     "sed -i 1d .git/*", "shopt -s dotglob; sed -i 1d ~/*"],
+     "sed -i 1d .git/*", "shopt -s dotglob; sed -i 1d ~/*",
+     # (a second review's: sed -i's backup where its `*` is the file's name, a glob that
+     # may be an option to cp, a dotglob turned on unseen, a hidden `.git`'s hook)
+     "sed -i'.git/*' -n p config", "sed -ig 1d .git/confi", "cp * /tmp/d/", "mv * /tmp/d/",
+     "eval 'GLOB''IGNORE=x'; sed -i 1d ~/*", "cp x .husky/pre-commit", "cp -r ../t/* .git/hooks"],
 )  # fmt: skip
 def test_writes_known_only_as_they_run_ask(command: str) -> None:
     """A review's ways past the writes `cp`, `mv`, `sed -i` make: each asks now."""
@@ -2180,9 +2185,34 @@ def test_writes_known_only_as_they_run_ask(command: str) -> None:
              "deny": ["Write(/etc/**)"]}  # fmt: skip
     assert verdict(command, rules) == "ask"
     for everyday in ("cp a b", "cp -r src dst", "mv old.txt new.txt", "cp a.txt dir/",
-                     "cp -a build/ out/", "sed -i 's/a/b/' src/*.py", "cp *.txt backup/",
-                     'cp "$f" backup/', "touch out/*.stamp"):  # fmt: skip
+                     "cp -a build/ out/", "sed -i 's/a/b/' src/*.py", "cp ./*.txt backup/",
+                     'cp -- "$f" backup/', "touch out/*.stamp", "cp -r ../src .",
+                     "mv ../x ./", "cp -r ../tmpl/* ."):  # fmt: skip
         assert verdict(everyday, rules) == "allow", everyday
+
+
+def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
+    """(A second review) a bare repository's config and hooks, a link among a glob's
+    names (`cp x d/*` with `d/l -> /etc`), what `mv` takes away, `install -d`; and a
+    last operand that is a directory already takes what is copied in (`cp -r ../src .`
+    in a repository asked, for the `.git` it holds)."""
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "b")], check=True)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "l").symlink_to("/etc")
+    (tmp_path / ".git").mkdir()
+    rules = RuleSet.from_mapping({
+        "allow": ["Bash(cp *)", "Bash(mv *)", "Bash(sed *)", "Bash(touch *)", "Bash(install *)"],
+        "deny": ["Write(/etc/**)"]})  # fmt: skip
+
+    def decided(command: str) -> str:
+        return rules.decide(parse_command(command), str(tmp_path)).verdict
+
+    for asked in ("sed -i 1d b/config", "cp x b/hooks/pre-commit", "cp x d/*", "touch d/*",
+                  "cp -rT ../src .", "mv ../src/x .git"):  # fmt: skip
+        assert decided(asked) == "ask", asked
+    assert decided("mv /etc/hosts /tmp/x") == decided("install -d /etc/x") == "deny"
+    for allowed in ("cp -r ../src .", "mv ../x ./", "cp -r ../src new", "sed -i 1d b/x.txt"):
+        assert decided(allowed) == "allow", allowed
 
 
 def test_what_cp_mv_ln_and_install_write_into_a_directory_is_checked() -> None:
@@ -2194,8 +2224,9 @@ def test_what_cp_mv_ln_and_install_write_into_a_directory_is_checked() -> None:
                     "mv -t/etc x", "ln -s /tmp/x /etc/", "cp -- x /etc"):  # fmt: skip
         assert verdict(command, rules) == "deny", command
     assert verdict("cp a b src/ && sed -n 1p /etc/passwd && sed 1d /etc/hosts", rules) == "allow"
-    assert verdict('cp "$X" src/', rules) == "allow"  # (a name of src/ known as it runs)
-    assert verdict('cp "$X" /etc/', rules) == "ask"
+    assert verdict('cp ./"$X" src/', rules) == "allow"  # (a name of src/ known as it runs)
+    assert verdict('cp ./"$X" /etc/', rules) == "ask"
+    assert verdict('cp "$X" src/', rules) == "ask"  # (`$X` may be `-t/etc`: an option)
 
 
 @pytest.mark.parametrize(
