@@ -374,9 +374,15 @@ class RuleSet:
             )
             if decided is not None:
                 verdicts.append(decided)
+        dotfiles = _dotfiles(parsed, env)
+        budget = [GLOBBED_MAX]  # (across the command's globs: each is read from the disk)
         for word, folder in parsed.named_writes:
             folders = paths_of(folder)
-            globbed = None if folders is None else _globbed(folders, word, _dotfiles(parsed))
+            globbed = (
+                None
+                if folders is None or dotfiles is None
+                else _globbed(folders, word, dotfiles, budget)
+            )
             if globbed is None:
                 verdicts.append(Decision("ask", f"it writes to `{word}`, which names files "
                                          "known only as it runs"))  # fmt: skip
@@ -660,7 +666,7 @@ def hook_decision(hook: Hook, parsed: ParsedCommand) -> Decision:
 
 
 _GIT_CODE = re.compile(
-    r".*/(?:\.husky/[^/]+|\.git/(?:modules/.+/)?(?:hooks/.+|config|config\.worktree|commondir|worktrees/"
+    r".*/(?:\.husky/.+|\.git/(?:modules/.+/)?(?:hooks/.+|config|config\.worktree|commondir|worktrees/"
     r"[^/]+/(?:config\.worktree|commondir))|\.git|\.gitconfig|\.config/git/config|"
     r"etc/gitconfig)"
 )
@@ -686,30 +692,42 @@ GLOBBED_MAX = 4096
 it asks)."""
 
 
-def _globbed(folders: Sequence[str], word: str, dotfiles: bool) -> list[str] | None:
+def _globbed(
+    folders: Sequence[str], word: str, dotfiles: bool, budget: list[int]
+) -> list[str] | None:
     """The paths ``word``'s glob names in each of ``folders`` as it is checked (as bash
-    would: dotfiles only where the command may turn on ``dotglob``; none, and the word
-    itself is a name in that folder), or None past :data:`GLOBBED_MAX`. A link among them is
-    followed where the path is checked (`cp x d/*` with `d/l -> /etc` wrote there: a
-    review)."""
+    would: dotfiles only where ``dotglob`` may be on; none, and the word itself is a name
+    in that folder), or None past the command's ``budget`` (a one-item list, spent). A
+    link among them is followed where the path is checked (`cp x d/*` with `d/l -> /etc`
+    wrote there: a review)."""
     import glob
+    import itertools
 
     pattern = word.rpartition("/")[2]
     found: list[str] = []
-    for folder in folders:
-        found += glob.glob(glob.escape(folder) + "/" + pattern, include_hidden=dotfiles)
-        if len(found) > GLOBBED_MAX:
+    for folder in dict.fromkeys(folders):
+        names = glob.iglob(glob.escape(folder) + "/" + pattern, include_hidden=dotfiles)
+        found += itertools.islice(names, budget[0] + 1 - len(found))
+        if len(found) > budget[0]:
             return None
+    budget[0] -= len(found)
     return found
 
 
-def _dotfiles(parsed: ParsedCommand) -> bool:
-    """Whether a glob of the command may name dotfiles: it runs `shopt` (`dotglob`,
-    `shopt -s "dot"glob`), sets `GLOBIGNORE` or a variable named as it runs (`eval
-    'GLOB''IGNORE=x'`: a review)."""
+def _dotfiles(parsed: ParsedCommand, env: Mapping[str, str]) -> bool | None:
+    """Whether a glob of the command may name dotfiles: the caller's `BASHOPTS` has
+    `dotglob`, the command sets `GLOBIGNORE` or a variable named as it runs (`eval
+    'GLOB''IGNORE=x'`), or names `dotglob` (a review); None where its globs may not be
+    read as the check reads them at all: it runs `shopt` (`shopt -s "dot"glob`,
+    `nocaseglob`, `extglob`), or `BASHOPTS` turns on `nocaseglob` or `extglob`."""
+    options = env.get("BASHOPTS", "").split(":")
+    if any(c.name == "shopt" for c in parsed.commands) or {"nocaseglob", "extglob"} & {*options}:
+        return None
     named = {name for name, _ in parsed.sets}
-    shopt = any(c.name == "shopt" for c in parsed.commands)
-    return shopt or None in named or "GLOBIGNORE" in named or "dotglob" in parsed.source
+    return (
+        None in named or "GLOBIGNORE" in named or "dotglob" in parsed.source
+        or "dotglob" in options
+    )  # fmt: skip
 
 
 def _is_code_directory(tree: str) -> bool:

@@ -370,7 +370,7 @@ glob's names land in (no dotfile); ``last``, a last operand
 written as a file, or into, where it is a directory already (``cp a dst``); ``last
 tree``, the same copied or moved whole."""
 
-_MAY_BE_OPTION = re.compile(r"""["']*[\w./]""")
+_MAY_BE_OPTION = re.compile(r"""["']*[\w./~]""")
 """A word as written that cannot expand to start with ``-`` (``./*``, ``src/*.txt``)."""
 
 

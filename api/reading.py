@@ -218,8 +218,9 @@ def _glob_folder(written: str) -> str | None:
     ``*.txt``: ``.``), or None when more of it is known only as it runs (``"$f"``, which
     may hold a ``/``, ``$D/x``, ``*/x``, a name a glob may start with a dot in)."""
     folder, _, name = written.rpartition("/")
-    if re.search(r"[$`\\\"'{*?\[~<]", folder) or re.search(r"[$`<]", name):
-        return None
+    if re.search(r"[$`\\\"'{*?\[~<]", folder) or re.search(r"[$`<\\\"'(]|\[\^|\[\[", name):
+        return None  # (quoted or escaped parts, `[^…]`, `[[:…:]]`, extglob's `@(…)`: bash
+        # reads them otherwise than the check's glob does, a review)
     if not re.search(r"[*?\[]", name):  # (computed otherwise: `"$f"`, what xargs appends)
         return None
     if name.startswith("."):

@@ -172,20 +172,19 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
         files.insert(0, operand_at)
     read = _sed_script(name, "\n".join(scripts))
     edited = [(rest[k], shown[k] if k < len(shown) else "") for k in files] if in_place else []
-    backups = [(_backup(path, suffix), text) for path, text in edited] if suffix else []
+    backups = [_backup(path, text, suffix) for path, text in edited] if suffix else []
     read.writes = [*edited, *backups, *read.writes]
     return read
 
 
-def _backup(path: str | None, suffix: str) -> str | None:
-    """Where ``sed -i SUFFIX`` keeps a file's backup: a ``*`` in the suffix is the file's
-    name (and a ``/`` makes it a path: `sed -i'.git/*' … config` put it at `.git/config`,
-    a review), else the suffix follows the file's name."""
-    if path is None:
-        return None
+def _backup(path: str | None, text: str, suffix: str) -> tuple[str | None, str]:
+    """Where ``sed -i SUFFIX`` keeps a file's backup (and it as written): each ``*`` in
+    the suffix is the file as named, its directory included (`sed -i'.git/*' … config`
+    put it at `.git/config`, `-i'.git/*' … hooks/pre-commit` at a hook: two reviews),
+    else the suffix follows the file's name."""
     if "*" in suffix:
-        return suffix.replace("*", os.path.basename(path))
-    return path + suffix
+        return (None if path is None else suffix.replace("*", path)), suffix.replace("*", text)
+    return (None if path is None else path + suffix), text + suffix
 
 
 def _sed_file(name: str, path: str | None) -> ScriptCode:

@@ -1786,7 +1786,7 @@ def _names_its_pid(command: str) -> bool:
     was the monitor's, so `kill $$; echo after` went on to print, and `kill -9 $$` lost
     the status (two trials); its own bash makes it the command's, as under `bash -c`.
     (Others run in the subshell: a process start fewer.)"""
-    if "$$" not in command and "${$}" not in command:
+    if "$$" not in command and "${$" not in command:  # (`${$}`, `${$%x}`: a review)
         return False
     return len(command.encode("utf-8", "surrogateescape")) <= ENVIRONMENT_COMMAND_LIMIT
 

@@ -2200,6 +2200,10 @@ def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "l").symlink_to("/etc")
     (tmp_path / ".git").mkdir()
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "pre-commit").touch()
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / ".bashrc").touch()
     rules = RuleSet.from_mapping({
         "allow": ["Bash(cp *)", "Bash(mv *)", "Bash(sed *)", "Bash(touch *)", "Bash(install *)"],
         "deny": ["Write(/etc/**)"]})  # fmt: skip
@@ -2208,8 +2212,18 @@ def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
         return rules.decide(parse_command(command), str(tmp_path)).verdict
 
     for asked in ("sed -i 1d b/config", "cp x b/hooks/pre-commit", "cp x d/*", "touch d/*",
-                  "cp -rT ../src .", "mv ../src/x .git"):  # fmt: skip
+                  "cp -rT ../src .", "mv ../src/x .git",
+                  # (a last review: sed's backup is the file as named, its directory too;
+                  # a glob's quoted or bracketed parts bash reads otherwise; husky v9)
+                  "sed -i'.git/*' s/a/a/ hooks/pre-commit", "sed -i'.git/*' 1d hooks/*",
+                  'cp x d/"l"*', "cp x d/\\l*", "cp x d/[^p]*", "cp x d/[[:alpha:]]*",
+                  "cp x .husky/_/h"):  # fmt: skip
         assert decided(asked) == "ask", asked
+    assert decided("sed -i'/etc/*' 1d sub/x") == "deny"  # (`/etc/sub/x`)
+    assert decided("sed -i 1d e/*") == "allow"  # (no dotfile, unless dotglob is on:)
+    with_dotglob = rules.decide(parse_command("sed -i 1d e/*"), str(tmp_path),
+                                env={"BASHOPTS": "checkwinsize:dotglob"})  # fmt: skip
+    assert with_dotglob.verdict == "ask"
     assert decided("mv /etc/hosts /tmp/x") == decided("install -d /etc/x") == "deny"
     for allowed in ("cp -r ../src .", "mv ../x ./", "cp -r ../src new", "sed -i 1d b/x.txt"):
         assert decided(allowed) == "allow", allowed

@@ -861,6 +861,7 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
         "trap 'echo sys; exit 4' SYS; kill -SYS $$; sleep 2; echo b",
         # (a `$$` the text does not show: the monitor's, which passes the signal on)
         "d='$'; echo a; eval \"kill ${d}${d}\"; sleep 2; echo b",
+        "echo a; kill ${$%x}; sleep 2; echo b",  # (`${$…}` names it too: a review)
         "d='$'; echo a; eval \"kill -ABRT ${d}${d}\"; sleep 2; echo b",
         "d='$'; trap 'echo t; exit 5' TERM; eval \"kill ${d}${d}\"; sleep 2; echo b",
     ):
