@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
+from typing import Literal
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
 from .runners import short_options, takes_next_word
@@ -363,7 +364,7 @@ def files_written(
     ]
 
 
-Kind = str
+Kind = Literal["file", "tree", "names", "last", "last tree"]
 """How a program writes a target: ``file``; ``tree``, a directory written whole (``cp
 -r``, ``mv``, a name known only as it runs copied into one); ``names``, a directory a
 glob's names land in (no dotfile); ``last``, a last operand
@@ -384,15 +385,19 @@ def option_from_a_word(name: str, words: Sequence[str | None], shown: Sequence[s
     return any(words[k] is None and not _MAY_BE_OPTION.match(shown[k]) for k in range(ended))
 
 
-def _a_glob(shown: str) -> bool:
-    """Whether a word as written is computed by a glob alone, whose names start with no
-    dot (`src/*.py`; not `"$f"`, `.*`)."""
-    name = shown.rpartition("/")[2]
-    return (
-        bool(re.search(r"[*?\[]", name))
-        and not re.search(r"[$`<]", shown)
-        and not name.startswith(".")
-    )
+def glob_folder(written: str) -> str | None:
+    """The directory of a written word whose name alone is a glob (``src/*.py``: ``src``;
+    ``*.txt``: ``.``), or None when more of it is known only as it runs (``"$f"``, which
+    may hold a ``/``, ``$D/x``, ``*/x``, a name a glob may start with a dot in)."""
+    folder, _, name = written.rpartition("/")
+    if re.search(r"[$`\\\"'{*?\[~<]", folder) or re.search(r"[$`<\\\"'(]|\[\^|\[\[", name):
+        return None  # (quoted or escaped parts, `[^…]`, `[[:…:]]`, extglob's `@(…)`: bash
+        # reads them otherwise than the check's glob does, a review)
+    if not re.search(r"[*?\[]", name):  # (computed otherwise: `"$f"`, what xargs appends)
+        return None
+    if name.startswith("."):
+        return None
+    return (folder or "/") if written.startswith("/") else (folder or ".")
 
 
 def _copied_to(
@@ -448,11 +453,12 @@ def _copied_to(
                 target, into, named = True, value, shown[at] if at < len(shown) else ""
     if directories:  # (`install -d DIR…`: each made)
         return [(words[k], shown[k], "file") for k in operands]
-    whole = "tree" if tree else "file"
-    taken = [(words[k], shown[k], "tree") for k in operands[:-1]] if name == "mv" else []
+    whole: Kind = "tree" if tree else "file"
+    taken: list[tuple[str | None, str, Kind]] = []
+    if name == "mv":  # (what it takes away)
+        taken = [(words[k], shown[k], "tree") for k in operands[: None if target else -1]]
     if target:
         destination, sources = named, operands
-        taken = [(words[k], shown[k], "tree") for k in operands] if name == "mv" else []
     elif len(operands) >= 2:
         destination, sources = shown[operands[-1]], operands[:-1]
         into = words[operands[-1]]
@@ -465,13 +471,13 @@ def _copied_to(
         made.append((into, whole))
     else:
         if not target and len(sources) == 1:
-            made.append((into, f"last {whole}" if tree else "last"))
+            made.append((into, "last tree" if tree else "last"))
         for source in sources:
             base = words[source] if parents else _basename(words[source])
             if base is None:  # (a name known as it runs: whatever lands in the directory;
                 # a glob's, none of its dotfiles: `cp -r tmpl/* .`)
                 made.append(
-                    (f"{into.rstrip('/')}/.", "names" if _a_glob(shown[source]) else "tree")
+                    (f"{into.rstrip('/')}/.", "names" if glob_folder(shown[source]) else "tree")
                 )
             else:
                 made.append((f"{into.rstrip('/') or '/'}/{base.lstrip('/')}", whole))

@@ -39,6 +39,7 @@ from .programs import (
     git_code,
     git_options,
     git_runs,
+    glob_folder,
     is_shell,
     nested_script,
     nested_shell_problem,
@@ -211,21 +212,6 @@ NETWORK_FILES = ("/dev/tcp/", "/dev/udp/")
 NETWORK_PROBLEM = (
     "a redirection opens a network connection (`/dev/tcp/…`, `/dev/udp/…`), as `curl` would"
 )
-
-
-def _glob_folder(written: str) -> str | None:
-    """The directory of a written word whose name alone is a glob (``src/*.py``: ``src``;
-    ``*.txt``: ``.``), or None when more of it is known only as it runs (``"$f"``, which
-    may hold a ``/``, ``$D/x``, ``*/x``, a name a glob may start with a dot in)."""
-    folder, _, name = written.rpartition("/")
-    if re.search(r"[$`\\\"'{*?\[~<]", folder) or re.search(r"[$`<\\\"'(]|\[\^|\[\[", name):
-        return None  # (quoted or escaped parts, `[^…]`, `[[:…:]]`, extglob's `@(…)`: bash
-        # reads them otherwise than the check's glob does, a review)
-    if not re.search(r"[*?\[]", name):  # (computed otherwise: `"$f"`, what xargs appends)
-        return None
-    if name.startswith("."):
-        return None
-    return (folder or "/") if written.startswith("/") else (folder or ".")
 
 
 COMPUTED_WRITE_PROBLEM = (
@@ -1110,7 +1096,7 @@ class _Walker:
         self.writes.append(written if target is None else target)
         if target is None:
             self.computed_writes.append(written)
-            folder = None if self.zsh else _glob_folder(written)  # (zsh's qualifiers)
+            folder = None if self.zsh else glob_folder(written)  # (zsh's qualifiers)
             if folder is None:
                 self.problems.append(COMPUTED_WRITE_PROBLEM.format(squeeze(written)))
             else:  # (`sed -i … src/*.py`: a file of that directory, none of its dotfiles)

@@ -2217,7 +2217,7 @@ def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
                   # a glob's quoted or bracketed parts bash reads otherwise; husky v9)
                   "sed -i'.git/*' s/a/a/ hooks/pre-commit", "sed -i'.git/*' 1d hooks/*",
                   'cp x d/"l"*', "cp x d/\\l*", "cp x d/[^p]*", "cp x d/[[:alpha:]]*",
-                  "cp x .husky/_/h"):  # fmt: skip
+                  "cp x .husky/_/h", 'cp -r ../t/"."* .'):  # fmt: skip
         assert decided(asked) == "ask", asked
     assert decided("sed -i'/etc/*' 1d sub/x") == "deny"  # (`/etc/sub/x`)
     assert decided("sed -i 1d e/*") == "allow"  # (no dotfile, unless dotglob is on:)
