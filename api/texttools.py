@@ -100,7 +100,7 @@ def _sed(name: str, rest: Sequence[str | None], shown: Sequence[str]) -> ScriptC
     … .git/config` set what the next `git status` ran)."""
     scripts: list[str] = []
     given = in_place = False  # (-e or -f: every operand is a file)
-    suffix: str | None = ""  # (-i's: a backup of each file, where its `*` names it)
+    suffix = ""  # (-i's: a backup of each file, where its `*` names it)
     operand: str | None = ""
     operand_at = -1
     files: list[int] = []  # (the indices of its file operands)
