@@ -29,6 +29,7 @@ from conftest import (
     reap,
     run_cli,
     start_bg,
+    task_alive,
     wait_until,
 )
 from test_mcp import run as run_mcp
@@ -219,6 +220,27 @@ def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
         subprocess.run(["umount", "-l", str(tasks)], check=False)
     r = client.bash("cd /; echo ok")
     assert r.success and r.stdout == "ok", r  # no "Permission denied" line from the trap
+
+
+def test_a_task_ending_under_a_read_only_state_dir_keeps_its_status(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """The state dir mounted read-only over itself while no supervisor ran, as tasks
+    ended: each was `lost` (its monitor opened its exit record by its path). The monitor
+    writes the status through the descriptor it holds from its start."""
+    client = Client(state_dir=small_state_dir)
+    gate = tmp_path / "go"
+    tid = start_bg(client, f"until [ -e {gate} ]; do sleep 0.02; done; exit 21")
+    kill_supervisor(small_state_dir)
+    here = str(small_state_dir)
+    subprocess.run(["mount", "--bind", here, here], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", here], check=True)
+        gate.touch()
+        wait_until(lambda: not task_alive(tid), timeout=20)
+    finally:
+        subprocess.run(["umount", here], check=True)  # (the read-only one, over it)
+    assert client.wait(tid, timeout=20_000).exit_code == 21
 
 
 def test_a_read_only_state_dir_with_no_supervisor_is_said_plainly(small_state_dir: Path) -> None:

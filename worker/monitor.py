@@ -146,8 +146,11 @@ def _monitor_script(text: str) -> str:
 # its own: with it on, `wait` would return as the job stops (147 for SIGSTOP), and the
 # monitor, exiting, would record that and kill the paused command by SIGHUP.
 # The job keeps the caller's umask; the monitor's own exit record is private (077).
-# The exit record is written over the placeholder the supervisor reserved (`1<>`: no
-# truncation), so it needs no new disk block: it is written even on a full disk. Then
+# The exit record is written over the placeholder the supervisor reserved, through the
+# descriptor held on it from the start (fd 7; by its path, `1<>`, no truncation, where
+# that one is gone), so it needs no new disk block: it is written even on a full disk,
+# and on a state dir mounted read-only over the task meanwhile (by its path, three
+# tasks so ended were lost: a trial). Then
 # the monitor closes fd 5, its record pipe (``worker.spawn.Monitor.record_pipe``; the
 # job closes it at once): the supervisor sees the status before the monitor's exit.
 # `eval "set --; $2$1"` expands the command ($1) before eval runs, so it starts with no
@@ -183,7 +186,7 @@ done
 \\builtin umask 077
 @WAIT@
 if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && \\builtin printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
-\\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
+{ \\builtin printf '%s\\n' "$__wave_status" >&7; } 2>/dev/null || \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")
 
@@ -220,7 +223,7 @@ BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/n
 __wave_ok=; while ((${#__wave_ok} < 2)); do IFS= TMOUT= \\builtin read -r -N 1 -u 9 __wave_c; __wave_s=$?; ((__wave_s > 128)) && \\builtin continue; ((__wave_s == 0)) || \\builtin break; __wave_ok+=$__wave_c; done; \\builtin trap - @STOPPING@
 @WAIT@
 if [[ -z $__wave_ok$__wave_stop ]]; then \\builtin . /dev/stdin; [[ ${__wave_go-} == 1 ]] || { @UNSTARTED@; }; \\builtin unset __wave_ok __wave_status __wave_sig __wave_c __wave_s __wave_stop; __wave_in=; \\builtin set -m; ( @UNTRAP@; \\builtin trap - PIPE; \\builtin eval "$__wave_body" ) & \\builtin set +m; @WAIT@; elif [[ $__wave_ok != rs ]] && ((__wave_status <= 128)); then \\builtin kill -KILL $$; fi
-\\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
+{ \\builtin printf '%s\\n' "$__wave_status" >&7; } 2>/dev/null || \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
 \\builtin exit $__wave_status""")
 

@@ -102,12 +102,16 @@ def main(argv: list[str]) -> int:
         os.dup2(devnull, 1)  # the monitor itself writes nothing to the task's log
         os.dup2(devnull, 2)
         status = exit_status(proc.wait())
-    try:
-        fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT, 0o600)  # over the placeholder
-        with os.fdopen(fd, "w") as fh:
-            fh.write(f"{status}\n")
+    recorded = f"{status}\n".encode()
+    try:  # (over the placeholder, through the descriptor held from the start, as the
+        os.pwrite(EXIT_RECORD_FD, recorded, 0)  # bash monitor: see worker.monitor)
     except OSError:
-        pass  # a full disk: the supervisor that started us reads the status from our exit
+        try:
+            fd = os.open(exit_file, os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(recorded)
+        except OSError:
+            pass  # a full disk: the supervisor that started us reads our exit status
     return status
 
 
