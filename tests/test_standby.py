@@ -878,6 +878,17 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
     assert client.bash("trap -p | grep -c __wave_sig").stdout == "0"
 
 
+def test_a_command_naming_its_pid_is_its_own_shell(client: Client, workdir: Path) -> None:
+    """`kill $$; echo after` printed `after` and exited 0, and `kill -9 $$` lost the
+    status, where `$$` was the monitor's (two trials): as under `bash -c`, `$$` is the
+    command's own shell, which the signal ends at once."""
+    for command in ("echo a; kill $$; echo b", "kill -9 $$; echo b", "echo ${$%x} >/dev/null; kill $$; echo b",
+                    "[ $$ = $BASHPID ] && echo same"):  # fmt: skip
+        r = client.bash(command)
+        output, status = bash_c(command, dict(os.environ), workdir)
+        assert (r.stdout, r.exit_code) == (output, 128 - status if status < 0 else status), r
+
+
 @pytest.mark.parametrize("tracking", ["cgroup", "process"])
 def test_a_background_command_sees_none_of_its_monitors_traps(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
