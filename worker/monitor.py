@@ -62,10 +62,11 @@ FORWARDED_SIGNALS = (
     "HUP", "INT", "USR1", "USR2", "ALRM", "TERM", "ABRT", "TRAP", "SYS", "XCPU", "XFSZ",
     "VTALRM", "PROF", "IO", "PWR", "STKFLT",
 )  # fmt: skip
-"""Signals the monitor passes on to its job: the command's `$$` is the monitor's pid (the
-job is its subshell), so its `kill $$` reaches the monitor, where under `bash -c` it
-would reach the command's shell: so the monitor does not die of it, losing the status
-(`kill -ABRT $$` did: a trial). It reaches the job a moment later than `bash -c`'s
+"""Signals the monitor passes on to its job: in a command run in its subshell, a `$$` it
+computes (`eval "kill \\$$"`; one its text names runs in a bash of its own, F1b) is the
+monitor's pid, so its `kill` reaches the monitor, where under `bash -c` it would reach
+the command's shell: so the monitor does not die of it, losing the status (`kill -ABRT
+$$` did: a trial). It reaches the job a moment later than `bash -c`'s
 would, the time the monitor takes to wake. (SIGQUIT needs nothing: bash ignores it, the
 monitor as `bash -c`. A fault's signals, SEGV, BUS, FPE, ILL, are not trapped: a
 handler that returns from a real fault in the monitor would meet it again, for ever.
