@@ -52,6 +52,7 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
+    job_forked,
     jobexit,
     mark_stopping,
     monitor_running,
@@ -126,7 +127,7 @@ ENVIRONMENT_COMMAND_LIMIT = 124 * 1024
 sandboxed, zsh, with BASH_ENV: never in an argv, F1a): the kernel takes 128 KiB at most,
 and its prelude and paths travel beside it."""
 JOIN_PATIENCE = 1.0
-"""Seconds a stop waits for a just-started task's job to be in its cgroup."""
+"""Seconds a stop waits for a just-started task's job to be forked, and in its cgroup."""
 SIGNAL_EXIT_CODES = range(129, 128 + 65)
 """Shell exit codes that mean "terminated by signal N" (128 + N)."""
 
@@ -1597,6 +1598,7 @@ class TaskManager:
         if walked:
             for task in walked:
                 self._tell_stopping(task)
+            await self._jobs_started(walked, lambda t: not t.row.pid or job_forked(t.row.pid))
             stopping = [t for t in walked if t.row.pid and not t.ended.done()]
             await self._walk_and_stop(stopping, [t for t in walked if t.ended.done()])
             await self._stop_what_they_left(stopping)
@@ -1662,18 +1664,21 @@ class TaskManager:
         ):
             await asyncio.sleep(0.02)
 
-    async def _joined(self, tasks: list[LiveTask]) -> None:
-        """Wait until the jobs of these just-started tasks are in their cgroups (or the
-        tasks end): a job forked with its monitor for this very command may still be
-        moving in (on an idle host the move waits for a kernel grace period), and a
-        SIGTERM sent to its empty cgroup would miss it."""
-        assert self.tracker is not None
-        tracker = self.tracker
+    async def _jobs_started(
+        self, tasks: list[LiveTask], started: Callable[[LiveTask], bool]
+    ) -> None:
+        """Wait until the jobs of those of these tasks that just started can be signalled
+        (``started``), or the tasks end. A monitor started for this very command may still
+        be forking its job (it reads the command first: a walk of its tree would miss the
+        job, which then ran its command after the stop, a CI flake), or the job may still
+        be moving into its cgroup (on an idle host the move waits for a kernel grace
+        period: a SIGTERM sent to the empty cgroup would miss it)."""
+        fresh = [t for t in tasks if time.time() - t.row.started_at < JOIN_PATIENCE]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + JOIN_PATIENCE
         delay = 0.001
         while loop.time() < deadline and any(
-            not t.ended.done() and not t.monitor_lost and not tracker.populated(t.id) for t in tasks
+            not t.ended.done() and not t.monitor_lost and not started(t) for t in fresh
         ):
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.01)
@@ -1685,7 +1690,7 @@ class TaskManager:
         assert self.tracker is not None
         tracker = self.tracker
         loop = asyncio.get_running_loop()
-        await self._joined([t for t in tasks if time.time() - t.row.started_at < JOIN_PATIENCE])
+        await self._jobs_started(tasks, lambda t: tracker.populated(t.id))
         for task in tasks:
             self._tell_stopping(task)  # (its job may not have taken its command yet)
             tracker.terminate(task.id)

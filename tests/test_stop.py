@@ -558,6 +558,17 @@ def test_a_task_stopped_as_it_starts_gets_its_sigterm(state_dir: Path, tracking:
         assert record.exit_code in (3, 143), (attempt, record.exit_code)
 
 
+def test_a_long_command_stopped_as_it_starts_is_stopped(state_dir: Path, tracking: str) -> None:
+    """A 1 MB command stopped as its start returns: its monitor was still reading it, its
+    job not forked, and the stop's walk of the monitor's tree found nothing; the job ran
+    the command after the stop, which answered `running` (the flake of the test above,
+    made certain). The stop waits for a just-started task's job to be forked."""
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "trap 'echo got TERM; exit 3' TERM; sleep 30 & wait #" + "x" * 2**20)
+    record = client.task_stop(tid)
+    assert (record.status, record.exit_code in (3, 143)) == ("killed", True), record
+
+
 def test_a_caller_stopping_its_readopted_command_gets_no_notice(state_dir: Path) -> None:
     """Ctrl+C just after the supervisor was replaced: the re-adopted foreground task is
     stopped by its own caller (`interrupted`) before that caller attached again, so it

@@ -8,7 +8,15 @@ from .cgroups import TRACKING_ENV, CgroupTracker, Usage, choose_tracker
 from .cwd import final_cwd, removed_cwd
 from .errors import BadEnvironmentError, NoShellError
 from .files import TaskFiles, open_regular
-from .kill import ProcessTable, TaskTree, process_tag, snapshot, stop_trees, tagged_processes
+from .kill import (
+    ProcessTable,
+    TaskTree,
+    job_forked,
+    process_tag,
+    snapshot,
+    stop_trees,
+    tagged_processes,
+)
 from .login_path import parse_probe_output, probe_login_path, probe_script
 from .monitor import (
     BASH_MONITOR_SCRIPT,
@@ -79,6 +87,7 @@ __all__ = [
     "exit_status",
     "final_cwd",
     "find_git_bash",
+    "job_forked",
     "last_lines",
     "mark_stopping",
     "monitor_argv",
