@@ -1036,6 +1036,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             add(sub)
     for name, verb in sub.choices.items():  # `mcp --session` is the MCP server's own
         _add_global_options(verb, after_verb=True, skip=("--session",) if name == "mcp" else ())
+    parser.set_defaults(verb_parsers=sub.choices)  # (see :func:`parse`)
     return parser
 
 
@@ -1114,7 +1115,9 @@ def _add_output(sub: Any) -> None:
     output = _verb(
         sub, "output", cmd_output, "print a task's output (--follow: until it ends)", ids="1"
     )
-    output.add_argument("--follow", "-f", action="store_true")
+    output.add_argument(
+        "--follow", "-f", action="store_true", help="go on printing what it writes until it ends"
+    )
     output.add_argument(
         "--raw", action="store_true",
         help="its bytes as the log has them (binary, colours), not cleaned for reading",
@@ -1348,7 +1351,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         return args
     parser = build_parser(_verb_in(argv))
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said with the verb's usage (argparse gives the whole CLI's: a trial)
+            verb = args.verb_parsers.get(args.verb, parser)
+            verb.error(f"unrecognized arguments: {' '.join(unknown)}")
+        del args.verb_parsers
         if args.verb == "run":
             if args.command and args.command[0] == "--":
                 args.command = args.command[1:]

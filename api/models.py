@@ -102,6 +102,10 @@ def describe_validation_error(exc: ValidationError) -> str:
         elif kind == "string_too_short":
             least = ctx.get("min_length", 1)
             msg = "must not be empty" if least == 1 else f"must have at least {least} characters"
+        elif kind == "string_unicode":  # (a byte that is no UTF-8: `--session $'s\xe9'`)
+            msg = "must be UTF-8 text (it has a byte that is no UTF-8)"
+        elif kind == "string_pattern_mismatch":
+            msg = "must be printable text (no control characters)"
         elif kind == "string_too_long":
             msg = f"must have at most {ctx.get('max_length')} characters, not {len(err['input'])}"
         elif kind in ("too_short", "too_long"):

@@ -125,7 +125,7 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     journal = open_journal(layout)
     loop = asyncio.get_running_loop()
     journal.defer_writes(lambda flush: loop.call_later(AFTER_REPLIES, flush))
-    tracker = choose_tracker(tracker_name(layout.root))
+    tracker = choose_tracker(tracker_name(layout.root), settings.tracking)
     tasks = TaskManager(
         journal, layout.tasks, command_open_files=before if before != now else None,
         tracker=tracker, memory_limit=settings.task_memory_limit, bwrap=settings.bwrap,
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     except StateDirError as exc:
         print(f"wave-bash supervisor: {exc}", file=sys.stderr)
         return 2
-    setup_logging(layout)
+    setup_logging(layout, settings.log_level)
     ready = _detach(layout) if args.detach else Ready(None)
     os.chdir("/")  # never keep a project directory busy
     # (a moment's wait: a client asking whether one runs holds a shared lock that long)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import logging.handlers
-import os
 import time
 from typing import Any
 
@@ -53,7 +52,7 @@ class RepeatFilter(logging.Filter):
         return True
 
 
-def setup_logging(layout: StateLayout) -> None:
+def setup_logging(layout: StateLayout, level: str = "INFO") -> None:
     """Log to ``supervisor.log`` (0600 by the supervisor's umask), rotated, bursts folded."""
     handler = logging.handlers.RotatingFileHandler(
         layout.log, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
@@ -64,7 +63,7 @@ def setup_logging(layout: StateLayout) -> None:
     handler.addFilter(RepeatFilter())
     root = logging.getLogger()
     root.addHandler(handler)
-    root.setLevel(os.environ.get("WAVE_LOG_LEVEL", "INFO").upper())
+    root.setLevel(level)
 
 
 def log_loop_errors(loop: asyncio.AbstractEventLoop) -> None:

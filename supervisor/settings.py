@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.units import parse_duration, parse_size
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -36,31 +40,71 @@ class Settings:
     cgroup enforces it; a task that passes it is killed (end reason ``memory_limit``)."""
 
     bwrap: str = "bwrap"
-    """``WAVE_BWRAP``: the bubblewrap that sandboxes commands (a path, or a name on PATH)."""
+    """``WAVE_BWRAP``: the bubblewrap that sandboxes commands (a path, or a name looked up
+    in the system's directories, never ``PATH``: ``worker.sandbox.locate``)."""
+
+    tracking: str = ""
+    """``WAVE_TRACKING``: ``cgroup`` or ``process`` forces that tracking (TR1); empty: the
+    best one usable here."""
+    log_level: str = "INFO"
+    """``WAVE_LOG_LEVEL``: how much ``supervisor.log`` says (``DEBUG`` … ``CRITICAL``)."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        """The settings the environment gives; a bad value is refused, naming its variable
+        (``a duration must be …`` alone left the user guessing which, and
+        ``WAVE_REQUEST_TIMEOUT=0`` made a supervisor that dropped every request, its own
+        ``supervisor stop`` included: a trial)."""
         env = dict(os.environ if env is None else env)
         defaults = cls()
         return cls(
-            log_cap=parse_size(env["WAVE_LOG_CAP"]) if env.get("WAVE_LOG_CAP") else defaults.log_cap,
-            retention=parse_duration(env["WAVE_RETENTION"]) if env.get("WAVE_RETENTION") else defaults.retention,
-            idle_exit=parse_duration(env["WAVE_IDLE_EXIT"]) if env.get("WAVE_IDLE_EXIT") else defaults.idle_exit,
-            attach_grace=parse_duration(env["WAVE_ATTACH_GRACE"]) if env.get("WAVE_ATTACH_GRACE") else defaults.attach_grace,
-            request_timeout=parse_duration(env["WAVE_REQUEST_TIMEOUT"]) if env.get("WAVE_REQUEST_TIMEOUT") else defaults.request_timeout,
-            max_connections=_positive_int(env, "WAVE_MAX_CONNECTIONS"),
-            task_memory_limit=parse_size(env["WAVE_TASK_MEMORY_LIMIT"]) if env.get("WAVE_TASK_MEMORY_LIMIT") else None,
+            log_cap=_setting(env, "WAVE_LOG_CAP", parse_size, defaults.log_cap),
+            retention=_setting(env, "WAVE_RETENTION", parse_duration, defaults.retention),
+            idle_exit=_setting(env, "WAVE_IDLE_EXIT", parse_duration, defaults.idle_exit),
+            attach_grace=_setting(env, "WAVE_ATTACH_GRACE", parse_duration, defaults.attach_grace),
+            request_timeout=_setting(env, "WAVE_REQUEST_TIMEOUT", _positive(parse_duration), defaults.request_timeout),
+            max_connections=_setting(env, "WAVE_MAX_CONNECTIONS", _positive(_whole), None),
+            task_memory_limit=_setting(env, "WAVE_TASK_MEMORY_LIMIT", parse_size, None),
             bwrap=env.get("WAVE_BWRAP") or defaults.bwrap,
+            tracking=_setting(env, "WAVE_TRACKING", _one_of("cgroup", "process"), ""),
+            log_level=_setting(env, "WAVE_LOG_LEVEL", _one_of(*_LOG_LEVELS), defaults.log_level),
         )  # fmt: skip
 
 
-def _positive_int(env: dict[str, str], name: str) -> int | None:
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _setting(env: dict[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
+    """The value of the variable ``name`` (unset or empty: ``default``)."""
     if not env.get(name):
-        return None
+        return default
     try:
-        value = int(env[name])
+        return parse(env[name])
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{name}: {exc.message}") from None
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
     except ValueError:
-        value = 0
-    if value <= 0:
-        raise InvalidInputError(f"{name} must be a positive whole number, not {env[name]!r}")
-    return value
+        raise InvalidInputError(f"a whole number is wanted, got {text!r}") from None
+
+
+def _positive(parse: Callable[[str], T]) -> Callable[[str], T]:
+    def positive(text: str) -> T:
+        value = parse(text)
+        if not value > 0:  # type: ignore[operator]
+            raise InvalidInputError(f"it must be more than 0, got {text!r}")
+        return value
+
+    return positive
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def choice(text: str) -> str:
+        if text.upper() in (c.upper() for c in choices):
+            return next(c for c in choices if c.upper() == text.upper())
+        raise InvalidInputError(f"it must be one of {', '.join(choices)}, got {text!r}")
+
+    return choice

@@ -329,6 +329,13 @@ def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     character", "Input should be greater than or equal to 1"; a review)."""
     empty = run_cli(state_dir, "--session", "", "run", "--", "true")
     assert (empty.returncode, empty.stderr) == (2, "wave-bash: session must not be empty\n")
+    # (pydantic's words were said for a byte that is no UTF-8: a trial)
+    for session, said in (
+        ("s\udce9", "UTF-8 text (it has a byte that is no UTF-8)"),
+        ("s\x01", "printable text (no control characters)"),
+    ):
+        bad = run_cli(state_dir, "--session", session, "tasks")
+        assert (bad.returncode, bad.stderr) == (2, f"wave-bash: session must be {said}\n")
     small = run_cli(state_dir, "run", "-i", "--size", "0x5", "--", "cat")
     assert small.stderr == (  # (named as given: a trial was told of `terminal_size[0]`)
         "wave-bash: --size takes COLUMNSxROWS, each from 1 to 10000 (such as 120x40), not '0x5'\n"
@@ -387,6 +394,10 @@ def test_arguments_refused_are_one_json_value_with_json(state_dir: Path) -> None
     plain = run_cli(state_dir, "run")
     assert plain.returncode == 2 and plain.stdout == ""
     assert "{run,schema,tasks,output,wait,stop,bg,input,attach," in plain.stderr
+    for verb, unknown in (("run", "-x"), ("tasks", "--bogus"), ("mcp", "--bogus")):
+        r = run_cli(state_dir, verb, unknown)  # (said with the whole CLI's usage: a trial)
+        assert r.stderr.startswith(f"usage: wave-bash {verb} [-h]"), r.stderr
+        assert r.stderr.endswith(f"wave-bash {verb}: error: unrecognized arguments: {unknown}\n")
     assert "run needs a command" in plain.stderr
 
 

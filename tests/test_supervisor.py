@@ -460,3 +460,31 @@ def test_a_removed_socket_is_listened_on_again(client: Client, state_dir: Path) 
     (state_dir / "supervisor.sock").write_text("")  # replaced by something else
     assert Client(state_dir=state_dir).status().pid == pid
     assert client.task_stop(tid).status == "killed"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("WAVE_IDLE_EXIT", "5x", "WAVE_IDLE_EXIT: a duration must be"),
+        ("WAVE_LOG_CAP", "abc", "WAVE_LOG_CAP: a size must be"),
+        ("WAVE_REQUEST_TIMEOUT", "0", "WAVE_REQUEST_TIMEOUT: it must be more than 0, got '0'"),
+        ("WAVE_TRACKING", "proces", "WAVE_TRACKING: it must be one of cgroup, process"),
+        ("WAVE_LOG_LEVEL", "bogus", "WAVE_LOG_LEVEL: it must be one of DEBUG, INFO"),
+        ("WAVE_MAX_CONNECTIONS", "-3", "WAVE_MAX_CONNECTIONS: it must be more than 0"),
+    ],
+)
+def test_a_bad_setting_is_refused_naming_its_variable(
+    state_dir: Path, name: str, value: str, said: str
+) -> None:
+    """A supervisor given a bad setting does not start, and says which (a duration's error
+    named no variable; `WAVE_REQUEST_TIMEOUT=0` made one that dropped every request, its
+    own `supervisor stop` included; a misspelt `WAVE_TRACKING` gave cgroups silently: a
+    trial). Nothing runs."""
+    result = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         "echo ran"],
+        env={**os.environ, name: value}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (2, ""), result
+    assert said in result.stderr
+    assert not supervisor_pids(state_dir)

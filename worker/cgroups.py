@@ -303,13 +303,13 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def choose_tracker(name: str, env: dict[str, str] | None = None) -> CgroupTracker | None:
-    """The tracker ``WAVE_TRACKING`` asks for, or the best one usable here.
+def choose_tracker(name: str, wanted: str = "") -> CgroupTracker | None:
+    """The tracker ``wanted`` (``WAVE_TRACKING``: ``cgroup``, ``process``), or where it is
+    empty the best one usable here.
 
     Raises:
         RuntimeError: ``cgroup`` was required and none is usable.
     """
-    wanted = (os.environ if env is None else env).get(TRACKING_ENV, "").lower()
     if wanted == "process" or not hasattr(os, "getuid"):
         return None
     tracker = CgroupTracker.probe(name)
