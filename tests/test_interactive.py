@@ -564,6 +564,25 @@ def test_a_line_longer_than_the_terminal_takes_is_refused(client: Client) -> Non
     client.task_stop(repl.background_task_id)
 
 
+def test_a_line_is_counted_as_the_terminal_edits_it(client: Client) -> None:
+    """Backspace and Ctrl+W take text back, so the line they shorten fits (each byte was
+    counted as making it longer: a trial); under `stty -isig` Ctrl+C is a plain character,
+    no line end, so a line it would make too long is refused, not cut by the kernel."""
+    r = client.bash("read x; echo ${#x}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    client.task_input(task_id, "a" * 4000, timeout=0)
+    client.task_input(task_id, "\x7f" * 100 + " word\x17", timeout=0)  # (3900, and a blank)
+    assert client.task_input(task_id, "b" * 194 + "\n").output.endswith("4095")
+    r = client.bash("stty -isig; read x; echo ${#x}", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    client.task_input(task_id, "a" * 4000 + "\x03", timeout=0)
+    with pytest.raises(InvalidInputError, match="this input has one of 4101 with what is typed"):
+        client.task_input(task_id, "b" * 100 + "\n")
+    assert client.task_input(task_id, "b" * 94 + "\n").output.endswith("4095")
+
+
 def test_stop_keeps_the_commands_last_words_and_status(client: Client) -> None:
     r = client.bash("trap 'echo cleaning up; exit 1' TERM; echo started; "
                     "while :; do sleep 0.1; done", run_in_background=True, interactive=True)  # fmt: skip

@@ -40,6 +40,7 @@ import struct
 import sys
 import termios
 import time
+from typing import Any
 
 QUIET = float(os.environ.pop("WAVE_INPUT_QUIET_S", "") or 1.0)
 """Seconds without output or input before a blocked read counts as waiting for input."""
@@ -289,9 +290,86 @@ REMEMBERED_KEYS = 256
 """Inputs recognised when sent again (a supervisor replaced mid-call resends)."""
 LINE_LIMIT = 4095
 """Longest line a terminal in line mode takes (the kernel's buffer, less the newline)."""
-LINE_ENDS = re.compile(rb"[\r\n\x03\x04\x15]")
-"""What ends (or drops) the line a terminal in line mode keeps: Enter, Ctrl+C, Ctrl+D,
-Ctrl+U."""
+
+
+def _special(cc: list[Any], index: int | None) -> int | None:
+    """A special character of the terminal (``termios`` ``c_cc``), None where disabled."""
+    if index is None or index >= len(cc) or not isinstance(cc[index], bytes):
+        return None
+    value = cc[index][0] if cc[index] else 0
+    return value or None  # (_POSIX_VDISABLE)
+
+
+def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, bool]:
+    """Type ``data`` onto ``line``, the text a terminal in line mode keeps, as its line
+    discipline edits it with the terminal's own settings (``termios.tcgetattr``): a line
+    end (Enter, ``eol``, ``eof``) or a signal character (``isig``) clears it, ``kill``
+    (Ctrl+U) too, ``erase`` (Backspace) takes back a character (a whole one under
+    ``iutf8``), ``werase`` (Ctrl+W) a word, ``lnext`` (Ctrl+V) makes the next byte plain.
+    Returns the longest the line got, and whether that line held text typed before
+    ``data``. (Counting every byte since a fixed set of line ends refused Backspaces as
+    making the line longer, and took Ctrl+C for a line end under ``-isig``: a trial.)"""
+    iflag, lflag, cc = attrs[0], attrs[3], attrs[6]
+    special = {name: _special(cc, getattr(termios, name, None)) for name in _SPECIAL}
+    clears = {10, special["VEOL"], special["VEOL2"], special["VEOF"], special["VKILL"]}
+    signals = (
+        {special["VINTR"], special["VQUIT"], special["VSUSP"]} if lflag & termios.ISIG else set()
+    )
+    extended = bool(lflag & termios.IEXTEN)
+    whole_chars = bool(iflag & getattr(termios, "IUTF8", 0))
+    longest, carried, carried_at_longest = len(line), bool(line), bool(line)
+    literal = False
+    for byte in data:
+        if literal:
+            literal = False
+        elif byte == 13 and iflag & termios.IGNCR:
+            continue
+        else:
+            if byte == 13 and iflag & termios.ICRNL:
+                byte = 10
+            elif byte == 10 and iflag & termios.INLCR:
+                byte = 13
+            if byte in clears or (byte in signals and not lflag & termios.NOFLSH):
+                line.clear()
+                carried = False
+                continue
+            if byte in signals:  # (`noflsh`: the line stays)
+                continue
+            if byte == special["VERASE"]:
+                while whole_chars and line and line[-1] & 0xC0 == 0x80:
+                    line.pop()  # (a character's continuation bytes, then its first)
+                if line:
+                    line.pop()
+                continue
+            if extended and byte == special["VWERASE"]:
+                in_word = _word_linux if sys.platform.startswith("linux") else _word_bsd
+                while line and not in_word(line[-1]):
+                    line.pop()
+                while line and in_word(line[-1]):
+                    line.pop()
+                continue
+            if extended and byte == special["VLNEXT"]:
+                literal = True
+                continue
+        line.append(byte)
+        if len(line) > longest:
+            longest, carried_at_longest = len(line), carried
+    return longest, carried_at_longest
+
+
+def _word_linux(byte: int) -> bool:  # (Linux's `werase`: letters, digits and `_`)
+    return chr(byte).isascii() and (chr(byte).isalnum() or byte == 95)
+
+
+def _word_bsd(byte: int) -> bool:  # (the BSDs' and macOS's: up to a blank)
+    return byte not in b" \t"
+
+
+_SPECIAL = ("VEOL", "VEOL2", "VEOF", "VKILL", "VINTR", "VQUIT", "VSUSP", "VERASE", "VWERASE",
+            "VLNEXT")  # fmt: skip
+"""The special characters :func:`typed_line` reads (``None`` where a platform has none)."""
+
+
 ALTERNATE_SCREEN = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
 """A program entering (``h``) or leaving (``l``) the alternate screen (vim, less, top)."""
 
@@ -336,8 +414,8 @@ class Host:
         """(client, reply, end): the reply is owed once ``written`` reaches end."""
         self.typed: dict[str, int] = {}
         """Keys of inputs typed (or queued) already, with their sizes."""
-        self.open_line = 0
-        """Bytes typed since the last line end (line mode: the terminal keeps them)."""
+        self.open_line = bytearray()
+        """The line typed so far (line mode: the terminal keeps it, see :func:`typed_line`)."""
         self.last_activity = self.last_check = time.monotonic()
         self.waiting = False
         self.status: int | None = None
@@ -453,22 +531,18 @@ class Host:
             client.say({"id": ident, "wrote": self.typed[key], "again": True})
             return
         data = text.encode("utf-8", "surrogateescape")
-        lines = LINE_ENDS.split(data)
-        if termios.tcgetattr(self.master)[3] & termios.ICANON:
-            first = self.open_line + len(lines[0])  # the line typed so far goes on
-            longest = max([first, *(len(line) for line in lines[1:])])
+        attrs = termios.tcgetattr(self.master)
+        open_line = bytearray()
+        if attrs[3] & termios.ICANON:
+            open_line = bytearray(self.open_line)  # the line typed so far goes on
+            longest, joined = typed_line(open_line, data, attrs)
             if longest > LINE_LIMIT:
-                joined = (
-                    " with what is typed on it already" if longest == first > len(lines[0]) else ""
-                )
+                said = " with what is typed on it already" if joined else ""
                 raise ValueError(
                     f"a terminal in line mode takes lines of at most {LINE_LIMIT} bytes; this "
-                    f"input has one of {longest}{joined} (write long text to a file and read it "
+                    f"input has one of {longest}{said} (write long text to a file and read it "
                     "from there)"
                 )
-            open_line = first if len(lines) == 1 else len(lines[-1])
-        else:
-            open_line = 0
         if len(self.pending) + len(data) > MAX_PENDING_INPUT:
             raise ValueError("the terminal is not reading its input")
         self.open_line = open_line
