@@ -24,7 +24,7 @@ from .wire import PROTOCOL_VERSION, AnswerOverdue, NotAnswering, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from .connection import Channel, Connector
@@ -197,6 +197,8 @@ class Caller:
         self._abort_epoch = 0
         self._abort_reason = CALLER_GONE
         self._closed = False
+        self.cli_hint = "wave-bash"
+        """How a hint names the CLI that reaches this supervisor (``texts.cli_words``)."""
         self.on_retrying: Callable[[str, float], None] | None = None
         """Told once per call that has tried again for :data:`RETRY_NOTICE_SECONDS` (why,
         and the seconds it goes on trying): a person at a remote `run` whose sshd went
@@ -247,7 +249,7 @@ class Caller:
                 return self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
             except _ConnectionLost as lost:
                 if lost.frozen:  # (it answers no one: a `tasks` waited 2 minutes, a trial)
-                    raise _not_answering(lost, started, first_op) from None
+                    raise _not_answering(lost, started, first_op, self.cli_hint) from None
                 if lost.ssh_failed and not (sent or started or lost.cut):  # never connected
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
                 # (ssh failing to connect again after a cut: the host or its sshd may be
@@ -261,7 +263,7 @@ class Caller:
             except BusyError as exc:  # answered before the request was read: it may go again
                 failure = exc
             except SupervisorNotAnsweringError as exc:  # (one runs: none can start)
-                raise _not_answering(exc, started, first_op) from None
+                raise _not_answering(exc, started, first_op, self.cli_hint) from None
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
                 if (not self.connector.may_start or refused) and not sent:
@@ -294,7 +296,7 @@ class Caller:
             if left <= 0:
                 task_id = started[0] if started else None
                 raise SupervisorUnavailableError(
-                    _give_up_text(failure, task_id, maybe_started=first_op == "run" and sent),
+                    _give_up_text(failure, task_id, first_op == "run" and sent, self.cli_hint),
                     task_id=task_id,
                 ) from None
             time.sleep(min(delay, left))  # (the last try at the end of the patience: a
@@ -483,22 +485,48 @@ class Caller:
             use.interrupt()
 
 
+def cli_words(
+    state_dir: str | None,
+    remote: str | None = None,
+    ssh_options: Sequence[str] = (),
+    remote_command: str | None = None,
+) -> str:
+    """How a hint names the CLI that reaches a task's supervisor: with the state dir and
+    remote it was given (the task is there: pasted hints got "No task found" from another
+    supervisor, and started one in the default state dir: trials), and the ssh options
+    (each as ``--ssh-option`` splits it again) and remote command that reach it."""
+    import shlex
+
+    words = ["wave-bash"]
+    if state_dir:
+        words += ["--state-dir", state_dir]
+    if remote is None:
+        return shlex.join(words)
+    words += ["--remote", remote, *(f"--ssh-option={option}" for option in ssh_options)]
+    words += ["--remote-command", remote_command] if remote_command else []
+    return shlex.join(words)
+
+
 def _not_answering(
-    failure: BaseException, started: list[str], first_op: str
+    failure: BaseException, started: list[str], first_op: str, cli: str
 ) -> SupervisorNotAnsweringError:
     """The error of a call given up at once: its supervisor answers nothing."""
     task_id = started[0] if started else None
-    text = _give_up_text(failure, task_id, maybe_started=first_op == "run")
+    text = _give_up_text(failure, task_id, first_op == "run", cli)
     return SupervisorNotAnsweringError(text, task_id=task_id)
 
 
-def _give_up_text(failure: BaseException, task_id: str | None, maybe_started: bool) -> str:
-    """Why a call gave up, and what became of its command."""
+def _give_up_text(
+    failure: BaseException, task_id: str | None, maybe_started: bool, cli: str
+) -> str:
+    """Why a call gave up, and what became of its command (``cli``: how the hint names
+    the CLI, with what reaches this supervisor: a remote one's hint named none of it, and
+    pasted asked the local default state dir, a trial)."""
     text = f"{failure}; gave up reaching the supervisor"
     if task_id is not None:
         return (
             f"{text}: the command (task {task_id}) may still be running, see TaskOutput or "
-            f"`wave-bash output {task_id}`"
+            f"`{cli} output {task_id}`"
         )
     return f"{text}: the command may have started" if maybe_started else text
 

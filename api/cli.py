@@ -21,7 +21,14 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 
-from .calls import FOREGROUND_PATIENCE, RECONNECT_PATIENCE, STATUS_LIMIT, Caller, CallScope
+from .calls import (
+    FOREGROUND_PATIENCE,
+    RECONNECT_PATIENCE,
+    STATUS_LIMIT,
+    Caller,
+    CallScope,
+    cli_words,
+)
 from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
@@ -60,6 +67,7 @@ class Cli:
         )
         self.calls = Caller(self.connector, supervisor_log(self.connector, self.layout))
         self.calls.on_retrying = _say_retrying
+        self.calls.cli_hint = _wave(self)
 
     def call(self, op: str, patience: float = RECONNECT_PATIENCE, **params: Any) -> Any:
         return self.calls.call(op, {"session": self.session, **params}, patience=patience)
@@ -635,15 +643,8 @@ def _wave(cli: Cli) -> str:
     started one in the default state dir: trials), and the ssh options and remote
     command that reach it (without them, a wrong key or no `wave-bash` there: a trial).
     What the environment gave stays there for the next command."""
-    words = ["wave-bash"]
-    if cli.state_dir_given:
-        words += ["--state-dir", str(cli.layout.root)]
-    if cli.remote is None:
-        return shlex.join(words)
-    words += ["--remote", cli.remote]
-    words += [f"--ssh-option={option}" for option in cli.ssh_option]
-    words += ["--remote-command", cli.remote_command] if cli.remote_command else []
-    return shlex.join(words)
+    state_dir = str(cli.layout.root) if cli.state_dir_given else None
+    return cli_words(state_dir, cli.remote, cli.ssh_option, cli.remote_command)
 
 
 def _print_so_far(cli: Cli, task_id: str, streamed: PiecePrinter | None = None) -> None:
@@ -1018,8 +1019,11 @@ def _version_action() -> type[argparse.Action]:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with ``only``, that verb's alone."""
     import argparse
+    from collections.abc import Mapping
 
     class Parser(argparse.ArgumentParser):
+        verbs: Mapping[str, argparse.ArgumentParser]  # (the verbs' parsers, on the CLI's)
+
         def error(self, message: str) -> NoReturn:  # (said by :func:`parse`)
             raise BadArguments(self, message)
 
@@ -1036,7 +1040,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             add(sub)
     for name, verb in sub.choices.items():  # `mcp --session` is the MCP server's own
         _add_global_options(verb, after_verb=True, skip=("--session",) if name == "mcp" else ())
-    parser.set_defaults(verb_parsers=sub.choices)  # (see :func:`parse`)
+    parser.verbs = sub.choices  # (see :func:`parse`)
     return parser
 
 
@@ -1353,9 +1357,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # said with the verb's usage (argparse gives the whole CLI's: a trial)
-            verb = args.verb_parsers.get(args.verb, parser)
+            verb = getattr(parser, "verbs", {}).get(args.verb, parser)
             verb.error(f"unrecognized arguments: {' '.join(unknown)}")
-        del args.verb_parsers
         if args.verb == "run":
             if args.command and args.command[0] == "--":
                 args.command = args.command[1:]

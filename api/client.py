@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from . import texts
-from .calls import CALLER_GONE, FOREGROUND_PATIENCE, RECONNECT_PATIENCE, Caller, CallScope
+from .calls import (
+    CALLER_GONE,
+    FOREGROUND_PATIENCE,
+    RECONNECT_PATIENCE,
+    Caller,
+    CallScope,
+    cli_words,
+)
 from .connection import connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
@@ -172,6 +180,12 @@ class Client:
             autostart=autostart,
         )
         self.calls = Caller(self.connector, supervisor_log(self.connector, self.layout))
+        self.calls.cli_hint = cli_words(
+            str(self.layout.root) if state_dir is not None else None,
+            str(self.remote) if self.remote else None,
+            [shlex.quote(option) for option in self.ssh_options],
+            None if self.remote_command == "wave-bash" else self.remote_command,
+        )
         from . import guard
 
         self.rules, self.sandbox = guard.from_environment(

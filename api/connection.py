@@ -25,6 +25,7 @@ from .transport import (
     REMOTE_HOME_CWD,
     Remote,
     check_connection,
+    check_ssh_options,
     chosen_transport,
     connect_ssh,
     control_path,
@@ -360,6 +361,7 @@ def connector_for(
     remote = remote or os.environ.get("WAVE_REMOTE") or None
     if remote:
         command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
+        check_ssh_options(ssh_options)
         return SshConnector(Remote.parse(remote), ssh_options, command, layout)
     return LocalConnector(layout, transport or chosen_transport(), autostart)
 

@@ -412,6 +412,37 @@ class Remote:
         return [*argv, "--", target, f"{remote_command} {verb}"]
 
 
+SSH_VALUED = "BbcDEeFIiJLlmOoPpQRSWw"
+"""ssh's options that take a value (the next word, or the rest of theirs: ``-i KEY``,
+``-oBatchMode=yes``)."""
+
+
+def check_ssh_options(options: Sequence[str]) -> None:
+    """Refuse ssh arguments that are no options. ssh takes the first word that is none
+    for the host, and runs the words after it, wave-bash's own options included, as the
+    remote command: `--ssh-option="-o ProxyCommand=nc %h %p"`, split as a shell would,
+    made `%h` the host (a trial).
+
+    Raises:
+        InvalidInputError: a word is no option, or the last one's value is missing.
+    """
+    value_next = False
+    for word in options:
+        if value_next:
+            value_next = False
+            continue
+        if word[:1] != "-" or word in ("-", "--"):
+            raise InvalidInputError(
+                f"ssh option {word!r} is no option (ssh would take it for the host): quote "
+                "a value with spaces whole, as in --ssh-option=\"-o 'ProxyCommand=nc %h %p'\" "
+                "(in Python: ssh_options=['-o', 'ProxyCommand=nc %h %p'])"
+            )
+        valued = next((i for i, letter in enumerate(word[1:]) if letter in SSH_VALUED), None)
+        value_next = valued == len(word) - 2  # (its value is the next word)
+    if value_next:
+        raise InvalidInputError(f"ssh option {options[-1]!r} needs a value after it")
+
+
 CONNECT_TIMEOUT = 15
 """Seconds ssh waits for an unreachable host (its own default is the system's TCP
 timeout: minutes); an ``-o ConnectTimeout=`` among the caller's options comes first."""
@@ -575,6 +606,22 @@ SSH_FAILED = 255
 CUT_SIGNS = ("closed by remote host", "Connection reset", "Broken pipe", "Timeout, server")
 """What ssh says when a connection it had made is lost (where it says anything: a
 bridge of this version also says it started, :data:`BRIDGE_STARTED`)."""
+UNMADE_SIGNS = ("exchange_identification:",)
+"""What ssh says of a connection it never made, whatever the words that follow (its
+first exchange: `kex_exchange_identification: Connection closed by remote host` from a
+port that is no sshd, a ProxyCommand that failed, a bastion down). Such a line is no cut:
+a connection that cannot be made fails at once (RM3; it was tried for two minutes, and
+`run` said the command may have started: a trial)."""
+
+
+def _says_cut(lines: Sequence[str]) -> bool:
+    """Whether ssh's words say a connection it had made was lost (:data:`CUT_SIGNS`, on
+    no line of :data:`UNMADE_SIGNS`)."""
+    return any(
+        sign in line and not any(unmade in line for unmade in UNMADE_SIGNS)
+        for line in lines
+        for sign in CUT_SIGNS
+    )
 
 
 def finish_ssh(
@@ -629,5 +676,5 @@ def finish_ssh(
     failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
     lost = code == SSH_FAILED and (started or (shared and silent))  # (not the bridge's
     # own failure: its status)
-    failure.cut = code < 0 or lost or any(sign in detail for sign in CUT_SIGNS)
+    failure.cut = code < 0 or lost or _says_cut(detail.splitlines())
     return failure

@@ -501,6 +501,12 @@ def test_anything_else_goes_to_argparse(argv: list[str]) -> None:
 def test_an_unsplittable_ssh_option_is_a_clear_error(state_dir: Path) -> None:
     r = run_cli(state_dir, "--remote", "ssh://nowhere", "--ssh-option", "'-i", "tasks")
     assert r.returncode == 2 and "--ssh-option" in r.stderr and "Traceback" not in r.stderr
+    # A value with spaces, unquoted: ssh took `%h` for the host, and ran its options as
+    # the remote command (a trial); a value missing took wave-bash's next `-o` for it.
+    for option, said in (("-o ProxyCommand=nc %h %p", "'%h' is no option"),
+                         ("-i", "'-i' needs a value")):  # fmt: skip
+        r = run_cli(state_dir, "--remote", "ssh://nowhere", f"--ssh-option={option}", "tasks")
+        assert (r.returncode, r.stdout) == (2, "") and f"ssh option {said}" in r.stderr
 
 
 def test_global_options_after_the_verb(state_dir: Path, tmp_path: Path) -> None:

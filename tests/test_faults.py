@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -32,7 +33,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client, SupervisorUnavailableError, calls, texts, wire
+from wave_bash.api import Client, SupervisorUnavailableError, calls, cli, texts, wire
 from wave_bash.api import transport as transports
 from wave_bash.api.errors import SupervisorNotAnsweringError
 from wave_bash.supervisor.identity import start_ticks
@@ -369,6 +370,40 @@ def test_a_call_to_a_silent_supervisor_gives_up_after_a_check(
         os.kill(pid, signal.SIGCONT)
     assert [t.id for t in client.tasks() if t.status == "running"] == [running]
     client.task_stop(running)
+
+
+def test_a_call_given_up_says_how_to_reach_its_task(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call given up with its command started names the task, and the CLI that reaches
+    it: with the state dir, the remote, its ssh options and remote command (the hint
+    named none of them, and pasted asked the default state dir: a trial)."""
+    monkeypatch.setattr(wire, "SILENCE_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(calls, "STATUS_LIMIT", 1.0)
+    client = Client(state_dir=state_dir)
+    pid = client.status().pid or 0
+    started: list[str] = []
+
+    def freeze(task_id: str) -> None:
+        started.append(task_id)
+        os.kill(pid, signal.SIGSTOP)
+
+    try:
+        with pytest.raises(SupervisorNotAnsweringError) as err:
+            client.bash("sleep 30", on_start=freeze)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert f"`wave-bash --state-dir {state_dir} output {started[0]}`" in str(err.value)
+    client.task_stop(started[0])
+    options = ["-o", "ProxyCommand=nc %h %p", "-i", "my key"]
+    remote = Client(state_dir=state_dir, remote="ssh://me@box:2222", ssh_options=options,
+                    remote_command="~/bin/wave-bash")  # fmt: skip
+    words = shlex.split(remote.calls.cli_hint)  # (as a shell reads it, then the CLI)
+    args = cli.parse([*words[1:], "tasks"])
+    assert (args.state_dir, args.remote, args.remote_command) == (
+        str(state_dir), "ssh://me@box:2222", "~/bin/wave-bash",
+    )  # fmt: skip
+    assert cli._ssh_options(args.ssh_option) == options
 
 
 def test_a_call_abandoned_during_its_check_ends_at_once(

@@ -635,6 +635,39 @@ def test_remote_url_is_checked() -> None:
             Client(remote=f"ssh://devbox:{port}")
 
 
+def test_a_connection_that_never_got_through_fails_at_once(tmp_path: Path) -> None:
+    """A port that is no sshd (it accepts and closes) and a ProxyCommand that fails (a
+    bastion down): ssh's `kex_exchange_identification: Connection closed by remote host`
+    was read as a connection made, then cut, and the call tried again for two minutes,
+    `run` then saying the command may have started (a trial). It fails at once (RM3)."""
+    with socket.socket() as closer:
+        closer.bind(("127.0.0.1", 0))
+        closer.listen(8)
+        port = closer.getsockname()[1]
+
+        def close_each() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = closer.accept()
+                    conn.close()
+
+        threading.Thread(target=close_each, daemon=True).start()
+        options = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                   "-o", "BatchMode=yes"]  # fmt: skip
+        for url, extra in (
+            (f"ssh://127.0.0.1:{port}", []),
+            ("ssh://box", ["-o", "ProxyCommand=false"]),
+        ):
+            client = Client(
+                remote=url, ssh_options=[*options, *extra], state_dir=tmp_path / "local"
+            )
+            began = time.monotonic()
+            with pytest.raises(SupervisorUnavailableError, match="exchange_identification") as err:
+                client.bash("echo ran")
+            assert "may have started" not in str(err.value)
+            assert time.monotonic() - began < 10
+
+
 def test_a_remote_that_never_answers_is_given_up_after_a_check(
     sshd: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
