@@ -65,22 +65,35 @@ def test_a_slow_profile_is_left_to_finish(tmp_path: Path) -> None:
     wait_until(lambda: not lock.exists(), timeout=10)  # released by the shell itself
 
 
-def test_injected_once_and_inherited_without_login_shells(
-    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A bash wrapper that counts login invocations, used as the user's shell.
+def _counting_shell(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    profile: str = 'export PATH="/opt/from-login:$PATH"\n',
+) -> Path:
+    """The user's shell (``WAVE_SHELL``, ``HOME``) made a bash wrapper that counts its
+    login invocations in the file it returns (and gives the PATH it was started with as
+    ``STARTED_WITH``); its login profile ``profile``, by default one that puts
+    ``/opt/from-login`` first on the PATH."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     counter = tmp_path / "login-count"
     wrapper = bindir / "bash"
     wrapper.write_text(
-        f'#!/bin/bash\ncase "$1" in -l*|--login) echo x >> {counter};; esac\nexec /bin/bash "$@"\n'
+        f'#!/bin/bash\ncase "$1" in -l*|--login) echo x >> {counter};; esac\n'
+        'export STARTED_WITH=$PATH; exec /bin/bash "$@"\n'
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    home = _fake_home(tmp_path, 'export PATH="/opt/from-login:$PATH"\n')
+    home = _fake_home(tmp_path, profile)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("WAVE_SHELL", str(wrapper))
     monkeypatch.setenv("PATH", os.environ["PATH"])
+    return counter
+
+
+def test_injected_once_and_inherited_without_login_shells(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = _counting_shell(tmp_path, monkeypatch)
     monkeypatch.setattr(wave_bash.api.client, "_login_path_injected", False)
     client = Client(state_dir=state_dir)
     path = inject_login_path(client)
@@ -90,3 +103,21 @@ def test_injected_once_and_inherited_without_login_shells(
         r = client.bash("echo $PATH; shopt -q login_shell && echo login || echo plain")
         assert r.stdout.splitlines() == [path, "plain"]
     assert counter.read_text().count("x") == 1
+
+
+def test_a_login_path_is_probed_for_each_path_it_starts_from(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a login profile makes of the PATH depends on the PATH it starts from (Debian's
+    `/etc/profile` finds `id` on it to choose root's): the first caller's was given to
+    every later one, a remote bridge with a broken PATH leaving every healthy call
+    without `/usr/sbin` (a trial). Each PATH gets its own probe, once."""
+    profile = 'export PATH="${STARTED_WITH%%:*}:$PATH"\n'  # (/etc/profile resets PATH)
+    counter = _counting_shell(tmp_path, monkeypatch, profile)
+    client = Client(state_dir=state_dir)
+    found, path = [], os.environ["PATH"]
+    for first in ("/first", "/second", "/second"):
+        monkeypatch.setenv("PATH", f"{first}:{path}")
+        found.append(client.login_path())
+    assert [(p or "").split(":")[0] for p in found] == ["/first", "/second", "/second"]
+    assert counter.read_text().count("x") == 2

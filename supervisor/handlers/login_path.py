@@ -13,9 +13,11 @@ from wave_bash.worker import probe_login_path, resolve_shell
 from ..boundary import worker_errors
 from ..context import Connection, Context
 
-_probed: dict[tuple[str, str, str], str | None] = {}
-"""Login PATHs already probed, by (shell, HOME, USER): a login profile is read once per
-supervisor, however many hosts or remote bridges ask."""
+_probed: dict[tuple[str, str, str, str], str | None] = {}
+"""Login PATHs already probed, by (shell, HOME, USER, PATH): a login profile is read once
+per supervisor for each, however many hosts or remote bridges ask. (The PATH it starts
+from counts: Debian's `/etc/profile` finds `id` on it to choose root's PATH, and the first
+bridge's, broken, left every later call without `/usr/sbin`: a trial.)"""
 
 
 async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> LoginPathResult:
@@ -24,7 +26,7 @@ async def handle(ctx: Context, p: LoginPathParams, conn: Connection) -> LoginPat
             raise InvalidInputError(f"cannot pass this environment on: bad entry {name!r}")
     with worker_errors(ctx.layout.root):
         shell = resolve_shell(p.env)
-    key = (shell.path, p.env.get("HOME", ""), p.env.get("USER", ""))
+    key = (shell.path, p.env.get("HOME", ""), p.env.get("USER", ""), p.env.get("PATH", ""))
     if _probed.get(key) is None:  # failures are tried again next time
         windows = sys.platform == "win32"  # Git Bash: -lic 'cygpath -pw "$PATH"'
         _probed[key] = await asyncio.to_thread(
