@@ -39,7 +39,7 @@ from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
-from .texts import notices_waiting_text, tool_result_text
+from .texts import notices_waiting_text, remote_paths_text, tool_result_text
 from .tools import (
     BASH_TOOL,
     TASK_INPUT_TOOL,
@@ -203,8 +203,12 @@ class WaveMcp:
             notices = [n for n in notices if n.task_id != shown]
         if data is None:  # an error result: its text in structured content too (a host that
             data = {"success": False, "error": text}  # shows models only that saw none)
+        said = result_text(text, notices, waiting)
+        paths = [str(data.get("outputPath") or ""), *(n.output_path for n in notices)]
+        if self.client.remote is not None and any(p and p in said for p in paths):
+            said += f"\n\n{remote_paths_text(str(self.client.remote))}"
         return _tool_result(
-            result_text(text, notices, waiting),
+            said,
             structuredContent=structured_result(name, data, notices),
             isError=is_error,
         )

@@ -250,6 +250,16 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     return f"Task {data.get('id')} {'was stopped' if status == TaskStatus.KILLED else status}. {state}."
 
 
+def remote_paths_text(remote: str) -> str:
+    """What a model is told of the output paths of a remote's tasks: they are no files of
+    its host's (one read them with its own file reader, which found nothing there or
+    another file: a trial)."""
+    return (
+        f"(These paths are on the remote dev box {remote}, not on this machine: read a "
+        "task's output with TaskOutput.)"
+    )
+
+
 def removed_cwd_text(removed: str, start: str) -> str:
     """A command that ended in a directory it removed: where the next one starts."""
     return (

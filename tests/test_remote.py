@@ -736,22 +736,29 @@ def test_mcp_server_drives_the_remote(sshd: dict[str, object], tmp_path: Path) -
 
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
-    from test_mcp import structured
+    from test_mcp import structured, text
 
     args = ["-m", "wave_bash.api.cli", "--state-dir", str(tmp_path / "local"), "--remote", str(sshd["url"]),
             "--remote-command", str(sshd["command"]), "--ssh-option", shlex.join(list(sshd["options"])),  # type: ignore[arg-type]
             "mcp", "--session", "remote-mcp"]  # fmt: skip
 
-    async def scenario() -> str:
+    async def scenario() -> tuple[str, str, str]:
         params = StdioServerParameters(command=sys.executable, args=args)
         async with stdio_client(params) as streams, ClientSession(*streams) as session:
             await session.initialize()
             result = await session.call_tool("Bash", {"command": "echo from-remote"})
-            return str(structured(result)["outputPath"])
+            started = await session.call_tool(
+                "Bash", {"command": "echo late", "run_in_background": True}
+            )
+            return str(structured(result)["outputPath"]), text(result), text(started)
 
-    output_path = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+    output_path, done, started = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
     assert output_path.startswith(str(sshd["state"]))  # the task lives in the remote state dir
     assert not (tmp_path / "local" / "journal.db").exists()  # nothing ran locally
+    # A path a model is given is said to be the remote's (it read it with its own file
+    # reader: a trial); a result that names none says nothing of it.
+    said = f"(These paths are on the remote dev box {sshd['url']}, not on this machine"
+    assert said in started and said not in done
 
 
 def test_interactive_task_remotely_answered_and_attached_in_tmux(
