@@ -235,8 +235,20 @@ def ensure_private_dir(path: Path) -> Path:
                 f"state dir {path} is on a read-only file system: make it writable, or use "
                 "another (--state-dir, WAVE_STATE_DIR)"
             ) from None
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR) and (file := _not_a_directory(path)):
+            raise StateDirError(  # (it said `[Errno 17] File exists`: a trial)
+                f"state dir {path} cannot be used: {file} is no directory"
+            ) from None
         raise StateDirError(f"state dir {path} cannot be used: {exc}") from None
     return path
+
+
+def _not_a_directory(path: Path) -> Path | None:
+    """The first of ``path``'s ancestors that exists and is no directory, if one is."""
+    for ancestor in reversed(path.parents):
+        if ancestor.exists() and not ancestor.is_dir():
+            return ancestor
+    return None
 
 
 def socket_fallback_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -200,6 +200,15 @@ def test_state_dir_link_is_refused_while_a_supervisor_runs_behind_it(tmp_path: P
         client.shutdown()
 
 
+def test_a_state_dir_under_a_file_says_which_is_no_directory(tmp_path: Path) -> None:
+    """(`[Errno 17] File exists: '…/afile'`, as a parent is made: a trial.)"""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(StateDirError) as refused:
+        Client(state_dir=afile / "sub" / "state").bash("echo hi")
+    assert str(refused.value).endswith(f"cannot be used: {afile} is no directory")
+
+
 def test_state_dir_of_another_user_is_refused(tmp_path: Path) -> None:
     theirs = tmp_path / "theirs"
     theirs.mkdir()
