@@ -374,6 +374,11 @@ class RuleSet:
             )
             if decided is not None:
                 verdicts.append(decided)
+        if writes_ruled and (through := _through_a_link(parsed, paths_of)) is not None:
+            verdicts.append(Decision(
+                "ask", f"it writes to `{through[0]}` through `{through[1]}`, which it links or "
+                "moves itself (where a link leads is known only as it runs)",
+            ))  # fmt: skip
         dotfiles = _dotfiles(parsed, env)
         budget = [GLOBBED_MAX]  # (across the command's globs: each is read from the disk)
         for word, folder in parsed.named_writes:
@@ -602,6 +607,32 @@ def _places(cwd: str, directories: Sequence[str | None], cdpath: str | None) -> 
         if len(places) > MAX_PLACES:
             return None
     return places
+
+
+def _through_a_link(
+    parsed: ParsedCommand, paths_of: Callable[[str | None], list[str] | None]
+) -> tuple[str, str] | None:
+    """A write (and the name on its way) that goes through a name a link maker of the
+    same command writes (``ln``, ``mv``, ``cp -s/-l/-a/-r…``: ``ParsedCommand.linked``),
+    which may then be a link leading anywhere: checked where it is now, the write went
+    where the link led (a trial wrote under a denied folder by `ln -s protected l; echo
+    > l/x`); another link maker's too (`ln -s protected l; cp -r x l/`). A last operand
+    that is a directory already is written into, not replaced."""
+    links = []
+    for name, kind, maker in parsed.linked:
+        paths = paths_of(name) or []
+        if not (kind.startswith("last") and paths and all(map(os.path.isdir, paths))):
+            links += [(name, maker, path) for path in paths]
+    writes: list[tuple[str, int | None]] = [
+        *((target, None) for target in (*parsed.unlinked_writes, *parsed.unlinked_trees)),
+        *((name, maker) for name, _, maker in parsed.linked),
+    ]
+    for target, writer in dict.fromkeys(writes):
+        for path in paths_of(target) or []:
+            for name, maker, link in links:
+                if maker != writer and _inside(path, link):
+                    return target, name
+    return None
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -205,8 +205,15 @@ SORT_LONG_VALUED = ("--key", "--output", "--buffer-size", "--field-separator",
 """Its long ones besides ``--compress-program``."""
 
 
+SHUF_LONG_VALUED = ("--input-range", "--head-count", "--output", "--random-source")
+"""GNU shuf's long options that take a value (its short ones: ``-i``, ``-n``, ``-o``)."""
+
+
 def _sort_options(
-    words: Sequence[str | None], shown: Sequence[str]
+    words: Sequence[str | None],
+    shown: Sequence[str],
+    short_valued: str = SORT_VALUED,
+    long_valued: Sequence[str] = SORT_LONG_VALUED,
 ) -> tuple[list[str | None], list[tuple[int, str]]]:
     """What GNU ``sort``'s words name, up to ``--`` (not an option's value: ``sort -o --
     --compress-program=PROG`` writes a file named ``--``): the programs
@@ -231,13 +238,13 @@ def _sort_options(
             programs.append(long_value(words, index - 1))
             index += "=" not in word
         elif word.startswith("--"):
-            valued = "=" not in word and any(abbreviates(word, o) for o in SORT_LONG_VALUED)
+            valued = "=" not in word and any(abbreviates(word, o) for o in long_valued)
             if _long_prefix(word, "--output"):
                 outputs.append((index, "") if valued else (index - 1, word.split("=", 1)[0] + "="))
             index += valued
         elif word.startswith("-") and len(word) > 1:
             letters = word[1:]  # (a group: `-no FILE`, `-oFILE`)
-            at = next((i for i, letter in enumerate(letters) if letter in SORT_VALUED), None)
+            at = next((i for i, letter in enumerate(letters) if letter in short_valued), None)
             if at is not None and letters[at] == "o":
                 attached = at + 1 < len(letters)
                 outputs.append((index - 1, word[: at + 2]) if attached else (index, ""))
@@ -326,26 +333,33 @@ def files_written(
         at = [(i, "") for i in _positional(words, "")]
     elif name == "sort":
         at = _sort_options(words, shown)[1]
+    elif name == "shuf":  # (its `-o FILE` as sort's: a trial)
+        at = _sort_options(words, shown, "ino", SHUF_LONG_VALUED)[1]
     elif name == "uniq":
         longs = ("--skip-fields", "--skip-chars", "--check-chars")
         at = [(i, "") for i in _positional(words, "fsw", longs)[1:2]]
     elif name == "xxd":
         at = [(i, "") for i in _xxd_files(words)[1:2]]
-    elif name == "git":
+    elif name == "git":  # (`--output`; `archive -o FILE`, `-oFILE`: a trial)
+        sub = git_options(words)
+        archive = sub < len(words) and words[sub] == "archive"
         for i, w in enumerate(words):
-            if w == "--output":
+            if w == "--output" or (archive and i > sub and w == "-o"):
                 at.append((i + 1, ""))
-            elif w is None and may_be_option(shown[i], ["--output"]):
+            elif w is None and may_be_option(shown[i], ["--output"], "o" if archive else ""):
                 at.append((i, ""))
             elif w is not None and w.startswith("--output="):
                 at.append((i, "--output="))
-    elif name == "tree":  # (`-o FILE`, grouped too: `-ao FILE`, `-oFILE`)
+            elif archive and i > sub and w is not None and w[:2] == "-o":
+                at.append((i, "-o"))
+    elif name == "tree":  # (`-o FILE`; grouped, each option of the group that takes a
+        # value takes the next word in turn: `-Lo 1 FILE`, `-oL FILE 1`, a trial)
         for i, w in enumerate(words):
             if w is None and may_be_option(shown[i], [], "o"):
                 at.append((i, ""))
             elif w is not None and w[:1] == "-" and w[1:2] != "-" and "o" in w:
-                after = w[w.index("o") + 1 :]
-                at.append((i, w[: w.index("o") + 1]) if after else (i + 1, ""))
+                valued = [letter for letter in w[1:] if letter in _TREE_VALUED]
+                at.append((i + 1 + valued.index("o"), ""))
     elif name == "dd":  # (`of=FILE`; `"of=$F"` computed)
         at = [(i, "of=") for i, w in enumerate(words)
               if (w or re.sub(r"[\"']", "", shown[i])).startswith("of=")]  # fmt: skip
@@ -362,6 +376,11 @@ def files_written(
         for i, option in at
         if i < len(words) and words[i] != "-"
     ]
+
+
+_TREE_VALUED = "LPIHTo"
+"""tree's options that take a value (its parser gives none attached: ``-oFILE`` is ``-o``,
+``-F``, ``-I``, ``-L``, ``-E``)."""
 
 
 Kind = Literal["file", "tree", "names", "last", "last tree"]
@@ -489,6 +508,32 @@ def _copied_to(
     return [*((m, destination, kind) for m, kind in [*made, *backups]), *taken]
 
 
+_LINKING = frozenset({"-s", "-l", "-d", "-P", "-a", "-r", "-R"})
+_LINKING_LONG = ("--symbolic-link", "--link", "--no-dereference", "--archive", "--recursive")
+
+
+def makes_links(name: str, words: Sequence[str | None]) -> bool:
+    """Whether what ``name`` writes may be a link, leading anywhere: ``ln``'s, ``mv``'s (a
+    link moved) and ``cp``'s with ``-s``, ``-l`` (a hard link), ``-d``, ``-P``, ``-a``,
+    ``-r`` or ``-R`` (links copied as links). A write through such a name later in the
+    command goes where the link leads, which no check made before it runs can see
+    (`ln -s protected l; echo > l/x`, `cp -l protected/f g; echo > g`: a trial)."""
+    if name in ("ln", "mv"):
+        return True
+    if name != "cp":
+        return False
+    short, long = _COPIERS[name]
+    for index in _scan(words, short, long)[1]:
+        word = words[index] or ""
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--"):
+            if any(abbreviates(flag, option) for option in _LINKING_LONG):
+                return True
+        elif _LINKING & set(short_options(word, short)):
+            return True
+    return False
+
+
 def _basename(path: str | None) -> str | None:
     """A source's name as copied into a directory (None: computed)."""
     return None if path is None else os.path.basename(path.rstrip("/")) or path
@@ -508,7 +553,7 @@ def _xxd_files(words: Sequence[str | None]) -> list[int]:
         else:
             letters = word.lstrip("-")
             attached = re.fullmatch(r".[-+]?(?:0x)?[0-9a-fA-F]+", letters) is not None
-            skip = bool(letters) and letters[0] in "cglnos" and not attached
+            skip = bool(letters) and letters[0] in "cglnosR" and not attached  # (-R when)
     return found
 
 

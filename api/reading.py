@@ -41,6 +41,7 @@ from .programs import (
     git_runs,
     glob_folder,
     is_shell,
+    makes_links,
     nested_script,
     nested_shell_problem,
     option_from_a_word,
@@ -158,6 +159,16 @@ class ParsedCommand:
     into_directories: tuple[str, ...] = ()
     """Those of ``writes`` that are a last operand (``cp a dst``): written as a file, or,
     a directory already, written into (``dst/a``, a target of its own)."""
+    linked: tuple[tuple[str, str, int], ...] = ()
+    """What link makers write (``programs.makes_links``), each with its ``programs.Kind``
+    and which of them wrote it (a number of its own): a name that may be a link, leading
+    anywhere, once it ran."""
+    unlinked_writes: tuple[str, ...] = ()
+    """Those of ``writes`` that no link maker made: written through what ``linked`` names
+    (a name, or a folder on its way), they go where its link leads, unknown before it
+    runs."""
+    unlinked_trees: tuple[str, ...] = ()
+    """Those of ``tree_writes`` that no link maker made (the same, for what lands in them)."""
 
 
 MAX_NESTING = 8
@@ -437,7 +448,28 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         tree_writes=tuple(dict.fromkeys(walker.tree_writes)),
         named_writes=tuple(dict.fromkeys(walker.named_writes)),
         into_directories=tuple(dict.fromkeys(walker.into_directories)),
+        linked=tuple(dict.fromkeys(walker.linked)),
+        unlinked_writes=_others(walker.writes, [target for target, _, _ in walker.linked]),
+        unlinked_trees=_others(
+            [target for target, _ in walker.tree_writes],
+            [target for target, _, _ in walker.linked],
+        ),
     )
+
+
+_LINKERS = itertools.count()
+"""Numbers that tell the link makers of a command apart (``ParsedCommand.linked``)."""
+
+
+def _others(writes: list[str], linked: list[str]) -> tuple[str, ...]:
+    """The writes left when those of the link makers are taken away, once each (`cp -l
+    f g; echo > g` writes `g` twice: once by `cp`, once through what it made; what a
+    `cp -r` makes, its copy and what lands in it, is none through the other)."""
+    left = list(writes)
+    for target in linked:
+        if target in left:
+            left.remove(target)
+    return tuple(dict.fromkeys(left))
 
 
 _SCOPES = frozenset({"subshell", "command_substitution", "process_substitution"})
@@ -516,6 +548,7 @@ class _Walker:
         self.tree_writes: list[tuple[str, bool]] = []
         self.named_writes: list[tuple[str, str]] = []
         self.into_directories: list[str] = []
+        self.linked: list[tuple[str, str, int]] = []
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
@@ -966,10 +999,13 @@ class _Walker:
                 f"`{name}` may take a word known only as it runs for an option (`-t DIR`): "
                 "put `--` before the file names, or `./` in front"
             )
+        linker = next(_LINKERS) if makes_links(os.path.basename(name), rest) else None
         for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
         ):
             self._program_writes(target, written, kind)
+            if linker is not None and target is not None:
+                self.linked.append((target, kind, linker))
         codes = code_arguments(name, rest, shown[start + 1 :])
         scripted = script_code(name, rest, shown[start + 1 :])  # (`xargs sed …`: with what
         # it appends, a computed word)
@@ -1154,6 +1190,7 @@ class _Walker:
         self.tree_writes += inner.tree_writes
         self.named_writes += inner.named_writes
         self.into_directories += inner.into_directories
+        self.linked += inner.linked
         for target in inner.writes:
             self.writes.append(target)
             if place == "root" or (place == "moved" and not target.startswith("/")):

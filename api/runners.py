@@ -54,15 +54,18 @@ def runner_commands(
             i += 1
             break
         flag = word.split("=", 1)[0]
-        if name == "xargs":  # -I R, -IR, -i[R], --replace[=R]: R in a word is filled in
-            if word.startswith("-I"):
-                given = word[2:] or (rest[i + 1] if i + 1 < len(rest) else "{}")
+        letters = "".join(o[1] for o in takes_value if len(o) == 2)
+        if name == "xargs":  # -I R, -IR, -i[R], --replace[=R]: R in a word is filled in,
+            # grouped too (`-rI R`, `-0iR`: taken for plain words, a trial)
+            grouped = short_options(word, letters + "eil")  # (-e, -i, -l: values attached)
+            last, attached = grouped[-1:], word[len(grouped) + 1 :]
+            if last == ["-I"]:
+                given = attached or (rest[i + 1] if i + 1 < len(rest) else "{}")
                 placeholder = given if given is not None else ""  # computed: any word
-            elif word.startswith("-i"):
-                placeholder = word[2:] or "{}"
+            elif last == ["-i"]:
+                placeholder = attached or "{}"
             elif len(flag) > 3 and "--replace".startswith(flag):  # (`--rep`)
                 placeholder = word.split("=", 1)[1] if "=" in word else "{}"
-        letters = "".join(o[1] for o in takes_value if len(o) == 2)
         if word.startswith("--"):
             i += 1 if ("=" in word or not takes_long_value(flag, takes_value)) else 2
         else:  # grouped short options: `-rn 1`, `-Eu root`, `-uroot`

@@ -2127,6 +2127,11 @@ def test_commands_programs_run_by_their_options_are_checked(command: str) -> Non
      ("git log -1 --format=x --output={}", "git log"), ("git diff --output {}", "git diff"),
      ("uniq a {}", "uniq"), ("uniq -f 1 a {}", "uniq"), ("xxd -r -c 8 a {}", "xxd"),
      ("tree -o {}", "tree"), ("dd if=a of={}", "dd"), ("history -w {}", "history"),
+     # (a trial's: tree's group gives each valued option the next word in turn, git
+     # archive's `-o`, shuf's `-o` as sort's, xxd's `-R WHEN`)
+     ("tree -Lo 1 {}", "tree"), ("tree -oL {} 1", "tree"), ("git archive -o {} HEAD", "git"),
+     ("git archive -o{} HEAD", "git"), ("shuf -n 2 -o {} a", "shuf"), ("shuf -zo{} a", "shuf"),
+     ("xxd -R always a {}", "xxd"),
      # (and programs that write files by their nature: `sed -i … .git/config` and `cp x
      # .git/config` set what the next `git status` ran, a trial)
      ("cp a {}", "cp"), ("cp -T a {}", "cp"), ("cp -r -- a {}", "cp"), ("mv a {}", "mv"),
@@ -2148,6 +2153,44 @@ def test_files_programs_write_by_their_words_are_write_targets(command: str, tar
     assert verdict("sort -k o a; sort -ko /etc/x; uniq -f 1 a; echo x | tee -", {
         "allow": ["Bash(sort *)", "Bash(uniq *)", "Bash(echo *)", "Bash(tee *)"],
         "deny": ["Write(/etc/**)"]}) == "allow"  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command",
+    [  # (a trial's, each confirmed: the file or folder under the deny rule was written)
+     "ln -s /etc newl; echo hi > newl/x", "ln -s /etc newl && sort -o newl/x /dev/null",
+     "mv ok ok2 && ln -s /etc ok && echo hi > ok/x", "ln -sfn /etc l; echo > l/x",
+     "cp -s /etc/passwd f; echo hi > f", "cp -rs /etc newd; echo hi > newd/passwd",
+     "cp -l /etc/passwd f; echo hi > f", "cp -d lnk l2; echo hi > l2/x",
+     "ln -s /etc l; cp -r x l/", "ln -s /etc l; mv x l/", "ln -s /etc l; sed -i 1d l/x",
+     "cp --symbolic-link /etc/passwd f && tee f < x"],
+)  # fmt: skip
+def test_a_write_through_a_link_the_command_makes_asks(command: str) -> None:
+    """A link made (or moved, or copied as a link) by the command itself does not exist
+    as it is checked: a write through it went wherever it led (`ln -s protected l; echo
+    > l/x` under a deny rule on `protected`: a trial). With Write rules such a write asks;
+    a write elsewhere, and a copy with no write through it, do not."""
+    rules = {"allow": [f"Bash({p} *)" for p in ("ln", "cp", "echo", "sort", "mv", "sed", "tee")],
+             "deny": ["Write(/etc/**)"]}  # fmt: skip
+    assert verdict(command, rules, cwd="/tmp") == "ask"
+    for fine in ("cp -r x build && echo x > log.txt", "mv a.txt b.txt && echo x > c.txt",
+                 "ln -sf ../x y", "cp a.txt b.txt && echo x >> b.txt"):  # fmt: skip
+        assert verdict(fine, rules, cwd="/tmp") == "allow", fine
+
+
+def test_xargs_grouped_placeholder_options_are_read() -> None:
+    """`xargs -rI Q dd of=Q` and `xargs -rI Q git Q origin`: `-I` grouped behind another
+    option went unseen, `Q` read as a plain word (a trial wrote under a denied folder)."""
+    rules = {"allow": ["Bash(xargs *)", "Bash(printf *)", "Bash(echo *)", "Bash(dd *)",
+                       "Bash(git *)"],
+             "ask": ["Bash(git push *)"], "deny": ["Write(/etc/**)"]}  # fmt: skip
+    for command in ("printf /etc/x | xargs -rI Q dd if=/dev/null of=Q",
+                    "echo push | xargs -rI Q git Q origin", "echo push | xargs -rIQ git Q",
+                    "echo push | xargs -0iQ git Q origin"):  # fmt: skip
+        assert verdict(command, rules) == "ask", command
+    assert verdict("printf x | xargs -rI Q dd if=Q of=/dev/null", rules) == "allow"
+    assert verdict("echo log | xargs -rI Q git Q", rules) == "ask"  # (Q may be push)
+    assert verdict("echo x | xargs -r git log", rules) == "allow"
 
 
 @pytest.mark.parametrize(
