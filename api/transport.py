@@ -615,13 +615,12 @@ a connection that cannot be made fails at once (RM3; it was tried for two minute
 
 
 def _says_cut(lines: Sequence[str]) -> bool:
-    """Whether ssh's words say a connection it had made was lost (:data:`CUT_SIGNS`, on
-    no line of :data:`UNMADE_SIGNS`)."""
-    return any(
-        sign in line and not any(unmade in line for unmade in UNMADE_SIGNS)
-        for line in lines
-        for sign in CUT_SIGNS
-    )
+    """Whether ssh's words say a connection it had made was lost (:data:`CUT_SIGNS`),
+    none of them of one it never made (:data:`UNMADE_SIGNS`: its next line, `Connection
+    reset by HOST port N`, is of that failure too, a review)."""
+    said = "\n".join(lines)
+    unmade = any(sign in said for sign in UNMADE_SIGNS)
+    return not unmade and any(sign in said for sign in CUT_SIGNS)
 
 
 def finish_ssh(

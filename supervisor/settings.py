@@ -62,16 +62,17 @@ class Settings:
             retention=_setting(env, "WAVE_RETENTION", parse_duration, defaults.retention),
             idle_exit=_setting(env, "WAVE_IDLE_EXIT", parse_duration, defaults.idle_exit),
             attach_grace=_setting(env, "WAVE_ATTACH_GRACE", parse_duration, defaults.attach_grace),
-            request_timeout=_setting(env, "WAVE_REQUEST_TIMEOUT", _positive(parse_duration), defaults.request_timeout),
-            max_connections=_setting(env, "WAVE_MAX_CONNECTIONS", _positive(_whole), None),
-            task_memory_limit=_setting(env, "WAVE_TASK_MEMORY_LIMIT", parse_size, None),
+            request_timeout=_setting(env, "WAVE_REQUEST_TIMEOUT", _at_least(1, parse_duration), defaults.request_timeout),
+            max_connections=_setting(env, "WAVE_MAX_CONNECTIONS", _at_least(1, _whole), None),
+            task_memory_limit=_setting(env, "WAVE_TASK_MEMORY_LIMIT", _at_least(1, parse_size), None),
             bwrap=env.get("WAVE_BWRAP") or defaults.bwrap,
             tracking=_setting(env, "WAVE_TRACKING", _one_of("cgroup", "process"), ""),
             log_level=_setting(env, "WAVE_LOG_LEVEL", _one_of(*_LOG_LEVELS), defaults.log_level),
         )  # fmt: skip
 
 
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "WARN", "FATAL", "NOTSET")
+"""``logging``'s level names (its aliases too: `WARN` worked, a review)."""
 
 
 def _setting(env: dict[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
@@ -91,14 +92,17 @@ def _whole(text: str) -> int:
         raise InvalidInputError(f"a whole number is wanted, got {text!r}") from None
 
 
-def _positive(parse: Callable[[str], T]) -> Callable[[str], T]:
-    def positive(text: str) -> T:
+def _at_least(least: float, parse: Callable[[str], T]) -> Callable[[str], T]:
+    """``parse``, refusing a value under ``least`` (`WAVE_REQUEST_TIMEOUT=0.0001` dropped
+    every request as `0` did, a review)."""
+
+    def checked(text: str) -> T:
         value = parse(text)
-        if not value > 0:  # type: ignore[operator]
-            raise InvalidInputError(f"it must be more than 0, got {text!r}")
+        if value < least:  # type: ignore[operator]
+            raise InvalidInputError(f"it must be at least {least:g}, got {text!r}")
         return value
 
-    return positive
+    return checked
 
 
 def _one_of(*choices: str) -> Callable[[str], str]:

@@ -583,6 +583,47 @@ def test_a_line_is_counted_as_the_terminal_edits_it(client: Client) -> None:
     assert client.task_input(task_id, "b" * 94 + "\n").output.endswith("4095")
 
 
+@pytest.mark.parametrize(
+    "typed",
+    [b"a" * 10 + " é".encode() + b"\x17", "x abc é\x17".encode(), "abc ééé\x17".encode(),
+     "é\x7f".encode(), b"ab cd  \x17", b"foo_bar-baz\x17", "a—b\x17".encode(),
+     b"abc\x16\x7fd", "日本\x7f".encode(), b"a+b\x17", b"a\xd7b\x17", b"ab\x15cd",
+     b"ab\x03cd", b"a\rb"],
+)  # fmt: skip
+def test_a_line_is_edited_as_the_kernel_edits_it(typed: bytes) -> None:
+    """What the terminal host counts of a line is what this kernel's line discipline
+    keeps of it, on a real pseudo-terminal set as the host sets its own (`iutf8`): Ctrl+W
+    after `é` and Backspace after a character of two bytes were counted otherwise (a
+    review; `termios` has no `IUTF8` before Python 3.13)."""
+    import pty
+    import select
+    import termios
+
+    sys.path.insert(0, str(PTY_HOST.parent))
+    try:
+        import ptyhost
+    finally:
+        sys.path.remove(str(PTY_HOST.parent))
+    master, slave = pty.openpty()
+    try:
+        attrs = termios.tcgetattr(slave)
+        attrs[0] |= ptyhost.IUTF8
+        attrs[3] &= ~termios.ECHO
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        modelled = bytearray()
+        ptyhost.typed_line(modelled, typed, termios.tcgetattr(master))
+        os.write(master, typed + b"\n")
+        lines = 1 + typed.count(b"\r") + typed.count(b"\n")  # (Enter ends one: `a\rb`)
+        read, deadline = b"", time.monotonic() + 10
+        while read.count(b"\n") < lines and time.monotonic() < deadline:
+            if select.select([slave], [], [], 0.1)[0]:
+                read += os.read(slave, 4096)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert read.rsplit(b"\n", 2)[-2] == bytes(modelled)  # (the line it ends)
+
+
 def test_stop_keeps_the_commands_last_words_and_status(client: Client) -> None:
     r = client.bash("trap 'echo cleaning up; exit 1' TERM; echo started; "
                     "while :; do sleep 0.1; done", run_in_background=True, interactive=True)  # fmt: skip

@@ -7,6 +7,7 @@ The test starts Debian's sshd with a throwaway host key and an authorized key; t
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -645,10 +647,15 @@ def test_a_connection_that_never_got_through_fails_at_once(tmp_path: Path) -> No
         closer.listen(8)
         port = closer.getsockname()[1]
 
-        def close_each() -> None:
+        def close_each() -> None:  # (every other one reset after reading: a review's)
             with contextlib.suppress(OSError):
-                while True:
+                for count in itertools.count():
                     conn, _ = closer.accept()
+                    if count % 2:
+                        conn.recv(64)
+                        conn.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                        )
                     conn.close()
 
         threading.Thread(target=close_each, daemon=True).start()
@@ -656,6 +663,7 @@ def test_a_connection_that_never_got_through_fails_at_once(tmp_path: Path) -> No
                    "-o", "BatchMode=yes"]  # fmt: skip
         for url, extra in (
             (f"ssh://127.0.0.1:{port}", []),
+            (f"ssh://127.0.0.1:{port}", []),  # (the reset one)
             ("ssh://box", ["-o", "ProxyCommand=false"]),
         ):
             client = Client(

@@ -467,10 +467,12 @@ def test_a_removed_socket_is_listened_on_again(client: Client, state_dir: Path) 
     [
         ("WAVE_IDLE_EXIT", "5x", "WAVE_IDLE_EXIT: a duration must be"),
         ("WAVE_LOG_CAP", "abc", "WAVE_LOG_CAP: a size must be"),
-        ("WAVE_REQUEST_TIMEOUT", "0", "WAVE_REQUEST_TIMEOUT: it must be more than 0, got '0'"),
+        ("WAVE_REQUEST_TIMEOUT", "0", "WAVE_REQUEST_TIMEOUT: it must be at least 1, got '0'"),
+        ("WAVE_REQUEST_TIMEOUT", "0.0001", "WAVE_REQUEST_TIMEOUT: it must be at least 1"),
+        ("WAVE_TASK_MEMORY_LIMIT", "0", "WAVE_TASK_MEMORY_LIMIT: it must be at least 1"),
         ("WAVE_TRACKING", "proces", "WAVE_TRACKING: it must be one of cgroup, process"),
         ("WAVE_LOG_LEVEL", "bogus", "WAVE_LOG_LEVEL: it must be one of DEBUG, INFO"),
-        ("WAVE_MAX_CONNECTIONS", "-3", "WAVE_MAX_CONNECTIONS: it must be more than 0"),
+        ("WAVE_MAX_CONNECTIONS", "-3", "WAVE_MAX_CONNECTIONS: it must be at least 1"),
     ],
 )
 def test_a_bad_setting_is_refused_naming_its_variable(
@@ -488,3 +490,11 @@ def test_a_bad_setting_is_refused_naming_its_variable(
     assert (result.returncode, result.stdout) == (2, ""), result
     assert said in result.stderr
     assert not supervisor_pids(state_dir)
+
+
+def test_logging_level_names_are_settings() -> None:
+    """`WAVE_LOG_LEVEL=warn` worked as logging reads it (its aliases too: a review)."""
+    from wave_bash.supervisor.settings import Settings
+
+    for given, level in (("warn", "WARN"), ("Fatal", "FATAL"), ("debug", "DEBUG")):
+        assert Settings.from_env({"WAVE_LOG_LEVEL": given}).log_level == level

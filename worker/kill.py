@@ -130,18 +130,29 @@ def _leads_its_session(pid: int) -> bool:
 
 
 def job_forked(monitor_pid: int) -> bool:
-    """Whether a monitor has forked its job (it has a child), or is gone. A stop walks the
-    monitor's tree: a job forked a moment later is in no tree it walked, and would run its
-    command after the stop (the monitor of a long command reads it first: ~15 ms for 1 MB)."""
+    """Whether a monitor has forked its job, or is gone. A stop walks the monitor's tree:
+    a job forked a moment later is in no tree it walked, and would run its command after
+    the stop (the monitor of a long command reads it first: ~15 ms for 1 MB). The job is
+    the child that leads a process group of its own: not the monitor's own `$(…)` nor
+    the `cat` an old bash reads its instructions with (a review)."""
     try:
         with open(f"/proc/{monitor_pid}/task/{monitor_pid}/children", "rb") as fh:
-            return bool(fh.read(32).split())
-    except OSError:  # exited, or no such list here (macOS): psutil says which
-        pass
+            children = [int(pid) for pid in fh.read().split()]
+    except (OSError, ValueError):  # exited, or no such list here (macOS): psutil says which
+        try:
+            children = [child.pid for child in psutil.Process(monitor_pid).children()]
+        except psutil.Error:
+            return True
+    if not hasattr(os, "getpgid"):  # (Windows: no process groups to tell them apart)
+        return bool(children)
+    return any(_leads_its_group(child) for child in children)
+
+
+def _leads_its_group(pid: int) -> bool:
     try:
-        return bool(psutil.Process(monitor_pid).children())
-    except psutil.Error:
-        return True
+        return os.getpgid(pid) == pid
+    except OSError:  # (gone meanwhile)
+        return False
 
 
 def tagged_processes(task_ids: Collection[str]) -> dict[str, set[int]]:

@@ -296,8 +296,13 @@ def _special(cc: list[Any], index: int | None) -> int | None:
     """A special character of the terminal (``termios`` ``c_cc``), None where disabled."""
     if index is None or index >= len(cc) or not isinstance(cc[index], bytes):
         return None
-    value = cc[index][0] if cc[index] else 0
-    return value or None  # (_POSIX_VDISABLE)
+    value = cc[index][0] if cc[index] else _DISABLED
+    return None if value == _DISABLED else value
+
+
+_DISABLED = 0 if sys.platform.startswith("linux") else 0xFF
+"""``_POSIX_VDISABLE``: a special character so set is none (0xFF on macOS and the BSDs,
+where ``eol`` and ``eol2`` are so set by default)."""
 
 
 def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, bool]:
@@ -311,12 +316,14 @@ def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, boo
     making the line longer, and took Ctrl+C for a line end under ``-isig``: a trial.)"""
     iflag, lflag, cc = attrs[0], attrs[3], attrs[6]
     special = {name: _special(cc, getattr(termios, name, None)) for name in _SPECIAL}
-    clears = {10, special["VEOL"], special["VEOL2"], special["VEOF"], special["VKILL"]}
+    extended = bool(lflag & termios.IEXTEN)
+    clears = {10, special["VEOL"], special["VEOF"], special["VKILL"]}
+    if extended:  # (Linux reads `eol2` only with `iexten`)
+        clears.add(special["VEOL2"])
     signals = (
         {special["VINTR"], special["VQUIT"], special["VSUSP"]} if lflag & termios.ISIG else set()
     )
-    extended = bool(lflag & termios.IEXTEN)
-    whole_chars = bool(iflag & getattr(termios, "IUTF8", 0))
+    whole_chars = bool(iflag & IUTF8)  # (termios has none before Python 3.13)
     longest, carried, carried_at_longest = len(line), bool(line), bool(line)
     literal = False
     for byte in data:
@@ -336,17 +343,10 @@ def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, boo
             if byte in signals:  # (`noflsh`: the line stays)
                 continue
             if byte == special["VERASE"]:
-                while whole_chars and line and line[-1] & 0xC0 == 0x80:
-                    line.pop()  # (a character's continuation bytes, then its first)
-                if line:
-                    line.pop()
+                _erase(line, whole_chars, word=False)
                 continue
             if extended and byte == special["VWERASE"]:
-                in_word = _word_linux if sys.platform.startswith("linux") else _word_bsd
-                while line and not in_word(line[-1]):
-                    line.pop()
-                while line and in_word(line[-1]):
-                    line.pop()
+                _erase(line, whole_chars, word=True)
                 continue
             if extended and byte == special["VLNEXT"]:
                 literal = True
@@ -357,8 +357,31 @@ def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, boo
     return longest, carried_at_longest
 
 
-def _word_linux(byte: int) -> bool:  # (Linux's `werase`: letters, digits and `_`)
-    return chr(byte).isascii() and (chr(byte).isalnum() or byte == 95)
+def _erase(line: bytearray, whole_chars: bool, word: bool) -> None:
+    """Take back the last character of ``line`` (under ``iutf8`` a whole UTF-8 one), or
+    with ``word`` as ``werase`` does: the characters that are no word's, then the word's
+    before them, each judged by its first byte as Linux does (letters of Latin-1 too: a
+    UTF-8 character's first byte is one), or on the BSDs and macOS up to a blank."""
+    in_word = _word_linux if sys.platform.startswith("linux") else _word_bsd
+    seen = False
+    while line:
+        start = len(line) - 1
+        while whole_chars and start > 0 and line[start] & 0xC0 == 0x80:
+            start -= 1  # (its continuation bytes, then its first)
+        if word and in_word(line[start]):
+            seen = True
+        elif word and seen:
+            return
+        del line[start:]
+        if not word:
+            return
+
+
+def _word_linux(byte: int) -> bool:
+    """A word's byte for Linux's ``werase``: ``isalnum`` of its Latin-1 table, or ``_``."""
+    if byte < 0x80:
+        return chr(byte).isalnum() or byte == 95
+    return byte >= 0xC0 and byte not in (0xD7, 0xF7)  # (its letters: À to ÿ but × and ÷)
 
 
 def _word_bsd(byte: int) -> bool:  # (the BSDs' and macOS's: up to a blank)
