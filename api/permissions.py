@@ -534,8 +534,8 @@ class RuleSet:
             for rule in getattr(self, verdict):
                 for tree in trees:
                     if rule.may_match_under(tree):
-                        return Decision("ask", f"it may write what it copies or moves into "
-                                        f"{tree}, which {verdict} rule {rule.text} may match",
+                        return Decision("ask", f"it may write in {tree} (what, known only "
+                                        f"as it runs), which {verdict} rule {rule.text} may match",
                                         rule.text, subject=tree)  # fmt: skip
         if self.allows_anything():
             return None
@@ -543,8 +543,8 @@ class RuleSet:
         for tree in trees:
             holds = _holds_code(tree, home) if whole else _is_code_directory(tree)
             if holds and not any(r.matches(f"{tree}/.git/config") for r in allowed):
-                return Decision("ask", f"it may write what it copies or moves into {tree}, "
-                                "which holds files git, ssh or a shell runs commands from "
+                return Decision("ask", f"it may write in {tree} (what, known only as it "
+                                "runs), which holds files git, ssh or a shell runs commands from "
                                 f"(a `Write({tree.rstrip('/')}/**)` allow rule lets it)")  # fmt: skip
         return None
 

@@ -319,7 +319,8 @@ def files_written(
     ``tee FILE…``, ``sort -o
     FILE``, ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
     ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
-    write to, ``touch`` and ``truncate`` operands (sed's: ``texttools.script_code``).
+    write to, ``touch`` and ``truncate`` operands, what ``curl`` and ``wget`` download to
+    (sed's: ``texttools.script_code``).
     Write rules and the files git or a shell runs commands from apply to them (`sort -o .git/config` with
     `Bash(sort *)` set a `core.fsmonitor` the next `git status` ran: a review; so did
     `sed -i … .git/config` and `cp x .git/config`, a trial)."""
@@ -327,6 +328,8 @@ def files_written(
     at: list[tuple[int, str]] = []
     if name in _COPIERS:
         return _copied_to(name, words, shown)
+    if name in _DOWNLOADS:
+        return _downloaded_to(name, words, shown)
     if name in _TOUCHERS:
         at = [(i, "") for i in _positional(words, *_TOUCHERS[name])]
     elif name == "tee":
@@ -532,6 +535,96 @@ def makes_links(name: str, words: Sequence[str | None]) -> bool:
         elif _LINKING & set(short_options(word, short)):
             return True
     return False
+
+
+_CURL_VALUED = "AbcdDeEFHKmoQrTuUwxXyYzCPt"
+"""curl's short options that take a value (``-o FILE``, grouped too: ``-sSLo FILE``)."""
+_CURL_LONG_VALUED = ("--output", "--output-dir", "--config", "--data", "--header", "--user",
+                     "--request", "--user-agent", "--cookie", "--cookie-jar", "--dump-header",
+                     "--trace", "--trace-ascii", "--stderr", "--upload-file", "--form",
+                     "--proxy", "--referer", "--max-time", "--retry", "--range", "--write-out")  # fmt: skip
+"""Its long ones (those of them that write files are :data:`_DOWNLOADS`'s)."""
+_DOWNLOADS = {  # files (short, long), folders (short, long)
+    "curl": ("o", ("--output", "--dump-header", "--trace", "--trace-ascii", "--cookie-jar",
+                   "--stderr"), "", ("--output-dir",)),
+    "wget": ("Ooa", ("--output-document", "--output-file", "--append-output"), "P",
+             ("--directory-prefix",)),
+}  # fmt: skip
+"""The options of ``curl`` and ``wget`` that name a file they write, or their folder."""
+_WGET_VALUED = "oaeiBtOTwQPlARDIXU"
+
+
+def _downloaded_to(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """Where ``curl`` and ``wget`` write (:data:`_DOWNLOADS`; a file named after its URL
+    in the folder: ``curl -O``, ``wget`` without ``-O``; curl's ``-o`` in its
+    ``--output-dir``): a trial's `curl -o` under a denied folder went unchecked."""
+    files, long_files, folders, long_folders = _DOWNLOADS[name]
+    valued = _CURL_VALUED if name == "curl" else _WGET_VALUED
+    long_valued = _CURL_LONG_VALUED if name == "curl" else (*long_files, *long_folders)
+    found: list[tuple[str | None, str]] = []
+    folder: tuple[str | None, str] | None = None
+    named_by_url = name == "wget"
+    for index in _scan(words, valued, long_valued)[1]:
+        word = words[index] or ""
+        if word.startswith("--"):
+            flag, attached = word.split("=", 1)[0], "=" in word
+            value = long_value(words, index) if attached else _next(words, index)
+            said = word if attached else (shown[index + 1] if index + 1 < len(shown) else "")
+            if any(abbreviates(flag, option) for option in long_files):
+                found.append((value, said))
+                named_by_url = named_by_url and not abbreviates(flag, "--output-document")
+            elif any(abbreviates(flag, option) for option in long_folders):
+                folder = (value, said)
+            named_by_url = named_by_url or (name == "curl" and abbreviates(flag, "--remote-name"))
+            continue
+        letters = word[1:]
+        at = next((i for i, letter in enumerate(letters) if letter in valued), len(letters))
+        named_by_url = named_by_url or (name == "curl" and "O" in letters[:at])
+        if at == len(letters):
+            continue
+        value = letters[at + 1 :] or _next(words, index)
+        said = word if letters[at + 1 :] else (shown[index + 1] if index + 1 < len(shown) else "")
+        if letters[at] in files:
+            found.append((value, said))
+            named_by_url = named_by_url and letters[at] != "O"
+        elif letters[at] in folders:
+            folder = (value, said)
+    for index in _scan(words, valued, long_valued)[0]:  # (`--output-document="$F"`)
+        if words[index] is None and may_be_option(shown[index], long_files, files + folders):
+            found.append((None, shown[index]))
+    where, shown_where = folder or (".", ".")
+    if name == "curl" and folder is not None:  # (its -o files are in its --output-dir)
+        found = [
+            (None if where is None or f is None else os.path.join(where, f), w) for f, w in found
+        ]
+    written: list[tuple[str | None, str, Kind]] = [(f, said, "file") for f, said in found]
+    if not named_by_url:
+        return written
+    operands = _scan(words, valued, long_valued)[0]
+    recursive = name == "wget" and any(
+        abbreviates(w, "--recursive") or abbreviates(w, "--mirror")
+        if w.startswith("--")
+        else bool(set(short_options(w, valued)) & {"-r", "-m"})
+        for w in (words[i] or "" for i in _scan(words, valued, long_valued)[1])
+    )
+    urls = [words[i] for i in operands]
+    if recursive or None in urls or "-i" in words or where is None:  # (names known as it runs)
+        inside = None if where is None else f"{where.rstrip('/') or '/'}/."
+        return [*written, (inside, shown_where, "tree" if recursive else "names")]
+    for url in urls:  # (the name its URL gives, in its folder: `wget http://x/.bashrc`)
+        named = _url_name(url or "")
+        written.append((os.path.join(where, named), shown_where, "file"))
+    return written
+
+
+def _url_name(url: str) -> str:
+    """The file name ``wget`` and ``curl -O`` give what a URL names: its path's last
+    part (wget: ``index.html`` for none)."""
+    from urllib.parse import urlsplit
+
+    return os.path.basename(urlsplit(url).path) or "index.html"
 
 
 def _basename(path: str | None) -> str | None:

@@ -2132,6 +2132,8 @@ def test_commands_programs_run_by_their_options_are_checked(command: str) -> Non
      ("tree -Lo 1 {}", "tree"), ("tree -oL {} 1", "tree"), ("git archive -o {} HEAD", "git"),
      ("git archive -o{} HEAD", "git"), ("shuf -n 2 -o {} a", "shuf"), ("shuf -zo{} a", "shuf"),
      ("xxd -R always a {}", "xxd"),
+     ("curl -sSLo {} https://x/y", "curl"), ("curl --output {} u", "curl"),
+     ("wget -qO {} u", "wget"), ("wget --output-document={} u", "wget"),
      # (and programs that write files by their nature: `sed -i … .git/config` and `cp x
      # .git/config` set what the next `git status` ran, a trial)
      ("cp a {}", "cp"), ("cp -T a {}", "cp"), ("cp -r -- a {}", "cp"), ("mv a {}", "mv"),
@@ -2176,6 +2178,21 @@ def test_a_write_through_a_link_the_command_makes_asks(command: str) -> None:
     for fine in ("cp -r x build && echo x > log.txt", "mv a.txt b.txt && echo x > c.txt",
                  "ln -sf ../x y", "cp a.txt b.txt && echo x >> b.txt"):  # fmt: skip
         assert verdict(fine, rules, cwd="/tmp") == "allow", fine
+
+
+def test_a_download_is_checked_where_it_lands() -> None:
+    """`curl -o`, `wget -O` and the name a URL gives (`wget URL`, `curl -O URL`) in the
+    folder it goes to (`-P DIR`, `--output-dir DIR`, after a `cd`) are writes (a trial's
+    went under a denied folder unchecked)."""
+    rules = {"allow": ["Bash(curl *)", "Bash(wget *)", "Bash(cd *)"], "deny": ["Write(/etc/**)"]}
+    for command in ("cd /etc && wget https://x/passwd", "curl -O https://x/a/passwd --output-dir /etc",
+                    "wget -P /etc https://x/y", "curl --output-dir /etc -o y https://x/z",
+                    "cd /etc; curl -sO https://x/y"):  # fmt: skip
+        assert verdict(command, rules) == "deny", command
+    for command in ("wget https://x/y", "curl -O https://x/y", "curl -s https://x/y",
+                    "wget -qO- https://x/y", "curl -o out.json https://x/y"):  # fmt: skip
+        assert verdict(command, rules, cwd="/tmp") == "allow", command
+    assert verdict('wget -P /etc "$U"', rules) == "ask"  # (a name known as it runs)
 
 
 def test_xargs_grouped_placeholder_options_are_read() -> None:
