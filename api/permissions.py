@@ -621,7 +621,8 @@ def _through_a_link(
     links = []
     for name, kind, maker in parsed.linked:
         paths = paths_of(name) or []
-        if not (kind.startswith("last") and paths and all(map(os.path.isdir, paths))):
+        into = kind.startswith("last") and not parsed.removes
+        if not (into and paths and all(map(os.path.isdir, paths))):
             links += [(name, maker, path) for path in paths]
     writes: list[tuple[str, int | None]] = [
         *((target, None) for target in (*parsed.unlinked_writes, *parsed.unlinked_trees)),

@@ -298,6 +298,7 @@ _COPIERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cp": ("St", ("--target-directory", "--suffix", "--no-preserve", "--sparse")),
     "mv": ("St", ("--target-directory", "--suffix")),
     "ln": ("St", ("--target-directory", "--suffix")),
+    "link": ("", ()),
     "install": ("gmoSt", ("--target-directory", "--suffix", "--group", "--mode", "--owner",
                           "--strip-program")),
 }  # fmt: skip
@@ -521,7 +522,7 @@ def makes_links(name: str, words: Sequence[str | None]) -> bool:
     ``-r`` or ``-R`` (links copied as links). A write through such a name later in the
     command goes where the link leads, which no check made before it runs can see
     (`ln -s protected l; echo > l/x`, `cp -l protected/f g; echo > g`: a trial)."""
-    if name in ("ln", "mv"):
+    if name in ("ln", "link", "mv"):
         return True
     if name != "cp":
         return False
@@ -542,16 +543,64 @@ _CURL_VALUED = "AbcdDeEFHKmoQrTuUwxXyYzCPt"
 _CURL_LONG_VALUED = ("--output", "--output-dir", "--config", "--data", "--header", "--user",
                      "--request", "--user-agent", "--cookie", "--cookie-jar", "--dump-header",
                      "--trace", "--trace-ascii", "--stderr", "--upload-file", "--form",
-                     "--proxy", "--referer", "--max-time", "--retry", "--range", "--write-out")  # fmt: skip
+                     "--proxy", "--referer", "--max-time", "--retry", "--range", "--write-out",
+                     "--libcurl", "--etag-save", "--hsts", "--alt-svc")  # fmt: skip
 """Its long ones (those of them that write files are :data:`_DOWNLOADS`'s)."""
 _DOWNLOADS = {  # files (short, long), folders (short, long)
-    "curl": ("o", ("--output", "--dump-header", "--trace", "--trace-ascii", "--cookie-jar",
-                   "--stderr"), "", ("--output-dir",)),
-    "wget": ("Ooa", ("--output-document", "--output-file", "--append-output"), "P",
-             ("--directory-prefix",)),
+    "curl": ("ocD", ("--output", "--dump-header", "--trace", "--trace-ascii", "--cookie-jar",
+                     "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc"),
+             "", ("--output-dir",)),
+    "wget": ("Ooa", ("--output-document", "--output-file", "--append-output", "--save-cookies",
+                     "--warc-file", "--rejected-log", "--hsts-file"),
+             "P", ("--directory-prefix",)),
 }  # fmt: skip
 """The options of ``curl`` and ``wget`` that name a file they write, or their folder."""
 _WGET_VALUED = "oaeiBtOTwQPlARDIXU"
+_SET_ELSEWHERE = {  # short, long: what they write is set in a text or a file of its own
+    "curl": ("K", ("--config",)),
+    "wget": ("e", ("--execute", "--config")),
+}
+"""Options whose value may say where curl or wget write (`curl -K cfg` with `output =`,
+`wget -e output_document=…`, a review): what they write is known only as they run."""
+_WGETRC_WRITES = {
+    "outputdocument": "file", "logfile": "file", "savecookies": "file", "warcfile": "file",
+    "rejectedlog": "file", "hstsfile": "file", "dirprefix": "folder",
+    "contentdisposition": "naming", "trustservernames": "naming", "dirstruct": "naming",
+    "recursive": "naming", "mirror": "naming", "pagerequisites": "naming",
+}  # fmt: skip
+"""The wgetrc commands (``wget -e``) that say where it writes: a file, its folder, or
+that the names in its folder come as it runs."""
+
+
+def _wgetrc_write(command: str | None) -> tuple[str, str | None] | None:
+    """What a wgetrc command given with ``wget -e`` says of where wget writes (see
+    :data:`_WGETRC_WRITES`; a command known only as it runs may say any file), None
+    where it says nothing of it (``robots=off``)."""
+    if command is None:
+        return ("file", None)
+    key, _, value = command.partition("=")
+    how = _WGETRC_WRITES.get(re.sub(r"[-_\s]", "", key).lower())
+    return None if how is None else (how, value.strip())
+
+
+_NAMED_ELSEWHERE = {  # short, long, flags: the server names the file, or a folder per URL
+    "curl": ("J", ("--remote-header-name",)),
+    "wget": (
+        "xbrmp",
+        (
+            "--content-disposition",
+            "--trust-server-names",
+            "--force-directories",
+            "--background",
+            "--recursive",
+            "--mirror",
+            "--page-requisites",
+        ),
+    ),
+}
+"""Options under which the names written in the folder come as they run (`curl -OJ`,
+`wget --content-disposition` wrote `.envrc`; `wget -x -nH` a path of the URL's; `-r`,
+`-m`, a tree; `-b` its log)."""
 
 
 def _downloaded_to(
@@ -559,63 +608,92 @@ def _downloaded_to(
 ) -> list[tuple[str | None, str, Kind]]:
     """Where ``curl`` and ``wget`` write (:data:`_DOWNLOADS`; a file named after its URL
     in the folder: ``curl -O``, ``wget`` without ``-O``; curl's ``-o`` in its
-    ``--output-dir``): a trial's `curl -o` under a denied folder went unchecked."""
+    ``--output-dir``): a trial's `curl -o` under a denied folder went unchecked. What they
+    write is known only as they run under :data:`_SET_ELSEWHERE`, a URL glob (``{a,b}``,
+    ``[1-3]``, a ``#1`` in ``-o``) and, in the folder, :data:`_NAMED_ELSEWHERE`."""
     files, long_files, folders, long_folders = _DOWNLOADS[name]
     valued = _CURL_VALUED if name == "curl" else _WGET_VALUED
     long_valued = _CURL_LONG_VALUED if name == "curl" else (*long_files, *long_folders)
+    elsewhere, long_elsewhere = _SET_ELSEWHERE[name]
+    naming, long_naming = _NAMED_ELSEWHERE[name]
+    operands, options = _scan(words, valued, long_valued)
     found: list[tuple[str | None, str]] = []
     folder: tuple[str | None, str] | None = None
-    named_by_url = name == "wget"
-    for index in _scan(words, valued, long_valued)[1]:
+    named_by_url, named_as_it_runs, globbing = name == "wget", False, name == "curl"
+    for index in options:
         word = words[index] or ""
+        said_next = shown[index + 1] if index + 1 < len(shown) else ""
         if word.startswith("--"):
             flag, attached = word.split("=", 1)[0], "=" in word
             value = long_value(words, index) if attached else _next(words, index)
-            said = word if attached else (shown[index + 1] if index + 1 < len(shown) else "")
+            said = word if attached else said_next
             if any(abbreviates(flag, option) for option in long_files):
                 found.append((value, said))
                 named_by_url = named_by_url and not abbreviates(flag, "--output-document")
             elif any(abbreviates(flag, option) for option in long_folders):
                 folder = (value, said)
-            named_by_url = named_by_url or (name == "curl" and abbreviates(flag, "--remote-name"))
+            elif any(abbreviates(flag, option) for option in long_elsewhere):
+                execute = name == "wget" and abbreviates(flag, "--execute")
+                told = _wgetrc_write(value) if execute else ("file", None)
+                if told is not None and told[0] == "folder":
+                    folder = (told[1], said)
+                elif told is not None:
+                    found += [(told[1], said)] if told[0] == "file" else []
+                    named_as_it_runs |= told[0] == "naming"
+            named_by_url = named_by_url or (
+                name == "curl" and _long_prefix(flag, "--remote-name-all")  # (`--remote-name`)
+            )
+            named_as_it_runs |= any(abbreviates(flag, option) for option in long_naming)
+            globbing = globbing and not abbreviates(flag, "--globoff")
+            if (
+                name == "curl"
+                and abbreviates(flag, "--write-out")
+                and "%output{" in (value or "%output{")
+            ):
+                found.append((None, said))
             continue
         letters = word[1:]
         at = next((i for i, letter in enumerate(letters) if letter in valued), len(letters))
         named_by_url = named_by_url or (name == "curl" and "O" in letters[:at])
+        named_as_it_runs |= bool(set(letters[:at]) & set(naming))
+        globbing = globbing and "g" not in letters[:at]
         if at == len(letters):
             continue
         value = letters[at + 1 :] or _next(words, index)
-        said = word if letters[at + 1 :] else (shown[index + 1] if index + 1 < len(shown) else "")
+        said = word if letters[at + 1 :] else said_next
         if letters[at] in files:
             found.append((value, said))
             named_by_url = named_by_url and letters[at] != "O"
         elif letters[at] in folders:
             folder = (value, said)
-    for index in _scan(words, valued, long_valued)[0]:  # (`--output-document="$F"`)
+        elif letters[at] in elsewhere:
+            told = _wgetrc_write(value) if name == "wget" else ("file", None)
+            if told is not None and told[0] == "folder":
+                folder = (told[1], said)
+            elif told is not None:
+                found += [(told[1], said)] if told[0] == "file" else []
+                named_as_it_runs |= told[0] == "naming"
+        elif name == "curl" and letters[at] == "w" and "%output{" in (value or "%output{"):
+            found.append((None, said))
+    for index in operands:  # (`--output-document="$F"`)
         if words[index] is None and may_be_option(shown[index], long_files, files + folders):
             found.append((None, shown[index]))
+    urls = [words[i] for i in operands]
+    globbed = globbing and any(u is None or re.search(r"[{\[]", u) for u in urls)
+    if globbed:  # (`-o '#1.new'` names what a URL glob gives)
+        found = [(None if f is None or "#" in f else f, said) for f, said in found]
     where, shown_where = folder or (".", ".")
     if name == "curl" and folder is not None:  # (its -o files are in its --output-dir)
-        found = [
-            (None if where is None or f is None else os.path.join(where, f), w) for f, w in found
-        ]
+        found = [(None if where is None or f is None else os.path.join(where, f), said)
+                 for f, said in found]  # fmt: skip
     written: list[tuple[str | None, str, Kind]] = [(f, said, "file") for f, said in found]
-    if not named_by_url:
+    if not (named_by_url or named_as_it_runs):
         return written
-    operands = _scan(words, valued, long_valued)[0]
-    recursive = name == "wget" and any(
-        abbreviates(w, "--recursive") or abbreviates(w, "--mirror")
-        if w.startswith("--")
-        else bool(set(short_options(w, valued)) & {"-r", "-m"})
-        for w in (words[i] or "" for i in _scan(words, valued, long_valued)[1])
-    )
-    urls = [words[i] for i in operands]
-    if recursive or None in urls or "-i" in words or where is None:  # (names known as it runs)
+    if named_as_it_runs or globbed or None in urls or "-i" in words or where is None:
         inside = None if where is None else f"{where.rstrip('/') or '/'}/."
-        return [*written, (inside, shown_where, "tree" if recursive else "names")]
+        return [*written, (inside, shown_where, "tree")]  # (names, as it runs, deep too)
     for url in urls:  # (the name its URL gives, in its folder: `wget http://x/.bashrc`)
-        named = _url_name(url or "")
-        written.append((os.path.join(where, named), shown_where, "file"))
+        written.append((os.path.join(where, _url_name(url or "")), shown_where, "file"))
     return written
 
 
@@ -632,10 +710,17 @@ def _basename(path: str | None) -> str | None:
     return None if path is None else os.path.basename(path.rstrip("/")) or path
 
 
+_XXD_LONG = {"c": ("ols",), "g": ("roupsize",), "l": ("en",), "n": ("ame",), "o": ("ffset",),
+             "s": ("eek", "kip"), "R": ()}  # fmt: skip
+"""xxd's options that take a value, with the rest of their long spellings (``-cols``)."""
+
+
 def _xxd_files(words: Sequence[str | None]) -> list[int]:
     """The indices of xxd's file operands: xxd reads ``-cols``, ``-seek``, ``--c`` as its
     one-letter options (a review's `xxd -seek 0 IN OUT` wrote OUT unasked), each taking
-    the next word unless its value is attached (``-c8``)."""
+    the next word unless its value is attached: any text after the letter that is no
+    long spelling of it (``-c8``, ``-c8k``, ``-s1k``, ``-Ralways``: a review's `xxd
+    -c8k IN OUT` wrote OUT unasked, the value taken for hex only)."""
     found: list[int] = []
     skip = False
     for index, word in enumerate(words):
@@ -645,8 +730,9 @@ def _xxd_files(words: Sequence[str | None]) -> list[int]:
             found.append(index)
         else:
             letters = word.lstrip("-")
-            attached = re.fullmatch(r".[-+]?(?:0x)?[0-9a-fA-F]+", letters) is not None
-            skip = bool(letters) and letters[0] in "cglnosR" and not attached  # (-R when)
+            tails = _XXD_LONG.get(letters[:1])
+            rest = letters[1:]
+            skip = tails is not None and (not rest or any(rest.startswith(t) for t in tails))
     return found
 
 

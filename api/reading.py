@@ -167,6 +167,9 @@ class ParsedCommand:
     """Those of ``writes`` that no link maker made: written through what ``linked`` names
     (a name, or a folder on its way), they go where its link leads, unknown before it
     runs."""
+    removes: bool = False
+    """It runs ``rm``, ``rmdir``, ``unlink`` or ``find -delete``: a folder there as it is
+    checked may be gone, and a link made in its place, as it runs."""
     unlinked_trees: tuple[str, ...] = ()
     """Those of ``tree_writes`` that no link maker made (the same, for what lands in them)."""
 
@@ -449,6 +452,7 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         named_writes=tuple(dict.fromkeys(walker.named_writes)),
         into_directories=tuple(dict.fromkeys(walker.into_directories)),
         linked=tuple(dict.fromkeys(walker.linked)),
+        removes=walker.removes,
         unlinked_writes=_others(walker.writes, [target for target, _, _ in walker.linked]),
         unlinked_trees=_others(
             [target for target, _ in walker.tree_writes],
@@ -457,6 +461,8 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
     )
 
 
+_REMOVERS = frozenset({"rm", "rmdir", "unlink"})
+"""Programs that take a name away (a folder there now may be a link made after them)."""
 _LINKERS = itertools.count()
 """Numbers that tell the link makers of a command apart (``ParsedCommand.linked``)."""
 
@@ -549,6 +555,7 @@ class _Walker:
         self.named_writes: list[tuple[str, str]] = []
         self.into_directories: list[str] = []
         self.linked: list[tuple[str, str, int]] = []
+        self.removes = False
         self.problems: list[str] = []
         self.moves = False
         self.sets_home = False
@@ -999,13 +1006,16 @@ class _Walker:
                 f"`{name}` may take a word known only as it runs for an option (`-t DIR`): "
                 "put `--` before the file names, or `./` in front"
             )
-        linker = next(_LINKERS) if makes_links(os.path.basename(name), rest) else None
+        base = os.path.basename(name)
+        linker = next(_LINKERS) if makes_links(base, rest) else None
+        self.removes = self.removes or base in _REMOVERS or (base == "find" and "-delete" in rest)
         for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
         ):
             self._program_writes(target, written, kind)
-            if linker is not None and target is not None:
-                self.linked.append((target, kind, linker))
+            if linker is not None and target is not None:  # (`ln` replaces a last operand
+                # that is a link to a folder with `-n`, and one a removal took away: a review)
+                self.linked.append((target, "file" if base == "ln" else kind, linker))
         codes = code_arguments(name, rest, shown[start + 1 :])
         scripted = script_code(name, rest, shown[start + 1 :])  # (`xargs sed …`: with what
         # it appends, a computed word)
@@ -1191,6 +1201,7 @@ class _Walker:
         self.named_writes += inner.named_writes
         self.into_directories += inner.into_directories
         self.linked += inner.linked
+        self.removes = self.removes or inner.removes
         for target in inner.writes:
             self.writes.append(target)
             if place == "root" or (place == "moved" and not target.startswith("/")):

@@ -66,6 +66,16 @@ def runner_commands(
                 placeholder = attached or "{}"
             elif len(flag) > 3 and "--replace".startswith(flag):  # (`--rep`)
                 placeholder = word.split("=", 1)[1] if "=" in word else "{}"
+            # A later -L, -l or -n N (N not 1) ends -I: xargs appends again (`xargs -i -n2
+            # cp /dev/null` wrote where its input said, a review; GNU's -n1 keeps it).
+            short = last[0] if last else ""
+            long = flag if flag.startswith("--") and len(flag) > 3 else ""
+            if short in ("-L", "-l") or (long and "--max-lines".startswith(long)):
+                placeholder = None
+            elif short == "-n" or (long and "--max-args".startswith(long)):
+                count = word.split("=", 1)[1] if long and "=" in word else attached
+                if (count or _next_word(rest, i)) != "1":
+                    placeholder = None
         if word.startswith("--"):
             i += 1 if ("=" in word or not takes_long_value(flag, takes_value)) else 2
         else:  # grouped short options: `-rn 1`, `-Eu root`, `-uroot`
@@ -459,6 +469,11 @@ def takes_long_value(word: str, takes_value: Iterable[str]) -> bool:
         for o in takes_value
         if o.startswith("--")
     )
+
+
+def _next_word(words: Sequence[str | None], index: int) -> str:
+    """The word after ``index`` (``""``: none, or known only as it runs)."""
+    return (words[index + 1] or "") if index + 1 < len(words) else ""
 
 
 def short_options(word: str, with_value: str) -> list[str]:

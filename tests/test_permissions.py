@@ -2195,6 +2195,34 @@ def test_a_download_is_checked_where_it_lands() -> None:
     assert verdict('wget -P /etc "$U"', rules) == "ask"  # (a name known as it runs)
 
 
+def test_what_a_review_of_the_link_and_download_checks_wrote(tmp_path: Path) -> None:
+    """A second review's, each confirmed writing under the denied folder: a folder there
+    now that the command removes first, or a link to one `ln -n` replaces; `link`; xargs
+    appending again after `-I` (GNU's -L, -l, -n N); curl's and wget's other writes (its
+    cookie jar, a config, a wgetrc command, a URL glob, a name the server gives); xxd's
+    values attached but no hex."""
+    folder, pointing = tmp_path / "d", tmp_path / "dl"
+    folder.mkdir()
+    pointing.symlink_to(folder)
+    rules = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)", "Bash(touch *)",
+                                            f"Write({tmp_path}/.envrc)"]}  # fmt: skip
+    for command in (
+        "rm -rf d; ln -s /etc d; echo > d/x", "rmdir d && ln -s /etc d && echo > d/x",
+        "ln -sfn /etc dl; echo > dl/x", "link /etc/passwd g; echo > g",
+        "echo /etc/x | xargs -i -n2 cp /dev/null", "echo /etc/x | xargs -I{} -L1 tee",
+        "echo touch F | xargs -I{} -L1 env", "curl -D /etc/h u", "curl -c /etc/jar u",
+        "curl --libcurl /etc/lib.c u", "curl -K cfg u", "curl -o '#1.new' 'file:///{/etc/f}'",
+        "curl -O 'http://e/{.envrc,x}'", "curl -OJ http://e/x", "curl --remote-name-all http://e/.envrc",
+        "wget -x -nH -P / http://h/etc/x", "wget -e output_document=/etc/x u",
+        "wget -e dir_prefix=/etc u", "wget --content-disposition http://e/x",
+        "xxd -c8k in /etc/x", "xxd -s1k in /etc/y", "xxd -Ralways in /etc/z",
+    ):  # fmt: skip
+        assert verdict(command, rules, cwd=str(tmp_path)) != "allow", command
+    for command in ("wget -e robots=off http://e/x", "echo x | xargs -I{} -n1 echo {}",
+                    "xxd -c 8 in out", "ln -s d l2"):  # fmt: skip
+        assert verdict(command, rules, cwd=str(tmp_path)) == "allow", command
+
+
 def test_xargs_grouped_placeholder_options_are_read() -> None:
     """`xargs -rI Q dd of=Q` and `xargs -rI Q git Q origin`: `-I` grouped behind another
     option went unseen, `Q` read as a plain word (a trial wrote under a denied folder)."""
