@@ -588,7 +588,7 @@ def test_a_line_is_counted_as_the_terminal_edits_it(client: Client) -> None:
     [b"a" * 10 + " é".encode() + b"\x17", "x abc é\x17".encode(), "abc ééé\x17".encode(),
      "é\x7f".encode(), b"ab cd  \x17", b"foo_bar-baz\x17", "a—b\x17".encode(),
      b"abc\x16\x7fd", "日本\x7f".encode(), b"a+b\x17", b"a\xd7b\x17", b"ab\x15cd",
-     b"ab\x03cd", b"a\rb"],
+     b"ab\x03cd", b"a\rb", b"\xa9\xa9\x7f", b"ab\x13\x11c", b"ab\x12c"],
 )  # fmt: skip
 def test_a_line_is_edited_as_the_kernel_edits_it(typed: bytes) -> None:
     """What the terminal host counts of a line is what this kernel's line discipline

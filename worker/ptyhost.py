@@ -317,6 +317,9 @@ def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, boo
     iflag, lflag, cc = attrs[0], attrs[3], attrs[6]
     special = {name: _special(cc, getattr(termios, name, None)) for name in _SPECIAL}
     extended = bool(lflag & termios.IEXTEN)
+    swallowed = {special["VSTART"], special["VSTOP"]} if iflag & termios.IXON else set()
+    if extended and lflag & termios.ECHO:  # (Ctrl+R prints the line again)
+        swallowed.add(special["VREPRINT"])
     clears = {10, special["VEOL"], special["VEOF"], special["VKILL"]}
     if extended:  # (Linux reads `eol2` only with `iexten`)
         clears.add(special["VEOL2"])
@@ -340,7 +343,7 @@ def typed_line(line: bytearray, data: bytes, attrs: list[Any]) -> tuple[int, boo
                 line.clear()
                 carried = False
                 continue
-            if byte in signals:  # (`noflsh`: the line stays)
+            if byte in signals or byte in swallowed:  # (`noflsh`: the line stays)
                 continue
             if byte == special["VERASE"]:
                 _erase(line, whole_chars, word=False)
@@ -368,6 +371,8 @@ def _erase(line: bytearray, whole_chars: bool, word: bool) -> None:
         start = len(line) - 1
         while whole_chars and start > 0 and line[start] & 0xC0 == 0x80:
             start -= 1  # (its continuation bytes, then its first)
+        if whole_chars and line[start] & 0xC0 == 0x80:
+            return  # (no first byte before them: Linux erases no part of a character)
         if word and in_word(line[start]):
             seen = True
         elif word and seen:
@@ -389,7 +394,7 @@ def _word_bsd(byte: int) -> bool:  # (the BSDs' and macOS's: up to a blank)
 
 
 _SPECIAL = ("VEOL", "VEOL2", "VEOF", "VKILL", "VINTR", "VQUIT", "VSUSP", "VERASE", "VWERASE",
-            "VLNEXT")  # fmt: skip
+            "VLNEXT", "VSTART", "VSTOP", "VREPRINT")  # fmt: skip
 """The special characters :func:`typed_line` reads (``None`` where a platform has none)."""
 
 
