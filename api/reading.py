@@ -1008,6 +1008,9 @@ class _Walker:
             )
         base = os.path.basename(name)
         linker = next(_LINKERS) if makes_links(base, rest) else None
+        # (one that may run twice, in a loop, a function, writes through its own links of
+        # the first time: `for i in 1 2; do ln -sf ../protected l; done`, a review)
+        again = next(_LINKERS) if linker is not None and self._site.repeated() else None
         self.removes = self.removes or base in _REMOVERS or (base == "find" and "-delete" in rest)
         for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
@@ -1016,6 +1019,8 @@ class _Walker:
             if linker is not None and target is not None:  # (`ln` replaces a last operand
                 # that is a link to a folder with `-n`, and one a removal took away: a review)
                 self.linked.append((target, "file" if base == "ln" else kind, linker))
+                if again is not None:
+                    self.linked.append((target, "file", again))
         codes = code_arguments(name, rest, shown[start + 1 :])
         scripted = script_code(name, rest, shown[start + 1 :])  # (`xargs sed …`: with what
         # it appends, a computed word)
