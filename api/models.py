@@ -267,6 +267,10 @@ class TaskOutputResult(ContractModel):
     line_ended: bool | None = None
     """A piece of a stream (``follow``): whether it ended a line, whose newline its
     ``output`` leaves out (every other byte of it is there, blank lines too); none else."""
+    pattern_matched: bool | None = None
+    """A blocking read with a ``pattern``: whether the pattern was found (false: the wait
+    ended without it, at the timeout or the task's end); none else. (A wait for "server
+    ready" that timed out looked like one that matched: a trial.)"""
 
 
 class TerminalResult(ContractModel):

@@ -212,7 +212,32 @@ def test_task_output_pattern_wakes_early(client: Client) -> None:
     out = client.task_output(tid, pattern=r"ready on :\d+", timeout=20_000)
     assert time.monotonic() - started < 5
     assert "ready on :8080" in out.output and out.status == "running"
+    assert out.pattern_matched is True
     client.task_stop(tid)
+
+
+def test_a_pattern_wait_says_whether_it_matched(client: Client) -> None:
+    """A wait for "server ready" that timed out looked like one that matched (a trial):
+    the answer says whether the pattern was found, in its text for a model too, also for a
+    task that ended as the wait went on (in its last words too)."""
+    tid = start_bg(client, "while :; do echo tick; sleep 0.1; done")
+    try:
+        missed = client.call_tool(
+            "TaskOutput", {"task_id": tid, "pattern": "^ready$", "timeout": 500}
+        )
+        assert (missed["status"], missed["patternMatched"]) == ("running", False)
+        assert "; the pattern was not found before the timeout" in texts.tool_result_text(
+            "TaskOutput", missed
+        )
+        assert client.task_output(tid, pattern="^tick$", timeout=5000).pattern_matched is True
+        assert client.task_output(tid, timeout=200).pattern_matched is None  # (no pattern)
+    finally:
+        client.task_stop(tid)
+    ended = start_bg(client, "sleep 0.5; echo ready")
+    assert client.task_output(ended, pattern="^ready$", timeout=20_000).pattern_matched is True
+    quiet = start_bg(client, "sleep 0.5; echo done")
+    out = client.task_output(quiet, pattern="^ready$", timeout=20_000)
+    assert (out.status, out.pattern_matched) == ("completed", False)
 
 
 def test_task_output_timeout_and_non_blocking(client: Client) -> None:

@@ -56,10 +56,11 @@ async def _wait(
     timeout_s: float,
     conn: Connection,
     until_waiting: bool = False,
-) -> None:
+) -> bool | None:
     """Until the task ends, the pattern matches output after ``start``, or the timeout;
     with ``until_waiting`` (an interactive task), also once its command waits for input
-    (at once if it does: nothing comes before an answer).
+    (at once if it does: nothing comes before an answer). Returns whether the pattern
+    matched (None: no pattern), in what a task that ended wrote to its end too.
 
     The pattern is matched in a worker thread, chunk by chunk, so that a big log never
     holds the event loop; the scan stops at the next chunk once the wait is over.
@@ -76,11 +77,15 @@ async def _wait(
     async def matched() -> bool:
         return scanner is not None and await _in_pattern_thread(scanner.scan, file_size(path))
 
+    hit: list[bool] = []
+
     async def watch() -> None:
         if await matched():
+            hit.append(True)
             return
         async for _ in changes(path, stop):  # ends when the task ends or the caller leaves
             if await matched():
+                hit.append(True)
                 return
 
     task.ended.add_done_callback(wake)
@@ -94,6 +99,9 @@ async def _wait(
     try:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watch(), timeout=timeout_s)
+        if scanner is not None and not hit and task.ended.done() and not conn.closed.done():
+            scanner.cancelled = False  # (its last words: the wait ended as they came)
+            hit += [True] if await matched() else []
     finally:
         stop.set()
         if scanner is not None:
@@ -103,6 +111,7 @@ async def _wait(
         if waiting is not None:
             waiting.remove_done_callback(wake)
             waiting.cancel()
+    return bool(hit) if scanner is not None else None
 
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
@@ -113,23 +122,25 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         raise TaskNotFoundError(p.task_id)
     stored = p.offset is None
     start = p.offset or 0
+    found = None
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
         ctx.tasks.watch_job(task)
         # (a stream goes on past a prompt: its pieces come as the output grows)
         until_waiting = row.interactive and not p.follow
         since = ctx.journal.read_offset(row.id, p.session) if stored else start
-        await _wait(task, since, pattern, timeout_ms / 1000, conn, until_waiting)
+        found = await _wait(task, since, pattern, timeout_ms / 1000, conn, until_waiting)
         row = task.row
     if stored:  # (read in turn, once the wait is over: another reader may have taken
         start = await stored_start(ctx, row.id, p.session, conn)  # some meanwhile)
     # (not waiting: what is there now, a running task's unfinished last line too; cut
     # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
     now = not p.block or row.id not in ctx.tasks.live
-    return read_output(
+    result = read_output(
         ctx, row, p.session, start, stored, conn,
         follow=p.follow, to_end=now, exact=p.exact_output,
     )  # fmt: skip
+    return result.model_copy(update={"pattern_matched": found}) if found is not None else result
 
 
 async def handle_unread(ctx: Context, p: UnreadParams, conn: Connection) -> UnreadResult:
