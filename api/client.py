@@ -354,8 +354,12 @@ class Client:
         Raises:
             WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
         """
+        older = {"block": False, **arguments} if name == "BashOutput" else None  # (it never
+        # blocked, and kept the lines its `filter` matched: as Claude Code's, a trial)
         name = TOOL_ALIASES.get(name, name)
         args = _model_arguments(name, arguments)
+        if older is not None:
+            args = {**args, "block": older["block"], "filter": older.get("filter")}
         if name == BASH_TOOL:
             parsed = BashInput.parse(args)
             return self.bash(

@@ -240,6 +240,9 @@ class OutputParams(Params):
     never cleaned apart from the rest of its line."""
     exact_output: StrictBool = False
     """An excerpt (not ``follow``) with the blank lines at its edges (``RunParams``'s)."""
+    filter: StrictStr | None = None
+    """Only the lines of the output that match this RE2 expression; the others are read
+    all the same (the older ``BashOutput`` tool's ``filter``, as Claude Code had it)."""
 
 
 class InputParams(Params):

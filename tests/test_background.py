@@ -388,11 +388,27 @@ def test_stop_many_is_all_or_nothing(client: Client) -> None:
     assert not any(task_alive(t) for t in ids)
 
 
+def test_bash_output_keeps_the_lines_its_filter_matches(client: Client) -> None:
+    """The older BashOutput's `filter` was dropped, and it blocked where Claude Code's
+    never did (a trial): it returns at once with the lines the filter matches (RE2), the
+    others read all the same; a bad filter reads nothing."""
+    tid = start_bg(client, "echo ok; echo ERR 1; echo fine; echo ERR 2; sleep 30")
+    wait_until(lambda: "ERR 2" in client.task_output(tid, block=False, offset=0).output)
+    with pytest.raises(InvalidInputError, match="filter is not a valid regular expression"):
+        client.call_tool("BashOutput", {"bash_id": tid, "filter": "(x"})
+    read = client.call_tool("BashOutput", {"bash_id": tid, "filter": "^ERR"})
+    assert (read["status"], read["output"]) == ("running", "ERR 1\nERR 2")
+    assert client.call_tool("BashOutput", {"bash_id": tid})["output"] == ""  # (read)
+    client.task_stop(tid)
+
+
 def test_tool_calls_with_older_names(client: Client) -> None:
     started = client.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})
     tid = started["backgroundTaskId"]
     assert client.call_tool("TaskOutput", {"shell_id": tid, "block": False})["status"] == "running"
+    began = time.monotonic()  # (BashOutput never blocked: Claude Code's did not, a trial)
     assert client.call_tool("BashOutput", {"bash_id": tid})["status"] == "running"
+    assert time.monotonic() - began < 5
     assert client.call_tool("KillBash", {"shell_id": tid})["status"] == "killed"
     assert not task_alive(tid)
     other = start_bg(client, "sleep 300")  # (Claude Code's names before TaskStop: a trial)

@@ -37,14 +37,14 @@ async def _in_pattern_thread(func: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(PATTERN_THREADS, func, *args)
 
 
-async def _compile(pattern: str | None) -> Any:
+async def _compile(pattern: str | None, name: str = "pattern") -> Any:
     if pattern is None:
         return None
     try:
         return await _in_pattern_thread(compile_pattern, pattern)
     except ValueError as exc:
         raise InvalidInputError(
-            f"pattern is not a valid regular expression here: {exc} (RE2 syntax, matched in "
+            f"{name} is not a valid regular expression here: {exc} (RE2 syntax, matched in "
             "linear time: no backreferences or lookaround)"
         ) from None
 
@@ -117,6 +117,7 @@ async def _wait(
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
     timeout_ms = p.timeout or 0.0
     pattern = await _compile(p.pattern)
+    keep = await _compile(p.filter, "filter")  # (before anything is read)
     row = ctx.journal.get(p.task_id)
     if row is None:
         raise TaskNotFoundError(p.task_id)
@@ -140,7 +141,14 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         ctx, row, p.session, start, stored, conn,
         follow=p.follow, to_end=now, exact=p.exact_output,
     )  # fmt: skip
+    if keep is not None:  # (BashOutput's: the matching lines alone)
+        kept = await _in_pattern_thread(_matching_lines, keep, result.output)
+        result = result.model_copy(update={"output": kept})
     return result.model_copy(update={"pattern_matched": found}) if found is not None else result
+
+
+def _matching_lines(pattern: Any, output: str) -> str:
+    return "\n".join(line for line in output.split("\n") if pattern.search(line))
 
 
 async def handle_unread(ctx: Context, p: UnreadParams, conn: Connection) -> UnreadResult:
