@@ -142,8 +142,8 @@ class WaveMcp:
     async def call_tool(
         self, request: mcp_compat.ToolRequest, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        name = TOOL_ALIASES.get(params.name, params.name)
-        arguments = dict(params.arguments or {})
+        name = TOOL_ALIASES.get(params.name, params.name)  # (the call as named: `BashOutput`
+        arguments = dict(params.arguments or {})  # is TaskOutput that does not block, a review)
         if self.host_gone:  # it sent the call and left: nobody would see what it does
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
@@ -151,7 +151,7 @@ class WaveMcp:
         scope = CallScope()
         handoff = _Handoff(lambda got: self._unread(_read_of(name, got)))
         call = functools.partial(
-            self.client.call_tool, name, arguments, on_progress=on_progress,
+            self.client.call_tool, params.name, arguments, on_progress=on_progress,
             on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
             scope=scope, keep_notice=True,  # (an end it shows is confirmed once written)
         )  # fmt: skip

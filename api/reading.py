@@ -1109,7 +1109,8 @@ class _Walker:
                 words, texts = [*words, None], [*texts, APPENDED]  # is (`xargs env`, `xargs
             inner.simple(words, texts, [], depth + 1)  # timeout 5`: they are the command)
             runs.append(tuple(inner.commands))
-            self._take_runner(inner, "root" if chroot else "kept", variants, opens, guards)
+            many = base in SEARCHERS or base == "xargs"  # (their command runs once per input)
+            self._take_runner(inner, "root" if chroot else "kept", variants, opens, guards, many)
         for action in actions:  # (what each runs, as read above: none past the limit)
             guards.append(Guard(action.option, runs.pop(0) if action.words and runs else ()))
         runner = COMMAND_RUNNERS.get(base)
@@ -1123,7 +1124,7 @@ class _Walker:
                 break
             inner.appended = self.appended  # (`xargs strace sed …`)
             inner.simple(list(after[index:]), list(after_shown[index:]), [], depth + 1)
-            self._take_runner(inner, place, variants, opens, guards)
+            self._take_runner(inner, place, variants, opens, guards, base == "watch")
         for code in read.scripts:  # `su -c TEXT`, `sg GROUP TEXT`, `npx -c TEXT`
             inner = self._inner(depth) if code is not None else None
             if code is None:
@@ -1193,6 +1194,7 @@ class _Walker:
         variants: list[str],
         opens: list[str],
         guards: list[Guard],
+        many: bool = False,
     ) -> None:
         """Take in what a runner runs, read by ``inner``: its commands are variants of the
         runner's (with their open ends: what ``xargs`` appends is a computed word); its writes
@@ -1206,6 +1208,9 @@ class _Walker:
         self.named_writes += inner.named_writes
         self.into_directories += inner.into_directories
         self.linked += inner.linked
+        if many or self._site.repeated():  # (it may run twice: through its own links, as
+            # in a loop; `xargs -I{} ln -sf /etc l` wrote `/etc/etc`, a review)
+            self.linked += [(target, "file", next(_LINKERS)) for target, _, _ in inner.linked]
         self.removes = self.removes or inner.removes
         for target in inner.writes:
             self.writes.append(target)

@@ -235,10 +235,9 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     status, code = data.get("status"), data.get("exitCode")
     state = f"Status: {status}" + ("" if code is None else f" (exit code {code})")
     state += leftover_text(int(data.get("leftoverProcesses") or 0))
-    if data.get("patternMatched") is False:
-        state += "; the pattern was not found" + (
-            " before the timeout" if status == TaskStatus.RUNNING else ""
-        )
+    if data.get("patternMatched") is False:  # (a prompt ends a wait too: no timeout)
+        timed_out = status == TaskStatus.RUNNING and not data.get("waitingForInput")
+        state += "; the pattern was not found" + (" before the timeout" if timed_out else "")
     if data.get("waitingForInput"):
         state += "; waiting for input (answer with TaskInput)"
     elif tool == "TaskInput" and status == TaskStatus.RUNNING:  # its timeout passed

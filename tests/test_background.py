@@ -238,6 +238,18 @@ def test_a_pattern_wait_says_whether_it_matched(client: Client) -> None:
     quiet = start_bg(client, "sleep 0.5; echo done")
     out = client.task_output(quiet, pattern="^ready$", timeout=20_000)
     assert (out.status, out.pattern_matched) == ("completed", False)
+    # The answer is what this read returned: a wait that timed out as the line came said
+    # false beside it (6 of 24 times, a review); a prompt that ended the wait did too.
+    for _ in range(6):
+        late = start_bg(client, "sleep 0.45; echo ready; sleep 30")
+        out = client.task_output(late, pattern="^ready$", timeout=500)
+        assert out.pattern_matched == ("ready" in out.output), out
+        client.task_stop(late)
+    asked = client.bash("printf 'Password: '; read x", interactive=True, timeout=60_000)
+    assert asked.background_task_id and asked.waiting_for_input
+    out = client.task_output(asked.background_task_id, pattern="Password", timeout=3000, offset=0)
+    assert out.pattern_matched is True
+    client.task_stop(asked.background_task_id)
 
 
 def test_task_output_timeout_and_non_blocking(client: Client) -> None:
@@ -400,6 +412,13 @@ def test_bash_output_keeps_the_lines_its_filter_matches(client: Client) -> None:
     assert (read["status"], read["output"]) == ("running", "ERR 1\nERR 2")
     assert client.call_tool("BashOutput", {"bash_id": tid})["output"] == ""  # (read)
     client.task_stop(tid)
+    # Of all it read, not of an excerpt (a line in the excerpt's omitted middle was lost,
+    # silently: a review).
+    many = start_bg(client, "seq 1 20000 | sed 's/^/line /'; echo ERROR at end; sleep 30")
+    wait_until(lambda: "ERROR" in client.task_output(many, block=False, offset=0).output)
+    read = client.call_tool("BashOutput", {"bash_id": many, "filter": "ERROR|line 10000$"})
+    assert (read["output"], read["truncated"]) == ("line 10000\nERROR at end", False)
+    client.task_stop(many)
 
 
 def test_tool_calls_with_older_names(client: Client) -> None:

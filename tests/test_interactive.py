@@ -607,8 +607,7 @@ def test_a_line_is_edited_as_the_kernel_edits_it(typed: bytes) -> None:
     master, slave = pty.openpty()
     try:
         attrs = termios.tcgetattr(slave)
-        attrs[0] |= ptyhost.IUTF8
-        attrs[3] &= ~termios.ECHO
+        attrs[0] |= ptyhost.IUTF8  # (echo on, as the host's: Ctrl+R reprints the line)
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
         modelled = bytearray()
         ptyhost.typed_line(modelled, typed, termios.tcgetattr(master))

@@ -253,6 +253,30 @@ def test_permission_deny_and_ask_through_mcp(state_dir: Path, tmp_path: Path) ->
     assert str(rules) in text(refused)
 
 
+def test_bash_output_through_mcp_does_not_block_and_filters(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The server named the call TaskOutput before the client saw it: BashOutput blocked
+    and dropped its filter through MCP, where models call it (a review)."""
+    mark = tmp_path / "written"
+
+    async def scenario(s: ClientSession) -> tuple[str, float]:
+        command = f"echo ok; echo ERR; echo fine; touch {mark}; sleep 30"
+        started = await s.call_tool("Bash", {"command": command, "run_in_background": True})
+        tid = structured(started)["backgroundTaskId"]
+        deadline = asyncio.get_running_loop().time() + 20
+        while not mark.exists() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)  # (the lines are written once the mark is there)
+        began = asyncio.get_running_loop().time()
+        read = await s.call_tool("BashOutput", {"bash_id": tid, "filter": "^ERR$"})
+        took = asyncio.get_running_loop().time() - began
+        await s.call_tool("TaskStop", {"task_id": tid})
+        return structured(read)["output"], took
+
+    output, took = run(state_dir, scenario, "--session", "older")
+    assert output == "ERR" and took < 10  # (at once, not blocking the command's 30 s)
+
+
 def test_task_stop_through_mcp(state_dir: Path) -> None:
     async def scenario(s: ClientSession) -> tuple[types.CallToolResult, str]:
         started = await s.call_tool("Bash", {"command": "sleep 300", "run_in_background": True})

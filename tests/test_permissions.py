@@ -2209,7 +2209,8 @@ def test_what_a_review_of_the_link_and_download_checks_wrote(tmp_path: Path) -> 
     for command in (
         "rm -rf d; ln -s /etc d; echo > d/x", "rmdir d && ln -s /etc d && echo > d/x",
         "ln -sfn /etc dl; echo > dl/x", "link /etc/passwd g; echo > g",
-        "for i in 1 2; do ln -sf /etc l; done",
+        "for i in 1 2; do ln -sf /etc l; done", "for i in 1 2; do sudo ln -sf /etc l; done",
+        "printf '1\\n2\\n' | xargs -I{} ln -sf /etc l", "find . -exec ln -sf /etc l \\;",
         "echo /etc/x | xargs -i -n2 cp /dev/null", "echo /etc/x | xargs -I{} -L1 tee",
         "echo touch F | xargs -I{} -L1 env", "curl -D /etc/h u", "curl -c /etc/jar u",
         "curl --libcurl /etc/lib.c u", "curl -K cfg u", "curl -o '#1.new' 'file:///{/etc/f}'",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import re
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -166,6 +168,47 @@ def compile_pattern(pattern: str) -> Any:
         raise ValueError(said) from None
 
 
+def matching_lines(
+    path: Path | str, pattern: Any, start: int, end: int, limit: int
+) -> tuple[str, int]:
+    """The lines of the log between ``start`` and ``end`` that ``pattern`` matches (each
+    cleaned as the output is), read in chunks: the first and last of them up to ``limit``
+    characters, and how many were left out between. (Matched in a read's excerpt, a
+    filter lost what the excerpt had left out, silently: a review.)"""
+    head: list[str] = []
+    tail: collections.deque[str] = collections.deque()
+    kept = tail_chars = omitted = 0
+    try:
+        fh = open_regular(path)
+    except OSError:
+        return "", 0
+    with fh:
+        fh.seek(start)
+        carry, pos = b"", start
+        while pos < end:
+            data = fh.read(min(PatternScanner.CHUNK, end - pos))
+            if not data:
+                break
+            pos += len(data)
+            lines = (carry + data).split(b"\n")
+            carry = lines.pop() if pos < end else b""
+            for raw in lines:
+                line = clean_bytes(raw)
+                if not pattern.search(line):
+                    continue
+                if kept + len(line) < limit // 2:
+                    head.append(line)
+                    kept += len(line) + 1
+                    continue
+                tail.append(line)
+                tail_chars += len(line) + 1
+                while tail_chars > limit // 2 and len(tail) > 1:
+                    tail_chars -= len(tail.popleft()) + 1
+                    omitted += 1
+    said = [f"… {omitted} matching lines omitted …"] if omitted else []
+    return "\n".join([*head, *said, *tail]), omitted
+
+
 class PatternScanner:
     """Finds a pattern in output as it grows, reading each new byte once, in chunks.
 
@@ -185,12 +228,22 @@ class PatternScanner:
         """Next byte to read; bytes before it are scanned, except the unfinished line."""
         self.carry = b""
         self.cancelled = False
+        self.found = False
+        """Whether the pattern matched in what was scanned (kept: a scan whose waiter
+        gave up still counts)."""
+        self._scanning = threading.Lock()  # (one scan at a time: a waiter that gave up
+        # leaves its scan running while the next begins)
 
     def cancel(self) -> None:
         self.cancelled = True
 
     def scan(self, size: int) -> bool:
         """Look at the bytes up to ``size``; True once the pattern matched."""
+        with self._scanning:
+            self.found = self.found or self._scan(size)
+            return self.found
+
+    def _scan(self, size: int) -> bool:
         if size <= self.pos:
             return False
         try:

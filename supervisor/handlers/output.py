@@ -8,6 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from wave_bash.api.constants import MAX_OUTPUT_CHARS
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult, UnreadResult
 from wave_bash.api.protocol import OutputParams, UnreadParams
@@ -16,6 +17,7 @@ from wave_bash.worker.tail import (
     changes,
     compile_pattern,
     file_size,
+    matching_lines,
     settled_end,
     whole_lines_end,
 )
@@ -51,22 +53,19 @@ async def _compile(pattern: str | None, name: str = "pattern") -> Any:
 
 async def _wait(
     task: LiveTask,
-    start: int,
-    pattern: Any,
+    scanner: PatternScanner | None,
     timeout_s: float,
     conn: Connection,
     until_waiting: bool = False,
-) -> bool | None:
-    """Until the task ends, the pattern matches output after ``start``, or the timeout;
-    with ``until_waiting`` (an interactive task), also once its command waits for input
-    (at once if it does: nothing comes before an answer). Returns whether the pattern
-    matched (None: no pattern), in what a task that ended wrote to its end too.
+) -> None:
+    """Until the task ends, ``scanner``'s pattern matches output after its start, or the
+    timeout; with ``until_waiting`` (an interactive task), also once its command waits for
+    input (at once if it does: nothing comes before an answer).
 
     The pattern is matched in a worker thread, chunk by chunk, so that a big log never
     holds the event loop; the scan stops at the next chunk once the wait is over.
     """
     path = task.row.output_path
-    scanner = PatternScanner(path, pattern, start) if pattern is not None else None
     stop = asyncio.Event()
 
     def wake(_: object) -> None:
@@ -77,15 +76,11 @@ async def _wait(
     async def matched() -> bool:
         return scanner is not None and await _in_pattern_thread(scanner.scan, file_size(path))
 
-    hit: list[bool] = []
-
     async def watch() -> None:
         if await matched():
-            hit.append(True)
             return
         async for _ in changes(path, stop):  # ends when the task ends or the caller leaves
             if await matched():
-                hit.append(True)
                 return
 
     task.ended.add_done_callback(wake)
@@ -99,9 +94,6 @@ async def _wait(
     try:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watch(), timeout=timeout_s)
-        if scanner is not None and not hit and task.ended.done() and not conn.closed.done():
-            scanner.cancelled = False  # (its last words: the wait ended as they came)
-            hit += [True] if await matched() else []
     finally:
         stop.set()
         if scanner is not None:
@@ -111,7 +103,14 @@ async def _wait(
         if waiting is not None:
             waiting.remove_done_callback(wake)
             waiting.cancel()
-    return bool(hit) if scanner is not None else None
+
+
+async def _matched(scanner: PatternScanner, end: int | None, path: str) -> bool:
+    """Whether ``scanner``'s pattern is in what a read returned: what the wait scanned,
+    and on to the read's ``end`` (the wait may have ended, by its timeout, a prompt or
+    the task's end, before it saw the last bytes the read took: a review)."""
+    scanner.cancelled = False  # (a scan still running from the wait finishes first)
+    return bool(await _in_pattern_thread(scanner.scan, file_size(path) if end is None else end))
 
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
@@ -123,14 +122,16 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         raise TaskNotFoundError(p.task_id)
     stored = p.offset is None
     start = p.offset or 0
-    found = None
+    scanner = None
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
         ctx.tasks.watch_job(task)
         # (a stream goes on past a prompt: its pieces come as the output grows)
         until_waiting = row.interactive and not p.follow
         since = ctx.journal.read_offset(row.id, p.session) if stored else start
-        found = await _wait(task, since, pattern, timeout_ms / 1000, conn, until_waiting)
+        if pattern is not None:
+            scanner = PatternScanner(row.output_path, pattern, since)
+        await _wait(task, scanner, timeout_ms / 1000, conn, until_waiting)
         row = task.row
     if stored:  # (read in turn, once the wait is over: another reader may have taken
         start = await stored_start(ctx, row.id, p.session, conn)  # some meanwhile)
@@ -141,14 +142,17 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         ctx, row, p.session, start, stored, conn,
         follow=p.follow, to_end=now, exact=p.exact_output,
     )  # fmt: skip
-    if keep is not None:  # (BashOutput's: the matching lines alone)
-        kept = await _in_pattern_thread(_matching_lines, keep, result.output)
-        result = result.model_copy(update={"output": kept})
-    return result.model_copy(update={"pattern_matched": found}) if found is not None else result
-
-
-def _matching_lines(pattern: Any, output: str) -> str:
-    return "\n".join(line for line in output.split("\n") if pattern.search(line))
+    if keep is not None:  # (BashOutput's: the matching lines alone, of all it read)
+        end = result.next_offset if result.next_offset is not None else file_size(row.output_path)
+        begin = result.start_offset if result.start_offset is not None else start
+        kept, omitted = await _in_pattern_thread(
+            matching_lines, row.output_path, keep, begin, end, MAX_OUTPUT_CHARS
+        )
+        result = result.model_copy(update={"output": kept, "truncated": bool(omitted)})
+    if scanner is None:
+        return result
+    found = await _matched(scanner, result.next_offset, row.output_path)
+    return result.model_copy(update={"pattern_matched": found})
 
 
 async def handle_unread(ctx: Context, p: UnreadParams, conn: Connection) -> UnreadResult:
