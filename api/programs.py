@@ -620,6 +620,20 @@ def _downloaded_to(
     found: list[tuple[str | None, str]] = []
     folder: tuple[str | None, str] | None = None
     named_by_url, named_as_it_runs, globbing = name == "wget", False, name == "curl"
+
+    def set_elsewhere(value: str | None, said: str, wgetrc: bool) -> None:
+        """An option of :data:`_SET_ELSEWHERE` (``wgetrc``: a wgetrc command, read)."""
+        nonlocal folder, named_as_it_runs
+        told = _wgetrc_write(value) if wgetrc else ("file", None)
+        if told is not None and told[0] == "folder":
+            folder = (told[1], said)
+        elif told is not None:
+            found.extend([(told[1], said)] if told[0] == "file" else [])
+            named_as_it_runs |= told[0] == "naming"
+
+    def writes_out(value: str | None) -> bool:  # (curl -w '%output{FILE}…')
+        return name == "curl" and "%output{" in (value or "%output{")
+
     for index in options:
         word = words[index] or ""
         said_next = shown[index + 1] if index + 1 < len(shown) else ""
@@ -633,23 +647,13 @@ def _downloaded_to(
             elif any(abbreviates(flag, option) for option in long_folders):
                 folder = (value, said)
             elif any(abbreviates(flag, option) for option in long_elsewhere):
-                execute = name == "wget" and abbreviates(flag, "--execute")
-                told = _wgetrc_write(value) if execute else ("file", None)
-                if told is not None and told[0] == "folder":
-                    folder = (told[1], said)
-                elif told is not None:
-                    found += [(told[1], said)] if told[0] == "file" else []
-                    named_as_it_runs |= told[0] == "naming"
+                set_elsewhere(value, said, name == "wget" and abbreviates(flag, "--execute"))
             named_by_url = named_by_url or (
                 name == "curl" and _long_prefix(flag, "--remote-name-all")  # (`--remote-name`)
             )
             named_as_it_runs |= any(abbreviates(flag, option) for option in long_naming)
             globbing = globbing and not abbreviates(flag, "--globoff")
-            if (
-                name == "curl"
-                and abbreviates(flag, "--write-out")
-                and "%output{" in (value or "%output{")
-            ):
+            if abbreviates(flag, "--write-out") and writes_out(value):
                 found.append((None, said))
             continue
         letters = word[1:]
@@ -667,13 +671,8 @@ def _downloaded_to(
         elif letters[at] in folders:
             folder = (value, said)
         elif letters[at] in elsewhere:
-            told = _wgetrc_write(value) if name == "wget" else ("file", None)
-            if told is not None and told[0] == "folder":
-                folder = (told[1], said)
-            elif told is not None:
-                found += [(told[1], said)] if told[0] == "file" else []
-                named_as_it_runs |= told[0] == "naming"
-        elif name == "curl" and letters[at] == "w" and "%output{" in (value or "%output{"):
+            set_elsewhere(value, said, name == "wget")
+        elif letters[at] == "w" and writes_out(value):
             found.append((None, said))
     for index in operands:  # (`--output-document="$F"`)
         if words[index] is None and may_be_option(shown[index], long_files, files + folders):
