@@ -237,9 +237,11 @@ class PatternScanner:
     def cancel(self) -> None:
         self.cancelled = True
 
-    def scan(self, size: int) -> bool:
-        """Look at the bytes up to ``size``; True once the pattern matched."""
+    def scan(self, size: int, resume: bool = False) -> bool:
+        """Look at the bytes up to ``size``; True once the pattern matched. ``resume``: a
+        scan after :meth:`cancel` (once one still running has stopped at its next chunk)."""
         with self._scanning:
+            self.cancelled = self.cancelled and not resume
             self.found = self.found or self._scan(size)
             return self.found
 

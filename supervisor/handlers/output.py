@@ -109,8 +109,8 @@ async def _matched(scanner: PatternScanner, end: int | None, path: str) -> bool:
     """Whether ``scanner``'s pattern is in what a read returned: what the wait scanned,
     and on to the read's ``end`` (the wait may have ended, by its timeout, a prompt or
     the task's end, before it saw the last bytes the read took: a review)."""
-    scanner.cancelled = False  # (a scan still running from the wait finishes first)
-    return bool(await _in_pattern_thread(scanner.scan, file_size(path) if end is None else end))
+    size = file_size(path) if end is None else end  # (a scan the wait left stops first)
+    return bool(await _in_pattern_thread(scanner.scan, size, True))
 
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
