@@ -446,7 +446,8 @@ def _misshapen(line: str) -> str | None:
     """The error answer to a line the SDK drops for its shape, unanswered (a trial: the
     host waited for ever): no JSON (-32700, with its id where one can be found, else a
     null one, as JSON-RPC says), a batch (no MCP version the SDK speaks takes one: each
-    request's error, in an array), a request without ``"jsonrpc": "2.0"`` (-32600)."""
+    request's error, in an array), a request without ``"jsonrpc": "2.0"`` or whose id is
+    no string nor whole number (-32600)."""
     text = line.strip()
     if not text:
         return None
@@ -463,6 +464,11 @@ def _misshapen(line: str) -> str | None:
                                  "Invalid Request: batches are not taken; send each request alone")
                    for m in message if not _answerless(m)]  # fmt: skip
         return f"[{', '.join(batched)}]\n" if batched else None
+    if isinstance(message, dict) and "method" in message and "id" in message:
+        request_id = message["id"]  # (MCP's: a string or a whole number, never null; the SDK
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):  # dropped
+            text = "Invalid Request: a request's id must be a string or a whole number"
+            return _error_answer(None, -32600, text) + "\n"  # others unanswered: a trial)
     if _request(message) and message.get("jsonrpc") != "2.0":
         text = 'Invalid Request: a request needs "jsonrpc": "2.0"'
         return _error_answer(message["id"], -32600, text) + "\n"

@@ -33,8 +33,51 @@ def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     """
     if state_dir is not None and not os.fspath(state_dir):
         raise StateDirError("the state dir given is empty: name one, or give none for the default")
-    chosen = state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir()
-    return canonical(Path(chosen).expanduser())
+    chosen = Path(state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir())
+    refuse_foreign_links(chosen.expanduser().absolute())
+    return canonical(chosen.expanduser())
+
+
+def refuse_foreign_links(path: Path) -> None:
+    """Refuse ``path`` where a link of another user's (root's aside) is on its way, the
+    links it leads to followed as the kernel does: that user could point it elsewhere
+    between two calls (a trial's `nobody` moved root's state dir from one folder to
+    another by a link in a sticky folder; a kernel without `protected_symlinks` follows
+    it).
+
+    Raises:
+        StateDirError: naming the link and its owner.
+    """
+    owner = _owner()
+    if owner is None:  # (Windows: no uids)
+        return
+    trusted = {0, owner, *_unmapped_owner()}
+    todo, here, followed = list(path.parts[1:]), Path(path.anchor), 0
+    while todo and followed < 40:  # (the kernel's own limit on links in a path)
+        part = todo.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here = here.parent
+            continue
+        step = here / part
+        try:
+            st = os.lstat(step)
+        except OSError:  # (missing: nothing further to follow; made later as this user's)
+            return
+        if not stat.S_ISLNK(st.st_mode):
+            here = step
+            continue
+        if st.st_uid not in trusted:
+            raise StateDirError(
+                f"refusing {path}: {step} on its way is a link of another user's (uid "
+                f"{st.st_uid}), who could point it elsewhere; choose a state dir whose path "
+                "holds no link of another user's"
+            )
+        target = Path(os.readlink(step))
+        todo = [*target.parts[1:], *todo] if target.is_absolute() else [*target.parts, *todo]
+        here = Path(target.anchor) if target.is_absolute() else here
+        followed += 1
 
 
 def default_state_dir() -> Path:

@@ -893,16 +893,20 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         cut = json.dumps({**host.bash(11, f"echo c >> {marker}"), "jsonrpc": "2.0"})[:-1]
         # (and an empty batch, a batch of no messages: each answered, as JSON-RPC says)
         others = '[]\n[1, {"jsonrpc": "2.0", "method": "notifications/initialized"}]\n'
-        host.stdin.write(f"this is not json\n{no_version}\n{batch}\n{cut}\n{others}".encode())
+        # (and a request whose id is no string nor whole number: dropped, a trial)
+        ids = "".join(json.dumps({**host.bash(0, f"echo i >> {marker}"), "jsonrpc": "2.0",
+                                  "id": bad}) + "\n" for bad in (1.5, None, {"x": 1}, True))  # fmt: skip
+        host.stdin.write(f"this is not json\n{no_version}\n{batch}\n{cut}\n{others}{ids}".encode())
         host.stdin.flush()
         assert host.replies is not None
-        answers = [host.replies.get(timeout=20) for _ in range(6)]
+        answers = [host.replies.get(timeout=20) for _ in range(10)]
         assert (answers[0]["id"], answers[0]["error"]["code"]) == (None, -32700)
         assert (answers[1]["id"], answers[1]["error"]["code"]) == (8, -32600)
         assert [(a["id"], a["error"]["code"]) for a in answers[2]] == [(9, -32600)]
         assert (answers[3]["id"], answers[3]["error"]["code"]) == (11, -32700)  # (its own id)
         assert (answers[4]["id"], answers[4]["error"]["code"]) == (None, -32600)
         assert [(a["id"], a["error"]["code"]) for a in answers[5]] == [(None, -32600)]
+        assert [(a["id"], a["error"]["code"]) for a in answers[6:]] == [(None, -32600)] * 4
         after = json.dumps({**host.bash(10, "echo after"), "jsonrpc": "2.0"})
         host.stdin.write(f"\ufeff{after}\n".encode())  # (a byte-order mark: taken off)
         host.stdin.flush()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import select
 import shutil
 import socket
@@ -196,6 +197,34 @@ def test_state_dir_link_is_refused_while_a_supervisor_runs_behind_it(tmp_path: P
         link.symlink_to(real)
         with pytest.raises(StateDirError, match="symbolic link"):
             Client(state_dir=link).bash("echo hi")
+    finally:
+        client.shutdown()
+
+
+def test_a_link_of_another_user_on_the_way_is_refused(tmp_path: Path) -> None:
+    """`nobody` pointed a link of its own, in a sticky folder on the way, from one of
+    root's folders to another: root's tasks vanished from view and a second supervisor
+    started (a trial; a kernel without `protected_symlinks` follows it). Refused; one's
+    own link is followed as before."""
+    shared, real = tmp_path / "shared", tmp_path / "real"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    real.mkdir()
+    link = shared / "lnk"
+    link.symlink_to(real)
+    os.lchown(link, NOBODY, NOBODY)
+    said = f"{link} on its way is a link of another user's (uid {NOBODY})"
+    with pytest.raises(StateDirError, match=re.escape(said)):
+        Client(state_dir=link / "state")
+    with pytest.raises(StateDirError, match=re.escape(said)):  # (behind a link of one's own)
+        mine = tmp_path / "mine"
+        mine.symlink_to(link)
+        Client(state_dir=mine / "state")
+    assert not (real / "state").exists()
+    os.lchown(link, 0, 0)
+    client = Client(state_dir=link / "state")
+    try:
+        assert client.bash("echo hi").stdout == "hi" and (real / "state").is_dir()
     finally:
         client.shutdown()
 
