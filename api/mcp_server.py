@@ -9,6 +9,7 @@ between them is in :mod:`.mcp_compat`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import io
@@ -128,6 +129,11 @@ class WaveMcp:
         """Request ID → task of a foreground result, until it is written."""
         self.unwritten_reads: dict[Any, Read] = {}
         """Request ID → the read of new output its result carries, until it is written."""
+        self.written_reads: collections.OrderedDict[Any, Read] = collections.OrderedDict()
+        """The reads of the last results written: a host that cancels one of them after
+        all (its timeout came as the result did) never showed it (:meth:`cancelled`)."""
+        self.cancelled_unwritten: set[Any] = set()
+        """Requests cancelled as their result waited to be written."""
         self.host_gone = False
         self._calls_limiter: anyio.CapacityLimiter | None = None
 
@@ -239,7 +245,14 @@ class WaveMcp:
         """The result of ``request_id`` reached the host: its notices are delivered (the
         confirmation goes apart: awaited here, a slow one held every message after it)."""
         self.unwritten_results.pop(request_id, None)
-        self.unwritten_reads.pop(request_id, None)
+        read = self.unwritten_reads.pop(request_id, None)
+        if request_id in self.cancelled_unwritten:  # (the host gave up on it first)
+            self.cancelled_unwritten.discard(request_id)
+            await anyio.to_thread.run_sync(self._unread, read)
+        elif read is not None:
+            self.written_reads[request_id] = read
+            while len(self.written_reads) > WRITTEN_READS_KEPT:
+                self.written_reads.popitem(last=False)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             self.acks.add(claim)
@@ -275,6 +288,16 @@ class WaveMcp:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
         await anyio.to_thread.run_sync(self._unread, self.unwritten_reads.pop(request_id, None))
+
+    async def cancelled(self, request_id: Any) -> None:
+        """The host cancelled ``request_id``: one whose result it was sent as it gave up
+        (a host timeout as long as the wait's) never showed its output, which goes back
+        to the session's next reader (B6c: 38 lines of a task were lost so, a trial)."""
+        read = self.written_reads.pop(request_id, None)
+        if read is not None:
+            await anyio.to_thread.run_sync(self._unread, read)
+        elif request_id in self.unwritten_reads:
+            self.cancelled_unwritten.add(request_id)
 
     def _unread(self, read: Read | None) -> None:
         """Give back a read whose result never reached the host (B6c)."""
@@ -394,8 +417,9 @@ class HostStdin:
         raw: Any,
         on_gone: Callable[[], Awaitable[None]],
         reply: Callable[[str], Awaitable[None]] | None = None,
+        on_cancel: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
-        self.raw, self.on_gone, self.reply = raw, on_gone, reply
+        self.raw, self.on_gone, self.reply, self.on_cancel = raw, on_gone, reply, on_cancel
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -407,11 +431,31 @@ class HostStdin:
                 refusal = _refusal(line) if self.reply is not None else None
                 if refusal is None:  # (what is answered no request, a response or a
                     # notification, goes on as before, a byte that is no UTF-8 as U+FFFD)
+                    if self.on_cancel is not None and (cancelled := _cancelled(line)) is not None:
+                        await self.on_cancel(cancelled)  # (the SDK drops one for an answered call)
                     yield _as_before(line)
                 elif self.reply is not None:
                     await self.reply(refusal)
         finally:
             await self.on_gone()
+
+
+WRITTEN_READS_KEPT = 64
+"""Written results whose reads a late cancel may still give back."""
+
+
+def _cancelled(line: str) -> Any:
+    """The request a ``notifications/cancelled`` line cancels (None: no such line)."""
+    if "notifications/cancelled" not in line:
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
+        return None
+    params = message.get("params")
+    return params.get("requestId") if isinstance(params, dict) else None
 
 
 def _as_before(line: str) -> str:
@@ -700,7 +744,9 @@ async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
     stdout = HostStdout(
         sys.stdout.fileno(), handlers.written, handlers.write_failed, handlers.settle_unwritten
     )
-    stdin = HostStdin(anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone, stdout.answer)
+    stdin = HostStdin(
+        anyio.wrap_file(_text_stream(sys.stdin)), handlers.gone, stdout.answer, handlers.cancelled
+    )
     try:
         async with anyio.create_task_group() as group:
             if sys.platform != "win32":

@@ -791,6 +791,31 @@ class _RawHost:
         self.proc.wait(30)
 
 
+def test_a_read_the_host_cancels_after_its_result_is_given_back(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A host whose timeout came as the result did cancels a call already answered: it
+    never showed the output, which counted as read, and 38 lines of a task were never
+    shown (a trial). The cancel gives the read back to the session's next reader."""
+    mark = tmp_path / "written"
+    starter = Client(state_dir=state_dir, session="late")
+    tid = start_bg(starter, f"echo one; echo two; touch {mark}; sleep 30")
+    wait_until(mark.exists)
+    host = _RawHost(state_dir, "late")
+    try:
+        host.initialize()
+        read = {"name": "TaskOutput", "arguments": {"task_id": tid, "block": False}}
+        host.send({"id": 5, "method": "tools/call", "params": read})
+        first = host.reply(5)["result"]["structuredContent"]["output"]
+        assert first == "one\ntwo"
+        host.send({"method": "notifications/cancelled", "params": {"requestId": 5}})
+        host.send({"id": 6, "method": "tools/call", "params": read})  # (after the cancel)
+        assert host.reply(6)["result"]["structuredContent"]["output"] == "one\ntwo"
+    finally:
+        host.close()
+        starter.task_stop(tid)
+
+
 def test_a_confirmation_that_fails_is_made_again_apart_from_the_writes(state_dir: Path) -> None:
     """A notice claim's confirmation the supervisor did not get (over SSH, a refused
     connection) left the claim to lapse: its notices came again ten minutes on; and a
