@@ -279,6 +279,7 @@ class WaveMcp:
     async def settle_unwritten(self, request_id: Any) -> None:
         """The result of ``request_id`` will never be written: what it claimed goes back
         to the session, and its foreground command's end becomes a notice."""
+        self.cancelled_unwritten.discard(request_id)  # (never written: given back below)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             with contextlib.suppress(WaveError):
