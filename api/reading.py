@@ -53,6 +53,7 @@ from .runners import (
     COMMAND_RUNNERS,
     RG_CONFIG,
     SEARCHERS,
+    SUDO_OPTIONS_WITH_VALUE,
     WRAPPERS,
     Place,
     may_vanish,
@@ -60,6 +61,7 @@ from .runners import (
     runner_commands,
     search_actions,
     short_options,
+    takes_long_value,
     takes_next_word,
     wrapper_arguments,
 )
@@ -532,6 +534,21 @@ class _Site:
         return scope is None or _within(later.node, scope)
 
 
+@dataclass(frozen=True)
+class _OwnMove:
+    """A command's own directory change (``env -C DIR``, ``git -C DIR``, ``sudo -D DIR``,
+    ``find -execdir``): it acts on what that command writes by its words and on what it
+    runs (the write sites ``first`` to ``end`` of its walker), not on its redirections,
+    which its shell opens, nor on later commands (``env -C d touch x`` wrote ``d/x``,
+    checked as ``./x``; ``env -C d true && touch x`` asked: a trial)."""
+
+    first: int
+    end: int
+
+    def acts_on(self, index: int) -> bool:
+        return self.first <= index < self.end
+
+
 def _within(node: Any, ancestor: Any) -> bool:
     while node is not None and node != ancestor:
         node = node.parent
@@ -564,7 +581,7 @@ class _Walker:
         self.sets_cdpath = False
         self.sets: list[tuple[str | None, str]] = []
         self.exports_all = False
-        self.cds: list[tuple[_Site, str | None]] = []
+        self.cds: list[tuple[_Site | _OwnMove, str | None]] = []
         """Directory changes: where, and to which directory (None: known as it runs)."""
         self.write_sites: list[tuple[str, _Site]] = []
         self._trees = 0
@@ -890,6 +907,18 @@ class _Walker:
     ) -> None:
         """One simple command from its words (``values``: literal or None; ``shown``: as
         matched) and the assignments before it."""
+        first = len(self.write_sites)
+        if self._command(values, shown, assignments, depth):
+            self.cds.append((_OwnMove(first, len(self.write_sites)), None))
+
+    def _command(
+        self,
+        values: list[str | None],
+        shown: list[str],
+        assignments: list[str | None],
+        depth: int,
+    ) -> bool:
+        """:meth:`simple`; whether the command runs in a directory of its own."""
         wrappers: list[str] = []
         start = 0
         while self.zsh and start < len(values) and values[start] in (*ZSH_MODIFIERS, "repeat"):
@@ -940,19 +969,20 @@ class _Walker:
         if start >= len(values):
             if wrappers:
                 self.commands.append(SimpleCommand(" ".join(kept + shown), ()))
-            return
+            return False
         name = values[start]
         if name in MISREAD_NAMES:  # (`! ! rm x`, `time { rm x; }`: bash runs them)
             self.problems.append(f"the grammar misreads `{name}` as a command's name")
         if name is None:
             self.problems.append(f"the command name `{shown[start]}` is computed at run time")
             self.commands.append(SimpleCommand(" ".join(kept + shown[start:]), tuple(wrappers)))
-            return
+            return False
         rest = values[start + 1 :]
         if "/" in name and os.path.basename(name) in WRAPPERS and not _wrapper(name):
             base = os.path.basename(name)  # (`./env rm x`: maybe a copy of env; a deny rule
             self.parse(rejoined([base, *rest], [base, *shown[start + 1 :]]), depth + 1)
-        if _changes_directory(name, wrappers, values[: start + 1], rest):
+        elsewhere = _runs_elsewhere(name, wrappers, values[: start + 1], rest)
+        if name in DIRECTORY_CHANGES:  # (`cd`, `builtin cd`: the shell's own)
             site = self._site
             known = None if wrappers or site.nested or site.repeated() else _directory(name, rest)
             self.cds.append((site, known))
@@ -1046,7 +1076,7 @@ class _Walker:
                 self.parse(code, depth + 1)
         if nested == "":
             self.problems.append(f"`{name}` runs text computed at run time")
-            return
+            return elsewhere
         if nested == "-":  # a heredoc, a pipe, a file: what it runs is not in the text
             self.problems.append(f"`{name}` runs a script it reads from its input")
         elif nested is not None:
@@ -1062,7 +1092,7 @@ class _Walker:
                     self.problems.append(ZSH_CODE_PROBLEM)
             finally:
                 self.zsh = outer_zsh
-            return
+            return elsewhere
         text = " ".join(kept + shown[start:])
         variants, opens = [], []
         base = os.path.basename(name)
@@ -1137,6 +1167,7 @@ class _Walker:
                 text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)), tuple(guards)
             )
         )
+        return elsewhere
 
     def _program_writes(self, target: str | None, written: str, kind: str = "file") -> None:
         """A file a program writes by its words (``written``: as written; ``kind``, see
@@ -1168,10 +1199,12 @@ class _Walker:
         found: dict[str, list[str | None]] = {}
         if len(self.cds) > MAX_PLACES:  # (each pair is checked: computed, past a limit)
             return tuple((t, (None,)) for t in dict.fromkeys(t for t, _ in self.write_sites))
-        for target, write in self.write_sites:
+        for index, (target, write) in enumerate(self.write_sites):
             moves = found.setdefault(target, [])
             for move, directory in self.cds:
-                if not move.precedes(write):
+                if not (
+                    move.acts_on(index) if isinstance(move, _OwnMove) else move.precedes(write)
+                ):
                     continue
                 if directory is not None and searched and cdpath_searched(directory):
                     directory = None
@@ -1216,12 +1249,18 @@ class _Walker:
             self.writes.append(target)
             if place == "root" or (place == "moved" and not target.startswith("/")):
                 self.computed_writes.append(target)
+        offset = len(self.write_sites)
         self.write_sites += [(t, _Site(None, 0, True)) for t, _ in inner.write_sites]
         if place == "kept":
             self.moves = self.moves or inner.moves
             self.sets_home = self.sets_home or inner.sets_home
             self.sets_cdpath = self.sets_cdpath or inner.sets_cdpath
-            self.cds += [(_Site(None, 0, True), None) for _ in inner.cds]
+            self.cds += [
+                (_OwnMove(offset + move.first, offset + move.end), None)
+                if isinstance(move, _OwnMove)
+                else (_Site(None, 0, True), None)
+                for move, _ in inner.cds
+            ]
         self.sets += inner.sets  # (in its shell, before its own commands)
         self.set_names |= inner.set_names
         self.exports_all = self.exports_all or inner.exports_all
@@ -1381,22 +1420,55 @@ def _directory(name: str, rest: Sequence[str | None]) -> str | None:
     return words[0]
 
 
-def _changes_directory(
+def _runs_elsewhere(
     name: str, wrappers: Sequence[str], before: Sequence[str | None], rest: Sequence[str | None]
 ) -> bool:
-    """Whether a command runs (what follows) in another directory: ``cd``, ``pushd``,
-    ``popd``, ``env -C``, ``sudo -D``, ``find -execdir``."""
-    if name in DIRECTORY_CHANGES:
-        return True
+    """Whether a command runs in a directory of its own, its shell's staying (``env -C``,
+    ``sudo -D``, ``sudo -i``, ``git -C``, ``gdb --cd``, ``find -execdir``)."""
     words = [*before, *rest]
     chdir = any(w is not None and (abbreviates(w, "--chdir") or "-C" in short_options(w, "uCS"))
                 for w in words)  # fmt: skip
     if chdir and ("env" in wrappers or name == "env"):
         return True
-    if name in ("sudo", "doas") and any(w is not None and (w.startswith("-D") or abbreviates(w, "--chdir"))
-                                        for w in rest):  # fmt: skip
-        return True
-    return name == "find" and any(w in ("-execdir", "-okdir") for w in rest)
+    base = os.path.basename(name)
+    if base in ("sudo", "doas") and any(
+        w is None
+        or w.startswith("-D")
+        or abbreviates(w, "--chdir")
+        or abbreviates(w, "--login")
+        or "-i" in short_options(w, "ughpCDRTU")
+        for w in _leading_options(rest, SUDO_OPTIONS_WITH_VALUE)
+    ):
+        return True  # (`sudo -i`: in the target user's home)
+    if base == "git":
+        return any(w is not None and w.startswith("-C") for w in rest[: git_options(rest)])
+    if base == "gdb":
+        return any(w is not None and w.startswith(("-cd", "--cd")) for w in rest)
+    return base == "find" and any(w in ("-execdir", "-okdir") for w in rest)
+
+
+def _leading_options(words: Sequence[str | None], with_value: frozenset[str]) -> list[str | None]:
+    """A program's own options, before its first operand (``sudo -u bob sed -i``: ``-u``),
+    those in ``with_value`` taking the next word; a computed word ends them (itself
+    included: it may be any option)."""
+    letters = "".join(o[1] for o in with_value if len(o) == 2)
+    found: list[str | None] = []
+    taken = False
+    for word in words:
+        if taken:  # (an option's value, computed or not)
+            taken = False
+            continue
+        if word is None:
+            found.append(word)
+            break
+        if word == "--" or not word.startswith("-"):
+            break
+        found.append(word)
+        if word.startswith("--"):
+            taken = "=" not in word and takes_long_value(word, with_value)
+        else:
+            taken = takes_next_word(word, letters)
+    return found
 
 
 MAX_PLACES = 64

@@ -184,6 +184,29 @@ WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
 
 @pytest.mark.parametrize(
     ("command", "expected"),
+    [  # a trial's: each wrote in /etc, checked in /work; then, not past the command
+        ("sudo -i touch passwd", "ask"),  # (in the target user's home: /root)
+        ("sudo -u root --login touch passwd", "ask"),
+        ("sudo -D /etc touch passwd", "ask"),
+        ("gdb --cd=/etc -batch -ex run --args touch passwd", "ask"),
+        ("git -C /etc rebase -x 'touch passwd' HEAD~1", "ask"),
+        ("git -C /etc log --output passwd", "ask"),
+        ("sudo env -C /etc touch passwd", "ask"),
+        ("sudo -u -i touch passwd", "allow"),  # (`-i` is the user's name)
+        ("sudo sed -i s/a/b/ passwd", "allow"),  # (sed's `-i`)
+        ("sudo -D /etc true; touch passwd", "allow"),
+        ("git -C /etc status && touch passwd", "allow"),
+        ("sudo env -C /etc true; touch passwd", "allow"),
+    ],
+)
+def test_a_commands_own_directory_change_moves_its_own_writes_alone(
+    command: str, expected: str
+) -> None:
+    assert verdict(command, WRITES_DENIED) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
     [  # found by a review: each wrote below /etc past Write(/etc/**) with Bash(*) allowed
         ("echo x > /etc/passwd foo", "deny"),  # `foo` is echo's: the target is the first word
         ("git >/dev/null push --force", "ask"),  # (and no word of a command hides there)
@@ -512,6 +535,14 @@ CD_CASES = [  # (command, run in, verdict); a `cd` the text names is followed
     ("pushd build > /dev/null && echo x > log; popd", "w", "allow"),
     ("cd ../protected && echo x > PWNED", "w", "deny"),
     ("cd ..; cd ..; echo x > protected/PWNED", "w/a", "deny"),
+    # a command's own directory change acts on its own writes alone (a trial)
+    ("env -C ../protected touch PWNED", "w", "ask"),
+    ("nice env --chdir=../protected sort -o PWNED /dev/null", "w", "ask"),
+    ("git -C ../protected diff --no-index --output=PWNED /dev/null /dev/null", "w", "ask"),
+    ("find ../protected/sub -maxdepth 0 -execdir touch PWNED \\;", "w", "ask"),
+    ("env -C ../protected true && echo x > PWNED", "w", "allow"),
+    ("env -C ../protected echo x > PWNED", "w", "allow"),  # its shell opens `>` here
+    ("git -C ../protected diff --no-index /dev/null /dev/null; echo x > PWNED", "w", "allow"),
     # known only as it runs: ask (each of these writes protected/PWNED in bash)
     ("for i in 1 2 3; do cd ..; done; echo x > protected/PWNED", "w/a/b", "ask"),
     ("f() { cd ..; }; f; f; f; echo x > protected/PWNED", "w/a/b", "ask"),
