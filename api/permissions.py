@@ -125,8 +125,8 @@ class Rule:
             squeezed = squeeze(pattern)
             return cls(text, kind, _compile(_command_regex(squeezed)), squeezed)
         spellings = _write_patterns(pattern.strip())
-        regex = "|".join(f"(?:{_path_regex(spelled)})" for spelled in spellings)
-        return cls(text, kind, _compile(regex), pattern)
+        regex = "|".join(f"(?:{_path_regex(spelled.rstrip('/'))})" for spelled in spellings)
+        return cls(text, kind, _compile(f"(?:{regex})(?:/[\\s\\S]*)?"), pattern)
 
     def matches(self, value: str) -> bool:
         return self.regex.fullmatch(value) is not None
@@ -139,8 +139,11 @@ class Rule:
             return False
         inside = tree.rstrip("/") + "/"
         for spelled in _write_patterns(self.pattern):
-            wild = min((i for i, c in enumerate(spelled) if c in "*?"), default=len(spelled))
-            folder = spelled[: spelled.rfind("/", 0, wild) + 1] or "/"
+            wild = min((i for i, c in enumerate(spelled) if c in "*?"), default=None)
+            if wild is None:  # (a path: that directory's whole tree, or a file)
+                folder = spelled.rstrip("/") + "/"
+            else:
+                folder = spelled[: spelled.rfind("/", 0, wild) + 1] or "/"
             if inside.startswith(folder) or folder.startswith(inside):
                 return True
         return False
@@ -188,7 +191,9 @@ def _command_regex(pattern: str) -> str:
 def _write_patterns(pattern: str) -> list[str]:
     """The absolute path globs a ``Write(…)`` pattern stands for: ``~/…`` in the home
     directory; a relative one (``.env``, ``./config/*.yml``) at any depth, as in a
-    ``.gitignore`` (the commands' directories vary); and, where the directory before its
+    ``.gitignore`` (the commands' directories vary; a directory it matches takes in
+    all below it, as there: ``Write(/etc)`` and ``Write(d/*)`` hold ``/etc/passwd`` and
+    ``d/sub/x``, which they let through, a trial); and, where the directory before its
     first wildcard leads through a link, that directory as the link leads too
     (``Write(/bin/**)`` is ``/usr/bin/**`` where ``/bin`` is a link to it): a written
     path is matched with its links followed. Each was a rule that never matched (a

@@ -1514,6 +1514,11 @@ def test_usual_git_stays_allowed(command: str) -> None:
         ("Write(./.env)", "echo A=1 > sub/.env"),
         ("Write(config/*.yml)", "echo x > /srv/app/config/a.yml"),
         ("Write(/bin/**)", "echo x > /usr/bin/x"),  # a rule's path through a link
+        # a directory a rule matches takes in all below it, as in a .gitignore (a trial)
+        ("Write(/srv/app)", "echo x > /srv/app/config/a.yml"),
+        ("Write(/srv/app/)", "cp x /srv/app/config/a.yml"),
+        ("Write(/srv/*)", "touch /srv/app/config/a.yml"),
+        ("Write(config)", "echo x > /srv/app/config/a.yml"),
     ],
 )
 def test_write_rules_that_never_matched_now_do(rule: str, command: str) -> None:
@@ -1525,6 +1530,19 @@ def test_write_rules_that_never_matched_now_do(rule: str, command: str) -> None:
         .verdict
         == "deny"
     )
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Write(/srv/app)", "echo x > /srv/apps"),
+        ("Write(/srv/app/**)", "echo x > /srv/app.yml"),
+        ("Write(config)", "echo x > /srv/app/configs/a.yml"),
+    ],
+)
+def test_a_write_rule_takes_in_no_neighbour(rule: str, command: str) -> None:
+    rules = {"allow": ["Bash(*)"], "deny": [rule]}
+    assert verdict(command, rules) == "allow"
 
 
 def test_a_command_nested_too_deep_asks_at_once() -> None:
