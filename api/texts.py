@@ -52,6 +52,14 @@ def waiting_for_input_text(task_id: str, output_path: str) -> str:
     )
 
 
+def unread_output_text(task_id: str, output_path: str) -> str:
+    """A result whose output could not be read as it was given (out of descriptors)."""
+    return (
+        f"Its output is not shown: the supervisor had no file descriptor free to read it. "
+        f"It is all in {output_path} (TaskOutput {task_id} reads it)."
+    )
+
+
 def sleep_terminated_text(timeout_ms: float) -> str:
     """F3 exception: a ``sleep`` command passed its timeout and was terminated."""
     return f"Command exceeded the timeout ({format_seconds(timeout_ms)}s) and was terminated."

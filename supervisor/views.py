@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from typing import assert_never
 
 from wave_bash.api import texts
 from wave_bash.api.constants import MAX_OUTPUT_CHARS, SHORT_RESULT_LINES
+from wave_bash.api.errors import BusyError
 from wave_bash.api.models import BashResult, Notice, PermissionInfo, Progress, TaskRecord
 from wave_bash.api.permissions import Decision
 from wave_bash.api.states import BackgroundReason, EndReason, TaskStatus
@@ -30,20 +32,50 @@ def _time(ts: float | None) -> datetime | None:
 def log_excerpt(
     path: str, start: int = 0, end: int | None = None, *, exact: bool = False
 ) -> Excerpt:
-    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone)."""
+    """Cleaned, truncated output of a task log (an empty excerpt if the log is gone).
+
+    Raises:
+        BusyError: see :func:`_unread`.
+    """
     try:
         return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end, exact=exact)
-    except OSError:  # (gone, or replaced by something else: a directory, a FIFO)
+    except OSError as exc:  # (gone, or replaced by something else: a directory, a FIFO)
+        _unread(exc)
         return Excerpt("", False, 0)
 
 
 def log_piece(path: str, start: int, end: int) -> tuple[str, bool]:
     """A bounded piece of a task log, cleaned, nothing trimmed (see :func:`read_piece`);
-    nothing if the log is gone."""
+    nothing if the log is gone.
+
+    Raises:
+        BusyError: see :func:`_unread`.
+    """
     try:
         return read_piece(path, start, end)
-    except OSError:  # (gone, or replaced by something else: a directory, a FIFO)
+    except OSError as exc:  # (gone, or replaced by something else: a directory, a FIFO)
+        _unread(exc)
         return "", False
+
+
+def _unread(exc: OSError) -> None:
+    """A log the supervisor has no descriptor to open is there, unread: not one gone (it
+    read as empty, and the session's read offset went past what no one saw: a trial). A
+    read is tried again by its client (nothing was read, nothing moved)."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        raise BusyError(
+            f"the supervisor is out of file descriptors ({exc.strerror}): the output was not read"
+        ) from None
+
+
+def result_excerpt(task: LiveTask, path: str, end: int | None = None, *,
+                   exact: bool = False) -> tuple[Excerpt, str | None]:  # fmt: skip
+    """A log's excerpt for a result that cannot be asked again (its command ran), and a
+    line saying where the output is when it cannot be read now."""
+    try:
+        return log_excerpt(path, end=end, exact=exact), None
+    except BusyError:
+        return Excerpt("", False, 0), texts.unread_output_text(task.id, path)
 
 
 def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
@@ -93,7 +125,7 @@ def notice(row: TaskRow, leftovers: int = 0) -> Notice:
 
 
 def progress(task: LiveTask, size: int) -> Progress:
-    ex = log_excerpt(task.row.output_path, end=size)
+    ex, _ = result_excerpt(task, task.row.output_path, size)  # (the next one shows it)
     return Progress(
         task_id=task.id,
         short_result=last_lines(ex.text, SHORT_RESULT_LINES),
@@ -115,8 +147,11 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
     with ``&``), said with the task ID that TaskStop takes; with ``exact``, its output
     with the blank lines at its edges (``RunParams.exact_output``)."""
     row = task.row
-    out = log_excerpt(row.output_path, exact=exact)
-    err = log_excerpt(row.err_path) if row.err_path else Excerpt("", False, 0)
+    out, unread = result_excerpt(task, row.output_path, exact=exact)
+    err, err_unread = (
+        result_excerpt(task, row.err_path) if row.err_path else (Excerpt("", False, 0), None)
+    )
+    unread = unread or err_unread
     code = row.exit_code
     message = texts.finished_text(out.text, code)
     if row.end_reason is EndReason.NOT_STARTED:
@@ -130,6 +165,8 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         message = f"{message}\n{stopped}".lstrip()
     if left_running:
         message = f"{message}\n{texts.left_running_text(row.id, left_running)}".lstrip()
+    if unread:
+        message = f"{message}\n{unread}"
     return BashResult(
         success=code == 0,
         stdout=out.text,
@@ -140,7 +177,7 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         cwd=task.final_cwd or (row.cwd if task.cwd_note else None),
         duration_ms=_duration_ms(task),
         message=_with_notes(task, message),
-        error=task.storage_note,
+        error=task.storage_note or unread,
     )
 
 
@@ -153,8 +190,8 @@ def _with_notes(task: LiveTask, message: str) -> str:
 def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
     """The ``sleep`` exception of F3: terminated, still a success."""
     row = task.row
-    out = log_excerpt(row.output_path)
-    note = texts.sleep_terminated_text(timeout_ms)
+    out, unread = result_excerpt(task, row.output_path)
+    note = "\n".join(filter(None, (texts.sleep_terminated_text(timeout_ms), unread)))
     return BashResult(
         success=True,
         stdout=out.text,
@@ -164,6 +201,7 @@ def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
         truncated=out.truncated,
         duration_ms=_duration_ms(task),
         message=f"{out.text}\n{note}" if out.text else note,
+        error=unread,
     )
 
 
@@ -200,8 +238,8 @@ def waiting_result(task: LiveTask, end: int | None = None) -> BashResult:
     """P2: an interactive command waits for input: its output so far (up to ``end``) and
     how to answer."""
     row = task.row
-    out = log_excerpt(row.output_path, end=end)
-    note = texts.waiting_for_input_text(row.id, row.output_path)
+    out, unread = result_excerpt(task, row.output_path, end)
+    note = "\n".join(filter(None, (unread, texts.waiting_for_input_text(row.id, row.output_path))))
     return BashResult(
         success=True,
         stdout=out.text,
@@ -212,4 +250,5 @@ def waiting_result(task: LiveTask, end: int | None = None) -> BashResult:
         duration_ms=_duration_ms(task),
         message=_with_notes(task, f"{out.text}\n{note}" if out.text else note),
         waiting_for_input=task.waiting_for_input,
+        error=unread,
     )

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -25,7 +25,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client
+from wave_bash.api import BashResult, Client
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor import logs
 from wave_bash.supervisor.logs import RepeatFilter
@@ -129,6 +129,78 @@ def test_a_command_that_meets_the_descriptor_limit_is_sent_again(state_dir: Path
     caller.join(60)
     assert results == ["ok"]
     assert [t.command for t in Client(state_dir=state_dir).tasks(all=True)] == ["echo ok"]
+
+
+@contextlib.contextmanager
+def no_descriptor_left(pid: int) -> Iterator[Callable[[], None]]:
+    """The supervisor ``pid`` with no descriptor to open (``prlimit --nofile=3``: those it
+    holds stay open); the callable lifts the limit again (also on leaving)."""
+    process = psutil.Process(pid)
+    soft, hard = process.rlimit(psutil.RLIMIT_NOFILE)
+    process.rlimit(psutil.RLIMIT_NOFILE, (3, hard))
+
+    def lift() -> None:
+        process.rlimit(psutil.RLIMIT_NOFILE, (soft, hard))
+
+    try:
+        yield lift
+    finally:
+        lift()
+
+
+def test_a_read_without_a_descriptor_to_read_with_is_tried_again(state_dir: Path) -> None:
+    """A log the supervisor had no descriptor to open read as one gone: empty, and the
+    session's read offset went past what no one saw (a trial lost 15 tasks' output so).
+    The read is `busy` (nothing read, nothing moved): its client sends it again."""
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "echo mark; exit 3")
+    assert client.wait(task_id).exit_code == 3
+    pid = client.status().pid
+    assert pid is not None
+    read = raw_request("output", {"task_id": task_id, "session": "default", "block": False})
+    with connect(state_dir) as s:  # (accepted, and kept for a next request, before)
+        s.sendall(raw_request("status", {"session": "default", "keep": True}))
+        assert b'"result"' in answer(s)
+        with no_descriptor_left(pid):
+            s.sendall(read)
+            assert b'"busy"' in answer(s)
+    assert client.task_output(task_id, block=False).output == "mark"
+    assert client.task_output(task_id, block=False).output == ""  # (read once, in turn)
+
+
+def test_a_result_without_a_descriptor_to_read_with_names_its_log(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A foreground command's end that the supervisor has no descriptor to read the
+    output of: its true exit code and a line that says where its output is, not an empty
+    output as if it printed nothing (a trial)."""
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    client = Client(state_dir=state_dir)
+    pid = client.status().pid
+    assert pid is not None
+    results: list[BashResult] = []
+    caller = threading.Thread(
+        target=lambda: results.append(client.bash(f"echo mark; cat {fifo}; exit 4"))
+    )
+    caller.start()
+    try:
+        (task,) = wait_until(lambda: [t for t in client.tasks() if t.status == "running"])
+        log = Path(task.output_path)
+        wait_until(lambda: log.read_text() == "mark\n")
+        with no_descriptor_left(pid):
+            fifo.write_text("")  # (cat ends: so does the command)
+            caller.join(30)
+            assert not caller.is_alive()
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        caller.join(30)
+    (result,) = results
+    assert result.exit_code == 4 and result.stdout == ""
+    assert result.error is not None and f"TaskOutput {task.id}" in result.error
+    assert str(log) in result.message
+    assert Client(state_dir=state_dir).task_output(task.id, block=False).output == "mark"
 
 
 def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:

@@ -141,8 +141,10 @@ async def wait_foreground(
         ctx.tasks.move_to_background(task, BackgroundReason.INPUT)
         end = file_size(task.row.output_path)  # shown now: TaskInput starts after it
         task_id, session = task.id, task.row.session
-        conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
-        return views.waiting_result(task, end)
+        waiting = views.waiting_result(task, end)
+        if waiting.error is None:  # (unread: the next read starts before it)
+            conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+        return waiting
     if is_sleep_command(task.row.command):
         task.attached += 1  # (its caller is here for the answer: its end is no notice)
         try:
