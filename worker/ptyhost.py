@@ -273,6 +273,9 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
             for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, signal.SIG_DFL)  # as a shell would have left them
             os.environ["TERM"] = "dumb"
+            for name in EDITORS:  # (an editor has keys to read here: TaskInput, attach)
+                if os.environ.get(name, "").endswith(NO_EDITOR):
+                    del os.environ[name]
             os.execvp(argv[0], argv)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
@@ -280,6 +283,13 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
             os._exit(127)
     os.set_blocking(master, False)
     return pid, master, slave, tty
+
+
+NO_EDITOR = "wave-bash-no-editor"
+"""The editor a command without a terminal gets (``worker/spawn.py``, E2a), failing at
+once: on a terminal it is unset (`git rebase -i` failed there saying there was none, and
+a command's `EDITOR=vi` lost to its `GIT_SEQUENCE_EDITOR`: a trial)."""
+EDITORS = ("EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR")
 
 
 MAX_CLIENTS = 16
