@@ -181,8 +181,12 @@ class WaveMcp:
             text, is_error = exc.message, True
         else:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
-        if started and data is not None and not data.get("backgroundTaskId"):
-            self.unwritten_results[request.id] = started[0]  # a foreground result
+        if (
+            started
+            and data is not None
+            and (not data.get("backgroundTaskId") or data.get("waitingForInput"))
+        ):  # a foreground result, or the prompt an interactive one returned at
+            self.unwritten_results[request.id] = started[0]
         if (read := _read_of(name, data)) is not None:
             self.unwritten_reads[request.id] = read
         try:

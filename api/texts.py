@@ -171,8 +171,14 @@ def notice_text(
     storage_note: str | None = None,
 ) -> str:
     """B5: the completion notice of a background task (bounded: a command's first line),
-    with what a full state dir did as it ended (DF4)."""
+    with what a full state dir did as it ended (DF4); ND5: one running waits for input."""
     label = short_command(description or command)
+    if status is TaskStatus.RUNNING:
+        return (
+            f'Interactive command "{label}" (ID: {task_id}) is waiting for input: its caller '
+            f"went away before its prompt reached it. Read it with TaskOutput, answer with "
+            f"TaskInput, or stop it with TaskStop. Output: {output_path}"
+        )
     return (
         f'Background command "{label}" (ID: {task_id}) '
         f"{outcome_text(status, exit_code, end_reason)}{leftover_text(leftovers)}. "

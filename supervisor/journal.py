@@ -477,18 +477,38 @@ class Journal:
         background task, its pending notice; ``hold_until`` (wall clock): no reader claims
         it before then (its foreground caller, cut off, may come back for the result)."""
         self.save_row(row)
-        if notice_session is not None:
+        if notice_session is not None:  # (after a prompt's, pending again: see below)
             self._held_notices[row.id] = (notice_session, False)
             hold = (CALLER_HOLD, hold_until) if hold_until is not None else (None, None)
             values = (row.id, notice_session, row.ended_at, *hold)
             self._write(
                 ("notice", row.id),
                 lambda db: db.execute(
-                    "INSERT OR IGNORE INTO notices (task_id, session, created_at, claim, "
-                    "claim_until) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO notices (task_id, session, created_at, claim, claim_until) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET "
+                    "session = excluded.session, created_at = excluded.created_at, "
+                    "claim = excluded.claim, claim_until = excluded.claim_until, "
+                    "delivered_at = NULL WHERE notices.created_at < excluded.created_at",
                     values,
                 ),
             )
+
+    def post_prompt_notice(self, row: TaskRow) -> None:
+        """The notice of a running interactive task whose caller went away, waiting for
+        input (ND5): its one notice before its end's, which takes its place (pending
+        again, whether this one was delivered or not; a claim on this one settles
+        nothing of it). Posted once: never again once there (a supervisor replaced)."""
+        if row.id in self._held_notices:
+            return
+        self._held_notices[row.id] = (row.session, False)
+        values = (row.id, row.session, time.time())
+        self._write(
+            ("notice", row.id),
+            lambda db: db.execute(
+                "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, ?)",
+                values,
+            ),
+        )
 
     def record_identities(self, rows: Sequence[TaskRow]) -> None:
         """Journal the pid and start time of running tasks."""

@@ -521,6 +521,11 @@ def _refuse_too_long(cwd: str) -> None:
             ) from None
 
 
+PROMPT_RECHECK_S = 5.0
+"""How often a task waited for to ask for input has its terminal link looked at again
+(one that broke is made again, and the wait with it)."""
+
+
 class TaskManager:
     """Owns every live task of one state dir."""
 
@@ -588,6 +593,9 @@ class TaskManager:
         """Whether the last command found a standby started for it."""
         self._resumed_stops: set[asyncio.Task[None]] = set()
         """Stops an earlier supervisor began, finished here (see :meth:`adopt`)."""
+        self._prompt_watches: set[asyncio.Task[None]] = set()
+        """Interactive tasks whose callers went away, until they wait for input (see
+        :meth:`announce_prompt`)."""
 
     # --- starting ----------------------------------------------------------------------
 
@@ -1038,6 +1046,8 @@ class TaskManager:
             task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
+            elif row.background_reason is BackgroundReason.CALLER_LOST:
+                self.announce_prompt(task)  # (its prompt may have come meanwhile)
             if task.stop_reason is not None:
                 stopping = loop.create_task(self.stop([task], task.stop_reason))
                 self._resumed_stops.add(stopping)
@@ -1572,7 +1582,37 @@ class TaskManager:
             return False
         self._set_owner(task, Owner.BACKGROUND, reason)
         task.backgrounded.set()
+        if reason is BackgroundReason.CALLER_LOST:
+            self.announce_prompt(task)
         return True
+
+    def announce_prompt(self, task: LiveTask) -> None:
+        """An interactive task whose caller went away (or never got the prompt it
+        returned at): the prompt it waits at becomes a notice of its session, the result
+        that never reached its caller (ND5). Else no one knew its ID, and it waited for
+        ever (a cancelled call's REPL, a host killed: a trial)."""
+        if not task.row.interactive or task.ended.done():
+            return
+        watch = asyncio.get_running_loop().create_task(self._prompt_notice(task))
+        self._prompt_watches.add(watch)
+        watch.add_done_callback(self._prompt_watches.discard)
+
+    async def _prompt_notice(self, task: LiveTask) -> None:
+        while not task.ended.done():
+            task.connect_terminal()  # (again, if its link broke)
+            if task.terminal is None:
+                return
+            waiting = asyncio.ensure_future(task.terminal.waiting_for_input())
+            try:
+                await asyncio.wait(
+                    [task.ended, waiting], timeout=PROMPT_RECHECK_S,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )  # fmt: skip
+            finally:
+                waiting.cancel()
+            if task.waiting_for_input:
+                self.journal.post_prompt_notice(task.row)
+                return
 
     async def stop(self, tasks: Iterable[LiveTask], reason: EndReason = EndReason.STOPPED) -> None:
         """Stop tasks with every process they started and wait until their ends are

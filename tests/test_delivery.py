@@ -1039,3 +1039,94 @@ def test_calls_that_wait_long_do_not_stop_the_server_reading(state_dir: Path) ->
         assert host.reply(100)["result"]["content"][0]["text"] == "quick"
     finally:
         host.close()
+
+
+PROMPTED = "cat {gate} > /dev/null; read -p 'Name? ' x; echo got $x"
+"""An interactive command that asks once ``gate`` (a FIFO) is opened and closed."""
+
+
+def _open_gate(gate: Path) -> None:
+    os.close(os.open(gate, os.O_WRONLY))
+
+
+def _prompt_notice(watcher: Client) -> Notice:
+    """The session's one pending notice, once there: a running task's, left pending."""
+    (notice,) = wait_until(watcher.pending_notices, timeout=20)  # type: ignore[misc]
+    assert notice.status == "running" and "is waiting for input" in notice.message
+    return notice
+
+
+def test_an_interactive_call_cancelled_before_its_prompt_announces_the_prompt(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A cancelled interactive call (the user's Esc) left its command waiting for input
+    for ever, and no one knew its ID (a trial). Its prompt is the result that never
+    reached the caller: a notice, given with the session's next result (ND5); its end
+    comes as a notice of its own."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    host = _RawHost(state_dir, "esc")
+    watcher = Client(state_dir=state_dir, session="esc")
+    try:
+        host.initialize()
+        host.send(host.bash(1, PROMPTED.format(gate=gate), interactive=True))
+        (task,) = wait_until(watcher.tasks)  # type: ignore[misc]
+        host.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+        wait_until(lambda: watcher.tasks()[0].background_reason == "caller_lost")
+        assert watcher.pending_notices() == []  # (no prompt yet)
+        _open_gate(gate)
+        assert _prompt_notice(watcher).task_id == task.id
+        host.send(host.bash(2, "echo next"))
+        said = host.reply(2)["result"]["content"][0]["text"]
+        assert said.startswith("next") and f"(ID: {task.id}) is waiting for input" in said
+        wait_until(lambda: watcher.pending_notices() == [])  # (delivered with that result)
+        assert watcher.task_stop(task.id).status == "killed"
+        (end,) = wait_until(watcher.pending_notices)  # type: ignore[misc]
+        assert (end.task_id, end.status) == (task.id, "killed")
+    finally:
+        host.close()
+
+
+def test_a_prompt_result_the_host_never_got_is_announced(state_dir: Path, tmp_path: Path) -> None:
+    """An interactive call's result, its prompt, that could not be written (the host
+    stopped reading) is announced, as a foreground result is (ND5)."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    host = _RawHost(state_dir, "deaf", reading=False)
+    watcher = Client(state_dir=state_dir, session="deaf")
+    try:
+        host.initialize()
+        host.send(host.bash(1, PROMPTED.format(gate=gate), interactive=True))
+        (task,) = wait_until(watcher.tasks)  # type: ignore[misc]
+        host.stdout.close()  # the host stops listening; stdin stays open
+        _open_gate(gate)
+        host.proc.wait(20)  # (the server leaves once it cannot write)
+    finally:
+        host.stdin.close()
+        host.proc.wait(30)
+    assert _prompt_notice(watcher).task_id == task.id
+    watcher.task_stop(task.id)
+
+
+def test_a_prompt_after_a_supervisor_replaced_is_announced(state_dir: Path, tmp_path: Path) -> None:
+    """The caller gone, then its supervisor killed: the next one, taking the task back,
+    announces the prompt it comes to."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    watcher = Client(state_dir=state_dir)
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "run", "-i", "--", PROMPTED.format(gate=gate)],
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        (task,) = wait_until(watcher.tasks, timeout=20)  # type: ignore[misc]
+    finally:
+        caller.kill()
+        caller.wait(10)
+    wait_until(lambda: watcher.tasks()[0].background_reason == "caller_lost")
+    kill_supervisor(state_dir)
+    assert watcher.tasks()[0].status == "running"  # (a new supervisor takes it back)
+    _open_gate(gate)
+    assert _prompt_notice(watcher).task_id == task.id
+    watcher.task_stop(task.id)

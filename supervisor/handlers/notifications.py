@@ -79,6 +79,9 @@ async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> Anno
     task = ctx.tasks.live.get(row.id)
     if task is not None:  # still running: it just moves to the background
         moved = ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
+        if not moved and task.row.background_reason is BackgroundReason.INPUT:
+            ctx.tasks.announce_prompt(task)  # (the prompt it returned at, never shown)
+            return AnnounceResult(announced=True)
         return AnnounceResult(announced=moved)
     if row.owner is not Owner.FOREGROUND:
         return AnnounceResult(announced=False)
