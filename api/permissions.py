@@ -313,22 +313,30 @@ class RuleSet:
 
         moved_by = dict(parsed.moved_by)
 
-        def paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
-            paths = _paths_of(target, reopens)
+        def paths_of(
+            target: str | None, reopens: bool = False, written: str | None = None
+        ) -> list[str] | None:
+            """Where ``target`` is, after the directory changes before it was ``written``
+            (a glob's folder: as the glob is, `cd d && sed -i … src/*` wrote `d/src`, a
+            review)."""
+            paths = _paths_of(target, reopens, written)
             own = os.path.expanduser("~")  # (`Write(~/…)` rules are in it)
             if paths is None or not home or home.rstrip("/") == own.rstrip("/"):
                 return paths
             inside = [own + p[len(home.rstrip("/")) :] for p in paths if _inside(p, home)]
             return list(dict.fromkeys([*paths, *inside]))  # (the command's own `~` too)
 
-        def _paths_of(target: str | None, reopens: bool = False) -> list[str] | None:
+        def _paths_of(
+            target: str | None, reopens: bool = False, written: str | None = None
+        ) -> list[str] | None:
             if target is None or target in parsed.computed_writes:
                 return None
             if target.startswith("~") and parsed.sets_home:
                 return None  # (a `~/` one of a command that may set HOME)
             if target.startswith(("/", "~")):
                 return _write_paths(target, cwd, home, reopens, view)
-            places = None if parsed.moves else _places(cwd, moved_by.get(target, ()), cdpath)
+            moves = moved_by.get(written or target, ())
+            places = None if parsed.moves else _places(cwd, moves, cdpath)
             if places is None:  # (after a `cd` to a directory known only as it runs)
                 return None
             found = [_write_paths(target, place, home, reopens, view) for place in places]
@@ -387,7 +395,7 @@ class RuleSet:
         dotfiles = _dotfiles(parsed, env)
         budget = [GLOBBED_MAX]  # (across the command's globs: each is read from the disk)
         for word, folder in parsed.named_writes:
-            folders = paths_of(folder)
+            folders = paths_of(folder, written=word)
             globbed = (
                 None
                 if folders is None or dotfiles is None

@@ -908,7 +908,7 @@ class _Walker:
         """One simple command from its words (``values``: literal or None; ``shown``: as
         matched) and the assignments before it."""
         first = len(self.write_sites)
-        if self._command(values, shown, assignments, depth):
+        if self._command(values, shown, assignments, depth) and len(self.write_sites) > first:
             self.cds.append((_OwnMove(first, len(self.write_sites)), None))
 
     def _command(
@@ -1433,17 +1433,18 @@ def _runs_elsewhere(
     base = os.path.basename(name)
     if base in ("sudo", "doas") and any(
         w is None
-        or w.startswith("-D")
         or abbreviates(w, "--chdir")
         or abbreviates(w, "--login")
-        or "-i" in short_options(w, "ughpCDRTU")
+        or {"-D", "-i"} & set(short_options(w, "ughpCDRTU"))
         for w in _leading_options(rest, SUDO_OPTIONS_WITH_VALUE)
     ):
         return True  # (`sudo -i`: in the target user's home)
     if base == "git":
         return any(w is not None and w.startswith("-C") for w in rest[: git_options(rest)])
-    if base == "gdb":
-        return any(w is not None and w.startswith(("-cd", "--cd")) for w in rest)
+    if base == "gdb":  # (`--cd=DIR`, or its own `cd` before the `shell` code it runs)
+        return any(
+            w is None or w.startswith(("-cd", "--cd")) or w.lstrip().startswith("cd") for w in rest
+        )
     return base == "find" and any(w in ("-execdir", "-okdir") for w in rest)
 
 

@@ -197,6 +197,12 @@ WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
         ("sudo -D /etc true; touch passwd", "allow"),
         ("git -C /etc status && touch passwd", "allow"),
         ("sudo env -C /etc true; touch passwd", "allow"),
+        # a review's: sudo's grouped `-D`, gdb's own `cd`, many changes that write nothing
+        ("sudo -nD /etc touch passwd", "ask"),
+        ("sudo -nD/etc touch passwd", "ask"),
+        ("gdb -nx -batch -ex 'cd /etc' -ex 'shell touch passwd'", "ask"),
+        ("env -C /etc sed -i s/a/b/ ./*.conf", "ask"),  # (bash globs here, sed opens there)
+        (" && ".join(["git -C r status"] * 70 + ["touch passwd"]), "allow"),
     ],
 )
 def test_a_commands_own_directory_change_moves_its_own_writes_alone(
@@ -587,6 +593,32 @@ def test_a_cd_the_text_names_is_followed(
                    capture_output=True, timeout=10)  # fmt: skip
     written = list((cd_tree / "protected").rglob("PWNED"))
     assert bool(written) == (expected != "allow")  # (what the checks stand for)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cd .. && sed -i s/a/b/ protected/sub/*.txt", "deny"),
+        ("cd ../protected && sed -i s/a/b/ sub/*.txt", "deny"),
+        ('cd "$D" && sed -i s/a/b/ sub/*.txt', "ask"),
+        ("sed -i s/a/b/ ../protected/sub/*.txt", "deny"),
+        ("sed -i s/a/b/ ./*.txt", "allow"),
+    ],
+)
+def test_the_files_a_glob_names_are_looked_for_where_a_cd_took_it(
+    cd_tree: Path, command: str, expected: str
+) -> None:
+    """A glob's files were looked for in the directory the command started in, past
+    every `cd` before it (a review: `cd .. && sed -i … protected/sub/*.txt` wrote there)."""
+    (cd_tree / "protected" / "sub" / "b.txt").write_text("a\n")
+    (cd_tree / "w" / "a.txt").write_text("a\n")
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({cd_tree}/protected/**)"]}
+    cwd = cd_tree / "w"
+    assert verdict(command, rules, str(cwd)) == expected
+    subprocess.run(["bash", "-c", command], cwd=cwd, env={**os.environ, "D": str(cd_tree / "protected")},
+                   capture_output=True, timeout=10)  # fmt: skip
+    written = (cd_tree / "protected" / "sub" / "b.txt").read_text() == "b\n"
+    assert written == (expected != "allow")  # (what the checks stand for)
 
 
 def test_what_a_cd_reaches_is_checked_for_reads_reopened_and_bash_env(cd_tree: Path) -> None:
