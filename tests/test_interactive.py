@@ -1160,3 +1160,20 @@ def test_a_prompt_after_binary_output_is_shown(client: Client) -> None:
     assert r.waiting_for_input and r.stdout.startswith("[binary output, "), r
     assert r.stdout.endswith("\nOverwrite config? [y/N] "), r
     assert client.task_input(r.background_task_id or "", "n\n").output.endswith("got n")
+
+
+def test_git_opens_its_editor_on_the_terminal(state_dir: Path, tmp_path: Path) -> None:
+    """`git commit` without `-m` on a terminal opens vi, which TaskInput drives: it failed
+    at once saying there was no terminal (the failing editor of E2a), then, with none set,
+    git refused a dumb terminal without EDITOR (a trial, a review)."""
+    needs_tool("vi", "vim-tiny")
+    env = {k: v for k, v in os.environ.items() if "EDITOR" not in k and k != "VISUAL"}
+    env |= {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}  # fmt: skip
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    client = Client(state_dir=state_dir, cwd=tmp_path, env=env)
+    opened = client.bash("git commit --allow-empty", interactive=True, timeout=20_000)
+    assert opened.waiting_for_input and opened.background_task_id, opened.message
+    done = client.task_input(opened.background_task_id, "iFrom vi\x1b:wq\n", timeout=20_000)
+    assert (done.status, done.exit_code) == ("completed", 0), done.output
+    assert client.bash("git log --format=%s").stdout == "From vi"

@@ -152,13 +152,13 @@ def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) 
         assert (r.exit_code, r.stdout.splitlines()[0]) == (1, _NO_EDITOR_LINE), call
     mine = Client(state_dir=state_dir, env={**env, "EDITOR": "nano"}).bash("echo $EDITOR")
     assert mine.stdout == "nano"  # the caller's own choice stands
-    # On a terminal an editor reads keys (TaskInput, attach): none is set (`git rebase
-    # -i` failed saying there was no terminal, and `EDITOR=vi` lost to the
+    # On a terminal an editor reads keys (TaskInput, attach): git's own (`git rebase -i`
+    # failed saying there was no terminal, and `EDITOR=vi` lost to the
     # GIT_SEQUENCE_EDITOR set: a trial); the caller's own stands there too
     shown = (
         'echo "${EDITOR-unset} ${VISUAL-unset} ${GIT_EDITOR-unset} ${GIT_SEQUENCE_EDITOR-unset}"'
     )
-    assert client.bash(shown, interactive=True).stdout == "unset unset unset unset"
+    assert client.bash(shown, interactive=True).stdout == "vi unset unset unset"
     mine = Client(state_dir=state_dir, env={**env, "EDITOR": "nano"})
     assert mine.bash(shown, interactive=True).stdout == "nano unset unset unset"
 

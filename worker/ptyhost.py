@@ -276,6 +276,7 @@ def spawn(argv: list[str], cols: int, rows: int) -> tuple[int, int, int, str]:
             for name in EDITORS:  # (an editor has keys to read here: TaskInput, attach)
                 if os.environ.get(name, "").endswith(NO_EDITOR):
                     del os.environ[name]
+            os.environ.setdefault("EDITOR", TERMINAL_EDITOR)
             os.execvp(argv[0], argv)
         except BaseException as exc:
             with contextlib.suppress(BaseException):
@@ -290,6 +291,10 @@ NO_EDITOR = "wave-bash-no-editor"
 once: on a terminal it is unset (`git rebase -i` failed there saying there was none, and
 a command's `EDITOR=vi` lost to its `GIT_SEQUENCE_EDITOR`: a trial)."""
 EDITORS = ("EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR")
+TERMINAL_EDITOR = "vi"
+"""``EDITOR`` on a terminal where none is set: git's own default, which it refuses on a
+dumb terminal without ``EDITOR`` (`Terminal is dumb, but EDITOR unset`: a review); git's
+``core.editor`` still comes first."""
 
 
 MAX_CLIENTS = 16
