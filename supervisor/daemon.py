@@ -33,6 +33,7 @@ from wave_bash.api.paths import (
 )
 from wave_bash.api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
 from wave_bash.worker import choose_tracker
+from wave_bash.worker.files import keep_spare_descriptor
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .logs import log_loop_errors, setup_logging
@@ -122,6 +123,7 @@ def sandbox_hidden_dirs(layout: StateLayout) -> list[str]:
 async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = None) -> int:
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
+    keep_spare_descriptor()
     journal = open_journal(layout)
     loop = asyncio.get_running_loop()
     journal.defer_writes(lambda flush: loop.call_later(AFTER_REPLIES, flush))

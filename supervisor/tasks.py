@@ -458,6 +458,8 @@ class LiveTask:
     """A pidfd on its job, whose exit is watched too (:meth:`TaskManager.watch_job`)."""
     job_looks: int = 0
     """How often its job was looked for."""
+    finish_tries: int = 0
+    """How often its end waited for a descriptor to read its exit record with."""
     leftovers: dict[int, int] = field(default_factory=dict)
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
@@ -520,6 +522,11 @@ def _refuse_too_long(cwd: str) -> None:
                 f"characters): {shown}; run it from a shorter path (a symlink to it)"
             ) from None
 
+
+FINISH_RETRY_S, FINISH_TRIES = 0.1, 300
+"""A task's end waits for a descriptor to read its exit record with: tried again so
+often, so many times (a supervisor at its limit for longer leaks them: then it is read
+as it can be)."""
 
 PROMPT_RECHECK_S = 5.0
 """How often a task waited for to ask for input has its terminal link looked at again
@@ -1180,6 +1187,16 @@ class TaskManager:
         gone or stopped."""
         if task.ended.done():
             return
+        if record is not None and record.unread:
+            record = None  # (read again: see below)
+        found = None if record is not None or host_restarted else read_exit_record(task.files.exit)
+        if found is not None and found.unread and task.finish_tries < FINISH_TRIES:  # (no
+            # descriptor: its end, read as no status, was "lost" or "not recorded": a review)
+            task.finish_tries += 1
+            asyncio.get_running_loop().call_later(
+                FINISH_RETRY_S, self._finish, task, False, None, ended_at or time.time()
+            )
+            return
         sources = task.sources or _started_sources(task.row)
         if sources is not None:  # (bubblewrap has long mounted them)
             sources.close()
@@ -1196,7 +1213,7 @@ class TaskManager:
         if (
             not host_restarted
             and task.monitor_gone.code is None
-            and (record.status if record else read_exit_file(task.files.exit)) is None
+            and (record or found or read_exit_record(task.files.exit)).status is None
             and self.has_processes(task)
         ):
             if not task.monitor_lost:
@@ -1205,7 +1222,7 @@ class TaskManager:
                 log.warning("task %s: monitor gone, its processes still run", task.id)
             return
         try:
-            self._record_end(task, host_restarted, record, ended_at)
+            self._record_end(task, host_restarted, record or found, ended_at)
         finally:  # whatever happens, the task has ended for everyone waiting on it
             self.live.pop(task.id, None)
             task.ended.set_result(None)

@@ -168,39 +168,89 @@ def test_a_read_without_a_descriptor_to_read_with_is_tried_again(state_dir: Path
     assert client.task_output(task_id, block=False).output == ""  # (read once, in turn)
 
 
-def test_a_result_without_a_descriptor_to_read_with_names_its_log(
+def test_the_supervisor_keeps_a_descriptor_back_to_read_with(state_dir: Path) -> None:
+    """Its descriptors all taken by a burst of connections, the supervisor still reads a
+    task's files: it gives up the one it held back (an exit record read as missing, a
+    log as empty, at a low limit: a trial and a review), then holds one back again."""
+    pid = start_limited_supervisor(
+        state_dir, 64, 64, WAVE_MAX_CONNECTIONS="1000", WAVE_REQUEST_TIMEOUT="60s"
+    )
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "echo mark; exit 3")
+    assert client.wait(task_id).exit_code == 3
+    read = raw_request("output", {"task_id": task_id, "session": "default", "block": False})
+    with connect(state_dir) as s:
+        s.sendall(raw_request("status", {"session": "default", "keep": True}))
+        assert b'"result"' in answer(s)
+        free = 64 - len(os.listdir(f"/proc/{pid}/fd"))
+        with held_connections(state_dir, free + 4):  # (the last ones wait to be accepted)
+            wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) == 64)
+            s.sendall(read)
+            assert b'"output":"mark"' in answer(s)
+    assert client.task_output(task_id, block=False).output == ""  # (its next file read)
+    spare = wait_until(lambda: [f for f in os.listdir(f"/proc/{pid}/fd") if int(f) > 2
+                                and os.readlink(f"/proc/{pid}/fd/{f}") == os.devnull])  # fmt: skip
+    assert len(spare) == 1  # (held back again)
+
+
+def test_a_prompt_without_a_descriptor_to_read_with_names_its_log(
     state_dir: Path, tmp_path: Path
 ) -> None:
-    """A foreground command's end that the supervisor has no descriptor to read the
-    output of: its true exit code and a line that says where its output is, not an empty
-    output as if it printed nothing (a trial)."""
-    fifo = tmp_path / "go"
-    os.mkfifo(fifo)
+    """A result that cannot be asked again (an interactive command's prompt) that the
+    supervisor has no descriptor to read the output of: a line that says where its
+    output is, not an empty output as if it printed nothing, and the session's next read
+    starts before it (a trial)."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
     client = Client(state_dir=state_dir)
     pid = client.status().pid
     assert pid is not None
     results: list[BashResult] = []
-    caller = threading.Thread(
-        target=lambda: results.append(client.bash(f"echo mark; cat {fifo}; exit 4"))
-    )
+    command = f"echo mark; cat {gate} > /dev/null; read -p 'Name? ' x"
+    caller = threading.Thread(target=lambda: results.append(client.bash(command, interactive=True)))
     caller.start()
     try:
         (task,) = wait_until(lambda: [t for t in client.tasks() if t.status == "running"])
         log = Path(task.output_path)
-        wait_until(lambda: log.read_text() == "mark\n")
+        wait_until(lambda: log.read_text().startswith("mark"))
         with no_descriptor_left(pid):
-            fifo.write_text("")  # (cat ends: so does the command)
+            os.close(os.open(gate, os.O_WRONLY))  # (the prompt comes)
             caller.join(30)
             assert not caller.is_alive()
     finally:
         with contextlib.suppress(OSError):
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
         caller.join(30)
     (result,) = results
-    assert result.exit_code == 4 and result.stdout == ""
+    assert result.waiting_for_input and result.stdout == ""
     assert result.error is not None and f"TaskOutput {task.id}" in result.error
     assert str(log) in result.message
-    assert Client(state_dir=state_dir).task_output(task.id, block=False).output == "mark"
+    assert client.task_output(task.id, block=False).output.startswith("mark\nName?")
+    client.task_stop(task.id)
+
+
+def test_an_end_without_a_descriptor_to_read_it_with_waits_for_one(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A task's end read as no status for want of a descriptor was "lost" or "not
+    recorded (a full disk)" (a review): it waits for one, and keeps its code."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    client = Client(state_dir=state_dir)
+    pid = client.status().pid
+    assert pid is not None
+    task_id = start_bg(client, f"cat {gate} > /dev/null; echo done; exit 4")
+    (task,) = [t for t in client.tasks() if t.id == task_id]
+    assert task.pid is not None
+    with no_descriptor_left(pid) as lift:
+        os.close(os.open(gate, os.O_WRONLY))  # (the command ends)
+        wait_until(lambda: psutil.Process(task.pid).status() == psutil.STATUS_ZOMBIE)
+        assert client.tasks()[0].status == "running"  # (not ended as it cannot be read)
+        lift()
+        ended = client.wait(task_id, timeout=20_000)
+    assert (ended.status, ended.exit_code, ended.end_reason) == ("failed", 4, None)
+    (notice,) = client.notifications()
+    assert "could not be written" not in notice.message, notice.message
 
 
 def test_descriptor_exhaustion_does_not_flood_the_log(state_dir: Path) -> None:

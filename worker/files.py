@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ def open_regular(
         OSError: it cannot be opened; :class:`NotRegularFileError`: it is no regular file.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    fd = os.open(path, flags)
+    fd = _open_with_spare(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFileError(errno.EINVAL, "not a regular file", os.fsdecode(path))
@@ -39,6 +41,42 @@ def open_regular(
     except BaseException:
         os.close(fd)
         raise
+
+
+class _Spare:
+    """A descriptor held back for the reads a process must make when it has no other
+    (:func:`keep_spare_descriptor`)."""
+
+    lock = threading.Lock()
+    fd: int | None = None
+    wanted = False
+
+
+def keep_spare_descriptor() -> None:
+    """Hold a descriptor back, given up for a task's file this process has no other one
+    to open (a burst of connections at a low limit took them all: an exit record read as
+    missing, a log as empty, a trial and a review), held again once one is free."""
+    with _Spare.lock:
+        _Spare.wanted = True
+        if _Spare.fd is None:  # (none free now: the next open takes it again)
+            with contextlib.suppress(OSError):
+                _Spare.fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _open_with_spare(path: str | os.PathLike[str], flags: int) -> int:
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno not in (errno.EMFILE, errno.ENFILE) or _Spare.fd is None:
+            raise
+        with _Spare.lock:
+            if _Spare.fd is not None:
+                os.close(_Spare.fd)
+                _Spare.fd = None
+        return os.open(path, flags)
+    if _Spare.wanted and _Spare.fd is None:
+        keep_spare_descriptor()
+    return fd
 
 
 def read_small_file(path: Path, limit: int) -> bytes:

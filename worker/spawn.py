@@ -113,6 +113,8 @@ class ExitRecord:
     """Its monitor got no command and said so (:data:`NEVER_STARTED`): nothing ran."""
     stop_mark: bytes | None = None
     """The mark a stop left before its first signal (:func:`mark_stopping`), if any."""
+    unread: bool = False
+    """It could not be read for want of a descriptor: it holds nothing yet, not nothing."""
 
 
 EXIT_RECORD_LIMIT = 64 << 20
@@ -126,8 +128,8 @@ def read_exit_record(path: Path) -> ExitRecord:
         with open_regular(path, buffering=0) as fh:
             size = os.fstat(fh.fileno()).st_size  # (read(LIMIT) would allocate LIMIT)
             data = fh.read(len(EXIT_PLACEHOLDER) if size > EXIT_RECORD_LIMIT else size + 1)
-    except OSError:
-        return ExitRecord(None, None)
+    except OSError as exc:
+        return ExitRecord(None, None, unread=exc.errno in (errno.EMFILE, errno.ENFILE))
     head, tail = data[: len(EXIT_PLACEHOLDER)], data[len(EXIT_PLACEHOLDER) :]
     first = head.split(b"\n", 1)[0].strip()
     status = int(first) if first.isdigit() else None
