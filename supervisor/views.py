@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import time
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from wave_bash.api.models import BashResult, Notice, PermissionInfo, Progress, T
 from wave_bash.api.permissions import Decision
 from wave_bash.api.states import BackgroundReason, EndReason, TaskStatus
 from wave_bash.worker import Excerpt, last_lines, read_excerpt, read_piece
+from wave_bash.worker.files import SHORT_OF_DESCRIPTORS
 
 from .journal import TaskRow
 from .tasks import LiveTask, TaskManager
@@ -35,12 +35,12 @@ def log_excerpt(
     """Cleaned, truncated output of a task log (an empty excerpt if the log is gone).
 
     Raises:
-        BusyError: see :func:`_unread`.
+        BusyError: see :func:`unread`.
     """
     try:
         return read_excerpt(path, MAX_OUTPUT_CHARS, start=start, end=end, exact=exact)
     except OSError as exc:  # (gone, or replaced by something else: a directory, a FIFO)
-        _unread(exc)
+        unread(exc)
         return Excerpt("", False, 0)
 
 
@@ -49,20 +49,20 @@ def log_piece(path: str, start: int, end: int) -> tuple[str, bool]:
     nothing if the log is gone.
 
     Raises:
-        BusyError: see :func:`_unread`.
+        BusyError: see :func:`unread`.
     """
     try:
         return read_piece(path, start, end)
     except OSError as exc:  # (gone, or replaced by something else: a directory, a FIFO)
-        _unread(exc)
+        unread(exc)
         return "", False
 
 
-def _unread(exc: OSError) -> None:
+def unread(exc: OSError) -> None:
     """A log the supervisor has no descriptor to open is there, unread: not one gone (it
     read as empty, and the session's read offset went past what no one saw: a trial). A
     read is tried again by its client (nothing was read, nothing moved)."""
-    if exc.errno in (errno.EMFILE, errno.ENFILE):
+    if exc.errno in SHORT_OF_DESCRIPTORS:
         raise BusyError(
             f"the supervisor is out of file descriptors ({exc.strerror}): the output was not read"
         ) from None

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import (
+    ask_supervisor,
     kill_supervisor,
     raw_request,
     run_cli,
@@ -166,6 +167,19 @@ def test_a_read_without_a_descriptor_to_read_with_is_tried_again(state_dir: Path
             assert b'"busy"' in answer(s)
     assert client.task_output(task_id, block=False).output == "mark"
     assert client.task_output(task_id, block=False).output == ""  # (read once, in turn)
+    # A piece of a stream (`output --follow`) too: an empty one, of an ended task's
+    # log, read as its end (a review).
+    big = start_bg(client, "head -c 600000 /dev/zero | tr '\\0' x; echo")
+    client.wait(big)
+    piece = {"task_id": big, "session": "default", "block": False, "follow": True}
+    with connect(state_dir) as s:
+        s.sendall(raw_request("status", {"session": "default", "keep": True}))
+        assert b'"result"' in answer(s)
+        with no_descriptor_left(pid):
+            s.sendall(raw_request("output", piece))
+            assert b'"busy"' in answer(s)
+    again = ask_supervisor(state_dir, "output", piece)  # (its next piece: from the start)
+    assert again["type"] == "result" and len(again["data"]["output"]) > 500_000  # type: ignore[index]
 
 
 def test_the_supervisor_keeps_a_descriptor_back_to_read_with(state_dir: Path) -> None:
@@ -213,6 +227,8 @@ def test_a_prompt_without_a_descriptor_to_read_with_names_its_log(
         (task,) = wait_until(lambda: [t for t in client.tasks() if t.status == "running"])
         log = Path(task.output_path)
         wait_until(lambda: log.read_text().startswith("mark"))
+        tty = str(log.with_suffix(".tty"))  # (linked: the host and the supervisor's end)
+        wait_until(lambda: Path("/proc/net/unix").read_text().count(tty) >= 2)
         with no_descriptor_left(pid):
             os.close(os.open(gate, os.O_WRONLY))  # (the prompt comes)
             caller.join(30)

@@ -16,6 +16,11 @@ FINAL_DIR_LIMIT = 64 << 10
 """Bytes of a ``.cwd`` read at most (a directory is at most 4 KiB long on Linux)."""
 
 
+SHORT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+"""The errors of an open that finds a file there, unread for want of a descriptor (it is
+not gone)."""
+
+
 class NotRegularFileError(OSError):
     """A file a command could write that is no regular file (a FIFO, a directory, a
     device put in its place)."""
@@ -67,7 +72,7 @@ def _open_with_spare(path: str | os.PathLike[str], flags: int) -> int:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno not in (errno.EMFILE, errno.ENFILE) or _Spare.fd is None:
+        if exc.errno not in SHORT_OF_DESCRIPTORS or _Spare.fd is None:
             raise
         with _Spare.lock:
             if _Spare.fd is not None:

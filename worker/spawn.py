@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadEnvironmentError
-from .files import NotRegularFileError, TaskFiles, open_regular
+from .files import SHORT_OF_DESCRIPTORS, NotRegularFileError, TaskFiles, open_regular
 from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
 from .shell import Shell
 from .spawner import LOW_FDS, MAX_FDS, Spawner, SpawnerError, exec_failure, usable
@@ -129,7 +129,7 @@ def read_exit_record(path: Path) -> ExitRecord:
             size = os.fstat(fh.fileno()).st_size  # (read(LIMIT) would allocate LIMIT)
             data = fh.read(len(EXIT_PLACEHOLDER) if size > EXIT_RECORD_LIMIT else size + 1)
     except OSError as exc:
-        return ExitRecord(None, None, unread=exc.errno in (errno.EMFILE, errno.ENFILE))
+        return ExitRecord(None, None, unread=exc.errno in SHORT_OF_DESCRIPTORS)
     head, tail = data[: len(EXIT_PLACEHOLDER)], data[len(EXIT_PLACEHOLDER) :]
     first = head.split(b"\n", 1)[0].strip()
     status = int(first) if first.isdigit() else None

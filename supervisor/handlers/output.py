@@ -145,9 +145,13 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     if keep is not None:  # (BashOutput's: the matching lines alone, of all it read)
         end = result.next_offset if result.next_offset is not None else file_size(row.output_path)
         begin = result.start_offset if result.start_offset is not None else start
-        kept, omitted = await _in_pattern_thread(
-            matching_lines, row.output_path, keep, begin, end, MAX_OUTPUT_CHARS
-        )
+        try:
+            kept, omitted = await _in_pattern_thread(
+                matching_lines, row.output_path, keep, begin, end, MAX_OUTPUT_CHARS
+            )
+        except OSError as exc:  # (no descriptor to read with: busy, nothing moved)
+            views.unread(exc)
+            raise
         result = result.model_copy(update={"output": kept, "truncated": bool(omitted)})
     if scanner is None:
         return result
@@ -207,9 +211,13 @@ def read_output(
         if to_end and end - start <= FOLLOW_PIECE_BYTES:
             pass  # the last piece: its last line too, newline or not
         else:
-            end = whole_lines_end(
-                row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES, to_end
-            )
+            try:
+                end = whole_lines_end(
+                    row.output_path, start, end, FOLLOW_PIECE_BYTES, FOLLOW_LINE_BYTES, to_end
+                )
+            except OSError as exc:  # (no descriptor to read with: busy, nothing moved)
+                views.unread(exc)
+                raise
     line_ended: bool | None = None
     if follow:  # (exact: trimmed and printed as lines, pieces lost blank lines at their
         text, line_ended = views.log_piece(row.output_path, start, end)  # edges and cut
