@@ -155,7 +155,7 @@ class WaveMcp:
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
         scope = CallScope()
-        handoff = _Handoff(lambda got: self._unread(_read_of(name, got)))
+        handoff = _Handoff(lambda got: self._given_back(name, started, got))
         call = functools.partial(
             self.client.call_tool, params.name, arguments, on_progress=on_progress,
             on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
@@ -175,17 +175,13 @@ class WaveMcp:
             scope.abandon()
             taken = handoff.abandon()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._unread, _read_of(name, taken))
+                await anyio.to_thread.run_sync(self._given_back, name, started, taken)
             raise
         except WaveError as exc:
             text, is_error = exc.message, True
         else:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
-        if (
-            started
-            and data is not None
-            and (not data.get("backgroundTaskId") or data.get("waitingForInput"))
-        ):  # a foreground result, or the prompt an interactive one returned at
+        if started and _announced_unseen(data):
             self.unwritten_results[request.id] = started[0]
         if (read := _read_of(name, data)) is not None:
             self.unwritten_reads[request.id] = read
@@ -303,6 +299,15 @@ class WaveMcp:
             await anyio.to_thread.run_sync(self._unread, read)
         elif request_id in self.unwritten_reads:
             self.cancelled_unwritten.add(request_id)
+
+    def _given_back(self, name: str, started: list[str], data: dict[str, Any] | None) -> None:
+        """A result the host never sees (it cancelled the call as the result came): its
+        read goes back (B6c), and a foreground or prompt result becomes a notice (ND5: a
+        REPL whose prompt came as the call was cancelled waited unknown, a review)."""
+        self._unread(_read_of(name, data))
+        if started and _announced_unseen(data):
+            with contextlib.suppress(WaveError):
+                self.notices.announce_result(started[0])
 
     def _unread(self, read: Read | None) -> None:
         """Give back a read whose result never reached the host (B6c)."""
@@ -684,6 +689,14 @@ def _read_of(tool: str, data: dict[str, Any] | None) -> Read | None:
     if not (isinstance(start, int) and isinstance(end, int) and end > start):
         return None
     return str(data.get("taskId")), end, start
+
+
+def _announced_unseen(data: dict[str, Any] | None) -> bool:
+    """Whether a result the host never sees is announced as a notice instead: a
+    foreground command's, or the prompt an interactive one returned at (ND5)."""
+    return data is not None and (
+        not data.get("backgroundTaskId") or bool(data.get("waitingForInput"))
+    )
 
 
 class _Handoff:

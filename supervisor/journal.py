@@ -471,12 +471,26 @@ class Journal:
         )
 
     def finish_task(
-        self, row: TaskRow, notice_session: str | None, hold_until: float | None = None
+        self,
+        row: TaskRow,
+        notice_session: str | None,
+        hold_until: float | None = None,
+        prompted: bool = False,
     ) -> None:
         """Record the end of a task (with its identity, if not journaled yet) and, for a
         background task, its pending notice; ``hold_until`` (wall clock): no reader claims
-        it before then (its foreground caller, cut off, may come back for the result)."""
+        it before then (its foreground caller, cut off, may come back for the result).
+        ``prompted``: it may have a prompt's notice (:meth:`post_prompt_notice`), which
+        a foreground end, its caller back, takes away (it read as a second end's: a
+        review)."""
         self.save_row(row)
+        if notice_session is None and prompted:
+            self._held_notices[row.id] = (row.session, True)  # (gone for readers at once)
+            task_id = row.id
+            self._write(
+                ("notice", task_id),
+                lambda db: db.execute("DELETE FROM notices WHERE task_id = ?", (task_id,)),
+            )
         if notice_session is not None:  # (after a prompt's, pending again: see below)
             self._held_notices[row.id] = (notice_session, False)
             hold = (CALLER_HOLD, hold_until) if hold_until is not None else (None, None)
@@ -501,11 +515,11 @@ class Journal:
         if row.id in self._held_notices:
             return
         self._held_notices[row.id] = (row.session, False)
-        values = (row.id, row.session, time.time())
-        self._write(
+        values = (row.id, row.session)
+        self._write(  # (made at 0: any end is newer, whatever the clocks say)
             ("notice", row.id),
             lambda db: db.execute(
-                "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, ?)",
+                "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, 0)",
                 values,
             ),
         )

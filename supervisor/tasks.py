@@ -460,6 +460,11 @@ class LiveTask:
     """How often its job was looked for."""
     finish_tries: int = 0
     """How often its end waited for a descriptor to read its exit record with."""
+    prompted: bool = False
+    """Its prompt was watched for, to be a notice (``TaskManager.announce_prompt``)."""
+    prompt_read: tuple[int, int] | None = None
+    """The session's read offset before and after the prompt a foreground call returned
+    at (given back if that result never reached its caller)."""
     leftovers: dict[int, int] = field(default_factory=dict)
     """Without a cgroup: the processes its command left behind (pid → start ticks), as
     its monitor, a child subreaper, listed them when the command ended."""
@@ -600,9 +605,9 @@ class TaskManager:
         """Whether the last command found a standby started for it."""
         self._resumed_stops: set[asyncio.Task[None]] = set()
         """Stops an earlier supervisor began, finished here (see :meth:`adopt`)."""
-        self._prompt_watches: set[asyncio.Task[None]] = set()
-        """Interactive tasks whose callers went away, until they wait for input (see
-        :meth:`announce_prompt`)."""
+        self._prompt_watches: dict[str, asyncio.Task[None]] = {}
+        """Interactive tasks whose callers went away, until they wait for input or a
+        caller is back (see :meth:`announce_prompt`)."""
 
     # --- starting ----------------------------------------------------------------------
 
@@ -1559,7 +1564,8 @@ class TaskManager:
         lost = row.background_reason is BackgroundReason.CALLER_LOST
         hold = task.caller_back_by if lost and (task.caller_back_by or 0) > time.time() else None
         self.unrecorded.discard(row.id)
-        self.journal.finish_task(row, notice_session, hold)  # held if the disk refuses it
+        self.journal.finish_task(row, notice_session, hold, task.prompted)  # (held if the
+        # disk refuses it)
         problem = (  # statvfs: a syscall, no disk access
             self.journal.problem
             or disk_problem(self.tasks_dir, new_files=False)  # its files exist
@@ -1589,6 +1595,8 @@ class TaskManager:
         task.backgrounded.clear()
         task.caller_back_by = None  # (back: a later end is news at once, if it goes again)
         self._set_owner(task, Owner.FOREGROUND, None)
+        if (watch := self._prompt_watches.pop(task.id, None)) is not None:
+            watch.cancel()  # (its prompt reaches it: no notice)
 
     def move_to_background(self, task: LiveTask, reason: BackgroundReason) -> bool:
         """Foreground → background in the journal only; the process is not touched.
@@ -1608,11 +1616,12 @@ class TaskManager:
         returned at): the prompt it waits at becomes a notice of its session, the result
         that never reached its caller (ND5). Else no one knew its ID, and it waited for
         ever (a cancelled call's REPL, a host killed: a trial)."""
-        if not task.row.interactive or task.ended.done():
+        if not task.row.interactive or task.ended.done() or task.id in self._prompt_watches:
             return
+        task.prompted = True
         watch = asyncio.get_running_loop().create_task(self._prompt_notice(task))
-        self._prompt_watches.add(watch)
-        watch.add_done_callback(self._prompt_watches.discard)
+        self._prompt_watches[task.id] = watch
+        watch.add_done_callback(lambda _: self._prompt_watches.pop(task.id, None))
 
     async def _prompt_notice(self, task: LiveTask) -> None:
         while not task.ended.done():
@@ -1627,7 +1636,7 @@ class TaskManager:
                 )  # fmt: skip
             finally:
                 waiting.cancel()
-            if task.waiting_for_input:
+            if task.waiting_for_input and task.row.owner is Owner.BACKGROUND:
                 self.journal.post_prompt_notice(task.row)
                 return
 

@@ -1105,7 +1105,52 @@ def test_a_prompt_result_the_host_never_got_is_announced(state_dir: Path, tmp_pa
         host.stdin.close()
         host.proc.wait(30)
     assert _prompt_notice(watcher).task_id == task.id
+    # ...and its output comes again with the next read (its result moved the session's
+    # read past it: "Read it with TaskOutput" showed nothing, a review)
+    assert watcher.task_output(task.id, block=False).output == "Name? "
     watcher.task_stop(task.id)
+
+
+def test_a_prompt_given_back_as_the_call_is_cancelled_is_announced(state_dir: Path) -> None:
+    """A host that cancels a call as its result (a prompt) came never sees it: given back
+    by the server, it is announced too (a review)."""
+    client = Client(state_dir=state_dir, session="late")
+    shown = client.bash("read -p 'Name? ' x", interactive=True)
+    assert shown.waiting_for_input and shown.background_task_id
+    handlers = WaveMcp(client)
+    data = shown.model_dump(mode="json", by_alias=True)
+    handlers._given_back("Bash", [shown.background_task_id], data)
+    assert _prompt_notice(client).task_id == shown.background_task_id
+    client.task_stop(shown.background_task_id)
+
+
+def test_a_caller_back_before_the_end_takes_the_prompt_notice_away(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A lost caller that came back (its call sent again) after its prompt's notice got
+    the end itself: the notice stayed, and read as a second end's (a review)."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    body = {"command": f"read -t 2 -p 'Name? ' x; cat {gate} > /dev/null; echo done",
+            "interactive": True, "cwd": str(tmp_path), "env": dict(os.environ),
+            "request_key": "back", "timeout": 60_000}  # fmt: skip
+    watcher = Client(state_dir=state_dir)
+    watcher.status()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(raw_request("run", body))
+        (task,) = wait_until(watcher.tasks)  # type: ignore[misc]
+    wait_until(lambda: watcher.tasks()[0].background_reason == "caller_lost")
+    assert _prompt_notice(watcher).task_id == task.id
+    wait_until(lambda: not watcher.tasks()[0].waiting_for_input)  # (`read -t 2` gave up)
+    back: list[dict[str, object]] = []
+    caller = threading.Thread(target=lambda: back.append(ask_supervisor(state_dir, "run", body)))
+    caller.start()
+    wait_until(lambda: watcher.tasks()[0].owner == "foreground")
+    _open_gate(gate)
+    caller.join(30)
+    assert back and back[0]["type"] == "result", back
+    assert watcher.pending_notices() == []
 
 
 def test_a_prompt_after_a_supervisor_replaced_is_announced(state_dir: Path, tmp_path: Path) -> None:

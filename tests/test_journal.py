@@ -380,3 +380,42 @@ def test_a_held_write_that_fails_otherwise_is_dropped_not_kept(tmp_path: Path) -
         assert journal.read_offset("gone", "s") == 0
     finally:
         journal.close()
+
+
+def test_an_end_takes_the_place_of_its_prompts_notice_whatever_the_clocks(
+    tmp_path: Path,
+) -> None:
+    """An interactive task's prompt notice, delivered, then its end: the end's notice is
+    pending again, even where the end's time reads before the prompt's (an exit file's
+    coarse clock, a clock stepped back: the end was lost, a review); a foreground end
+    (its caller back) takes the prompt's away."""
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        for task_id in ("t1", "t2"):
+            journal.insert_task(TaskRow(
+                id=task_id, command="python3", description=None, session="s", cwd="/",
+                shell=None, status="running", owner="background",
+                background_reason="caller_lost", owner_changed_at=None, exit_code=None,
+                pid=None, pid_start=None, boot_id=None, started_at=1.0, ended_at=None,
+                output_path="/x.log", err_path=None, timeout_ms=None, interactive=True,
+            ))  # fmt: skip
+        ended = {}
+        for task_id in ("t1", "t2"):
+            row = journal.get(task_id)
+            assert row is not None
+            journal.post_prompt_notice(row)
+            ended[task_id] = row
+        assert [r.id for r in journal.pending_notices("s")] == ["t1", "t2"]
+        assert journal.mark_delivered("s", ["t1"]) == 1
+        first = ended["t1"]
+        first.status, first.exit_code, first.ended_at = "completed", 0, 2.0  # (before)
+        journal.finish_task(first, "s", prompted=True)
+        second = ended["t2"]
+        second.owner, second.status, second.exit_code, second.ended_at = (
+            "foreground", "completed", 0, 3.0,
+        )  # fmt: skip
+        journal.finish_task(second, None, prompted=True)
+        journal.flush()
+        assert [r.id for r in journal.pending_notices("s")] == ["t1"]
+    finally:
+        journal.close()

@@ -178,6 +178,13 @@ def test_a_read_without_a_descriptor_to_read_with_is_tried_again(state_dir: Path
         with no_descriptor_left(pid):
             s.sendall(raw_request("output", piece))
             assert b'"busy"' in answer(s)
+    raw = {"task_id": big, "session": "default", "offset": 0, "size": 65536}
+    with connect(state_dir) as s:  # (`output --raw`'s reads: none read as its end too)
+        s.sendall(raw_request("status", {"session": "default", "keep": True}))
+        assert b'"result"' in answer(s)
+        with no_descriptor_left(pid):
+            s.sendall(raw_request("terminal", raw))
+            assert b'"busy"' in answer(s)
     again = ask_supervisor(state_dir, "output", piece)  # (its next piece: from the start)
     assert again["type"] == "result" and len(again["data"]["output"]) > 500_000  # type: ignore[index]
 

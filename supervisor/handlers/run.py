@@ -143,7 +143,8 @@ async def wait_foreground(
         task_id, session = task.id, task.row.session
         waiting = views.waiting_result(task, end)
         if waiting.error is None:  # (unread: the next read starts before it)
-            conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+            task.prompt_read = (ctx.journal.read_offset(task_id, session), end)
+            conn.after_reply = lambda: _prompt_shown(ctx, task, end)
         return waiting
     if is_sleep_command(task.row.command):
         task.attached += 1  # (its caller is here for the answer: its end is no notice)
@@ -154,6 +155,14 @@ async def wait_foreground(
         return views.terminated_result(task, timeout_ms)
     ctx.tasks.move_to_background(task, BackgroundReason.TIMEOUT)
     return views.backgrounded_result(task, timeout_ms)
+
+
+def _prompt_shown(ctx: Context, task: LiveTask, end: int) -> None:
+    """The prompt a caller (back) got: the next read starts after it, and the notice of
+    a prompt its caller had not seen goes (it would say so, now wrongly: a review)."""
+    ctx.journal.set_read_offset(task.id, task.row.session, end)
+    if task.prompted:
+        ctx.journal.mark_delivered(task.row.session, [task.id])
 
 
 async def stream_progress(task: LiveTask, conn: Connection) -> None:

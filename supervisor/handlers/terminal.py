@@ -15,7 +15,7 @@ from wave_bash.api.protocol import InputParams, TerminalParams
 from wave_bash.worker import open_regular
 from wave_bash.worker.tail import file_size
 
-from .. import policy
+from .. import policy, views
 from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
@@ -170,10 +170,13 @@ async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> obj
 
 
 def _read_at(path: str, offset: int, size: int) -> bytes:
+    """The log's bytes (none where it is gone); busy where no descriptor is free to read
+    them with (none read as its end: `output --raw` stopped short, a review)."""
     try:
         with open_regular(path, buffering=0) as fh:
             return os.pread(fh.fileno(), size, offset)
-    except OSError:
+    except OSError as exc:
+        views.unread(exc)
         return b""
 
 
