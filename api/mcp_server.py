@@ -132,6 +132,8 @@ class WaveMcp:
         self.written_reads: collections.OrderedDict[Any, Read] = collections.OrderedDict()
         """The reads of the last results written: a host that cancels one of them after
         all (its timeout came as the result did) never showed it (:meth:`cancelled`)."""
+        self.written_results: collections.OrderedDict[Any, str] = collections.OrderedDict()
+        """The same for the last foreground or prompt results written: their tasks."""
         self.cancelled_unwritten: set[Any] = set()
         """Requests cancelled as their result waited to be written."""
         self.host_gone = False
@@ -244,15 +246,14 @@ class WaveMcp:
     async def written(self, request_id: Any) -> None:
         """The result of ``request_id`` reached the host: its notices are delivered (the
         confirmation goes apart: awaited here, a slow one held every message after it)."""
-        self.unwritten_results.pop(request_id, None)
+        task_id = self.unwritten_results.pop(request_id, None)
         read = self.unwritten_reads.pop(request_id, None)
         if request_id in self.cancelled_unwritten:  # (the host gave up on it first)
             self.cancelled_unwritten.discard(request_id)
-            await anyio.to_thread.run_sync(self._unread, read)
-        elif read is not None:
-            self.written_reads[request_id] = read
-            while len(self.written_reads) > WRITTEN_READS_KEPT:
-                self.written_reads.popitem(last=False)
+            await anyio.to_thread.run_sync(self._never_shown, read, task_id)
+        else:
+            _keep_last(self.written_reads, request_id, read)
+            _keep_last(self.written_results, request_id, task_id)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             self.acks.add(claim)
@@ -295,19 +296,26 @@ class WaveMcp:
         (a host timeout as long as the wait's) never showed its output, which goes back
         to the session's next reader (B6c: 38 lines of a task were lost so, a trial)."""
         read = self.written_reads.pop(request_id, None)
-        if read is not None:
-            await anyio.to_thread.run_sync(self._unread, read)
-        elif request_id in self.unwritten_reads:
+        shown = self.written_results.pop(request_id, None)
+        if read is not None or shown is not None:
+            await anyio.to_thread.run_sync(self._never_shown, read, shown)
+        elif request_id in self.unwritten_reads or request_id in self.unwritten_results:
             self.cancelled_unwritten.add(request_id)
 
     def _given_back(self, name: str, started: list[str], data: dict[str, Any] | None) -> None:
-        """A result the host never sees (it cancelled the call as the result came): its
-        read goes back (B6c), and a foreground or prompt result becomes a notice (ND5: a
-        REPL whose prompt came as the call was cancelled waited unknown, a review)."""
-        self._unread(_read_of(name, data))
-        if started and _announced_unseen(data):
+        """A result the host never sees (it cancelled the call as the result came)."""
+        shown = started[0] if started and _announced_unseen(data) else None
+        self._never_shown(_read_of(name, data), shown)
+
+    def _never_shown(self, read: Read | None, task_id: str | None) -> None:
+        """A result the host never showed: its read goes back (B6c), and a foreground or
+        prompt result (``task_id``) becomes a notice (ND5: a REPL whose prompt came as
+        the call was cancelled, before or after it was written, waited unknown, two
+        reviews)."""
+        self._unread(read)
+        if task_id is not None:
             with contextlib.suppress(WaveError):
-                self.notices.announce_result(started[0])
+                self.notices.announce_result(task_id)
 
     def _unread(self, read: Read | None) -> None:
         """Give back a read whose result never reached the host (B6c)."""
@@ -452,6 +460,14 @@ class HostStdin:
 
 WRITTEN_READS_KEPT = 64
 """Written results whose reads a late cancel may still give back."""
+
+
+def _keep_last(kept: collections.OrderedDict[Any, Any], request_id: Any, item: object) -> None:
+    """Keep what a written result carries, the last :data:`WRITTEN_READS_KEPT` only."""
+    if item is not None:
+        kept[request_id] = item
+        while len(kept) > WRITTEN_READS_KEPT:
+            kept.popitem(last=False)
 
 
 def _cancelled(line: str) -> Any:

@@ -333,7 +333,11 @@ class Journal:
         self._schedule = schedule
 
     def _write(self, key: Hashable, apply: Callable[[sqlite3.Connection], object]) -> None:
-        """Make one write, after every held one; hold it if the disk refuses."""
+        """Make one write, after every held one; hold it if the disk refuses (as the last:
+        one replacing an earlier of its key kept that one's place, before writes made
+        since, and an end's notice held then was marked delivered by a prompt's: a
+        review)."""
+        self._held.pop(key, None)
         self._held[key] = apply
         if self._schedule is not None and self.problem is None:
             if not self._flush_scheduled:
@@ -507,19 +511,29 @@ class Journal:
                 ),
             )
 
-    def post_prompt_notice(self, row: TaskRow) -> None:
+    def post_prompt_notice(self, row: TaskRow, again: bool = False) -> None:
         """The notice of a running interactive task whose caller went away, waiting for
         input (ND5): its one notice before its end's, which takes its place (pending
         again, whether this one was delivered or not; a claim on this one settles
-        nothing of it). Posted once: never again once there (a supervisor replaced)."""
-        if row.id in self._held_notices:
+        nothing of it). Posted once: never again once there (a supervisor replaced),
+        unless ``again``: the prompt a caller back got never reached it after all (a
+        review), pending again if it is still the prompt's."""
+        held = self._held_notices.get(row.id)
+        if held is not None and not (again and held[1]):
             return
         self._held_notices[row.id] = (row.session, False)
         values = (row.id, row.session)
         self._write(  # (made at 0: any end is newer, whatever the clocks say)
             ("notice", row.id),
             lambda db: db.execute(
-                "INSERT OR IGNORE INTO notices (task_id, session, created_at) VALUES (?, ?, 0)",
+                "INSERT INTO notices (task_id, session, created_at) VALUES (?, ?, 0) "
+                "ON CONFLICT (task_id) DO "
+                + (
+                    "UPDATE SET delivered_at = NULL, claim = NULL, claim_until = NULL "
+                    "WHERE notices.created_at = 0"
+                    if again
+                    else "NOTHING"
+                ),
                 values,
             ),
         )

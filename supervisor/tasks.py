@@ -460,8 +460,6 @@ class LiveTask:
     """How often its job was looked for."""
     finish_tries: int = 0
     """How often its end waited for a descriptor to read its exit record with."""
-    prompted: bool = False
-    """Its prompt was watched for, to be a notice (``TaskManager.announce_prompt``)."""
     prompt_read: tuple[int, int] | None = None
     """The session's read offset before and after the prompt a foreground call returned
     at (given back if that result never reached its caller)."""
@@ -1564,8 +1562,8 @@ class TaskManager:
         lost = row.background_reason is BackgroundReason.CALLER_LOST
         hold = task.caller_back_by if lost and (task.caller_back_by or 0) > time.time() else None
         self.unrecorded.discard(row.id)
-        self.journal.finish_task(row, notice_session, hold, task.prompted)  # (held if the
-        # disk refuses it)
+        self.journal.finish_task(row, notice_session, hold, row.interactive)  # (held if the
+        # disk refuses it; an interactive one's prompt may have had a notice)
         problem = (  # statvfs: a syscall, no disk access
             self.journal.problem
             or disk_problem(self.tasks_dir, new_files=False)  # its files exist
@@ -1611,19 +1609,23 @@ class TaskManager:
             self.announce_prompt(task)
         return True
 
-    def announce_prompt(self, task: LiveTask) -> None:
+    def announce_prompt(self, task: LiveTask, again: bool = False) -> None:
         """An interactive task whose caller went away (or never got the prompt it
         returned at): the prompt it waits at becomes a notice of its session, the result
         that never reached its caller (ND5). Else no one knew its ID, and it waited for
         ever (a cancelled call's REPL, a host killed: a trial)."""
         if not task.row.interactive or task.ended.done() or task.id in self._prompt_watches:
             return
-        task.prompted = True
-        watch = asyncio.get_running_loop().create_task(self._prompt_notice(task))
-        self._prompt_watches[task.id] = watch
-        watch.add_done_callback(lambda _: self._prompt_watches.pop(task.id, None))
+        watch = asyncio.get_running_loop().create_task(self._prompt_notice(task, again))
 
-    async def _prompt_notice(self, task: LiveTask) -> None:
+        def done(_: object) -> None:
+            if self._prompt_watches.get(task.id) is watch:  # (not a later one's)
+                del self._prompt_watches[task.id]
+
+        self._prompt_watches[task.id] = watch
+        watch.add_done_callback(done)
+
+    async def _prompt_notice(self, task: LiveTask, again: bool) -> None:
         while not task.ended.done():
             task.connect_terminal()  # (again, if its link broke)
             if task.terminal is None:
@@ -1637,7 +1639,7 @@ class TaskManager:
             finally:
                 waiting.cancel()
             if task.waiting_for_input and task.row.owner is Owner.BACKGROUND:
-                self.journal.post_prompt_notice(task.row)
+                self.journal.post_prompt_notice(task.row, again)
                 return
 
     async def stop(self, tasks: Iterable[LiveTask], reason: EndReason = EndReason.STOPPED) -> None:

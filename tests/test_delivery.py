@@ -36,7 +36,14 @@ from conftest import (
 from mcp import ClientSession
 from test_mcp import run, structured, text
 
-from wave_bash.api import Client, Notice, SupervisorUnavailableError, mcp_server, texts
+from wave_bash.api import (
+    Client,
+    Notice,
+    SupervisorUnavailableError,
+    TaskRecord,
+    mcp_server,
+    texts,
+)
 from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.mcp_server import Acknowledger, HostStdout, WaveMcp
 
@@ -1049,6 +1056,17 @@ def _open_gate(gate: Path) -> None:
     os.close(os.open(gate, os.O_WRONLY))
 
 
+def _started_and_left(state_dir: Path, body: dict[str, object]) -> tuple[Client, TaskRecord]:
+    """A run sent over a connection then closed (its caller lost), and its task."""
+    watcher = Client(state_dir=state_dir)
+    watcher.status()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(state_dir / "supervisor.sock"))
+        s.sendall(raw_request("run", body))
+        (task,) = wait_until(watcher.tasks)  # type: ignore[misc]
+    return watcher, task
+
+
 def _prompt_notice(watcher: Client) -> Notice:
     """The session's one pending notice, once there: a running task's, left pending."""
     (notice,) = wait_until(watcher.pending_notices, timeout=20)  # type: ignore[misc]
@@ -1134,12 +1152,7 @@ def test_a_caller_back_before_the_end_takes_the_prompt_notice_away(
     body = {"command": f"read -t 2 -p 'Name? ' x; cat {gate} > /dev/null; echo done",
             "interactive": True, "cwd": str(tmp_path), "env": dict(os.environ),
             "request_key": "back", "timeout": 60_000}  # fmt: skip
-    watcher = Client(state_dir=state_dir)
-    watcher.status()
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(state_dir / "supervisor.sock"))
-        s.sendall(raw_request("run", body))
-        (task,) = wait_until(watcher.tasks)  # type: ignore[misc]
+    watcher, task = _started_and_left(state_dir, body)
     wait_until(lambda: watcher.tasks()[0].background_reason == "caller_lost")
     assert _prompt_notice(watcher).task_id == task.id
     wait_until(lambda: not watcher.tasks()[0].waiting_for_input)  # (`read -t 2` gave up)
@@ -1175,3 +1188,40 @@ def test_a_prompt_after_a_supervisor_replaced_is_announced(state_dir: Path, tmp_
     _open_gate(gate)
     assert _prompt_notice(watcher).task_id == task.id
     watcher.task_stop(task.id)
+
+
+def test_a_prompt_a_caller_back_got_but_never_showed_is_announced_again(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The prompt's notice taken away as a caller came back for it, that caller's result
+    never reached its host after all: announced again (it was "once only": a review)."""
+    body = {"command": "read -p 'Name? ' x", "interactive": True, "cwd": str(tmp_path),
+            "env": dict(os.environ), "request_key": "again", "timeout": 60_000}  # fmt: skip
+    watcher, task = _started_and_left(state_dir, body)
+    assert _prompt_notice(watcher).task_id == task.id
+    back = ask_supervisor(state_dir, "run", body)  # (the caller back gets the prompt)
+    assert back["data"]["waitingForInput"] is True  # type: ignore[index]
+    wait_until(lambda: watcher.pending_notices() == [])
+    assert watcher.announce_result(task.id)  # (...and its host never showed it)
+    assert _prompt_notice(watcher).task_id == task.id
+    watcher.task_stop(task.id)
+
+
+def test_a_prompt_result_cancelled_after_it_was_written_is_announced(state_dir: Path) -> None:
+    """A host that cancels a call as its result, a prompt, came (its timeout) never
+    showed it: announced (a review: the REPL waited unknown)."""
+    host = _RawHost(state_dir, "late")
+    watcher = Client(state_dir=state_dir, session="late")
+    try:
+        host.initialize()
+        host.send(host.bash(1, "read -p 'Name? ' x", interactive=True))
+        assert host.reply(1)["result"]["structuredContent"]["waitingForInput"] is True
+        host.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+        (task,) = watcher.tasks()
+        assert _prompt_notice(watcher).task_id == task.id
+        host.send(host.bash(2, "echo next"))
+        said = host.reply(2)["result"]["content"][0]["text"]
+        assert f"(ID: {task.id}) is waiting for input" in said
+        watcher.task_stop(task.id)
+    finally:
+        host.close()

@@ -159,9 +159,10 @@ async def wait_foreground(
 
 def _prompt_shown(ctx: Context, task: LiveTask, end: int) -> None:
     """The prompt a caller (back) got: the next read starts after it, and the notice of
-    a prompt its caller had not seen goes (it would say so, now wrongly: a review)."""
+    a prompt its caller had not seen goes (it would say so, now wrongly: a review); not
+    an end's that came meanwhile (the caller saw the prompt only)."""
     ctx.journal.set_read_offset(task.id, task.row.session, end)
-    if task.prompted:
+    if not task.ended.done():
         ctx.journal.mark_delivered(task.row.session, [task.id])
 
 
