@@ -3,7 +3,6 @@ contract's, mapped in one place (as httpx's ``map_httpcore_exceptions``)."""
 
 from __future__ import annotations
 
-import errno
 import logging
 import sqlite3
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from wave_bash.api.errors import (
     StorageError,
 )
 from wave_bash.worker import BadEnvironmentError, NoShellError
+from wave_bash.worker.files import SHORT_OF_DESCRIPTORS
 
 from .journal import disk_problem, storage_problem
 
@@ -50,7 +50,7 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
         if problem is not None:
             raise _not_started(problem, state_dir) from None
         log.warning("could not start a command: %s", exc)
-        if exc.errno in (errno.EMFILE, errno.ENFILE):  # (a burst at a low descriptor limit:
+        if exc.errno in SHORT_OF_DESCRIPTORS:  # (a burst at a low descriptor limit:
             raise BusyError(  # the client sends it again shortly; nothing started, D3a)
                 f"the supervisor is out of file descriptors ({exc.strerror}): the command "
                 "was not started"

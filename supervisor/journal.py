@@ -522,18 +522,13 @@ class Journal:
         if held is not None and not (again and held[1]):
             return
         self._held_notices[row.id] = (row.session, False)
-        values = (row.id, row.session)
+        values = (row.id, row.session, again)
         self._write(  # (made at 0: any end is newer, whatever the clocks say)
             ("notice", row.id),
             lambda db: db.execute(
                 "INSERT INTO notices (task_id, session, created_at) VALUES (?, ?, 0) "
-                "ON CONFLICT (task_id) DO "
-                + (
-                    "UPDATE SET delivered_at = NULL, claim = NULL, claim_until = NULL "
-                    "WHERE notices.created_at = 0"
-                    if again
-                    else "NOTHING"
-                ),
+                "ON CONFLICT (task_id) DO UPDATE SET delivered_at = NULL, claim = NULL, "
+                "claim_until = NULL WHERE notices.created_at = 0 AND ?",
                 values,
             ),
         )

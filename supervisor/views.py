@@ -147,11 +147,11 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
     with ``&``), said with the task ID that TaskStop takes; with ``exact``, its output
     with the blank lines at its edges (``RunParams.exact_output``)."""
     row = task.row
-    out, unread = result_excerpt(task, row.output_path, exact=exact)
-    err, err_unread = (
+    out, unshown = result_excerpt(task, row.output_path, exact=exact)
+    err, err_unshown = (
         result_excerpt(task, row.err_path) if row.err_path else (Excerpt("", False, 0), None)
     )
-    unread = unread or err_unread
+    unshown = unshown or err_unshown
     code = row.exit_code
     message = texts.finished_text(out.text, code)
     if row.end_reason is EndReason.NOT_STARTED:
@@ -165,8 +165,8 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         message = f"{message}\n{stopped}".lstrip()
     if left_running:
         message = f"{message}\n{texts.left_running_text(row.id, left_running)}".lstrip()
-    if unread:
-        message = f"{message}\n{unread}"
+    if unshown:
+        message = f"{message}\n{unshown}"
     return BashResult(
         success=code == 0,
         stdout=out.text,
@@ -177,7 +177,7 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         cwd=task.final_cwd or (row.cwd if task.cwd_note else None),
         duration_ms=_duration_ms(task),
         message=_with_notes(task, message),
-        error=task.storage_note or unread,
+        error=task.storage_note or unshown,
     )
 
 
@@ -190,8 +190,8 @@ def _with_notes(task: LiveTask, message: str) -> str:
 def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
     """The ``sleep`` exception of F3: terminated, still a success."""
     row = task.row
-    out, unread = result_excerpt(task, row.output_path)
-    note = "\n".join(filter(None, (texts.sleep_terminated_text(timeout_ms), unread)))
+    out, unshown = result_excerpt(task, row.output_path)
+    note = "\n".join(filter(None, (texts.sleep_terminated_text(timeout_ms), unshown)))
     return BashResult(
         success=True,
         stdout=out.text,
@@ -201,7 +201,7 @@ def terminated_result(task: LiveTask, timeout_ms: float) -> BashResult:
         truncated=out.truncated,
         duration_ms=_duration_ms(task),
         message=f"{out.text}\n{note}" if out.text else note,
-        error=unread,
+        error=unshown,
     )
 
 
@@ -238,8 +238,8 @@ def waiting_result(task: LiveTask, end: int | None = None) -> BashResult:
     """P2: an interactive command waits for input: its output so far (up to ``end``) and
     how to answer."""
     row = task.row
-    out, unread = result_excerpt(task, row.output_path, end)
-    note = "\n".join(filter(None, (unread, texts.waiting_for_input_text(row.id, row.output_path))))
+    out, unshown = result_excerpt(task, row.output_path, end)
+    note = "\n".join(filter(None, (unshown, texts.waiting_for_input_text(row.id, row.output_path))))
     return BashResult(
         success=True,
         stdout=out.text,
@@ -250,5 +250,5 @@ def waiting_result(task: LiveTask, end: int | None = None) -> BashResult:
         duration_ms=_duration_ms(task),
         message=_with_notes(task, f"{out.text}\n{note}" if out.text else note),
         waiting_for_input=task.waiting_for_input,
-        error=unread,
+        error=unshown,
     )

@@ -80,8 +80,10 @@ async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> Anno
     if task is not None:  # still running: it just moves to the background
         moved = ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
         if not moved and task.row.background_reason is BackgroundReason.INPUT:
-            ctx.tasks.announce_prompt(task, again=True)  # (the prompt it returned at, never
-            shown = task.prompt_read  # shown, which the session's next read shows again)
+            # The prompt it returned at, never shown: a notice, and the session's next
+            # read shows it again.
+            ctx.tasks.announce_prompt(task, again=True)
+            shown = task.prompt_read
             if shown is not None and ctx.journal.read_offset(task.id, row.session) == shown[1]:
                 ctx.journal.set_read_offset(task.id, row.session, shown[0])
             return AnnounceResult(announced=True)
