@@ -19,6 +19,14 @@ from .errors import StateDirError
 SOCKET_PATH_LIMIT = 100
 """Longest socket path used as is; ``sun_path`` holds 108 bytes on Linux, 104 on macOS."""
 
+SQLITE_PATH_LIMIT = 512
+"""The longest file path SQLite opens (its Unix ``mxPathname``; measured with 3.40)."""
+
+JOURNAL_LONGEST_FILE = "journal.db.building-journal"
+"""The longest name of the journal's files (a journal rebuilt beside its place, and its
+rollback file): a state dir whose path leaves no room for it started a supervisor that
+then failed with "unable to open database file", or only at its first rebuild."""
+
 PROC_FD = Path("/proc/self/fd")
 """Linux: a directory held open is reachable as ``/proc/self/fd/N``, a short path."""
 
@@ -29,13 +37,21 @@ def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
 
     Raises:
         StateDirError: ``state_dir`` is empty (``--state-dir "$DIR"`` with ``DIR`` unset
-            went to the default one: a trial).
+            went to the default one: a trial), or too long for SQLite.
     """
     if state_dir is not None and not os.fspath(state_dir):
         raise StateDirError("the state dir given is empty: name one, or give none for the default")
     chosen = Path(state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir())
     refuse_foreign_links(chosen.expanduser().absolute())
-    return canonical(chosen.expanduser())
+    root = canonical(chosen.expanduser())
+    longest = len(os.fsencode(root / JOURNAL_LONGEST_FILE))
+    if longest > SQLITE_PATH_LIMIT:
+        room = SQLITE_PATH_LIMIT - len(JOURNAL_LONGEST_FILE) - 1
+        raise StateDirError(
+            f"the state dir's path is {longest - len(JOURNAL_LONGEST_FILE) - 1} bytes long,"
+            f" more than the {room} SQLite leaves for its journal's files: choose a shorter one"
+        )
+    return root
 
 
 def refuse_foreign_links(path: Path) -> None:

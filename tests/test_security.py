@@ -260,6 +260,40 @@ def test_long_state_dir_keeps_its_socket_inside(tmp_path: Path) -> None:
         wait_until(lambda: not (state_dir / "supervisor.sock").exists(), 10)
 
 
+def _state_dir_of_length(tmp_path: Path, length: int) -> Path:
+    path = tmp_path
+    while (room := length - len(os.fsencode(path)) - 1) > 200:
+        path /= "d" * 200
+    return path / ("e" * room)
+
+
+def test_a_state_dir_too_long_for_sqlite_is_refused_by_its_length(tmp_path: Path) -> None:
+    """SQLite opens no file path over 512 bytes: a longer state dir started a supervisor
+    that failed with "unable to open database file", and one a few bytes shorter failed
+    only when its journal was rebuilt (its longer file name)."""
+    longest = _state_dir_of_length(tmp_path, 484)
+    with Client(state_dir=longest) as client:
+        try:
+            task = client.bash("echo kept", run_in_background=True).background_task_id
+            assert task is not None
+            client.wait(task, timeout=10_000)
+            assert client.shutdown()
+            (longest / "journal.db").unlink()  # rebuilt from the task files
+            assert client.task_output(task).output.strip() == "kept"
+        finally:
+            client.shutdown()
+            reap(longest)
+    too_long = _state_dir_of_length(tmp_path, 485)
+    with pytest.raises(StateDirError, match="path is 485 bytes long, more than the 484 SQLite"):
+        Client(state_dir=too_long)
+    r = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(too_long), "tasks"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )  # fmt: skip
+    assert (r.returncode, r.stdout) == (2, "") and "choose a shorter one" in r.stderr
+    assert not too_long.exists()
+
+
 def test_fallback_prefers_xdg_runtime_dir(tmp_path: Path) -> None:
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
