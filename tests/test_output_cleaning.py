@@ -17,7 +17,11 @@ from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, 
         ("\x1b]0;window title\x07text", "text"),  # OSC title (BEL)
         ("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"),  # OSC hyperlink (ST)
         ("\x1b(Bcharset", "charset"),  # charset designation
-        ("a\x1b[2Cb\x1b[Hc", "abc"),  # cursor moves dropped
+        ("a\x1b[2Cb\x1b[Hc", "a  bc"),  # moves along the line followed, others dropped
+        ("10%\x1b[1G\x1b[0K55%\x1b[1G\x1b[0Kdone", "done"),  # npm's progress: no \r
+        (">>> ls\x1b[6D\x1b[0m>>> ls\x1b[6D\r\r\n42\r\n", ">>> ls\n42\n"),  # a REPL's redraw
+        ("abc\x1b[9Dx\x1b[Gy\x1b[0Cz", "ybz"),  # not before the line's start; 0 is 1
+        ("\x1b[99999999Cx\x1b[99999999Cy", " " * 1000 + "xy"),  # not past MOVE_LIMIT
         ("10%\r55%\r100%", "100%"),  # progress bar leaves its last state
         ("100 files\r\x1b[K5 files", "5 files"),  # erase-in-line after \r
         ("abcdef\rXY", "XYcdef"),  # a terminal overwrites, keeps the rest

@@ -2,7 +2,8 @@
 
 Cleaning renders text as a terminal would show it: escape sequences are dropped,
 ``\\r`` overwrites the current line (so a progress bar leaves its last state), ``ESC[K``
-erases to the end of the line, backspace moves left. Invalid UTF-8 becomes U+FFFD.
+erases to the end of the line, backspace and the cursor's moves along its line (``ESC[nD``,
+``ESC[nC``, ``ESC[nG``) move it there. Invalid UTF-8 becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -28,19 +29,32 @@ once, ten times faster than by the substitution (plain output printed at 50 MB/s
 
 # One token per match for lines with overwrites: what moves the cursor, what is dropped, text.
 _TOKEN = re.compile(
-    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<csi>{_CSI})|(?P<osc>{_OSC})|(?P<esc>{_ESC})"
+    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<move>\x1b\[[0-9]*[CDG])|(?P<csi>{_CSI})|(?P<osc>{_OSC})|(?P<esc>{_ESC})"
     rf"|(?P<cr>\r)|(?P<bs>\x08)|(?P<ctl>{_CTL})"
     r"|(?P<text>[^\x1b\x9b\x9d\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f]+)"
 )
 
 
 _ERASE = re.compile(r"\x1b\[[0-2]?K")
+_MOVE = re.compile(r"\x1b\[[0-9]*[CDG]")
+"""A move of the cursor along its line: a line editor's or a REPL's redraw goes back over
+what it drew (ptpython drew each typed line twice in a row, read as text twice)."""
+
+
+def _overwrites(text: str) -> bool:
+    """Whether ``text`` moves its cursor back, or forward over what it drew."""
+    return "\r" in text or "\x08" in text or ("\x1b[" in text and _MOVE.search(text) is not None)
+
+
+MOVE_LIMIT = 1000
+"""The farthest column a move forward goes to past a line's text, as a terminal stops at
+its last column (``ESC[99999999C`` would pad the line with as many spaces)."""
 
 
 def _render_line(line: str) -> str:
-    if "\r" not in line and "\x08" not in line:
-        # Fast path: without carriage returns or backspaces the cursor only moves forward,
-        # so dropping every sequence shows what a terminal shows.
+    if not _overwrites(line):
+        # Fast path: without carriage returns, backspaces or moves the cursor only moves
+        # forward, so dropping every sequence shows what a terminal shows.
         return _DROP.sub("", line) if not line.isprintable() else line
     buf: list[str] = []
     col = 0
@@ -59,6 +73,12 @@ def _render_line(line: str) -> str:
             col = 0
         elif kind == "bs":
             col = max(0, col - 1)
+        elif kind == "move":
+            move, count = m.group(), int(m.group()[2:-1] or 1) or 1
+            if move[-1] == "D":
+                col = max(0, col - count)
+            else:  # no farther than a column past what the line holds, or MOVE_LIMIT
+                col = min(col + count if move[-1] == "C" else count - 1, max(len(buf), MOVE_LIMIT))
         elif kind == "erase":
             mode = m.group()[2:-1] or "0"
             if mode == "0":
@@ -78,7 +98,7 @@ def clean_text(text: str) -> str:
     # Unless a line erases itself, which the drawing does (`Loading\e[2K\r\n`).
     if "\r\n" in text and not _ERASE.search(text):
         text = text.replace("\r\n", "\n")
-    if "\r" not in text and "\x08" not in text:  # no overwrites anywhere: one pass over
+    if not _overwrites(text):  # no overwrites anywhere: one pass over
         return _DROP.sub("", text) if _DROPPED.search(text) else text  # the whole text
     return "\n".join(_render_line(line) for line in text.split("\n"))
 
