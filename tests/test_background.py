@@ -186,7 +186,8 @@ def test_settled_end_holds_back_an_unfinished_sequence_only(tmp_path: Path) -> N
 
     log = tmp_path / "log"
     cases = [(b"x\x1b]0;t\nmore\n", 0), (b"A\xe2\x82", 2), (b"C\x1b[3", 3), (b"ok\x1b[0m", 0),
-             (b"\xf0\x9f\x98\x80", 0), (b"x\x1b(", 2), (b"x\x1b]8;;http://a", 13)]  # fmt: skip
+             (b"\xf0\x9f\x98\x80", 0), (b"x\x1b(", 2), (b"x\x1b]8;;http://a", 13),
+             (b"x\x1bPq#0;2", 7), (b"x\x1b_Gf=100", 8)]  # fmt: skip
     for data, held in cases:
         log.write_bytes(data)
         assert settled_end(log, 0, len(data)) == len(data) - held, data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -33,10 +34,48 @@ from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, 
         ("ab\x08c", "ac"),  # backspace
         ("bell\x07 and nul\x00", "bell and nul"),
         ("tab\tstays", "tab\tstays"),
+        ("abcdef\x1b[3D\x1b[1Kxy\r", "   xyf"),  # to the cursor, through it
+        ("old\x1b[2K\rnew", "new"),  # the whole line
+        # An ESC that starts no sequence is dropped with the control after it: joined to
+        # what followed, it made a clipboard write and a reset (a trial).
+        ("x\x1b\x00]52;c;aGk=\x1b\x00\\", "x]52;c;aGk=\\"),
+        ("A\x1b\x01c B\x1b\x0e\x9b31m", "Ac B"),
+        ("start\n\x1b]0;oops\nERROR: failed\n", "start\n\nERROR: failed\n"),  # ends at its line
+        ("a\x1bPq#0;2;0;0;0#1~~@@\x1b\\b", "ab"),  # DCS: a sixel image
+        ("c\x1b_Gf=100,a=T;iVBORw0KGgo=\x1b\\d\x1b^pm\x07\x1bXsos\x9c", "cd"),  # APC, PM, SOS
+        ("\x90dcs\x9c\x9d8;;x\x07e\x85", "e"),  # their 8-bit forms, and other C1 controls
     ],
 )
 def test_clean_text(raw: str, shown: str) -> None:
     assert clean_text(raw) == shown
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "a" * 16 + "\x1b[1K" * 8,  # erases over a long line (froze the supervisor: a trial)
+        "\x1b[2K\x1b[1GProgress: 12/345",  # Node's readline.clearLine, cursorTo(0)
+        "x\x1b[2K",  # erases that never move the cursor back
+        "\x1b[K\x1b[999Cx",  # moves that would pad
+        "b" * 8 + "\x1b[99D\x1b[99C\r",
+    ],
+)
+def test_cleaning_takes_time_linear_in_its_text(unit: str) -> None:
+    """8 times the text takes about 8 times as long, not 64 (a ratio within one run);
+    and what it shows is bounded by what it was given."""
+
+    def took(copies: int) -> float:
+        text = unit * copies + "\r\n"
+        best = float("inf")
+        for _ in range(3):
+            began = time.perf_counter()
+            shown = clean_text(text)
+            best = min(best, time.perf_counter() - began)
+        assert len(shown) <= 5 * len(text) + 1000
+        return best
+
+    small, large = took(4000), took(32000)
+    assert large / small < 24, (small, large)
 
 
 def test_invalid_utf8_is_replaced() -> None:

@@ -3,7 +3,8 @@
 Cleaning renders text as a terminal would show it: escape sequences are dropped,
 ``\\r`` overwrites the current line (so a progress bar leaves its last state), ``ESC[K``
 erases to the end of the line, backspace and the cursor's moves along its line (``ESC[nD``,
-``ESC[nC``, ``ESC[nG``) move it there. Invalid UTF-8 becomes U+FFFD.
+``ESC[nC``, ``ESC[nG``) move it there. What it shows is never more than a few times what
+it was given, and takes time linear in it. Invalid UTF-8 becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -17,21 +18,28 @@ from .files import open_regular
 
 # The sequences a terminal consumes without showing anything, one pattern each.
 _CSI = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # colours, cursor moves, erase
-_OSC = r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # titles, hyperlinks
-_ESC = r"\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]|\x1b$"  # charsets and other ESC sequences
+# Strings: OSC (titles, hyperlinks), DCS (sixel images), APC (kitty's images), PM, SOS,
+# ended by BEL or ST, or by their line's end: a terminal swallows all up to the end, and
+# an unfinished title hid a build's error and every line after it (a trial).
+_STRING = r"(?:\x1b[\]P_^X]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+_ESC = r"\x1b[()*+\-./][ -~]|\x1b[ -/]*[0-~]"  # charsets and other ESC sequences
+_LONE = r"\x1b|[\x80-\x9f]"
+"""An ESC that begins none of them, and the other C1 controls: dropped too, never shown
+(``ESC NUL ]52;…`` was an ESC joined to what follows once the NUL was dropped: a
+clipboard write in the "cleaned" text, a trial)."""
 _CTL = r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+"  # other C0 controls (not \t, \n, \r, \b)
 
 # Everything that is dropped without moving the cursor, as one C-level substitution.
-_DROP = re.compile(f"{_CSI}|{_OSC}|{_ESC}|{_CTL}")
-_DROPPED = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f\x9b\x9d]")
+_DROP = re.compile(f"{_CSI}|{_STRING}|{_ESC}|{_LONE}|{_CTL}")
+_DROPPED = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """A character that starts what :data:`_DROP` drops: text without one is looked for
 once, ten times faster than by the substitution (plain output printed at 50 MB/s)."""
 
 # One token per match for lines with overwrites: what moves the cursor, what is dropped, text.
 _TOKEN = re.compile(
-    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<move>\x1b\[[0-9]*[CDG])|(?P<csi>{_CSI})|(?P<osc>{_OSC})|(?P<esc>{_ESC})"
-    rf"|(?P<cr>\r)|(?P<bs>\x08)|(?P<ctl>{_CTL})"
-    r"|(?P<text>[^\x1b\x9b\x9d\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f]+)"
+    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<move>\x1b\[[0-9]*[CDG])|(?P<drop>{_CSI}|{_STRING}|{_ESC})"
+    rf"|(?P<cr>\r)|(?P<bs>\x08)|(?P<lone>{_LONE}|{_CTL})"
+    r"|(?P<text>[^\x1b\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]+)"
 )
 
 
@@ -50,44 +58,78 @@ MOVE_LIMIT = 1000
 """The farthest column a move forward goes to past a line's text, as a terminal stops at
 its last column (``ESC[99999999C`` would pad the line with as many spaces)."""
 
+PAD_SHARE = 4
+"""Blanks the cursor's moves may add to a text, as a multiple of its length: output of
+moves alone (``ESC[K ESC[999C x``, 10 bytes) would grow a thousandfold."""
 
-def _render_line(line: str) -> str:
+
+def _render_line(line: str, room: list[int]) -> str:
+    """``line`` as a terminal draws it, in time linear in its length: an erase is noted
+    where it ends (the cells written before it are blank), not made over every cell it
+    covers (``ESC[1K`` on a 64,000-character line, 32,000 times, froze the supervisor for
+    every caller: a trial). ``room``: the blanks moves may still add."""
     if not _overwrites(line):
         # Fast path: without carriage returns, backspaces or moves the cursor only moves
         # forward, so dropping every sequence shows what a terminal shows.
         return _DROP.sub("", line) if not line.isprintable() else line
-    buf: list[str] = []
+    cells: list[str] = []
+    stamps: list[int] | None = None  # when each cell was written (its token's number),
+    # kept from the first erase that notes its end on: those before it were all earlier
+    erased: list[tuple[int, int]] = []  # (end, when): the cells before end, written before
     col = 0
-    for m in _TOKEN.finditer(line):
+    for when, m in enumerate(_TOKEN.finditer(line)):
         kind = m.lastgroup
         if kind == "text":
             text = m.group()
+            if col > len(cells):  # (moved past the line's end: blanks between, if room)
+                gap = min(col - len(cells), room[0])
+                room[0] -= gap
+                cells.extend(" " * gap)
+                if stamps is not None:
+                    stamps.extend([when] * gap)
+                col = len(cells)
             end = col + len(text)
-            if col >= len(buf):
-                buf.extend(" " * (col - len(buf)))
-                buf.extend(text)
-            else:
-                buf[col:end] = text
+            cells[col:end] = text
+            if stamps is not None:
+                stamps[col:end] = [when] * len(text)
             col = end
         elif kind == "cr":
             col = 0
         elif kind == "bs":
             col = max(0, col - 1)
         elif kind == "move":
-            move, count = m.group(), int(m.group()[2:-1] or 1) or 1
-            if move[-1] == "D":
+            sequence = m.group()
+            count = int(sequence[2:-1] or 1) or 1
+            if sequence[-1] == "D":
                 col = max(0, col - count)
             else:  # no farther than a column past what the line holds, or MOVE_LIMIT
-                col = min(col + count if move[-1] == "C" else count - 1, max(len(buf), MOVE_LIMIT))
+                target = col + count if sequence[-1] == "C" else count - 1
+                col = min(target, max(len(cells), MOVE_LIMIT))
         elif kind == "erase":
             mode = m.group()[2:-1] or "0"
-            if mode == "0":
-                del buf[col:]
-            elif mode == "1":
-                buf[:col] = " " * min(col, len(buf))
-            else:
-                buf.clear()
-    return "".join(buf).rstrip(" ") if buf else ""
+            if mode == "0":  # to the end: those cells go (each once)
+                del cells[col:]
+                if stamps is not None:
+                    del stamps[col:]
+            else:  # to the cursor (through it), or all
+                erased.append((col + 1 if mode == "1" else len(cells), when))
+                stamps = [-1] * len(cells) if stamps is None else stamps
+    if stamps is not None:
+        _blank_erased(cells, stamps, erased)
+    return "".join(cells).rstrip(" ")
+
+
+def _blank_erased(cells: list[str], stamps: list[int], erased: list[tuple[int, int]]) -> None:
+    """Blank each cell an erase after its writing covered, in one pass from the right."""
+    latest = [-1] * (len(cells) + 1)  # the last erase that ends at each cell
+    for end, when in erased:
+        end = min(end, len(cells))
+        latest[end] = max(latest[end], when)
+    erased_at = -1
+    for i in range(len(cells) - 1, -1, -1):
+        erased_at = max(erased_at, latest[i + 1])
+        if stamps[i] < erased_at:
+            cells[i] = " "
 
 
 def clean_text(text: str) -> str:
@@ -98,9 +140,10 @@ def clean_text(text: str) -> str:
     # Unless a line erases itself, which the drawing does (`Loading\e[2K\r\n`).
     if "\r\n" in text and not _ERASE.search(text):
         text = text.replace("\r\n", "\n")
-    if not _overwrites(text):  # no overwrites anywhere: one pass over
-        return _DROP.sub("", text) if _DROPPED.search(text) else text  # the whole text
-    return "\n".join(_render_line(line) for line in text.split("\n"))
+    if not _overwrites(text):  # no overwrites anywhere: one pass over the whole text
+        return _DROP.sub("", text) if _DROPPED.search(text) else text
+    room = [PAD_SHARE * len(text) + MOVE_LIMIT]
+    return "\n".join(_render_line(line, room) for line in text.split("\n"))
 
 
 def decode(data: bytes) -> str:

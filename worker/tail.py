@@ -103,10 +103,10 @@ ESCAPE_ROOM = 256
 it (one longer is no terminal's: a hyperlink's is the longest in use)."""
 
 
-_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*|[ -/]*)\Z")
-"""An escape sequence the end of the data cuts: a lone ESC, a CSI with no final byte, an
-OSC with no terminator (on its line: a newline ends what a terminal shows of one), an ESC
-with intermediates only."""
+_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|[\]P_^X][^\x07\x1b\n]*|[ -/]*)\Z")
+"""An escape sequence the end of the data cuts: a lone ESC, a CSI with no final byte, a
+string (OSC, DCS, APC, PM, SOS) with no terminator (on its line: cleaning ends one at a
+newline), an ESC with intermediates only."""
 
 SETTLED_SECONDS = 3.0
 """A log unwritten for this long holds nothing back: what ends it is what the command
