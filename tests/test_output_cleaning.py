@@ -267,3 +267,65 @@ def test_a_byte_order_mark_or_nuls_do_not_make_binary_text(tmp_path: Path) -> No
     assert _excerpt_of(tmp_path, numbers).startswith("[binary output, 16000 bytes")
     text = "Windows tool output\r\nline two\r\n"
     assert _excerpt_of(tmp_path, text.encode("utf-16-le")) == "Windows tool output\nline two"
+
+
+def _filter(path: Path, pattern: str, limit: int = 30_000) -> tuple[str, int]:
+    from wave_bash.worker.tail import compile_pattern, matching_lines
+
+    return matching_lines(path, compile_pattern(pattern), 0, path.stat().st_size, limit)
+
+
+def test_a_filter_matches_each_line_by_itself(tmp_path: Path) -> None:
+    """Searched a chunk at a time, a filter still keeps the lines its pattern matches
+    alone, as grep: not one that a match across lines begins on."""
+    log = tmp_path / "log"
+    log.write_bytes(b"ok\nERR 1\na\nbc\n\x1b[31mERR\x1b[0m 2\nlast a")
+    assert _filter(log, "^ERR") == ("ERR 1\nERR 2", 0)
+    assert _filter(log, "a\nb|c") == ("bc", 0)  # (the match across lines is no line's)
+    assert _filter(log, "a$") == ("a\nlast a", 0)  # (the last line, with no newline)
+    assert _filter(log, "x*")[0].split("\n") == ["ok", "ERR 1", "a", "bc", "ERR 2", "last a"]
+
+
+def test_a_filter_reads_a_long_line_in_pieces(tmp_path: Path) -> None:
+    """A 24 MB line: matched in bounded pieces, once, shown cut (it was held whole, and
+    joined again for each chunk read: minutes, 574 MB, a trial)."""
+    log = tmp_path / "log"
+    with log.open("wb") as fh:
+        fh.write(b"head\n")
+        for _ in range(24):
+            fh.write(b"a" * (1 << 20))
+        fh.write(b"needle needle\nshort needle end\n")
+    tracemalloc.start()
+    text, omitted = _filter(log, "needle")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    long_line, short = text.split("\n")
+    assert long_line.startswith("aaa") and long_line.endswith("characters cut]")
+    assert len(long_line) < 15_100 and (short, omitted) == ("short needle end", 0)
+    assert peak < 16 << 20
+
+
+def test_a_filter_takes_time_linear_in_the_output_and_stops_when_told(tmp_path: Path) -> None:
+    """8 times the output takes about 8 times as long (a ratio within one run); a filter
+    whose caller left stops reading."""
+    import threading
+
+    from wave_bash.worker.tail import compile_pattern, matching_lines
+
+    def took(lines: int, pattern: str) -> float:
+        log = tmp_path / f"{lines}.log"
+        log.write_bytes(b"".join(b"line %d of the output\n" % i for i in range(lines)))
+        began = time.perf_counter()
+        _filter(log, pattern)
+        return time.perf_counter() - began
+
+    for pattern in ("nothing", "line"):
+        small, large = took(20_000, pattern), took(160_000, pattern)
+        assert large / small < 24, (pattern, small, large)
+    gone = threading.Event()
+    gone.set()
+    log = tmp_path / "160000.log"
+    assert matching_lines(log, compile_pattern("line"), 0, log.stat().st_size, 30_000, gone) == (
+        "",
+        0,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -35,8 +36,33 @@ PATTERN_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pattern"
 default pool (which stops use): costly patterns only ever wait for each other."""
 
 
+FILTER_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="filter")
+"""BashOutput's filters read all the output a read returns (up to the log's cap): two of
+them on big logs held both pattern threads, and another session's pattern wait answered
+after 39 s, not its 10 (a trial)."""
+
+
 async def _in_pattern_thread(func: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(PATTERN_THREADS, func, *args)
+
+
+async def _filtered(
+    path: str, keep: Any, begin: int, end: int, conn: Connection
+) -> tuple[str, int]:
+    """:func:`matching_lines` in a filter thread, ended once its caller has gone."""
+    gone = threading.Event()
+
+    def stop(_: object) -> None:
+        gone.set()
+
+    conn.closed.add_done_callback(stop)
+    try:
+        return await asyncio.get_running_loop().run_in_executor(
+            FILTER_THREADS, matching_lines, path, keep, begin, end, MAX_OUTPUT_CHARS, gone
+        )
+    finally:
+        conn.closed.remove_done_callback(stop)
+        gone.set()  # (a caller cancelled here: the thread stops at its next chunk)
 
 
 async def _compile(pattern: str | None, name: str = "pattern") -> Any:
@@ -146,9 +172,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         end = result.next_offset if result.next_offset is not None else file_size(row.output_path)
         begin = result.start_offset if result.start_offset is not None else start
         try:
-            kept, omitted = await _in_pattern_thread(
-                matching_lines, row.output_path, keep, begin, end, MAX_OUTPUT_CHARS
-            )
+            kept, omitted = await _filtered(row.output_path, keep, begin, end, conn)
         except OSError as exc:  # (no descriptor to read with: busy, nothing moved)
             views.unread(exc)
             raise
