@@ -329,3 +329,30 @@ def test_a_filter_takes_time_linear_in_the_output_and_stops_when_told(tmp_path: 
         "",
         0,
     )
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [
+        b"\x1b[38;5;208m",
+        b"\x1b[31m",
+        b"\x1b]8;;http://example.com/yy\x1b\\",
+        "é".encode(),
+        "😀".encode(),
+    ],
+)
+def test_a_large_logs_head_and_tail_end_and_begin_between_sequences(
+    tmp_path: Path, sequence: bytes
+) -> None:
+    """Read at both ends of a log with no newline near its cuts, the head ended `xxxxx38`
+    and the tail began `08mEND`, `\\yyEND` or U+FFFD (a trial): each cut is moved out of
+    the character or escape sequence it falls inside."""
+    log = tmp_path / "log"
+    for shift in range(12):
+        log.write_bytes(b"x" * 5 + b"y" * shift + sequence * 300_000 + b"END")
+        text = read_excerpt(log, 30_000).text
+        head, marker, tail = text.partition("\n... [")
+        assert marker and tail.split("] ...\n", 1)[1].endswith("END")
+        if sequence[0] == 0x1B:
+            assert head == "x" * 5 + "y" * shift and tail.split("] ...\n", 1)[1] == "END"
+        assert "\ufffd" not in text

@@ -203,18 +203,69 @@ def excerpt_text(text: str, max_chars: int, path: str) -> Excerpt:
     )
 
 
-def _from_a_line_start(data: bytes) -> bytes:
+ESCAPE_ROOM = 256
+"""Bytes before a cut where an escape sequence it may be inside is looked for (one longer
+is no terminal's: a hyperlink's is the longest in use)."""
+
+_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|[\]P_^X][^\x07\x1b\n]*|[ -/]*)\Z")
+"""An escape sequence the end of the data cuts: a lone ESC, a CSI with no final byte, a
+string (OSC, DCS, APC, PM, SOS) with no terminator (on its line: cleaning ends one at a
+newline), an ESC with intermediates only."""
+
+_SEQUENCE = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]P_^X][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])"
+)
+"""An escape sequence from its ESC to its end (a string's at its line's end if not before)."""
+
+
+def unfinished_end(data: bytes) -> int:
+    """How many bytes at the end of ``data`` begin a UTF-8 character or an escape sequence
+    they do not finish (looked for in its last ``ESCAPE_ROOM`` bytes)."""
+    last = data[-ESCAPE_ROOM:]
+    escape = _UNFINISHED_ESCAPE.search(last)
+    return max(len(last) - escape.start() if escape else 0, _unfinished_character(last))
+
+
+def finished_start(data: bytes, cut: int) -> int:
+    """Where what is read of ``data`` from ``cut`` on begins with no end of a character or
+    an escape sequence: at the ESC of one that the cut is inside, else at the next
+    character (a tail read from inside a line began `08mEND` or with U+FFFD: a trial)."""
+    escape = data.rfind(b"\x1b", max(0, cut - ESCAPE_ROOM), cut)
+    if escape >= 0:
+        sequence = _SEQUENCE.match(data, escape)
+        if sequence is None or sequence.end() > cut:
+            return escape
+    while cut < len(data) and data[cut] & 0xC0 == 0x80:
+        cut += 1
+    return cut
+
+
+def _unfinished_character(data: bytes) -> int:
+    """How many bytes at the end of ``data`` begin a UTF-8 character they do not finish."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:  # (a continuation byte: its first is further back)
+            continue
+        if byte < 0xC0:
+            return 0
+        needs = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+        return back if back < needs else 0
+    return 0
+
+
+def _from_a_line_start(data: bytes, margin: int) -> bytes:
     """The tail of a log read from its middle, from its first whole line on; where the
     line it starts inside was overwritten (``\r``), from its last overwrite: a progress
     bar's last state is whole there (the line was dropped: a build's `progress 100%`
-    before its error showed as its first state, from the head; a trial)."""
-    cut = data.find(b"\n")
-    if not 0 <= cut < len(data) - 1:
+    before its error showed as its first state, from the head; a trial). ``margin``: the
+    bytes read before where the tail begins, to see what its first line begins inside."""
+    cut = data.find(b"\n", margin)
+    if not margin <= cut < len(data) - 1:
         cut = len(data)
-    overwrite = data.rfind(b"\r", 0, cut)
+    overwrite = data.rfind(b"\r", margin, cut)
     if 0 <= overwrite < cut - 1:
         return data[overwrite + 1 :]
-    return data[cut + 1 :] if cut < len(data) else data
+    return data[cut + 1 :] if cut < len(data) else data[finished_start(data, margin) :]
 
 
 BINARY_SAMPLE_BYTES = 8192
@@ -457,9 +508,11 @@ def read_excerpt(
         head_n, tail_n = _split_budget(max_chars, 120 + len(shown))
         head_bytes, tail_bytes = head_n * 3, tail_n * 3
         fh.seek(start)
-        head = render_bytes(fh.read(head_bytes), shown)[0]
-        fh.seek(size - tail_bytes)
-        tail = render_bytes(_from_a_line_start(fh.read(tail_bytes)), shown)[0]
+        read = fh.read(head_bytes)
+        head = render_bytes(read[: len(read) - unfinished_end(read)], shown)[0]
+        margin = min(ESCAPE_ROOM, size - tail_bytes - start)
+        fh.seek(size - tail_bytes - margin)
+        tail = render_bytes(_from_a_line_start(fh.read(tail_bytes + margin), margin), shown)[0]
     head = head[:head_n].strip("\n")
     tail = tail.rstrip("\n")[-tail_n:].lstrip("\n")
     omitted = span - len(head.encode()) - len(tail.encode())

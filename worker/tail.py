@@ -6,7 +6,6 @@ import asyncio
 import collections
 import contextlib
 import os
-import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -17,7 +16,7 @@ import re2
 from watchfiles import awatch
 
 from .files import SHORT_OF_DESCRIPTORS, open_regular
-from .output import clean_bytes
+from .output import ESCAPE_ROOM, clean_bytes, unfinished_end
 
 RECHECK_MS = 200
 """Even without a change event the file is looked at this often: an event can be missed,
@@ -89,24 +88,9 @@ def whole_lines_end(
         return start + newline + 1
     if len(data) < longest:
         return start + len(data) if ended else start
-    cut = len(data)
-    while cut > len(data) - 3 and data[cut - 1] & 0xC0 == 0x80:  # inside a character
-        cut -= 1
-    if data[cut - 1] & 0xC0 == 0xC0:  # a character's first byte: it starts after the cut
-        cut -= 1
-    escape = data.rfind(b"\x1b", cut - ESCAPE_ROOM, cut)  # (cleaned in two pieces, its
-    return start + (escape if escape > 0 else cut)  # halves showed as text: a trial)
+    return start + len(data) - unfinished_end(data)  # (cleaned in two pieces, an escape
+    # sequence's halves showed as text: a trial)
 
-
-ESCAPE_ROOM = 256
-"""Bytes before a long line's cut where an escape sequence is looked for, to cut before
-it (one longer is no terminal's: a hyperlink's is the longest in use)."""
-
-
-_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|[\]P_^X][^\x07\x1b\n]*|[ -/]*)\Z")
-"""An escape sequence the end of the data cuts: a lone ESC, a CSI with no final byte, a
-string (OSC, DCS, APC, PM, SOS) with no terminator (on its line: cleaning ends one at a
-newline), an ESC with intermediates only."""
 
 SETTLED_SECONDS = 3.0
 """A log unwritten for this long holds nothing back: what ends it is what the command
@@ -128,22 +112,7 @@ def settled_end(path: Path | str, start: int, end: int) -> int:
             tail = fh.read(end - max(start, end - ESCAPE_ROOM))
     except OSError:
         return end
-    escape = _UNFINISHED_ESCAPE.search(tail)
-    held = len(tail) - escape.start() if escape else 0
-    return end - max(held, _unfinished_character(tail))
-
-
-def _unfinished_character(data: bytes) -> int:
-    """How many bytes at the end of ``data`` begin a UTF-8 character they do not finish."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 == 0x80:  # (a continuation byte: its first is further back)
-            continue
-        if byte < 0xC0:
-            return 0
-        needs = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-        return back if back < needs else 0
-    return 0
+    return end - unfinished_end(tail)
 
 
 def compile_pattern(pattern: str) -> Any:
@@ -215,7 +184,7 @@ def matching_lines(
             data = carry + data
             cut = data.rfind(b"\n") + 1 if pos < end else len(data)
             if cut == 0 and len(data) >= FILTER_LINE_BYTES:  # a piece of a long line
-                piece = clean_bytes(data[: len(data) - _unfinished_character(data)])
+                piece = clean_bytes(data[: len(data) - unfinished_end(data)])
                 skipping = pattern.search(piece) is not None
                 if skipping:
                     found.add(piece)
