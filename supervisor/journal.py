@@ -539,10 +539,13 @@ class Journal:
             self.save_row(row)
 
     def get(self, task_id: str) -> TaskRow | None:
+        """The task's row; None also for one a prune is deleting (:meth:`mark_pruning`):
+        its files may be gone already (a read of one read as a log removed outside
+        wave-bash: a trial)."""
         held = self._held_rows.get(task_id)
         if held is not None:
             return dataclasses.replace(held)
-        row = self.db.execute(f"{_SELECT} WHERE id = ?", (task_id,)).fetchone()
+        row = self.db.execute(f"{_SELECT} WHERE id = ? AND pruning = 0", (task_id,)).fetchone()
         return TaskRow(*row) if row else None
 
     def with_leftovers(self) -> list[TaskRow]:
@@ -556,14 +559,15 @@ class Journal:
         )
 
     def tasks(self, session: str | None = None, running_only: bool = False) -> list[TaskRow]:
-        """Tasks ordered by start, optionally of one session and/or still running."""
-        where, args = [], []
+        """Tasks ordered by start, optionally of one session and/or still running; not
+        those a prune is deleting."""
+        where, args = ["pruning = 0"], []
         if session is not None:
             where.append("session = ?")
             args.append(session)
         if running_only:
             where.append(f"status = '{TaskStatus.RUNNING}'")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        clause = f" WHERE {' AND '.join(where)}"
         rows = self.db.execute(f"{_SELECT}{clause} ORDER BY started_at, id", args).fetchall()
         found = [self._held_rows.get(r[0]) or TaskRow(*r) for r in rows]
         if running_only and self._held_rows:

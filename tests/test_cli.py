@@ -620,6 +620,33 @@ def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> 
     assert [n["taskId"] for n in listed] == [unseen]
 
 
+def test_a_task_a_prune_is_deleting_is_not_found(state_dir: Path) -> None:
+    """A prune removes a task's files, then its row, marked first: a read between the two
+    said its log "was removed outside wave-bash" (a trial, under `gc --unread`). The
+    task is gone once its row is marked: not found, not listed."""
+    import sqlite3
+
+    from wave_bash.api.errors import TaskNotFoundError
+
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "echo hi")
+    client.wait(task_id, timeout=10_000)
+    with sqlite3.connect(state_dir / "journal.db") as db:  # (as the prune leaves it)
+        db.execute("UPDATE tasks SET pruning = 1 WHERE id = ?", (task_id,))
+    (state_dir / "tasks" / f"{task_id}.log").unlink()
+    for read in (
+        lambda: client.task_output(task_id, block=False),
+        lambda: client.task_output(task_id, block=False, offset=0),
+        lambda: client.terminal(task_id, offset=0),
+        lambda: client.wait(task_id, timeout=0),
+    ):
+        with pytest.raises(TaskNotFoundError):
+            read()
+    assert task_id not in [t.id for t in client.tasks()]
+    r = run_cli(state_dir, "output", task_id)
+    assert (r.returncode, r.stderr) == (2, f"wave-bash: No task found with ID: {task_id}\n")
+
+
 def test_output_of_a_task_whose_log_was_removed_says_so(state_dir: Path) -> None:
     """B6d: `output` of a task whose log someone deleted printed nothing and exited 0, and
     TaskOutput said "(no new output)" (a review): the log is said to be gone. (`--raw` too:

@@ -120,6 +120,25 @@ def test_sleep_is_terminated_on_timeout(client: Client) -> None:
     assert record.status == "killed"
 
 
+def test_a_stop_under_way_as_a_sleep_times_out_is_the_results_end(client: Client) -> None:
+    """A TaskStop that came first keeps its reason (B3): the result said the timeout
+    terminated it, while its record said TaskStop (a trial)."""
+    import concurrent.futures
+
+    command = "sleep 0.1; trap '' TERM; echo armed; while :; do sleep 0.05; done"
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        running = pool.submit(client.bash, command, timeout=2500)
+        wait_until(lambda: any(t.command == command for t in client.tasks()))
+        (task,) = [t for t in client.tasks() if t.command == command]
+        wait_until(lambda: "armed" in Path(task.output_path).read_text())
+        stopper = Client(state_dir=client.layout.root, session=client.session)
+        stopped = pool.submit(stopper.task_stop, task.id)  # (its TERM ignored: 3 s)
+        result, record = running.result(timeout=60), stopped.result(timeout=60)
+    assert record.end_reason == "stopped"
+    assert "stopped (TaskStop)" in result.message, result.message
+    assert "exceeded the timeout" not in result.message
+
+
 def test_timeout_above_advertised_ceiling_runs_as_given(client: Client) -> None:
     r = client.bash("echo ok", timeout=900_000)
     assert r.success and r.stdout == "ok"

@@ -210,6 +210,18 @@ FOLLOW_LINE_BYTES = 1 << 20
 """A line longer than this is cut (at a character boundary) into pieces."""
 
 
+def removed_outside(ctx: Context, row: TaskRow) -> bool:
+    """Whether ``row``'s log, found gone, was removed outside wave-bash (B6d).
+
+    Raises:
+        TaskNotFoundError: a prune removed it (the row is being deleted): the task is gone,
+            as it is once its row is (it read as removed outside wave-bash: a trial).
+    """
+    if ctx.journal.get(row.id) is None:
+        raise TaskNotFoundError(row.id)
+    return True
+
+
 def read_output(
     ctx: Context,
     row: TaskRow,
@@ -252,12 +264,13 @@ def read_output(
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+    log_gone = row.log_gone and removed_outside(ctx, row)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
         output=text, truncated=truncated, output_path=row.output_path,
         next_offset=end, start_offset=start, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
-        log_gone=row.log_gone,
+        log_gone=log_gone,
         line_ended=line_ended,
     )  # fmt: skip

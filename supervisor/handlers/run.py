@@ -152,6 +152,9 @@ async def wait_foreground(
             await ctx.tasks.stop([task], reason=EndReason.TIMEOUT)
         finally:
             task.attached -= 1
+        if task.row.end_reason is not EndReason.TIMEOUT:  # a stop under way went first (B3:
+            # its reason stands; the result blamed the timeout, the record TaskStop: a trial)
+            return views.finished_result(task, await ctx.tasks.left_running(task), exact=exact)
         return views.terminated_result(task, timeout_ms)
     ctx.tasks.move_to_background(task, BackgroundReason.TIMEOUT)
     return views.backgrounded_result(task, timeout_ms)

@@ -20,7 +20,7 @@ from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
 from ..terminals import TYPING_WINDOW, TerminalGone, TerminalLink, TypedThenGone
-from .output import read_output, stored_start
+from .output import read_output, removed_outside, stored_start
 from .tasks import _row, _running
 
 TERMINAL_CHUNK = 64 * 1024
@@ -140,6 +140,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         path, offset, (p.size or TERMINAL_CHUNK) if printed is None else printed - offset
     )
     current = task.row if task is not None else row
+    log_gone = not data and row.log_gone and removed_outside(ctx, row)
     return TerminalResult(
         task_id=row.id,
         data=base64.b64encode(data).decode("ascii"),
@@ -149,7 +150,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         waiting_for_input=task is not None and task.waiting_for_input,
         size_before=sized[0] if isinstance(sized[0], tuple) else None,
         alternate_screen=sized[1] if isinstance(sized[1], bool) else None,
-        log_gone=not data and row.log_gone,
+        log_gone=log_gone,
     )
 
 
