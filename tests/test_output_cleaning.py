@@ -22,7 +22,8 @@ from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, 
         ("10%\x1b[1G\x1b[0K55%\x1b[1G\x1b[0Kdone", "done"),  # npm's progress: no \r
         (">>> ls\x1b[6D\x1b[0m>>> ls\x1b[6D\r\r\n42\r\n", ">>> ls\n42\n"),  # a REPL's redraw
         ("abc\x1b[9Dx\x1b[Gy\x1b[0Cz", "ybz"),  # not before the line's start; 0 is 1
-        ("\x1b[99999999Cx\x1b[99999999Cy", " " * 1000 + "xy"),  # not past MOVE_LIMIT
+        ("\x1b[999999Cx\x1b[999999Cy", " " * 1000 + "xy"),  # not past MOVE_LIMIT
+        ("a\r\x1b[" + "9" * 5000 + "Cx", "x"),  # more than 6 digits: any CSI (int() refused)
         ("10%\r55%\r100%", "100%"),  # progress bar leaves its last state
         ("100 files\r\x1b[K5 files", "5 files"),  # erase-in-line after \r
         ("abcdef\rXY", "XYcdef"),  # a terminal overwrites, keeps the rest
@@ -284,6 +285,10 @@ def test_a_filter_matches_each_line_by_itself(tmp_path: Path) -> None:
     assert _filter(log, "a\nb|c") == ("bc", 0)  # (the match across lines is no line's)
     assert _filter(log, "a$") == ("a\nlast a", 0)  # (the last line, with no newline)
     assert _filter(log, "x*")[0].split("\n") == ["ok", "ERR 1", "a", "bc", "ERR 2", "last a"]
+    # What a pattern says of a text's ends, each line's (found at a chunk's ends: a review)
+    for pattern in (r"\AERR", r"(?-m)^ERR", r"(?i-m)^err"):
+        assert _filter(log, pattern) == ("ERR 1\nERR 2", 0), pattern
+    assert _filter(log, r"a\z") == _filter(log, r"(?-m)a$") == ("a\nlast a", 0)
 
 
 def test_a_filter_reads_a_long_line_in_pieces(tmp_path: Path) -> None:
@@ -300,9 +305,17 @@ def test_a_filter_reads_a_long_line_in_pieces(tmp_path: Path) -> None:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     long_line, short = text.split("\n")
-    assert long_line.startswith("aaa") and long_line.endswith("characters cut]")
+    assert long_line.startswith("… aaa") and long_line.endswith("characters cut]")
     assert len(long_line) < 15_100 and (short, omitted) == ("short needle end", 0)
     assert peak < 16 << 20
+    # A piece's edges are no line's start or end but the line's own (`^a+$` matched a 3 MB
+    # line that holds a `b`, `^bcd` its middle: a review).
+    line = bytearray(b"a" * (3 << 20))
+    line[5], line[2 << 20], line[-3:] = ord("b"), ord("c"), b"end"
+    log.write_bytes(b"x\n" + line + b"\ny\n")
+    for pattern, shown in (("^a+$", ""), ("^c", ""), ("a$", ""), ("^aaaaab", "aaaaab"),
+                           ("c", "… a"), ("end$", "… a"), ("^y$", "y")):  # fmt: skip
+        assert _filter(log, pattern)[0][: len(shown) or None].startswith(shown), pattern
 
 
 def test_a_filter_takes_time_linear_in_the_output_and_stops_when_told(tmp_path: Path) -> None:
@@ -312,19 +325,20 @@ def test_a_filter_takes_time_linear_in_the_output_and_stops_when_told(tmp_path: 
 
     from wave_bash.worker.tail import compile_pattern, matching_lines
 
-    def took(lines: int, pattern: str) -> float:
+    def took(lines: int, pattern: str, line: bytes = b"") -> float:
         log = tmp_path / f"{lines}.log"
-        log.write_bytes(b"".join(b"line %d of the output\n" % i for i in range(lines)))
+        made = (line or b"line %d of the output\n" % i for i in range(lines))
+        log.write_bytes(b"".join(made) + b"y\n")
         began = time.perf_counter()
         _filter(log, pattern)
         return time.perf_counter() - began
 
-    for pattern in ("nothing", "line"):
-        small, large = took(20_000, pattern), took(160_000, pattern)
-        assert large / small < 24, (pattern, small, large)
+    for pattern, line in (("nothing", b""), ("line", b""), ("x[^y]*y", b"x\n")):
+        small, large = took(8_000, pattern, line), took(64_000, pattern, line)  # (a chunk)
+        assert large / small < 24, (pattern, small, large)  # (the last matches over lines)
     gone = threading.Event()
     gone.set()
-    log = tmp_path / "160000.log"
+    log = tmp_path / "64000.log"
     assert matching_lines(log, compile_pattern("line"), 0, log.stat().st_size, 30_000, gone) == (
         "",
         0,

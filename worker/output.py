@@ -37,16 +37,17 @@ once, ten times faster than by the substitution (plain output printed at 50 MB/s
 
 # One token per match for lines with overwrites: what moves the cursor, what is dropped, text.
 _TOKEN = re.compile(
-    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<move>\x1b\[[0-9]*[CDG])|(?P<drop>{_CSI}|{_STRING}|{_ESC})"
+    rf"(?P<erase>\x1b\[[0-2]?K)|(?P<move>\x1b\[[0-9]{{0,6}}[CDG])|(?P<drop>{_CSI}|{_STRING}|{_ESC})"
     rf"|(?P<cr>\r)|(?P<bs>\x08)|(?P<lone>{_LONE}|{_CTL})"
     r"|(?P<text>[^\x1b\r\x08\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]+)"
 )
 
 
 _ERASE = re.compile(r"\x1b\[[0-2]?K")
-_MOVE = re.compile(r"\x1b\[[0-9]*[CDG]")
+_MOVE = re.compile(r"\x1b\[[0-9]{0,6}[CDG]")
 """A move of the cursor along its line: a line editor's or a REPL's redraw goes back over
-what it drew (ptpython drew each typed line twice in a row, read as text twice)."""
+what it drew (ptpython drew each typed line twice in a row, read as text twice). One of
+more digits is dropped as any CSI (5,000 digits were more than ``int`` reads: a review)."""
 
 
 def _overwrites(text: str) -> bool:

@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import os
+import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -16,7 +17,7 @@ import re2
 from watchfiles import awatch
 
 from .files import SHORT_OF_DESCRIPTORS, open_regular
-from .output import ESCAPE_ROOM, clean_bytes, unfinished_end
+from .output import ESCAPE_ROOM, clean_bytes, finished_start, unfinished_end
 
 RECHECK_MS = 200
 """Even without a change event the file is looked at this often: an event can be missed,
@@ -162,6 +163,8 @@ def matching_lines(
     line at a time, 100 MB took 42 s. ``cancelled`` (its caller left) ends the reading
     at the next chunk."""
     found = _Found(limit)
+    finder = _line_finder(pattern)
+    alone = pattern if _WHOLE_TEXT_ANCHORS.search(pattern.pattern) else None
     try:
         fh = open_regular(path)
     except OSError as exc:
@@ -170,7 +173,7 @@ def matching_lines(
         return "", 0
     with fh:
         fh.seek(start)
-        carry, pos, skipping = b"", start, False
+        carry, pos, skipping, inside = b"", start, False, False
         while pos < end and not (cancelled is not None and cancelled.is_set()):
             data = fh.read(min(PatternScanner.CHUNK, end - pos))
             if not data:
@@ -184,31 +187,72 @@ def matching_lines(
             data = carry + data
             cut = data.rfind(b"\n") + 1 if pos < end else len(data)
             if cut == 0 and len(data) >= FILTER_LINE_BYTES:  # a piece of a long line
-                piece = clean_bytes(data[: len(data) - unfinished_end(data)])
-                skipping = pattern.search(piece) is not None
+                piece = _utf8(data[: len(data) - unfinished_end(data)])
+                skipping = _piece_matches(piece, inside, finder, alone)
                 if skipping:
-                    found.add(piece)
-                carry = b"" if skipping else data[-PatternScanner.OVERLAP :]
+                    found.add(("… " if inside else "") + piece.decode())
+                    carry, inside = b"", False
+                else:  # (on from the character or escape sequence the overlap begins at)
+                    carry = data[finished_start(data, len(data) - PatternScanner.OVERLAP) :]
+                    inside = True
                 continue
             carry = data[cut:]
-            _search_lines(clean_bytes(data[:cut]).encode(errors="surrogatepass"), pattern, found)
+            if cut:
+                text = (b"\0" if inside else b"") + _utf8(data[:cut])
+                _search_lines(text, int(inside), finder, alone, found)
+                inside = False
     return found.text(), found.omitted
 
 
-def _search_lines(text: bytes, pattern: Any, found: _Found) -> None:
-    """Each line of ``text`` (cleaned, UTF-8) that ``pattern`` matches by itself, into
-    ``found``: searched in the whole text, then the line around each match (a match across
-    lines is looked for again in its first line alone, and on from the next one). Bytes:
-    RE2 takes a ``str`` as UTF-8 made again at each search (each line found cost the
-    whole chunk)."""
-    at = 0
-    while at < len(text) and (match := pattern.search(text, at)) is not None:
-        begin = text.rfind(b"\n", 0, match.start()) + 1
-        stop = text.find(b"\n", begin)
+_WHOLE_TEXT_ANCHORS = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+"""``\\A``, ``\\z``, a ``(?m)`` turned off: what a pattern says of a text's ends, which a
+filter, as grep, reads of each line alone (looked for in a chunk, ``\\Aerror`` matched at
+its start only: a review)."""
+
+
+def _line_finder(pattern: Any) -> Any:
+    """``pattern`` as one that never matches across a newline (RE2's ``never_nl``): what
+    it finds in a chunk is in one line (``x[^y]*y`` found a match over many lines, looked
+    for again from each: quadratic, a review)."""
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = PATTERN_MAX_MEM
+    options.never_nl = True
+    return re2.compile(pattern.pattern, options)
+
+
+def _utf8(data: bytes) -> bytes:
+    """Log bytes cleaned, as UTF-8: RE2 takes a ``str`` as UTF-8 made again at each
+    search (each line found cost the whole chunk)."""
+    return clean_bytes(data).encode(errors="surrogatepass")
+
+
+def _piece_matches(piece: bytes, inside: bool, finder: Any, alone: Any) -> bool:
+    """Whether a piece of a long line holds a match: its edges are no line's start or end
+    unless they are the line's (a NUL, which cleaning leaves in no text, stands for the
+    line on beyond them: ``^bcd`` matched in the middle of a 3 MB line, a review)."""
+    framed = (b"\0" if inside else b"") + piece + b"\0"
+    if finder.search(framed, int(inside), len(framed) - 1) is None:
+        return False
+    return alone is None or alone.search(piece) is not None
+
+
+def _search_lines(text: bytes, at: int, finder: Any, alone: Any, found: _Found) -> None:
+    """Each line of ``text`` from ``at`` that the pattern matches by itself, into ``found``
+    (a line before ``at``, the NUL, stands for a line it goes on from). ``finder`` is
+    searched in the whole text (it never matches across lines: each match is a line's);
+    a pattern that speaks of a text's ends (``alone``) is matched in each line alone."""
+    first = at
+    if alone is not None:
+        for line in text[at:].split(b"\n")[: -1 if text.endswith(b"\n") else None]:
+            if alone.search(line) is not None:
+                found.add(line.decode())
+        return
+    while at < len(text) and (match := finder.search(text, at)) is not None:
+        begin = max(first, text.rfind(b"\n", 0, match.start()) + 1)
+        stop = text.find(b"\n", match.start())
         stop = len(text) if stop < 0 else stop
-        line = text[begin:stop]
-        if match.end() <= stop or pattern.search(line) is not None:
-            found.add(line.decode())
+        found.add(("… " if begin == first == 1 else "") + text[begin:stop].decode())
         at = stop + 1
 
 
