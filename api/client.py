@@ -405,7 +405,8 @@ class Client:
     # --- background tasks -------------------------------------------------------------------
 
     def task_stop(self, task_id: str) -> TaskRecord:
-        """Stop a task and its whole process tree (SPEC B3)."""
+        """Stop a task and its whole process tree (SPEC B3). Its completion notice stays
+        pending, as for :meth:`wait`."""
         return self._call(StopRequest(session=self.session, task_id=task_id))
 
     def task_stop_many(self, task_ids: list[str]) -> list[TaskRecord]:
@@ -485,7 +486,9 @@ class Client:
         return self._call(params)
 
     def wait(self, task_id: str, timeout: float | None = None) -> TaskRecord:
-        """Wait until a task ends (or ``timeout`` ms pass) and return its record."""
+        """Wait until a task ends (or ``timeout`` ms pass) and return its record. Its
+        completion notice stays pending (:meth:`notifications` gives it): a host that
+        shows this end says so with :meth:`ack_ends`, as the CLI's ``wait`` does."""
         return self._call(WaitRequest(session=self.session, task_id=task_id, timeout=timeout))
 
     def tasks(self, all: bool = False) -> list[TaskRecord]:
@@ -519,6 +522,12 @@ class Client:
     def ack_notices(self, claim: str) -> int:
         """The claimed notices were shown: they are never delivered again."""
         return self._call(AckRequest(session=self.session, claim=claim)).acknowledged
+
+    def ack_ends(self, task_ids: list[str]) -> int:
+        """The ends of these tasks were shown (a :meth:`wait`'s or :meth:`task_stop`'s
+        record): their completion notices are never delivered. Returns how many were
+        pending. (Without it, a host on this API showed each end twice: a trial.)"""
+        return self._call(AckRequest(session=self.session, task_ids=task_ids)).acknowledged
 
     def release_notices(self, claim: str) -> int:
         """The claimed notices were not shown: the next reader gets them."""

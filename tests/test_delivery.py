@@ -187,6 +187,23 @@ def test_claimed_notices_come_back_when_released_or_expired(state_dir: Path) -> 
     assert client.notifications() == []
 
 
+def test_ends_a_host_showed_are_acknowledged_by_task_id(state_dir: Path) -> None:
+    """`Client.wait` and `task_stop` leave the notice (the host decides what it showed);
+    `ack_ends` says it showed them, as the CLI's `wait` does (a host on this API showed
+    each end twice: a trial). Another session's notices are not touched."""
+    client = Client(state_dir=state_dir, session="shown")
+    waited, stopped, unseen = (start_bg(client, c) for c in ("exit 3", "sleep 60", "true"))
+    other = Client(state_dir=state_dir, session="elsewhere")
+    theirs = start_bg(other, "true")
+    assert client.wait(waited, timeout=10_000).exit_code == 3
+    assert client.task_stop(stopped).status == "killed"
+    client.wait(unseen, timeout=10_000)
+    other.wait(theirs, timeout=10_000)
+    assert client.ack_ends([waited, stopped, theirs]) == 2
+    assert [n.task_id for n in client.notifications()] == [unseen]
+    assert [n.task_id for n in other.notifications()] == [theirs]
+
+
 def test_a_resent_run_starts_nothing_twice(state_dir: Path, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     client = Client(state_dir=state_dir)
