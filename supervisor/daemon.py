@@ -33,6 +33,7 @@ from wave_bash.api.paths import (
 )
 from wave_bash.api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp_handshake
 from wave_bash.worker import choose_tracker
+from wave_bash.worker.cgroups import leave_task_cgroups
 from wave_bash.worker.files import keep_spare_descriptor
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
@@ -117,7 +118,17 @@ def sandbox_hidden_dirs(layout: StateLayout) -> list[str]:
     directory when elsewhere, and the default state dir of any other wave-bash client
     (its supervisor's socket would run commands outside the sandbox)."""
     hidden = [layout.socket.parent, default_state_dir()]
-    return [str(d) for d in dict.fromkeys(hidden) if d != layout.root and d.is_dir()]
+    return [str(d) for d in dict.fromkeys(hidden) if d != layout.root and _is_dir(d)]
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory; not one that cannot be looked at (``HOME=/root``
+    for another user: `is_dir` raised, and no supervisor started, a trial), which no
+    command of this user can reach either."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = None) -> int:
@@ -270,6 +281,41 @@ def close_inherited_descriptors() -> None:
                 os.close(fd)
 
 
+RAISED_LIMITS = ("RLIMIT_FSIZE", "RLIMIT_CPU", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_DATA")
+"""Soft limits a supervisor raises to its hard ones, for itself and so for every command:
+a first starter's ``ulimit -f 200`` cut each later command's log at 200 KB (SIGXFSZ),
+then the journal ("disk I/O error"); its ``ulimit -u`` refused later commands (a trial).
+Not the core size (a raised one would leave core files in projects), nor the stack (its
+size moves where programs map memory); descriptors: :func:`raise_open_files_limit`."""
+
+
+def leave_what_a_starter_left() -> list[str]:
+    """Undo what the process that started this supervisor set for its own use, which every
+    command would otherwise inherit for the supervisor's life: lowered soft limits
+    (:data:`RAISED_LIMITS`), ignored signals (``trap '' QUIT`` before a ``cmd &``: no
+    command could be stopped by SIGQUIT), and a task's cgroup (a supervisor started from
+    a task of another state dir went with that task's stop, and every task it ran).
+    Returns the cgroups it moved to."""
+    with contextlib.suppress(ImportError):  # (Windows)
+        import resource
+
+        for name in RAISED_LIMITS:
+            which = getattr(resource, name, None)
+            if which is None:
+                continue
+            with contextlib.suppress(ValueError, OSError):
+                soft, hard = resource.getrlimit(which)
+                if soft != hard and soft != resource.RLIM_INFINITY:
+                    resource.setrlimit(which, (hard, hard))
+    for number in signal.valid_signals():
+        if number in (signal.SIGPIPE, signal.SIGXFSZ):  # (Python's own; children reset them)
+            continue
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(number) is signal.SIG_IGN:
+                signal.signal(number, signal.SIG_DFL)
+    return leave_task_cgroups()
+
+
 def _detach(layout: StateLayout) -> Ready:
     """Fork; the parent waits until the child serves, then exits (so callers never reap
     a long-lived daemon). Returns the write end of the ready pipe in the child."""
@@ -360,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     close_inherited_descriptors()
+    moved = leave_what_a_starter_left()
     layout = StateLayout(resolve_state_dir(args.state_dir))
     os.umask(0o077)  # everything the supervisor creates is private (SPEC X1); commands get
     # the caller's umask with their instructions
@@ -376,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wave-bash supervisor: {exc}", file=sys.stderr)
         return 2
     setup_logging(layout, settings.log_level)
+    for cgroup in moved:
+        log.warning("started inside a task's cgroup: moved to %s", cgroup)
     ready = _detach(layout) if args.detach else Ready(None)
     os.chdir("/")  # never keep a project directory busy
     # (a moment's wait: a client asking whether one runs holds a shared lock that long)

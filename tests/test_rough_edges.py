@@ -311,3 +311,44 @@ def test_a_variable_too_large_to_start_a_program_with_is_named(
     assert not result.success and result.error is not None and "ran" not in result.stdout
     assert "the variable WB_HUGE_VALUE is 200014 bytes" in result.error, result.error
     assert "128 KiB" in result.error
+
+
+def test_what_the_first_starter_set_for_itself_reaches_no_command(state_dir: Path) -> None:
+    """The client that starts the supervisor passed on its lowered soft limits and its
+    ignored signals to every later command of every client: `ulimit -f 200` cut logs at
+    200 KB (then the journal said "disk I/O error"), `trap '' QUIT` made SIGQUIT unable
+    to stop a command (a trial)."""
+    import resource
+    import signal
+
+    def starter() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200 * 1024, resource.RLIM_INFINITY))
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+    started = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir),
+         "supervisor", "start"],
+        capture_output=True, text=True, timeout=60, preexec_fn=starter,
+    )  # fmt: skip
+    assert started.returncode == 0, started
+    r = Client(state_dir=state_dir).bash(
+        "ulimit -f; head -c 300000 /dev/zero | wc -c; sh -c 'kill -QUIT $$; echo lived'; "
+        "sh -c 'kill -USR1 $$; echo lived'; echo end"
+    )
+    assert r.stdout.split("\n")[:2] == ["unlimited", "300000"], r
+    assert "Quit" in r.stdout and "User defined signal 1" in r.stdout
+    assert "lived" not in r.stdout.split("\n")
+
+
+def test_a_default_state_dir_that_cannot_be_looked_at_is_not_hidden(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`HOME=/root` for another user: the default state dir's `is_dir` raised EACCES and
+    no supervisor started (a trial). One that cannot be looked at is no one's to hide
+    (ENAMETOOLONG here: root reads through any mode)."""
+    from wave_bash.api.paths import StateLayout
+    from wave_bash.supervisor import daemon
+
+    monkeypatch.setattr(daemon, "default_state_dir", lambda: Path("/tmp") / ("x" * 300))
+    assert daemon.sandbox_hidden_dirs(StateLayout(state_dir)) == []

@@ -26,6 +26,7 @@ from conftest import (
     needs_cgroups,
     needs_root,
     raw_request,
+    reap,
     run_cli,
     start_bg,
     start_supervisor,
@@ -712,3 +713,35 @@ def test_the_first_stops_reason_stays(state_dir: Path) -> None:
     stopped = client.task_stop(task.id)  # (during the grace period: TERM is ignored)
     run.join(30)
     assert stopped.end_reason == "timeout" and results[0].message.endswith("was terminated.")
+
+
+def test_a_supervisor_started_from_a_task_outlives_the_tasks_stop(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client in a task starts the supervisor of another state dir: it stayed in the
+    task's cgroup, so stopping the task killed that supervisor and every task it ran,
+    even those started later from outside (a trial). It now moves out. (Tracked by the
+    process table, the task's monitor is its reaper: TR6.)"""
+    import shutil
+    import sys
+    import tempfile
+
+    needs_cgroups()
+    monkeypatch.setenv("WAVE_TRACKING", "cgroup")
+    inner = Path(tempfile.mkdtemp(prefix="wb-", dir="/tmp"))
+    try:
+        client = Client(state_dir=state_dir)
+        said = tmp_path / "inner-task"
+        cli = f"{sys.executable} -m wave_bash.api.cli --state-dir {inner}"
+        outer = start_bg(client, f"{cli} run --background -- 'sleep 300' > {said}; sleep 300")
+        first = wait_until(lambda: said.exists() and said.read_text().strip())
+        inner_client = Client(state_dir=inner)
+        pid = inner_client.status().pid
+        later = start_bg(inner_client, "sleep 300")
+        assert client.task_stop(outer).status == "killed"
+        assert inner_client.status().pid == pid and psutil.pid_exists(pid or 0)
+        running = {t.id for t in inner_client.tasks(all=True) if t.status == "running"}
+        assert running == {first, later}
+    finally:
+        reap(inner)
+        shutil.rmtree(inner, ignore_errors=True)

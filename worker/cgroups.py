@@ -282,6 +282,28 @@ def remove_tree(parent: Path) -> None:
         parent.rmdir()
 
 
+def leave_task_cgroups() -> list[str]:
+    """Move this process out of a task's cgroup, where a client in a task started it, to
+    the cgroup that holds that task's supervisor (each hierarchy used); returns where it
+    went. Task cgroups are ``…/wave-bash-<name>/<task>``, made below their supervisor's
+    own cgroup: a supervisor left in one, and its own tasks below it, went with that
+    task's ``cgroup.kill`` (a trial)."""
+    moved: list[str] = []
+    mounts, own = _mounts(), _own_paths()
+    for key in ("", "memory"):
+        if key not in mounts or key not in own:
+            continue
+        parts = own[key].strip("/").split("/")
+        tree = next((i for i, part in enumerate(parts) if part.startswith("wave-bash-")), None)
+        if tree is None or tree == len(parts) - 1:
+            continue
+        target = mounts[key].joinpath(*parts[:tree])
+        with contextlib.suppress(OSError):
+            _write(str(target / "cgroup.procs"), "0")
+            moved.append(str(target))
+    return moved
+
+
 def cgroup_parents(name: str) -> list[Path]:
     """Where the task cgroups named ``name`` live, in every hierarchy used."""
     mounts, own = _mounts(), _own_paths()
