@@ -1439,6 +1439,7 @@ def _leave_on_termination() -> Callable[[], None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
+    _usable_standard_streams()
     set_back = _leave_on_termination()
     try:
         return _run_verb(argv)
@@ -1494,6 +1495,30 @@ def _output_failed(exc: OSError) -> int:
             print(f"wave-bash: {exc.strerror or exc}", file=sys.stderr)
     _quiet_stdout()
     return ERROR_EXIT
+
+
+def _usable_standard_streams() -> None:
+    """Standard input and error started closed (``<&-``, ``2>&-``) read from and write to
+    /dev/null, their descriptors taken (one left free was the next file's: a socket),
+    where ``sys.stderr`` was None: `run` died on its ``isatty``, and `mcp` printed its
+    first line with ``print(file=None)``, to stdout, into the JSON-RPC stream (a trial).
+    (Standard output stays closed: what is printed fails, said, ``_ClosedOutput``.) Text
+    a stream's encoding cannot hold (``PYTHONIOENCODING=ascii``) is replaced, not a
+    traceback with nothing printed."""
+    for fd, name, mode in ((0, "stdin", "r"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(
+                sys, name, io.TextIOWrapper(io.FileIO(fd, mode, closefd=False), write_through=True)
+            )
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
 
 
 class _ClosedOutput(io.TextIOBase):

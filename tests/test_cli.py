@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli, start_bg, start_supervisor, wait_until
@@ -752,3 +753,38 @@ def test_attach_to_an_unknown_task_says_so_first(state_dir: Path) -> None:
     assert r.returncode == 2 and "No task found with ID: nosuch" in r.stderr, r.stderr
     task_id = start_bg(Client(state_dir=state_dir), "exit 0")
     assert "needs a terminal" in run_cli(state_dir, "attach", task_id).stderr
+
+
+def test_a_cli_started_with_its_stderr_closed_or_an_ascii_stdout_runs(state_dir: Path) -> None:
+    """Started with stderr closed (`2>&-`), `run` died on its `isatty` and ran nothing,
+    and `mcp` printed its first line into the JSON-RPC stream; output an ASCII stdout
+    cannot hold was a traceback with nothing printed (a trial)."""
+    cli = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir)]
+
+    def closed_stderr() -> None:
+        os.close(2)
+
+    def started(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=60, **kw)
+
+    ran = subprocess.run([*cli, "run", "--", "echo out"], stdout=subprocess.PIPE, text=True,
+                         timeout=60, preexec_fn=closed_stderr)  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (0, "out\n")
+    missing = subprocess.run([*cli, "output", "zzzzzzzz"], stdout=subprocess.PIPE, text=True,
+                             timeout=60, preexec_fn=closed_stderr)  # fmt: skip
+    assert (missing.returncode, missing.stdout) == (2, "")
+    ascii_env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    accented = started("run", "--", "printf 'h\\303\\251llo\\n'", env=ascii_env)
+    assert (accented.returncode, accented.stdout) == (0, "h?llo\n")
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
+    with subprocess.Popen([*cli, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          preexec_fn=closed_stderr) as server:  # fmt: skip
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(hello).encode() + b"\n")
+        server.stdin.flush()
+        first = json.loads(server.stdout.readline())
+        server.stdin.close()
+        server.wait(30)
+    assert first["id"] == 0 and "result" in first
