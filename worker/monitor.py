@@ -319,9 +319,11 @@ def build_prelude(
         # an unwritable or full tasks dir must not add a line to the command's output;
         # nor does the caller's xtrace trace it, its errexit or ERR trap act on a failed
         # capture (a deleted directory), or a file-size limit kill the shell (SIGXFSZ):
-        # each changed the command's status.
+        # each changed the command's status. Only the job's own shell: bash runs the trap
+        # in a forked child a signal kills before it execs (`sleep 30 & kill $!`), whose
+        # lines read as a garbled directory (a trial).
         capture = (
-            f"{{ \\builtin set +eux; \\builtin trap '' XFSZ; "
+            f"{{ \\builtin set +eux; \\builtin trap '' XFSZ; [[ $BASHPID != \"$$\" ]] || "
             f"\\builtin pwd -P >> {shlex.quote(cwd_file)} || "  # (a directory removed:
             f"\\builtin printf '%s\\n' \"$PWD\" >> {shlex.quote(cwd_file)} || "  # its name)
             "\\builtin :; } 2>/dev/null"
