@@ -507,17 +507,27 @@ class LiveTask:
         return f"<LiveTask {self.id} {self.row.owner} pid={self.row.pid}>"
 
 
-def _refuse_too_long(cwd: str) -> None:
-    """Refuse a working directory whose path is longer than the system takes (a path of
-    over 4096 bytes, reached a ``cd`` at a time): it read as one that no longer exists,
-    and the command ran in an ancestor.
+def _refuse_unreachable(cwd: str) -> None:
+    """Refuse a working directory that is there but cannot be reached: one on a path this
+    user may not search (it read as one that no longer exists: the command ran in an
+    ancestor, or failed with 127 and bash's `cd: …: Permission denied`, a trial), and
+    one whose path is longer than the system takes (over 4096 bytes, reached a ``cd`` at
+    a time).
 
     Raises:
         InvalidInputError: that is so.
     """
     try:
         os.stat(cwd)
+        if not os.path.isdir(cwd) or os.access(cwd, os.X_OK):
+            return
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise InvalidInputError(
+                f"working directory is not accessible: {cwd} ({exc.strerror}: a directory"
+                " on its path is not searchable by this user); run it from one that is"
+            ) from None
         if exc.errno == errno.ENAMETOOLONG:
             shown = cwd if len(cwd) <= 120 else f"{cwd[:60]}…{cwd[-60:]}"
             raise InvalidInputError(
@@ -664,8 +674,9 @@ class TaskManager:
         if p.interactive and INPUT_QUIET_ENV in p.env:  # the terminal host reads seconds
             quiet = _quiet_seconds(p.env[INPUT_QUIET_ENV])
             p = p.model_copy(update={"env": {**p.env, INPUT_QUIET_ENV: quiet}})
+        if os.path.isabs(p.cwd):
+            _refuse_unreachable(p.cwd)  # (not "no longer exists", run elsewhere: a trial)
         if not os.path.isabs(p.cwd) or not (os.path.isdir(p.cwd) or self._in_sandbox_temp(p)):
-            _refuse_too_long(p.cwd)  # (not "no longer exists", run elsewhere: a trial)
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):
                 if not os.path.isabs(p.cwd):
                     raise InvalidInputError(f"working directory must be an absolute path: {p.cwd}")

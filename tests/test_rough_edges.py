@@ -352,3 +352,34 @@ def test_a_default_state_dir_that_cannot_be_looked_at_is_not_hidden(
 
     monkeypatch.setattr(daemon, "default_state_dir", lambda: Path("/tmp") / ("x" * 300))
     assert daemon.sandbox_hidden_dirs(StateLayout(state_dir)) == []
+
+
+def test_a_working_directory_this_user_cannot_search_is_refused_as_such(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A directory that is there but not searchable read as one that no longer exists:
+    `--cwd` said "does not exist", follow-cd ran the command in an ancestor with that
+    note, or it failed with 127 and bash's `cd: …: Permission denied` (a trial, as
+    nobody). Root without the capabilities that pass every mode meets the same modes."""
+    from conftest import needs, needs_root
+
+    needs_root("acting as a user that modes stop (root without CAP_DAC_*)")
+    needs(shutil.which("setpriv") is not None, "setpriv", "apt-get install util-linux")
+    locked, unsearchable = tmp_path / "locked", tmp_path / "unsearchable"
+    (locked / "inner").mkdir(parents=True)
+    unsearchable.mkdir()
+    locked.chmod(0o000)
+    unsearchable.chmod(0o600)
+    caps = "-dac_override,-dac_read_search"
+    as_user = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable,
+               "-m", "wave_bash.api.cli", "--state-dir", str(state_dir)]  # fmt: skip
+    try:
+        for where in (locked / "inner", unsearchable):
+            r = subprocess.run([*as_user, "run", "--cwd", str(where), "--", "echo ran"],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert (r.returncode, r.stdout) == (2, ""), r
+            assert f"working directory is not accessible: {where} (Permission denied" in r.stderr
+        assert Client(state_dir=state_dir, cwd=tmp_path).bash("echo ran").stdout == "ran"
+    finally:
+        locked.chmod(0o755)
+        subprocess.run([*as_user, "supervisor", "stop"], capture_output=True, timeout=60)
