@@ -505,3 +505,19 @@ def test_a_child_killed_before_it_execs_leaves_no_directory_note(client: Client)
     r = client.bash("for i in $(seq 20); do sleep 30 & kill $!; done; wait; echo done")
     assert r.stdout.endswith("done") and "no longer exists" not in r.message, r.message
     assert "ended in" not in r.message
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_a_command_gets_the_callers_oldpwd(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tracking: str
+) -> None:
+    """The monitor's `cd` into the command's directory set OLDPWD to `/` (and exported
+    it): `cd -` went to `/` with status 0, where under `bash -c` it goes back to the
+    caller's OLDPWD, or fails when the caller has none (a trial)."""
+    monkeypatch.setenv("WAVE_TRACKING", tracking)
+    monkeypatch.setenv("OLDPWD", "/usr")
+    r = Client(state_dir=state_dir).bash("echo $OLDPWD; cd - >/dev/null; pwd")
+    assert r.stdout == "/usr\n/usr"
+    monkeypatch.delenv("OLDPWD")
+    r = Client(state_dir=state_dir).bash("echo ${OLDPWD-unset}; env | grep -c ^OLDPWD=; cd -")
+    assert (r.exit_code, r.stdout.split("\n")[:2]) == (1, ["unset", "0"]), r

@@ -120,6 +120,15 @@ _RUN = (
 )
 
 
+_OLDPWD_BACK = (
+    "if [[ -n $__wave_oh ]]; then OLDPWD=$__wave_od; else \\builtin unset OLDPWD; fi; "
+    "\\builtin unset __wave_cwd __wave_od __wave_oh"
+)
+"""The caller's ``OLDPWD`` back after the monitor's ``cd`` into the command's directory,
+which set it to ``/`` and exported it (`cd -` went to `/`: a trial); unset where the
+caller had none, as under ``bash -c``."""
+
+
 def _monitor_script(text: str) -> str:
     parts = (  # in this order: the start holds the runner's mark
         ("@START@", _MONITOR_START),
@@ -131,6 +140,7 @@ def _monitor_script(text: str) -> str:
         ("@RESTORE_EXEC@", _RESTORE_EXEC),
         ("@STOPPING@", STOPPING_SIGNAL),
         ("@RUN@", _RUN),
+        ("@OLDPWD@", _OLDPWD_BACK),
     )
     for mark, part in parts:
         text = text.replace(mark, part)
@@ -177,8 +187,8 @@ BASH_MONITOR_SCRIPT = _monitor_script("""@START@ \\builtin unset __wave_go; whil
 if ((BASH_VERSINFO[0] < 4)); then \\builtin eval "$(\\builtin command cat)"; else \\builtin . /dev/stdin; fi
 [[ ${__wave_go-} == 1 ]] || { @UNSTARTED@; }
 \\exec </dev/null
-\\builtin cd -- "$__wave_cwd" || { \\builtin printf '127\\n' 1<> "$1"; \\builtin exit 127; }
-\\builtin unset __wave_cwd
+__wave_od=${OLDPWD-} __wave_oh=${OLDPWD+1}; \\builtin cd -- "$__wave_cwd" || { \\builtin printf '127\\n' 1<> "$1"; \\builtin exit 127; }
+@OLDPWD@
 \\builtin set -m
 \\exec 3>&1 4>&2 >/dev/null 2>&1
 __wave_go=2
@@ -217,7 +227,7 @@ if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"
 # its text. The caller's errexit, nounset and pipefail (SHELLOPTS) hold for the command,
 # never for the monitor or the job's own steps. bash 4 or newer: the cgroup tracker only
 # exists on Linux.
-BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 7>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; \\builtin unset __wave_cwd; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
+BASH_JOINED_MONITOR_SCRIPT = _monitor_script("""@START@ \\exec 3>&1 4>&2 >/dev/null 2>&1 6<&0; \\builtin set -m; __wave_stop=; \\builtin trap __wave_stop=1 @STOPPING@; __wave_body='\\builtin trap - @STOPPING@; \\builtin unset __wave_body; \\exec 1>&3 2>&4 3>&- 4>&- 5>&- 7>&- 9<&-; for __wave_f in "${@:3}"; do { \\builtin echo 0 >| "$__wave_f"; } 2>/dev/null; done; \\builtin unset __wave_f; if [[ -n $__wave_in ]]; then IFS= TMOUT= \\builtin read -r -N 1 -u 6 __wave_in || \\builtin exit 0; { \\builtin printf r >&8; } 2>/dev/null; \\builtin . /dev/fd/6; fi; \\exec 6<&- </dev/null; [[ ${__wave_go-} == 1 ]] || \\builtin exit 0; { \\builtin printf s >&8; } 2>/dev/null; \\exec 8>&-; \\builtin unset __wave_go __wave_in __wave_stop; __wave_od=${OLDPWD-} __wave_oh=${OLDPWD+1}; \\builtin cd -- "$__wave_cwd" || \\builtin exit 127; @OLDPWD@; @RESTORE_EXEC@ if [[ -z $2 ]]; then [[ -z $__wave_cm ]] || { CHILD_MAX=$__wave_cm; \\builtin export -n CHILD_MAX; }; BASH_EXECUTION_STRING=$__wave_cmd; \\builtin export -n BASH_EXECUTION_STRING; \\builtin eval "$__wave_pre"; \\builtin set +m -- "$__wave_cmd" "$__wave_re" "${__wave_x-}"; \\builtin unset __wave_cmd __wave_pre __wave_cm __wave_re __wave_run __wave_x; @RUN@; else __wave_payload="${__wave_pre:+$__wave_pre; }$__wave_cmd" \\builtin exec -a "${2##*/}" "$2" -c "$__wave_run"; fi'; \\builtin unset __wave_go; __wave_in=6; ( \\builtin eval "$__wave_body" ) &
 \\exec 6<&- 8>&-; \\builtin set +m
 \\builtin trap '' PIPE; @FORWARD@
 \\builtin umask 077
