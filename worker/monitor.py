@@ -331,14 +331,16 @@ def build_prelude(
         # capture (a deleted directory), or a file-size limit kill the shell (SIGXFSZ):
         # each changed the command's status. Only the job's own shell: bash runs the trap
         # in a forked child a signal kills before it execs (`sleep 30 & kill $!`), whose
-        # lines read as a garbled directory (a trial).
-        capture = (
-            f"{{ \\builtin set +eux; \\builtin trap '' XFSZ; [[ $BASHPID != \"$$\" ]] || "
-            f"\\builtin pwd -P >> {shlex.quote(cwd_file)} || "  # (a directory removed:
+        # lines read as a garbled directory (a trial). (zsh has no BASHPID: its $$.)
+        capture = (  # (the job's own pid goes in as the trap is set, between the halves)
+            "{ \\builtin set +eux; \\builtin trap '' XFSZ; [[ ${BASHPID:-$$} != ",
+            f" ]] || \\builtin pwd -P >> {shlex.quote(cwd_file)} || "  # (a directory removed:
             f"\\builtin printf '%s\\n' \"$PWD\" >> {shlex.quote(cwd_file)} || "  # its name)
-            "\\builtin :; } 2>/dev/null"
+            "\\builtin :; } 2>/dev/null",
         )
-        parts.append(f"\\builtin trap {shlex.quote(capture)} EXIT")
+        parts.append(
+            f"\\builtin trap {shlex.quote(capture[0])}${{BASHPID:-$$}}{shlex.quote(capture[1])} EXIT"
+        )
     if umask is not None:
         parts.append(f"\\builtin umask {umask:04o}")
     if open_files is not None:
