@@ -18,7 +18,7 @@ import threading
 from typing import Any, BinaryIO
 
 from .calls import Caller
-from .connection import LocalConnector
+from .connection import LocalConnector, caller_environment
 from .constants import DEFAULT_SESSION
 from .errors import SupervisorUnavailableError, WaveError
 from .launch import connect_or_start
@@ -33,7 +33,7 @@ FINAL = re.compile(rb'\{"type":"(?:result|error)"')
 
 
 def _remote_run(message: dict[str, Any], layout: StateLayout, transport: str) -> dict[str, Any]:
-    env = dict(os.environ)
+    env = caller_environment()
     with contextlib.suppress(WaveError):  # (the wire protocol as the CLI speaks it: no
         caller = Caller(LocalConnector(layout, transport, True), str(layout.log))  # models)
         session = os.environ.get("WAVE_SESSION") or DEFAULT_SESSION

@@ -29,7 +29,7 @@ from .calls import (
     CallScope,
     cli_words,
 )
-from .connection import connector_for, supervisor_log
+from .connection import caller_environment, connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
@@ -158,7 +158,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "run_in_background": args.background,
         "cwd": cwd,
         "cwd_fallback": not args.cwd,  # (the current directory, deleted: see current_dir)
-        "env": {} if cli.connector.remote else dict(os.environ),  # a bridge uses its own
+        "env": {} if cli.connector.remote else caller_environment(),  # a bridge uses its own
         "progress": watched,
         "exact_output": not args.json,  # (printed as the log has it: the model's is trimmed)
         "umask": current_umask(),

@@ -19,7 +19,7 @@ from .calls import (
     CallScope,
     cli_words,
 )
-from .connection import connector_for, supervisor_log
+from .connection import caller_environment, connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     InvalidInputError,
@@ -391,7 +391,7 @@ class Client:
     def _command_env(self) -> dict[str, str]:
         if self.env is not None:
             return dict(self.env)
-        return {} if self.connector.remote else dict(os.environ)  # a bridge uses its own
+        return {} if self.connector.remote else caller_environment()  # a bridge uses its own
 
     def status(self) -> SupervisorStatus:
         """The supervisor's status (starting it if needed)."""
@@ -399,7 +399,9 @@ class Client:
 
     def login_path(self, timeout_ms: float = 5000) -> str | None:
         """Probe the user's login shell for its PATH (SPEC E1); ``None`` when it fails."""
-        params = LoginPathRequest(session=self.session, env=dict(os.environ), timeout=timeout_ms)
+        params = LoginPathRequest(
+            session=self.session, env=caller_environment(), timeout=timeout_ms
+        )
         return self._call(params).path
 
     # --- background tasks -------------------------------------------------------------------

@@ -96,6 +96,32 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
             """Close the channel kept for the next call, if any (the client is closed)."""
 
 
+COERCED_CTYPES = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
+"""What Python sets ``LC_CTYPE`` to as it starts under the C locale (PEP 538)."""
+
+
+def caller_environment() -> dict[str, str]:
+    """The environment a command gets: this process's, less what Python added to it as it
+    started. Under a C or POSIX locale Python sets ``LC_CTYPE=C.UTF-8`` in its own
+    environment (PEP 538): commands ran with a UTF-8 character type that their caller had
+    not (`sort`, `tr`, `wc -m` and grep's classes read text otherwise: a trial). The
+    environment as this process was started shows in ``/proc/self/environ`` (Linux)."""
+    env = dict(os.environ)
+    if env.get("LC_CTYPE") not in COERCED_CTYPES:
+        return env
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            started = fh.read().split(b"\0")
+    except OSError:
+        return env
+    given = [line for line in started if line.startswith(b"LC_CTYPE=")]
+    if not given:
+        del env["LC_CTYPE"]
+    else:
+        env["LC_CTYPE"] = os.fsdecode(given[-1].partition(b"=")[2])
+    return env
+
+
 KEEP_SECONDS = 5.0
 """How long a kept connection may wait for the next call: far less than the supervisor
 keeps it open (``supervisor.server.KEPT_OPEN_SECONDS``), so a request never crosses its

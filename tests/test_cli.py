@@ -788,3 +788,17 @@ def test_a_cli_started_with_its_stderr_closed_or_an_ascii_stdout_runs(state_dir:
         server.stdin.close()
         server.wait(30)
     assert first["id"] == 0 and "result" in first
+
+
+def test_commands_get_no_character_type_python_set_for_itself(state_dir: Path) -> None:
+    """Under a C locale Python sets LC_CTYPE=C.UTF-8 in its own environment (PEP 538):
+    commands ran with a UTF-8 character type their caller had not (`wc -m`, `tr`, grep's
+    classes; a trial). They get the caller's: none, or the one it gave."""
+    cli = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir)]
+    base = {"PATH": os.environ["PATH"], "LANG": "C"}
+    shown = "env | grep -E '^(LC_|LANG=)' | sort; printf '\\303\\251' | wc -m"
+    for given, expected in (({}, "LANG=C\n2\n"), ({"LC_CTYPE": "C"}, "LANG=C\nLC_CTYPE=C\n2\n"),
+                            ({"LC_ALL": "C.UTF-8"}, "LANG=C\nLC_ALL=C.UTF-8\n1\n")):  # fmt: skip
+        r = subprocess.run([*cli, "run", "--", shown], capture_output=True, text=True,
+                           timeout=60, env={**base, **given})  # fmt: skip
+        assert (r.returncode, r.stdout) == (0, expected), (given, r)
