@@ -105,6 +105,16 @@ def test_it_is_a_terminal_of_the_given_size(client: Client) -> None:
     assert plain.stdout == "no terminal\nnone"  # the default is unchanged: stdin /dev/null
 
 
+def test_a_question_for_the_cursor_is_answered_as_a_terminal_does(client: Client) -> None:
+    """A program asking where the cursor is (ESC[6n: crossterm's, prompt_toolkit's) waited
+    for good, "waiting for input" with nothing shown (a trial); tmux answers it."""
+    ask = 'read -t 5 -rs -d R pos; echo "got ${pos#*[}"'
+    r = client.bash(f"printf '\\033[6n'; {ask}", timeout=LONG, interactive=True)
+    assert (r.exit_code, r.stdout) == (0, "got 1;1"), r
+    r = client.bash(f"echo hello; printf 'ab\\033[6n'; {ask}", timeout=LONG, interactive=True)
+    assert (r.exit_code, r.stdout.split("\n")[-1]) == (0, "abgot 2;3"), r
+
+
 def test_output_is_cleaned_like_any_output(client: Client) -> None:
     r = client.bash(
         r"printf 'a\nb\033[31mred\033[0m\n'; printf 'progress 10%%\rprogress 100%%\n'",

@@ -416,6 +416,33 @@ _SPECIAL = ("VEOL", "VEOL2", "VEOF", "VKILL", "VINTR", "VQUIT", "VSUSP", "VERASE
 ALTERNATE_SCREEN = re.compile(rb"\x1b\[\?(?:1049|1047|47)([hl])")
 """A program entering (``h``) or leaving (``l``) the alternate screen (vim, less, top)."""
 
+CURSOR_QUESTION = re.compile(rb"\x1b\[\??6n")
+"""A program asking its terminal where the cursor is (DSR 6, DECXCPR): crossterm's and
+prompt_toolkit's programs, fzf's ``--height``; unanswered, it waits (a trial: for good,
+"waiting for input" with nothing shown)."""
+_SEQUENCE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -~])")
+_HOME = re.compile(rb"\x1b\[(?:1?;?1?)?[Hf]")
+ANSWERED_AT_MOST = 4096
+"""Input bytes waiting to be typed past which a question is left unanswered (a program
+that asks in a loop and reads nothing)."""
+
+
+def cursor_after(cursor: tuple[int, int], data: bytes, size: tuple[int, int]) -> tuple[int, int]:
+    """Where the cursor is after ``data``, roughly, as (row, column) from 0: each newline a
+    row down (to the last), the characters after the last newline or carriage return
+    across (to the last column), a move home at the top; other moves, escape sequences
+    and wide characters are not followed. Enough to answer a program's question where no
+    terminal of a person would (tmux answers from its screen)."""
+    cols, rows = size
+    row, col = cursor
+    homes = [home.end() for home in _HOME.finditer(data)]
+    if homes:
+        row, col, data = 0, 0, data[homes[-1] :]
+    row = min(rows - 1, row + data.count(b"\n"))
+    cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+    shown = len(_SEQUENCE.sub(b"", data[cut + 1 :]).decode(errors="replace"))
+    return row, min(cols - 1, (col if cut < 0 else 0) + shown)
+
 
 class Client:
     """One connected peer: its unread bytes and its pending replies."""
@@ -446,6 +473,8 @@ class Host:
         """Whether the program is on the alternate screen, from all it printed: an attach
         replays only the last of it, and must enter that screen itself (a trial)."""
         self.printed_tail = b""
+        self.cursor = (0, 0)
+        """Where the cursor is, roughly (:func:`cursor_after`), to answer where it is."""
         self.terminal = Terminal(tty)
         self.sel = selectors.DefaultSelector()
         self.clients: dict[int, Client] = {}
@@ -662,6 +691,7 @@ class Host:
         seen = self.printed_tail + data  # (a sequence split between two reads)
         for switch in ALTERNATE_SCREEN.finditer(seen):
             self.alternate = switch[1] == b"h"
+        self.answer_questions(seen, len(self.printed_tail))
         self.printed_tail = seen[-8:] if b"\x1b" in seen[-8:] else b""
         view = memoryview(data)
         while view:
@@ -672,6 +702,24 @@ class Host:
             except OSError:  # a full disk: the output is lost, the session goes on
                 break
         return True
+
+    def answer_questions(self, seen: bytes, old: int) -> None:
+        """Answer each question for the cursor's place in what was printed (``seen``, of
+        which the first ``old`` bytes were seen before), as a terminal does, unless a
+        person is attached (theirs answers). Typed after what is queued, counted as typed."""
+        size, start = get_size(self.master), 0
+        for question in CURSOR_QUESTION.finditer(seen):
+            if question.end() <= old:
+                continue
+            self.cursor = cursor_after(self.cursor, seen[max(start, old) : question.start()], size)
+            start = question.end()
+            if not self.attached and len(self.pending) < ANSWERED_AT_MOST:
+                answer = b"\x1b[%d;%dR" % (self.cursor[0] + 1, self.cursor[1] + 1)
+                self.pending += answer
+                self.queued += len(answer)
+        self.cursor = cursor_after(self.cursor, seen[max(start, old) :], size)
+        if start:
+            self.write_input()
 
     def write_input(self) -> None:
         while self.pending:
