@@ -111,14 +111,21 @@ def caller_environment() -> dict[str, str]:
         return env
     try:
         with open("/proc/self/environ", "rb") as fh:
-            started = fh.read().split(b"\0")
+            started: dict[bytes, bytes] = {}
+            for line in fh.read().split(b"\0"):
+                name, _, value = line.partition(b"=")
+                started.setdefault(name, value)  # (the first, as the C library reads)
     except OSError:
         return env
-    given = [line for line in started if line.startswith(b"LC_CTYPE=")]
-    if not given:
-        del env["LC_CTYPE"]
+    ctype = started.get(b"LC_CTYPE") or started.get(b"LANG") or b"C"
+    if started.get(b"LC_ALL") or ctype not in (b"C", b"POSIX"):
+        return env  # (no coercion: a value set since, kept)
+    if started.get(b"PYTHONCOERCECLOCALE") == b"0":
+        return env
+    if b"LC_CTYPE" in started:
+        env["LC_CTYPE"] = os.fsdecode(started[b"LC_CTYPE"])
     else:
-        env["LC_CTYPE"] = os.fsdecode(given[-1].partition(b"=")[2])
+        del env["LC_CTYPE"]
     return env
 
 

@@ -674,7 +674,7 @@ class TaskManager:
         if p.interactive and INPUT_QUIET_ENV in p.env:  # the terminal host reads seconds
             quiet = _quiet_seconds(p.env[INPUT_QUIET_ENV])
             p = p.model_copy(update={"env": {**p.env, INPUT_QUIET_ENV: quiet}})
-        if os.path.isabs(p.cwd):
+        if os.path.isabs(p.cwd) and not self._in_sandbox_temp(p):  # (the sandbox's own)
             _refuse_unreachable(p.cwd)  # (not "no longer exists", run elsewhere: a trial)
         if not os.path.isabs(p.cwd) or not (os.path.isdir(p.cwd) or self._in_sandbox_temp(p)):
             if not (p.cwd_fallback and os.path.isabs(p.cwd)):

@@ -802,3 +802,10 @@ def test_commands_get_no_character_type_python_set_for_itself(state_dir: Path) -
         r = subprocess.run([*cli, "run", "--", shown], capture_output=True, text=True,
                            timeout=60, env={**base, **given})  # fmt: skip
         assert (r.returncode, r.stdout) == (0, expected), (given, r)
+    # One set since Python started, where it coerced nothing, is the caller's own.
+    script = ("import os; from wave_bash.api.connection import caller_environment as e; "
+              "os.environ['LC_CTYPE'] = 'C.UTF-8'; print(e().get('LC_CTYPE'))")  # fmt: skip
+    for start in ({"LANG": "C.UTF-8"}, {"LC_ALL": "C"}):
+        kept = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=60, env={"PATH": os.environ["PATH"], **start})  # fmt: skip
+        assert kept.stdout == "C.UTF-8\n", (start, kept)

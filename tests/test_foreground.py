@@ -519,5 +519,7 @@ def test_a_command_gets_the_callers_oldpwd(
     r = Client(state_dir=state_dir).bash("echo $OLDPWD; cd - >/dev/null; pwd")
     assert r.stdout == "/usr\n/usr"
     monkeypatch.delenv("OLDPWD")
-    r = Client(state_dir=state_dir).bash("echo ${OLDPWD-unset}; env | grep -c ^OLDPWD=; cd -")
-    assert (r.exit_code, r.stdout.split("\n")[:2]) == (1, ["unset", "0"]), r
+    r = Client(state_dir=state_dir).bash(
+        "echo ${OLDPWD-unset}; env | grep -c ^OLDPWD=; declare -p OLDPWD; cd -"
+    )  # (exported with no value, as bash -c has it)
+    assert (r.exit_code, r.stdout.split("\n")[:3]) == (1, ["unset", "0", "declare -x OLDPWD"]), r

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -282,6 +283,10 @@ def remove_tree(parent: Path) -> None:
         parent.rmdir()
 
 
+TREE_NAME = re.compile(r"wave-bash-[0-9a-f]{12}")
+"""A supervisor's tree of task cgroups (``supervisor.daemon.tracker_name``)."""
+
+
 def leave_task_cgroups() -> list[str]:
     """Move this process out of a task's cgroup, where a client in a task started it, to
     the cgroup that holds that task's supervisor (each hierarchy used); returns where it
@@ -294,10 +299,9 @@ def leave_task_cgroups() -> list[str]:
         if key not in mounts or key not in own:
             continue
         parts = own[key].strip("/").split("/")
-        tree = next((i for i, part in enumerate(parts) if part.startswith("wave-bash-")), None)
-        if tree is None or tree == len(parts) - 1:
+        if len(parts) < 2 or not TREE_NAME.fullmatch(parts[-2]):  # (not `wave-bash-dev.scope`)
             continue
-        target = mounts[key].joinpath(*parts[:tree])
+        target = mounts[key].joinpath(*parts[:-2])
         with contextlib.suppress(OSError):
             _write(str(target / "cgroup.procs"), "0")
             moved.append(str(target))

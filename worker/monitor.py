@@ -121,12 +121,12 @@ _RUN = (
 
 
 _OLDPWD_BACK = (
-    "if [[ -n $__wave_oh ]]; then OLDPWD=$__wave_od; else \\builtin unset OLDPWD; fi; "
-    "\\builtin unset __wave_cwd __wave_od __wave_oh"
+    "if [[ -n $__wave_oh && -d $__wave_od ]]; then OLDPWD=$__wave_od; else \\builtin unset"
+    " OLDPWD; \\builtin export OLDPWD; fi; \\builtin unset __wave_cwd __wave_od __wave_oh"
 )
 """The caller's ``OLDPWD`` back after the monitor's ``cd`` into the command's directory,
-which set it to ``/`` and exported it (`cd -` went to `/`: a trial); unset where the
-caller had none, as under ``bash -c``."""
+which set it to ``/`` (`cd -` went to `/`: a trial); as under ``bash -c``, exported with
+no value where the caller had none, or one that is no directory."""
 
 
 def _monitor_script(text: str) -> str:

@@ -705,15 +705,21 @@ class Host:
 
     def answer_questions(self, seen: bytes, old: int) -> None:
         """Answer each question for the cursor's place in what was printed (``seen``, of
-        which the first ``old`` bytes were seen before), as a terminal does, unless a
-        person is attached (theirs answers). Typed after what is queued, counted as typed."""
+        which the first ``old`` bytes were seen before), as a terminal does, to a program
+        that reads the answer (its terminal out of line mode: in it, the answer was
+        echoed and read as a line's text), unless a person is attached (theirs answers).
+        Typed after what is queued, counted as typed."""
         size, start = get_size(self.master), 0
+        try:
+            answers = not self.attached and not termios.tcgetattr(self.master)[3] & termios.ICANON
+        except termios.error:
+            answers = False
         for question in CURSOR_QUESTION.finditer(seen):
             if question.end() <= old:
                 continue
             self.cursor = cursor_after(self.cursor, seen[max(start, old) : question.start()], size)
             start = question.end()
-            if not self.attached and len(self.pending) < ANSWERED_AT_MOST:
+            if answers and len(self.pending) < ANSWERED_AT_MOST:
                 answer = b"\x1b[%d;%dR" % (self.cursor[0] + 1, self.cursor[1] + 1)
                 self.pending += answer
                 self.queued += len(answer)
