@@ -422,6 +422,8 @@ prompt_toolkit's programs, fzf's ``--height``; unanswered, it waits (a trial: fo
 "waiting for input" with nothing shown)."""
 _SEQUENCE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -~])")
 _HOME = re.compile(rb"\x1b\[(?:1?;?1?)?[Hf]")
+ANSWER_WINDOW = 1.0
+"""Seconds a question waits for its program to leave line mode and read the answer."""
 ANSWERED_AT_MOST = 4096
 """Input bytes waiting to be typed past which a question is left unanswered (a program
 that asks in a loop and reads nothing)."""
@@ -475,6 +477,8 @@ class Host:
         self.printed_tail = b""
         self.cursor = (0, 0)
         """Where the cursor is, roughly (:func:`cursor_after`), to answer where it is."""
+        self.questions: list[tuple[float, tuple[int, int]]] = []
+        """Questions for the cursor's place not answered yet: when, and the place then."""
         self.terminal = Terminal(tty)
         self.sel = selectors.DefaultSelector()
         self.clients: dict[int, Client] = {}
@@ -521,6 +525,7 @@ class Host:
             # zombies while the look for a prompt waited for a quiet second: a review).
             self.reap()
             self.check_waiting()
+            self.answer_questions()
         self.drain()
         return self.status
 
@@ -691,7 +696,8 @@ class Host:
         seen = self.printed_tail + data  # (a sequence split between two reads)
         for switch in ALTERNATE_SCREEN.finditer(seen):
             self.alternate = switch[1] == b"h"
-        self.answer_questions(seen, len(self.printed_tail))
+        self.note_questions(seen, len(self.printed_tail))
+        self.answer_questions()
         self.printed_tail = seen[-8:] if b"\x1b" in seen[-8:] else b""
         view = memoryview(data)
         while view:
@@ -703,29 +709,44 @@ class Host:
                 break
         return True
 
-    def answer_questions(self, seen: bytes, old: int) -> None:
-        """Answer each question for the cursor's place in what was printed (``seen``, of
-        which the first ``old`` bytes were seen before), as a terminal does, to a program
-        that reads the answer (its terminal out of line mode: in it, the answer was
-        echoed and read as a line's text), unless a person is attached (theirs answers).
-        Typed after what is queued, counted as typed."""
+    def note_questions(self, seen: bytes, old: int) -> None:
+        """Note each question for the cursor's place in what was printed (``seen``, of
+        which the first ``old`` bytes were seen before), with the place then, to answer
+        (:meth:`answer_questions`)."""
         size, start = get_size(self.master), 0
-        try:
-            answers = not self.attached and not termios.tcgetattr(self.master)[3] & termios.ICANON
-        except termios.error:
-            answers = False
         for question in CURSOR_QUESTION.finditer(seen):
             if question.end() <= old:
                 continue
             self.cursor = cursor_after(self.cursor, seen[max(start, old) : question.start()], size)
             start = question.end()
-            if answers and len(self.pending) < ANSWERED_AT_MOST:
-                answer = b"\x1b[%d;%dR" % (self.cursor[0] + 1, self.cursor[1] + 1)
+            self.questions.append((time.monotonic(), self.cursor))
+        self.cursor = cursor_after(self.cursor, seen[max(start, old) :], size)
+
+    def answer_questions(self) -> None:
+        """Answer the questions noted, as a terminal does, once the program reads the
+        answer: its terminal out of line mode (in it, the answer was echoed and read as a
+        line's text), which it may leave just after asking (`read -d R`: a full run), so
+        a question waits for it up to ``ANSWER_WINDOW`` s. Not while a person is attached
+        (theirs answers). Typed after what is queued, counted as typed."""
+        if not self.questions:
+            return
+        try:
+            line_mode = bool(termios.tcgetattr(self.master)[3] & termios.ICANON)
+        except termios.error:
+            line_mode = True
+        if line_mode or self.attached:
+            now = time.monotonic()
+            self.questions = [q for q in self.questions if now - q[0] < ANSWER_WINDOW]
+            if self.attached:
+                self.questions.clear()
+            return
+        for _, (row, col) in self.questions:
+            if len(self.pending) < ANSWERED_AT_MOST:
+                answer = b"\x1b[%d;%dR" % (row + 1, col + 1)
                 self.pending += answer
                 self.queued += len(answer)
-        self.cursor = cursor_after(self.cursor, seen[max(start, old) :], size)
-        if start:
-            self.write_input()
+        self.questions.clear()
+        self.write_input()
 
     def write_input(self) -> None:
         while self.pending:
