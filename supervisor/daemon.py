@@ -295,7 +295,7 @@ def leave_what_a_starter_left() -> list[str]:
     (:data:`RAISED_LIMITS`), ignored signals (``trap '' QUIT`` before a ``cmd &``: no
     command could be stopped by SIGQUIT), and a task's cgroup (a supervisor started from
     a task of another state dir went with that task's stop, and every task it ran).
-    Returns the cgroups it moved to."""
+    Returns what it did about a task's cgroup (:func:`leave_task_cgroups`)."""
     with contextlib.suppress(ImportError):  # (Windows)
         import resource
 
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     close_inherited_descriptors()
-    moved = leave_what_a_starter_left()
+    cgroup_outcomes = leave_what_a_starter_left()
     layout = StateLayout(resolve_state_dir(args.state_dir))
     os.umask(0o077)  # everything the supervisor creates is private (SPEC X1); commands get
     # the caller's umask with their instructions
@@ -423,8 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wave-bash supervisor: {exc}", file=sys.stderr)
         return 2
     setup_logging(layout, settings.log_level)
-    for cgroup in moved:
-        log.warning("started inside a task's cgroup: moved to %s", cgroup)
+    for outcome in cgroup_outcomes:
+        log.warning("started inside a task's cgroup: %s", outcome)
     ready = _detach(layout) if args.detach else Ready(None)
     os.chdir("/")  # never keep a project directory busy
     # (a moment's wait: a client asking whether one runs holds a shared lock that long)

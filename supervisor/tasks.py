@@ -518,8 +518,7 @@ def _refuse_unreachable(cwd: str) -> None:
         InvalidInputError: that is so.
     """
     try:
-        os.stat(cwd)
-        if not os.path.isdir(cwd) or os.access(cwd, os.X_OK):
+        if not stat.S_ISDIR(os.stat(cwd).st_mode) or os.access(cwd, os.X_OK):
             return
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as exc:

@@ -289,11 +289,11 @@ TREE_NAME = re.compile(r"wave-bash-[0-9a-f]{12}")
 
 def leave_task_cgroups() -> list[str]:
     """Move this process out of a task's cgroup, where a client in a task started it, to
-    the cgroup that holds that task's supervisor (each hierarchy used); returns where it
-    went. Task cgroups are ``…/wave-bash-<name>/<task>``, made below their supervisor's
+    the cgroup that holds that task's supervisor (each hierarchy used); returns what it
+    did, to be logged (where it went, or why it stays). Task cgroups are ``…/wave-bash-<name>/<task>``, made below their supervisor's
     own cgroup: a supervisor left in one, and its own tasks below it, went with that
     task's ``cgroup.kill`` (a trial)."""
-    moved: list[str] = []
+    outcomes: list[str] = []
     mounts, own = _mounts(), _own_paths()
     for key in ("", "memory"):
         if key not in mounts or key not in own:
@@ -302,10 +302,12 @@ def leave_task_cgroups() -> list[str]:
         if len(parts) < 2 or not TREE_NAME.fullmatch(parts[-2]):  # (not `wave-bash-dev.scope`)
             continue
         target = mounts[key].joinpath(*parts[:-2])
-        with contextlib.suppress(OSError):
+        try:
             _write(str(target / "cgroup.procs"), "0")
-            moved.append(str(target))
-    return moved
+            outcomes.append(f"moved to {target}")
+        except OSError as exc:  # (EBUSY, EACCES: that task's stop will take it)
+            outcomes.append(f"could not move to {target}: {exc.strerror}")
+    return outcomes
 
 
 def cgroup_parents(name: str) -> list[Path]:

@@ -429,21 +429,21 @@ ANSWERED_AT_MOST = 4096
 that asks in a loop and reads nothing)."""
 
 
-def cursor_after(cursor: tuple[int, int], data: bytes, size: tuple[int, int]) -> tuple[int, int]:
+def cursor_after(cursor: tuple[int, int], data: bytes) -> tuple[int, int]:
     """Where the cursor is after ``data``, roughly, as (row, column) from 0: each newline a
-    row down (to the last), the characters after the last newline or carriage return
-    across (to the last column), a move home at the top; other moves, escape sequences
-    and wide characters are not followed. Enough to answer a program's question where no
-    terminal of a person would (tmux answers from its screen)."""
-    cols, rows = size
+    row down, the characters after the last newline or carriage return across, a move
+    home at the top; other moves, escape sequences and wide characters are not followed.
+    Not held to the terminal's size, which its answer is (the same place: a size that
+    holds both steps holds their sum), as it is when asked. Enough to answer a program's
+    question where no terminal of a person would (tmux answers from its screen)."""
     row, col = cursor
     homes = [home.end() for home in _HOME.finditer(data)]
     if homes:
         row, col, data = 0, 0, data[homes[-1] :]
-    row = min(rows - 1, row + data.count(b"\n"))
+    row += data.count(b"\n")
     cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
     shown = len(_SEQUENCE.sub(b"", data[cut + 1 :]).decode(errors="replace"))
-    return row, min(cols - 1, (col if cut < 0 else 0) + shown)
+    return row, (col if cut < 0 else 0) + shown
 
 
 class Client:
@@ -713,14 +713,14 @@ class Host:
         """Note each question for the cursor's place in what was printed (``seen``, of
         which the first ``old`` bytes were seen before), with the place then, to answer
         (:meth:`answer_questions`)."""
-        size, start = get_size(self.master), 0
+        start = 0
         for question in CURSOR_QUESTION.finditer(seen):
             if question.end() <= old:
                 continue
-            self.cursor = cursor_after(self.cursor, seen[max(start, old) : question.start()], size)
+            self.cursor = cursor_after(self.cursor, seen[max(start, old) : question.start()])
             start = question.end()
             self.questions.append((time.monotonic(), self.cursor))
-        self.cursor = cursor_after(self.cursor, seen[max(start, old) :], size)
+        self.cursor = cursor_after(self.cursor, seen[max(start, old) :])
 
     def answer_questions(self) -> None:
         """Answer the questions noted, as a terminal does, once the program reads the
@@ -740,9 +740,10 @@ class Host:
             if self.attached:
                 self.questions.clear()
             return
+        cols, rows = get_size(self.master)
         for _, (row, col) in self.questions:
             if len(self.pending) < ANSWERED_AT_MOST:
-                answer = b"\x1b[%d;%dR" % (row + 1, col + 1)
+                answer = b"\x1b[%d;%dR" % (min(row, rows - 1) + 1, min(col, cols - 1) + 1)
                 self.pending += answer
                 self.queued += len(answer)
         self.questions.clear()
