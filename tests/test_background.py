@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -17,6 +18,7 @@ from conftest import REPO, BashInThread, ask_supervisor, start_bg, task_alive, w
 
 from wave_bash.api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
 from wave_bash.api.errors import InvalidInputError
+from wave_bash.worker.monitor import JOB_WAIT
 
 
 def test_explicit_background_returns_at_once_with_live_log(client: Client) -> None:
@@ -504,3 +506,54 @@ def test_a_stop_ends_a_paused_command_with_its_sigterm(
     record = client.task_stop(task_id)
     assert (record.status, record.exit_code) == ("killed", 143)
     assert "resumed" not in client.task_output(task_id).output
+
+
+@pytest.mark.parametrize(
+    ("job", "signals", "expected"),
+    [
+        ("kill -STOP $BASHPID; exit 7", [signal.SIGCONT], 7),
+        ("kill -STOP $BASHPID; exit 7", [signal.SIGTERM, signal.SIGCONT], 143),
+        ("exit 147", [], 147),  # a status over 128 that is no stop: nothing to wait for
+    ],
+)
+def test_a_job_stopped_before_the_monitor_turned_job_control_off_is_waited_for(
+    job: str, signals: list[signal.Signals], expected: int
+) -> None:
+    """The monitor forks its job with job control on: a job that stopped before it was
+    turned off is seen stopped, and `wait` returns at once (147). Under load the job's
+    first `kill -STOP $BASHPID` wins that race (a full run of the tests): the task was
+    recorded killed at once and its job, orphaned by the monitor's exit, got SIGHUP. The
+    race is made certain here: the monitor's wait must last until the job ends."""
+    script = (  # (fd 5: the monitor's record pipe, which it sleeps on)
+        f"set -m; ( {job} ) & while [[ -e /proc/$! && $(< /proc/$!/stat) != *') '[TZ]' '* ]];"
+        f" do :; done; set +m; echo $!; {JOB_WAIT}; echo $__wave_status"
+    )
+    read_end, write_end = os.pipe()
+    harness = subprocess.Popen(
+        ["bash", "-c", f"exec 5>&{write_end} {write_end}>&-; {script}"],
+        stdout=subprocess.PIPE, text=True, pass_fds=(write_end,),
+    )  # fmt: skip
+    os.close(write_end)
+    try:
+        assert harness.stdout is not None
+        pid = int(harness.stdout.readline())
+
+        pipe = os.readlink(f"/proc/self/fd/{read_end}")  # ("pipe:[inode]", its fd 5's)
+
+        def napping() -> bool:  # sleeping on its record pipe (the old code had ended)
+            with contextlib.suppress(OSError):
+                fds = os.listdir(f"/proc/{harness.pid}/fd")
+                return any(os.readlink(f"/proc/{harness.pid}/fd/{fd}") == pipe for fd in fds
+                           if fd != "5")  # fmt: skip
+            return False
+
+        if signals:
+            wait_until(lambda: harness.poll() is not None or napping())
+        for sig in signals:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        assert int(harness.stdout.read()) == expected
+    finally:
+        harness.kill()
+        harness.wait()
+        os.close(read_end)

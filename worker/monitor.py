@@ -85,10 +85,23 @@ _FORWARD = "; ".join(
     if hasattr(signal, f"SIG{name}")
 )
 _FORWARDED_HERE = [name for name in FORWARDED_SIGNALS if hasattr(signal, f"SIG{name}")]
-_WAIT = (
-    'while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]]; do ((1)); '
-    "done; ((__wave_status >= 0)) || \\builtin kill -KILL $$"
+JOB_WAIT = (
+    'while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]] || '
+    "{ ((__wave_status > 128 && BASH_VERSINFO[0] >= 4)) && \\builtin kill -0 %% 2>/dev/null && "
+    "{ IFS= TMOUT= \\builtin read -r -t 0.2 __wave_c </dev/fd/5; (($? > 128)); } 2>/dev/null; }; "
+    "do ((1)); done; ((__wave_status >= 0)) || \\builtin kill -KILL $$"
 )
+"""How a monitor waits for its job's end. Job control is on while the job is forked (for
+its process group), and a job that stops at once, before the monitor turns it off
+(`kill -STOP $BASHPID` first thing, under load), is seen to stop: `wait` returns at once
+for it, as for any stopped job (147), and the monitor recorded its task as killed and
+exited, which orphaned the job's process group, so the kernel sent the paused command
+SIGHUP (a full run of the tests). A status over 128 of a job still in the monitor's job
+table (an ended one is gone from it once waited for) is such a stop: bash goes on
+answering `wait` for it at once until the job ends (which it still sees), so the monitor
+waits again every 0.2 s, sleeping on its record pipe (fd 5, which nothing writes to) in
+between. (`wait -f` spins at full CPU while the job stays stopped; `wait -n` returns at
+once.) A bash 3, or no pipe to read, leaves the old end: the task recorded killed."""
 STOPPING_SIGNAL = "URG"
 """What a stop sends a joined monitor before it signals the job (``worker.spawn.tell_stopping``):
 a job killed before it took any of its instructions then has them run by no replacement
@@ -135,7 +148,7 @@ def _monitor_script(text: str) -> str:
         ("@UNSTARTED@", _UNSTARTED),
         ("@ZSH_RUNNER@", _ZSH_RUNNER),
         ("@FORWARD@", _FORWARD),
-        ("@WAIT@", _WAIT),
+        ("@WAIT@", JOB_WAIT),
         ("@UNTRAP@", _UNTRAP),
         ("@RESTORE_EXEC@", _RESTORE_EXEC),
         ("@STOPPING@", STOPPING_SIGNAL),
