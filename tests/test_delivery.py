@@ -44,6 +44,7 @@ from wave_bash.api import (
     mcp_server,
     texts,
 )
+from wave_bash.api import client as client_module
 from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.mcp_server import Acknowledger, HostStdout, WaveMcp
 
@@ -263,9 +264,13 @@ def test_kill_loop_loses_no_call_and_runs_none_twice(state_dir: Path, tmp_path: 
     assert sorted(int(x) for x in marker.read_text().split()) == list(range(30))
 
 
-def test_a_call_that_gives_up_names_its_task(state_dir: Path) -> None:
+def test_a_call_that_gives_up_names_its_task(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A foreground call whose supervisor cannot come back keeps trying until its own
-    timeout, then says the command may still be running and names its task."""
+    timeout (at least FOREGROUND_PATIENCE: 10 s, 3 s here), then says the command may
+    still be running and names its task."""
+    monkeypatch.setattr(client_module, "FOREGROUND_PATIENCE", 3.0)
     client = Client(state_dir=state_dir)
     started: list[str] = []
     box: list[BaseException] = []

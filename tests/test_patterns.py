@@ -101,7 +101,7 @@ def test_costly_scans_do_not_delay_task_stop(client: Client, state_dir: Path) ->
     scans = [
         threading.Thread(
             target=lambda: Client(state_dir=state_dir, session="scan").task_output(
-                big, pattern=r"[\p{L}\p{N}]{300}q", timeout=15_000, offset=0
+                big, pattern=r"[\p{L}\p{N}]{300}q", timeout=8_000, offset=0
             )
         )
         for _ in range(6)

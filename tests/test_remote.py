@@ -38,7 +38,14 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import Client, InvalidInputError, SupervisorUnavailableError, calls, wire
+from wave_bash.api import (
+    Client,
+    InvalidInputError,
+    SupervisorUnavailableError,
+    calls,
+    connection,
+    wire,
+)
 from wave_bash.api.paths import StateLayout
 from wave_bash.api.transport import CONTROL_DIR_ROOM, Remote, control_path
 
@@ -567,12 +574,15 @@ def test_a_stopped_shared_connection_is_left_for_a_new_one(sshd: dict[str, objec
         master.resume()
 
 
-def test_a_call_whose_shared_connection_freezes_is_sent_again(sshd: dict[str, object]) -> None:
+def test_a_call_whose_shared_connection_freezes_is_sent_again(
+    sshd: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Its master stopped during a call: ssh, killed past the answer's deadline, could not
     be reaped (the master held the pipe it handed over), and the call hung for good (a
-    trial: 10 minutes). The waiting call checks the master every 10 s: a silent one is
-    killed (continued, it would take the new one's socket with it), and the call is sent
-    again over a new connection."""
+    trial: 10 minutes). The waiting call checks the master every 10 s (2 s here): a
+    silent one is killed (continued, it would take the new one's socket with it), and
+    the call is sent again over a new connection."""
+    monkeypatch.setattr(connection, "MASTER_CHECK_SECONDS", 2.0)
     client = remote_client(sshd)
     assert client.bash("echo one").stdout == "one"
     port = int(str(sshd["url"]).rsplit(":", 1)[1])
@@ -584,7 +594,7 @@ def test_a_call_whose_shared_connection_freezes_is_sent_again(sshd: dict[str, ob
         began = time.monotonic()
         r = call.result(timeout=60)
         assert (r.stdout, r.exit_code) == ("two", 0), r
-        assert time.monotonic() - began < 25  # (a check every 10 s: 3 s to answer)
+        assert time.monotonic() - began < 17  # (a check every 2 s: 3 s to answer)
         wait_until(lambda: not master.is_running() or master.status() == psutil.STATUS_ZOMBIE)
         (new,) = _shared_connections(port)
         assert new.pid != master.pid and client.bash("echo three").stdout == "three"
@@ -686,11 +696,13 @@ def test_a_remote_that_never_answers_is_given_up_after_a_check(
     then gives up at the end of its patience, saying so, and where the log is."""
     monkeypatch.setattr(wire, "SILENCE_CHECK_SECONDS", 0.5)
     monkeypatch.setattr(calls, "STATUS_LIMIT", 1.0)
+    patience = 6.0  # (RECONNECT_PATIENCE, 30 s, took the suite's longest half minute)
+    monkeypatch.setitem(Client._call.__kwdefaults__, "patience", patience)
     client = remote_client(sshd, remote_command="cat >/dev/null #")  # (ends with its ssh)
     began = time.monotonic()
     with pytest.raises(SupervisorUnavailableError) as err:
         client.tasks()
-    assert time.monotonic() - began < calls.RECONNECT_PATIENCE + 20
+    assert time.monotonic() - began < patience + 20
     said = str(err.value)
     assert "no answer to a check" in said and "or its link, down" in said, said
     assert "signal" not in said and "stopped" not in said.split("(", 1)[0], said

@@ -852,10 +852,10 @@ def test_a_command_signalling_its_own_shell_ends_as_under_bash_c(
     client = Client(state_dir=state_dir, env=dict(os.environ), cwd=workdir)
     for command in (
         "echo a; kill $$; sleep 2; echo b",
-        "echo a; kill -QUIT $$; sleep 2; echo b",  # bash ignores it
+        "echo a; kill -QUIT $$; sleep 0.1; echo b",  # bash ignores it (and sleeps)
         "trap 'echo int; exit 6' INT; kill -INT $$; sleep 2; echo b",  # to the group
         "trap 'echo trapped; exit 5' TERM; kill $$; sleep 2; echo b",
-        "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 2; echo after",
+        "trap 'echo got USR1' USR1; kill -USR1 $$; sleep 0.1; echo after",
         "echo a; kill -ABRT $$; sleep 2; echo b",  # (the monitor died of it: a trial)
         "echo a; kill -XCPU $$; sleep 2; echo b",
         "trap 'echo sys; exit 4' SYS; kill -SYS $$; sleep 2; echo b",

@@ -348,33 +348,49 @@ def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
     assert f"^C: stopped task {task.id}" in pane(tmux)
 
 
-def test_keys_typed_while_it_runs_are_not_lost(tmux: list[str], state_dir: Path) -> None:
+def test_keys_typed_while_it_runs_are_not_lost(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
     """The key watcher read what a person typed while a command ran and dropped it (a
     review): typed ahead for the shell, it goes back to the terminal's input as the run
-    ends; under `run -i` it goes to the command's own terminal."""
+    ends; under `run -i` it goes to the command's own terminal. (Each command waits for
+    a file the test makes once the keys are typed: sleeps made this the suite's slowest.)"""
     cli = cli_line(state_dir)
     send = [*tmux, "send-keys", "-t", "t"]
     watcher = Client(state_dir=state_dir, session="watcher")
+    gates = iter(tmp_path / f"go{n}" for n in range(9))
+
+    def gated() -> tuple[Path, str]:  # a file to make, and a line that waits for it
+        gate = next(gates)
+        return gate, f"until [ -e {gate} ]; do sleep 0.05; done"
 
     def running() -> bool:  # (a silent command shows no live view to wait for)
         return any(task.status == "running" for task in watcher.tasks(all=True))
 
-    subprocess.run([*send, f"{cli} run -- 'sleep 4'", "Enter"], check=True)
+    gate, wait = gated()
+    subprocess.run([*send, f"{cli} run -- '{wait}'", "Enter"], check=True)
     wait_until(running, timeout=15)
     subprocess.run([*send, "echo ahead-$((6 * 7))", "Enter"], check=True)
+    gate.touch()
     wait_until(lambda: "\nahead-42" in pane(tmux), timeout=15)  # the shell ran it after
     # Typed before the CLI started (it flushed the terminal's input as it took it: a trial).
     subprocess.run([*send, "clear", "Enter"], check=True)
     wait_until(lambda: "ahead-42" not in pane(tmux), timeout=15)
-    subprocess.run([*send, f"sleep 2; {cli} run -- 'sleep 2'", "Enter"], check=True)
+    (before, wait_before), (gate, wait) = gated(), gated()
+    subprocess.run([*send, f"{wait_before}; {cli} run -- '{wait}'", "Enter"], check=True)
     subprocess.run([*send, "echo early-$((6 * 7))", "Enter"], check=True)
+    before.touch()
+    wait_until(running, timeout=15)
+    gate.touch()
     wait_until(lambda: "\nearly-42" in pane(tmux), timeout=20)
     subprocess.run([*send, "clear", "Enter"], check=True)
     wait_until(lambda: "ahead-42" not in pane(tmux), timeout=15)
-    line = f"{cli} run -i -- 'sleep 4; read -r n; echo \"hi $n\"'; echo rc=$?"
+    gate, wait = gated()
+    line = f"{cli} run -i -- '{wait}; read -r n; echo \"hi $n\"'; echo rc=$?"
     subprocess.run([*send, line, "Enter"], check=True)
     wait_until(running, timeout=15)
     subprocess.run([*send, "bob", "Enter"], check=True)
+    gate.touch()
     wait_until(lambda: "\nrc=" in pane(tmux), timeout=15)
     screen = pane(tmux)
     assert "\nhi bob" in screen and "\nrc=0" in screen, screen
@@ -382,10 +398,12 @@ def test_keys_typed_while_it_runs_are_not_lost(tmux: list[str], state_dir: Path)
     # A password typed ahead is typed once the command asks for it, with its echo off:
     # sent at once, the terminal echoed it into the task's log (a review).
     subprocess.run([*send, "clear", "Enter"], check=True)
-    line = f"{cli} run -i -- 'sleep 4; read -rs -p pw: p; echo; echo got ${{#p}}'; echo rc=$?"
+    gate, wait = gated()
+    line = f"{cli} run -i -- '{wait}; read -rs -p pw: p; echo; echo got ${{#p}}'; echo rc=$?"
     subprocess.run([*send, line, "Enter"], check=True)
     wait_until(running, timeout=15)
     subprocess.run([*send, "hunter2", "Enter"], check=True)
+    gate.touch()
     wait_until(lambda: "\nrc=" in pane(tmux), timeout=15)
     assert "got 7" in pane(tmux) and "hunter2" not in pane(tmux).split("\n", 1)[1]
     (last,) = [t for t in watcher.tasks(all=True) if "read -rs" in t.command]
