@@ -60,6 +60,7 @@ from wave_bash.worker import (
     process_tag,
     read_exit_record,
     reap_monitor,
+    refuse_impostors,
     removed_cwd,
     resolve_monitor_bash,
     resolve_shell,
@@ -310,7 +311,9 @@ def read_exit_file(path: Path) -> int | None:
 def _shells(wave_shell: str, shell: str, path: str) -> tuple[Shell, str | None]:
     env = {"WAVE_SHELL": wave_shell, "SHELL": shell, "PATH": path}
     resolved = resolve_shell(env)
-    return resolved, resolve_monitor_bash(resolved, env)
+    monitor_bash = resolve_monitor_bash(resolved, env)
+    refuse_impostors(resolved, monitor_bash)
+    return resolved, monitor_bash
 
 
 def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:

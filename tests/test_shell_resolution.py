@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from wave_bash.api import Client
 from wave_bash.worker import NoShellError, Shell, resolve_monitor_bash, resolve_shell, shell_kind
 
 
@@ -119,3 +120,29 @@ def test_relative_path_entries_are_not_searched(
     env = {"PATH": f"node_modules/.bin:.:{os.path.dirname(real)}"}
     assert resolve_shell(env).path == real
     assert resolve_monitor_bash(Shell("/usr/bin/zsh", "zsh"), env) == real
+
+
+@pytest.mark.parametrize("kind", ["bash", "zsh"])
+def test_a_shell_that_is_no_bash_or_zsh_is_refused_and_runs_nothing(
+    state_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """A script named `bash` first on PATH ran as the monitor: it printed its own words
+    and the task "completed" with exit 0, its command never run (a trial); the next call
+    failed with "[Errno 32] Broken pipe". A shell that does not say its version is
+    refused, naming it, and nothing is recorded; real shells run on as before."""
+    fake = tmp_path / "bin" / kind
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho i am no {kind}; exit 0\n")
+    fake.chmod(0o755)
+    real_bash = shutil.which("bash")
+    assert real_bash is not None
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.path.dirname(real_bash)}:/usr/bin:/bin",
+           "SHELL": str(fake)}  # fmt: skip
+    impostor = Client(state_dir=state_dir, env=env, cwd=tmp_path)
+    for _ in range(2):  # (the second found a broken standby)
+        r = impostor.bash("echo ran > ran.txt")
+        assert (r.success, r.exit_code) == (False, None), r
+        assert f"{fake} is named {kind} but is no working {kind}" in (r.error or ""), r
+    assert not (tmp_path / "ran.txt").exists()
+    assert impostor.tasks(all=True) == []
+    assert Client(state_dir=state_dir).bash("echo fine").stdout == "fine"

@@ -36,7 +36,7 @@ from .output import (
 )
 from .pymonitor import exit_status
 from .sandbox import Sandbox, SandboxError, bwrap_argv
-from .shell import Shell, resolve_monitor_bash, resolve_shell, shell_kind
+from .shell import Shell, refuse_impostors, resolve_monitor_bash, resolve_shell, shell_kind
 from .spawn import (
     NON_INTERACTIVE_DEFAULTS,
     ExitRecord,
@@ -104,6 +104,7 @@ __all__ = [
     "read_exit_record",
     "read_piece",
     "reap_monitor",
+    "refuse_impostors",
     "removed_cwd",
     "resolve_monitor_bash",
     "resolve_shell",

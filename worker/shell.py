@@ -5,8 +5,10 @@ Lookups are parameters so the order is testable with any fake file system.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -113,3 +115,42 @@ def resolve_monitor_bash(
     if shell.kind == "bash":
         return shell.path
     return which("bash", env.get("PATH")) or ("/bin/bash" if is_executable("/bin/bash") else None)
+
+
+_VERSION_PROBES = {
+    "bash": 'echo "${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"',
+    "zsh": 'echo "${ZSH_VERSION//./ }"',
+}
+
+
+@functools.cache
+def reported_version(path: str, kind: str) -> tuple[int, int]:
+    """The major and minor version the ``kind`` shell at ``path`` says it is, asked once
+    per binary ((0, 0): it says none, so it is no working bash or zsh)."""
+    try:
+        out = subprocess.run(
+            [path, "-c", _VERSION_PROBES[kind]],
+            env={}, capture_output=True, text=True, timeout=10, check=False,
+        ).stdout.split()  # fmt: skip
+        return int(out[0]), int(out[1])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return 0, 0
+
+
+def refuse_impostors(shell: Shell, monitor_bash: str | None) -> None:
+    """Refuse a command's shell or monitor bash that does not say its version: a script
+    named ``bash`` first on PATH ran instead of the monitor, printed its own words, and
+    its task "completed" with exit 0 though the command never ran (a trial); the next
+    start broke on its closed pipe ("[Errno 32] Broken pipe").
+
+    Raises:
+        NoShellError: naming the impostor.
+    """
+    for path, kind in ((shell.path, shell.kind), (monitor_bash, "bash")):
+        if path is not None and reported_version(path, kind) == (0, 0):
+            raise NoShellError(
+                f"{path} is named {kind} but is no working {kind}: asked its version "
+                f"(`{kind} -c`), it gave none, so it would not run the command (wave-bash "
+                f"runs commands with bash or zsh only): put a real {kind} first on PATH, "
+                "or set WAVE_SHELL to one."
+            )

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import BadEnvironmentError
 from .files import SHORT_OF_DESCRIPTORS, NotRegularFileError, TaskFiles, open_regular
 from .monitor import STOPPING_SIGNAL, monitor_argv, monitor_instructions
-from .shell import Shell
+from .shell import Shell, reported_version
 from .spawner import LOW_FDS, MAX_FDS, Spawner, SpawnerError, exec_failure, usable
 
 if sys.platform != "win32":
@@ -412,19 +412,6 @@ MONITOR_PROCESS_LIMIT = 256
 """The soft process limit a bash monitor may start under (its first line restores the real one)."""
 
 
-@functools.cache
-def _bash_version(bash: str) -> tuple[int, int]:
-    """``BASH_VERSINFO``'s first two numbers, asked once per binary ((0, 0): unknown)."""
-    try:
-        out = subprocess.run(
-            [bash, "-c", 'echo "${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"'],
-            env={}, capture_output=True, text=True, timeout=10, check=False,
-        ).stdout.split()  # fmt: skip
-        return int(out[0]), int(out[1])
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
-        return 0, 0
-
-
 def _may_lower(bash: str, env: Mapping[str, str]) -> bool:
     """Whether a monitor may start under the low process limit: bash 4.4 or newer (which
     sizes the table by it, and takes ``CHILD_MAX`` back), and nothing of the caller's
@@ -434,7 +421,7 @@ def _may_lower(bash: str, env: Mapping[str, str]) -> bool:
         not env.get("BASH_ENV")
         and "CHILD_MAX" not in env
         and "xtrace" not in env.get("SHELLOPTS", "").split(":")
-        and _bash_version(bash) >= (4, 4)
+        and reported_version(bash, "bash") >= (4, 4)
     )
 
 
