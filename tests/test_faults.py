@@ -474,18 +474,19 @@ def test_status_of_a_frozen_supervisor_says_it_does_not_answer(
     "unknown")."""
     pid = client.status().pid or 0
     os.kill(pid, signal.SIGSTOP)
-    hurried = (  # the CLI with its limits cut to a tenth (they took 20 s of the suite)
-        "import sys; from wave_bash.api import calls, wire; calls.STATUS_LIMIT = 1.0; "
-        "wire.SILENCE_CHECK_SECONDS = 1.0; from wave_bash.api.cli import main; "
-        "sys.exit(main(sys.argv[1:]))"
+    hurried = (  # the CLI with its limits cut (they took 20 s of the suite); equal, as they are
+        "import sys, time; from wave_bash.api import calls, wire; calls.STATUS_LIMIT = 2.0; "
+        "wire.SILENCE_CHECK_SECONDS = 2.0; from wave_bash.api.cli import main; "
+        "began = time.monotonic(); code = main(sys.argv[1:]); "
+        "print(time.monotonic() - began, file=sys.stderr); sys.exit(code)"
     )
     try:
-        began = time.monotonic()
         r = subprocess.run(
             [sys.executable, "-c", hurried, "supervisor", "status"], capture_output=True,
             text=True, timeout=60, env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
         )  # fmt: skip
-        assert (r.returncode, time.monotonic() - began < 10) == (4, True), r
+        # Within its own limit: a silence check as well took both (20 s, CONTRACT says 10).
+        assert (r.returncode, float(r.stderr.split()[-1]) < 3.5) == (4, True), r
         assert "does not answer" in r.stdout and "stopped or frozen" in r.stdout
     finally:
         os.kill(pid, signal.SIGCONT)
