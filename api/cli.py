@@ -1105,13 +1105,16 @@ def _add_run(sub: Any) -> None:
 
 def _add_schema(sub: Any) -> None:
     schema = sub.add_parser("schema", help="print the tool definitions")
-    schema.add_argument("--format", choices=["anthropic", "openai", "mcp"], default="anthropic")
+    schema.add_argument(
+        "--format", choices=["anthropic", "openai", "mcp"], default="anthropic",
+        help="whose tool format (default: anthropic)",
+    )  # fmt: skip
     schema.set_defaults(func=cmd_schema, needs_client=False)
 
 
 def _add_tasks(sub: Any) -> None:
     tasks = _verb(sub, "tasks", cmd_tasks, "list tasks of this session (--all: every session)")
-    tasks.add_argument("--all", action="store_true")
+    tasks.add_argument("--all", action="store_true", help="every session's tasks")
     tasks.add_argument("--running", action="store_true", help="only those still running")
 
 
@@ -1173,7 +1176,10 @@ def _add_mcp(sub: Any) -> None:
         "mcp", help="serve the Bash, TaskOutput, TaskStop and TaskInput tools over MCP stdio"
     )
     mcp.add_argument(
-        "--session", dest="mcp_session", help="agent session (default: WAVE_SESSION or new)"
+        "--session",
+        dest="mcp_session",
+        metavar="NAME",
+        help="agent session (default: WAVE_SESSION or new)",
     )
     mcp.add_argument(
         "--follow-cd", action="store_true", help="start each command where the last ended"
@@ -1216,7 +1222,7 @@ def _add_notifications(sub: Any) -> None:
 def _add_supervisor(sub: Any) -> None:
     sup = sub.add_parser("supervisor", help="start, stop or inspect the supervisor")
     sup.add_argument("action", choices=["start", "stop", "status"])
-    sup.add_argument("--json", action="store_true")
+    sup.add_argument("--json", action="store_true", help="print JSON")
     sup.set_defaults(func=cmd_supervisor)
 
 
