@@ -14,7 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, BashInThread, ask_supervisor, start_bg, task_alive, wait_until
+from conftest import (
+    REPO,
+    BashInThread,
+    ask_supervisor,
+    start_bg,
+    task_alive,
+    wait_until,
+)
 
 from wave_bash.api import Client, Progress, TaskNotFoundError, TaskNotRunningError, texts
 from wave_bash.api.errors import InvalidInputError
@@ -538,17 +545,8 @@ def test_a_job_stopped_before_the_monitor_turned_job_control_off_is_waited_for(
         assert harness.stdout is not None
         pid = int(harness.stdout.readline())
 
-        pipe = os.readlink(f"/proc/self/fd/{read_end}")  # ("pipe:[inode]", its fd 5's)
-
-        def napping() -> bool:  # sleeping on its record pipe (the old code had ended)
-            with contextlib.suppress(OSError):
-                fds = os.listdir(f"/proc/{harness.pid}/fd")
-                return any(os.readlink(f"/proc/{harness.pid}/fd/{fd}") == pipe for fd in fds
-                           if fd != "5")  # fmt: skip
-            return False
-
-        if signals:
-            wait_until(lambda: harness.poll() is not None or napping())
+        if signals:  # (sleeping on its record pipe; the old code had ended)
+            wait_until(lambda: harness.poll() is not None or napping(harness.pid, read_end))
         for sig in signals:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
@@ -557,3 +555,15 @@ def test_a_job_stopped_before_the_monitor_turned_job_control_off_is_waited_for(
         harness.kill()
         harness.wait()
         os.close(read_end)
+
+
+def napping(pid: int, read_end: int) -> bool:
+    """Whether bash ``pid`` sleeps on its record pipe (fd 5, the pipe of ``read_end``)."""
+    pipe = os.readlink(f"/proc/self/fd/{read_end}")
+    with contextlib.suppress(OSError):
+        return any(
+            os.readlink(f"/proc/{pid}/fd/{fd}") == pipe
+            for fd in os.listdir(f"/proc/{pid}/fd")
+            if fd != "5"
+        )
+    return False

@@ -87,7 +87,8 @@ _FORWARD = "; ".join(
 _FORWARDED_HERE = [name for name in FORWARDED_SIGNALS if hasattr(signal, f"SIG{name}")]
 JOB_WAIT = (
     'while __wave_sig=; \\builtin wait "$!"; __wave_status=$?; [[ -n $__wave_sig ]] || '
-    "{ ((__wave_status > 128 && BASH_VERSINFO[0] >= 4)) && \\builtin kill -0 %% 2>/dev/null && "
+    "{ ((__wave_status > 128 && BASH_VERSINFO[0] >= 4)) && { \\builtin kill -0 %% 2>/dev/null "
+    '|| { \\builtin wait "$!"; __wave_status=$?; ((0)); }; } && '
     "{ IFS= TMOUT= \\builtin read -r -t 0.2 __wave_c </dev/fd/5; (($? > 128)); } 2>/dev/null; }; "
     "do ((1)); done; ((__wave_status >= 0)) || \\builtin kill -KILL $$"
 )
@@ -100,7 +101,9 @@ SIGHUP (a full run of the tests). A status over 128 of a job still in the monito
 table (an ended one is gone from it once waited for) is such a stop: bash goes on
 answering `wait` for it at once until the job ends (which it still sees), so the monitor
 waits again every 0.2 s, sleeping on its record pipe (fd 5, which nothing writes to) in
-between. (`wait -f` spins at full CPU while the job stays stopped; `wait -n` returns at
+between. Where none is left, it asks `wait` once more: a job that ended between the two
+has its own status there (it was recorded 147: a review); one waited for already
+answers what it did. (`wait -f` spins at full CPU while the job stays stopped; `wait -n` returns at
 once.) A bash 3, or no pipe to read, leaves the old end: the task recorded killed."""
 STOPPING_SIGNAL = "URG"
 """What a stop sends a joined monitor before it signals the job (``worker.spawn.tell_stopping``):
