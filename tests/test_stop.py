@@ -160,6 +160,26 @@ def test_what_a_command_starts_as_it_is_stopped_is_stopped_too(
             proc.kill()
 
 
+def test_what_the_jobs_group_forks_after_its_shell_died_is_stopped_too(
+    state_dir: Path, tracking: str
+) -> None:
+    """The job's shell dies of the SIGTERM (so its monitor ends) while a process of its
+    group that traps it forks children with no tag during the grace period: the stop
+    looked the job's group up no more once the monitor was gone, and ten such children
+    ran on (a trial, with the fallback). The group found first is looked up again."""
+    n, m = marker(), marker()
+    client = Client(state_dir=state_dir)
+    loop = f'trap "t=1" TERM; while :; do [ -n "$t" ] && env -i sleep {n} & sleep 0.1; done'
+    tid = start_bg(client, f"bash -c '{loop}' & sleep {m}")
+    wait_until(lambda: running(f"sleep {m}"))
+    try:
+        assert client.task_stop(tid).status == "killed"
+        assert not running(n)
+    finally:
+        for proc in running(n):
+            proc.kill()
+
+
 def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: str) -> None:
     n = marker()
     client = Client(state_dir=state_dir)

@@ -275,25 +275,75 @@ def stop_trees(
     protected = {os.getpid(), *protected}
     tasks, roots = list(tasks), list(roots)
     first = trees = _living(snapshot(tasks, protected, roots, root_runs))
+    groups = {t.task_id: JobGroup.of(t.job_pgid) for t in first if t.job_pgid and use_groups}
+
+    def again() -> list[TaskTree]:
+        """The processes now: the job's group as it was first found too, when its
+        monitor no longer vouches for it (a job that died of the SIGTERM ends its
+        monitor: what its group forked after the first snapshot, without the tag, ran
+        on; a trial)."""
+        trees = snapshot(tasks, protected, roots, root_runs)
+        for tree in trees:
+            group = groups.get(tree.task_id)
+            if tree.job_pgid is None and group is not None and group.still_the_jobs():
+                tree.job_pgid = group.pgid
+                tree.pids |= group.members() - protected
+        return _living(trees)
+
     for tree in trees:
         _signal(tree, False, use_groups)
     deadline = clock() + grace
     while clock() < deadline:
         if not any(_alive(t.pids) for t in trees):
-            trees = _living(snapshot(tasks, protected, roots, root_runs))
+            trees = again()
             if not trees:
                 return first
             for tree in trees:  # forked after the first snapshot
                 _signal(tree, False, use_groups)
         sleep(0.02)
     for _ in range(5):
-        trees = _living(snapshot(tasks, protected, roots, root_runs))
+        trees = again()
         if not trees:
             break
         for tree in trees:
             _signal(tree, True, use_groups)
         sleep(0.02)
     return first
+
+
+@dataclass(frozen=True)
+class JobGroup:
+    """A job's process group as a stop first found it: its number stays the job's while
+    any member lives (the kernel reuses no id a group holds); only a process started
+    since with the leader's pid (the number reused once the group was empty) is not."""
+
+    pgid: int
+    leader_started: float | None
+
+    @classmethod
+    def of(cls, pgid: int) -> JobGroup:
+        return cls(pgid, _started(pgid))
+
+    def still_the_jobs(self) -> bool:
+        started = _started(self.pgid)
+        return started is None or started == self.leader_started
+
+    def members(self) -> set[int]:
+        """Its live members (a pass over the process table)."""
+        found = set()
+        for pid in psutil.pids():
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) == self.pgid:
+                    found.add(pid)
+        return found
+
+
+def _started(pid: int) -> float | None:
+    """A process's start time (``None``: no such process)."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
 
 
 def _living(trees: list[TaskTree]) -> list[TaskTree]:
