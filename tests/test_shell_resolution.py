@@ -146,3 +146,9 @@ def test_a_shell_that_is_no_bash_or_zsh_is_refused_and_runs_nothing(
     assert not (tmp_path / "ran.txt").exists()
     assert impostor.tasks(all=True) == []
     assert Client(state_dir=state_dir).bash("echo fine").stdout == "fine"
+    # Mended in place (a wrapper of the real one now): asked again, no restart needed.
+    real = shutil.which(kind)
+    assert real is not None
+    fake.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    assert impostor.bash("echo ran > ran.txt").exit_code == 0
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"

@@ -103,8 +103,9 @@ answering `wait` for it at once until the job ends (which it still sees), so the
 waits again every 0.2 s, sleeping on its record pipe (fd 5, which nothing writes to) in
 between. Where none is left, it asks `wait` once more: a job that ended between the two
 has its own status there (it was recorded 147: a review); one waited for already
-answers what it did. (`wait -f` spins at full CPU while the job stays stopped; `wait -n` returns at
-once.) A bash 3, or no pipe to read, leaves the old end: the task recorded killed."""
+answers what it did. (`wait -f` spins at full CPU while the job stays stopped; `wait -n`
+returns at once.) A bash 3, or no pipe to read, leaves the old end: the task recorded
+killed."""
 STOPPING_SIGNAL = "URG"
 """What a stop sends a joined monitor before it signals the job (``worker.spawn.tell_stopping``):
 a job killed before it took any of its instructions then has them run by no replacement

@@ -5,7 +5,6 @@ Lookups are parameters so the order is testable with any fake file system.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import subprocess
@@ -123,18 +122,37 @@ _VERSION_PROBES = {
 }
 
 
-@functools.cache
+_versions: dict[tuple[str, str, int, int], tuple[int, int]] = {}
+
+
 def reported_version(path: str, kind: str) -> tuple[int, int]:
-    """The major and minor version the ``kind`` shell at ``path`` says it is, asked once
-    per binary ((0, 0): it says none, so it is no working bash or zsh)."""
+    """The major and minor version the ``kind`` shell at ``path`` says it is ((0, 0): it
+    says none, so it is no working bash or zsh), asked once per binary: kept by its
+    inode and change time (a file replaced in place is asked again), unless it did not
+    answer within 10 s (a loaded host may answer next time: a real bash kept as none
+    was refused until the supervisor's restart)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return 0, 0
+    key = (path, kind, info.st_ino, info.st_mtime_ns)
+    if key in _versions:
+        return _versions[key]
     try:
         out = subprocess.run(
             [path, "-c", _VERSION_PROBES[kind]],
             env={}, capture_output=True, text=True, timeout=10, check=False,
         ).stdout.split()  # fmt: skip
-        return int(out[0]), int(out[1])
-    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+    except subprocess.TimeoutExpired:
         return 0, 0
+    except (OSError, subprocess.SubprocessError):
+        out = []
+    try:
+        version = int(out[0]), int(out[1])
+    except (ValueError, IndexError):
+        version = 0, 0
+    _versions[key] = version
+    return version
 
 
 def refuse_impostors(shell: Shell, monitor_bash: str | None) -> None:
