@@ -5,6 +5,7 @@ Lookups are parameters so the order is testable with any fake file system.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -123,14 +124,20 @@ _VERSION_PROBES = {
 
 
 _versions: dict[tuple[str, str, int, int], tuple[int, int]] = {}
+_NOT_RUNNABLE = frozenset({errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR, errno.ELOOP})
+"""Why a probe could not start that says the file runs nothing (not a want of resources)."""
 
 
 def reported_version(path: str, kind: str) -> tuple[int, int]:
     """The major and minor version the ``kind`` shell at ``path`` says it is ((0, 0): it
     says none, so it is no working bash or zsh), asked once per binary: kept by its
-    inode and change time (a file replaced in place is asked again), unless it did not
-    answer within 10 s (a loaded host may answer next time: a real bash kept as none
-    was refused until the supervisor's restart)."""
+    inode and change time (a file replaced in place is asked again).
+
+    Raises:
+        OSError: no verdict: the probe could not start for want of resources (a burst at
+            the descriptor limit took a real bash for none, for good: a CI run), or gave
+            no answer within 10 s (``TimeoutError``: a loaded host may answer next time).
+    """
     try:
         info = os.stat(path)
     except OSError:
@@ -144,8 +151,10 @@ def reported_version(path: str, kind: str) -> tuple[int, int]:
             env={}, capture_output=True, text=True, timeout=10, check=False,
         ).stdout.split()  # fmt: skip
     except subprocess.TimeoutExpired:
-        return 0, 0
-    except (OSError, subprocess.SubprocessError):
+        raise TimeoutError(f"{path} did not say its version within 10 s") from None
+    except OSError as exc:
+        if exc.errno not in _NOT_RUNNABLE:
+            raise
         out = []
     try:
         version = int(out[0]), int(out[1])
@@ -163,6 +172,7 @@ def refuse_impostors(shell: Shell, monitor_bash: str | None) -> None:
 
     Raises:
         NoShellError: naming the impostor.
+        OSError: no verdict (see :func:`reported_version`).
     """
     for path, kind in ((shell.path, shell.kind), (monitor_bash, "bash")):
         if path is not None and reported_version(path, kind) == (0, 0):

@@ -416,13 +416,16 @@ def _may_lower(bash: str, env: Mapping[str, str]) -> bool:
     """Whether a monitor may start under the low process limit: bash 4.4 or newer (which
     sizes the table by it, and takes ``CHILD_MAX`` back), and nothing of the caller's
     running before the monitor's first line could restore it: no ``BASH_ENV`` (sourced
-    first), no xtrace (a ``PS4`` may fork at each line), no ``CHILD_MAX`` of its own."""
-    return (
-        not env.get("BASH_ENV")
-        and "CHILD_MAX" not in env
-        and "xtrace" not in env.get("SHELLOPTS", "").split(":")
-        and reported_version(bash, "bash") >= (4, 4)
-    )
+    first), no xtrace (a ``PS4`` may fork at each line), no ``CHILD_MAX`` of its own.
+    (Its monitor runs already: a version not known now only loses the gain.)"""
+    if env.get("BASH_ENV") or "CHILD_MAX" in env:
+        return False
+    if "xtrace" in env.get("SHELLOPTS", "").split(":"):
+        return False
+    try:
+        return reported_version(bash, "bash") >= (4, 4)
+    except OSError:
+        return False
 
 
 ARG_STRING_MAX = 32 * 4096
