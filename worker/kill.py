@@ -329,20 +329,22 @@ class JobGroup:
         return started is None or started == self.leader_started
 
     def members(self) -> set[int]:
-        """Its live members (a pass over the process table)."""
+        """Its live members (a pass over the process table; none found where that
+        cannot be read, out of descriptors: the stop goes on with what it has)."""
         found = set()
-        for pid in psutil.pids():
-            with contextlib.suppress(OSError):
-                if os.getpgid(pid) == self.pgid:
-                    found.add(pid)
+        with contextlib.suppress(OSError):
+            for pid in psutil.pids():
+                with contextlib.suppress(OSError):
+                    if os.getpgid(pid) == self.pgid:
+                        found.add(pid)
         return found
 
 
 def _started(pid: int) -> float | None:
-    """A process's start time (``None``: no such process)."""
+    """A process's start time (``None``: no such process, or not readable now)."""
     try:
         return float(psutil.Process(pid).create_time())
-    except psutil.Error:
+    except (psutil.Error, OSError):
         return None
 
 
