@@ -64,13 +64,15 @@ def journal_rows(state_dir: Path) -> list[dict[str, object]]:
 
 
 def supervisor_pids(state_dir: Path) -> list[int]:
-    """Supervisor processes serving ``state_dir`` (found by their command line)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
+    """Supervisor processes serving ``state_dir`` (found by their command line; not a
+    child of one between its fork and exec, which has that command line for a moment: a
+    CI run counted two supervisors)."""
+    found = {}
+    for proc in psutil.process_iter(["cmdline", "ppid"]):
         cmd = proc.info["cmdline"] or []
         if "wave_bash.supervisor" in cmd and str(state_dir) in cmd:
-            found.append(proc.pid)
-    return found
+            found[proc.pid] = proc.info["ppid"]
+    return [pid for pid, parent in found.items() if parent not in found]
 
 
 def start_supervisor(state_dir: Path, **env: str) -> int:
