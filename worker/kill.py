@@ -275,7 +275,8 @@ def stop_trees(
     protected = {os.getpid(), *protected}
     tasks, roots = list(tasks), list(roots)
     first = trees = _living(snapshot(tasks, protected, roots, root_runs))
-    groups = {t.task_id: JobGroup.of(t.job_pgid) for t in first if t.job_pgid and use_groups}
+    found_at = _now()
+    groups = {t.task_id: JobGroup(t.job_pgid, found_at) for t in first if t.job_pgid and use_groups}
 
     def again() -> list[TaskTree]:
         """The processes now: the job's group as it was first found too, when its
@@ -313,20 +314,18 @@ def stop_trees(
 
 @dataclass(frozen=True)
 class JobGroup:
-    """A job's process group as a stop first found it: its number stays the job's while
-    any member lives (the kernel reuses no id a group holds); only a process started
-    since with the leader's pid (the number reused once the group was empty) is not."""
+    """A job's process group as a stop first found it (``found_at``, see :func:`_now`):
+    its number stays the job's while any member lives (the kernel reuses no id a group
+    holds); only a process started since with the leader's pid (the number reused once
+    the group was empty) is not its leader. (No start time is read per task up front:
+    32 µs each, 31 ms for a stop of 970 tasks.)"""
 
     pgid: int
-    leader_started: float | None
-
-    @classmethod
-    def of(cls, pgid: int) -> JobGroup:
-        return cls(pgid, _started(pgid))
+    found_at: float
 
     def still_the_jobs(self) -> bool:
         started = _started(self.pgid)
-        return started is None or started == self.leader_started
+        return started is None or started < self.found_at - START_TIME_GRAIN
 
     def members(self) -> set[int]:
         """Its live members (a pass over the process table; none found where that
@@ -338,6 +337,21 @@ class JobGroup:
                     if os.getpgid(pid) == self.pgid:
                         found.add(pid)
         return found
+
+
+START_TIME_GRAIN = 0.02
+"""Seconds a start time may read early (the kernel counts it in 10 ms ticks): a leader
+that started this close before the stop is taken for a later process, and its group is
+not looked up again (as before)."""
+
+
+def _now() -> float:
+    """Now as start times read (psutil's: the boot time plus clock ticks since boot), by
+    the time since boot where there is one: no wall-clock jump moves it."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        with contextlib.suppress(OSError):
+            return float(psutil.boot_time()) + time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time()
 
 
 def _started(pid: int) -> float | None:
