@@ -271,6 +271,10 @@ class TaskOutputResult(ContractModel):
     """A blocking read with a ``pattern``: whether the pattern was found (false: the wait
     ended without it, at the timeout or the task's end); none else. (A wait for "server
     ready" that timed out looked like one that matched: a trial.)"""
+    unsearched_bytes: int | None = None
+    """A blocking read with a ``pattern`` that did not match: the bytes after this read
+    that the pattern had no time to search (a big log): the next read returns them;
+    none else."""
 
 
 class TerminalResult(ContractModel):

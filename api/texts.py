@@ -252,6 +252,11 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     if data.get("patternMatched") is False:  # (a prompt ends a wait too: no timeout)
         timed_out = status == TaskStatus.RUNNING and not data.get("waitingForInput")
         state += "; the pattern was not found" + (" before the timeout" if timed_out else "")
+        unsearched = int(data.get("unsearchedBytes") or 0)
+        if unsearched:  # (the read ends where the search got to: the rest comes next)
+            state += (
+                f"; {unsearched} more bytes of output, not searched yet, come with the next read"
+            )
     if data.get("waitingForInput"):
         state += "; waiting for input (answer with TaskInput)"
     elif tool == "TaskInput" and status == TaskStatus.RUNNING:  # its timeout passed

@@ -10,7 +10,7 @@ import psutil
 import pytest
 from conftest import start_bg, wait_until
 
-from wave_bash.api import Client, InvalidInputError, TaskOutputResult
+from wave_bash.api import Client, InvalidInputError, TaskOutputResult, texts
 
 
 def test_catastrophic_pattern_freezes_nothing(client: Client, state_dir: Path) -> None:
@@ -120,3 +120,38 @@ def test_costly_scans_do_not_delay_task_stop(client: Client, state_dir: Path) ->
         for t in scans:  # (they outlive their timeout: one left ran into the teardown in CI)
             t.join(60)
     assert not any(t.is_alive() for t in scans)
+
+
+def test_a_search_that_outlasts_its_wait_ends_the_read_where_it_got_to(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """A pattern wait on a log too big to search by its timeout answers at the timeout, with
+    what it searched: the rest comes with the next read. (Searched to the end first, one
+    wait of 8 s on 20 MB answered after 11.5 s, six after up to 36 s: a trial.)"""
+    done = tmp_path / "done"
+    big = start_bg(
+        client, f"head -c 8M /dev/urandom | base64 -w 200; echo the-end; touch {done}; sleep 60"
+    )
+    try:
+        wait_until(done.exists, 60)
+        reader = Client(state_dir=state_dir, session="scan")
+        reads: list[TaskOutputResult] = []
+        while not reads or not reads[-1].pattern_matched:
+            assert len(reads) < 500
+            reads.append(
+                reader.task_output(big, pattern=r"[\p{L}\p{N}]{300}q|^the-end$", timeout=300)
+            )
+        size = Path(reads[0].output_path).stat().st_size
+        assert len(reads) > 1  # (one read, searched to the end, before)
+        assert [r.start_offset for r in reads] == [0] + [r.next_offset for r in reads[:-1]]
+        for r in reads[:-1]:
+            assert (r.pattern_matched, r.status) == (False, "running")
+            assert r.next_offset is not None and r.unsearched_bytes
+            assert r.next_offset + r.unsearched_bytes == size and r.next_offset > r.start_offset
+            assert "the-end" not in r.output
+        assert "the-end" in reads[-1].output and reads[-1].next_offset == size
+        assert reads[-1].unsearched_bytes is None
+        text = texts.tool_result_text("TaskOutput", reads[0].model_dump(by_alias=True))
+        assert f"; {reads[0].unsearched_bytes} more bytes of output, not searched yet, come" in text
+    finally:
+        client.task_stop(big)

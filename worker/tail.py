@@ -291,7 +291,8 @@ class PatternScanner:
     Every line written after ``start`` is scanned, whatever the volume; memory stays at
     one chunk. The last, unfinished line is kept and looked at again as it grows, so a
     match that spans two writes is still found. :meth:`scan` runs in a worker thread;
-    :meth:`cancel` makes it return at the next chunk.
+    :meth:`cancel` or its deadline makes it return at the next chunk, and
+    :attr:`searched_to` says how far it got.
     """
 
     CHUNK = 256 * 1024
@@ -305,6 +306,9 @@ class PatternScanner:
         self.pos = start
         """Next byte to read; bytes before it are scanned, except the unfinished line."""
         self.carry = b""
+        self.searched_to = start
+        """Every byte before this offset was searched (a read that shows no more than
+        that agrees with :attr:`found`)."""
         self.cancelled = False
         self.found = False
         """Whether the pattern matched in what was scanned (kept: a scan whose waiter
@@ -315,15 +319,16 @@ class PatternScanner:
     def cancel(self) -> None:
         self.cancelled = True
 
-    def scan(self, size: int, resume: bool = False) -> bool:
-        """Look at the bytes up to ``size``; True once the pattern matched. ``resume``: a
-        scan after :meth:`cancel` (once one still running has stopped at its next chunk)."""
+    def scan(self, size: int, deadline: float, resume: bool = False) -> bool:
+        """Look at the bytes up to ``size``, or up to the first chunk that ends past
+        ``deadline`` (monotonic); True once the pattern matched. ``resume``: a scan after
+        :meth:`cancel` (once one still running has stopped at its next chunk)."""
         with self._scanning:
             self.cancelled = self.cancelled and not resume
-            self.found = self.found or self._scan(size)
+            self.found = self.found or self._scan(size, deadline)
             return self.found
 
-    def _scan(self, size: int) -> bool:
+    def _scan(self, size: int, deadline: float) -> bool:
         if size <= self.pos:
             return False
         try:
@@ -332,7 +337,9 @@ class PatternScanner:
             return False
         with fh:
             fh.seek(self.pos)
-            while self.pos < size and not self.cancelled:
+            while self.pos < size:
+                if self.cancelled:  # (the unfinished line waits for the next scan)
+                    return False
                 data = fh.read(min(self.CHUNK, size - self.pos))
                 if not data:
                     break
@@ -344,6 +351,10 @@ class PatternScanner:
                 done, self.carry = data[:cut], data[cut:]
                 if done and self.pattern.search(clean_bytes(done)):
                     return True
+                self.searched_to = self.pos - len(self.carry)
+                if time.monotonic() >= deadline:  # (a chunk at least: a wait that ran
+                    return False  # out still sees what came last, if not too much)
         # The unfinished last line too (a prompt, a progress line): looked at again, whole,
         # once it ends or grows.
+        self.searched_to = self.pos
         return bool(self.carry) and self.pattern.search(clean_bytes(self.carry)) is not None
