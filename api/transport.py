@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import re
-import signal
 import socket
 import stat
 import struct
@@ -527,6 +526,8 @@ def forget_connection(control: str) -> None:
     call would wait on it), so that the next call makes a new one: its master killed
     outright (one that ended by itself removed the socket at its path, the new master's
     by then; a trial) and its socket removed."""
+    import signal  # (a failed remote call only: the CLI's start-up)
+
     path = control.replace("%%", "%")
     for pid in _masters(path):
         with contextlib.suppress(OSError):

@@ -809,3 +809,25 @@ def test_commands_get_no_character_type_python_set_for_itself(state_dir: Path) -
         kept = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               timeout=60, env={"PATH": os.environ["PATH"], **start})  # fmt: skip
         assert kept.stdout == "C.UTF-8\n", (start, kept)
+
+
+def test_run_loads_only_what_its_quick_path_needs(state_dir: Path) -> None:
+    """`wave-bash run` is an agent's durable runner, started from its shell for every
+    command: its start-up is a benchmark's row (≤ 1.5× a bare Python). typing alone cost
+    it 4 ms when it came back through the output printer; pydantic and asyncio cost more."""
+    probe = (
+        "import sys\n"
+        "from wave_bash.api.cli import main\n"
+        "main(['run', '--', 'true'])\n"
+        "heavy = ('typing', 'pydantic', 'asyncio', 'mcp', 'base64', 'subprocess')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    assert run_cli(state_dir, "run", "--", "true").returncode == 0  # (its supervisor started)
+    r = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )
+    assert r.stdout.splitlines()[-1:] == ["[]"], (r.stdout, r.stderr)
