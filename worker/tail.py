@@ -286,75 +286,68 @@ class _Found:
 
 
 class PatternScanner:
-    """Finds a pattern in output as it grows, reading each new byte once, in chunks.
+    """Finds a pattern in output as it grows, reading each new byte once, a chunk per
+    :meth:`step`.
 
-    Every line written after ``start`` is scanned, whatever the volume; memory stays at
+    Every line written after ``start`` is searched, whatever the volume; memory stays at
     one chunk. The last, unfinished line is kept and looked at again as it grows, so a
-    match that spans two writes is still found. :meth:`scan` runs in a worker thread;
-    :meth:`cancel` or its deadline makes it return at the next chunk, and
-    :attr:`searched_to` says how far it got.
+    match that spans two writes is still found. Steps run one at a time, in a worker
+    thread; their caller may stop between any two, and :attr:`searched_to` says how far
+    the search got.
     """
 
     CHUNK = 256 * 1024
-    """Bytes matched at a time: the scan stops within one chunk once cancelled."""
+    """Bytes matched in a step: a search stops within one chunk of being told to."""
     OVERLAP = 4096
-    """Bytes of a line longer than a chunk matched again with the next one."""
+    """Bytes of a line longer than a chunk matched again with the next one (a match
+    across the cut was missed: a review)."""
 
     def __init__(self, path: Path | str, pattern: Any, start: int) -> None:
         self.path = path
         self.pattern = pattern
+        self.start = start
         self.pos = start
-        """Next byte to read; bytes before it are scanned, except the unfinished line."""
+        """Next byte to read."""
         self.carry = b""
+        """Bytes read but not yet searched as a whole: the unfinished line, or the end of
+        a long line's piece, matched again with what follows."""
         self.searched_to = start
-        """Every byte before this offset was searched (a read that shows no more than
-        that agrees with :attr:`found`)."""
-        self.cancelled = False
+        """Every byte before this offset was searched, and it begins no character or
+        escape sequence's middle: a read that ends here agrees with :attr:`found`."""
         self.found = False
-        """Whether the pattern matched in what was scanned (kept: a scan whose waiter
-        gave up still counts)."""
-        self._scanning = threading.Lock()  # (one scan at a time: a waiter that gave up
-        # leaves its scan running while the next begins)
+        """Whether the pattern matched in what was searched."""
 
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    def scan(self, size: int, deadline: float, resume: bool = False) -> bool:
-        """Look at the bytes up to ``size``, or up to the first chunk that ends past
-        ``deadline`` (monotonic); True once the pattern matched. ``resume``: a scan after
-        :meth:`cancel` (once one still running has stopped at its next chunk)."""
-        with self._scanning:
-            self.cancelled = self.cancelled and not resume
-            self.found = self.found or self._scan(size, deadline)
-            return self.found
-
-    def _scan(self, size: int, deadline: float) -> bool:
-        if size <= self.pos:
-            return False
-        try:
-            fh = open_regular(self.path)
-        except OSError:  # gone, or something else put there (a directory): nothing to match
-            return False
-        with fh:
-            fh.seek(self.pos)
-            while self.pos < size:
-                if self.cancelled:  # (the unfinished line waits for the next scan)
-                    return False
-                data = fh.read(min(self.CHUNK, size - self.pos))
-                if not data:
-                    break
+    def step(self, size: int) -> bool:
+        """Search the next chunk before ``size``, and the unfinished last line once that
+        is reached; whether the search is over (matched, or searched to ``size``)."""
+        if self.found:
+            return True
+        if self.pos < size:
+            try:
+                with open_regular(self.path) as fh:
+                    fh.seek(self.pos)
+                    data = fh.read(min(self.CHUNK, size - self.pos))
+            except OSError:  # gone, or something else put there (a directory): nothing
+                data = b""  # to match
+            if data:
                 self.pos += len(data)
-                data = self.carry + data
-                cut = data.rfind(b"\n") + 1
-                if cut == 0 and len(data) >= self.CHUNK:
-                    cut = len(data) - self.OVERLAP  # a line longer than a chunk
-                done, self.carry = data[:cut], data[cut:]
-                if done and self.pattern.search(clean_bytes(done)):
-                    return True
-                self.searched_to = self.pos - len(self.carry)
-                if time.monotonic() >= deadline:  # (a chunk at least: a wait that ran
-                    return False  # out still sees what came last, if not too much)
-        # The unfinished last line too (a prompt, a progress line): looked at again, whole,
-        # once it ends or grows.
-        self.searched_to = self.pos
-        return bool(self.carry) and self.pattern.search(clean_bytes(self.carry)) is not None
+                self._search(self.carry + data)
+                if self.found or self.pos < size:
+                    return self.found
+        if self.searched_to < self.pos:  # The unfinished last line too (a prompt, a
+            self.found = self._matches(self.carry)  # progress line): looked at again,
+        self.searched_to = self.pos  # whole, once it ends or grows.
+        return True
+
+    def _search(self, data: bytes) -> None:
+        cut = data.rfind(b"\n") + 1
+        if cut == 0 and len(data) >= self.CHUNK:  # a line longer than a chunk: its pieces
+            self.found = self._matches(data)  # overlap, from a character or escape
+            self.carry = data[finished_start(data, len(data) - self.OVERLAP) :]  # sequence
+        else:
+            self.found = self._matches(data[:cut])
+            self.carry = data[cut:]
+        self.searched_to = self.pos - len(self.carry)
+
+    def _matches(self, data: bytes) -> bool:
+        return bool(data) and self.pattern.search(clean_bytes(data)) is not None

@@ -78,38 +78,59 @@ async def _compile(pattern: str | None, name: str = "pattern") -> Any:
         ) from None
 
 
+class _Search:
+    """A pattern's search of a log, a chunk per job in the pattern threads, one job at a
+    time: searches take the threads in turn (a job that searched to a big log's end held
+    one for its whole wait: beside two 40-s waits, a 2-s wait on six bytes answered after
+    29 s, a review), and each stops within a chunk of its wait's end."""
+
+    def __init__(self, scanner: PatternScanner) -> None:
+        self.scanner = scanner
+        self._step: asyncio.Future[bool] | None = None
+        """The job under way: a wait that gave up leaves it running (it cannot be
+        stopped in its thread), and the next search begins once it is done."""
+
+    async def run(self, deadline: float, more: Callable[[], bool]) -> bool:
+        """Search on to the log's end as it is now, a chunk at least (a wait that ran out
+        still sees what came last, if not too much), then while it is before
+        ``deadline`` (monotonic) and ``more()``; whether the pattern matched."""
+        if self._step is not None:
+            await asyncio.shield(self._step)
+        size = file_size(self.scanner.path)
+        loop = asyncio.get_running_loop()
+        while True:
+            self._step = loop.run_in_executor(PATTERN_THREADS, self.scanner.step, size)
+            over = await asyncio.shield(self._step)
+            self._step = None
+            if over or time.monotonic() >= deadline or not more():
+                return self.scanner.found
+
+
 async def _wait(
     task: LiveTask,
-    scanner: PatternScanner | None,
+    search: _Search | None,
     deadline: float,
     conn: Connection,
     until_waiting: bool = False,
 ) -> None:
-    """Until the task ends, ``scanner``'s pattern matches output after its start, or the
-    ``deadline`` (monotonic); with ``until_waiting`` (an interactive task), also once its command waits for
-    input (at once if it does: nothing comes before an answer).
+    """Until the task ends, ``search``'s pattern matches output after its start, or the
+    ``deadline`` (monotonic); with ``until_waiting`` (an interactive task), also once its
+    command waits for input (at once if it does: nothing comes before an answer).
 
     The pattern is matched in a worker thread, chunk by chunk, so that a big log never
-    holds the event loop; the scan stops at the next chunk once the wait is over.
+    holds the event loop; the search stops at the next chunk once the wait is over.
     """
     path = task.row.output_path
     stop = asyncio.Event()
 
     def wake(_: object) -> None:
-        stop.set()
-        if scanner is not None:
-            scanner.cancel()  # the task ended or the caller left: no need to look further
-
-    async def matched() -> bool:
-        return scanner is not None and await _in_pattern_thread(
-            scanner.scan, file_size(path), deadline
-        )
+        stop.set()  # the task ended or the caller left: no need to look further
 
     async def watch() -> None:
-        if await matched():
+        if search is not None and await search.run(deadline, lambda: not stop.is_set()):
             return
         async for _ in changes(path, stop):  # ends when the task ends or the caller leaves
-            if await matched():
+            if search is not None and await search.run(deadline, lambda: not stop.is_set()):
                 return
 
     task.ended.add_done_callback(wake)
@@ -125,8 +146,6 @@ async def _wait(
             await asyncio.wait_for(watch(), timeout=deadline - time.monotonic())
     finally:
         stop.set()
-        if scanner is not None:
-            scanner.cancel()
         task.ended.remove_done_callback(wake)
         conn.closed.remove_done_callback(wake)
         if waiting is not None:
@@ -134,21 +153,27 @@ async def _wait(
             waiting.cancel()
 
 
-async def _searched(scanner: PatternScanner, deadline: float) -> int | None:
-    """Search on to the log's end once a wait is over (by its timeout, a prompt or the
-    task's end, it may not have seen the last bytes: a review); where a read ends so that
-    ``patternMatched`` agrees with what it returns, none after a match.
+async def _searched_to(
+    search: _Search | None, pattern: Any, path: str, start: int, deadline: float, conn: Connection
+) -> int | None:
+    """Search what a read from ``start`` returns, on from where its wait got to: where the
+    read ends so that ``patternMatched`` agrees with what it returns (none after a match).
 
-    The search stops at its chunk past the wait's ``deadline``: searched to the end of a
-    big log after it, six waits of 8 s on 20 MB answered after 11 to 36 s (a trial).
+    A wait ends by its timeout, a prompt or the task's end before it may have seen the
+    last bytes (a review); this search stops at its chunk past the wait's ``deadline``
+    (searched to the end of a big log, six waits of 8 s on 20 MB answered after 11 to 36
+    s: a trial). A read that begins elsewhere than the wait's search (another reader of
+    the session took output meanwhile) is searched anew: it may hold no match.
     """
-    size = file_size(scanner.path)  # (a scan the wait left stops first)
-    found = await _in_pattern_thread(scanner.scan, size, deadline, True)
-    return None if found else scanner.searched_to
+    if search is None or search.scanner.start != start:
+        search = _Search(PatternScanner(path, pattern, start))
+    found = await search.run(deadline, lambda: not conn.closed.done())
+    return None if found else search.scanner.searched_to
 
 
 async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputResult:
     timeout_ms = p.timeout or 0.0
+    deadline = time.monotonic() + timeout_ms / 1000  # (a compile waits in the pattern threads)
     pattern = await _compile(p.pattern)
     keep = await _compile(p.filter, "filter")  # (before anything is read)
     row = ctx.journal.get(p.task_id)
@@ -156,23 +181,22 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         raise TaskNotFoundError(p.task_id)
     stored = p.offset is None
     start = p.offset or 0
-    scanner = None
-    searched_to: int | None = None
+    search = None
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
-        deadline = time.monotonic() + timeout_ms / 1000
         ctx.tasks.watch_job(task)
         # (a stream goes on past a prompt: its pieces come as the output grows)
         until_waiting = row.interactive and not p.follow
         since = ctx.journal.read_offset(row.id, p.session) if stored else start
         if pattern is not None:
-            scanner = PatternScanner(row.output_path, pattern, since)
-        await _wait(task, scanner, deadline, conn, until_waiting)
-        if scanner is not None:
-            searched_to = await _searched(scanner, deadline)
+            search = _Search(PatternScanner(row.output_path, pattern, since))
+        await _wait(task, search, deadline, conn, until_waiting)
         row = task.row
     if stored:  # (read in turn, once the wait is over: another reader may have taken
         start = await stored_start(ctx, row.id, p.session, conn)  # some meanwhile)
+    searched_to = None  # (an ended task's too: its wait's search may not have got far)
+    if p.block and pattern is not None:
+        searched_to = await _searched_to(search, pattern, row.output_path, start, deadline, conn)
     # (not waiting: what is there now, a running task's unfinished last line too; cut
     # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
     now = not p.block or row.id not in ctx.tasks.live
@@ -189,7 +213,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
             views.unread(exc)
             raise
         result = result.model_copy(update={"output": kept, "truncated": bool(omitted)})
-    if scanner is None:
+    if not p.block or pattern is None:
         return result
     return result.model_copy(update={"pattern_matched": searched_to is None})
 
@@ -253,10 +277,8 @@ def read_output(
     ``limit``: the read ends there at the latest (a pattern's search got no further)."""
     end = size = file_size(row.output_path)
     start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
-    unsearched = None
     if limit is not None:
         end = max(start, min(end, limit))
-        unsearched = size - end
     live = ctx.tasks.live.get(row.id)
     if live is not None and not live.ended.done():  # (written on: no half of a character)
         end = settled_end(row.output_path, start, end)
@@ -290,5 +312,5 @@ def read_output(
         waiting_for_input=live is not None and live.waiting_for_input,
         log_gone=log_gone,
         line_ended=line_ended,
-        unsearched_bytes=unsearched,
+        unsearched_bytes=None if limit is None else size - end,  # (where the read ended)
     )  # fmt: skip
