@@ -157,8 +157,7 @@ def mark_stopping(path: Path, mark: bytes) -> None:
         try:
             found = os.fstat(fd)
             if stat.S_ISREG(found.st_mode) and found.st_size >= len(EXIT_PLACEHOLDER):
-                os.lseek(fd, STOP_MARK_AT, os.SEEK_SET)
-                os.write(fd, mark[:1])
+                os.pwrite(fd, mark[:1], STOP_MARK_AT)
         finally:
             os.close(fd)
 
