@@ -127,10 +127,15 @@ class CallScope:
     as a lost caller's does (see :meth:`Caller.abort_calls`, which ends them all), its
     command, if one started, in the background, announced as a notice later."""
 
-    def __init__(self) -> None:
+    def __init__(self, receipt: str | None = None) -> None:
         self._lock = threading.Lock()
         self._uses: set[_Use] = set()
         self.abandoned = False
+        self.receipt = receipt
+        """A relay's receipt for the call's results (``RELAY:N``): the supervisor holds
+        what they take until the relay confirms them passed on (``delivered``)."""
+        self.held = False
+        """Whether the supervisor held something under the receipt (then confirm it)."""
 
     def abandon(self) -> None:
         """End the call now, from any thread; it sends nothing more."""
@@ -334,7 +339,9 @@ class Caller:
             # (a `status` is that check: asked again after its silence, it took 20 s to
             # say a frozen supervisor does not answer, where its own limit is 10 s)
             check = None if op == "status" else functools.partial(self._answers, epoch, scope)
-            result = self.exchange(channel, op, params, on_progress, on_start, deadline, check)
+            result = self.exchange(
+                channel, op, params, on_progress, on_start, deadline, check, scope=scope
+            )
             answered = True
             return result
         except _ConnectionLost as lost:
@@ -380,12 +387,16 @@ class Caller:
         on_start: StartCallback | None = None,
         deadline: float | None = None,
         check: Callable[[], bool] | None = None,
+        *,
+        scope: CallScope | None = None,
     ) -> Any:
         """One request on one channel: its result's data, or its error raised; past
         ``deadline`` with no answer, a connection lost; with ``check``, also when nothing
-        came for a while and ``check`` found no answer either (:meth:`_answers`)."""
+        came for a while and ``check`` found no answer either (:meth:`_answers`); the
+        ``scope``'s receipt goes with it, and what the answer says of it comes back there."""
         keep = {"keep": True} if channel.keeps else {}  # (PR1: open after the answer)
-        line = encode({"v": PROTOCOL_VERSION, "op": op, **params, **keep})
+        receipt = {"receipt": scope.receipt} if scope is not None and scope.receipt else {}
+        line = encode({"v": PROTOCOL_VERSION, "op": op, **params, **keep, **receipt})
         if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
             raise InvalidInputError(
                 f"the request is {len(line)} bytes, over the {MAX_REQUEST_BYTES >> 20} MiB a "
@@ -411,6 +422,8 @@ class Caller:
                         on_progress(message["data"])
                 elif kind == "result":
                     channel.kept_open = message.get("keep") is True
+                    if scope is not None and message.get("held") is True:
+                        scope.held = True
                     return message.get("data")
                 elif kind == "error":
                     raise error_from_wire(

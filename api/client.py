@@ -49,11 +49,13 @@ from .protocol import (
     AnnounceRequest,
     BackgroundRequest,
     ClaimRequest,
+    DeliveredRequest,
     GcRequest,
     InputRequest,
     LoginPathRequest,
     NotificationsRequest,
     OutputRequest,
+    RelayRequest,
     ReleaseRequest,
     Request,
     ResultT,
@@ -70,6 +72,7 @@ from .protocol import (
     parse_params,
     parse_result,
 )
+from .relay import Presence
 from .tools import (
     BASH_TOOL,
     TASK_INPUT_TOOL,
@@ -82,6 +85,7 @@ from .transport import (
     Remote,
     chosen_transport,
 )
+from .wire import PROTOCOL_VERSION, encode
 
 if TYPE_CHECKING:
     from .connection import Connector
@@ -515,11 +519,14 @@ class Client:
         """This session's pending notices, left pending (the next reader still gets them)."""
         return self._call(NotificationsRequest(session=self.session, ack=False))
 
-    def claim_notices(self, lease: float = NOTICE_LEASE_SECONDS) -> NoticeClaim:
+    def claim_notices(
+        self, lease: float = NOTICE_LEASE_SECONDS, scope: CallScope | None = None
+    ) -> NoticeClaim:
         """Take this session's pending notices for ``lease`` seconds, to show them somewhere
         first; then :meth:`ack_notices` (shown) or :meth:`release_notices` (not shown).
-        Unconfirmed, they go to the next reader when the lease ends."""
-        return self._call(ClaimRequest(session=self.session, lease=lease))
+        Unconfirmed, they go to the next reader when the lease ends (or when the relay
+        whose receipt ``scope`` names ends first)."""
+        return self._call(ClaimRequest(session=self.session, lease=lease), scope=scope)
 
     def ack_notices(self, claim: str) -> int:
         """The claimed notices were shown: they are never delivered again."""
@@ -543,6 +550,18 @@ class Client:
             session=self.session, task_id=task_id, read_to=read_to, back_to=back_to
         )
         return self._call(request).unread
+
+    def attend_as_relay(self, relay: str) -> Presence:
+        """Be present at the supervisor as the relay ``relay`` (an MCP server: see
+        :mod:`.relay`) from a thread, until :meth:`Presence.close` or this process ends."""
+        request = RelayRequest(session=self.session, relay=relay)
+        line = encode({"v": PROTOCOL_VERSION, **request.model_dump(mode="json")})
+        return Presence(self.layout, self.transport, line)
+
+    def confirm_delivered(self, receipts: list[str]) -> int:
+        """A relay passed these results on to its host (see :mod:`.relay`): what they
+        took stands. Returns how many the supervisor held."""
+        return self._call(DeliveredRequest(session=self.session, receipts=receipts)).confirmed
 
     def announce_result(self, task_id: str) -> bool:
         """A foreground result never reached its caller (its host died as it was sent):

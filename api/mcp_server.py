@@ -13,6 +13,7 @@ import collections
 import contextlib
 import functools
 import io
+import itertools
 import json
 import os
 import queue
@@ -136,8 +137,35 @@ class WaveMcp:
         """The same for the last foreground or prompt results written: their tasks."""
         self.cancelled_unwritten: set[Any] = set()
         """Requests cancelled as their result waited to be written."""
+        self.relay: str | None = None
+        """This server's name as a relay (:meth:`attend`); its calls name receipts."""
+        self._receipts = itertools.count(1)
+        self.held: dict[Any, str] = {}
+        """Request ID → receipt under which the supervisor holds what its result took,
+        until the result is written (or given back) and the receipt confirmed."""
+        self.confirms = Acknowledger(self._confirm, MCP_NOTICE_LEASE_SECONDS)
+        """Confirms receipts apart from the writes, as :attr:`acks` does claims."""
         self.host_gone = False
         self._calls_limiter: anyio.CapacityLimiter | None = None
+
+    def attend(self) -> None:
+        """Be present at the supervisor as a relay (:mod:`.relay`): what a result takes
+        there is held until this server wrote it to its host, and given back should the
+        server end first (killed: a foreground result or a read was lost, a trial)."""
+        self.relay = secrets.token_hex(8)
+        self.client.attend_as_relay(self.relay)
+
+    def _receipt(self) -> str | None:
+        return None if self.relay is None else f"{self.relay}:{next(self._receipts):x}"
+
+    def _confirm(self, receipt: str) -> None:
+        self.notices.confirm_delivered([receipt])
+
+    def _settle_receipt(self, request_id: Any) -> None:
+        """What the request's result took stands, or was given back by this server."""
+        receipt = self.held.pop(request_id, None)
+        if receipt is not None:
+            self.confirms.add(receipt)
 
     async def list_tools(self) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -156,7 +184,7 @@ class WaveMcp:
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
-        scope = CallScope()
+        scope = CallScope(receipt=self._receipt())
         handoff = _Handoff(lambda got: self._given_back(name, started, got))
         call = functools.partial(
             self.client.call_tool, params.name, arguments, on_progress=on_progress,
@@ -178,6 +206,8 @@ class WaveMcp:
             taken = handoff.abandon()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._given_back, name, started, taken)
+            if scope.held and scope.receipt is not None:  # (given back here: done with)
+                self.confirms.add(scope.receipt)
             raise
         except WaveError as exc:
             text, is_error = exc.message, True
@@ -187,8 +217,13 @@ class WaveMcp:
             self.unwritten_results[request.id] = started[0]
         if (read := _read_of(name, data)) is not None:
             self.unwritten_reads[request.id] = read
+        claim_scope = CallScope(receipt=scope.receipt)
+        if scope.held and scope.receipt is not None:
+            self.held[request.id] = scope.receipt
         try:
-            claim = await self._claim_notices(request.id)
+            claim = await self._claim_notices(request.id, claim_scope)
+            if claim_scope.held and claim_scope.receipt is not None:
+                self.held[request.id] = claim_scope.receipt
             await anyio.lowlevel.checkpoint_if_cancelled()  # (the claim waits uncancelled)
         except anyio.get_cancelled_exc_class():
             # Cancelled by the host as the call ended (a review: as its notices were
@@ -229,13 +264,17 @@ class WaveMcp:
             self._calls_limiter = anyio.CapacityLimiter(CALL_THREADS)
         return self._calls_limiter
 
-    async def _claim_notices(self, request_id: Any) -> NoticeClaim | None:
+    async def _claim_notices(
+        self, request_id: Any, scope: CallScope | None = None
+    ) -> NoticeClaim | None:
         """Take the session's pending notices for this result (none once the host left)."""
         if self.host_gone or request_id is None:
             return None
         try:
             claim = await anyio.to_thread.run_sync(
-                functools.partial(self.notices.claim_notices, lease=MCP_NOTICE_LEASE_SECONDS)
+                functools.partial(
+                    self.notices.claim_notices, lease=MCP_NOTICE_LEASE_SECONDS, scope=scope
+                )
             )
         except WaveError:
             return None
@@ -257,6 +296,7 @@ class WaveMcp:
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             self.acks.add(claim)
+        self._settle_receipt(request_id)
 
     async def write_failed(self) -> None:
         """The host no longer reads what we write: nothing more can reach it. Calls in
@@ -290,6 +330,7 @@ class WaveMcp:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
         await anyio.to_thread.run_sync(self._unread, self.unwritten_reads.pop(request_id, None))
+        self._settle_receipt(request_id)
 
     async def cancelled(self, request_id: Any) -> None:
         """The host cancelled ``request_id``: one whose result it was sent as it gave up
@@ -340,6 +381,9 @@ class WaveMcp:
         reads, self.unwritten_reads = list(self.unwritten_reads.values()), {}
         for read in reads:  # (output it never got: read again by the next reader)
             await anyio.to_thread.run_sync(self._unread, read)
+        for request_id in list(self.held):  # (given back above: done with)
+            self._settle_receipt(request_id)
+        await anyio.to_thread.run_sync(self.confirms.drain, ACK_PATIENCE_AT_EXIT)
 
     def _asker(self, request: mcp_compat.ToolRequest, command: object) -> Any:
         """Ask the host's user (an elicitation) about a command that needs approval, from
@@ -844,6 +888,8 @@ def main(
     if client.remote is None:  # a remote bridge gives commands the remote login PATH
         inject_login_path(client)  # once per host: every command inherits it (SPEC E1)
     handlers = WaveMcp(client)
+    if client.remote is None:  # (over ssh, a bridge carries one request: none to hold open)
+        handlers.attend()
     try:
         anyio.run(_serve, build_server(client, handlers), handlers)
     except BaseException:

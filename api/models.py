@@ -318,6 +318,10 @@ class SupervisorStatus(ContractModel):
     sandbox: str | None = None
     """Whether commands can be sandboxed here (bubblewrap and its version, or why not);
     each task's own mode is in its record (SPEC SB3)."""
+    relays: int = 0
+    """MCP servers present as relays (ND6)."""
+    held_results: int = 0
+    """Their results whose effects wait until they confirm them passed on to their host."""
 
 
 class AckResult(ContractModel):
@@ -336,6 +340,19 @@ class UnreadResult(ContractModel):
     """``unread``: whether the read was given back (False: one after it read on)."""
 
     unread: bool
+
+
+class RelayResult(ContractModel):
+    """``relay``: once the relay left, how many of its results were given back (its
+    answer goes nowhere: the relay is gone; the supervisor logs it)."""
+
+    given_back: int
+
+
+class DeliveredResult(ContractModel):
+    """``delivered``: how many held results were let go (the others were unknown here)."""
+
+    confirmed: int
 
 
 class AnnounceResult(ContractModel):

@@ -36,10 +36,12 @@ from .models import (
     AckResult,
     AnnounceResult,
     BashResult,
+    DeliveredResult,
     GcResult,
     LoginPathResult,
     Notice,
     NoticeClaim,
+    RelayResult,
     ReleaseResult,
     ShutdownResult,
     SupervisorStatus,
@@ -342,6 +344,29 @@ class UnreadParams(Params):
     back_to: ByteOffset
 
 
+RelayId = Annotated[str, Field(pattern=r"^[0-9a-f]{16,64}$")]
+"""A relay's name (random): an MCP server that passes results on to its host."""
+RECEIPT_PATTERN = r"^[0-9a-f]{16,64}:[0-9a-f]{1,16}$"
+Receipt = Annotated[str, Field(pattern=RECEIPT_PATTERN)]
+"""A result a relay passes on: ``RELAY:N``, sent as a request's top-level ``receipt``
+(a call sent again names it again)."""
+
+
+class RelayParams(Params):
+    """``relay``: a relay's presence, held open while it lives. What its calls' results
+    took (a read, a foreground end that is no notice, a claim) is given back if it goes
+    before confirming them passed on (``delivered``): a server killed with a result in
+    hand lost it for good (a trial)."""
+
+    relay: RelayId
+
+
+class DeliveredParams(Params):
+    """``delivered``: results a relay passed on to its host; what they took stands."""
+
+    receipts: Annotated[list[Receipt], Field(max_length=1000)]
+
+
 class ReleaseParams(Params):
     """``release``: give claimed notices back, undelivered, to the next reader."""
 
@@ -474,6 +499,16 @@ class ReleaseRequest(ReleaseParams, Request[ReleaseResult]):
     result_type: ClassVar[Any] = ReleaseResult
 
 
+class RelayRequest(RelayParams, Request[RelayResult]):
+    op: Literal["relay"] = "relay"
+    result_type: ClassVar[Any] = RelayResult
+
+
+class DeliveredRequest(DeliveredParams, Request[DeliveredResult]):
+    op: Literal["delivered"] = "delivered"
+    result_type: ClassVar[Any] = DeliveredResult
+
+
 class StatusRequest(Request[SupervisorStatus]):
     op: Literal["status"] = "status"
     result_type: ClassVar[Any] = SupervisorStatus
@@ -511,6 +546,8 @@ AnyRequest = Annotated[
     | AckRequest
     | ClaimRequest
     | ReleaseRequest
+    | RelayRequest
+    | DeliveredRequest
     | StatusRequest
     | ShutdownRequest
     | LoginPathRequest

@@ -16,6 +16,7 @@ from wave_bash.api.paths import StateLayout
 from wave_bash.api.wire import encode
 
 from .journal import Journal
+from .relays import Relays
 from .settings import Settings
 from .tasks import TaskManager
 
@@ -65,6 +66,9 @@ class Connection:
         self.after_reply: Callable[[], object] | None = None
         """Done once the result was handed to the peer: what must not happen for a
         result that never left (a read offset advanced past output nobody saw)."""
+        self.give_back: list[Callable[[], object]] = []
+        """What undoes ``after_reply`` and what else the result took, should a relay that
+        got it never pass it on (:mod:`.relays`)."""
         self.after_answer: list[Callable[[], object]] = []
         """Done once the request is over, answered or not (a read turn given back)."""
 
@@ -236,3 +240,5 @@ class Context:
     """Work running beside the requests (a prune), kept referenced until it ends."""
     read_turns: ReadTurns = field(default_factory=ReadTurns)
     """Readers of a task's new output taking turns (see :class:`ReadTurns`)."""
+    relays: Relays = field(default_factory=Relays)
+    """Relays (MCP servers) present, and what their results took until passed on."""

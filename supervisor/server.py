@@ -8,6 +8,7 @@ import contextlib
 import hmac
 import logging
 import os
+import re
 import secrets
 import time
 from collections.abc import Coroutine
@@ -16,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from wave_bash.api.errors import BusyError, ProtocolError, StorageError, WaveError
-from wave_bash.api.protocol import parse_request
+from wave_bash.api.protocol import RECEIPT_PATTERN, parse_request
 from wave_bash.api.transport import HANDSHAKE_LIMIT, handshake_proof, peer_uid
 from wave_bash.api.wire import PROTOCOL_VERSION, decode, error_message
 
@@ -131,6 +132,15 @@ async def _linger(conn: Connection) -> None:
                 pass
 
 
+def _receipt(value: object) -> str | None:
+    """A request's ``receipt`` (a relay's, :mod:`.relays`), checked."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.match(RECEIPT_PATTERN, value):
+        raise ProtocolError(f"a receipt is RELAY:N in lowercase hex, not {value!r:.80}")
+    return value
+
+
 def to_wire(result: Any) -> Any:
     """A handler's return value as JSON-ready data (camelCase for contract models)."""
     if isinstance(result, BaseModel):
@@ -218,6 +228,7 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
     try:
         message = decode(lines.pop())
         wants_more = message.pop("keep", None) is True and may_keep  # (PR1)
+        receipt = _receipt(message.pop("receipt", None))
         version = message.get("v")
         if type(version) is not int:  # (not a client of another version: its advice was
             raise ProtocolError(  # to restart the supervisor, a trial)
@@ -240,10 +251,16 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
         crash_point("before_reply")
         wanted = result is not None or not conn.closed.done()
         keep = wants_more and not conn.interrupted and not conn.closed.done()
-        answer = {"type": "result", "data": to_wire(result), **({"keep": True} if keep else {})}
+        held = receipt is not None and bool(conn.give_back) and ctx.relays.present(receipt)
+        answer = {
+            "type": "result", "data": to_wire(result),
+            **({"keep": True} if keep else {}), **({"held": True} if held else {}),
+        }  # fmt: skip
         sent = wanted and await conn.send(answer)
         if sent and conn.after_reply is not None:
             conn.after_reply()
+        if sent and held and receipt is not None:  # (its relay confirms it passed on)
+            ctx.relays.hold(receipt, conn.give_back)
         keep = keep and sent
     except WaveError as exc:  # (then closed, as the client closes it after an error)
         await conn.send(error_message(exc.code, exc.message, exc.task_id))
@@ -269,6 +286,7 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
             watcher.cancel()
             await asyncio.wait([watcher])
         conn.after_reply = None
+        conn.give_back = []
         for done in conn.after_answer:
             done()
         conn.after_answer.clear()

@@ -1247,3 +1247,60 @@ def test_a_prompt_result_cancelled_after_it_was_written_is_announced(state_dir: 
         watcher.task_stop(task.id)
     finally:
         host.close()
+
+
+def test_a_server_killed_with_results_in_hand_loses_none_of_them(state_dir: Path) -> None:
+    """A server killed outright (SIGKILL: no handler runs) while the results it got wait
+    to be written to its host: a foreground result, a read's output and the notices
+    claimed with them were lost for good or for the lease's 10 minutes (a trial). Its
+    supervisor gives them back as its presence ends (ND6)."""
+    client = Client(state_dir=state_dir, session="killed")
+    ended = start_bg(client, "exit 4")
+    client.wait(ended, timeout=10_000)
+    printer = start_bg(client, "seq 1 300")
+    client.wait(printer, timeout=10_000)
+    host = _RawHost(state_dir, "killed", reading=False)
+    try:
+        host.initialize()
+        wait_until(lambda: client.status().relays == 1)
+        host.send(host.bash(1, "seq 1 20000"))  # (its result fills the pipe, unread)
+        pipe = host.stdout.fileno()
+        wait_until(lambda: _pipe_bytes(pipe) >= 60_000)
+        read = {"name": "TaskOutput", "arguments": {"task_id": printer}}
+        host.send({"id": 2, "method": "tools/call", "params": read})  # (queued behind it)
+        wait_until(lambda: client.status().held_results == 2)
+        host.proc.send_signal(signal.SIGKILL)
+        assert host.proc.wait(30) == -signal.SIGKILL
+    finally:
+        host.stdout.close()
+        host.stdin.close()
+    wait_until(lambda: client.status().relays == 0)
+    seq = next(t.id for t in client.tasks(all=True) if t.command == "seq 1 20000")
+    assert sorted(n.task_id for n in client.notifications()) == sorted([ended, printer, seq])
+    again = client.task_output(printer, block=False)
+    assert again.output.splitlines() == [str(n) for n in range(1, 301)]
+    assert client.status().held_results == 0
+
+
+def test_results_a_server_wrote_are_held_no_longer(state_dir: Path) -> None:
+    """What a relay's written results took stands once it confirms them: its end nothing
+    gives back (ND6)."""
+    client = Client(state_dir=state_dir, session="kept")
+    printer = start_bg(client, "echo shown")
+    client.wait(printer, timeout=10_000)
+    host = _RawHost(state_dir, "kept")
+    try:
+        host.initialize()
+        wait_until(lambda: client.status().relays == 1)
+        read = {"name": "TaskOutput", "arguments": {"task_id": printer}}
+        host.send({"id": 1, "method": "tools/call", "params": read})
+        assert "shown" in json.dumps(host.reply(1))
+        wait_until(lambda: client.status().held_results == 0)
+        host.proc.send_signal(signal.SIGKILL)
+        host.proc.wait(30)
+    finally:
+        host.stdout.close()
+        host.stdin.close()
+    wait_until(lambda: client.status().relays == 0)
+    assert client.task_output(printer, block=False).output == ""  # (read once, by the host)
+    assert client.notifications() == []  # (its end was shown with the read)

@@ -43,6 +43,8 @@ HANDLERS: dict[type[rq.Request[Any]], Handler] = dict(
         _serves(rq.UnreadRequest, output.handle_unread),
         _serves(rq.ClaimRequest, notifications.handle_claim),
         _serves(rq.ReleaseRequest, notifications.handle_release),
+        _serves(rq.RelayRequest, notifications.handle_relay),
+        _serves(rq.DeliveredRequest, notifications.handle_delivered),
         _serves(rq.GcRequest, gc.handle),
     ]
 )

@@ -1,5 +1,6 @@
 """``notifications``, ``claim``, ``ack`` and ``release``: completion notices, each delivered
-exactly once however many readers race (SPEC B5).
+exactly once however many readers race (SPEC B5); ``relay`` and ``delivered``: results a
+relay passes on (:mod:`..relays`).
 
 Taking notices is one transaction (a claim), so two readers never get the same one. A
 reader that must first show them somewhere (an MCP result written to its host) holds
@@ -13,11 +14,21 @@ import secrets
 import time
 
 from wave_bash.api.errors import TaskNotFoundError
-from wave_bash.api.models import AckResult, AnnounceResult, Notice, NoticeClaim, ReleaseResult
+from wave_bash.api.models import (
+    AckResult,
+    AnnounceResult,
+    DeliveredResult,
+    Notice,
+    NoticeClaim,
+    RelayResult,
+    ReleaseResult,
+)
 from wave_bash.api.protocol import (
     AckParams,
     ClaimParams,
+    DeliveredParams,
     NotificationsParams,
+    RelayParams,
     ReleaseParams,
     TaskParams,
 )
@@ -47,6 +58,8 @@ async def handle_notifications(
 
 async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> NoticeClaim:
     token, notices = _claim(ctx, p.session, p.lease, token=p.claim)
+    if notices:  # (a relay killed with them in hand: back to the session at once)
+        conn.give_back.append(lambda: ctx.journal.settle_claim(token, delivered=False))
     problem = ctx.journal.problem
     if notices or problem is None:
         return NoticeClaim(claim=token, notices=notices)
@@ -71,11 +84,28 @@ async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> Re
     return ReleaseResult(released=ctx.journal.settle_claim(p.claim, delivered=False))
 
 
+async def handle_relay(ctx: Context, p: RelayParams, conn: Connection) -> RelayResult:
+    """A relay's presence, until it closes the connection (or the supervisor stops)."""
+    return RelayResult(given_back=await ctx.relays.attend(p.relay, conn))
+
+
+async def handle_delivered(ctx: Context, p: DeliveredParams, conn: Connection) -> DeliveredResult:
+    return DeliveredResult(confirmed=ctx.relays.confirm(p.receipts))
+
+
 async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> AnnounceResult:
     """A foreground result never reached its caller: its task's end becomes a notice."""
-    row = ctx.journal.get(p.task_id)
-    if row is None:
+    if ctx.journal.get(p.task_id) is None:
         raise TaskNotFoundError(p.task_id)
+    return AnnounceResult(announced=announce_unseen(ctx, p.task_id))
+
+
+def announce_unseen(ctx: Context, task_id: str) -> bool:
+    """A foreground or prompt result never reached its caller: the task's end (or its
+    prompt) becomes a notice; whether it did (False: it was one already)."""
+    row = ctx.journal.get(task_id)
+    if row is None:  # (pruned since)
+        return False
     task = ctx.tasks.live.get(row.id)
     if task is not None:  # still running: it just moves to the background
         moved = ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
@@ -86,14 +116,14 @@ async def handle_announce(ctx: Context, p: TaskParams, conn: Connection) -> Anno
             shown = task.prompt_read
             if shown is not None and ctx.journal.read_offset(task.id, row.session) == shown[1]:
                 ctx.journal.set_read_offset(task.id, row.session, shown[0])
-            return AnnounceResult(announced=True)
-        return AnnounceResult(announced=moved)
+            return True
+        return moved
     if row.owner is not Owner.FOREGROUND:
-        return AnnounceResult(announced=False)
+        return False
     row.owner, row.background_reason, row.owner_changed_at = (
         Owner.BACKGROUND,
         BackgroundReason.CALLER_LOST,
         time.time(),
     )
     ctx.journal.finish_task(row, row.session)  # the row as it is, plus its notice
-    return AnnounceResult(announced=True)
+    return True

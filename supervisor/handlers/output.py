@@ -221,11 +221,19 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
 async def handle_unread(ctx: Context, p: UnreadParams, conn: Connection) -> UnreadResult:
     """Give a read back whose result never reached its reader (B6c), in turn with the
     session's other readers of that task: only while no read after it moved on."""
-    start = await stored_start(ctx, p.task_id, p.session, conn)
-    if start != p.read_to or p.back_to >= p.read_to:
+    await stored_start(ctx, p.task_id, p.session, conn)
+    if p.back_to >= p.read_to:
         return UnreadResult(unread=False)
-    ctx.journal.set_read_offset(p.task_id, p.session, p.back_to)
-    return UnreadResult(unread=True)
+    return UnreadResult(unread=give_back_read(ctx, p.task_id, p.session, p.read_to, p.back_to))
+
+
+def give_back_read(ctx: Context, task_id: str, session: str, read_to: int, back_to: int) -> bool:
+    """The session's read offset of the task back from ``read_to`` to ``back_to`` (its
+    result never reached the reader), unless a read after it moved it on."""
+    if ctx.journal.get(task_id) is None or ctx.journal.read_offset(task_id, session) != read_to:
+        return False
+    ctx.journal.set_read_offset(task_id, session, back_to)
+    return True
 
 
 async def stored_start(ctx: Context, task_id: str, session: str, conn: Connection) -> int:
@@ -303,6 +311,7 @@ def read_output(
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
         task_id = row.id
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
+        conn.give_back.append(lambda: give_back_read(ctx, task_id, session, end, start))
     log_gone = row.log_gone and removed_outside(ctx, row)
     return TaskOutputResult(
         task_id=row.id, status=row.status,

@@ -18,6 +18,7 @@ from wave_bash.worker.tail import file_size
 from .. import policy, views
 from ..context import Connection, Context
 from ..tasks import LiveTask, is_sleep_command
+from .notifications import announce_unseen
 
 
 async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | None:
@@ -127,9 +128,13 @@ async def wait_foreground(
             helper.cancel()
     if task.row.owner is Owner.BACKGROUND:  # backgrounded by the user (bg) before it ended
         return views.backgrounded_result(task)
+    # (a result that shows the end or a prompt: a relay that never passes it on, killed
+    # with it in hand, leaves them to a notice, :mod:`..relays`)
+    conn.give_back.append(lambda: announce_unseen(ctx, task.id))
     if task.ended.done():
         return views.finished_result(task, await ctx.tasks.left_running(task), exact=exact)
     if conn.closed.done():
+        conn.give_back.clear()
         # (not lost: a caller that stops it after Ctrl+C; one still waiting for it on
         # another connection, the same call sent again over a new ssh while the old one
         # froze: as the old one dropped, the new one got "running in the background",
@@ -156,6 +161,7 @@ async def wait_foreground(
             # its reason stands; the result blamed the timeout, the record TaskStop: a trial)
             return views.finished_result(task, await ctx.tasks.left_running(task), exact=exact)
         return views.terminated_result(task, timeout_ms)
+    conn.give_back.clear()  # (in the background: its end is a notice anyway)
     ctx.tasks.move_to_background(task, BackgroundReason.TIMEOUT)
     return views.backgrounded_result(task, timeout_ms)
 

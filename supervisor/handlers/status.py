@@ -35,6 +35,8 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
         # write yet, and said nothing was wrong; a review)
         storage_problem=ctx.journal.problem or disk_problem(ctx.layout.root),
         sandbox=ctx.tasks.sandbox_status,
+        relays=ctx.relays.count,
+        held_results=ctx.relays.held,
     )
 
 
