@@ -379,7 +379,8 @@ class WaveMcp:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
         reads, self.unwritten_reads = list(self.unwritten_reads.values()), {}
-        for read in reads:  # (output it never got: read again by the next reader)
+        for read in reversed(reads):  # (output it never got: read again by the next
+            # reader; newest first, as each goes back to where the one before ended)
             await anyio.to_thread.run_sync(self._unread, read)
         for request_id in list(self.held):  # (given back above: done with)
             self._settle_receipt(request_id)

@@ -27,6 +27,9 @@ released; each finds out itself whether that still holds."""
 MAX_HELD = 4096
 """Receipts held per relay at most: a relay that never confirms them costs bounded
 memory; the oldest beyond this counts as passed on."""
+MAX_PER_RECEIPT = 64
+"""What one receipt holds at most (a call sent again names it again; a client that
+names one for ever holds no more)."""
 
 
 class Relays:
@@ -56,7 +59,8 @@ class Relays:
         if not give_back or not self._present.get(relay):
             return
         held = self._held.setdefault(relay, {})
-        held.setdefault(receipt, []).extend(give_back)
+        undo = held.setdefault(receipt, [])
+        undo.extend(give_back[: MAX_PER_RECEIPT - len(undo)])
         while len(held) > MAX_HELD:
             del held[next(iter(held))]
 
@@ -97,8 +101,10 @@ def _relay_of(receipt: str) -> str:
 def _give_back(relay: str, held: dict[str, list[GiveBack]]) -> None:
     if held:
         log.info("relay %s went with %d results not passed on: given back", relay, len(held))
-    for give_back in held.values():
-        for undo in give_back:
+    for give_back in reversed(held.values()):  # newest first: a read given back moves the
+        for undo in reversed(give_back):  # offset to where the one before it ended, so
+            # that one finds it where it left it (oldest first, it found it moved on and
+            # its output was never read again: a review)
             try:
                 undo()
             except Exception:  # (one failing must not keep the others)

@@ -271,6 +271,7 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
         log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)
         await ctx.tasks.stop(over, reason=EndReason.LOG_CAP)
     idle = not ctx.tasks.live and ctx.active_connections == 0 and not ctx.journal.held
+    idle = idle and not ctx.relays.held  # (what relays' results took: given back, if need be)
     if idle and settings.idle_exit and time.monotonic() - ctx.last_activity >= settings.idle_exit:
         log.info("idle for %gs with no task running: exiting", settings.idle_exit)
         ctx.stop_event.set()

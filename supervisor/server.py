@@ -136,7 +136,7 @@ def _receipt(value: object) -> str | None:
     """A request's ``receipt`` (a relay's, :mod:`.relays`), checked."""
     if value is None:
         return None
-    if not isinstance(value, str) or not re.match(RECEIPT_PATTERN, value):
+    if not isinstance(value, str) or not re.fullmatch(RECEIPT_PATTERN, value):
         raise ProtocolError(f"a receipt is RELAY:N in lowercase hex, not {value!r:.80}")
     return value
 

@@ -1304,3 +1304,50 @@ def test_results_a_server_wrote_are_held_no_longer(state_dir: Path) -> None:
     wait_until(lambda: client.status().relays == 0)
     assert client.task_output(printer, block=False).output == ""  # (read once, by the host)
     assert client.notifications() == []  # (its end was shown with the read)
+
+
+def test_reads_a_killed_server_held_are_given_back_newest_first(state_dir: Path) -> None:
+    """Two reads of one task in a killed server's hand: given back oldest first, the
+    first found the offset moved on by the second and stayed, and its lines were never
+    read again (a review). Each goes back to where the one before it ended."""
+    client = Client(state_dir=state_dir, session="two")
+    printer = start_bg(client, "for i in $(seq 1 300); do echo L$i; sleep 0.02; done")
+    host = _RawHost(state_dir, "two", reading=False)
+    try:
+        host.initialize()
+        wait_until(lambda: client.status().relays == 1)
+        host.send(host.bash(1, "seq 1 20000"))  # (its result fills the pipe, unread)
+        wait_until(lambda: _pipe_bytes(host.stdout.fileno()) >= 60_000)
+        read = {"name": "TaskOutput", "arguments": {"task_id": printer, "block": False}}
+        for n in (2, 3):
+            size = Path(client.tasks()[0].output_path).stat().st_size
+            wait_until(lambda size=size: Path(client.tasks()[0].output_path).stat().st_size > size)
+            host.send({"id": n, "method": "tools/call", "params": read})
+            wait_until(lambda n=n: client.status().held_results == n)
+        host.proc.send_signal(signal.SIGKILL)
+        host.proc.wait(30)
+    finally:
+        host.stdout.close()
+        host.stdin.close()
+    wait_until(lambda: client.status().relays == 0)
+    client.wait(printer, timeout=30_000)
+    again = client.task_output(printer, block=False)
+    assert again.output.splitlines() == [f"L{n}" for n in range(1, 301)]
+
+
+def test_a_present_server_keeps_no_place_and_no_supervisor_up(state_dir: Path) -> None:
+    """A relay's presence is no connection for the cap or the idle exit (as a kept one):
+    each MCP server took a place under the cap for its whole life (two servers under a
+    cap of 2 left every other call busy), and kept the supervisor up (a review)."""
+    start_supervisor(state_dir, WAVE_MAX_CONNECTIONS="2", WAVE_IDLE_EXIT="2s")
+    client = Client(state_dir=state_dir, session="cap")
+    hosts = [_RawHost(state_dir, f"cap{n}") for n in range(2)]
+    try:
+        for host in hosts:
+            host.initialize()
+        wait_until(lambda: client.status().relays == 2)
+        assert client.bash("echo through").stdout == "through"
+        wait_until(lambda: not supervisor_pids(state_dir), timeout=20)  # (idle: it exits)
+    finally:
+        for host in hosts:
+            host.close()

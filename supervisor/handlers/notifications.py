@@ -85,8 +85,17 @@ async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> Re
 
 
 async def handle_relay(ctx: Context, p: RelayParams, conn: Connection) -> RelayResult:
-    """A relay's presence, until it closes the connection (or the supervisor stops)."""
-    return RelayResult(given_back=await ctx.relays.attend(p.relay, conn))
+    """A relay's presence, until it closes the connection (or the supervisor stops). It
+    counts as no connection for the cap or the idle exit, as a kept one (PR1): each MCP
+    server took a place under the cap for its whole life, and kept the supervisor up
+    (a review)."""
+    ctx.active_connections -= 1
+    ctx.served_connections -= 1
+    try:
+        return RelayResult(given_back=await ctx.relays.attend(p.relay, conn))
+    finally:
+        ctx.active_connections += 1
+        ctx.served_connections += 1
 
 
 async def handle_delivered(ctx: Context, p: DeliveredParams, conn: Connection) -> DeliveredResult:

@@ -89,7 +89,9 @@ async def handle_attach(ctx: Context, p: AttachParams, conn: Connection) -> Bash
         or row.background_reason is BackgroundReason.CALLER_LOST
         or row.end_reason is EndReason.NOT_STARTED  # (a background start said it runs: a
     ):  # review; D3a: a caller learns that nothing ran, to run it again)
-        ctx.journal.mark_delivered(row.session, [row.id])  # the caller gets the result itself
+        session, task_id = row.session, row.id  # the caller gets the result itself, once
+        conn.after_reply = lambda: ctx.journal.mark_delivered(session, [task_id])  # it left
+        conn.give_back.append(lambda: announce_unseen(ctx, task_id))  # (a relay's, ND6)
         if row.background_reason is BackgroundReason.CALLER_LOST:  # (it came back: its
             ctx.tasks.move_to_foreground(ended)  # task was listed as lost still, a review)
         return views.finished_result(ended, exact=p.exact_output)
