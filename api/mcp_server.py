@@ -41,6 +41,7 @@ from .client import Client, inject_login_path
 from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
+from .relay import Presence
 from .texts import notices_waiting_text, remote_paths_text, tool_result_text
 from .tools import (
     BASH_TOOL,
@@ -139,6 +140,7 @@ class WaveMcp:
         """Requests cancelled as their result waited to be written."""
         self.relay: str | None = None
         """This server's name as a relay (:meth:`attend`); its calls name receipts."""
+        self.presence: Presence | None = None
         self._receipts = itertools.count(1)
         self.held: dict[Any, str] = {}
         """Request ID → receipt under which the supervisor holds what its result took,
@@ -153,7 +155,7 @@ class WaveMcp:
         there is held until this server wrote it to its host, and given back should the
         server end first (killed: a foreground result or a read was lost, a trial)."""
         self.relay = secrets.token_hex(8)
-        self.client.attend_as_relay(self.relay)
+        self.presence = self.client.attend_as_relay(self.relay)
 
     def _receipt(self) -> str | None:
         return None if self.relay is None else f"{self.relay}:{next(self._receipts):x}"
@@ -385,6 +387,8 @@ class WaveMcp:
         for request_id in list(self.held):  # (given back above: done with)
             self._settle_receipt(request_id)
         await anyio.to_thread.run_sync(self.confirms.drain, ACK_PATIENCE_AT_EXIT)
+        if self.presence is not None:  # (what is still held goes back now, not at exit)
+            await anyio.to_thread.run_sync(self.presence.close)
 
     def _asker(self, request: mcp_compat.ToolRequest, command: object) -> Any:
         """Ask the host's user (an elicitation) about a command that needs approval, from
