@@ -819,6 +819,16 @@ class _RawHost:
         self.stdin.close()
         self.proc.wait(30)
 
+    def kill_server(self) -> int:
+        """The server killed outright (no handler runs), then its pipes closed; its exit
+        status."""
+        try:
+            self.proc.send_signal(signal.SIGKILL)
+            return self.proc.wait(30)
+        finally:
+            self.stdout.close()
+            self.stdin.close()
+
 
 def test_a_read_the_host_cancels_after_its_result_is_given_back(
     state_dir: Path, tmp_path: Path
@@ -1269,11 +1279,9 @@ def test_a_server_killed_with_results_in_hand_loses_none_of_them(state_dir: Path
         read = {"name": "TaskOutput", "arguments": {"task_id": printer}}
         host.send({"id": 2, "method": "tools/call", "params": read})  # (queued behind it)
         wait_until(lambda: client.status().held_results == 2)
-        host.proc.send_signal(signal.SIGKILL)
-        assert host.proc.wait(30) == -signal.SIGKILL
     finally:
-        host.stdout.close()
-        host.stdin.close()
+        code = host.kill_server()
+    assert code == -signal.SIGKILL
     wait_until(lambda: client.status().relays == 0)
     seq = next(t.id for t in client.tasks(all=True) if t.command == "seq 1 20000")
     assert sorted(n.task_id for n in client.notifications()) == sorted([ended, printer, seq])
@@ -1296,11 +1304,8 @@ def test_results_a_server_wrote_are_held_no_longer(state_dir: Path) -> None:
         host.send({"id": 1, "method": "tools/call", "params": read})
         assert "shown" in json.dumps(host.reply(1))
         wait_until(lambda: client.status().held_results == 0)
-        host.proc.send_signal(signal.SIGKILL)
-        host.proc.wait(30)
     finally:
-        host.stdout.close()
-        host.stdin.close()
+        host.kill_server()
     wait_until(lambda: client.status().relays == 0)
     assert client.task_output(printer, block=False).output == ""  # (read once, by the host)
     assert client.notifications() == []  # (its end was shown with the read)
@@ -1324,11 +1329,8 @@ def test_reads_a_killed_server_held_are_given_back_newest_first(state_dir: Path)
             wait_until(lambda size=size: Path(client.tasks()[0].output_path).stat().st_size > size)
             host.send({"id": n, "method": "tools/call", "params": read})
             wait_until(lambda n=n: client.status().held_results == n)
-        host.proc.send_signal(signal.SIGKILL)
-        host.proc.wait(30)
     finally:
-        host.stdout.close()
-        host.stdin.close()
+        host.kill_server()
     wait_until(lambda: client.status().relays == 0)
     client.wait(printer, timeout=30_000)
     again = client.task_output(printer, block=False)
