@@ -17,6 +17,10 @@ from wave_bash.api import Client
 
 BENCH = Path(__file__).parent / "bench" / "run.py"
 
+pytestmark = pytest.mark.xdist_group("bench")
+"""One test worker runs these, one after the other: each looks for what any benchmark run
+left in ``/tmp``, and would find another test's run under way."""
+
 
 def bench_leftovers(before: set[str]) -> list[str]:
     """Temp dirs a benchmark run left, and processes still using a benchmark dir."""

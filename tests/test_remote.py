@@ -81,7 +81,8 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
     Path("/run/sshd").mkdir(exist_ok=True)
     server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
     remote_state = Path(f"/tmp/wb-remote-{port}")
-    local_state = tmp_path / "local"
+    local_state = Path(tempfile.mkdtemp(prefix="wb-local-"))  # (short: its ssh dir holds
+    # the shared connection's socket, which a test worker's tmp_path is too long for)
     try:
         wait_until(lambda: _port_open(port), timeout=10)
         yield {
@@ -100,6 +101,8 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
         server.wait(timeout=10)
         reap(remote_state)
         shutil.rmtree(remote_state, ignore_errors=True)
+        reap(local_state)
+        shutil.rmtree(local_state, ignore_errors=True)
 
 
 def _shared_connections(port: int) -> list[psutil.Process]:
@@ -603,38 +606,39 @@ def test_a_call_whose_shared_connection_freezes_is_sent_again(
             master.resume()
 
 
-def test_where_the_shared_connections_socket_goes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_where_the_shared_connections_socket_goes(monkeypatch: pytest.MonkeyPatch) -> None:
     """In the state dir's private ``ssh`` dir; else, where that path is too long for a
     socket with ssh's suffix or is no private dir of ours, in the private fallback dir;
     else none (a login per call). A name of its own per remote and options; `%` escaped
     (ssh expands its tokens there)."""
-    runtime = Path(tempfile.mkdtemp(prefix="wb-run-"))  # (short: tmp_path's would not fit)
+    runtime = Path(tempfile.mkdtemp(prefix="wb-run-"))  # (short: base's would not fit)
+    base = Path(tempfile.mkdtemp(prefix="wb-cp-"))  # (short, as a state dir's usually is:
+    # a test worker's base, `…/popen-gw0/test_where_the_shared_co0`, is too long)
     try:
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
         remote = Remote.parse("ssh://me@box:2222")
-        state = tmp_path / "st%ate"
+        state = base / "st%ate"
         path = control_path(StateLayout(state), remote, ["-i", "key"])
-        assert path is not None and path.startswith(str(tmp_path / "st%%ate" / "ssh") + "/")
+        assert path is not None and path.startswith(str(base / "st%%ate" / "ssh") + "/")
         assert oct((state / "ssh").stat().st_mode & 0o777) == "0o700"
         assert not list((state / "ssh").iterdir())  # (the probe's socket is gone)
         assert control_path(StateLayout(state), remote, ["-i", "other"]) != path
         assert control_path(StateLayout(state), Remote.parse("ssh://me@box"), ["-i", "key"]) != path
         fallback = f"{runtime}/wave-bash/ssh/"
-        deep = tmp_path / ("d" * (CONTROL_DIR_ROOM - len(str(tmp_path)) - 4))  # (+ /ssh: long)
+        deep = base / ("d" * (CONTROL_DIR_ROOM - len(str(base)) - 4))  # (+ /ssh: long)
         assert (control_path(StateLayout(deep), remote, []) or "").startswith(fallback)
         for odd in ("a b", "it's", 'say "x"', "back\\slash"):  # (ssh would split or unquote
-            spaced = tmp_path / odd / "state"  # it: macOS's `Application Support`, a review)
+            spaced = base / odd / "state"  # it: macOS's `Application Support`, a review)
             assert (control_path(StateLayout(spaced), remote, []) or "").startswith(fallback)
-        linked = tmp_path / "linked"
+        linked = base / "linked"
         linked.mkdir(mode=0o700)
-        (linked / "ssh").symlink_to(tmp_path)  # (a link is never followed: X1)
+        (linked / "ssh").symlink_to(base)  # (a link is never followed: X1)
         assert (control_path(StateLayout(linked), remote, []) or "").startswith(fallback)
-        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("r" * 80)))
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(base / ("r" * 80)))
         assert control_path(StateLayout(deep), remote, []) is None
     finally:
         shutil.rmtree(runtime)
+        shutil.rmtree(base)
 
 
 def test_remote_url_is_checked() -> None:
