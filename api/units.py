@@ -52,7 +52,12 @@ def check_timeout_ms(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         kind = "a boolean" if isinstance(value, bool) else _JSON_KIND.get(type(value), "a value")
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got {kind}")
-    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+    if isinstance(value, float) and math.isnan(value):
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got NaN")
+    if isinstance(value, float) and math.isinf(value):  # (JSON's `1e400` reads as infinity:
+        # "got inf" named no number the caller sent, a trial)
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got a number too large")
+    if value < 0:
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got {value}")
     try:
         return float(value)

@@ -74,6 +74,17 @@ def test_bad_timeouts(value: object) -> None:
         BashInput.parse({"command": "x", "timeout": value})
     assert str(err.value).startswith("timeout must be a non-negative number of milliseconds")
     assert "600000" not in str(err.value)
+    assert "inf" not in str(err.value)  # (`1e400` is read as infinity: "got inf", a trial)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("1e400", "got a number too large"), ("-1e400", "got a number too large"),
+     ("NaN", "got NaN"), ("-5", "got -5")],
+)  # fmt: skip
+def test_a_timeout_is_named_as_it_was_sent(text: str, said: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"milliseconds, {said}$"):
+        BashInput.parse(json.loads(f'{{"command": "x", "timeout": {text}}}'))
 
 
 def test_null_timeout_means_not_given_and_unknown_fields_are_ignored() -> None:
