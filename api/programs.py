@@ -61,7 +61,10 @@ def abbreviates(word: str | None, option: str) -> bool:
 
 GIT_OPTIONS_WITH_VALUE = frozenset({
     "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+    "--attr-source",
 })  # fmt: skip
+"""(``--attr-source TREE``: git 2.42's; its value was taken for the subcommand, which hid
+``push`` and the ``-c`` settings after it, a trial.)"""
 
 
 def git_options(rest: Sequence[str | None]) -> int:
@@ -101,8 +104,14 @@ GIT_RUNS = {
     "clone": ("-u", "--upload-pack"), "archive": ("--exec",), "grep": ("-O",
     "--open-files-in-pager"), "push": ("--receive-pack", "--exec"),
     "send-pack": ("--receive-pack", "--exec"), "fetch-pack": ("--upload-pack", "--exec"),
+    "send-email": ("--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd"),
+    "instaweb": ("-d", "--httpd", "-b", "--browser"),
 }  # fmt: skip
-"""git subcommands (and their words) that run a command given to them."""
+"""git subcommands (and their words) that run a command given to them (``send-email
+--sendmail-cmd CMD``, ``instaweb --httpd CMD``: a trial)."""
+GIT_EXACT_OPTIONS = {"send-email": frozenset({"--to", "--cc"})}
+"""Options of those that are no abbreviation of one that runs a command (``--to`` is not
+``--to-cmd``: git takes an exact name first)."""
 
 
 GIT_TRANSFERS = frozenset({"fetch", "pull", "push", "clone", "ls-remote", "grep"})
@@ -205,6 +214,8 @@ SORT_LONG_VALUED = ("--key", "--output", "--buffer-size", "--field-separator",
 """Its long ones besides ``--compress-program``."""
 
 
+TIME_LONG_VALUED = ("--format", "--output")
+"""GNU time's long options that take a value (its short ones: ``-f``, ``-o``)."""
 SHUF_LONG_VALUED = ("--input-range", "--head-count", "--output", "--random-source")
 """GNU shuf's long options that take a value (its short ones: ``-i``, ``-n``, ``-o``)."""
 
@@ -318,7 +329,7 @@ def files_written(
     """The files a program writes by its words, as a redirection would (each with its
     word as written, None where it is known only as it runs, and how, :data:`Kind`):
     ``tee FILE…``, ``sort -o
-    FILE``, ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
+    FILE``, ``time -o FILE`` (a wrapper: given its own words), ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
     ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
     write to, ``touch`` and ``truncate`` operands, what ``curl`` and ``wget`` download to
     (sed's: ``texttools.script_code``).
@@ -339,6 +350,8 @@ def files_written(
         at = _sort_options(words, shown)[1]
     elif name == "shuf":  # (its `-o FILE` as sort's: a trial)
         at = _sort_options(words, shown, "ino", SHUF_LONG_VALUED)[1]
+    elif name == "time":  # (GNU time's `-o FILE`, its own words only: a trial)
+        at = _sort_options(words, shown, "fo", TIME_LONG_VALUED)[1]
     elif name == "uniq":
         longs = ("--skip-fields", "--skip-chars", "--check-chars")
         at = [(i, "") for i in _positional(words, "fsw", longs)[1:2]]
@@ -818,6 +831,8 @@ def git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None:
                 return f"`git {words[0]}` runs a command given to it"
             continue
         flag = word.split("=", 1)[0]
+        if flag in GIT_EXACT_OPTIONS.get(words[0] or "", ()):
+            continue
         if any(
             s == word
             or (s.startswith("--") and len(flag) > 3 and s.startswith(flag))  # (`--exe`)

@@ -950,6 +950,10 @@ class _Walker:
                 break  # X="5 rm x" runs rm)
             if any(may_vanish(values[k], shown[k]) for k in range(start + 1, start + 1 + skip)):
                 self.problems.append(MOVED_PROBLEM.format(wrapper))  # `timeout $(f) 5 rm`
+            for target, written, kind in files_written(  # (`time -o FILE`)
+                wrapper, values[start + 1 : start + 1 + skip], shown[start + 1 : start + 1 + skip]
+            ):
+                self._program_writes(target, written, kind)
             if wrapper == "env":
                 options = values[start + 1 : start + 1 + skip]
                 assignments += [v for v in options if v is None or "=" in v]

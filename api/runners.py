@@ -32,7 +32,10 @@ attached: ``-l1``, ``--eof=x``.)"""
 SUDO_OPTIONS_WITH_VALUE = frozenset({
     "-a", "-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "--user", "--group", "--host",
     "--prompt", "--close-from", "--chdir", "--chroot", "--command-timeout", "--other-user",
+    "-r", "-t", "--role", "--type",
 })  # fmt: skip
+"""(``-r ROLE``, ``-t TYPE``: SELinux's, where sudo is built with it; `sudo -r R -t T rm x`
+was taken for the command `T rm x`, a trial.)"""
 
 
 RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE}
@@ -429,8 +432,9 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
         case "timeout":
             option_value({"-s", "--signal", "-k", "--kill-after"})
             i += 1  # the duration
-        case "time":
-            option_value(())
+        case "time":  # (GNU time's, `/usr/bin/time -o FILE rm x`: its value was taken for
+            option_value({"-f", "--format", "-o", "--output"})  # the command, a trial; bash's
+            # keyword takes `-p` alone, and runs a word such as `-o` as the command)
         case "nice":
             option_value({"-n", "--adjustment"})
         case "stdbuf":
@@ -451,8 +455,10 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
             if i < len(rest) and rest[i] in ("-v", "-V"):
                 return None
             option_value(())
-        case "env":
-            option_value({"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P"})
+        case "env":  # (`-a NAME`, `--argv0`: coreutils 9.5's, a trial)
+            option_value(
+                {"-u", "--unset", "-C", "--chdir", "-S", "--split-string", "-P", "-a", "--argv0"}
+            )
             while i < len(rest) and ((word := rest[i]) is None or "=" in word):
                 i += 1
         case _:
@@ -693,6 +699,10 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         ),
         _IN_PLACE,
     ),
+    # privilege drops of containers' entry points: a user (and group) spec, then the
+    # command, in another HOME (`gosu app rm x` was a command of its own, a trial)
+    **dict.fromkeys(_options("gosu su-exec s6-setuidgid"), Runner(operands=1)),
+    "chpst": Runner(valued=_options("-u -U -b -e -/ -n -l -L -m -d -o -p -f -c -r -t")),
     "ltrace": Runner(
         valued=_options("-o -p -e -s -n -u -a -A -D -F -l"),
         keeps_place=True,

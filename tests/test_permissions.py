@@ -2675,3 +2675,40 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
     # (xargs -I fills in its placeholder and appends nothing)
     assert verdict("git ls-files | xargs -I{} sed -n 1p ./{}", rules) == "allow"
     assert verdict("git ls-files | xargs -I{} sed -i s/a/b/ {}", rules) == "ask"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [  # (each was allowed, and the first two ran `rm`: a trial)
+        ("/usr/bin/time -f %e rm keep.txt", "deny"),
+        ("/usr/bin/time -o /tmp/timing rm keep.txt", "deny"),
+        ("/usr/bin/time --output /tmp/timing rm keep.txt", "deny"),
+        ("time -p rm keep.txt", "deny"),
+        ("/usr/bin/time -a -o /etc/victim true", "deny"),  # its own `-o FILE` is a write
+        ("/usr/bin/time -ao/etc/victim true", "deny"),
+        ("/usr/bin/time --output=/etc/victim true", "deny"),
+        ("/usr/bin/time -o /tmp/timing true", "allow"),
+        ("git --attr-source HEAD push origin main", "deny"),
+        ("git --attr-source HEAD -c alias.p='!rm x' p", "ask"),
+        ("git --attr-source HEAD -c core.fsmonitor='rm x' status", "ask"),
+        ("git --attr-source HEAD status", "allow"),
+        ("git send-email --sendmail-cmd 'rm x' HEAD~1", "ask"),
+        ("git send-email --to-cmd='rm x' HEAD~1", "ask"),
+        ("git instaweb --httpd='rm x'", "ask"),
+        ("git send-email --to a@b.c --cc=d@e.f HEAD~1", "allow"),
+        ("git send-email --to-c 'rm x' HEAD~1", "ask"),
+        ("gosu app rm x", "deny"),
+        ("su-exec app:app rm x", "deny"),
+        ("s6-setuidgid app rm x", "deny"),
+        ("chpst -u app -n 5 rm x", "deny"),
+        ("sudo -r ROLE -t TYPE rm x", "deny"),
+        ("env -a NAME rm x", "deny"),
+        ("env --argv0 NAME rm x", "deny"),
+    ],
+)
+def test_options_that_take_a_value_hide_no_command(command: str, expected: str) -> None:
+    """A wrapper's or git's option whose value was taken for the command (GNU time's `-o
+    FILE`, git's `--attr-source TREE`) or a privilege drop the checker did not know
+    (`gosu USER CMD`) hid the command from the deny rules."""
+    rules = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Bash(git push *)", "Write(/etc/**)"]}
+    assert verdict(command, rules) == expected
