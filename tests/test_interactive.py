@@ -1187,3 +1187,25 @@ def test_git_opens_its_editor_on_the_terminal(state_dir: Path, tmp_path: Path) -
     done = client.task_input(opened.background_task_id, "iFrom vi\x1b:wq\n", timeout=20_000)
     assert (done.status, done.exit_code) == ("completed", 0), done.output
     assert client.bash("git log --format=%s").stdout == "From vi"
+
+
+RAW_READER = (
+    "import os, sys, tty; tty.setraw(0); sys.stdout.write('key? '); sys.stdout.flush(); "
+    "data = os.read(0, 100); tty.setcbreak(0); print(repr(data))"
+)
+"""A program that reads keys (the terminal in raw mode), as crossterm's and bubbletea's do."""
+
+
+def test_enter_is_typed_as_the_enter_key_sends_it(client: Client) -> None:
+    """`\\n` presses Enter: a CR, as a keyboard sends it. A program in raw mode read a LF,
+    which crossterm and bubbletea take for Ctrl+J (a trial); one in line mode reads its
+    line as before (the terminal's `icrnl`), and `\\r\\n` is one Enter."""
+    r = client.bash(f"python3 -c {shlex.quote(RAW_READER)}", interactive=True, timeout=LONG)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    assert "b'ok\\r'" in client.task_input(task_id, "ok\n").output
+    r = client.bash('read a; read b; echo "[$a|$b]"', interactive=True, timeout=LONG)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    answer = client.task_input(task_id, "one\r\ntwo\n")
+    assert "[one|two]" in answer.output and answer.exit_code == 0
