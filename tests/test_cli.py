@@ -605,6 +605,19 @@ def test_tasks_table_names_sessions_with_all_and_marks_a_cut_command(state_dir: 
     assert run_cli(state_dir, "stop", task_id).returncode == 0
 
 
+def test_tasks_table_says_a_task_waits_for_input(state_dir: Path) -> None:
+    """A task sent to the background for another reason than its prompt (`run -i
+    --background`) that waits for input says so in the table, not only with `--json`."""
+    client = Client(state_dir=state_dir)
+    task_id = client.bash("read -p 'name? ' x", interactive=True, run_in_background=True)
+    assert task_id.background_task_id
+    wait_until(lambda: client.task_output(task_id.background_task_id or "", block=False)
+               .waiting_for_input)  # fmt: skip
+    (row,) = [line for line in run_cli(state_dir, "tasks").stdout.splitlines()[1:]]
+    assert "running (waiting for input)" in row and "bg:explicit" in row, row
+    client.task_stop(task_id.background_task_id)
+
+
 def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> None:
     """`notifications` listed the ends of tasks `wait`, `stop` and `output --follow` had
     just printed (a trial), where an MCP result showing an end counts as its notice. Each
