@@ -1149,7 +1149,10 @@ def _add_input(sub: Any) -> None:
         sub, "input", cmd_input,
         "type a line into an interactive task, print its new output", ids="1",
     )  # fmt: skip
-    typed.add_argument("text", help="what to type (Enter is added unless -n)")
+    typed.add_argument(
+        "text", help="what to type (Enter is added unless -n; after -- if it starts with -: "
+        "input ID -- -y)",
+    )  # fmt: skip
     typed.add_argument("-n", "--no-enter", action="store_true", help="do not press Enter")
     typed.add_argument("--timeout", help="longest wait in ms for the next prompt (10000)")
 
