@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -947,18 +947,20 @@ def test_attach_takes_the_size_of_the_terminal_not_of_columns(
     client.task_stop(task_id)
 
 
+def _repl_showing_its_size(client: Client) -> tuple[str, Callable[[], str]]:
+    """A Python REPL's task, and what tells the size its terminal has now."""
+    task_id = client.bash("python3 -q", timeout=LONG, interactive=True).background_task_id or ""
+    size = "import os; print(tuple(os.get_terminal_size()))\n"
+    return task_id, lambda: client.task_input(task_id, size).output.splitlines()[-2]
+
+
 def test_a_second_attach_leaving_gives_the_first_its_size_back(
     client: Client, state_dir: Path
 ) -> None:
     """Two attaches, the second larger: as it left, the task kept its size, and the first
     one's program drew for a screen it did not have (a new user's trial; tmux goes back
     to the size of the client that stays). Unless another set a size since."""
-    r = client.bash("python3 -q", timeout=LONG, interactive=True)
-    task_id = r.background_task_id or ""
-    size = "import os; print(tuple(os.get_terminal_size()))\n"
-
-    def shown() -> str:
-        return client.task_input(task_id, size).output.splitlines()[-2]
+    task_id, shown = _repl_showing_its_size(client)
 
     with _Person(state_dir, task_id, size=(80, 24)) as first:
         wait_until(lambda: f"attached to {task_id}".encode() in first.read())
@@ -997,12 +999,7 @@ def test_overlapping_attaches_leave_the_size_of_who_stays(
     """Two attaches at once, each leaving: the size is that of the one still attached,
     and once none is, the task's own; in either order it kept the size of a person
     already gone (100x30 with nobody attached: a trial)."""
-    r = client.bash("python3 -q", timeout=LONG, interactive=True)
-    task_id = r.background_task_id or ""
-    size = "import os; print(tuple(os.get_terminal_size()))\n"
-
-    def shown() -> str:
-        return client.task_input(task_id, size).output.splitlines()[-2]
+    task_id, shown = _repl_showing_its_size(client)
 
     first, second = "a" * 32, "b" * 32  # (attach tokens; each leaves with what it found)
     client.terminal(task_id, resize=(100, 30), sizer=first)
@@ -1215,12 +1212,7 @@ def test_an_attach_killed_outright_leaves_as_it_would_have(client: Client, state
     """Of two attaches, one killed outright (SIGKILL: it says nothing): the other leaving
     gave the task the dead one's size, and so did every later attach as it left, for good
     (a trial). Its wait for output is cut as it dies: it leaves then, as it would have."""
-    r = client.bash("python3 -q", timeout=LONG, interactive=True)
-    task_id = r.background_task_id or ""
-    size = "import os; print(tuple(os.get_terminal_size()))\n"
-
-    def shown() -> str:
-        return client.task_input(task_id, size).output.splitlines()[-2]
+    task_id, shown = _repl_showing_its_size(client)
 
     with _Person(state_dir, task_id, size=(60, 20)) as first:
         wait_until(lambda: f"attached to {task_id}".encode() in first.read())
