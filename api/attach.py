@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import codecs
 import contextlib
-import functools
 import os
 import re
 import select
@@ -84,9 +83,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
             _redraw(call, task_id, size, sizer)  # (the same size: no signal to redraw)
         elif size and found != list(size):  # (resized: the margins the replay set go, as a
             _write(stdout, WHOLE_SCREEN_SCROLLS)  # terminal's do; vim drew shifted, a trial)
-        watch = functools.partial(call, sizer=sizer)  # (its waits say who is attached: one
-        # killed outright gives its size back as its wait is cut, see P5)
-        with view.watching(watch, task_id, first) as woken, _resizes_wake(view) as resizes:
+        with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
             while True:
                 ready, _, _ = select.select([stdin, woken], [], [], None if resizes else 0.5)
                 if woken in ready:

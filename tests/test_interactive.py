@@ -1206,28 +1206,3 @@ def test_enter_is_typed_as_the_enter_key_sends_it(client: Client) -> None:
     assert task_id and r.waiting_for_input
     answer = client.task_input(task_id, "one\r\ntwo\n")
     assert "[one|two]" in answer.output and answer.exit_code == 0
-
-
-def test_an_attach_killed_outright_leaves_as_it_would_have(client: Client, state_dir: Path) -> None:
-    """Of two attaches, one killed outright (SIGKILL: it says nothing): the other leaving
-    gave the task the dead one's size, and so did every later attach as it left, for good
-    (a trial). Its wait for output is cut as it dies: it leaves then, as it would have."""
-    task_id, shown = _repl_showing_its_size(client)
-
-    with _Person(state_dir, task_id, size=(60, 20)) as first:
-        wait_until(lambda: f"attached to {task_id}".encode() in first.read())
-        with _Person(state_dir, task_id, size=(90, 25)) as second:
-            wait_until(lambda: f"attached to {task_id}".encode() in second.read())
-            assert shown() == "(90, 25)"
-            second.proc.kill()
-            assert second.close() == -9
-            wait_until(lambda: shown() == "(60, 20)")  # (the one that stays)
-        first.type(b"\x1d")
-        assert first.close() == 0
-    assert shown() == "(80, 24)"
-    with _Person(state_dir, task_id, size=(50, 15)) as third:
-        wait_until(lambda: f"attached to {task_id}".encode() in third.read())
-        third.type(b"\x1d")
-        assert third.close() == 0
-    assert shown() == "(80, 24)"
-    client.task_stop(task_id)

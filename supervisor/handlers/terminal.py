@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import os
 from collections.abc import Awaitable
 from typing import Any
 
-from wave_bash.api.errors import InvalidInputError, WaveError
+from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.models import TaskOutputResult, TerminalResult
 from wave_bash.api.protocol import InputParams, TerminalParams
 from wave_bash.worker import open_regular
@@ -146,8 +145,6 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
             await asyncio.wait([host.keys], timeout=OUTPUT_POLL_IDLE)
         else:
             await asyncio.sleep(OUTPUT_POLL_IDLE)
-    if conn.closed.done() and p.sizer and task is not None and not (p.input or resize):
-        await _gone_attach(ctx, task, p.sizer)
     data = _read_at(
         path, offset, (p.size or TERMINAL_CHUNK) if printed is None else printed - offset
     )
@@ -164,16 +161,6 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         alternate_screen=sized[1] if isinstance(sized[1], bool) else None,
         log_gone=log_gone,
     )
-
-
-async def _gone_attach(ctx: Context, task: LiveTask, sizer: str) -> None:
-    """An attach whose wait for output was cut (killed outright: its terminal went with
-    it) leaves as it would have: the size goes to the attach that stays, or the task's
-    own (it stayed the size that every later leave gave back, for good: a trial)."""
-    if task.ended.done():
-        return
-    with contextlib.suppress(WaveError):  # (TerminalGone too)
-        await _typed(ctx, task, _terminal(task).resize(1, 1, sizer=sizer, only_if_last=True))
 
 
 async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> object:
