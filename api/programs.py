@@ -104,11 +104,12 @@ GIT_RUNS = {
     "clone": ("-u", "--upload-pack"), "archive": ("--exec",), "grep": ("-O",
     "--open-files-in-pager"), "push": ("--receive-pack", "--exec"),
     "send-pack": ("--receive-pack", "--exec"), "fetch-pack": ("--upload-pack", "--exec"),
-    "send-email": ("--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd"),
+    "send-email": ("--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd", "--smtp-server"),
     "instaweb": ("-d", "--httpd", "-b", "--browser"),
 }  # fmt: skip
 """git subcommands (and their words) that run a command given to them (``send-email
---sendmail-cmd CMD``, ``instaweb --httpd CMD``: a trial)."""
+--sendmail-cmd CMD``, ``instaweb --httpd CMD``: a trial; ``--smtp-server /path`` runs
+the program, a host name does not: it asks either way)."""
 GIT_EXACT_OPTIONS = {"send-email": frozenset({"--to", "--cc"})}
 """Options of those that are no abbreviation of one that runs a command (``--to`` is not
 ``--to-cmd``: git takes an exact name first)."""

@@ -695,14 +695,21 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         _options(
             "valgrind unbuffer xvfb-run catchsegv eatmydata nocache torsocks proxychains "
             "proxychains4 dbus-run-session numactl prlimit chronic ifne dumb-init tini "
-            "caffeinate arch fakeroot cgexec setpriv linux32 linux64 i386 x86_64 ssh-agent"
+            "caffeinate arch fakeroot cgexec setpriv linux32 linux64 i386 x86_64 ssh-agent "
+            "catatonit"
         ),
         _IN_PLACE,
     ),
     # privilege drops of containers' entry points: a user (and group) spec, then the
     # command, in another HOME (`gosu app rm x` was a command of its own, a trial)
-    **dict.fromkeys(_options("gosu su-exec s6-setuidgid"), Runner(operands=1)),
+    **dict.fromkeys(
+        _options("gosu su-exec s6-setuidgid s6-envuidgid setuidgid envuidgid envdir"),
+        Runner(operands=1),
+    ),  # (and daemontools', which runit's chpst is too by those names: a review)
     "chpst": Runner(valued=_options("-u -U -b -e -/ -n -l -L -m -d -o -p -f -c -r -t")),
+    "softlimit": Runner(valued=_options("-m -a -d -s -l -f -c -o -p -t -r")),
+    "setlock": Runner(operands=1, flags=_options("-n -N -x -X")),
+    "s6-applyuidgid": Runner(valued=_options("-u -g -G"), flags=_options("-U -z")),
     "ltrace": Runner(
         valued=_options("-o -p -e -s -n -u -a -A -D -F -l"),
         keeps_place=True,

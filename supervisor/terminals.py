@@ -254,15 +254,21 @@ class TerminalLink:
                 f"nothing for {REPLY_TIMEOUT:.0f} s (nothing was typed)"
             ) from None
 
-    async def type(self, text: str, key: str | None = None, timeout: float = REPLY_TIMEOUT) -> bool:
+    async def type(
+        self, text: str, key: str | None = None, timeout: float = REPLY_TIMEOUT, lines: bool = False
+    ) -> bool:
         """Type ``text`` into the terminal (``key``: an input sent again with the same key
-        is typed once). True once all of it was written; False when the command has not
-        read it all within ``timeout`` s (the rest is typed as it reads)."""
+        is typed once; ``lines``: its line ends are Enter presses, see ``worker.ptyhost``).
+        True once all of it was written; False when the command has not read it all within
+        ``timeout`` s (the rest is typed as it reads)."""
         loop = asyncio.get_running_loop()
         self.typed_at = loop.time()
         keys, self.keys = self.keys, loop.create_future()
         keys.set_result(None)
-        return await self._request({"input": text, "key": key}, timeout, queued=True) is not None
+        message: dict[str, Any] = {"input": text, "key": key}
+        if lines:
+            message["lines"] = True
+        return await self._request(message, timeout, queued=True) is not None
 
     async def resize(
         self, columns: int, rows: int, sizer: str | None = None, only_if_last: bool = False

@@ -1194,15 +1194,16 @@ RAW_READER = (
 
 
 def test_enter_is_typed_as_the_enter_key_sends_it(client: Client) -> None:
-    """`\\n` presses Enter: a CR, as a keyboard sends it. A program in raw mode read a LF,
-    which crossterm and bubbletea take for Ctrl+J (a trial); one in line mode reads its
-    line as before (the terminal's `icrnl`), and `\\r\\n` is one Enter."""
+    """`\\n` presses Enter. A program that reads keys (raw mode) read a LF, which
+    crossterm and bubbletea take for Ctrl+J (a trial): it gets a CR, as a keyboard sends
+    it (`\\r\\n` one). A terminal in line mode gets the text as it is: a CR there was
+    no line end under `-icrnl` (a review)."""
     r = client.bash(f"python3 -c {shlex.quote(RAW_READER)}", interactive=True, timeout=LONG)
     task_id = r.background_task_id
     assert task_id and r.waiting_for_input
-    assert "b'ok\\r'" in client.task_input(task_id, "ok\n").output
-    r = client.bash('read a; read b; echo "[$a|$b]"', interactive=True, timeout=LONG)
+    assert "b'ok\\r'" in client.task_input(task_id, "ok\r\n").output
+    r = client.bash('stty -icrnl; read -r x; echo "[$x]"', interactive=True, timeout=LONG)
     task_id = r.background_task_id
     assert task_id and r.waiting_for_input
-    answer = client.task_input(task_id, "one\r\ntwo\n")
-    assert "[one|two]" in answer.output and answer.exit_code == 0
+    answer = client.task_input(task_id, "hello\n")
+    assert "[hello]" in answer.output and answer.exit_code == 0

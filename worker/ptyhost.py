@@ -586,7 +586,8 @@ class Host:
                 raise ValueError("not an object")
             ident = message.get("id")
             if "input" in message:
-                self.type(client, message["input"], message.get("key"), ident)
+                lines = message.get("lines") is True
+                self.type(client, message["input"], message.get("key"), ident, lines)
             elif "resize" in message:
                 size = _size_of(message["resize"])
                 by = message.get("by")
@@ -599,9 +600,15 @@ class Host:
         except (ValueError, TypeError, OSError, termios.error) as exc:
             client.say({"id": ident, "error": str(exc)})
 
-    def type(self, client: Client, text: object, key: object, ident: object) -> None:
+    def type(
+        self, client: Client, text: object, key: object, ident: object, lines: bool = False
+    ) -> None:
         """Queue typed input; ``{"wrote": N}`` once the terminal took all of it. An input
-        whose key was seen is not typed again (its caller resent it)."""
+        whose key was seen is not typed again (its caller resent it). With ``lines`` (a
+        model's text: TaskInput), a line end is the Enter key where the program reads keys
+        (the terminal out of line mode): a CR, as a keyboard sends it, for a LF was Ctrl+J
+        to crossterm and bubbletea (a trial); in line mode the text goes as it is, LF and
+        all, which ends a line whatever ``icrnl`` or ``igncr`` say."""
         if not isinstance(text, str):
             raise ValueError("input must be text")
         if isinstance(key, str) and key in self.typed:
@@ -609,6 +616,8 @@ class Host:
             return
         data = text.encode("utf-8", "surrogateescape")
         attrs = termios.tcgetattr(self.master)
+        if lines and not attrs[3] & termios.ICANON:
+            data = data.replace(b"\r\n", b"\r").replace(b"\n", b"\r")
         open_line = bytearray()
         if attrs[3] & termios.ICANON:
             open_line = bytearray(self.open_line)  # the line typed so far goes on

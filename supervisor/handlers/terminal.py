@@ -63,14 +63,6 @@ async def _allowed_input(p: InputParams | TerminalParams, row: TaskRow) -> None:
         )
 
 
-def as_keys(text: str) -> str:
-    """TaskInput's text as a keyboard types it: a line end is the Enter key's CR, which a
-    terminal in line mode reads as ``\n`` (its ``icrnl``), and a program that reads keys
-    (raw mode: crossterm's, bubbletea's, vim's) as Enter, where a LF is Ctrl+J (a trial);
-    ``\r\n`` is one Enter. A person's keys (``terminal``) are typed as they come."""
-    return text.replace("\r\n", "\r").replace("\n", "\r")
-
-
 def _terminal(task: LiveTask) -> TerminalLink:
     task.connect_terminal()
     assert task.terminal is not None
@@ -86,7 +78,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     link = _terminal(task)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + (p.timeout / 1000 if p.timeout is not None else 86400.0)
-    typing = link.type(as_keys(p.input), p.request_key, deadline - loop.time())
+    typing = link.type(p.input, p.request_key, deadline - loop.time(), lines=True)
     await _typed(ctx, task, typing)
     waiting = asyncio.create_task(link.waiting_for_input())
     try:
