@@ -878,7 +878,7 @@ def test_a_confirmation_that_fails_is_made_again_apart_from_the_writes(state_dir
     t = time.monotonic()
     server.unconfirmed["r2"] = claim.claim
     anyio.run(server.written, "r2")
-    assert time.monotonic() - t < 1  # (not waiting for the confirmation)
+    assert time.monotonic() - t < 5  # (not waiting for the confirmation: 10 s)
     going.set()
     assert server.acks.drain(10) and not refusals
     assert client.notifications() == [] and client.pending_notices() == []

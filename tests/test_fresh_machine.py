@@ -24,10 +24,13 @@ def _run_without_zsh_and_tmux(tmp_path: Path, **env: str) -> subprocess.Complete
         found = shutil.which(tool)
         if found:
             (bin_dir / tool).symlink_to(found)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("WAVE_")}
+    environ = {  # (not this worker's own variables: the run below is one of its own)
+        k: v for k, v in os.environ.items() if not k.startswith(("WAVE_", "PYTEST_"))
+    }
     environ.update(PATH=str(bin_dir), **env)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *SELECTED],
+    return subprocess.run(  # (`-n 0`: in one process, not two more workers inside a worker)
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "-rs",
+         *SELECTED],
         cwd=REPO, env=environ, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

@@ -1064,7 +1064,7 @@ def test_huge_and_deep_commands_are_checked_quickly() -> None:
     assert verdict("npx -y sudo " * 18 + "rm x", DENY_LIST) == "ask"  # (sudo reset the count)
     assert verdict(("mise x " + "sudo " * 8) * 5 + "rm x", DENY_LIST) == "ask"
     assert verdict("cd .; " * 4000 + "echo x > f; " * 4000, WRITES_DENIED) == "ask"  # cds
-    assert time.monotonic() - t < 2
+    assert time.monotonic() - t < 5  # (2 s here beside another test worker)
     t = time.monotonic()  # a search tool's words are read once (they were, per word: 80 s)
     assert verdict("find . " + "-name a -o " * 20000 + "-print", DENY_LIST) == "allow"
     assert verdict("find . " + '"$a" ' * 20000 + "x ;", DENY_LIST) == "ask"
