@@ -329,8 +329,8 @@ def files_written(
 ) -> list[tuple[str | None, str, Kind]]:
     """The files a program writes by its words, as a redirection would (each with its
     word as written, None where it is known only as it runs, and how, :data:`Kind`):
-    ``tee FILE…``, ``sort -o
-    FILE``, ``time -o FILE`` (a wrapper: given its own words), ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
+    ``tee FILE…``, ``sort -o FILE``, ``time -o FILE`` (a wrapper: given its own words),
+    ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
     ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
     write to, ``touch`` and ``truncate`` operands, what ``curl`` and ``wget`` download to
     (sed's: ``texttools.script_code``).
