@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
-from .runners import short_options, takes_next_word
+from .runners import TIME_OPTIONS_WITH_VALUE, short_options, takes_next_word
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
@@ -215,8 +215,9 @@ SORT_LONG_VALUED = ("--key", "--output", "--buffer-size", "--field-separator",
 """Its long ones besides ``--compress-program``."""
 
 
-TIME_LONG_VALUED = ("--format", "--output")
-"""GNU time's long options that take a value (its short ones: ``-f``, ``-o``)."""
+TIME_LONG_VALUED = tuple(o for o in TIME_OPTIONS_WITH_VALUE if o.startswith("--"))
+TIME_VALUED = "".join(o[1] for o in TIME_OPTIONS_WITH_VALUE if len(o) == 2)
+"""GNU time's options that take a value, long and short (``-o FILE`` is a write)."""
 SHUF_LONG_VALUED = ("--input-range", "--head-count", "--output", "--random-source")
 """GNU shuf's long options that take a value (its short ones: ``-i``, ``-n``, ``-o``)."""
 
@@ -352,7 +353,7 @@ def files_written(
     elif name == "shuf":  # (its `-o FILE` as sort's: a trial)
         at = _sort_options(words, shown, "ino", SHUF_LONG_VALUED)[1]
     elif name == "time":  # (GNU time's `-o FILE`, its own words only: a trial)
-        at = _sort_options(words, shown, "fo", TIME_LONG_VALUED)[1]
+        at = _sort_options(words, shown, TIME_VALUED, TIME_LONG_VALUED)[1]
     elif name == "uniq":
         longs = ("--skip-fields", "--skip-chars", "--check-chars")
         at = [(i, "") for i in _positional(words, "fsw", longs)[1:2]]

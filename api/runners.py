@@ -36,6 +36,9 @@ SUDO_OPTIONS_WITH_VALUE = frozenset({
 })  # fmt: skip
 """(``-r ROLE``, ``-t TYPE``: SELinux's, where sudo is built with it; `sudo -r R -t T rm x`
 was taken for the command `T rm x`, a trial.)"""
+TIME_OPTIONS_WITH_VALUE = frozenset({"-f", "--format", "-o", "--output"})
+"""GNU time's (``/usr/bin/time -o FILE rm x``: the value was taken for the command, a
+trial); bash's keyword takes ``-p`` alone, and runs a word such as ``-o`` as the command."""
 
 
 RUNNER_OPTIONS_WITH_VALUE = {"xargs": XARGS_OPTIONS_WITH_VALUE}
@@ -432,9 +435,8 @@ def wrapper_arguments(wrapper: str, rest: Sequence[str | None]) -> int | None:
         case "timeout":
             option_value({"-s", "--signal", "-k", "--kill-after"})
             i += 1  # the duration
-        case "time":  # (GNU time's, `/usr/bin/time -o FILE rm x`: its value was taken for
-            option_value({"-f", "--format", "-o", "--output"})  # the command, a trial; bash's
-            # keyword takes `-p` alone, and runs a word such as `-o` as the command)
+        case "time":
+            option_value(TIME_OPTIONS_WITH_VALUE)
         case "nice":
             option_value({"-n", "--adjustment"})
         case "stdbuf":
