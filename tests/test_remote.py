@@ -7,6 +7,7 @@ The test starts Debian's sshd with a throwaway host key and an authorized key; t
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -52,10 +53,44 @@ from wave_bash.api.transport import CONTROL_DIR_ROOM, Remote, control_path
 SSHD = "/usr/sbin/sshd"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _free_port(host: str = "127.0.0.1") -> int:
+    """A port free on ``host`` now, or 0 where ``host`` cannot be bound (no IPv6)."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, 0))
+            return int(s.getsockname()[1])
+    except OSError:
+        return 0
+
+
+def _start_sshd(config: Path, host: str = "127.0.0.1") -> tuple[subprocess.Popen[bytes], int]:
+    """The test's sshd with ``config``, listening on a free port of ``host``. A port is
+    only free when chosen: another test worker may bind it first, and a connection to it
+    then reaches that worker's listener. So the port counts only once this sshd itself
+    listens on it; one it could not bind (it then exits) is followed by another."""
+    for _ in range(5):
+        port = _free_port(host)
+        needs(port != 0, f"a loopback address {host}", "enable it on the loopback interface")
+        text = re.sub(r"^Port \d+$", f"Port {port}", config.read_text(), flags=re.M)
+        config.write_text(text)
+        server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+        up = functools.partial(_up_or_gone, server, port)
+        wait_until(up, timeout=10)
+        if server.poll() is None:
+            return server, port
+    raise AssertionError(f"sshd found no free port on {host} in five tries")
+
+
+def _up_or_gone(server: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``server`` has ended or listens on ``port`` itself."""
+    if server.poll() is not None:
+        return True
+    with contextlib.suppress(psutil.Error):
+        return any(
+            c.status == psutil.CONN_LISTEN and c.laddr and c.laddr[1] == port
+            for c in psutil.Process(server.pid).net_connections("tcp")
+        )
+    return False
 
 
 @pytest.fixture
@@ -70,21 +105,19 @@ def sshd(tmp_path: Path) -> Iterator[dict[str, object]]:
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True
         )
     (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-    port = _free_port()
     config = keys / "sshd_config"
     config.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
+        f"Port 0\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile {keys / 'sshd.pid'}\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
         "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
     )
     Path("/run/sshd").mkdir(exist_ok=True)
-    server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    server, port = _start_sshd(config)
     remote_state = Path(f"/tmp/wb-remote-{port}")
     local_state = Path(tempfile.mkdtemp(prefix="wb-local-"))  # (short: its ssh dir holds
     # the shared connection's socket, which a test worker's tmp_path is too long for)
     try:
-        wait_until(lambda: _port_open(port), timeout=10)
         yield {
             "url": f"ssh://{os.environ.get('USER', 'root')}@127.0.0.1:{port}",
             "options": ["-i", str(keys / "client"), "-o", "StrictHostKeyChecking=no",
@@ -132,11 +165,6 @@ def _end_shared_connections(port: int, server: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(psutil.Error):
             proc.kill()
     wait_until(lambda: not _shared_connections(port), timeout=10)
-
-
-def _port_open(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        return s.connect_ex((host, port)) == 0
 
 
 def remote_client(sshd: dict[str, object], remote_command: str | None = None) -> Client:
@@ -716,27 +744,17 @@ def test_a_remote_that_never_answers_is_given_up_after_a_check(
 def test_an_ipv6_address_in_brackets_is_a_remote(sshd: dict[str, object]) -> None:
     """`ssh://root@[::1]:2222`, as ssh's own URLs write an IPv6 address, was refused (a
     trial); it reaches the box (ssh takes the address bare)."""
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-            port = int(probe.getsockname()[1])
-    except OSError:
-        port = 0
-    needs(port != 0, "an IPv6 loopback (::1)", "enable IPv6 on the loopback interface")
     config = Path(str(sshd["config"]))
     text = config.read_text().replace("ListenAddress 127.0.0.1", "ListenAddress ::1")
-    text = re.sub(r"^Port \d+$", f"Port {port}", text, flags=re.M)
-    text = text.replace("sshd.pid", "sshd6.pid")
     six = config.with_name("sshd6_config")
-    six.write_text(text)
-    server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(six)], stderr=subprocess.DEVNULL)
+    six.write_text(text.replace("sshd.pid", "sshd6.pid"))
+    server, port = _start_sshd(six, "::1")
     try:
         url = str(sshd["url"]).replace("127.0.0.1", "[::1]").rsplit(":", 1)[0] + f":{port}"
         client = Client(
             remote=url, ssh_options=list(sshd["options"]),  # type: ignore[call-overload]
             remote_command=str(sshd["command"]), state_dir=sshd["local"],
         )  # fmt: skip
-        wait_until(lambda: _port_open(port, "::1"), timeout=10)
         assert client.bash("echo six").stdout == "six"
         assert str(Remote.parse(url)) == url and Remote.parse(url).host == "::1"
         assert Remote.parse("ssh://[fe80::1%25eth0]").host == "fe80::1%eth0"
