@@ -1375,6 +1375,10 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                 parser.error("run needs a command: wave-bash run -- COMMAND...")
     except BadArguments as bad:
         options = argv[: argv.index("--")] if "--" in argv else argv
+        if bad.parser.prog.endswith(" input") and bad.message.endswith("required: text"):
+            # (`input ID -y` read `-y` as an option: the way to type it, not just that
+            # text is missing)
+            bad.message += " (text that begins with - goes after --: input ID -- -y)"
         # (`--j` too, as argparse takes it: no other option begins so)
         if any(len(o) > 2 and "--json".startswith(o) for o in options):  # (for `run`, a
             # whole result, as any of its failures)

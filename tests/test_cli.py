@@ -343,6 +343,10 @@ def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     )
     long = run_cli(state_dir, "input", "--no-enter", "nosuchid", "x" * 70_000)
     assert long.stderr == "wave-bash: input must have at most 65536 characters, not 70000\n"
+    dashed = run_cli(state_dir, "input", "nosuchid", "-y")  # (read as an option: a trial)
+    assert dashed.returncode == 2 and dashed.stderr.endswith(
+        "required: text (text that begins with - goes after --: input ID -- -y)\n"
+    ), dashed.stderr
 
 
 def test_version_and_a_sandbox_option_without_a_sandbox(state_dir: Path) -> None:
