@@ -483,6 +483,9 @@ class LiveTask:
     (``lost``) when they do, or when TaskStop stops them."""
     lingered: bool = False
     """It ended with processes it started still running (seen: :meth:`_after_end`)."""
+    stops: set[asyncio.Future[None]] = field(default_factory=set)
+    """Stops under way for it (each :meth:`TaskManager.stop` call's, done as it returns):
+    its job may end at their first signal while they still stop what it started."""
     terminal: TerminalLink | None = None
     """An interactive task's terminal (SPEC P)."""
     sources: Sources | None = None
@@ -1270,6 +1273,8 @@ class TaskManager:
         ``LEFTOVER_PATIENCE`` to go: a sandbox's init exits just after bubblewrap has
         passed its command's status on (a result said one was left running)."""
         loop = asyncio.get_running_loop()
+        if task.stops:  # (what it started is theirs: counted as they left it, a trial)
+            await asyncio.wait(set(task.stops), timeout=self.stop_grace + 2)
         deadline = loop.time() + LEFTOVER_PATIENCE
         while (left := self._left_running(task)) and task.tracked and loop.time() < deadline:
             await asyncio.sleep(0.002)
@@ -1662,6 +1667,18 @@ class TaskManager:
         tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]
         if not tasks:
             return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for task in tasks:
+            task.stops.add(done)
+        try:
+            await self._stop(tasks, reason)
+        finally:
+            done.set_result(None)
+            for task in tasks:
+                task.stops.discard(done)
+
+    async def _stop(self, tasks: list[LiveTask], reason: EndReason) -> None:
+        """:meth:`stop`'s work, once its tasks know a stop is under way."""
         intents = []
         for task in tasks:
             if not task.ended.done():
