@@ -204,8 +204,19 @@ def check_ancestors(path: Path) -> bool:
             )
         if st.st_mode & stat.S_ISVTX:
             continue
+        writer = _acl_writer(parent, st, trusted)
+        if writer:  # (its group bits are the ACL's mask: a trial's parent,
+            raise StateDirError(  # 0770 with `setfacl -m u:4242:rwx`, passed as root's)
+                f"refusing {path}: {parent} above it lets {writer} write in it (its access "
+                f"ACL), who could put a directory of theirs in its place; `setfacl -b "
+                f"{parent}`, or choose another state dir"
+            )
         by_others = st.st_mode & stat.S_IWOTH
-        by_group = st.st_mode & stat.S_IWGRP and not _own_group(st.st_uid, st.st_gid)
+        by_group = (
+            st.st_mode & stat.S_IWGRP
+            and not _own_group(st.st_uid, st.st_gid)
+            and writer != ""  # (with an ACL, its own group entry said what the group may)
+        )
         if by_others or by_group:
             raise StateDirError(
                 f"refusing {path}: {parent} above it is writable by other users (mode "
@@ -213,6 +224,36 @@ def check_ancestors(path: Path) -> bool:
                 f"of theirs in its place; `chmod go-w {parent}`, or choose another state dir"
             )
     return missing
+
+
+ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK = 0x02, 0x04, 0x08, 0x10
+"""Tags of a POSIX ACL's entries (``system.posix_acl_access``: a version, then entries
+of tag, permissions and id, little-endian)."""
+
+
+def _acl_writer(path: Path, st: os.stat_result, trusted: set[int]) -> str | None:
+    """Who other than ``trusted`` users and this user's private group the directory's
+    access ACL lets write in it (``"user 4242"``, ``"group 50"``, ``"its group"``); ``""``
+    when it has an ACL that lets no other write, None when it has none (or none is
+    readable: its mode bits say it all)."""
+    import struct
+
+    try:
+        raw = os.getxattr(path, "system.posix_acl_access")
+    except (OSError, AttributeError):  # none (ENODATA), none here (ENOTSUP), or no xattrs
+        return None
+    entries = [struct.unpack_from("<HHI", raw, at) for at in range(4, len(raw) - 7, 8)]
+    mask = next((perm for tag, perm, _ in entries if tag == ACL_MASK), 0o7)
+    for tag, perm, ident in entries:
+        if not perm & mask & 0o2:
+            continue
+        if tag == ACL_USER and ident not in trusted:
+            return f"user {ident}"
+        if tag == ACL_GROUP and not _own_group(st.st_uid, ident):
+            return f"group {ident}"
+        if tag == ACL_GROUP_OBJ and not _own_group(st.st_uid, st.st_gid):
+            return "its group"
+    return ""
 
 
 def _own_group(uid: int, gid: int) -> bool:

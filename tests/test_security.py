@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_root, reap, wait_until
+from conftest import REPO, needs, needs_root, reap, wait_until
 
 from wave_bash.api import Client, StateDirError
 from wave_bash.api.errors import ForbiddenError
@@ -350,6 +350,51 @@ def test_a_state_dir_under_a_directory_others_can_change_is_refused(
     assert not (above / "sub").exists()  # (nothing made there)
     with pytest.raises(StateDirError, match="above it"):
         Client(state_dir=state_dir).bash("echo ran")
+
+
+@pytest.mark.parametrize(
+    ("entries", "refused"),
+    [
+        ([(0x02, 0o7, 4242), (0x10, 0o7, None)], "lets user 4242 write in it (its access ACL)"),
+        ([(0x08, 0o7, 4242), (0x10, 0o7, None)], "lets group 4242 write in it (its access ACL)"),
+        ([(0x02, 0o7, 4242), (0x10, 0o5, None)], None),  # (the mask takes the write away)
+        ([(0x02, 0o7, 0), (0x10, 0o7, None)], None),  # (this user itself)
+    ],
+)
+def test_a_state_dir_under_a_directory_an_acl_lets_others_change_is_refused(
+    tmp_path: Path, entries: list[tuple[int, int, int | None]], refused: str | None
+) -> None:
+    """A parent that an access ACL let another user write (`setfacl -m u:4242:rwx`, mode
+    0770 with root's group) passed as root's own: a trial swapped the state dir for one of
+    its own, and its files made the result's output, and its directory the next command's
+    (follow_cd). An ACL's entries count as the mode's bits do, through its mask."""
+    import struct
+
+    above = tmp_path / "above"
+    above.mkdir(mode=0o700)
+    owner_group_other = [(0x01, 0o7, None), (0x04, 0o0, None), (0x20, 0o0, None)]
+    acl = sorted(owner_group_other + entries, key=lambda e: (e[0], e[2] or 0))
+    raw = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, 0xFFFFFFFF if ident is None else ident)
+        for tag, perm, ident in acl
+    )
+    try:
+        os.setxattr(above, "system.posix_acl_access", raw)
+    except OSError as exc:
+        needs(False, f"ACLs on {tmp_path} ({exc.strerror})", "mount it with ACLs (ext4's default)")
+    state_dir = above / "state"
+    try:
+        client = Client(state_dir=state_dir)
+        if refused is None:
+            assert client.bash("echo ran").stdout == "ran"
+            return
+        with pytest.raises(StateDirError) as err:
+            client.bash("echo ran")
+    finally:
+        if state_dir.is_dir():
+            reap(state_dir)
+    assert f"refusing {state_dir}: {above} above it {refused}" in str(err.value)
+    assert not state_dir.exists()
 
 
 def test_in_a_user_namespace_of_its_own_the_unmapped_owner_is_trusted(tmp_path: Path) -> None:
