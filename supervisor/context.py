@@ -216,6 +216,9 @@ class Context:
     tasks: TaskManager
     settings: Settings = field(default_factory=Settings)
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+    state_dir_lost: bool = False
+    """Its state dir was removed or replaced (``rm -rf``): another supervisor may serve
+    there now, so this one stops without touching what is there."""
     started_at: float = field(default_factory=time.time)
     token: str | None = None
     """The secret TCP clients must present (None: Unix socket, peer uid checked)."""

@@ -175,12 +175,13 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     ctx.tasks.standby.close()
     ctx.tasks.after_replies()  # (ends' usage read before their cgroups go)
     ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
-    if ctx.tasks.tracker is not None:
-        ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
-    ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
     servers[-1].close()
-    with contextlib.suppress(OSError):
-        (layout.tcp_endpoint if ctx.token else layout.socket).unlink()
+    if not ctx.state_dir_lost:  # (else the cgroups and socket may be another's now)
+        if ctx.tasks.tracker is not None:
+            ctx.tasks.tracker.tidy(keep={*ctx.tasks.live, *ctx.tasks.lingering}, parents=True)
+        ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
+        with contextlib.suppress(OSError):
+            (layout.tcp_endpoint if ctx.token else layout.socket).unlink()
     journal.close()
     return 0
 
@@ -207,28 +208,49 @@ async def _keep_socket(ctx: Context, servers: list[asyncio.AbstractServer]) -> N
     """Listen again (TCP: publish the endpoint again) when the socket's path no longer
     leads to this supervisor (a command or a person removed or replaced it): clients
     would find no supervisor there, and none could start while this one holds the state
-    dir."""
+    dir. Stop when the state dir itself was removed or replaced (``rm -rf``): its lock
+    went with it, so another supervisor may serve there, and two took the socket from
+    each other by turns (a trial)."""
     path = ctx.layout.tcp_endpoint if ctx.token else ctx.layout.socket
     bound = _identity(path)
-    while True:
-        await asyncio.sleep(SOCKET_CHECK_SECONDS)
-        if _identity(path) == bound:
-            continue
-        log.warning("%s was removed or replaced: published again", path)
-        try:
-            if ctx.token:  # (the same port and token)
-                port = cast(asyncio.Server, servers[-1]).sockets[0].getsockname()[1]
-                TcpEndpoint(port, ctx.token).write(path)
-                bound = _identity(path)
+    root = os.open(ctx.layout.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        while True:
+            await asyncio.sleep(SOCKET_CHECK_SECONDS)
+            if not _same_dir(ctx.layout.root, root):
+                log.error("the state dir %s was removed or replaced: stopping", ctx.layout.root)
+                ctx.state_dir_lost = True
+                ctx.stop_event.set()
+                return
+            if _identity(path) == bound:
                 continue
-            server = await _bind(ctx, again=True)
-        except Exception as exc:  # (a directory put there): tried again at the next check
-            log.error("cannot listen on %s again: %s", path, exc)
-            continue
-        if server is not None:
-            servers[-1].close()  # (its connections go on; no new one reaches it)
-            servers.append(server)
-            bound = _identity(path)
+            log.warning("%s was removed or replaced: published again", path)
+            try:
+                if ctx.token:  # (the same port and token)
+                    port = cast(asyncio.Server, servers[-1]).sockets[0].getsockname()[1]
+                    TcpEndpoint(port, ctx.token).write(path)
+                    bound = _identity(path)
+                    continue
+                server = await _bind(ctx, again=True)
+            except Exception as exc:  # (a directory put there): tried again at the next check
+                log.error("cannot listen on %s again: %s", path, exc)
+                continue
+            if server is not None:
+                servers[-1].close()  # (its connections go on; no new one reaches it)
+                servers.append(server)
+                bound = _identity(path)
+    finally:
+        os.close(root)
+
+
+def _same_dir(path: Path, fd: int) -> bool:
+    """Whether ``path`` is still the directory open as ``fd`` (an inode held open: no new
+    directory takes its number)."""
+    try:
+        found, held = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino) and held.st_nlink > 0
 
 
 def _on_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

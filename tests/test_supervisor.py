@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -457,6 +458,31 @@ def test_a_removed_socket_is_listened_on_again(client: Client, state_dir: Path) 
     (state_dir / "supervisor.sock").write_text("")  # replaced by something else
     assert Client(state_dir=state_dir).status().pid == pid
     assert client.task_stop(tid).status == "killed"
+
+
+def test_a_supervisor_whose_state_dir_was_removed_leaves_it_to_the_next(
+    client: Client, state_dir: Path
+) -> None:
+    """`rm -rf` of the state dir under a supervisor with a running task: the next call
+    started another, and the two took the socket from each other every two seconds, so
+    that `wait` and `tasks` said "no task" and "running" by turns (a trial). The old one
+    stops (its task keeps running, as at `supervisor stop`); the new one serves alone."""
+    old_pid = client.status().pid
+    task_id = start_bg(client, "sleep 60")
+    monitor = next(t.pid for t in client.tasks() if t.id == task_id)
+    assert monitor
+    try:
+        shutil.rmtree(state_dir)
+        fresh = Client(state_dir=state_dir)
+        new_pid = fresh.status().pid
+        assert new_pid != old_pid
+        wait_until(lambda: supervisor_pids(state_dir) == [new_pid], timeout=15)
+        assert (state_dir / "supervisor.sock").exists()  # (not taken away as it left)
+        assert fresh.bash("echo alone").stdout == "alone"
+        assert fresh.status().pid == new_pid
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(monitor, signal.SIGKILL)
 
 
 @pytest.mark.parametrize(
