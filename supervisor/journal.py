@@ -278,6 +278,10 @@ _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM tasks"
 _ASSIGN = ", ".join(f"{name} = ?" for name in _COLUMNS[1:])
 
 
+_A_TASKS = ("row", "notice", "delivered", "offset")
+"""The kinds of held writes that are one task's (their key's second item is its ID)."""
+
+
 class Journal:
     """Typed access to the journal file; one instance per supervisor."""
 
@@ -576,12 +580,13 @@ class Journal:
 
     def prunable(self, ended_before: float, undelivered_before: float | None = None) -> list[str]:
         """Finished tasks that ended before ``ended_before``, and those a prune began to
-        delete (:meth:`mark_pruning`); not a task with a held write, nor one whose notice
-        is still pending unless it ended before ``undelivered_before`` (default:
-        ``ended_before``)."""
+        delete (:meth:`mark_pruning`); not one whose notice is still pending unless it
+        ended before ``undelivered_before`` (default: ``ended_before``). A task whose row
+        waits for the disk counts as that row says: on a full disk, the one that filled it
+        ended last, and its end is held (a prune, the remedy, left it: a trial)."""
         self.flush()
         undelivered_before = ended_before if undelivered_before is None else undelivered_before
-        return [
+        found = [
             r[0]
             for r in self.db.execute(
                 f"SELECT id FROM tasks WHERE status != '{TaskStatus.RUNNING}' AND (pruning = 1"
@@ -591,6 +596,23 @@ class Journal:
             )
             if r[0] not in self._held_rows
         ]
+        for row in self._held_rows.values():
+            ended_at = row.ended_at
+            if row.status is TaskStatus.RUNNING or ended_at is None or ended_at >= ended_before:
+                continue
+            if ended_at < undelivered_before or not self._notice_pending(row.id):
+                found.append(row.id)
+        return found
+
+    def _notice_pending(self, task_id: str) -> bool:
+        held = self._held_notices.get(task_id)
+        if held is not None:
+            return not held[1]
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM notices WHERE task_id = ? AND delivered_at IS NULL", (task_id,)
+            ).fetchone()
+        )
 
     def mark_pruning(self, task_ids: list[str]) -> None:
         """Record, before their files go, that these finished tasks are being deleted:
@@ -603,13 +625,27 @@ class Journal:
 
     def delete_tasks(self, task_ids: list[str]) -> list[str]:
         """Delete these finished tasks (notices and read offsets go with them); returns
-        those deleted (not one that runs again or has a held write meanwhile)."""
+        those deleted (not one that runs again meanwhile). Their held writes go too."""
+        held = {i for i in task_ids if i in self._held_rows}  # (their rows say "running")
+        ended = [i for i in held if self._held_rows[i].status is not TaskStatus.RUNNING]
+        ids = [i for i in task_ids if i not in held]
         with self.transaction() as db:
-            ids = [i for i in task_ids if i not in self._held_rows]
             db.executemany(
                 f"DELETE FROM tasks WHERE id = ? AND status != '{TaskStatus.RUNNING}'",
                 [(i,) for i in ids],
             )
+            db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ended])
+        ids += ended
+        gone = set(ids)
+        for key in [
+            k for k in self._held if isinstance(k, tuple) and k[0] in _A_TASKS and k[1] in gone
+        ]:
+            del self._held[key]
+        for task_id in gone:
+            self._held_rows.pop(task_id, None)
+            self._held_notices.pop(task_id, None)
+        for offset in [k for k in self._held_offsets if k[0] in gone]:
+            del self._held_offsets[offset]
         return ids
 
     def undelivered_ended_before(self, ended_before: float) -> list[str]:

@@ -192,6 +192,28 @@ def test_gc_frees_a_full_state_dir(small_state_dir: Path, tmp_path: Path) -> Non
         filler.unlink()
 
 
+def test_gc_frees_the_space_of_the_task_that_filled_the_disk(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """The task whose output filled the disk ended last, and its end could not be written:
+    a prune left every task with a held write, so `gc` (the remedy for a full state dir)
+    removed only the others, and failed on the journal's own write (a trial). It takes
+    that task as its held row says, files first, then its row, its held writes with it."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    assert client.bash("echo ok").stdout == "ok"
+    filled = client.bash("head -c 20M /dev/zero | tr '\\0' a; exit 4", timeout=60_000)
+    assert filled.exit_code == 4 and "No space left on device" in (filled.error or "")
+    assert held_writes(client) > 0  # (its end waits for the disk)
+    log = Path(filled.output_path)
+    everything = sorted(t.id for t in client.tasks(all=True))
+    assert log.name.split(".")[0] in everything and len(everything) == 2
+    assert sorted(client.gc(older_than=0, unread=True)) == everything
+    assert not log.exists()
+    wait_until(lambda: held_writes(client) == 0)
+    assert client.tasks(all=True) == []
+    assert client.bash("echo again").stdout == "again"
+
+
 def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
     """tasks/ cannot be written: no trap error in the output, a clear error for new
     commands, and a running task that ends meanwhile keeps its exit code (3)."""
