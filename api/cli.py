@@ -132,10 +132,16 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     watched = (
         sys.stderr.isatty() and sys.stdin.isatty() and not args.json and sys.platform != "win32"
-    )  # the live view and its key watcher (termios)
+    )  # a person at a terminal: the key watcher (termios), and the live view
+    # Into a pipe or a file the output streams as it is written, terminal or not (`run --
+    # make | tee log` got it all at the end, none once Ctrl+C had stopped tee too: a
+    # trial); the live view is left out beside a pipe, whose reader may print to the same
+    # terminal, and is all there is of it when the output goes to that terminal.
+    shown = watched and not _a_pipe(sys.stdout)
     running: list[str] = []  # the task ID, once the supervisor started it
-    streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))  # (where no
-    streams = not (watched or args.json or args.background or args.interactive)  # live view)
+    streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))
+    to_terminal = shown and sys.stdout.isatty()
+    streams = not (to_terminal or args.json or args.background or args.interactive)
 
     def started(task_id: str) -> None:
         running.append(task_id)
@@ -159,7 +165,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         "cwd": cwd,
         "cwd_fallback": not args.cwd,  # (the current directory, deleted: see current_dir)
         "env": {} if cli.connector.remote else caller_environment(),  # a bridge uses its own
-        "progress": watched,
+        "progress": shown,
         "exact_output": not args.json,  # (printed as the log has it: the model's is trimmed)
         "umask": current_umask(),
         "request_key": os.urandom(16).hex(),
@@ -173,13 +179,15 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as terminal:
             live = watcher = None
             if watched:
-                from .display import LiveView
                 from .keys import CtrlBWatcher  # POSIX terminals only
 
                 # (-i: what is typed goes to the command once it asks, not back to the shell)
                 watcher = terminal.enter_context(
                     CtrlBWatcher(background_it, give_back=not args.interactive)
                 )
+            if shown:
+                from .display import LiveView
+
                 live = LiveView()
                 terminal.callback(live.clear)  # (first: type-ahead comes back after it)
             result = cli.calls.call(
@@ -799,6 +807,17 @@ def cmd_wait(cli: Cli, args: argparse.Namespace) -> int:
         return _exit_code(record)
     _shown_ends(cli, [record])
     return _exit_code(record)
+
+
+def _a_pipe(stream: Any) -> bool:
+    """Whether ``stream`` is a pipe or a socket (not a terminal, a file or a device)."""
+    import stat
+
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:

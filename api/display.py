@@ -29,7 +29,7 @@ class LiveView:
         seconds = int(update.get("elapsedMs", 0)) // 1000
         status = f"… running {seconds}s ({update.get('taskId')}, Ctrl+B to background)"
         lines = [*str(update.get("shortResult", "")).splitlines(), status]
-        sys.stderr.write("\n".join(line[: max(1, width - 1)] for line in lines) + "\n")
+        sys.stderr.write("\n".join(_fit(line, max(1, width - 1)) for line in lines) + "\n")
         sys.stderr.flush()
         self.lines = len(lines)
 
@@ -38,6 +38,23 @@ class LiveView:
             sys.stderr.write("\x1b[1A\x1b[2K" * self.lines)
             sys.stderr.flush()
             self.lines = 0
+
+
+def _fit(line: str, columns: int) -> str:
+    """``line`` cut to at most ``columns`` columns of a terminal: a wide character (CJK,
+    an emoji) takes two, a tab up to eight, a combining mark none (cut by characters,
+    such a line wrapped, and the next redraw left a row behind: a trial)."""
+    import unicodedata
+
+    line = line.expandtabs()
+    used = 0
+    for at, char in enumerate(line):
+        if unicodedata.combining(char):
+            continue
+        used += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        if used > columns:
+            return line[:at]
+    return line
 
 
 COMMAND_WIDTH = 60

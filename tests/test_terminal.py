@@ -67,6 +67,32 @@ def test_ctrl_b_backgrounds_the_running_command(
     assert "Ctrl+B to background" not in screen.split("manually backgrounded")[-1]  # view erased
 
 
+def test_in_a_terminal_a_pipe_gets_the_output_as_it_is_written(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """`run -- make | tee log` at a terminal: the pipe got all of the output at the end,
+    and none once Ctrl+C had stopped `tee` too, while the README says a pipe gets it as it
+    is written (a trial). It streams there; no live view is drawn beside a pipe, whose
+    reader may print on the same terminal, and the keys still work."""
+    out, flag = tmp_path / "out.txt", tmp_path / "flag"
+    command = f"echo first; while [ ! -e {flag} ]; do sleep 0.05; done; echo second"
+    line = f"{cli_line(state_dir)} run -- {shlex.quote(command)} | cat > {out}; echo rc=$? >> {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    try:
+        wait_until(lambda: out.exists() and "first" in out.read_text(), timeout=15)
+    finally:
+        flag.touch()
+    wait_until(lambda: "rc=" in out.read_text(), timeout=15)
+    assert out.read_text() == "first\nsecond\nrc=0\n"
+    assert "Ctrl+B to background" not in pane(tmux)
+    line = f"{cli_line(state_dir)} run -- 'echo begun; sleep 30' | cat > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: out.exists() and "begun" in out.read_text(), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)  # (cat goes too)
+    wait_until(lambda: "killed" in [t.status for t in Client(state_dir=state_dir).tasks()])
+    assert out.read_text() == "begun\n"
+
+
 def _cli_process(state_dir: Path, verb: str) -> psutil.Process:
     """The ``wave-bash VERB`` the tmux pane runs."""
     found: list[psutil.Process] = []
@@ -225,12 +251,17 @@ def test_the_live_view_cuts_every_line_short_of_the_width(
     with os.fdopen(sub, "w") as terminal:
         monkeypatch.setattr(sys, "stderr", terminal)
         view = LiveView()
-        view.show({"shortResult": "tick 1\n" + "x" * 100, "elapsedMs": 3000, "taskId": "t1"})
+        wide = "😀" * 70 + "\n" + "日本語" * 30 + "\n" + "x\t" * 20  # (a trial's: two columns
+        view.show(  # each, a tab up to eight; a row each was left behind)
+            {"shortResult": f"tick 1\n{'x' * 100}\n{wide}", "elapsedMs": 3000, "taskId": "t1"}
+        )
         lines = os.read(main, 65536).decode().split("\r\n")[:-1]
     os.close(main)
     width = columns or 80
-    assert lines[0] == "tick 1" and lines[1] == "x" * (width - 1) and len(lines) == view.lines == 3
-    assert lines[2] == "… running 3s (t1, Ctrl+B to background)"[: width - 1]
+    assert lines[0] == "tick 1" and lines[1] == "x" * (width - 1) and len(lines) == view.lines == 6
+    assert lines[2] == "😀" * ((width - 1) // 2) and lines[3] == ("日本語" * 30)[: (width - 1) // 2]
+    assert lines[4] == (("x" + " " * 7) * 20)[: width - 1]
+    assert lines[5] == "… running 3s (t1, Ctrl+B to background)"[: width - 1]
 
 
 def test_bg_cli(state_dir: Path) -> None:
