@@ -42,8 +42,12 @@ def resolve_state_dir(state_dir: str | os.PathLike[str] | None = None) -> Path:
     if state_dir is not None and not os.fspath(state_dir):
         raise StateDirError("the state dir given is empty: name one, or give none for the default")
     chosen = Path(state_dir or os.environ.get("WAVE_STATE_DIR") or _user_state_dir())
-    refuse_foreign_links(chosen.expanduser().absolute())
-    root = canonical(chosen.expanduser())
+    try:
+        chosen = chosen.expanduser()
+    except RuntimeError:  # (`~nosuchuser/x`: a traceback, a trial)
+        raise StateDirError(f"the state dir {chosen}: its ~ names no user here") from None
+    refuse_foreign_links(chosen.absolute())
+    root = canonical(chosen)
     longest = len(os.fsencode(root / JOURNAL_LONGEST_FILE))
     if longest > SQLITE_PATH_LIMIT:
         room = SQLITE_PATH_LIMIT - len(JOURNAL_LONGEST_FILE) - 1

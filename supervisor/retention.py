@@ -266,7 +266,8 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
     pruned = time.monotonic() - last_gc >= GC_SECONDS
     if pruned:
         prune_in_background(ctx)
-    over = [t for t in ctx.tasks.live.values() if _log_size(t.row) > settings.log_cap]
+    cap = settings.log_cap or None  # (0: none, as `WAVE_IDLE_EXIT=0` is no idle exit)
+    over = [t for t in ctx.tasks.live.values() if cap and _log_size(t.row) > cap]
     if over:
         log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)
         await ctx.tasks.stop(over, reason=EndReason.LOG_CAP)

@@ -19,7 +19,7 @@ class Settings:
     (which inherits the client's environment) can be configured too."""
 
     log_cap: int = 1 << 30
-    """``WAVE_LOG_CAP``: a task whose log grows past this many bytes is stopped."""
+    """``WAVE_LOG_CAP``: a task whose log grows past this many bytes is stopped (0: never)."""
     retention: float = 7 * 86400
     """``WAVE_RETENTION``: finished tasks older than this are pruned (rows and files)."""
     idle_exit: float = 1800

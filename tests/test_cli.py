@@ -343,6 +343,11 @@ def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     )
     long = run_cli(state_dir, "input", "--no-enter", "nosuchid", "x" * 70_000)
     assert long.stderr == "wave-bash: input must have at most 65536 characters, not 70000\n"
+    tilde = run_cli(state_dir, "--state-dir", "~nosuchuser/x", "tasks")  # (a traceback, exit 1)
+    assert (tilde.returncode, tilde.stderr) == (
+        2,
+        "wave-bash: the state dir ~nosuchuser/x: its ~ names no user here\n",
+    ), tilde.stderr
     dashed = run_cli(state_dir, "input", "nosuchid", "-y")  # (read as an option: a trial)
     assert dashed.returncode == 2 and dashed.stderr.endswith(
         "required: text (text that begins with - goes after --: input ID -- -y)\n"

@@ -155,6 +155,10 @@ def test_log_cap_stops_an_endless_writer(client: Client, state_dir: Path) -> Non
     assert 200 * 1024 < size < 200 * 1024 + 64 * 1024 * 1024  # stopped within about a second
     (notice,) = client.notifications()
     assert "was stopped because its output reached the log size cap" in notice.message
+    kill_supervisor(state_dir)  # `0`: no cap, as `WAVE_IDLE_EXIT=0` is no idle exit (it
+    start_supervisor(state_dir, WAVE_LOG_CAP="0")  # stopped any command that printed)
+    printer = start_bg(client, "echo first; sleep 2.5; echo last")
+    assert client.wait(printer, timeout=30_000).status == "completed"
 
 
 def test_gc_prunes_finished_tasks_only(client: Client, state_dir: Path) -> None:
