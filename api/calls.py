@@ -191,6 +191,7 @@ class Caller:
             ) from lost
         finally:
             channel.close()
+        self.connector.wait_stopped(deadline)
         return dict(answer or {})
 
     def __init__(self, connector: Connector, log_hint: str) -> None:

@@ -99,8 +99,8 @@ def _ssh_options(given: Sequence[str]) -> list[str]:
 
 
 def _timeout_arg(text: str) -> float | None:
-    try:
-        value = float(text)
+    try:  # (a whole number as written: `--timeout -5` was refused as `got -5.0`, a trial)
+        value = int(text) if text.strip().lstrip("+-").isdigit() else float(text)
     except ValueError:
         raise InvalidInputError(
             f"timeout must be a non-negative number of milliseconds, got {text!r}"
@@ -619,8 +619,9 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
 
 def cmd_tasks(cli: Cli, args: argparse.Namespace) -> int:
     records = cli.call("tasks", all=args.all)
-    if args.running:  # (what an agent asks after a restart: a trial found no way)
-        records = [record for record in records if not _ended(record)]
+    if args.running:  # (what an agent asks after a restart: a trial found no way), with
+        # an ended one whose processes run on (`completed(0)+1 running`: left out, a trial)
+        records = [r for r in records if not _ended(r) or r.get("leftoverProcesses")]
     if args.json:
         _print_json(records)
     elif records:
@@ -723,12 +724,22 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         _print_json(out := cli.call("output", task_id=args.id, block=False, offset=0))
         _shown_ends(cli, [end])
         return _log_gone(out) or _exit_code(end)
-    last = _printer(cli, args.id).print_all(follow=True)
+    printer = _printer(cli, args.id)
+    printer.on_waiting = lambda: _say_waiting(cli, args.id, printer.line_open)
+    last = printer.print_all(follow=True)
     # How it ended, as `wait` says it (its notice is taken as shown: it printed nothing of
     # the end and exited 0, so a failure went unseen; a trial)
     print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)
     _shown_ends(cli, [last])
     return _log_gone(last) or _exit_code(last)
+
+
+def _say_waiting(cli: Cli, task_id: str, after_a_prompt: bool) -> None:
+    """On stderr, that a followed task waits for input, and how to answer it (the stream
+    went silent at its prompt, as `wait` did: a trial)."""
+    wave = _wave(cli)
+    print(f"{chr(10) if after_a_prompt else ''}[{task_id} waits for input: {wave} input "
+          f"{task_id} TEXT, or {wave} attach {task_id}]", file=sys.stderr, flush=True)  # fmt: skip
 
 
 def _log_gone(out: dict[str, Any]) -> int:

@@ -31,6 +31,7 @@ from .transport import (
     control_path,
     finish_ssh,
     forget_connection,
+    supervisor_runs,
 )
 from .wire import decode, read_messages
 
@@ -94,6 +95,10 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
 
         def drop_kept(self) -> None:
             """Close the channel kept for the next call, if any (the client is closed)."""
+
+        def wait_stopped(self, deadline: float) -> None:
+            """Return once the supervisor that answered a shutdown has exited, or at
+            ``deadline`` (monotonic)."""
 
 
 COERCED_CTYPES = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
@@ -280,6 +285,12 @@ class LocalConnector:
     def drop_kept(self) -> None:
         self.kept.drop()
 
+    def wait_stopped(self, deadline: float) -> None:
+        # (its lock goes as it exits: a `supervisor stop` then `umount` found it busy, and
+        # its pid still there, as it had answered before it stopped: a trial)
+        while supervisor_runs(self.layout) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
 
 MASTER_CHECK_SECONDS = 10.0
 """How often a call waiting over a shared connection checks that its master answers (as
@@ -371,6 +382,9 @@ class SshConnector:
     def drop_kept(self) -> None:
         pass
 
+    def wait_stopped(self, deadline: float) -> None:
+        pass  # (the remote's bridge answered for it)
+
 
 def supervisor_log(connector: Connector, layout: StateLayout) -> str:
     """Where to read why a supervisor failed: its log in this state dir, or on the remote
@@ -453,4 +467,7 @@ class MemoryConnector:
         return self.cwd
 
     def drop_kept(self) -> None:
+        pass
+
+    def wait_stopped(self, deadline: float) -> None:
         pass

@@ -21,6 +21,11 @@ RAW_PIECE_MAX: Final = 1 << 20
 """The most raw log bytes a ``terminal`` answer carries (``output --raw``; base64, 1.4 MB
 of JSON)."""
 
+START_CUT_EXIT: Final = 75
+"""How a detached supervisor's starter exits when the supervisor ended as it started
+without a word (killed: the OOM killer, a signal): a start to try again (EX_TEMPFAIL), not
+a refusal (the call failed at once, where it would pass the next time: a trial)."""
+
 PROGRESS_INTERVAL_MS: Final = 1_000
 """At most one progress update per this many milliseconds."""
 

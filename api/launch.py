@@ -16,6 +16,7 @@ import socket
 import sys
 import time
 
+from .constants import START_CUT_EXIT
 from .errors import (
     OutOfDescriptorsError,
     StateDirError,
@@ -159,8 +160,10 @@ def start_supervisor(
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         last = detail[-1] if detail else f"exit {proc.returncode}"
-        # Killed while starting (a signal) may pass; an error of its own will not.
-        cls = SupervisorUnavailableError if proc.returncode < 0 else SupervisorRefusedError
+        # Killed while starting (a signal, its starter's or its own) may pass; an error of
+        # its own will not.
+        passing = proc.returncode < 0 or proc.returncode == START_CUT_EXIT
+        cls = SupervisorUnavailableError if passing else SupervisorRefusedError
         raise cls(f"the supervisor could not start: {last}")
 
 

@@ -48,7 +48,9 @@ class PiecePrinter:
         self.read = read
         self.offset = 0
         self.line_open = False
-        """The last piece printed ended inside a line (one longer than a piece)."""
+        """The last piece printed ended inside a line (one longer than a piece, a prompt)."""
+        self.on_waiting: Callable[[], None] | None = None
+        """Called as a followed task waits for input, once until it prints again."""
 
     def print_piece(
         self, wait: dict[str, Any], scope: CallScope | None = None
@@ -71,8 +73,13 @@ class PiecePrinter:
         """What the task has written so far, or with ``follow`` until it ends; returns the
         last answer. A last line with no newline gets one, as before."""
         wait = FOLLOW_WAIT if follow else {"block": False}
+        said = False
         while True:
             out, read_nothing = self.print_piece(wait)
+            said = said and read_nothing
+            if follow and not said and out.get("waitingForInput") and self.on_waiting:
+                self.on_waiting()
+                said = True
             if read_nothing and (not follow or ended(out)):
                 if self.line_open:
                     print(flush=True)

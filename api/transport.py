@@ -261,7 +261,7 @@ def _small_line(sock: socket.socket, timeout: float) -> dict[str, Any]:
         return {}
 
 
-def _supervisor_runs(layout: StateLayout) -> bool:
+def supervisor_runs(layout: StateLayout) -> bool:
     """Whether a supervisor holds the state dir's lock (a shared lock cannot be taken
     beside its own; a starting one waits a moment for it, see ``supervisor.daemon``);
     where this cannot be told, it is taken to."""
@@ -306,7 +306,7 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
             tcp_handshake(sock, endpoint.token, f"{LOOPBACK}:{endpoint.port}")
         except TimeoutError:  # (silent: one of ours, stopped or frozen, if it holds its
             sock.close()  # lock; a start was tried beside it, then "did not start": a review)
-            if _supervisor_runs(layout):
+            if supervisor_runs(layout):
                 raise SupervisorNotAnsweringError(
                     f"the supervisor has not answered in time (stopped or frozen? see "
                     f"{layout.log}): no handshake within {HANDSHAKE_TIMEOUT:g} s"
@@ -314,7 +314,7 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
             raise
         except SupervisorUnavailableError as exc:  # an error answered, not the handshake
             sock.close()
-            if not _supervisor_runs(layout):  # (none of ours: another user's listener,
+            if not supervisor_runs(layout):  # (none of ours: another user's listener,
                 # answering `busy` for ever, kept every call waiting: a review)
                 raise ConnectionRefusedError(errno.ECONNREFUSED, str(exc)) from None
             raise

@@ -23,6 +23,7 @@ from typing import cast
 
 from filelock import FileLock, Timeout
 
+from wave_bash.api.constants import START_CUT_EXIT
 from wave_bash.api.errors import InvalidInputError, StateDirError, WaveError
 from wave_bash.api.paths import (
     StateLayout,
@@ -37,6 +38,7 @@ from wave_bash.worker.cgroups import leave_task_cgroups
 from wave_bash.worker.files import keep_spare_descriptor
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
+from .faults import crash_point
 from .logs import log_loop_errors, setup_logging
 from .recovery import open_journal, recover
 from .retention import housekeeping, prune_in_background
@@ -163,6 +165,7 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     prune_in_background(ctx)
     _on_stop_signals(loop, ctx.stop_event)
     log.info("supervisor %d serving %s", os.getpid(), layout.socket)
+    crash_point("before_serving")
     if ready is not None:
         ready.say(b"1")
     servers = [server]
@@ -348,7 +351,10 @@ def _detach(layout: StateLayout) -> Ready:
             answer = ready.read(READY_LIMIT)
         if answer in (b"0", b"1"):
             os._exit(0)
-        why = answer.decode(errors="replace").strip() or f"see {layout.log}"
+        if not answer:  # (it ended without a word: killed as it started)
+            print(f"wave-bash supervisor ended as it started (see {layout.log})", file=sys.stderr)
+            os._exit(START_CUT_EXIT)
+        why = answer.decode(errors="replace").strip()
         print(f"wave-bash supervisor failed to start: {why}", file=sys.stderr)
         os._exit(1)
     os.close(read_fd)
@@ -463,5 +469,6 @@ def main(argv: list[str] | None = None) -> int:
         log.exception("supervisor failed")
         ready.say(str(exc).encode(errors="replace") or type(exc).__name__.encode())
         raise
-    finally:
+    finally:  # (the lock last: the state dir is free once it goes, its log closed too, as
+        logging.shutdown()  # `supervisor stop` waits for it, then `umount`s, a trial)
         lock.release()

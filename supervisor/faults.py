@@ -11,7 +11,15 @@ import os
 import signal
 
 POINTS = frozenset(
-    {"after_insert", "after_spawn", "before_finish", "before_reply", "after_reply", "pruned_files"}
+    {
+        "before_serving",
+        "after_insert",
+        "after_spawn",
+        "before_finish",
+        "before_reply",
+        "after_reply",
+        "pruned_files",
+    }
 )
 
 

@@ -383,6 +383,7 @@ def test_bad_timeouts_exit_2(state_dir: Path) -> None:
         r = run_cli(state_dir, "run", "--timeout", bad, "--", "echo hi")
         assert r.returncode == 2, bad
         assert "timeout must be a non-negative number of milliseconds" in r.stderr
+        assert bad != "-5" or r.stderr.endswith("got -5\n"), r.stderr  # (as given: -5.0, a trial)
         assert "600000" not in r.stderr and r.stdout == ""
         j = run_cli(state_dir, "run", "--json", "--timeout", bad, "--", "echo hi")
         assert j.returncode == 2 and json.loads(j.stdout)["success"] is False
@@ -612,6 +613,15 @@ def test_tasks_table_names_sessions_with_all_and_marks_a_cut_command(state_dir: 
     running = json.loads(run_cli(state_dir, "tasks", "--all", "--running", "--json").stdout)
     assert [record["id"] for record in running] == [task_id]
     assert run_cli(state_dir, "stop", task_id).returncode == 0
+    # An ended one whose processes run on is listed: something of it still runs (`tasks`
+    # said `completed(0)+1 running`, `tasks --running` nothing: a trial)
+    left = Client(state_dir=state_dir).bash("sleep 60 & echo x")
+    left_id = Path(left.output_path).name.split(".")[0]
+    listed = json.loads(run_cli(state_dir, "tasks", "--running", "--json").stdout)
+    assert [(r["id"], r["status"], r["leftoverProcesses"]) for r in listed] == [
+        (left_id, "completed", 1)
+    ]
+    assert run_cli(state_dir, "stop", left_id).returncode == 0
 
 
 def test_tasks_table_says_a_task_waits_for_input(state_dir: Path) -> None:
@@ -736,6 +746,41 @@ def test_output_follow_says_how_the_task_ended(state_dir: Path) -> None:
     assert followed.stderr == f"{task_id} failed (exit code 7)\n"
     assert run_cli(state_dir, "output", "--follow", "--json", task_id).returncode == 7
     assert client.notifications() == []
+
+
+def test_output_follow_shows_a_prompt_and_says_the_task_waits(state_dir: Path) -> None:
+    """`output --follow` of an interactive task at its prompt printed whole lines only:
+    `Proceed? [y/N] ` never came, nothing said the task waited, and it waited on (a
+    trial; `tail -f` shows it). It shows the prompt, says how to answer, and goes on."""
+    import select
+
+    client = Client(state_dir=state_dir)
+    started = client.bash(
+        "echo ready; read -p 'Proceed? [y/N] ' a; echo \"got $a\"",
+        interactive=True, run_in_background=True,
+    )  # fmt: skip
+    task_id = started.background_task_id or ""
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "output",
+         "--follow", task_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    said = {follow.stdout: b"", follow.stderr: b""}
+
+    def read_some() -> None:
+        for pipe in select.select(list(said), [], [], 0.1)[0]:
+            said[pipe] += os.read(pipe.fileno(), 4096)
+
+    try:
+        wait_until(lambda: read_some() or b"waits for input" in said[follow.stderr], timeout=20)
+        assert said[follow.stdout].endswith(b"ready\nProceed? [y/N] "), said
+        assert f"[{task_id} waits for input: ".encode() in said[follow.stderr]
+        client.task_input(task_id, "y\n")
+        out, _ = follow.communicate(timeout=30)
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    assert (said[follow.stdout] + out).endswith(b"got y\n") and follow.returncode == 0
 
 
 @pytest.mark.parametrize("how", ["bg", "SIGTERM", "SIGHUP"])

@@ -253,6 +253,24 @@ def test_pid_reuse_is_neither_adopted_nor_signalled(client: Client, state_dir: P
         stranger.wait()
 
 
+def test_a_supervisor_killed_as_it_started_is_a_start_to_try_again(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed before it served (the OOM killer, a signal), a supervisor's starter said it
+    "failed to start" as for an error of its own: the call failed at once, where the next
+    start would pass (a trial, 2 of 200 random kills). It is a start to try again (CR1)."""
+    from wave_bash.api.errors import SupervisorRefusedError, SupervisorUnavailableError
+    from wave_bash.api.launch import start_supervisor
+    from wave_bash.api.paths import StateLayout
+
+    monkeypatch.setenv("WAVE_FAULT", "before_serving")
+    with pytest.raises(SupervisorUnavailableError, match="ended as it started") as cut:
+        start_supervisor(StateLayout(state_dir), "unix")
+    assert not isinstance(cut.value, SupervisorRefusedError)
+    monkeypatch.setenv("WAVE_FAULT", "")
+    assert Client(state_dir=state_dir).bash("echo served").stdout == "served"
+
+
 def test_crash_while_starting_a_background_task(client: Client, state_dir: Path) -> None:
     start_supervisor(state_dir, WAVE_FAULT="after_spawn")
     r = client.bash("sleep 0.5; echo bg", run_in_background=True)  # reattaches: B4c

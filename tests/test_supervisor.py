@@ -139,8 +139,17 @@ def test_sigterm_stops_the_supervisor_but_not_its_tasks(client: Client, state_di
 def test_a_clean_stop_logs_no_error(state_dir: Path) -> None:
     """Stopping cancels the connection handlers (the stop's own too): Python 3.11 logged
     each one as "Exception in callback" with a traceback (a trial)."""
+    from wave_bash.api.paths import StateLayout
+    from wave_bash.api.transport import supervisor_runs
+
     assert run_cli(state_dir, "run", "--", "echo", "hi").returncode == 0
+    (pid,) = supervisor_pids(state_dir)
     assert run_cli(state_dir, "supervisor", "stop").returncode == 0
+    # Done as it returns: the state dir free for the next supervisor, and nothing of it
+    # open there (a trial's `umount` found it busy, as it had answered, then stopped)
+    assert not supervisor_runs(StateLayout(state_dir))
+    with contextlib.suppress(psutil.NoSuchProcess):
+        assert not [f for f in psutil.Process(pid).open_files() if str(state_dir) in f.path]
     wait_until(lambda: not supervisor_pids(state_dir))
     log_text = (state_dir / "supervisor.log").read_text()
     assert " ERROR " not in log_text and "Traceback" not in log_text, log_text

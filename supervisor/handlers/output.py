@@ -106,16 +106,22 @@ class _Search:
                 return self.scanner.found
 
 
+def _waits(task: LiveTask | None) -> bool:
+    return task is not None and task.waiting_for_input
+
+
 async def _wait(
     task: LiveTask,
     search: _Search | None,
     deadline: float,
     conn: Connection,
     until_waiting: bool = False,
+    shown_to: int | None = None,
 ) -> None:
     """Until the task ends, ``search``'s pattern matches output after its start, or the
     ``deadline`` (monotonic); with ``until_waiting`` (an interactive task), also once its
-    command waits for input (at once if it does: nothing comes before an answer).
+    command waits for input (at once if it does: nothing comes before an answer), with
+    ``shown_to`` (a stream's piece) only if its log goes on past there (a prompt to show).
 
     The pattern is matched in a worker thread, chunk by chunk, so that a big log never
     holds the event loop; the search stops at the next chunk once the wait is over.
@@ -125,6 +131,10 @@ async def _wait(
 
     def wake(_: object) -> None:
         stop.set()  # the task ended or the caller left: no need to look further
+
+    def waits(_: object) -> None:
+        if shown_to is None or file_size(path) > shown_to:
+            stop.set()
 
     async def watch() -> None:
         if search is not None and await search.run(deadline, lambda: not stop.is_set()):
@@ -140,7 +150,7 @@ async def _wait(
         task.connect_terminal()
         if task.terminal is not None:
             waiting = asyncio.create_task(task.terminal.waiting_for_input())
-            waiting.add_done_callback(wake)
+            waiting.add_done_callback(waits)
     try:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watch(), timeout=deadline - time.monotonic())
@@ -149,7 +159,7 @@ async def _wait(
         task.ended.remove_done_callback(wake)
         conn.closed.remove_done_callback(wake)
         if waiting is not None:
-            waiting.remove_done_callback(wake)
+            waiting.remove_done_callback(waits)
             waiting.cancel()
 
 
@@ -185,12 +195,13 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     task = ctx.tasks.live.get(row.id)
     if p.block and task is not None:
         ctx.tasks.watch_job(task)
-        # (a stream goes on past a prompt: its pieces come as the output grows)
-        until_waiting = row.interactive and not p.follow
         since = ctx.journal.read_offset(row.id, p.session) if stored else start
         if pattern is not None:
             search = _Search(PatternScanner(row.output_path, pattern, since))
-        await _wait(task, search, deadline, conn, until_waiting)
+        # (a stream goes on past a prompt, which it shows once its command waits: its
+        # pieces of whole lines never showed `Proceed? [y/N] `, a trial)
+        shown_to = since if p.follow else None
+        await _wait(task, search, deadline, conn, row.interactive, shown_to)
         row = task.row
     if stored:  # (read in turn, once the wait is over: another reader may have taken
         start = await stored_start(ctx, row.id, p.session, conn)  # some meanwhile)
@@ -199,7 +210,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
         searched_to = await _searched_to(search, pattern, row.output_path, start, deadline, conn)
     # (not waiting: what is there now, a running task's unfinished last line too; cut
     # short of it, `output ID` printed it as a 30,000-character excerpt: a review)
-    now = not p.block or row.id not in ctx.tasks.live
+    now = not p.block or row.id not in ctx.tasks.live or (p.follow and _waits(task))
     result = read_output(
         ctx, row, p.session, start, stored, conn,
         follow=p.follow, to_end=now, exact=p.exact_output, limit=searched_to,
