@@ -136,8 +136,9 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     # Into a pipe or a file the output streams as it is written, terminal or not (`run --
     # make | tee log` got it all at the end, none once Ctrl+C had stopped tee too: a
     # trial); the live view is left out beside a pipe, whose reader may print to the same
-    # terminal, and is all there is of it when the output goes to that terminal.
-    shown = watched and not _a_pipe(sys.stdout)
+    # terminal (not with -i, whose output comes at its prompt: it showed nothing till
+    # then, a review), and is all there is of it when the output goes to that terminal.
+    shown = watched and (args.interactive or not _a_pipe(sys.stdout))
     running: list[str] = []  # the task ID, once the supervisor started it
     streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))
     to_terminal = shown and sys.stdout.isatty()

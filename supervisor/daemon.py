@@ -454,6 +454,15 @@ def main(argv: list[str] | None = None) -> int:
     for outcome in cgroup_outcomes:
         log.warning("started inside a task's cgroup: %s", outcome)
     ready = _detach(layout) if args.detach else Ready(None)
+    try:
+        return _serve_locked(layout, settings, ready)
+    finally:  # (said unless said: only a kill says nothing, a start its starter tries
+        ready.say(f"it stopped before it served: see {layout.log}".encode())  # again)
+
+
+def _serve_locked(layout: StateLayout, settings: Settings, ready: Ready) -> int:
+    """Serve once this supervisor holds the state dir's lock (or leave it to the one that
+    does)."""
     os.chdir("/")  # never keep a project directory busy
     # (a moment's wait: a client asking whether one runs holds a shared lock that long)
     lock = FileLock(str(layout.lock), timeout=LOCK_PATIENCE)
@@ -463,6 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         log.info("another supervisor holds %s; exiting", layout.lock)
         ready.say(b"0")
         return 0
+    except OSError as exc:  # (a directory in its place: it never passes, a review)
+        log.error("cannot take the lock %s: %s", layout.lock, exc)
+        ready.say(f"cannot take its lock {layout.lock}: {exc.strerror or exc}".encode())
+        return 2
     try:
         return asyncio.run(serve(layout, settings, ready))
     except Exception as exc:

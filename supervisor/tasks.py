@@ -483,9 +483,9 @@ class LiveTask:
     (``lost``) when they do, or when TaskStop stops them."""
     lingered: bool = False
     """It ended with processes it started still running (seen: :meth:`_after_end`)."""
-    stops: set[asyncio.Future[None]] = field(default_factory=set)
-    """Stops under way for it (each :meth:`TaskManager.stop` call's, done as it returns):
-    its job may end at their first signal while they still stop what it started."""
+    stopping: int = 0
+    """Stops under way for it (:meth:`TaskManager.stop` calls): its job may end at their
+    first signal while they still stop what it started."""
     terminal: TerminalLink | None = None
     """An interactive task's terminal (SPEC P)."""
     sources: Sources | None = None
@@ -1273,10 +1273,13 @@ class TaskManager:
         ``LEFTOVER_PATIENCE`` to go: a sandbox's init exits just after bubblewrap has
         passed its command's status on (a result said one was left running)."""
         loop = asyncio.get_running_loop()
-        if task.stops:  # (what it started is theirs: counted as they left it, a trial)
-            await asyncio.wait(set(task.stops), timeout=self.stop_grace + 2)
         deadline = loop.time() + LEFTOVER_PATIENCE
-        while (left := self._left_running(task)) and task.tracked and loop.time() < deadline:
+        stopped_by = loop.time() + self.stop_grace + 2  # (what a stop under way stops is
+        # its: counted as it left them, a trial; not after the others of a stop of many)
+        while (left := self._left_running(task)) and (
+            (task.tracked and loop.time() < deadline)
+            or (task.stopping and loop.time() < stopped_by)
+        ):
             await asyncio.sleep(0.002)
         return left
 
@@ -1667,15 +1670,13 @@ class TaskManager:
         tasks = [t for t in tasks if not t.ended.done() or t.id in self.lingering]
         if not tasks:
             return
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for task in tasks:
-            task.stops.add(done)
+            task.stopping += 1
         try:
             await self._stop(tasks, reason)
         finally:
-            done.set_result(None)
             for task in tasks:
-                task.stops.discard(done)
+                task.stopping -= 1
 
     async def _stop(self, tasks: list[LiveTask], reason: EndReason) -> None:
         """:meth:`stop`'s work, once its tasks know a stop is under way."""

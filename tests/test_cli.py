@@ -756,7 +756,8 @@ def test_output_follow_shows_a_prompt_and_says_the_task_waits(state_dir: Path) -
 
     client = Client(state_dir=state_dir)
     started = client.bash(
-        "echo ready; read -p 'Proceed? [y/N] ' a; echo \"got $a\"",
+        "echo ready; read -p 'Proceed? [y/N] ' a; read -s -p 'Password: ' b;"
+        " read -s -p ' Again: ' c; echo; echo \"got $a\"",
         interactive=True, run_in_background=True,
     )  # fmt: skip
     task_id = started.background_task_id or ""
@@ -775,6 +776,11 @@ def test_output_follow_shows_a_prompt_and_says_the_task_waits(state_dir: Path) -
         assert said[follow.stdout].endswith(b"ready\nProceed? [y/N] "), said
         assert f"[{task_id} waits for input: ".encode() in said[follow.stderr]
         client.task_input(task_id, "y\n")
+        # (a prompt after an answer with no echo came after the piece's 30 s: a review)
+        wait_until(lambda: read_some() or said[follow.stdout].endswith(b"Password: "), 10)
+        client.task_input(task_id, "secret\n")
+        wait_until(lambda: read_some() or said[follow.stdout].endswith(b" Again: "), 10)
+        client.task_input(task_id, "secret\n")
         out, _ = follow.communicate(timeout=30)
     finally:
         if follow.poll() is None:

@@ -269,6 +269,13 @@ def test_a_supervisor_killed_as_it_started_is_a_start_to_try_again(
     assert not isinstance(cut.value, SupervisorRefusedError)
     monkeypatch.setenv("WAVE_FAULT", "")
     assert Client(state_dir=state_dir).bash("echo served").stdout == "served"
+    # One that ends as it starts for a reason of its own says so, and is no start to try
+    # again (its lock a directory: a call was tried for 30 s, a review)
+    Client(state_dir=state_dir).shutdown()
+    (state_dir / "supervisor.lock").unlink()
+    (state_dir / "supervisor.lock").mkdir()
+    with pytest.raises(SupervisorRefusedError, match="cannot take its lock"):
+        start_supervisor(StateLayout(state_dir), "unix")
 
 
 def test_crash_while_starting_a_background_task(client: Client, state_dir: Path) -> None:

@@ -722,6 +722,29 @@ def test_a_stopped_foreground_commands_result_counts_what_the_stop_left(
     assert result.message.splitlines()[-1] == "The command was stopped (TaskStop) before it ended."
 
 
+def test_a_foreground_result_does_not_wait_for_the_other_tasks_of_its_stop(
+    state_dir: Path,
+) -> None:
+    """Stopped together with a task that ignores SIGTERM, a foreground command that ends
+    at once got its result only once the other had been killed after the grace period
+    (a review): it comes as its own processes are gone."""
+    import concurrent.futures
+
+    client = Client(state_dir=state_dir)
+    stubborn = start_bg(client, "trap '' TERM; sleep 60")
+    answered: list[float] = []
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(client.bash, "echo started; sleep 60")
+        waiting.add_done_callback(lambda _: answered.append(time.monotonic()))
+        fore = wait_until(
+            lambda: [t for t in client.tasks() if t.status == "running" and t.id != stubborn]
+        )
+        Client(state_dir=state_dir).task_stop_many([fore[0].id, stubborn])  # type: ignore[index]
+        returned = time.monotonic()
+        assert not waiting.result(timeout=30).success
+    assert answered[0] < returned  # (the stop of both took the grace period)
+
+
 def test_a_stop_sent_again_gets_the_record(state_dir: Path, tracking: str) -> None:
     """A stop whose supervisor died as it answered is sent again by its client (CR1):
     refused as "not running", the caller took a stop that was made for one that failed

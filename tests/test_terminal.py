@@ -91,6 +91,14 @@ def test_in_a_terminal_a_pipe_gets_the_output_as_it_is_written(
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)  # (cat goes too)
     wait_until(lambda: "killed" in [t.status for t in Client(state_dir=state_dir).tasks()])
     assert out.read_text() == "begun\n"
+    # With -i the output comes at the prompt, not streamed: the live view shows it
+    # meanwhile, beside a pipe too (it showed nothing until then, a review)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "clear", "Enter"], check=True)
+    line = f"{cli_line(state_dir)} run -i -- 'echo stepping; sleep 30' | cat"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "stepping" in pane(tmux) and "Ctrl+B to background" in pane(tmux), 15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: [t.status for t in Client(state_dir=state_dir).tasks()].count("killed") == 2)
 
 
 def _cli_process(state_dir: Path, verb: str) -> psutil.Process:

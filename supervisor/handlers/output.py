@@ -28,6 +28,7 @@ from .. import views
 from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
+from ..terminals import TerminalLink
 
 T = TypeVar("T")
 
@@ -106,6 +107,11 @@ class _Search:
                 return self.scanner.found
 
 
+PROMPT_CHECK_SECONDS = 0.1
+"""How often a stream's piece looks for a prompt to show while its command waits for
+input with nothing new (it waits on for a line meanwhile)."""
+
+
 def _waits(task: LiveTask | None) -> bool:
     return task is not None and task.waiting_for_input
 
@@ -132,9 +138,14 @@ async def _wait(
     def wake(_: object) -> None:
         stop.set()  # the task ended or the caller left: no need to look further
 
-    def waits(_: object) -> None:
-        if shown_to is None or file_size(path) > shown_to:
-            stop.set()
+    async def waits(terminal: TerminalLink, shown_to: int) -> None:
+        """Until the command waits for input with something not shown yet (a prompt,
+        also after an answer with no echo, `read -s`: a review)."""
+        while True:
+            await terminal.waiting_for_input()
+            if file_size(path) > shown_to:
+                return
+            await asyncio.sleep(PROMPT_CHECK_SECONDS)
 
     async def watch() -> None:
         if search is not None and await search.run(deadline, lambda: not stop.is_set()):
@@ -149,8 +160,11 @@ async def _wait(
     if until_waiting:
         task.connect_terminal()
         if task.terminal is not None:
-            waiting = asyncio.create_task(task.terminal.waiting_for_input())
-            waiting.add_done_callback(waits)
+            terminal = task.terminal
+            waiting = asyncio.create_task(
+                terminal.waiting_for_input() if shown_to is None else waits(terminal, shown_to)
+            )
+            waiting.add_done_callback(wake)
     try:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watch(), timeout=deadline - time.monotonic())
@@ -159,7 +173,7 @@ async def _wait(
         task.ended.remove_done_callback(wake)
         conn.closed.remove_done_callback(wake)
         if waiting is not None:
-            waiting.remove_done_callback(waits)
+            waiting.remove_done_callback(wake)
             waiting.cancel()
 
 
