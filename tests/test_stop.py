@@ -180,6 +180,27 @@ def test_what_the_jobs_group_forks_after_its_shell_died_is_stopped_too(
             proc.kill()
 
 
+def test_what_a_trapping_child_starts_in_a_new_session_as_it_is_stopped_is_stopped_too(
+    state_dir: Path, tracking: str
+) -> None:
+    """A background child of the job traps SIGTERM and starts a daemon (new session, no
+    tag) at each: its job died of the SIGTERM and its monitor ended, and by the SIGKILL
+    the child was found by its tag or group alone, without what it had started, which
+    init adopted as the child died (a trial, with the fallback: one or two ran on). The
+    descendants of what carries the tag, or is of the job's group, are the task's."""
+    n, m = marker(), marker()
+    client = Client(state_dir=state_dir)
+    child = f"trap 'setsid env -i sleep {n} &' TERM; while :; do sleep 0.1; done"
+    tid = start_bg(client, f'sh -c "{child}" & sleep {m}')
+    wait_until(lambda: running(f"sleep {m}"))
+    try:
+        assert client.task_stop(tid).status == "killed"
+        wait_until(lambda: not running(n), timeout=10)
+    finally:
+        for proc in running(n):
+            proc.kill()
+
+
 def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: str) -> None:
     n = marker()
     client = Client(state_dir=state_dir)

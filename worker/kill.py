@@ -196,6 +196,9 @@ def snapshot(
         if not tree.monitor_pid:
             continue
         pids = set(tagged.get(tree.task_id, ()))
+        # (with what they started: in a new session with no tag, a TERM trap's daemon,
+        # whose parent died at the SIGKILL, ran on under init, a trial)
+        pids |= {d for pid in list(pids) for d in table.descendants(pid)}
         # Its tree and job group only while the monitor is the task's (tagged): a monitor
         # gone, its pid another's, led a review's stop to kill that stranger's children
         # and process group.
@@ -288,7 +291,10 @@ def stop_trees(
             group = groups.get(tree.task_id)
             if tree.job_pgid is None and group is not None and group.still_the_jobs():
                 tree.job_pgid = group.pgid
-                tree.pids |= group.members() - protected
+                members = group.members()  # (and what they started, in a new session)
+                table = ProcessTable.read(())
+                started = {d for pid in members for d in table.descendants(pid)}
+                tree.pids |= (members | started) - protected
         return _living(trees)
 
     for tree in trees:
