@@ -97,8 +97,8 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms: the protocols are for
             """Close the channel kept for the next call, if any (the client is closed)."""
 
         def wait_stopped(self, deadline: float) -> None:
-            """Return once the supervisor that answered a shutdown has exited, or at
-            ``deadline`` (monotonic)."""
+            """Return once the supervisor that answered a shutdown has let its state dir
+            go (its lock), or at ``deadline`` (monotonic)."""
 
 
 COERCED_CTYPES = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
@@ -286,8 +286,8 @@ class LocalConnector:
         self.kept.drop()
 
     def wait_stopped(self, deadline: float) -> None:
-        # (its lock goes as it exits: a `supervisor stop` then `umount` found it busy, and
-        # its pid still there, as it had answered before it stopped: a trial)
+        # (its lock goes last, its log closed: a `supervisor stop`, then `umount`, found
+        # the state dir busy, as the supervisor had answered before it stopped: a trial)
         while supervisor_runs(self.layout) and time.monotonic() < deadline:
             time.sleep(0.01)
 

@@ -160,38 +160,31 @@ def test_what_a_command_starts_as_it_is_stopped_is_stopped_too(
             proc.kill()
 
 
-def test_what_the_jobs_group_forks_after_its_shell_died_is_stopped_too(
-    state_dir: Path, tracking: str
-) -> None:
-    """The job's shell dies of the SIGTERM (so its monitor ends) while a process of its
-    group that traps it forks children with no tag during the grace period: the stop
-    looked the job's group up no more once the monitor was gone, and ten such children
-    ran on (a trial, with the fallback). The group found first is looked up again."""
-    n, m = marker(), marker()
-    client = Client(state_dir=state_dir)
-    loop = f'trap "t=1" TERM; while :; do [ -n "$t" ] && env -i sleep {n} & sleep 0.1; done'
-    tid = start_bg(client, f"bash -c '{loop}' & sleep {m}")
-    wait_until(lambda: running(f"sleep {m}"))
-    try:
-        assert client.task_stop(tid).status == "killed"
-        assert not running(n)
-    finally:
-        for proc in running(n):
-            proc.kill()
+TERM_SPAWNS = {
+    "of the job's group, with no tag": (
+        'bash -c \'trap "t=1" TERM; while :; do [ -n "$t" ] && env -i sleep {n} & sleep 0.1; '
+        "done' & sleep {m}"
+    ),
+    "in a new session, by a child": (
+        "sh -c \"trap 'setsid env -i sleep {n} &' TERM; while :; do sleep 0.1; done\" & sleep {m}"
+    ),
+}
 
 
-def test_what_a_trapping_child_starts_in_a_new_session_as_it_is_stopped_is_stopped_too(
-    state_dir: Path, tracking: str
+@pytest.mark.parametrize("name", sorted(TERM_SPAWNS))
+def test_what_a_process_of_the_job_starts_as_it_is_stopped_is_stopped_too(
+    state_dir: Path, tracking: str, name: str
 ) -> None:
-    """A background child of the job traps SIGTERM and starts a daemon (new session, no
-    tag) at each: its job died of the SIGTERM and its monitor ended, and by the SIGKILL
-    the child was found by its tag or group alone, without what it had started, which
-    init adopted as the child died (a trial, with the fallback: one or two ran on). The
-    descendants of what carries the tag, or is of the job's group, are the task's."""
+    """The job's shell dies of the SIGTERM (so its monitor ends) while a process it started
+    traps it and starts processes at it, during the grace period: the stop looked the
+    job's group up no more once the monitor was gone, and ten such children ran on; and
+    by the SIGKILL it found a trapping child by its tag or group alone, without the
+    daemon that child had started in a new session, which init adopted as the child died
+    (trials, with the fallback). The group found first is looked up again, and the
+    descendants of what carries the tag, or is of that group, are the task's."""
     n, m = marker(), marker()
     client = Client(state_dir=state_dir)
-    child = f"trap 'setsid env -i sleep {n} &' TERM; while :; do sleep 0.1; done"
-    tid = start_bg(client, f'sh -c "{child}" & sleep {m}')
+    tid = start_bg(client, TERM_SPAWNS[name].format(n=n, m=m))
     wait_until(lambda: running(f"sleep {m}"))
     try:
         assert client.task_stop(tid).status == "killed"
