@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -248,11 +249,14 @@ async def _keep_socket(ctx: Context, servers: list[asyncio.AbstractServer]) -> N
 
 def _same_dir(path: Path, fd: int) -> bool:
     """Whether ``path`` is still the directory open as ``fd`` (an inode held open: no new
-    directory takes its number)."""
+    directory takes its number), or cannot be told now (a parent not searchable for a
+    moment, an I/O error: a trial's `chmod 000` of a parent stopped a supervisor)."""
     try:
         found, held = os.lstat(path), os.fstat(fd)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError as exc:
+        return exc.errno != errno.ESTALE  # (a directory gone on the server: lost too)
     return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino) and held.st_nlink > 0
 
 

@@ -646,6 +646,9 @@ class Journal:
             self._held_notices.pop(task_id, None)
         for offset in [k for k in self._held_offsets if k[0] in gone]:
             del self._held_offsets[offset]
+        if self.problem:  # (the disk took the deletion: the others now, and a status that
+            with suppress(sqlite3.Error):  # said it was full for as long as none came, a
+                self._write_held()  # trial)
         return ids
 
     def undelivered_ended_before(self, ended_before: float) -> list[str]:

@@ -1288,7 +1288,7 @@ class TaskManager:
             if not self.tracker.populated(task.id):
                 return 0
             return sum(not _exiting(pid) for pid in self.tracker.pids(task.id))
-        return len(task.leftovers)
+        return len(self._left_behind(task))  # (those a stop killed meanwhile are gone)
 
     def usage_now(self, row: TaskRow) -> Usage:
         """What a task used: counted live while it runs (or lingers, or its end's usage
@@ -1305,7 +1305,7 @@ class TaskManager:
         task = self.lingering.get(task_id)
         if task is None:
             return 0
-        return self._left_running(task) if task.tracked else len(self._left_behind(task))
+        return self._left_running(task)
 
     def _left_behind(self, task: LiveTask) -> list[int]:
         """Without a cgroup: those of the processes its monitor listed that still run."""

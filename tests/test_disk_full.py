@@ -209,9 +209,27 @@ def test_gc_frees_the_space_of_the_task_that_filled_the_disk(
     assert log.name.split(".")[0] in everything and len(everything) == 2
     assert sorted(client.gc(older_than=0, unread=True)) == everything
     assert not log.exists()
+    assert client.status().storage_problem is None  # (it said "full" until another write
+    # came: the disk had taken the deletion, a trial)
     wait_until(lambda: held_writes(client) == 0)
     assert client.tasks(all=True) == []
     assert client.bash("echo again").stdout == "again"
+
+
+def test_a_gc_that_the_full_disk_cuts_short_names_what_it_kept(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """A plain `gc` keeps tasks whose notice no session has read, and a background task
+    that filled the disk is one (its notice cannot be read while the disk is full): it
+    said the disk was full, and no more (a trial). It says what it kept, and how."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    assert client.bash("true").exit_code == 0
+    filler = fill(small_state_dir)
+    try:
+        with pytest.raises(StorageError, match="`gc --unread` prunes them too"):
+            client.gc(older_than=0)
+    finally:
+        filler.unlink()
 
 
 def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:

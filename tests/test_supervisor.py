@@ -19,6 +19,7 @@ import psutil
 import pytest
 from conftest import (
     kill_supervisor,
+    needs_tool,
     raw_request,
     reap,
     run_cli,
@@ -496,6 +497,39 @@ def test_a_supervisor_whose_state_dir_was_removed_leaves_it_to_the_next(
     finally:
         with contextlib.suppress(OSError):
             os.killpg(monitor, signal.SIGKILL)
+
+
+def test_a_state_dir_not_reachable_for_a_moment_is_not_taken_for_removed(
+    tmp_path: Path,
+) -> None:
+    """A parent not searchable for a moment (`chmod 000` by its owner, an I/O error) made
+    `lstat` fail, and the supervisor took its state dir for removed and stopped (a trial,
+    as a user without root's capabilities): only a path gone, or another directory at it,
+    is."""
+    needs_tool("setpriv", "util-linux")
+    parent = tmp_path / "parent"
+    (parent / "state").mkdir(parents=True)
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from wave_bash.supervisor.daemon import _same_dir\n"
+        "state, parent = Path(sys.argv[1]), sys.argv[2]\n"
+        "fd = os.open(state, os.O_RDONLY | os.O_DIRECTORY)\n"
+        "os.chmod(parent, 0)\n"
+        "try:\n"
+        "    print(_same_dir(state, fd))\n"
+        "finally:\n"
+        "    os.chmod(parent, 0o700)\n"
+        "os.rmdir(state)\n"
+        "print(_same_dir(state, fd))\n"
+    )
+    caps = "-dac_override,-dac_read_search"  # (root's, which ignore the mode)
+    done = subprocess.run(
+        ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable, "-c",
+         script, str(parent / "state"), str(parent)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.split() == ["True", "False"], done
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
+from wave_bash.api.errors import StorageError
 from wave_bash.api.models import GcResult
 from wave_bash.api.protocol import GcParams
 
 from ..context import Connection, Context
+from ..journal import storage_problem
 from ..retention import prune
 
 
@@ -17,7 +19,20 @@ async def handle(ctx: Context, p: GcParams, conn: Connection) -> GcResult:
     older_than = ctx.settings.retention if p.older_than is None else p.older_than
     retention = ctx.settings.retention
     kept_for = None if p.unread else retention
-    removed = await prune(ctx, older_than, notices_kept=kept_for)  # (others answered meanwhile)
+    try:
+        removed = await prune(ctx, older_than, notices_kept=kept_for)  # (others answered
+        # meanwhile)
+    except Exception as exc:
+        problem = storage_problem(exc)
+        if problem is None or p.unread:
+            raise
+        # (said as a full disk alone, plain `gc` never freed the space of a background
+        # task that filled it, whose notice cannot be read while the disk is full: a trial)
+        raise StorageError(
+            f"{problem} in the state dir {ctx.layout.root}: tasks whose completion notice "
+            "no session has read were kept, and a task that filled the disk in the "
+            "background is one: `gc --unread` prunes them too"
+        ) from None
     cutoff = time.time() - older_than
     running = {
         task_id
