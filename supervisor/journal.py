@@ -296,6 +296,9 @@ class Journal:
         self._held_notices: dict[str, tuple[str, bool]] = {}
         """task ID → (session, delivered) of notices not written yet."""
         self._held_offsets: dict[tuple[str, str], int] = {}
+        self._pruning_unmarked: set[str] = set()
+        """Tasks a prune is deleting whose mark the disk refused (:meth:`mark_pruning`):
+        their files may be gone already, so they read as being deleted all the same."""
         self.problem: str | None = None
         """Why writes are held (None: they are not)."""
         self._schedule: Callable[[Callable[[], object]], object] | None = None
@@ -547,6 +550,8 @@ class Journal:
         its files may be gone already (a read of one read as a log removed outside
         wave-bash: a trial)."""
         held = self._held_rows.get(task_id)
+        if task_id in self._pruning_unmarked:
+            return None
         if held is not None:
             return dataclasses.replace(held)
         row = self.db.execute(f"{_SELECT} WHERE id = ? AND pruning = 0", (task_id,)).fetchone()
@@ -573,7 +578,11 @@ class Journal:
             where.append(f"status = '{TaskStatus.RUNNING}'")
         clause = f" WHERE {' AND '.join(where)}"
         rows = self.db.execute(f"{_SELECT}{clause} ORDER BY started_at, id", args).fetchall()
-        found = [self._held_rows.get(r[0]) or TaskRow(*r) for r in rows]
+        found = [
+            self._held_rows.get(r[0]) or TaskRow(*r)
+            for r in rows
+            if r[0] not in self._pruning_unmarked
+        ]
         if running_only and self._held_rows:
             found = [r for r in found if r.status is TaskStatus.RUNNING]
         return found
@@ -602,7 +611,7 @@ class Journal:
                 continue
             if ended_at < undelivered_before or not self._notice_pending(row.id):
                 found.append(row.id)
-        return found
+        return found + sorted(self._pruning_unmarked - set(found))
 
     def _notice_pending(self, task_id: str) -> bool:
         held = self._held_notices.get(task_id)
@@ -616,12 +625,20 @@ class Journal:
 
     def mark_pruning(self, task_ids: list[str]) -> None:
         """Record, before their files go, that these finished tasks are being deleted:
-        committed, or raised (then nothing is removed)."""
-        with self.transaction() as db:
-            db.executemany(
-                f"UPDATE tasks SET pruning = 1 WHERE id = ? AND status != '{TaskStatus.RUNNING}'",
-                [(i,) for i in task_ids],
-            )
+        committed, or held in memory where the disk refuses it (a prune is the remedy for
+        a full disk: their files go all the same, and a cut prune's rows read as "removed
+        outside wave-bash", a trial); raised for any other error (nothing is removed)."""
+        try:
+            with self.transaction() as db:
+                db.executemany(
+                    f"UPDATE tasks SET pruning = 1 WHERE id = ? AND status != '{TaskStatus.RUNNING}'",
+                    [(i,) for i in task_ids],
+                )
+        except sqlite3.Error as exc:
+            if storage_problem(exc) is None:
+                raise
+            log.warning("pruning with the rows' mark held in memory: %s", exc)
+            self._pruning_unmarked.update(task_ids)
 
     def delete_tasks(self, task_ids: list[str]) -> list[str]:
         """Delete these finished tasks (notices and read offsets go with them); returns
@@ -637,6 +654,7 @@ class Journal:
             db.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in ended])
         ids += ended
         gone = set(ids)
+        self._pruning_unmarked -= gone
         for key in [
             k for k in self._held if isinstance(k, tuple) and k[0] in _A_TASKS and k[1] in gone
         ]:

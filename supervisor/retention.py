@@ -7,7 +7,6 @@ import contextlib
 import logging
 import os
 import secrets
-import sqlite3
 import stat
 import threading
 import time
@@ -20,7 +19,7 @@ from wave_bash.worker.tail import file_size
 
 from .context import Context
 from .faults import crash_point
-from .journal import Journal, TaskRow, storage_problem
+from .journal import Journal, TaskRow
 from .tasks import SESSION_TEMPS, session_temp_dir
 
 log = logging.getLogger(__name__)
@@ -55,7 +54,7 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
             if not ctx.tasks.leftover_count(task_id)
         ]
         if chosen:
-            _mark(journal, chosen)
+            journal.mark_pruning(chosen)
             await in_thread(remove_task_files, tasks_dir, set(chosen))
             crash_point("pruned_files")
         removed = journal.delete_tasks(chosen)
@@ -66,18 +65,6 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
         if trees:
             await in_thread(remove_trees, trees)
         return removed
-
-
-def _mark(journal: Journal, chosen: list[str]) -> None:
-    """Mark the rows a prune deletes, before their files go; on a full state dir, whose
-    remedy is a prune, the files go unmarked (none was freed: a review), as before the
-    mark: a cut prune then leaves its rows until one takes them by their age."""
-    try:
-        journal.mark_pruning(chosen)
-    except sqlite3.Error as exc:
-        if storage_problem(exc) is None:
-            raise
-        log.warning("pruning without marking the rows first: %s", exc)
 
 
 def prune_in_background(ctx: Context) -> None:

@@ -36,7 +36,7 @@ from test_mcp import run as run_mcp
 from test_mcp import text as mcp_text
 
 from wave_bash.api import Client, StorageError, SupervisorUnavailableError
-from wave_bash.api.errors import StateDirError
+from wave_bash.api.errors import StateDirError, TaskNotFoundError
 from wave_bash.worker import read_exit_record
 
 
@@ -223,13 +223,20 @@ def test_a_gc_that_the_full_disk_cuts_short_names_what_it_kept(
     that filled the disk is one (its notice cannot be read while the disk is full): it
     said the disk was full, and no more (a trial). It says what it kept, and how."""
     client = Client(state_dir=small_state_dir, cwd=tmp_path)
-    assert client.bash("true").exit_code == 0
+    done = client.bash("true")
+    task_id = Path(done.output_path).name.split(".")[0]
     filler = fill(small_state_dir)
     try:
         with pytest.raises(StorageError, match="`gc --unread` prunes them too"):
             client.gc(older_than=0)
+        # Its files went, its row stays: it reads as being deleted, not as a log removed
+        # outside wave-bash (a trial), and the next prune takes it
+        assert client.tasks(all=True) == []
+        with pytest.raises(TaskNotFoundError):
+            client.task_output(task_id)
     finally:
         filler.unlink()
+    assert client.gc(older_than=0) == [task_id]
 
 
 def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
