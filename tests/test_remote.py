@@ -52,6 +52,12 @@ from wave_bash.api.transport import CONTROL_DIR_ROOM, Remote, control_path
 
 SSHD = "/usr/sbin/sshd"
 
+pytestmark = pytest.mark.xdist_group("ssh")
+"""One test worker runs these, one after the other: each logs in over ssh, and two logins
+at once ran the host's login scripts at once (pyenv's `rehash` in root's `.bashrc`
+refused the second: "cannot rehash: …/shims isn't writable", said on the ssh stream, and
+a call failed: a CI run)."""
+
 
 def _free_port(host: str = "127.0.0.1") -> int:
     """A port free on ``host`` now, or 0 where ``host`` cannot be bound (no IPv6)."""
