@@ -727,7 +727,12 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         return _log_gone(out) or _exit_code(end)
     printer = _printer(cli, args.id)
     printer.on_waiting = lambda: _say_waiting(cli, args.id, printer.line_open)
-    last = printer.print_all(follow=True)
+    try:
+        last = printer.print_all(follow=True)
+    except BrokenPipeError:  # (`output --follow ID | head`: its reader went away; it
+        _quiet_stdout()  # exits as `wait` does, 124 while the task runs, for a pipefail
+        # script: 0 read as a success, a trial; not shown, so its notice stays)
+        return _exit_code(cli.call("wait", task_id=args.id, timeout=0))
     # How it ended, as `wait` says it (its notice is taken as shown: it printed nothing of
     # the end and exited 0, so a failure went unseen; a trial)
     print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)

@@ -748,6 +748,19 @@ def test_output_follow_says_how_the_task_ended(state_dir: Path) -> None:
     assert client.notifications() == []
 
 
+def test_output_follow_into_a_reader_that_leaves_exits_as_wait(state_dir: Path) -> None:
+    """`output --follow ID | head -2` exited 0 while the task ran on (a trial): as `wait`,
+    124 while it runs, its exit code once it ended."""
+    task_id = start_bg(Client(state_dir=state_dir), "while :; do echo line; sleep 0.05; done")
+    cli = [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir)]
+    follow = subprocess.Popen([*cli, "output", "--follow", task_id], stdout=subprocess.PIPE)
+    assert follow.stdout is not None
+    assert follow.stdout.readline() == b"line\n"
+    follow.stdout.close()  # (the reader goes away)
+    assert follow.wait(timeout=30) == 124
+    assert run_cli(state_dir, "stop", task_id).returncode == 0
+
+
 def test_output_follow_shows_a_prompt_and_says_the_task_waits(state_dir: Path) -> None:
     """`output --follow` of an interactive task at its prompt printed whole lines only:
     `Proceed? [y/N] ` never came, nothing said the task waited, and it waited on (a
