@@ -287,12 +287,13 @@ def stop_trees(
         monitor: what its group forked after the first snapshot, without the tag, ran
         on; a trial)."""
         trees = snapshot(tasks, protected, roots, root_runs)
+        table: ProcessTable | None = None  # (one pass for every task's group, not one each)
         for tree in trees:
             group = groups.get(tree.task_id)
             if tree.job_pgid is None and group is not None and group.still_the_jobs():
                 tree.job_pgid = group.pgid
                 members = group.members()  # (and what they started, in a new session)
-                table = ProcessTable.read(())
+                table = table or ProcessTable.read(())
                 started = {d for pid in members for d in table.descendants(pid)}
                 tree.pids |= (members | started) - protected
         return _living(trees)
