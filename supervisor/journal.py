@@ -628,6 +628,9 @@ class Journal:
         committed, or held in memory where the disk refuses it (a prune is the remedy for
         a full disk: their files go all the same, and a cut prune's rows read as "removed
         outside wave-bash", a trial); raised for any other error (nothing is removed)."""
+        # (a row whose end waits for the disk, or for the round's commit, says "running"
+        # in the file, where no mark takes: marked in memory, as it ended there; a CI run)
+        self._pruning_unmarked.update(i for i in task_ids if i in self._held_rows)
         try:
             with self.transaction() as db:
                 db.executemany(
