@@ -13,11 +13,12 @@ from .states import EndReason, TaskStatus
 
 
 def format_seconds(ms: float) -> str:
-    """Milliseconds as seconds the way people write them: ``120``, ``2``, ``1.5``; under a
-    millisecond, its own digits (0.5 ms was ``0.001``: a trial)."""
+    """Milliseconds as seconds the way people write them: ``120``, ``2``, ``1.5``, to the
+    microsecond (1.5 ms was ``0.002``: a trial); under a millisecond, its own digits (0.5
+    ms was ``0.001``: a trial)."""
     if 0 < ms < 1:
         return f"{ms / 1000:.3g}"
-    return f"{ms / 1000:.3f}".rstrip("0").rstrip(".")
+    return f"{ms / 1000:.6f}".rstrip("0").rstrip(".")
 
 
 def auto_backgrounded_text(task_id: str, output_path: str, timeout_ms: float) -> str:

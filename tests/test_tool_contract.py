@@ -114,6 +114,7 @@ def test_result_texts_exact() -> None:
     assert texts.format_seconds(1500) == "1.5"
     assert texts.format_seconds(0.5) == "0.0005" and texts.format_seconds(1e-300) == "1e-303"
     assert texts.format_seconds(0) == "0" and texts.format_seconds(1) == "0.001"
+    assert texts.format_seconds(1.5) == "0.0015" and texts.format_seconds(1234.5) == "1.2345"
     assert texts.auto_backgrounded_text("ab12", "/p.log", 120_000) == (
         "Command exceeded the timeout (120s) and was moved to the background with ID: ab12. "
         "It is still running — you will be notified when it completes. Output is being written to: /p.log"
