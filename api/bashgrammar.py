@@ -13,10 +13,10 @@ from typing import Any
 from .errors import InvalidInputError
 from .programs import is_shell
 from .runners import (
-    COMMAND_RUNNERS,
     RUNNERS,
     SEARCHERS,
     WRAPPERS,
+    command_runner,
 )
 
 
@@ -145,7 +145,7 @@ def _splits_what_runs(command: Any, index: int, data: bytes) -> bool:
     base = os.path.basename(name or "").lstrip("=")  # (zsh's `=env`)
     return (
         name is None or "/" in name or base in WORDS_RUN or base in WRAPPERS or base in RUNNERS
-        or base in SEARCHERS or base in COMMAND_RUNNERS or is_shell(base)
+        or base in SEARCHERS or command_runner(base) is not None or is_shell(base)
     )  # fmt: skip
 
 

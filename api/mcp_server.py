@@ -88,9 +88,16 @@ def structured_result(
     return out
 
 
+NO_OUTPUT_TEXT = "(no output)"
+"""A result's text where a command printed nothing: a host that passes an empty text
+block on to a model's API is refused ("text content blocks must be non-empty"), and a
+model told nothing cannot tell no output from a result that was dropped (a trial)."""
+
+
 def _tool_result(text: str, **fields: Any) -> types.CallToolResult:
-    """A tool result from its text and other fields by their wire names (both SDKs take them)."""
-    content = [types.TextContent(type="text", text=text)]
+    """A tool result from its text and other fields by their wire names (both SDKs take
+    them); its text is never empty."""
+    content = [types.TextContent(type="text", text=text or NO_OUTPUT_TEXT)]
     return types.CallToolResult.model_validate({"content": content, **fields})
 
 

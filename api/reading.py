@@ -50,12 +50,12 @@ from .programs import (
     split_string,
 )
 from .runners import (
-    COMMAND_RUNNERS,
     RG_CONFIG,
     SEARCHERS,
     SUDO_OPTIONS_WITH_VALUE,
     WRAPPERS,
     Place,
+    command_runner,
     may_vanish,
     read_runner,
     runner_commands,
@@ -1147,7 +1147,7 @@ class _Walker:
             self._take_runner(inner, "root" if chroot else "kept", variants, opens, guards, many)
         for action in actions:  # (what each runs, as read above: none past the limit)
             guards.append(Guard(action.option, runs.pop(0) if action.words and runs else ()))
-        runner = COMMAND_RUNNERS.get(base)
+        runner = command_runner(base)
         read = read_runner(base, after, after_shown)
         if read.unclear is not None:
             self.problems.append(read.unclear)

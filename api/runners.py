@@ -943,6 +943,27 @@ def command_starts(
     return sorted(starts), end
 
 
+LOADER = Runner(
+    flags=_options("--list --verify --inhibit-cache --list-tunables --list-diagnostics"),
+    valued=_options("""
+        --library-path --inhibit-rpath --audit --preload --argv0 --glibc-hwcaps-prefix
+        --glibc-hwcaps-mask
+    """),
+    keeps_place=True,
+)
+"""The dynamic loader run as a program (``/lib64/ld-linux-x86-64.so.2 PROGRAM``) runs
+its first word that is no option: a wrapper as ``busybox`` is (a deny rule on ``touch``
+let the loader run it: a trial)."""
+_LOADER_NAME = re.compile(r"ld(?:-linux(?:-[\w-]+)?|-musl-[\w-]+|64)?\.so(?:\.\d+)*")
+"""glibc's loaders (``ld-linux-x86-64.so.2``, ``ld-linux-aarch64.so.1``, ``ld64.so.2``,
+``ld.so``) and musl's (``ld-musl-x86_64.so.1``)."""
+
+
+def command_runner(name: str) -> Runner | None:
+    """The runner a program's base name is, if any (:data:`COMMAND_RUNNERS`, a loader)."""
+    return COMMAND_RUNNERS.get(name) or (LOADER if _LOADER_NAME.fullmatch(name) else None)
+
+
 def read_runner(
     name: str, rest: Sequence[str | None], texts: Sequence[str] | None = None
 ) -> Readings:
@@ -950,7 +971,7 @@ def read_runner(
     time; ``texts``: the words as written): the starts of the command it runs (``uv run
     --with x pytest``: ``pytest``) and the shell code it runs (``su -c TEXT``, ``sg GROUP
     TEXT``, each word of ``hyperfine``)."""
-    runner = COMMAND_RUNNERS.get(name)
+    runner = command_runner(name)
     if runner is None:
         return Readings([], [])
     words = _Words(rest, [w or "" for w in rest] if texts is None else texts)

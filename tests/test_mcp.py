@@ -112,6 +112,18 @@ def test_output_and_failure(state_dir: Path) -> None:
     assert structured(bad)["success"] is False
 
 
+def test_a_command_that_prints_nothing_says_so(state_dir: Path) -> None:
+    """Its text block was empty, which a host passing it on to a model's API gets
+    refused ("text content blocks must be non-empty"): a trial."""
+
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        return [await s.call_tool("Bash", {"command": c}) for c in ("true", "printf '\\n\\n'")]
+
+    for result in run(state_dir, scenario, "--session", "t"):
+        assert not is_error(result) and text(result) == "(no output)"
+        assert structured(result)["message"] == ""
+
+
 def test_progress_during_a_loop(state_dir: Path) -> None:
     seen: list[tuple[float, float, str | None]] = []
 

@@ -137,6 +137,12 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("ionice rm -p x", DENY_LIST, "deny"),  # own stop at its first operand, a review)
         ("ionice -c 3 -p 12", {"allow": ["Bash(ionice *)"], "deny": ["Bash(12 *)"]}, "allow"),
         ("busybox rm x", DENY_LIST, "deny"),
+        # the dynamic loader runs its program (a trial: it ran a denied one)
+        ("/lib64/ld-linux-x86-64.so.2 /usr/bin/rm x", DENY_LIST, "deny"),
+        ("/lib/ld-linux-aarch64.so.1 --library-path /lib --argv0 y rm x", DENY_LIST, "deny"),
+        ("/lib/ld-musl-x86_64.so.1 rm x", DENY_LIST, "deny"),
+        ("ld.so --preload /x.so rm x", DENY_LIST, "deny"),
+        ("/lib64/ld-linux-x86-64.so.2 /usr/bin/ls", {"allow": ["Bash(ls *)"]}, "ask"),
         ("fish -c 'rm x'", DENY_LIST, "deny"),
         ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
         ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
