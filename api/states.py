@@ -71,6 +71,8 @@ class EndReason(StrEnum):
     """Its supervisor stopped before handing its command over: nothing ran (D3a)."""
     HOST_RESTART = "host_restart"
     """The host restarted under it."""
+    SANDBOX_ESCAPE = "sandbox_escape"
+    """Sandboxed, it made a file git outside the sandbox would run (SB1): stopped at once."""
 
 
 __all__ = ["BackgroundReason", "EndReason", "Owner", "TaskStatus"]

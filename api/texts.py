@@ -107,6 +107,7 @@ def stopped_text(exit_code: int | None, end_reason: EndReason | None) -> str | N
         EndReason.LOG_CAP,
         EndReason.MEMORY_LIMIT,
         EndReason.TIMEOUT,
+        EndReason.SANDBOX_ESCAPE,
     ):
         return None
     if end_reason is EndReason.STOPPED:
@@ -147,6 +148,8 @@ def _killed_text(exit_code: int | None, end_reason: EndReason | None) -> str:
             return "was stopped because its output reached the log size cap"
         case EndReason.MEMORY_LIMIT:
             return "was killed because it reached the task memory limit"
+        case EndReason.SANDBOX_ESCAPE:
+            return "was stopped because it made a file that git outside the sandbox would run"
         case (
             None
             | EndReason.STOPPED

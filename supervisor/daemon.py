@@ -177,6 +177,7 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     for chore in chores:
         chore.cancel()
     ctx.tasks.standby.close()
+    ctx.tasks.made_files.close()  # (watched again by the next supervisor, as it adopts)
     ctx.tasks.after_replies()  # (ends' usage read before their cgroups go)
     ctx.tasks.cgroup_ops.shutdown(wait=True)  # cgroups being made or removed: done first
     servers[-1].close()

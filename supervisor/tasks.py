@@ -80,6 +80,7 @@ from .boundary import worker_errors
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
 from .journal import Journal, TaskRow, disk_problem
+from .madefiles import MadeFiles
 from .standby import STANDBY_DEPTH, MonitorKey, Standby
 from .terminals import TerminalLink
 
@@ -96,7 +97,10 @@ REMOVAL_QUIET = 0.2
 REMOVAL_PATIENCE = 2.0
 """Ended tasks' cgroups are removed together once no task ended for ``REMOVAL_QUIET``
 seconds, or ``REMOVAL_PATIENCE`` after the first of them."""
-STOP_MARKS = {EndReason.STOPPED: b"s", EndReason.TIMEOUT: b"t", EndReason.LOG_CAP: b"l"}
+STOP_MARKS = {
+    EndReason.STOPPED: b"s", EndReason.TIMEOUT: b"t", EndReason.LOG_CAP: b"l",
+    EndReason.SANDBOX_ESCAPE: b"g",
+}  # fmt: skip
 """Why :meth:`TaskManager.stop` stops a task: journaled as the stop begins, and marked in
 its exit record (``worker.mark_stopping``), which a full disk does not refuse."""
 STOP_REASONS = frozenset(STOP_MARKS)
@@ -617,7 +621,10 @@ class TaskManager:
         self._standby_used = False
         """Whether the last command found a standby started for it."""
         self._resumed_stops: set[asyncio.Task[None]] = set()
-        """Stops an earlier supervisor began, finished here (see :meth:`adopt`)."""
+        """Stops an earlier supervisor began, finished here (see :meth:`adopt`), and
+        those of tasks that made a protected file (:meth:`_made_protected`)."""
+        self.made_files = MadeFiles(self._made_protected)
+        """The protected files sandboxed tasks found missing, watched while they run."""
         self._prompt_watches: dict[str, asyncio.Task[None]] = {}
         """Interactive tasks whose callers went away, until they wait for input or a
         caller is back (see :meth:`announce_prompt`)."""
@@ -824,6 +831,8 @@ class TaskManager:
         task.sources = sources
         task.tracked = bool(joins)
         self.live[task_id] = task
+        if sources is not None and sources.absent:
+            self.made_files.watch(task_id, _files_of(sources.absent))
         self._watch(task, monitor.record_pipe)
         task.connect_terminal()
         # (A sandboxed command takes no standby: none is kept waiting for the next one.)
@@ -1069,6 +1078,8 @@ class TaskManager:
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
+            if (sources := _started_sources(row)) is not None:
+                self.made_files.watch(row.id, _files_of(sources.absent))
             task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
@@ -1260,6 +1271,8 @@ class TaskManager:
                 task.lingered = True
                 log.info("task %s ended; %d process(es) it started still run", task.id,
                          len(task.leftovers))  # fmt: skip
+            else:
+                self.made_files.forget(task.id)
 
     def has_processes(self, task: LiveTask) -> bool:
         """Whether any process of the task runs (its cgroup, else its tag)."""
@@ -1315,7 +1328,14 @@ class TaskManager:
 
     def _after_end(self, task: LiveTask) -> None:
         """An ended task's cgroup goes when empty (what it used recorded first); with
-        processes left it lingers."""
+        processes left it lingers, its protected files still watched (``madefiles``)."""
+        try:
+            self._linger_or_go(task)
+        finally:
+            if task.id not in self.lingering:
+                self.made_files.forget(task.id)
+
+    def _linger_or_go(self, task: LiveTask) -> None:
         if not task.tracked or self.tracker is None:
             if not self._left_behind(task):
                 self.lingering.pop(task.id, None)
@@ -1343,6 +1363,29 @@ class TaskManager:
             if task.lingered:
                 self._judge_sandbox_again(task)
             self._remove_later(task.id)
+
+    def _made_protected(self, task_id: str, path: str) -> None:
+        """A protected file that was missing as a sandboxed task started was made while
+        it runs (or lingers): judged at once as its end judges it (moved aside unless it
+        runs nothing), and the task that made one git would run is stopped, with all it
+        started (it may make another: a loop made one as soon as the last was moved)."""
+        task = self.live.get(task_id) or self.lingering.get(task_id)
+        if task is None:
+            self.made_files.forget(task_id)
+            return
+        moved = Sources(absent=[path]).move_made(task_id, time.time(), task.row.started_at)
+        if not moved:
+            return
+        task.sandbox_note = " ".join(
+            note for note in (task.sandbox_note, texts.moved_aside_text(moved, task_id)) if note
+        )
+        log.warning("task %s made %s, which git outside the sandbox would run: stopping it",
+                    task_id, path)  # fmt: skip
+        stopping = asyncio.get_running_loop().create_task(
+            self.stop([task], EndReason.SANDBOX_ESCAPE)
+        )
+        self._resumed_stops.add(stopping)
+        stopping.add_done_callback(self._resumed_stops.discard)
 
     def _judge_sandbox_again(self, task: LiveTask) -> None:
         """A sandboxed task's last process is gone: what was judged as its command ended
@@ -1832,6 +1875,18 @@ def _ended_at(task: LiveTask, host_restarted: bool) -> float:
         return os.stat(task.files.exit).st_mtime
     except OSError:
         return time.time()
+
+
+def _files_of(absent: Iterable[str]) -> list[str]:
+    """The git files among a sandbox's absent paths, watched while its task runs: those
+    that point git at another config (a ``commondir``, a linked worktree's ``gitdir``
+    and config), which git outside reads at once (a shell prompt's ``git status``); a
+    shell rc file (``.profile``) runs as a shell starts there, judged as the task ends."""
+    return [
+        path for path in absent
+        if os.path.basename(path) in ("commondir", "config.worktree")
+        or os.path.basename(os.path.dirname(os.path.dirname(path))) == "worktrees"
+    ]  # fmt: skip
 
 
 def _started_sources(row: TaskRow) -> Sources | None:

@@ -1561,14 +1561,16 @@ def test_a_commondir_made_after_the_supervisor_died_is_moved_aside(
     state_dir: Path, tmp_path: Path, ends: str
 ) -> None:
     """What a sandboxed task's start found missing is journaled with it: the supervisor
-    that sees it end moves aside what it made, also one that re-adopted it, or found it
-    ended as it came up (only the one that started it did: the file stayed)."""
+    that re-adopted it moves aside what it makes (and stops it) as it makes it, and one
+    that found it ended as it came up as it comes up (only the one that started it did:
+    the file stayed)."""
     needs_tool("git", "git")
     project = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    after = "; sleep 60" if ends == "re-adopted" else ""
     started = client.bash(
-        "until [ -e go ]; do sleep 0.02; done; printf '../.evil\\n' > .git/commondir",
+        f"until [ -e go ]; do sleep 0.02; done; printf '../.evil\\n' > .git/commondir{after}",
         run_in_background=True,
     )
     task_id = started.background_task_id or ""
@@ -1582,9 +1584,43 @@ def test_a_commondir_made_after_the_supervisor_died_is_moved_aside(
     (project / "go").touch()
     if ends == "while none runs":
         wait_until(lambda: not task_alive(task_id))
-    assert client.wait(task_id, timeout=30).status == "completed"
+    record = client.wait(task_id, timeout=30_000)
+    assert (record.status, record.end_reason) == (
+        ("killed", "sandbox_escape") if ends == "re-adopted" else ("completed", None)
+    )
     assert not (project / ".git/commondir").exists()
     assert (project / f".git/commondir.moved-by-wave-bash-{task_id}").exists()
+
+
+def test_a_protected_file_made_while_its_task_runs_is_moved_aside_at_once(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A background command's `.git/commondir`, pointing git at a config of its own, was
+    moved aside only as the command ended: a `git status` outside meanwhile (a shell
+    prompt runs one at every line) ran that config's `core.fsmonitor` (a trial). It is
+    moved aside as it is made, and the task stopped: a loop made it again at once."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    ran = tmp_path / "fsmonitor-ran"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    started = client.bash(
+        "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && "
+        f"printf '[core]\\n\\tfsmonitor = \"touch {ran}; false\"\\n' > .evil/config && "
+        "while :; do printf '../.evil\\n' > .git/commondir; sleep 0.01; done",
+        run_in_background=True,
+    )
+    task_id = started.background_task_id or ""
+    record = client.wait(task_id, timeout=20_000)
+    assert (record.status, record.end_reason) == ("killed", "sandbox_escape")
+    assert not (project / ".git/commondir").exists()
+    assert (project / f".git/commondir.moved-by-wave-bash-{task_id}").exists()
+    subprocess.run(["git", "status", "--short"], cwd=project, capture_output=True, check=True)
+    assert not ran.exists()
+    (notice,) = client.notifications()
+    assert "stopped because it made a file that git outside the sandbox would run" in (
+        notice.message
+    )
 
 
 def test_a_repository_a_sandboxed_command_makes_runs_nothing_of_its_outside(
@@ -1732,7 +1768,8 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
 ) -> None:
     """`.git/commondir` missing, so no mount kept it: a sandboxed command pointed it at a
     config of its own whose `core.fsmonitor` a plain `git status` ran outside the sandbox
-    (a review). Made, it is moved aside as the command ends, and the result says so."""
+    (a review). Made, it is moved aside (as it is made, the command stopped; or as the
+    command ends, where it ended first), and the result says so."""
     needs_tool("git", "git")
     project = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(project)], check=True)
@@ -1743,7 +1780,7 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
         f"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {marker}; "
         "false\"\\n' > .evil/config && printf '../.evil\\n' > .git/commondir"
     )
-    assert r.success, r
+    assert r.exit_code in (0, 143), r
     assert not (project / ".git/commondir").exists()
     assert (project / f".git/commondir.moved-by-wave-bash-{client.tasks()[-1].id}").exists()
     assert ".git/commondir" in r.message and "moved aside" in r.message
@@ -1754,7 +1791,9 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     # moved aside all the same, under a name with a random part.
     r = client.bash(
         'mkdir ".git/commondir.moved-by-wave-bash-$WAVE_TASK_ID" && '
-        "printf '../.evil\\n' > .git/commondir"
+        "printf '../.evil\\n' > .git/commondir && sleep 30"
     )
-    assert r.success and "moved aside" in r.message, r
+    assert r.exit_code == 143 and "moved aside" in r.message, r
+    stopped = "The command was stopped because it made a file that git outside the sandbox"
+    assert f"{stopped} would run." in r.message.splitlines(), r.message
     assert not (project / ".git/commondir").exists()

@@ -123,7 +123,7 @@ def _move_link_on_the_way(
     parts = [part for part in parent.split("/") if part]
     for index, name in enumerate(parts):
         above = "/" + "/".join(parts[:index])
-        fd = _open_plain("/", above)
+        fd = open_plain("/", above)
         if fd is None:
             return []
         try:
@@ -212,7 +212,7 @@ def _move_module_parts(
     a link (git follows it) is moved aside. Returns the paths moved. ``seen``: what was
     looked at and read, counted across calls (:func:`_move_nested_parts`)."""
     moved: list[str] = []
-    fd = _open_plain("/", modules.rstrip("/"))
+    fd = open_plain("/", modules.rstrip("/"))
     if fd is None:
         return moved
     seen = [0, 0, 0] if seen is None else seen  # (entries looked at, configs read, unread)
@@ -543,7 +543,7 @@ def _move_nested_parts(
     seen = [0, 0, 0]  # (entries looked at, configs read, unread: for all of them together)
     roots, complete = _nested_repositories(workspace, NESTED_JUDGED)
     for root in roots:
-        fd = _open_plain("/", root)
+        fd = open_plain("/", root)
         if fd is None:
             continue
         try:
@@ -879,7 +879,7 @@ class Sources:
         self.unjudged = []
         for path, target in self.links:
             parent, name = os.path.split(path)
-            fd = _open_plain("/", parent)
+            fd = open_plain("/", parent)
             if fd is None:
                 continue
             try:
@@ -905,7 +905,7 @@ class Sources:
                     self.unjudged.append(path.rstrip("/"))
                 continue
             parent, name = os.path.split(path)
-            fd = _open_plain("/", parent)
+            fd = open_plain("/", parent)
             if fd is None:  # (a link the command put on the way: `ln -s evil conf` for
                 moved += _move_link_on_the_way(parent, task_id, made_after, made_before)
                 continue  # an included `conf/local.cfg`; a review)
@@ -974,13 +974,13 @@ def open_sources(
     try:
         if temp_dir:
             for place in _temp_chain(sandbox.workspace, hidden):
-                fd = _open_plain(temp_dir, place[len("/tmp/") :])
+                fd = open_plain(temp_dir, place[len("/tmp/") :])
                 if fd is not None:
                     sources.temp.append((fd, place, True))
         if sandbox.mode != "workspace-write":
             return sources
         workspace = sandbox.workspace  # (its real path: found once, by the supervisor)
-        root = _open_plain("/", workspace)
+        root = open_plain("/", workspace)
         if root is None:
             raise SandboxError(
                 f"the sandbox workspace {workspace} leads through a link now, or is gone: "
@@ -1006,7 +1006,7 @@ def open_sources(
             if not os.path.lexists(head := os.path.join(workspace, "HEAD")):
                 sources.absent.append(head)
         for path, writable in wanted:
-            fd = _open_plain(workspace, os.path.relpath(path, workspace))
+            fd = open_plain(workspace, os.path.relpath(path, workspace))
             if fd is None:
                 if path in files and not os.path.lexists(path):
                     sources.absent.append(path)
@@ -1064,7 +1064,7 @@ def _links_on_the_way(path: str, workspace: str) -> dict[str, str]:
     return found
 
 
-def _open_plain(root: str, relative: str) -> int | None:
+def open_plain(root: str, relative: str) -> int | None:
     """``relative`` under ``root`` opened (``O_PATH``) through no link, or None where it
     is missing or a link."""
     flags = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -1203,7 +1203,7 @@ def _make_empty(workspace: str, path: str) -> None:
     reached through no link (else nothing is made)."""
     if not inside(path, workspace) or os.path.lexists(path):
         return
-    folder = _open_plain(workspace, os.path.relpath(os.path.dirname(path), workspace))
+    folder = open_plain(workspace, os.path.relpath(os.path.dirname(path), workspace))
     if folder is None:
         return
     try:
@@ -1262,7 +1262,7 @@ def in_own_temp(path: str, temp_dir: str) -> bool:
 def plain_dir(root: str, relative: str) -> bool:
     """Whether ``relative`` is a directory under ``root`` reached through no link (what a
     command left in its ``/tmp`` is not followed outside it)."""
-    fd = _open_plain(root, relative)
+    fd = open_plain(root, relative)
     if fd is None:
         return False
     try:
