@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 
 from .errors import InvalidInputError
 from .states import BackgroundReason, EndReason, Owner, TaskStatus
-from .units import TIMEOUT_ERROR, check_timeout_ms
+from .units import TIMEOUT_ERROR, check_timeout_ms, json_kind
 
 _TYPE_WORDS = {"string": "a string", "bool": "a boolean", "int": "an integer", "float": "a number"}
 
@@ -96,9 +96,10 @@ def describe_validation_error(exc: ValidationError) -> str:
         kind, ctx = err["type"], err.get("ctx") or {}
         if kind == "missing":
             msg = "is required"
-        elif kind.endswith("_type"):
-            kind = kind.removesuffix("_type")
-            msg = f"must be {_TYPE_WORDS.get(kind, kind.replace('_', ' '))}"
+        elif kind.endswith("_type"):  # (what was sent named too: `"yes"` for a boolean
+            kind = kind.removesuffix("_type")  # said only what it must be, a trial)
+            wanted = _TYPE_WORDS.get(kind, kind.replace("_", " "))
+            msg = f"must be {wanted}, got {json_kind(err.get('input'))}"
         elif kind == "string_too_short":
             least = ctx.get("min_length", 1)
             msg = "must not be empty" if least == 1 else f"must have at least {least} characters"

@@ -65,8 +65,17 @@ PrintableText = Annotated[
 ]
 """A name or ID: printable text (the constraints also refuse lone surrogates)."""
 
+
+def _tidy_task_id(value: object) -> object:
+    """An ID as a model copies it: without the blanks around it, in lower case (IDs are
+    ``[a-z0-9]{8}``): `" bwlefvaw "` was no task, and the error showed no blank (a trial)."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
 TaskId = Annotated[
-    PrintableText, Field(validation_alias=AliasChoices("task_id", "shell_id", "bash_id"))
+    PrintableText,
+    BeforeValidator(_tidy_task_id),
+    Field(validation_alias=AliasChoices("task_id", "shell_id", "bash_id")),
 ]
 """A task ID; ``shell_id`` and ``bash_id`` are older names still sent by some hosts."""
 

@@ -17,6 +17,18 @@ _JSON_KIND: dict[type, str] = {
     tuple: "an array",
 }
 
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in words, for an error that names what was sent."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return _JSON_KIND.get(type(value), "a value")
+
+
 _DURATION = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _SIZE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -50,8 +62,7 @@ def check_timeout_ms(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        kind = "a boolean" if isinstance(value, bool) else _JSON_KIND.get(type(value), "a value")
-        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {kind}")
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {json_kind(value)}")
     if isinstance(value, float) and math.isnan(value):
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got NaN")
     if isinstance(value, float) and math.isinf(value):  # (JSON's `1e400` reads as infinity:

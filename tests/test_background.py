@@ -49,6 +49,17 @@ def test_explicit_background_returns_at_once_with_live_log(client: Client) -> No
     assert 1 <= len(r.background_task_id) <= 12 and re.fullmatch(r"[a-z0-9]+", r.background_task_id)
 
 
+def test_a_task_id_sent_with_blanks_or_capitals_is_the_task(client: Client) -> None:
+    """`" bwlefvaw "` was no task, and the error showed no blank a model could see (a
+    trial): IDs are `[a-z0-9]{8}`, taken without blanks, in lower case."""
+    task_id = client.bash("echo hi", run_in_background=True).background_task_id or ""
+    record = client.wait(f" {task_id.upper()}\n", timeout=10_000)
+    assert (record.id, record.status) == (task_id, "completed")
+    assert client.task_output(f"\t{task_id} ").output == "hi"
+    with pytest.raises(InvalidInputError, match="task_id must not be empty"):
+        client.task_output("  ")
+
+
 def test_no_timeout_in_background(client: Client) -> None:
     r = client.bash("sleep 1.2; echo finished", run_in_background=True, timeout=100)
     assert r.background_task_id

@@ -96,10 +96,14 @@ def test_null_timeout_means_not_given_and_unknown_fields_are_ignored() -> None:
     ("raw", "message"),
     [
         ({}, "command is required"),
-        ({"command": 5}, "command must be a string"),
+        ({"command": 5}, "command must be a string, got a number"),
         ({"command": " "}, "command must not be empty"),
         ({"command": "a\x00"}, "NUL byte"),
-        ({"command": "x", "run_in_background": "yes"}, "run_in_background must be a boolean"),
+        (
+            {"command": "x", "run_in_background": "yes"},
+            "run_in_background must be a boolean, got a string",
+        ),
+        ({"command": "x", "interactive": [1]}, "interactive must be a boolean, got an array"),
         ("echo", "must be a JSON object"),
     ],
 )
