@@ -42,7 +42,12 @@ from .errors import WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
 from .relay import Presence
-from .texts import notices_waiting_text, remote_paths_text, tool_result_text
+from .texts import (
+    cancelled_still_running_text,
+    notices_waiting_text,
+    remote_paths_text,
+    tool_result_text,
+)
 from .tools import (
     BASH_TOOL,
     TASK_INPUT_TOOL,
@@ -145,6 +150,9 @@ class WaveMcp:
         """The same for the last foreground or prompt results written: their tasks."""
         self.cancelled_unwritten: set[Any] = set()
         """Requests cancelled as their result waited to be written."""
+        self.cancelled_running: dict[str, str] = {}
+        """Task → command of each Bash call the host cancelled as its command ran, until
+        a result says it still runs (or its end)."""
         self.relay: str | None = None
         """This server's name as a relay (:meth:`attend`); its calls name receipts."""
         self.presence: Presence | None = None
@@ -212,6 +220,8 @@ class WaveMcp:
             # command goes on in the background and is announced (SPEC F5). The output
             # a read took goes back, as its result is never written (B6c).
             scope.abandon()
+            if name == BASH_TOOL and started:  # (said with the next result: I3c)
+                self.cancelled_running[started[0]] = str(arguments.get("command") or "")
             taken = handoff.abandon()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._given_back, name, started, taken)
@@ -255,7 +265,14 @@ class WaveMcp:
             notices = [n for n in notices if n.task_id != shown]
         if data is None:  # an error result: its text in structured content too (a host that
             data = {"success": False, "error": text}  # shows models only that saw none)
+        running = await self._cancelled_still_running(notices, started)
+        if running:
+            data = {**data, "stillRunning": running}
         said = result_text(text, notices, waiting)
+        if running:
+            lines = [cancelled_still_running_text(r["taskId"], r["command"], r["outputPath"])
+                     for r in running]  # fmt: skip
+            said = "\n\n".join([said, *lines]) if said else "\n\n".join(lines)
         paths = [str(data.get("outputPath") or ""), *(n.output_path for n in notices)]
         if self.client.remote is not None and any(p and p in said for p in paths):
             said += f"\n\n{remote_paths_text(str(self.client.remote))}"
@@ -264,6 +281,38 @@ class WaveMcp:
             structuredContent=structured_result(name, data, notices),
             isError=is_error,
         )
+
+    async def _cancelled_still_running(
+        self, notices: list[Notice], started: list[str]
+    ) -> list[dict[str, str]]:
+        """The commands of cancelled Bash calls that still run, each said once (one this
+        result tells the end or the start of is not)."""
+        told = {n.task_id for n in notices} | set(started)
+        pending = {k: v for k, v in self.cancelled_running.items() if k not in told}
+        for task_id in set(self.cancelled_running) & told:
+            del self.cancelled_running[task_id]
+        if not pending:
+            return []
+
+        def look() -> list[dict[str, str]]:
+            found = []
+            for task_id, command in pending.items():
+                with contextlib.suppress(WaveError):
+                    record = self.notices.wait(task_id, timeout=0)
+                    if record.status == "running":
+                        found.append(
+                            {
+                                "taskId": task_id,
+                                "command": command,
+                                "outputPath": record.output_path,
+                            }
+                        )
+            return found
+
+        running = await anyio.to_thread.run_sync(look, limiter=self._call_threads())
+        for task_id in pending:  # (one that ended meanwhile: its notice says so)
+            self.cancelled_running.pop(task_id, None)
+        return running
 
     def _call_threads(self) -> anyio.CapacityLimiter:
         """The threads tool calls wait in, apart from anyio's default ones, which read

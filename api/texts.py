@@ -276,6 +276,17 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     return f"Task {data.get('id')} {'was stopped' if status == TaskStatus.KILLED else status}. {state}."
 
 
+def cancelled_still_running_text(task_id: str, command: str, output_path: str) -> str:
+    """I3c: the command of a Bash call the host cancelled (its own timeout, Esc) still
+    runs: said with the next result, or a model that took the cancel for a failure ran
+    it again (a trial)."""
+    return (
+        f'The command of a cancelled call, "{short_command(command)}", is still running in '
+        f"the background with ID: {task_id} — you will be notified when it completes. "
+        f"Output is being written to: {output_path}"
+    )
+
+
 def remote_paths_text(remote: str) -> str:
     """What a model is told of the output paths of a remote's tasks: they are no files of
     its host's (one read them with its own file reader, which found nothing there or

@@ -1010,6 +1010,35 @@ def test_a_cancelled_call_leaves_its_command_to_the_background(state_dir: Path) 
         host.close()
 
 
+def test_the_next_result_says_a_cancelled_calls_command_still_runs(state_dir: Path) -> None:
+    """A host that timed out a Bash call told its model of a failure, and the next
+    result said nothing of the command running on: the model ran it again (a trial).
+    The next result says it still runs, once, with its ID (text and structured)."""
+    host = _RawHost(state_dir, "esc-said")
+    watcher = Client(state_dir=state_dir, session="esc-said")
+    try:
+        host.initialize()
+        host.send(host.bash(1, "sleep 60"))
+        (task,) = wait_until(watcher.tasks)  # type: ignore[misc]
+        host.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+        host.send(host.bash(2, "echo quick"))
+        result = host.reply(2)["result"]
+        said = result["content"][0]["text"]
+        assert said.startswith("quick\n\n") and said.endswith(
+            f'The command of a cancelled call, "sleep 60", is still running in the background '
+            f"with ID: {task.id} — you will be notified when it completes. Output is being "
+            f"written to: {task.output_path}"
+        ), said
+        assert result["structuredContent"]["stillRunning"] == [
+            {"taskId": task.id, "command": "sleep 60", "outputPath": task.output_path}
+        ]
+        host.send(host.bash(3, "echo again"))
+        assert host.reply(3)["result"]["content"][0]["text"] == "again"  # (said once)
+    finally:
+        host.close()
+        watcher.task_stop_many([t.id for t in watcher.tasks() if t.status == "running"])
+
+
 def test_a_result_cut_short_by_a_dying_host_is_not_delivered(state_dir: Path) -> None:
     """The host stops reading while a result larger than the pipe is written, then goes:
     the write came back short, yet counted as done, so the notices it carried were
