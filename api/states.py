@@ -72,7 +72,8 @@ class EndReason(StrEnum):
     HOST_RESTART = "host_restart"
     """The host restarted under it."""
     SANDBOX_ESCAPE = "sandbox_escape"
-    """Sandboxed, it made a file git outside the sandbox would run (SB1): stopped at once."""
+    """Sandboxed, a file git outside the sandbox would run was made in its workspace as it ran
+    (SB1): stopped at once, with every sandboxed task there (which made it is not known)."""
 
 
 __all__ = ["BackgroundReason", "EndReason", "Owner", "TaskStatus"]

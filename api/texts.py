@@ -149,7 +149,10 @@ def _killed_text(exit_code: int | None, end_reason: EndReason | None) -> str:
         case EndReason.MEMORY_LIMIT:
             return "was killed because it reached the task memory limit"
         case EndReason.SANDBOX_ESCAPE:
-            return "was stopped because it made a file that git outside the sandbox would run"
+            return (
+                "was stopped because a file that git outside the sandbox would run was made "
+                "in its workspace"
+            )
         case (
             None
             | EndReason.STOPPED

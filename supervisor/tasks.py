@@ -623,7 +623,7 @@ class TaskManager:
         self._resumed_stops: set[asyncio.Task[None]] = set()
         """Stops an earlier supervisor began, finished here (see :meth:`adopt`), and
         those of tasks that made a protected file (:meth:`_made_protected`)."""
-        self.made_files = MadeFiles(self._made_protected)
+        self.made_files = MadeFiles(self._judge_made)
         """The protected files sandboxed tasks found missing, watched while they run."""
         self._prompt_watches: dict[str, asyncio.Task[None]] = {}
         """Interactive tasks whose callers went away, until they wait for input or a
@@ -832,7 +832,7 @@ class TaskManager:
         task.tracked = bool(joins)
         self.live[task_id] = task
         if sources is not None and sources.absent:
-            self.made_files.watch(task_id, _files_of(sources.absent))
+            self.made_files.watch(task_id, sandboxes.watch_targets(sources.absent), judge=False)
         self._watch(task, monitor.record_pipe)
         task.connect_terminal()
         # (A sandboxed command takes no standby: none is kept waiting for the next one.)
@@ -1078,8 +1078,8 @@ class TaskManager:
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
-            if (sources := _started_sources(row)) is not None:
-                self.made_files.watch(row.id, _files_of(sources.absent))
+            if (sources := _started_sources(row)) is not None:  # (made meanwhile: judged)
+                self.made_files.watch(row.id, sandboxes.watch_targets(sources.absent), judge=True)
             task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
@@ -1231,9 +1231,10 @@ class TaskManager:
         if sources is not None:  # (bubblewrap has long mounted them)
             sources.close()
             moved = sources.move_made(task.id, ended_at or time.time(), task.row.started_at)
-            if moved or sources.unjudged:
-                task.sandbox_note = texts.moved_aside_text(moved, task.id, sources.unjudged)
-                log.warning("task %s: %s", task.id, task.sandbox_note)
+            if moved or sources.unjudged:  # (after what was moved as it ran, if anything)
+                said = texts.moved_aside_text(moved, task.id, sources.unjudged)
+                task.sandbox_note = " ".join(n for n in (task.sandbox_note, said) if n)
+                log.warning("task %s: %s", task.id, said)
         if task.monitor_gone is None:
             pid = task.row.pid or 0
             gone = None if not task.child or record else reap_monitor(pid)
@@ -1364,28 +1365,37 @@ class TaskManager:
                 self._judge_sandbox_again(task)
             self._remove_later(task.id)
 
-    def _made_protected(self, task_id: str, path: str) -> None:
-        """A protected file that was missing as a sandboxed task started was made while
-        it runs (or lingers): judged at once as its end judges it (moved aside unless it
-        runs nothing), and the task that made one git would run is stopped, with all it
-        started (it may make another: a loop made one as soon as the last was moved)."""
-        task = self.live.get(task_id) or self.lingering.get(task_id)
-        if task is None:
-            self.made_files.forget(task_id)
-            return
-        moved = Sources(absent=[path]).move_made(task_id, time.time(), task.row.started_at)
-        if not moved:
-            return
-        task.sandbox_note = " ".join(
-            note for note in (task.sandbox_note, texts.moved_aside_text(moved, task_id)) if note
-        )
-        log.warning("task %s made %s, which git outside the sandbox would run: stopping it",
-                    task_id, path)  # fmt: skip
-        stopping = asyncio.get_running_loop().create_task(
-            self.stop([task], EndReason.SANDBOX_ESCAPE)
-        )
-        self._resumed_stops.add(stopping)
-        stopping.add_done_callback(self._resumed_stops.discard)
+    def _judge_made(self, task_ids: list[str]) -> None:
+        """Something that matters was made where sandboxed tasks run (``madefiles``): each
+        is judged as its end will judge it (``Sources.move_made``), and where that moved
+        anything aside (git outside would have run it meanwhile), every one of these
+        tasks in that workspace is stopped with all it started: which of them made it
+        cannot be told (the one whose judgement came first was stopped, the maker ran
+        on: a review), and the maker may make it again (a loop did)."""
+        tasks = []
+        for task_id in task_ids:
+            task = self.live.get(task_id) or self.lingering.get(task_id)
+            if task is None:
+                self.made_files.forget(task_id)
+            elif (sources := task.sources or _started_sources(task.row)) is not None:
+                tasks.append((task, sources))
+        made: dict[str | None, list[str]] = {}
+        for task, sources in tasks:
+            moved = sources.move_made(task.id, time.time(), task.row.started_at)
+            if moved:  # (its ID in the names they were moved to)
+                said = texts.moved_aside_text(moved, task.id)
+                made[_workspace_of(task)] = [*made.get(_workspace_of(task), []), said]
+        stopped = [task for task, _ in tasks if _workspace_of(task) in made]
+        for task in stopped:  # (each told what was moved, by whichever judgement)
+            said = " ".join(made[_workspace_of(task)])
+            task.sandbox_note = " ".join(n for n in (task.sandbox_note, said) if n)
+            log.warning("task %s stopped: %s", task.id, said)
+        if stopped:
+            stopping = asyncio.get_running_loop().create_task(
+                self.stop(stopped, EndReason.SANDBOX_ESCAPE)
+            )
+            self._resumed_stops.add(stopping)
+            stopping.add_done_callback(self._resumed_stops.discard)
 
     def _judge_sandbox_again(self, task: LiveTask) -> None:
         """A sandboxed task's last process is gone: what was judged as its command ended
@@ -1877,16 +1887,11 @@ def _ended_at(task: LiveTask, host_restarted: bool) -> float:
         return time.time()
 
 
-def _files_of(absent: Iterable[str]) -> list[str]:
-    """The git files among a sandbox's absent paths, watched while its task runs: those
-    that point git at another config (a ``commondir``, a linked worktree's ``gitdir``
-    and config), which git outside reads at once (a shell prompt's ``git status``); a
-    shell rc file (``.profile``) runs as a shell starts there, judged as the task ends."""
-    return [
-        path for path in absent
-        if os.path.basename(path) in ("commondir", "config.worktree")
-        or os.path.basename(os.path.dirname(os.path.dirname(path))) == "worktrees"
-    ]  # fmt: skip
+def _workspace_of(task: LiveTask) -> str | None:
+    """The sandbox workspace of a task (from what its start found missing)."""
+    sources = task.sources or _started_sources(task.row)
+    found = [p[:-2] for p in (sources.absent if sources else []) if p.endswith("/*")]
+    return found[0] if found else None
 
 
 def _started_sources(row: TaskRow) -> Sources | None:

@@ -3,6 +3,7 @@ a background task that outlives its caller and is stopped whole."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -281,14 +282,15 @@ def test_repositories_a_command_makes_below_the_workspace_are_judged(
     """`git init vendor/lib`, a `core.fsmonitor` there and a gitlink to it in the index:
     a plain `git status` at the top ran it, outside (a review). What a command makes of a
     repository at most two levels below is judged as the top's would be: a config that
-    runs something, and a `.git` file pointing elsewhere, are moved aside; a plain one
-    stays."""
+    runs something, and a `.git` file pointing elsewhere, are moved aside (as they are
+    put in place, the command stopped); a plain one stays."""
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(
-        "git init -q vendor/lib && git -C vendor/lib config core.fsmonitor 'touch MARK'"
-        " && git init -q plain && mkdir sub && echo 'gitdir: /tmp' > sub/.git && echo made"
+    r = client.bash(  # (made deeper first, where nothing is judged, then put in place)
+        "mkdir -p p/x && cd p/x && git init -q vendor/lib && "
+        "git -C vendor/lib config core.fsmonitor 'touch MARK' && git init -q plain && "
+        "mkdir sub && echo 'gitdir: /tmp' > sub/.git && mv vendor plain sub ../.. && sleep 30"
     )
-    assert r.stdout == "made", r.stdout
+    assert r.exit_code == 143 and "moved aside" in r.message, r
     lib = project / "vendor" / "lib" / ".git"
     assert not (lib / "config").exists()
     assert [p.name for p in lib.glob("config.moved-by-wave-bash-*")]
@@ -304,15 +306,13 @@ def test_many_repositories_a_command_makes_keep_later_starts_working(
     At most 32 are kept read-only; what the command made of them is judged with one
     budget of configs read (the rest moved aside unread)."""
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    made = client.bash(
+    made = client.bash(  # (stopped as more configs than are read come at once: moved unread)
         "for i in $(seq 1000); do mkdir -p r$i/.git/hooks && echo '[core]' > r$i/.git/config;"
-        " done; echo made",
+        " done; sleep 30",
         timeout=120_000,
     )
-    assert made.stdout == "made", made.stdout
-    assert (
-        len(list(project.glob("r*/.git/config.moved-by-wave-bash-*"))) >= 1000 - MODULE_CONFIGS_READ
-    )
+    assert made.exit_code == 143 and "moved aside" in made.message, made
+    assert project.glob("r*/.git/config.moved-by-wave-bash-*")
     assert client.bash("echo later").stdout == "later"
 
 
@@ -337,19 +337,20 @@ def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_
     client = Client(state_dir=state_dir, cwd=work, sandbox="workspace-write")
     assert "could not look at all" not in client.bash("mkdir -p d1 d2").message
     fsmonitor = "git -C {} config core.fsmonitor 'touch MARK'"
-    r = client.bash(
-        "for f in r*/.git/hooks/pre-commit; do echo payload >> $f; done 2>/dev/null;"
-        " mkdir f && (cd f && seq 1 3000 | xargs touch) && git init -q sub/lib && "
+    r = client.bash(  # (made deeper first, where nothing is judged, then put in place)
+        "mkdir f && (cd f && seq 1 3000 | xargs touch) && mkdir -p p/x && cd p/x &&"
+        " git init -q sub/lib && "
         + fsmonitor.format("sub/lib")
         + " && git init -q a && mkdir a/.git/x && (cd a/.git/x && seq 1 10050 | xargs touch)"
         " && "
         + fsmonitor.format("a")
         + " && git init -q b && "
         + fsmonitor.format("b")
-        + " && echo made",
+        + " && mv sub a b ../.. && cd ../.. && for f in r*/.git/hooks/pre-commit; do"
+        " echo payload >> $f; done 2>/dev/null; sleep 30",
         timeout=120_000,
     )
-    assert r.stdout == "made", r.stdout
+    assert r.exit_code == 143, r
     edited = [p for p in work.glob("r*/.git/hooks/pre-commit") if "payload" in p.read_text()]
     assert edited == []  # (read-only, or its directory moved aside)
     assert len(list(work.glob("r*/.git/hooks.moved-by-wave-bash-*"))) == 2
@@ -1618,9 +1619,138 @@ def test_a_protected_file_made_while_its_task_runs_is_moved_aside_at_once(
     subprocess.run(["git", "status", "--short"], cwd=project, capture_output=True, check=True)
     assert not ran.exists()
     (notice,) = client.notifications()
-    assert "stopped because it made a file that git outside the sandbox would run" in (
+    assert "stopped because a file that git outside the sandbox would run was made in its" in (
         notice.message
     )
+
+
+@pytest.mark.parametrize("made", ["a repository", "a nested one", "a submodule's git dir"])
+def test_what_git_would_run_made_as_a_task_runs_stops_it(
+    state_dir: Path, tmp_path: Path, made: str
+) -> None:
+    """A review: besides a `commondir`, a repository a background command made (`git
+    init` where there was none, a nested one it registered as a submodule, a submodule's
+    git dir) had a `git status` outside run its config while the command ran on. Each is
+    judged as it is made: moved aside, the task stopped."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    project.mkdir()
+    if made != "a repository":
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+    ran = tmp_path / "fsmonitor-ran"
+    git_dir = {"a repository": ".git", "a nested one": "sub/.git",
+               "a submodule's git dir": ".git/modules/m"}[made]  # fmt: skip
+    init = "git init -q --bare .git/modules/m" if "submodule" in made else "git init -q sub"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    started = client.bash(
+        f"{'git init -q' if made == 'a repository' else init} && "
+        f"git --git-dir={git_dir} config core.fsmonitor 'touch {ran}; false' && sleep 60",
+        run_in_background=True,
+    )
+    record = client.wait(started.background_task_id or "", timeout=20_000)
+    assert (record.status, record.end_reason) == ("killed", "sandbox_escape")
+    assert not (project / git_dir / "config").exists()
+    assert list((project / git_dir).glob("config.moved-by-wave-bash-*"))
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True)
+    assert not ran.exists()
+
+
+def test_every_sandboxed_task_of_the_workspace_is_stopped(state_dir: Path, tmp_path: Path) -> None:
+    """A review: with two tasks in one repository, the first judged was stopped, the one
+    that made the `commondir` ran on (2 runs in 3). Which made it cannot be told: both
+    are stopped, and both results say what was moved aside."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    innocent = client.bash("sleep 60", run_in_background=True).background_task_id or ""
+    maker = (
+        client.bash(
+            "sleep 0.5; printf '../x\\n' > .git/commondir; sleep 60", run_in_background=True
+        ).background_task_id
+        or ""
+    )
+    for task_id in (innocent, maker):
+        record = client.wait(task_id, timeout=20_000)
+        assert (record.status, record.end_reason) == ("killed", "sandbox_escape"), task_id
+    assert not (project / ".git/commondir").exists()
+    said = {n.task_id: n.message for n in client.notifications()}
+    assert all("git outside the sandbox would run" in said[t] for t in (innocent, maker)), said
+
+
+def test_a_shell_rc_file_is_judged_as_the_task_ends(state_dir: Path, tmp_path: Path) -> None:
+    """A review: a workspace under a directory named `worktrees` had its `.bashrc` taken
+    for a linked worktree's file and its task stopped. A shell rc file runs as a shell
+    starts, not at once: it is moved aside as the task ends, the task not stopped."""
+    project = tmp_path / "worktrees" / "proj"
+    project.mkdir(parents=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("echo 'alias ll=ls' > .bashrc; sleep 1; echo done")
+    assert r.success and r.stdout == "done" and "moved aside" in r.message, r
+    assert not (project / ".bashrc").exists()
+
+
+def test_without_inotify_its_tasks_are_judged_every_second(tmp_path: Path) -> None:
+    """A review's command held every inotify instance the user may have, and a supervisor
+    restarted meanwhile judged what it made only as it ended (`git status` outside ran
+    it). With no instance its tasks are judged every second, until one can be had: then
+    a `.git` made is judged at once. (The instance's failure is injected: using up the
+    user's instances for real fails every other watcher of the machine meanwhile.)"""
+    from wave_bash.supervisor.madefiles import POLL_SECONDS, MadeFiles
+    from wave_bash.worker.inotify import NameWatch
+    from wave_bash.worker.sandbox import WORKSPACE
+
+    judged: list[tuple[float, list[str]]] = []
+    polled: list[tuple[float, list[str]]] = []
+    tries = [0]
+
+    def instance() -> NameWatch:
+        tries[0] += 1
+        if tries[0] <= 3:  # (as the supervisor starts, for its first task, a poll)
+            raise OSError(errno.EMFILE, "Too many open files")
+        return NameWatch()
+
+    async def scenario() -> float:
+        made = MadeFiles(lambda ids: judged.append((time.monotonic(), ids)), instance)
+        made.start()
+        made.watch("t1", [(str(tmp_path), WORKSPACE, frozenset())], judge=False)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while tries[0] < 4 and loop.time() < deadline:  # (a poll took an instance)
+            await asyncio.sleep(0.01)
+        polled.extend(judged)
+        judged.clear()
+        (tmp_path / ".git").mkdir()
+        made_at = time.monotonic()
+        while not judged and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        made.forget("t1")
+        made.close()
+        return made_at
+
+    made_at = asyncio.run(scenario())
+    assert tries[0] == 4 and [ids for _, ids in polled][:1] == [["t1"]]  # (judged, polled)
+    assert judged and judged[0][1] == ["t1"] and judged[0][0] - made_at < POLL_SECONDS / 2
+
+
+def test_a_read_only_directory_keeps_nothing_from_being_moved_aside(tmp_path: Path) -> None:
+    """A review's `chmod 555 .git` (allowed inside the sandbox) kept a planted `commondir`
+    from a supervisor that is no root: its rename failed, and the task was neither
+    stopped nor told. The owner makes the directory writable first. Run here without
+    root's capabilities (as a user's supervisor runs)."""
+    needs_tool("setpriv", "util-linux")
+    git = tmp_path / ".git"
+    git.mkdir()
+    (git / "commondir").write_text("../x\n")
+    git.chmod(0o555)
+    moved = subprocess.run(
+        ["setpriv", "--inh-caps=-all", "--bounding-set=-all", sys.executable, "-c",
+         "import sys; from wave_bash.worker.sandbox import Sources; "
+         f"print(Sources(absent=[{str(git / 'commondir')!r}]).move_made('t1', 2e9))"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert moved.strip() == repr([str(git / "commondir")])
+    assert (git / "commondir.moved-by-wave-bash-t1").exists()
 
 
 def test_a_repository_a_sandboxed_command_makes_runs_nothing_of_its_outside(
@@ -1637,12 +1767,12 @@ def test_a_repository_a_sandboxed_command_makes_runs_nothing_of_its_outside(
     project.mkdir()
     marker = tmp_path / "pwned"
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(
-        f"git init -q . && git config core.fsmonitor 'touch {marker}; false' && "
-        "printf '#!/bin/sh\ntouch %s\n' " + f"{marker} > .git/hooks/pre-commit && "
-        "chmod +x .git/hooks/pre-commit"
+    r = client.bash(  # (made deeper first, where nothing is judged, then put in place)
+        f"mkdir -p p/x && cd p/x && git init -q . && git config core.fsmonitor 'touch {marker};"
+        " false' && printf '#!/bin/sh\ntouch %s\n' " + f"{marker} > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit && mv .git ../.. && cd ../.. && rm -r p && sleep 30"
     )
-    assert r.success and "moved aside" in r.message, r
+    assert r.exit_code == 143 and "moved aside" in r.message, r
     task_id = client.tasks()[-1].id
     assert not (project / ".git/config").exists() and not (project / ".git/hooks").exists()
     assert (project / f".git/config.moved-by-wave-bash-{task_id}").exists()
@@ -1717,19 +1847,19 @@ def test_a_submodules_git_dir_runs_nothing_of_the_commands_outside(
     project = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(
-        "git init -q --bare .git/modules/vendor && git init -q --bare .git/modules/lib && "
-        "git -C .git/modules/vendor config core.fsmonitor false && "
-        "printf '#!/bin/sh\\n' > .git/modules/vendor/hooks/post-checkout && "
-        "git -C .git/modules/lib config core.worktree ../../../lib && "
-        "git -C .git/modules/lib config remote.origin.url https://example.com/lib.git && "
+    r = client.bash(  # (made where nothing is judged, then put in place in one rename)
+        "m=p/x/modules && git init -q --bare $m/vendor && git init -q --bare $m/lib && "
+        "git -C $m/vendor config core.fsmonitor false && "
+        "printf '#!/bin/sh\\n' > $m/vendor/hooks/post-checkout && "
+        "git -C $m/lib config core.worktree ../../../lib && "
+        "git -C $m/lib config remote.origin.url https://example.com/lib.git && "
         # (a name with a slash, config.worktree, commondir, a link: a second review)
-        "git init -q --bare .git/modules/libs/foo && git -C .git/modules/libs/foo config "
+        "git init -q --bare $m/libs/foo && git -C $m/libs/foo config "
         "core.fsmonitor false && printf '[core]\\n\\tfsmonitor = false\\n' > "
-        ".git/modules/lib/config.worktree && echo ../x > .git/modules/lib/commondir && "
-        "mkdir elsewhere && ln -s ../../elsewhere .git/modules/linked"
+        "$m/lib/config.worktree && echo ../x > $m/lib/commondir && "
+        "mkdir elsewhere && ln -s ../../elsewhere $m/linked && mv $m .git/ && sleep 30"
     )
-    assert r.success and "moved aside" in r.message, r
+    assert r.exit_code == 143 and "moved aside" in r.message, r
     modules = project / ".git/modules"
     vendor, lib = modules / "vendor", modules / "lib"
     assert not (vendor / "config").exists() and not (vendor / "hooks").exists()
@@ -1794,6 +1924,6 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
         "printf '../.evil\\n' > .git/commondir && sleep 30"
     )
     assert r.exit_code == 143 and "moved aside" in r.message, r
-    stopped = "The command was stopped because it made a file that git outside the sandbox"
-    assert f"{stopped} would run." in r.message.splitlines(), r.message
+    stopped = "The command was stopped because a file that git outside the sandbox would run"
+    assert f"{stopped} was made in its workspace." in r.message.splitlines(), r.message
     assert not (project / ".git/commondir").exists()

@@ -1,5 +1,8 @@
-"""Names made in directories, told as they are made (Linux inotify, through ctypes: the
-standard library has no binding, and one instance serves every directory watched)."""
+"""Names made (and files written) in directories, told as it happens (Linux inotify,
+through ctypes: the standard library has no binding). One instance serves every
+directory watched, each added and removed as tasks come and go, and watched through a
+descriptor opened through no link; watchfiles (the log tail's) watches a fixed set of
+paths, made anew to change it, and looks each path up again."""
 
 from __future__ import annotations
 
@@ -7,11 +10,19 @@ import ctypes
 import os
 import struct
 
+IN_MODIFY = 0x00000002
+IN_CLOSE_WRITE = 0x00000008
 IN_MOVED_TO = 0x00000080
 IN_CREATE = 0x00000100
 IN_Q_OVERFLOW = 0x00004000
 IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
+IN_MASK_ADD = 0x20000000
+IN_ISDIR = 0x40000000
+MADE = IN_CREATE | IN_MOVED_TO
+"""Names made in the directory (created, linked, moved in)."""
+WRITTEN = IN_MODIFY | IN_CLOSE_WRITE
+"""Files in the directory written."""
 _EVENT = struct.Struct("iIII")
 """``struct inotify_event`` before its name: wd, mask, cookie, len."""
 OVERFLOW = -1
@@ -41,12 +52,12 @@ class NameWatch:
             number = ctypes.get_errno()
             raise OSError(number, os.strerror(number))
 
-    def add(self, directory: int) -> int:
+    def add(self, directory: int, events: int = MADE) -> int:
         """Watch the directory open at descriptor ``directory`` (opened through no link:
-        its path is not looked up again); returns the watch (the same for the same
-        directory)."""
+        its path is not looked up again) for ``events``, added to those watched already;
+        returns the watch (the same for the same directory)."""
         path = f"/proc/self/fd/{directory}".encode()
-        wd = int(self._add(self.fd, path, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
+        wd = int(self._add(self.fd, path, events | IN_ONLYDIR | IN_MASK_ADD))
         if wd < 0:
             number = ctypes.get_errno()
             raise OSError(number, os.strerror(number))
@@ -55,10 +66,10 @@ class NameWatch:
     def remove(self, wd: int) -> None:
         self._remove(self.fd, wd)  # (one the kernel dropped already: EINVAL, no matter)
 
-    def read(self) -> list[tuple[int, str]]:
-        """The (watch, name) of each name made since the last read; (:data:`OVERFLOW`,
-        "") where some were lost."""
-        events: list[tuple[int, str]] = []
+    def read(self) -> list[tuple[int, int, str]]:
+        """The (watch, event mask, name) of each event since the last read;
+        (:data:`OVERFLOW`, 0, "") where some were lost."""
+        events: list[tuple[int, int, str]] = []
         while True:
             try:
                 data = os.read(self.fd, 65536)
@@ -70,9 +81,9 @@ class NameWatch:
                 raw = data[offset + _EVENT.size : offset + _EVENT.size + size]
                 offset += _EVENT.size + size
                 if mask & IN_Q_OVERFLOW:
-                    events.append((OVERFLOW, ""))
+                    events.append((OVERFLOW, 0, ""))
                 elif not mask & IN_IGNORED:
-                    events.append((wd, os.fsdecode(raw.rstrip(b"\0"))))
+                    events.append((wd, mask, os.fsdecode(raw.rstrip(b"\0"))))
 
     def close(self) -> None:
         os.close(self.fd)

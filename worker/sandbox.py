@@ -168,16 +168,118 @@ def _inert_hooks(fd: int, name: str, made: os.stat_result) -> bool:
 
 def _move_aside(fd: int, name: str, task_id: str) -> bool:
     """Rename ``name`` in the directory ``fd`` to ``NAME.moved-by-wave-bash-TASK`` (with a
-    random part where something is in the way); whether it was there to move."""
-    for suffix in (task_id, f"{task_id}-{os.urandom(4).hex()}"):
+    random part where something is in the way); whether it was there to move. A
+    directory the command made read-only (`chmod 555 .git`, which kept a planted
+    `commondir` where it was: a review) is made writable for its owner first."""
+    suffixes = [task_id, f"{task_id}-{os.urandom(4).hex()}"]
+    while suffixes:
+        aside = f"{name}.moved-by-wave-bash-{suffixes[0]}"
         try:
-            os.rename(name, f"{name}.moved-by-wave-bash-{suffix}", src_dir_fd=fd, dst_dir_fd=fd)
+            os.rename(name, aside, src_dir_fd=fd, dst_dir_fd=fd)
         except FileNotFoundError:  # (not made: nothing to move)
             return False
-        except OSError:  # (a directory in the way: the next name)
+        except PermissionError:
+            if not _owner_may_write(fd):  # (else the same name again)
+                return False
             continue
+        except OSError:  # (a directory in the way: the next name)
+            suffixes.pop(0)
+            continue
+        with contextlib.suppress(OSError):
+            _MOVED[_entry_key(fd, aside)] = _identity(
+                os.stat(aside, dir_fd=fd, follow_symlinks=False)
+            )
         return True
     return False
+
+
+_MOVED: dict[tuple[int, int, str], tuple[int, int]] = {}
+"""What this process moved aside, by (device, directory, name), as it was then (inode,
+change time): not judged again while it stays so. A rename stamps a new change time, so
+each judgement made while a command runs (``supervisor.madefiles``) moved the last one's
+again (a review: ``x.moved-by-wave-bash-A.moved-by-wave-bash-A…``); one changed since is
+judged as anything made."""
+
+
+def _entry_key(fd: int, name: str) -> tuple[int, int, str]:
+    folder = os.fstat(fd)
+    return folder.st_dev, folder.st_ino, name
+
+
+def _identity(found: os.stat_result) -> tuple[int, int]:
+    return found.st_ino, found.st_ctime_ns
+
+
+def _moved_by_us(fd: int, name: str, found: os.stat_result) -> bool:
+    """Whether ``name`` in the directory ``fd`` is what this process moved aside there,
+    unchanged since."""
+    return _MOVED.get(_entry_key(fd, name)) == _identity(found)
+
+
+def _owner_may_write(fd: int) -> bool:
+    """Give the directory ``fd`` (opened ``O_PATH``, through no link) its owner's write
+    and search bits back; whether it had lacked them."""
+    try:
+        mode = os.fstat(fd).st_mode
+        if mode & 0o300 == 0o300:
+            return False
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(mode) | 0o300)
+    except OSError:
+        return False
+    return True
+
+
+GIT_DIR_WATCHED = frozenset(
+    {"config", "config.worktree", "commondir", "hooks", "modules", "HEAD", "gitdir"}
+)
+"""The names in a git dir made while a command runs that are judged as they are made
+(``supervisor.madefiles``): what points git at code or at another git dir."""
+
+
+WORKSPACE, NESTED, GIT_DIR, MODULES = "workspace", "nested", "git dir", "modules"
+"""What a watched directory is (:func:`watch_targets`): what in it is judged as it is made,
+and what a directory made in it is watched as (``supervisor.madefiles``)."""
+
+
+def watch_targets(absent: Sequence[str]) -> list[tuple[str, str, frozenset[str]]]:
+    """What to watch while a sandboxed command runs for what its end judges
+    (:meth:`Sources.move_made`): (directory, kind, names). The workspace (a ``.git`` or
+    a ``HEAD`` made there: a repository) and its first level (a nested ``.git``); a
+    repository's ``.git/modules`` (new submodules' git dirs); a protected file missing
+    in a git dir (a ``commondir``, which points git at another config). Shell rc files
+    are judged as the command ends: they run as a shell starts, not at once."""
+    found: list[tuple[str, str, frozenset[str]]] = []
+    for path in absent:
+        if path.endswith("/*"):
+            workspace = path[:-2]
+            found.append((workspace, WORKSPACE, frozenset()))
+            found += [(d, NESTED, frozenset()) for d in _first_level(workspace)]
+        elif path.endswith("/"):
+            modules = path.rstrip("/")
+            found.append((os.path.dirname(modules), GIT_DIR, frozenset({"modules"})))
+            if os.path.isdir(modules) and not os.path.islink(modules):
+                found.append((modules, MODULES, frozenset()))
+        else:
+            directory, name = os.path.split(path)
+            if name in GIT_DIR_WATCHED and os.path.lexists(os.path.join(directory, "HEAD")):
+                found.append((directory, GIT_DIR, frozenset({name})))
+    return found
+
+
+FIRST_LEVEL_WATCHED = 256
+"""Directories of a workspace's first level watched for a ``.git`` made in them, at most
+(beyond, and deeper, a nested repository is judged as its command ends)."""
+
+
+def _first_level(workspace: str) -> list[str]:
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(workspace) as entries:
+        for entry in entries:
+            if len(found) >= FIRST_LEVEL_WATCHED:
+                break
+            if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
+                found.append(entry.path)
+    return found
 
 
 CLOCK_SLACK = 1.0
@@ -279,6 +381,8 @@ def _judge_module_dir(
             made = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except OSError:
             continue
+        if _moved_by_us(fd, name, made):
+            continue
         if stat.S_ISLNK(made.st_mode):  # (git follows it)
             changed = made_after <= made.st_ctime <= made_before
             if changed and _move_aside(fd, name, task_id):
@@ -337,7 +441,12 @@ def _move_changed_entries(
         return
     try:
         for entry, ctime in found:
-            if made_after <= ctime <= made_before and _move_aside(inner, entry, task_id):
+            if not made_after <= ctime <= made_before:
+                continue
+            with contextlib.suppress(OSError):
+                if _moved_by_us(inner, entry, os.stat(entry, dir_fd=inner, follow_symlinks=False)):
+                    continue
+            if _move_aside(inner, entry, task_id):
                 moved.append(os.path.join(path, name, entry))
     finally:
         os.close(inner)
@@ -363,11 +472,22 @@ def _judge_part(
         kept = False
     elif name == "hooks":
         kept = _inert_hooks(fd, name, made)
+    elif _INERT.get((made.st_dev, made.st_ino)) == made.st_ctime_ns:
+        kept = True  # (read already, unchanged since)
     else:
         seen[1] += 1
         kept = seen[1] <= MODULE_CONFIGS_READ and _inert_config(fd, name, made)
+        if kept:
+            _INERT[(made.st_dev, made.st_ino)] = made.st_ctime_ns
     if not kept and _move_aside(fd, name, task_id):
         moved.append(os.path.join(path, name))
+
+
+_INERT: dict[tuple[int, int], int] = {}
+"""Configs read and kept (device, inode → change time): not read again, nor counted in
+:data:`MODULE_CONFIGS_READ`, while unchanged. A command is judged again as it runs
+(``supervisor.madefiles``), and a new repository's config was read at each judgement,
+its budget spent on the same ones."""
 
 
 def _changed_inside(fd: int, name: str, made_after: float, made_before: float) -> bool:
