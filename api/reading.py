@@ -73,6 +73,12 @@ DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
+UNPARSED_PROBLEM = (
+    "it does not parse as bash as the checker reads it (a syntax error, or bash beyond its "
+    "grammar such as a brace expansion in a command's name: write the command plainly)"
+)
+
+
 @dataclass(frozen=True)
 class SimpleCommand:
     """One command that would run. ``text`` is what an allow rule must match: its words
@@ -605,8 +611,8 @@ class _Walker:
             if deeper_than(tree.root_node, MAX_DEPTH):  # (checking it took time and
                 self.problems.append(f"it nests more than {MAX_DEPTH} deep")  # memory
                 continue  # quadratic in its depth: 44 s for a page of `$(`, a review)
-            if tree.root_node.has_error:
-                self.problems.append("it does not parse as bash")
+            if tree.root_node.has_error:  # (`{to,}uch x` is bash the grammar cannot read:
+                self.problems.append(UNPARSED_PROBLEM)  # its reason misled a model, a trial)
             misread = grammar_misreads(tree.root_node, data)
             if misread is not None:
                 self.problems.append(f"the grammar may read it otherwise than bash ({misread})")

@@ -14,6 +14,7 @@ from conftest import journal_rows, needs_tool, run_cli
 
 from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.permissions import ParsedCommand, RuleSet, parse_command
+from wave_bash.api.reading import UNPARSED_PROBLEM
 
 RULES = {
     "allow": ["Bash(git status)", "Bash(git diff *)", "Bash(npm run test:*)", "Bash(echo *)",
@@ -725,7 +726,8 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
     assert parsed.commands[0].wrappers == ("timeout",)
     assert parsed.writes == ("err.log", "out.txt", "log")  # `>&2` duplicates a descriptor
     assert parsed.problems == ()
-    assert parse_command("echo 'a").problems == ("it does not parse as bash",)
+    assert parse_command("echo 'a").problems == (UNPARSED_PROBLEM,)
+    assert parse_command("{to,}uch x").problems == (UNPARSED_PROBLEM,)  # (bash, beyond it)
 
 
 @pytest.mark.parametrize(
