@@ -153,6 +153,7 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     ctx = Context(layout, journal, tasks, settings, max_connections=connection_cap(settings, now))
     log.info("descriptor limit %s (commands get %s); up to %d connections", now, before,
              ctx.max_connections)  # fmt: skip
+    ctx.tasks.made_files.start()  # (before a re-adopted task's command can take them all)
     recover(ctx.tasks, settings.attach_grace)
     ctx.tasks.adopt_leftovers()  # (what ended tasks left running, as the last one saw it)
     if tracker is not None:  # cgroups of tasks that ended while no supervisor watched

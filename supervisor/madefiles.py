@@ -1,15 +1,17 @@
-"""What a sandboxed task makes that git runs, seen as it is made.
+"""Pointers a sandboxed task makes in an existing git dir, seen as they are made.
 
-What a sandbox protects by a mount must exist as the command starts. What it makes of
-the rest (a ``.git/commondir`` pointing git at a config of its own, a repository it
-makes, a submodule's git dir, a nested ``.git``) is judged as it ends
-(``worker.sandbox.Sources.move_made``); until then git outside read it: a background
-command's ``commondir`` had a ``git status`` outside run its config's ``core.fsmonitor``
-(a trial). This watches the directories where such things appear (inotify), as its tasks
-run or linger, and has :class:`~wave_bash.supervisor.tasks.TaskManager` judge a task again
-as soon as something that matters is made there. Where no inotify instance or watch can
-be had (the user's limits, shared with their editors and with the commands themselves),
-its tasks are judged again every :data:`POLL_SECONDS` instead.
+What a sandbox protects by a mount must exist as the command starts. One of an existing
+repository's pointers it makes (a ``.git/commondir`` naming a git dir of its own,
+``worker.sandbox.POINTERS``) was judged as it ended (``Sources.move_made``), and until
+then git outside read it: a background command's ``commondir`` had a ``git status``
+outside run its config's ``core.fsmonitor`` (a trial). This watches those git dirs
+(inotify) while their tasks run or linger, and has
+:class:`~wave_bash.supervisor.tasks.TaskManager` judge a task again as soon as one is made
+or written. Where no inotify instance or watch can be had (the user's limits, shared with
+their editors and with the commands themselves), its tasks are judged again every
+:data:`POLL_SECONDS` instead. (A repository a command makes anew is judged as it ends:
+watching where one may appear, a review found, missed those made by a rename, in a
+directory made again, or past the judgement's budgets, and stopped `git worktree add`.)
 """
 
 from __future__ import annotations
@@ -20,32 +22,18 @@ import logging
 import os
 from collections.abc import Callable
 
-from wave_bash.worker.inotify import IN_ISDIR, MADE, OVERFLOW, WRITTEN, NameWatch
-from wave_bash.worker.sandbox import (
-    GIT_DIR,
-    GIT_DIR_WATCHED,
-    MODULES,
-    NESTED,
-    WORKSPACE,
-    open_plain,
-)
+from wave_bash.worker.inotify import IGNORED, MADE, OVERFLOW, WRITTEN, NameWatch
+from wave_bash.worker.sandbox import open_plain
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """How often tasks with a directory no watch covers are judged again."""
 JUDGE_DELAY = 0.02
-"""Events within this many seconds are judged together (what one command puts in place,
-`mv a b c .`, judged whole)."""
+"""Events within this many seconds are judged together."""
 JUDGE_INTERVAL = 0.25
-"""Seconds between two judgements of the same tasks, at least (each may run git for up to
-32 configs: a command making repositories in a loop kept the supervisor's loop busy)."""
-WATCHED_PER_TASK = 1024
-"""Directories watched for one task at most (a flood of submodules' directories): past
-them, the task is judged every :data:`POLL_SECONDS`."""
-
-Target = tuple[str, frozenset[str]]
-"""What a directory is to a task (``worker.sandbox.watch_targets``) and its names."""
+"""Seconds between two judgements, at least: each is a task's whole judgement (it may run
+git for up to 32 configs), and a command may write a pointer in a loop."""
 
 
 class MadeFiles:
@@ -61,8 +49,8 @@ class MadeFiles:
         instances for real would fail every other watcher of the machine meanwhile)."""
         self._watch: NameWatch | None = None
         self._warned = False
-        self._targets: dict[str, dict[str, Target]] = {}
-        """Directory → task ID → what it is to the task."""
+        self._targets: dict[str, dict[str, frozenset[str]]] = {}
+        """Directory → task ID → the names in it watched for the task."""
         self._watches: dict[str, int] = {}
         """Directory → its watch."""
         self._directories: dict[int, str] = {}
@@ -78,15 +66,16 @@ class MadeFiles:
     def start(self) -> None:
         """Take the inotify instance now, as the supervisor starts (a command that took
         every instance the user may have could otherwise keep it from this one)."""
-        self._instance()
+        self._instance(warn=False)
 
     def watch(
-        self, task_id: str, targets: list[tuple[str, str, frozenset[str]]], *, judge: bool
+        self, task_id: str, targets: list[tuple[str, frozenset[str]]], *, judge: bool
     ) -> None:
-        """Watch ``targets`` for the task until :meth:`forget`; ``judge``: judge it once
-        soon (a re-adopted task: what it made while no supervisor watched)."""
-        for directory, kind, names in targets:
-            self._add(task_id, directory, kind, names)
+        """Watch ``targets`` (directory, names: ``worker.sandbox.watch_targets``) for the
+        task until :meth:`forget`; ``judge``: judge it once soon (a re-adopted task: what
+        it made while no supervisor watched)."""
+        for directory, names in targets:
+            self._add(task_id, directory, names)
         if judge:
             self._due.add(task_id)
             self._soon()
@@ -115,12 +104,12 @@ class MadeFiles:
             self._watch.close()
             self._watch = None
 
-    def _instance(self) -> NameWatch | None:
+    def _instance(self, warn: bool = True) -> NameWatch | None:
         if self._watch is None:
             try:
                 self._watch = self._new_instance()
             except OSError as exc:  # (tried again: see _poll)
-                if not self._warned:
+                if warn and not self._warned:
                     self._warned = True
                     log.warning("no inotify instance (%s): sandboxed tasks are judged every "
                                 "%gs while they run", exc, POLL_SECONDS)  # fmt: skip
@@ -128,25 +117,22 @@ class MadeFiles:
             asyncio.get_running_loop().add_reader(self._watch.fd, self._read)
         return self._watch
 
-    def _add(self, task_id: str, directory: str, kind: str, names: frozenset[str]) -> None:
+    def _add(self, task_id: str, directory: str, names: frozenset[str]) -> None:
         users = self._targets.setdefault(directory, {})
-        if task_id in users:  # (the names of both)
-            kind, names = users[task_id][0], users[task_id][1] | names
-        users[task_id] = (kind, names)
-        mine = self._tasks.setdefault(task_id, set())
-        mine.add(directory)
+        users[task_id] = users.get(task_id, frozenset()) | names
+        self._tasks.setdefault(task_id, set()).add(directory)
         if directory in self._watches:
             return
         watch = self._instance()
-        if watch is None or len(mine) > WATCHED_PER_TASK:
+        if watch is None:
             self._polled.add(task_id)
             self._poll_soon()
             return
         fd = open_plain("/", directory)
         if fd is None:  # (gone, or a link: judged as the task ends)
             return
-        try:  # (what git reads in a git dir may be written in place: `>> .git/config`)
-            wd = watch.add(fd, MADE | (WRITTEN if kind in (GIT_DIR, MODULES) else 0))
+        try:  # (made empty, then written in place: `>> .git/config.worktree`)
+            wd = watch.add(fd, MADE | WRITTEN)
         except OSError as exc:  # (the user's watch limit)
             log.warning("cannot watch %s for task %s (%s): judged every %gs", directory,
                         task_id, exc, POLL_SECONDS)  # fmt: skip
@@ -167,13 +153,13 @@ class MadeFiles:
             directory = self._directories.get(wd)
             if directory is None:
                 continue
-            made = os.path.join(directory, name)
-            for task_id, (kind, names) in list(self._targets.get(directory, {}).items()):
-                if _matters(kind, names, name):
+            if mask & IGNORED:  # (the kernel dropped it: its directory is gone)
+                del self._directories[wd]
+                self._watches.pop(directory, None)
+                continue
+            for task_id, names in self._targets.get(directory, {}).items():
+                if name in names:
                     self._due.add(task_id)
-                if mask & IN_ISDIR and (inner := _inner(kind, name)) is not None:
-                    self._add(task_id, made, *inner)
-                    self._due.add(task_id)  # (what was made in it before its watch)
         self._soon()
 
     def _soon(self) -> None:
@@ -201,7 +187,7 @@ class MadeFiles:
                 await asyncio.sleep(POLL_SECONDS)
                 if self._watch is None and self._instance() is not None:
                     for task_id in list(self._polled):
-                        targets = [(d, *self._targets[d][task_id]) for d in self._tasks[task_id]]
+                        targets = [(d, self._targets[d][task_id]) for d in self._tasks[task_id]]
                         self.forget(task_id)
                         self.watch(task_id, targets, judge=True)
                     continue
@@ -209,25 +195,3 @@ class MadeFiles:
                     self.judge(sorted(self._polled))
         finally:
             self._poller = None
-
-
-def _matters(kind: str, names: frozenset[str], name: str) -> bool:
-    """Whether ``name`` made in a directory of ``kind`` is judged."""
-    if kind == WORKSPACE:
-        return name in (".git", "HEAD")
-    if kind == NESTED:
-        return name == ".git"
-    if kind == MODULES:
-        return True
-    return name in names
-
-
-def _inner(kind: str, name: str) -> tuple[str, frozenset[str]] | None:
-    """What a directory ``name`` made in a directory of ``kind`` is watched as, if at all."""
-    if name == ".git" and kind in (WORKSPACE, NESTED):
-        return GIT_DIR, GIT_DIR_WATCHED
-    if kind == WORKSPACE:
-        return NESTED, frozenset()
-    if kind == MODULES or (kind == GIT_DIR and name == "modules"):
-        return MODULES, frozenset()
-    return None

@@ -282,15 +282,14 @@ def test_repositories_a_command_makes_below_the_workspace_are_judged(
     """`git init vendor/lib`, a `core.fsmonitor` there and a gitlink to it in the index:
     a plain `git status` at the top ran it, outside (a review). What a command makes of a
     repository at most two levels below is judged as the top's would be: a config that
-    runs something, and a `.git` file pointing elsewhere, are moved aside (as they are
-    put in place, the command stopped); a plain one stays."""
+    runs something, and a `.git` file pointing elsewhere, are moved aside; a plain one
+    stays."""
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(  # (made deeper first, where nothing is judged, then put in place)
-        "mkdir -p p/x && cd p/x && git init -q vendor/lib && "
-        "git -C vendor/lib config core.fsmonitor 'touch MARK' && git init -q plain && "
-        "mkdir sub && echo 'gitdir: /tmp' > sub/.git && mv vendor plain sub ../.. && sleep 30"
+    r = client.bash(
+        "git init -q vendor/lib && git -C vendor/lib config core.fsmonitor 'touch MARK'"
+        " && git init -q plain && mkdir sub && echo 'gitdir: /tmp' > sub/.git && echo made"
     )
-    assert r.exit_code == 143 and "moved aside" in r.message, r
+    assert r.stdout == "made", r.stdout
     lib = project / "vendor" / "lib" / ".git"
     assert not (lib / "config").exists()
     assert [p.name for p in lib.glob("config.moved-by-wave-bash-*")]
@@ -306,13 +305,15 @@ def test_many_repositories_a_command_makes_keep_later_starts_working(
     At most 32 are kept read-only; what the command made of them is judged with one
     budget of configs read (the rest moved aside unread)."""
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    made = client.bash(  # (stopped as more configs than are read come at once: moved unread)
+    made = client.bash(
         "for i in $(seq 1000); do mkdir -p r$i/.git/hooks && echo '[core]' > r$i/.git/config;"
-        " done; sleep 30",
+        " done; echo made",
         timeout=120_000,
     )
-    assert made.exit_code == 143 and "moved aside" in made.message, made
-    assert project.glob("r*/.git/config.moved-by-wave-bash-*")
+    assert made.stdout == "made", made.stdout
+    assert (
+        len(list(project.glob("r*/.git/config.moved-by-wave-bash-*"))) >= 1000 - MODULE_CONFIGS_READ
+    )
     assert client.bash("echo later").stdout == "later"
 
 
@@ -337,20 +338,19 @@ def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_
     client = Client(state_dir=state_dir, cwd=work, sandbox="workspace-write")
     assert "could not look at all" not in client.bash("mkdir -p d1 d2").message
     fsmonitor = "git -C {} config core.fsmonitor 'touch MARK'"
-    r = client.bash(  # (made deeper first, where nothing is judged, then put in place)
-        "mkdir f && (cd f && seq 1 3000 | xargs touch) && mkdir -p p/x && cd p/x &&"
-        " git init -q sub/lib && "
+    r = client.bash(
+        "for f in r*/.git/hooks/pre-commit; do echo payload >> $f; done 2>/dev/null;"
+        " mkdir f && (cd f && seq 1 3000 | xargs touch) && git init -q sub/lib && "
         + fsmonitor.format("sub/lib")
         + " && git init -q a && mkdir a/.git/x && (cd a/.git/x && seq 1 10050 | xargs touch)"
         " && "
         + fsmonitor.format("a")
         + " && git init -q b && "
         + fsmonitor.format("b")
-        + " && mv sub a b ../.. && cd ../.. && for f in r*/.git/hooks/pre-commit; do"
-        " echo payload >> $f; done 2>/dev/null; sleep 30",
+        + " && echo made",
         timeout=120_000,
     )
-    assert r.exit_code == 143, r
+    assert r.stdout == "made", r.stdout
     edited = [p for p in work.glob("r*/.git/hooks/pre-commit") if "payload" in p.read_text()]
     assert edited == []  # (read-only, or its directory moved aside)
     assert len(list(work.glob("r*/.git/hooks.moved-by-wave-bash-*"))) == 2
@@ -1624,37 +1624,6 @@ def test_a_protected_file_made_while_its_task_runs_is_moved_aside_at_once(
     )
 
 
-@pytest.mark.parametrize("made", ["a repository", "a nested one", "a submodule's git dir"])
-def test_what_git_would_run_made_as_a_task_runs_stops_it(
-    state_dir: Path, tmp_path: Path, made: str
-) -> None:
-    """A review: besides a `commondir`, a repository a background command made (`git
-    init` where there was none, a nested one it registered as a submodule, a submodule's
-    git dir) had a `git status` outside run its config while the command ran on. Each is
-    judged as it is made: moved aside, the task stopped."""
-    needs_tool("git", "git")
-    project = tmp_path / "repo"
-    project.mkdir()
-    if made != "a repository":
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
-    ran = tmp_path / "fsmonitor-ran"
-    git_dir = {"a repository": ".git", "a nested one": "sub/.git",
-               "a submodule's git dir": ".git/modules/m"}[made]  # fmt: skip
-    init = "git init -q --bare .git/modules/m" if "submodule" in made else "git init -q sub"
-    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    started = client.bash(
-        f"{'git init -q' if made == 'a repository' else init} && "
-        f"git --git-dir={git_dir} config core.fsmonitor 'touch {ran}; false' && sleep 60",
-        run_in_background=True,
-    )
-    record = client.wait(started.background_task_id or "", timeout=20_000)
-    assert (record.status, record.end_reason) == ("killed", "sandbox_escape")
-    assert not (project / git_dir / "config").exists()
-    assert list((project / git_dir).glob("config.moved-by-wave-bash-*"))
-    subprocess.run(["git", "-C", str(project), "status"], capture_output=True)
-    assert not ran.exists()
-
-
 def test_every_sandboxed_task_of_the_workspace_is_stopped(state_dir: Path, tmp_path: Path) -> None:
     """A review: with two tasks in one repository, the first judged was stopped, the one
     that made the `commondir` ran on (2 runs in 3). Which made it cannot be told: both
@@ -1694,11 +1663,10 @@ def test_without_inotify_its_tasks_are_judged_every_second(tmp_path: Path) -> No
     """A review's command held every inotify instance the user may have, and a supervisor
     restarted meanwhile judged what it made only as it ended (`git status` outside ran
     it). With no instance its tasks are judged every second, until one can be had: then
-    a `.git` made is judged at once. (The instance's failure is injected: using up the
-    user's instances for real fails every other watcher of the machine meanwhile.)"""
+    a `commondir` made is judged at once. (The instance's failure is injected: using up
+    the user's instances for real fails every other watcher of the machine meanwhile.)"""
     from wave_bash.supervisor.madefiles import POLL_SECONDS, MadeFiles
     from wave_bash.worker.inotify import NameWatch
-    from wave_bash.worker.sandbox import WORKSPACE
 
     judged: list[tuple[float, list[str]]] = []
     polled: list[tuple[float, list[str]]] = []
@@ -1713,14 +1681,14 @@ def test_without_inotify_its_tasks_are_judged_every_second(tmp_path: Path) -> No
     async def scenario() -> float:
         made = MadeFiles(lambda ids: judged.append((time.monotonic(), ids)), instance)
         made.start()
-        made.watch("t1", [(str(tmp_path), WORKSPACE, frozenset())], judge=False)
+        made.watch("t1", [(str(tmp_path), frozenset({"commondir"}))], judge=False)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10
         while tries[0] < 4 and loop.time() < deadline:  # (a poll took an instance)
             await asyncio.sleep(0.01)
         polled.extend(judged)
         judged.clear()
-        (tmp_path / ".git").mkdir()
+        (tmp_path / "commondir").write_text("../x\n")
         made_at = time.monotonic()
         while not judged and loop.time() < deadline:
             await asyncio.sleep(0.01)
@@ -1767,12 +1735,12 @@ def test_a_repository_a_sandboxed_command_makes_runs_nothing_of_its_outside(
     project.mkdir()
     marker = tmp_path / "pwned"
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(  # (made deeper first, where nothing is judged, then put in place)
-        f"mkdir -p p/x && cd p/x && git init -q . && git config core.fsmonitor 'touch {marker};"
-        " false' && printf '#!/bin/sh\ntouch %s\n' " + f"{marker} > .git/hooks/pre-commit && "
-        "chmod +x .git/hooks/pre-commit && mv .git ../.. && cd ../.. && rm -r p && sleep 30"
+    r = client.bash(
+        f"git init -q . && git config core.fsmonitor 'touch {marker}; false' && "
+        "printf '#!/bin/sh\ntouch %s\n' " + f"{marker} > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit"
     )
-    assert r.exit_code == 143 and "moved aside" in r.message, r
+    assert r.success and "moved aside" in r.message, r
     task_id = client.tasks()[-1].id
     assert not (project / ".git/config").exists() and not (project / ".git/hooks").exists()
     assert (project / f".git/config.moved-by-wave-bash-{task_id}").exists()
@@ -1847,19 +1815,19 @@ def test_a_submodules_git_dir_runs_nothing_of_the_commands_outside(
     project = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(  # (made where nothing is judged, then put in place in one rename)
-        "m=p/x/modules && git init -q --bare $m/vendor && git init -q --bare $m/lib && "
-        "git -C $m/vendor config core.fsmonitor false && "
-        "printf '#!/bin/sh\\n' > $m/vendor/hooks/post-checkout && "
-        "git -C $m/lib config core.worktree ../../../lib && "
-        "git -C $m/lib config remote.origin.url https://example.com/lib.git && "
+    r = client.bash(
+        "git init -q --bare .git/modules/vendor && git init -q --bare .git/modules/lib && "
+        "git -C .git/modules/vendor config core.fsmonitor false && "
+        "printf '#!/bin/sh\\n' > .git/modules/vendor/hooks/post-checkout && "
+        "git -C .git/modules/lib config core.worktree ../../../lib && "
+        "git -C .git/modules/lib config remote.origin.url https://example.com/lib.git && "
         # (a name with a slash, config.worktree, commondir, a link: a second review)
-        "git init -q --bare $m/libs/foo && git -C $m/libs/foo config "
+        "git init -q --bare .git/modules/libs/foo && git -C .git/modules/libs/foo config "
         "core.fsmonitor false && printf '[core]\\n\\tfsmonitor = false\\n' > "
-        "$m/lib/config.worktree && echo ../x > $m/lib/commondir && "
-        "mkdir elsewhere && ln -s ../../elsewhere $m/linked && mv $m .git/ && sleep 30"
+        ".git/modules/lib/config.worktree && echo ../x > .git/modules/lib/commondir && "
+        "mkdir elsewhere && ln -s ../../elsewhere .git/modules/linked"
     )
-    assert r.exit_code == 143 and "moved aside" in r.message, r
+    assert r.success and "moved aside" in r.message, r
     modules = project / ".git/modules"
     vendor, lib = modules / "vendor", modules / "lib"
     assert not (vendor / "config").exists() and not (vendor / "hooks").exists()

@@ -19,6 +19,8 @@ IN_IGNORED = 0x00008000
 IN_ONLYDIR = 0x01000000
 IN_MASK_ADD = 0x20000000
 IN_ISDIR = 0x40000000
+IGNORED = IN_IGNORED
+"""A watch the kernel removed (its directory deleted, its filesystem unmounted)."""
 MADE = IN_CREATE | IN_MOVED_TO
 """Names made in the directory (created, linked, moved in)."""
 WRITTEN = IN_MODIFY | IN_CLOSE_WRITE
@@ -82,7 +84,7 @@ class NameWatch:
                 offset += _EVENT.size + size
                 if mask & IN_Q_OVERFLOW:
                     events.append((OVERFLOW, 0, ""))
-                elif not mask & IN_IGNORED:
+                else:
                     events.append((wd, mask, os.fsdecode(raw.rstrip(b"\0"))))
 
     def close(self) -> None:

@@ -229,57 +229,28 @@ def _owner_may_write(fd: int) -> bool:
     return True
 
 
-GIT_DIR_WATCHED = frozenset(
-    {"config", "config.worktree", "commondir", "hooks", "modules", "HEAD", "gitdir"}
-)
-"""The names in a git dir made while a command runs that are judged as they are made
-(``supervisor.madefiles``): what points git at code or at another git dir."""
+POINTERS = frozenset({"commondir", "config.worktree", "gitdir", "config"})
+"""The files of an existing git dir that git reads as pointers to more config or to
+another git dir, watched while a command runs where they were missing
+(``supervisor.madefiles``): git never makes them there itself (``git worktree add``
+makes a new admin directory; ``git config --worktree`` a ``config.worktree`` only where
+``extensions.worktreeConfig`` is set, in the read-only config)."""
 
 
-WORKSPACE, NESTED, GIT_DIR, MODULES = "workspace", "nested", "git dir", "modules"
-"""What a watched directory is (:func:`watch_targets`): what in it is judged as it is made,
-and what a directory made in it is watched as (``supervisor.madefiles``)."""
-
-
-def watch_targets(absent: Sequence[str]) -> list[tuple[str, str, frozenset[str]]]:
-    """What to watch while a sandboxed command runs for what its end judges
-    (:meth:`Sources.move_made`): (directory, kind, names). The workspace (a ``.git`` or
-    a ``HEAD`` made there: a repository) and its first level (a nested ``.git``); a
-    repository's ``.git/modules`` (new submodules' git dirs); a protected file missing
-    in a git dir (a ``commondir``, which points git at another config). Shell rc files
-    are judged as the command ends: they run as a shell starts, not at once."""
-    found: list[tuple[str, str, frozenset[str]]] = []
+def watch_targets(absent: Sequence[str]) -> list[tuple[str, frozenset[str]]]:
+    """What to watch while a sandboxed command runs (``supervisor.madefiles``): each git
+    dir (one with a ``HEAD``) in which one of :data:`POINTERS` was missing as it started,
+    with those names. A ``.git/commondir`` a background command made had a ``git status``
+    outside read the config it named while the command ran on (a trial). What a command
+    makes of a new repository (and a shell rc file) is judged as it ends."""
+    found: dict[str, set[str]] = {}
     for path in absent:
-        if path.endswith("/*"):
-            workspace = path[:-2]
-            found.append((workspace, WORKSPACE, frozenset()))
-            found += [(d, NESTED, frozenset()) for d in _first_level(workspace)]
-        elif path.endswith("/"):
-            modules = path.rstrip("/")
-            found.append((os.path.dirname(modules), GIT_DIR, frozenset({"modules"})))
-            if os.path.isdir(modules) and not os.path.islink(modules):
-                found.append((modules, MODULES, frozenset()))
-        else:
-            directory, name = os.path.split(path)
-            if name in GIT_DIR_WATCHED and os.path.lexists(os.path.join(directory, "HEAD")):
-                found.append((directory, GIT_DIR, frozenset({name})))
-    return found
-
-
-FIRST_LEVEL_WATCHED = 256
-"""Directories of a workspace's first level watched for a ``.git`` made in them, at most
-(beyond, and deeper, a nested repository is judged as its command ends)."""
-
-
-def _first_level(workspace: str) -> list[str]:
-    found: list[str] = []
-    with contextlib.suppress(OSError), os.scandir(workspace) as entries:
-        for entry in entries:
-            if len(found) >= FIRST_LEVEL_WATCHED:
-                break
-            if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
-                found.append(entry.path)
-    return found
+        if path.endswith(("/", "/*")):
+            continue
+        directory, name = os.path.split(path)
+        if name in POINTERS and os.path.lexists(os.path.join(directory, "HEAD")):
+            found.setdefault(directory, set()).add(name)
+    return [(directory, frozenset(names)) for directory, names in found.items()]
 
 
 CLOCK_SLACK = 1.0
