@@ -297,6 +297,31 @@ def test_repositories_a_command_makes_below_the_workspace_are_judged(
     assert not (project / "sub" / ".git").exists()
 
 
+def test_a_bare_repository_below_the_workspace_is_judged_and_protected(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """A review: `git init --bare src` with a `core.worktree` and a `core.fsmonitor` was
+    never judged (only a `.git` told a repository), and a `git status` in `src/pkg`
+    outside ran it: git takes a directory with a `HEAD` for a git dir, from in it or
+    below. What a command makes of one is judged as a `.git`'s is; one there as a command
+    starts has its config and hooks read-only."""
+    needs_tool("git", "git")
+    ran = tmp_path / "fsmonitor-ran"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash(
+        "git init -q --bare src && git --git-dir=src config core.bare false && "
+        f"git --git-dir=src config core.worktree $PWD/src && git --git-dir=src config "
+        f"core.fsmonitor 'touch {ran}; false' && mkdir src/pkg"
+    )
+    assert r.success and "moved aside" in r.message, r
+    assert not (project / "src" / "config").exists()
+    subprocess.run(["git", "status"], cwd=project / "src" / "pkg", capture_output=True)
+    assert not ran.exists()
+    subprocess.run(["git", "init", "-q", "--bare", str(project / "kept")], check=True)
+    r = client.bash("echo x >> kept/config; echo x > kept/hooks/post-checkout")
+    assert r.stdout.count("Read-only file system") == 2, r.stdout
+
+
 def test_many_repositories_a_command_makes_keep_later_starts_working(
     state_dir: Path, project: Path
 ) -> None:

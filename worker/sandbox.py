@@ -561,6 +561,8 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
             found += _repository(root, git, 0)
         elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
             found += [(pointed, False), *_repository(root, pointed, 0)]  # (`.bare` layout)
+        elif root != workspace and os.path.lexists(os.path.join(root, "HEAD")):
+            found += _repository(root, root, 0)  # (a bare one: git takes the directory)
     for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
         found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
     found += [(config, False) for config in _user_configs(home)]  # (those in the workspace)
@@ -609,7 +611,9 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
                     budget[0] -= 1
                     if budget[0] < 0:
                         return
-                    if os.path.lexists(os.path.join(entry.path, ".git")):
+                    if os.path.lexists(os.path.join(entry.path, ".git")) or os.path.lexists(
+                        os.path.join(entry.path, "HEAD")  # (a bare layout: git takes the
+                    ):  # directory itself, from in it or below: a review's `git init --bare src`)
                         found.append(entry.path)
                     if depth < NESTED_DEPTH:
                         walk(entry.path, depth + 1)
@@ -638,6 +642,9 @@ def _move_nested_parts(
         if fd is None:
             continue
         try:
+            if not os.path.lexists(os.path.join(root, ".git")):  # (a git dir itself)
+                moved += _move_module_parts(root, task_id, made_after, made_before, seen)
+                continue
             made = os.stat(".git", dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(made.st_mode):
                 moved += _move_module_parts(
