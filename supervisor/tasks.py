@@ -622,9 +622,10 @@ class TaskManager:
         """Whether the last command found a standby started for it."""
         self._resumed_stops: set[asyncio.Task[None]] = set()
         """Stops an earlier supervisor began, finished here (see :meth:`adopt`), and
-        those of tasks that made a protected file (:meth:`_made_protected`)."""
+        those of sandboxes where a pointer git reads was made (:meth:`_judge_made`)."""
         self.made_files = MadeFiles(self._judge_made)
-        """The protected files sandboxed tasks found missing, watched while they run."""
+        """The git dirs of sandboxed tasks whose pointers were missing, watched while they
+        run (``madefiles``)."""
         self._prompt_watches: dict[str, asyncio.Task[None]] = {}
         """Interactive tasks whose callers went away, until they wait for input or a
         caller is back (see :meth:`announce_prompt`)."""
@@ -1366,12 +1367,13 @@ class TaskManager:
             self._remove_later(task.id)
 
     def _judge_made(self, task_ids: list[str]) -> None:
-        """Something that matters was made where sandboxed tasks run (``madefiles``): each
-        is judged as its end will judge it (``Sources.move_made``), and where that moved
-        anything aside (git outside would have run it meanwhile), every one of these
-        tasks in that workspace is stopped with all it started: which of them made it
-        cannot be told (the one whose judgement came first was stopped, the maker ran
-        on: a review), and the maker may make it again (a loop did)."""
+        """A pointer git reads was made or written where these sandboxed tasks found it
+        missing (``madefiles``): each is judged as its end will judge it
+        (``Sources.move_made``), and where that moved anything aside (git outside would
+        have read it meanwhile), every sandboxed task running or lingering in that
+        workspace is stopped with all it started: which made it cannot be told (the one
+        judged first was stopped, and the maker ran on: a review), and the maker may
+        make it again (a loop did)."""
         tasks = []
         for task_id in task_ids:
             task = self.live.get(task_id) or self.lingering.get(task_id)
@@ -1379,15 +1381,16 @@ class TaskManager:
                 self.made_files.forget(task_id)
             elif (sources := task.sources or _started_sources(task.row)) is not None:
                 tasks.append((task, sources))
-        made: dict[str | None, list[str]] = {}
+        made: dict[str, list[str]] = {}
         for task, sources in tasks:
             moved = sources.move_made(task.id, time.time(), task.row.started_at)
-            if moved:  # (its ID in the names they were moved to)
-                said = texts.moved_aside_text(moved, task.id)
-                made[_workspace_of(task)] = [*made.get(_workspace_of(task), []), said]
-        stopped = [task for task, _ in tasks if _workspace_of(task) in made]
+            if moved and (workspace := _workspace_of(task)) is not None:  # (its ID in the
+                said = texts.moved_aside_text(moved, task.id)  # names they were moved to)
+                made[workspace] = [*made.get(workspace, []), said]
+        everyone = {**self.live, **self.lingering}.values()
+        stopped = [task for task in everyone if _workspace_of(task) in made]
         for task in stopped:  # (each told what was moved, by whichever judgement)
-            said = " ".join(made[_workspace_of(task)])
+            said = " ".join(made[_workspace_of(task) or ""])
             task.sandbox_note = " ".join(n for n in (task.sandbox_note, said) if n)
             log.warning("task %s stopped: %s", task.id, said)
         if stopped:

@@ -31,6 +31,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .files import open_regular
 from .pymonitor import PASSED_FDS_FROM
@@ -186,19 +187,33 @@ def _move_aside(fd: int, name: str, task_id: str) -> bool:
             suffixes.pop(0)
             continue
         with contextlib.suppress(OSError):
-            _MOVED[_entry_key(fd, aside)] = _identity(
-                os.stat(aside, dir_fd=fd, follow_symlinks=False)
+            _remember(
+                _MOVED,
+                _entry_key(fd, aside),
+                _identity(os.stat(aside, dir_fd=fd, follow_symlinks=False)),
             )
         return True
     return False
 
 
+REMEMBERED = 10_000
+"""Entries :data:`_MOVED` and :data:`_INERT` hold at most (then they start again empty:
+what they spare is work, never a judgement)."""
+
+
+def _remember(registry: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(registry) >= REMEMBERED:
+        registry.clear()
+    registry[key] = value
+
+
 _MOVED: dict[tuple[int, int, str], tuple[int, int]] = {}
 """What this process moved aside, by (device, directory, name), as it was then (inode,
-change time): not judged again while it stays so. A rename stamps a new change time, so
-each judgement made while a command runs (``supervisor.madefiles``) moved the last one's
-again (a review: ``x.moved-by-wave-bash-A.moved-by-wave-bash-A…``); one changed since is
-judged as anything made."""
+change time): a file or link not judged again while it stays so. A rename stamps a new
+change time, so each judgement made while a command runs (``supervisor.madefiles``)
+moved the last one's again (a review: ``x.moved-by-wave-bash-A.moved-by-wave-bash-A…``);
+one changed since is judged as anything made. (A directory is always looked into: what
+is written in it leaves its own times as they were.)"""
 
 
 def _entry_key(fd: int, name: str) -> tuple[int, int, str]:
@@ -352,7 +367,7 @@ def _judge_module_dir(
             made = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except OSError:
             continue
-        if _moved_by_us(fd, name, made):
+        if not stat.S_ISDIR(made.st_mode) and _moved_by_us(fd, name, made):
             continue
         if stat.S_ISLNK(made.st_mode):  # (git follows it)
             changed = made_after <= made.st_ctime <= made_before
@@ -448,8 +463,9 @@ def _judge_part(
     else:
         seen[1] += 1
         kept = seen[1] <= MODULE_CONFIGS_READ and _inert_config(fd, name, made)
-        if kept:
-            _INERT[(made.st_dev, made.st_ino)] = made.st_ctime_ns
+        if kept and time.time() - made.st_ctime > CLOCK_SLACK:  # (one written again within
+            # the clock's tick would keep its change time: read again until it is older)
+            _remember(_INERT, (made.st_dev, made.st_ino), made.st_ctime_ns)
     if not kept and _move_aside(fd, name, task_id):
         moved.append(os.path.join(path, name))
 
@@ -561,8 +577,8 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
             found += _repository(root, git, 0)
         elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
             found += [(pointed, False), *_repository(root, pointed, 0)]  # (`.bare` layout)
-        elif root != workspace and os.path.lexists(os.path.join(root, "HEAD")):
-            found += _repository(root, root, 0)  # (a bare one: git takes the directory)
+        elif root != workspace and _bare(root):
+            found += _repository(root, root, 0)  # (git takes the directory itself)
     for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
         found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
     found += [(config, False) for config in _user_configs(home)]  # (those in the workspace)
@@ -611,9 +627,7 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
                     budget[0] -= 1
                     if budget[0] < 0:
                         return
-                    if os.path.lexists(os.path.join(entry.path, ".git")) or os.path.lexists(
-                        os.path.join(entry.path, "HEAD")  # (a bare layout: git takes the
-                    ):  # directory itself, from in it or below: a review's `git init --bare src`)
+                    if os.path.lexists(os.path.join(entry.path, ".git")) or _bare(entry.path):
                         found.append(entry.path)
                     if depth < NESTED_DEPTH:
                         walk(entry.path, depth + 1)
@@ -622,6 +636,13 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
 
     walk(workspace, 1)
     return found, budget[0] >= 0 and not unread[0]
+
+
+def _bare(path: str) -> bool:
+    """Whether ``path`` is a git dir itself, as git tells one (a ``HEAD``, ``objects`` and
+    ``refs``): git takes it from in it or below (a review's `git init --bare src` with a
+    ``core.worktree`` ran its fsmonitor at a `git status` in `src/pkg`)."""
+    return all(os.path.lexists(os.path.join(path, name)) for name in ("HEAD", "objects", "refs"))
 
 
 def _move_nested_parts(
