@@ -206,10 +206,13 @@ def test_an_environment_bash_cannot_run_in_does_not_start_standbys_over_and_over
     def last_pid() -> int:
         return int(Path("/proc/sys/kernel/ns_last_pid").read_text())
 
-    before = last_pid()
-    for _ in range(20):
-        client.status()
-    assert last_pid() - before < 10  # (one standby per reply before)
+    started = []
+    for _ in range(3):  # (the least of three: the other test worker starts processes too,
+        before = last_pid()  # and a CI run counted its 10)
+        for _ in range(20):
+            client.status()
+        started.append(last_pid() - before)
+    assert min(started) < 10, started  # (one standby per reply before)
     assert Client(state_dir=state_dir).bash("echo fine").stdout == "fine"
 
 
