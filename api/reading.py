@@ -73,6 +73,10 @@ DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
+PUSHES = frozenset({"send-pack", "http-push"})
+"""git's plumbing that pushes as ``git push`` does: a variant ``git push`` (with its
+words), which deny and ask rules on ``git push`` match too."""
+
 UNPARSED_PROBLEM = (
     "it does not parse as bash as the checker reads it (a syntax error, or bash beyond its "
     "grammar such as a brace expansion in a command's name: write the command plainly)"
@@ -1117,6 +1121,9 @@ class _Walker:
         if base == "git" and (skip := git_options(values[start + 1 :])):
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
         if base == "git":
+            at = start + 1 + git_options(values[start + 1 :])
+            if at < len(values) and values[at] in PUSHES:  # (`git send-pack` pushed past
+                variants.append(" ".join(["git", "push", *shown[at + 1 :]]))  # an ask on it)
             given = git_code(values[start + 1 + git_options(values[start + 1 :]) :])
             for code in given or ():  # (`git rebase -x 'npm test'`: checked as a command)
                 self.parse(code, depth + 1)

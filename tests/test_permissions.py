@@ -146,6 +146,17 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
         ("/lib64/ld-linux-x86-64.so.2 /usr/bin/ls", {"allow": ["Bash(ls *)"]}, "ask"),
         ("fish -c 'rm x'", DENY_LIST, "deny"),
         ("git --no-pager -C sub push", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask"),
+        # git's plumbing that pushes is a push (a trial: an ask rule on it let it pass)
+        (
+            "git send-pack ../r.git HEAD:refs/heads/b",
+            {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]},
+            "ask",
+        ),
+        (
+            "git -C . http-push https://h/r.git b",
+            {"allow": ["Bash(git *)"], "deny": ["Bash(git push *)"]},
+            "deny",
+        ),
         ("echo x >> /et?/passwd", RULES, "ask"),  # a glob: the file is known as it runs
         ("cd /etc && echo x > passwd", RULES, "deny"),  # after a cd: in /etc too
         ("cd sub && echo x > /work/notes", RULES, "allow"),
