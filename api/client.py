@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import shlex
 import uuid
@@ -361,6 +362,8 @@ class Client:
         older = {"block": False, **arguments} if name == "BashOutput" else None  # (it never
         # blocked, and kept the lines its `filter` matched: as Claude Code's, a trial)
         name = TOOL_ALIASES.get(name, name)
+        if (near := _near_miss(name, arguments)) is not None:
+            raise InvalidInputError(near)
         args = _model_arguments(name, arguments)
         if older is not None:
             args = {**args, "block": older["block"], "filter": older.get("filter")}
@@ -630,6 +633,27 @@ def _tool_fields(name: str) -> frozenset[str]:
         if tool["name"] == name:
             return frozenset(tool["inputSchema"]["properties"]) | {"shell_id", "bash_id"}
     return frozenset()
+
+
+def _near_miss(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why a call missing a required field was refused, where a field of another name was
+    sent that looks like it (`cmd`, `Command`, `taskId`): "command is required" alone had
+    a model guess again (a trial)."""
+    schema: dict[str, Any] = next(
+        (t["inputSchema"] for t in tool_definitions("mcp") if t["name"] == name), {}
+    )
+    fields = _tool_fields(name)
+    unknown = [key for key in arguments if isinstance(key, str) and key not in fields]
+    for field in schema.get("required", []):
+        if field in arguments or (field == "task_id" and {"shell_id", "bash_id"} & set(arguments)):
+            continue
+        near = difflib.get_close_matches(field.lower(), [k.lower() for k in unknown], 1, 0.6)
+        if near:
+            sent = next(k for k in unknown if k.lower() == near[0])
+            return (
+                f"{field} is required (an unknown field {sent!r} was sent: did you mean {field!r}?)"
+            )
+    return None
 
 
 def _model_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:

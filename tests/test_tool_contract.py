@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +13,7 @@ from wave_bash.api import (
     DEFAULT_TIMEOUT_MS,
     MAX_TIMEOUT_MS,
     BashInput,
+    Client,
     InvalidInputError,
     texts,
     tool_definitions,
@@ -110,6 +113,27 @@ def test_null_timeout_means_not_given_and_unknown_fields_are_ignored() -> None:
 def test_other_bad_input(raw: object, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         BashInput.parse(raw)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("Bash", {"cmd": "echo x"}, "command is required (an unknown field 'cmd' was sent: "
+         "did you mean 'command'?)"),
+        ("TaskOutput", {"taskId": "abc"}, "task_id is required (an unknown field 'taskId' "
+         "was sent: did you mean 'task_id'?)"),
+        ("Bash", {"script": "echo x"}, "command is required"),
+    ],
+)  # fmt: skip
+def test_a_missing_field_names_the_near_miss_that_was_sent(
+    tool: str, arguments: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    """`{"cmd": "echo x"}` was refused with "command is required" alone, and a model
+    guessed again (a trial): a field sent that looks like the missing one is named."""
+    client = Client(state_dir=tmp_path / "state")  # (refused before any supervisor)
+    with pytest.raises(InvalidInputError) as refused:
+        client.call_tool(tool, arguments)
+    assert refused.value.message == message
 
 
 def test_result_texts_exact() -> None:
