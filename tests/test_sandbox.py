@@ -322,6 +322,28 @@ def test_a_bare_repository_below_the_workspace_is_judged_and_protected(
     assert r.stdout.count("Read-only file system") == 2, r.stdout
 
 
+def test_a_worktree_the_command_adds_keeps_its_pointer(state_dir: Path, tmp_path: Path) -> None:
+    """A review: a sandboxed `git worktree add wt` had `wt/.git` moved aside as the
+    command ended, and the worktree was broken. A pointer to an admin directory of the
+    workspace's repository that leads back to it stays; one to an admin directory whose
+    `commondir` leads elsewhere (a config of the command's) goes."""
+    needs_tool("git", "git")
+    project = tmp_path / "repo"
+    git = ["git", "-C", str(project), "-c", "user.name=a", "-c", "user.email=a@b"]
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "a"], check=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    r = client.bash("git worktree add -q wt && git -C wt status --short && echo made")
+    assert r.stdout == "made" and "moved aside" not in r.message, r
+    assert subprocess.run(["git", "-C", str(project / "wt"), "status"], capture_output=True,
+                          check=True).returncode == 0  # fmt: skip
+    r = client.bash(
+        "mkdir -p .git/worktrees/evil x && echo ../../../.evil > .git/worktrees/evil/commondir"
+        " && echo 'gitdir: ../.git/worktrees/evil' > x/.git"
+    )
+    assert "moved aside" in r.message and not (project / "x" / ".git").exists(), r
+
+
 def test_many_repositories_a_command_makes_keep_later_starts_working(
     state_dir: Path, project: Path
 ) -> None:

@@ -671,7 +671,11 @@ def _move_nested_parts(
                 moved += _move_module_parts(
                     os.path.join(root, ".git"), task_id, made_after, made_before, seen
                 )
-            elif made_after <= made.st_ctime <= made_before and _move_aside(fd, ".git", task_id):
+            elif (
+                made_after <= made.st_ctime <= made_before
+                and not _linked_worktree(root, workspace)
+                and _move_aside(fd, ".git", task_id)
+            ):
                 moved.append(os.path.join(root, ".git"))
         except OSError:
             continue
@@ -748,16 +752,39 @@ def _user_configs(home: str) -> list[str]:
     return list(dict.fromkeys(read))
 
 
-def _gitdir(dot_git: str) -> str | None:
+def _gitdir(dot_git: str, follow: bool = True) -> str | None:
     """Where a ``.git`` file (``gitdir: ./.bare``) points, or None."""
-    try:
-        with io.TextIOWrapper(open_regular(dot_git, follow=True), "utf-8", "replace") as fh:
-            line = fh.readline(4096)
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
+    line = _first_line(dot_git, follow)
+    if line is None or not line.startswith("gitdir:"):
         return None
     return os.path.realpath(os.path.join(os.path.dirname(dot_git), line[7:].strip()))
+
+
+def _first_line(path: str, follow: bool = False) -> str | None:
+    try:
+        with io.TextIOWrapper(open_regular(path, follow=follow), "utf-8", "replace") as fh:
+            return fh.readline(4096)
+    except OSError:
+        return None
+
+
+def _linked_worktree(root: str, workspace: str) -> bool:
+    """Whether ``root/.git`` is a linked worktree's pointer as `git worktree add` makes it
+    in the workspace's repository: to an admin directory ``.git/worktrees/NAME`` whose
+    ``commondir`` leads back to the workspace's git dir, with no config of its own
+    (``config.worktree``). Git then takes that repository's config and hooks, read-only:
+    nothing of the command's runs, and the pointer stays (a sandboxed `git worktree add`
+    had its worktree broken as the command ended: a review)."""
+    main = os.path.realpath(os.path.join(workspace, ".git"))
+    admin = _gitdir(os.path.join(root, ".git"), follow=False)
+    if admin is None or os.path.dirname(admin) != os.path.join(main, "worktrees"):
+        return False
+    common = _first_line(os.path.join(admin, "commondir"))
+    return (
+        common is not None
+        and os.path.realpath(os.path.join(admin, common.strip())) == main
+        and not os.path.lexists(os.path.join(admin, "config.worktree"))
+    )
 
 
 def _included(config: str, depth: int = 0) -> list[str]:
