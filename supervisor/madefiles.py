@@ -17,12 +17,11 @@ directory made again, or past the judgement's budgets, and stopped `git worktree
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable
 
-from wave_bash.worker.inotify import IGNORED, MADE, OVERFLOW, WRITTEN, NameWatch
+from wave_bash.worker.inotify import IN_IGNORED, MADE, OVERFLOW, WRITTEN, NameWatch
 from wave_bash.worker.sandbox import open_plain
 
 log = logging.getLogger(__name__)
@@ -153,7 +152,7 @@ class MadeFiles:
             directory = self._directories.get(wd)
             if directory is None:
                 continue
-            if mask & IGNORED:  # (the kernel dropped it: its directory is gone)
+            if mask & IN_IGNORED:  # (the kernel dropped it: its directory is gone)
                 del self._directories[wd]
                 self._watches.pop(directory, None)
                 continue
@@ -191,7 +190,9 @@ class MadeFiles:
                         self.forget(task_id)
                         self.watch(task_id, targets, judge=True)
                     continue
-                with contextlib.suppress(Exception):  # (logged by the judge)
+                try:
                     self.judge(sorted(self._polled))
+                except Exception:  # (the next round tries again)
+                    log.exception("judging sandboxed tasks no watch covers")
         finally:
             self._poller = None

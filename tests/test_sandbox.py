@@ -1640,6 +1640,13 @@ def test_a_commondir_made_after_the_supervisor_died_is_moved_aside(
     assert (project / f".git/commondir.moved-by-wave-bash-{task_id}").exists()
 
 
+_PLANT_GIT_DIR = (
+    "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && printf '[core]\\n"
+    '\\trepositoryformatversion = 0\\n\\tfsmonitor = "touch {}; false"\\n\' > .evil/config'
+)
+"""A command's git dir `.evil` whose config's fsmonitor touches a marker (format it in)."""
+
+
 def test_a_protected_file_made_while_its_task_runs_is_moved_aside_at_once(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -1653,8 +1660,7 @@ def test_a_protected_file_made_while_its_task_runs_is_moved_aside_at_once(
     ran = tmp_path / "fsmonitor-ran"
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
     started = client.bash(
-        "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && "
-        f"printf '[core]\\n\\tfsmonitor = \"touch {ran}; false\"\\n' > .evil/config && "
+        f"{_PLANT_GIT_DIR.format(ran)} && "
         "while :; do printf '../.evil\\n' > .git/commondir; sleep 0.01; done",
         run_in_background=True,
     )
@@ -1920,11 +1926,7 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     marker = tmp_path / "pwned"
     client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
-    r = client.bash(
-        "mkdir .evil && cp -r .git/objects .git/refs .git/HEAD .evil/ && "
-        f"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {marker}; "
-        "false\"\\n' > .evil/config && printf '../.evil\\n' > .git/commondir"
-    )
+    r = client.bash(f"{_PLANT_GIT_DIR.format(marker)} && printf '../.evil\\n' > .git/commondir")
     assert r.exit_code in (0, 143), r
     assert not (project / ".git/commondir").exists()
     assert (project / f".git/commondir.moved-by-wave-bash-{client.tasks()[-1].id}").exists()

@@ -16,11 +16,9 @@ IN_MOVED_TO = 0x00000080
 IN_CREATE = 0x00000100
 IN_Q_OVERFLOW = 0x00004000
 IN_IGNORED = 0x00008000
+"""A watch the kernel removed (its directory deleted, its filesystem unmounted)."""
 IN_ONLYDIR = 0x01000000
 IN_MASK_ADD = 0x20000000
-IN_ISDIR = 0x40000000
-IGNORED = IN_IGNORED
-"""A watch the kernel removed (its directory deleted, its filesystem unmounted)."""
 MADE = IN_CREATE | IN_MOVED_TO
 """Names made in the directory (created, linked, moved in)."""
 WRITTEN = IN_MODIFY | IN_CLOSE_WRITE
