@@ -158,7 +158,7 @@ def test_a_supervisor_without_cgroups_starts_its_monitors_through_the_spawner(
 
 
 def test_a_stopped_spawner_is_replaced_in_time_and_nothing_starts_twice(tmp_path: Path) -> None:
-    spawner = Spawner(patience=0.5)
+    spawner = Spawner(patience=2.0)  # (the new spawner's start-up counts: a CI run took 0.5 s)
     try:
         first, stdin, _ = start(spawner, tmp_path)
         os.close(stdin)
@@ -166,7 +166,7 @@ def test_a_stopped_spawner_is_replaced_in_time_and_nothing_starts_twice(tmp_path
         stopped = spawner.pid
         before = {p.pid for p in psutil.Process().children()}
         os.kill(stopped, signal.SIGSTOP)
-        pid, stdin, out = start(spawner, tmp_path)  # (it waits 0.5 s, then a new spawner)
+        pid, stdin, out = start(spawner, tmp_path)  # (it waits 2 s, then a new spawner)
         try:
             assert report(out)["ppid"] == str(os.getpid())
             assert spawner.pid not in (0, stopped) and not psutil.pid_exists(stopped)
