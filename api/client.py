@@ -359,14 +359,16 @@ class Client:
         Raises:
             WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
         """
-        older = {"block": False, **arguments} if name == "BashOutput" else None  # (it never
-        # blocked, and kept the lines its `filter` matched: as Claude Code's, a trial)
+        older = name == "BashOutput"  # (it never blocked, as Claude Code's: a trial)
         name = TOOL_ALIASES.get(name, name)
         if (near := _near_miss(name, arguments)) is not None:
             raise InvalidInputError(near)
         args = _model_arguments(name, arguments)
-        if older is not None:
-            args = {**args, "block": older["block"], "filter": older.get("filter")}
+        if name == TASK_OUTPUT_TOOL:  # BashOutput's `filter`, kept on TaskOutput too (it
+            # was dropped there, and every line came back: a review)
+            args["filter"] = arguments.get("filter")
+            if older:
+                args["block"] = arguments.get("block", False)
         if name == BASH_TOOL:
             parsed = BashInput.parse(args)
             return self.bash(

@@ -444,6 +444,10 @@ def test_bash_output_keeps_the_lines_its_filter_matches(client: Client) -> None:
     read = client.call_tool("BashOutput", {"bash_id": many, "filter": "ERROR|line 10000$"})
     assert (read["output"], read["truncated"]) == ("line 10000\nERROR at end", False)
     client.task_stop(many)
+    # TaskOutput takes it as well (it was dropped there, and every line came back: a review)
+    again = start_bg(client, "echo ok; echo ERR 3; echo fine; exit 4")
+    read = client.call_tool("TaskOutput", {"task_id": again, "filter": "^ERR"})
+    assert (read["status"], read["exitCode"], read["output"]) == ("failed", 4, "ERR 3")
 
 
 def test_tool_calls_with_older_names(client: Client) -> None:
