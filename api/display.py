@@ -75,9 +75,9 @@ def task_table(records: list[dict[str, Any]], sessions: bool = False) -> str:
             status += f"+{r['leftoverProcesses']} running"
         elif r.get("monitorLost"):
             status += " (monitor lost)"
-        elif r.get("waitingForInput") and r.get("backgroundReason") != "waiting_for_input":
-            status += " (waiting for input)"  # (`run -i --background`: shown by --json only,
-            # a trial)
+        elif r.get("waitingForInput"):  # (now: OWNER's `bg:waiting_for_input` is why it
+            status += " (waiting for input)"  # went to the background, not that it still
+            # waits; a row without this note was taken for a REPL at its prompt: a trial)
         age = max(0, int((now - datetime.fromisoformat(r["startedAt"])).total_seconds()))
         # (a remote's clock may be ahead of this one: `-3569s` was shown; a trial)
         command = visible(str(r["command"]).replace("\n", " ").replace("\t", " "))

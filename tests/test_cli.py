@@ -635,6 +635,21 @@ def test_tasks_table_says_a_task_waits_for_input(state_dir: Path) -> None:
     (row,) = [line for line in run_cli(state_dir, "tasks").stdout.splitlines()[1:]]
     assert "running (waiting for input)" in row and "bg:explicit" in row, row
     client.task_stop(task_id.background_task_id)
+    # One that went to the background at its prompt says whether it waits now (the note was
+    # left out for it, so a busy REPL's row read as one at its prompt: a trial).
+    repl = client.bash("read -p 'a? ' a; sleep 60", interactive=True, timeout=30_000)
+    assert repl.background_task_id and repl.waiting_for_input
+    row = _task_row(state_dir, repl.background_task_id)
+    assert "running (waiting for input)" in row and "bg:waiting_for_input" in row, row
+    client.task_input(repl.background_task_id, "x\n", timeout=100)  # now busy in its sleep
+    row = _task_row(state_dir, repl.background_task_id)
+    assert "waiting for input)" not in row and "bg:waiting_for_input" in row, row
+    client.task_stop(repl.background_task_id)
+
+
+def _task_row(state_dir: Path, task_id: str) -> str:
+    (row,) = [line for line in run_cli(state_dir, "tasks").stdout.splitlines() if task_id in line]
+    return row
 
 
 def test_ends_the_cli_printed_are_not_said_again_as_notices(state_dir: Path) -> None:
