@@ -1791,21 +1791,41 @@ class TaskManager:
             return
         protected = {t.row.pid for t in self.live.values() if t.row.pid}
         ticks = {pid: t.leftovers[pid] for t in ended for pid in t.leftovers}
-        await asyncio.to_thread(
-            stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
-            root_runs=lambda pid: _runs(pid, ticks[pid]),
-        )  # fmt: skip
+        # Each monitor is held (stopped) through the stop: a child subreaper, it adopts
+        # what its command's processes fork as they exit, until every one is gone. Let
+        # go as its job died of the SIGTERM, it exited, and what a process that trapped
+        # it forked next, in a new session with no tag, hopped on under init: a trial.
+        held = [pid for task in running if (pid := self._monitor(task))]
+        for pid in held:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+        try:
+            await asyncio.to_thread(
+                stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
+                root_runs=lambda pid: _runs(pid, ticks[pid]),
+            )  # fmt: skip
+        finally:
+            for pid in held:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGCONT)
 
     @staticmethod
-    def _tell_stopping(task: LiveTask) -> None:
-        """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`):
-        ours and not reaped, or one re-adopted that is still the same process (a command's
-        `kill -STOP $$` stopped it, F1c: it records nothing until continued)."""
+    def _monitor(task: LiveTask) -> int:
+        """A running task's monitor that may be signalled (0: none): ours and not reaped,
+        or one re-adopted that is still the same process."""
         row = task.row
         if not row.pid or task.monitor_gone is not None or task.ended.done():
-            return
+            return 0
         if task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id):
-            tell_stopping(row.pid)
+            return row.pid
+        return 0
+
+    def _tell_stopping(self, task: LiveTask) -> None:
+        """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`);
+        a command's `kill -STOP $$` may have stopped it (F1c: it records nothing until
+        continued)."""
+        if monitor := self._monitor(task):
+            tell_stopping(monitor)
 
     async def _record_of_unwatched_monitor(self, task: LiveTask, timeout: float = 2.0) -> None:
         """A monitor this supervisor could not watch (its pid was not its own any more)

@@ -92,6 +92,37 @@ def test_nothing_escapes_task_stop(state_dir: Path, tracking: str, name: str) ->
     wait_until(lambda: not running(n) and not running(m), timeout=10)
 
 
+HOP = (
+    'trap "" TERM; c=${{1:-1000}}; [ -e {stop} ] && exit 0; echo $$ >> {beats}; '
+    '((c > 0)) || exit 0; sleep 0.02; setsid env -i /bin/bash -c "$0" "$0" $((c - 1)) & exit 0'
+)
+"""A chain whose each link traps SIGTERM, forks the next into a new session with no tag,
+and exits, once in ~25 ms; each writes its pid on ``beats``; all end once ``stop`` exists."""
+
+
+def test_a_chain_that_forks_anew_and_exits_is_stopped(
+    state_dir: Path, tracking: str, tmp_path: Path
+) -> None:
+    """Without cgroups it hopped on under init: the monitor let go as its job died of the
+    SIGTERM, and the stop ended once the processes it had looked at had died, the newest
+    link not looked at (a trial). Each monitor is held through its stop, and what is
+    left is stopped where it is, looked for again until nothing new comes, then killed."""
+    beats, stop = tmp_path / "beats", tmp_path / "stop"
+    hop = HOP.format(beats=beats, stop=stop)
+    client = Client(state_dir=state_dir)
+    try:
+        tid = start_bg(client, f"bash -c '{hop}' '{hop}' & sleep {marker()}")
+        wait_until(lambda: beats.exists() and len(beats.read_text().split()) > 5)
+        assert client.task_stop(tid).status == "killed"
+        size = beats.stat().st_size
+        quiet_until = time.monotonic() + 1.0  # (~40 links would beat meanwhile)
+        while time.monotonic() < quiet_until:
+            assert beats.stat().st_size == size, "the chain hopped on after its stop"
+            time.sleep(0.05)
+    finally:
+        stop.touch()
+
+
 def test_a_task_ends_as_its_monitor_records_it_and_every_monitor_is_reaped(
     state_dir: Path, tracking: str
 ) -> None:

@@ -281,11 +281,11 @@ def stop_trees(
     found_at = _now()
     groups = {t.task_id: JobGroup(t.job_pgid, found_at) for t in first if t.job_pgid and use_groups}
 
-    def again() -> list[TaskTree]:
-        """The processes now: the job's group as it was first found too, when its
-        monitor no longer vouches for it (a job that died of the SIGTERM ends its
-        monitor: what its group forked after the first snapshot, without the tag, ran
-        on; a trial)."""
+    def again(living: bool = True) -> list[TaskTree]:
+        """The processes now (``living``: those not dead since the look): the job's
+        group as it was first found too, when its monitor no longer vouches for it (a
+        job that died of the SIGTERM ends its monitor: what its group forked after the
+        first snapshot, without the tag, ran on; a trial)."""
         trees = snapshot(tasks, protected, roots, root_runs)
         table: ProcessTable | None = None  # (one pass for every task's group, not one each)
         for tree in trees:
@@ -296,7 +296,7 @@ def stop_trees(
                 table = table or ProcessTable.read(())
                 started = {d for pid in members for d in table.descendants(pid)}
                 tree.pids |= (members | started) - protected
-        return _living(trees)
+        return _living(trees) if living else trees
 
     for tree in trees:
         _signal(tree, False, use_groups)
@@ -305,18 +305,60 @@ def stop_trees(
         if not any(_alive(t.pids) for t in trees):
             trees = again()
             if not trees:
-                return first
+                break  # (maybe: see _frozen)
             for tree in trees:  # forked after the first snapshot
                 _signal(tree, False, use_groups)
         sleep(0.02)
+    trees = _frozen(again, use_groups, sleep)
     for _ in range(5):
-        trees = again()
         if not trees:
             break
         for tree in trees:
             _signal(tree, True, use_groups)
         sleep(0.02)
+        trees = again()
     return first
+
+
+FREEZE_LOOKS = 200
+"""Looks at most before the SIGKILL, each stopping what it found (a few ms each)."""
+
+
+def _frozen(
+    look: Callable[[bool], list[TaskTree]], use_groups: bool, sleep: Callable[[float], None]
+) -> list[TaskTree]:
+    """The processes left, each stopped (SIGSTOP) where it is: stopped, none forks any
+    more. What a look finds is stopped (dead by now or not), and looked for again, until
+    two looks in a row find nothing else: a process that forked as it died, or before
+    its stop took hold, left its child to its parent, or to the monitor, a child
+    subreaper held alive through the stop, where the next look finds it. (A stop ended
+    as a look's processes had all died, and the child the last one forked into a new
+    session with no tag as it died, never looked at, hopped on under init: a trial.)
+    Without process groups (Windows) there is no SIGSTOP: the processes as found."""
+    stop = getattr(signal, "SIGSTOP", None)
+    if stop is None or not use_groups:
+        return look(True)
+    stopped: set[int] = set()
+    quiet = 0
+    for _ in range(FREEZE_LOOKS):
+        trees = look(False)
+        found = {pid for tree in trees for pid in tree.pids}
+        if found <= stopped:
+            quiet += 1
+            if quiet == 2:
+                break
+            sleep(0.005)  # (a child being forked as its parent's stop came: attached now)
+            continue
+        quiet = 0
+        for tree in trees:
+            if tree.job_pgid and tree.job_pgid > 1:
+                with contextlib.suppress(OSError):
+                    os.killpg(tree.job_pgid, stop)
+            for pid in tree.pids - stopped:
+                with contextlib.suppress(OSError):  # (gone meanwhile)
+                    os.kill(pid, stop)
+        stopped |= found
+    return _living(trees)
 
 
 @dataclass(frozen=True)
