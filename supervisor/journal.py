@@ -674,15 +674,23 @@ class Journal:
 
     def undelivered_ended_before(self, ended_before: float) -> list[str]:
         """The finished tasks that ended before ``ended_before`` and still have a notice
-        no session has read."""
-        return [
+        no session has read, those held in memory too (DF2: a `gc` on a full disk counted
+        none of them, the ends that disk held; a trial)."""
+        found = {
             row[0]
             for row in self.db.execute(
                 "SELECT id FROM tasks WHERE ended_at < ? AND id IN"
                 " (SELECT task_id FROM notices WHERE delivered_at IS NULL)",
                 (ended_before,),
             )
-        ]
+        }
+        for task_id, (_, delivered) in self._held_notices.items():
+            row = self.get(task_id)
+            if delivered or row is None or row.ended_at is None or row.ended_at >= ended_before:
+                found.discard(task_id)
+            else:
+                found.add(task_id)
+        return sorted(found)
 
     def sessions(self) -> set[str]:
         """The sessions that have a task in the journal."""

@@ -239,6 +239,25 @@ def test_a_gc_that_the_full_disk_cuts_short_names_what_it_kept(
     assert client.gc(older_than=0) == [task_id]
 
 
+def test_a_gc_on_a_full_disk_counts_the_unread_end_it_holds(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """A background task that ended on the full disk has its end and notice held in
+    memory (DF2): a plain `gc` kept it unread and said `keptUnread: 0`, with no word of
+    `--unread`, as the count read the journal's file alone (a trial)."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    task_id, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
+    try:
+        wait_until(lambda: client.wait(task_id, timeout=0).status == "failed")
+        assert held_writes(client) > 0
+        result = run_cli(small_state_dir, "gc", "--older-than", "0", "--json")
+        assert (json.loads(result.stdout)["keptUnread"], result.returncode) == (1, 0)
+        said = run_cli(small_state_dir, "gc", "--older-than", "0")
+        assert "kept 1" in said.stdout + said.stderr and "--unread" in said.stdout + said.stderr
+    finally:
+        filler.unlink()
+
+
 def test_read_only_tasks_dir(small_state_dir: Path, tmp_path: Path) -> None:
     """tasks/ cannot be written: no trap error in the output, a clear error for new
     commands, and a running task that ends meanwhile keeps its exit code (3)."""
