@@ -750,7 +750,10 @@ def _say_waiting(cli: Cli, task_id: str, after_a_prompt: bool) -> None:
 
 def _log_gone(out: dict[str, Any]) -> int:
     """B6d: 1, and why on stderr, when the task's log was removed (it printed nothing and
-    exited 0: a review)."""
+    exited 0: a review). An end on a full state dir is said on stderr too (DF4: its
+    notice, which this read confirms, alone said so)."""
+    if out.get("error"):
+        print(f"wave-bash: {out['error']}", file=sys.stderr)
     if not out.get("logGone"):
         return 0
     from . import texts

@@ -276,6 +276,9 @@ class TaskOutputResult(ContractModel):
     """A blocking read with a ``pattern`` that did not match: the bytes after this read
     that the pattern had no time to search (a big log): the next read returns them;
     none else."""
+    error: str | None = None
+    """An ended task's end on a full state dir (DF4): its output may be cut short. (The
+    answer that shows the end confirms its notice, which alone said so: a leftover.)"""
 
 
 class TerminalResult(ContractModel):

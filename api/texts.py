@@ -271,7 +271,8 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     if data.get("logGone"):
         return f"{state}\n({log_gone_text(str(data.get('outputPath')))})"
     if "output" in data:
-        return f"{state}\n{data['output'] or '(no new output)'}"
+        error = f"\n{data['error']}" if data.get("error") else ""  # (DF4)
+        return f"{state}\n{data['output'] or '(no new output)'}{error}"
     stopped = int(data.get("stoppedProcesses") or 0)
     if stopped:
         these = "the process" if stopped == 1 else f"the {stopped} processes"

@@ -35,7 +35,7 @@ from conftest import (
 from test_mcp import run as run_mcp
 from test_mcp import text as mcp_text
 
-from wave_bash.api import Client, StorageError, SupervisorUnavailableError
+from wave_bash.api import Client, StorageError, SupervisorUnavailableError, texts
 from wave_bash.api.errors import StateDirError, TaskNotFoundError
 from wave_bash.worker import read_exit_record
 
@@ -254,6 +254,26 @@ def test_a_gc_on_a_full_disk_counts_the_unread_end_it_holds(
         assert (json.loads(result.stdout)["keptUnread"], result.returncode) == (1, 0)
         said = run_cli(small_state_dir, "gc", "--older-than", "0")
         assert "kept 1" in said.stdout + said.stderr and "--unread" in said.stdout + said.stderr
+    finally:
+        filler.unlink()
+
+
+def test_a_read_that_shows_an_end_on_a_full_disk_says_so(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """DF4's line was in the background task's notice alone, and the TaskOutput (or
+    TaskInput, `output`) that showed the end confirmed that notice: the line was never
+    seen (a leftover). The read says it too."""
+    client = Client(state_dir=small_state_dir, cwd=tmp_path)
+    task_id, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
+    try:
+        wait_until(lambda: client.wait(task_id, timeout=0).status == "failed")
+        read = client.call_tool("TaskOutput", {"task_id": task_id})
+        line = "output it wrote meanwhile may be lost, as its log could not grow"
+        assert (read["exitCode"], line in (read["error"] or "")) == (6, True), read
+        assert texts.tool_result_text("TaskOutput", read).endswith(read["error"])
+        said = run_cli(small_state_dir, "output", task_id)
+        assert line in said.stderr, said
     finally:
         filler.unlink()
 

@@ -14,6 +14,7 @@ from wave_bash.api.constants import MAX_OUTPUT_CHARS
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError
 from wave_bash.api.models import TaskOutputResult, UnreadResult
 from wave_bash.api.protocol import OutputParams, UnreadParams
+from wave_bash.api.states import TaskStatus
 from wave_bash.worker.tail import (
     PatternScanner,
     changes,
@@ -338,6 +339,8 @@ def read_output(
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
         conn.give_back.append(lambda: give_back_read(ctx, task_id, session, end, start))
     log_gone = row.log_gone and removed_outside(ctx, row)
+    ended = row.status is not TaskStatus.RUNNING  # (DF4: the line its notice has)
+    storage = row.storage_note or (live.storage_note if live is not None else None)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
@@ -347,4 +350,5 @@ def read_output(
         log_gone=log_gone,
         line_ended=line_ended,
         unsearched_bytes=None if limit is None else size - end,  # (where the read ended)
+        error=storage if ended else None,
     )  # fmt: skip
