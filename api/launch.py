@@ -126,6 +126,10 @@ def _check_descriptors(exc: OSError) -> None:
     ) from None
 
 
+TASK_TAG = "WAVE_TASK_ID"
+"""The variable that tags a task's processes (``worker.kill.TAG``): never a supervisor's."""
+
+
 def start_supervisor(
     layout: StateLayout, transport: str, *, can_fork: bool = hasattr(os, "fork")
 ) -> None:
@@ -141,6 +145,8 @@ def start_supervisor(
     ensure_private_dir(layout.socket.parent)  # the fallback dir, if used: said here, clearly
     argv = [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(layout.root)]
     env = {**os.environ, TRANSPORT_ENV: transport}
+    env.pop(TASK_TAG, None)  # (started by a client in a task, it carried that task's tag:
+    # the task's stop took what it started, by the process table; a review)
     if not can_fork:
         subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -37,6 +37,7 @@ from wave_bash.api.transport import LOOPBACK, TcpEndpoint, chosen_transport, tcp
 from wave_bash.worker import choose_tracker
 from wave_bash.worker.cgroups import leave_task_cgroups
 from wave_bash.worker.files import keep_spare_descriptor
+from wave_bash.worker.kill import TAG
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .faults import crash_point
@@ -439,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
         "--detach", action="store_true", help="run in the background; exit once serving"
     )
     args = parser.parse_args(argv)
+    os.environ.pop(TAG, None)  # (a task's tag, where a command started it: nothing it
+    # starts is that task's; its own pid is never walked through, see worker.kill)
     close_inherited_descriptors()
     cgroup_outcomes = leave_what_a_starter_left()
     layout = StateLayout(resolve_state_dir(args.state_dir))

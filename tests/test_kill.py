@@ -76,6 +76,29 @@ def test_never_signals_protected_or_other_tasks(spawn_task) -> None:  # type: ig
     assert psutil.pid_exists(os.getpid())
 
 
+def test_no_stop_walks_through_a_protected_process(spawn_task) -> None:  # type: ignore[no-untyped-def]
+    """A protected process (the supervisor) that carries the task's tag is no root of the
+    task's processes: what it started is not the task's (a supervisor a client in the
+    task had started took every process it ran into that task's stop, none of them
+    tagged: a review)."""
+    task_id, monitor = spawn_task("sleep 300")
+    wait_until(lambda: _count(task_id) >= 2)
+    tagged = subprocess.Popen(
+        ["bash", "-c", "env -u WAVE_TASK_ID sleep 304 & echo $!; wait"],
+        stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "WAVE_TASK_ID": task_id}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert tagged.stdout is not None
+        below = int(tagged.stdout.readline())
+        stop_trees([(task_id, monitor.pid)], protected={monitor.pid, tagged.pid}, grace=1.0)
+        assert psutil.pid_exists(below) and psutil.Process(below).status() != "zombie"
+        assert tagged.poll() is None
+    finally:
+        os.killpg(tagged.pid, signal.SIGKILL)
+        tagged.wait()
+
+
 def test_a_monitor_pid_that_is_anothers_leads_nowhere(spawn_task) -> None:  # type: ignore[no-untyped-def]
     """A task whose monitor is gone (killed: `monitor_lost`) keeps its pid in the journal;
     once another process has it, a stop killed that stranger's children and process group

@@ -10,6 +10,7 @@ import random
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,12 +26,14 @@ from conftest import (
     needs,
     needs_cgroups,
     needs_root,
+    needs_tool,
     raw_request,
     reap,
     run_cli,
     start_bg,
     start_supervisor,
     supervisor_pids,
+    task_alive,
     wait_until,
 )
 
@@ -92,6 +95,27 @@ def test_nothing_escapes_task_stop(state_dir: Path, tracking: str, name: str) ->
     wait_until(lambda: not running(n) and not running(m), timeout=10)
 
 
+def test_a_process_that_took_another_uid_is_stopped(state_dir: Path, tracking: str) -> None:
+    """Under a root supervisor, by the process table too: only its own uid's processes
+    were in the table it walked, and a child that took another uid (`setpriv --reuid`)
+    left the monitor's tree unseen and ran on after the stop (a review)."""
+    needs_root("only root gives a child another uid")
+    needs_tool("setpriv", "util-linux")
+    n, m = marker(), marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(
+        client, f"setsid setpriv --reuid 65534 --regid 65534 --clear-groups sleep {n} & sleep {m}"
+    )
+    try:
+        wait_until(lambda: running(n) and running(m))
+        assert client.task_stop(tid).status == "killed"
+        wait_until(lambda: not running(n) and not running(m), timeout=10)
+    finally:  # (what ran on, had it)
+        for proc in running(n):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
 HOP = (
     'trap "" TERM; c=${{1:-1000}}; [ -e {stop} ] && exit 0; echo $$ >> {beats}; '
     '((c > 0)) || exit 0; sleep 0.02; setsid env -i /bin/bash -c "$0" "$0" $((c - 1)) & exit 0'
@@ -121,6 +145,33 @@ def test_a_chain_that_forks_anew_and_exits_is_stopped(
             time.sleep(0.05)
     finally:
         stop.touch()
+
+
+def test_a_supervisor_a_task_started_again_is_none_of_that_task(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client in a task that finds no supervisor starts one: it carried that task's
+    tag, so a stop of the task (by the process table) took every process under it, the
+    spawner and another task's command too (a review). It carries no tag, and no stop
+    walks through it."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    go, restarted = tmp_path / "go", tmp_path / "restarted"
+    client = Client(state_dir=state_dir)
+    cli = f"{sys.executable} -m wave_bash.api.cli --state-dir {state_dir}"
+    task = start_bg(
+        client,
+        f"until [ -e {go} ]; do sleep 0.02; done; {cli} tasks >/dev/null 2>&1; "
+        f"touch {restarted}; sleep {marker()}",
+    )
+    kill_supervisor(state_dir)
+    go.touch()
+    wait_until(lambda: restarted.exists(), timeout=30)
+    (supervisor,) = supervisor_pids(state_dir)
+    assert "WAVE_TASK_ID" not in psutil.Process(supervisor).environ()
+    other = start_bg(client, f"sleep {marker()}")
+    assert client.task_stop(task).status == "killed"
+    assert task_alive(other) and client.task_output(other, block=False).status == "running"
+    assert client.task_stop(other).status == "killed"
 
 
 def test_a_task_ends_as_its_monitor_records_it_and_every_monitor_is_reaped(

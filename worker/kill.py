@@ -44,6 +44,9 @@ if hasattr(os, "getuid"):
     def _is_ours(info: dict[str, Any]) -> bool:
         return info["uids"] is not None and info["uids"].real == _MY_UID
 
+    def _may_signal_others() -> bool:
+        return os.geteuid() == 0
+
 else:  # Windows: no uids; the same user name
     _USER_ATTRS = ["username"]
     _MY_NAME = psutil.Process().username()
@@ -51,10 +54,16 @@ else:  # Windows: no uids; the same user name
     def _is_ours(info: dict[str, Any]) -> bool:
         return bool(info["username"] == _MY_NAME)
 
+    def _may_signal_others() -> bool:
+        return False
+
 
 @dataclass
 class ProcessTable:
-    """One pass over this user's processes: parent links and ``WAVE_TASK_ID`` tags."""
+    """One pass over this user's processes: parent links and ``WAVE_TASK_ID`` tags. Run
+    as root, every user's parent links (a task's command that took another uid, `setpriv
+    --reuid`, is in its monitor's tree all the same: it ran on after a stop, a review);
+    tags are this user's alone."""
 
     children: dict[int, list[int]] = field(default_factory=dict)
     parents: dict[int, int] = field(default_factory=dict)
@@ -64,13 +73,15 @@ class ProcessTable:
     def read(cls, want_tags: Collection[str]) -> ProcessTable:
         table = cls()
         on_proc = os.path.isdir("/proc/self")
+        everyone = _may_signal_others()
         for proc in psutil.process_iter(["ppid", *_USER_ATTRS]):
             try:
-                if not _is_ours(proc.info):
+                ours = _is_ours(proc.info)
+                if not (ours or everyone):
                     continue
                 table.children.setdefault(proc.info["ppid"], []).append(proc.pid)
                 table.parents[proc.pid] = proc.info["ppid"]
-                if want_tags:
+                if want_tags and ours:
                     tag = process_tag(proc.pid) if on_proc else proc.environ().get(TAG)
                     if tag is not None and tag in want_tags:
                         table.tags[proc.pid] = tag
@@ -78,12 +89,16 @@ class ProcessTable:
                 continue
         return table
 
-    def descendants(self, pid: int) -> set[int]:
+    def descendants(self, pid: int, fence: Collection[int] = ()) -> set[int]:
+        """``pid``'s descendants, never ``fence`` nor what is below it (the supervisor,
+        the monitors: a supervisor a client in a task had started carried the task's
+        tag, and a stop of that task took every process under it, other tasks' jobs too:
+        a review)."""
         found: set[int] = set()
         todo = list(self.children.get(pid, ()))
         while todo:
             child = todo.pop()
-            if child not in found:
+            if child not in found and child not in fence:
                 found.add(child)
                 todo.extend(self.children.get(child, ()))
         return found
@@ -183,14 +198,15 @@ def snapshot(
     ``roots``: ``(task_id, pid)`` of processes an ended task left behind, each listed with
     its descendants, while ``root_runs`` says it is still the process listed (not a
     reused pid)."""
+    protected = set(protected)
     trees = [TaskTree(task_id, monitor_pid) for task_id, monitor_pid in tasks]
     table = ProcessTable.read({t.task_id for t in trees} | {task_id for task_id, _ in roots})
     tagged = table.tagged()
     for task_id, root in roots:
         if not root_runs(root):
             continue
-        tree = TaskTree(task_id, 0, pids={root} | table.descendants(root))
-        tree.pids -= set(protected)
+        tree = TaskTree(task_id, 0, pids={root} | table.descendants(root, protected))
+        tree.pids -= protected
         trees.append(tree)
     for tree in trees:
         if not tree.monitor_pid:
@@ -198,18 +214,18 @@ def snapshot(
         pids = set(tagged.get(tree.task_id, ()))
         # (with what they started: in a new session with no tag, a TERM trap's daemon,
         # whose parent died at the SIGKILL, ran on under init, a trial)
-        pids |= {d for pid in list(pids) for d in table.descendants(pid)}
+        pids |= {d for pid in pids - protected for d in table.descendants(pid, protected)}
         # Its tree and job group only while the monitor is the task's (tagged): a monitor
         # gone, its pid another's, led a review's stop to kill that stranger's children
         # and process group.
         if table.tags.get(tree.monitor_pid) == tree.task_id:
-            pids |= table.descendants(tree.monitor_pid)
+            pids |= table.descendants(tree.monitor_pid, protected)
             direct = table.children.get(tree.monitor_pid)
             if direct and hasattr(os, "getpgid"):
                 with contextlib.suppress(OSError):
                     tree.job_pgid = os.getpgid(direct[0])
         pids.discard(tree.monitor_pid)
-        tree.pids = pids - set(protected)
+        tree.pids = pids - protected
         if tree.job_pgid in protected:
             tree.job_pgid = None
     return trees
@@ -294,7 +310,7 @@ def stop_trees(
                 tree.job_pgid = group.pgid
                 members = group.members()  # (and what they started, in a new session)
                 table = table or ProcessTable.read(())
-                started = {d for pid in members for d in table.descendants(pid)}
+                started = {d for pid in members for d in table.descendants(pid, protected)}
                 tree.pids |= (members | started) - protected
         return _living(trees) if living else trees
 
