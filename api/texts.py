@@ -227,6 +227,53 @@ def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:
     return first + (" …" if len(lines) > 1 else "")
 
 
+SANDBOX_DENIALS = (
+    "read-only file system", "operation not permitted", "permission denied",
+    "device or resource busy",
+)  # fmt: skip
+"""What a command that failed prints when the sandbox refused it something (as Codex's
+``is_likely_sandbox_denied`` looks for; `git config` meets a bound file's EBUSY)."""
+SANDBOX_NETWORK_DENIALS = (
+    "could not resolve host", "temporary failure in name resolution",
+    "name or service not known", "network is unreachable", "connection refused",
+    "couldn't connect to server", "failed to connect",
+)  # fmt: skip
+"""The same, where the sandbox has no network."""
+
+
+def sandbox_denial(output: str, network: bool) -> str | None:
+    """The first line of a failed sandboxed command's output that reads as the sandbox
+    refusing it something (``None``: none does)."""
+    words = SANDBOX_DENIALS + (() if network else SANDBOX_NETWORK_DENIALS)
+    for line in output.splitlines():
+        lower = line.lower()
+        if any(word in lower for word in words):
+            return short_command(line.strip(), 200)
+    return None
+
+
+def sandbox_failure_text(evidence: str, mode: str, workspace: str | None, network: bool) -> str:
+    """SB: a sandboxed command failed, by its output maybe for the sandbox: said, with what
+    the sandbox allows (the kernel's words alone, "Device or resource busy" from `git
+    config`, "Connection refused" from a dev server another command started, sent agents
+    debugging git or the server: a trial)."""
+    where = "in the session's own /tmp (not the host's)"
+    if mode == "workspace-write" and workspace:
+        where = f"only in {workspace} and the session's own /tmp (not the host's)"
+    net = (
+        ""
+        if network
+        else "; it has no network, not even loopback to a server another command started "
+        "(each command has its own)"
+    )
+    return (
+        f'This may be the sandbox\'s doing ("{evidence}"): the command ran in the {mode} '
+        f"sandbox, which lets it write {where}, with each repository's .git/config and "
+        f"hooks read-only{net}. A command that needs more must run outside the sandbox, "
+        "which the user decides."
+    )
+
+
 def log_gone_text(path: str) -> str:
     """B6d: a task whose log was removed (``output`` said nothing, exit 0: a review)."""
     return (

@@ -494,6 +494,8 @@ class LiveTask:
     """An interactive task's terminal (SPEC P)."""
     sources: Sources | None = None
     """What its sandbox binds by descriptor, held until it ends."""
+    sandbox: sandboxes.Sandbox | None = None
+    """The sandbox its command runs in, for this supervisor's result (not journaled)."""
     sandbox_note: str | None = None
     """Said in its result: protected files its sandboxed command made were moved aside."""
 
@@ -830,6 +832,7 @@ class TaskManager:
         task = LiveTask(row, files, asyncio.get_running_loop().create_future(), child=True)
         task.cwd_note = cwd_note
         task.sources = sources
+        task.sandbox = sandbox
         task.tracked = bool(joins)
         self.live[task_id] = task
         if sources is not None and sources.absent:

@@ -66,6 +66,32 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+def test_a_failure_that_reads_as_the_sandbox_s_says_so(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """The kernel's words alone ("Device or resource busy" from `git config`, "Connection
+    refused" from a server another command started) sent agents debugging git or their
+    server (a trial): a failed sandboxed command whose output reads as a refusal says
+    that it may be the sandbox's, and what the sandbox allows."""
+    needs_tool("git", "git")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    config = client.bash("git config user.email dev@example.com")
+    assert config.exit_code not in (0, None)
+    said = config.message.splitlines()[-1]
+    assert (
+        said.startswith("This may be the sandbox's doing (") and "Device or resource busy" in said
+    )
+    assert f"write only in {project} and the session's own /tmp" in said
+    assert "no network, not even loopback" in said
+    served = client.bash("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'")
+    assert "Connection refused" in served.message.splitlines()[-1]
+    assert "the sandbox's doing" not in client.bash("echo plain; exit 3").message
+    assert "the sandbox's doing" not in client.bash("echo 'Permission denied'").message  # (0)
+    unsandboxed = Client(state_dir=state_dir, cwd=tmp_path)
+    assert "the sandbox's doing" not in unsandboxed.bash("echo x > /proc/version").message
+
+
 def test_workspace_write_inside_yes_outside_no(
     state_dir: Path, project: Path, tmp_path: Path
 ) -> None:
