@@ -88,8 +88,11 @@ def moved_aside_text(paths: list[str], task_id: str, unjudged: Sequence[str] = (
     if paths:
         said.append(
             "The sandbox moved aside what the command made where git or a shell would run "
-            f"it outside: {', '.join(paths)} (now *.moved-by-wave-bash-{task_id}*)."
-        )
+            f"it outside: {', '.join(paths)} (now *.moved-by-wave-bash-{task_id}*). A "
+            "repository without its config or hooks works only in part: the user may "
+            "review each and, if it runs nothing unwanted, move it back outside the sandbox."
+        )  # (a clone's config gone, the sandbox kept its git dir read-only, and it said
+        # not what to do: a trial)
     if unjudged:
         said.append(
             f"The sandbox could not look at all the command made in {', '.join(unjudged)} "
