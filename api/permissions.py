@@ -229,6 +229,16 @@ CLAUDE_SETTINGS = frozenset(
 """Keys of Claude Code's ``permissions`` that hold no rule, passed over in its settings
 shape: a mode for what no rule decides (here: ask, the stricter reading), and the file
 tools' directories."""
+_OTHER_TOOL = re.compile(r"(?:mcp__[\w.-]+|[A-Z][A-Za-z]*)(?:\(.*\))?", re.DOTALL)
+"""A rule of another of Claude Code's tools (``Read(~/.zshrc)``, ``Edit(src/**)``,
+``WebFetch(domain:x)``, ``mcp__server__tool``): in its settings shape, passed over. Claude
+Code's own Bash checks none of them either; a settings file pasted whole was refused at
+its first such rule (a trial)."""
+
+
+def _other_tools_rule(text: str) -> bool:
+    match = _OTHER_TOOL.fullmatch(text.strip())
+    return match is not None and _RULE.fullmatch(text.strip()) is None
 
 
 @dataclass(frozen=True)
@@ -256,11 +266,22 @@ class RuleSet:
                 f"{origin}: unknown key(s) {sorted(unknown)}; use allow, ask and deny"
             )
         lists: dict[str, tuple[Rule, ...]] = {}
+        bad: list[str] = []  # (each said at once: one a run, fixed one by one, a trial)
         for verdict in VERDICTS:
             items = data.get(verdict, [])
             if not isinstance(items, list):
                 raise InvalidInputError(f"{origin}: {verdict} must be a list of rules")
-            lists[verdict] = tuple(Rule.parse(item) for item in items)
+            rules = []
+            for item in items:
+                if settings and isinstance(item, str) and _other_tools_rule(item):
+                    continue
+                try:
+                    rules.append(Rule.parse(item))
+                except InvalidInputError as exc:
+                    bad.append(str(exc))
+            lists[verdict] = tuple(rules)
+        if bad:
+            raise InvalidInputError(f"{origin}: {'; '.join(bad)}")
         return cls(lists["allow"], lists["ask"], lists["deny"], origin)
 
     @classmethod

@@ -1122,6 +1122,18 @@ def test_rules_files_toml_json_and_claude_settings(tmp_path: Path) -> None:
     bad.write_text('allow = ["Read(./x)"]\n')
     with pytest.raises(InvalidInputError, match=r"'Read\(./x\)' is not Bash\(…\) or Write\(…\)"):
         RuleSet.load(bad)
+    # In Claude Code's shape its other tools' rules are passed over (a settings file pasted
+    # whole was refused at its first, and the next at the next run: a trial); every rule
+    # that is none of them and no rule here is named at once.
+    others = ["Read(~/.zshrc)", "Edit(src/**)", "WebFetch(domain:example.com)", "Glob",
+              "mcp__github__create_issue", "Bash(ls *)"]  # fmt: skip
+    settings.write_text(json.dumps({"permissions": {"allow": others, "deny": ["Read(.env)"]}}))
+    pasted = RuleSet.load(settings)
+    assert [r.text for r in pasted.allow] == ["Bash(ls *)"] and pasted.deny == ()
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls", "Bash(x)", "bash(y)"]}}))
+    with pytest.raises(InvalidInputError) as both:
+        RuleSet.load(settings)
+    assert "'Bash(ls'" in str(both.value) and "'bash(y)'" in str(both.value)
     (tmp_path / "typo.toml").write_text('alow = ["Bash(ls)"]\n')
     with pytest.raises(InvalidInputError, match=r"unknown key\(s\) \['alow'\]"):
         RuleSet.load(tmp_path / "typo.toml")
