@@ -206,9 +206,11 @@ class Caller:
         self.cli_hint = "wave-bash"
         """How a hint names the CLI that reaches this supervisor (``texts.cli_words``)."""
         self.on_retrying: Callable[[str, float], None] | None = None
-        """Told once per call that has tried again for :data:`RETRY_NOTICE_SECONDS` (why,
-        and the seconds it goes on trying): a person at a remote `run` whose sshd went
-        down saw nothing for 96 s (a trial)."""
+        """Told once an outage has had a call try again for :data:`RETRY_NOTICE_SECONDS`
+        (why, and the seconds it goes on trying): a person at a remote `run` whose sshd
+        went down saw nothing for 96 s (a trial). Once for all the calls that meet it,
+        until one gets through (a `run`'s streaming calls said it twice: a trial)."""
+        self._retrying_said = False
 
     def call(
         self,
@@ -247,12 +249,13 @@ class Caller:
         delay = BACKOFF_FIRST
         failing_since: float | None = None
         short_since: float | None = None  # (every try since then found no descriptor)
-        told = False
         while True:
             if self._closed:
                 raise SupervisorUnavailableError("this client was closed: its caller went away")
             try:
-                return self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
+                result = self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
+                self._retrying_said = False
+                return result
             except _ConnectionLost as lost:
                 if lost.frozen:  # (it answers no one: a `tasks` waited 2 minutes, a trial)
                     raise _not_answering(lost, started, first_op, self.cli_hint) from None
@@ -296,15 +299,23 @@ class Caller:
                 short_since = None
             failing_since = failing_since or time.monotonic()
             trying = time.monotonic() - failing_since
-            if self.on_retrying is not None and not told and trying >= RETRY_NOTICE_SECONDS:
-                told = True
-                self.on_retrying(str(failure), max(0.0, left))
-            if left <= 0:
+            if left <= 0:  # (before any word of trying again: "for up to 0 s", then this)
                 task_id = started[0] if started else None
+                about = params.get("task_id") if task_id is None else None
                 raise SupervisorUnavailableError(
-                    _give_up_text(failure, task_id, first_op == "run" and sent, self.cli_hint),
+                    _give_up_text(
+                        failure,
+                        task_id,
+                        first_op == "run" and sent,
+                        self.cli_hint,
+                        about if isinstance(about, str) else None,
+                    ),
                     task_id=task_id,
                 ) from None
+            said = self._retrying_said
+            if self.on_retrying is not None and trying >= RETRY_NOTICE_SECONDS and not said:
+                self._retrying_said = True
+                self.on_retrying(str(failure), left)
             time.sleep(min(delay, left))  # (the last try at the end of the patience: a
             # delay that went past it gave up a second early, a review)
             delay = min(delay * 2, BACKOFF_MAX)
@@ -533,17 +544,24 @@ def _not_answering(
 
 
 def _give_up_text(
-    failure: BaseException, task_id: str | None, maybe_started: bool, cli: str
+    failure: BaseException,
+    task_id: str | None,
+    maybe_started: bool,
+    cli: str,
+    about: str | None = None,
 ) -> str:
     """Why a call gave up, and what became of its command (``cli``: how the hint names
     the CLI, with what reaches this supervisor: a remote one's hint named none of it, and
-    pasted asked the local default state dir, a trial)."""
+    pasted asked the local default state dir, a trial); ``about``: the task a call on a
+    task (`wait`, `output`, `stop`) was about (it was named by none: a trial)."""
     text = f"{failure}; gave up reaching the supervisor"
     if task_id is not None:
         return (
             f"{text}: the command (task {task_id}) may still be running, see TaskOutput or "
             f"`{cli} output {task_id}`"
         )
+    if about is not None:
+        return f"{text}: task {about} may still be running, see `{cli} output {about}` later"
     return f"{text}: the command may have started" if maybe_started else text
 
 

@@ -26,7 +26,7 @@ from conftest import (
     wait_until,
 )
 
-from wave_bash.api import BashResult, Client
+from wave_bash.api import BashResult, Client, SupervisorUnavailableError
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor import logs
 from wave_bash.supervisor.logs import RepeatFilter
@@ -105,6 +105,33 @@ def test_a_call_answered_busy_goes_again(state_dir: Path) -> None:
         assert stopped.returncode == 0, stopped.stderr
         assert all(b"no complete request" in answer(s) for s in socks)
     assert client.bash("echo ok").stdout == "ok"
+
+
+def test_an_outage_is_said_once_and_a_call_on_a_task_names_it_as_it_gives_up(
+    state_dir: Path,
+) -> None:
+    """Each call that met an outage said it tried again (a remote `run`'s streaming calls
+    said it twice, the second with a shorter deadline), and a `wait` that gave up named
+    no task (a trial): said once until a call gets through, and the task named."""
+    start_limited_supervisor(
+        state_dir, 1024, 1024, WAVE_MAX_CONNECTIONS="8", WAVE_REQUEST_TIMEOUT="4s"
+    )
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "sleep 300")
+    said: list[tuple[str, float]] = []
+    fresh = Client(state_dir=state_dir)  # (no connection kept: each call meets the cap)
+    fresh.calls.on_retrying = lambda why, left: said.append((why, left))
+    with held_connections(state_dir, 8):  # (let go by the supervisor after 4 s)
+        wait = {"session": fresh.session, "task_id": task_id, "timeout": 0}
+        with pytest.raises(SupervisorUnavailableError, match=f"task {task_id} may still be"):
+            fresh.calls.call("wait", wait, patience=0.5)
+        calls = [threading.Thread(target=fresh.status) for _ in range(2)]
+        for call in calls:
+            call.start()
+        for call in calls:
+            call.join(timeout=60)
+    assert len(said) == 1 and said[0][1] > 0, said
+    assert client.task_stop(task_id).status == "killed"
 
 
 def test_a_command_that_meets_the_descriptor_limit_is_sent_again(state_dir: Path) -> None:
