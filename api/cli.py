@@ -29,7 +29,7 @@ from .calls import (
     CallScope,
     cli_words,
 )
-from .connection import caller_environment, connector_for, supervisor_log
+from .connection import caller_environment, chosen_ssh_options, connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
@@ -921,7 +921,8 @@ def cmd_attach(cli: Cli, args: argparse.Namespace) -> int:
 
         verb = shlex.join(["--session", cli.session, "attach", args.id])
         remote_command = args.remote_command or "wave-bash"
-        remote, options = Remote.parse(cli.remote), _ssh_options(args.ssh_option)
+        remote = Remote.parse(cli.remote)
+        options = chosen_ssh_options(_ssh_options(args.ssh_option))
         control = control_path(cli.layout, remote, options)
         quiet = [*options, "-o", "LogLevel=ERROR"]  # (no "Shared connection … closed.")
         argv = remote.ssh_argv(quiet, remote_command, verb, tty=True, control=control)

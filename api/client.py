@@ -20,7 +20,7 @@ from .calls import (
     CallScope,
     cli_words,
 )
-from .connection import caller_environment, connector_for, supervisor_log
+from .connection import caller_environment, chosen_ssh_options, connector_for, supervisor_log
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     InvalidInputError,
@@ -116,7 +116,8 @@ class Client:
             the supervisor on that machine through ``ssh HOST wave-bash bridge``; commands
             get the remote environment and start in the remote home unless ``cwd`` is set;
             paths in results are remote paths.
-        ssh_options: extra ``ssh`` arguments (``-i KEY``, ``-o …``); ``~/.ssh/config`` applies.
+        ssh_options: extra ``ssh`` arguments (``-i KEY``, ``-o …``; default
+            ``WAVE_SSH_OPTIONS``, split as a shell would); ``~/.ssh/config`` applies.
         remote_command: how to run wave-bash there (default ``WAVE_REMOTE_COMMAND`` or
             ``wave-bash``).
         connector: how to reach the supervisor, instead of the one the arguments above
@@ -174,7 +175,7 @@ class Client:
         self.cwd = os.fspath(cwd) if cwd is not None else None
         if self.cwd and self.remote is None:  # (relative to this process, as
             self.cwd = os.path.abspath(self.cwd)  # subprocess reads it: the supervisor's differs)
-        self.ssh_options = list(ssh_options)
+        self.ssh_options = chosen_ssh_options(ssh_options) if self.remote else list(ssh_options)
         self.remote_command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
         self.connector: Connector = connector or connector_for(
             self.layout,

@@ -408,9 +408,31 @@ def connector_for(
     remote = remote or os.environ.get("WAVE_REMOTE") or None
     if remote:
         command = remote_command or os.environ.get("WAVE_REMOTE_COMMAND") or "wave-bash"
+        ssh_options = chosen_ssh_options(ssh_options)
         check_ssh_options(ssh_options)
         return SshConnector(Remote.parse(remote), ssh_options, command, layout)
     return LocalConnector(layout, transport or chosen_transport(), autostart)
+
+
+SSH_OPTIONS_ENV = "WAVE_SSH_OPTIONS"
+
+
+def chosen_ssh_options(given: Sequence[str]) -> list[str]:
+    """``given``, else ``WAVE_SSH_OPTIONS`` split as a shell would (``-F ~/dev/ssh_config``):
+    ``WAVE_REMOTE`` alone was not enough where ssh needed an option, and every call then
+    took ``--ssh-option`` (a trial).
+
+    Raises:
+        InvalidInputError: the variable cannot be split (an unclosed quote).
+    """
+    if given:
+        return list(given)
+    import shlex
+
+    try:
+        return shlex.split(os.environ.get(SSH_OPTIONS_ENV, ""))
+    except ValueError as exc:
+        raise InvalidInputError(f"{SSH_OPTIONS_ENV}: {exc}") from None
 
 
 class MemoryChannel:

@@ -546,6 +546,23 @@ def test_cli_remote_and_output_follow(sshd: dict[str, object]) -> None:
     assert "hi bob" in answered.stdout, answered
 
 
+def test_ssh_options_from_the_environment(sshd: dict[str, object]) -> None:
+    """`WAVE_REMOTE` alone was not enough where ssh needed an option: every call took
+    `--ssh-option` (a trial). `WAVE_SSH_OPTIONS` gives them, split as a shell would."""
+    env = {
+        **os.environ, "WAVE_STATE_DIR": str(sshd["local"]), "WAVE_REMOTE": str(sshd["url"]),
+        "WAVE_REMOTE_COMMAND": str(sshd["command"]),
+        "WAVE_SSH_OPTIONS": shlex.join(list(sshd["options"])),  # type: ignore[call-overload]
+    }  # fmt: skip
+    cli = [sys.executable, "-m", "wave_bash.api.cli"]
+    ran = subprocess.run([*cli, "run", "--", "echo there"], capture_output=True, text=True,
+                         timeout=60, env=env)  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (0, "there\n"), ran.stderr
+    env["WAVE_SSH_OPTIONS"] = "-o 'unclosed"
+    bad = subprocess.run([*cli, "tasks"], capture_output=True, text=True, timeout=60, env=env)
+    assert bad.returncode == 2 and "WAVE_SSH_OPTIONS: No closing quotation" in bad.stderr
+
+
 def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> None:
     client = remote_client(sshd, remote_command="/nonexistent/wave-bash")
     with pytest.raises(SupervisorUnavailableError, match="is wave-bash installed on the remote"):
