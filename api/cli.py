@@ -453,7 +453,9 @@ def _report_run(result: dict[str, Any], as_json: bool, cli: Cli, printed: bool =
         if _started_in_background(result):  # its ID for a script: `ID=$(wave-bash run …)`
             print(result["backgroundTaskId"])
         print(message.removeprefix(stdout).lstrip("\n"), file=sys.stderr)
-        if cli.remote is not None:
+        path = result.get("outputPath")
+        if cli.remote is not None and path and path in message:  # (not after a `sleep`
+            # stopped at its timeout, whose message names no file: a trial)
             print(f"(the output file is on {cli.remote})", file=sys.stderr)
     else:
         if not printed:  # (exact: as the log has it, blank edge lines too, as `output`)

@@ -558,6 +558,16 @@ def test_ssh_options_from_the_environment(sshd: dict[str, object]) -> None:
     ran = subprocess.run([*cli, "run", "--", "echo there"], capture_output=True, text=True,
                          timeout=60, env=env)  # fmt: skip
     assert (ran.returncode, ran.stdout) == (0, "there\n"), ran.stderr
+    # The remote's output file is named as such where the message names it, and only
+    # there (not after a `sleep` stopped at its timeout: a trial)
+    cut = subprocess.run([*cli, "run", "--timeout", "300", "--", "sleep 30"],
+                         capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    assert cut.returncode == 143 and "output file is on" not in cut.stderr, cut.stderr
+    moved = subprocess.run([*cli, "run", "--timeout", "300", "--", "true; sleep 30"],
+                           capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    assert moved.returncode == 124 and f"output file is on {sshd['url']}" in moved.stderr
+    task_id = moved.stderr.split("ID: ")[1].split(".")[0]
+    assert subprocess.run([*cli, "stop", task_id], env=env, timeout=60).returncode == 0
     env["WAVE_SSH_OPTIONS"] = "-o 'unclosed"
     bad = subprocess.run([*cli, "tasks"], capture_output=True, text=True, timeout=60, env=env)
     assert bad.returncode == 2 and "WAVE_SSH_OPTIONS: No closing quotation" in bad.stderr
