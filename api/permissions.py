@@ -229,16 +229,23 @@ CLAUDE_SETTINGS = frozenset(
 """Keys of Claude Code's ``permissions`` that hold no rule, passed over in its settings
 shape: a mode for what no rule decides (here: ask, the stricter reading), and the file
 tools' directories."""
-_OTHER_TOOL = re.compile(r"(?:mcp__[\w.-]+|[A-Z][A-Za-z]*)(?:\(.*\))?", re.DOTALL)
-"""A rule of another of Claude Code's tools (``Read(~/.zshrc)``, ``Edit(src/**)``,
-``WebFetch(domain:x)``, ``mcp__server__tool``): in its settings shape, passed over. Claude
-Code's own Bash checks none of them either; a settings file pasted whole was refused at
-its first such rule (a trial)."""
+CLAUDE_TOOLS = frozenset({
+    "Read", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS",
+    "WebFetch", "WebSearch", "Task", "Agent", "TodoWrite", "TodoRead", "ExitPlanMode",
+    "SlashCommand", "Skill", "BashOutput", "KillShell", "KillBash", "TaskOutput",
+    "TaskStop", "PowerShell",
+})  # fmt: skip
+"""Claude Code's other tools, whose rules (``Read(~/.zshrc)``, ``Edit(src/**)``,
+``WebFetch(domain:x)``, and ``mcp__server__tool``) its settings shape passes over: Claude
+Code's own Bash checks none of them either, and a settings file pasted whole was refused
+at its first such rule (a trial). Any other name stays an error: a deny rule of a tool
+misspelled (``Shell(rm *)``) would be a rule that looks right and does nothing."""
+_OTHER_TOOL = re.compile(r"(mcp__[\w.-]+|[A-Z][A-Za-z]*)(?:\(.*\))?", re.DOTALL)
 
 
 def _other_tools_rule(text: str) -> bool:
     match = _OTHER_TOOL.fullmatch(text.strip())
-    return match is not None and _RULE.fullmatch(text.strip()) is None
+    return match is not None and (match[1].startswith("mcp__") or match[1] in CLAUDE_TOOLS)
 
 
 @dataclass(frozen=True)

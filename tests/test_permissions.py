@@ -1130,10 +1130,11 @@ def test_rules_files_toml_json_and_claude_settings(tmp_path: Path) -> None:
     settings.write_text(json.dumps({"permissions": {"allow": others, "deny": ["Read(.env)"]}}))
     pasted = RuleSet.load(settings)
     assert [r.text for r in pasted.allow] == ["Bash(ls *)"] and pasted.deny == ()
-    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls", "Bash(x)", "bash(y)"]}}))
-    with pytest.raises(InvalidInputError) as both:
+    wrong = ["Bash(ls", "Bash(x)", "bash(y)", "Shell(rm *)"]  # (a misspelled tool's rule
+    settings.write_text(json.dumps({"permissions": {"deny": wrong}}))  # would do nothing)
+    with pytest.raises(InvalidInputError) as every:
         RuleSet.load(settings)
-    assert "'Bash(ls'" in str(both.value) and "'bash(y)'" in str(both.value)
+    assert all(f"'{rule}'" in str(every.value) for rule in ("Bash(ls", "bash(y)", "Shell(rm *)"))
     (tmp_path / "typo.toml").write_text('alow = ["Bash(ls)"]\n')
     with pytest.raises(InvalidInputError, match=r"unknown key\(s\) \['alow'\]"):
         RuleSet.load(tmp_path / "typo.toml")
