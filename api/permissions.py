@@ -243,6 +243,26 @@ misspelled (``Shell(rm *)``) would be a rule that looks right and does nothing."
 _OTHER_TOOL = re.compile(r"(mcp__[\w.-]+|[A-Z][A-Za-z]*)(?:\(.*\))?", re.DOTALL)
 
 
+_PLAIN_DIRECTORY = re.compile(r"[A-Za-z0-9._+/@%,=-]+")
+"""A `cd` operand that is a path as written: no expansion, quote, option nor glob."""
+
+
+def _stays_below(command: SimpleCommand, cwd: str) -> bool:
+    """Whether ``command`` is a `cd` or `pushd` to a directory that is ``cwd`` or below it,
+    links followed (as Claude Code lets one run without a rule: `cd src && ls` asked for
+    `cd src`, a trial). It changes nothing itself; what runs after it is checked as
+    always (a relative write target where it leads)."""
+    words = command.text.split(" ")
+    if command.wrappers or len(words) != 2 or words[0] not in ("cd", "pushd"):
+        return False
+    target = words[1]
+    if target.startswith("-") or _PLAIN_DIRECTORY.fullmatch(target) is None:
+        return False
+    root = os.path.realpath(cwd)
+    there = os.path.realpath(os.path.join(root, target))
+    return there == root or there.startswith(root.rstrip("/") + "/")
+
+
 def _other_tools_rule(text: str) -> bool:
     match = _OTHER_TOOL.fullmatch(text.strip())
     return match is not None and (match[1].startswith("mcp__") or match[1] in CLAUDE_TOOLS)
@@ -334,7 +354,7 @@ class RuleSet:
         cdpath = env.get("CDPATH")
         verdicts: list[Decision] = []
         for command in parsed.commands:
-            verdicts.append(self._command(command))
+            verdicts.append(self._command(command, None if cdpath else cwd))
         for setting in _environment_settings(parsed, env):  # (`HOME=/x; git status`)
             verdicts.append(_setting_decision(self._command(SimpleCommand(setting)), setting))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))
@@ -463,6 +483,8 @@ class RuleSet:
         worst = max(verdicts, key=lambda d: (_RANK[d.verdict], 2 if d.rule else d.subject is None))
         if worst.verdict == "allow":
             rules = sorted({d.rule for d in verdicts if d.rule})
+            if not rules:  # (a `cd` below where it starts: no rule needed)
+                return Decision("allow", "; ".join(dict.fromkeys(d.reason for d in verdicts)))
             return Decision("allow", "allowed by " + ", ".join(rules), ", ".join(rules))
         if worst.verdict == "ask":  # every part that asks: a person approves all of them
             asks = [worst, *(d for d in verdicts if d.verdict == "ask" and d is not worst)]
@@ -485,7 +507,9 @@ class RuleSet:
         everything = any(r.kind == "Bash" and r.matches_everything for r in self.allow)
         return everything and not (self.deny or self.ask)
 
-    def _command(self, command: SimpleCommand) -> Decision:
+    def _command(self, command: SimpleCommand, cwd: str | None = None) -> Decision:
+        """``cwd``: where the command starts, for a `cd` that stays below it (none: no
+        such `cd` is allowed without a rule, as where a ``CDPATH`` may lead elsewhere)."""
         readings = (command.text, *command.variants)
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
@@ -516,6 +540,8 @@ class RuleSet:
                     subject=command.text,
                     suggested=self._rules_for(command, rule),
                 )
+        if held is None and cwd is not None and _stays_below(command, cwd):
+            return Decision("allow", f"`{command.text}` stays in {cwd}", subject=command.text)
         return held or Decision(
             "ask",
             f"no rule allows `{command.text}`",

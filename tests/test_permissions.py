@@ -1100,6 +1100,27 @@ def test_allow_everything_still_checks_deny_rules_on_computed_commands() -> None
     assert verdict("rm x", guarded) == "deny"
 
 
+def test_a_cd_that_stays_below_where_it_starts_needs_no_rule(tmp_path: Path) -> None:
+    """`cd src && ls` asked for `cd src` under `Bash(ls *)` (a trial; Claude Code lets a
+    `cd` within its directories run): a `cd` or `pushd` to a directory at or below where
+    the command starts, links followed, needs no rule; any other still asks, a deny or
+    ask rule still decides, and what runs after it is checked as always."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "out").symlink_to("/etc")
+    rules = RuleSet.from_mapping({"allow": ["Bash(ls *)"], "deny": ["Bash(cd secret*)"]})
+
+    def verdict(command: str, **env: str) -> str:
+        return rules.decide(parse_command(command), cwd=str(tmp_path), env=env).verdict
+
+    assert [verdict(c) for c in ("cd src && ls", "pushd ./src && ls", "cd src")] == ["allow"] * 3
+    asked = ["cd .. && ls", "cd /etc && ls", "cd out && ls", "cd src/../.. && ls",
+             "cd ~ && ls", 'cd "$D" && ls', "cd -P src && ls", "sudo cd src", "cd src; rm x"]  # fmt: skip
+    assert [verdict(c) for c in asked] == ["ask"] * len(asked)
+    assert verdict("cd secret") == "deny"
+    assert verdict("cd src && ls", CDPATH="/etc") == "ask"  # (`src` may be /etc/src)
+    assert "stays in" in rules.decide(parse_command("cd src"), cwd=str(tmp_path)).reason
+
+
 def test_rules_files_toml_json_and_claude_settings(tmp_path: Path) -> None:
     toml = tmp_path / "rules.toml"
     toml.write_text('allow = ["Bash(git status)"]\ndeny = ["Bash(rm *)"]\n')
