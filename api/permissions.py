@@ -354,7 +354,7 @@ class RuleSet:
         cdpath = env.get("CDPATH")
         verdicts: list[Decision] = []
         for command in parsed.commands:
-            verdicts.append(self._command(command, None if cdpath else cwd))
+            verdicts.append(self._command(command, None if cdpath or parsed.moves else cwd))
         for setting in _environment_settings(parsed, env):  # (`HOME=/x; git status`)
             verdicts.append(_setting_decision(self._command(SimpleCommand(setting)), setting))
         writes_ruled = any(r.kind == "Write" for r in (*self.deny, *self.ask))

@@ -1118,6 +1118,8 @@ def test_a_cd_that_stays_below_where_it_starts_needs_no_rule(tmp_path: Path) -> 
     assert [verdict(c) for c in asked] == ["ask"] * len(asked)
     assert verdict("cd secret") == "deny"
     assert verdict("cd src && ls", CDPATH="/etc") == "ask"  # (`src` may be /etc/src)
+    assert verdict("cd src && ls", BASH_ENV="/x/env") == "ask"  # (it may `cd` first)
+    assert verdict('cd "$D"; cd src') == "ask"  # (from where `$D` leads)
     assert "stays in" in rules.decide(parse_command("cd src"), cwd=str(tmp_path)).reason
 
 
