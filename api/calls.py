@@ -301,14 +301,15 @@ class Caller:
             trying = time.monotonic() - failing_since
             if left <= 0:  # (before any word of trying again: "for up to 0 s", then this)
                 task_id = started[0] if started else None
-                about = params.get("task_id") if task_id is None else None
+                about = params.get("task_id") or params.get("task_ids")  # (`stop A B`
+                named = [about] if isinstance(about, str) else about  # named none: a review)
                 raise SupervisorUnavailableError(
                     _give_up_text(
                         failure,
                         task_id,
                         first_op == "run" and sent,
                         self.cli_hint,
-                        about if isinstance(about, str) else None,
+                        [str(n) for n in named] if isinstance(named, list) else [],
                     ),
                     task_id=task_id,
                 ) from None
@@ -548,20 +549,22 @@ def _give_up_text(
     task_id: str | None,
     maybe_started: bool,
     cli: str,
-    about: str | None = None,
+    about: Sequence[str] = (),
 ) -> str:
     """Why a call gave up, and what became of its command (``cli``: how the hint names
     the CLI, with what reaches this supervisor: a remote one's hint named none of it, and
-    pasted asked the local default state dir, a trial); ``about``: the task a call on a
-    task (`wait`, `output`, `stop`) was about (it was named by none: a trial)."""
+    pasted asked the local default state dir, a trial); ``about``: the tasks a call on
+    tasks (`wait`, `output`, `stop`) was about (it named none: a trial)."""
     text = f"{failure}; gave up reaching the supervisor"
     if task_id is not None:
         return (
             f"{text}: the command (task {task_id}) may still be running, see TaskOutput or "
             f"`{cli} output {task_id}`"
         )
-    if about is not None:
-        return f"{text}: task {about} may still be running, see `{cli} output {about}` later"
+    if len(about) == 1:
+        return f"{text}: task {about[0]} may still be running, see `{cli} output {about[0]}` later"
+    if about:
+        return f"{text}: tasks {', '.join(about)} may still be running, see `{cli} tasks` later"
     return f"{text}: the command may have started" if maybe_started else text
 
 

@@ -430,9 +430,11 @@ def chosen_ssh_options(given: Sequence[str]) -> list[str]:
     import shlex
 
     try:
-        return shlex.split(os.environ.get(SSH_OPTIONS_ENV, ""))
-    except ValueError as exc:
+        options = shlex.split(os.environ.get(SSH_OPTIONS_ENV, ""))
+        check_ssh_options(options)
+    except (ValueError, InvalidInputError) as exc:  # (the variable named: the flag was)
         raise InvalidInputError(f"{SSH_OPTIONS_ENV}: {exc}") from None
+    return options
 
 
 class MemoryChannel:

@@ -240,7 +240,9 @@ CLAUDE_TOOLS = frozenset({
 Code's own Bash checks none of them either, and a settings file pasted whole was refused
 at its first such rule (a trial). Any other name stays an error: a deny rule of a tool
 misspelled (``Shell(rm *)``) would be a rule that looks right and does nothing."""
-_OTHER_TOOL = re.compile(r"(mcp__[\w.-]+|[A-Z][A-Za-z]*)(?:\(.*\))?", re.DOTALL)
+_OTHER_TOOL = re.compile(r"(mcp__[\w.-]+|[A-Z][A-Za-z]*)(?:\([^()\n]*\))?")
+"""Such a rule: its body on one line, with no parenthesis (a greedy body took in
+`Read(./.env), Bash(rm *)` whole, and its deny rule was passed over: a review)."""
 
 
 _PLAIN_DIRECTORY = re.compile(r"[A-Za-z0-9._+/@%,=-]+")
@@ -286,6 +288,12 @@ class RuleSet:
             raise InvalidInputError(f"{origin}: permission rules must be an object")
         settings: frozenset[str] = frozenset()
         if "permissions" in data and isinstance(data["permissions"], Mapping):
+            beside = sorted(set(data) & set(VERDICTS))
+            if beside:  # (passed over: a deny rule there did nothing, a review)
+                raise InvalidInputError(
+                    f"{origin}: {', '.join(beside)} beside permissions: put the rules in "
+                    "permissions, or leave permissions out"
+                )
             data, settings = data["permissions"], CLAUDE_SETTINGS
         unknown = set(data) - set(VERDICTS) - settings
         if unknown:

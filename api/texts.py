@@ -6,6 +6,7 @@ running, so the words must not suggest a failure.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, assert_never
 
@@ -244,14 +245,23 @@ SANDBOX_NETWORK_DENIALS = (
 """The same, where the sandbox has no network."""
 
 
+EVIDENCE_CHARS = 200
+"""Most characters of the line a sandbox hint quotes, around the words it matched."""
+
+
 def sandbox_denial(output: str, network: bool) -> str | None:
     """The first line of a failed sandboxed command's output that reads as the sandbox
-    refusing it something (``None``: none does)."""
+    refusing it something, cut around the words that matched (a long line's start was
+    quoted without them: a review); ``None``: none does."""
     words = SANDBOX_DENIALS + (() if network else SANDBOX_NETWORK_DENIALS)
     for line in output.splitlines():
+        line = line.strip()
         lower = line.lower()
-        if any(word in lower for word in words):
-            return short_command(line.strip(), 200)
+        found = [lower.find(word) for word in words if word in lower]
+        if found:
+            start = max(0, min(found) - EVIDENCE_CHARS // 2)
+            end = start + EVIDENCE_CHARS
+            return ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
     return None
 
 
@@ -260,18 +270,22 @@ def sandbox_failure_text(evidence: str, mode: str, workspace: str | None, networ
     the sandbox allows (the kernel's words alone, "Device or resource busy" from `git
     config`, "Connection refused" from a dev server another command started, sent agents
     debugging git or the server: a trial)."""
-    where = "in the session's own /tmp (not the host's)"
+    where = "in the session's own /tmp and an empty /var/tmp (not the host's)"
     if mode == "workspace-write" and workspace:
-        where = f"only in {workspace} and the session's own /tmp (not the host's)"
+        where = (
+            f"only in {workspace}, the session's own /tmp and an empty /var/tmp (not the host's)"
+        )
     net = (
         ""
         if network
         else "; it has no network, not even loopback to a server another command started "
         "(each command has its own)"
     )
+    quoted = json.dumps(evidence, ensure_ascii=False)  # (its quotes escaped: the output
+    # cannot end the quote and speak as wave-bash, a review)
     return (
-        f'This may be the sandbox\'s doing ("{evidence}"): the command ran in the {mode} '
-        f"sandbox, which lets it write {where}, with each repository's .git/config and "
+        f"This may be the sandbox's doing (its output: {quoted}): the command ran in the "
+        f"{mode} sandbox, which lets it write {where}, with each repository's .git/config and "
         f"hooks read-only{net}. A command that needs more must run outside the sandbox, "
         "which the user decides."
     )

@@ -125,6 +125,9 @@ def test_an_outage_is_said_once_and_a_call_on_a_task_names_it_as_it_gives_up(
         wait = {"session": fresh.session, "task_id": task_id, "timeout": 0}
         with pytest.raises(SupervisorUnavailableError, match=f"task {task_id} may still be"):
             fresh.calls.call("wait", wait, patience=0.5)
+        both = {"session": fresh.session, "task_ids": [task_id, "other000"]}
+        with pytest.raises(SupervisorUnavailableError, match=f"tasks {task_id}, other000 may"):
+            fresh.calls.call("stop_many", both, patience=0.5)
         calls = [threading.Thread(target=fresh.status) for _ in range(2)]
         for call in calls:
             call.start()

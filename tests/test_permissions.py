@@ -1158,6 +1158,17 @@ def test_rules_files_toml_json_and_claude_settings(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as every:
         RuleSet.load(settings)
     assert all(f"'{rule}'" in str(every.value) for rule in ("Bash(ls", "bash(y)", "Shell(rm *)"))
+    # A deny rule in the same string as another tool's is no rule passed over, nor one
+    # beside `permissions` (each was dropped without a word: a review)
+    for joined in ["Read(./.env), Bash(rm *)", "Edit(x)\nBash(rm *)", "Read(a) Bash(rm *)"]:
+        settings.write_text(json.dumps({"permissions": {"allow": ["Bash"], "deny": [joined]}}))
+        with pytest.raises(InvalidInputError, match="is not Bash"):
+            RuleSet.load(settings)
+    settings.write_text(json.dumps({"deny": ["Bash(rm *)"], "permissions": {"allow": ["Bash"]}}))
+    with pytest.raises(InvalidInputError, match="deny beside permissions"):
+        RuleSet.load(settings)
+    settings.write_text(json.dumps({"model": "x", "env": {}, "permissions": {"allow": ["Bash"]}}))
+    assert RuleSet.load(settings).allow  # (a whole settings file's other keys)
     (tmp_path / "typo.toml").write_text('alow = ["Bash(ls)"]\n')
     with pytest.raises(InvalidInputError, match=r"unknown key\(s\) \['alow'\]"):
         RuleSet.load(tmp_path / "typo.toml")

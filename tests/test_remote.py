@@ -571,6 +571,9 @@ def test_ssh_options_from_the_environment(sshd: dict[str, object]) -> None:
     env["WAVE_SSH_OPTIONS"] = "-o 'unclosed"
     bad = subprocess.run([*cli, "tasks"], capture_output=True, text=True, timeout=60, env=env)
     assert bad.returncode == 2 and "WAVE_SSH_OPTIONS: No closing quotation" in bad.stderr
+    env["WAVE_SSH_OPTIONS"] = "evil.example"  # (the variable named, not the flag: a review)
+    bad = subprocess.run([*cli, "tasks"], capture_output=True, text=True, timeout=60, env=env)
+    assert bad.returncode == 2 and "WAVE_SSH_OPTIONS: ssh option 'evil.example'" in bad.stderr
 
 
 def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> None:
