@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 from .calls import (
@@ -33,7 +34,7 @@ from .connection import caller_environment, chosen_ssh_options, connector_for, s
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
-from .pieces import STDOUT_WRITER, PiecePrinter, RawPrinter, Streamer
+from .pieces import STDOUT_WRITER, PiecePrinter, RawPrinter, Streamer, watch_reader
 from .pieces import ended as _ended
 from .units import check_timeout_ms, parse_duration
 
@@ -706,7 +707,11 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
     if args.raw:
         if args.json:
             raise InvalidInputError("--raw prints the log's bytes: it does not go with --json")
-        last = _printer(cli, args.id, raw=True).print_all(args.follow)
+        raw = _printer(cli, args.id, raw=True)
+        streamed = _follow(raw) if args.follow else raw.print_all(follow=False)
+        if streamed is None:  # (its reader went away: as below)
+            return _exit_code(cli.call("wait", task_id=args.id, timeout=0))
+        last = streamed
         gone = last.get("logGone") and _log_gone(
             cli.call("output", task_id=args.id, block=False, offset=0)  # (says its path)
         )  # (it printed nothing and exited 0: a trial)
@@ -729,17 +734,37 @@ def cmd_output(cli: Cli, args: argparse.Namespace) -> int:
         return _log_gone(out) or _exit_code(end)
     printer = _printer(cli, args.id)
     printer.on_waiting = lambda: _say_waiting(cli, args.id, printer.line_open)
-    try:
-        last = printer.print_all(follow=True)
-    except BrokenPipeError:  # (`output --follow ID | head`: its reader went away; it
-        _quiet_stdout()  # exits as `wait` does, 124 while the task runs, for a pipefail
-        # script: 0 read as a success, a trial; not shown, so its notice stays)
+    followed = _follow(printer)
+    if followed is None:  # (`output --follow ID | head`: it exits as `wait` does, 124
+        # while the task runs, for a pipefail script: 0 read as a success, a trial; not
+        # shown, so its notice stays)
         return _exit_code(cli.call("wait", task_id=args.id, timeout=0))
+    last = followed
     # How it ended, as `wait` says it (its notice is taken as shown: it printed nothing of
     # the end and exited 0, so a failure went unseen; a trial)
     print(_status_line(_end_of(cli, args.id, last)), file=sys.stderr)
     _shown_ends(cli, [last])
     return _log_gone(last) or _exit_code(last)
+
+
+def _follow(printer: PiecePrinter) -> dict[str, Any] | None:
+    """The task's output printed until it ends: its last answer, or ``None`` once
+    stdout's reader went away, seen as it went (at the next write only, `output --follow
+    ID | grep -m1 ready` waited for a quiet task's next line: a trial)."""
+    scope, gone = CallScope(), threading.Event()
+
+    def reader_gone() -> None:
+        gone.set()
+        scope.abandon()
+
+    watch_reader(reader_gone)
+    try:
+        return printer.print_all(follow=True, scope=scope)
+    except (BrokenPipeError, SupervisorUnavailableError) as exc:
+        if isinstance(exc, SupervisorUnavailableError) and not gone.is_set():
+            raise
+        _quiet_stdout()
+        return None
 
 
 def _say_waiting(cli: Cli, task_id: str, after_a_prompt: bool) -> None:

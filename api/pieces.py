@@ -69,13 +69,14 @@ class PiecePrinter:
         self.offset = next_offset
         return out, read_nothing
 
-    def print_all(self, follow: bool) -> dict[str, Any]:
+    def print_all(self, follow: bool, scope: CallScope | None = None) -> dict[str, Any]:
         """What the task has written so far, or with ``follow`` until it ends; returns the
-        last answer. A last line with no newline gets one, as before."""
+        last answer. A last line with no newline gets one, as before. ``scope`` lets
+        another thread end the stream (:func:`watch_reader`)."""
         wait = FOLLOW_WAIT if follow else {"block": False}
         said = False
         while True:
-            out, read_nothing = self.print_piece(wait)
+            out, read_nothing = self.print_piece(wait, scope)
             said = said and read_nothing
             if follow and not said and out.get("waitingForInput") and self.on_waiting:
                 self.on_waiting()
@@ -120,6 +121,34 @@ def _stdout_bytes() -> BinaryIO:
     if buffer is None:
         raise OSError(errno.EBADF, os.strerror(errno.EBADF))
     return buffer
+
+
+def watch_reader(on_gone: Callable[[], None]) -> None:
+    """Call ``on_gone`` once, from a thread of its own, when stdout's reader has gone: a
+    pipe or socket whose other end closed (nothing for a terminal or a file). A stream
+    learnt it only from its next write: `output --follow ID | grep -m1 ready` waited for
+    the task's next line, for ever where it went quiet (a trial); GNU `tail -f` polls
+    alike."""
+    import select
+    import stat
+
+    try:
+        fd = sys.stdout.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):
+        return
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)) or not hasattr(select, "poll"):
+        return
+    gone = select.POLLERR | select.POLLHUP | select.POLLNVAL
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # (these three are always said, whatever is asked)
+        while not any(events & gone for _, events in poller.poll()):
+            pass
+        on_gone()
+
+    threading.Thread(target=watch, name="reader watch", daemon=True).start()
 
 
 class Streamer:

@@ -774,6 +774,20 @@ def test_output_follow_into_a_reader_that_leaves_exits_as_wait(state_dir: Path) 
     follow.stdout.close()  # (the reader goes away)
     assert follow.wait(timeout=30) == 124
     assert run_cli(state_dir, "stop", task_id).returncode == 0
+    # Of a task gone quiet too: it is seen as the reader goes, not at the next write
+    # (`output --follow ID | grep -m1 ready` waited for a line that never came: a trial)
+    quiet = start_bg(Client(state_dir=state_dir), "echo ready; sleep 300")
+    for raw in ([], ["--raw"]):
+        follow = subprocess.Popen([*cli, "output", "--follow", *raw, quiet], stdout=subprocess.PIPE)
+        try:
+            assert follow.stdout is not None
+            assert follow.stdout.readline() == b"ready\n"
+            follow.stdout.close()
+            assert follow.wait(timeout=10) == 124, raw
+        finally:
+            follow.kill()
+            follow.wait()
+    assert run_cli(state_dir, "stop", quiet).returncode == 0
 
 
 def test_output_follow_shows_a_prompt_and_says_the_task_waits(state_dir: Path) -> None:
