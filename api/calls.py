@@ -301,15 +301,13 @@ class Caller:
             trying = time.monotonic() - failing_since
             if left <= 0:  # (before any word of trying again: "for up to 0 s", then this)
                 task_id = started[0] if started else None
-                about = params.get("task_id") or params.get("task_ids")  # (`stop A B`
-                named = [about] if isinstance(about, str) else about  # named none: a review)
                 raise SupervisorUnavailableError(
                     _give_up_text(
                         failure,
                         task_id,
                         first_op == "run" and sent,
                         self.cli_hint,
-                        [str(n) for n in named] if isinstance(named, list) else [],
+                        _tasks_named(params),
                     ),
                     task_id=task_id,
                 ) from None
@@ -542,6 +540,14 @@ def _not_answering(
     task_id = started[0] if started else None
     text = _give_up_text(failure, task_id, first_op == "run", cli)
     return SupervisorNotAnsweringError(text, task_id=task_id)
+
+
+def _tasks_named(params: dict[str, Any]) -> list[str]:
+    """The tasks a request is about (``task_id``, or ``stop_many``'s ``task_ids``)."""
+    about = params.get("task_id") or params.get("task_ids")
+    if isinstance(about, str):
+        return [about]
+    return [str(task_id) for task_id in about] if isinstance(about, list) else []
 
 
 def _give_up_text(

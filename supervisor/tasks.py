@@ -1798,18 +1798,18 @@ class TaskManager:
         # what its command's processes fork as they exit, until every one is gone. Let
         # go as its job died of the SIGTERM, it exited, and what a process that trapped
         # it forked next, in a new session with no tag, hopped on under init: a trial.
-        held = [task for task in running if self._monitor(task)]
-        for task in held:
+        held = [(task, monitor) for task in running if (monitor := self._monitor(task))]
+        for _, monitor in held:
             with contextlib.suppress(OSError):
-                os.kill(self._monitor(task), signal.SIGSTOP)
+                os.kill(monitor, signal.SIGSTOP)
         try:
             await asyncio.to_thread(
                 stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
                 root_runs=lambda pid: _runs(pid, ticks[pid]),
             )  # fmt: skip
         finally:
-            for task in held:  # (a re-adopted one's pid checked again: a command may
-                if monitor := self._monitor(task):  # have killed it, its pid reused)
+            for task, monitor in held:  # (a re-adopted one's pid checked again: a command
+                if self._monitor(task) == monitor:  # may have killed it, its pid reused)
                     with contextlib.suppress(OSError):
                         os.kill(monitor, signal.SIGCONT)
 

@@ -167,11 +167,11 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         message = f"{message}\n{texts.left_running_text(row.id, left_running)}".lstrip()
     if unshown:
         message = f"{message}\n{unshown}"
-    if task.sandbox is not None and code not in (0, None) and not stopped:
-        net = task.sandbox.network
+    sandbox = task.sandbox
+    if sandbox is not None and code not in (0, None) and not stopped:
+        net = sandbox.network
         evidence = texts.sandbox_denial(out.text, net) or texts.sandbox_denial(err.text, net)
         if evidence is not None:
-            sandbox = task.sandbox
             said = texts.sandbox_failure_text(evidence, sandbox.mode, sandbox.workspace, net)
             message = f"{message}\n{said}"
     return BashResult(

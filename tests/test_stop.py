@@ -147,6 +147,31 @@ def test_a_chain_that_forks_anew_and_exits_is_stopped(
         stop.touch()
 
 
+def test_a_stop_cut_short_by_a_killed_supervisor_leaves_no_monitor_held(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop by the process table holds the task's monitor stopped: a supervisor killed
+    mid-stop leaves it so, and the next one, as the stop is sent again, continues it and
+    stops the task whole (no process left stopped, nor running)."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    n, m = marker(), marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"bash -c 'trap \"\" TERM; sleep {n}' & sleep {m}")
+    wait_until(lambda: running(n) and running(m))
+    (record,) = [t for t in client.tasks() if t.id == tid]
+    monitor = psutil.Process(record.pid or 0)
+    ended: list[str] = []
+    stopping = threading.Thread(target=lambda: ended.append(client.task_stop(tid).status))
+    stopping.start()
+    try:
+        wait_until(lambda: monitor.status() == psutil.STATUS_STOPPED)  # (held: the grace)
+        kill_supervisor(state_dir)
+    finally:
+        stopping.join(timeout=60)
+    assert ended == ["killed"]
+    wait_until(lambda: not running(n) and not running(m) and not monitor.is_running())
+
+
 def test_a_supervisor_a_task_started_again_is_none_of_that_task(
     state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -339,8 +339,9 @@ def read_output(
         conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
         conn.give_back.append(lambda: give_back_read(ctx, task_id, session, end, start))
     log_gone = row.log_gone and removed_outside(ctx, row)
-    ended = row.status is not TaskStatus.RUNNING  # (DF4: the line its notice has)
-    storage = row.storage_note or (live.storage_note if live is not None else None)
+    storage = None  # (DF4: an ended one's, the line its notice has)
+    if row.status is not TaskStatus.RUNNING:
+        storage = row.storage_note or (live.storage_note if live is not None else None)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
         exit_code=row.exit_code,
@@ -350,5 +351,5 @@ def read_output(
         log_gone=log_gone,
         line_ended=line_ended,
         unsearched_bytes=None if limit is None else size - end,  # (where the read ended)
-        error=storage if ended else None,
+        error=storage,
     )  # fmt: skip
