@@ -22,6 +22,7 @@ from wave_bash.api.paths import StateLayout
 from wave_bash.api.states import Owner, TaskStatus
 from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
+from .identity import boot_id, start_ticks
 from .journal import Journal, TaskRow, disk_problem, storage_problem
 from .tasks import (
     TaskManager,
@@ -207,10 +208,10 @@ def rebuild(
     """
     known = {f.name for f in dataclasses.fields(TaskRow)}
     count = 0
-    for path in TaskFiles.recorded(tasks_dir):
+    paths = [path for path in TaskFiles.recorded(tasks_dir) if not journal.exists(path.stem)]
+    lingering: dict[str, int] | None = None  # (looked for once, if an ended task needs it)
+    for path in paths:
         task_id = path.stem
-        if journal.exists(task_id):
-            continue
         try:
             text: bytes | None
             if path.suffix == TaskFiles.META:  # an earlier version's record file
@@ -240,7 +241,14 @@ def rebuild(
         if code is not None:
             row.status, row.exit_code = status_for(code, row.end_reason is not None), code
             row.ended_at = exit_file.stat().st_mtime
-            left = listed_leftovers(files.left, task_id, row.started_at, (), None)
+            # Its monitor may linger, a child subreaper, while what it left runs (those
+            # are its children, not init's): found by its tag, as a running task's is.
+            if lingering is None:
+                lingering = find_monitors({path.stem for path in paths})
+            monitor = lingering.get(task_id)
+            if monitor is not None and row.boot_id == boot_id():
+                row.pid, row.pid_start = monitor, start_ticks(monitor)
+            left = listed_leftovers(files.left, task_id, row.started_at, (), monitor)
             row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
         journal.insert_task(row)
         unseen = unseen_after is not None and (row.ended_at or 0) > unseen_after

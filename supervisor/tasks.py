@@ -217,6 +217,23 @@ def _no_child_running(pid: int) -> bool:
     return all((_stat_fields(int(child)) or [b"Z"])[0] == b"Z" for child in children)
 
 
+def _children_running(pid: int) -> dict[int, int]:
+    """A process's children that run (not zombies), each with its start ticks."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+            words = fh.read(LEFT_LIST_LIMIT).split()
+    except OSError:
+        return {}
+    found = {}
+    for word in words:
+        child = int(word)
+        fields = _stat_fields(child)
+        ticks = start_ticks(child) if fields is not None and fields[0] not in (b"Z", b"X") else None
+        if ticks is not None:
+            found[child] = ticks
+    return found
+
+
 WAKE_LOOKS = 64
 """Live tasks whose monitors the housekeeping looks at each second, in turn (a look reads
 ``/proc``: 16 us here, 16 ms a second for 1000 tasks on the event loop if all were)."""
@@ -1079,6 +1096,13 @@ class TaskManager:
         if task.stop_reason is None:  # (its journal write held by a full disk, then lost)
             task.stop_reason = stop_reason_marked(read_exit_record(task.files.exit))
             row.end_reason = task.stop_reason or row.end_reason
+        if (
+            row.pid is not None
+            and same_process(row.pid, row.pid_start, row.boot_id, row.id)
+            and (record := self._recorded_while_it_lingers(task)) is not None
+        ):
+            self._finish(task, record=record)  # (its monitor lingers: see _lingering_monitor)
+            return None
         if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
             self.live[row.id] = task
             self._watch(task)
@@ -1244,6 +1268,8 @@ class TaskManager:
             gone = None if not task.child or record else reap_monitor(pid)
             if task.child and gone is None:  # it wrote the status and is exiting now
                 self._after_replies(lambda: _reap_soon(pid))
+                if self.subreaper and task.row.pid_start is None:  # (unreaped: its own; it
+                    task.row.pid_start = start_ticks(pid)  # lingers with leftovers)
             task.monitor_gone = gone or MonitorExit(None)
         if (
             not host_restarted
@@ -1326,7 +1352,12 @@ class TaskManager:
         return self._left_running(task)
 
     def _left_behind(self, task: LiveTask) -> list[int]:
-        """Without a cgroup: those of the processes its monitor listed that still run."""
+        """Without a cgroup: the children of its monitor, which lingers while it has any
+        (``worker.monitor``), or, once that is gone (killed), those of the processes it
+        listed that still run."""
+        if monitor := self._lingering_monitor(task):
+            task.leftovers = _children_running(monitor)
+            return list(task.leftovers)
         alive = [pid for pid, ticks in task.leftovers.items() if _runs(pid, ticks)]
         task.leftovers = {pid: task.leftovers[pid] for pid in alive}
         return alive
@@ -1548,6 +1579,15 @@ class TaskManager:
         for task in list(self.lingering.values()):
             self._after_end(task)
 
+    def _recorded_while_it_lingers(self, task: LiveTask) -> ExitRecord | None:
+        """The status of a re-adopted task, written by its monitor, which may linger
+        after it (a child subreaper, while what the command left runs): read from its
+        exit record, as no record pipe tells this supervisor (None: none written)."""
+        if not self.subreaper or task.tracked or task.child:
+            return None
+        record = read_exit_record(task.files.exit)
+        return record if record.status is not None else None
+
     def _wake_if_its_job_ended(self, task: LiveTask) -> None:
         """A command stopped its monitor (``kill -STOP $$``) and ended: its monitor is
         woken to record the status. A waiter's job watch does so at once (F1c); with no
@@ -1557,6 +1597,9 @@ class TaskManager:
         review: such a task stayed running for good, a `wait` for it to its timeout)."""
         row = task.row
         if not row.pid or task.ended.done() or task.monitor_gone is not None:
+            return
+        if (record := self._recorded_while_it_lingers(task)) is not None:
+            self._finish(task, record=record)
             return
         if not _stopped(row.pid):
             return
@@ -1788,17 +1831,22 @@ class TaskManager:
     async def _walk_and_stop(self, running: list[LiveTask], ended: list[LiveTask]) -> None:
         """Stop, by the process table (``worker.stop_trees``), the trees of ``running``
         tasks' monitors and what ``ended`` tasks left behind (by pid and start time)."""
-        pairs = [(t.id, t.row.pid or 0) for t in running]
-        left = [(t.id, pid) for t in ended for pid in self._left_behind(t)]
+        lingering = {t.id: (t, m) for t in ended if (m := self._lingering_monitor(t))}
+        pairs = [(t.id, t.row.pid or 0) for t in running] + [
+            (task_id, monitor) for task_id, (_, monitor) in lingering.items()
+        ]
+        left = [(t.id, pid) for t in ended if t.id not in lingering for pid in self._left_behind(t)]
         if not pairs and not left:
             return
         protected = {t.row.pid for t in self.live.values() if t.row.pid}
+        protected |= {m for t in self.lingering.values() if (m := self._lingering_monitor(t))}
         ticks = {pid: t.leftovers[pid] for t in ended for pid in t.leftovers}
         # Each monitor is held (stopped) through the stop: a child subreaper, it adopts
         # what its command's processes fork as they exit, until every one is gone. Let
         # go as its job died of the SIGTERM, it exited, and what a process that trapped
         # it forked next, in a new session with no tag, hopped on under init: a trial.
         held = [(task, monitor) for task in running if (monitor := self._monitor(task))]
+        held += lingering.values()
         for _, monitor in held:
             with contextlib.suppress(OSError):
                 os.kill(monitor, signal.SIGSTOP)
@@ -1809,9 +1857,19 @@ class TaskManager:
             )  # fmt: skip
         finally:
             for task, monitor in held:  # (a re-adopted one's pid checked again: a command
-                if self._monitor(task) == monitor:  # may have killed it, its pid reused)
+                # may have killed it, its pid reused)
+                if monitor in (self._monitor(task), self._lingering_monitor(task)):
                     with contextlib.suppress(OSError):
                         os.kill(monitor, signal.SIGCONT)
+
+    def _lingering_monitor(self, task: LiveTask) -> int:
+        """An ended task's monitor that still runs, a child subreaper lingering while
+        what its command left runs, holding in its tree what they fork as they exit
+        (``worker.monitor``); 0: none (cgroups track the task, or it has exited)."""
+        row = task.row
+        if not self.subreaper or task.tracked or not row.pid or not task.ended.done():
+            return 0
+        return row.pid if same_process(row.pid, row.pid_start, row.boot_id, task.id) else 0
 
     @staticmethod
     def _monitor(task: LiveTask) -> int:

@@ -45,7 +45,7 @@ from wave_bash.worker import (
     tell_stopping,
 )
 from wave_bash.worker.cgroups import cgroup_parents
-from wave_bash.worker.spawn import EXIT_RECORD_LIMIT
+from wave_bash.worker.spawn import EXIT_PLACEHOLDER, EXIT_RECORD_LIMIT
 
 
 def standbys(client: Client, state_dir: Path) -> list[psutil.Process]:
@@ -405,12 +405,12 @@ def test_the_record_pipe_closes_once_the_status_is_written(tmp_path: Path, monit
         assert os.read(started.record_pipe, 1) == b""
         assert read_exit_record(files.exit).status == 7
         assert files.log.read_text() == "closed\n"
-        reap_monitor(started.pid, block=True)
     finally:
         os.close(started.record_pipe)
         for proc in psutil.process_iter(["cmdline"]):
             if proc.info["cmdline"] == ["sleep", left]:
                 proc.kill()
+    reap_monitor(started.pid, block=True)  # (a subreaper lingers while the sleep runs)
 
 
 @pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
@@ -905,3 +905,14 @@ def test_a_background_command_sees_none_of_its_monitors_traps(
         task_id = client.bash("trap -p", run_in_background=True).background_task_id or ""
         assert client.wait(task_id, timeout=10_000).exit_code == 0
         assert client.task_output(task_id).output == ""
+
+
+def test_a_status_read_as_it_is_written_is_no_status(tmp_path: Path) -> None:
+    """A monitor writes its status, newline included, in one write over the blank
+    placeholder; read as it lingers (a re-adopted task's record is read, not waited
+    for), a status half written ("1" of "130", the rest still blank) is none yet."""
+    record = tmp_path / "t.exit"
+    record.write_bytes(b"1" + EXIT_PLACEHOLDER[1:])
+    assert read_exit_record(record).status is None
+    record.write_bytes(b"130\n" + EXIT_PLACEHOLDER[4:])
+    assert read_exit_record(record).status == 130

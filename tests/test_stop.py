@@ -138,13 +138,122 @@ def test_a_chain_that_forks_anew_and_exits_is_stopped(
         tid = start_bg(client, f"bash -c '{hop}' '{hop}' & sleep {marker()}")
         wait_until(lambda: beats.exists() and len(beats.read_text().split()) > 5)
         assert client.task_stop(tid).status == "killed"
-        size = beats.stat().st_size
-        quiet_until = time.monotonic() + 1.0  # (~40 links would beat meanwhile)
-        while time.monotonic() < quiet_until:
-            assert beats.stat().st_size == size, "the chain hopped on after its stop"
-            time.sleep(0.05)
+        assert_quiet(beats)
     finally:
         stop.touch()
+
+
+def start_a_chain(client: Client, tmp_path: Path, before: str = "") -> tuple[str, Path, Path]:
+    """A task whose command starts a :data:`HOP` chain and ends (after ``before``), the
+    chain running on; returns its ID and the chain's beats and stop files."""
+    beats, stop = tmp_path / "beats", tmp_path / "stop"
+    hop = HOP.format(beats=beats, stop=stop)
+    return start_bg(client, f"{before}bash -c '{hop}' '{hop}'; echo started"), beats, stop
+
+
+def beats_after(beats: Path, count: int) -> None:
+    """Wait until the chain has beaten ``count`` times more: every link looked at so far
+    has exited, each having forked the next."""
+    seen = len(beats.read_text().split()) if beats.exists() else 0
+    wait_until(lambda: beats.exists() and len(beats.read_text().split()) >= seen + count)
+
+
+def assert_quiet(beats: Path) -> None:
+    """No link beats for a second (~40 would): the chain is gone."""
+    size = beats.stat().st_size
+    quiet_until = time.monotonic() + 1.0
+    while time.monotonic() < quiet_until:
+        assert beats.stat().st_size == size, "the chain hopped on after its stop"
+        time.sleep(0.05)
+
+
+def test_a_chain_left_behind_that_forks_anew_is_stopped(
+    state_dir: Path, tracking: str, tmp_path: Path
+) -> None:
+    """A command that ended, leaving a chain that forks its next link and exits: by the
+    process table, its monitor listed the first link and exited, and the next link, in a
+    new session with no tag, ran on under init, where no stop looks: the task said no
+    process was left, and TaskStop found none (a trial). The monitor, a child subreaper,
+    now lingers while it has children: every link is reparented to it, the task lingers,
+    and TaskStop stops the chain; the monitor then exits."""
+    client = Client(state_dir=state_dir)
+    tid, beats, stop = start_a_chain(client, tmp_path)
+    try:
+        assert client.wait(tid, timeout=10_000).status == "completed"
+        beats_after(beats, 10)  # (the first link long gone)
+        (record,) = [t for t in client.tasks() if t.id == tid]
+        assert record.leftover_processes >= 1  # (a link, maybe its `sleep` too: cgroups)
+        stopped = client.task_stop(tid)
+        assert stopped.status == "completed" and stopped.stopped_processes >= 1
+        assert_quiet(beats)
+        if tracking == PROCESS:  # (lingering no longer: nothing is left)
+            wait_until(lambda: not psutil.pid_exists(record.pid or 0) or
+                       psutil.Process(record.pid or 0).status() == psutil.STATUS_ZOMBIE)  # fmt: skip
+        assert [t.leftover_processes for t in client.tasks() if t.id == tid] == [0]
+    finally:
+        stop.touch()
+
+
+def test_a_chain_left_behind_is_stopped_after_a_supervisor_restart(
+    state_dir: Path, tracking: str, tmp_path: Path
+) -> None:
+    """The chain's monitor lingers on with no supervisor: the next one finds it by its
+    identity, counts its children and stops them."""
+    client = Client(state_dir=state_dir)
+    tid, beats, stop = start_a_chain(client, tmp_path)
+    try:
+        assert client.wait(tid, timeout=10_000).status == "completed"
+        kill_supervisor(state_dir)
+        beats_after(beats, 10)
+        (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor
+        assert record.leftover_processes >= 1
+        assert client.task_stop(tid).stopped_processes >= 1
+        assert_quiet(beats)
+    finally:
+        stop.touch()
+
+
+def test_a_task_that_ends_after_a_restart_leaving_a_chain_ends(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-adopted task is watched by its monitor's exit (the record pipe was the last
+    supervisor's): a monitor that lingers after its command has ended must not keep the
+    task running. Its status is read from its exit record."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    client = Client(state_dir=state_dir)
+    go = tmp_path / "go"
+    tid, beats, stop = start_a_chain(
+        client, tmp_path, before=f"until [ -e {go} ]; do sleep 0.02; done; "
+    )
+    try:
+        kill_supervisor(state_dir)
+        assert [t.status for t in client.tasks() if t.id == tid] == ["running"]  # re-adopted
+        go.touch()
+        record = client.wait(tid, timeout=10_000)
+        assert (record.status, record.exit_code) == ("completed", 0)
+        beats_after(beats, 5)
+        assert client.task_stop(tid).stopped_processes >= 1
+        assert_quiet(beats)
+    finally:
+        stop.touch()
+
+
+def test_a_monitor_lingers_only_while_what_its_command_left_runs(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """It holds no file of its task meanwhile, and exits once its last child has."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    client = Client(state_dir=state_dir)
+    go = tmp_path / "go"
+    tid = start_bg(client, f"(until [ -e {go} ]; do sleep 0.02; done) & echo started")
+    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+    (record,) = [t for t in client.tasks() if t.id == tid]
+    monitor = psutil.Process(record.pid or 0)
+    assert monitor.is_running() and monitor.status() != psutil.STATUS_ZOMBIE
+    assert not [f.path for f in monitor.open_files() if str(state_dir) in f.path]
+    go.touch()
+    wait_until(lambda: not monitor.is_running() or monitor.status() == psutil.STATUS_ZOMBIE)
+    wait_until(lambda: [t.leftover_processes for t in client.tasks() if t.id == tid] == [0])
 
 
 def test_a_stop_cut_short_by_a_killed_supervisor_leaves_no_monitor_held(

@@ -189,7 +189,14 @@ def _monitor_script(text: str) -> str:
 # command or trace its own script into the log.
 # $3, when given, is where a monitor that is a child subreaper lists, as its command
 # ends, the processes the command left behind (its remaining children): the supervisor
-# keeps them visible and stoppable (where no cgroup does).
+# keeps them visible and stoppable (where no cgroup does). Having recorded the status,
+# such a monitor lingers while it has children (it reaps them as they end), so that
+# what they fork as they exit (a chain of `setsid` hops) stays in its tree, where a
+# stop finds it, never under init: it looks twice a second, sleeping on a pipe of its
+# own (`__wave_p`, a process substitution's opened both ways, which nothing writes to;
+# made, and its process reaped, before the status: none is counted a leftover), with its
+# signal traps (they named the job's pid, maybe another process's now) and its files
+# let go.
 # The first line on stdin is the soft process limit the monitor restores before it forks
 # (empty: nothing to restore; see ``worker.spawn``: the supervisor may lower the limit of
 # a monitor it has just started, so that bash sizes its table of finished background
@@ -213,9 +220,10 @@ done
 \\exec 3>&- 4>&-; \\builtin set +m
 \\builtin umask 077
 @WAIT@
-if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && \\builtin printf '%s\\n' "$__wave_left" >| "$3"; fi 2>/dev/null
+__wave_p=; if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && { \\builtin printf '%s\\n' "$__wave_left" >| "$3"; \\exec {__wave_p}<> <(:); \\builtin wait $!; }; fi 2>/dev/null
 { \\builtin printf '%s\\n' "$__wave_status" >&7; } 2>/dev/null || \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
+[[ -z $__wave_p ]] || { @UNTRAP@; \\exec >/dev/null 2>&1 7>&-; while __wave_left=; \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]]; do IFS= TMOUT= \\builtin read -r -t 0.5 -u "$__wave_p" __wave_c; done; } 2>/dev/null
 \\builtin exit $__wave_status""")
 
 

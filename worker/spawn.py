@@ -131,8 +131,10 @@ def read_exit_record(path: Path) -> ExitRecord:
     except OSError as exc:
         return ExitRecord(None, None, unread=exc.errno in SHORT_OF_DESCRIPTORS)
     head, tail = data[: len(EXIT_PLACEHOLDER)], data[len(EXIT_PLACEHOLDER) :]
-    first = head.split(b"\n", 1)[0].strip()
+    first = head.split(b"\n", 1)[0]  # (a status is written whole with its newline, in one
+    # write over the blank placeholder: digits before a blank are one read as it is written)
     status = int(first) if first.isdigit() else None
+    first = first.strip()
     record = None
     if tail.startswith(b"{"):  # (a directory `pwd -P` prints starts with "/")
         record, _, tail = tail.partition(b"\n")
