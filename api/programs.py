@@ -856,6 +856,9 @@ OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
     "wget": (("--use-askpass",), "", False),
     "scp": ((), "SD", False),
     "sftp": ((), "SD", False),
+    "npm": (("--script-shell",), "", False),
+    "yarn": (("--script-shell",), "", False),
+    "pnpm": (("--script-shell",), "", False),
 }
 """Programs that run a command an option names (a review ran a denied one through each
 under an allow rule for the program): its long options, short letters, and whether the
@@ -915,6 +918,71 @@ def _option_commands(
     return found
 
 
+MAKE_VALUED = "CfIoWE"
+"""make's short options that take a value (``-f FILE``, ``-E TEXT``)."""
+MAKE_SHELL_VARIABLES = frozenset({"SHELL", "MAKESHELL"})
+"""make variables naming the program that runs every recipe line."""
+_MAKE_ASSIGNMENT = re.compile(r"([^\s=:+?!]+)\s*(?::{1,3}|[+?!])?=(.*)", re.DOTALL)
+_SHELL_TEXT = re.compile(r"[\s;&|`$()<>\\'\"]")
+"""A value a recipe line that uses it would run as more than one plain word."""
+
+
+def _make_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
+    """What make runs that its words give, beyond its makefile (which an allow rule for
+    make trusts, as one for ``npm test`` trusts ``package.json``): makefile text
+    (``--eval TEXT``, ``-E TEXT``, a makefile read from input: its ``$(shell …)`` and
+    recipes run; not shell text: None), the shell of its recipes (``SHELL=PROG``,
+    ``.SHELLFLAGS``), and a variable set to more than a plain word (``CC='x; rm y'``:
+    a recipe line that uses it runs it), checked as a command. A review ran a denied
+    command through ``make --eval='$(shell …)'`` and ``make SHELL=./evil``."""
+    found: list[str | None] = []
+    for index, word in enumerate(words):
+        if word is None:
+            text = shown[index] if index < len(shown) else ""
+            if "=" in text or may_be_option(text, ["--eval", "--file", "--makefile"], "Ef"):
+                found.append(None)
+            continue
+        if abbreviates(word, "--eval"):
+            found.append(None)
+        elif abbreviates(word, "--file") or abbreviates(word, "--makefile"):
+            value = long_value(words, index)
+            if value is None or reads_input(value):
+                found.append(None)
+        elif (given := short_options(word, MAKE_VALUED)) and given[-1][1] in MAKE_VALUED:
+            value = word[len(given) + 1 :] or _next(words, index)
+            if given[-1] == "-E" or (given[-1] == "-f" and (value is None or reads_input(value))):
+                found.append(None)
+        elif not word.startswith("-") and (assigned := _MAKE_ASSIGNMENT.fullmatch(word)):
+            name, value = assigned[1], assigned[2]
+            if name == ".SHELLFLAGS":
+                found.append(None)
+            elif name in MAKE_SHELL_VARIABLES:
+                found.append(shlex.quote(value))
+            elif _SHELL_TEXT.search(value):
+                found.append(value)
+    return found
+
+
+_GO_PROGRAMS = ("-exec", "-toolexec")
+"""``go test``/``go run`` options naming a program it runs the built binary or each tool
+with (one dash or two; a command line, split as such)."""
+
+
+def _go_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
+    found: list[str | None] = []
+    for index, word in enumerate(words):
+        if word is None:  # (`-ex$X`: may be one)
+            start = _LITERAL_START.match(shown[index] if index < len(shown) else "")
+            flag = start.group(0) if start else ""
+            if flag.startswith("-") and any(
+                o[1:].startswith(flag.lstrip("-")) for o in _GO_PROGRAMS
+            ):
+                found.append(None)
+        elif word.startswith("-") and "-" + word.lstrip("-").split("=", 1)[0] in _GO_PROGRAMS:
+            found.append(long_value(words, index))
+    return found
+
+
 def _next(words: Sequence[str | None], index: int) -> str | None:
     """The word after word ``index`` ("" for none)."""
     return words[index + 1] if index + 1 < len(words) else ""
@@ -959,7 +1027,16 @@ def code_arguments(
     if name == "sort":  # (its words are no shell code: the program's name is the command)
         return [None if p is None else shlex.quote(p) for p in _sort_options(words, texts)[0]]
     if name in OPTION_COMMANDS or name in ("ssh", "sftp"):
-        return _option_commands(name, words, texts)
+        found = _option_commands(name, words, texts)
+        if name == "npm":  # (node loads what `--node-options=--require=F` names)
+            found += [None for w in words if w is None or abbreviates(w, "--node-options")]
+        return found
+    if name in ("make", "gmake"):
+        return _make_code(words, texts)
+    if name == "go":
+        return _go_code(words, texts)
+    if name == "cargo":  # (`--config 'target.X.runner="prog"'` names what runs the tests)
+        return [None for w in words if w is None or abbreviates(w, "--config")]
     if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:
         found = []  # expanded as a command's words are (`$(cmd)` in it runs)
         for i, word in enumerate(words):

@@ -340,6 +340,10 @@ may be ``--pre=PROG``) runs (``GIT_CONFIG_*`` set git's configuration)."""
 _SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]", re.DOTALL)
 
 
+_DESCRIPTOR_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(.*)\])?\}", re.DOTALL)
+"""The word of ``{NAME}>f`` or ``{NAME[sub]}>f``, right before its redirection."""
+
+
 _LISTING = re.compile(r"\$\{![A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\]|[@*])\}")
 
 
@@ -638,6 +642,11 @@ class _Walker:
                 self.declaration(node, data)
             elif kind == "file_redirect":
                 self.redirect(node, data)
+                self._descriptor_variable(node, data)
+            elif kind in ("heredoc_redirect", "herestring_redirect"):
+                self._descriptor_variable(node, data)
+                if kind == "heredoc_redirect" and unchecked_heredoc(node, data):
+                    self.problems.append(HEREDOC_PROBLEM)
             elif kind == "expansion" and self._evaluating_expansion(node, data):
                 self.problems.append("an expansion that evaluates a variable's value as code")
             elif kind in ("regex", "extglob_pattern") and _PATTERN_CODE.search(
@@ -653,8 +662,6 @@ class _Walker:
                 self._names([name_word(c, data) for c in node.children[1:2]])  # `[[ -v NAME ]]`
             elif kind == "test_command" and _redirects_in_brackets(node):
                 self.problems.append(BRACKET_PROBLEM)
-            elif kind == "heredoc_redirect" and unchecked_heredoc(node, data):
-                self.problems.append(HEREDOC_PROBLEM)
             elif kind in ("word", "raw_string", "string", "concatenation"):
                 value = word_value(node, data)
                 if value is not None and _EVALUATED_SUBSCRIPT.match(value):
@@ -851,6 +858,30 @@ class _Walker:
             if word is None or (match and not re.fullmatch(r"\d+|[@*]", match[1])):
                 self.problems.append(SUBSCRIPT_PROBLEM)
                 return
+
+    def _descriptor_variable(self, node: Any, data: bytes) -> None:
+        """``{NAME}>f`` (the word right before a redirection, the grammar's argument):
+        bash opens a descriptor and sets ``NAME`` to its number, evaluating a subscript
+        as arithmetic, which runs the ``$(…)`` a variable in it holds (``{a[b]}>f`` with
+        ``b='x[$(cmd)]'`` ran ``cmd``: a review); a subscript other than a number asks."""
+        start = node.start_byte
+        if data[start - 1 : start] != b"}":
+            return
+        root = node
+        while root.parent is not None:
+            root = root.parent
+        word = root.descendant_for_byte_range(start - 1, start)
+        while word.parent is not None and word.parent.end_byte == start and word.parent.type in (
+            "word", "concatenation", "command_name",
+        ):  # fmt: skip
+            word = word.parent
+        named = _DESCRIPTOR_VARIABLE.fullmatch(node_text(word, data))
+        if named is None:
+            return
+        if named[2] is not None and not re.fullmatch(r"\d+|[@*]", named[2]):
+            self.problems.append(SUBSCRIPT_PROBLEM)
+        else:
+            self._sets_as_it_runs([named[1]])
 
     def redirect(self, node: Any, data: bytes) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")

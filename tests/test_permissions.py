@@ -1522,6 +1522,13 @@ def test_usual_commands_are_read_alike(command: str) -> None:
         "BASH_ENV=<(echo rm -f x) bash -c true",  # a script read from input, sourced
         "env BASH_ENV=<(echo rm -f x) bash -c true",
         "export BASH_ENV=<(echo rm -f x); bash -c true",
+        # A descriptor's variable, `{NAME}>f`: its subscript evaluated (a review ran
+        # `rm` through `b=$(cat payload); echo hi {a[b]}>/dev/null`).
+        "b=$(cat p); echo hi {a[b]}>/dev/null",
+        "ls {a[b]}<f",
+        "cat {a[b]}<<<x",
+        "cat {a[b]}<<E\nx\nE",
+        "echo {a[b]}>&-",
     ],
 )
 def test_what_bash_runs_through_its_own_variables_is_never_allowed(command: str) -> None:
@@ -1543,10 +1550,19 @@ def test_what_bash_runs_through_its_own_variables_is_never_allowed(command: str)
         "wait $pid",
         "getopts ab opt",
         "source venv/bin/activate",
+        "exec {fd}>f",
+        "echo '{a[b]}'>f",  # (quoted, or part of a word: no descriptor's name)
+        "echo x{a[b]}>f",
     ],
 )
 def test_usual_variable_setters_raise_no_problem(command: str) -> None:
     assert parse_command(command).problems == ()
+
+
+def test_a_descriptors_variable_is_set_as_it_runs() -> None:
+    """`{BASH_ENV}>f` sets it (to the descriptor's number, a file name bash then
+    sources): a rule on setting it sees it."""
+    assert ("BASH_ENV", "BASH_ENV=…") in parse_command("exec {BASH_ENV}>f").sets
 
 
 @pytest.mark.parametrize(
@@ -2787,3 +2803,47 @@ def test_options_that_take_a_value_hide_no_command(command: str, expected: str) 
     (`gosu USER CMD`) hid the command from the deny rules."""
     rules = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)", "Bash(git push *)", "Write(/etc/**)"]}
     assert verdict(command, rules) == expected
+
+
+BUILD_TOOLS = {
+    "allow": ["Bash(make *)", "Bash(npm test *)", "Bash(npm run *)", "Bash(yarn test *)",
+              "Bash(pnpm test *)", "Bash(go test *)", "Bash(cargo test *)"],
+    "deny": ["Bash(rm *)", "Bash(touch *)"],
+}  # fmt: skip
+"""Allowed build and test runners, two programs denied."""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("make --eval='$(shell touch x)'", "ask"),  # makefile text: its `$(shell …)` runs
+        ("make -E '$(shell touch x)'", "ask"),
+        ("make --ev='$(shell touch x)'", "ask"),
+        ("make -f - all", "ask"),  # a makefile read from input
+        ("make SHELL=./evil", "ask"),  # what runs every recipe line
+        ("make .SHELLFLAGS='-c touch x;'", "ask"),
+        ("make CC='rm -rf x'", "deny"),  # a recipe line using it runs it
+        ("make CC='x; touch y'", "deny"),
+        ("npm test --script-shell=./evil", "ask"),  # runs the scripts
+        ("npm run test --script-shell=./evil", "ask"),
+        ("yarn test --script-shell ./evil", "ask"),
+        ("pnpm test --script-shell=./evil", "ask"),
+        ("npm test --node-options=--require=./e.js", "ask"),
+        ("go test -exec ./evil ./...", "ask"),  # runs the test binary
+        ("go test --toolexec=./evil ./...", "ask"),
+        ("go test -exec 'rm -rf x' ./...", "deny"),
+        ("cargo test --config 'target.x.runner=\"./e\"'", "ask"),
+        ("make", "allow"),
+        ("make -j4 V=1 test", "allow"),
+        ("make PREFIX=/usr/local -C sub install", "allow"),
+        ("npm test", "allow"),
+        ("npm run build -- --watch", "allow"),
+        ("go test -run TestX -v ./...", "allow"),
+        ("cargo test --release", "allow"),
+    ],
+)
+def test_what_build_tools_run_that_their_words_name_is_checked(command: str, expected: str) -> None:
+    """A review ran a denied command under an allow rule for each runner: make's
+    `--eval`/`SHELL=`, npm's `--script-shell`, go's `-exec`. Their project files (the
+    Makefile, package.json) are what an allow rule for them trusts."""
+    assert verdict(command, BUILD_TOOLS) == expected
