@@ -257,6 +257,9 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
             **({"keep": True} if keep else {}), **({"held": True} if held else {}),
         }  # fmt: skip
         sent = wanted and await conn.send(answer)
+        if wanted and not sent:  # its caller gone (a foreground end, taken as shown, never
+            for undo in reversed(conn.give_back):  # went out: no notice said it, a trial
+                undo()  # with a stopped supervisor), what it took is given back (ND6)
         if sent and conn.after_reply is not None:
             conn.after_reply()
         if sent and held and receipt is not None:  # (its relay confirms it passed on)

@@ -47,6 +47,7 @@ from wave_bash.api import (
 from wave_bash.api import client as client_module
 from wave_bash.api.errors import InvalidInputError
 from wave_bash.api.mcp_server import Acknowledger, HostStdout, WaveMcp
+from wave_bash.worker import read_exit_record
 
 
 def test_notices_are_in_structured_content_too(state_dir: Path) -> None:
@@ -1382,3 +1383,36 @@ def test_a_present_server_keeps_no_place_and_no_supervisor_up(state_dir: Path) -
     finally:
         for host in hosts:
             host.close()
+
+
+def test_a_foreground_end_whose_result_was_never_sent_is_a_notice(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Its caller gave up while the supervisor was stopped, and the command ended
+    meanwhile: continued, the supervisor took the end before the hang-up, as a result
+    for its caller, which it could not send, and no notice ever said it (a trial: a
+    frozen supervisor, `sleep 5; exit 6`). What a result that never left took is given
+    back: the end is the session's notice."""
+    gate = tmp_path / "gate"
+    ready = Client(state_dir=state_dir, session="lost")
+    ready.status()
+    (supervisor,) = supervisor_pids(state_dir)
+    caller = socket.socket(socket.AF_UNIX)
+    caller.connect(str(state_dir / "supervisor.sock"))
+    command = f"while [ ! -e {gate} ]; do sleep 0.02; done; exit 6"
+    caller.sendall(
+        raw_request("run", {"command": command, "cwd": str(tmp_path), "session": "lost"})
+    )
+    started = json.loads(caller.makefile("rb").readline())
+    task_id = started["data"]["taskId"]
+    exit_record = state_dir / "tasks" / f"{task_id}.exit"
+    os.kill(supervisor, signal.SIGSTOP)
+    try:
+        caller.shutdown(socket.SHUT_RDWR)
+        caller.close()
+        gate.touch()
+        wait_until(lambda: read_exit_record(exit_record).status == 6)
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    notices = wait_until(lambda: ready.notifications())
+    assert [(n.task_id, n.exit_code) for n in notices] == [(task_id, 6)]  # type: ignore[attr-defined]
