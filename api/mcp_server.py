@@ -38,7 +38,7 @@ from mcp.server.stdio import stdio_server
 from . import mcp_compat
 from .calls import CallScope
 from .client import Client, inject_login_path
-from .errors import WaveError
+from .errors import SupervisorUnavailableError, WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
 from .relay import Presence
@@ -139,6 +139,13 @@ class WaveMcp:
         """Request ID → claim on the notices its result carries, until it is written."""
         self.acks = Acknowledger(self.notices.ack_notices, MCP_NOTICE_LEASE_SECONDS)
         """Confirms the claims of written results, apart from the writes."""
+        self.end_acks = Acknowledger(
+            lambda task_id: self.notices.ack_ends([task_id]), MCP_NOTICE_LEASE_SECONDS
+        )
+        """Confirms ends written results showed whose notices their claims did not hold."""
+        self.unconfirmed_ends: dict[Any, str] = {}
+        """Request ID → task whose end its result shows, its notice in no claim of it (a
+        full disk records none: the end came again as a notice once there was space)."""
         self.unwritten_results: dict[Any, str] = {}
         """Request ID → task of a foreground result, until it is written."""
         self.unwritten_reads: dict[Any, Read] = {}
@@ -230,8 +237,10 @@ class WaveMcp:
             raise
         except WaveError as exc:
             text, is_error = exc.message, True
+            unreachable = isinstance(exc, SupervisorUnavailableError)
         else:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
+            unreachable = False
         if started and _announced_unseen(data):
             self.unwritten_results[request.id] = started[0]
         if (read := _read_of(name, data)) is not None:
@@ -239,8 +248,9 @@ class WaveMcp:
         claim_scope = CallScope(receipt=scope.receipt)
         if scope.held and scope.receipt is not None:
             self.held[request.id] = scope.receipt
-        try:
-            claim = await self._claim_notices(request.id, claim_scope)
+        try:  # (not from a supervisor the call could not reach: a frozen one held its
+            # result another 20 s, the claim giving up as the call had, a trial)
+            claim = None if unreachable else await self._claim_notices(request.id, claim_scope)
             if claim_scope.held and claim_scope.receipt is not None:
                 self.held[request.id] = claim_scope.receipt
             await anyio.lowlevel.checkpoint_if_cancelled()  # (the claim waits uncancelled)
@@ -258,6 +268,8 @@ class WaveMcp:
             else None
         )
         shown = _ended_task(name, data)
+        if shown is not None and all(n.task_id != shown for n in notices):
+            self.unconfirmed_ends[request.id] = shown
         if shown is not None:
             # It shows how the task ended (TaskOutput, TaskInput, TaskStop): its notice is not said
             # again, yet stays in the claim, acknowledged once this result is written
@@ -354,6 +366,8 @@ class WaveMcp:
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             self.acks.add(claim)
+        if (ended := self.unconfirmed_ends.pop(request_id, None)) is not None:
+            self.end_acks.add(ended)
         self._settle_receipt(request_id)
 
     async def write_failed(self) -> None:
@@ -379,6 +393,7 @@ class WaveMcp:
         """The result of ``request_id`` will never be written: what it claimed goes back
         to the session, and its foreground command's end becomes a notice."""
         self.cancelled_unwritten.discard(request_id)  # (never written: given back below)
+        self.unconfirmed_ends.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             with contextlib.suppress(WaveError):
@@ -432,6 +447,7 @@ class WaveMcp:
             with contextlib.suppress(WaveError):
                 await anyio.to_thread.run_sync(self.notices.release_notices, claim)
         await anyio.to_thread.run_sync(self.acks.drain, ACK_PATIENCE_AT_EXIT)
+        await anyio.to_thread.run_sync(self.end_acks.drain, ACK_PATIENCE_AT_EXIT)
         tasks, self.unwritten_results = list(self.unwritten_results.values()), {}
         for task_id in tasks:  # a result it never got: its end comes as a notice instead
             with contextlib.suppress(WaveError):

@@ -1416,3 +1416,39 @@ def test_a_foreground_end_whose_result_was_never_sent_is_a_notice(
         os.kill(supervisor, signal.SIGCONT)
     notices = wait_until(lambda: ready.notifications())
     assert [(n.task_id, n.exit_code) for n in notices] == [(task_id, 6)]  # type: ignore[attr-defined]
+
+
+def test_a_call_to_a_frozen_supervisor_fails_once(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP tool call to a stopped supervisor gave up after its check (20 s), then the
+    server claimed the session's notices for its result, which gave up in turn: 40 s (a
+    trial). A call that could not reach the supervisor claims none."""
+    from wave_bash.api import calls, wire
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    monkeypatch.setattr(wire, "SILENCE_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(calls, "STATUS_LIMIT", 2.0)
+    client = Client(state_dir=state_dir, session="frozen")
+    handlers = WaveMcp(client)
+    pid = client.status().pid or 0
+    claims: list[object] = []
+    claim = handlers.notices.claim_notices
+    handlers.notices.claim_notices = lambda **kw: claims.append(kw) or claim(**kw)  # type: ignore[method-assign, func-returns-value]
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    async def call() -> types.CallToolResult:
+        request = ToolRequest(id=3, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(name="Bash", arguments={"command": "true"})
+        return await handlers.call_tool(request, params)
+
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        result = anyio.run(call)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "not answered in time" in text(result)
+    assert claims == []
+    client.close()

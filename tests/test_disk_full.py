@@ -631,3 +631,42 @@ def _as_namespace_root(action: Callable[[], bytes]) -> bytes:
     Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
     Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
     return action()
+
+
+def test_an_end_an_mcp_result_shows_on_a_full_disk_is_no_notice_later(
+    small_state_dir: Path, tmp_path: Path
+) -> None:
+    """A TaskOutput result showing an end confirms its notice, which the result's claim
+    holds; on a full disk no claim is recorded, and the end came again as a notice once
+    there was space (a trial). The end it shows is confirmed by itself."""
+    import anyio
+    import mcp.types as types
+
+    from wave_bash.api.mcp_compat import ToolRequest
+    from wave_bash.api.mcp_server import WaveMcp
+
+    client = Client(state_dir=small_state_dir, cwd=tmp_path, session="full")
+    task_id, filler = end_on_a_full_disk(client, small_state_dir, tmp_path)
+    handlers = WaveMcp(client)
+
+    async def nothing(*args: object) -> None:
+        return None
+
+    async def read() -> types.CallToolResult:
+        request = ToolRequest(id=4, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(name="TaskOutput", arguments={"task_id": task_id})
+        result = await handlers.call_tool(request, params)
+        await handlers.written(4)
+        return result
+
+    try:
+        wait_until(lambda: client.wait(task_id, timeout=0).status == "failed")
+        shown = anyio.run(read)
+        assert "exit code 6" in str(shown.content[0])
+        assert handlers.end_acks.drain(10)
+    finally:
+        filler.unlink()
+    reader = Client(state_dir=small_state_dir, session="full")
+    wait_until(lambda: held_writes(reader) == 0)
+    assert reader.notifications() == []
+    client.close()
