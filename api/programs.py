@@ -923,8 +923,11 @@ MAKE_VALUED = "CfIoWE"
 MAKE_SHELL_VARIABLES = frozenset({"SHELL", "MAKESHELL"})
 """make variables naming the program that runs every recipe line."""
 _MAKE_ASSIGNMENT = re.compile(r"([^\s=:+?!]+)\s*(?::{1,3}|[+?!])?=(.*)", re.DOTALL)
-_SHELL_TEXT = re.compile(r"[\s;&|`$()<>\\'\"]")
-"""A value a recipe line that uses it would run as more than one plain word."""
+_SHELL_CODE = re.compile(r"[;&|`\n]|\$\(|[<>]\(")
+"""Shell code in a value: what a recipe line using it runs beyond one program."""
+MAKE_OPTION_VARIABLES = frozenset({"MAKEFLAGS", "GNUMAKEFLAGS", "MAKEFILES"})
+"""make variables holding its options (``MAKEFLAGS=SHELL=PROG`` is read again) or
+makefiles to read."""
 
 
 def _make_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
@@ -932,14 +935,17 @@ def _make_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | 
     make trusts, as one for ``npm test`` trusts ``package.json``): makefile text
     (``--eval TEXT``, ``-E TEXT``, a makefile read from input: its ``$(shell …)`` and
     recipes run; not shell text: None), the shell of its recipes (``SHELL=PROG``,
-    ``.SHELLFLAGS``), and a variable set to more than a plain word (``CC='x; rm y'``:
-    a recipe line that uses it runs it), checked as a command. A review ran a denied
-    command through ``make --eval='$(shell …)'`` and ``make SHELL=./evil``."""
+    ``.SHELLFLAGS``; its options again, ``MAKEFLAGS=…``), and a variable set to shell
+    code or a program with words (``CC='x; rm y'``, ``CC='ccache gcc'``: a recipe line
+    that uses it runs it; not ``CFLAGS='-O2 -g'``, nor one word, ``prefix=$HOME/.local``),
+    checked as a command. A review ran a denied command through ``make
+    --eval='$(shell …)'``, ``make SHELL=./evil``, ``make MAKEFLAGS=SHELL=./evil`` and
+    ``make "-$X"`` (``X='E$(shell …)'``)."""
     found: list[str | None] = []
     for index, word in enumerate(words):
         if word is None:
             text = shown[index] if index < len(shown) else ""
-            if "=" in text or may_be_option(text, ["--eval", "--file", "--makefile"], "Ef"):
+            if _computed_make_word(text):
                 found.append(None)
             continue
         if abbreviates(word, "--eval"):
@@ -954,18 +960,70 @@ def _make_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | 
                 found.append(None)
         elif not word.startswith("-") and (assigned := _MAKE_ASSIGNMENT.fullmatch(word)):
             name, value = assigned[1], assigned[2]
-            if name == ".SHELLFLAGS":
+            if name == ".SHELLFLAGS" or name in MAKE_OPTION_VARIABLES:
                 found.append(None)
             elif name in MAKE_SHELL_VARIABLES:
                 found.append(shlex.quote(value))
-            elif _SHELL_TEXT.search(value):
+            elif _SHELL_CODE.search(value) or (
+                len(value.split()) > 1 and not value.lstrip().startswith("-")
+            ):
                 found.append(value)
     return found
 
 
-_GO_PROGRAMS = ("-exec", "-toolexec")
+_PACKAGE_MANAGER_CONFIG = ("--node-options", "--userconfig", "--globalconfig")
+"""npm's options that load code (node's ``--require``) or settings files."""
+
+
+def _package_manager_settings(words: Sequence[str | None]) -> list[str | None]:
+    """What an npm, pnpm or yarn call sets that names code its scripts run, asked (not
+    shell text): ``--node-options``, a settings file (``--userconfig``), pnpm's
+    ``--config.script-shell=…`` (any ``--config.``), and ``config set``/``set``, which
+    every later call reads (a review: `npm config set script-shell ./evil`)."""
+    found: list[str | None] = [
+        None
+        for w in words
+        if w is None
+        or w.startswith("--config.")
+        or any(abbreviates(w, option) for option in _PACKAGE_MANAGER_CONFIG)
+    ]
+    operands = [w for w in words if w is None or not w.startswith("-")]
+    if operands[:1] == ["set"] or operands[:2] == ["config", "set"] or None in operands[:2]:
+        found.append(None)
+    return found
+
+
+_MAKE_PATH_VARIABLE = re.compile(r"(?i)[A-Za-z_]*(?:prefix|dir|path)")
+"""make variables holding a directory (``prefix``, ``DESTDIR``, ``bindir``): set to a
+computed value (``prefix=$HOME/.local``), no recipe runs it."""
+
+
+def _computed_make_word(shown: str) -> bool:
+    """Whether a make word known only as it runs may give it code: an option group whose
+    written letters leave room for ``-E``/``-f`` (``-$X``, ``"-s$X"``; not ``-j$(nproc)``,
+    whose ``j`` takes the rest), a long option that may be ``--eval``/``--file``, an
+    assignment to any but a directory variable; a wholly computed word (``"$T"``) is
+    taken for a target, as elsewhere for a file."""
+    text = shown.lstrip("\"'")
+    if text.startswith("--"):
+        return may_be_option(text, ["--eval", "--file", "--makefile"])
+    if "=" in text:
+        name = text.split("=", 1)[0].rstrip(":+?!")
+        return not _MAKE_PATH_VARIABLE.fullmatch(name)
+    if not text.startswith("-"):
+        return False
+    start = _LITERAL_START.match(text)
+    for letter in (start.group(0) if start else "-")[1:]:
+        if letter in "Ef":
+            return True
+        if letter in MAKE_VALUED + "jl":  # (its value is the rest: no option after it)
+            return False
+    return True
+
+
+_GO_PROGRAMS = ("-exec", "-toolexec", "-vettool")
 """``go test``/``go run`` options naming a program it runs the built binary or each tool
-with (one dash or two; a command line, split as such)."""
+with, and ``go vet``'s analysis tool (one dash or two; a command line, split as such)."""
 
 
 def _go_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | None]:
@@ -1022,20 +1080,25 @@ def code_arguments(
         return found
     if name == "alias":
         return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
-    if name == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
+    program = os.path.basename(name)  # (by its path too: `/usr/bin/make`, a review)
+    if program == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
         return [c for i, word in enumerate(words) if (c := _tar_command(words, i, texts)) != ""]
-    if name == "sort":  # (its words are no shell code: the program's name is the command)
+    if program == "sort":  # (its words are no shell code: the program's name is the command)
         return [None if p is None else shlex.quote(p) for p in _sort_options(words, texts)[0]]
-    if name in OPTION_COMMANDS or name in ("ssh", "sftp"):
-        found = _option_commands(name, words, texts)
-        if name == "npm":  # (node loads what `--node-options=--require=F` names)
-            found += [None for w in words if w is None or abbreviates(w, "--node-options")]
+    if program in OPTION_COMMANDS or program in ("ssh", "sftp"):
+        found = _option_commands(program, words, texts)
+        if program in ("npm", "pnpm", "yarn"):
+            found += _package_manager_settings(words)
         return found
-    if name in ("make", "gmake"):
+    if program in ("make", "gmake"):
         return _make_code(words, texts)
-    if name == "go":
-        return _go_code(words, texts)
-    if name == "cargo":  # (`--config 'target.X.runner="prog"'` names what runs the tests)
+    if program == "go":
+        found = _go_code(words, texts)
+        operands = [w for w in words if w is None or not w.startswith("-")]
+        if operands[:1] == ["env"] and any(w is None or w in ("-w", "-u") for w in words):
+            found.append(None)  # (`go env -w GOFLAGS=-exec=PROG`: every later `go test`)
+        return found
+    if program == "cargo":  # (`--config 'target.X.runner="prog"'` names what runs the tests)
         return [None for w in words if w is None or abbreviates(w, "--config")]
     if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:
         found = []  # expanded as a command's words are (`$(cmd)` in it runs)

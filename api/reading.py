@@ -330,10 +330,13 @@ COMMAND_VARIABLES = frozenset({
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
     "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "TAR_OPTIONS",
-    "RIPGREP_CONFIG_PATH",
+    "RIPGREP_CONFIG_PATH", "MAKEFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "GOFLAGS",
+    "NODE_OPTIONS",
 })  # fmt: skip
 """Variables naming a command git (or tar, ``TAR_OPTIONS``; rg, a file of options that
-may be ``--pre=PROG``) runs (``GIT_CONFIG_*`` set git's configuration)."""
+may be ``--pre=PROG``; make, its options, ``--eval`` or ``SHELL=`` among them; go's
+``-exec``; node's ``--require``) runs (``GIT_CONFIG_*`` set git's configuration, and
+``npm_config_*``, any case, npm's and pnpm's: ``script-shell``)."""
 """bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
 
 
@@ -834,7 +837,11 @@ class _Walker:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
                 self.problems.append(f"`{name}` changes what a command's name runs")
-            elif name.startswith("GIT_CONFIG") or name in COMMAND_VARIABLES:
+            elif (
+                name.startswith("GIT_CONFIG")
+                or name in COMMAND_VARIABLES
+                or name.lower().startswith("npm_config_")
+            ):
                 self.problems.append(f"`{name}` names a command a program runs")
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True

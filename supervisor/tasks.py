@@ -1355,8 +1355,10 @@ class TaskManager:
         """Without a cgroup: the children of its monitor, which lingers while it has any
         (``worker.monitor``), or, once that is gone (killed), those of the processes it
         listed that still run."""
-        if monitor := self._lingering_monitor(task):
+        if monitor := self._lingering_monitor(task):  # (not this supervisor, should the
+            # command have started it: a daemon, it is reparented to that monitor; a review)
             task.leftovers = _children_running(monitor)
+            task.leftovers.pop(os.getpid(), None)
             return list(task.leftovers)
         alive = [pid for pid, ticks in task.leftovers.items() if _runs(pid, ticks)]
         task.leftovers = {pid: task.leftovers[pid] for pid in alive}

@@ -2806,8 +2806,9 @@ def test_options_that_take_a_value_hide_no_command(command: str, expected: str) 
 
 
 BUILD_TOOLS = {
-    "allow": ["Bash(make *)", "Bash(npm test *)", "Bash(npm run *)", "Bash(yarn test *)",
-              "Bash(pnpm test *)", "Bash(go test *)", "Bash(cargo test *)"],
+    "allow": ["Bash(make *)", "Bash(/usr/bin/make *)", "Bash(npm *)", "Bash(yarn *)",
+              "Bash(pnpm *)", "Bash(go *)", "Bash(cargo test *)", "Bash(export *)",
+              "Bash(nproc)"],
     "deny": ["Bash(rm *)", "Bash(touch *)"],
 }  # fmt: skip
 """Allowed build and test runners, two programs denied."""
@@ -2833,7 +2834,36 @@ BUILD_TOOLS = {
         ("go test --toolexec=./evil ./...", "ask"),
         ("go test -exec 'rm -rf x' ./...", "deny"),
         ("cargo test --config 'target.x.runner=\"./e\"'", "ask"),
+        # A second review's: make's options again, a computed option group, its path.
+        ("make MAKEFLAGS=SHELL=./evil", "ask"),
+        ("make GNUMAKEFLAGS=SHELL=./evil", "ask"),
+        ("make MAKEFLAGS=-f/dev/stdin", "ask"),
+        ("X='E$(shell touch x)'; make \"-$X\"", "ask"),
+        ("make -s$X", "ask"),
+        ("make --ev$X", "ask"),
+        ("make CC=$X", "ask"),
+        ("make CC='ccache gcc'", "ask"),  # (a program: checked as one)
+        ("/usr/bin/make --eval='$(shell touch x)'", "ask"),
+        ("go vet -vettool=./evil ./...", "ask"),
+        ("go env -w GOFLAGS=-exec=./evil", "ask"),  # (every later `go test`)
+        ("pnpm --config.script-shell=./evil run build", "ask"),
+        ("npm --userconfig=/tmp/evil.npmrc run build", "ask"),
+        ("npm config set script-shell ./evil", "ask"),
+        ("npm set script-shell ./evil", "ask"),
+        ("yarn config set x y", "ask"),
+        ("export MAKEFLAGS='--eval=$(shell touch x)'; make", "ask"),
+        ("export GOFLAGS=-exec=./evil; go test ./...", "ask"),
+        ("export npm_config_script_shell=./evil; npm run build", "ask"),
+        ("export NPM_CONFIG_SCRIPT_SHELL=./evil; npm run build", "ask"),
         ("make", "allow"),
+        ("make CFLAGS='-O2 -g'", "allow"),
+        ('make DESTDIR="$PWD/out" install', "allow"),
+        ("make prefix=$HOME/.local install", "allow"),
+        ("make -j$(nproc)", "allow"),
+        ("make --jobs=$N", "allow"),
+        ('make "$TARGET"', "allow"),  # (a wholly computed word: a target, as a file)
+        ("go env GOPATH", "allow"),
+        ("npm config get registry", "allow"),
         ("make -j4 V=1 test", "allow"),
         ("make PREFIX=/usr/local -C sub install", "allow"),
         ("npm test", "allow"),

@@ -241,7 +241,8 @@ def test_a_task_that_ends_after_a_restart_leaving_a_chain_ends(
 def test_a_monitor_lingers_only_while_what_its_command_left_runs(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """It holds no file of its task meanwhile, and exits once its last child has."""
+    """It holds no file of its task meanwhile, nor its directory (an unmount), and exits
+    once its last child has."""
     monkeypatch.setenv("WAVE_TRACKING", PROCESS)
     client = Client(state_dir=state_dir)
     go = tmp_path / "go"
@@ -251,9 +252,34 @@ def test_a_monitor_lingers_only_while_what_its_command_left_runs(
     monitor = psutil.Process(record.pid or 0)
     assert monitor.is_running() and monitor.status() != psutil.STATUS_ZOMBIE
     assert not [f.path for f in monitor.open_files() if str(state_dir) in f.path]
+    wait_until(lambda: monitor.cwd() == "/")
     go.touch()
     wait_until(lambda: not monitor.is_running() or monitor.status() == psutil.STATUS_ZOMBIE)
     wait_until(lambda: [t.leftover_processes for t in client.tasks() if t.id == tid] == [0])
+
+
+def test_a_supervisor_a_task_started_is_none_of_its_leftovers(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that starts a supervisor (a client's call finding none) leaves it
+    running: a daemon, reparented to the task's lingering monitor. The task counted it
+    as a process left running, and a stop said it had stopped it (a review)."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    go = tmp_path / "go"
+    client = Client(state_dir=state_dir)
+    cli = f"{sys.executable} -m wave_bash.api.cli --state-dir {state_dir}"
+    task = start_bg(client, f"until [ -e {go} ]; do sleep 0.02; done; {cli} tasks >/dev/null")
+    (monitor,) = [t.pid for t in client.tasks() if t.id == task]
+    kill_supervisor(state_dir)
+    go.touch()  # (the task's call starts the next supervisor, not this test's)
+    wait_until(lambda: read_exit_record(state_dir / "tasks" / f"{task}.exit").status == 0)
+    (supervisor,) = supervisor_pids(state_dir)  # (the task's call is over: it serves)
+    assert psutil.Process(supervisor).ppid() == monitor  # (it lingers for it)
+    assert client.wait(task, timeout=10_000).status == "completed"  # (read from its record)
+    (record,) = [t for t in client.tasks() if t.id == task]
+    assert record.leftover_processes == 0
+    with pytest.raises(TaskNotRunningError):
+        client.task_stop(task)
 
 
 def test_a_stop_cut_short_by_a_killed_supervisor_leaves_no_monitor_held(

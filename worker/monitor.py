@@ -194,9 +194,9 @@ def _monitor_script(text: str) -> str:
 # what they fork as they exit (a chain of `setsid` hops) stays in its tree, where a
 # stop finds it, never under init: it looks twice a second, sleeping on a pipe of its
 # own (`__wave_p`, a process substitution's opened both ways, which nothing writes to;
-# made, and its process reaped, before the status: none is counted a leftover), with its
-# signal traps (they named the job's pid, maybe another process's now) and its files
-# let go.
+# made, and its process reaped, before the status: none is counted a leftover; bash 4.1
+# or newer, for `{var}<>`), with its signal traps (they named the job's pid, maybe
+# another process's now), its files and its directory (`/`: no unmount held) let go.
 # The first line on stdin is the soft process limit the monitor restores before it forks
 # (empty: nothing to restore; see ``worker.spawn``: the supervisor may lower the limit of
 # a monitor it has just started, so that bash sizes its table of finished background
@@ -220,10 +220,10 @@ done
 \\exec 3>&- 4>&-; \\builtin set +m
 \\builtin umask 077
 @WAIT@
-__wave_p=; if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && { \\builtin printf '%s\\n' "$__wave_left" >| "$3"; \\exec {__wave_p}<> <(:); \\builtin wait $!; }; fi 2>/dev/null
+__wave_p=; if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && { \\builtin printf '%s\\n' "$__wave_left" >| "$3"; ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 401)) || { \\exec {__wave_p}<> <(:); \\builtin wait $!; }; }; fi 2>/dev/null
 { \\builtin printf '%s\\n' "$__wave_status" >&7; } 2>/dev/null || \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
-[[ -z $__wave_p ]] || { @UNTRAP@; \\exec >/dev/null 2>&1 7>&-; while __wave_left=; \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]]; do IFS= TMOUT= \\builtin read -r -t 0.5 -u "$__wave_p" __wave_c; done; } 2>/dev/null
+[[ -z $__wave_p ]] || { @UNTRAP@; \\exec >/dev/null 2>&1 7>&-; \\builtin cd /; while __wave_left=; \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]]; do IFS= TMOUT= \\builtin read -r -t 0.5 -u "$__wave_p" __wave_c; done; } 2>/dev/null
 \\builtin exit $__wave_status""")
 
 
