@@ -637,8 +637,9 @@ def _misshapen(line: str) -> str | None:
     """The error answer to a line the SDK drops for its shape, unanswered (a trial: the
     host waited for ever): no JSON (-32700, with its id where one can be found, else a
     null one, as JSON-RPC says), a batch (no MCP version the SDK speaks takes one: each
-    request's error, in an array), a request without ``"jsonrpc": "2.0"`` or whose id is
-    no string nor whole number (-32600)."""
+    request's error, in an array), no object (``42``), an object with no method (and no
+    result nor error: no response either), a method that is no string, a request without
+    ``"jsonrpc": "2.0"`` or whose id is no string nor whole number (-32600)."""
     text = line.strip()
     if not text:
         return None
@@ -655,7 +656,27 @@ def _misshapen(line: str) -> str | None:
                                  "Invalid Request: batches are not taken; send each request alone")
                    for m in message if not _answerless(m)]  # fmt: skip
         return f"[{', '.join(batched)}]\n" if batched else None
-    if isinstance(message, dict) and "method" in message and "id" in message:
+    if not isinstance(message, dict):  # (`42`, `"hello"`, `null`: dropped unanswered, a trial)
+        return _error_answer(None, -32600, "Invalid Request: a message is a JSON object") + "\n"
+    if "method" not in message and "result" not in message and "error" not in message:
+        text = "Invalid Request: a request needs a method"  # (`{"id": 80}`: dropped too)
+        return _error_answer(_valid_id(message.get("id")), -32600, text) + "\n"
+    if "method" in message and not isinstance(message["method"], str):
+        text = "Invalid Request: a request's method is a string"
+        return _error_answer(_valid_id(message.get("id")), -32600, text) + "\n"
+    if message.get("method") == "tools/call" and _request(message):
+        params = message.get("params")  # (the SDK's answer said "Invalid request
+        arguments = params.get("arguments") if isinstance(params, dict) else None  # parameters"
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):  # alone)
+            text = "Invalid params: a tool call's params are an object with the tool's `name`"
+            return _error_answer(_valid_id(message["id"]), -32602, text) + "\n"
+        if arguments is not None and not isinstance(arguments, dict):
+            text = (
+                "Invalid params: a tool call's `arguments` are an object of named values "
+                '(`{"command": "ls"}`), not a ' + type(arguments).__name__.replace("str", "string")
+            )
+            return _error_answer(_valid_id(message["id"]), -32602, text) + "\n"
+    if "method" in message and "id" in message:
         request_id = message["id"]  # (MCP's: a string or a whole number, never null; the SDK
         if isinstance(request_id, bool) or not isinstance(request_id, str | int):  # dropped
             text = "Invalid Request: a request's id must be a string or a whole number"
@@ -664,6 +685,12 @@ def _misshapen(line: str) -> str | None:
         text = 'Invalid Request: a request needs "jsonrpc": "2.0"'
         return _error_answer(message["id"], -32600, text) + "\n"
     return None
+
+
+def _valid_id(request_id: Any) -> Any:
+    """A request ID as JSON-RPC has them (a string or a whole number), else None."""
+    valid = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    return request_id if valid else None
 
 
 def _answerless(message: Any) -> bool:

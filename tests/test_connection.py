@@ -141,7 +141,10 @@ def test_a_request_over_the_limit_is_refused_before_it_is_sent(state_dir: Path) 
     started = time.monotonic()
     r = client.bash("echo " + "y" * 9_000_000)
     assert not r.success and "over the 8 MiB a request can have" in (r.error or "")
+    assert "script file" in (r.error or "")
     assert time.monotonic() - started < 30 and client.tasks() == []  # not minutes of retries
+    described = client.bash("true", description="d" * 9_000_000)  # (not the command's fault)
+    assert "its `description` alone is 9000000 characters" in (described.error or "")
 
 
 def test_an_answer_sent_before_the_request_was_read_is_not_lost() -> None:

@@ -961,17 +961,33 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         # (and a request whose id is no string nor whole number: dropped, a trial)
         ids = "".join(json.dumps({**host.bash(0, f"echo i >> {marker}"), "jsonrpc": "2.0",
                                   "id": bad}) + "\n" for bad in (1.5, None, {"x": 1}, True))  # fmt: skip
-        host.stdin.write(f"this is not json\n{no_version}\n{batch}\n{cut}\n{others}{ids}".encode())
+        # (and no request at all: no method, a method that is no string, no object)
+        shapeless = '{"jsonrpc": "2.0", "id": 80}\n{"jsonrpc": "2.0", "id": 82, "method": 5}\n'
+        shapeless += '42\n"hello"\nnull\n'
+        # (and a tool call with its arguments a string, or no params: the SDK's answer
+        # said "Invalid request parameters" alone)
+        shapeless += '{"jsonrpc": "2.0", "id": 83, "method": "tools/call", "params": '
+        shapeless += '{"name": "Bash", "arguments": "echo hi"}}\n'
+        shapeless += '{"jsonrpc": "2.0", "id": 84, "method": "tools/call"}\n'
+        host.stdin.write(
+            f"this is not json\n{no_version}\n{batch}\n{cut}\n{others}{ids}{shapeless}".encode()
+        )
         host.stdin.flush()
         assert host.replies is not None
-        answers = [host.replies.get(timeout=20) for _ in range(10)]
+        answers = [host.replies.get(timeout=20) for _ in range(17)]
         assert (answers[0]["id"], answers[0]["error"]["code"]) == (None, -32700)
         assert (answers[1]["id"], answers[1]["error"]["code"]) == (8, -32600)
         assert [(a["id"], a["error"]["code"]) for a in answers[2]] == [(9, -32600)]
         assert (answers[3]["id"], answers[3]["error"]["code"]) == (11, -32700)  # (its own id)
         assert (answers[4]["id"], answers[4]["error"]["code"]) == (None, -32600)
         assert [(a["id"], a["error"]["code"]) for a in answers[5]] == [(None, -32600)]
-        assert [(a["id"], a["error"]["code"]) for a in answers[6:]] == [(None, -32600)] * 4
+        assert [(a["id"], a["error"]["code"]) for a in answers[6:10]] == [(None, -32600)] * 4
+        assert [(a["id"], a["error"]["code"]) for a in answers[10:]] == [
+            (80, -32600), (82, -32600), (None, -32600), (None, -32600), (None, -32600),
+            (83, -32602), (84, -32602),
+        ]  # fmt: skip
+        assert "`arguments` are an object" in answers[15]["error"]["message"]
+        assert "not a string" in answers[15]["error"]["message"]
         after = json.dumps({**host.bash(10, "echo after"), "jsonrpc": "2.0"})
         host.stdin.write(f"\ufeff{after}\n".encode())  # (a byte-order mark: taken off)
         host.stdin.flush()
