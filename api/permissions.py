@@ -15,7 +15,8 @@ parse error, a command name computed at run time, a ``bash -c`` of a computed st
 Rules: ``Bash`` or ``Bash(*)`` match every command; ``Bash(git push *)`` is a glob over
 the command's text (``*`` any characters; a trailing `` *`` also matches the bare
 ``git push``; ``Bash(ls *)`` does not match ``lsof``); ``Bash(npm run test:*)`` is the
-older prefix form: any command that starts with ``npm run test`` (``test:unit`` too);
+older form of ``Bash(npm run test *)``: ``npm run test`` alone or followed by a blank and
+anything (not ``npm run testing``, as in Claude Code);
 ``Write(/etc/**)`` matches a
 file a redirection writes (``*`` within a path segment, ``**`` across them; relative
 paths are resolved against the command's directory, and each directory its ``cd``s may
@@ -179,9 +180,10 @@ def _compile(pattern: str) -> Any:
 
 
 def _command_regex(pattern: str) -> str:
-    if pattern.endswith(":*"):  # the older prefix form: any command starting so
-        return re.escape(pattern[:-2]) + r"[\s\S]*"
     tail = ""
+    if pattern.endswith(":*"):  # the older form: the prefix, alone or before a blank (a
+        # review: as a plain prefix, `Bash(ls:*)` allowed `lsof`, `Bash(sh:*)` `shred`)
+        return re.escape(pattern[:-2]) + r"(?:\s[\s\S]*)?"
     if pattern.endswith(" *"):  # `git push *` matches `git push` too
         pattern, tail = pattern[:-2], r"(?: [\s\S]*)?"
     parts = [re.escape(part) for part in pattern.split("*")]

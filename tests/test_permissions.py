@@ -70,14 +70,16 @@ def test_an_ask_names_every_part_that_needs_approval() -> None:
         ("if true; then ls; else rm x; fi", "deny"),
         ("f() { rm -rf /; }", "deny"),  # a function body
         ("timeout 5 git push origin main", "ask"),  # wrappers stripped
-        ("nice -n 10 nohup env CI=1 stdbuf -oL npm run test:unit -- --watch", "allow"),
+        ("nice -n 10 nohup env CI=1 stdbuf -oL npm run test -- --watch", "allow"),
         ("time -p make all", "allow"),
         ("command rm x", "deny"),
         ("CI=1 LC_ALL=C git status", "allow"),  # harmless assignments stripped
         ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor git status", "ask"),  # not those
         ("env -S 'touch x' git status", "ask"),
         ("npm run test", "allow"),  # the older prefix form matches the bare prefix too
-        ("npm run testing", "allow"),  # the prefix form is a plain prefix, as in Claude Code
+        ("npm run testing", "ask"),  # the prefix form ends at a word, as ` *` does
+        ("npm run test:unit", "ask"),  # (as Claude Code's: `Bash(ls:*)` allowed `lsof`)
+        ("npm run test\t--watch", "allow"),
         ("git diffstat", "ask"),  # ...a trailing " *" is not
         ("lsof", "ask"),  # Bash(ls *) is not Bash(ls*)
         ("echo hi > /etc/passwd", "deny"),  # a redirection target is a write
