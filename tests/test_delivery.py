@@ -1409,19 +1409,20 @@ def test_a_foreground_end_whose_result_was_never_sent_is_a_notice(
     for its caller, which it could not send, and no notice ever said it (a trial: a
     frozen supervisor, `sleep 5; exit 6`). What a result that never left took is given
     back: the end is the session's notice."""
-    gate = tmp_path / "gate"
+    gate, running = tmp_path / "gate", tmp_path / "running"
     ready = Client(state_dir=state_dir, session="lost")
     ready.status()
     (supervisor,) = supervisor_pids(state_dir)
     caller = socket.socket(socket.AF_UNIX)
     caller.connect(str(state_dir / "supervisor.sock"))
-    command = f"while [ ! -e {gate} ]; do sleep 0.02; done; exit 6"
+    command = f"touch {running}; while [ ! -e {gate} ]; do sleep 0.02; done; exit 6"
     caller.sendall(
         raw_request("run", {"command": command, "cwd": str(tmp_path), "session": "lost"})
     )
     started = json.loads(caller.makefile("rb").readline())
     task_id = started["data"]["taskId"]
     exit_record = state_dir / "tasks" / f"{task_id}.exit"
+    wait_until(running.exists)  # (its instructions all taken: none wait for the supervisor)
     os.kill(supervisor, signal.SIGSTOP)
     try:
         caller.shutdown(socket.SHUT_RDWR)
