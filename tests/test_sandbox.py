@@ -158,6 +158,29 @@ def test_follow_cd_never_shows_what_the_sandbox_hides(state_dir: Path, project: 
         var_marker.unlink()
 
 
+def test_a_start_through_a_link_out_of_the_workspace_starts_where_it_leads(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A workspace under /tmp holding a link to another /tmp directory, given as the
+    start directory: bubblewrap failed with its own "Can't chdir" (a review). The link
+    leads into the session's own /tmp, where the command starts at the nearest
+    directory there."""
+    workspace = Path(tempfile.mkdtemp(prefix="wb-ws-", dir="/tmp"))
+    outside = Path(tempfile.mkdtemp(prefix="wb-out-", dir="/tmp"))
+    (workspace / "lnk").symlink_to(outside)
+    client = Client(
+        state_dir=state_dir, cwd=workspace / "lnk", sandbox="workspace-write",
+        workspace=workspace,
+    )  # fmt: skip
+    try:
+        r = client.bash("pwd; touch made")
+        assert r.exit_code == 0 and r.stdout == "/tmp", r
+        assert not (outside / "made").exists()
+    finally:
+        shutil.rmtree(workspace)
+        shutil.rmtree(outside)
+
+
 def test_a_hooks_path_in_the_workspace_is_read_only(state_dir: Path, project: Path) -> None:
     """`core.hooksPath` naming a directory in the workspace (husky's `.husky/_`): a hook
     written there ran at the next commit outside the sandbox (found by a review)."""

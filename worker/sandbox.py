@@ -1385,11 +1385,12 @@ def start_dir(cwd: str, sandbox: Sandbox, hidden: Sequence[str], temp_dir: str |
     is where the next one starts."""
     given = os.path.normpath(cwd)
     workspace = os.path.realpath(sandbox.workspace)
-    if inside(os.path.realpath(given), workspace):  # (a path to it through a link too)
-        return os.path.realpath(given)
-    path = given if inside(given, "/tmp") else os.path.realpath(given)  # (/tmp: its own)
-    if inside(path, workspace):
-        return path
+    real = os.path.realpath(given)
+    if inside(real, workspace):  # (a path to it through a link too)
+        return real
+    # (/tmp: its own; a link in the workspace that leads out is where it leads: one to
+    # the real /tmp was a start bubblewrap could not chdir to, a review)
+    path = given if inside(given, "/tmp") and not inside(given, workspace) else real
     if inside(path, "/tmp"):
         while path != "/tmp" and not (temp_dir and plain_dir(temp_dir, path[len("/tmp/") :])):
             path = os.path.dirname(path)
