@@ -1096,14 +1096,11 @@ class TaskManager:
         if task.stop_reason is None:  # (its journal write held by a full disk, then lost)
             task.stop_reason = stop_reason_marked(read_exit_record(task.files.exit))
             row.end_reason = task.stop_reason or row.end_reason
-        if (
-            row.pid is not None
-            and same_process(row.pid, row.pid_start, row.boot_id, row.id)
-            and (record := self._recorded_while_it_lingers(task)) is not None
-        ):
+        alive = row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id)
+        if alive and (record := self._recorded_while_it_lingers(task)) is not None:
             self._finish(task, record=record)  # (its monitor lingers: see _lingering_monitor)
             return None
-        if row.pid is not None and same_process(row.pid, row.pid_start, row.boot_id, row.id):
+        if alive:
             self.live[row.id] = task
             self._watch(task)
             if (sources := _started_sources(row)) is not None:  # (made meanwhile: judged)
