@@ -409,12 +409,12 @@ class Caller:
         receipt = {"receipt": scope.receipt} if scope is not None and scope.receipt else {}
         line = encode({"v": PROTOCOL_VERSION, "op": op, **params, **keep, **receipt})
         if len(line) > MAX_REQUEST_BYTES:  # the supervisor would refuse it: never sent
-            texts = [(len(v), k) for k, v in params.items() if isinstance(v, str)]
-            size, name = max(texts, default=(0, "command"))
+            sizes = [(len(encode({k: v})), k) for k, v in params.items()]  # (as sent: `é` is
+            size, name = max(sizes, default=(0, "command"))  # 6 bytes)
             advice = (  # (a 10 MB description was told to put its command in a script)
                 "write a command this long to a script file and run that"
                 if name == "command"
-                else f"its `{name}` alone is {size} characters: shorten it"
+                else f"its `{name}` alone is {size} bytes: shorten it"
             )
             raise InvalidInputError(
                 f"the request is {len(line)} bytes, over the {MAX_REQUEST_BYTES >> 20} MiB a "

@@ -664,6 +664,11 @@ def _misshapen(line: str) -> str | None:
     if "method" in message and not isinstance(message["method"], str):
         text = "Invalid Request: a request's method is a string"
         return _error_answer(_valid_id(message.get("id")), -32600, text) + "\n"
+    if _request(message) and "params" in message and not isinstance(message["params"], dict):
+        text = (
+            f"Invalid params: a request's params are an object, not {_json_type(message['params'])}"
+        )
+        return _error_answer(_valid_id(message["id"]), -32602, text) + "\n"  # (unanswered)
     if message.get("method") == "tools/call" and _request(message):
         params = message.get("params")  # (the SDK's answer said "Invalid request
         arguments = params.get("arguments") if isinstance(params, dict) else None  # parameters"
@@ -673,7 +678,7 @@ def _misshapen(line: str) -> str | None:
         if arguments is not None and not isinstance(arguments, dict):
             text = (
                 "Invalid params: a tool call's `arguments` are an object of named values "
-                '(`{"command": "ls"}`), not a ' + type(arguments).__name__.replace("str", "string")
+                f'(`{{"command": "ls"}}`), not {_json_type(arguments)}'
             )
             return _error_answer(_valid_id(message["id"]), -32602, text) + "\n"
     if "method" in message and "id" in message:
@@ -685,6 +690,15 @@ def _misshapen(line: str) -> str | None:
         text = 'Invalid Request: a request needs "jsonrpc": "2.0"'
         return _error_answer(message["id"], -32600, text) + "\n"
     return None
+
+
+def _json_type(value: Any) -> str:
+    """What a JSON value is, as JSON names it (``a string``, ``an array``)."""
+    for kind, name in ((bool, "a boolean"), (str, "a string"), (int | float, "a number"),
+                       (list, "an array"), (dict, "an object")):  # fmt: skip
+        if isinstance(value, kind):
+            return name
+    return "null"
 
 
 def _valid_id(request_id: Any) -> Any:

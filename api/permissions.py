@@ -183,7 +183,7 @@ def _command_regex(pattern: str) -> str:
     tail = ""
     if pattern.endswith(":*"):  # the older form: the prefix, alone or before a blank (a
         # review: as a plain prefix, `Bash(ls:*)` allowed `lsof`, `Bash(sh:*)` `shred`)
-        return re.escape(pattern[:-2]) + r"(?:\s[\s\S]*)?"
+        return re.escape(pattern[:-2]) + r"(?: [\s\S]*)?"  # (a space, as ` *`: a review)
     if pattern.endswith(" *"):  # `git push *` matches `git push` too
         pattern, tail = pattern[:-2], r"(?: [\s\S]*)?"
     parts = [re.escape(part) for part in pattern.split("*")]

@@ -969,12 +969,13 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         shapeless += '{"jsonrpc": "2.0", "id": 83, "method": "tools/call", "params": '
         shapeless += '{"name": "Bash", "arguments": "echo hi"}}\n'
         shapeless += '{"jsonrpc": "2.0", "id": 84, "method": "tools/call"}\n'
+        shapeless += '{"jsonrpc": "2.0", "id": 85, "method": "ping", "params": []}\n'
         host.stdin.write(
             f"this is not json\n{no_version}\n{batch}\n{cut}\n{others}{ids}{shapeless}".encode()
         )
         host.stdin.flush()
         assert host.replies is not None
-        answers = [host.replies.get(timeout=20) for _ in range(17)]
+        answers = [host.replies.get(timeout=20) for _ in range(18)]
         assert (answers[0]["id"], answers[0]["error"]["code"]) == (None, -32700)
         assert (answers[1]["id"], answers[1]["error"]["code"]) == (8, -32600)
         assert [(a["id"], a["error"]["code"]) for a in answers[2]] == [(9, -32600)]
@@ -984,7 +985,7 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         assert [(a["id"], a["error"]["code"]) for a in answers[6:10]] == [(None, -32600)] * 4
         assert [(a["id"], a["error"]["code"]) for a in answers[10:]] == [
             (80, -32600), (82, -32600), (None, -32600), (None, -32600), (None, -32600),
-            (83, -32602), (84, -32602),
+            (83, -32602), (84, -32602), (85, -32602),
         ]  # fmt: skip
         assert "`arguments` are an object" in answers[15]["error"]["message"]
         assert "not a string" in answers[15]["error"]["message"]

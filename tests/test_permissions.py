@@ -79,7 +79,8 @@ def test_an_ask_names_every_part_that_needs_approval() -> None:
         ("npm run test", "allow"),  # the older prefix form matches the bare prefix too
         ("npm run testing", "ask"),  # the prefix form ends at a word, as ` *` does
         ("npm run test:unit", "ask"),  # (as Claude Code's: `Bash(ls:*)` allowed `lsof`)
-        ("npm run test\t--watch", "allow"),
+        ("npm run test\t--watch", "allow"),  # (words apart)
+        ("npm run 'test\tx'", "ask"),  # (one word: a space ends the prefix, as in ` *`)
         ("git diffstat", "ask"),  # ...a trailing " *" is not
         ("lsof", "ask"),  # Bash(ls *) is not Bash(ls*)
         ("echo hi > /etc/passwd", "deny"),  # a redirection target is a write
