@@ -26,6 +26,7 @@ from .identity import boot_id, start_ticks
 from .journal import Journal, TaskRow, disk_problem, storage_problem
 from .tasks import (
     TaskManager,
+    children_running,
     find_monitors,
     leftovers_text,
     listed_leftovers,
@@ -249,6 +250,8 @@ def rebuild(
             if monitor is not None and row.boot_id == boot_id():
                 row.pid, row.pid_start = monitor, start_ticks(monitor)
             left = listed_leftovers(files.left, task_id, row.started_at, (), monitor)
+            if monitor is not None and row.pid is not None:  # (what it holds now: those it
+                left = left or children_running(monitor)  # listed may have moved on, a trial)
             row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
         journal.insert_task(row)
         unseen = unseen_after is not None and (row.ended_at or 0) > unseen_after

@@ -254,7 +254,8 @@ async def _chores(ctx: Context, last_gc: float) -> bool:
     if pruned:
         prune_in_background(ctx)
     cap = settings.log_cap or None  # (0: none, as `WAVE_IDLE_EXIT=0` is no idle exit)
-    over = [t for t in ctx.tasks.live.values() if cap and _log_size(t.row) > cap]
+    watched = [*ctx.tasks.live.values(), *ctx.tasks.lingering.values()]  # (what a task left
+    over = [t for t in watched if cap and _log_size(t.row) > cap]  # running writes its log)
     if over:
         log.warning("stopping %s: log over the %d-byte cap", [t.id for t in over], settings.log_cap)
         await ctx.tasks.stop(over, reason=EndReason.LOG_CAP)

@@ -217,8 +217,9 @@ def _no_child_running(pid: int) -> bool:
     return all((_stat_fields(int(child)) or [b"Z"])[0] == b"Z" for child in children)
 
 
-def _children_running(pid: int) -> dict[int, int]:
-    """A process's children that run (not zombies), each with its start ticks."""
+def children_running(pid: int) -> dict[int, int]:
+    """A process's children that run (not zombies), each with its start ticks; never this
+    supervisor (a command may have started it: a daemon, reparented to its monitor)."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
             words = fh.read(LEFT_LIST_LIMIT).split()
@@ -231,6 +232,7 @@ def _children_running(pid: int) -> dict[int, int]:
         ticks = start_ticks(child) if fields is not None and fields[0] not in (b"Z", b"X") else None
         if ticks is not None:
             found[child] = ticks
+    found.pop(os.getpid(), None)  # (a review)
     return found
 
 
@@ -1352,10 +1354,8 @@ class TaskManager:
         """Without a cgroup: the children of its monitor, which lingers while it has any
         (``worker.monitor``), or, once that is gone (killed), those of the processes it
         listed that still run."""
-        if monitor := self._lingering_monitor(task):  # (not this supervisor, should the
-            # command have started it: a daemon, it is reparented to that monitor; a review)
-            task.leftovers = _children_running(monitor)
-            task.leftovers.pop(os.getpid(), None)
+        if monitor := self._lingering_monitor(task):
+            task.leftovers = children_running(monitor)
             return list(task.leftovers)
         alive = [pid for pid, ticks in task.leftovers.items() if _runs(pid, ticks)]
         task.leftovers = {pid: task.leftovers[pid] for pid in alive}
@@ -1373,6 +1373,9 @@ class TaskManager:
     def _linger_or_go(self, task: LiveTask) -> None:
         if not task.tracked or self.tracker is None:
             if not self._left_behind(task):
+                if (monitor := self._lingering_monitor(task)) and _stopped(monitor):
+                    with contextlib.suppress(OSError):  # (a leftover stopped it: it would
+                        os.kill(monitor, signal.SIGCONT)  # wait, unseen, for good; a trial)
                 self.lingering.pop(task.id, None)
                 if task.lingered or task.row.leftovers is not None:
                     self._judge_sandbox_again(task)
@@ -2029,13 +2032,15 @@ def _quiet_seconds(text: str) -> str:
 
 
 def _names_its_pid(command: str) -> bool:
-    """Whether a bash command names its shell's pid (``$$``), and fits the environment
-    string a shell of its own gets it in: run in a subshell of its monitor, its ``$$``
-    was the monitor's, so `kill $$; echo after` went on to print, and `kill -9 $$` lost
-    the status (two trials); its own bash makes it the command's, as under `bash -c`.
-    (Others run in the subshell: a process start fewer.)"""
-    if "$$" not in command and "${$" not in command:  # (`${$}`, `${$%x}`: a review)
-        return False
+    """Whether a bash command names its shell's pid (``$$``) or its parent's (``PPID``),
+    and fits the environment string a shell of its own gets it in: run in a subshell of
+    its monitor, its ``$$`` was the monitor's, so `kill $$; echo after` went on to print,
+    and `kill -9 $$` lost the status (two trials), and its ``$PPID`` the supervisor's
+    (`kill $PPID` stopped it: a trial); its own bash makes them the command's and its
+    monitor's, as under `bash -c` they are the command's and its caller's. (Others run
+    in the subshell: a process start fewer.)"""
+    if "$$" not in command and "${$" not in command and "PPID" not in command:  # (`${$}`,
+        return False  # `${$%x}`: a review)
     return len(command.encode("utf-8", "surrogateescape")) <= ENVIRONMENT_COMMAND_LIMIT
 
 

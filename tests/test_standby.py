@@ -916,3 +916,14 @@ def test_a_status_read_as_it_is_written_is_no_status(tmp_path: Path) -> None:
     assert read_exit_record(record).status is None
     record.write_bytes(b"130\n" + EXIT_PLACEHOLDER[4:])
     assert read_exit_record(record).status == 130
+
+
+def test_a_commands_parent_is_its_monitor_not_the_supervisor(client: Client) -> None:
+    """`$PPID` in a command that ran in its monitor's subshell was the supervisor's pid:
+    `kill $PPID` stopped the supervisor (a trial). A command naming it has a shell of its
+    own, whose parent is its monitor, as under `bash -c` the caller is."""
+    supervisor = client.status().pid
+    r = client.bash("ps -o args= -p $PPID")
+    assert r.exit_code == 0 and str(supervisor) != r.stdout
+    assert "wave_bash.supervisor" not in r.stdout and "__wave" in r.stdout, r.stdout
+    assert client.bash("echo $PPID").stdout != str(supervisor)

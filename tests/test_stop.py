@@ -282,6 +282,48 @@ def test_a_supervisor_a_task_started_is_none_of_its_leftovers(
         client.task_stop(task)
 
 
+def test_a_journal_rebuilt_finds_what_a_lingering_monitor_holds_now(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rebuilt from the task files, a task lingered only if a process its monitor had
+    listed still ran: one that had forked on and exited left its child, held by the
+    monitor, unseen and out of TaskStop's reach (a trial)."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    go, n = tmp_path / "go", marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"(until [ -e {go} ]; do sleep 0.02; done; setsid sleep {n} &) &")
+    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+    (listed,) = (state_dir / "tasks" / f"{tid}.left").read_text().split()
+    go.touch()
+    wait_until(lambda: running(n))
+    wait_until(lambda: not psutil.pid_exists(int(listed)))  # (gone, reaped by the monitor)
+    kill_supervisor(state_dir)
+    for path in state_dir.glob("journal.db*"):
+        path.unlink()
+    (record,) = [t for t in client.tasks() if t.id == tid]  # rebuilt by a new supervisor
+    assert (record.status, record.leftover_processes) == ("completed", 1)
+    assert client.task_stop(tid).stopped_processes == 1
+    wait_until(lambda: not running(n))
+
+
+def test_a_lingering_monitor_a_leftover_stopped_goes_when_nothing_is_left(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leftover that stops its monitor (SIGSTOP to its parent) and ends left the monitor
+    stopped for good, its child a zombie, with no task showing it (a trial). Once
+    nothing of the task runs, it is continued, and exits."""
+    monkeypatch.setenv("WAVE_TRACKING", PROCESS)
+    go = tmp_path / "go"
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"(until [ -e {go} ]; do sleep 0.02; done; kill -STOP $PPID) &")
+    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+    (record,) = [t for t in client.tasks() if t.id == tid]
+    monitor = psutil.Process(record.pid or 0)
+    go.touch()
+    wait_until(lambda: not monitor.is_running() or monitor.status() == psutil.STATUS_ZOMBIE)
+    assert [t.leftover_processes for t in client.tasks() if t.id == tid] == [0]
+
+
 def test_a_stop_cut_short_by_a_killed_supervisor_leaves_no_monitor_held(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,7 @@ import psutil
 import pytest
 from conftest import (
     kill_supervisor,
+    needs_cgroups,
     needs_tool,
     raw_request,
     reap,
@@ -169,6 +170,23 @@ def test_log_cap_stops_an_endless_writer(client: Client, state_dir: Path) -> Non
     start_supervisor(state_dir, WAVE_LOG_CAP="0")  # stopped any command that printed)
     printer = start_bg(client, "echo first; sleep 2.5; echo last")
     assert client.wait(printer, timeout=30_000).status == "completed"
+
+
+@pytest.mark.parametrize("tracking", ["cgroup", "process"])
+def test_log_cap_stops_what_an_ended_task_left_writing(
+    client: Client, state_dir: Path, tracking: str
+) -> None:
+    """The cap looked at running tasks only: a command that ended leaving `yes &` grew its
+    log past it, for ever (a trial)."""
+    if tracking == "cgroup":
+        needs_cgroups()
+    start_supervisor(state_dir, WAVE_LOG_CAP="200K", WAVE_TRACKING=tracking)
+    tid = start_bg(client, "(while :; do echo 'endless output line'; done) & echo started")
+    assert client.wait(tid, timeout=30_000).status == "completed"
+    wait_until(lambda: [t.leftover_processes for t in client.tasks() if t.id == tid] == [0],
+               timeout=30)  # fmt: skip
+    (task,) = [t for t in client.tasks() if t.id == tid]
+    assert Path(task.output_path).stat().st_size < 200 * 1024 + 64 * 1024 * 1024
 
 
 def test_gc_prunes_finished_tasks_only(client: Client, state_dir: Path) -> None:
