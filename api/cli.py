@@ -549,9 +549,9 @@ def cmd_mcp(cli: Cli | None, args: argparse.Namespace) -> int:
     return serve_mcp(args.state_dir, session, args.follow_cd, remote, guard)
 
 
-def _shutdown(cli: Cli) -> int | None:
+def _shutdown(cli: Cli) -> tuple[int, int] | None:
     """Stop the supervisor if one runs (its tasks keep running); how many tasks it left
-    running (None: none ran)."""
+    running, and how many ended ones whose processes still run (None: none ran)."""
     answer = cli.calls.shutdown({"session": cli.session})
     if answer is None:
         return None
@@ -564,19 +564,23 @@ def _shutdown(cli: Cli) -> int | None:
             "and a completion notice may be shown again",
             file=sys.stderr,
         )
-    return int(answer.get("runningTasks") or 0)
+    return int(answer.get("runningTasks") or 0), int(answer.get("lingeringTasks") or 0)
 
 
 def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
     if args.action == "stop":
-        left = _shutdown(cli)
+        counts = _shutdown(cli)
+        left, lingering = counts or (0, 0)
         if args.json:
-            _print_json({"running": False, "stopped": left is not None, "runningTasks": left or 0})
-        elif left is None:
+            _print_json({"running": False, "stopped": counts is not None, "runningTasks": left,
+                         "lingeringTasks": lingering})  # fmt: skip
+        elif counts is None:
             print("no supervisor was running")
-        elif left:
+        elif left or lingering:  # (it said nothing of ended tasks whose processes ran on)
+            kept = [f"{left} task(s) keep running"] if left else []
+            kept += [f"{lingering} ended task(s) left processes running"] if lingering else []
             print(
-                f"supervisor stopped; {left} task(s) keep running (the next call starts a "
+                f"supervisor stopped; {' and '.join(kept)} (the next call starts a "
                 "supervisor that takes them back; `wave-bash stop ID` stops one)"
             )
         else:
@@ -608,7 +612,8 @@ def cmd_supervisor(cli: Cli, args: argparse.Namespace) -> int:
         print(
             f"supervisor pid {status.get('pid')} serving {status.get('socketPath')}\n"
             f"state dir {status.get('stateDir')}, {status.get('runningTasks')} running "
-            f"task(s), protocol {status.get('protocolVersion')}\n"
+            f"task(s), {status.get('lingeringTasks')} ended with processes still running, "
+            f"protocol {status.get('protocolVersion')}\n"
             f"tracking: {status.get('tracking')}\nsandbox: {status.get('sandbox')}"
         )
         if status.get("heldWrites"):

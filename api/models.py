@@ -312,6 +312,8 @@ class SupervisorStatus(ContractModel):
     protocol_version: int | None = None
     version: str | None = None
     running_tasks: int = 0
+    lingering_tasks: int = 0
+    """Ended tasks whose processes still run (TR4), each stoppable by its ID."""
     started_at: datetime | None = None
     tracking: str | None = None
     """How task processes are found: one cgroup per task, or the process table."""
@@ -383,6 +385,7 @@ class ShutdownResult(ContractModel):
 
     stopping: bool
     running_tasks: int
+    lingering_tasks: int = 0
     held_writes: int = 0
     """Journal writes a full state dir refused, lost with it unless the disk takes them
     as it closes (SPEC DF5: ends come back from the exit records)."""

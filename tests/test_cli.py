@@ -376,6 +376,15 @@ def test_wait_exits_as_the_task_did(state_dir: Path) -> None:
     stop = run_cli(state_dir, "supervisor", "stop")
     assert stop.stdout.startswith("supervisor stopped; 1 task(s) keep running"), stop.stdout
     run_cli(state_dir, "stop", slow["backgroundTaskId"])
+    # (and how many ended tasks left processes running: it said none of them, a trial)
+    left = json.loads(run_cli(state_dir, "run", "--json", "--background", "--",
+                              "(setsid sleep 30 &); echo started").stdout)  # fmt: skip
+    assert run_cli(state_dir, "wait", left["backgroundTaskId"]).returncode == 0
+    status = json.loads(run_cli(state_dir, "supervisor", "status", "--json").stdout)
+    assert (status["runningTasks"], status["lingeringTasks"]) == (0, 1)
+    stop = run_cli(state_dir, "supervisor", "stop")
+    assert stop.stdout.startswith("supervisor stopped; 1 ended task(s) left processes running")
+    assert run_cli(state_dir, "stop", left["backgroundTaskId"]).returncode == 0
 
 
 def test_bad_timeouts_exit_2(state_dir: Path) -> None:

@@ -28,6 +28,7 @@ async def handle_status(ctx: Context, p: Params, conn: Connection) -> Supervisor
         protocol_version=PROTOCOL_VERSION,
         version=VERSION,
         running_tasks=len(ctx.tasks.live),
+        lingering_tasks=len(ctx.tasks.lingering),
         started_at=datetime.fromtimestamp(ctx.started_at, UTC),
         tracking=ctx.tasks.tracking,
         held_writes=ctx.journal.held,
@@ -45,6 +46,7 @@ async def handle_shutdown(ctx: Context, p: Params, conn: Connection) -> Shutdown
     ctx.stop_event.set()
     held = ctx.journal.held
     return ShutdownResult(
-        stopping=True, running_tasks=len(ctx.tasks.live), held_writes=held,
+        stopping=True, running_tasks=len(ctx.tasks.live),
+        lingering_tasks=len(ctx.tasks.lingering), held_writes=held,
         storage_problem=ctx.journal.problem if held else None,
     )  # fmt: skip
