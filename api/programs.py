@@ -975,20 +975,25 @@ _PACKAGE_MANAGER_CONFIG = ("--node-options", "--userconfig", "--globalconfig")
 """npm's options that load code (node's ``--require``) or settings files."""
 
 
-def _package_manager_settings(words: Sequence[str | None]) -> list[str | None]:
+def _package_manager_settings(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[str | None]:
     """What an npm, pnpm or yarn call sets that names code its scripts run, asked (not
     shell text): ``--node-options``, a settings file (``--userconfig``), pnpm's
     ``--config.script-shell=…`` (any ``--config.``), and ``config set``/``set``, which
-    every later call reads (a review: `npm config set script-shell ./evil`)."""
+    every later call reads (a review: `npm config set script-shell ./evil`); a word known
+    only as it runs where its start as written may be one of them."""
     found: list[str | None] = [
         None
-        for w in words
-        if w is None
-        or w.startswith("--config.")
+        for w, text in zip(words, shown, strict=False)
+        if (w is None and (may_be_option(text, [*_PACKAGE_MANAGER_CONFIG, "--config."])))
+        or (w is not None and w.startswith("--config."))
         or any(abbreviates(w, option) for option in _PACKAGE_MANAGER_CONFIG)
     ]
     operands = [w for w in words if w is None or not w.startswith("-")]
-    if operands[:1] == ["set"] or operands[:2] == ["config", "set"] or None in operands[:2]:
+    if operands[:1] in (["set"], [None]) or (
+        operands[:1] == ["config"] and operands[1:2] in (["set"], [None])
+    ):
         found.append(None)
     return found
 
@@ -1088,7 +1093,7 @@ def code_arguments(
     if program in OPTION_COMMANDS or program in ("ssh", "sftp"):
         found = _option_commands(program, words, texts)
         if program in ("npm", "pnpm", "yarn"):
-            found += _package_manager_settings(words)
+            found += _package_manager_settings(words, texts)
         return found
     if program in ("make", "gmake"):
         return _make_code(words, texts)
@@ -1099,7 +1104,11 @@ def code_arguments(
             found.append(None)  # (`go env -w GOFLAGS=-exec=PROG`: every later `go test`)
         return found
     if program == "cargo":  # (`--config 'target.X.runner="prog"'` names what runs the tests)
-        return [None for w in words if w is None or abbreviates(w, "--config")]
+        return [
+            None
+            for w, text in zip(words, texts, strict=False)
+            if (w is None and may_be_option(text, ["--config"])) or abbreviates(w, "--config")
+        ]
     if name in ("compgen", "complete"):  # `-C CODE`: run to find the words; `-W LIST`:
         found = []  # expanded as a command's words are (`$(cmd)` in it runs)
         for i, word in enumerate(words):

@@ -2867,6 +2867,11 @@ BUILD_TOOLS = {
         ('make "$TARGET"', "allow"),  # (a wholly computed word: a target, as a file)
         ("go env GOPATH", "allow"),
         ("npm config get registry", "allow"),
+        ('npm test -- "$FILE"', "allow"),  # (a computed word that can be no such option)
+        ('cargo test "$NAME"', "allow"),
+        ("npm --node-opt$X run build", "ask"),  # (one that may be)
+        ("cargo test --conf$X", "ask"),
+        ('npm "$CMD" x', "ask"),  # (a computed subcommand: `set`?)
         ("make -j4 V=1 test", "allow"),
         ("make PREFIX=/usr/local -C sub install", "allow"),
         ("npm test", "allow"),
