@@ -102,10 +102,15 @@ def _give_back(relay: str, held: dict[str, list[GiveBack]]) -> None:
     if held:
         log.info("relay %s went with %d results not passed on: given back", relay, len(held))
     for give_back in reversed(held.values()):  # newest first: a read given back moves the
-        for undo in reversed(give_back):  # offset to where the one before it ended, so
-            # that one finds it where it left it (oldest first, it found it moved on and
-            # its output was never read again: a review)
-            try:
-                undo()
-            except Exception:  # (one failing must not keep the others)
-                log.exception("giving back a result a relay never passed on")
+        give_back_result(give_back)  # offset to where the one before it ended, so that one
+        # finds it where it left it (oldest first, it found it moved on and its output was
+        # never read again: a review)
+
+
+def give_back_result(give_back: list[GiveBack]) -> None:
+    """Undo what one result took that never reached its reader, last taken first."""
+    for undo in reversed(give_back):
+        try:
+            undo()
+        except Exception:  # (one failing must not keep the others)
+            log.exception("giving back what a result never passed on took")

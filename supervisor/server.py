@@ -26,6 +26,7 @@ from .faults import crash_point
 from .handlers import HANDLERS
 from .journal import storage_problem
 from .recovery import journal_damaged, mark_damaged
+from .relays import give_back_result
 
 EXIT_JOURNAL_DAMAGED = 75
 """A supervisor's exit status where it found its journal damaged as it ran (EX_TEMPFAIL:
@@ -258,8 +259,8 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
         }  # fmt: skip
         sent = wanted and await conn.send(answer)
         if wanted and not sent:  # its caller gone (a foreground end, taken as shown, never
-            for undo in reversed(conn.give_back):  # went out: no notice said it, a trial
-                undo()  # with a stopped supervisor), what it took is given back (ND6)
+            give_back_result(conn.give_back)  # went out: no notice said it, a trial with a
+            # stopped supervisor), what it took is given back (ND6)
         if sent and conn.after_reply is not None:
             conn.after_reply()
         if sent and held and receipt is not None:  # (its relay confirms it passed on)

@@ -297,13 +297,7 @@ def test_a_journal_rebuilt_finds_what_a_lingering_monitor_holds_now(
     go.touch()
     wait_until(lambda: running(n))
     wait_until(lambda: not psutil.pid_exists(int(listed)))  # (gone, reaped by the monitor)
-    kill_supervisor(state_dir)
-    for path in state_dir.glob("journal.db*"):
-        path.unlink()
-    (record,) = [t for t in client.tasks() if t.id == tid]  # rebuilt by a new supervisor
-    assert (record.status, record.leftover_processes) == ("completed", 1)
-    assert client.task_stop(tid).stopped_processes == 1
-    wait_until(lambda: not running(n))
+    rebuilt_and_stopped(client, state_dir, tid, n)
 
 
 def test_a_lingering_monitor_a_leftover_stopped_goes_when_nothing_is_left(
@@ -702,18 +696,24 @@ def test_leftovers_of_a_task_that_ended_while_no_supervisor_ran(
     wait_until(lambda: not running(n) and not running(m))
 
 
-def test_leftovers_stay_with_a_journal_rebuilt(state_dir: Path, tracking: str) -> None:
-    """A journal rebuilt from the task files (it was damaged, or deleted) lost what ended
-    tasks had left running without cgroups: their list was read once, then deleted."""
-    n, tid, client = leave_a_daemon(state_dir)
-    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+def rebuilt_and_stopped(client: Client, state_dir: Path, tid: str, marker_n: str) -> None:
+    """Kill the supervisor and delete its journal: the next one, rebuilding it from the
+    task files, has the task lingering with one process, and stops it."""
     kill_supervisor(state_dir)
     for path in state_dir.glob("journal.db*"):
         path.unlink()
     (record,) = [t for t in client.tasks() if t.id == tid]  # rebuilt by a new supervisor
     assert (record.status, record.leftover_processes) == ("completed", 1)
     assert client.task_stop(tid).stopped_processes == 1
-    wait_until(lambda: not running(n))
+    wait_until(lambda: not running(marker_n))
+
+
+def test_leftovers_stay_with_a_journal_rebuilt(state_dir: Path, tracking: str) -> None:
+    """A journal rebuilt from the task files (it was damaged, or deleted) lost what ended
+    tasks had left running without cgroups: their list was read once, then deleted."""
+    n, tid, client = leave_a_daemon(state_dir)
+    assert client.wait(tid, timeout=10_000).leftover_processes == 1
+    rebuilt_and_stopped(client, state_dir, tid, n)
 
 
 def test_a_listed_pid_started_after_the_list_is_not_the_tasks(tmp_path: Path) -> None:
