@@ -192,7 +192,10 @@ def _monitor_script(text: str) -> str:
 # keeps them visible and stoppable (where no cgroup does). Having recorded the status,
 # such a monitor lingers while it has children (it reaps them as they end), so that
 # what they fork as they exit (a chain of `setsid` hops) stays in its tree, where a
-# stop finds it, never under init: it looks twice a second, sleeping on a pipe of its
+# stop finds it, never under init: it looks after 0.5, 1, 2, then every 4 seconds,
+# reaping what ended meanwhile (a zombie until then, which the supervisor, counting its
+# children itself, never counts: only the monitor's own exit waits for the look; 100
+# monitors looking twice a second cost 3 % of a core, a trial), sleeping on a pipe of its
 # own (`__wave_p`, a process substitution's opened both ways, which nothing writes to;
 # made, and its process reaped, before the status: none is counted a leftover; bash 4.1
 # or newer, for `{var}<>`), with its signal traps (they named the job's pid, maybe
@@ -223,7 +226,7 @@ done
 __wave_p=; if [[ -n $3 ]]; then \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]] && { \\builtin printf '%s\\n' "$__wave_left" >| "$3"; ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 401)) || { \\exec {__wave_p}<> <(:); \\builtin wait $!; }; }; fi 2>/dev/null
 { \\builtin printf '%s\\n' "$__wave_status" >&7; } 2>/dev/null || \\builtin printf '%s\\n' "$__wave_status" 1<> "$1"
 \\exec 5>&-
-[[ -z $__wave_p ]] || { @UNTRAP@; \\exec >/dev/null 2>&1 7>&-; \\builtin cd /; while __wave_left=; \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]]; do IFS= TMOUT= \\builtin read -r -t 0.5 -u "$__wave_p" __wave_c; done; } 2>/dev/null
+[[ -z $__wave_p ]] || { @UNTRAP@; \\exec >/dev/null 2>&1 7>&-; \\builtin cd /; __wave_w=0.5; while __wave_left=; \\builtin read -r __wave_left < "/proc/$$/task/$$/children"; [[ -n $__wave_left ]]; do IFS= TMOUT= \\builtin read -r -t "$__wave_w" -u "$__wave_p" __wave_c; case $__wave_w in 0.5) __wave_w=1;; 1) __wave_w=2;; *) __wave_w=4;; esac; done; } 2>/dev/null
 \\builtin exit $__wave_status""")
 
 
