@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import select
 import socket
 import sys
 import threading
@@ -50,6 +51,12 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
     line = stdin.readline()
     if not line:
         return 0
+    if _closed(stdin):  # (gone already: nothing is sent, so nothing runs; sent, it raced
+        # the hang-up below, and a loaded supervisor ran it before it saw that: a CI run)
+        text = "the caller's end closed before the supervisor answered (nothing was sent)"
+        stdout.write(encode(error_message(SupervisorUnavailableError.code, text)))
+        stdout.flush()
+        return 2
     try:
         message = decode(line)
         message.pop("keep", None)  # (one request per bridge: the answer ends it)
@@ -80,6 +87,14 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
     # the connection end, as on a local socket, and sends the call again (CR1). An error
     # said here was taken as the answer, and the call failed (a trial).
     return 0
+
+
+def _closed(stdin: BinaryIO) -> bool:
+    """Whether the caller's end has closed already (read at once, without waiting)."""
+    with contextlib.suppress(OSError, ValueError):
+        if select.select([stdin.fileno()], [], [], 0)[0]:
+            return not os.read(stdin.fileno(), 65536)  # (nothing more comes: one request)
+    return False
 
 
 def _hang_up_with(stdin: BinaryIO, sock: socket.socket, gone: threading.Event) -> None:
