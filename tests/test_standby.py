@@ -927,3 +927,19 @@ def test_a_commands_parent_is_its_monitor_not_the_supervisor(client: Client) -> 
     assert r.exit_code == 0 and str(supervisor) != r.stdout
     assert "wave_bash.supervisor" not in r.stdout and "__wave" in r.stdout, r.stdout
     assert client.bash("echo $PPID").stdout != str(supervisor)
+
+
+def test_a_monitor_in_an_ssh_session_runs_no_bashrc(state_dir: Path, tmp_path: Path) -> None:
+    """A bash with `SSH_CLIENT` in its environment below shell level 2 sources
+    `~/.bashrc`, as one sshd started would: every monitor of a supervisor in an ssh
+    session did, and its output (pyenv's rehash errors) came in each task's log (a CI
+    run of the remote tests)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("echo SOURCED\n")
+    env = {**os.environ, "SSH_CLIENT": "127.0.0.1 50000 22", "SHLVL": "0", "HOME": str(home)}
+    client = Client(state_dir=state_dir, env=env)
+    assert client.bash("echo hi").stdout == "hi"
+    task_id = client.bash("echo bg", run_in_background=True).background_task_id or ""
+    assert client.wait(task_id, timeout=10_000).status == "completed"
+    assert client.task_output(task_id).output == "bg"

@@ -418,9 +418,14 @@ def monitor_argv(
         # Run as a script, not a module: the stdlib only, nothing of wave-bash imported.
         return [sys.executable, "-P", str(PYTHON_MONITOR), exit_file, shell_path]
     zsh = shell_path if shell_kind == "zsh" else ""
+    # `--norc`: a bash started with `SSH_CLIENT` set below shell level 2 (a supervisor in
+    # an ssh session, a remote's) sources `~/.bashrc`, whose output went into every
+    # task's log (pyenv's rehash errors: a CI run) and whose code ran in the monitor.
     if joins:
-        return [monitor_bash, "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, zsh, *joins]
-    return [monitor_bash, "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh, leftovers_file or ""]
+        return [monitor_bash, "--norc", "-c", BASH_JOINED_MONITOR_SCRIPT, "bash", exit_file, zsh,
+                *joins]  # fmt: skip
+    return [monitor_bash, "--norc", "-c", BASH_MONITOR_SCRIPT, "bash", exit_file, zsh,
+            leftovers_file or ""]  # fmt: skip
 
 
 PTY_HOST = Path(__file__).with_name("ptyhost.py")
