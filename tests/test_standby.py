@@ -407,10 +407,16 @@ def test_the_record_pipe_closes_once_the_status_is_written(tmp_path: Path, monit
         assert files.log.read_text() == "closed\n"
     finally:
         os.close(started.record_pipe)
-        for proc in psutil.process_iter(["cmdline"]):
-            if proc.info["cmdline"] == ["sleep", left]:
-                proc.kill()
+        with contextlib.suppress(AssertionError):  # (it may not have exec'd yet: then
+            # missed, it ran on, and its lingering monitor held the reap below, a CI run)
+            wait_until(lambda: _processes(["sleep", left]), timeout=10)
+        for proc in _processes(["sleep", left]):
+            proc.kill()
     reap_monitor(started.pid, block=True)  # (a subreaper lingers while the sleep runs)
+
+
+def _processes(cmdline: list[str]) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == cmdline]
 
 
 @pytest.mark.parametrize("monitor", ["bash", "joined", "python"])
