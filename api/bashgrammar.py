@@ -18,6 +18,7 @@ from .runners import (
     WRAPPERS,
     command_runner,
 )
+from .shellwords import ansi_c_value
 
 
 @lru_cache(maxsize=1)
@@ -327,6 +328,8 @@ def word_value(node: Any, data: bytes) -> str | None:
         return re.sub(r"\\(.)", r"\1", text)
     if kind == "raw_string":
         return text[1:-1]
+    if kind == "ansi_c_string":
+        return ansi_c_value(text)
     if kind == "string":
         parts = [c for c in node.children if c.is_named]
         if any(c.type != "string_content" for c in parts):

@@ -13,6 +13,7 @@ from typing import Literal
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
 from .runners import TIME_OPTIONS_WITH_VALUE, short_options, takes_next_word
+from .shellwords import literal_start, made_by_the_line
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
@@ -152,6 +153,28 @@ TAR_VALUED = "bCfFgHIKLNTVX"
 """tar's old-style letters that take a value (``tar cIf CMD out.tgz dir``)."""
 
 
+TAR_LONG_VALUED = ("--file", "--directory", "--exclude", "--exclude-from", "--files-from",
+                   "--transform", "--xform", "--owner", "--group", "--mode", "--mtime",
+                   "--newer", "--after-date", "--newer-mtime", "--label", "--format",
+                   "--blocking-factor", "--record-size", "--tape-length", "--suffix",
+                   "--strip-components", "--listed-incremental", "--index-file",
+                   "--volno-file", "--level", "--sort", "--use-compress-program",
+                   "--to-command", "--rsh-command", "--rmt-command", "--info-script",
+                   "--new-volume-script", "--checkpoint-action", "--starting-file")  # fmt: skip
+"""tar's long options whose value may be the next word."""
+
+
+def _tar_values(words: Sequence[str | None]) -> set[int]:
+    """The indices of tar's words that are an option's value (``-f "$f"``; old style,
+    ``xf "$f"``): no option, whatever they hold."""
+    first = 0
+    if words and words[0] is not None and not words[0].startswith("-"):
+        first = 1 + sum(letter in TAR_VALUED for letter in words[0])
+    operands, options = _scan(words[first:], TAR_VALUED, TAR_LONG_VALUED)
+    named = {first + i for i in (*operands, *options)}
+    return set(range(1, min(first, len(words)))) | set(range(first, len(words))) - named
+
+
 TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--rmt-command",
                 "--info-script", "--new-volume-script", "--checkpoint-action")  # fmt: skip
 
@@ -159,16 +182,35 @@ TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--rm
 _LITERAL_START = re.compile(r"[-\w]*")
 
 
-def may_be_option(shown: str, options: Sequence[str], letters: str = "") -> bool:
+def may_be_option(shown: str, options: Sequence[str], letters: str = "", valued: str = "") -> bool:
     """Whether a word known only as it runs may be one of the long ``options`` (or a
-    short option group holding one of ``letters``), by its literal start as written:
-    ``--to-command="$C"``, ``--co$X``; a word wholly computed (``"$f"``) is taken for
-    none, as a file name is far likelier."""
-    start = _LITERAL_START.match(shown)
-    flag = start.group(0) if start else ""
+    short option group holding one of ``letters``), by its start as written:
+    ``--to-command="$C"``, ``"--co$X"``, ``-$X``, ``-c$X`` (what it expands to may add
+    any letter, unless one of ``valued`` came first: the rest is its value). A word
+    wholly computed (``"$f"``) is taken for none, as a file name is far likelier, unless
+    the command line makes it (:func:`made_by_the_line`). A quoted start once passed for
+    a computed one (``"--to-command=$C"`` got its command past the rules: a review)."""
+    if made_by_the_line(shown):
+        return True
+    start = literal_start(shown)
+    flag = _flag(start)
     if flag.startswith("--"):
         return any(option.startswith(flag) or flag.startswith(option) for option in options)
-    return flag.startswith("-") and any(letter in flag[1:] for letter in letters)
+    if not flag.startswith("-") or not letters:
+        return False
+    for letter in flag[1:]:
+        if letter in letters:
+            return True
+        if letter in valued:
+            return False
+    return flag == start
+
+
+def _flag(start: str) -> str:
+    """An option's name at the start of a word's literal start (``--to-command`` of
+    ``--to-command=x``)."""
+    match = _LITERAL_START.match(start)
+    return match.group(0) if match else ""
 
 
 def _tar_command(
@@ -179,7 +221,7 @@ def _tar_command(
     word = words[index]
     if word is None:
         text = shown[index] if shown is not None and index < len(shown) else ""
-        return None if may_be_option(text, TAR_COMMANDS, "IF") else ""
+        return None if may_be_option(text, TAR_COMMANDS, "IF", TAR_VALUED) else ""
     value: str | None = ""
     if index == 0 and not word.startswith("-"):  # old style, `tar cIf CMD out f`: each
         taken = 0  # letter that takes a value takes the next word, in order
@@ -245,7 +287,7 @@ def _sort_options(
         if word is None:
             if may_be_option(shown[index - 1], ["--compress-program"]):
                 programs.append(None)
-            if may_be_option(shown[index - 1], ["--output"], "o"):
+            if may_be_option(shown[index - 1], ["--output"], "o", short_valued):
                 outputs.append((index - 1, ""))
         elif abbreviates(word, "--compress-program"):
             programs.append(long_value(words, index - 1))
@@ -362,10 +404,15 @@ def files_written(
     elif name == "git":  # (`--output`; `archive -o FILE`, `-oFILE`: a trial)
         sub = git_options(words)
         archive = sub < len(words) and words[sub] == "archive"
+        outputs = sub >= len(words) or words[sub] not in _GIT_WITHOUT_OUTPUT
         for i, w in enumerate(words):
             if w == "--output" or (archive and i > sub and w == "-o"):
                 at.append((i + 1, ""))
-            elif w is None and may_be_option(shown[i], ["--output"], "o" if archive else ""):
+            elif (
+                w is None
+                and (outputs or i <= sub)
+                and may_be_option(shown[i], ["--output"], "o" if archive else "")
+            ):
                 at.append((i, ""))
             elif w is not None and w.startswith("--output="):
                 at.append((i, "--output="))
@@ -374,7 +421,7 @@ def files_written(
     elif name == "tree":  # (`-o FILE`; grouped, each option of the group that takes a
         # value takes the next word in turn: `-Lo 1 FILE`, `-oL FILE 1`, a trial)
         for i, w in enumerate(words):
-            if w is None and may_be_option(shown[i], [], "o"):
+            if w is None and may_be_option(shown[i], [], "o", _TREE_VALUED):
                 at.append((i, ""))
             elif w is not None and w[:1] == "-" and w[1:2] != "-" and "o" in w:
                 valued = [letter for letter in w[1:] if letter in _TREE_VALUED]
@@ -397,6 +444,13 @@ def files_written(
     ]
 
 
+_GIT_WITHOUT_OUTPUT = frozenset({
+    "add", "branch", "checkout", "cherry-pick", "clean", "clone", "commit", "fetch", "init",
+    "ls-files", "merge", "mv", "pull", "push", "rebase", "remote", "reset", "restore",
+    "revert", "rev-parse", "rm", "status", "switch", "tag", "worktree",
+})  # fmt: skip
+"""git subcommands that take no ``--output``: a word of theirs known only as it runs
+writes nothing (``git push "$(…)"``, ``git checkout "$b"`` in a loop)."""
 _TREE_VALUED = "LPIHTo"
 """tree's options that take a value (its parser gives none attached: ``-oFILE`` is ``-o``,
 ``-F``, ``-I``, ``-L``, ``-E``)."""
@@ -409,18 +463,16 @@ glob's names land in (no dotfile); ``last``, a last operand
 written as a file, or into, where it is a directory already (``cp a dst``); ``last
 tree``, the same copied or moved whole."""
 
-_MAY_BE_OPTION = re.compile(r"""["']*[\w./~]""")
-"""A word as written that cannot expand to start with ``-`` (``./*``, ``src/*.txt``)."""
-
 
 def option_from_a_word(name: str, words: Sequence[str | None], shown: Sequence[str]) -> bool:
     """Whether ``cp``, ``mv``, ``ln`` or ``install`` may take a word known only as it runs
     for an option, before any ``--``: ``*`` (a file named ``-t.git`` made `cp * d/` copy
-    into ``.git``, a review), ``"$f"``; not ``./*``, ``src/*.txt``."""
+    into ``.git``, a review), ``"$f"``; not ``./*``, ``src/*.txt``, ``~/$f``."""
     if name not in _COPIERS:
         return False
     ended = words.index("--") if "--" in words else len(words)
-    return any(words[k] is None and not _MAY_BE_OPTION.match(shown[k]) for k in range(ended))
+    starts = [(literal_start(shown[k]), shown[k]) for k in range(ended) if words[k] is None]
+    return any(start[:1] == "-" or not (start or text.startswith("~")) for start, text in starts)
 
 
 def glob_folder(written: str) -> str | None:
@@ -690,7 +742,9 @@ def _downloaded_to(
         elif letters[at] == "w" and writes_out(value):
             found.append((None, said))
     for index in operands:  # (`--output-document="$F"`)
-        if words[index] is None and may_be_option(shown[index], long_files, files + folders):
+        if words[index] is None and may_be_option(
+            shown[index], long_files, files + folders, valued
+        ):
             found.append((None, shown[index]))
     urls = [words[i] for i in operands]
     globbed = globbing and any(u is None or re.search(r"[{\[]", u) for u in urls)
@@ -792,13 +846,21 @@ def git_code(words: Sequence[str | None]) -> list[str] | None:
     return codes
 
 
-def git_runs(rest: Sequence[str | None], subcommand: bool = True) -> str | None:
+def git_runs(
+    rest: Sequence[str | None], shown: Sequence[str] = (), subcommand: bool = True
+) -> str | None:
     """Why ``git REST`` may run a command its words do not name: configuration given
     on its command line that may name one (``-c alias.p=push``, ``-c
     core.fsmonitor=CMD``, ``help.autocorrect``; ``-c user.name=…`` is fine), another
     ``--exec-path``, such configuration set for later (``git config alias.p push``), or a
     subcommand that runs one (``rebase -x CMD``, ``fetch --upload-pack=CMD``)."""
     skip = git_options(rest)
+    if (  # (`git "-c$X" log`)
+        skip < min(len(rest), len(shown))
+        and rest[skip] is None
+        and may_be_option(shown[skip], ["--config-env", "--exec-path"], "c", "C")
+    ):
+        return "git may take a word known only as it runs for an option (`-c …`)"
     for index, word in enumerate(rest[:skip]):
         flag = (word or "").split("=", 1)[0]
         if flag == "-c" or flag == "--config-env":
@@ -920,6 +982,8 @@ def _option_commands(
 
 MAKE_VALUED = "CfIoWE"
 """make's short options that take a value (``-f FILE``, ``-E TEXT``)."""
+MAKE_LONG_VALUED = ("--directory", "--file", "--makefile", "--include-dir", "--old-file",
+                    "--assume-old", "--new-file", "--what-if", "--assume-new", "--eval")  # fmt: skip
 MAKE_SHELL_VARIABLES = frozenset({"SHELL", "MAKESHELL"})
 """make variables naming the program that runs every recipe line."""
 _MAKE_ASSIGNMENT = re.compile(r"([^\s=:+?!]+)\s*(?::{1,3}|[+?!])?=(.*)", re.DOTALL)
@@ -942,10 +1006,11 @@ def _make_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | 
     --eval='$(shell …)'``, ``make SHELL=./evil``, ``make MAKEFLAGS=SHELL=./evil`` and
     ``make "-$X"`` (``X='E$(shell …)'``)."""
     found: list[str | None] = []
+    operands = set(_scan(words, MAKE_VALUED, MAKE_LONG_VALUED)[0])  # (not `-C "$d"`'s value)
     for index, word in enumerate(words):
         if word is None:
             text = shown[index] if index < len(shown) else ""
-            if _computed_make_word(text):
+            if index in operands and _computed_make_word(text):
                 found.append(None)
             continue
         if abbreviates(word, "--eval"):
@@ -1008,22 +1073,17 @@ def _computed_make_word(shown: str) -> bool:
     written letters leave room for ``-E``/``-f`` (``-$X``, ``"-s$X"``; not ``-j$(nproc)``,
     whose ``j`` takes the rest), a long option that may be ``--eval``/``--file``, an
     assignment to any but a directory variable; a wholly computed word (``"$T"``) is
-    taken for a target, as elsewhere for a file."""
-    text = shown.lstrip("\"'")
-    if text.startswith("--"):
-        return may_be_option(text, ["--eval", "--file", "--makefile"])
-    if "=" in text:
-        name = text.split("=", 1)[0].rstrip(":+?!")
+    taken for a target, as elsewhere for a file, unless the command line makes it
+    (``for t in --eval=…; do make "$t"; done``)."""
+    if made_by_the_line(shown):
+        return True
+    start = literal_start(shown)
+    if start.startswith("-"):  # (`j`, `l`: their value is the rest, no option after it)
+        return may_be_option(shown, ["--eval", "--file", "--makefile"], "Ef", MAKE_VALUED + "jl")
+    if "=" in start:
+        name = start.split("=", 1)[0].rstrip(":+?!")
         return not _MAKE_PATH_VARIABLE.fullmatch(name)
-    if not text.startswith("-"):
-        return False
-    start = _LITERAL_START.match(text)
-    for letter in (start.group(0) if start else "-")[1:]:
-        if letter in "Ef":
-            return True
-        if letter in MAKE_VALUED + "jl":  # (its value is the rest: no option after it)
-            return False
-    return True
+    return "=" in shown  # (an assignment whose name is known only as it runs: `"$N=x"`)
 
 
 _GO_PROGRAMS = ("-exec", "-toolexec", "-vettool")
@@ -1035,10 +1095,11 @@ def _go_code(words: Sequence[str | None], shown: Sequence[str]) -> list[str | No
     found: list[str | None] = []
     for index, word in enumerate(words):
         if word is None:  # (`-ex$X`: may be one)
-            start = _LITERAL_START.match(shown[index] if index < len(shown) else "")
-            flag = start.group(0) if start else ""
-            if flag.startswith("-") and any(
-                o[1:].startswith(flag.lstrip("-")) for o in _GO_PROGRAMS
+            text = shown[index] if index < len(shown) else ""
+            flag = _flag(literal_start(text))
+            if made_by_the_line(text) or (
+                flag.startswith("-")
+                and any(o[1:].startswith(flag.lstrip("-")) for o in _GO_PROGRAMS)
             ):
                 found.append(None)
         elif word.startswith("-") and "-" + word.lstrip("-").split("=", 1)[0] in _GO_PROGRAMS:
@@ -1087,7 +1148,12 @@ def code_arguments(
         return [None if w is None else w.split("=", 1)[1] for w in words if w is None or "=" in w]
     program = os.path.basename(name)  # (by its path too: `/usr/bin/make`, a review)
     if program == "tar":  # the commands its options name (`--to-command`, `-I zstd`)
-        return [c for i, word in enumerate(words) if (c := _tar_command(words, i, texts)) != ""]
+        values = _tar_values(words)  # (`for f in *.tar; do tar -xf "$f"; done`)
+        return [
+            c
+            for i in range(len(words))
+            if i not in values and (c := _tar_command(words, i, texts)) != ""
+        ]
     if program == "sort":  # (its words are no shell code: the program's name is the command)
         return [None if p is None else shlex.quote(p) for p in _sort_options(words, texts)[0]]
     if program in OPTION_COMMANDS or program in ("ssh", "sftp"):

@@ -65,6 +65,7 @@ from .runners import (
     takes_next_word,
     wrapper_arguments,
 )
+from .shellwords import LineMade
 from .texttools import script_code
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
@@ -435,6 +436,13 @@ def _tilde_problem(walker: _Walker, source: str) -> str | None:
     return None
 
 
+_UNSET_HERE = re.compile(r"[A-Za-z_][A-Za-z0-9_]+|[A-Za-z]|[?$!#-]")
+"""Parameters a command line gets from outside unless it sets them: a variable's name
+(not ``$_``, the last word of the line's command before), the status, pids, the option
+flags, the count of positional parameters (those are the line's own: ``set --``, a
+function's words)."""
+
+
 def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text).
     ``zsh``: zsh runs it, read by the same grammar (bash's), with zsh's precommand
@@ -443,16 +451,9 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
     types into (SPEC P1), which cannot be checked (:data:`INTERACTIVE_PROBLEM`)."""
     if not source.isascii():  # (lone surrogates, from bytes that are no UTF-8: each a U+FFFD,
         source = source.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # as read)
-    walker = _Walker()
-    walker.zsh = zsh
-    if interactive:
-        walker.problems.append(INTERACTIVE_PROBLEM)
-    if len(source) > MAX_CHECKED_CHARS:
-        walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
-    else:
-        walker.parse(source, 0)
-        if zsh and _zsh_code(source):
-            walker.problems.append(ZSH_CODE_PROBLEM)
+    walker = _walked(source, zsh, interactive, frozenset())
+    if walker.set_names:  # (read again, knowing what it sets: a word of one is the line's)
+        walker = _walked(source, zsh, interactive, frozenset(walker.set_names))
     if problem := _tilde_problem(walker, source):
         walker.problems.append(problem)
     return ParsedCommand(
@@ -478,6 +479,20 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
             [target for target, _, _ in walker.linked],
         ),
     )
+
+
+def _walked(source: str, zsh: bool, interactive: bool, line_sets: frozenset[str]) -> _Walker:
+    walker = _Walker(line_sets=line_sets)
+    walker.zsh = zsh
+    if interactive:
+        walker.problems.append(INTERACTIVE_PROBLEM)
+    if len(source) > MAX_CHECKED_CHARS:
+        walker.problems.append(f"it is longer than {MAX_CHECKED_CHARS} characters")
+    else:
+        walker.parse(source, 0)
+        if zsh and _zsh_code(source):
+            walker.problems.append(ZSH_CODE_PROBLEM)
+    return walker
 
 
 _REMOVERS = frozenset({"rm", "rmdir", "unlink"})
@@ -578,7 +593,9 @@ def cdpath_searched(directory: str) -> bool:
 
 
 class _Walker:
-    def __init__(self, readings: list[int] | None = None) -> None:
+    def __init__(
+        self, readings: list[int] | None = None, line_sets: frozenset[str] = frozenset()
+    ) -> None:
         self.readings = [0] if readings is None else readings
         """Runners' commands read so far, shared with the walkers reading them: each way
         a runner's options can be read is a reading, and nested runners multiply them."""
@@ -595,6 +612,9 @@ class _Walker:
         self.sets_home = False
         self.set_names: set[str] = set()
         """The variables it sets anywhere, by name ("": one computed)."""
+        self.line_sets = line_sets
+        """The variables the whole command line sets (its ``set_names``, read before):
+        a word made of one is :class:`LineMade`."""
         self.sets_cdpath = False
         self.sets: list[tuple[str | None, str]] = []
         self.exports_all = False
@@ -936,7 +956,7 @@ class _Walker:
             words[0] = words[0].children[0] if words[0].children else words[0]
         values = [word_value(w, data) for w in words]
         shown = [
-            v if v is not None else squeeze(node_text(w, data))
+            v if v is not None else self._as_written(w, data)
             for v, w in zip(values, words, strict=True)
         ]
         outer = self._site
@@ -945,6 +965,28 @@ class _Walker:
             self.simple(values, shown, assignments, depth)
         finally:
             self._site = outer
+
+    def _as_written(self, word: Any, data: bytes) -> str:
+        """A computed word as written, a :class:`LineMade` one where the command line makes
+        its value: a command substitution, a ``${…}`` with an operator (``${X:-…}``,
+        ``${X/…/…}``, ``${!X}``), a positional parameter or ``$_``, a variable the line
+        sets (:attr:`line_sets`)."""
+        text = squeeze(node_text(word, data))
+        stack = [word]
+        while stack:
+            node = stack.pop()
+            if node.type == "command_substitution":
+                return LineMade(text)
+            if node.type in ("simple_expansion", "expansion"):
+                parts = [c for c in node.children if c.type not in ("$", "${", "}")]
+                name = node_text(parts[0], data) if len(parts) == 1 else ""
+                if not name or parts[0].type == "subscript" or not _UNSET_HERE.fullmatch(name):
+                    return LineMade(text)  # (an array's: bash passes none on)
+                if name in self.line_sets or "" in self.line_sets:
+                    return LineMade(text)
+            elif node.type not in ("process_substitution", "arithmetic_expansion"):
+                stack += node.children  # (not those: a path, `/dev/fd/N`; a number)
+        return text
 
     def simple(
         self,
@@ -1165,7 +1207,7 @@ class _Walker:
             given = git_code(values[start + 1 + git_options(values[start + 1 :]) :])
             for code in given or ():  # (`git rebase -x 'npm test'`: checked as a command)
                 self.parse(code, depth + 1)
-            if problem := git_runs(values[start + 1 :], subcommand=given is None):
+            if problem := git_runs(values[start + 1 :], shown[start + 1 :], given is None):
                 self.problems.append(problem)
         after, after_shown = values[start + 1 :], shown[start + 1 :]
         chroot = base in ("sudo", "doas") and any(
@@ -1273,7 +1315,7 @@ class _Walker:
         if self.readings[0] > MAX_RUNNER_READINGS or depth >= MAX_NESTING:
             self.problems.append("runners nested too deep or in too many ways to check")
             return None
-        return _Walker(self.readings)
+        return _Walker(self.readings, self.line_sets)
 
     def _take_runner(
         self,

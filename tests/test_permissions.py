@@ -769,7 +769,7 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
         ("echo hi > //etc/passwd", "deny"),
         ("echo hi > /proc/self/root/etc/passwd", "ask"),  # (the command's root: not ours)
         ("x=/etc; echo hi > $x/passwd", "ask"),  # a computed target, with Write rules
-        ("echo hi > $'/etc/passwd'", "ask"),
+        ("echo hi > $'/etc/passwd'", "deny"),  # (`$'…'` is decoded as bash decodes it)
         ("git status", "allow"),
     ],
 )
@@ -943,8 +943,8 @@ SEARCH_ALLOWED = {
         ('rg -g "$glob" -t "$type" foo .', "allow", "allow"),
         ('rg --engine "$e" foo', "ask", "ask"),  # rg 13 reads an option there
         # found by a fifth review: a computed word may end the command it runs
-        ("find . -exec echo $'{}' + -exec rm {} +", "ask", "ask"),
-        ("find . -exec echo $';' -delete", "ask", "ask"),
+        ("find . -exec echo $'{}' + -exec rm {} +", "ask", "deny"),  # (`$'…'` decoded)
+        ("find . -exec echo $';' -delete", "ask", "allow"),  # (`-delete` is no `rm`)
         ('fd -x echo A "$S" -x rm', "ask", "deny"),  # fd takes -x twice
         ('find . -exec cat "$f" {} +', "allow", "allow"),  # (a word of cat's, or ;)
         # an array's elements are words of their own
@@ -2885,3 +2885,123 @@ def test_what_build_tools_run_that_their_words_name_is_checked(command: str, exp
     `--eval`/`SHELL=`, npm's `--script-shell`, go's `-exec`. Their project files (the
     Makefile, package.json) are what an allow rule for them trusts."""
     assert verdict(command, BUILD_TOOLS) == expected
+
+
+PROGRAMS_ALLOWED = {
+    "allow": ["Bash(tar *)", "Bash(make *)", "Bash(ssh *)", "Bash(git *)", "Bash(sort *)",
+              "Bash(npm *)", "Bash(go *)", "Bash(wc *)", "Bash(echo *)", "Bash(true)"],
+    "deny": ["Bash(rm *)"],
+}  # fmt: skip
+"""Programs allowed whole, `rm` denied: an option that runs a command must not run it."""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [  # found by reading (session 47): each ran `rm` past the deny rule, or could
+        # `$'…'` was read as computed, taken for a file name
+        ("tar $'--to-command=rm -rf x' -xf a.tar", "deny"),
+        ("ssh $'-oProxyCommand=rm x' h", "deny"),
+        ("$'\\x72m' -rf x", "deny"),
+        ("tar $'--to-comm\\141nd=rm x' -xf a.tar", "deny"),
+        ("git $'-c' core.pager=rm status", "ask"),
+        # a quoted or escaped start passed for a computed one
+        ('tar "--to-command=$C" -xf a.tar', "ask"),
+        ("tar '--to-command='\"$C\" -xf a.tar", "ask"),
+        ('tar \\--to-command="$C" -xf a.tar', "ask"),
+        ('ssh "-oProxyCommand=$X" h', "ask"),
+        ('npm "--script-shell=$X" test', "ask"),
+        # a short option group whose letters are computed may hold any
+        ('tar "-I$X" -cf a.tar .', "ask"),
+        ("tar -$X -cf a.tar .", "ask"),
+        ("tar -c$X a.tar .", "ask"),
+        ('git "-c$X" status', "ask"),
+        # a word the command line makes may be any option
+        ('X=--eval=x; make "$X"', "ask"),
+        ('X=--to-command=rm; tar "$X" -xf a.tar', "ask"),
+        ('for i in 1 2; do tar "$X" -xf a.tar; X=--to-command=rm; done', "ask"),
+        ('set -- --to-command=rm; tar "$1" -xf a.tar', "ask"),
+        ('f() { tar "$1" -xf a.tar; }; f --to-command=rm', "ask"),
+        ('tar "${X:---to-command=rm}" -xf a.tar', "ask"),
+        ('a=(--to-command=rm); tar "${a[0]}" -xf a.tar', "ask"),
+        ('tar "$(echo --to-command=rm)" -xf a.tar', "ask"),
+        ('declare "$n=--to-command=rm"; tar "$X" -xf a.tar', "ask"),
+        ("bash -c 'X=--to-command=rm; tar \"$X\" -xf a.tar'", "ask"),
+        ('echo --to-command=rm > /dev/null; tar "$_" -xf a.tar', "ask"),
+        ("X=-ccore.pager=rm; git $X log", "ask"),
+        ("X=rebase; git $X -x 'rm y' main", "ask"),
+        ("for t in --eval=x; do make $t; done", "ask"),
+        ("X=-exec=rm; go test $X ./...", "ask"),
+        # what stays allowed: a word from outside, an option's value, a loop's file names
+        ('tar -xf "$F"', "allow"),
+        ('make "$TARGET"', "allow"),
+        ('for f in *.py; do wc -l "$f"; done', "allow"),
+        ('for f in *.tar; do tar -xf "$f"; done', "allow"),
+        ('for f in *.tar; do tar xf "$f"; done', "allow"),
+        ('for f in *.tar; do tar --file "$f" -x; done', "allow"),
+        ('for d in lib app; do make -C "$d" test; done', "allow"),
+        ('for b in main dev; do git checkout "$b"; done', "allow"),
+        ('git push origin "$(echo main)"', "allow"),
+        ("make prefix=$HOME/.local install", "allow"),
+        ("true; echo $? $$ $#", "allow"),
+    ],
+)
+def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
+    """An allow rule for a program does not allow the command its options run
+    (`--to-command`, `--eval`, `-o ProxyCommand=`). A word known only as it runs is taken
+    for a file name, as it far likelier is, unless its start may make it such an option
+    (read through quotes, escapes and `$'…'`), or the command line itself makes it: then
+    it may be any word at all."""
+    assert verdict(command, PROGRAMS_ALLOWED) == expected
+
+
+def test_ansi_c_strings_decode_as_bash_decodes_them() -> None:
+    """`$'…'` is literal text: the reading decodes it as the bash here does (escapes,
+    octal and hex bytes, `\\x{…}`, `\\cX`, `\\u`, a NUL ending it), checked against bash
+    on words made at random."""
+    import random
+
+    from wave_bash.api.shellwords import ansi_c_value
+
+    plain, escaped = 'abcxXuUcE0123789?"-=fFz{}', "abcxXuUcE0123789?\"-=fFz'\\en{"
+    chooser = random.Random(47)
+    words = [
+        "$'"
+        + "".join(
+            chooser.choice(plain) if chooser.random() < 0.5 else "\\" + chooser.choice(escaped)
+            for _ in range(chooser.randint(1, 7))
+        )
+        + "'"
+        for _ in range(1500)
+    ]
+    script = "\n".join(f"printf '%s\\0' {word}" for word in words)
+    printed = subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout
+    values = printed.split(b"\0")[:-1]
+    assert len(values) == len(words)
+    decoded = [ansi_c_value(word).encode("utf-8", "surrogateescape") for word in words]
+    assert [(w, d) for w, d, v in zip(words, decoded, values, strict=True) if d != v] == []
+
+
+def test_a_words_literal_start_is_what_bash_gives_it_whatever_it_expands_to() -> None:
+    """`literal_start` (what an option check reads of a computed word) is a prefix of the
+    word's every expansion in bash, through quotes, escapes and `$'…'`."""
+    import random
+
+    from wave_bash.api.shellwords import literal_start
+
+    pieces = ["-", "--", "to", "'-c'", '"-I"', "\\-", "$'\\x2d'", "$'a\\0b'", '"a\\"b"', "=",
+              "$X", '"$X"', "${X}", '"x$X"', "$(printf %s \"$X\")", "~"]  # fmt: skip
+    chooser = random.Random(4747)
+    words = [
+        "".join(chooser.choice(pieces) for _ in range(chooser.randint(1, 5))) for _ in range(400)
+    ]
+    for value in ("", "-I"):
+        script = "\n".join(f"printf '%s\\0' {word}" for word in words)
+        env = {**os.environ, "X": value, "HOME": "/home/h"}
+        printed = subprocess.run(
+            ["bash", "-c", script], capture_output=True, check=True, env=env
+        ).stdout.decode("utf-8", "surrogateescape")
+        values = printed.split("\0")[:-1]
+        starts = [literal_start(word) for word in words]
+        assert len(values) == len(words)
+        assert [(w, s, v) for w, s, v in zip(words, starts, values, strict=True)
+                if not v.startswith(s)] == []  # fmt: skip
