@@ -544,9 +544,11 @@ class Client:
         pending. (Without it, a host on this API showed each end twice: a trial.)"""
         return self._call(AckRequest(session=self.session, task_ids=task_ids)).acknowledged
 
-    def release_notices(self, claim: str) -> int:
-        """The claimed notices were not shown: the next reader gets them."""
-        return self._call(ReleaseRequest(session=self.session, claim=claim)).released
+    def release_notices(self, claim: str, shown: bool = False) -> int:
+        """The claimed notices were not shown: the next reader gets them (``shown``: also
+        those :meth:`ack_notices` confirmed, which never were after all)."""
+        request = ReleaseRequest(session=self.session, claim=claim, shown=shown)
+        return self._call(request).released
 
     def unread_output(self, task_id: str, read_to: int, back_to: int) -> bool:
         """A read of new output (TaskOutput, TaskInput) whose result never reached its

@@ -155,6 +155,8 @@ class WaveMcp:
         all (its timeout came as the result did) never showed it (:meth:`cancelled`)."""
         self.written_results: collections.OrderedDict[Any, str] = collections.OrderedDict()
         """The same for the last foreground or prompt results written: their tasks."""
+        self.written_claims: collections.OrderedDict[Any, str] = collections.OrderedDict()
+        """The same for the notices the last results written carried: their claims."""
         self.cancelled_unwritten: set[Any] = set()
         """Requests cancelled as their result waited to be written."""
         self.cancelled_running: dict[str, str] = {}
@@ -366,6 +368,7 @@ class WaveMcp:
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             self.acks.add(claim)
+            _keep_last(self.written_claims, request_id, claim)
         if (ended := self.unconfirmed_ends.pop(request_id, None)) is not None:
             self.end_acks.add(ended)
         self._settle_receipt(request_id)
@@ -408,11 +411,16 @@ class WaveMcp:
     async def cancelled(self, request_id: Any) -> None:
         """The host cancelled ``request_id``: one whose result it was sent as it gave up
         (a host timeout as long as the wait's) never showed its output, which goes back
-        to the session's next reader (B6c: 38 lines of a task were lost so, a trial)."""
+        to the session's next reader (B6c: 38 lines of a task were lost so, a trial), nor
+        the notices it carried (confirmed as shown, they come back)."""
         read = self.written_reads.pop(request_id, None)
         shown = self.written_results.pop(request_id, None)
         if read is not None or shown is not None:
             await anyio.to_thread.run_sync(self._never_shown, read, shown)
+        if (claim := self.written_claims.pop(request_id, None)) is not None:
+            with contextlib.suppress(WaveError):  # (its confirmation may come after: it
+                # finds the claim settled, and changes nothing)
+                await anyio.to_thread.run_sync(self.notices.release_notices, claim, True)
         elif request_id in self.unwritten_reads or request_id in self.unwritten_results:
             self.cancelled_unwritten.add(request_id)
 

@@ -377,9 +377,12 @@ class DeliveredParams(Params):
 
 
 class ReleaseParams(Params):
-    """``release``: give claimed notices back, undelivered, to the next reader."""
+    """``release``: give claimed notices back, undelivered, to the next reader;
+    ``shown``: also those of the claim confirmed as shown, which never were (the host
+    cancelled the call as its result came)."""
 
     claim: ClaimToken
+    shown: StrictBool = False
 
 
 class GcParams(Params):

@@ -759,22 +759,24 @@ class Journal:
         rows = [row for task_id in ids if (row := self.get(task_id)) is not None]
         return sorted(rows, key=lambda r: (r.ended_at or 0, r.id))
 
-    def settle_claim(self, claim: str, delivered: bool) -> int:
+    def settle_claim(self, claim: str, delivered: bool, shown_too: bool = False) -> int:
         """The holder of ``claim`` showed its notices (``delivered``: never again) or gave
-        them back (pending again for the next reader); returns how many. The supervisor's
-        own hold (:data:`CALLER_HOLD`) is no reader's to settle."""
+        them back (pending again for the next reader; ``shown_too``: also those it had
+        confirmed as shown, which never were); returns how many. The supervisor's own
+        hold (:data:`CALLER_HOLD`) is no reader's to settle."""
         if claim == CALLER_HOLD:
             return 0
+        which = "" if shown_too and not delivered else " AND delivered_at IS NULL"
         if delivered:
             sql = "UPDATE notices SET delivered_at = ? WHERE claim = ? AND delivered_at IS NULL"
         else:
             sql = (
-                "UPDATE notices SET claim = NULL, claim_until = NULL "
-                "WHERE claim = ? AND delivered_at IS NULL"
+                "UPDATE notices SET claim = NULL, claim_until = NULL, delivered_at = NULL "
+                f"WHERE claim = ?{which}"
             )
         args = (time.time(), claim) if delivered else (claim,)
         (count,) = self.db.execute(
-            "SELECT count(*) FROM notices WHERE claim = ? AND delivered_at IS NULL", (claim,)
+            f"SELECT count(*) FROM notices WHERE claim = ?{which}", (claim,)
         ).fetchone()
         self._write(("claim", claim), lambda db: db.execute(sql, args))
         return int(count)

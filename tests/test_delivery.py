@@ -1306,6 +1306,32 @@ def test_a_prompt_result_cancelled_after_it_was_written_is_announced(state_dir: 
         host.close()
 
 
+def test_notices_a_result_cancelled_after_it_was_written_carried_come_back(
+    state_dir: Path,
+) -> None:
+    """A host that cancels a call as its result came (its timeout) ignores that result:
+    the completion notices it carried were confirmed as shown, and lost (its read and its
+    own end came back, they did not: a leftover of session 46). They come again with the
+    next result."""
+    host = _RawHost(state_dir, "late-notices")
+    watcher = Client(state_dir=state_dir, session="late-notices")
+    try:
+        ended = start_bg(watcher, "exit 4")
+        watcher.wait(ended, timeout=10_000)
+        host.initialize()
+        host.send(host.bash(1, "echo one"))
+        assert ended in host.reply(1)["result"]["content"][0]["text"]  # (it carried it)
+        host.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+        one = next(t.id for t in watcher.tasks() if t.command == "echo one")
+        wait_until(lambda: {n.task_id for n in watcher.pending_notices()} == {ended, one})
+        host.send(host.bash(2, "echo two"))
+        said = host.reply(2)["result"]["content"][0]["text"]
+        assert ended in said and one in said
+        wait_until(lambda: watcher.pending_notices() == [])  # (shown now: confirmed)
+    finally:
+        host.close()
+
+
 def test_a_server_killed_with_results_in_hand_loses_none_of_them(state_dir: Path) -> None:
     """A server killed outright (SIGKILL: no handler runs) while the results it got wait
     to be written to its host: a foreground result, a read's output and the notices

@@ -81,7 +81,8 @@ async def handle_ack(ctx: Context, p: AckParams, conn: Connection) -> AckResult:
 
 async def handle_release(ctx: Context, p: ReleaseParams, conn: Connection) -> ReleaseResult:
     """The receiver could not show them: pending again for the next reader."""
-    return ReleaseResult(released=ctx.journal.settle_claim(p.claim, delivered=False))
+    released = ctx.journal.settle_claim(p.claim, delivered=False, shown_too=p.shown)
+    return ReleaseResult(released=released)
 
 
 async def handle_relay(ctx: Context, p: RelayParams, conn: Connection) -> RelayResult:
