@@ -80,7 +80,8 @@ def task_table(records: list[dict[str, Any]], sessions: bool = False) -> str:
             # waits; a row without this note was taken for a REPL at its prompt: a trial)
         age = max(0, int((now - datetime.fromisoformat(r["startedAt"])).total_seconds()))
         # (a remote's clock may be ahead of this one: `-3569s` was shown; a trial)
-        command = visible(str(r["command"]).replace("\n", " ").replace("\t", " "))
+        # (a line break as ⏎: `echo a⏎sleep 30` read as `echo a sleep 30` was one command)
+        command = visible(str(r["command"]).replace("\n", " ⏎ ").replace("\t", " "))
         if len(command) > COMMAND_WIDTH:
             command = command[: COMMAND_WIDTH - 1] + "…"
         session = (visible(str(r.get("session", ""))),) if sessions else ()

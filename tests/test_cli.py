@@ -633,6 +633,14 @@ def test_tasks_table_names_sessions_with_all_and_marks_a_cut_command(state_dir: 
     assert run_cli(state_dir, "stop", left_id).returncode == 0
 
 
+def test_tasks_table_marks_the_line_breaks_of_a_command(state_dir: Path) -> None:
+    """A command of several lines is one row, its line breaks marked: shown joined with
+    spaces, `echo a⏎rm -f x` read as one `echo` (a leftover of session 46)."""
+    assert run_cli(state_dir, "run", "--", "echo a\ntrue\n").returncode == 0
+    (row,) = run_cli(state_dir, "tasks").stdout.splitlines()[1:]
+    assert row.endswith("  echo a ⏎ true ⏎ ")
+
+
 def test_tasks_table_says_a_task_waits_for_input(state_dir: Path) -> None:
     """A task sent to the background for another reason than its prompt (`run -i
     --background`) that waits for input says so in the table, not only with `--json`."""
