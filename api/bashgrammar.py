@@ -316,6 +316,17 @@ def brace_expands(unquoted: str) -> bool:
     return _LOOSE_BRACES.search(re.sub(r"\\.", "_", unquoted)) is not None
 
 
+def unquoted_text(node: Any, data: bytes) -> str:
+    """A word's text outside quotes and expansions (each of those as ``''``): where bash
+    expands braces and globs."""
+    if node.type in ("word", "number"):
+        return node_text(node, data)
+    if node.type == "concatenation":
+        return "".join(unquoted_text(c, data) if c.type in ("word", "number") else "''"
+                       for c in node.children)  # fmt: skip
+    return "''"
+
+
 def word_value(node: Any, data: bytes) -> str | None:
     """A word's value when it has no expansion (quotes removed), else None."""
     kind = node.type
@@ -338,10 +349,7 @@ def word_value(node: Any, data: bytes) -> str | None:
     if kind == "concatenation":
         # `{push,}`, `{a..c}`: brace expansion, read with its quoted parts left out (a
         # quoted `{` or `}` in it hid it: `{rm,'x{}'}` is `rm x{}`, a review)
-        unquoted = "".join(
-            node_text(c, data) if c.type in ("word", "number") else "''" for c in node.children
-        )
-        if brace_expands(unquoted):
+        if brace_expands(unquoted_text(node, data)):
             return None
         values = [word_value(c, data) for c in node.children]
         return None if any(v is None for v in values) else "".join(v or "" for v in values)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
 from .runners import TIME_OPTIONS_WITH_VALUE, short_options, takes_next_word
-from .shellwords import literal_start, made_by_the_line
+from .shellwords import LineSplit, literal_start, made_by_the_line
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
@@ -221,6 +221,8 @@ def _tar_command(
     word = words[index]
     if word is None:
         text = shown[index] if shown is not None and index < len(shown) else ""
+        if index == 0 and not literal_start(text).startswith("-"):  # (old style: its
+            text = "-" + text  # letters are options, `tar "x$X" out CMD` with `X=fI`)
         return None if may_be_option(text, TAR_COMMANDS, "IF", TAR_VALUED) else ""
     value: str | None = ""
     if index == 0 and not word.startswith("-"):  # old style, `tar cIf CMD out f`: each
@@ -405,13 +407,14 @@ def files_written(
         sub = git_options(words)
         archive = sub < len(words) and words[sub] == "archive"
         outputs = sub >= len(words) or words[sub] not in _GIT_WITHOUT_OUTPUT
-        for i, w in enumerate(words):
+        ended = words.index("--", sub) if "--" in words[sub:] else len(words)
+        for i, w in enumerate(words[:ended]):
             if w == "--output" or (archive and i > sub and w == "-o"):
                 at.append((i + 1, ""))
             elif (
-                w is None
-                and (outputs or i <= sub)
-                and may_be_option(shown[i], ["--output"], "o" if archive else "")
+                w is None  # (git's own options' values, its subcommand: no `--output`
+                and (outputs if i > sub else isinstance(shown[i], LineSplit))  # unless
+                and may_be_option(shown[i], ["--output"], "o" if archive else "")  # split)
             ):
                 at.append((i, ""))
             elif w is not None and w.startswith("--output="):
@@ -889,9 +892,16 @@ def git_runs(
     if not subcommand or not words or words[0] not in GIT_RUNS:
         return None  # (a subcommand's command checked as one: see git_code)
     signs = [s for s in GIT_RUNS[words[0] or ""] if s]
-    for word in words[1:]:
-        if word is None:  # (`git rebase $X CMD`: `$X` may be `-x`)
-            if words[0] not in GIT_TRANSFERS:
+    longs, letters = (
+        [s for s in signs if s[:2] == "--"],
+        "".join(s[1] for s in signs if len(s) == 2),
+    )
+    texts = list(shown[skip:])
+    for index, word in enumerate(words[1:], 1):
+        if word is None:  # (`git rebase $X CMD`: `$X` may be `-x`; for a transfer, one
+            # that may be `--upload-pack`: `git fetch "$X"` with `X=--upload-pack=…`)
+            text = texts[index] if index < len(texts) else ""
+            if words[0] not in GIT_TRANSFERS or may_be_option(text, longs, letters):
                 return f"`git {words[0]}` runs a command given to it"
             continue
         flag = word.split("=", 1)[0]

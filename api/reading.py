@@ -20,6 +20,7 @@ from .bashgrammar import (
     MAX_DEPTH,
     TILDE,
     bash_parser,
+    brace_expands,
     continued_line,
     deeper_than,
     grammar_misreads,
@@ -29,6 +30,7 @@ from .bashgrammar import (
     node_text,
     squeeze,
     unchecked_heredoc,
+    unquoted_text,
     unread_expansion,
     word_value,
 )
@@ -65,7 +67,7 @@ from .runners import (
     takes_next_word,
     wrapper_arguments,
 )
-from .shellwords import LineMade
+from .shellwords import LineMade, LineSplit
 from .texttools import script_code
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
@@ -436,6 +438,23 @@ def _tilde_problem(walker: _Walker, source: str) -> str | None:
     return None
 
 
+_PLAIN_OUTPUT = re.compile(
+    r"(?:\$\(|`)\s*(?:pwd(?:\s+-[LP])?|nproc|whoami|hostname|id\s+-un?|git\s+(?:rev-parse|merge-base)"
+    r"(?:\s+(?:-q|--(?:quiet|verify|short|abbrev-ref|show-toplevel|show-prefix|show-cdup|"
+    r"git-dir|git-common-dir|absolute-git-dir|all|fork-point|octopus)|[\w.@^~:/{}][\w.@^~:/{}-]*))*)"
+    r"\s*(?:\)|`)"
+)
+"""A command substitution whose output is no option, whatever the files and refs hold:
+``$(pwd)``, ``$(nproc)``, ``$(whoami)``, ``$(git rev-parse --show-toplevel)``, ``$(git
+merge-base HEAD main)`` (hashes, paths, names, and its literal words echoed, none led by
+``-``, with no blank)."""
+SET_BY_BASH = frozenset({
+    "REPLY", "MAPFILE", "OPTARG", "BASH_REMATCH", "BASH_COMMAND", "FUNCNAME", "BASH_ARGV",
+    "BASH_EXECUTION_STRING", "READLINE_LINE", "COMP_WORDS", "COMPREPLY",
+    "reply", "match", "MATCH", "argv",  # (zsh's)
+})  # fmt: skip
+"""Variables bash (or zsh) sets from what the command line gives it: ``read`` and
+``select`` with no name, ``mapfile``, ``getopts``, ``[[ =~ ]]``, its own text."""
 _UNSET_HERE = re.compile(r"[A-Za-z_][A-Za-z0-9_]+|[A-Za-z]|[?$!#-]")
 """Parameters a command line gets from outside unless it sets them: a variable's name
 (not ``$_``, the last word of the line's command before), the status, pids, the option
@@ -967,26 +986,41 @@ class _Walker:
             self._site = outer
 
     def _as_written(self, word: Any, data: bytes) -> str:
-        """A computed word as written, a :class:`LineMade` one where the command line makes
-        its value: a command substitution, a ``${…}`` with an operator (``${X:-…}``,
-        ``${X/…/…}``, ``${!X}``), a positional parameter or ``$_``, a variable the line
-        sets (:attr:`line_sets`)."""
+        """A computed word as written; a :class:`LineMade` one where the command line makes
+        its value (a command substitution, a ``${…}`` with an operator, ``${X:-…}``,
+        ``${X/…/…}``, ``${!X}``, a positional parameter, ``$_``, an array's element, a
+        variable the line sets, :attr:`line_sets`, or bash sets from it, ``REPLY``), or
+        writes it (a brace expansion), or where files may name it (a glob: a file named
+        ``--to-command=…``); a :class:`LineSplit` one where such a value may also be
+        split into more words (unquoted, ``"$@"``, ``"${a[@]}"``: ``f$X`` with ``X=' -x'``
+        is ``f -x``)."""
         text = squeeze(node_text(word, data))
-        stack = [word]
+        unquoted = unquoted_text(word, data)
+        made, splits = bool(brace_expands(unquoted) or GLOB.search(unquoted)), False
+        stack: list[tuple[Any, bool]] = [(word, False)]
         while stack:
-            node = stack.pop()
+            node, quoted = stack.pop()
             if node.type == "command_substitution":
-                return LineMade(text)
-            if node.type in ("simple_expansion", "expansion"):
+                if not _PLAIN_OUTPUT.fullmatch(node_text(node, data)):
+                    made, splits = True, splits or not quoted
+            elif node.type in ("simple_expansion", "expansion"):
                 parts = [c for c in node.children if c.type not in ("$", "${", "}")]
                 name = node_text(parts[0], data) if len(parts) == 1 else ""
-                if not name or parts[0].type == "subscript" or not _UNSET_HERE.fullmatch(name):
-                    return LineMade(text)  # (an array's: bash passes none on)
-                if name in self.line_sets or "" in self.line_sets:
-                    return LineMade(text)
+                if parts and parts[0].type == "subscript":  # (an array's: bash passes none on)
+                    made, splits = True, splits or not quoted or "[@]" in name
+                elif (
+                    not _UNSET_HERE.fullmatch(name)
+                    or name in SET_BY_BASH
+                    or name in self.line_sets
+                    or "" in self.line_sets
+                ):
+                    made, splits = True, splits or not quoted or name == "@"
             elif node.type not in ("process_substitution", "arithmetic_expansion"):
-                stack += node.children  # (not those: a path, `/dev/fd/N`; a number)
-        return text
+                # (not those: a path, `/dev/fd/N`; a number)
+                stack += [(c, quoted or node.type == "string") for c in node.children]
+        if splits:
+            return LineSplit(text)
+        return LineMade(text) if made else text
 
     def simple(
         self,
@@ -1164,8 +1198,11 @@ class _Walker:
         ):
             self.problems.append(f"`{name}` runs a start-up file it reads from input")
         for code in codes:
-            if code is None:
-                self.problems.append(f"`{name}` runs text computed at run time")
+            if code is None:  # (`tar -xf a.tar *`: a file may be named `--to-command=…`)
+                self.problems.append(
+                    f"`{name}` may run a command a word known only as it runs names (as an "
+                    "option): put `./` in front of a glob, `--` before file names"
+                )
             else:
                 self.parse(code, depth + 1)
         if nested == "":

@@ -25,7 +25,7 @@ def _ansi_c_escape(match: re.Match[str]) -> str:
         return chr(code) if code < 0x80 else chr(0xDC00 + code)  # (a byte, as surrogateescape)
     if short or long:
         code = int(short or long, 16)
-        return chr(code) if code < 0x110000 else "\ufffd"
+        return chr(code) if code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
     if control is not None:
         return "\x7f" if control == "?" else chr(ord(control[0].upper()) & 0x1F)
     return "\\" + other  # (`\z`, `\x` with no digit: kept, backslash and all)
@@ -33,10 +33,18 @@ def _ansi_c_escape(match: re.Match[str]) -> str:
 
 def ansi_c_value(text: str) -> str:
     r"""The value of ``$'…'`` (as written, quotes included), decoded as bash decodes it,
-    up to a NUL (the word goes on after it): a literal word (read as computed, ``tar $'--to-command=rm x'`` passed
-    for a file name and got its option past the rules)."""
-    value = _ANSI_C.sub(_ansi_c_escape, text[2:-1])
-    return value.split("\0", 1)[0]
+    up to a NUL (the word goes on after it): a literal word (read as computed, ``tar
+    $'--to-command=rm x'`` passed for a file name and got its option past the rules).
+    Its bytes are read as UTF-8, what is none becoming U+FFFD, as anywhere in a checked
+    command (``reading.parse_command``: a lone surrogate, ``$'\xff'``, failed the rules'
+    matching, a review)."""
+    value = _ANSI_C.sub(_ansi_c_escape, text[2:-1]).split("\0", 1)[0]
+    value = _NO_BYTE.sub("\ufffd", value)  # (only the bytes' surrogates are left)
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+_NO_BYTE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+"""Surrogates that stand for no byte (``surrogateescape``'s are U+DC80–U+DCFF)."""
 
 
 _ANSI_C_END = re.compile(r"(?:[^'\\]|\\.)*'", re.DOTALL)
@@ -97,7 +105,14 @@ class LineMade(str):
     name, as it far likelier is."""
 
 
+class LineSplit(LineMade):
+    """A :class:`LineMade` word that may also be split into several (``f$X``, ``"f$@"``):
+    the words after its first may be any, whatever its start."""
+
+
 def made_by_the_line(shown: str) -> bool:
     """Whether a word as written is a :class:`LineMade` one with no literal start (one
-    with a start, ``--co$X``, is judged by it)."""
-    return isinstance(shown, LineMade) and not literal_start(shown)
+    with a start, ``--co$X``, ``src/*``, is judged by it), or a :class:`LineSplit` one."""
+    return isinstance(shown, LineSplit) or (
+        isinstance(shown, LineMade) and not literal_start(shown)
+    )
