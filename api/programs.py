@@ -13,7 +13,7 @@ from typing import Literal
 
 from .linkpaths import PER_PROCESS, links_followed, normal_path
 from .runners import TIME_OPTIONS_WITH_VALUE, short_options, takes_next_word
-from .shellwords import LineSplit, literal_start, made_by_the_line
+from .shellwords import LineChosen, LineSplit, literal_start, made_by_the_line
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 """``SHELL -c TEXT`` runs TEXT: it is parsed and checked instead."""
@@ -858,12 +858,11 @@ def git_runs(
     ``--exec-path``, such configuration set for later (``git config alias.p push``), or a
     subcommand that runs one (``rebase -x CMD``, ``fetch --upload-pack=CMD``)."""
     skip = git_options(rest)
-    if (  # (`git "-c$X" log`)
-        skip < min(len(rest), len(shown))
-        and rest[skip] is None
-        and may_be_option(shown[skip], ["--config-env", "--exec-path"], "c", "C")
-    ):
-        return "git may take a word known only as it runs for an option (`-c …`)"
+    if skip < min(len(rest), len(shown)) and rest[skip] is None:
+        if may_be_option(shown[skip], ["--config-env", "--exec-path"], "c", "C"):
+            return "git may take a word known only as it runs for an option (`-c …`)"
+        if isinstance(shown[skip], LineChosen):  # (`X=rebase; git $X -x CMD`)
+            return "git's subcommand is a word the command sets: it may be one that runs a command"
     for index, word in enumerate(rest[:skip]):
         flag = (word or "").split("=", 1)[0]
         if flag == "-c" or flag == "--config-env":

@@ -67,7 +67,7 @@ from .runners import (
     takes_next_word,
     wrapper_arguments,
 )
-from .shellwords import LineMade, LineSplit
+from .shellwords import LineChosen, LineMade, LineSplit
 from .texttools import script_code
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
@@ -448,6 +448,27 @@ _PLAIN_OUTPUT = re.compile(
 ``$(pwd)``, ``$(nproc)``, ``$(whoami)``, ``$(git rev-parse --show-toplevel)``, ``$(git
 merge-base HEAD main)`` (hashes, paths, names, and its literal words echoed, none led by
 ``-``, with no blank)."""
+
+
+def _plain_text(value: str) -> bool:
+    """Whether a variable's literal value is no option, nor splits into one or into the
+    names of a glob: ``build``, ``a b``; not ``-x``, ``a -b``, ``*``."""
+    return not value.startswith("-") and not re.search(r"\s-", value) and not GLOB.search(value)
+
+
+def _plain_value(node: Any, data: bytes) -> bool:
+    """Whether a value as written (an assignment's, a loop's word) is plain (see
+    :func:`_plain_text`), or the output of a :data:`_PLAIN_OUTPUT` substitution."""
+    value = word_value(node, data)
+    if value is not None:
+        return _plain_text(value)
+    if node.type == "string" and len(parts := [c for c in node.children if c.is_named]) == 1:
+        node = parts[0]
+    return node.type == "command_substitution" and bool(
+        _PLAIN_OUTPUT.fullmatch(node_text(node, data))
+    )
+
+
 SET_BY_BASH = frozenset({
     "REPLY", "MAPFILE", "OPTARG", "BASH_REMATCH", "BASH_COMMAND", "FUNCNAME", "BASH_ARGV",
     "BASH_EXECUTION_STRING", "READLINE_LINE", "COMP_WORDS", "COMPREPLY",
@@ -470,9 +491,11 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
     types into (SPEC P1), which cannot be checked (:data:`INTERACTIVE_PROBLEM`)."""
     if not source.isascii():  # (lone surrogates, from bytes that are no UTF-8: each a U+FFFD,
         source = source.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # as read)
-    walker = _walked(source, zsh, interactive, frozenset())
-    if walker.set_names:  # (read again, knowing what it sets: a word of one is the line's)
-        walker = _walked(source, zsh, interactive, frozenset(walker.set_names))
+    walker = _walked(source, zsh, interactive)
+    made = walker.made_names | ({""} if "IFS" in walker.set_names else set())
+    if walker.set_names or made:  # (read again, knowing what it sets: a word of one is
+        # the line's)
+        walker = _walked(source, zsh, interactive, frozenset(made), frozenset(walker.set_names))
     if problem := _tilde_problem(walker, source):
         walker.problems.append(problem)
     return ParsedCommand(
@@ -500,8 +523,14 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
     )
 
 
-def _walked(source: str, zsh: bool, interactive: bool, line_sets: frozenset[str]) -> _Walker:
-    walker = _Walker(line_sets=line_sets)
+def _walked(
+    source: str,
+    zsh: bool,
+    interactive: bool,
+    line_made: frozenset[str] = frozenset(),
+    line_set: frozenset[str] = frozenset(),
+) -> _Walker:
+    walker = _Walker(line_made=line_made, line_set=line_set)
     walker.zsh = zsh
     if interactive:
         walker.problems.append(INTERACTIVE_PROBLEM)
@@ -613,7 +642,10 @@ def cdpath_searched(directory: str) -> bool:
 
 class _Walker:
     def __init__(
-        self, readings: list[int] | None = None, line_sets: frozenset[str] = frozenset()
+        self,
+        readings: list[int] | None = None,
+        line_made: frozenset[str] = frozenset(),
+        line_set: frozenset[str] = frozenset(),
     ) -> None:
         self.readings = [0] if readings is None else readings
         """Runners' commands read so far, shared with the walkers reading them: each way
@@ -631,9 +663,17 @@ class _Walker:
         self.sets_home = False
         self.set_names: set[str] = set()
         """The variables it sets anywhere, by name ("": one computed)."""
-        self.line_sets = line_sets
-        """The variables the whole command line sets (its ``set_names``, read before):
-        a word made of one is :class:`LineMade`."""
+        self.made_names: set[str] = set()
+        """The variables it may set to a value that is, or splits into, an option: one
+        not plainly a word (``X=--eval``, ``X='a -b'``, ``X=$(cmd)``, ``read X``, a loop
+        over a glob); not ``X=build``, ``for t in a b``, ``X=$(git merge-base …)`` ("":
+        any, one set by a name computed, a file sourced, ``IFS`` set)."""
+        self.line_made = line_made
+        """The whole line's :attr:`made_names`, read before: a word of one is
+        :class:`LineMade`."""
+        self.line_set = line_set
+        """The whole line's :attr:`set_names`, read before: a word of one is
+        :class:`LineChosen` at least."""
         self.sets_cdpath = False
         self.sets: list[tuple[str | None, str]] = []
         self.exports_all = False
@@ -725,13 +765,23 @@ class _Walker:
                     if value is not None and (named is None or reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
                 self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
+                value = node.child_by_field_name("value")
+                if (value is not None and not _plain_value(value, data)) or "[" in node_text(
+                    node, data
+                ).split("=", 1)[0]:
+                    self.made_names.add(assigned)
                 if node.parent is not None and node.parent.type not in ASSIGNING_COMMANDS:
                     self.sets.append((assigned, squeeze(node_text(node, data))))
             elif kind == "for_statement":  # (`for HOME in …`, `select CDPATH in …`)
                 variable = node.child_by_field_name("variable")
                 named = None if variable is None else node_text(variable, data)
                 self._setting([named])
-                self._sets_as_it_runs([named])
+                items = node.children_by_field_name("value")
+                plain = node.children[0].type == "for" and any(
+                    c.type == "in" for c in node.children
+                )
+                plain = plain and all(_plain_value(item, data) for item in items)
+                self._sets_as_it_runs([named], made=not plain)  # (`for t in a b`: plain)
             if kind == "expansion" and (
                 setting := _ASSIGNING_EXPANSION.match(node_text(node, data))
             ):
@@ -863,6 +913,7 @@ class _Walker:
         ``HOME``, change directory and open descriptors, as it runs."""
         self.sets_home = self.moves = True
         self.reads.append(None)
+        self.made_names.add("")
 
     def _setting(self, words: Sequence[str | None]) -> None:
         """Note a variable setter's words (literal, or None when computed): one that
@@ -872,6 +923,8 @@ class _Walker:
         for word in words:
             name = (word or "").split("=", 1)[0].split("[", 1)[0].rstrip("+")
             self.set_names.add(name)
+            if word is None or ("=" in word and not _plain_text(word.split("=", 1)[1])):
+                self.made_names.add(name)
             if name in PROMPTS:
                 self.problems.append("a prompt variable runs the `$(…)` in its value")
             elif name in TABLES or (self.zsh and name in ZSH_CODE_VARIABLES):
@@ -887,12 +940,14 @@ class _Walker:
         if any(w is None or "CDPATH" in w.upper() for w in words):  # (zsh: `cdpath`)
             self.sets_cdpath = True
 
-    def _sets_as_it_runs(self, names: Sequence[str | None]) -> None:
+    def _sets_as_it_runs(self, names: Sequence[str | None], made: bool = True) -> None:
         """Variables a plain statement sets to a value known only as it runs (``read``,
         ``for``, ``printf -v``, ``${NAME:=…}``; None: a name computed too), each as the
         setting a rule matches (``NAME=…``): see ``ParsedCommand.sets``."""
         self.sets += [(name, f"{name or '<computed>'}=…") for name in names]
         self.set_names.update(name or "" for name in names)
+        if made:  # (its value is known only as it runs: see `made_names`)
+            self.made_names.update(name or "" for name in names)
 
     def _names(self, words: Sequence[str | None]) -> None:
         """Words a builtin takes as variable names (``test -v``, ``printf -v``, ``read``):
@@ -989,7 +1044,7 @@ class _Walker:
         """A computed word as written; a :class:`LineMade` one where the command line makes
         its value (a command substitution, a ``${…}`` with an operator, ``${X:-…}``,
         ``${X/…/…}``, ``${!X}``, a positional parameter, ``$_``, an array's element, a
-        variable the line sets, :attr:`line_sets`, or bash sets from it, ``REPLY``), or
+        variable the line sets, :attr:`line_made`, or bash sets from it, ``REPLY``), or
         writes it (a brace expansion), or where files may name it (a glob: a file named
         ``--to-command=…``); a :class:`LineSplit` one where such a value may also be
         split into more words (unquoted, ``"$@"``, ``"${a[@]}"``: ``f$X`` with ``X=' -x'``
@@ -997,6 +1052,7 @@ class _Walker:
         text = squeeze(node_text(word, data))
         unquoted = unquoted_text(word, data)
         made, splits = bool(brace_expands(unquoted) or GLOB.search(unquoted)), False
+        chosen = False
         stack: list[tuple[Any, bool]] = [(word, False)]
         while stack:
             node, quoted = stack.pop()
@@ -1011,16 +1067,17 @@ class _Walker:
                 elif (
                     not _UNSET_HERE.fullmatch(name)
                     or name in SET_BY_BASH
-                    or name in self.line_sets
-                    or "" in self.line_sets
+                    or name in self.line_made
+                    or "" in self.line_made
                 ):
                     made, splits = True, splits or not quoted or name == "@"
+                chosen = chosen or name in self.line_set
             elif node.type not in ("process_substitution", "arithmetic_expansion"):
                 # (not those: a path, `/dev/fd/N`; a number)
                 stack += [(c, quoted or node.type == "string") for c in node.children]
         if splits:
             return LineSplit(text)
-        return LineMade(text) if made else text
+        return LineMade(text) if made else LineChosen(text) if chosen else text
 
     def simple(
         self,
@@ -1352,7 +1409,7 @@ class _Walker:
         if self.readings[0] > MAX_RUNNER_READINGS or depth >= MAX_NESTING:
             self.problems.append("runners nested too deep or in too many ways to check")
             return None
-        return _Walker(self.readings, self.line_sets)
+        return _Walker(self.readings, self.line_made, self.line_set)
 
     def _take_runner(
         self,
@@ -1397,6 +1454,7 @@ class _Walker:
             ]
         self.sets += inner.sets  # (in its shell, before its own commands)
         self.set_names |= inner.set_names
+        self.made_names |= inner.made_names
         self.exports_all = self.exports_all or inner.exports_all
         for command in inner.commands:
             guards += command.guards  # (`sudo find . -delete`)

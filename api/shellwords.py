@@ -96,7 +96,12 @@ def literal_start(shown: str) -> str:
     return "".join(out)
 
 
-class LineMade(str):
+class LineChosen(str):
+    """A word as written whose value the command line itself chooses, a plain word
+    (``X=rebase; git $X -x CMD``): no option, but any subcommand."""
+
+
+class LineMade(LineChosen):
     """A word as written whose value the command line itself makes: the output of a
     command substitution (``"$(echo --eval=x)"``), what a ``${…}`` operator gives
     (``${X:---eval=x}``), a positional parameter (``set --``, a function's words) or a
