@@ -384,6 +384,7 @@ def files_written(
     `sed -i … .git/config` and `cp x .git/config`, a trial)."""
     words = list(rest)
     at: list[tuple[int, str]] = []
+    made: list[tuple[str | None, str, Kind]] = []  # (directories git makes)
     if name in _COPIERS:
         return _copied_to(name, words, shown)
     if name in _DOWNLOADS:
@@ -405,6 +406,7 @@ def files_written(
         at = [(i, "") for i in _xxd_files(words)[1:2]]
     elif name == "git":  # (`--output`; `archive -o FILE`, `-oFILE`: a trial)
         sub = git_options(words)
+        made = _git_directories(words[sub:], shown[sub:])
         archive = sub < len(words) and words[sub] == "archive"
         outputs = sub >= len(words) or words[sub] not in _GIT_WITHOUT_OUTPUT
         ended = words.index("--", sub) if "--" in words[sub:] else len(words)
@@ -440,11 +442,45 @@ def files_written(
                     at.append((j if w is not None else i, ""))
                 else:
                     return [(None, "$HISTFILE", "file")]
-    return [
+    return [*made, *(
         (_value_at(words, i, option), shown[i] if i < len(shown) else "", "file")
         for i, option in at
         if i < len(words) and words[i] != "-"
-    ]
+    )]  # fmt: skip
+
+
+_GIT_MAKERS = {  # subcommand: short options with a value, long ones, operand made
+    ("init",): ("b", ("--template", "--separate-git-dir", "--object-format", "--initial-branch",
+                      "--ref-format"), 0),
+    ("clone",): ("obcju", ("--origin", "--branch", "--config", "--jobs", "--upload-pack",
+                           "--template", "--reference", "--reference-if-able", "--depth",
+                           "--separate-git-dir", "--shallow-since", "--shallow-exclude",
+                           "--filter", "--server-option", "--bundle-uri", "--ref-format"), 1),
+    ("worktree", "add"): ("bB", ("--reason",), 0),
+}  # fmt: skip
+"""git subcommands that make a repository or a work tree where an operand says."""
+
+
+def _git_directories(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """The directories ``git init DIR``, ``git clone URL DIR``, ``git worktree add DIR``
+    and ``--separate-git-dir=DIR`` make and write whole (``words``: from the subcommand;
+    a review made `.git` files under a `Write` deny rule's folder so)."""
+    for path, (short, long, operand) in _GIT_MAKERS.items():
+        if tuple(words[: len(path)]) != path:
+            continue
+        rest, texts = words[len(path) :], shown[len(path) :]
+        made: list[tuple[str | None, str, Kind]] = []
+        for i, word in enumerate(rest):
+            if word is not None and abbreviates(word, "--separate-git-dir"):
+                made.append((long_value(rest, i), texts[i], "tree"))
+        operands = _positional(rest, short, long)
+        if operand < len(operands):
+            i = operands[operand]
+            made.append((rest[i], texts[i], "tree"))
+        return [(value, text, kind) for value, text, kind in made if value != ""]
+    return []
 
 
 _GIT_WITHOUT_OUTPUT = frozenset({

@@ -2991,6 +2991,12 @@ PROGRAMS_ALLOWED = {
         ('. ./env.sh; make "$X"', "ask"),
         ('for x; do make "$x"; done', "ask"),  # (the positional parameters)
         ("X=rebase; git $X -x 'rm y' main", "ask"),  # (a plain word: a subcommand)
+        # where git makes a repository or a work tree: a directory written whole
+        ("git init /etc/x", "deny"),
+        ("git init --separate-git-dir=/etc/x repo", "deny"),
+        ("git clone -b main https://example.com/r.git /etc/x", "deny"),
+        ("git worktree add -b feat /etc/x main", "deny"),
+        ("git init && git clone https://example.com/r.git", "allow"),
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
