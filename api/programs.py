@@ -406,7 +406,7 @@ def files_written(
         at = [(i, "") for i in _xxd_files(words)[1:2]]
     elif name == "git":  # (`--output`; `archive -o FILE`, `-oFILE`: a trial)
         sub = git_options(words)
-        made = _git_directories(words[sub:], shown[sub:])
+        made = _git_directories(words[sub:], shown[sub:], words[:sub])
         archive = sub < len(words) and words[sub] == "archive"
         outputs = sub >= len(words) or words[sub] not in _GIT_WITHOUT_OUTPUT
         ended = words.index("--", sub) if "--" in words[sub:] else len(words)
@@ -449,25 +449,39 @@ def files_written(
     )]  # fmt: skip
 
 
-_GIT_MAKERS = {  # subcommand: short options with a value, long ones, operand made
+_GIT_MAKERS: dict[tuple[str, ...], tuple[str, tuple[str, ...], int, Kind]] = {
+    # subcommand: short options with a value, long ones, the operand written, how
     ("init",): ("b", ("--template", "--separate-git-dir", "--object-format", "--initial-branch",
-                      "--ref-format"), 0),
+                      "--ref-format"), 0, "tree"),
     ("clone",): ("obcju", ("--origin", "--branch", "--config", "--jobs", "--upload-pack",
                            "--template", "--reference", "--reference-if-able", "--depth",
                            "--separate-git-dir", "--shallow-since", "--shallow-exclude",
-                           "--filter", "--server-option", "--bundle-uri", "--ref-format"), 1),
-    ("worktree", "add"): ("bB", ("--reason",), 0),
+                           "--filter", "--server-option", "--bundle-uri", "--ref-format"),
+                  1, "tree"),
+    ("worktree", "add"): ("bB", ("--reason",), 0, "tree"),
+    ("worktree", "move"): ("", (), 1, "tree"),
+    ("bundle", "create"): ("", ("--version",), 0, "file"),
+    ("format-patch",): ("ovN", ("--output-directory", "--start-number", "--subject-prefix",
+                                "--suffix", "--in-reply-to", "--to", "--cc", "--from",
+                                "--add-header", "--base", "--interdiff", "--range-diff",
+                                "--creation-factor", "--filename-max-length"), -1, "tree"),
 }  # fmt: skip
-"""git subcommands that make a repository or a work tree where an operand says."""
+"""git subcommands that write where an operand says: a repository, a work tree, a bundle
+(``format-patch`` writes where ``-o`` says: no operand)."""
 
 
 def _git_directories(
-    words: Sequence[str | None], shown: Sequence[str]
+    words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None] = ()
 ) -> list[tuple[str | None, str, Kind]]:
-    """The directories ``git init DIR``, ``git clone URL DIR``, ``git worktree add DIR``
-    and ``--separate-git-dir=DIR`` make and write whole (``words``: from the subcommand;
-    a review made `.git` files under a `Write` deny rule's folder so)."""
-    for path, (short, long, operand) in _GIT_MAKERS.items():
+    """What ``git init DIR``, ``git clone URL DIR``, ``git worktree add DIR``/``move A
+    DIR``, ``--separate-git-dir=DIR``, ``git clone URL`` (the name its URL ends in),
+    ``git bundle create FILE`` and ``git format-patch
+    -o DIR`` write (``words``: from the subcommand; ``own``: git's own options, a
+    ``--git-dir=DIR`` that ``init`` makes). ``git init`` alone makes ``./.git``: named by
+    its ``description`` (under a ``Write`` rule's folder, `cd /etc && git init` wrote
+    there; a repository made afresh holds no code of the command's). A review wrote
+    under a ``Write`` deny rule's folder by each."""
+    for path, (short, long, operand, kind) in _GIT_MAKERS.items():
         if tuple(words[: len(path)]) != path:
             continue
         rest, texts = words[len(path) :], shown[len(path) :]
@@ -475,10 +489,30 @@ def _git_directories(
         for i, word in enumerate(rest):
             if word is not None and abbreviates(word, "--separate-git-dir"):
                 made.append((long_value(rest, i), texts[i], "tree"))
+            elif path == ("format-patch",) and (
+                abbreviates(word, "--output-directory")
+                or short_options(word or "", short)[-1:] == ["-o"]
+            ):
+                value = (
+                    long_value(rest, i)
+                    if (word or "").startswith("--")
+                    else (word or "")[2:] or _next(rest, i)
+                )
+                made.append((value, texts[i], "tree"))
         operands = _positional(rest, short, long)
-        if operand < len(operands):
+        if 0 <= operand < len(operands):
             i = operands[operand]
-            made.append((rest[i], texts[i], "tree"))
+            made.append((rest[i], texts[i], kind))
+        if path == ("clone",) and len(operands) == 1:  # (into the name its URL gives)
+            url = rest[operands[0]]
+            named = None if url is None else re.sub(r"(?:/?\.git)?/*$", "", url)
+            name = None if named is None else re.split(r"[/:]", named)[-1]
+            made.append((name, texts[operands[0]], kind))
+        if path == ("init",) and not operands:
+            given = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--git-dir")]
+            made += [(g, "--git-dir", "tree") for g in given] or [
+                (".git/description", "init", "file")
+            ]
         return [(value, text, kind) for value, text, kind in made if value != ""]
     return []
 
@@ -908,6 +942,15 @@ def git_runs(
         elif flag == "--exec-path" and "=" in (word or ""):
             return "git runs its commands from another `--exec-path`"
     words = list(rest[skip:])
+    texts = [*shown[skip:], *[""] * len(words)][: len(words)]  # (as written)
+    # (`git init --template=DIR`: its hooks are copied into the repository, and the next
+    # `git commit` runs them)
+    templated = [
+        abbreviates(w, "--template") if w is not None else may_be_option(text, ["--template"])
+        for w, text in zip(words[1:], texts[1:], strict=True)
+    ]
+    if words[:1] == ["init"] and any(templated):
+        return "git runs hooks from the template directory given to it"
     if words[:1] == ["clone"]:  # (`git clone -c core.sshCommand=CMD`: set, then used)
         for index, word in enumerate(words[1:], 1):
             if abbreviates(word, "--template"):  # (its hooks run at the checkout)
@@ -931,13 +974,21 @@ def git_runs(
         [s for s in signs if s[:2] == "--"],
         "".join(s[1] for s in signs if len(s) == 2),
     )
-    texts = list(shown[skip:])
+    by_options = all(s.startswith("-") for s in signs)  # (not `bisect run`'s word)
     for index, word in enumerate(words[1:], 1):
-        if word is None:  # (`git rebase $X CMD`: `$X` may be `-x`; for a transfer, one
-            # that may be `--upload-pack`: `git fetch "$X"` with `X=--upload-pack=…`)
+        if word is None:  # (`git rebase $X CMD`: `$X` may be `-x` where the line makes it
+            # or it is written so, `-$X`; `git fetch "$X"` with `X=--upload-pack=…`)
             text = texts[index] if index < len(texts) else ""
-            if words[0] not in GIT_TRANSFERS or may_be_option(text, longs, letters):
-                return f"`git {words[0]}` runs a command given to it"
+            unknown = not isinstance(text, LineChosen) and not literal_start(text)
+            if (
+                not by_options
+                or may_be_option(text, longs, letters)
+                or (unknown and words[0] not in GIT_TRANSFERS)  # (`git rebase $X CMD`
+            ):  # with `X=-x` from outside: a review)
+                current = " (`git push -u origin HEAD` names the current branch)" * (
+                    words[0] in ("push", "pull")
+                )
+                return f"`git {words[0]}` may take a word known only as it runs for an option that runs a command{current}"
             continue
         flag = word.split("=", 1)[0]
         if flag in GIT_EXACT_OPTIONS.get(words[0] or "", ()):
@@ -1211,7 +1262,7 @@ def code_arguments(
     if program == "go":
         found = _go_code(words, texts)
         operands = [w for w in words if w is None or not w.startswith("-")]
-        if operands[:1] == ["env"] and any(w is None or w in ("-w", "-u") for w in words):
+        if operands[:1] in (["env"], [None]) and any(w is None or w in ("-w", "-u") for w in words):
             found.append(None)  # (`go env -w GOFLAGS=-exec=PROG`: every later `go test`)
         return found
     if program == "cargo":  # (`--config 'target.X.runner="prog"'` names what runs the tests)

@@ -439,21 +439,44 @@ def _tilde_problem(walker: _Walker, source: str) -> str | None:
 
 
 _PLAIN_OUTPUT = re.compile(
-    r"(?:\$\(|`)\s*(?:pwd(?:\s+-[LP])?|nproc|whoami|hostname|id\s+-un?|git\s+(?:rev-parse|merge-base)"
-    r"(?:\s+(?:-q|--(?:quiet|verify|short|abbrev-ref|show-toplevel|show-prefix|show-cdup|"
-    r"git-dir|git-common-dir|absolute-git-dir|all|fork-point|octopus)|[\w.@^~:/{}][\w.@^~:/{}-]*))*)"
+    r"(?:\$\(|`)\s*(?:nproc|whoami|hostname|id\s+-un?|git\s+(?:rev-parse|merge-base)"
+    r"(?:\s+(?:-q|--(?:quiet|verify|short|all|fork-point|octopus)|[\w.@^~:/{}][\w.@^~:/{}-]*))*)"
     r"\s*(?:\)|`)"
 )
-"""A command substitution whose output is no option, whatever the files and refs hold:
-``$(pwd)``, ``$(nproc)``, ``$(whoami)``, ``$(git rev-parse --show-toplevel)``, ``$(git
-merge-base HEAD main)`` (hashes, paths, names, and its literal words echoed, none led by
-``-``, with no blank)."""
+"""A command substitution whose output is no option, nor splits into one, whatever the
+files and refs hold: ``$(nproc)``, ``$(whoami)``, ``$(git merge-base HEAD main)``,
+``$(git rev-parse --short HEAD)`` (a number, a name, hashes, and its literal words echoed,
+none led by ``-``, with no blank; not a branch's name: ``git update-ref`` makes one led
+by ``-``)."""
+_PATH_OUTPUT = re.compile(
+    r"(?:\$\(|`)\s*(?:pwd(?:\s+-[LP])?|git\s+rev-parse\s+--(?:show-toplevel|git-dir|"
+    r"git-common-dir|absolute-git-dir))\s*(?:\)|`)"
+)
+"""A command substitution that gives a directory's absolute path (or ``.git``): no
+option, but split where it holds a blank (a directory the line made, `cd 'd --x'`), so
+plain only quoted (a review)."""
 
 
 def _plain_text(value: str) -> bool:
-    """Whether a variable's literal value is no option, nor splits into one or into the
-    names of a glob: ``build``, ``a b``; not ``-x``, ``a -b``, ``*``."""
-    return not value.startswith("-") and not re.search(r"\s-", value) and not GLOB.search(value)
+    """Whether a variable's literal value is no option, nor splits into one, nor into the
+    names of a glob, nor is a make variable's setting: ``build``, ``src/a.c``; not ``-x``,
+    ``a -b``, ``' '`` (the text after ``$X`` a word of its own: a review), ``*``,
+    ``CC=rm``."""
+    return re.fullmatch(r"(?:[\w./:@%+,^~][\w./:@%+,^~-]*)?", value) is not None
+
+
+def _kept_value(operation: Sequence[Any], data: bytes) -> bool:
+    """Whether a ``${NAME…}`` operation keeps the variable's plainness: none, a suffix
+    taken off (``${f%.c}``), a plain default or alternative (``${T:-all}``); not a prefix
+    taken off (``${X#a}``: ``a-x`` becomes ``-x``), a replacement, a case change."""
+    if not operation:
+        return True
+    operator = operation[0].type
+    if operator in ("%", "%%"):
+        return True
+    return operator in (":-", "-", ":=", "=", ":+", "+", ":?", "?") and all(
+        _plain_value(value, data) for value in operation[1:]
+    )
 
 
 def _plain_value(node: Any, data: bytes) -> bool:
@@ -493,6 +516,10 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         source = source.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # as read)
     walker = _walked(source, zsh, interactive)
     made = walker.made_names | ({""} if "IFS" in walker.set_names else set())
+    if zsh:  # (its modifiers and subscripts the grammar reads as text: `$X:s/a/-/`)
+        made |= walker.set_names
+    if walker.cds:  # (`cd 'd --x'`: its `$PWD` holds a blank)
+        made |= {"PWD", "OLDPWD", "DIRSTACK"}
     if walker.set_names or made:  # (read again, knowing what it sets: a word of one is
         # the line's)
         walker = _walked(source, zsh, interactive, frozenset(made), frozenset(walker.set_names))
@@ -1057,15 +1084,21 @@ class _Walker:
         while stack:
             node, quoted = stack.pop()
             if node.type == "command_substitution":
-                if not _PLAIN_OUTPUT.fullmatch(node_text(node, data)):
+                substituted = node_text(node, data)  # (a path may hold a blank: quoted)
+                if _PLAIN_OUTPUT.fullmatch(substituted) or (
+                    quoted and _PATH_OUTPUT.fullmatch(substituted)
+                ):
+                    chosen = True  # (a plain word, as a variable the line sets to one)
+                else:
                     made, splits = True, splits or not quoted
             elif node.type in ("simple_expansion", "expansion"):
                 parts = [c for c in node.children if c.type not in ("$", "${", "}")]
-                name = node_text(parts[0], data) if len(parts) == 1 else ""
+                name = node_text(parts[0], data) if parts else ""
                 if parts and parts[0].type == "subscript":  # (an array's: bash passes none on)
                     made, splits = True, splits or not quoted or "[@]" in name
                 elif (
-                    not _UNSET_HERE.fullmatch(name)
+                    not _kept_value(parts[1:], data)
+                    or not _UNSET_HERE.fullmatch(name)
                     or name in SET_BY_BASH
                     or name in self.line_made
                     or "" in self.line_made

@@ -2891,7 +2891,8 @@ PROGRAMS_ALLOWED = {
     "allow": ["Bash(tar *)", "Bash(make *)", "Bash(ssh *)", "Bash(git *)", "Bash(sort *)",
               "Bash(npm *)", "Bash(go *)", "Bash(wc *)", "Bash(echo *)", "Bash(true)",
               "Bash(read *)", "Bash(getopts *)", "Bash(set *)", "Bash(whoami)",
-              "Bash(declare *)", "Bash(cat *)", "Bash(. *)"],
+              "Bash(declare *)", "Bash(cat *)", "Bash(. *)", "Bash(cd *)",
+              "Bash(pwd)"],
     "deny": ["Bash(rm *)", "Write(/etc/**)"],
 }  # fmt: skip
 """Programs allowed whole, `rm` denied: an option that runs a command must not run it."""
@@ -2997,6 +2998,29 @@ PROGRAMS_ALLOWED = {
         ("git clone -b main https://example.com/r.git /etc/x", "deny"),
         ("git worktree add -b feat /etc/x main", "deny"),
         ("git init && git clone https://example.com/r.git", "allow"),
+        # found by a second review (helper 197)
+        ("X=' '; tar -xf a.tar $X--to-command='rm -rf x'", "ask"),  # (a blank: two words)
+        ("X='a '; ssh $X-oProxyCommand='rm x' h", "ask"),
+        ("X='CC=rm x'; make \"$X\"", "ask"),  # (a make variable's setting)
+        ("X='\\-\\-to-command=x\\\\*'; tar -xf a.tar $X", "ask"),  # (a glob after all)
+        ("cd 'd --checkpoint-action=exec=rm${IFS}x' && tar -cf ../o.tar $(pwd)", "ask"),
+        ("cd d && tar -cf ../o.tar $PWD", "ask"),
+        ('tar -cf o.tar -C "$(git rev-parse --show-toplevel)" src', "allow"),
+        ("X=env; go $X -w GOFLAGS=-exec=rm", "ask"),
+        ("cd /etc && git init", "deny"),
+        ("git --git-dir=/etc/x init", "deny"),
+        ("git format-patch -o /etc/x HEAD~1", "deny"),
+        ("git bundle create /etc/x HEAD", "deny"),
+        ("git worktree move a /etc/x", "deny"),
+        ("cd /etc && git clone https://example.com/x.git", "deny"),
+        ("git init --template=./t", "ask"),  # (its hooks run at the next commit)
+        ("git rebase $X 'rm -rf x'", "ask"),  # (a word from outside may be -x here)
+        ("git rebase $(git merge-base HEAD main)", "allow"),
+        ('for b in main dev; do git rebase "$b"; done', "allow"),
+        ('for f in a.c b.c; do make "${f%.c}.o"; done', "allow"),
+        ('make "${TARGET:-all}"', "allow"),
+        ('make "${TARGET:---eval=x}"', "ask"),
+        ("X=a-eval; make ${X#a}", "ask"),
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
@@ -3060,3 +3084,17 @@ def test_a_words_literal_start_is_what_bash_gives_it_whatever_it_expands_to() ->
         assert len(values) == len(words)
         assert [(w, s, v) for w, s, v in zip(words, starts, values, strict=True)
                 if not v.startswith(s)] == []  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "X='a-eval=$(shell rm x)'; make \"$X:s/a/-/\"",
+        "X='a--eval=$(shell rm x)'; make \"$X[2,-1]\"",
+    ],
+)
+def test_zsh_modifiers_of_a_plain_variable_may_make_an_option(command: str) -> None:
+    """zsh's modifiers and subscripts (`$X:s/a/-/`, `$X[2,-1]`), which the grammar reads
+    as text, turn a plain value into an option (a review ran make's `--eval` so)."""
+    assert verdict(command, PROGRAMS_ALLOWED, zsh=True) == "ask"
+    assert verdict(command.split("; ")[0] + "; make x", PROGRAMS_ALLOWED, zsh=True) == "allow"
