@@ -152,6 +152,9 @@ class BashResult(ContractModel):
     """An interactive command waits for input: answer with TaskInput (SPEC P2)."""
     permission: PermissionInfo | None = None
     """Set when the permission check refused the command or asks for approval (PM3)."""
+    leftover_processes: int = 0
+    """Processes the command started that still ran as it ended (TR4: TaskStop on the
+    task of ``output_path`` stops them); the message says so too."""
 
     @property
     def ends_turn(self) -> bool:

@@ -185,6 +185,7 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         duration_ms=_duration_ms(task),
         message=_with_notes(task, message),
         error=task.storage_note or unshown,
+        leftover_processes=left_running,
     )
 
 

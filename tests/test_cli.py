@@ -574,6 +574,11 @@ def test_run_says_on_stderr_what_its_result_says_beside_the_output(state_dir: Pa
     task_id = r.stderr.split("(task ")[1].split(")")[0]
     assert f"Stop it with `wave-bash stop {task_id}`" in r.stderr  # a person's words
     assert run_cli(state_dir, "stop", task_id).returncode == 0
+    # `--json`, for a program: counted (it was in the message alone: session 46's note)
+    r = run_cli(state_dir, "run", "--json", "--", "sleep 60 & echo started")
+    result = json.loads(r.stdout)
+    assert (r.returncode, result["leftoverProcesses"]) == (0, 1)
+    assert run_cli(state_dir, "stop", Path(result["outputPath"]).stem).returncode == 0
 
 
 def test_output_follow_streams_whole_lines_and_all_of_them(state_dir: Path, tmp_path: Path) -> None:

@@ -494,6 +494,7 @@ def test_setsid_program_leaves_it_running_as_under_a_group_leading_bash_c(
     r = client.bash("setsid sleep 30")
     assert (r.exit_code, time.monotonic() - t < 20) == (0, True)
     assert "1 process it started is still running" in r.message
+    assert r.leftover_processes == 1  # (counted for a program too)
     task_id = client.tasks()[-1].id
     assert client.task_stop(task_id).stopped_processes == 1
 
