@@ -53,10 +53,7 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
         return 0
     if _closed(stdin):  # (gone already: nothing is sent, so nothing runs; sent, it raced
         # the hang-up below, and a loaded supervisor ran it before it saw that: a CI run)
-        text = "the caller's end closed before the supervisor answered (nothing was sent)"
-        stdout.write(encode(error_message(SupervisorUnavailableError.code, text)))
-        stdout.flush()
-        return 2
+        return _say(stdout, SupervisorUnavailableError.code, CALLER_GONE + "nothing was sent)")
     try:
         message = decode(line)
         message.pop("keep", None)  # (one request per bridge: the answer ends it)
@@ -64,9 +61,7 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
             message = _remote_run(message, layout, transport)
         sock = connect_or_start(layout, transport, autostart=True)
     except WaveError as exc:
-        stdout.write(encode(error_message(exc.code, exc.message, exc.task_id)))
-        stdout.flush()
-        return 2
+        return _say(stdout, exc.code, exc.message, exc.task_id)
     answered = False
     caller_gone = threading.Event()
     with sock:
@@ -79,14 +74,22 @@ def relay(stdin: BinaryIO, stdout: BinaryIO, layout: StateLayout, transport: str
                 answered = answered or FINAL.match(answer) is not None
     if not answered and caller_gone.is_set():  # (a request only read then is not run,
         # and one running has lost its caller, F5: either way it is said, PR2)
-        text = "the caller's end closed before the supervisor answered (nothing more is read)"
-        stdout.write(encode(error_message(SupervisorUnavailableError.code, text)))
-        stdout.flush()
-        return 2
+        code = SupervisorUnavailableError.code
+        return _say(stdout, code, CALLER_GONE + "nothing more is read)")
     # Answered; or the supervisor went away first (killed, restarted): the caller sees
     # the connection end, as on a local socket, and sends the call again (CR1). An error
     # said here was taken as the answer, and the call failed (a trial).
     return 0
+
+
+CALLER_GONE = "the caller's end closed before the supervisor answered ("
+
+
+def _say(stdout: BinaryIO, code: str, text: str, task_id: str | None = None) -> int:
+    """Answer with an error (the bridge's exit code then: 2)."""
+    stdout.write(encode(error_message(code, text, task_id)))
+    stdout.flush()
+    return 2
 
 
 def _closed(stdin: BinaryIO) -> bool:
