@@ -878,11 +878,19 @@ def _holds_code(tree: str, home: str | None) -> bool:
     return any(os.path.isdir(os.path.join(tree, held)) for held in (".git", ".ssh", ".config"))
 
 
+_TOOL_CODE = re.compile(
+    r".*/(?:\.(?:wgetrc|curlrc|npmrc|yarnrc|yarnrc\.yml)|\.config/curlrc|\.cargo/config(?:\.toml)?|"
+    r"etc/(?:wgetrc|npmrc))"
+)
+
+
 _CODE_FILES = (
     (_GIT_CODE, "git", "as `git config` or a hook would set them"),
     (_SHELL_CODE, "a shell", "as its start-up file"),
     (_LOGIN_CODE, "ssh, a login or the desktop session",
      "a `ProxyCommand`, a key's `command=`, an autostart entry, a user service"),
+    (_TOOL_CODE, "wget, curl, npm, yarn or cargo",
+     "`use_askpass`, `output`, `script-shell`, `yarnPath`, a `runner`"),
 )  # fmt: skip
 """Files something runs commands from, which a write asks for unless a Write rule allows
 it: git's (a repository's ``config``: ``core.fsmonitor``, aliases, ``core.pager``…; its
@@ -891,7 +899,11 @@ user's or the system's config; the sandbox keeps the workspace's read-only, SB1)
 shell's start-up files in any directory (`echo CMD >> ~/.bashrc` with `Bash(echo *)`
 had the person's next shell run it: a review), ssh's and a login's (`~/.ssh/config`'s
 `ProxyCommand` runs at the next `ssh`, `authorized_keys` lets a key in and runs its
-`command=`; the desktop's autostart entries, systemd's user services: a trial)."""
+`command=`; the desktop's autostart entries, systemd's user services: a trial), and the
+settings files of programs whose command-line options that run or write something ask
+(``~/.wgetrc``'s ``use_askpass``, ``.curlrc``'s ``output``, ``.npmrc``'s
+``script-shell``, ``.yarnrc.yml``'s ``yarnPath``, ``.cargo/config.toml``'s runners: a
+review)."""
 
 
 SHELL_VARIABLES = frozenset({"PATH"})

@@ -106,7 +106,7 @@ GIT_RUNS = {
     "--open-files-in-pager"), "push": ("--receive-pack", "--exec"),
     "send-pack": ("--receive-pack", "--exec"), "fetch-pack": ("--upload-pack", "--exec"),
     "send-email": ("--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd", "--smtp-server"),
-    "instaweb": ("-d", "--httpd", "-b", "--browser"),
+    "instaweb": ("-d", "--httpd", "-b", "--browser"), "daemon": ("--access-hook",),
 }  # fmt: skip
 """git subcommands (and their words) that run a command given to them (``send-email
 --sendmail-cmd CMD``, ``instaweb --httpd CMD``: a trial; ``--smtp-server /path`` runs
@@ -362,6 +362,92 @@ _COPIERS: dict[str, tuple[str, tuple[str, ...]]] = {
 """Programs that write their last operand, or into it (a directory), or into ``-t DIR``:
 their options that take the next word (short letters, long names)."""
 
+_ARCHIVERS: dict[str, tuple[str, tuple[str, ...], int, Kind, tuple[str, ...]]] = {
+    "zip": ("bntOPZsIXi", ("--temp-path", "--suffixes", "--output-file", "--password",
+                           "--compression-method", "--split-size"), 0, "file",
+            ("-O", "--output-file")),
+    "split": ("abCdlnt", ("--suffix-length", "--bytes", "--line-bytes", "--lines", "--number",
+                          "--separator", "--additional-suffix", "--filter"), 1, "file", ()),
+    "rsync": ("eBfTMp", ("--rsh", "--rsync-path", "--filter", "--exclude", "--include",
+                         "--exclude-from", "--include-from", "--files-from", "--temp-dir",
+                         "--compare-dest", "--copy-dest", "--link-dest", "--backup-dir",
+                         "--suffix", "--chmod", "--chown", "--usermap", "--groupmap",
+                         "--timeout", "--contimeout", "--port", "--log-file",
+                         "--log-file-format", "--out-format", "--password-file", "--bwlimit",
+                         "--partial-dir", "--max-size", "--min-size", "--block-size",
+                         "--checksum-choice", "--compress-choice", "--compress-level",
+                         "--skip-compress", "--iconv", "--info", "--debug", "--write-batch",
+                         "--only-write-batch", "--read-batch", "--protocol", "--sockopts",
+                         "--max-delete", "--modify-window", "--remote-option", "--outbuf",
+                         "--address", "--config", "--dparam"), -1, "tree",
+              ("--log-file", "--write-batch", "--only-write-batch")),
+}  # fmt: skip
+"""Programs that write where an operand says (its options with a value, short and long;
+which operand: the first, the second, the last; how) and files options name: ``zip
+OUT.zip``, ``split IN PREFIX`` (its pieces, ``PREFIXaa``…), ``rsync SRC… DEST`` (a
+directory written whole, unless on another host: ``host:path``) and ``--log-file``."""
+_REMOTE = re.compile(r"[^/]*:|rsync://")
+"""An rsync operand on another host (``host:path``, ``user@host:``, ``rsync://``)."""
+
+
+_TAR_MODES = {"--create": "c", "--append": "r", "--update": "u", "--catenate": "A",
+              "--concatenate": "A", "--extract": "x", "--get": "x"}  # fmt: skip
+_TAR_NAMED = {"--file": "f", "--directory": "C", "--listed-incremental": "g",
+              "--index-file": "i"}  # fmt: skip
+
+
+def _tar_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``tar`` writes: the archive ``-f FILE`` it creates or adds to (``-c``, ``-r``,
+    ``-u``, ``-A``; old style, ``cf FILE``), the directory ``-C DIR`` it extracts into
+    (extracted where it runs, what lands there is the archive's: not looked into), its
+    ``-g`` snapshot and ``--index-file`` (a review wrote each under a deny rule)."""
+    modes: set[str] = set()
+    named: list[tuple[str, int, str]] = []  # (letter, word holding the value, before it)
+    index = 0
+    if words and words[0] is not None and not words[0].startswith("-"):  # `tar cf OUT …`
+        for letter in words[0]:
+            modes.add(letter)
+            if letter in TAR_VALUED:
+                index += 1
+                named.append((letter, index, ""))
+    index += 1 if words and words[0] is not None and not words[0].startswith("-") else 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if word is None or word == "--" or not word.startswith("-") or word == "-":
+            if word == "--":
+                break
+            continue
+        if word.startswith("--"):
+            modes.update(m for option, m in _TAR_MODES.items() if abbreviates(word, option))
+            attached = "=" in word
+            for option, letter in _TAR_NAMED.items():
+                if abbreviates(word, option):
+                    named.append((letter, index - 1, word.split("=", 1)[0] + "=") if attached
+                                 else (letter, index, ""))  # fmt: skip
+            index += not attached and any(abbreviates(word, o) for o in TAR_LONG_VALUED)
+            continue
+        for at, letter in enumerate(word[1:], 1):
+            modes.add(letter)
+            if letter in TAR_VALUED:  # (its value: the rest, or the next word)
+                attached = at + 1 < len(word)
+                named.append(
+                    (letter, index - 1, word[: at + 1]) if attached else (letter, index, "")
+                )
+                index += not attached
+                break
+    kinds: dict[str, Kind] = {"g": "file", "i": "file"}
+    if modes & set("cruA"):
+        kinds["f"] = "file"
+    if "x" in modes:
+        kinds["C"] = "tree"
+    found = [(_value_at(words, i, before), shown[i], kinds[letter])
+             for letter, i, before in named if letter in kinds and i < len(words)]  # fmt: skip
+    return [(value, text, kind) for value, text, kind in found if value not in ("", "-")]
+
+
 _TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "touch": ("drt", ("--date", "--reference")),
     "truncate": ("sr", ("--size", "--reference")),
@@ -389,6 +475,22 @@ def files_written(
         return _copied_to(name, words, shown)
     if name in _DOWNLOADS:
         return _downloaded_to(name, words, shown)
+    if name == "tar":
+        return _tar_writes(words, shown)
+    if name in _ARCHIVERS:  # (`zip OUT.zip …`, `split IN PREFIX`, `rsync SRC… DEST`)
+        short, long, place, kind, files = _ARCHIVERS[name]
+        operands = _positional(words, short, long)
+        if name == "rsync" and len(operands) < 2:
+            operands = []  # (one operand: it lists, writes nothing)
+        picked = operands[place : place + 1] if place >= 0 else operands[place:]
+        named = [(words[i], shown[i], kind) for i in picked
+                 if words[i] is None or not _REMOTE.match(words[i] or "")]  # fmt: skip
+        for i, word in enumerate(words):
+            given = next((o for o in files if abbreviates(word, o) or word == o), None)
+            if given is not None:
+                value = long_value(words, i) if given.startswith("--") else _next(words, i)
+                named.append((value, shown[i], "file"))
+        return [(value, text, kind) for value, text, kind in named if value not in ("", "-")]
     if name in _TOUCHERS:
         at = [(i, "") for i in _positional(words, *_TOUCHERS[name])]
     elif name == "tee":
@@ -449,6 +551,12 @@ def files_written(
     )]  # fmt: skip
 
 
+_WORK_TREE_WRITERS = frozenset({
+    "checkout", "switch", "reset", "restore", "stash", "merge", "pull", "rebase",
+    "cherry-pick", "revert", "checkout-index", "read-tree", "apply", "am", "mv", "rm",
+})  # fmt: skip
+"""git subcommands that write in the work tree: where ``--work-tree=DIR`` says, or,
+with ``--git-dir`` alone, where git runs (`git -C /etc --git-dir=r checkout -- .`)."""
 _GIT_MAKERS: dict[tuple[str, ...], tuple[str, tuple[str, ...], int, Kind]] = {
     # subcommand: short options with a value, long ones, the operand written, how
     ("init",): ("b", ("--template", "--separate-git-dir", "--object-format", "--initial-branch",
@@ -481,6 +589,23 @@ def _git_directories(
     its ``description`` (under a ``Write`` rule's folder, `cd /etc && git init` wrote
     there; a repository made afresh holds no code of the command's). A review wrote
     under a ``Write`` deny rule's folder by each."""
+    if words[:1] and words[0] in _WORK_TREE_WRITERS:  # (`git --work-tree=/etc checkout`)
+        trees = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--work-tree")]
+        found: list[tuple[str | None, str, Kind]] = [(t, "--work-tree", "tree") for t in trees]
+        if not trees and any(abbreviates(w, "--git-dir") for w in own):
+            found.append((".", "--git-dir", "names"))  # (the work tree is where it runs)
+        for i, word in enumerate(words):
+            if words[0] == "checkout-index" and abbreviates(word, "--prefix"):
+                prefix = long_value(words, i)
+                tree = (
+                    None
+                    if prefix is None
+                    else prefix
+                    if prefix.endswith("/")
+                    else os.path.dirname(prefix)
+                )
+                found.append((tree or ".", shown[i], "tree"))
+        return [(value, text, kind) for value, text, kind in found if value != ""]
     for path, (short, long, operand, kind) in _GIT_MAKERS.items():
         if tuple(words[: len(path)]) != path:
             continue
@@ -771,8 +896,10 @@ def _downloaded_to(
             found.extend([(told[1], said)] if told[0] == "file" else [])
             named_as_it_runs |= told[0] == "naming"
 
-    def writes_out(value: str | None) -> bool:  # (curl -w '%output{FILE}…')
-        return name == "curl" and "%output{" in (value or "%output{")
+    def writes_out(value: str | None) -> bool:  # (curl -w '%output{FILE}…'; `@FILE`, `@-`:
+        return name == "curl" and (  # the format read from there, known only as it runs)
+            "%output{" in (value or "%output{") or (value or "").startswith("@")
+        )
 
     for index in options:
         word = words[index] or ""
@@ -1043,6 +1170,11 @@ def _option_commands(
     longs, letters, code = OPTION_COMMANDS.get(name, ((), "", False))
     ssh = name in ("ssh", "scp", "sftp")
     found: list[str | None] = []
+    if name == "rsync" and any(
+        abbreviates(w, "--daemon") if w is not None else may_be_option(text, ["--daemon"])
+        for w, text in zip(words, shown, strict=False)
+    ):
+        found.append(None)  # (its config's `pre-xfer exec` runs at the next transfer)
     for index, word in enumerate(words):
         value: str | None = ""
         if word is None:

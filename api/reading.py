@@ -492,6 +492,8 @@ def _plain_value(node: Any, data: bytes) -> bool:
     )
 
 
+_LITERAL_PARTS = frozenset({"word", "number", "string_content", "raw_string", "ansi_c_string"})
+"""Parts of a word that are text as written (a quote alone, ``''``, is none)."""
 SET_BY_BASH = frozenset({
     "REPLY", "MAPFILE", "OPTARG", "BASH_REMATCH", "BASH_COMMAND", "FUNCNAME", "BASH_ARGV",
     "BASH_EXECUTION_STRING", "READLINE_LINE", "COMP_WORDS", "COMPREPLY",
@@ -1075,27 +1077,30 @@ class _Walker:
         writes it (a brace expansion), or where files may name it (a glob: a file named
         ``--to-command=…``); a :class:`LineSplit` one where such a value may also be
         split into more words (unquoted, ``"$@"``, ``"${a[@]}"``: ``f$X`` with ``X=' -x'``
-        is ``f -x``)."""
+        is ``f -x``). Made after the word's first literal character, a value is no start
+        of it (``"$API/$(date +%s)"`` starts as ``$API`` does), but may still split."""
         text = squeeze(node_text(word, data))
         unquoted = unquoted_text(word, data)
-        made, splits = bool(brace_expands(unquoted) or GLOB.search(unquoted)), False
-        chosen = False
+        braced = bool(brace_expands(unquoted) or GLOB.search(unquoted))
+        made = splits = chosen = started = False
         stack: list[tuple[Any, bool]] = [(word, False)]
-        while stack:
+        while stack:  # (left to right: what comes before its first literal character)
             node, quoted = stack.pop()
-            if node.type == "command_substitution":
+            if node.type in _LITERAL_PARTS and node_text(node, data).strip("'\"$"):
+                started = True
+            elif node.type == "command_substitution":
                 substituted = node_text(node, data)  # (a path may hold a blank: quoted)
                 if _PLAIN_OUTPUT.fullmatch(substituted) or (
                     quoted and _PATH_OUTPUT.fullmatch(substituted)
                 ):
                     chosen = True  # (a plain word, as a variable the line sets to one)
                 else:
-                    made, splits = True, splits or not quoted
+                    made, splits = made or not started, splits or not quoted
             elif node.type in ("simple_expansion", "expansion"):
                 parts = [c for c in node.children if c.type not in ("$", "${", "}")]
                 name = node_text(parts[0], data) if parts else ""
                 if parts and parts[0].type == "subscript":  # (an array's: bash passes none on)
-                    made, splits = True, splits or not quoted or "[@]" in name
+                    made, splits = made or not started, splits or not quoted or "[@]" in name
                 elif (
                     not _kept_value(parts[1:], data)
                     or not _UNSET_HERE.fullmatch(name)
@@ -1103,14 +1108,14 @@ class _Walker:
                     or name in self.line_made
                     or "" in self.line_made
                 ):
-                    made, splits = True, splits or not quoted or name == "@"
+                    made, splits = made or not started, splits or not quoted or name == "@"
                 chosen = chosen or name in self.line_set
             elif node.type not in ("process_substitution", "arithmetic_expansion"):
                 # (not those: a path, `/dev/fd/N`; a number)
-                stack += [(c, quoted or node.type == "string") for c in node.children]
+                stack += [(c, quoted or node.type == "string") for c in reversed(node.children)]
         if splits:
             return LineSplit(text)
-        return LineMade(text) if made else LineChosen(text) if chosen else text
+        return LineMade(text) if made or braced else LineChosen(text) if chosen else text
 
     def simple(
         self,
@@ -1291,7 +1296,8 @@ class _Walker:
             if code is None:  # (`tar -xf a.tar *`: a file may be named `--to-command=…`)
                 self.problems.append(
                     f"`{name}` may run a command a word known only as it runs names (as an "
-                    "option): put `./` in front of a glob, `--` before file names"
+                    "option): put `./` in front of a glob, quotes around a variable, `--` "
+                    "before file names"
                 )
             else:
                 self.parse(code, depth + 1)

@@ -2892,7 +2892,8 @@ PROGRAMS_ALLOWED = {
               "Bash(npm *)", "Bash(go *)", "Bash(wc *)", "Bash(echo *)", "Bash(true)",
               "Bash(read *)", "Bash(getopts *)", "Bash(set *)", "Bash(whoami)",
               "Bash(declare *)", "Bash(cat *)", "Bash(. *)", "Bash(cd *)",
-              "Bash(pwd)"],
+              "Bash(pwd)", "Bash(printf *)", "Bash(rsync *)", "Bash(zip *)",
+              "Bash(split *)", "Bash(date *)", "Bash(curl *)"],
     "deny": ["Bash(rm *)", "Write(/etc/**)"],
 }  # fmt: skip
 """Programs allowed whole, `rm` denied: an option that runs a command must not run it."""
@@ -3021,6 +3022,28 @@ PROGRAMS_ALLOWED = {
         ('make "${TARGET:-all}"', "allow"),
         ('make "${TARGET:---eval=x}"', "ask"),
         ("X=a-eval; make ${X#a}", "ask"),
+        # found by a third review (helper 198)
+        ("git daemon --inetd --export-all --access-hook='rm -f x #'", "ask"),
+        ("rsync --daemon --config=f --port=8730", "ask"),  # (its `pre-xfer exec`)
+        ("curl -w @fmt https://example.com", "ask"),  # (a format read from a file)
+        ("printf 'use_askpass = rm\\n' > ~/.wgetrc", "ask"),
+        ("printf 'script-shell=./x\\n' > .npmrc", "ask"),
+        ("git --work-tree=/etc checkout HEAD -- passwd", "ask"),
+        ("git checkout-index -a -f --prefix=/etc/", "ask"),
+        ("cd /etc && git --git-dir=/tmp/r/.git checkout -- .", "ask"),
+        ("git checkout -- . && git stash pop", "allow"),
+        ("tar -cf /etc/x.tar src", "deny"),
+        ("tar cf /etc/x.tar src", "deny"),
+        ("tar -xf a.tar -C /etc", "ask"),  # (what lands there: the archive's)
+        ("tar -g /etc/snap -cf o.tar src", "deny"),
+        ("tar -czf out.tgz src && tar -xzf out.tgz && tar -tf /etc/x.tar", "allow"),
+        ("rsync -a a /etc/x", "deny"),
+        ("rsync --log-file=/etc/l a b", "deny"),
+        ("rsync -av src/ dst/ && rsync -a a host:/etc/x", "allow"),
+        ("zip /etc/x.zip f", "deny"),
+        ("split f /etc/x", "deny"),
+        ('curl -o out.json "$API/$(date +%s)"', "allow"),  # (made after its start)
+        ('tar -xf a.tar "$API$(echo --to-command=rm)"', "ask"),
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
