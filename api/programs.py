@@ -448,6 +448,24 @@ def _tar_writes(
     return [(value, text, kind) for value, text, kind in found if value not in ("", "-")]
 
 
+_SUDO_VALUED = ("ugCDhprtTU", ("--user", "--group", "--close-from", "--chdir", "--host",
+                               "--prompt", "--role", "--type", "--other-user",
+                               "--command-timeout"))  # fmt: skip
+"""sudo's options that take the next word."""
+
+
+def _edits(words: Sequence[str | None]) -> bool:
+    """Whether ``sudo``'s own options, before its command, say ``-e``/``--edit``: it
+    writes the files that follow, as ``sudoedit`` does (a review)."""
+    operands, options = _scan(words, *_SUDO_VALUED)
+    first = operands[0] if operands else len(words)
+    return any(
+        abbreviates(words[i], "--edit") or "-e" in short_options(words[i] or "", _SUDO_VALUED[0])
+        for i in options
+        if i < first
+    )
+
+
 _TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "touch": ("drt", ("--date", "--reference")),
     "truncate": ("sr", ("--size", "--reference")),
@@ -491,7 +509,9 @@ def files_written(
                 value = long_value(words, i) if given.startswith("--") else _next(words, i)
                 named.append((value, shown[i], "file"))
         return [(value, text, kind) for value, text, kind in named if value not in ("", "-")]
-    if name in _TOUCHERS:
+    if name == "sudoedit" or (name == "sudo" and _edits(words)):  # (the files it edits)
+        at = [(i, "") for i in _positional(words, *_SUDO_VALUED) if words[i] != "--"]
+    elif name in _TOUCHERS:
         at = [(i, "") for i in _positional(words, *_TOUCHERS[name])]
     elif name == "tee":
         at = [(i, "") for i in _positional(words, "")]

@@ -2893,7 +2893,8 @@ PROGRAMS_ALLOWED = {
               "Bash(read *)", "Bash(getopts *)", "Bash(set *)", "Bash(whoami)",
               "Bash(declare *)", "Bash(cat *)", "Bash(. *)", "Bash(cd *)",
               "Bash(pwd)", "Bash(printf *)", "Bash(rsync *)", "Bash(zip *)",
-              "Bash(split *)", "Bash(date *)", "Bash(curl *)"],
+              "Bash(split *)", "Bash(date *)", "Bash(curl *)", "Bash(sudo *)",
+              "Bash(sudoedit *)", "Bash(ls *)"],
     "deny": ["Bash(rm *)", "Write(/etc/**)"],
 }  # fmt: skip
 """Programs allowed whole, `rm` denied: an option that runs a command must not run it."""
@@ -3044,6 +3045,10 @@ PROGRAMS_ALLOWED = {
         ("split f /etc/x", "deny"),
         ('curl -o out.json "$API/$(date +%s)"', "allow"),  # (made after its start)
         ('tar -xf a.tar "$API$(echo --to-command=rm)"', "ask"),
+        ("sudo -e /etc/passwd", "deny"),  # (it edits: writes the files)
+        ("sudoedit /etc/passwd", "deny"),
+        ("sudo -u bob --edit /etc/x", "deny"),
+        ("sudo ls -e /etc", "allow"),  # (`-e` of the command's own)
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
