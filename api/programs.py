@@ -577,6 +577,16 @@ _WORK_TREE_WRITERS = frozenset({
 })  # fmt: skip
 """git subcommands that write in the work tree: where ``--work-tree=DIR`` says, or,
 with ``--git-dir`` alone, where git runs (`git -C /etc --git-dir=r checkout -- .`)."""
+_GIT_OPTION_WRITES: dict[str, tuple[tuple[str, ...], Kind]] = {
+    "bugreport": (("-o", "--output-directory"), "tree"),
+    "diagnose": (("-o", "--output-directory"), "tree"),
+    "mailsplit": (("-o",), "tree"),
+    "fast-export": (("--export-marks",), "file"),
+    "fast-import": (("--export-marks",), "file"),
+    "credential-store": (("--file",), "file"),
+}
+"""git subcommands that write where an option says (a review wrote under a deny rule's
+folder by each)."""
 _GIT_MAKERS: dict[tuple[str, ...], tuple[str, tuple[str, ...], int, Kind]] = {
     # subcommand: short options with a value, long ones, the operand written, how
     ("init",): ("b", ("--template", "--separate-git-dir", "--object-format", "--initial-branch",
@@ -626,6 +636,16 @@ def _git_directories(
                 )
                 found.append((tree or ".", shown[i], "tree"))
         return [(value, text, kind) for value, text, kind in found if value != ""]
+    if words[:1] and words[0] in _GIT_OPTION_WRITES:  # (`git bugreport -o DIR`)
+        options, how = _GIT_OPTION_WRITES[words[0] or ""]
+        by_option: list[tuple[str | None, str, Kind]] = []
+        for i, word in enumerate(words[1:], 1):
+            for option in options:
+                if option.startswith("--") and abbreviates(word, option):
+                    by_option.append((long_value(words, i), shown[i], how))
+                elif not option.startswith("--") and (word or "").startswith(option):
+                    by_option.append(((word or "")[2:] or _next(words, i), shown[i], how))
+        return [(value, text, kind) for value, text, kind in by_option if value != ""]
     for path, (short, long, operand, kind) in _GIT_MAKERS.items():
         if tuple(words[: len(path)]) != path:
             continue

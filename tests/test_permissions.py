@@ -3049,6 +3049,10 @@ PROGRAMS_ALLOWED = {
         ("sudoedit /etc/passwd", "deny"),
         ("sudo -u bob --edit /etc/x", "deny"),
         ("sudo ls -e /etc", "allow"),  # (`-e` of the command's own)
+        ("git bugreport -o /etc/x", "deny"),
+        ("git fast-export --export-marks=/etc/m HEAD", "deny"),
+        ("git credential-store --file=/etc/c get", "deny"),
+        ("git mailsplit -o/etc/x mbox", "deny"),
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
