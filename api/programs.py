@@ -196,7 +196,11 @@ def may_be_option(shown: str, options: Sequence[str], letters: str = "", valued:
     flag = _flag(start)
     if flag.startswith("--"):
         return any(option.startswith(flag) or flag.startswith(option) for option in options)
-    if not flag.startswith("-") or not letters:
+    if not flag.startswith("-"):
+        return False
+    if start == "-" and options:  # (`"-$X"` with `X=-filter=…` is `--filter=…`: a review)
+        return True
+    if not letters:
         return False
     for letter in flag[1:]:
         if letter in letters:
@@ -366,6 +370,7 @@ _ARCHIVERS: dict[str, tuple[str, tuple[str, ...], int, Kind, tuple[str, ...]]] =
     "zip": ("bntOPZsIXi", ("--temp-path", "--suffixes", "--output-file", "--password",
                            "--compression-method", "--split-size"), 0, "file",
             ("-O", "--output-file")),
+    "unzip": ("dxPZ", (), 0, "file", ()),
     "split": ("abCdlnt", ("--suffix-length", "--bytes", "--line-bytes", "--lines", "--number",
                           "--separator", "--additional-suffix", "--filter"), 1, "file", ()),
     "rsync": ("eBfTMp", ("--rsh", "--rsync-path", "--filter", "--exclude", "--include",
@@ -443,8 +448,11 @@ def _tar_writes(
         kinds["f"] = "file"
     if "x" in modes:
         kinds["C"] = "tree"
-    found = [(_value_at(words, i, before), shown[i], kinds[letter])
-             for letter, i, before in named if letter in kinds and i < len(words)]  # fmt: skip
+        if not any(letter == "C" for letter, _, _ in named):  # (where it runs)
+            named.append(("cwd", -1, ""))
+            kinds["cwd"] = "names"
+    found = [(_value_at(words, i, before) if i >= 0 else ".", shown[i] if i >= 0 else "tar -x",
+              kinds[letter]) for letter, i, before in named if letter in kinds and i < len(words)]  # fmt: skip
     return [(value, text, kind) for value, text, kind in found if value not in ("", "-")]
 
 
@@ -503,6 +511,14 @@ def files_written(
         picked = operands[place : place + 1] if place >= 0 else operands[place:]
         named = [(words[i], shown[i], kind) for i in picked
                  if words[i] is None or not _REMOTE.match(words[i] or "")]  # fmt: skip
+        if name == "split" and not picked:  # (its pieces where it runs: `xaa`, `xab`…)
+            named.append(("x", "split", "file"))
+        elif name == "split" and words[picked[0]] == "-":  # (`-aa`…: no output)
+            named = [("./-", shown[picked[0]], "file")]
+        if name == "unzip":  # (`-d DIR`, else where it runs: what lands is the archive's)
+            into: Kind = "tree"
+            named = [(_next(words, i), shown[i], into) for i, w in enumerate(words) if w == "-d"]
+            named = named or [(".", "unzip", "names")]
         for i, word in enumerate(words):
             given = next((o for o in files if abbreviates(word, o) or word == o), None)
             if given is not None:
@@ -574,6 +590,7 @@ def files_written(
 _WORK_TREE_WRITERS = frozenset({
     "checkout", "switch", "reset", "restore", "stash", "merge", "pull", "rebase",
     "cherry-pick", "revert", "checkout-index", "read-tree", "apply", "am", "mv", "rm",
+    "clean", "submodule", "sparse-checkout", "bisect",
 })  # fmt: skip
 """git subcommands that write in the work tree: where ``--work-tree=DIR`` says, or,
 with ``--git-dir`` alone, where git runs (`git -C /etc --git-dir=r checkout -- .`)."""
@@ -673,6 +690,10 @@ def _git_directories(
             named = None if url is None else re.sub(r"(?:/?\.git)?/*$", "", url)
             name = None if named is None else re.split(r"[/:]", named)[-1]
             made.append((name, texts[operands[0]], kind))
+        if path == ("format-patch",) and not made:  # (its patches where it runs)
+            made.append((".", "format-patch", "names"))
+        if path == ("init",) and operands and made and made[-1][0] is not None:
+            made[-1] = (f"{made[-1][0].rstrip('/')}/.git/description", made[-1][1], "file")
         if path == ("init",) and not operands:
             given = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--git-dir")]
             made += [(g, "--git-dir", "tree") for g in given] or [

@@ -230,8 +230,9 @@ MISREAD_NAMES = frozenset({
 runs what follows them as the compound command it is)."""
 
 
-APPENDED = "<appended>"
-"""How the words ``xargs`` appends to the command it runs are shown."""
+APPENDED = LineSplit("<appended>")
+"""How the words ``xargs`` appends to the command it runs are shown: any, several
+(``echo --to-command=CMD | xargs tar -xf a.tar`` ran CMD, a review)."""
 
 MOVED_PROBLEM = "`{}`'s words computed at run time may be more or fewer: what it runs may move"
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .shellwords import LineMade
+
 WRAPPERS = frozenset({
     "timeout", "time", "nice", "nohup", "stdbuf", "command", "env", "exec", "coproc", "builtin",
     "setsid", "ionice",
@@ -92,9 +94,11 @@ def runner_commands(
         split = next((k for k in range(len(rest)) if may_vanish(rest[k], shown[k])), None)
         return [] if split is None else [([None], [shown[split]], name == "xargs")]
     # (a computed placeholder, "", may be in any word; xargs -I fills it in, appending none)
-    words = [None if w is None or (placeholder is not None and placeholder in w) else w
-             for w in rest[i:]]  # fmt: skip
-    return [(words, list(shown[i:]), name == "xargs" and placeholder is None)]
+    filled = [placeholder is not None and w is not None and placeholder in w for w in rest[i:]]
+    words = [None if w is None or f else w for w, f in zip(rest[i:], filled, strict=True)]
+    texts = [LineMade(t) if f else t for t, f in zip(shown[i:], filled, strict=True)]  # (a
+    # line of its input: any word, `--to-command=…`, a review)
+    return [(words, texts, name == "xargs" and placeholder is None)]
 
 
 FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})

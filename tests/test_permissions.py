@@ -2403,7 +2403,11 @@ def test_xargs_grouped_placeholder_options_are_read() -> None:
         assert verdict(command, rules) == "ask", command
     assert verdict("printf x | xargs -rI Q dd if=Q of=/dev/null", rules) == "allow"
     assert verdict("echo log | xargs -rI Q git Q", rules) == "ask"  # (Q may be push)
-    assert verdict("echo x | xargs -r git log", rules) == "allow"
+    # (what it appends may be `--output=/etc/x`: a fourth review of session 47; after
+    # `--`, or for a subcommand with no `--output`, no option)
+    assert verdict("echo x | xargs -r git log", rules) == "ask"
+    assert verdict("echo x | xargs -r git log --", rules) == "allow"
+    assert verdict("echo x | xargs -r git status", rules) == "allow"
 
 
 @pytest.mark.parametrize(
@@ -2894,7 +2898,8 @@ PROGRAMS_ALLOWED = {
               "Bash(declare *)", "Bash(cat *)", "Bash(. *)", "Bash(cd *)",
               "Bash(pwd)", "Bash(printf *)", "Bash(rsync *)", "Bash(zip *)",
               "Bash(split *)", "Bash(date *)", "Bash(curl *)", "Bash(sudo *)",
-              "Bash(sudoedit *)", "Bash(ls *)"],
+              "Bash(sudoedit *)", "Bash(ls *)", "Bash(xargs *)", "Bash(find *)",
+              "Bash(unzip *)"],
     "deny": ["Bash(rm *)", "Write(/etc/**)"],
 }  # fmt: skip
 """Programs allowed whole, `rm` denied: an option that runs a command must not run it."""
@@ -3053,6 +3058,23 @@ PROGRAMS_ALLOWED = {
         ("git fast-export --export-marks=/etc/m HEAD", "deny"),
         ("git credential-store --file=/etc/c get", "deny"),
         ("git mailsplit -o/etc/x mbox", "deny"),
+        # found by a fourth review (helper 199): what xargs appends or fills in
+        ("echo \"--to-command='rm -rf src'\" | xargs tar -xf a.tar", "ask"),
+        ('echo "--to-command=rm x" | xargs -I{} tar -xf a.tar {}', "ask"),
+        ("echo -o /etc/x https://example.com | xargs curl", "ask"),
+        ("find . -name '*.py' | xargs wc -l", "allow"),
+        # a dash, then a word known only as it runs: a long option
+        ("X='-filter=rm -rf src'; split \"-$X\" big.csv", "ask"),
+        ('X=-output=/etc/x; git diff --no-index a b "-$X"', "ask"),
+        ("X=TT; zip -T o.zip f \"-$X\" 'rm x'", "ask"),
+        # writes where a command runs
+        ("cd /etc && tar -xf /tmp/a.tar", "ask"),
+        ("cd /etc && unzip /tmp/a.zip", "ask"),
+        ("cd /etc && split -l 1 /tmp/f", "deny"),
+        ("cd /etc && git format-patch -1", "ask"),
+        ("git --work-tree=/etc clean -fdx", "ask"),
+        ("tar -xzf x.tgz && unzip a.zip && split -l 9 f p_ && git format-patch -1", "allow"),
+        ("git init newrepo", "allow"),
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
