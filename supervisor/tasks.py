@@ -220,20 +220,30 @@ def _no_child_running(pid: int) -> bool:
 def children_running(pid: int) -> dict[int, int]:
     """A process's children that run (not zombies), each with its start ticks; never this
     supervisor (a command may have started it: a daemon, reparented to its monitor)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
-            words = fh.read(LEFT_LIST_LIMIT).split()
-    except OSError:
-        return {}
-    found = {}
-    for word in words:
-        child = int(word)
-        fields = _stat_fields(child)
-        ticks = start_ticks(child) if fields is not None and fields[0] not in (b"Z", b"X") else None
-        if ticks is not None:
-            found[child] = ticks
-    found.pop(os.getpid(), None)  # (a review)
+    found: dict[int, int] = {}
+    for _ in range(CHILDREN_LOOKS):  # (one listed that exited as it was looked at handed
+        # its own children to this one after the list was read: a chain that hops on was
+        # taken for none under a CI run's load; the list is read again)
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+                words = fh.read(LEFT_LIST_LIMIT).split()
+        except OSError:
+            return {}
+        for word in words:
+            child = int(word)
+            fields = _stat_fields(child)
+            running = fields is not None and fields[0] not in (b"Z", b"X")
+            ticks = start_ticks(child) if running else None
+            if ticks is not None:
+                found[child] = ticks
+        found.pop(os.getpid(), None)  # (a review)
+        if found or not words:
+            return found
     return found
+
+
+CHILDREN_LOOKS = 3
+"""Reads of a process's children list while every child it names has just exited."""
 
 
 WAKE_LOOKS = 64
