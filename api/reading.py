@@ -67,7 +67,7 @@ from .runners import (
     takes_next_word,
     wrapper_arguments,
 )
-from .shellwords import LineChosen, LineMade, LineSplit
+from .shellwords import LineChosen, LineMade, LineSplit, ansi_c_value
 from .texttools import script_code
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
@@ -494,7 +494,18 @@ def _plain_value(node: Any, data: bytes) -> bool:
 
 
 _LITERAL_PARTS = frozenset({"word", "number", "string_content", "raw_string", "ansi_c_string"})
-"""Parts of a word that are text as written (a quote alone, ``''``, is none)."""
+"""Parts of a word that are text as written."""
+
+
+def _holds_text(part: Any, data: bytes) -> bool:
+    """Whether a literal part of a word gives it a character (``''`` and ``$'\0'`` do
+    not: a word's start is after them)."""
+    text = node_text(part, data)
+    if part.type == "ansi_c_string":
+        return bool(ansi_c_value(text))
+    return len(text) > 2 if part.type == "raw_string" else bool(text)
+
+
 SET_BY_BASH = frozenset({
     "REPLY", "MAPFILE", "OPTARG", "BASH_REMATCH", "BASH_COMMAND", "FUNCNAME", "BASH_ARGV",
     "BASH_EXECUTION_STRING", "READLINE_LINE", "COMP_WORDS", "COMPREPLY",
@@ -1087,7 +1098,7 @@ class _Walker:
         stack: list[tuple[Any, bool]] = [(word, False)]
         while stack:  # (left to right: what comes before its first literal character)
             node, quoted = stack.pop()
-            if node.type in _LITERAL_PARTS and node_text(node, data).strip("'\"$"):
+            if node.type in _LITERAL_PARTS and _holds_text(node, data):
                 started = True
             elif node.type == "command_substitution":
                 substituted = node_text(node, data)  # (a path may hold a blank: quoted)

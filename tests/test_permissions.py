@@ -3050,6 +3050,7 @@ PROGRAMS_ALLOWED = {
         ("split f /etc/x", "deny"),
         ('curl -o out.json "$API/$(date +%s)"', "allow"),  # (made after its start)
         ('tar -xf a.tar "$API$(echo --to-command=rm)"', "ask"),
+        ("tar -xf a.tar $'\\0'\"$(echo --to-command=rm)\"", "ask"),  # (no start: none)
         ("sudo -e /etc/passwd", "deny"),  # (it edits: writes the files)
         ("sudoedit /etc/passwd", "deny"),
         ("sudo -u bob --edit /etc/x", "deny"),
