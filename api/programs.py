@@ -406,18 +406,16 @@ def _tar_writes(
 ) -> list[tuple[str | None, str, Kind]]:
     """What ``tar`` writes: the archive ``-f FILE`` it creates or adds to (``-c``, ``-r``,
     ``-u``, ``-A``; old style, ``cf FILE``), the directory ``-C DIR`` it extracts into
-    (extracted where it runs, what lands there is the archive's: not looked into), its
-    ``-g`` snapshot and ``--index-file`` (a review wrote each under a deny rule)."""
+    (whole), or where it runs (the archive's names), its ``-g`` snapshot and
+    ``--index-file`` (reviews wrote by each under a deny rule)."""
     modes: set[str] = set()
     named: list[tuple[str, int, str]] = []  # (letter, word holding the value, before it)
     index = 0
-    if words and words[0] is not None and not words[0].startswith("-"):  # `tar cf OUT …`
-        for letter in words[0]:
-            modes.add(letter)
-            if letter in TAR_VALUED:
-                index += 1
-                named.append((letter, index, ""))
-    index += 1 if words and words[0] is not None and not words[0].startswith("-") else 0
+    if words and words[0] is not None and not words[0].startswith("-"):  # `tar cf OUT …`:
+        modes.update(words[0])  # each letter that takes a value takes the next word
+        valued = [letter for letter in words[0] if letter in TAR_VALUED]
+        named += [(letter, at, "") for at, letter in enumerate(valued, 1)]
+        index = 1 + len(valued)
     while index < len(words):
         word = words[index]
         index += 1
@@ -544,7 +542,7 @@ def files_written(
         at = [(i, "") for i in _xxd_files(words)[1:2]]
     elif name == "git":  # (`--output`; `archive -o FILE`, `-oFILE`: a trial)
         sub = git_options(words)
-        made = _git_directories(words[sub:], shown[sub:], words[:sub])
+        made = _git_writes(words[sub:], shown[sub:], words[:sub])
         archive = sub < len(words) and words[sub] == "archive"
         outputs = sub >= len(words) or words[sub] not in _GIT_WITHOUT_OUTPUT
         ended = words.index("--", sub) if "--" in words[sub:] else len(words)
@@ -601,6 +599,7 @@ _GIT_OPTION_WRITES: dict[str, tuple[tuple[str, ...], Kind]] = {
     "fast-export": (("--export-marks",), "file"),
     "fast-import": (("--export-marks",), "file"),
     "credential-store": (("--file",), "file"),
+    "format-patch": (("-o", "--output-directory"), "tree"),
 }
 """git subcommands that write where an option says (a review wrote under a deny rule's
 folder by each)."""
@@ -616,73 +615,82 @@ _GIT_MAKERS: dict[tuple[str, ...], tuple[str, tuple[str, ...], int, Kind]] = {
     ("worktree", "add"): ("bB", ("--reason",), 0, "tree"),
     ("worktree", "move"): ("", (), 1, "tree"),
     ("bundle", "create"): ("", ("--version",), 0, "file"),
-    ("format-patch",): ("ovN", ("--output-directory", "--start-number", "--subject-prefix",
-                                "--suffix", "--in-reply-to", "--to", "--cc", "--from",
-                                "--add-header", "--base", "--interdiff", "--range-diff",
-                                "--creation-factor", "--filename-max-length"), -1, "tree"),
 }  # fmt: skip
-"""git subcommands that write where an operand says: a repository, a work tree, a bundle
-(``format-patch`` writes where ``-o`` says: no operand)."""
+"""git subcommands that write where an operand says: a repository, a work tree, a
+bundle."""
 
 
-def _git_directories(
+def _git_writes(
     words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None] = ()
 ) -> list[tuple[str | None, str, Kind]]:
-    """What ``git init DIR``, ``git clone URL DIR``, ``git worktree add DIR``/``move A
-    DIR``, ``--separate-git-dir=DIR``, ``git clone URL`` (the name its URL ends in),
-    ``git bundle create FILE`` and ``git format-patch
-    -o DIR`` write (``words``: from the subcommand; ``own``: git's own options, a
-    ``--git-dir=DIR`` that ``init`` makes). ``git init`` alone makes ``./.git``: named by
-    its ``description`` (under a ``Write`` rule's folder, `cd /etc && git init` wrote
-    there; a repository made afresh holds no code of the command's). A review wrote
-    under a ``Write`` deny rule's folder by each."""
-    if words[:1] and words[0] in _WORK_TREE_WRITERS:  # (`git --work-tree=/etc checkout`)
-        trees = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--work-tree")]
-        found: list[tuple[str | None, str, Kind]] = [(t, "--work-tree", "tree") for t in trees]
-        if not trees and any(abbreviates(w, "--git-dir") for w in own):
-            found.append((".", "--git-dir", "names"))  # (the work tree is where it runs)
-        for i, word in enumerate(words):
-            if words[0] == "checkout-index" and abbreviates(word, "--prefix"):
-                prefix = long_value(words, i)
-                tree = (
-                    None
-                    if prefix is None
-                    else prefix
-                    if prefix.endswith("/")
-                    else os.path.dirname(prefix)
-                )
-                found.append((tree or ".", shown[i], "tree"))
-        return [(value, text, kind) for value, text, kind in found if value != ""]
-    if words[:1] and words[0] in _GIT_OPTION_WRITES:  # (`git bugreport -o DIR`)
-        options, how = _GIT_OPTION_WRITES[words[0] or ""]
-        by_option: list[tuple[str | None, str, Kind]] = []
-        for i, word in enumerate(words[1:], 1):
-            for option in options:
-                if option.startswith("--") and abbreviates(word, option):
-                    by_option.append((long_value(words, i), shown[i], how))
-                elif not option.startswith("--") and (word or "").startswith(option):
-                    by_option.append(((word or "")[2:] or _next(words, i), shown[i], how))
-        return [(value, text, kind) for value, text, kind in by_option if value != ""]
+    """What a git subcommand writes besides ``--output`` (``words``: from the subcommand;
+    ``own``: git's own options): a work tree, where an option says, what it makes (a
+    review wrote under a ``Write`` deny rule's folder by each)."""
+    if not words or words[0] is None:
+        return []
+    if words[0] in _WORK_TREE_WRITERS:
+        found = _git_work_tree(words, shown, own)
+    elif words[0] in _GIT_OPTION_WRITES:
+        found = _git_option_writes(words, shown)
+    else:
+        found = _git_made(words, shown, own)
+    return [(value, text, kind) for value, text, kind in found if value != ""]
+
+
+def _git_work_tree(
+    words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None]
+) -> list[tuple[str | None, str, Kind]]:
+    """The work tree ``--work-tree=DIR`` names (with ``--git-dir`` alone: where git runs,
+    its names), and ``checkout-index --prefix=DIR/``."""
+    trees = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--work-tree")]
+    found: list[tuple[str | None, str, Kind]] = [(t, "--work-tree", "tree") for t in trees]
+    if not trees and any(abbreviates(w, "--git-dir") for w in own):
+        found.append((".", "--git-dir", "names"))
+    for i, word in enumerate(words):
+        if words[0] == "checkout-index" and abbreviates(word, "--prefix"):
+            prefix = long_value(words, i)
+            tree = prefix if prefix is None or prefix.endswith("/") else os.path.dirname(prefix)
+            found.append((tree or ".", shown[i], "tree"))
+    return found
+
+
+def _git_option_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """Where :data:`_GIT_OPTION_WRITES` options say (``format-patch`` with none: its
+    patches where it runs)."""
+    options, how = _GIT_OPTION_WRITES[words[0] or ""]
+    found: list[tuple[str | None, str, Kind]] = []
+    for i, word in enumerate(words[1:], 1):
+        for option in options:
+            if option.startswith("--") and abbreviates(word, option):
+                found.append((long_value(words, i), shown[i], how))
+            elif not option.startswith("--") and (word or "").startswith(option):
+                found.append(((word or "")[2:] or _next(words, i), shown[i], how))
+    if words[0] == "format-patch" and not found:
+        found.append((".", "format-patch", "names"))
+    return found
+
+
+def _git_made(
+    words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``git init DIR``, ``git clone URL DIR`` (or the name its URL ends in), ``git
+    worktree add DIR``/``move A DIR``, ``--separate-git-dir=DIR`` and ``git bundle
+    create FILE`` make. A repository made afresh is named by its ``.git/description``
+    (``git init`` alone: ``./.git``, or ``--git-dir=DIR``): it holds no code of the
+    command's (`cd /etc && git init` wrote there under a deny rule)."""
     for path, (short, long, operand, kind) in _GIT_MAKERS.items():
         if tuple(words[: len(path)]) != path:
             continue
         rest, texts = words[len(path) :], shown[len(path) :]
-        made: list[tuple[str | None, str, Kind]] = []
-        for i, word in enumerate(rest):
-            if word is not None and abbreviates(word, "--separate-git-dir"):
-                made.append((long_value(rest, i), texts[i], "tree"))
-            elif path == ("format-patch",) and (
-                abbreviates(word, "--output-directory")
-                or short_options(word or "", short)[-1:] == ["-o"]
-            ):
-                value = (
-                    long_value(rest, i)
-                    if (word or "").startswith("--")
-                    else (word or "")[2:] or _next(rest, i)
-                )
-                made.append((value, texts[i], "tree"))
+        made: list[tuple[str | None, str, Kind]] = [
+            (long_value(rest, i), texts[i], "tree")
+            for i, word in enumerate(rest)
+            if word is not None and abbreviates(word, "--separate-git-dir")
+        ]
         operands = _positional(rest, short, long)
-        if 0 <= operand < len(operands):
+        if operand < len(operands):
             i = operands[operand]
             made.append((rest[i], texts[i], kind))
         if path == ("clone",) and len(operands) == 1:  # (into the name its URL gives)
@@ -690,16 +698,14 @@ def _git_directories(
             named = None if url is None else re.sub(r"(?:/?\.git)?/*$", "", url)
             name = None if named is None else re.split(r"[/:]", named)[-1]
             made.append((name, texts[operands[0]], kind))
-        if path == ("format-patch",) and not made:  # (its patches where it runs)
-            made.append((".", "format-patch", "names"))
-        if path == ("init",) and operands and made and made[-1][0] is not None:
+        if path == ("init",) and operands and made[-1][0] is not None:
             made[-1] = (f"{made[-1][0].rstrip('/')}/.git/description", made[-1][1], "file")
         if path == ("init",) and not operands:
             given = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--git-dir")]
             made += [(g, "--git-dir", "tree") for g in given] or [
                 (".git/description", "init", "file")
             ]
-        return [(value, text, kind) for value, text, kind in made if value != ""]
+        return made
     return []
 
 
