@@ -415,13 +415,19 @@ class WaveMcp:
         the notices it carried (confirmed as shown, they come back)."""
         read = self.written_reads.pop(request_id, None)
         shown = self.written_results.pop(request_id, None)
+        claim = self.written_claims.pop(request_id, None)
         if read is not None or shown is not None:
             await anyio.to_thread.run_sync(self._never_shown, read, shown)
-        if (claim := self.written_claims.pop(request_id, None)) is not None:
+        if claim is not None:
             with contextlib.suppress(WaveError):  # (its confirmation may come after: it
                 # finds the claim settled, and changes nothing)
                 await anyio.to_thread.run_sync(self.notices.release_notices, claim, True)
-        elif request_id in self.unwritten_reads or request_id in self.unwritten_results:
+        if (
+            read is None
+            and shown is None
+            and claim is None
+            and (request_id in self.unwritten_reads or request_id in self.unwritten_results)
+        ):
             self.cancelled_unwritten.add(request_id)
 
     def _given_back(self, name: str, started: list[str], data: dict[str, Any] | None) -> None:
