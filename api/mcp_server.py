@@ -359,16 +359,20 @@ class WaveMcp:
         confirmation goes apart: awaited here, a slow one held every message after it)."""
         task_id = self.unwritten_results.pop(request_id, None)
         read = self.unwritten_reads.pop(request_id, None)
-        if request_id in self.cancelled_unwritten:  # (the host gave up on it first)
+        claim = self.unconfirmed.pop(request_id, None)
+        if request_id in self.cancelled_unwritten:  # (the host gave up on it first: its
+            # cancel came as the result was written, before this; a run under load)
             self.cancelled_unwritten.discard(request_id)
             await anyio.to_thread.run_sync(self._never_shown, read, task_id)
+            if claim is not None:
+                with contextlib.suppress(WaveError):
+                    await anyio.to_thread.run_sync(self.notices.release_notices, claim)
         else:
             _keep_last(self.written_reads, request_id, read)
             _keep_last(self.written_results, request_id, task_id)
-        claim = self.unconfirmed.pop(request_id, None)
-        if claim is not None:
-            self.acks.add(claim)
-            _keep_last(self.written_claims, request_id, claim)
+            if claim is not None:
+                self.acks.add(claim)
+                _keep_last(self.written_claims, request_id, claim)
         if (ended := self.unconfirmed_ends.pop(request_id, None)) is not None:
             self.end_acks.add(ended)
         self._settle_receipt(request_id)
@@ -426,7 +430,11 @@ class WaveMcp:
             read is None
             and shown is None
             and claim is None
-            and (request_id in self.unwritten_reads or request_id in self.unwritten_results)
+            and (
+                request_id in self.unwritten_reads
+                or request_id in self.unwritten_results
+                or request_id in self.unconfirmed  # (notices alone: a TaskStop's result)
+            )
         ):
             self.cancelled_unwritten.add(request_id)
 

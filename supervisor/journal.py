@@ -778,7 +778,10 @@ class Journal:
         (count,) = self.db.execute(
             f"SELECT count(*) FROM notices WHERE claim = ?{which}", (claim,)
         ).fetchone()
-        self._write(("claim", claim), lambda db: db.execute(sql, args))
+        # (each settling a write of its own, in order: a release replaced by the claim's
+        # confirmation held in the same flush had its notices marked delivered, lost: a
+        # result written, then cancelled, releases after its confirmation may be sent)
+        self._write(("claim", claim, delivered), lambda db: db.execute(sql, args))
         return int(count)
 
     def mark_delivered(self, session: str, task_ids: Sequence[str]) -> int:

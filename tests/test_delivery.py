@@ -1332,6 +1332,40 @@ def test_notices_a_result_cancelled_after_it_was_written_carried_come_back(
         host.close()
 
 
+@pytest.mark.parametrize("cancel_first", [True, False])
+def test_notices_come_back_whether_the_cancel_comes_before_or_after_the_write_is_seen(
+    state_dir: Path, cancel_first: bool
+) -> None:
+    """The host's cancel may reach the server before it has taken the result's write in
+    (the cancel read as the last byte went out: a CI run's load), or after: either way
+    the notices the result carried come back, and its own end becomes a notice. Written
+    first, then cancelled, the claim is confirmed and then released with `shown`;
+    cancelled first, it is released, not confirmed (it was confirmed, and lost)."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    client = Client(state_dir=state_dir, session="order")  # (the server closes its own)
+    ended = start_bg(client, "exit 4")
+    client.wait(ended, timeout=10_000)
+    handlers = WaveMcp(client)
+
+    async def call_written_cancelled() -> str:
+        request = ToolRequest(id=5, report_progress=nothing, ask_user=nothing)
+        params = types.CallToolRequestParams(name="Bash", arguments={"command": "echo one"})
+        result = await handlers.call_tool(request, params)
+        for step in (handlers.cancelled, handlers.written)[:: 1 if cancel_first else -1]:
+            await step(5)
+        return text(result)
+
+    assert ended in anyio.run(call_written_cancelled)  # (it carried the notice)
+    handlers.acks.drain(10)
+    watcher = Client(state_dir=state_dir, session="order")
+    one = next(t.id for t in watcher.tasks() if t.command == "echo one")
+    wait_until(lambda: {n.task_id for n in watcher.pending_notices()} == {ended, one})
+
+
 def test_a_server_killed_with_results_in_hand_loses_none_of_them(state_dir: Path) -> None:
     """A server killed outright (SIGKILL: no handler runs) while the results it got wait
     to be written to its host: a foreground result, a read's output and the notices
