@@ -398,7 +398,8 @@ _REMOTE = re.compile(r"[^/]*:|rsync://")
 _TAR_MODES = {"--create": "c", "--append": "r", "--update": "u", "--catenate": "A",
               "--concatenate": "A", "--extract": "x", "--get": "x"}  # fmt: skip
 _TAR_NAMED = {"--file": "f", "--directory": "C", "--listed-incremental": "g",
-              "--index-file": "i"}  # fmt: skip
+              "--index-file": "i", "--one-top-level": "1", "--volno-file": "v",
+              "--files-from": "T"}  # fmt: skip
 
 
 def _tar_writes(
@@ -425,10 +426,14 @@ def _tar_writes(
             continue
         if word.startswith("--"):
             modes.update(m for option, m in _TAR_MODES.items() if abbreviates(word, option))
-            attached = "=" in word
-            for option, letter in _TAR_NAMED.items():
-                if abbreviates(word, option):
-                    named.append((letter, index - 1, word.split("=", 1)[0] + "=") if attached
+            if abbreviates(word, "--absolute-names"):
+                modes.add("P")
+            attached, flag = "=" in word, word.split("=", 1)[0]
+            given = [o for o in _TAR_NAMED if abbreviates(word, o)]  # (`--file` is itself,
+            for option in [o for o in given if o == flag] or given:  # no `--files-from`)
+                letter = _TAR_NAMED[option]
+                if attached or letter != "1":  # (`--one-top-level`'s value: attached only)
+                    named.append((letter, index - 1, flag + "=") if attached
                                  else (letter, index, ""))  # fmt: skip
             index += not attached and any(abbreviates(word, o) for o in TAR_LONG_VALUED)
             continue
@@ -441,16 +446,21 @@ def _tar_writes(
                 )
                 index += not attached
                 break
-    kinds: dict[str, Kind] = {"g": "file", "i": "file"}
+    kinds: dict[str, Kind] = {"g": "file", "i": "file", "v": "file"}
     if modes & set("cruA"):
         kinds["f"] = "file"
     if "x" in modes:
-        kinds["C"] = "tree"
+        kinds["C"] = kinds["1"] = "tree"  # (`--one-top-level=DIR`)
         if not any(letter == "C" for letter, _, _ in named):  # (where it runs)
             named.append(("cwd", -1, ""))
             kinds["cwd"] = "names"
-    found = [(_value_at(words, i, before) if i >= 0 else ".", shown[i] if i >= 0 else "tar -x",
-              kinds[letter]) for letter, i, before in named if letter in kinds and i < len(words)]  # fmt: skip
+        if "P" in modes or any(letter == "T" for letter, _, _ in named):  # (absolute names
+            named.append(("anywhere", -2, ""))  # kept; a list's lines may say `-C DIR`)
+            kinds["anywhere"] = "tree"
+    implicit = {-1: (".", "tar -x"), -2: (None, "tar -x")}  # (where it runs; anywhere)
+    found = [(_value_at(words, i, before), shown[i], kinds[letter]) if i >= 0
+             else (*implicit[i], kinds[letter])
+             for letter, i, before in named if letter in kinds and i < len(words)]  # fmt: skip
     return [(value, text, kind) for value, text, kind in found if value not in ("", "-")]
 
 
@@ -509,14 +519,17 @@ def files_written(
         picked = operands[place : place + 1] if place >= 0 else operands[place:]
         named = [(words[i], shown[i], kind) for i in picked
                  if words[i] is None or not _REMOTE.match(words[i] or "")]  # fmt: skip
-        if name == "split" and not picked:  # (its pieces where it runs: `xaa`, `xab`…)
-            named.append(("x", "split", "file"))
-        elif name == "split" and words[picked[0]] == "-":  # (`-aa`…: no output)
-            named = [("./-", shown[picked[0]], "file")]
+        if name == "split":  # (its pieces, `PREFIXaa`…; `xaa` where it runs: a prefix
+            prefix = words[picked[0]] if picked else "x"  # `/etc/` writes `/etc/xaa`)
+            text = shown[picked[0]] if picked else "split"
+            named = [(None if prefix is None else f"{prefix}aa", text, "file")]
         if name == "unzip":  # (`-d DIR`, else where it runs: what lands is the archive's)
-            into: Kind = "tree"
-            named = [(_next(words, i), shown[i], into) for i, w in enumerate(words) if w == "-d"]
+            into: Kind = "tree"  # (`-d DIR`, `-dDIR`; `-:` keeps `../` in names: anywhere)
+            named = [((w or "")[2:] or _next(words, i), shown[i], into)
+                     for i, w in enumerate(words) if (w or "").startswith("-d")]  # fmt: skip
             named = named or [(".", "unzip", "names")]
+            if any(w is not None and w.startswith("-") and ":" in w for w in words):
+                named.append((None, "-:", into))
         for i, word in enumerate(words):
             given = next((o for o in files if abbreviates(word, o) or word == o), None)
             if given is not None:

@@ -450,12 +450,12 @@ files and refs hold: ``$(nproc)``, ``$(whoami)``, ``$(git merge-base HEAD main)`
 none led by ``-``, with no blank; not a branch's name: ``git update-ref`` makes one led
 by ``-``)."""
 _PATH_OUTPUT = re.compile(
-    r"(?:\$\(|`)\s*(?:pwd(?:\s+-[LP])?|git\s+rev-parse\s+--(?:show-toplevel|git-dir|"
-    r"git-common-dir|absolute-git-dir))\s*(?:\)|`)"
+    r"(?:\$\(|`)\s*(?:pwd(?:\s+-[LP])?|git\s+rev-parse\s+--(?:show-toplevel|"
+    r"absolute-git-dir))\s*(?:\)|`)"
 )
-"""A command substitution that gives a directory's absolute path (or ``.git``): no
-option, but split where it holds a blank (a directory the line made, `cd 'd --x'`), so
-plain only quoted (a review)."""
+"""A command substitution that gives a directory's absolute path: no option, but split
+where it holds a blank (a directory the line made, `cd 'd --x'`), so plain only quoted
+(a review; not `--git-dir`, which prints `GIT_DIR` as given: `--to-command=…`)."""
 
 
 def _plain_text(value: str) -> bool:

@@ -186,8 +186,8 @@ def _command_of(
     """The words from ``start`` to ``end`` as a command's (a ``{…}`` filled in as it
     runs: None; ``paths``: ``{}`` is filled with a path, :data:`PATH_FILLED`)."""
     words = tuple(None if w is None or "{" in w else w for w in rest[start:end])
-    texts = tuple(
-        PATH_FILLED if w == "{}" and paths else t
+    texts = tuple(  # (a name, not a path: any word, `--to-command=…` from `-files0-from`)
+        PATH_FILLED if w == "{}" and paths else LineMade(t) if w is not None and "{" in w else t
         for w, t in zip(rest[start:end], shown[start:end], strict=True)
     )
     return words, texts

@@ -2899,7 +2899,7 @@ PROGRAMS_ALLOWED = {
               "Bash(pwd)", "Bash(printf *)", "Bash(rsync *)", "Bash(zip *)",
               "Bash(split *)", "Bash(date *)", "Bash(curl *)", "Bash(sudo *)",
               "Bash(sudoedit *)", "Bash(ls *)", "Bash(xargs *)", "Bash(find *)",
-              "Bash(unzip *)"],
+              "Bash(unzip *)", "Bash(export *)"],
     "deny": ["Bash(rm *)", "Write(/etc/**)"],
 }  # fmt: skip
 """Programs allowed whole, `rm` denied: an option that runs a command must not run it."""
@@ -3076,6 +3076,18 @@ PROGRAMS_ALLOWED = {
         ("git --work-tree=/etc clean -fdx", "ask"),
         ("tar -xzf x.tgz && unzip a.zip && split -l 9 f p_ && git format-patch -1", "allow"),
         ("git init newrepo", "allow"),
+        # found by a fifth review (helper 200)
+        ("find -files0-from l -maxdepth 0 -exec tar -xf a.tar {} \\;", "ask"),  # (a name)
+        ("find . -name '*.tar' -exec tar -xf {} \\;", "allow"),  # (a path: `./…`)
+        ("make --file=<(printf 'all:\\n\\trm x\\n')", "ask"),  # (one word to bash)
+        ("printf '%s\\n' -C/etc f | tar -xf a.tar -T -", "ask"),  # (a list's `-C DIR`)
+        ("tar -xf a.tar --one-top-level=/etc/foo", "deny"),
+        ("tar -xPf e.tar", "ask"),  # (absolute names kept)
+        ("unzip a.zip -d/etc", "ask"),
+        ("unzip -: e.zip", "ask"),  # (`../` kept)
+        ("split f /etc/", "deny"),
+        ("tar -cMf v.tar --volno-file=/etc/x f", "deny"),
+        ('export GIT_DIR=--to-command=rm; tar -xf a.tar "$(git rev-parse --git-dir)"', "ask"),
     ],
 )
 def test_option_words_are_read_as_bash_reads_them(command: str, expected: str) -> None:
