@@ -167,12 +167,7 @@ TAR_LONG_VALUED = ("--file", "--directory", "--exclude", "--exclude-from", "--fi
 def _tar_values(words: Sequence[str | None]) -> set[int]:
     """The indices of tar's words that are an option's value (``-f "$f"``; old style,
     ``xf "$f"``): no option, whatever they hold."""
-    first = 0
-    if words and words[0] is not None and not words[0].startswith("-"):
-        first = 1 + sum(letter in TAR_VALUED for letter in words[0])
-    operands, options = _scan(words[first:], TAR_VALUED, TAR_LONG_VALUED)
-    named = {first + i for i in (*operands, *options)}
-    return set(range(1, min(first, len(words)))) | set(range(first, len(words))) - named
+    return _tar_words(words)[2]
 
 
 TAR_COMMANDS = ("--to-command", "--use-compress-program", "--rsh-command", "--rmt-command",
@@ -370,7 +365,6 @@ _ARCHIVERS: dict[str, tuple[str, tuple[str, ...], int, Kind, tuple[str, ...]]] =
     "zip": ("bntOPZsIXi", ("--temp-path", "--suffixes", "--output-file", "--password",
                            "--compression-method", "--split-size"), 0, "file",
             ("-O", "--output-file")),
-    "unzip": ("dxPZ", (), 0, "file", ()),
     "split": ("abCdlnt", ("--suffix-length", "--bytes", "--line-bytes", "--lines", "--number",
                           "--separator", "--additional-suffix", "--filter"), 1, "file", ()),
     "rsync": ("eBfTMp", ("--rsh", "--rsync-path", "--filter", "--exclude", "--include",
@@ -390,7 +384,8 @@ _ARCHIVERS: dict[str, tuple[str, tuple[str, ...], int, Kind, tuple[str, ...]]] =
 """Programs that write where an operand says (its options with a value, short and long;
 which operand: the first, the second, the last; how) and files options name: ``zip
 OUT.zip``, ``split IN PREFIX`` (its pieces, ``PREFIXaa``…), ``rsync SRC… DEST`` (a
-directory written whole, unless on another host: ``host:path``) and ``--log-file``."""
+directory written whole, unless on another host: ``host:path``) and ``--log-file``
+(``unzip``: :func:`_unzip_writes`)."""
 _REMOTE = re.compile(r"[^/]*:|rsync://")
 """An rsync operand on another host (``host:path``, ``user@host:``, ``rsync://``)."""
 
@@ -402,27 +397,30 @@ _TAR_NAMED = {"--file": "f", "--directory": "C", "--listed-incremental": "g",
               "--files-from": "T"}  # fmt: skip
 
 
-def _tar_writes(
-    words: Sequence[str | None], shown: Sequence[str]
-) -> list[tuple[str | None, str, Kind]]:
-    """What ``tar`` writes: the archive ``-f FILE`` it creates or adds to (``-c``, ``-r``,
-    ``-u``, ``-A``; old style, ``cf FILE``), the directory ``-C DIR`` it extracts into
-    (whole), or where it runs (the archive's names), its ``-g`` snapshot and
-    ``--index-file`` (reviews wrote by each under a deny rule)."""
+def _tar_words(
+    words: Sequence[str | None],
+) -> tuple[set[str], list[tuple[str, int, str]], set[int]]:
+    """tar's words as it reads them: the letters of its modes and options; each option
+    that names a file or directory (its letter, the index of the word holding the value,
+    what comes before the value there); the indices of words that are an option's value.
+    Old style first (``tar cf OUT …``: each letter that takes a value takes the next
+    word), then ``-xf FILE`` and ``--file=FILE`` up to ``--``."""
     modes: set[str] = set()
-    named: list[tuple[str, int, str]] = []  # (letter, word holding the value, before it)
+    named: list[tuple[str, int, str]] = []
+    values: set[int] = set()
     index = 0
-    if words and words[0] is not None and not words[0].startswith("-"):  # `tar cf OUT …`:
-        modes.update(words[0])  # each letter that takes a value takes the next word
+    if words and words[0] is not None and not words[0].startswith("-"):
+        modes.update(words[0])
         valued = [letter for letter in words[0] if letter in TAR_VALUED]
         named += [(letter, at, "") for at, letter in enumerate(valued, 1)]
+        values.update(range(1, min(1 + len(valued), len(words))))
         index = 1 + len(valued)
     while index < len(words):
         word = words[index]
         index += 1
-        if word is None or word == "--" or not word.startswith("-") or word == "-":
-            if word == "--":
-                break
+        if word == "--":
+            break
+        if word is None or not word.startswith("-") or word == "-":
             continue
         if word.startswith("--"):
             modes.update(m for option, m in _TAR_MODES.items() if abbreviates(word, option))
@@ -435,32 +433,63 @@ def _tar_writes(
                 if attached or letter != "1":  # (`--one-top-level`'s value: attached only)
                     named.append((letter, index - 1, flag + "=") if attached
                                  else (letter, index, ""))  # fmt: skip
-            index += not attached and any(abbreviates(word, o) for o in TAR_LONG_VALUED)
+            if not attached and any(abbreviates(word, o) for o in TAR_LONG_VALUED):
+                values.add(index)
+                index += 1
             continue
         for at, letter in enumerate(word[1:], 1):
             modes.add(letter)
             if letter in TAR_VALUED:  # (its value: the rest, or the next word)
-                attached = at + 1 < len(word)
-                named.append(
-                    (letter, index - 1, word[: at + 1]) if attached else (letter, index, "")
-                )
-                index += not attached
+                if at + 1 < len(word):
+                    named.append((letter, index - 1, word[: at + 1]))
+                else:
+                    named.append((letter, index, ""))
+                    values.add(index)
+                    index += 1
                 break
+    return modes, named, values
+
+
+def _unzip_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """Where ``unzip`` extracts: ``-d DIR`` (``-dDIR``), written whole, else where it runs
+    (the archive's names); anywhere with ``-:``, which keeps ``../`` in names."""
+    found: list[tuple[str | None, str, Kind]] = [
+        ((w or "")[2:] or _next(words, i), shown[i], "tree")
+        for i, w in enumerate(words)
+        if (w or "").startswith("-d")
+    ] or [(".", "unzip", "names")]
+    if any(w is not None and w.startswith("-") and ":" in w for w in words):
+        found.append((None, "-:", "tree"))
+    return [(value, text, kind) for value, text, kind in found if value != ""]
+
+
+def _tar_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``tar`` writes: the archive ``-f FILE`` it creates or adds to (``-c``, ``-r``,
+    ``-u``, ``-A``; old style, ``cf FILE``), the directory ``-C DIR`` it extracts into
+    (whole), or where it runs (the archive's names), anywhere with ``-P`` or a ``-T``
+    list (whose lines may say ``-C DIR``), its ``-g`` snapshot, ``--index-file``,
+    ``--one-top-level=DIR`` and ``--volno-file`` (reviews wrote by each under a deny
+    rule)."""
+    modes, named, _ = _tar_words(words)
     kinds: dict[str, Kind] = {"g": "file", "i": "file", "v": "file"}
     if modes & set("cruA"):
         kinds["f"] = "file"
     if "x" in modes:
         kinds["C"] = kinds["1"] = "tree"  # (`--one-top-level=DIR`)
-        if not any(letter == "C" for letter, _, _ in named):  # (where it runs)
-            named.append(("cwd", -1, ""))
-            kinds["cwd"] = "names"
-        if "P" in modes or any(letter == "T" for letter, _, _ in named):  # (absolute names
-            named.append(("anywhere", -2, ""))  # kept; a list's lines may say `-C DIR`)
-            kinds["anywhere"] = "tree"
-    implicit = {-1: (".", "tar -x"), -2: (None, "tar -x")}  # (where it runs; anywhere)
-    found = [(_value_at(words, i, before), shown[i], kinds[letter]) if i >= 0
-             else (*implicit[i], kinds[letter])
-             for letter, i, before in named if letter in kinds and i < len(words)]  # fmt: skip
+    found: list[tuple[str | None, str, Kind]] = [
+        (_value_at(words, i, before), shown[i], kinds[letter])
+        for letter, i, before in named
+        if letter in kinds and i < len(words)
+    ]
+    letters = {letter for letter, _, _ in named}
+    if "x" in modes and "C" not in letters:
+        found.append((".", "tar -x", "names"))  # (where it runs)
+    if "x" in modes and ("P" in modes or "T" in letters):
+        found.append((None, "tar -x", "tree"))  # (anywhere, known only as it runs)
     return [(value, text, kind) for value, text, kind in found if value not in ("", "-")]
 
 
@@ -511,6 +540,8 @@ def files_written(
         return _downloaded_to(name, words, shown)
     if name == "tar":
         return _tar_writes(words, shown)
+    if name == "unzip":
+        return _unzip_writes(words, shown)
     if name in _ARCHIVERS:  # (`zip OUT.zip …`, `split IN PREFIX`, `rsync SRC… DEST`)
         short, long, place, kind, files = _ARCHIVERS[name]
         operands = _positional(words, short, long)
@@ -523,13 +554,6 @@ def files_written(
             prefix = words[picked[0]] if picked else "x"  # `/etc/` writes `/etc/xaa`)
             text = shown[picked[0]] if picked else "split"
             named = [(None if prefix is None else f"{prefix}aa", text, "file")]
-        if name == "unzip":  # (`-d DIR`, else where it runs: what lands is the archive's)
-            into: Kind = "tree"  # (`-d DIR`, `-dDIR`; `-:` keeps `../` in names: anywhere)
-            named = [((w or "")[2:] or _next(words, i), shown[i], into)
-                     for i, w in enumerate(words) if (w or "").startswith("-d")]  # fmt: skip
-            named = named or [(".", "unzip", "names")]
-            if any(w is not None and w.startswith("-") and ":" in w for w in words):
-                named.append((None, "-:", into))
         for i, word in enumerate(words):
             given = next((o for o in files if abbreviates(word, o) or word == o), None)
             if given is not None:

@@ -534,8 +534,8 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         made |= walker.set_names
     if walker.cds:  # (`cd 'd --x'`: its `$PWD` holds a blank)
         made |= {"PWD", "OLDPWD", "DIRSTACK"}
-    if walker.set_names or made:  # (read again, knowing what it sets: a word of one is
-        # the line's)
+    if (walker.set_names or made) and "$" in source:  # (read again, knowing what it
+        # sets: a word of one is the line's; with no `$`, no word names one)
         walker = _walked(source, zsh, interactive, frozenset(made), frozenset(walker.set_names))
     if problem := _tilde_problem(walker, source):
         walker.problems.append(problem)
