@@ -105,12 +105,31 @@ COERCED_CTYPES = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
 """What Python sets ``LC_CTYPE`` to as it starts under the C locale (PEP 538)."""
 
 
+_environment_seen: tuple[dict[bytes, bytes], dict[str, str]] | None = None
+"""The environment as last read (``os.environ``'s own encoded mapping) and as decoded."""
+
+
 def caller_environment() -> dict[str, str]:
     """The environment a command gets: this process's, less what Python added to it as it
     started. Under a C or POSIX locale Python sets ``LC_CTYPE=C.UTF-8`` in its own
     environment (PEP 538): commands ran with a UTF-8 character type that their caller had
     not (`sort`, `tr`, `wc -m` and grep's classes read text otherwise: a trial). The
-    environment as this process was started shows in ``/proc/self/environ`` (Linux)."""
+    environment as this process was started shows in ``/proc/self/environ`` (Linux).
+
+    Decoded again only when it changed since the last call: decoding 40 variables took
+    35–70 µs of every command's start, which a comparison of the encoded ones saves."""
+    global _environment_seen
+    encoded: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)  # (POSIX)
+    seen = _environment_seen
+    if encoded is not None and seen is not None and seen[0] == encoded:
+        return dict(seen[1])
+    env = _started_environment()
+    if encoded is not None:
+        _environment_seen = (dict(encoded), env)
+    return dict(env)
+
+
+def _started_environment() -> dict[str, str]:
     env = dict(os.environ)
     if env.get("LC_CTYPE") not in COERCED_CTYPES:
         return env
