@@ -23,7 +23,12 @@ POINTS = frozenset(
 )
 
 
+_CHOSEN = os.environ.get("WAVE_FAULT")
+"""Read once: a supervisor's environment is set as it starts (read at every point, a
+lookup for each task's end took 7 % of a stop of 1000 tasks)."""
+
+
 def crash_point(name: str) -> None:
     """SIGKILL this process if ``WAVE_FAULT`` names ``name`` (a real, uncatchable crash)."""
-    if os.environ.get("WAVE_FAULT") == name:
+    if name == _CHOSEN:
         os.kill(os.getpid(), signal.SIGKILL)

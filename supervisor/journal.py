@@ -13,7 +13,6 @@ refused instead (:class:`StorageError`): nothing runs that could not be recorded
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import os
@@ -265,6 +264,13 @@ class TaskRow:
         if self.end_reason is not None:
             self.end_reason = EndReason(self.end_reason)
 
+    def snapshot(self) -> TaskRow:
+        """A copy of the row as it is now (its fields hold immutable values), made without
+        ``__init__``: a stop of 1000 tasks copied 2000 rows (``dataclasses.replace``)."""
+        copied = object.__new__(TaskRow)
+        copied.__dict__.update(self.__dict__)
+        return copied
+
     @property
     def log_gone(self) -> bool:
         """Its log was removed outside wave-bash (B6d); one that never started had none."""
@@ -463,7 +469,7 @@ class Journal:
 
     def save_row(self, row: TaskRow) -> None:
         """Write every column of a journaled task (owner change, identity, end)."""
-        snapshot = dataclasses.replace(row)
+        snapshot = row.snapshot()
         values = [storable(getattr(snapshot, name)) for name in _COLUMNS[1:]]
 
         def apply(db: sqlite3.Connection) -> None:
@@ -553,7 +559,7 @@ class Journal:
         if task_id in self._pruning_unmarked:
             return None
         if held is not None:
-            return dataclasses.replace(held)
+            return held.snapshot()
         row = self.db.execute(f"{_SELECT} WHERE id = ? AND pruning = 0", (task_id,)).fetchone()
         return TaskRow(*row) if row else None
 
