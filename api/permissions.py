@@ -24,7 +24,7 @@ take it to). Deny wins over ask, ask over allow;
 a simple command no rule allows is ``ask``.
 
 This module holds the rules; how a command is read is ``api.reading`` (with
-``api.bashgrammar``, ``api.programs`` and ``api.linkpaths``).
+``api.bashgrammar``, ``api.programs``, ``api.writes`` and ``api.linkpaths``).
 """
 
 from __future__ import annotations

@@ -37,13 +37,10 @@ from .bashgrammar import (
 from .programs import (
     abbreviates,
     code_arguments,
-    files_written,
     git_code,
     git_options,
     git_runs,
-    glob_folder,
     is_shell,
-    makes_links,
     nested_script,
     nested_shell_problem,
     option_from_a_word,
@@ -69,6 +66,7 @@ from .runners import (
 )
 from .shellwords import LineChosen, LineMade, LineSplit, ansi_c_value
 from .texttools import script_code
+from .writes import files_written, glob_folder, makes_links
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -175,7 +173,7 @@ class ParsedCommand:
     """Those of ``writes`` that are a last operand (``cp a dst``): written as a file, or,
     a directory already, written into (``dst/a``, a target of its own)."""
     linked: tuple[tuple[str, str, int], ...] = ()
-    """What link makers write (``programs.makes_links``), each with its ``programs.Kind``
+    """What link makers write (``writes.makes_links``), each with its ``writes.Kind``
     and which of them wrote it (a number of its own): a name that may be a link, leading
     anywhere, once it ran."""
     unlinked_writes: tuple[str, ...] = ()
@@ -1413,7 +1411,7 @@ class _Walker:
 
     def _program_writes(self, target: str | None, written: str, kind: str = "file") -> None:
         """A file a program writes by its words (``written``: as written; ``kind``, see
-        ``programs.Kind``), checked as a redirection's target; one known only as it runs
+        ``writes.Kind``), checked as a redirection's target; one known only as it runs
         asks, as a redirection's (`cp k "$HOME/.ssh/authorized_keys"` went through where
         `cp k ~/.ssh/authorized_keys` asked: a review)."""
         if target is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(target):

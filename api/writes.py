@@ -1,0 +1,749 @@
+"""The files a command writes, read from its words (SPEC PM1: a write rule, ``Write(…)`` and
+``Edit(…)``, holds for what programs write as well as for redirections): the copiers,
+archivers, downloaders, git's commands that write a work tree or make a repository, and
+the link makers (whose links a later write may follow). ``api.reading`` checks each
+against the rules; a target known only as the command runs is asked about."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from .programs import (
+    COPIERS,
+    abbreviates,
+    git_options,
+    long_prefix,
+    long_value,
+    may_be_option,
+    operands_and_options,
+    option_from_a_word,
+    sort_options,
+    tar_words,
+    word_after,
+)
+from .runners import TIME_OPTIONS_WITH_VALUE, short_options
+from .shellwords import LineSplit
+
+TIME_LONG_VALUED = tuple(o for o in TIME_OPTIONS_WITH_VALUE if o.startswith("--"))
+TIME_VALUED = "".join(o[1] for o in TIME_OPTIONS_WITH_VALUE if len(o) == 2)
+"""GNU time's options that take a value, long and short (``-o FILE`` is a write)."""
+
+
+SHUF_LONG_VALUED = ("--input-range", "--head-count", "--output", "--random-source")
+"""GNU shuf's long options that take a value (its short ones: ``-i``, ``-n``, ``-o``)."""
+
+
+def _positional(
+    words: Sequence[str | None], short_valued: str, long_valued: Sequence[str] = ()
+) -> list[int]:
+    """The indices of a program's words that are no option nor an option's value (or
+    are computed)."""
+    return operands_and_options(words, short_valued, long_valued)[0]
+
+
+def _value_at(words: Sequence[str | None], index: int, option: str) -> str | None:
+    """The file named at word ``index``: after ``option`` where the word starts with it
+    (``-oFILE``, ``--output=FILE``, ``of=FILE``), else the whole word."""
+    word = words[index] if index < len(words) else ""
+    if word is None:
+        return None
+    return word[len(option) :] if option and word.startswith(option) else word
+
+
+_ARCHIVERS: dict[str, tuple[str, tuple[str, ...], int, Kind, tuple[str, ...]]] = {
+    "zip": ("bntOPZsIXi", ("--temp-path", "--suffixes", "--output-file", "--password",
+                           "--compression-method", "--split-size"), 0, "file",
+            ("-O", "--output-file")),
+    "split": ("abCdlnt", ("--suffix-length", "--bytes", "--line-bytes", "--lines", "--number",
+                          "--separator", "--additional-suffix", "--filter"), 1, "file", ()),
+    "rsync": ("eBfTMp", ("--rsh", "--rsync-path", "--filter", "--exclude", "--include",
+                         "--exclude-from", "--include-from", "--files-from", "--temp-dir",
+                         "--compare-dest", "--copy-dest", "--link-dest", "--backup-dir",
+                         "--suffix", "--chmod", "--chown", "--usermap", "--groupmap",
+                         "--timeout", "--contimeout", "--port", "--log-file",
+                         "--log-file-format", "--out-format", "--password-file", "--bwlimit",
+                         "--partial-dir", "--max-size", "--min-size", "--block-size",
+                         "--checksum-choice", "--compress-choice", "--compress-level",
+                         "--skip-compress", "--iconv", "--info", "--debug", "--write-batch",
+                         "--only-write-batch", "--read-batch", "--protocol", "--sockopts",
+                         "--max-delete", "--modify-window", "--remote-option", "--outbuf",
+                         "--address", "--config", "--dparam"), -1, "tree",
+              ("--log-file", "--write-batch", "--only-write-batch")),
+}  # fmt: skip
+"""Programs that write where an operand says (its options with a value, short and long;
+which operand: the first, the second, the last; how) and files options name: ``zip
+OUT.zip``, ``split IN PREFIX`` (its pieces, ``PREFIXaa``…), ``rsync SRC… DEST`` (a
+directory written whole, unless on another host: ``host:path``) and ``--log-file``
+(``unzip``: :func:`_unzip_writes`)."""
+
+
+_REMOTE = re.compile(r"[^/]*:|rsync://")
+"""An rsync operand on another host (``host:path``, ``user@host:``, ``rsync://``)."""
+
+
+def _unzip_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """Where ``unzip`` extracts: ``-d DIR`` (``-dDIR``), written whole, else where it runs
+    (the archive's names); anywhere with ``-:``, which keeps ``../`` in names."""
+    found: list[tuple[str | None, str, Kind]] = [
+        ((w or "")[2:] or word_after(words, i), shown[i], "tree")
+        for i, w in enumerate(words)
+        if (w or "").startswith("-d")
+    ] or [(".", "unzip", "names")]
+    if any(w is not None and w.startswith("-") and ":" in w for w in words):
+        found.append((None, "-:", "tree"))
+    return [(value, text, kind) for value, text, kind in found if value != ""]
+
+
+def _tar_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``tar`` writes: the archive ``-f FILE`` it creates or adds to (``-c``, ``-r``,
+    ``-u``, ``-A``; old style, ``cf FILE``), the directory ``-C DIR`` it extracts into
+    (whole), or where it runs (the archive's names), anywhere with ``-P`` or a ``-T``
+    list (whose lines may say ``-C DIR``), its ``-g`` snapshot, ``--index-file``,
+    ``--one-top-level=DIR`` and ``--volno-file`` (reviews wrote by each under a deny
+    rule)."""
+    modes, named, _ = tar_words(words)
+    kinds: dict[str, Kind] = {"g": "file", "i": "file", "v": "file"}
+    if modes & set("cruA"):
+        kinds["f"] = "file"
+    if "x" in modes:
+        kinds["C"] = kinds["1"] = "tree"  # (`--one-top-level=DIR`)
+    found: list[tuple[str | None, str, Kind]] = [
+        (_value_at(words, i, before), shown[i], kinds[letter])
+        for letter, i, before in named
+        if letter in kinds and i < len(words)
+    ]
+    letters = {letter for letter, _, _ in named}
+    if "x" in modes and "C" not in letters:
+        found.append((".", "tar -x", "names"))  # (where it runs)
+    if "x" in modes and ("P" in modes or "T" in letters):
+        found.append((None, "tar -x", "tree"))  # (anywhere, known only as it runs)
+    return [(value, text, kind) for value, text, kind in found if value not in ("", "-")]
+
+
+_SUDO_VALUED = ("ugCDhprtTU", ("--user", "--group", "--close-from", "--chdir", "--host",
+                               "--prompt", "--role", "--type", "--other-user",
+                               "--command-timeout"))  # fmt: skip
+"""sudo's options that take the next word."""
+
+
+def _edits(words: Sequence[str | None]) -> bool:
+    """Whether ``sudo``'s own options, before its command, say ``-e``/``--edit``: it
+    writes the files that follow, as ``sudoedit`` does (a review)."""
+    operands, options = operands_and_options(words, *_SUDO_VALUED)
+    first = operands[0] if operands else len(words)
+    return any(
+        abbreviates(words[i], "--edit") or "-e" in short_options(words[i] or "", _SUDO_VALUED[0])
+        for i in options
+        if i < first
+    )
+
+
+_TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "touch": ("drt", ("--date", "--reference")),
+    "truncate": ("sr", ("--size", "--reference")),
+}
+"""Programs that write each of their operands."""
+
+
+def files_written(
+    name: str, rest: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """The files a program writes by its words, as a redirection would (each with its
+    word as written, None where it is known only as it runs, and how, :data:`Kind`):
+    ``tee FILE…``, ``sort -o FILE``, ``time -o FILE`` (a wrapper: given its own words),
+    ``uniq IN OUT``, ``xxd IN OUT``, ``tree -o FILE``, ``dd of=FILE``, git's
+    ``--output FILE``, ``history -w FILE``, what ``cp``, ``mv``, ``ln`` and ``install``
+    write to, ``touch`` and ``truncate`` operands, what ``curl`` and ``wget`` download to
+    (sed's: ``texttools.script_code``).
+    Write rules and the files git or a shell runs commands from apply to them (`sort -o .git/config` with
+    `Bash(sort *)` set a `core.fsmonitor` the next `git status` ran: a review; so did
+    `sed -i … .git/config` and `cp x .git/config`, a trial)."""
+    words = list(rest)
+    at: list[tuple[int, str]] = []
+    made: list[tuple[str | None, str, Kind]] = []  # (directories git makes)
+    if name in COPIERS:
+        return _copied_to(name, words, shown)
+    if name in _DOWNLOADS:
+        return _downloaded_to(name, words, shown)
+    if name == "tar":
+        return _tar_writes(words, shown)
+    if name == "unzip":
+        return _unzip_writes(words, shown)
+    if name in _ARCHIVERS:  # (`zip OUT.zip …`, `split IN PREFIX`, `rsync SRC… DEST`)
+        short, long, place, kind, files = _ARCHIVERS[name]
+        operands = _positional(words, short, long)
+        if name == "rsync" and len(operands) < 2:
+            operands = []  # (one operand: it lists, writes nothing)
+        picked = operands[place : place + 1] if place >= 0 else operands[place:]
+        named = [(words[i], shown[i], kind) for i in picked
+                 if words[i] is None or not _REMOTE.match(words[i] or "")]  # fmt: skip
+        if name == "split":  # (its pieces, `PREFIXaa`…; `xaa` where it runs: a prefix
+            prefix = words[picked[0]] if picked else "x"  # `/etc/` writes `/etc/xaa`)
+            text = shown[picked[0]] if picked else "split"
+            named = [(None if prefix is None else f"{prefix}aa", text, "file")]
+        for i, word in enumerate(words):
+            given = next((o for o in files if abbreviates(word, o) or word == o), None)
+            if given is not None:
+                value = long_value(words, i) if given.startswith("--") else word_after(words, i)
+                named.append((value, shown[i], "file"))
+        return [(value, text, kind) for value, text, kind in named if value not in ("", "-")]
+    if name == "sudoedit" or (name == "sudo" and _edits(words)):  # (the files it edits)
+        at = [(i, "") for i in _positional(words, *_SUDO_VALUED) if words[i] != "--"]
+    elif name in _TOUCHERS:
+        at = [(i, "") for i in _positional(words, *_TOUCHERS[name])]
+    elif name == "tee":
+        at = [(i, "") for i in _positional(words, "")]
+    elif name == "sort":
+        at = sort_options(words, shown)[1]
+    elif name == "shuf":  # (its `-o FILE` as sort's: a trial)
+        at = sort_options(words, shown, "ino", SHUF_LONG_VALUED)[1]
+    elif name == "time":  # (GNU time's `-o FILE`, its own words only: a trial)
+        at = sort_options(words, shown, TIME_VALUED, TIME_LONG_VALUED)[1]
+    elif name == "uniq":
+        longs = ("--skip-fields", "--skip-chars", "--check-chars")
+        at = [(i, "") for i in _positional(words, "fsw", longs)[1:2]]
+    elif name == "xxd":
+        at = [(i, "") for i in _xxd_files(words)[1:2]]
+    elif name == "git":  # (`--output`; `archive -o FILE`, `-oFILE`: a trial)
+        sub = git_options(words)
+        made = _git_writes(words[sub:], shown[sub:], words[:sub])
+        archive = sub < len(words) and words[sub] == "archive"
+        outputs = sub >= len(words) or words[sub] not in _GIT_WITHOUT_OUTPUT
+        ended = words.index("--", sub) if "--" in words[sub:] else len(words)
+        for i, w in enumerate(words[:ended]):
+            if w == "--output" or (archive and i > sub and w == "-o"):
+                at.append((i + 1, ""))
+            elif (
+                w is None  # (git's own options' values, its subcommand: no `--output`
+                and (outputs if i > sub else isinstance(shown[i], LineSplit))  # unless
+                and may_be_option(shown[i], ["--output"], "o" if archive else "")  # split)
+            ):
+                at.append((i, ""))
+            elif w is not None and w.startswith("--output="):
+                at.append((i, "--output="))
+            elif archive and i > sub and w is not None and w[:2] == "-o":
+                at.append((i, "-o"))
+    elif name == "tree":  # (`-o FILE`; grouped, each option of the group that takes a
+        # value takes the next word in turn: `-Lo 1 FILE`, `-oL FILE 1`, a trial)
+        for i, w in enumerate(words):
+            if w is None and may_be_option(shown[i], [], "o", _TREE_VALUED):
+                at.append((i, ""))
+            elif w is not None and w[:1] == "-" and w[1:2] != "-" and "o" in w:
+                valued = [letter for letter in w[1:] if letter in _TREE_VALUED]
+                at.append((i + 1 + valued.index("o"), ""))
+    elif name == "dd":  # (`of=FILE`; `"of=$F"` computed)
+        at = [(i, "of=") for i, w in enumerate(words)
+              if (w or re.sub(r"[\"']", "", shown[i])).startswith("of=")]  # fmt: skip
+    elif name == "history":  # (`-w FILE`, `-w -- FILE`; no file: `$HISTFILE`, computed)
+        for i, w in enumerate(words):
+            if w is None or (w[:1] == "-" and set(w[1:]) & set("aw")):
+                j = i + 1 + (word_after(words, i) == "--")
+                if j < len(words) or w is None:
+                    at.append((j if w is not None else i, ""))
+                else:
+                    return [(None, "$HISTFILE", "file")]
+    return [*made, *(
+        (_value_at(words, i, option), shown[i] if i < len(shown) else "", "file")
+        for i, option in at
+        if i < len(words) and words[i] != "-"
+    )]  # fmt: skip
+
+
+_WORK_TREE_WRITERS = frozenset({
+    "checkout", "switch", "reset", "restore", "stash", "merge", "pull", "rebase",
+    "cherry-pick", "revert", "checkout-index", "read-tree", "apply", "am", "mv", "rm",
+    "clean", "submodule", "sparse-checkout", "bisect",
+})  # fmt: skip
+"""git subcommands that write in the work tree: where ``--work-tree=DIR`` says, or,
+with ``--git-dir`` alone, where git runs (`git -C /etc --git-dir=r checkout -- .`)."""
+
+
+_GIT_OPTION_WRITES: dict[str, tuple[tuple[str, ...], Kind]] = {
+    "bugreport": (("-o", "--output-directory"), "tree"),
+    "diagnose": (("-o", "--output-directory"), "tree"),
+    "mailsplit": (("-o",), "tree"),
+    "fast-export": (("--export-marks",), "file"),
+    "fast-import": (("--export-marks",), "file"),
+    "credential-store": (("--file",), "file"),
+    "format-patch": (("-o", "--output-directory"), "tree"),
+}
+"""git subcommands that write where an option says (a review wrote under a deny rule's
+folder by each)."""
+
+
+_GIT_MAKERS: dict[tuple[str, ...], tuple[str, tuple[str, ...], int, Kind]] = {
+    # subcommand: short options with a value, long ones, the operand written, how
+    ("init",): ("b", ("--template", "--separate-git-dir", "--object-format", "--initial-branch",
+                      "--ref-format"), 0, "tree"),
+    ("clone",): ("obcju", ("--origin", "--branch", "--config", "--jobs", "--upload-pack",
+                           "--template", "--reference", "--reference-if-able", "--depth",
+                           "--separate-git-dir", "--shallow-since", "--shallow-exclude",
+                           "--filter", "--server-option", "--bundle-uri", "--ref-format"),
+                  1, "tree"),
+    ("worktree", "add"): ("bB", ("--reason",), 0, "tree"),
+    ("worktree", "move"): ("", (), 1, "tree"),
+    ("bundle", "create"): ("", ("--version",), 0, "file"),
+}  # fmt: skip
+"""git subcommands that write where an operand says: a repository, a work tree, a
+bundle."""
+
+
+def _git_writes(
+    words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None] = ()
+) -> list[tuple[str | None, str, Kind]]:
+    """What a git subcommand writes besides ``--output`` (``words``: from the subcommand;
+    ``own``: git's own options): a work tree, where an option says, what it makes (a
+    review wrote under a ``Write`` deny rule's folder by each)."""
+    if not words or words[0] is None:
+        return []
+    if words[0] in _WORK_TREE_WRITERS:
+        found = _git_work_tree(words, shown, own)
+    elif words[0] in _GIT_OPTION_WRITES:
+        found = _git_option_writes(words, shown)
+    else:
+        found = _git_made(words, shown, own)
+    return [(value, text, kind) for value, text, kind in found if value != ""]
+
+
+def _git_work_tree(
+    words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None]
+) -> list[tuple[str | None, str, Kind]]:
+    """The work tree ``--work-tree=DIR`` names (with ``--git-dir`` alone: where git runs,
+    its names), and ``checkout-index --prefix=DIR/``."""
+    trees = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--work-tree")]
+    found: list[tuple[str | None, str, Kind]] = [(t, "--work-tree", "tree") for t in trees]
+    if not trees and any(abbreviates(w, "--git-dir") for w in own):
+        found.append((".", "--git-dir", "names"))
+    for i, word in enumerate(words):
+        if words[0] == "checkout-index" and abbreviates(word, "--prefix"):
+            prefix = long_value(words, i)
+            tree = prefix if prefix is None or prefix.endswith("/") else os.path.dirname(prefix)
+            found.append((tree or ".", shown[i], "tree"))
+    return found
+
+
+def _git_option_writes(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """Where :data:`_GIT_OPTION_WRITES` options say (``format-patch`` with none: its
+    patches where it runs)."""
+    options, how = _GIT_OPTION_WRITES[words[0] or ""]
+    found: list[tuple[str | None, str, Kind]] = []
+    for i, word in enumerate(words[1:], 1):
+        for option in options:
+            if option.startswith("--") and abbreviates(word, option):
+                found.append((long_value(words, i), shown[i], how))
+            elif not option.startswith("--") and (word or "").startswith(option):
+                found.append(((word or "")[2:] or word_after(words, i), shown[i], how))
+    if words[0] == "format-patch" and not found:
+        found.append((".", "format-patch", "names"))
+    return found
+
+
+def _git_made(
+    words: Sequence[str | None], shown: Sequence[str], own: Sequence[str | None]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``git init DIR``, ``git clone URL DIR`` (or the name its URL ends in), ``git
+    worktree add DIR``/``move A DIR``, ``--separate-git-dir=DIR`` and ``git bundle
+    create FILE`` make. A repository made afresh is named by its ``.git/description``
+    (``git init`` alone: ``./.git``, or ``--git-dir=DIR``): it holds no code of the
+    command's (`cd /etc && git init` wrote there under a deny rule)."""
+    for path, (short, long, operand, kind) in _GIT_MAKERS.items():
+        if tuple(words[: len(path)]) != path:
+            continue
+        rest, texts = words[len(path) :], shown[len(path) :]
+        made: list[tuple[str | None, str, Kind]] = [
+            (long_value(rest, i), texts[i], "tree")
+            for i, word in enumerate(rest)
+            if word is not None and abbreviates(word, "--separate-git-dir")
+        ]
+        operands = _positional(rest, short, long)
+        if operand < len(operands):
+            i = operands[operand]
+            made.append((rest[i], texts[i], kind))
+        if path == ("clone",) and len(operands) == 1:  # (into the name its URL gives)
+            url = rest[operands[0]]
+            named = None if url is None else re.sub(r"(?:/?\.git)?/*$", "", url)
+            name = None if named is None else re.split(r"[/:]", named)[-1]
+            made.append((name, texts[operands[0]], kind))
+        if path == ("init",) and operands and made[-1][0] is not None:
+            made[-1] = (f"{made[-1][0].rstrip('/')}/.git/description", made[-1][1], "file")
+        if path == ("init",) and not operands:
+            given = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--git-dir")]
+            made += [(g, "--git-dir", "tree") for g in given] or [
+                (".git/description", "init", "file")
+            ]
+        return made
+    return []
+
+
+_GIT_WITHOUT_OUTPUT = frozenset({
+    "add", "branch", "checkout", "cherry-pick", "clean", "clone", "commit", "fetch", "init",
+    "ls-files", "merge", "mv", "pull", "push", "rebase", "remote", "reset", "restore",
+    "revert", "rev-parse", "rm", "status", "switch", "tag", "worktree",
+})  # fmt: skip
+"""git subcommands that take no ``--output``: a word of theirs known only as it runs
+writes nothing (``git push "$(…)"``, ``git checkout "$b"`` in a loop)."""
+
+
+_TREE_VALUED = "LPIHTo"
+"""tree's options that take a value (its parser gives none attached: ``-oFILE`` is ``-o``,
+``-F``, ``-I``, ``-L``, ``-E``)."""
+
+
+Kind = Literal["file", "tree", "names", "last", "last tree"]
+"""How a program writes a target: ``file``; ``tree``, a directory written whole (``cp
+-r``, ``mv``, a name known only as it runs copied into one); ``names``, a directory a
+glob's names land in (no dotfile); ``last``, a last operand
+written as a file, or into, where it is a directory already (``cp a dst``); ``last
+tree``, the same copied or moved whole."""
+
+
+def glob_folder(written: str) -> str | None:
+    """The directory of a written word whose name alone is a glob (``src/*.py``: ``src``;
+    ``*.txt``: ``.``), or None when more of it is known only as it runs (``"$f"``, which
+    may hold a ``/``, ``$D/x``, ``*/x``, a name a glob may start with a dot in)."""
+    folder, _, name = written.rpartition("/")
+    if re.search(r"[$`\\\"'{*?\[~<]", folder) or re.search(r"[$`<\\\"'(]|\[\^|\[\[", name):
+        return None  # (quoted or escaped parts, `[^…]`, `[[:…:]]`, extglob's `@(…)`: bash
+        # reads them otherwise than the check's glob does, a review)
+    if not re.search(r"[*?\[]", name):  # (computed otherwise: `"$f"`, what xargs appends)
+        return None
+    if name.startswith("."):
+        return None
+    return (folder or "/") if written.startswith("/") else (folder or ".")
+
+
+def _copied_to(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``cp``, ``mv``, ``ln`` or ``install`` writes: ``-t DIR``'s (or the last
+    operand's, a directory when several come before it) ``DIR/NAME`` for each source
+    operand (``DIR/SOURCE`` with ``--parents``); with one source, also the last operand
+    itself (``last``: a file, or a directory it writes into); with ``-T``, that file
+    alone; ``ln NAME`` alone links ``./NAME``; each with its backup beside it (``-b``,
+    ``-S SUFFIX``: `cp -bSg x .git/confi` wrote `.git/config`, a review); ``mv``'s
+    sources too, which it takes away; ``install -d``'s operands, made."""
+    if option_from_a_word(name, words, shown):
+        return []  # (it asks: see there)
+    short, long = COPIERS[name]
+    operands, options = operands_and_options(words, short, long)
+    into: str | None = None
+    target = file_only = parents = directories = False
+    tree = name == "mv"
+    suffixes: list[str | None] = []
+    named = ""  # (-t's word as written)
+    for index in options:
+        word = words[index] or ""
+        flag = word.split("=", 1)[0]
+        value_at = index + ("=" not in word)  # (a long option's value: attached or next)
+        if flag.startswith("--"):
+            file_only = file_only or abbreviates(flag, "--no-target-directory")
+            parents = parents or (name == "cp" and abbreviates(flag, "--parents"))
+            tree = tree or (name == "cp" and any(
+                abbreviates(flag, o) for o in ("--recursive", "--archive")))  # fmt: skip
+            directories = directories or (name == "install" and abbreviates(flag, "--directory"))
+            if abbreviates(flag, "--backup"):
+                suffixes.append("~")
+            if abbreviates(flag, "--suffix"):
+                suffixes.append(_value_at(words, value_at, flag + "="))
+            if abbreviates(flag, "--target-directory"):
+                target, into = True, _value_at(words, value_at, flag + "=")
+                named = shown[value_at] if value_at < len(shown) else ""
+            continue
+        letters = short_options(word, short)
+        file_only = file_only or "-T" in letters
+        tree = tree or (name == "cp" and bool({"-r", "-R", "-a"} & set(letters)))
+        directories = directories or (name == "install" and "-d" in letters)
+        if "-b" in letters:
+            suffixes.append("~")
+        if letters and letters[-1] in ("-t", "-S"):
+            attached = word[len(letters) + 1 :]
+            at = index + (not attached)
+            value = attached or (_value_at(words, at, "") if at < len(words) else "")
+            if letters[-1] == "-S":
+                suffixes.append(value)
+            else:
+                target, into, named = True, value, shown[at] if at < len(shown) else ""
+    if directories:  # (`install -d DIR…`: each made)
+        return [(words[k], shown[k], "file") for k in operands]
+    whole: Kind = "tree" if tree else "file"
+    taken: list[tuple[str | None, str, Kind]] = []
+    if name == "mv":  # (what it takes away)
+        taken = [(words[k], shown[k], "tree") for k in operands[: None if target else -1]]
+    if target:
+        destination, sources = named, operands
+    elif len(operands) >= 2:
+        destination, sources = shown[operands[-1]], operands[:-1]
+        into = words[operands[-1]]
+    elif name == "ln" and len(operands) == 1:
+        return [(_basename(words[operands[0]]), shown[operands[0]], "file")]
+    else:
+        return []
+    made: list[tuple[str | None, Kind]] = []
+    if into is None or (file_only and not target):
+        made.append((into, whole))
+    else:
+        if not target and len(sources) == 1:
+            made.append((into, "last tree" if tree else "last"))
+        for source in sources:
+            base = words[source] if parents else _basename(words[source])
+            if base is None:  # (a name known as it runs: whatever lands in the directory;
+                # a glob's, none of its dotfiles: `cp -r tmpl/* .`)
+                made.append(
+                    (f"{into.rstrip('/')}/.", "names" if glob_folder(shown[source]) else "tree")
+                )
+            else:
+                made.append((f"{into.rstrip('/') or '/'}/{base.lstrip('/')}", whole))
+    backups: list[tuple[str | None, Kind]] = [
+        (m + s if m is not None and s is not None else None, "file")
+        for m, _ in made
+        for s in suffixes
+    ]
+    return [*((m, destination, kind) for m, kind in [*made, *backups]), *taken]
+
+
+_LINKING = frozenset({"-s", "-l", "-d", "-P", "-a", "-r", "-R"})
+
+
+_LINKING_LONG = ("--symbolic-link", "--link", "--no-dereference", "--archive", "--recursive")
+
+
+def makes_links(name: str, words: Sequence[str | None]) -> bool:
+    """Whether what ``name`` writes may be a link, leading anywhere: ``ln``'s, ``mv``'s (a
+    link moved) and ``cp``'s with ``-s``, ``-l`` (a hard link), ``-d``, ``-P``, ``-a``,
+    ``-r`` or ``-R`` (links copied as links). A write through such a name later in the
+    command goes where the link leads, which no check made before it runs can see
+    (`ln -s protected l; echo > l/x`, `cp -l protected/f g; echo > g`: a trial)."""
+    if name in ("ln", "link", "mv"):
+        return True
+    if name != "cp":
+        return False
+    short, long = COPIERS[name]
+    for index in operands_and_options(words, short, long)[1]:
+        word = words[index] or ""
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--"):
+            if any(abbreviates(flag, option) for option in _LINKING_LONG):
+                return True
+        elif _LINKING & set(short_options(word, short)):
+            return True
+    return False
+
+
+_CURL_VALUED = "AbcdDeEFHKmoQrTuUwxXyYzCPt"
+"""curl's short options that take a value (``-o FILE``, grouped too: ``-sSLo FILE``)."""
+
+
+_CURL_LONG_VALUED = ("--output", "--output-dir", "--config", "--data", "--header", "--user",
+                     "--request", "--user-agent", "--cookie", "--cookie-jar", "--dump-header",
+                     "--trace", "--trace-ascii", "--stderr", "--upload-file", "--form",
+                     "--proxy", "--referer", "--max-time", "--retry", "--range", "--write-out",
+                     "--libcurl", "--etag-save", "--hsts", "--alt-svc")  # fmt: skip
+"""Its long ones (those of them that write files are :data:`_DOWNLOADS`'s)."""
+
+
+_DOWNLOADS = {  # files (short, long), folders (short, long)
+    "curl": ("ocD", ("--output", "--dump-header", "--trace", "--trace-ascii", "--cookie-jar",
+                     "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc"),
+             "", ("--output-dir",)),
+    "wget": ("Ooa", ("--output-document", "--output-file", "--append-output", "--save-cookies",
+                     "--warc-file", "--rejected-log", "--hsts-file"),
+             "P", ("--directory-prefix",)),
+}  # fmt: skip
+"""The options of ``curl`` and ``wget`` that name a file they write, or their folder."""
+
+
+_WGET_VALUED = "oaeiBtOTwQPlARDIXU"
+
+
+_SET_ELSEWHERE = {  # short, long: what they write is set in a text or a file of its own
+    "curl": ("K", ("--config",)),
+    "wget": ("e", ("--execute", "--config")),
+}
+"""Options whose value may say where curl or wget write (`curl -K cfg` with `output =`,
+`wget -e output_document=…`, a review): what they write is known only as they run."""
+
+
+_WGETRC_WRITES = {
+    "outputdocument": "file", "logfile": "file", "savecookies": "file", "warcfile": "file",
+    "rejectedlog": "file", "hstsfile": "file", "dirprefix": "folder",
+    "contentdisposition": "naming", "trustservernames": "naming", "dirstruct": "naming",
+    "recursive": "naming", "mirror": "naming", "pagerequisites": "naming",
+}  # fmt: skip
+"""The wgetrc commands (``wget -e``) that say where it writes: a file, its folder, or
+that the names in its folder come as it runs."""
+
+
+def _wgetrc_write(command: str | None) -> tuple[str, str | None] | None:
+    """What a wgetrc command given with ``wget -e`` says of where wget writes (see
+    :data:`_WGETRC_WRITES`; a command known only as it runs may say any file), None
+    where it says nothing of it (``robots=off``)."""
+    if command is None:
+        return ("file", None)
+    key, _, value = command.partition("=")
+    how = _WGETRC_WRITES.get(re.sub(r"[-_\s]", "", key).lower())
+    return None if how is None else (how, value.strip())
+
+
+_NAMED_ELSEWHERE = {  # short, long, flags: the server names the file, or a folder per URL
+    "curl": ("J", ("--remote-header-name",)),
+    "wget": (
+        "xbrmp",
+        (
+            "--content-disposition",
+            "--trust-server-names",
+            "--force-directories",
+            "--background",
+            "--recursive",
+            "--mirror",
+            "--page-requisites",
+        ),
+    ),
+}
+"""Options under which the names written in the folder come as they run (`curl -OJ`,
+`wget --content-disposition` wrote `.envrc`; `wget -x -nH` a path of the URL's; `-r`,
+`-m`, a tree; `-b` its log)."""
+
+
+def _downloaded_to(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """Where ``curl`` and ``wget`` write (:data:`_DOWNLOADS`; a file named after its URL
+    in the folder: ``curl -O``, ``wget`` without ``-O``; curl's ``-o`` in its
+    ``--output-dir``): a trial's `curl -o` under a denied folder went unchecked. What they
+    write is known only as they run under :data:`_SET_ELSEWHERE`, a URL glob (``{a,b}``,
+    ``[1-3]``, a ``#1`` in ``-o``) and, in the folder, :data:`_NAMED_ELSEWHERE`."""
+    files, long_files, folders, long_folders = _DOWNLOADS[name]
+    valued = _CURL_VALUED if name == "curl" else _WGET_VALUED
+    long_valued = _CURL_LONG_VALUED if name == "curl" else (*long_files, *long_folders)
+    elsewhere, long_elsewhere = _SET_ELSEWHERE[name]
+    naming, long_naming = _NAMED_ELSEWHERE[name]
+    operands, options = operands_and_options(words, valued, long_valued)
+    found: list[tuple[str | None, str]] = []
+    folder: tuple[str | None, str] | None = None
+    named_by_url, named_as_it_runs, globbing = name == "wget", False, name == "curl"
+
+    def set_elsewhere(value: str | None, said: str, wgetrc: bool) -> None:
+        """An option of :data:`_SET_ELSEWHERE` (``wgetrc``: a wgetrc command, read)."""
+        nonlocal folder, named_as_it_runs
+        told = _wgetrc_write(value) if wgetrc else ("file", None)
+        if told is not None and told[0] == "folder":
+            folder = (told[1], said)
+        elif told is not None:
+            found.extend([(told[1], said)] if told[0] == "file" else [])
+            named_as_it_runs |= told[0] == "naming"
+
+    def writes_out(value: str | None) -> bool:  # (curl -w '%output{FILE}…'; `@FILE`, `@-`:
+        return name == "curl" and (  # the format read from there, known only as it runs)
+            "%output{" in (value or "%output{") or (value or "").startswith("@")
+        )
+
+    for index in options:
+        word = words[index] or ""
+        said_next = shown[index + 1] if index + 1 < len(shown) else ""
+        if word.startswith("--"):
+            flag, attached = word.split("=", 1)[0], "=" in word
+            value = long_value(words, index) if attached else word_after(words, index)
+            said = word if attached else said_next
+            if any(abbreviates(flag, option) for option in long_files):
+                found.append((value, said))
+                named_by_url = named_by_url and not abbreviates(flag, "--output-document")
+            elif any(abbreviates(flag, option) for option in long_folders):
+                folder = (value, said)
+            elif any(abbreviates(flag, option) for option in long_elsewhere):
+                set_elsewhere(value, said, name == "wget" and abbreviates(flag, "--execute"))
+            named_by_url = named_by_url or (
+                name == "curl" and long_prefix(flag, "--remote-name-all")  # (`--remote-name`)
+            )
+            named_as_it_runs |= any(abbreviates(flag, option) for option in long_naming)
+            globbing = globbing and not abbreviates(flag, "--globoff")
+            if abbreviates(flag, "--write-out") and writes_out(value):
+                found.append((None, said))
+            continue
+        letters = word[1:]
+        at = next((i for i, letter in enumerate(letters) if letter in valued), len(letters))
+        named_by_url = named_by_url or (name == "curl" and "O" in letters[:at])
+        named_as_it_runs |= bool(set(letters[:at]) & set(naming))
+        globbing = globbing and "g" not in letters[:at]
+        if at == len(letters):
+            continue
+        value = letters[at + 1 :] or word_after(words, index)
+        said = word if letters[at + 1 :] else said_next
+        if letters[at] in files:
+            found.append((value, said))
+            named_by_url = named_by_url and letters[at] != "O"
+        elif letters[at] in folders:
+            folder = (value, said)
+        elif letters[at] in elsewhere:
+            set_elsewhere(value, said, name == "wget")
+        elif letters[at] == "w" and writes_out(value):
+            found.append((None, said))
+    for index in operands:  # (`--output-document="$F"`)
+        if words[index] is None and may_be_option(
+            shown[index], long_files, files + folders, valued
+        ):
+            found.append((None, shown[index]))
+    urls = [words[i] for i in operands]
+    globbed = globbing and any(u is None or re.search(r"[{\[]", u) for u in urls)
+    if globbed:  # (`-o '#1.new'` names what a URL glob gives)
+        found = [(None if f is None or "#" in f else f, said) for f, said in found]
+    where, shown_where = folder or (".", ".")
+    if name == "curl" and folder is not None:  # (its -o files are in its --output-dir)
+        found = [(None if where is None or f is None else os.path.join(where, f), said)
+                 for f, said in found]  # fmt: skip
+    written: list[tuple[str | None, str, Kind]] = [(f, said, "file") for f, said in found]
+    if not (named_by_url or named_as_it_runs):
+        return written
+    if named_as_it_runs or globbed or None in urls or "-i" in words or where is None:
+        inside = None if where is None else f"{where.rstrip('/') or '/'}/."
+        return [*written, (inside, shown_where, "tree")]  # (names, as it runs, deep too)
+    for url in urls:  # (the name its URL gives, in its folder: `wget http://x/.bashrc`)
+        written.append((os.path.join(where, _url_name(url or "")), shown_where, "file"))
+    return written
+
+
+def _url_name(url: str) -> str:
+    """The file name ``wget`` and ``curl -O`` give what a URL names: its path's last
+    part (wget: ``index.html`` for none)."""
+    from urllib.parse import urlsplit
+
+    return os.path.basename(urlsplit(url).path) or "index.html"
+
+
+def _basename(path: str | None) -> str | None:
+    """A source's name as copied into a directory (None: computed)."""
+    return None if path is None else os.path.basename(path.rstrip("/")) or path
+
+
+_XXD_LONG = {"c": ("ols",), "g": ("roupsize",), "l": ("en",), "n": ("ame",), "o": ("ffset",),
+             "s": ("eek", "kip"), "R": ()}  # fmt: skip
+"""xxd's options that take a value, with the rest of their long spellings (``-cols``)."""
+
+
+def _xxd_files(words: Sequence[str | None]) -> list[int]:
+    """The indices of xxd's file operands: xxd reads ``-cols``, ``-seek``, ``--c`` as its
+    one-letter options (a review's `xxd -seek 0 IN OUT` wrote OUT unasked), each taking
+    the next word unless its value is attached: any text after the letter that is no
+    long spelling of it (``-c8``, ``-c8k``, ``-s1k``, ``-Ralways``: a review's `xxd
+    -c8k IN OUT` wrote OUT unasked, the value taken for hex only)."""
+    found: list[int] = []
+    skip = False
+    for index, word in enumerate(words):
+        if skip:
+            skip = False
+        elif word is None or word == "-" or word[:1] != "-":
+            found.append(index)
+        else:
+            letters = word.lstrip("-")
+            tails = _XXD_LONG.get(letters[:1])
+            rest = letters[1:]
+            skip = tails is not None and (not rest or any(rest.startswith(t) for t in tails))
+    return found
