@@ -1196,8 +1196,8 @@ RAW_READER = (
 def test_enter_is_typed_as_the_enter_key_sends_it(client: Client) -> None:
     """`\\n` presses Enter. A program that reads keys (raw mode) read a LF, which
     crossterm and bubbletea take for Ctrl+J (a trial): it gets a CR, as a keyboard sends
-    it (`\\r\\n` one). A terminal in line mode gets the text as it is: a CR there was
-    no line end under `-icrnl` (a review)."""
+    it (`\\r\\n` one). A terminal in line mode gets a LF: a CR there was no line end
+    under `-icrnl` (a review)."""
     r = client.bash(f"python3 -c {shlex.quote(RAW_READER)}", interactive=True, timeout=LONG)
     task_id = r.background_task_id
     assert task_id and r.waiting_for_input
@@ -1207,3 +1207,17 @@ def test_enter_is_typed_as_the_enter_key_sends_it(client: Client) -> None:
     assert task_id and r.waiting_for_input
     answer = client.task_input(task_id, "hello\n")
     assert "[hello]" in answer.output and answer.exit_code == 0
+
+
+def test_a_crlf_is_one_enter_in_line_mode_too(client: Client) -> None:
+    """A CRLF (text pasted with Windows line ends) is one line end where the terminal
+    reads lines: under `icrnl` its CR was a line end of its own, and the LF a second one
+    answered the next prompt, unseen, with its default (a trial: `Delete all [Y/n]?`)."""
+    command = "read -p 'Continue? ' a; read -p 'Delete all [Y/n]? ' b; echo \"[$a] [$b]\""
+    r = client.bash(command, interactive=True, timeout=LONG)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    answer = client.task_input(task_id, "y\r\n")
+    assert answer.waiting_for_input and answer.output.endswith("Delete all [Y/n]? "), answer
+    answer = client.task_input(task_id, "n\r\n")
+    assert "[y] [n]" in answer.output and answer.exit_code == 0

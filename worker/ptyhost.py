@@ -607,8 +607,10 @@ class Host:
         whose key was seen is not typed again (its caller resent it). With ``lines`` (a
         model's text: TaskInput), a line end is the Enter key where the program reads keys
         (the terminal out of line mode): a CR, as a keyboard sends it, for a LF was Ctrl+J
-        to crossterm and bubbletea (a trial); in line mode the text goes as it is, LF and
-        all, which ends a line whatever ``icrnl`` or ``igncr`` say."""
+        to crossterm and bubbletea (a trial); in line mode it is a LF, which ends a line
+        whatever ``icrnl`` or ``igncr`` say (a CRLF there was two line ends under
+        ``icrnl``: pasted with Windows line ends, an answer also answered the next prompt
+        unseen, a trial)."""
         if not isinstance(text, str):
             raise ValueError("input must be text")
         if isinstance(key, str) and key in self.typed:
@@ -616,8 +618,10 @@ class Host:
             return
         data = text.encode("utf-8", "surrogateescape")
         attrs = termios.tcgetattr(self.master)
-        if lines and not attrs[3] & termios.ICANON:
-            data = data.replace(b"\r\n", b"\r").replace(b"\n", b"\r")
+        if lines:
+            data = data.replace(b"\r\n", b"\n")
+            if not attrs[3] & termios.ICANON:
+                data = data.replace(b"\n", b"\r")
         open_line = bytearray()
         if attrs[3] & termios.ICANON:
             open_line = bytearray(self.open_line)  # the line typed so far goes on
