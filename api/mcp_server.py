@@ -172,6 +172,8 @@ class WaveMcp:
         self.confirms = Acknowledger(self._confirm, MCP_NOTICE_LEASE_SECONDS)
         """Confirms receipts apart from the writes, as :attr:`acks` does claims."""
         self.host_gone = False
+        self.answering: set[Any] = set()
+        """Tool calls under way, or whose result or error is not written yet."""
         self._calls_limiter: anyio.CapacityLimiter | None = None
 
     def attend(self) -> None:
@@ -202,6 +204,16 @@ class WaveMcp:
         )
 
     async def call_tool(
+        self, request: mcp_compat.ToolRequest, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        self.answering.add(request.id)  # (until its answer is written: :meth:`written`)
+        try:
+            return await self._call_tool(request, params)
+        except BaseException:  # (a cancelled call gets no result; an error's is refused)
+            self.answering.discard(request.id)
+            raise
+
+    async def _call_tool(
         self, request: mcp_compat.ToolRequest, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name = TOOL_ALIASES.get(params.name, params.name)  # (the call as named: `BashOutput`
@@ -357,6 +369,7 @@ class WaveMcp:
     async def written(self, request_id: Any) -> None:
         """The result of ``request_id`` reached the host: its notices are delivered (the
         confirmation goes apart: awaited here, a slow one held every message after it)."""
+        self.answering.discard(request_id)
         task_id = self.unwritten_results.pop(request_id, None)
         read = self.unwritten_reads.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
@@ -396,9 +409,17 @@ class WaveMcp:
         self.host_gone = True
         self.client.close(reason)
 
+    async def answered(self) -> None:
+        """Return once the calls under way have been answered (:meth:`gone` ends them at
+        once, as abandoned): a server told to stop exited before some answers were
+        written, 1 run in 8 (a trial)."""
+        while self.answering:
+            await anyio.sleep(0.01)
+
     async def settle_unwritten(self, request_id: Any) -> None:
         """The result of ``request_id`` will never be written: what it claimed goes back
         to the session, and its foreground command's end becomes a notice."""
+        self.answering.discard(request_id)
         self.cancelled_unwritten.discard(request_id)  # (never written: given back below)
         self.unconfirmed_ends.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
@@ -981,18 +1002,26 @@ async def _serve(server: Server[Any], handlers: WaveMcp) -> None:
 
 
 async def _stop_on_signals(handlers: WaveMcp) -> None:
-    """SIGTERM or SIGHUP (a host stopping its server, its terminal closing) is the host
-    leaving: what was never written goes back to the session, then the process ends as
-    the signal would have ended it (a trial's result, blocked in a full pipe, kept its
-    notice claimed for the lease's 10 minutes)."""
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+    """SIGTERM, SIGHUP or SIGINT (a host stopping its server, its terminal closing, a
+    Ctrl+C) is the host leaving: the calls under way are answered (abandoned), what was
+    never written goes back to the session, then the process ends as the signal would
+    have ended it (a trial's result, blocked in a full pipe, kept its notice claimed for
+    the lease's 10 minutes; a SIGINT left the server hanging, its calls unanswered, until
+    stdin brought a line: a trial)."""
+    stops = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    with anyio.open_signal_receiver(*stops) as signals:
         async for signum in signals:  # (not "its caller went away": a trial)
             await handlers.gone(f"the MCP server was told to stop ({signal.Signals(signum).name})")
+            with anyio.move_on_after(ANSWER_PATIENCE, shield=True):  # (a host that reads
+                await handlers.answered()  # nothing more holds no stop long)
             with anyio.move_on_after(STOP_PATIENCE, shield=True):  # (a frozen supervisor
                 await handlers.release_unwritten()  # would hold a stop for good)
             os._exit(128 + signum)
 
 
+ANSWER_PATIENCE = 2.0
+"""Seconds a server told to stop waits for the answers of the calls it ended to be
+written (each ends at once; a host that no longer reads takes none)."""
 STOP_PATIENCE = 10.0
 """Seconds a server told to stop gives what it never wrote back before it exits anyway."""
 

@@ -1103,6 +1103,38 @@ def test_a_server_told_to_stop_gives_back_what_it_never_wrote(state_dir: Path, s
     assert sorted(n.task_id for n in client.notifications()) == sorted([ended, seq])
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_server_told_to_stop_answers_its_calls_first(state_dir: Path, signum: int) -> None:
+    """A server told to stop answers the calls under way (abandoned, their commands
+    running on) before it exits: it exited before writing some answers (a SIGTERM 1 run
+    in 8, a SIGHUP 1 in 3: a trial), and a SIGINT left it hanging, its calls unanswered,
+    until stdin brought a line (a trial)."""
+    host = _RawHost(state_dir, "told")
+    watcher = Client(state_dir=state_dir, session="told")
+    try:
+        host.initialize()
+        host.send(*(host.bash(n, f"sleep 60 # {n}", timeout=60_000) for n in (1, 2)))
+        wait_until(lambda: len([t for t in watcher.tasks() if t.status == "running"]) == 2)
+        host.proc.send_signal(signum)
+        name = signal.Signals(signum).name
+        assert host.replies is not None
+        answers: dict[int, str] = {}
+        while len(answers) < 2:  # (in either order)
+            message = host.replies.get(timeout=20)
+            if message.get("id") in (1, 2):
+                answers[message["id"]] = message["result"]["content"][0]["text"]
+        for text in answers.values():
+            assert f"the call was abandoned: the MCP server was told to stop ({name})" in text
+        assert host.proc.wait(30) == 128 + signum
+    finally:
+        host.stdin.close()
+        if host.proc.poll() is None:
+            host.proc.kill()
+            host.proc.wait(10)
+        for task in watcher.tasks():
+            watcher.task_stop(task.id)
+
+
 def _pipe_bytes(fd: int) -> int:
     """Bytes waiting in a pipe (FIONREAD)."""
     import fcntl
