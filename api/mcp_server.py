@@ -112,11 +112,12 @@ def _error_result(text: str) -> types.CallToolResult:
 
 def result_text(text: str, notices: list[Notice], waiting: str | None = None) -> str:
     """The result's text with the notices delivered with it, one per line after it (or
-    ``waiting``: why some wait)."""
+    ``waiting``: why some wait); ``(no output)`` where the text is empty, notices or not
+    (`true` followed by a notice read as if the notice were what `true` printed: a
+    trial)."""
     lines = "\n".join([n.message for n in notices] + ([waiting] if waiting else []))
-    if not lines:
-        return text
-    return f"{text}\n\n{lines}" if text else lines
+    text = text or NO_OUTPUT_TEXT
+    return f"{text}\n\n{lines}" if lines else text
 
 
 class WaveMcp:
@@ -298,7 +299,7 @@ class WaveMcp:
         if running:
             lines = [cancelled_still_running_text(r["taskId"], r["command"], r["outputPath"])
                      for r in running]  # fmt: skip
-            said = "\n\n".join([said, *lines]) if said else "\n\n".join(lines)
+            said = "\n\n".join([said, *lines])
         paths = [str(data.get("outputPath") or ""), *(n.output_path for n in notices)]
         if self.client.remote is not None and any(p and p in said for p in paths):
             said += f"\n\n{remote_paths_text(str(self.client.remote))}"

@@ -124,6 +124,19 @@ def test_a_command_that_prints_nothing_says_so(state_dir: Path) -> None:
         assert structured(result)["message"] == ""
 
 
+def test_a_command_that_prints_nothing_says_so_before_its_notices(state_dir: Path) -> None:
+    """`true` followed by a notice read as if the notice were what `true` printed (a
+    trial): its text says `(no output)` first."""
+    ended = Client(state_dir=state_dir, session="quiet").bash("exit 3", run_in_background=True)
+    Client(state_dir=state_dir).wait(ended.background_task_id or "", timeout=10_000)
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        return await s.call_tool("Bash", {"command": "true"})
+
+    said = text(run(state_dir, scenario, "--session", "quiet"))
+    assert said.startswith("(no output)\n\nBackground command ") and "exit code 3" in said
+
+
 def test_progress_during_a_loop(state_dir: Path) -> None:
     seen: list[tuple[float, float, str | None]] = []
 
