@@ -7,6 +7,7 @@ running, so the words must not suggest a failure.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any, assert_never
 
@@ -15,11 +16,13 @@ from .states import EndReason, TaskStatus
 
 def format_seconds(ms: float) -> str:
     """Milliseconds as seconds the way people write them: ``120``, ``2``, ``1.5``, to the
-    microsecond (1.5 ms was ``0.002``: a trial); under a millisecond, its own digits (0.5
-    ms was ``0.001``: a trial)."""
+    microsecond (1.5 ms was ``0.002``: a trial); under a millisecond, its own three
+    digits (0.5 ms was ``0.001``: a trial), never in exponent form (``1e-06``, a trial),
+    to 15 places at most."""
+    places = 6
     if 0 < ms < 1:
-        return f"{ms / 1000:.3g}"
-    return f"{ms / 1000:.6f}".rstrip("0").rstrip(".")
+        places = min(15, 2 - math.floor(math.log10(ms / 1000)))
+    return f"{ms / 1000:.{places}f}".rstrip("0").rstrip(".")
 
 
 def auto_backgrounded_text(task_id: str, output_path: str, timeout_ms: float) -> str:

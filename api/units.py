@@ -66,8 +66,9 @@ def check_timeout_ms(value: object) -> float | None:
     if isinstance(value, float) and math.isnan(value):
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got NaN")
     if isinstance(value, float) and math.isinf(value):  # (JSON's `1e400` reads as infinity:
-        # "got inf" named no number the caller sent, a trial)
-        raise InvalidInputError(f"{TIMEOUT_ERROR}, got a number too large")
+        # "got inf" named no number the caller sent, a trial; -1e400 is none too large)
+        said = "a number too large" if value > 0 else "a negative number"
+        raise InvalidInputError(f"{TIMEOUT_ERROR}, got {said}")
     if value < 0:
         raise InvalidInputError(f"{TIMEOUT_ERROR}, got {value}")
     try:
