@@ -195,7 +195,9 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             result = cli.calls.call(
                 "run", params, live.show if live else None, started, patience=patience
             )
-        if _asks(result) and watched and _approved(result):  # a person at the terminal said yes
+        if _asks(result) and watched:  # a person at the terminal decides
+            if not _approved(result):  # (the refusal again, "a person can allow it when
+                raise InvalidInputError("declined: nothing was run")  # asked": a trial)
             params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
             result = cli.calls.call("run", params, None, started, patience=patience)
         streamed = streamer.finish()  # (its last write waits for the reader, as any write)
@@ -408,9 +410,12 @@ def _asks(result: dict[str, Any]) -> bool:
 
 
 def _approved(result: dict[str, Any]) -> bool:
-    """Ask the person at this terminal about a command that needs approval."""
-    print(result.get("message", ""), file=sys.stderr)
-    print("Run it anyway? [y/N] ", end="", file=sys.stderr, flush=True)
+    """Ask the person at this terminal about a command that needs approval: why it does,
+    not the model's text ("Nothing was run", then "Run it anyway?", read as a
+    contradiction: a trial)."""
+    reason = (result.get("permission") or {}).get("reason") or "it needs approval"
+    print(f"This command needs approval: {reason}.", file=sys.stderr)
+    print("Run it? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip().lower()
     return answer in ("y", "yes")
 
@@ -1187,7 +1192,10 @@ def _add_schema(sub: Any) -> None:
 def _add_tasks(sub: Any) -> None:
     tasks = _verb(sub, "tasks", cmd_tasks, "list tasks of this session (--all: every session)")
     tasks.add_argument("--all", action="store_true", help="every session's tasks")
-    tasks.add_argument("--running", action="store_true", help="only those still running")
+    tasks.add_argument(
+        "--running", action="store_true",
+        help="only those still running, or ended with processes still running",
+    )  # fmt: skip
 
 
 def _add_output(sub: Any) -> None:

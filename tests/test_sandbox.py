@@ -1170,8 +1170,9 @@ def test_no_bubblewrap_is_a_clear_error_never_unsandboxed(state_dir: Path, proje
     r = client.bash("touch ran")
     assert not r.success and not (project / "ran").exists()
     assert r.error == (
-        "bubblewrap is not installed (/nonexistent/bwrap not found): install the bubblewrap "
-        "package to use the sandbox"
+        "bubblewrap is not installed (/nonexistent/bwrap not found, the path WAVE_BWRAP "
+        "names): install the bubblewrap package to use the sandbox, or set WAVE_BWRAP to "
+        "its path"
     )
     assert "unavailable: bubblewrap is not installed" in (client.status().sandbox or "")
     assert Client(state_dir=state_dir, cwd=project).bash("echo plain").stdout == "plain"

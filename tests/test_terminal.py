@@ -376,7 +376,7 @@ def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
     cli = cli_line(state_dir)
     line = f"{cli} run --rules {shlex.quote(str(rules))} -- 'sleep 30'; echo rc=$? > {out}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
-    wait_until(lambda: "Run it anyway? [y/N]" in pane(tmux), timeout=15)
+    wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
     subprocess.run([*tmux, "send-keys", "-t", "t", "y", "Enter"], check=True)
     client = Client(state_dir=state_dir)
     wait_until(lambda: any(t.status == "running" for t in client.tasks(all=True)), timeout=15)
@@ -385,6 +385,27 @@ def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
     (task,) = client.tasks(all=True)
     assert out.read_text().strip() == "rc=130" and task.status == "killed"
     assert f"^C: stopped task {task.id}" in pane(tmux)
+
+
+def test_a_command_declined_at_the_prompt_says_so_once(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """The prompt says why the command needs approval, then asks; a No is said as a
+    decline, exit 2 (it printed the model's text, "Nothing was run. A person can allow
+    it when asked", before asking, and the same refusal again after a No: a trial)."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"ask": ["Bash(echo *)"]}))
+    out = tmp_path / "rc.txt"
+    cli = cli_line(state_dir)
+    line = f"{cli} run --rules {shlex.quote(str(rules))} -- 'echo hi'; echo rc=$? > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "n", "Enter"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    shown = pane(tmux)
+    assert out.read_text().strip() == "rc=2" and "declined: nothing was run" in shown
+    assert "This command needs approval: " in shown and "Nothing was run" not in shown
+    assert not Client(state_dir=state_dir).tasks(all=True)
 
 
 def test_keys_typed_while_it_runs_are_not_lost(

@@ -1526,10 +1526,10 @@ def _trial(bwrap: str) -> str:
             )  # fmt: skip
         finally:
             os.close(read_end)
-    except FileNotFoundError:
+    except FileNotFoundError:  # (a path: WAVE_BWRAP's, as a name is looked up first)
         raise SandboxError(
-            f"bubblewrap is not installed ({bwrap} not found): install the bubblewrap "
-            "package to use the sandbox"
+            f"bubblewrap is not installed ({bwrap} not found, the path WAVE_BWRAP names): "
+            "install the bubblewrap package to use the sandbox, or set WAVE_BWRAP to its path"
         ) from None
     except (OSError, subprocess.SubprocessError) as exc:
         raise SandboxError(f"bubblewrap ({bwrap}) cannot run: {exc}") from None
