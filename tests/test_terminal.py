@@ -366,17 +366,26 @@ def test_ctrl_c_while_the_cli_loads_ends_it_without_a_traceback() -> None:
     assert subprocess.run([sys.executable, "-c", ignored], timeout=30).returncode == 0
 
 
+def _asked_at_the_prompt(
+    tmux: list[str], state_dir: Path, tmp_path: Path, rule: str, command: str
+) -> Path:
+    """``command`` run in the terminal under an ask ``rule``, up to its approval prompt;
+    the file its exit status goes to (``rc=N``)."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"ask": [rule]}))
+    out = tmp_path / "rc.txt"
+    cli = cli_line(state_dir)
+    line = f"{cli} run --rules {shlex.quote(str(rules))} -- '{command}'; echo rc=$? > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
+    return out
+
+
 def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
     """The command a person approved at the prompt is stopped by Ctrl+C too."""
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"ask": ["Bash(sleep *)"]}))
-    out = tmp_path / "rc.txt"
-    cli = cli_line(state_dir)
-    line = f"{cli} run --rules {shlex.quote(str(rules))} -- 'sleep 30'; echo rc=$? > {out}"
-    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
-    wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
+    out = _asked_at_the_prompt(tmux, state_dir, tmp_path, "Bash(sleep *)", "sleep 30")
     subprocess.run([*tmux, "send-keys", "-t", "t", "y", "Enter"], check=True)
     client = Client(state_dir=state_dir)
     wait_until(lambda: any(t.status == "running" for t in client.tasks(all=True)), timeout=15)
@@ -393,13 +402,7 @@ def test_a_command_declined_at_the_prompt_says_so_once(
     """The prompt says why the command needs approval, then asks; a No is said as a
     decline, exit 2 (it printed the model's text, "Nothing was run. A person can allow
     it when asked", before asking, and the same refusal again after a No: a trial)."""
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps({"ask": ["Bash(echo *)"]}))
-    out = tmp_path / "rc.txt"
-    cli = cli_line(state_dir)
-    line = f"{cli} run --rules {shlex.quote(str(rules))} -- 'echo hi'; echo rc=$? > {out}"
-    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
-    wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
+    out = _asked_at_the_prompt(tmux, state_dir, tmp_path, "Bash(echo *)", "echo hi")
     subprocess.run([*tmux, "send-keys", "-t", "t", "n", "Enter"], check=True)
     wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
     shown = pane(tmux)
