@@ -609,6 +609,9 @@ class Client:
                 callback(Progress.model_validate(data))
 
         params = req.model_dump(mode="json", exclude={"op"})
+        if isinstance(env := getattr(req, "env", None), dict):  # (names as they are: the
+            params["env"] = dict(env)  # JSON mode wrote a name's undecodable bytes as U+FFFD,
+            # and two names could become one: a trial; the wire carries them escaped)
         data = self.calls.call(req.op, params, progress, on_start, patience=patience, scope=scope)
         return parse_result(req, data)
 

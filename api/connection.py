@@ -105,7 +105,7 @@ COERCED_CTYPES = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
 """What Python sets ``LC_CTYPE`` to as it starts under the C locale (PEP 538)."""
 
 
-_environment_seen: tuple[dict[bytes, bytes], dict[str, str]] | None = None
+_environment_seen: tuple[dict[Any, Any], dict[str, str]] | None = None
 """The environment as last read (``os.environ``'s own encoded mapping) and as decoded."""
 
 
@@ -116,21 +116,26 @@ def caller_environment() -> dict[str, str]:
     not (`sort`, `tr`, `wc -m` and grep's classes read text otherwise: a trial). The
     environment as this process was started shows in ``/proc/self/environ`` (Linux).
 
-    Decoded again only when it changed since the last call: decoding 40 variables took
-    35–70 µs of every command's start, which a comparison of the encoded ones saves."""
+    Read as one copy of ``os.environ``'s own mapping, made at once: read name by name, a
+    variable another thread removed meanwhile raised ``KeyError`` (a trial). Decoded
+    again only when it changed since the last call: decoding 40 variables took 35–70 µs
+    of every command's start, which a comparison of the encoded ones saves."""
     global _environment_seen
-    encoded: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)  # (POSIX)
+    encoded: dict[Any, Any] | None = getattr(os.environ, "_data", None)  # (CPython)
+    if encoded is None:
+        return _started_environment(dict(os.environ))
+    snapshot = dict(encoded)  # (a C-level copy: no other thread's change tears it)
     seen = _environment_seen
-    if encoded is not None and seen is not None and seen[0] == encoded:
+    if seen is not None and seen[0] == snapshot:
         return dict(seen[1])
-    env = _started_environment()
-    if encoded is not None:
-        _environment_seen = (dict(encoded), env)
+    key, value = os.environ.decodekey, os.environ.decodevalue
+    env = _started_environment({key(k): value(v) for k, v in snapshot.items()})
+    _environment_seen = (snapshot, env)
     return dict(env)
 
 
-def _started_environment() -> dict[str, str]:
-    env = dict(os.environ)
+def _started_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` (this process's) less the ``LC_CTYPE`` Python set for itself, if it did."""
     if env.get("LC_CTYPE") not in COERCED_CTYPES:
         return env
     try:

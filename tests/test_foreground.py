@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -100,6 +102,64 @@ def test_environment_changes_between_calls_are_seen(
     assert client.bash(shown).stdout == "unset"
     caller_environment()["WAVE_TEST_MARK"] = "kept"
     assert client.bash(shown).stdout == "unset"
+
+
+def test_a_variable_name_that_is_no_utf8_reaches_the_command_as_it_is(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name's undecodable bytes came as U+FFFD (pydantic's JSON mode rewrites a key's
+    surrogates; its values it keeps), so two such names could become one (a trial)."""
+    for name in (b"WAVE_TEST_\xe9", b"WAVE_TEST_\xe8"):
+        monkeypatch.setitem(os.environb, name, b"v" + name[-1:])
+    shown = "import os; print(sorted(i for i in os.environb.items() if b'_TEST_' in i[0]))"
+    assert client.bash(f'python3 -c "{shown}"').stdout == (
+        "[(b'WAVE_TEST_\\xe8', b'v\\xe8'), (b'WAVE_TEST_\\xe9', b'v\\xe9')]"
+    )
+
+
+def test_the_environment_is_read_whole_while_other_threads_change_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read name by name, a variable another thread removed meanwhile raised `KeyError`
+    from a call (33 calls in 200, a trial); read as its names changed, the copy kept for
+    the next calls could hold the old values under the new names. Each read is one copy,
+    and the last one is the environment as it is."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (threads switch often: the race shows at once)
+    names = [f"WAVE_TEST_RACE{n}" for n in range(5)]
+    for name in names:
+        monkeypatch.setenv(name, "0")
+    stop, failures = threading.Event(), []
+
+    def change() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            os.environ[names[n % 5]] = str(n)
+            os.environ.pop(names[(n + 2) % 5], None)
+
+    def read() -> None:
+        try:
+            for _ in range(1000):
+                caller_environment()
+        except Exception as exc:  # (any: the test says which)
+            failures.append(exc)
+
+    changer = threading.Thread(target=change)
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    try:
+        changer.start()
+        for thread in readers:
+            thread.start()
+        for thread in readers:
+            thread.join(60)
+    finally:
+        stop.set()
+        changer.join(10)
+        sys.setswitchinterval(interval)
+    assert failures == []
+    env = caller_environment()
+    assert {n: env.get(n) for n in names} == {n: os.environ.get(n) for n in names}
 
 
 def test_timeout_moves_to_background_and_keeps_running(client: Client) -> None:
