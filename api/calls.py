@@ -258,7 +258,7 @@ class Caller:
                 return result
             except _ConnectionLost as lost:
                 if lost.frozen:  # (it answers no one: a `tasks` waited 2 minutes, a trial)
-                    raise _not_answering(lost, started, first_op, self.cli_hint) from None
+                    raise _not_answering(lost, started, first_op, self.cli_hint, params) from None
                 if lost.ssh_failed and not (sent or started or lost.cut):  # never connected
                     raise SupervisorUnavailableError(str(lost)) from None  # nothing ran
                 # (ssh failing to connect again after a cut: the host or its sshd may be
@@ -272,7 +272,7 @@ class Caller:
             except BusyError as exc:  # answered before the request was read: it may go again
                 failure = exc
             except SupervisorNotAnsweringError as exc:  # (one runs: none can start)
-                raise _not_answering(exc, started, first_op, self.cli_hint) from None
+                raise _not_answering(exc, started, first_op, self.cli_hint, params) from None
             except SupervisorUnavailableError as exc:  # could not start one (yet)
                 refused = isinstance(exc, SupervisorRefusedError)
                 if (not self.connector.may_start or refused) and not sent:
@@ -541,11 +541,12 @@ def cli_words(
 
 
 def _not_answering(
-    failure: BaseException, started: list[str], first_op: str, cli: str
+    failure: BaseException, started: list[str], first_op: str, cli: str, params: dict[str, Any]
 ) -> SupervisorNotAnsweringError:
-    """The error of a call given up at once: its supervisor answers nothing."""
+    """The error of a call given up at once: its supervisor answers nothing (a call on
+    tasks names them: a `wait` named none, a trial)."""
     task_id = started[0] if started else None
-    text = _give_up_text(failure, task_id, first_op == "run", cli)
+    text = _give_up_text(failure, task_id, first_op == "run", cli, _tasks_named(params))
     return SupervisorNotAnsweringError(text, task_id=task_id)
 
 

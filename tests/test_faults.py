@@ -390,9 +390,11 @@ def test_a_call_to_a_silent_supervisor_gives_up_after_a_check(
     try:
         for call in (client.tasks, lambda: client.wait(running)):
             began = time.monotonic()
-            with pytest.raises(SupervisorNotAnsweringError, match="not answered in time"):
+            with pytest.raises(SupervisorNotAnsweringError, match="not answered in time") as err:
                 call()
             assert time.monotonic() - began < 10
+        assert f"task {running} may still be running" in str(err.value)  # (the `wait`'s:
+        # it named no task, a trial)
     finally:
         os.kill(pid, signal.SIGCONT)
     assert [t.id for t in client.tasks() if t.status == "running"] == [running]
