@@ -57,6 +57,12 @@ STATUS_LIMIT = 10.0
 frozen one was reported as none running after 2 minutes (a review)."""
 TIMED_OPS = frozenset({"wait", "output", "input"})
 """Calls whose ``timeout`` is what they wait: sent again after a restart, with what is left."""
+_MAYBE_STARTED = (
+    "its command may have started before the supervisor named its task: if it did, it "
+    "keeps running in the background, and its end comes as a notice"
+)
+"""Said of a command whose call was abandoned before its task was named (a Ctrl+C in its
+first milliseconds said nothing of it, though it ran: a trial)."""
 CALLER_GONE = "its caller went away"
 """Why a call was abandoned, unless its caller said otherwise (:meth:`Caller.abort_calls`)."""
 
@@ -281,12 +287,20 @@ class Caller:
             except BaseException as exc:  # a callback's own error, a Ctrl+C: the command
                 if started and not isinstance(exc, WaveError):  # runs on, unnamed (a trial)
                     exc.add_note(f"wave-bash: task {started[0]} keeps running in the background")
+                elif first_op == "run" and not isinstance(exc, WaveError):  # (before its
+                    exc.add_note(f"wave-bash: {_MAYBE_STARTED} ({self.cli_hint} tasks)")  # ID)
                 raise
             if epoch != self._abort_epoch or (scope is not None and scope.abandoned):
                 why = self._abort_reason if epoch != self._abort_epoch else CALLER_GONE
+                what = (
+                    f"task {started[0]} keeps running in the background"
+                    if started
+                    else _MAYBE_STARTED
+                    if first_op == "run"
+                    else None
+                )
                 raise SupervisorUnavailableError(
-                    f"the call was abandoned: {why}"
-                    + (f" (task {started[0]} keeps running in the background)" if started else ""),
+                    f"the call was abandoned: {why}" + (f" ({what})" if what else ""),
                     task_id=started[0] if started else None,
                 ) from None
             left = give_up - time.monotonic()
