@@ -109,11 +109,11 @@ def test_a_variable_name_that_is_no_utf8_reaches_the_command_as_it_is(
 ) -> None:
     """A name's undecodable bytes came as U+FFFD (pydantic's JSON mode rewrites a key's
     surrogates; its values it keeps), so two such names could become one (a trial)."""
-    for name in (b"WAVE_TEST_\xe9", b"WAVE_TEST_\xe8"):
+    for name in (b"WAVE_NAME_\xe9", b"WAVE_NAME_\xe8"):
         monkeypatch.setitem(os.environb, name, b"v" + name[-1:])
-    shown = "import os; print(sorted(i for i in os.environb.items() if b'_TEST_' in i[0]))"
+    shown = "import os; print(sorted(i for i in os.environb.items() if b'_NAME_' in i[0]))"
     assert client.bash(f'python3 -c "{shown}"').stdout == (
-        "[(b'WAVE_TEST_\\xe8', b'v\\xe8'), (b'WAVE_TEST_\\xe9', b'v\\xe9')]"
+        "[(b'WAVE_NAME_\\xe8', b'v\\xe8'), (b'WAVE_NAME_\\xe9', b'v\\xe9')]"
     )
 
 
