@@ -223,11 +223,20 @@ class WaveMcp:
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
+        cancelled: list[bool] = []
+        command = str(arguments.get("command") or "")
+
+        def on_start(task_id: str) -> None:  # (in the call's thread)
+            started.append(task_id)
+            if cancelled and name == BASH_TOOL:  # named after its call was cancelled (the
+                self.cancelled_running[task_id] = command  # next result said nothing of
+                # it, a CI run: the host's cancel came before the thread read its ID)
+
         scope = CallScope(receipt=self._receipt())
         handoff = _Handoff(lambda got: self._given_back(name, started, got))
         call = functools.partial(
             self.client.call_tool, params.name, arguments, on_progress=on_progress,
-            on_start=started.append, on_ask=self._asker(request, arguments.get("command")),
+            on_start=on_start, on_ask=self._asker(request, arguments.get("command")),
             scope=scope, keep_notice=True,  # (an end it shows is confirmed once written)
         )  # fmt: skip
         data: dict[str, Any] | None = None
@@ -241,9 +250,10 @@ class WaveMcp:
             # out): the call ends as a lost caller's, at once, its thread freed; its
             # command goes on in the background and is announced (SPEC F5). The output
             # a read took goes back, as its result is never written (B6c).
+            cancelled.append(True)  # (first: a task named from now on is said by on_start)
             scope.abandon()
             if name == BASH_TOOL and started:  # (said with the next result: I3c)
-                self.cancelled_running[started[0]] = str(arguments.get("command") or "")
+                self.cancelled_running[started[0]] = command
             taken = handoff.abandon()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._given_back, name, started, taken)
