@@ -288,7 +288,7 @@ class Caller:
                 if started and not isinstance(exc, WaveError):  # runs on, unnamed (a trial)
                     exc.add_note(f"wave-bash: task {started[0]} keeps running in the background")
                 elif first_op == "run" and not isinstance(exc, WaveError):  # (before its
-                    exc.add_note(f"wave-bash: {_MAYBE_STARTED} ({self.cli_hint} tasks)")  # ID)
+                    exc.add_note(f"wave-bash: {_MAYBE_STARTED} (`{self.cli_hint} tasks`)")  # ID)
                 raise
             if epoch != self._abort_epoch or (scope is not None and scope.abandoned):
                 why = self._abort_reason if epoch != self._abort_epoch else CALLER_GONE

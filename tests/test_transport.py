@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import json
 import os
 import resource
@@ -179,7 +180,15 @@ def test_a_squatter_on_a_dead_supervisors_port_learns_nothing(
             os.setuid(65534)
             srv = socket.socket()
             srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            srv.bind(("127.0.0.1", port))
+            deadline = time.monotonic() + 10
+            while True:  # (the dead supervisor's connections, or another test's, may hold
+                try:  # the port a moment: "Address already in use", a CI run)
+                    srv.bind(("127.0.0.1", port))
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
             srv.listen(4)
             os.write(ready_w, b"1")
             first = True
