@@ -223,7 +223,7 @@ class WaveMcp:
             return _error_result("the MCP host went away; nothing was run")
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
-        cancelled: list[bool] = []
+        cancelled = False  # (set as the host cancels: read by on_start, in the call's thread)
         command = str(arguments.get("command") or "")
 
         def on_start(task_id: str) -> None:  # (in the call's thread)
@@ -250,7 +250,7 @@ class WaveMcp:
             # out): the call ends as a lost caller's, at once, its thread freed; its
             # command goes on in the background and is announced (SPEC F5). The output
             # a read took goes back, as its result is never written (B6c).
-            cancelled.append(True)  # (first: a task named from now on is said by on_start)
+            cancelled = True  # (first: a task named from now on is said by on_start)
             scope.abandon()
             if name == BASH_TOOL and started:  # (said with the next result: I3c)
                 self.cancelled_running[started[0]] = command

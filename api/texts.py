@@ -21,7 +21,7 @@ def format_seconds(ms: float) -> str:
     to 15 places at most."""
     places = 6
     if 0 < ms < 1:
-        places = min(15, 2 - math.floor(math.log10(ms / 1000)))
+        places = min(15, 5 - math.floor(math.log10(ms)))  # (of ms: 5e-324 / 1000 is 0)
     return f"{ms / 1000:.{places}f}".rstrip("0").rstrip(".")
 
 

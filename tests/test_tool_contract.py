@@ -143,6 +143,7 @@ def test_result_texts_exact() -> None:
     assert texts.format_seconds(0.5) == "0.0005" and texts.format_seconds(0.001) == "0.000001"
     assert texts.format_seconds(0.0004) == "0.0000004"  # (never `4e-07`: a trial)
     assert texts.format_seconds(1e-300) == "0"  # (15 places at most)
+    assert texts.format_seconds(5e-324) == "0"  # (a subnormal: its log in seconds failed)
     assert texts.format_seconds(0) == "0" and texts.format_seconds(1) == "0.001"
     assert texts.format_seconds(1.5) == "0.0015" and texts.format_seconds(1234.5) == "1.2345"
     assert texts.auto_backgrounded_text("ab12", "/p.log", 120_000) == (
