@@ -20,7 +20,7 @@ import re
 import shlex
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .calls import (
     FOREGROUND_PATIENCE,
@@ -141,6 +141,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     # then, a review), and is all there is of it when the output goes to that terminal.
     shown = watched and (args.interactive or not _a_pipe(sys.stdout))
     running: list[str] = []  # the task ID, once the supervisor started it
+    pressed: list[str] = []  # the task given a Ctrl+C (at a terminal: the first one)
     streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))
     to_terminal = shown and sys.stdout.isatty()
     streams = not (to_terminal or args.json or args.background or args.interactive)
@@ -153,6 +154,12 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     def background_it() -> None:
         if running:
             cli.call("background", task_id=running[0])
+
+    def interrupting() -> None:  # the first Ctrl+C given to the command
+        if watcher is not None:  # (what was typed ahead: dropped, as a terminal drops
+            watcher.typed.clear()  # its input on SIGINT)
+        if live is not None:
+            live.keys = "Ctrl+C sent: press it again to stop it"
 
     wait_s = (timeout or DEFAULT_TIMEOUT_MS) / 1000
     rules, sandbox = _guard(args)
@@ -179,6 +186,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     patience = RECONNECT_PATIENCE if args.background else max(FOREGROUND_PATIENCE, wait_s)
     try:
         with contextlib.ExitStack() as terminal:
+            if watched and not args.background:  # (before the watcher: given back after)
+                terminal.enter_context(_ctrl_c_interrupts(cli, running, pressed, interrupting))
             live = watcher = None
             if watched:
                 from .keys import CtrlBWatcher  # POSIX terminals only
@@ -199,7 +208,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
             if not _approved(result):  # (the refusal again, "a person can allow it when
                 raise InvalidInputError("declined: nothing was run")  # asked": a trial)
             params = {**params, "approved": True, "request_key": os.urandom(16).hex()}
-            result = cli.calls.call("run", params, None, started, patience=patience)
+            with _ctrl_c_interrupts(cli, running, pressed, interrupting):
+                result = cli.calls.call("run", params, None, started, patience=patience)
         streamed = streamer.finish()  # (its last write waits for the reader, as any write)
     except KeyboardInterrupt:
         stop = watched and not args.background  # a background start was meant to go on
@@ -214,7 +224,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         streamer.finish()
         raise
     try:
-        return _show_run(cli, args, result, running, watcher, rules, streamed)
+        return _show_run(cli, args, result, running, watcher, rules, streamed, bool(pressed))
     except Terminated as exc:  # (printing its output to a reader that reads nothing)
         return _leave(128 + exc.signum, None, _gone_note(cli, exc.said, running[-1], result))
     except BrokenPipeError:  # (`run -- make | head -1`: its reader went away, quietly;
@@ -240,9 +250,10 @@ def _show_run(
     watcher: Any,
     rules: Any,
     streamed: PiecePrinter | None,
+    interrupted: bool,
 ) -> int:
     """Print a run's result (as :func:`cmd_run` got it; ``streamed``: the output printed
-    as it came so far) and return its exit code."""
+    as it came so far; ``interrupted``: given a Ctrl+C) and return its exit code."""
     ahead = bytes(watcher.typed).decode("utf-8", "replace") if watcher is not None else ""
     if ahead and args.interactive and result.get("waitingForInput") and not args.json:
         # Typed while it ran, for it: typed now that it asks (with the terminal's echo as
@@ -262,6 +273,11 @@ def _show_run(
         # erased; without one, a script saw none of it, a review)
         _print_so_far(cli, running[-1], streamed)
         return _report_run(result, False, cli, printed=True)
+    if interrupted and running and _finished(result) and not args.json:
+        # Ended by a Ctrl+C, maybe: its output so far, cut as after a stop (a runaway
+        # command is why one presses it, and all of it took seconds to print: a review).
+        _print_so_far(cli, running[-1], streamed)
+        return _report_run(result, False, cli, printed=True)
     if streamed is not None and running:  # (the rest of it, whatever the result says:
         _print_whole_output(cli, running[-1], streamed)  # its excerpt came again, a review)
         return _report_run(result, False, cli, printed=True)
@@ -278,13 +294,62 @@ def _finished(result: dict[str, Any]) -> bool:
     return result.get("exitCode") is not None and not result.get("backgroundTaskId")
 
 
+@contextlib.contextmanager
+def _ctrl_c_interrupts(
+    cli: Cli, running: list[str], pressed: list[str], on_press: Callable[[], None]
+) -> Iterator[None]:
+    """At a terminal, the first Ctrl+C is the running command's, as a terminal gives it
+    to its foreground job (B3b: pytest prints its summary; ``run`` then ends as the
+    command does; ``on_press`` drops what was typed ahead, as a terminal does); the next one
+    stops it (``KeyboardInterrupt``: :func:`_interrupted`), as does the first where there
+    is nothing to interrupt (the command not named yet, or no process of it left to
+    signal). ``pressed`` gets the task given it. Where SIGINT is ignored, it stays so."""
+    import signal
+    import threading
+
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield
+        return
+    waiting = [True]  # (its call still waits: a stop now would cut a result short)
+
+    def give(task_id: str) -> None:
+        try:
+            cli.call("interrupt", task_id=task_id)
+            return
+        except (WaveError, OSError):  # (ended meanwhile, or no process to signal yet)
+            pass
+        with contextlib.suppress(WaveError, OSError):
+            if cli.call("wait", task_id=task_id, timeout=0).get("status") != "running":
+                return  # it ended: its result is on its way
+        if waiting:  # the stop, as a second Ctrl+C (a signal: the main thread may wait
+            # in a system call, which only a signal cuts short, not interrupt_main())
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    def press(signum: int, frame: Any) -> None:
+        if running and not pressed:
+            pressed.append(running[-1])
+            on_press()
+            threading.Thread(target=give, args=(running[-1],), daemon=True).start()
+            return
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, press)
+    try:
+        yield
+    finally:
+        waiting.clear()
+        signal.signal(signal.SIGINT, previous)
+
+
 def _interrupted(
     cli: Cli, task_id: str | None, stop: bool, so_far: Callable[[], object] | None
 ) -> int:
-    """Ctrl+C during ``run``: a person at a terminal means to interrupt the command, so it
-    is stopped; anything else (a script, an agent's harness) leaves it running in the
-    background, as a caller that went away does. Either way, said on stderr, after what
-    it printed so far (``so_far``)."""
+    """Ctrl+C during ``run`` (at a terminal, the second: see :func:`_ctrl_c_interrupts`):
+    a person at a terminal means to stop the command, so it is stopped; anything else (a
+    script, an agent's harness) leaves it running in the background, as a caller that
+    went away does. Either way, said on stderr, after what it printed so far
+    (``so_far``)."""
     if task_id is None or not stop:  # (its output so far too, as the README says: a
         return _leave(INTERRUPTED_EXIT, so_far, _gone_note(cli, "interrupted", task_id))
     try:  # (a trial's script got none)
@@ -992,6 +1057,15 @@ def cmd_bg(cli: Cli, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_interrupt(cli: Cli, args: argparse.Namespace) -> int:
+    record = cli.call("interrupt", task_id=args.id)
+    print(
+        f"{record['id']}: Ctrl+C sent; it runs on until its command ends by it "
+        f"(`{_wave(cli)} wait {record['id']}`; `{_wave(cli)} stop {record['id']}` stops it)"
+    )
+    return 0
+
+
 def cmd_gc(cli: Cli, args: argparse.Namespace) -> int:
     older_than = parse_duration(args.older_than) if args.older_than is not None else None
     result = cli.call("gc", older_than=older_than, unread=args.unread)
@@ -1247,6 +1321,11 @@ def _add_bg(sub: Any) -> None:
     _verb(sub, "bg", cmd_bg, help, ids="1", json=False)
 
 
+def _add_interrupt(sub: Any) -> None:
+    help = "press Ctrl+C for a running task (SIGINT to its command; stop ends it)"
+    _verb(sub, "interrupt", cmd_interrupt, help, ids="1", json=False)
+
+
 def _add_bridge(sub: Any) -> None:
     bridge = sub.add_parser(
         "bridge", help="serve one request from stdin (ssh HOST wave-bash bridge)"
@@ -1317,6 +1396,7 @@ _VERBS: dict[str, Callable[[Any], None]] = {
     "wait": _add_wait,
     "stop": _add_stop,
     "bg": _add_bg,
+    "interrupt": _add_interrupt,
     "input": _add_input,
     "attach": _add_attach,
     "bridge": _add_bridge,

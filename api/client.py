@@ -53,6 +53,7 @@ from .protocol import (
     DeliveredRequest,
     GcRequest,
     InputRequest,
+    InterruptRequest,
     LoginPathRequest,
     NotificationsRequest,
     OutputRequest,
@@ -428,6 +429,12 @@ class Client:
     def background(self, task_id: str) -> TaskRecord:
         """Move a running foreground command to the background (SPEC F4)."""
         return self._call(BackgroundRequest(session=self.session, task_id=task_id))
+
+    def interrupt(self, task_id: str) -> TaskRecord:
+        """Press Ctrl+C for a running task (SPEC B3b): SIGINT to its command's process
+        group (an interactive task: the key typed into its terminal). It runs on until
+        the command ends by it, if it does; :meth:`stop` ends it whatever it does."""
+        return self._call(InterruptRequest(session=self.session, task_id=task_id))
 
     def task_output(
         self,

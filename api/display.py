@@ -19,6 +19,8 @@ class LiveView:
 
     def __init__(self) -> None:
         self.lines = 0
+        self.keys = "Ctrl+B to background"
+        """What the status line says of the keys (after a Ctrl+C: that the next stops it)."""
 
     def show(self, update: dict[str, Any]) -> None:
         """Draw a progress update (its contract JSON)."""
@@ -27,7 +29,7 @@ class LiveView:
         # at the next redraw. A terminal that reports no size (0, a bare pty) gets 80.
         width = os.get_terminal_size(sys.stderr.fileno()).columns or 80
         seconds = int(update.get("elapsedMs", 0)) // 1000
-        status = f"… running {seconds}s ({update.get('taskId')}, Ctrl+B to background)"
+        status = f"… running {seconds}s ({update.get('taskId')}, {self.keys})"
         lines = [*str(update.get("shortResult", "")).splitlines(), status]
         sys.stderr.write("\n".join(_fit(line, max(1, width - 1)) for line in lines) + "\n")
         sys.stderr.flush()

@@ -208,7 +208,8 @@ class RunParams(Params):
 
 
 class TaskParams(Params):
-    """``stop``, ``background``, ``wait``: act on one task (``shell_id`` is an older name)."""
+    """``stop``, ``background``, ``interrupt``, ``wait``: act on one task (``shell_id`` is
+    an older name)."""
 
     task_id: TaskId
     timeout: TimeoutMs = None
@@ -454,6 +455,11 @@ class BackgroundRequest(TaskParams, Request[TaskRecord]):
     result_type: ClassVar[Any] = TaskRecord
 
 
+class InterruptRequest(TaskParams, Request[TaskRecord]):
+    op: Literal["interrupt"] = "interrupt"
+    result_type: ClassVar[Any] = TaskRecord
+
+
 class WaitRequest(TaskParams, Request[TaskRecord]):
     op: Literal["wait"] = "wait"
     result_type: ClassVar[Any] = TaskRecord
@@ -547,6 +553,7 @@ AnyRequest = Annotated[
     | StopRequest
     | StopManyRequest
     | BackgroundRequest
+    | InterruptRequest
     | WaitRequest
     | OutputRequest
     | InputRequest

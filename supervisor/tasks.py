@@ -52,6 +52,7 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
+    interrupt_job,
     job_forked,
     jobexit,
     mark_stopping,
@@ -1893,6 +1894,15 @@ class TaskManager:
         if task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id):
             return row.pid
         return 0
+
+    async def interrupt(self, task: LiveTask) -> bool:
+        """Ctrl+C for a running task's command (``worker.interrupt_job``), through its
+        monitor as this supervisor knows it (ours, or re-adopted and still the same
+        process), once a task just started has forked its job, as for a stop; False:
+        nothing to interrupt."""
+        await self._jobs_started([task], lambda t: not t.row.pid or job_forked(t.row.pid))
+        monitor = self._monitor(task)
+        return bool(monitor) and interrupt_job(monitor)
 
     def _tell_stopping(self, task: LiveTask) -> None:
         """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`);

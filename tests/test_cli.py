@@ -413,7 +413,7 @@ def test_arguments_refused_are_one_json_value_with_json(state_dir: Path) -> None
     )
     plain = run_cli(state_dir, "run")
     assert plain.returncode == 2 and plain.stdout == ""
-    assert "{run,schema,tasks,output,wait,stop,bg,input,attach," in plain.stderr
+    assert "{run,schema,tasks,output,wait,stop,bg,interrupt,input,attach," in plain.stderr
     for verb, unknown in (("run", "-x"), ("tasks", "--bogus"), ("mcp", "--bogus")):
         r = run_cli(state_dir, verb, unknown)  # (said with the whole CLI's usage: a trial)
         assert r.stderr.startswith(f"usage: wave-bash {verb} [-h]"), r.stderr
@@ -550,7 +550,7 @@ def test_global_options_after_the_verb(state_dir: Path, tmp_path: Path) -> None:
 def test_every_verb_takes_the_global_options_after_it() -> None:
     from wave_bash.api.cli import _VERBS, build_parser, parse
 
-    rest = {"output": ["x"], "wait": ["x"], "stop": ["x"], "bg": ["x"], "input": ["x", "y"],
+    rest = {"output": ["x"], "wait": ["x"], "stop": ["x"], "bg": ["x"], "interrupt": ["x"], "input": ["x", "y"],
             "attach": ["x"], "supervisor": ["status"], "run": ["--", "ls"]}  # fmt: skip
     for verb in _VERBS:
         session = [] if verb == "mcp" else ["--session", "after"]

@@ -96,6 +96,21 @@ def test_ctrl_c_to_a_running_command(client: Client) -> None:
     assert killed.status == "killed" and killed.exit_code == 130
 
 
+def test_an_interrupt_types_ctrl_c_into_its_terminal(client: Client) -> None:
+    """An interactive task's Ctrl+C (B3b) is the key, typed: its terminal signals what runs
+    in front there, as it would for a person (the command leads a session of its own, so
+    no signal to a process group of ours would reach it), and a REPL then asks again."""
+    r = client.bash("python3 -q", timeout=LONG, interactive=True)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    busy = client.task_input(task_id, "import time; time.sleep(60)\n", timeout=300)
+    assert busy.status == "running" and not busy.waiting_for_input
+    assert client.interrupt(task_id).status == "running"
+    wait_until(lambda: client.task_output(task_id, block=False).waiting_for_input, timeout=15)
+    assert "KeyboardInterrupt" in Path(r.output_path or "").read_text()
+    client.task_stop(task_id)
+
+
 def test_it_is_a_terminal_of_the_given_size(client: Client) -> None:
     command = 'echo "$TERM"; stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo tty'
     assert client.bash(command, interactive=True).stdout == "dumb\n24 80\ntty"

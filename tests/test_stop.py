@@ -483,6 +483,49 @@ def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: 
     assert time.monotonic() - started >= 2  # TERM was ignored: KILL after the grace
 
 
+def test_an_interrupt_is_a_terminals_ctrl_c(state_dir: Path, tracking: str) -> None:
+    """Ctrl+C for a task (B3b): SIGINT to its command's process group, as a terminal sends
+    it, and the command decides: a trap prints its summary and exits as it chooses, a
+    pipeline dies of it, and its shell with it, one that ignores it runs on (a stop ends
+    it). No stop: no end reason."""
+    n = marker()
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, f"trap 'echo summary; exit 3' INT; echo started; sleep {n}")
+    wait_until(lambda: running(n))
+    assert client.interrupt(tid).status == "running"
+    record = client.wait(tid, timeout=15_000)
+    assert (record.status, record.exit_code, record.end_reason) == ("failed", 3, None)
+    assert Path(record.output_path).read_text() == "started\nsummary\n"
+    tid = start_bg(client, f"sleep {n} | sleep {n}; echo not-reached")
+    wait_until(lambda: len(running(n)) == 2)
+    client.interrupt(tid)
+    record = client.wait(tid, timeout=15_000)
+    assert (record.status, record.exit_code, record.end_reason) == ("killed", 130, None)
+    assert not running(n) and Path(record.output_path).read_text() == ""
+    tid = start_bg(client, f"trap '' INT; sleep {n}")
+    wait_until(lambda: running(n))
+    client.interrupt(tid)
+    assert client.wait(tid, timeout=500).status == "running"
+    assert client.task_stop(tid).status == "killed"
+    with pytest.raises(
+        TaskNotRunningError, match=f"Cannot interrupt task {tid}: it is not running"
+    ):
+        client.interrupt(tid)
+    cli = run_cli(state_dir, "interrupt", tid)
+    assert cli.returncode == 2 and f"Cannot interrupt task {tid}" in cli.stderr
+
+
+def test_the_interrupt_verb(state_dir: Path) -> None:
+    """`wave-bash interrupt ID` says what it did and what comes next."""
+    client = Client(state_dir=state_dir)
+    tid = start_bg(client, "trap 'echo bye; exit 4' INT; echo ready; while :; do sleep 0.1; done")
+    wait_until(lambda: "ready" in client.task_output(tid, block=False).output)
+    said = run_cli(state_dir, "interrupt", tid)
+    assert said.returncode == 0 and said.stdout.startswith(f"{tid}: Ctrl+C sent; it runs on")
+    assert client.wait(tid, timeout=15_000).exit_code == 4
+    assert run_cli(state_dir, "interrupt", "nosuch").returncode == 2
+
+
 def leave_a_daemon(state_dir: Path) -> tuple[str, str, Client]:
     """A task that ends at once, leaving a daemon (new session, no tag) running; returns
     the daemon's marker, the task ID and the client."""

@@ -281,15 +281,42 @@ def test_bg_cli(state_dir: Path) -> None:
     assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
 
 
-def test_ctrl_c_in_a_terminal_stops_the_command(
+def test_the_first_ctrl_c_in_a_terminal_is_the_commands(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
-    """A person pressing Ctrl+C means to interrupt: the task is stopped and it says so."""
+    """Ctrl+C at a terminal reaches the command as a terminal gives it (SIGINT to its
+    process group): pytest prints its summary, and `run` exits as the command does (it
+    stopped the task, and the summary was lost: a review). No notice: it ended as the
+    person's foreground command."""
     out = tmp_path / "rc.txt"
     cli = cli_line(state_dir)
-    line = f"{cli} run -- 'echo started; sleep 30'; echo rc=$? > {out}"
-    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    line = f"{cli} run -- 'trap \"echo summary; exit 3\" INT; echo started; sleep 30'"
+    subprocess.run([*tmux, "send-keys", "-t", "t", f"{line}; echo rc=$? > {out}", "Enter"])
     wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    assert out.read_text().strip() == "rc=3"
+    lines = pane(tmux).splitlines()
+    assert lines[lines.index("started") + 1] == "summary" and "^C: stopped" not in pane(tmux)
+    client = Client(state_dir=state_dir)
+    (task,) = client.tasks(all=True)
+    assert (task.status, task.exit_code, task.end_reason) == ("failed", 3, None)
+    assert (task.owner, task.background_reason) == ("foreground", None)
+    assert client.notifications() == []
+
+
+def test_a_second_ctrl_c_in_a_terminal_stops_the_command(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """A command that carries on after Ctrl+C is stopped by the next one, which says so
+    (the status line said the first was sent)."""
+    out = tmp_path / "rc.txt"
+    cli = cli_line(state_dir)
+    line = f"{cli} run -- 'trap \"echo got-\\$((6 * 7))\" INT; echo started; while :; do sleep 0.1; done'"
+    subprocess.run([*tmux, "send-keys", "-t", "t", f"{line}; echo rc=$? > {out}", "Enter"])
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: "got-42" in pane(tmux) and "press it again to stop" in pane(tmux), 15)
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
     wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
     assert out.read_text().strip() == "rc=130"
@@ -299,7 +326,7 @@ def test_ctrl_c_in_a_terminal_stops_the_command(
     # found the output gone from the screen).
     lines = pane(tmux).splitlines()
     stopped = lines.index(f"^C: stopped task {task.id} (killed)")
-    assert task.status == "killed" and lines[stopped - 1] == "started"
+    assert task.status == "killed" and lines[stopped - 2 : stopped] == ["started", "got-42"]
     # It ended as the person's foreground command: no notice tells any agent of the
     # session about a "background command" (it was recorded as one whose caller was lost).
     assert (task.owner, task.background_reason) == ("foreground", None)
@@ -381,19 +408,21 @@ def _asked_at_the_prompt(
     return out
 
 
-def test_ctrl_c_after_approving_at_the_prompt_stops_the_command(
+def test_ctrl_c_after_approving_at_the_prompt_reaches_the_command(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
-    """The command a person approved at the prompt is stopped by Ctrl+C too."""
-    out = _asked_at_the_prompt(tmux, state_dir, tmp_path, "Bash(sleep *)", "sleep 30")
+    """The command a person approved at the prompt gets Ctrl+C too."""
+    out = _asked_at_the_prompt(tmux, state_dir, tmp_path, "Bash(echo *)", "echo go; sleep 30")
     subprocess.run([*tmux, "send-keys", "-t", "t", "y", "Enter"], check=True)
     client = Client(state_dir=state_dir)
-    wait_until(lambda: any(t.status == "running" for t in client.tasks(all=True)), timeout=15)
+    wait_until(
+        lambda: any("go" in Path(t.output_path).read_text() for t in client.tasks(all=True)), 15
+    )
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
     wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
     (task,) = client.tasks(all=True)
     assert out.read_text().strip() == "rc=130" and task.status == "killed"
-    assert f"^C: stopped task {task.id}" in pane(tmux)
+    assert (task.exit_code, task.end_reason) == (130, None)  # (sleep died of it)
 
 
 def test_a_command_declined_at_the_prompt_says_so_once(
@@ -473,11 +502,11 @@ def test_keys_typed_while_it_runs_are_not_lost(
     assert "hunter2" not in Path(last.output_path).read_text()
     # Keys typed before Ctrl+C are dropped, as a terminal drops type-ahead on SIGINT.
     subprocess.run([*send, "clear", "Enter"], check=True)
-    subprocess.run([*send, f"{cli} run -- 'sleep 30'", "Enter"], check=True)
+    subprocess.run([*send, f"{cli} run -- 'sleep 30'; echo rc=$?", "Enter"], check=True)
     wait_until(running, timeout=15)
     subprocess.run([*send, "echo dropped-$((6 * 7))"], check=True)
     subprocess.run([*send, "C-c"], check=True)
-    wait_until(lambda: "^C: stopped task" in pane(tmux), timeout=15)
+    wait_until(lambda: "\nrc=130" in pane(tmux), timeout=15)
     subprocess.run([*send, "echo next-$((6 * 7))", "Enter"], check=True)
     wait_until(lambda: "\nnext-42" in pane(tmux), timeout=15)
     assert "dropped-42" not in pane(tmux)

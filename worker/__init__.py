@@ -11,6 +11,7 @@ from .files import TaskFiles, open_regular
 from .kill import (
     ProcessTable,
     TaskTree,
+    interrupt_job,
     job_forked,
     process_tag,
     snapshot,
@@ -87,6 +88,7 @@ __all__ = [
     "exit_status",
     "final_cwd",
     "find_git_bash",
+    "interrupt_job",
     "job_forked",
     "last_lines",
     "mark_stopping",

@@ -150,17 +150,41 @@ def job_forked(monitor_pid: int) -> bool:
     the stop (the monitor of a long command reads it first: ~15 ms for 1 MB). The job is
     the child that leads a process group of its own: not the monitor's own `$(…)` nor
     the `cat` an old bash reads its instructions with (a review)."""
-    try:
-        with open(f"/proc/{monitor_pid}/task/{monitor_pid}/children", "rb") as fh:
-            children = [int(pid) for pid in fh.read().split()]
-    except (OSError, ValueError):  # exited, or no such list here (macOS): psutil says which
-        try:
-            children = [child.pid for child in psutil.Process(monitor_pid).children()]
-        except psutil.Error:
-            return True
+    children = _children(monitor_pid)
+    if children is None:
+        return True
     if not hasattr(os, "getpgid"):  # (Windows: no process groups to tell them apart)
         return bool(children)
     return any(_leads_its_group(child) for child in children)
+
+
+def interrupt_job(monitor_pid: int) -> bool:
+    """Ctrl+C for a task (SPEC B3b): SIGINT to its job's process group, as a terminal
+    sends it to its foreground job, so the command decides (pytest prints its summary, a
+    bash waiting for a command that SIGINT does not end goes on). Sent to the group, not
+    through the monitor, whose forwarding interrupts its own wait for the job (bash 5.2
+    may lose the status then: F1b), and a Python monitor forwards nothing. False: no job
+    to interrupt (not forked yet, or ended; Windows has no process groups)."""
+    if not hasattr(os, "killpg"):
+        return False
+    for child in _children(monitor_pid) or []:
+        if _leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
+            with contextlib.suppress(ProcessLookupError):  # unreaped, so its pid and
+                os.killpg(child, signal.SIGINT)  # group are its own)
+                return True
+    return False
+
+
+def _children(monitor_pid: int) -> list[int] | None:
+    """A process's children, or None: it is gone."""
+    try:
+        with open(f"/proc/{monitor_pid}/task/{monitor_pid}/children", "rb") as fh:
+            return [int(pid) for pid in fh.read().split()]
+    except (OSError, ValueError):  # exited, or no such list here (macOS): psutil says which
+        try:
+            return [child.pid for child in psutil.Process(monitor_pid).children()]
+        except psutil.Error:
+            return None
 
 
 def _leads_its_group(pid: int) -> bool:

@@ -37,6 +37,7 @@ HANDLERS: dict[type[rq.Request[Any]], Handler] = dict(
         _serves(rq.OutputRequest, output.handle),
         _serves(rq.InputRequest, terminal.handle_input),
         _serves(rq.TerminalRequest, terminal.handle_terminal),
+        _serves(rq.InterruptRequest, terminal.handle_interrupt),
         _serves(rq.NotificationsRequest, notifications.handle_notifications),
         _serves(rq.AckRequest, notifications.handle_ack),
         _serves(rq.AnnounceRequest, notifications.handle_announce),

@@ -1,5 +1,6 @@
-"""``input`` (TaskInput, SPEC P3) and ``terminal`` (a person attached, SPEC P5): typing
-into an interactive task's terminal."""
+"""``input`` (TaskInput, SPEC P3), ``terminal`` (a person attached, SPEC P5) and
+``interrupt`` (Ctrl+C, B3b): typing into an interactive task's terminal, or as a terminal
+would."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import os
 from collections.abc import Awaitable
 from typing import Any
 
-from wave_bash.api.errors import InvalidInputError
-from wave_bash.api.models import TaskOutputResult, TerminalResult
-from wave_bash.api.protocol import InputParams, TerminalParams
+from wave_bash.api.errors import InvalidInputError, TaskNotRunningError
+from wave_bash.api.models import TaskOutputResult, TaskRecord, TerminalResult
+from wave_bash.api.protocol import InputParams, TaskParams, TerminalParams
 from wave_bash.worker import open_regular
 from wave_bash.worker.tail import file_size
 
@@ -23,6 +24,8 @@ from ..terminals import TYPING_WINDOW, TerminalGone, TerminalLink, TypedThenGone
 from .output import read_output, removed_outside, stored_start
 from .tasks import _row, _running
 
+INTERRUPT_KEY = "\x03"
+"""Ctrl+C, as a terminal's keyboard sends it (the terminal's ``intr`` character)."""
 TERMINAL_CHUNK = 64 * 1024
 """Most log bytes one ``terminal`` answer carries."""
 TERMINAL_BACKLOG = 4096
@@ -92,6 +95,24 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     if task.ended.done() and not p.keep_notice:
         end_reported(ctx, conn, task.row, p.session)
     return result
+
+
+async def handle_interrupt(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
+    """Ctrl+C for a running task (SPEC B3b), as a terminal gives it: an interactive task's
+    terminal has the key typed (its line discipline signals what runs in front there);
+    any other task's job gets SIGINT, its process group. The command decides what it
+    means; the task runs on until it ends (a stop ends it whatever it decides)."""
+    task = _running(ctx, p.task_id, "interrupt")
+    if task.row.interactive:
+        await _typed(ctx, task, _terminal(task).type(INTERRUPT_KEY))
+    elif not await ctx.tasks.interrupt(task):
+        _running(ctx, p.task_id, "interrupt")  # (it ended meanwhile: said as such)
+        raise TaskNotRunningError(
+            f"Cannot interrupt task {task.id}: its command has no process to interrupt "
+            f"(not started yet, or ending); stop it instead",
+            task_id=task.id,
+        )
+    return views.task_record(task.row, ctx.tasks)
 
 
 async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> TerminalResult:
