@@ -385,15 +385,17 @@ class Client:
                 scope=scope,
             ).to_json_dict()
         if name == TASK_STOP_TOOL:
-            stop = parse_params(StopRequest, {**args, "session": self.session})
+            stop = parse_params(
+                StopRequest, {**args, "session": self.session, "sandbox": self.sandbox}
+            )
             return self._call(stop, scope=scope).to_json_dict()
         if name == TASK_OUTPUT_TOOL:
             read = parse_params(OutputRequest, {**args, "session": self.session})
             return self._call(read, scope=scope).to_json_dict()
         if name == TASK_INPUT_TOOL:
+            guard = {"rules": self.rules, "sandbox": self.sandbox}
             typed = parse_params(
-                InputRequest,
-                {**args, "session": self.session, "rules": self.rules, "keep_notice": keep_notice},
+                InputRequest, {**args, "session": self.session, **guard, "keep_notice": keep_notice}
             )
             return self._call(typed, scope=scope).to_json_dict()
         known = ", ".join(tool["name"] for tool in tool_definitions("mcp"))
@@ -420,21 +422,27 @@ class Client:
     def task_stop(self, task_id: str) -> TaskRecord:
         """Stop a task and its whole process tree (SPEC B3). Its completion notice stays
         pending, as for :meth:`wait`."""
-        return self._call(StopRequest(session=self.session, task_id=task_id))
+        return self._call(StopRequest(session=self.session, task_id=task_id, sandbox=self.sandbox))
 
     def task_stop_many(self, task_ids: list[str]) -> list[TaskRecord]:
         """Stop several tasks at once; unknown IDs raise before anything is stopped."""
-        return self._call(StopManyRequest(session=self.session, task_ids=task_ids))
+        return self._call(
+            StopManyRequest(session=self.session, task_ids=task_ids, sandbox=self.sandbox)
+        )
 
     def background(self, task_id: str) -> TaskRecord:
         """Move a running foreground command to the background (SPEC F4)."""
-        return self._call(BackgroundRequest(session=self.session, task_id=task_id))
+        return self._call(
+            BackgroundRequest(session=self.session, task_id=task_id, sandbox=self.sandbox)
+        )
 
     def interrupt(self, task_id: str) -> TaskRecord:
         """Press Ctrl+C for a running task (SPEC B3b): SIGINT to its command's process
         group (an interactive task: the key typed into its terminal). It runs on until
         the command ends by it, if it does; :meth:`stop` ends it whatever it does."""
-        return self._call(InterruptRequest(session=self.session, task_id=task_id))
+        return self._call(
+            InterruptRequest(session=self.session, task_id=task_id, sandbox=self.sandbox)
+        )
 
     def task_output(
         self,
@@ -476,6 +484,7 @@ class Client:
                 "timeout": timeout,
                 "request_key": uuid.uuid4().hex,
                 "rules": self.rules,
+                "sandbox": self.sandbox,
             },
         )
         return self._call(params)
@@ -501,6 +510,7 @@ class Client:
             sizer=sizer, only_if_last=only_if_last, offset=offset, wait=wait,
             request_key=uuid.uuid4().hex if input else None,
             rules=self.rules if input else None,
+            sandbox=self.sandbox if input or resize else None,
         )  # fmt: skip
         return self._call(params)
 

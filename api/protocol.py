@@ -213,6 +213,9 @@ class TaskParams(Params):
 
     task_id: TaskId
     timeout: TimeoutMs = None
+    sandbox: SandboxSpec | None = None
+    """The caller's own sandbox (SB1c): under one, it acts only on its own session's
+    tasks that run sandboxed no looser than it (``wait`` only reads)."""
 
 
 class StopParams(TaskParams):
@@ -235,6 +238,8 @@ class StopManyParams(Params):
     """``stop_many``: stop several tasks at once (one process-table scan for all)."""
 
     task_ids: list[PrintableText]
+    sandbox: SandboxSpec | None = None
+    """As for ``stop`` (SB1c)."""
 
 
 class OutputParams(Params):
@@ -274,6 +279,8 @@ class InputParams(Params):
     rules: RulesSpec | None = None
     """The caller's permission rules (PM): under them, input goes only into an
     interactive command of its own session that rules let start (P3)."""
+    sandbox: SandboxSpec | None = None
+    """The caller's own sandbox: under one, input goes only where a stop may (SB1c)."""
 
 
 class TerminalParams(Params):
@@ -300,6 +307,9 @@ class TerminalParams(Params):
     rules: RulesSpec | None = None
     """As for ``input``: under the caller's rules, its keys go only where TaskInput's may
     (P3). ``attach`` sends none: a person types there."""
+    sandbox: SandboxSpec | None = None
+    """As for ``input``: under the caller's sandbox, keys and sizes go only where a stop
+    may (SB1c)."""
 
 
 class TasksParams(Params):

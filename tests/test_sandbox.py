@@ -1999,3 +1999,49 @@ def test_a_commondir_a_sandboxed_command_makes_is_moved_aside(
     stopped = "The command was stopped because a file that git outside the sandbox would run"
     assert f"{stopped} was made in its workspace." in r.message.splitlines(), r.message
     assert not (project / ".git/commondir").exists()
+
+
+def test_a_sandboxed_caller_acts_only_on_its_own_sessions_sandboxed_tasks(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """SB1c: a sandboxed agent read another session's task IDs (the cgroup tree is in
+    the sandbox's read-only view) and typed `touch OUTSIDE` into that session's
+    unsandboxed shell through TaskInput, which ran it outside any sandbox; TaskStop killed
+    that session's tasks too (a review). Now it types, interrupts, moves and stops only its
+    own session's tasks that ran sandboxed no looser than itself; reading is left open."""
+    outside = tmp_path / "outside"
+    user = Client(state_dir=state_dir, session="user")
+    shell = user.bash("bash --norc -i", run_in_background=True, interactive=True)
+    other = user.bash("sleep 600", run_in_background=True)
+    looser = Client(state_dir=state_dir, session="agent", cwd=project, sandbox="workspace-write")
+    loose = looser.bash("sleep 600", run_in_background=True)
+    agent = Client(state_dir=state_dir, session="agent", cwd=project, sandbox="read-only")
+    own = agent.bash("cat", run_in_background=True, interactive=True)
+    denied = "Permission denied: under a sandbox"
+    typed = {"task_id": shell.background_task_id, "input": f"touch {outside}\n", "timeout": 2000}
+    with pytest.raises(InvalidInputError, match=f"{denied}.*another session's"):
+        agent.call_tool("TaskInput", typed)
+    for keys in ({"input": "x"}, {"resize": (100, 30)}):
+        with pytest.raises(InvalidInputError, match=denied):
+            agent.terminal(shell.background_task_id or "", **keys)  # type: ignore[arg-type]
+    for task_id in (shell.background_task_id, other.background_task_id):
+        assert task_id
+        for act in (agent.task_stop, agent.interrupt, agent.background):
+            with pytest.raises(InvalidInputError, match=denied):
+                act(task_id)
+        with pytest.raises(InvalidInputError, match=denied):
+            agent.call_tool("TaskStop", {"task_id": task_id})
+        with pytest.raises(InvalidInputError, match=f"{denied}.*Nothing was done"):
+            agent.task_stop_many([own.background_task_id or "", task_id])
+    assert loose.background_task_id
+    with pytest.raises(InvalidInputError, match=f"{denied}.*more loosely"):
+        agent.task_stop(loose.background_task_id)
+    assert looser.task_stop(loose.background_task_id).status == "killed"
+    assert all(t.status == "running" for t in user.tasks())  # nothing was done to them
+    assert not outside.exists()
+    assert agent.task_output(other.background_task_id or "", block=False).status == "running"
+    own_id = own.background_task_id or ""
+    assert agent.task_input(own_id, "hi\n", timeout=2000).status == "running"
+    assert agent.task_stop(own_id).status == "killed"
+    for task in user.tasks():
+        user.task_stop(task.id)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
-from wave_bash.api.errors import TaskNotFoundError, TaskNotRunningError
+from wave_bash.api.errors import InvalidInputError, TaskNotFoundError, TaskNotRunningError
 from wave_bash.api.models import TaskRecord
-from wave_bash.api.protocol import StopManyParams, StopParams, TaskParams, TasksParams
+from wave_bash.api.protocol import (
+    SandboxSpec,
+    StopManyParams,
+    StopParams,
+    TaskParams,
+    TasksParams,
+)
 from wave_bash.api.states import BackgroundReason, EndReason
 from wave_bash.api.texts import outcome_text
+from wave_bash.worker.sandbox import Sandbox
 
 from .. import views
 from ..context import Connection, Context
@@ -35,10 +43,56 @@ def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
     return task
 
 
+def confined(
+    ctx: Context, caller: SandboxSpec | None, session: str, row: TaskRow, act: str
+) -> None:
+    """A caller under a sandbox acts (stops, interrupts, types, resizes, moves to the
+    background) only on its own session's tasks that ran sandboxed no looser than it
+    (SB1c): a sandboxed agent typed into another session's unsandboxed shell through
+    TaskInput, and what it typed ran outside any sandbox (a review).
+
+    Raises:
+        InvalidInputError: it may not; nothing was done.
+    """
+    if caller is None:
+        return
+    task = ctx.tasks.live.get(row.id)
+    ran = task.sandbox if task is not None else None
+    if row.session == session and row.sandbox is not None and _no_looser(row.sandbox, ran, caller):
+        return
+    whose = (
+        "another session's" if row.session != session
+        else "one that ran without a sandbox" if row.sandbox is None
+        else "sandboxed more loosely than this caller (its workspace or network)"
+    )  # fmt: skip
+    raise InvalidInputError(
+        f"Permission denied: under a sandbox, {act} acts only on this session's sandboxed "
+        f"tasks; task {row.id} is {whose}. Nothing was done."
+    )
+
+
+def _no_looser(mode: str, ran: Sandbox | None, caller: SandboxSpec) -> bool:
+    """Whether a task's sandbox (``mode``; ``ran``: all of it, while it runs) lets its
+    command do nothing the caller's own sandbox would not."""
+    if ran is None:  # (it ended, what it left runs on: its mode is what is recorded)
+        return mode == "read-only" or caller.mode == "workspace-write"
+    if ran.network and not caller.network:
+        return False
+    if ran.mode == "read-only":
+        return True
+    workspace = caller.workspace
+    return (
+        caller.mode == "workspace-write"
+        and bool(workspace)
+        and (os.path.realpath(workspace or "") == ran.workspace)
+    )
+
+
 async def handle_stop(ctx: Context, p: StopParams, conn: Connection) -> TaskRecord:
     """TaskStop (SPEC B3): every process of the task, then the recorded status. A task
     that ended but left processes running has those stopped."""
     row = _row(ctx, p.task_id)
+    confined(ctx, p.sandbox, p.session, row, "TaskStop")
     lingering = ctx.tasks.lingering.get(p.task_id)
     left = ctx.tasks.leftover_count(p.task_id) if lingering is not None else 0
     if lingering is not None and p.task_id not in ctx.tasks.live and left:
@@ -70,6 +124,8 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
             missing[0], f"No task found with ID: {', '.join(missing)}; nothing was stopped"
         )
     rows = [row for row in found if row is not None]
+    for row in rows:
+        confined(ctx, p.sandbox, p.session, row, "TaskStop")
     live = {r.id: ctx.tasks.live[r.id] for r in rows if r.id in ctx.tasks.live}
     lingering = [ctx.tasks.lingering[r.id] for r in rows if r.id in ctx.tasks.lingering]
     left = {t.id: ctx.tasks.leftover_count(t.id) for t in lingering if t.id not in live}
@@ -85,6 +141,7 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
 
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
     """F4: the user moves a running foreground command to the background."""
+    confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id), "a move to the background")
     task = _running(ctx, p.task_id, "background")
     ctx.tasks.move_to_background(task, BackgroundReason.USER)
     return views.task_record(task.row, ctx.tasks)

@@ -22,7 +22,7 @@ from ..journal import TaskRow
 from ..tasks import LiveTask
 from ..terminals import TYPING_WINDOW, TerminalGone, TerminalLink, TypedThenGone
 from .output import read_output, removed_outside, stored_start
-from .tasks import _row, _running
+from .tasks import _row, _running, confined
 
 INTERRUPT_KEY = "\x03"
 """Ctrl+C, as a terminal's keyboard sends it (the terminal's ``intr`` character)."""
@@ -75,7 +75,8 @@ def _terminal(task: LiveTask) -> TerminalLink:
 async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOutputResult:
     """Type the input, then wait until the command waits for input again, ends, or the
     timeout passes; the new output since this session's last read."""
-    _interactive(_row(ctx, p.task_id))
+    _interactive(row := _row(ctx, p.task_id))
+    confined(ctx, p.sandbox, p.session, row, "TaskInput")
     task = _running(ctx, p.task_id, "type into")
     await _allowed_input(p, task.row)
     link = _terminal(task)
@@ -102,6 +103,7 @@ async def handle_interrupt(ctx: Context, p: TaskParams, conn: Connection) -> Tas
     terminal has the key typed (its line discipline signals what runs in front there);
     any other task's job gets SIGINT, its process group. The command decides what it
     means; the task runs on until it ends (a stop ends it whatever it decides)."""
+    confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id), "an interrupt")
     task = _running(ctx, p.task_id, "interrupt")
     if task.row.interactive:
         await _typed(ctx, task, _terminal(task).type(INTERRUPT_KEY))
@@ -121,6 +123,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     row = _row(ctx, p.task_id)
     if p.input or p.resize is not None or p.size is None:  # (an attach names no size)
         _interactive(row)
+    if p.input or p.resize is not None:
+        confined(ctx, p.sandbox, p.session, row, "typing")
     task = ctx.tasks.live.get(row.id)
     resize = p.resize if task is not None and not task.ended.done() else None
     if p.input:
