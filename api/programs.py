@@ -829,36 +829,74 @@ _OPTION_NAMES = frozenset({"allexport", "keyword", "loginshell", "globsubst", "i
 what a nested shell's text does beyond what it reads as."""
 
 
+_COMPUTED = "\0computed"
+"""An option's value known only as the shell runs (a word the text computes)."""
+
+
+def _shell_options(rest: Sequence[str | None]) -> tuple[list[tuple[str, str | None]], int]:
+    """A shell's options as it reads them, and where its operands begin: each option as
+    (its word's sign and letter, ``-o``; or a long word, ``--login``) with its value
+    (``-o``, ``-O``, ``+o``, ``+O`` and ``--rcfile``, ``--init-file``, ``--emulate``
+    take the next word; ``_COMPUTED`` for a word known only as it runs, None for none).
+    Letters come apart from their group and each ``o`` or ``O`` in it takes a word of its
+    own, as bash and zsh read them: ``-euo pipefail -c TEXT`` has TEXT as its script (the
+    group was taken for one option, `pipefail` for a script file, and TEXT went unchecked:
+    a review). Options end at ``--``, ``-``, or the first word that is none (its operands:
+    the script of ``-c``, or a script file); a computed word ends them too, unread."""
+    options: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word is None:
+            break
+        i += 1
+        if word in ("--", "-"):
+            break
+        if word.startswith("--"):
+            takes = word in SHELL_OPTIONS_WITH_VALUE
+            value = (
+                (rest[i] if rest[i] is not None else _COMPUTED) if takes and i < len(rest) else None
+            )
+            options.append((word, value))
+            i += takes
+            continue
+        if word[:1] not in ("-", "+") or len(word) < 2:
+            return options, i - 1
+        for letter in word[1:]:
+            value = None
+            if letter in "oO":
+                value = (rest[i] if rest[i] is not None else _COMPUTED) if i < len(rest) else None
+                i += 1
+            options.append((word[0] + letter, value))
+    return options, i
+
+
 def nested_shell_problem(name: str, rest: Sequence[str | None], script: str) -> str | None:
     """Why a nested shell does not run ``script`` as bash reads its text: fish's quoting
     is its own; ``sh`` may be dash, which has no ``$'…'`` (a review's `sh -c "echo
     $'\\'' ' ; touch x ; ' #'"` is one `echo` to bash and runs `touch` in dash); options
     that run start-up files (``-i``, ``-l``, ``--rcfile``) or change the environment
-    its commands get (``-k``, ``-a``, ``-o allexport``)."""
+    its commands get (``-k``, ``-a``, ``-o allexport``, also in a group: ``-eao pipefail``)."""
     base = os.path.basename(name)
     if not is_shell(name):
         return None
     if base.startswith("fish"):
         return "`fish` reads its text by quoting rules of its own"
-    words = iter(rest)
-    for word in words:
-        if word is None or word == script or word == "--" or word[:1] not in ("-", "+"):
-            break
-        if word in ("-o", "-O", "+o", "+O"):  # (zsh's `+o no_allexport` turns it on)
-            named = next(words, "")
-            option = "" if named is None else named.lower().replace("_", "")
-            if word[0] == "+":
-                option = option[2:] if option.startswith("no") else ""
-            if named is None or option in _OPTION_NAMES:
-                return f"`{base} {word} {named or '…'}` changes what its commands get"
-        elif word.startswith("--") and re.sub(r"[-_]", "", word[2:].lower()) in _OPTION_NAMES:
-            return f"`{base} {word}` changes what its commands get"  # (zsh's `--globsubst`)
-        elif word in _STARTING or (
-            word[0] == "-" and word[1:].isalpha() and _STARTING_LETTERS & set(word[1:])
-        ):
-            return f"`{base} {word}` runs start-up files or changes what its commands get"
-        elif word in SHELL_OPTIONS_WITH_VALUE:
-            next(words, None)
+    for option, value in _shell_options(rest)[0]:
+        if option in ("-o", "-O", "+o", "+O"):  # (zsh's `+o no_allexport` turns it on)
+            named = "" if value in (None, _COMPUTED) else (value or "").lower().replace("_", "")
+            if option[0] == "+":
+                named = named[2:] if named.startswith("no") else ""
+            if value == _COMPUTED or named in _OPTION_NAMES:
+                shown = "…" if value in (None, _COMPUTED) else value
+                return f"`{base} {option} {shown}` changes what its commands get"
+        elif option.startswith("--"):
+            if option in _STARTING:
+                return f"`{base} {option}` runs start-up files or changes what its commands get"
+            if re.sub(r"[-_]", "", option[2:].lower()) in _OPTION_NAMES:
+                return f"`{base} {option}` changes what its commands get"  # (zsh's `--globsubst`)
+        elif option[0] == "-" and option[1] in _STARTING_LETTERS:
+            return f"`{base} {option}` runs start-up files or changes what its commands get"
     if not base.startswith(("bash", "rbash", "zsh", "ksh", "mksh")) and "$'" in script:
         return f"`{base}` may be dash, which reads `$'…'` otherwise than bash"
     return None
@@ -873,31 +911,12 @@ def nested_script(name: str, rest: Sequence[str | None]) -> str | None:
         return "" if any(w is None for w in rest) else " ".join(w or "" for w in rest)
     if not is_shell(name):
         return None
-    i = 0
-    while i < len(rest):
-        word = rest[i]
-        if word is None:
-            return ""
-        if word in SHELL_OPTIONS_WITH_VALUE:
-            i += 2
-            continue
-        if word == "-c" or (word.startswith("-") and "c" in word[1:] and word[1:].isalpha()):
-            i += 1  # the script is the first word that is no option (`bash -c -e -- TEXT`)
-            while i < len(rest) and (w := rest[i]) is not None and w.startswith(("-", "+")):
-                i += 2 if w in SHELL_OPTIONS_WITH_VALUE else 1
-                if w == "--":
-                    break
-            if i >= len(rest):
-                return "-"
-            return rest[i] if rest[i] is not None else ""
-        if word == "-s" or (word.startswith("-") and "s" in word[1:] and word[1:].isalpha()):
-            return "-"
-        if word == "--":
-            i += 1
-            break
-        if not word.startswith(("-", "+")):
-            break
-        i += 1
-    if i >= len(rest) or (rest[i] is not None and reads_input(rest[i] or "")):
+    options, i = _shell_options(rest)
+    letters = {option for option, _ in options}
+    if (i < len(rest) and rest[i] is None) or any(v == _COMPUTED for _, v in options):
+        return ""  # (an option or the script known only as it runs)
+    if "-c" in letters:  # the script is the first word that is no option (`bash -c -e -- TEXT`)
+        return "-" if i >= len(rest) else rest[i]
+    if "-s" in letters or i >= len(rest) or reads_input(rest[i] or ""):
         return "-"  # no script file: the shell reads its input
-    return "" if rest[i] is None else None
+    return None

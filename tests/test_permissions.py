@@ -758,6 +758,15 @@ def test_parsed_command_lists_commands_wrappers_and_writes() -> None:
         ("find . -name '*.o' -exec rm {} +", "deny"),
         ("xargs -n1 rm < list", "deny"),
         ("bash -o errexit -c 'rm x'", "deny"),
+        ("bash -euo pipefail -c 'rm x'", "deny"),  # (a group's `o` takes the next word:
+        ("bash -co pipefail 'rm x'", "deny"),  # `pipefail` was taken for a script file)
+        ("bash -oe pipefail -c 'rm x'", "deny"),
+        ("bash -eO extglob -c 'rm x'", "deny"),
+        ("zsh -euo pipefail -c 'rm x'", "deny"),
+        ("sh -eo pipefail -c 'rm x'", "deny"),
+        ("bash -euo pipefail -c 'echo hi > /etc/passwd'", "deny"),
+        ("bash -eao pipefail -c 'ls'", "ask"),  # (`a`, allexport, in the group)
+        ("bash -euo allexport -c 'ls'", "ask"),
         ("bash <<EOF\nrm x\nEOF", "ask"),  # a script read from input cannot be seen
         ("echo rm x | sh", "ask"),
         ("a='x[$(touch p)]'; ((a))", "ask"),  # arithmetic evaluates a variable's value
