@@ -568,7 +568,7 @@ def _option_commands(
     checkable text: shell code as it is, a program quoted; None where a word that may be
     such an option is known only as it runs."""
     longs, letters, code = OPTION_COMMANDS.get(name, ((), "", False))
-    ssh = name in ("ssh", "scp", "sftp")
+    ssh = "oF" if name in ("ssh", "scp", "sftp") else ""
     found: list[str | None] = []
     if name == "rsync" and any(
         abbreviates(w, "--daemon") if w is not None else may_be_option(text, ["--daemon"])
@@ -579,7 +579,7 @@ def _option_commands(
         value: str | None = ""
         if word is None:
             text = shown[index] if index < len(shown) else ""
-            value = None if may_be_option(text, longs, letters + ("o" if ssh else "")) else ""
+            value = None if may_be_option(text, longs, letters + ssh) else ""
         elif word == "--":
             break
         elif any(long_prefix(word, o) for o in longs):
@@ -590,10 +590,14 @@ def _option_commands(
             after = word[word.index("TT") + 2 :].lstrip("=")  # (`-rTT CMD`, `-TTCMD`, `-TT=CMD`)
             value = after or word_after(words, index)
         elif word.startswith("-") and not word.startswith("--") and len(word) > 1:
-            given = short_options(word, letters + ("o" if ssh else ""))
-            if given and given[-1][1] in letters + ("o" if ssh else ""):
+            given = short_options(word, letters + ssh)
+            if given and given[-1][1] in letters + ssh:
                 rest = word[len(given) + 1 :]
                 value = rest or word_after(words, index)
+                if given[-1] == "-F":  # (a config of its own: its `ProxyCommand` ran past a
+                    if value not in ("none", "/dev/null"):  # deny rule, a review)
+                        found.append(_unseen_config(name, value))
+                    continue
                 if given[-1] == "-o":  # (ssh's settings: only those that run a command,
                     matched = None if value is None else SSH_CODE_OPTIONS.match(value)
                     if value is None or SSH_LIBRARY_OPTIONS.match(value):  # its shell runs
@@ -606,6 +610,13 @@ def _option_commands(
         if value != "":
             found.append(value if value is None or code else shlex.quote(value))
     return found
+
+
+def _unseen_config(name: str, config: str | None) -> Unseen:
+    return Unseen(
+        f"`{name} -F {config or '…'}` runs what that config's `ProxyCommand`, "
+        "`LocalCommand` or `Match exec` say, which no rule sees"
+    )
 
 
 MAKE_VALUED = "CfIoWE"
@@ -751,13 +762,18 @@ def _askpass(command: str | None) -> str | None:
     return value.strip() if re.sub(r"[-_\s]", "", key.lower()) == "useaskpass" else ""
 
 
+class Unseen(str):
+    """What a program runs that no text of the command holds (a file it is told to read
+    settings from): a problem to say, not code to check."""
+
+
 def code_arguments(
     name: str, rest: Sequence[str | None], shown: Sequence[str] | None = None
 ) -> list[str | None]:
     """Shell code a builtin takes as an argument and runs later (None: computed at run
-    time): ``trap CODE SIGNAL…``, ``mapfile -C CODE``, ``alias NAME=CODE``, the commands
-    ``tar`` and ``sort`` run (``--to-command``, ``--compress-program``); ``shown``: the
-    words as written."""
+    time; an :class:`Unseen`: what it runs no text shows): ``trap CODE SIGNAL…``,
+    ``mapfile -C CODE``, ``alias NAME=CODE``, the commands ``tar`` and ``sort`` run
+    (``--to-command``, ``--compress-program``); ``shown``: the words as written."""
     words = list(rest)
     texts = list(shown) if shown is not None else ["" if w is None else w for w in words]
     if name == "trap":

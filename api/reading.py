@@ -35,6 +35,7 @@ from .bashgrammar import (
     word_value,
 )
 from .programs import (
+    Unseen,
     abbreviates,
     code_arguments,
     git_code,
@@ -1303,7 +1304,9 @@ class _Walker:
         ):
             self.problems.append(f"`{name}` runs a start-up file it reads from input")
         for code in codes:
-            if code is None:  # (`tar -xf a.tar *`: a file may be named `--to-command=…`)
+            if isinstance(code, Unseen):
+                self.problems.append(code)
+            elif code is None:  # (`tar -xf a.tar *`: a file may be named `--to-command=…`)
                 self.problems.append(
                     f"`{name}` may run a command a word known only as it runs names (as an "
                     "option): put `./` in front of a glob, quotes around a variable, `--` "

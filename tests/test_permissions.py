@@ -2295,6 +2295,21 @@ def test_commands_programs_run_by_their_options_are_checked(command: str) -> Non
     assert verdict(f'{program} "$X" a b', rules) != "deny"
 
 
+def test_an_ssh_config_of_its_own_asks() -> None:
+    """`ssh -F cfg` ran the `ProxyCommand` the same command wrote into cfg past a deny
+    rule for it (a helper): what a config given to ssh, scp or sftp runs, no rule sees."""
+    rules = {"allow": ["Bash(ssh *)", "Bash(scp *)", "Bash(sftp *)", "Bash(rsync *)",
+                       "Bash(printf *)"], "deny": ["Bash(rm *)"]}  # fmt: skip
+    for command in ("printf 'Host x\\n ProxyCommand rm v\\n' > cfg && ssh -F cfg x true",
+                    "ssh -Fcfg x", "ssh -vF cfg x", "scp -F cfg a x:b", "sftp -F cfg x",
+                    "rsync -e 'ssh -F cfg' a x:b", 'ssh -F "$C" x'):  # fmt: skip
+        decision = RuleSet.from_mapping(rules).decide(parse_command(command), "/work")
+        assert decision.verdict == "ask", command
+    assert "runs what that config's `ProxyCommand`" in decision.reason
+    for fine in ("ssh -F /dev/null x true", "ssh -F none x", "ssh -o BatchMode=yes x"):
+        assert verdict(fine, rules) == "allow", fine
+
+
 @pytest.mark.parametrize(
     ("command", "target"),
     [("tee -a {}", "tee"), ("tee -- -x {}", "tee"), ("sort -o {} a", "sort"),
