@@ -890,6 +890,11 @@ def _status_line(record: dict[str, Any]) -> str:
     said = "" if code is None else f" (exit code {code})"
     if reason == "not_started":  # (said "X lost" alone: a review)
         said = " (never started: nothing ran; run it again)"
+    elif record.get("status") == "lost":  # (why, as the result says it: "X lost" alone,
+        from .states import TaskStatus  # a trial)
+
+        lost = texts.outcome_text(TaskStatus.LOST, code, EndReason(reason) if reason else None)
+        return f"{record['id']} {lost.removeprefix('was ')}"
     elif record.get("status") == "killed" and reason in {r.value for r in EndReason}:
         # Why wave-bash ended it: "killed (exit code 143)" alone read as a crash after
         # the log cap, and `wait` takes the notice that said it as shown (a trial).

@@ -630,6 +630,9 @@ def test_a_killed_monitor_task_ends_when_its_processes_do(state_dir: Path, track
     flag.touch()
     record = client.wait(tid, timeout=15_000)
     assert (record.status, record.end_reason) == ("lost", "monitor_lost")
+    waited = run_cli(state_dir, "wait", tid)  # why, as the result says it ("X lost" alone)
+    assert waited.stdout == f"{tid} lost: its exit status could not be recorded\n"
+    assert waited.returncode == 1
 
 
 def test_a_fork_loop_is_stopped(state_dir: Path, tracking: str) -> None:
