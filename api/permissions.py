@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -414,8 +414,10 @@ class RuleSet:
             as its own target (`cp -r ../src .` in a repository asked: a review)."""
             return target in parsed.into_directories and all(map(os.path.isdir, paths))
 
+        paths_written = {target: paths_of(target, reopens) for target in parsed.writes}
+        written = {path for paths in paths_written.values() for path in paths or ()}
         for target in parsed.writes:
-            paths = paths_of(target, reopens)
+            paths = paths_written[target]
             if paths is not None and into(target, paths):
                 continue
             if paths is None:
@@ -426,7 +428,7 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
-            elif not self.allows_anything() and (found := self._code_file(paths)):
+            elif not self.allows_anything() and (found := self._code_file(paths, written)):
                 code, runner, how = found
                 verdicts.append(Decision(
                     "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
@@ -587,9 +589,13 @@ class RuleSet:
             rule = Rule.parse(f"Bash({' '.join(words[: named + 1])} *{named_all} *)")  # first)
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 
-    def _code_file(self, paths: Sequence[str]) -> tuple[str, str, str] | None:
-        """The first of ``paths`` that something runs commands from (:data:`_CODE_FILES`)
-        and no Write allow rule allows: the path, what runs them, how."""
+    def _code_file(
+        self, paths: Sequence[str], written: Collection[str] = ()
+    ) -> tuple[str, str, str] | None:
+        """The first of ``paths`` that something runs commands from (:data:`_CODE_FILES`;
+        a ``HEAD`` that makes its folder a git directory whose ``config`` is there already
+        or among what the command writes, ``written``) and no Write allow rule allows: the
+        path, what runs them, how."""
         allowed = [r for r in self.allow if r.kind == "Write"]
         for path in paths:
             if any(r.matches(path) for r in allowed):
@@ -599,6 +605,9 @@ class RuleSet:
                     return path, runner, how
             if _in_a_git_directory(path):
                 return path, "git", "a repository's config or hooks, wherever it is"
+            if _makes_a_git_directory(path, written):
+                made = "a `HEAD` makes its folder a git directory: git then runs what its `config` says"
+                return path, "git", made
         return None
 
     def _tree_write(self, trees: Sequence[str], home: str | None, whole: bool) -> Decision | None:
@@ -858,6 +867,16 @@ def _in_a_git_directory(path: str) -> bool:
         check(os.path.join(folder, part))
         for check, part in ((os.path.isfile, "HEAD"), (os.path.isdir, "objects"))
     )
+
+
+def _makes_a_git_directory(path: str, written: Collection[str]) -> bool:
+    """Whether ``path`` is a ``HEAD`` that makes its folder a git directory whose
+    ``config`` is there already (on disk now, or among what the command ``written``): a
+    config written into a plain folder was no repository's, and git ran its alias once a
+    later `HEAD` (or `git init --bare`) made the folder one (a review)."""
+    folder, name = os.path.split(path)
+    config = os.path.join(folder, "config")
+    return name == "HEAD" and (config in written or os.path.isfile(config))
 
 
 _CODE_TREE = re.compile(

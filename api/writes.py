@@ -373,15 +373,44 @@ def _git_made(
             named = None if url is None else re.sub(r"(?:/?\.git)?/*$", "", url)
             name = None if named is None else re.split(r"[/:]", named)[-1]
             made.append((name, texts[operands[0]], kind))
-        if path == ("init",) and operands and made[-1][0] is not None:
-            made[-1] = (f"{made[-1][0].rstrip('/')}/.git/description", made[-1][1], "file")
-        if path == ("init",) and not operands:
-            given = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--git-dir")]
-            made += [(g, "--git-dir", "tree") for g in given] or [
-                (".git/description", "init", "file")
-            ]
+        if path == ("init",):
+            return _git_init(made, rest, bool(operands), own)
         return made
     return []
+
+
+def _git_init(
+    made: list[tuple[str | None, str, Kind]],
+    rest: Sequence[str | None],
+    named: bool,
+    own: Sequence[str | None],
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``git init`` makes (``made``: its ``--separate-git-dir``, then the directory it
+    is ``named``, if any): a repository's ``description``, and the ``HEAD`` of a git
+    directory of another name (``--bare``, ``--separate-git-dir``, ``--git-dir``), which
+    takes as its config a ``config`` already there (`git init --bare d` after `printf
+    '[alias]…' > d/config`: the alias ran, a review; ``permissions``)."""
+    bare = any(w is not None and abbreviates(w, "--bare") for w in [*own, *rest])
+    given = [long_value(own, i) for i, w in enumerate(own) if abbreviates(w, "--git-dir")]
+    separate = made[: len(made) - named]
+    heads = [_head(d, text) for d, text, _ in separate]
+    if named and made[-1][0] is not None:
+        directory, text, _ = made[-1]
+        inner = "" if bare else "/.git"
+        made[-1] = (f"{(directory or '').rstrip('/')}{inner}/description", text, "file")
+        if bare:
+            heads.append(_head(directory, text))
+    elif not named:
+        heads += [_head(g, "--git-dir") for g in given]
+        if bare and not given:
+            heads.append(_head(".", "init"))
+        made += [(g, "--git-dir", "tree") for g in given] or [(".git/description", "init", "file")]
+    return made + heads
+
+
+def _head(git_dir: str | None, text: str) -> tuple[str | None, str, Kind]:
+    """The ``HEAD`` a git directory is made with (None: known only as it runs)."""
+    return (None if git_dir is None else f"{git_dir.rstrip('/')}/HEAD", text, "file")
 
 
 _GIT_WITHOUT_OUTPUT = frozenset({

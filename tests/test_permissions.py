@@ -2475,6 +2475,32 @@ def test_writes_known_only_as_they_run_ask(command: str) -> None:
         assert verdict(everyday, rules) == "allow", everyday
 
 
+def test_a_folder_made_a_git_directory_after_its_config_asks(tmp_path: Path) -> None:
+    """A config written into a plain folder is no repository's, so it ran; a later `HEAD`,
+    or `git init --bare` over it (which keeps a config it finds), made the folder a git
+    directory, and its alias ran `rm` past a deny rule (a helper, in one command or
+    two). The `HEAD` that makes it one asks; a fresh `git init` does not."""
+    rules = RuleSet.from_mapping({
+        "allow": ["Bash(git *)", "Bash(echo *)", "Bash(printf *)", "Bash(mkdir *)"],
+        "deny": ["Bash(rm *)"]})  # fmt: skip
+
+    def decided(command: str) -> str:
+        return rules.decide(parse_command(command), str(tmp_path)).verdict
+
+    alias = "printf '[alias]\\n\\tx = !rm v\\n' > fake/config"
+    assert decided(f"mkdir -p fake/objects fake/refs && {alias} && echo 'ref: refs/heads/m' > fake/HEAD && git --git-dir=fake x") == "ask"  # fmt: skip
+    (tmp_path / "fake").mkdir()
+    (tmp_path / "fake" / "config").write_text("[alias]\n\tx = !rm v\n")
+    for asked in ("echo 'ref: refs/heads/m' > fake/HEAD", "git init --bare fake",
+                  "git --bare init fake", "git init --bare --quiet -- fake",
+                  "git init --separate-git-dir fake wt", "git --git-dir=fake init",
+                  "cd fake && git init --bare", "cd fake && git --bare init"):  # fmt: skip
+        assert decided(asked) == "ask", asked
+    for fine in ("git init --bare fresh.git", "git init repo", "git init", "git init --bare",
+                 "echo x > fake/notes", "mkdir -p a/objects"):  # fmt: skip
+        assert decided(fine) == "allow", fine
+
+
 def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
     """(A second review) a bare repository's config and hooks, a link among a glob's
     names (`cp x d/*` with `d/l -> /etc`), what `mv` takes away, `install -d`; and a
