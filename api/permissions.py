@@ -50,6 +50,7 @@ from .reading import (
     parse_command,
 )
 from .runners import SEARCHERS
+from .writes import DIFF_READ_LIMIT, diff_targets
 
 __all__ = [
     "Decision",
@@ -414,9 +415,14 @@ class RuleSet:
             as its own target (`cp -r ../src .` in a repository asked: a review)."""
             return target in parsed.into_directories and all(map(os.path.isdir, paths))
 
-        paths_written = {target: paths_of(target, reopens) for target in parsed.writes}
+        patched, unread = _patched(parsed.diffs, cwd)
+        if unread is not None and writes_ruled:  # (none: as any program's unnamed writes)
+            why = f"it writes the files {unread} names, which cannot be read as it is checked"
+            verdicts.append(Decision("ask", why))
+        targets = list(dict.fromkeys([*parsed.writes, *patched]))
+        paths_written = {target: paths_of(target, reopens) for target in targets}
         written = {path for paths in paths_written.values() for path in paths or ()}
-        for target in parsed.writes:
+        for target in targets:
             paths = paths_written[target]
             if paths is not None and into(target, paths):
                 continue
@@ -428,7 +434,11 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
-            elif not self.allows_anything() and (found := self._code_file(paths, written)):
+            elif (
+                not self.allows_anything()
+                and target not in parsed.changed_only
+                and (found := self._code_file(paths, written))
+            ):
                 code, runner, how = found
                 verdicts.append(Decision(
                     "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
@@ -444,6 +454,15 @@ class RuleSet:
                 Decision("ask", f"it writes in `{target}`, a directory known only as it runs")
                 if tree is None
                 else self._tree_write(tree, home, whole)
+            )
+            if decided is not None:
+                verdicts.append(decided)
+        for changed in parsed.changed_trees if writes_ruled else ():  # (`rm -r`: rules alone)
+            folders = paths_of(changed)
+            decided = (
+                Decision("ask", f"it changes `{changed}`, a directory known only as it runs")
+                if folders is None
+                else self._write(folders) or self._ruled_tree(folders)
             )
             if decided is not None:
                 verdicts.append(decided)
@@ -610,12 +629,8 @@ class RuleSet:
                 return path, "git", made
         return None
 
-    def _tree_write(self, trees: Sequence[str], home: str | None, whole: bool) -> Decision | None:
-        """A directory a program writes in, what lands there known only as it runs
-        (``whole``: ``cp -r``, ``mv``; else a glob's names, no dotfile): a deny or ask Write
-        rule that may match in it asks, and so does a directory that holds files git, ssh
-        or a shell runs commands from (a glob's names: one that is such a directory,
-        ``.git/hooks``; unless a Write allow rule takes in that directory's)."""
+    def _ruled_tree(self, trees: Sequence[str]) -> Decision | None:
+        """A directory written whole, where a Write deny or ask rule may match in it."""
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
                 for tree in trees:
@@ -623,6 +638,16 @@ class RuleSet:
                         return Decision("ask", f"it may write in {tree} (what, known only "
                                         f"as it runs), which {verdict} rule {rule.text} may match",
                                         rule.text, subject=tree)  # fmt: skip
+        return None
+
+    def _tree_write(self, trees: Sequence[str], home: str | None, whole: bool) -> Decision | None:
+        """A directory a program writes in, what lands there known only as it runs
+        (``whole``: ``cp -r``, ``mv``; else a glob's names, no dotfile): a deny or ask Write
+        rule that may match in it asks, and so does a directory that holds files git, ssh
+        or a shell runs commands from (a glob's names: one that is such a directory,
+        ``.git/hooks``; unless a Write allow rule takes in that directory's)."""
+        if (ruled := self._ruled_tree(trees)) is not None:
+            return ruled
         if self.allows_anything():
             return None
         allowed = [r for r in self.allow if r.kind == "Write"]
@@ -867,6 +892,43 @@ def _in_a_git_directory(path: str) -> bool:
         check(os.path.join(folder, part))
         for check, part in ((os.path.isfile, "HEAD"), (os.path.isdir, "objects"))
     )
+
+
+def _patched(
+    diffs: Sequence[tuple[str | None, int | None, str]], cwd: str
+) -> tuple[list[str], str | None]:
+    """The files the diffs ``patch`` reads name (``writes.diff_targets``), as it is
+    checked, relative to ``cwd`` (or its ``-d DIR``), and what names the first diff that
+    cannot be read (None: all could)."""
+    found: list[str] = []
+    for diff, strip, directory in diffs:
+        path = None if diff is None else os.path.join(cwd, os.path.expanduser(diff))
+        text = None if path is None else _read_regular(path, DIFF_READ_LIMIT)
+        targets = None if text is None else diff_targets(text, strip)
+        if targets is None:
+            return found, "`patch`'s input" if diff is None else f"diff `{diff}`"
+        found += [os.path.join(directory, t) if directory else t for t in targets]
+    return found, None
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """An ordinary file's bytes, at most ``limit`` of them (None: more, none there, or
+    not an ordinary file: a FIFO's writer would hold the check)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None
 
 
 def _makes_a_git_directory(path: str, written: Collection[str]) -> bool:

@@ -67,7 +67,7 @@ from .runners import (
 )
 from .shellwords import LineChosen, LineMade, LineSplit, ansi_c_value
 from .texttools import script_code
-from .writes import files_written, glob_folder, makes_links
+from .writes import files_written, glob_folder, makes_links, patch_input
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -186,6 +186,17 @@ class ParsedCommand:
     checked may be gone, and a link made in its place, as it runs."""
     unlinked_trees: tuple[str, ...] = ()
     """Those of ``tree_writes`` that no link maker made (the same, for what lands in them)."""
+    changed_only: tuple[str, ...] = ()
+    """Those of ``writes`` only removed, made or overwritten with nothing of the
+    command's (``writes.Kind``'s ``changed``: ``rm``, ``chmod``, ``gzip``): Write rules
+    hold them, but they put no commands where something runs them."""
+    changed_trees: tuple[str, ...] = ()
+    """Directories changed whole (``rm -r``, ``chmod -R``): Write rules that may match in
+    them ask."""
+    diffs: tuple[tuple[str | None, int | None, str], ...] = ()
+    """The diffs ``patch`` reads to write the files they name (``writes.diff_targets``):
+    each file as written (None: known only as it runs, a pipe's, a here-document, after
+    a ``cd``), its ``-pN`` (None: not given) and its ``-d DIR`` ("": none)."""
 
 
 MAX_NESTING = 8
@@ -552,6 +563,9 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         walker.exports_all,
         tree_writes=tuple(dict.fromkeys(walker.tree_writes)),
         named_writes=tuple(dict.fromkeys(walker.named_writes)),
+        diffs=tuple(dict.fromkeys(walker.diffs)),
+        changed_only=_only_changed(walker.writes, walker.changes),
+        changed_trees=tuple(dict.fromkeys(walker.changed_trees)),
         into_directories=tuple(dict.fromkeys(walker.into_directories)),
         linked=tuple(dict.fromkeys(walker.linked)),
         removes=walker.removes,
@@ -669,6 +683,30 @@ class _OwnMove:
         return self.first <= index < self.end
 
 
+def _only_changed(writes: list[str], changes: list[str]) -> tuple[str, ...]:
+    """Those of ``changes`` that no other write of the command writes too."""
+    return tuple(t for t in dict.fromkeys(changes) if writes.count(t) == changes.count(t))
+
+
+def _input_file(command: Any, data: bytes) -> str | None:
+    """The file a command's ``< FILE`` opens as its input, its own or its statement's
+    ("": none; None: known only as it runs)."""
+    statement = command.parent
+    around = (
+        statement.children
+        if statement is not None and statement.type == "redirected_statement"
+        else []
+    )
+    found: str | None = ""
+    for node in [*command.children, *around]:
+        if node.type == "file_redirect" and any(
+            not c.is_named and c.type == "<" for c in node.children
+        ):
+            targets = node.children_by_field_name("destination")
+            found = word_value(targets[0], data) if targets else None
+    return found
+
+
 def _within(node: Any, ancestor: Any) -> bool:
     while node is not None and node != ancestor:
         node = node.parent
@@ -695,6 +733,12 @@ class _Walker:
         self.computed_writes: list[str] = []
         self.tree_writes: list[tuple[str, bool]] = []
         self.named_writes: list[tuple[str, str]] = []
+        self.diffs: list[tuple[str | None, int | None, str]] = []
+        self.changes: list[str] = []
+        self.changed_trees: list[str] = []
+        self.stdin: str | None = ""
+        """The file the command being read has as its input (``< FILE``; "": none, a
+        pipe's or the caller's; None: known only as it runs)."""
         self.into_directories: list[str] = []
         self.linked: list[tuple[str, str, int]] = []
         self.removes = False
@@ -1073,12 +1117,13 @@ class _Walker:
             v if v is not None else self._as_written(w, data)
             for v, w in zip(values, words, strict=True)
         ]
-        outer = self._site
+        outer, outer_stdin = self._site, self.stdin
         self._site = _Site(node, outer.tree, outer.nested)
+        self.stdin = _input_file(node, data)
         try:
             self.simple(values, shown, assignments, depth)
         finally:
-            self._site = outer
+            self._site, self.stdin = outer, outer_stdin
 
     def _as_written(self, word: Any, data: bytes) -> str:
         """A computed word as written; a :class:`LineMade` one where the command line makes
@@ -1276,6 +1321,8 @@ class _Walker:
         # the first time: `for i in 1 2; do ln -sf ../protected l; done`, a review)
         again = next(_LINKERS) if linker is not None and self._site.repeated() else None
         self.removes = self.removes or base in _REMOVERS or (base == "find" and "-delete" in rest)
+        if base == "patch":
+            self._patch(rest)
         for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
         ):
@@ -1412,6 +1459,17 @@ class _Walker:
         )
         return elsewhere
 
+    def _patch(self, rest: Sequence[str | None]) -> None:
+        """The diff ``patch`` reads, whose names it writes (a `Write` deny rule's files
+        went past it, a review): read as the command is checked, where its words and
+        redirections name it and no ``cd`` came first; else known only as it runs."""
+        read = patch_input(rest)
+        if read.output != "" or read.named:
+            return  # (one file, named: ``writes.files_written``)
+        diff = read.diff if read.diff != "" else self.stdin
+        known = not (read.computed or diff in (None, "", "-") or read.directory is None or self.cds)
+        self.diffs.append((diff if known else None, read.strip, read.directory or ""))
+
     def _program_writes(self, target: str | None, written: str, kind: str = "file") -> None:
         """A file a program writes by its words (``written``: as written; ``kind``, see
         ``writes.Kind``), checked as a redirection's target; one known only as it runs
@@ -1420,15 +1478,22 @@ class _Walker:
         if target is not None and self.zsh and _ZSH_NAMED_DIRECTORY.match(target):
             target = None  # (`tee ~p/f`: as a redirection's, see there)
         self.writes.append(written if target is None else target)
+        changed = kind.startswith("changed")  # (`rm`, `chmod`: under Write rules only)
+        if changed:
+            self.changes.append(self.writes[-1])
         if target is None:
             self.computed_writes.append(written)
             folder = None if self.zsh else glob_folder(written)  # (zsh's qualifiers)
-            if folder is None:
+            if changed:
+                pass  # (asked for where Write rules are: see RuleSet.decide)
+            elif folder is None:
                 self.problems.append(COMPUTED_WRITE_PROBLEM.format(squeeze(written)))
             else:  # (`sed -i … src/*.py`: a file of that directory, none of its dotfiles)
                 self.named_writes.append((written, folder))
         else:
-            if kind.endswith("tree") or kind == "names":
+            if changed and kind.endswith("tree"):
+                self.changed_trees.append(target)
+            elif kind.endswith("tree") or kind == "names":
                 self.tree_writes.append((target, kind != "names"))
             if kind.startswith("last"):
                 self.into_directories.append(target)
@@ -1461,7 +1526,9 @@ class _Walker:
         if self.readings[0] > MAX_RUNNER_READINGS or depth >= MAX_NESTING:
             self.problems.append("runners nested too deep or in too many ways to check")
             return None
-        return _Walker(self.readings, self.line_made, self.line_set)
+        inner = _Walker(self.readings, self.line_made, self.line_set)
+        inner.stdin = self.stdin  # (`sudo patch -p1 < d.diff`: its input is the runner's)
+        return inner
 
     def _take_runner(
         self,
@@ -1482,6 +1549,9 @@ class _Walker:
         self.computed_writes += inner.computed_writes
         self.tree_writes += inner.tree_writes
         self.named_writes += inner.named_writes
+        self.diffs += inner.diffs
+        self.changes += inner.changes
+        self.changed_trees += inner.changed_trees
         self.into_directories += inner.into_directories
         self.linked += inner.linked
         if many or self._site.repeated():  # (it may run twice: through its own links, as

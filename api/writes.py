@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from .programs import (
@@ -148,8 +149,165 @@ def _edits(words: Sequence[str | None]) -> bool:
 _TOUCHERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "touch": ("drt", ("--date", "--reference")),
     "truncate": ("sr", ("--size", "--reference")),
+    "sponge": ("", ()),
 }
 """Programs that write each of their operands."""
+_CHANGERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "unlink": ("", ()),
+    "rmdir": ("", ()),
+    "shred": ("ns", ("--iterations", "--size", "--random-source", "--remove")),
+    "mkdir": ("mZ", ("--mode", "--context")),
+    "mkfifo": ("mZ", ("--mode", "--context")),
+}
+"""Programs that remove, make or overwrite each of their operands, putting no text of
+the command's there: ``changed`` (see :data:`Kind`)."""
+_OWN_OPERAND_FIRST: dict[str, tuple[str, tuple[str, ...]]] = {
+    "chmod": ("", ("--reference",)),
+    "chown": ("", ("--reference", "--from")),
+    "chgrp": ("", ("--reference",)),
+}
+"""Programs whose first operand is what they set (a mode, an owner), unless
+``--reference`` names a file to take it from; the files after it are written."""
+_COMPRESSORS = frozenset({
+    "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd", "unzstd",
+    "lz4", "lzip", "compress", "uncompress", "pigz", "unpigz", "pbzip2",
+})  # fmt: skip
+"""Programs that replace each file they are given (``gzip f``: ``f.gz``, ``f`` gone),
+unless they write to their output (``-c``, ``--stdout``), keep it (``zstd`` and ``lz4``
+do, without ``--rm``) or only test or list it."""
+
+
+def _changed_in_place(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]] | None:
+    """What ``rm`` (a directory whole, with ``-r``), ``chmod``/``chown``/``chgrp`` (``-R``:
+    whole), ``unlink``, ``rmdir``, ``shred``, ``mkdir``, ``mkfifo`` and a compressor
+    change (``changed``: a Write rule holds what they take away too, `rm` and `gzip`
+    went past a deny rule `mv` met, a review), and what ``patch`` writes; None: not one
+    of them."""
+    if name in _CHANGERS:
+        operands = _positional(words, *_CHANGERS[name])
+        return [(words[i], shown[i], "changed") for i in operands]
+    if name in ("rm", *_OWN_OPERAND_FIRST):
+        long = _OWN_OPERAND_FIRST.get(name, ("", ()))[1]
+        operands, options = operands_and_options(words, "", long)
+        flags = [words[i] or "" for i in options]
+        whole = any(
+            f.startswith("--recursive") or (f[1:2] != "-" and set(f[1:]) & set("rR")) for f in flags
+        )
+        given = any(f.startswith("--reference") for f in flags) or (
+            name == "chmod" and any(re.fullmatch(r"-[rwxXst]+", f) for f in flags)
+        )  # (`chmod -x f`: its mode looks like an option)
+        files = operands if name == "rm" or given else operands[1:]
+        return [(words[i], shown[i], "changed tree" if whole else "changed") for i in files]
+    if name in _COMPRESSORS:
+        operands, options = operands_and_options(words, "bSpTL", ("--suffix", "--threads"))
+        flags = [words[i] or "" for i in options]
+        if any(
+            f in ("--stdout", "--to-stdout", "--test", "--list", "--keep")
+            or (f[1:2] != "-" and set(f[1:]) & set("ctlk"))
+            for f in flags
+        ) or (name in ("zstd", "unzstd", "lz4") and "--rm" not in flags):
+            return []
+        return [(words[i], shown[i], "changed") for i in operands]
+    if name == "patch":  # (`-o OUT`, or the file it is given; else those its diff
+        read = patch_input(words)  # names: :func:`diff_targets`)
+        operands = operands_and_options(words, PATCH_VALUED, PATCH_LONG_VALUED)[0]
+        if read.output != "" or not operands:
+            return [(read.output, "-o", "file")] if read.output != "" else []
+        return [(words[operands[0]], shown[operands[0]], "file")]
+    return None
+
+
+PATCH_VALUED = "pDoirBFVYzdg"
+PATCH_LONG_VALUED = ("--strip", "--input", "--output", "--directory", "--reject-file",
+                     "--prefix", "--suffix", "--basename-prefix", "--ifdef", "--fuzz",
+                     "--get", "--version-control", "--quoting-style", "--reject-format",
+                     "--read-only")  # fmt: skip
+"""GNU patch's options that take a value."""
+
+
+@dataclass(frozen=True)
+class PatchInput:
+    """What ``patch`` is told to read and where it writes (each None where a word is
+    known only as it runs)."""
+
+    diff: str | None
+    """The diff it reads: ``-i FILE``, its second operand, else "" (its input)."""
+    strip: int | None
+    """``-pN`` (None: not given, or computed: ``computed`` says which)."""
+    directory: str | None
+    """``-d DIR`` ("" for none)."""
+    output: str | None
+    """``-o FILE`` ("": none)."""
+    named: bool = False
+    """A file to patch is given (its first operand): the diff's names are not used."""
+    computed: bool = False
+    """An option's value is known only as it runs."""
+
+
+def patch_input(words: Sequence[str | None]) -> PatchInput:
+    """What ``patch``'s words say it reads and where (see :class:`PatchInput`)."""
+    operands, options = operands_and_options(words, PATCH_VALUED, PATCH_LONG_VALUED)
+    values: dict[str, str | None] = {}
+    for i in options:
+        flag = words[i] or ""
+        for letter, long in (("i", "--input"), ("p", "--strip"), ("d", "--directory"),
+                             ("o", "--output")):  # fmt: skip
+            if flag.startswith("--") and abbreviates(flag, long):
+                values[letter] = long_value(words, i)
+            elif flag[:1] == "-" and flag[1:2] != "-" and letter in flag[1:]:
+                given = short_options(flag, PATCH_VALUED)
+                if given and given[-1] == f"-{letter}":
+                    values[letter] = flag[len(given) + 1 :] or word_after(words, i)
+    diff = values.get("i", words[operands[1]] if len(operands) > 1 else "")
+    strip = values.get("p")
+    computed = any(values.get(k, "") is None for k in "pd") or None in words
+    return PatchInput(
+        diff=diff,
+        strip=int(strip) if strip is not None and strip.isdigit() else None,
+        directory=values.get("d", ""),
+        output=values.get("o", ""),
+        named=bool(operands),
+        computed=computed or (strip is not None and not strip.isdigit()),
+    )
+
+
+DIFF_READ_LIMIT = 16 * 1024 * 1024
+"""Bytes of a diff read to find the files it names: a longer one asks."""
+_DIFF_NAME = re.compile(
+    rb"^(?:\+\+\+|---|\*\*\*|Index:) (.+)$|^diff --git (?:\S+) (\S+)$|^(?:rename|copy) to (.+)$",
+    re.MULTILINE,
+)
+_HUNK_RANGE = re.compile(rb"^\d+(?:,\d+)? (?:\*\*\*\*|----)$")
+
+
+def diff_targets(diff: bytes, strip: int | None) -> list[str] | None:
+    """The files a diff has ``patch`` write (each name its headers give, ``strip``
+    leading parts taken off as ``-pN`` does, the base name alone without it, as GNU patch
+    does; names of ``/dev/null`` left out), or None: one it names cannot be read here (a
+    C-quoted name with escapes, or no name at all where it changes something)."""
+    found: list[str] = []
+    for match in _DIFF_NAME.finditer(diff):
+        raw = next(g for g in match.groups() if g is not None).split(b"\t", 1)[0].rstrip(b"\r")
+        if _HUNK_RANGE.match(raw):  # (`*** 1,5 ****`, `--- 1,5 ----`: a context hunk)
+            continue
+        if raw.startswith(b'"'):
+            if b"\\" in raw or not raw.endswith(b'"'):
+                return None
+            raw = raw[1:-1]
+        name = os.fsdecode(raw.strip())
+        if not name or name == "/dev/null":
+            continue
+        parts = [p for p in name.split("/") if p]
+        if strip is None:
+            parts = parts[-1:]
+        elif strip >= len(parts):
+            continue  # (patch finds no file by that name: it asks, or skips)
+        else:
+            parts = parts[strip:]
+        found.append(("/" if name.startswith("/") and strip == 0 else "") + "/".join(parts))
+    return list(dict.fromkeys(found))
 
 
 def files_written(
@@ -194,6 +352,9 @@ def files_written(
                 value = long_value(words, i) if given.startswith("--") else word_after(words, i)
                 named.append((value, shown[i], "file"))
         return [(value, text, kind) for value, text, kind in named if value not in ("", "-")]
+    changed = _changed_in_place(name, words, shown)
+    if changed is not None:
+        return [(value, text, kind) for value, text, kind in changed if value != "-"]
     if name == "sudoedit" or (name == "sudo" and _edits(words)):  # (the files it edits)
         at = [(i, "") for i in _positional(words, *_SUDO_VALUED) if words[i] != "--"]
     elif name in _TOUCHERS:
@@ -427,12 +588,15 @@ _TREE_VALUED = "LPIHTo"
 ``-F``, ``-I``, ``-L``, ``-E``)."""
 
 
-Kind = Literal["file", "tree", "names", "last", "last tree"]
+Kind = Literal["file", "tree", "names", "last", "last tree", "changed", "changed tree"]
 """How a program writes a target: ``file``; ``tree``, a directory written whole (``cp
 -r``, ``mv``, a name known only as it runs copied into one); ``names``, a directory a
 glob's names land in (no dotfile); ``last``, a last operand
 written as a file, or into, where it is a directory already (``cp a dst``); ``last
-tree``, the same copied or moved whole."""
+tree``, the same copied or moved whole; ``changed`` (``changed tree``: a directory and
+all in it), removed, made, or overwritten with nothing of the command's (``rm``,
+``chmod``, ``gzip``): Write rules hold it, but it puts no commands into a file
+something runs, and one known only as it runs asks only where Write rules are."""
 
 
 def glob_folder(written: str) -> str | None:

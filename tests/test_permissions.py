@@ -2501,6 +2501,43 @@ def test_a_folder_made_a_git_directory_after_its_config_asks(tmp_path: Path) -> 
         assert decided(fine) == "allow", fine
 
 
+def test_what_removers_changers_and_patch_write_is_held_by_write_rules(tmp_path: Path) -> None:
+    """`rm`, `gzip`, `patch`, `mkdir`, `chmod`… went past a Write deny rule that `mv`
+    met (a helper). What they remove, make or change is held by Write rules (one known
+    only as it runs asks only where Write rules are: it puts no commands anywhere);
+    `patch` writes the files its diff names, read as it is checked, and a diff that
+    names a hook asks as any write of one does."""
+    (tmp_path / "v").mkdir()
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "p.diff").write_text("--- a/v/b\n+++ b/v/b\n@@ -1 +1 @@\n-x\n+y\n")
+    (tmp_path / "h.diff").write_text(
+        "diff --git a/.git/hooks/x b/.git/hooks/x\n--- /dev/null\n+++ b/.git/hooks/x\n"
+    )
+    (tmp_path / "ok.diff").write_text("--- a/src/x.c\t2026-01-01\n+++ b/src/x.c\t2026-01-01\n")
+    protected = {"allow": ["Bash(*)"], "deny": [f"Write({tmp_path}/v/**)"]}
+    plain = {"allow": ["Bash(rm *)", "Bash(patch *)", "Bash(chmod *)", "Bash(cat *)"]}
+
+    def decided(command: str, rules: dict[str, list[str]]) -> str:
+        return RuleSet.from_mapping(rules).decide(parse_command(command), str(tmp_path)).verdict
+
+    for denied in ("rm v/a", "rm -- v/a", "unlink v/a", "rmdir v/d", "shred -u v/a", "gzip v/b",
+                   "zstd --rm v/b", "mkdir -p v/x", "mkfifo v/f", "chmod 644 v/a", "chmod -x v/a",
+                   "chown me v/a", "chgrp g v/a", "patch -p1 < p.diff", "patch -p1 -i p.diff",
+                   "patch --input=p.diff -p1", "sudo patch -p1 < p.diff", "patch v/a p.diff",
+                   "patch -o v/out a p.diff", "patch -d v -p1 < ok.diff", "echo x | sponge v/a"):  # fmt: skip
+        assert decided(denied, protected) == "deny", denied
+    for asked in ("rm -rf v", "chmod -R 755 .", "rm $F", "cat p.diff | patch -p1",
+                  "patch -p1 < missing.diff", "cd v && patch -p1 < ../ok.diff"):  # fmt: skip
+        assert decided(asked, protected) == "ask", asked
+    for fine in ("rm other", "gzip -c v/b > x.gz", "gzip -k v/b", "zstd v/b", "patch -p0 < p.diff",
+                 "patch < p.diff", "patch -p1 < ok.diff", "chmod 644 other", "rm -rf build"):  # fmt: skip
+        assert decided(fine, protected) == "allow", fine
+    assert decided("patch -p1 < h.diff", plain) == "ask"  # (a hook, as `cp x .git/hooks/x`)
+    for fine in ("rm $F", "rm -rf .git", "for f in *.tmp; do rm \"$f\"; done", "patch -p1 < p.diff",
+                 "cat p.diff | patch -p1", "chmod +x \"$s\"", "rm .git/hooks/x"):  # fmt: skip
+        assert decided(fine, plain) == "allow", fine  # (no Write rule: nothing to hold them)
+
+
 def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
     """(A second review) a bare repository's config and hooks, a link among a glob's
     names (`cp x d/*` with `d/l -> /etc`), what `mv` takes away, `install -d`; and a
