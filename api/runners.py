@@ -702,9 +702,15 @@ COMMAND_RUNNERS: dict[str, Runner] = {
             "valgrind unbuffer xvfb-run catchsegv eatmydata nocache torsocks proxychains "
             "proxychains4 dbus-run-session numactl prlimit chronic ifne dumb-init tini "
             "caffeinate arch fakeroot cgexec setpriv linux32 linux64 i386 x86_64 ssh-agent "
-            "catatonit"
+            "catatonit ccache distcc icecc sccache trickle cpulimit fakechroot rlwrap "
+            "dbus-launch"
         ),
         _IN_PLACE,
+    ),  # (a review ran a denied `rm` through each of the last line's under `Bash(*)`)
+    "runcon": Runner(optional=1, keeps_place=True, valued=_options("-u -r -t -l")),
+    **dict.fromkeys(  # terminals: what follows `-e` (`xterm -e rm x`: a review)
+        _options("xterm uxterm x-terminal-emulator urxvt rxvt alacritty"),
+        Runner(marker=_options("-e"), keeps_place=True),
     ),
     # privilege drops of containers' entry points: a user (and group) spec, then the
     # command, in another HOME (`gosu app rm x` was a command of its own, a trial)

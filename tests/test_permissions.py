@@ -2889,6 +2889,19 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
         ("sudo -r ROLE -t TYPE rm x", "deny"),
         ("env -a NAME rm x", "deny"),
         ("env --argv0 NAME rm x", "deny"),
+        ("ccache rm x", "deny"),  # (wrappers a helper ran `rm` through: session 49)
+        ("distcc rm x", "deny"),
+        ("trickle -d 10 rm x", "deny"),
+        ("cpulimit -l 50 -- rm x", "deny"),
+        ("cpulimit -l 50 rm x", "deny"),
+        ("fakechroot rm x", "deny"),
+        ("rlwrap rm x", "deny"),
+        ("runcon -t type rm x", "deny"),
+        ("runcon ctx rm x", "deny"),
+        ("dbus-launch rm x", "deny"),
+        ("xterm -geometry 80x24 -e rm x", "deny"),
+        ("ccache gcc -c x.c", "allow"),
+        ("xterm -hold -e ls", "allow"),
     ],
 )
 def test_options_that_take_a_value_hide_no_command(command: str, expected: str) -> None:
