@@ -958,7 +958,10 @@ def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
         for record in records:
             stopped = record.get("stoppedProcesses") or 0
             left = f" (stopped {stopped} process(es) it had left running)" if stopped else ""
-            print(f"{record['id']} {record['status']}{left}")
+            if stopped or record.get("endReason") == "stopped" or record["status"] == "running":
+                print(f"{record['id']} {record['status']}{left}")
+            else:  # (one of several that had ended by itself: "X failed" read as a stop
+                print(f"{_status_line(record)}: it had already ended")  # that failed, a trial)
     _shown_ends(cli, records)
     return 0
 

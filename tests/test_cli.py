@@ -70,6 +70,16 @@ def test_run_exits_124_while_its_command_still_runs(state_dir: Path) -> None:
     chained = run_cli(state_dir, "run", "--timeout", "300", "--", "sleep 0.1; echo built; sleep 30")
     assert (chained.returncode, chained.stdout) == (143, "built\n")
     assert run_cli(state_dir, "stop", moved, task_id).returncode == 0
+    # One of several that had ended by itself says so ("X failed" read as a stop that
+    # failed: a trial).
+    ended = run_cli(state_dir, "run", "--background", "--", "exit 4").stdout.strip()
+    run_cli(state_dir, "wait", ended)
+    again = run_cli(state_dir, "run", "--background", "--", "sleep 30").stdout.strip()
+    both = run_cli(state_dir, "stop", again, ended)
+    assert both.stdout.splitlines() == [
+        f"{again} killed",
+        f"{ended} failed (exit code 4): it had already ended",
+    ]
 
 
 def test_run_and_output_print_the_whole_output(state_dir: Path) -> None:
