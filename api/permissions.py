@@ -50,7 +50,7 @@ from .reading import (
     parse_command,
 )
 from .runners import SEARCHERS
-from .writes import DIFF_READ_LIMIT, diff_targets
+from .writes import DIFF_READ_LIMIT, PatchRead, diff_targets
 
 __all__ = [
     "Decision",
@@ -415,12 +415,15 @@ class RuleSet:
             as its own target (`cp -r ../src .` in a repository asked: a review)."""
             return target in parsed.into_directories and all(map(os.path.isdir, paths))
 
-        patched, unread = _patched(parsed.diffs, cwd)
+        early = {target: paths_of(target, reopens) for target in parsed.writes}
+        patched, unread = _patched(
+            parsed.diffs, cwd, {p for ps in early.values() for p in ps or ()}
+        )
         if unread is not None and writes_ruled:  # (none: as any program's unnamed writes)
             why = f"it writes the files {unread} names, which cannot be read as it is checked"
             verdicts.append(Decision("ask", why))
         targets = list(dict.fromkeys([*parsed.writes, *patched]))
-        paths_written = {target: paths_of(target, reopens) for target in targets}
+        paths_written = {t: early[t] if t in early else paths_of(t, reopens) for t in targets}
         written = {path for paths in paths_written.values() for path in paths or ()}
         for target in targets:
             paths = paths_written[target]
@@ -440,10 +443,9 @@ class RuleSet:
                 and (found := self._code_file(paths, written))
             ):
                 code, runner, how = found
-                verdicts.append(Decision(
-                    "ask", f"it writes {code}, from which {runner} runs commands ({how}; a "
-                    f"`Write({code})` allow rule lets it)",
-                ))  # fmt: skip
+                source = f"from which {runner} runs commands ({how}" if runner else f"({how}"
+                why = f"it writes {code}, {source}; a `Write({code})` allow rule lets it)"
+                verdicts.append(Decision("ask", why))
         # What lands in a directory as it runs (`cp -r x/. /etc`, `cp -r x/.ssh ~`: a
         # review), and the files a glob names (`sed -i … src/*.py`), as they are now.
         for target, whole in parsed.tree_writes:
@@ -457,6 +459,15 @@ class RuleSet:
             )
             if decided is not None:
                 verdicts.append(decided)
+        for git_dir in parsed.git_dirs:
+            folders = None if git_dir is None else paths_of(git_dir)
+            if folders is None or any(_foreign_config(f, written) for f in folders):
+                told = (
+                    "a git directory known only as it runs" if git_dir is None
+                    else f"`{git_dir}` as its git directory, whose config is no repository's"
+                )  # fmt: skip
+                verdicts.append(Decision("ask", f"git is told to use {told} (git runs what "
+                                         "its config says: aliases, `core.fsmonitor`)"))  # fmt: skip
         for changed in parsed.changed_trees if writes_ruled else ():  # (`rm -r`: rules alone)
             folders = paths_of(changed)
             decided = (
@@ -500,8 +511,9 @@ class RuleSet:
                     None if verdict or self.allows_anything() else self._code_file(resolved or [])
                 )
                 if runs is not None:
-                    verdict = Decision("ask", f"it writes {runs[0]} (of `{word}`), from which "
-                                       f"{runs[1]} runs commands")  # fmt: skip
+                    verdict = Decision("ask", f"it writes {runs[0]} (of `{word}`), " + (
+                        f"from which {runs[1]} runs commands" if runs[1] else runs[2]
+                    ))  # fmt: skip
                 if verdict is not None:
                     verdicts.append(verdict)
                     break
@@ -625,8 +637,10 @@ class RuleSet:
             if _in_a_git_directory(path):
                 return path, "git", "a repository's config or hooks, wherever it is"
             if _makes_a_git_directory(path, written):
-                made = "a `HEAD` makes its folder a git directory: git then runs what its `config` says"
-                return path, "git", made
+                made = (
+                    "which makes its folder a git directory: git then runs what its `config` says"
+                )
+                return path, "", made
         return None
 
     def _ruled_tree(self, trees: Sequence[str]) -> Decision | None:
@@ -895,20 +909,31 @@ def _in_a_git_directory(path: str) -> bool:
 
 
 def _patched(
-    diffs: Sequence[tuple[str | None, int | None, str]], cwd: str
+    diffs: Sequence[PatchRead], cwd: str, written: Collection[str]
 ) -> tuple[list[str], str | None]:
-    """The files the diffs ``patch`` reads name (``writes.diff_targets``), as it is
-    checked, relative to ``cwd`` (or its ``-d DIR``), and what names the first diff that
-    cannot be read (None: all could)."""
+    """The files the diffs ``patch`` reads name (``writes.diff_targets``), as they are
+    when the command is checked, relative to ``cwd`` (or its ``-d DIR``), with the backups
+    ``-B``, ``-Y`` and ``-z`` name; and what names the first diff that cannot be read so
+    (None: all could): known only as it runs, not there, or one the command ``written``
+    itself before (`cp fix.diff ok.diff; patch -p1 < ok.diff`, a review)."""
     found: list[str] = []
-    for diff, strip, directory in diffs:
-        path = None if diff is None else os.path.join(cwd, os.path.expanduser(diff))
-        text = None if path is None else _read_regular(path, DIFF_READ_LIMIT)
-        targets = None if text is None else diff_targets(text, strip)
+    for diff in diffs:
+        text = None if diff.text is None else os.fsencode(diff.text)
+        if diff.path is not None:
+            path = os.path.normpath(os.path.join(cwd, os.path.expanduser(diff.path)))
+            if path not in written:
+                text = _read_regular(path, DIFF_READ_LIMIT)
+        targets = None if text is None else diff_targets(text, diff.words.strip)
         if targets is None:
-            return found, "`patch`'s input" if diff is None else f"diff `{diff}`"
-        found += [os.path.join(directory, t) if directory else t for t in targets]
-    return found, None
+            return found, "`patch`'s input" if diff.path is None else f"diff `{diff.path}`"
+        folder = diff.words.directory or ""
+        prefix, base_prefix, suffix = diff.words.backups
+        for target in (os.path.join(folder, t) for t in targets):
+            head, tail = os.path.split(target)
+            found += [target, f"{prefix}{target}" if prefix else target,
+                      os.path.join(head, f"{base_prefix}{tail}") if base_prefix else target,
+                      f"{target}{suffix}" if suffix else target]  # fmt: skip
+    return list(dict.fromkeys(found)), None
 
 
 def _read_regular(path: str, limit: int) -> bytes | None:
@@ -933,12 +958,34 @@ def _read_regular(path: str, limit: int) -> bytes | None:
 
 def _makes_a_git_directory(path: str, written: Collection[str]) -> bool:
     """Whether ``path`` is a ``HEAD`` that makes its folder a git directory whose
-    ``config`` is there already (on disk now, or among what the command ``written``): a
-    config written into a plain folder was no repository's, and git ran its alias once a
-    later `HEAD` (or `git init --bare`) made the folder one (a review)."""
+    ``config`` (or ``commondir``, naming another's) is there already (on disk now, or
+    among what the command ``written``): a config written into a plain folder was no
+    repository's, and git ran its alias once a later `HEAD` (or `git init --bare`) made
+    the folder one (a review)."""
     folder, name = os.path.split(path)
-    config = os.path.join(folder, "config")
-    return name == "HEAD" and (config in written or os.path.isfile(config))
+    return name == "HEAD" and _holds_config(folder, written)
+
+
+def _holds_config(folder: str, written: Collection[str]) -> bool:
+    """Whether a folder holds a git ``config`` or ``commondir``, or the command writes one."""
+    return any(
+        os.path.join(folder, name) in written or os.path.isfile(os.path.join(folder, name))
+        for name in ("config", "commondir")
+    )
+
+
+def _foreign_config(folder: str, written: Collection[str]) -> bool:
+    """Whether git, told to use ``folder`` as its git directory, reads a config that no
+    repository's rules protect: the folder holds one (or the command writes one) but is
+    no git directory as the disk has it (whose config a write would have asked for)."""
+    real = os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(
+        os.path.join(folder, "objects")
+    )
+    return _holds_config(folder, written) and not (real and not _written_into(folder, written))
+
+
+def _written_into(folder: str, written: Collection[str]) -> bool:
+    return any(os.path.join(folder, n) in written for n in ("config", "commondir", "HEAD"))
 
 
 _CODE_TREE = re.compile(

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .bashgrammar import (
     BRACES,
@@ -35,6 +35,7 @@ from .bashgrammar import (
     word_value,
 )
 from .programs import (
+    GIT_OPTIONS_WITH_VALUE,
     Unseen,
     abbreviates,
     code_arguments,
@@ -42,6 +43,8 @@ from .programs import (
     git_options,
     git_runs,
     is_shell,
+    long_value,
+    may_be_option,
     nested_script,
     nested_shell_problem,
     option_from_a_word,
@@ -67,7 +70,15 @@ from .runners import (
 )
 from .shellwords import LineChosen, LineMade, LineSplit, ansi_c_value
 from .texttools import script_code
-from .writes import files_written, glob_folder, makes_links, patch_input
+from .writes import (
+    PatchRead,
+    files_written,
+    git_place,
+    glob_folder,
+    makes_links,
+    patch_input,
+    placed_by_git,
+)
 
 DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -193,10 +204,11 @@ class ParsedCommand:
     changed_trees: tuple[str, ...] = ()
     """Directories changed whole (``rm -r``, ``chmod -R``): Write rules that may match in
     them ask."""
-    diffs: tuple[tuple[str | None, int | None, str], ...] = ()
-    """The diffs ``patch`` reads to write the files they name (``writes.diff_targets``):
-    each file as written (None: known only as it runs, a pipe's, a here-document, after
-    a ``cd``), its ``-pN`` (None: not given) and its ``-d DIR`` ("": none)."""
+    git_dirs: tuple[str | None, ...] = ()
+    """The git directories its git commands are told to use (``--git-dir``, ``GIT_DIR``),
+    as written, after git's ``-C`` (None: known only as it runs)."""
+    diffs: tuple[PatchRead, ...] = ()
+    """The diffs ``patch`` reads to write the files they name (``writes.diff_targets``)."""
 
 
 MAX_NESTING = 8
@@ -566,6 +578,7 @@ def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> 
         diffs=tuple(dict.fromkeys(walker.diffs)),
         changed_only=_only_changed(walker.writes, walker.changes),
         changed_trees=tuple(dict.fromkeys(walker.changed_trees)),
+        git_dirs=tuple(dict.fromkeys(walker.git_dirs)),
         into_directories=tuple(dict.fromkeys(walker.into_directories)),
         linked=tuple(dict.fromkeys(walker.linked)),
         removes=walker.removes,
@@ -688,22 +701,53 @@ def _only_changed(writes: list[str], changes: list[str]) -> tuple[str, ...]:
     return tuple(t for t in dict.fromkeys(changes) if writes.count(t) == changes.count(t))
 
 
-def _input_file(command: Any, data: bytes) -> str | None:
-    """The file a command's ``< FILE`` opens as its input, its own or its statement's
-    ("": none; None: known only as it runs)."""
-    statement = command.parent
-    around = (
-        statement.children
-        if statement is not None and statement.type == "redirected_statement"
-        else []
-    )
-    found: str | None = ""
-    for node in [*command.children, *around]:
-        if node.type == "file_redirect" and any(
-            not c.is_named and c.type == "<" for c in node.children
-        ):
+def _redirections(command: Any) -> list[Any]:
+    """A command's redirections, its own and those the grammar hangs on the statement
+    around it: after the last command of a list or a pipeline (`a && b < f` is `b < f`
+    to bash, a statement's to the grammar)."""
+    found = list(command.children)
+    node = command
+    while node.parent is not None and node.parent.type in ("list", "pipeline"):
+        named = [c for c in node.parent.children if c.is_named]
+        if named[-1:] != [node]:
+            return found
+        node = node.parent
+    if node.parent is not None and node.parent.type == "redirected_statement":
+        found += node.parent.children
+    return found
+
+
+def _descriptor_word(node: Any, redirection: Any) -> bool:
+    """Whether ``node``, a command's word, is the descriptor of the redirection right
+    after it (`patch 0< f`: the grammar reads `0` as a word, `<` as the redirection)."""
+    return bool(node.type == "number" and node.end_byte == redirection.start_byte)
+
+
+def _input_file(command: Any, data: bytes) -> str | bytes | None:
+    """What a command reads as its input: the file its ``< FILE`` (or ``0< FILE``) opens,
+    its own or its statement's; a here-document's text, where it is literal (bytes); ""
+    for none (a pipe's, the caller's); None where it is known only as it runs."""
+    found: str | bytes | None = ""
+    nodes = _redirections(command)
+    for before, node in zip([None, *nodes], nodes, strict=False):
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        descriptor = next((c for c in node.children if c.type == "file_descriptor"), None)
+        fd = node_text(descriptor, data) if descriptor is not None else (
+            node_text(before, data) if before is not None and _descriptor_word(before, node) else "0"
+        )  # fmt: skip
+        if fd != "0":
+            continue
+        if node.type == "file_redirect" and operator == "<":
             targets = node.children_by_field_name("destination")
             found = word_value(targets[0], data) if targets else None
+        elif node.type == "heredoc_redirect" and operator in ("<<", "<<-"):
+            body = next((c for c in node.children if c.type == "heredoc_body"), None)
+            start = next((c for c in node.children if c.type == "heredoc_start"), None)
+            text = b"" if body is None else data[body.start_byte : body.end_byte]
+            quoted = start is not None and re.search(r"['\"\\]", node_text(start, data))
+            found = text if quoted or not re.search(rb"[$`\\]", text) else None
+        elif node.type == "herestring_redirect":
+            found = None
     return found
 
 
@@ -733,12 +777,14 @@ class _Walker:
         self.computed_writes: list[str] = []
         self.tree_writes: list[tuple[str, bool]] = []
         self.named_writes: list[tuple[str, str]] = []
-        self.diffs: list[tuple[str | None, int | None, str]] = []
+        self.diffs: list[PatchRead] = []
         self.changes: list[str] = []
+        self.git_dirs: list[str | None] = []
         self.changed_trees: list[str] = []
-        self.stdin: str | None = ""
-        """The file the command being read has as its input (``< FILE``; "": none, a
-        pipe's or the caller's; None: known only as it runs)."""
+        self.stdin: str | bytes | None = ""
+        """What the command being read has as its input (``< FILE``; a literal
+        here-document's text, bytes; "": none, a pipe's or the caller's; None: known only
+        as it runs)."""
         self.into_directories: list[str] = []
         self.linked: list[tuple[str, str, int]] = []
         self.removes = False
@@ -1110,6 +1156,8 @@ class _Walker:
         ]
         words = [c for c in node.children if c.is_named and c.type not in (
             "variable_assignment", "file_redirect", "heredoc_redirect", "herestring_redirect")]  # fmt: skip
+        redirections = [r for r in _redirections(node) if r.type.endswith("redirect")]
+        words = [w for w in words if not any(_descriptor_word(w, r) for r in redirections)]
         if words and words[0].type == "command_name":
             words[0] = words[0].children[0] if words[0].children else words[0]
         values = [word_value(w, data) for w in words]
@@ -1183,8 +1231,9 @@ class _Walker:
         """One simple command from its words (``values``: literal or None; ``shown``: as
         matched) and the assignments before it."""
         first = len(self.write_sites)
-        if self._command(values, shown, assignments, depth) and len(self.write_sites) > first:
-            self.cds.append((_OwnMove(first, len(self.write_sites)), None))
+        moved = self._command(values, shown, assignments, depth)
+        if moved is not False and len(self.write_sites) > first:
+            self.cds.append((_OwnMove(first, len(self.write_sites)), moved))
 
     def _command(
         self,
@@ -1192,8 +1241,9 @@ class _Walker:
         shown: list[str],
         assignments: list[str | None],
         depth: int,
-    ) -> bool:
-        """:meth:`simple`; whether the command runs in a directory of its own."""
+    ) -> str | Literal[False] | None:
+        """:meth:`simple`; the directory of its own the command runs in (None: known only
+        as it runs; False: none)."""
         wrappers: list[str] = []
         start = 0
         while self.zsh and start < len(values) and values[start] in (*ZSH_MODIFIERS, "repeat"):
@@ -1323,6 +1373,8 @@ class _Walker:
         self.removes = self.removes or base in _REMOVERS or (base == "find" and "-delete" in rest)
         if base == "patch":
             self._patch(rest)
+        elif base == "git":
+            self._git_dirs(rest, shown[start + 1 :], kept)
         for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
         ):
@@ -1459,16 +1511,42 @@ class _Walker:
         )
         return elsewhere
 
+    def _git_dirs(
+        self, rest: Sequence[str | None], shown: Sequence[str], kept: Sequence[str]
+    ) -> None:
+        """The git directories git is told to use (``--git-dir``, after its ``-C``s;
+        ``GIT_DIR=…`` in front), whose config it reads whatever the folder holds (`git
+        --git-dir=plain x` ran the alias a plain folder's config set, a review): checked
+        as the disk has them (``RuleSet.decide``); None where known only as it runs."""
+        own = rest[: git_options(rest)]
+        place = None if self.cds else git_place(own)
+        i = 0
+        while i <= len(own) and i < len(rest):
+            word = rest[i]
+            if word is None and may_be_option(shown[i], ["--git-dir"]):
+                self.git_dirs.append(None)  # (`"--git-dir=$D"`)
+            elif word is not None and abbreviates(word, "--git-dir"):
+                self.git_dirs.append(placed_by_git(place, long_value(rest, i)))
+            elif word is None or not word.startswith("-"):
+                break  # (its subcommand)
+            i += 1 + (word in GIT_OPTIONS_WITH_VALUE)
+        for assignment in kept:
+            if assignment.startswith(("GIT_DIR=", "<computed")):
+                value = assignment.partition("=")[2] if "=" in assignment else None
+                self.git_dirs.append(None if self.cds or not value else value)
+
     def _patch(self, rest: Sequence[str | None]) -> None:
         """The diff ``patch`` reads, whose names it writes (a `Write` deny rule's files
         went past it, a review): read as the command is checked, where its words and
         redirections name it and no ``cd`` came first; else known only as it runs."""
         read = patch_input(rest)
-        if read.output != "" or read.named:
-            return  # (one file, named: ``writes.files_written``)
+        if read.output != "" or read.named or read.dry_run:
+            return  # (one file, named: ``writes.files_written``; or none)
         diff = read.diff if read.diff != "" else self.stdin
         known = not (read.computed or diff in (None, "", "-") or read.directory is None or self.cds)
-        self.diffs.append((diff if known else None, read.strip, read.directory or ""))
+        text = diff.decode("utf-8", "surrogateescape") if isinstance(diff, bytes) else None
+        path = diff if isinstance(diff, str) and known and text is None else None
+        self.diffs.append(PatchRead(path, text if known else None, read))
 
     def _program_writes(self, target: str | None, written: str, kind: str = "file") -> None:
         """A file a program writes by its words (``written``: as written; ``kind``, see
@@ -1551,6 +1629,7 @@ class _Walker:
         self.named_writes += inner.named_writes
         self.diffs += inner.diffs
         self.changes += inner.changes
+        self.git_dirs += inner.git_dirs
         self.changed_trees += inner.changed_trees
         self.into_directories += inner.into_directories
         self.linked += inner.linked
@@ -1736,30 +1815,43 @@ def _directory(name: str, rest: Sequence[str | None]) -> str | None:
 
 def _runs_elsewhere(
     name: str, wrappers: Sequence[str], before: Sequence[str | None], rest: Sequence[str | None]
-) -> bool:
-    """Whether a command runs in a directory of its own, its shell's staying (``env -C``,
-    ``sudo -D``, ``sudo -i``, ``git -C``, ``gdb --cd``, ``find -execdir``)."""
+) -> str | Literal[False] | None:
+    """The directory of its own a command runs in, its shell's staying (``env -C``,
+    ``sudo -D``, ``sudo -i``, ``gdb --cd``, ``find -execdir``: None, known only as it
+    runs; git's ``-C DIR``: DIR, where its ``init --bare`` makes its ``HEAD`` and its
+    ``rebase -x`` code runs); False: none."""
     words = [*before, *rest]
     chdir = any(w is not None and (abbreviates(w, "--chdir") or "-C" in short_options(w, "uCS"))
                 for w in words)  # fmt: skip
-    if chdir and ("env" in wrappers or name == "env"):
-        return True
     base = os.path.basename(name)
-    if base in ("sudo", "doas") and any(
-        w is None
-        or abbreviates(w, "--chdir")
-        or abbreviates(w, "--login")
-        or {"-D", "-i"} & set(short_options(w, "ughpCDRTU"))
-        for w in _leading_options(rest, SUDO_OPTIONS_WITH_VALUE)
-    ):
-        return True  # (`sudo -i`: in the target user's home)
-    if base == "git":
-        return any(w is not None and w.startswith("-C") for w in rest[: git_options(rest)])
-    if base == "gdb":  # (`--cd=DIR`, or its own `cd` before the `shell` code it runs)
-        return any(
-            w is None or w.startswith(("-cd", "--cd")) or w.lstrip().startswith("cd") for w in rest
+    unknown = (
+        (chdir and ("env" in wrappers or name == "env"))
+        or (
+            base in ("sudo", "doas")
+            and any(
+                w is None
+                or abbreviates(w, "--chdir")
+                or abbreviates(w, "--login")
+                or {"-D", "-i"} & set(short_options(w, "ughpCDRTU"))
+                for w in _leading_options(rest, SUDO_OPTIONS_WITH_VALUE)
+            )  # (`sudo -i`: in the target user's home)
         )
-    return base == "find" and any(w in ("-execdir", "-okdir") for w in rest)
+        or (  # (`--cd=DIR`, or its own `cd` before the `shell` code it runs)
+            base == "gdb"
+            and any(
+                w is None or w.startswith(("-cd", "--cd")) or w.lstrip().startswith("cd")
+                for w in rest
+            )
+        )
+        or (base == "find" and any(w in ("-execdir", "-okdir") for w in rest))
+    )
+    if unknown:
+        return None
+    own = rest[: git_options(rest)]
+    if base == "git" and "-C" in own:
+        place = git_place(own)
+        return False if place == "" else place
+    return False
 
 
 def _leading_options(words: Sequence[str | None], with_value: frozenset[str]) -> list[str | None]:

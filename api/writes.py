@@ -168,13 +168,71 @@ _OWN_OPERAND_FIRST: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 """Programs whose first operand is what they set (a mode, an owner), unless
 ``--reference`` names a file to take it from; the files after it are written."""
-_COMPRESSORS = frozenset({
-    "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd", "unzstd",
-    "lz4", "lzip", "compress", "uncompress", "pigz", "unpigz", "pbzip2",
-})  # fmt: skip
-"""Programs that replace each file they are given (``gzip f``: ``f.gz``, ``f`` gone),
-unless they write to their output (``-c``, ``--stdout``), keep it (``zstd`` and ``lz4``
-do, without ``--rm``) or only test or list it."""
+_COMPRESSORS: dict[str, str] = {
+    "gzip": ".gz", "gunzip": ".gz", "pigz": ".gz", "unpigz": ".gz", "bzip2": ".bz2",
+    "bunzip2": ".bz2", "pbzip2": ".bz2", "xz": ".xz", "unxz": ".xz", "lzma": ".lzma",
+    "unlzma": ".lzma", "zstd": ".zst", "unzstd": ".zst", "lz4": ".lz4", "lzip": ".lz",
+    "compress": ".Z", "uncompress": ".Z", "brotli": ".br", "lzop": ".lzo",
+}  # fmt: skip
+"""Programs that replace each file they are given (``gzip f``: ``f.gz``, ``f`` gone;
+``gunzip f.gz``: ``f``), with the suffix each adds."""
+_UNPACKERS = frozenset({"gunzip", "unpigz", "bunzip2", "unxz", "unlzma", "unzstd", "uncompress"})
+_KEEPERS = frozenset({"zstd", "unzstd", "lz4", "brotli", "lzop"})
+"""Those that keep the file they are given unless told (``--rm``, ``-j``, ``-U``)."""
+_COMPRESSED = re.compile(r"(?i)\.(?:gz|z|bz2|xz|lzma|zst|lz4|lz|br|lzo|tgz|tbz2?|txz)$")
+
+
+def _compressed(
+    name: str, words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """What a compressor writes: ``-o FILE`` (``lz4 IN OUT``), else for each file the one
+    it makes beside it (decompressed, its text is the archive's: written as any file is,
+    `zstd -d h.zst -o .git/hooks/pre-commit` set a hook, a review; compressed, a
+    ``changed`` one) and the file itself, gone unless kept; a directory whole with
+    ``-r``; nothing to its output (``-c``) or when it only tests or lists."""
+    operands, options = operands_and_options(
+        words, "bSpTLoB", ("--suffix", "--threads", "--output", "--memlimit", "--format")
+    )
+    flags = [words[i] or "" for i in options]
+
+    def given(letters: str, *longs: str) -> bool:
+        return any(
+            f in longs or (f[:1] == "-" and f[1:2] != "-" and bool(set(f[1:]) & set(letters)))
+            for f in flags
+        )
+
+    if given("ctl", "--stdout", "--to-stdout", "--test", "--list"):
+        return []
+    found: list[tuple[str | None, str, Kind]] = []
+    for i in options:
+        flag = words[i] or ""
+        if flag.startswith("-o") and name in ("zstd", "unzstd", "brotli", "lz4"):
+            found.append((flag[2:] or word_after(words, i), shown[i], "file"))
+        elif abbreviates(flag, "--output"):
+            found.append((long_value(words, i), shown[i], "file"))
+    if name == "lz4" and len(operands) == 2 and not given("m", "--multiple"):
+        found.append((words[operands[1]], shown[operands[1]], "file"))
+        operands = operands[:1]
+    named_output = bool(found)
+    unpacking = name in _UNPACKERS or given("d", "--decompress", "--uncompress")
+    kept = given("k", "--keep") or (name in _KEEPERS and not given("jU", "--rm", "--delete"))
+    for i in operands:
+        word, text = words[i], shown[i]
+        if given("r", "--recursive"):
+            found.append((word, text, "tree" if unpacking else "changed tree"))
+            continue
+        if not kept:
+            found.append((word, text, "changed"))
+        if named_output:
+            continue
+        if word is None:  # (what it makes beside it: known only as it runs)
+            found.append((None, text, "file" if unpacking else "changed"))
+        elif unpacking and (suffix := _COMPRESSED.search(word)):
+            plain = word[: suffix.start()] + (".tar" if suffix[0].lower().startswith(".t") else "")
+            found.append((plain, text, "file"))
+        elif not unpacking:
+            found.append((word + _COMPRESSORS[name], text, "changed"))
+    return found
 
 
 def _changed_in_place(
@@ -201,21 +259,20 @@ def _changed_in_place(
         files = operands if name == "rm" or given else operands[1:]
         return [(words[i], shown[i], "changed tree" if whole else "changed") for i in files]
     if name in _COMPRESSORS:
-        operands, options = operands_and_options(words, "bSpTL", ("--suffix", "--threads"))
-        flags = [words[i] or "" for i in options]
-        if any(
-            f in ("--stdout", "--to-stdout", "--test", "--list", "--keep")
-            or (f[1:2] != "-" and set(f[1:]) & set("ctlk"))
-            for f in flags
-        ) or (name in ("zstd", "unzstd", "lz4") and "--rm" not in flags):
-            return []
-        return [(words[i], shown[i], "changed") for i in operands]
+        return _compressed(name, words, shown)
     if name == "patch":  # (`-o OUT`, or the file it is given; else those its diff
         read = patch_input(words)  # names: :func:`diff_targets`)
         operands = operands_and_options(words, PATCH_VALUED, PATCH_LONG_VALUED)[0]
-        if read.output != "" or not operands:
-            return [(read.output, "-o", "file")] if read.output != "" else []
-        return [(words[operands[0]], shown[operands[0]], "file")]
+        found: list[tuple[str | None, str, Kind]] = []
+        if read.dry_run:
+            return found
+        if read.reject not in ("", "-"):
+            found.append((read.reject, "-r", "file"))
+        if read.output != "":
+            found.append((read.output, "-o", "file"))
+        elif operands:
+            found.append((words[operands[0]], shown[operands[0]], "file"))
+        return found
     return None
 
 
@@ -240,10 +297,32 @@ class PatchInput:
     """``-d DIR`` ("" for none)."""
     output: str | None
     """``-o FILE`` ("": none)."""
+    reject: str | None = ""
+    """``-r FILE``, where its rejected hunks go ("": beside each file)."""
+    backups: tuple[str | None, str | None, str | None] = ("", "", "")
+    """``-B PREFIX``, ``-Y PREFIX`` (of the base name), ``-z SUFFIX`` of its backups."""
     named: bool = False
     """A file to patch is given (its first operand): the diff's names are not used."""
+    dry_run: bool = False
+    """``--dry-run``: it writes nothing."""
     computed: bool = False
     """An option's value is known only as it runs."""
+
+
+@dataclass(frozen=True)
+class PatchRead:
+    """A diff ``patch`` reads, as the command names it: a file as written (None: known
+    only as it runs, or ``text``), the text a literal here-document gives, and what its
+    words say (``words``)."""
+
+    path: str | None
+    text: str | None
+    words: PatchInput
+
+
+_PATCH_OPTIONS = (("i", "--input"), ("p", "--strip"), ("d", "--directory"), ("o", "--output"),
+                  ("r", "--reject-file"), ("B", "--prefix"), ("Y", "--basename-prefix"),
+                  ("z", "--suffix"))  # fmt: skip
 
 
 def patch_input(words: Sequence[str | None]) -> PatchInput:
@@ -252,8 +331,7 @@ def patch_input(words: Sequence[str | None]) -> PatchInput:
     values: dict[str, str | None] = {}
     for i in options:
         flag = words[i] or ""
-        for letter, long in (("i", "--input"), ("p", "--strip"), ("d", "--directory"),
-                             ("o", "--output")):  # fmt: skip
+        for letter, long in _PATCH_OPTIONS:
             if flag.startswith("--") and abbreviates(flag, long):
                 values[letter] = long_value(words, i)
             elif flag[:1] == "-" and flag[1:2] != "-" and letter in flag[1:]:
@@ -262,13 +340,16 @@ def patch_input(words: Sequence[str | None]) -> PatchInput:
                     values[letter] = flag[len(given) + 1 :] or word_after(words, i)
     diff = values.get("i", words[operands[1]] if len(operands) > 1 else "")
     strip = values.get("p")
-    computed = any(values.get(k, "") is None for k in "pd") or None in words
+    computed = any(v is None for v in values.values()) or None in words
     return PatchInput(
         diff=diff,
         strip=int(strip) if strip is not None and strip.isdigit() else None,
         directory=values.get("d", ""),
         output=values.get("o", ""),
+        reject=values.get("r", ""),
+        backups=(values.get("B", ""), values.get("Y", ""), values.get("z", "")),
         named=bool(operands),
+        dry_run=any(abbreviates(words[i], "--dry-run") for i in options),
         computed=computed or (strip is not None and not strip.isdigit()),
     )
 
@@ -276,38 +357,53 @@ def patch_input(words: Sequence[str | None]) -> PatchInput:
 DIFF_READ_LIMIT = 16 * 1024 * 1024
 """Bytes of a diff read to find the files it names: a longer one asks."""
 _DIFF_NAME = re.compile(
-    rb"^(?:\+\+\+|---|\*\*\*|Index:) (.+)$|^diff --git (?:\S+) (\S+)$|^(?:rename|copy) to (.+)$",
+    rb"^(?:\+\+\+|---|\*\*\*|Index:)[ \t]+(.+)$|^diff --git (\S+) (\S+)$"
+    rb"|^(?:rename (?:from|to)|copy to) (.+)$",
     re.MULTILINE,
 )
-_HUNK_RANGE = re.compile(rb"^\d+(?:,\d+)? (?:\*\*\*\*|----)$")
+_HUNK_RANGE = re.compile(rb"^\d+(?:,\d+)? (?:\*\*\*\*|----)")
 
 
 def diff_targets(diff: bytes, strip: int | None) -> list[str] | None:
-    """The files a diff has ``patch`` write (each name its headers give, ``strip``
-    leading parts taken off as ``-pN`` does, the base name alone without it, as GNU patch
-    does; names of ``/dev/null`` left out), or None: one it names cannot be read here (a
-    C-quoted name with escapes, or no name at all where it changes something)."""
+    """The files a diff has ``patch`` write or remove (each name its headers give, up to
+    its first blank as GNU patch reads it, ``strip`` slashes taken off as ``-pN`` does,
+    the base name alone without it; git's renamed names too, also as written; names of
+    ``/dev/null`` left out), or None: a C-quoted name with escapes, which it cannot
+    read as patch does."""
     found: list[str] = []
     for match in _DIFF_NAME.finditer(diff):
-        raw = next(g for g in match.groups() if g is not None).split(b"\t", 1)[0].rstrip(b"\r")
-        if _HUNK_RANGE.match(raw):  # (`*** 1,5 ****`, `--- 1,5 ----`: a context hunk)
-            continue
-        if raw.startswith(b'"'):
-            if b"\\" in raw or not raw.endswith(b'"'):
-                return None
-            raw = raw[1:-1]
-        name = os.fsdecode(raw.strip())
-        if not name or name == "/dev/null":
-            continue
-        parts = [p for p in name.split("/") if p]
-        if strip is None:
-            parts = parts[-1:]
-        elif strip >= len(parts):
-            continue  # (patch finds no file by that name: it asks, or skips)
-        else:
-            parts = parts[strip:]
-        found.append(("/" if name.startswith("/") and strip == 0 else "") + "/".join(parts))
+        for raw in (g for g in match.groups() if g is not None):
+            if _HUNK_RANGE.match(raw):  # (`*** 1,5 ****`, `--- 1,5 ----`: a context hunk)
+                continue
+            if raw.startswith(b'"'):
+                end = raw.find(b'"', 1)
+                if end < 0 or b"\\" in raw[: end + 1]:
+                    return None
+                raw = raw[1:end]
+            else:  # (`--- .env junk`: patch takes `.env`, a review)
+                raw = (raw.split(None, 1) or [b""])[0]
+            name = os.fsdecode(raw)
+            if not name or name == "/dev/null":
+                continue
+            found += [n for n in (_stripped(name, strip),) if n]
+            if match.group(4) is not None:  # (git's own names: no `a/`, `b/` to take off)
+                found.append(name)
     return list(dict.fromkeys(found))
+
+
+def _stripped(name: str, strip: int | None) -> str | None:
+    """``name`` as ``-pN`` leaves it: the smallest prefix holding N slashes taken off (a
+    run of slashes counting as one: `/x/y` by one is `x/y`, a review), None where it has
+    fewer; without ``-p``, its base name."""
+    if strip is None:
+        return name.rstrip("/").rpartition("/")[2] or None
+    rest = name
+    for _ in range(strip):
+        at = rest.find("/")
+        if at < 0:
+            return None
+        rest = rest[at:].lstrip("/")
+    return rest or None
 
 
 def files_written(
@@ -410,11 +506,30 @@ def files_written(
                     at.append((j if w is not None else i, ""))
                 else:
                     return [(None, "$HISTFILE", "file")]
-    return [*made, *(
+    found = [*made, *(
         (_value_at(words, i, option), shown[i] if i < len(shown) else "", "file")
         for i, option in at
         if i < len(words) and words[i] != "-"
     )]  # fmt: skip
+    return found
+
+
+def git_place(own: Sequence[str | None]) -> str | None:
+    """Where git's own ``-C DIR`` options take it ("": where it runs; None: known only as
+    it runs): each relative to the one before, as git reads them."""
+    place: str | None = ""
+    for i, word in enumerate(own):
+        if word == "-C":
+            value = word_after(own, i)
+            place = None if value is None or place is None else os.path.join(place, value)
+    return place
+
+
+def placed_by_git(place: str | None, path: str | None) -> str | None:
+    """``path`` as git, moved to ``place`` by ``-C``, finds it."""
+    if path is None or path.startswith(("/", "~")) or place == "":
+        return path
+    return None if place is None else os.path.join(place, path)
 
 
 _WORK_TREE_WRITERS = frozenset({

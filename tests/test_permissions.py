@@ -210,8 +210,9 @@ WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
         ("sudo -u root --login touch passwd", "ask"),
         ("sudo -D /etc touch passwd", "ask"),
         ("gdb --cd=/etc -batch -ex run --args touch passwd", "ask"),
-        ("git -C /etc rebase -x 'touch passwd' HEAD~1", "ask"),
-        ("git -C /etc log --output passwd", "ask"),
+        ("git -C /etc rebase -x 'touch passwd' HEAD~1", "deny"),  # (git's `-C DIR` is
+        ("git -C /etc log --output passwd", "deny"),  # known: there, the command's writes)
+        ('git -C "$d" log --output passwd', "ask"),
         ("sudo env -C /etc touch passwd", "ask"),
         ("sudo -u -i touch passwd", "allow"),  # (`-i` is the user's name)
         ("sudo sed -i s/a/b/ passwd", "allow"),  # (sed's `-i`)
@@ -565,7 +566,7 @@ CD_CASES = [  # (command, run in, verdict); a `cd` the text names is followed
     # a command's own directory change acts on its own writes alone (a trial)
     ("env -C ../protected touch PWNED", "w", "ask"),
     ("nice env --chdir=../protected sort -o PWNED /dev/null", "w", "ask"),
-    ("git -C ../protected diff --no-index --output=PWNED /dev/null /dev/null", "w", "ask"),
+    ("git -C ../protected diff --no-index --output=PWNED /dev/null /dev/null", "w", "deny"),
     ("find ../protected/sub -maxdepth 0 -execdir touch PWNED \\;", "w", "ask"),
     ("env -C ../protected true && echo x > PWNED", "w", "allow"),
     ("env -C ../protected echo x > PWNED", "w", "allow"),  # its shell opens `>` here
@@ -2520,22 +2521,92 @@ def test_what_removers_changers_and_patch_write_is_held_by_write_rules(tmp_path:
     def decided(command: str, rules: dict[str, list[str]]) -> str:
         return RuleSet.from_mapping(rules).decide(parse_command(command), str(tmp_path)).verdict
 
-    for denied in ("rm v/a", "rm -- v/a", "unlink v/a", "rmdir v/d", "shred -u v/a", "gzip v/b",
-                   "zstd --rm v/b", "mkdir -p v/x", "mkfifo v/f", "chmod 644 v/a", "chmod -x v/a",
-                   "chown me v/a", "chgrp g v/a", "patch -p1 < p.diff", "patch -p1 -i p.diff",
-                   "patch --input=p.diff -p1", "sudo patch -p1 < p.diff", "patch v/a p.diff",
-                   "patch -o v/out a p.diff", "patch -d v -p1 < ok.diff", "echo x | sponge v/a"):  # fmt: skip
+    for denied in (
+        "rm v/a",
+        "rm -- v/a",
+        "unlink v/a",
+        "rmdir v/d",
+        "shred -u v/a",
+        "gzip v/b",
+        "zstd --rm v/b",
+        "mkdir -p v/x",
+        "mkfifo v/f",
+        "chmod 644 v/a",
+        "chmod -x v/a",
+        "chown me v/a",
+        "chgrp g v/a",
+        "patch -p1 < p.diff",
+        "patch -p1 -i p.diff",
+        "patch --input=p.diff -p1",
+        "sudo patch -p1 < p.diff",
+        "patch v/a p.diff",
+        "patch -o v/out a p.diff",
+        "patch -d v -p1 < ok.diff",
+        "echo x | sponge v/a",
+        "gzip -k v/b",
+        "zstd v/b",
+    ):  # fmt: skip  (`v/b.gz`: made there)
         assert decided(denied, protected) == "deny", denied
     for asked in ("rm -rf v", "chmod -R 755 .", "rm $F", "cat p.diff | patch -p1",
                   "patch -p1 < missing.diff", "cd v && patch -p1 < ../ok.diff"):  # fmt: skip
         assert decided(asked, protected) == "ask", asked
-    for fine in ("rm other", "gzip -c v/b > x.gz", "gzip -k v/b", "zstd v/b", "patch -p0 < p.diff",
+    for fine in ("rm other", "gzip -c v/b > x.gz", "zstd -c v/b", "patch -p0 < p.diff",
                  "patch < p.diff", "patch -p1 < ok.diff", "chmod 644 other", "rm -rf build"):  # fmt: skip
         assert decided(fine, protected) == "allow", fine
     assert decided("patch -p1 < h.diff", plain) == "ask"  # (a hook, as `cp x .git/hooks/x`)
     for fine in ("rm $F", "rm -rf .git", "for f in *.tmp; do rm \"$f\"; done", "patch -p1 < p.diff",
                  "cat p.diff | patch -p1", "chmod +x \"$s\"", "rm .git/hooks/x"):  # fmt: skip
         assert decided(fine, plain) == "allow", fine  # (no Write rule: nothing to hold them)
+
+
+def test_a_second_review_of_what_removers_compressors_patch_and_git_directories_write(
+    tmp_path: Path,
+) -> None:
+    """A second review (session 49) of the checks above: `0<` and `3<` redirections,
+    absolute and blank-ended names, git renames, reject and backup files, a diff the
+    command rewrote first, a literal here-document's diff, `--dry-run`, `gzip -r`, what
+    decompressors write (a hook set by `zstd -d … -o .git/hooks/pre-commit`), and a
+    folder's config git is told to use (`--git-dir`, `GIT_DIR`, `-C … init --bare`,
+    `commondir`)."""
+    for name in ("protected", "src", ".git/hooks", "plain", "real.git/objects"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "real.git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "plain" / "config").write_text("[alias]\n\tx = !rm v\n")
+    diffs = {
+        "fix.diff": "--- a/protected/p.txt\n+++ b/protected/p.txt\n",
+        "ok.diff": "--- a/src/a.txt\n+++ b/src/a.txt\n",
+        "abs.diff": "--- /protected/p.txt\n+++ /protected/p.txt\n",
+        "blank.diff": "--- .env junk\n+++ .env junk\n",
+        "rename.diff": "diff --git a/src/a.txt b/moved.txt\nrename from src/a.txt\nrename to moved.txt\n",
+    }  # fmt: skip
+    for name, text in diffs.items():
+        (tmp_path / name).write_text(text)
+    rules = {"allow": ["Bash(*)"], "deny": ["Write(protected/**)", "Write(.env)",
+                                            f"Write({tmp_path}/src/**)", "Bash(rm *)"]}  # fmt: skip
+    plain = {"allow": ["Bash(git *)", "Bash(zstd *)", "Bash(gunzip *)", "Bash(lz4 *)",
+                       "Bash(patch *)", "Bash(echo *)"], "deny": ["Bash(rm *)"]}  # fmt: skip
+
+    def decided(command: str, ruled: dict[str, list[str]] = rules) -> str:
+        return RuleSet.from_mapping(ruled).decide(parse_command(command), str(tmp_path)).verdict
+
+    for denied in ("patch -p1 0< fix.diff", "patch -p1 < fix.diff 3< ok.diff",
+                   "patch -p1 < abs.diff", "patch -p0 < blank.diff", "patch -p1 < rename.diff",
+                   "patch -p1 -r protected/p.txt < ok.diff", "git stash && patch -p1 < fix.diff",
+                   "patch -p1 <<'EOF'\n--- a/protected/p.txt\n+++ b/protected/p.txt\nEOF"):  # fmt: skip
+        assert decided(denied) == "deny", denied
+    for asked in ("cp fix.diff x.diff; patch -p1 < x.diff", "gzip -r protected",
+                  "gunzip -r protected", "zstd -r --rm protected"):  # fmt: skip
+        assert decided(asked) == "ask", asked
+    assert decided("patch -p1 --dry-run < fix.diff") == "allow"
+    for asked in ("zstd -q -d h.zst -o .git/hooks/pre-commit", "lz4 -d h.lz4 .git/hooks/pre-commit",
+                  "gunzip -k .git/hooks/pre-commit.gz", "git --git-dir=plain x",
+                  "git --git-dir plain x", "git -C plain --git-dir=. x", "GIT_DIR=plain git x",
+                  'git --git-dir="$D" log', "git -C plain init --bare", "git -C plain --bare init",
+                  "echo ../plain > other/commondir; echo ref > other/HEAD"):  # fmt: skip
+        assert decided(asked, plain) == "ask", asked
+    for fine in ("git --git-dir=real.git log", "git -C plain init .", 'git -C "$d" status',
+                 "zstd -d x.tar.zst", "git log"):  # fmt: skip
+        assert decided(fine, plain) == "allow", fine
 
 
 def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
