@@ -2045,3 +2045,30 @@ def test_a_sandboxed_caller_acts_only_on_its_own_sessions_sandboxed_tasks(
     assert agent.task_stop(own_id).status == "killed"
     for task in user.tasks():
         user.task_stop(task.id)
+
+
+def test_an_interrupt_reaches_the_sandboxed_command_not_its_sandbox(
+    state_dir: Path, project: Path
+) -> None:
+    """B3b: SIGINT to the job's process group reached the bubblewraps too, which died of
+    it, and the sandbox with them: the command's trap never ran, the task was `killed`
+    (a review). They ignore it; the command has it as it would have had, on a terminal
+    too (Ctrl+C typed into a sandboxed REPL)."""
+    client = Client(state_dir=state_dir, cwd=project, sandbox="read-only")
+    started = client.bash(
+        "trap 'echo TRAPPED; exit 7' INT; echo started; sleep 60", run_in_background=True
+    )
+    task_id, log = started.background_task_id or "", Path(started.output_path or "")
+    wait_until(lambda: "started" in log.read_text())
+    client.interrupt(task_id)
+    record = client.wait(task_id, timeout=15_000)
+    assert (record.status, record.exit_code) == ("failed", 7)
+    assert log.read_text() == "started\nTRAPPED\n"
+    repl = client.bash("python3 -q", interactive=True, timeout=10_000)
+    repl_id = repl.background_task_id or ""
+    assert repl.waiting_for_input
+    client.task_input(repl_id, "import time; time.sleep(60)\n", timeout=300)
+    client.interrupt(repl_id)
+    wait_until(lambda: client.task_output(repl_id, block=False).waiting_for_input, timeout=15)
+    assert "KeyboardInterrupt" in Path(repl.output_path or "").read_text()
+    assert client.task_stop(repl_id).status == "killed"

@@ -951,7 +951,35 @@ def bwrap_argv(
     elif sources is not None:
         argv += sources.setenv
     argv += ["--chdir", start_dir(cwd, sandbox, hidden, temp_dir), "--"]
-    return argv
+    env = signal_env()
+    if env is None:
+        return argv
+    # Ctrl+C (an interrupt, B3b, or the key typed on a sandboxed terminal) reaches the
+    # whole process group: the bubblewraps die of it, and the sandbox with them, where
+    # the command would have run its trap (a review). They ignore it; the command inside
+    # has it back as it was.
+    return [env, "--ignore-signal=INT", *argv, env, "--default-signal=INT"]
+
+
+def signal_env() -> str | None:
+    """GNU ``env``'s path where it sets signals ignored and back (coreutils 8.31+), else
+    None (remembered)."""
+    if _signal_env:
+        return _signal_env[0]
+    found = next((p for p in ("/usr/bin/env", "/bin/env") if os.access(p, os.X_OK)), None)
+    try:
+        ok = found is not None and subprocess.run(
+            [found, "--ignore-signal=INT", "--default-signal=INT", "true"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=10, check=False,
+        ).returncode == 0  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    _signal_env.append(found if ok else None)
+    return _signal_env[0]
+
+
+_signal_env: list[str | None] = []
 
 
 FIRST_SOURCE_FD = PASSED_FDS_FROM
