@@ -202,9 +202,16 @@ ALTER TABLE tasks ADD COLUMN pruning INTEGER NOT NULL DEFAULT 0;
 them whatever their age, where a prune cut short left them listed with their logs gone,
 read as removed outside wave-bash, until the retention ran out again."""
 
+SCHEMA_V11 = """
+ALTER TABLE tasks ADD COLUMN sandbox_scope TEXT;
+"""
+"""v11: the workspace and network of the sandbox a task runs in, which a caller under a
+sandbox is measured against (SB1c): after a supervisor restart too, where only its mode
+was known and a looser task passed (a review)."""
+
 MIGRATIONS: Sequence[str] = (
     SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7, SCHEMA_V8,
-    SCHEMA_V9, SCHEMA_V10,
+    SCHEMA_V9, SCHEMA_V10, SCHEMA_V11,
 )  # fmt: skip
 """``MIGRATIONS[n]`` brings a journal from version ``n`` to ``n + 1``."""
 
@@ -254,6 +261,8 @@ class TaskRow:
     running, while some may (``supervisor.tasks.TaskManager.adopt_leftovers``)."""
     storage_note: str | None = None
     """What a full state dir did to the record of a background task as it ended."""
+    sandbox_scope: str | None = None
+    """JSON ``{"workspace": …, "network": …}`` of the sandbox it runs in (SB1c)."""
 
     def __post_init__(self) -> None:
         """Rows read back hold the states' values: make them the enums again."""

@@ -797,6 +797,8 @@ class TaskManager:
             if permission is not None and permission.source != "none"
             else None,
             sandbox=sandbox.mode if sandbox is not None else None,
+            sandbox_scope=json.dumps({"workspace": sandbox.workspace, "network": sandbox.network})
+            if sandbox is not None else None,
         )  # fmt: skip
         # The monitor exists but waits for its command. Journal, then tell the caller, then
         # hand the command over: a supervisor that dies before the hand-over leaves a monitor

@@ -52,7 +52,7 @@ def test_v1_journal_is_migrated_in_place(state_dir: Path) -> None:
     assert alpha.bash("echo new").stdout == "new"  # the upgraded journal takes new tasks
     assert alpha.gc(older_than=7 * 86400) == ["old1task", "old2task", "old3task"]
     con = sqlite3.connect(state_dir / "journal.db")
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 11
     assert {"end_reason", "request_key"} <= {r[1] for r in con.execute("PRAGMA table_info(tasks)")}
     assert {"claim", "claim_until"} <= {r[1] for r in con.execute("PRAGMA table_info(notices)")}
     con.close()

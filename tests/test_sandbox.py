@@ -2072,3 +2072,30 @@ def test_an_interrupt_reaches_the_sandboxed_command_not_its_sandbox(
     wait_until(lambda: client.task_output(repl_id, block=False).waiting_for_input, timeout=15)
     assert "KeyboardInterrupt" in Path(repl.output_path or "").read_text()
     assert client.task_stop(repl_id).status == "killed"
+
+
+def test_a_sandboxed_caller_is_confined_after_a_supervisor_restart_too(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """SB1c after a restart: the re-adopted task's workspace and network were not known
+    (kept in memory only), and a read-only caller without the network typed into its
+    session's networked shell, a workspace elsewhere stopped its task (a review). They
+    are journaled with the task."""
+    other = tmp_path / "other"
+    other.mkdir()
+    networked = Client(state_dir=state_dir, session="s", cwd=project, sandbox="read-only",
+                       allow_network=True).bash("sleep 600", run_in_background=True)  # fmt: skip
+    elsewhere = Client(state_dir=state_dir, session="s", cwd=other, sandbox="workspace-write",
+                       workspace=other).bash("sleep 600", run_in_background=True)  # fmt: skip
+    kill_supervisor(state_dir)
+    strict = Client(state_dir=state_dir, session="s", cwd=project, sandbox="read-only")
+    writer = Client(state_dir=state_dir, session="s", cwd=project, sandbox="workspace-write")
+    for caller, task in ((strict, networked), (writer, elsewhere)):
+        with pytest.raises(InvalidInputError, match="more loosely"):
+            caller.task_stop(task.background_task_id or "")
+    same = Client(state_dir=state_dir, session="s", cwd=other, sandbox="workspace-write",
+                  workspace=other)  # fmt: skip
+    assert same.task_stop(elsewhere.background_task_id or "").status == "killed"
+    owner = Client(state_dir=state_dir, session="s", cwd=project, sandbox="read-only",
+                   allow_network=True)  # fmt: skip
+    assert owner.task_stop(networked.background_task_id or "").status == "killed"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError, TaskNotRunningError
@@ -57,8 +58,13 @@ def confined(
     if caller is None:
         return
     task = ctx.tasks.live.get(row.id)
-    ran = task.sandbox if task is not None else None
-    if row.session == session and row.sandbox is not None and _no_looser(row.sandbox, ran, caller):
+    ran = (task.sandbox if task is not None else None) or _recorded_sandbox(row)
+    running = task is not None and not task.ended.done()
+    if (
+        row.session == session
+        and row.sandbox is not None
+        and _no_looser(row.sandbox, ran, caller, running)
+    ):
         return
     whose = (
         "another session's" if row.session != session
@@ -71,11 +77,22 @@ def confined(
     )
 
 
-def _no_looser(mode: str, ran: Sandbox | None, caller: SandboxSpec) -> bool:
-    """Whether a task's sandbox (``mode``; ``ran``: all of it, while it runs) lets its
+def _recorded_sandbox(row: TaskRow) -> Sandbox | None:
+    """The sandbox a task ran in, as its row records it (None: not recorded, a task of an
+    older journal or of one rebuilt)."""
+    try:
+        scope = json.loads(row.sandbox_scope or "null")
+        return Sandbox(row.sandbox or "", str(scope["workspace"]), bool(scope["network"]))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _no_looser(mode: str, ran: Sandbox | None, caller: SandboxSpec, running: bool) -> bool:
+    """Whether a task's sandbox (``mode``; ``ran``: all of it, where known) lets its
     command do nothing the caller's own sandbox would not."""
-    if ran is None:  # (it ended, what it left runs on: its mode is what is recorded)
-        return mode == "read-only" or caller.mode == "workspace-write"
+    if ran is None:  # (unknown: a running task's is no looser only if nothing is; one that
+        # ended, whose leftovers a stop would end, by its mode)
+        return not running and (mode == "read-only" or caller.mode == "workspace-write")
     if ran.network and not caller.network:
         return False
     if ran.mode == "read-only":
