@@ -473,7 +473,7 @@ class RuleSet:
             decided = (
                 Decision("ask", f"it changes `{changed}`, a directory known only as it runs")
                 if folders is None
-                else self._write(folders) or self._ruled_tree(folders)
+                else self._write(folders) or self._changed_tree(folders)
             )
             if decided is not None:
                 verdicts.append(decided)
@@ -641,6 +641,28 @@ class RuleSet:
                     "which makes its folder a git directory: git then runs what its `config` says"
                 )
                 return path, "", made
+        return None
+
+    def _changed_tree(self, trees: Sequence[str]) -> Decision | None:
+        """A directory removed or changed whole (``rm -r``, ``chmod -R``): what it holds as
+        the command is checked, each file against the Write rules, links not followed (at
+        most ``CHANGED_WALK_MAX`` of them; past that, a rule that may match in it asks): a
+        relative rule, `Write(.env)`, may match anywhere, and `rm -rf build` asked for
+        every build (a review), though nothing lands there as it runs."""
+        budget = [CHANGED_WALK_MAX]
+        for tree in trees:
+            found = _tree_files(tree, budget)
+            if found is None:
+                return self._ruled_tree([tree])
+            found.append(f"{tree.rstrip('/')}/{_ANY_NAME}")  # (a rule on all it holds)
+            for verdict in ("deny", "ask"):
+                for rule in getattr(self, verdict):
+                    hit = next((p for p in found if rule.kind == "Write" and rule.matches(p)), None)
+                    if hit is not None:
+                        what = f"what {tree} holds" if hit.endswith(_ANY_NAME) else f"{hit}"
+                        return Decision(verdict, f"changing {what} (it removes or changes "
+                                        f"{tree} whole) matches {verdict} rule {rule.text}",
+                                        rule.text, subject=hit)  # fmt: skip
         return None
 
     def _ruled_tree(self, trees: Sequence[str]) -> Decision | None:
@@ -954,6 +976,37 @@ def _read_regular(path: str, limit: int) -> bytes | None:
     finally:
         os.close(fd)
     return data if len(data) <= limit else None
+
+
+_ANY_NAME = "\u2063"
+"""A name no file has (an invisible separator): a rule matching it in a directory is one
+on everything the directory holds (`Write(protected/**)` and `rm -rf protected`)."""
+CHANGED_WALK_MAX = 10_000
+"""Entries of the directories a command removes or changes whole that are read to check
+them (more: a Write rule that may match in them asks)."""
+
+
+def _tree_files(tree: str, budget: list[int]) -> list[str] | None:
+    """The paths in ``tree`` (not through links), or None past the ``budget`` (a one-item
+    list, spent) or where one cannot be read."""
+    found: list[str] = []
+    folders = [tree]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        return None
+                    found.append(entry.path)
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                        found.append(os.path.join(entry.path, _ANY_NAME))
+        except FileNotFoundError:
+            continue  # (not there: nothing to change)
+        except OSError:
+            return None
+    return found
 
 
 def _makes_a_git_directory(path: str, written: Collection[str]) -> bool:

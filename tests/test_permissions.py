@@ -2547,7 +2547,9 @@ def test_what_removers_changers_and_patch_write_is_held_by_write_rules(tmp_path:
         "zstd v/b",
     ):  # fmt: skip  (`v/b.gz`: made there)
         assert decided(denied, protected) == "deny", denied
-    for asked in ("rm -rf v", "chmod -R 755 .", "rm $F", "cat p.diff | patch -p1",
+    for denied in ("rm -rf v", "chmod -R 755 ."):  # (what they hold, as the disk has it)
+        assert decided(denied, protected) == "deny", denied
+    for asked in ("rm $F", "cat p.diff | patch -p1",
                   "patch -p1 < missing.diff", "cd v && patch -p1 < ../ok.diff"):  # fmt: skip
         assert decided(asked, protected) == "ask", asked
     for fine in ("rm other", "gzip -c v/b > x.gz", "zstd -c v/b", "patch -p0 < p.diff",
@@ -2594,9 +2596,17 @@ def test_a_second_review_of_what_removers_compressors_patch_and_git_directories_
                    "patch -p1 -r protected/p.txt < ok.diff", "git stash && patch -p1 < fix.diff",
                    "patch -p1 <<'EOF'\n--- a/protected/p.txt\n+++ b/protected/p.txt\nEOF"):  # fmt: skip
         assert decided(denied) == "deny", denied
-    for asked in ("cp fix.diff x.diff; patch -p1 < x.diff", "gzip -r protected",
-                  "gunzip -r protected", "zstd -r --rm protected"):  # fmt: skip
+    (tmp_path / "protected" / "p.txt").write_text("hi\n")
+    for asked in ("cp fix.diff x.diff; patch -p1 < x.diff", "gunzip -r protected"):
         assert decided(asked) == "ask", asked
+    for denied in ("gzip -r protected", "zstd -r --rm protected", "chmod -R 700 protected"):
+        assert decided(denied) == "deny", denied
+    assert decided("chmod -R 755 src/../build") == "allow"  # (nothing of a rule's there)
+    (tmp_path / "build" / "sub").mkdir(parents=True)  # (a relative rule, `Write(.env)`,
+    (tmp_path / "build" / "sub" / "x.o").touch()  # may match anywhere: `rm -rf build`
+    assert decided("gzip -r build") == "allow"  # asked for every build, a review)
+    (tmp_path / "build" / "sub" / ".env").touch()
+    assert decided("gzip -r build") == "deny"
     assert decided("patch -p1 --dry-run < fix.diff") == "allow"
     for asked in ("zstd -q -d h.zst -o .git/hooks/pre-commit", "lz4 -d h.lz4 .git/hooks/pre-commit",
                   "gunzip -k .git/hooks/pre-commit.gz", "git --git-dir=plain x",
