@@ -159,7 +159,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
         if watcher is not None:  # (what was typed ahead: dropped, as a terminal drops
             watcher.typed.clear()  # its input on SIGINT)
         if live is not None:
-            live.keys = "Ctrl+C sent: press it again to stop it"
+            live.say_keys("Ctrl+C sent: press it again to stop it")
 
     wait_s = (timeout or DEFAULT_TIMEOUT_MS) / 1000
     rules, sandbox = _guard(args)
@@ -200,7 +200,7 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
                 from .display import LiveView
 
                 live = LiveView()
-                terminal.callback(live.clear)  # (first: type-ahead comes back after it)
+                terminal.callback(live.done)  # (first: type-ahead comes back after it)
             result = cli.calls.call(
                 "run", params, live.show if live else None, started, patience=patience
             )

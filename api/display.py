@@ -21,9 +21,26 @@ class LiveView:
         self.lines = 0
         self.keys = "Ctrl+B to background"
         """What the status line says of the keys (after a Ctrl+C: that the next stops it)."""
+        self.last: dict[str, Any] | None = None
+        self.drawing = False
+
+    def say_keys(self, keys: str) -> None:
+        """Say ``keys`` on the status line now, unless it is being drawn (a signal handler
+        calls this: the next update says it; a silent command's showed it only once it
+        printed again, a review)."""
+        self.keys = keys
+        if self.last is not None and not self.drawing:
+            self.show(self.last)
 
     def show(self, update: dict[str, Any]) -> None:
         """Draw a progress update (its contract JSON)."""
+        self.drawing, self.last = True, update
+        try:
+            self._draw(update)
+        finally:
+            self.drawing = False
+
+    def _draw(self, update: dict[str, Any]) -> None:
         self.clear()
         # Every line cut short of the width: one that wrapped would leave a row behind
         # at the next redraw. A terminal that reports no size (0, a bare pty) gets 80.
@@ -34,6 +51,11 @@ class LiveView:
         sys.stderr.write("\n".join(_fit(line, max(1, width - 1)) for line in lines) + "\n")
         sys.stderr.flush()
         self.lines = len(lines)
+
+    def done(self) -> None:
+        """Erase it for good (a Ctrl+C after it does not draw it again)."""
+        self.last = None
+        self.clear()
 
     def clear(self) -> None:
         if self.lines:

@@ -333,6 +333,22 @@ def test_a_second_ctrl_c_in_a_terminal_stops_the_command(
     assert client.notifications() == []
 
 
+def test_the_status_line_of_a_silent_command_says_a_ctrl_c_was_sent(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """It said so only once the command printed again: a silent one kept its old status
+    line (a review)."""
+    out = tmp_path / "rc.txt"
+    line = f"{cli_line(state_dir)} run -- 'trap \"\" INT; echo started; sleep 30'"
+    subprocess.run([*tmux, "send-keys", "-t", "t", f"{line}; echo rc=$? > {out}", "Enter"])
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: "press it again to stop" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+    assert out.read_text().strip() == "rc=130" and "^C: stopped task" in pane(tmux)
+
+
 def test_ctrl_c_prints_a_runaway_commands_output_cut_short(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
