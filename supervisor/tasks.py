@@ -1904,7 +1904,13 @@ class TaskManager:
         nothing to interrupt."""
         await self._jobs_started([task], lambda t: not t.row.pid or job_forked(t.row.pid))
         monitor = self._monitor(task)
-        return bool(monitor) and interrupt_job(monitor)
+        if not monitor:
+            return False
+        # (a job forked ahead that dies of it before it took its command: none runs it
+        # after, as a terminal's Ctrl+C drops a command not started; its monitor ran it
+        # in another job, and the interrupt was lost, a review)
+        tell_stopping(monitor, resume=False)
+        return interrupt_job(monitor)
 
     def _tell_stopping(self, task: LiveTask) -> None:
         """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`);

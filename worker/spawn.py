@@ -262,17 +262,18 @@ def reap_monitor(pid: int, block: bool = False) -> MonitorExit | None:
     return MonitorExit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
 
 
-def tell_stopping(pid: int) -> None:
+def tell_stopping(pid: int, resume: bool = True) -> None:
     """Tell a monitor this process started, and has not reaped, that its task is being
-    stopped, before its job is signalled: a job killed before it took its command then
-    has it run by no other (see ``worker.monitor.STOPPING_SIGNAL``; any other monitor
-    ignores it). SIGCONT too: a command's `kill -STOP $$` stops its monitor (F1b), which
-    must live on to record the end."""
+    stopped (or interrupted), before its job is signalled: a job killed before it took
+    its command then has it run by no other (see ``worker.monitor.STOPPING_SIGNAL``; any
+    other monitor ignores it). With ``resume``, SIGCONT too: a command's `kill -STOP $$`
+    stops its monitor (F1b), which must live on to record the end of a stop."""
     number = getattr(signal, f"SIG{STOPPING_SIGNAL}", None)
     if number is not None:
         with contextlib.suppress(OSError):  # (exited: an unreaped child, never another's pid)
             os.kill(pid, number)
-            os.kill(pid, signal.SIGCONT)
+            if resume:
+                os.kill(pid, signal.SIGCONT)
 
 
 def monitor_running(pid: int) -> bool:
