@@ -947,7 +947,7 @@ def _patched(
                 text = _read_regular(path, DIFF_READ_LIMIT)
         targets = None if text is None else diff_targets(text, diff.words.strip)
         if targets is None:
-            return found, "`patch`'s input" if diff.path is None else f"diff `{diff.path}`"
+            return found, "the diff on its input" if diff.path is None else f"diff `{diff.path}`"
         folder = diff.words.directory or ""
         prefix, base_prefix, suffix = diff.words.backups
         for target in (os.path.join(folder, t) for t in targets):

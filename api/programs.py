@@ -542,6 +542,7 @@ OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
     "scp": ((), "SD", False),
     "sftp": ((), "SD", False),
     "npm": (("--script-shell",), "", False),
+    "mosh": (("--ssh",), "", True),
     "yarn": (("--script-shell",), "", False),
     "pnpm": (("--script-shell",), "", False),
 }
@@ -549,6 +550,8 @@ OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
 under an allow rule for the program): its long options, short letters, and whether the
 value is shell code (else a program's name). ``zip -TT CMD`` too; ``ssh``, ``scp``,
 ``sftp`` and ``rsync -e ssh`` run an ``-o ProxyCommand=…`` or ``LocalCommand``."""
+SSH_FAMILY = frozenset({"ssh", "scp", "sftp", "ssh-copy-id", "autossh", "sshfs"})
+"""Programs that take ssh's ``-o`` settings and ``-F`` config (and pass them to ssh)."""
 SSH_CODE_OPTIONS = re.compile(r"(?i)\s*(?:proxycommand|localcommand|knownhostscommand)\b")
 SSH_LIBRARY_OPTIONS = re.compile(r"(?i)\s*(?:pkcs11provider|securitykeyprovider)\b")
 """ssh settings that load a library of the value's naming: what it runs is unknown."""
@@ -568,7 +571,7 @@ def _option_commands(
     checkable text: shell code as it is, a program quoted; None where a word that may be
     such an option is known only as it runs."""
     longs, letters, code = OPTION_COMMANDS.get(name, ((), "", False))
-    ssh = "oF" if name in ("ssh", "scp", "sftp") else ""
+    ssh = ("obF" if name == "sftp" else "oF") if name in SSH_FAMILY else ""
     found: list[str | None] = []
     if name == "rsync" and any(
         abbreviates(w, "--daemon") if w is not None else may_be_option(text, ["--daemon"])
@@ -597,6 +600,10 @@ def _option_commands(
                 if given[-1] == "-F":  # (a config of its own: its `ProxyCommand` ran past a
                     if value not in ("none", "/dev/null"):  # deny rule, a review)
                         found.append(_unseen_config(name, value))
+                    continue
+                if given[-1] == "-b" and value != "/dev/null":  # (a batch's `!` lines run
+                    found.append(Unseen(f"`sftp -b {value or '…'}` runs the `!` lines of "  # here)
+                                        "that batch, which no rule sees"))  # fmt: skip
                     continue
                 if given[-1] == "-o":  # (ssh's settings: only those that run a command,
                     matched = None if value is None else SSH_CODE_OPTIONS.match(value)
@@ -802,7 +809,7 @@ def code_arguments(
         ]
     if program == "sort":  # (its words are no shell code: the program's name is the command)
         return [None if p is None else shlex.quote(p) for p in sort_options(words, texts)[0]]
-    if program in OPTION_COMMANDS or program in ("ssh", "sftp"):
+    if program in OPTION_COMMANDS or program in SSH_FAMILY:
         found = _option_commands(program, words, texts)
         if program in ("npm", "pnpm", "yarn"):
             found += _package_manager_settings(words, texts)

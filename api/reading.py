@@ -71,8 +71,10 @@ from .runners import (
 from .shellwords import LineChosen, LineMade, LineSplit, ansi_c_value
 from .texttools import script_code
 from .writes import (
+    PatchInput,
     PatchRead,
     files_written,
+    git_apply_inputs,
     git_place,
     glob_folder,
     makes_links,
@@ -1375,6 +1377,9 @@ class _Walker:
             self._patch(rest)
         elif base == "git":
             self._git_dirs(rest, shown[start + 1 :], kept)
+            sub = git_options(rest)
+            if rest[sub : sub + 1] == ["apply"]:
+                self._git_apply(rest[sub + 1 :], git_place(rest[:sub]) != "")
         for target, written, kind in files_written(
             os.path.basename(name), rest, shown[start + 1 :]
         ):
@@ -1534,6 +1539,21 @@ class _Walker:
             if assignment.startswith(("GIT_DIR=", "<computed")):
                 value = assignment.partition("=")[2] if "=" in assignment else None
                 self.git_dirs.append(None if self.cds or not value else value)
+
+    def _git_apply(self, rest: Sequence[str | None], moved: bool) -> None:
+        """The patches ``git apply`` reads, whose names it writes in the work tree (as
+        :meth:`_patch`'s; `git apply fix.diff` went past a Write deny rule, a review;
+        ``moved``: by git's ``-C``, to where they are known only as it runs)."""
+        inputs = None if moved else git_apply_inputs(rest)
+        if inputs is None:
+            self.diffs.append(PatchRead(None, None, PatchInput(None, 1, "", "")))
+            return
+        for read in inputs:
+            diff = read.diff if read.diff != "" else self.stdin
+            text = diff.decode("utf-8", "surrogateescape") if isinstance(diff, bytes) else None
+            known = not (diff in (None, "", "-") or self.cds)
+            path = diff if isinstance(diff, str) and known and text is None else None
+            self.diffs.append(PatchRead(path, text if known else None, read))
 
     def _patch(self, rest: Sequence[str | None]) -> None:
         """The diff ``patch`` reads, whose names it writes (a `Write` deny rule's files

@@ -158,6 +158,10 @@ _CHANGERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "shred": ("ns", ("--iterations", "--size", "--random-source", "--remove")),
     "mkdir": ("mZ", ("--mode", "--context")),
     "mkfifo": ("mZ", ("--mode", "--context")),
+    "setfacl": (
+        "mMxX",
+        ("--modify", "--modify-file", "--remove", "--remove-file", "--set", "--set-file"),
+    ),
 }
 """Programs that remove, make or overwrite each of their operands, putting no text of
 the command's there: ``changed`` (see :data:`Kind`)."""
@@ -246,6 +250,9 @@ def _changed_in_place(
     if name in _CHANGERS:
         operands = _positional(words, *_CHANGERS[name])
         return [(words[i], shown[i], "changed") for i in operands]
+    if name == "mknod":  # (`mknod NAME TYPE MAJOR MINOR`: the first is made)
+        operands = _positional(words, "mZ", ("--mode", "--context"))[:1]
+        return [(words[i], shown[i], "changed") for i in operands]
     if name in ("rm", *_OWN_OPERAND_FIRST):
         long = _OWN_OPERAND_FIRST.get(name, ("", ()))[1]
         operands, options = operands_and_options(words, "", long)
@@ -323,6 +330,37 @@ class PatchRead:
 _PATCH_OPTIONS = (("i", "--input"), ("p", "--strip"), ("d", "--directory"), ("o", "--output"),
                   ("r", "--reject-file"), ("B", "--prefix"), ("Y", "--basename-prefix"),
                   ("z", "--suffix"))  # fmt: skip
+
+
+def git_apply_inputs(words: Sequence[str | None]) -> list[PatchInput] | None:
+    """What ``git apply`` (``words``: after ``apply``) reads to write the work tree:
+    a :class:`PatchInput` for each patch file ("" for its input), names taking off one
+    part (``-pN``: N), in ``--directory``; none where it writes no file (``--check``,
+    ``--stat``, ``--cached``…); None where an option is known only as it runs."""
+    operands, options = operands_and_options(
+        words,
+        "pC",
+        ("--directory", "--exclude", "--include", "--whitespace", "--build-fake-ancestor"),
+    )
+    strip: int | None = 1
+    directory: str | None = ""
+    for i in options:
+        flag = words[i]
+        if flag is None:
+            return None
+        if flag in ("--check", "--stat", "--numstat", "--summary", "--cached") or abbreviates(
+            flag, "--build-fake-ancestor"
+        ):
+            return []
+        if flag.startswith("-p"):
+            value = flag[2:] or word_after(words, i)
+            strip = int(value) if value is not None and value.isdigit() else None
+        elif abbreviates(flag, "--directory"):
+            directory = long_value(words, i)
+    if strip is None or directory is None:
+        return None
+    files = [words[i] for i in operands] or [""]
+    return [PatchInput(diff=f, strip=strip, directory=directory, output="") for f in files]
 
 
 def patch_input(words: Sequence[str | None]) -> PatchInput:

@@ -2614,6 +2614,15 @@ def test_a_second_review_of_what_removers_compressors_patch_and_git_directories_
                   'git --git-dir="$D" log', "git -C plain init --bare", "git -C plain --bare init",
                   "echo ../plain > other/commondir; echo ref > other/HEAD"):  # fmt: skip
         assert decided(asked, plain) == "ask", asked
+    for denied in ("git apply fix.diff", "git apply -p1 < fix.diff",
+                   "mknod protected/f p", "setfacl -m u:x:r protected/p.txt"):  # fmt: skip
+        assert decided(denied) == "deny", denied
+    for fine in ("git apply --check fix.diff", "git apply --cached fix.diff"):
+        assert decided(fine) == "allow", fine
+    assert decided("cat fix.diff | git apply") == decided("git -C sub apply x.diff") == "ask"
+    for asked in ("ssh-copy-id -F cfg h", "autossh -M 0 -F cfg h", "sshfs -F cfg h:/ m",
+                  'mosh --ssh="ssh -F cfg" h', "sftp -b batch h"):  # fmt: skip
+        assert decided(asked, plain | {"allow": ["Bash(*)"]}) == "ask", asked
     for fine in ("git --git-dir=real.git log", "git -C plain init .", 'git -C "$d" status',
                  "zstd -d x.tar.zst", "git log"):  # fmt: skip
         assert decided(fine, plain) == "allow", fine
