@@ -416,9 +416,10 @@ class RuleSet:
             return target in parsed.into_directories and all(map(os.path.isdir, paths))
 
         early = {target: paths_of(target, reopens) for target in parsed.writes}
-        patched, unread = _patched(
-            parsed.diffs, cwd, {p for ps in early.values() for p in ps or ()}
-        )
+        rewritten = {  # (what may put another diff there: not a removal, `&& rm fix.diff`)
+            p for t, ps in early.items() if t not in parsed.changed_only for p in ps or ()
+        }
+        patched, unread = _patched(parsed.diffs, cwd, rewritten)
         if unread is not None and writes_ruled:  # (none: as any program's unnamed writes)
             why = f"it writes the files {unread} names, which cannot be read as it is checked"
             verdicts.append(Decision("ask", why))
@@ -437,14 +438,15 @@ class RuleSet:
             decided = self._write(paths)
             if decided is not None:
                 verdicts.append(decided)
-            elif (
-                not self.allows_anything()
-                and target not in parsed.changed_only
-                and (found := self._code_file(paths, written))
+            elif not self.allows_anything() and (
+                found := self._code_file(paths, written, target in parsed.changed_only)
             ):
                 code, runner, how = found
-                source = f"from which {runner} runs commands ({how}" if runner else f"({how}"
-                why = f"it writes {code}, {source}; a `Write({code})` allow rule lets it)"
+                allowing = f"a `Write({code})` allow rule lets it"
+                why = (
+                    f"it writes {code}, from which {runner} runs commands ({how}; {allowing})"
+                    if runner else f"it writes {code}, {how} ({allowing})"
+                )  # fmt: skip
                 verdicts.append(Decision("ask", why))
         # What lands in a directory as it runs (`cp -r x/. /etc`, `cp -r x/.ssh ~`: a
         # review), and the files a glob names (`sed -i … src/*.py`), as they are now.
@@ -621,7 +623,7 @@ class RuleSet:
         return (rule.text, *(suggested_rule(run.text) for run in runs))
 
     def _code_file(
-        self, paths: Sequence[str], written: Collection[str] = ()
+        self, paths: Sequence[str], written: Collection[str] = (), changed: bool = False
     ) -> tuple[str, str, str] | None:
         """The first of ``paths`` that something runs commands from (:data:`_CODE_FILES`;
         a ``HEAD`` that makes its folder a git directory whose ``config`` is there already
@@ -631,16 +633,17 @@ class RuleSet:
         for path in paths:
             if any(r.matches(path) for r in allowed):
                 continue
+            if changed:  # (removed, made, its mode changed: only making a git directory)
+                if _makes_a_git_directory(path, written):
+                    return path, "", _MAKES_A_GIT_DIRECTORY
+                continue
             for pattern, runner, how in _CODE_FILES:
                 if pattern.fullmatch(path):
                     return path, runner, how
             if _in_a_git_directory(path):
                 return path, "git", "a repository's config or hooks, wherever it is"
             if _makes_a_git_directory(path, written):
-                made = (
-                    "which makes its folder a git directory: git then runs what its `config` says"
-                )
-                return path, "", made
+                return path, "", _MAKES_A_GIT_DIRECTORY
         return None
 
     def _changed_tree(self, trees: Sequence[str]) -> Decision | None:
@@ -945,7 +948,9 @@ def _patched(
             path = os.path.normpath(os.path.join(cwd, os.path.expanduser(diff.path)))
             if path not in written:
                 text = _read_regular(path, DIFF_READ_LIMIT)
-        targets = None if text is None else diff_targets(text, diff.words.strip)
+        targets = (
+            None if text is None else diff_targets(text, diff.words.strip, diff.words.whole_names)
+        )
         if targets is None:
             return found, "the diff on its input" if diff.path is None else f"diff `{diff.path}`"
         folder = diff.words.directory or ""
@@ -981,7 +986,7 @@ def _read_regular(path: str, limit: int) -> bytes | None:
 _ANY_NAME = "\u2063"
 """A name no file has (an invisible separator): a rule matching it in a directory is one
 on everything the directory holds (`Write(protected/**)` and `rm -rf protected`)."""
-CHANGED_WALK_MAX = 10_000
+CHANGED_WALK_MAX = 50_000
 """Entries of the directories a command removes or changes whole that are read to check
 them (more: a Write rule that may match in them asks)."""
 
@@ -1009,14 +1014,24 @@ def _tree_files(tree: str, budget: list[int]) -> list[str] | None:
     return found
 
 
+_MAKES_A_GIT_DIRECTORY = (
+    "which makes its folder a git directory: git then runs what its `config` says"
+)
+_GIT_DIRECTORY_PARTS = ("HEAD", "config", "commondir", "objects", "refs")
+
+
 def _makes_a_git_directory(path: str, written: Collection[str]) -> bool:
-    """Whether ``path`` is a ``HEAD`` that makes its folder a git directory whose
-    ``config`` (or ``commondir``, naming another's) is there already (on disk now, or
-    among what the command ``written``): a config written into a plain folder was no
-    repository's, and git ran its alias once a later `HEAD` (or `git init --bare`) made
-    the folder one (a review)."""
+    """Whether ``path`` is a part of a git directory (``HEAD``, ``config``,
+    ``commondir``, ``objects``, ``refs``) written into a folder that then holds a
+    ``HEAD`` and a ``config`` or ``commondir`` (on disk now, or among what the command
+    ``written``): a config written into a plain folder was no repository's, and git ran
+    its alias once a later `HEAD`, `git init --bare`, or `objects` made the folder one,
+    in whatever order (two reviews)."""
     folder, name = os.path.split(path)
-    return name == "HEAD" and _holds_config(folder, written)
+    if name not in _GIT_DIRECTORY_PARTS:
+        return False
+    head = os.path.join(folder, "HEAD")
+    return (head in written or os.path.isfile(head)) and _holds_config(folder, written)
 
 
 def _holds_config(folder: str, written: Collection[str]) -> bool:

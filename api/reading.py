@@ -1539,6 +1539,8 @@ class _Walker:
             if assignment.startswith(("GIT_DIR=", "<computed")):
                 value = assignment.partition("=")[2] if "=" in assignment else None
                 self.git_dirs.append(None if self.cds or not value else value)
+        if "GIT_DIR" in self.set_names:  # (`export GIT_DIR=b; git st`: a review)
+            self.git_dirs.append(None)
 
     def _git_apply(self, rest: Sequence[str | None], moved: bool) -> None:
         """The patches ``git apply`` reads, whose names it writes in the work tree (as

@@ -186,6 +186,28 @@ _KEEPERS = frozenset({"zstd", "unzstd", "lz4", "brotli", "lzop"})
 _COMPRESSED = re.compile(r"(?i)\.(?:gz|z|bz2|xz|lzma|zst|lz4|lz|br|lzo|tgz|tbz2?|txz)$")
 
 
+def _found_and_deleted(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """What ``find … -delete`` may remove: each starting point whole (``.`` where none is
+    given), through links with ``-L``/``-follow`` (`find protected -delete` went past a
+    deny rule, a review); a word known only as it runs may be ``-delete``."""
+    if "-delete" not in words and not any(
+        w is None and may_be_option(t, ["-delete"]) for w, t in zip(words, shown, strict=False)
+    ):
+        return []
+    followed = any(w in ("-L", "-follow") for w in words)
+    starts: list[int] = []
+    for i, word in enumerate(words):
+        if word in ("-H", "-L", "-P") or (word or "").startswith(("-D", "-O")):
+            continue
+        if word is not None and (word.startswith("-") or word in ("(", "!", ",")):
+            break
+        starts.append(i)
+    kind: Kind = "tree" if followed else "changed tree"
+    return [(words[i], shown[i], kind) for i in starts] or [(".", "find", kind)]
+
+
 def _compressed(
     name: str, words: Sequence[str | None], shown: Sequence[str]
 ) -> list[tuple[str | None, str, Kind]]:
@@ -264,7 +286,13 @@ def _changed_in_place(
             name == "chmod" and any(re.fullmatch(r"-[rwxXst]+", f) for f in flags)
         )  # (`chmod -x f`: its mode looks like an option)
         files = operands if name == "rm" or given else operands[1:]
-        return [(words[i], shown[i], "changed tree" if whole else "changed") for i in files]
+        followed = name != "rm" and any(
+            f == "-L" or (f[1:2] != "-" and "L" in f[1:]) for f in flags
+        )
+        tree: Kind = "tree" if followed else "changed tree"  # (`-RL`: through every link)
+        return [(words[i], shown[i], tree if whole else "changed") for i in files]
+    if name == "find" and any(w in ("-delete", None) for w in words):
+        return _found_and_deleted(words, shown)
     if name in _COMPRESSORS:
         return _compressed(name, words, shown)
     if name == "patch":  # (`-o OUT`, or the file it is given; else those its diff
@@ -312,6 +340,8 @@ class PatchInput:
     """A file to patch is given (its first operand): the diff's names are not used."""
     dry_run: bool = False
     """``--dry-run``: it writes nothing."""
+    whole_names: bool = False
+    """Its diff's names run to a tab (git's), not to their first blank (patch's)."""
     computed: bool = False
     """An option's value is known only as it runs."""
 
@@ -344,14 +374,18 @@ def git_apply_inputs(words: Sequence[str | None]) -> list[PatchInput] | None:
     )
     strip: int | None = 1
     directory: str | None = ""
+    flags = [words[i] for i in options]
+    if None in flags:
+        return None
+    applies = "--apply" in flags  # (it turns applying on again: `--stat --apply`, a review)
+    if not applies and any(
+        f in ("--check", "--stat", "--numstat", "--summary", "--cached")
+        or abbreviates(f, "--build-fake-ancestor")
+        for f in flags
+    ):
+        return []
     for i in options:
-        flag = words[i]
-        if flag is None:
-            return None
-        if flag in ("--check", "--stat", "--numstat", "--summary", "--cached") or abbreviates(
-            flag, "--build-fake-ancestor"
-        ):
-            return []
+        flag = words[i] or ""
         if flag.startswith("-p"):
             value = flag[2:] or word_after(words, i)
             strip = int(value) if value is not None and value.isdigit() else None
@@ -360,7 +394,10 @@ def git_apply_inputs(words: Sequence[str | None]) -> list[PatchInput] | None:
     if strip is None or directory is None:
         return None
     files = [words[i] for i in operands] or [""]
-    return [PatchInput(diff=f, strip=strip, directory=directory, output="") for f in files]
+    return [
+        PatchInput(diff=f, strip=strip, directory=directory, output="", whole_names=True)
+        for f in files
+    ]
 
 
 def patch_input(words: Sequence[str | None]) -> PatchInput:
@@ -395,19 +432,22 @@ def patch_input(words: Sequence[str | None]) -> PatchInput:
 DIFF_READ_LIMIT = 16 * 1024 * 1024
 """Bytes of a diff read to find the files it names: a longer one asks."""
 _DIFF_NAME = re.compile(
-    rb"^(?:\+\+\+|---|\*\*\*|Index:)[ \t]+(.+)$|^diff --git (\S+) (\S+)$"
-    rb"|^(?:rename (?:from|to)|copy to) (.+)$",
+    rb"^[ \tX]*(?:\+\+\+|---|\*\*\*|Index:)[ \t]+(.+)$|^[ \tX]*diff --git (\S+) (\S+)$"
+    rb"|^[ \tX]*(?:rename (?:from|to)|copy to) (.+)$",
     re.MULTILINE,
 )
+"""A diff's names: what follows its headers, also indented (GNU patch takes a diff
+indented, or each line after an `X`: `  --- a/x` went past a deny rule, a review)."""
 _HUNK_RANGE = re.compile(rb"^\d+(?:,\d+)? (?:\*\*\*\*|----)")
 
 
-def diff_targets(diff: bytes, strip: int | None) -> list[str] | None:
+def diff_targets(diff: bytes, strip: int | None, whole_names: bool = False) -> list[str] | None:
     """The files a diff has ``patch`` write or remove (each name its headers give, up to
-    its first blank as GNU patch reads it, ``strip`` slashes taken off as ``-pN`` does,
-    the base name alone without it; git's renamed names too, also as written; names of
-    ``/dev/null`` left out), or None: a C-quoted name with escapes, which it cannot
-    read as patch does."""
+    its first blank as GNU patch reads it, to its first tab with ``whole_names``, as git
+    does: `a/my dir/.env`, a review; ``strip`` slashes taken off as ``-pN`` does, the base
+    name alone without it; git's renamed names too, also as written; names of
+    ``/dev/null`` left out), or None: a C-quoted name with escapes, which it cannot read
+    as patch does."""
     found: list[str] = []
     for match in _DIFF_NAME.finditer(diff):
         for raw in (g for g in match.groups() if g is not None):
@@ -418,6 +458,8 @@ def diff_targets(diff: bytes, strip: int | None) -> list[str] | None:
                 if end < 0 or b"\\" in raw[: end + 1]:
                     return None
                 raw = raw[1:end]
+            elif whole_names:
+                raw = raw.split(b"\t", 1)[0].rstrip(b"\r")
             else:  # (`--- .env junk`: patch takes `.env`, a review)
                 raw = (raw.split(None, 1) or [b""])[0]
             name = os.fsdecode(raw)

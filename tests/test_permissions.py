@@ -2628,6 +2628,48 @@ def test_a_second_review_of_what_removers_compressors_patch_and_git_directories_
         assert decided(fine, plain) == "allow", fine
 
 
+def test_a_third_review_of_the_new_write_checks(tmp_path: Path) -> None:
+    """A third review (session 49): `git apply --stat --apply`, indented diffs (`  ---`,
+    `X---`), `chown -RL` and `find -L … -delete` through links, `find … -delete`, git's
+    names with blanks; a git directory made in another order (`HEAD` first, `objects`
+    last), `export GIT_DIR`; and no ask for `patch … && rm fix.diff`."""
+    for name in ("protected", "d", "g/b"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "protected" / "secret.txt").touch()
+    (tmp_path / "d" / "plink").symlink_to("../protected")
+    (tmp_path / "g" / "b" / "HEAD").write_text("ref: refs/heads/main\n")
+    head = "--- a/protected/secret.txt\n+++ b/protected/secret.txt\n"
+    (tmp_path / "p_git.diff").write_text(
+        f"diff --git a/protected/secret.txt b/protected/secret.txt\n{head}"
+    )
+    (tmp_path / "indent.diff").write_text("".join(f"  {line}\n" for line in head.splitlines()))
+    (tmp_path / "xind.diff").write_text("".join(f"X{line}\n" for line in head.splitlines()))
+    (tmp_path / "space.diff").write_text("--- a/my dir/.env\n+++ b/my dir/.env\n")
+    (tmp_path / "fix.diff").write_text("--- a/ok.txt\n+++ b/ok.txt\n")
+    rules = {"allow": ["Bash(*)"], "deny": [f"Write({tmp_path}/protected/**)", "Write(.env)"]}
+
+    def decided(command: str, cwd: Path = tmp_path, ruled: dict[str, list[str]] = rules) -> str:
+        return RuleSet.from_mapping(ruled).decide(parse_command(command), str(cwd)).verdict
+
+    for denied in ("git apply --stat --apply p_git.diff", "git apply --check --apply p_git.diff",
+                   "patch -p1 < indent.diff", "patch -p1 < xind.diff", "find protected -delete",
+                   "find . -name secret.txt -delete", "git apply space.diff"):  # fmt: skip
+        assert decided(denied) == "deny", denied
+    for asked in ("chgrp -R -L daemon d", "chown -RL root d", "find -L d -delete"):
+        assert decided(asked) == "ask", asked
+    for fine in ("git apply --stat p_git.diff", "patch -p1 < fix.diff && rm fix.diff",
+                 "find d -name x -print"):  # fmt: skip
+        assert decided(fine) == "allow", fine
+    alias = {"allow": ["Bash(*)"], "deny": ["Bash(touch *)"]}
+    for asked in ("printf '[alias]\\n\\tst = !touch x\\n' > b/config",
+                  "echo ../p > b/commondir", "export GIT_DIR=b && git st",
+                  "declare -x GIT_DIR=b; git st"):  # fmt: skip
+        assert decided(asked, tmp_path / "g", alias) == "ask", asked
+    (tmp_path / "g" / "b" / "config").write_text("[alias]\n")
+    assert decided("mkdir -p b/objects b/refs", tmp_path / "g", alias) == "ask"
+    assert decided("mkdir -p c/objects", tmp_path / "g", alias) == "allow"
+
+
 def test_writes_are_checked_as_the_disk_has_them(tmp_path: Path) -> None:
     """(A second review) a bare repository's config and hooks, a link among a glob's
     names (`cp x d/*` with `d/l -> /etc`), what `mv` takes away, `install -d`; and a
