@@ -54,7 +54,6 @@ from wave_bash.worker import (
     final_cwd,
     interrupt_job,
     job_forked,
-    job_of,
     jobexit,
     mark_stopping,
     monitor_running,
@@ -1911,28 +1910,7 @@ class TaskManager:
         # after, as a terminal's Ctrl+C drops a command not started; its monitor ran it
         # in another job, and the interrupt was lost, a review)
         tell_stopping(monitor, resume=False)
-        job = interrupt_job(monitor)
-        if job and time.time() - task.row.started_at < JOIN_PATIENCE:
-            self._watch_for_another_job(task, monitor, job)
-        return bool(job)
-
-    def _watch_for_another_job(self, task: LiveTask, monitor: int, job: int) -> None:
-        """For a moment after an interrupt of a task just started, interrupt too a job its
-        monitor forked after the one interrupted (one forked ahead that died of it before
-        it took its command: the command ran in another, the interrupt lost, once in a full
-        run of the tests, though the monitor was told first)."""
-        loop = asyncio.get_running_loop()
-
-        def look(delays: tuple[float, ...], signalled: int) -> None:
-            if task.ended.done() or self._monitor(task) != monitor:
-                return
-            current = job_of(monitor)
-            if current and current != signalled:
-                signalled = interrupt_job(monitor) or signalled
-            if delays:
-                loop.call_later(delays[0], look, delays[1:], signalled)
-
-        loop.call_later(0.02, look, (0.05, 0.1, 0.2, 0.4), job)
+        return interrupt_job(monitor)
 
     def _tell_stopping(self, task: LiveTask) -> None:
         """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`);

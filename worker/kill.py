@@ -158,28 +158,21 @@ def job_forked(monitor_pid: int) -> bool:
     return any(_leads_its_group(child) for child in children)
 
 
-def interrupt_job(monitor_pid: int) -> int:
+def interrupt_job(monitor_pid: int) -> bool:
     """Ctrl+C for a task (SPEC B3b): SIGINT to its job's process group, as a terminal
     sends it to its foreground job, so the command decides (pytest prints its summary, a
     bash waiting for a command that SIGINT does not end goes on). Sent to the group, not
     through the monitor, whose forwarding interrupts its own wait for the job (bash 5.2
-    may lose the status then: F1b), and a Python monitor forwards nothing. Returns the
-    job's pid; 0: no job to interrupt (not forked yet, or ended; Windows has no process
-    groups)."""
-    child = job_of(monitor_pid)
-    if child and hasattr(os, "killpg"):
-        with contextlib.suppress(ProcessLookupError):  # (a child of the monitor's, unreaped,
-            os.killpg(child, signal.SIGINT)  # so its pid and group are its own)
-            return child
-    return 0
-
-
-def job_of(monitor_pid: int) -> int:
-    """A monitor's job: its child that leads a process group of its own (see
-    :func:`job_forked`); 0: none."""
-    if not hasattr(os, "getpgid"):
-        return 0
-    return next((c for c in _children(monitor_pid) or [] if _leads_its_group(c)), 0)
+    may lose the status then: F1b), and a Python monitor forwards nothing. False: no job
+    to interrupt (not forked yet, or ended; Windows has no process groups)."""
+    if not hasattr(os, "killpg"):
+        return False
+    for child in _children(monitor_pid) or []:
+        if _leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
+            with contextlib.suppress(ProcessLookupError):  # unreaped, so its pid and
+                os.killpg(child, signal.SIGINT)  # group are its own)
+                return True
+    return False
 
 
 def _children(monitor_pid: int) -> list[int] | None:
