@@ -4,9 +4,13 @@ leaves no process or file behind, also when interrupted."""
 from __future__ import annotations
 
 import glob
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -18,49 +22,62 @@ from wave_bash.api import Client
 BENCH = Path(__file__).parent / "bench" / "run.py"
 
 pytestmark = pytest.mark.xdist_group("bench")
-"""One test worker runs these, one after the other: each looks for what any benchmark run
-left in ``/tmp``, and would find another test's run under way."""
+"""One test worker runs these, one after the other."""
 
 
-def bench_leftovers(before: set[str]) -> list[str]:
-    """Temp dirs a benchmark run left, and processes still using a benchmark dir."""
-    left = sorted(set(glob.glob("/tmp/wb-bench-*")) - before)
+@pytest.fixture
+def bench_tmp() -> Iterator[Path]:
+    """A parent of its own for the benchmark's temp dirs (``WAVE_BENCH_TMP``): what a run
+    left is looked for there, not in ``/tmp``, where any other benchmark run's are (one
+    found a dir another process had made there, a CI run). Short: the socket path fits."""
+    path = Path(tempfile.mkdtemp(prefix="wb-bt-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def bench_leftovers(parent: Path) -> list[str]:
+    """Temp dirs a benchmark run left in ``parent``, and processes still using one."""
+    left = sorted(glob.glob(f"{parent}/wb-bench-*"))
     for proc in psutil.process_iter(["cmdline", "environ"]):
         text = " ".join(proc.info["cmdline"] or []) + str(proc.info["environ"] or "")
-        if "/tmp/wb-bench-" in text:
+        if f"{parent}/wb-bench-" in text:
             left.append(f"{proc.pid} {text[:120]}")
     return left
 
 
-def test_refuses_a_state_dir_that_holds_tasks(client: Client, state_dir: Path) -> None:
+def test_refuses_a_state_dir_that_holds_tasks(
+    client: Client, state_dir: Path, bench_tmp: Path
+) -> None:
     task_id = start_bg(client, "sleep 300")
-    before = set(glob.glob("/tmp/wb-bench-*"))
     run = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--state-dir", str(state_dir)],
         capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAVE_BENCH_TMP": str(bench_tmp)},
     )  # fmt: skip
     assert run.returncode != 0 and "refusing to benchmark" in run.stderr
     assert [r["id"] for r in journal_rows(state_dir)] == [task_id]  # nothing touched
     assert client.tasks()[0].status == "running"
-    assert bench_leftovers(before) == []  # and it created nothing of its own
+    assert bench_leftovers(bench_tmp) == []  # and it created nothing of its own
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_run_leaves_nothing_behind(sig: signal.Signals) -> None:
-    before = set(glob.glob("/tmp/wb-bench-*"))
+def test_an_interrupted_run_leaves_nothing_behind(sig: signal.Signals, bench_tmp: Path) -> None:
     bench = subprocess.Popen(
-        [sys.executable, str(BENCH), "--quick"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        [sys.executable, str(BENCH), "--quick"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "WAVE_BENCH_TMP": str(bench_tmp)},
+    )  # fmt: skip
     try:
         # Interrupt it while it runs commands through its own supervisor.
         state = wait_until(
-            lambda: [Path(d) / "state" for d in set(glob.glob("/tmp/wb-bench-*")) - before]
+            lambda: [Path(d) / "state" for d in glob.glob(f"{bench_tmp}/wb-bench-*")]
         )
         wait_until(lambda: supervisor_pids(state[0]), timeout=30)  # type: ignore[index]
         bench.send_signal(sig)
         bench.wait(timeout=60)
-        wait_until(lambda: bench_leftovers(before) == [], timeout=15)
+        wait_until(lambda: bench_leftovers(bench_tmp) == [], timeout=15)
     finally:
         if bench.poll() is None:
             bench.kill()
