@@ -943,7 +943,7 @@ def _patched(
     itself before (`cp fix.diff ok.diff; patch -p1 < ok.diff`, a review)."""
     found: list[str] = []
     for diff in diffs:
-        text = None if diff.text is None else os.fsencode(diff.text)
+        text = diff.text
         if diff.path is not None:
             path = os.path.normpath(os.path.join(cwd, os.path.expanduser(diff.path)))
             if path not in written:

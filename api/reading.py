@@ -1547,15 +1547,8 @@ class _Walker:
         :meth:`_patch`'s; `git apply fix.diff` went past a Write deny rule, a review;
         ``moved``: by git's ``-C``, to where they are known only as it runs)."""
         inputs = None if moved else git_apply_inputs(rest)
-        if inputs is None:
-            self.diffs.append(PatchRead(None, None, PatchInput(None, 1, "", "")))
-            return
-        for read in inputs:
-            diff = read.diff if read.diff != "" else self.stdin
-            text = diff.decode("utf-8", "surrogateescape") if isinstance(diff, bytes) else None
-            known = not (diff in (None, "", "-") or self.cds)
-            path = diff if isinstance(diff, str) and known and text is None else None
-            self.diffs.append(PatchRead(path, text if known else None, read))
+        for read in [PatchInput(None, 1, "", "")] if inputs is None else inputs:
+            self._reads_diff(read, inputs is not None)
 
     def _patch(self, rest: Sequence[str | None]) -> None:
         """The diff ``patch`` reads, whose names it writes (a `Write` deny rule's files
@@ -1564,11 +1557,18 @@ class _Walker:
         read = patch_input(rest)
         if read.output != "" or read.named or read.dry_run:
             return  # (one file, named: ``writes.files_written``; or none)
+        self._reads_diff(read, not read.computed and read.directory is not None)
+
+    def _reads_diff(self, read: PatchInput, known: bool) -> None:
+        """Note the diff a program reads, as its words (``read``) name it, else its input
+        (a file, or a literal here-document's text); none known where ``known`` says so
+        (a word known only as it runs), or after a ``cd``."""
         diff = read.diff if read.diff != "" else self.stdin
-        known = not (read.computed or diff in (None, "", "-") or read.directory is None or self.cds)
-        text = diff.decode("utf-8", "surrogateescape") if isinstance(diff, bytes) else None
-        path = diff if isinstance(diff, str) and known and text is None else None
-        self.diffs.append(PatchRead(path, text if known else None, read))
+        known = known and diff not in (None, "", "-") and not self.cds
+        path = diff if known and isinstance(diff, str) else None
+        self.diffs.append(
+            PatchRead(path, diff if known and isinstance(diff, bytes) else None, read)
+        )
 
     def _program_writes(self, target: str | None, written: str, kind: str = "file") -> None:
         """A file a program writes by its words (``written``: as written; ``kind``, see

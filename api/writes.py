@@ -353,7 +353,7 @@ class PatchRead:
     words say (``words``)."""
 
     path: str | None
-    text: str | None
+    text: bytes | None
     words: PatchInput
 
 

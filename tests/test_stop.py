@@ -531,6 +531,18 @@ def test_an_interrupt_soon_after_the_start_reaches_the_command(state_dir: Path) 
         assert (record.status, record.exit_code) == ("failed", 7), record
 
 
+def test_a_re_adopted_task_is_interrupted_too(state_dir: Path, tracking: str) -> None:
+    """A supervisor killed and replaced knows the task's monitor by its pid and start
+    time, and interrupts its job as the first would have."""
+    client = Client(state_dir=state_dir)
+    task_id = start_bg(client, "trap 'echo bye; exit 4' INT; echo ready; sleep 60")
+    wait_until(lambda: "ready" in client.task_output(task_id, block=False).output)
+    kill_supervisor(state_dir)
+    assert client.interrupt(task_id).status == "running"
+    record = client.wait(task_id, timeout=15_000)
+    assert (record.status, record.exit_code) == ("failed", 4)
+
+
 def test_the_interrupt_verb(state_dir: Path) -> None:
     """`wave-bash interrupt ID` says what it did and what comes next."""
     client = Client(state_dir=state_dir)

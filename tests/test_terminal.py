@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -281,6 +281,24 @@ def test_bg_cli(state_dir: Path) -> None:
     assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
 
 
+def _ctrl_c_after_the_start(
+    tmux: list[str], state_dir: Path, tmp_path: Path, command: str
+) -> Callable[[], str]:
+    """``wave-bash run -- COMMAND`` in the terminal, given a Ctrl+C once its live view
+    shows; returns what reads the exit status the shell wrote (``rc=N``) once it did."""
+    out = tmp_path / "rc.txt"
+    line = f"{cli_line(state_dir)} run -- {shlex.quote(command)}; echo rc=$? > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+
+    def status() -> str:
+        wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+        return out.read_text().strip()
+
+    return status
+
+
 def test_the_first_ctrl_c_in_a_terminal_is_the_commands(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
@@ -288,14 +306,9 @@ def test_the_first_ctrl_c_in_a_terminal_is_the_commands(
     process group): pytest prints its summary, and `run` exits as the command does (it
     stopped the task, and the summary was lost: a review). No notice: it ended as the
     person's foreground command."""
-    out = tmp_path / "rc.txt"
-    cli = cli_line(state_dir)
-    line = f"{cli} run -- 'trap \"echo summary; exit 3\" INT; echo started; sleep 30'"
-    subprocess.run([*tmux, "send-keys", "-t", "t", f"{line}; echo rc=$? > {out}", "Enter"])
-    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
-    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
-    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
-    assert out.read_text().strip() == "rc=3"
+    command = "trap 'echo summary; exit 3' INT; echo started; sleep 30"
+    status = _ctrl_c_after_the_start(tmux, state_dir, tmp_path, command)
+    assert status() == "rc=3"
     lines = pane(tmux).splitlines()
     assert lines[lines.index("started") + 1] == "summary" and "^C: stopped" not in pane(tmux)
     client = Client(state_dir=state_dir)
@@ -310,16 +323,11 @@ def test_a_second_ctrl_c_in_a_terminal_stops_the_command(
 ) -> None:
     """A command that carries on after Ctrl+C is stopped by the next one, which says so
     (the status line said the first was sent)."""
-    out = tmp_path / "rc.txt"
-    cli = cli_line(state_dir)
-    line = f"{cli} run -- 'trap \"echo got-\\$((6 * 7))\" INT; echo started; while :; do sleep 0.1; done'"
-    subprocess.run([*tmux, "send-keys", "-t", "t", f"{line}; echo rc=$? > {out}", "Enter"])
-    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
-    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    command = "trap 'echo got-$((6 * 7))' INT; echo started; while :; do sleep 0.1; done"
+    status = _ctrl_c_after_the_start(tmux, state_dir, tmp_path, command)
     wait_until(lambda: "got-42" in pane(tmux) and "press it again to stop" in pane(tmux), 15)
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
-    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
-    assert out.read_text().strip() == "rc=130"
+    assert status() == "rc=130"
     client = Client(state_dir=state_dir)
     (task,) = client.tasks(all=True)
     # Its output so far, then the stop: the live view that showed it is erased (a trial
@@ -338,15 +346,12 @@ def test_the_status_line_of_a_silent_command_says_a_ctrl_c_was_sent(
 ) -> None:
     """It said so only once the command printed again: a silent one kept its old status
     line (a review)."""
-    out = tmp_path / "rc.txt"
-    line = f"{cli_line(state_dir)} run -- 'trap \"\" INT; echo started; sleep 30'"
-    subprocess.run([*tmux, "send-keys", "-t", "t", f"{line}; echo rc=$? > {out}", "Enter"])
-    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
-    subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
+    status = _ctrl_c_after_the_start(
+        tmux, state_dir, tmp_path, "trap '' INT; echo started; sleep 30"
+    )
     wait_until(lambda: "press it again to stop" in pane(tmux), timeout=15)
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
-    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
-    assert out.read_text().strip() == "rc=130" and "^C: stopped task" in pane(tmux)
+    assert status() == "rc=130" and "^C: stopped task" in pane(tmux)
 
 
 def test_ctrl_c_prints_a_runaway_commands_output_cut_short(
