@@ -326,6 +326,11 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
         check_private_dir(layout.root, any_mode=True)
     if layout.socket.parent != layout.root and os.path.lexists(layout.socket.parent):
         check_private_dir(layout.socket.parent)  # a shared fallback: someone else's dir?
+    found = os.lstat(layout.socket)  # (missing: FileNotFoundError, nothing listens)
+    if not stat.S_ISSOCK(found.st_mode):  # a link (to another state dir's supervisor, a
+        # trial) or a directory put there: not followed; a supervisor that serves here
+        # listens again within seconds (``supervisor.daemon``), as if none listened yet
+        raise ConnectionRefusedError(errno.ECONNREFUSED, f"{layout.socket} is not a socket")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         with socket_address(layout.socket) as address:

@@ -18,6 +18,7 @@ import secrets
 import signal
 import socket
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import cast
@@ -77,7 +78,12 @@ async def _bind(ctx: Context, again: bool = False) -> asyncio.AbstractServer | N
         if not again and _socket_answers(path):
             log.error("another process already serves %s; exiting", path)
             return None
-        path.unlink()  # stale socket of a dead supervisor
+        if path.is_dir() and not path.is_symlink():  # (put there: kept, with what it holds)
+            aside = path.with_name(f"{path.name}.moved-{time.time_ns()}")
+            path.rename(aside)
+            log.warning("%s was a directory: moved to %s", path, aside)
+        else:
+            path.unlink()  # stale socket of a dead supervisor
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         with socket_address(path) as address:

@@ -492,6 +492,32 @@ def test_a_removed_socket_is_listened_on_again(client: Client, state_dir: Path) 
     assert client.task_stop(tid).status == "killed"
 
 
+def test_a_socket_replaced_by_a_directory_or_a_link_is_listened_on_again(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """A directory put in the socket's place kept every call waiting 16 s for "did not
+    start" (the supervisor could not remove it); a link to another state dir's socket had
+    calls served by that one's supervisor (a trial). The directory is moved aside, what it
+    holds kept; the link is never followed."""
+    pid = client.status().pid
+    path = state_dir / "supervisor.sock"
+    path.unlink()
+    path.mkdir()
+    (path / "notes").write_text("kept")
+    assert Client(state_dir=state_dir).status().pid == pid
+    assert [p.read_text() for p in state_dir.glob("supervisor.sock.moved-*/notes")] == ["kept"]
+    other = Client(state_dir=tmp_path / "other")
+    try:
+        other_pid = other.status().pid
+        path.unlink()
+        path.symlink_to(tmp_path / "other" / "supervisor.sock")
+        assert Client(state_dir=state_dir).status().pid == pid
+        assert path.is_socket() and not path.is_symlink()
+    finally:
+        reap(tmp_path / "other")
+    assert other_pid != pid
+
+
 def test_a_supervisor_whose_state_dir_was_removed_leaves_it_to_the_next(
     client: Client, state_dir: Path
 ) -> None:
