@@ -101,8 +101,8 @@ model told nothing cannot tell no output from a result that was dropped (a trial
 
 def _tool_result(text: str, **fields: Any) -> types.CallToolResult:
     """A tool result from its text and other fields by their wire names (both SDKs take
-    them); its text is never empty."""
-    content = [types.TextContent(type="text", text=text or NO_OUTPUT_TEXT)]
+    them); its text is never empty, nor blanks alone (a model's API refuses both)."""
+    content = [types.TextContent(type="text", text=text if text.strip() else NO_OUTPUT_TEXT)]
     return types.CallToolResult.model_validate({"content": content, **fields})
 
 
@@ -112,11 +112,12 @@ def _error_result(text: str) -> types.CallToolResult:
 
 def result_text(text: str, notices: list[Notice], waiting: str | None = None) -> str:
     """The result's text with the notices delivered with it, one per line after it (or
-    ``waiting``: why some wait); ``(no output)`` where the text is empty, notices or not
+    ``waiting``: why some wait); ``(no output)`` where the text is empty or blanks alone,
+    notices or not
     (`true` followed by a notice read as if the notice were what `true` printed: a
     trial)."""
     lines = "\n".join([n.message for n in notices] + ([waiting] if waiting else []))
-    text = text or NO_OUTPUT_TEXT
+    text = text if text.strip() else NO_OUTPUT_TEXT
     return f"{text}\n\n{lines}" if lines else text
 
 

@@ -114,14 +114,16 @@ def test_output_and_failure(state_dir: Path) -> None:
 
 def test_a_command_that_prints_nothing_says_so(state_dir: Path) -> None:
     """Its text block was empty, which a host passing it on to a model's API gets
-    refused ("text content blocks must be non-empty"): a trial."""
+    refused ("text content blocks must be non-empty"): a trial. So is one of blanks alone
+    ("must contain non-whitespace text"; claude-code#23440): a helper's trial."""
+    commands = ("true", "printf '\\n\\n'", "printf '\\n\\n   \\n\\t\\n'")
 
     async def scenario(s: ClientSession) -> list[types.CallToolResult]:
-        return [await s.call_tool("Bash", {"command": c}) for c in ("true", "printf '\\n\\n'")]
+        return [await s.call_tool("Bash", {"command": c}) for c in commands]
 
-    for result in run(state_dir, scenario, "--session", "t"):
-        assert not is_error(result) and text(result) == "(no output)"
-        assert structured(result)["message"] == ""
+    for result, command in zip(run(state_dir, scenario, "--session", "t"), commands, strict=True):
+        assert not is_error(result) and text(result) == "(no output)", command
+        assert structured(result)["message"].strip() == ""
 
 
 def test_a_command_that_prints_nothing_says_so_before_its_notices(state_dir: Path) -> None:
