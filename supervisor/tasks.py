@@ -1950,6 +1950,16 @@ class TaskManager:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.01)
 
+    def _terminate_newcomers(self, task: LiveTask, signalled: set[int]) -> None:
+        """Once every process a stop signalled is gone, SIGTERM those in the task's cgroup
+        now: what they forked as the SIGTERM came (a loop's `sleep 100 &` got no SIGTERM,
+        only the SIGKILL after the grace period, a trial), never what a process that
+        outlives it (a cleanup trap) starts meanwhile."""
+        assert self.tracker is not None
+        found = self.tracker.pids(task.id)
+        if found and signalled.isdisjoint(found):
+            signalled.update(self.tracker.terminate(task.id, found))
+
     async def _stop_cgroups(self, tasks: list[LiveTask]) -> None:
         """SIGTERM every process in the tasks' cgroups; SIGKILL (``cgroup.kill``, which
         no fork outruns) what is left after the grace period. Costs the same whatever
@@ -1958,9 +1968,10 @@ class TaskManager:
         tracker = self.tracker
         loop = asyncio.get_running_loop()
         await self._jobs_started(tasks, lambda t: tracker.populated(t.id))
+        signalled: dict[str, set[int]] = {}
         for task in tasks:
             self._tell_stopping(task)  # (its job may not have taken its command yet)
-            tracker.terminate(task.id)
+            signalled[task.id] = set(tracker.terminate(task.id))
         deadline = loop.time() + self.stop_grace
         monitored = [t.ended for t in tasks if not t.ended.done() and not t.monitor_lost]
         if monitored:  # the jobs' ends arrive as events (their monitors exit)
@@ -1971,6 +1982,8 @@ class TaskManager:
             return [t for t in tasks if t.id not in self._removals and tracker.populated(t.id)]
 
         while (left := still_populated()) and loop.time() < deadline:
+            for task in left:  # (as the process table's walk does, ``worker.stop_trees``)
+                self._terminate_newcomers(task, signalled[task.id])
             await asyncio.sleep(delay)  # what the jobs left behind, after SIGTERM
             delay = min(delay * 2, 0.02)
         for task in left:

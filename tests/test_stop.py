@@ -483,6 +483,23 @@ def test_trap_term_is_stopped_after_the_grace_period(state_dir: Path, tracking: 
     assert time.monotonic() - started >= 2  # TERM was ignored: KILL after the grace
 
 
+def test_what_a_stopped_command_forks_as_it_dies_gets_the_sigterm(
+    state_dir: Path, tracking: str
+) -> None:
+    """A loop that forks as the SIGTERM comes left its `sleep` to the SIGKILL after the
+    grace period: stops took 3 s, 2 in 10 (a helper's trial); now what the signalled
+    processes forked is signalled once they are gone."""
+    n = marker()
+    client = Client(state_dir=state_dir)
+    for _ in range(10):
+        task_id = start_bg(client, f"while true; do sleep {n} & done")
+        wait_until(lambda: len(running(n)) >= 3)
+        started = time.monotonic()
+        assert client.task_stop(task_id).status == "killed"
+        assert time.monotonic() - started < 2, "a process forked meanwhile waited for SIGKILL"
+        assert not running(n)
+
+
 def test_an_interrupt_is_a_terminals_ctrl_c(state_dir: Path, tracking: str) -> None:
     """Ctrl+C for a task (B3b): SIGINT to its command's process group, as a terminal sends
     it, and the command decides: a trap prints its summary and exits as it chooses, a

@@ -195,13 +195,16 @@ class CgroupTracker:
         text = _read(f"{self._dir(task_id)}/cgroup.events") or ""
         return "populated 1" in text
 
-    def terminate(self, task_id: str) -> None:
-        """SIGTERM every process of the task (a chance to clean up before the kill), then
-        SIGCONT: a stopped (paused) one gets it now."""
-        for pid in self.pids(task_id):
+    def terminate(self, task_id: str, pids: list[int] | None = None) -> list[int]:
+        """SIGTERM every process of the task (a chance to clean up before the kill), or
+        those of ``pids``, then SIGCONT: a stopped (paused) one gets it now. Returns the
+        pids signalled."""
+        pids = self.pids(task_id) if pids is None else pids
+        for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
                 os.kill(pid, signal.SIGCONT)
+        return pids
 
     def kill(self, task_id: str) -> None:
         """SIGKILL every process of the task at once, forks racing it included."""
