@@ -254,6 +254,9 @@ class TaskOutputResult(ContractModel):
     task_id: str
     status: TaskStatus
     exit_code: int | None = None
+    end_reason: EndReason | None = None
+    """Why it ended where wave-bash ended it (D7): 143 alone reads as a crash, and this
+    result takes the place of the notice that would say why (a helper's trial)."""
     output: str
     truncated: bool = False
     output_path: str

@@ -406,6 +406,26 @@ def test_follow_cd_and_session_from_environment(state_dir: Path, tmp_path: Path)
     ]
 
 
+def test_taskoutput_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
+    """A task stopped by another caller (or at the log cap) read as `Status: killed (exit
+    code 143)` alone, and this result took the place of the notice that said why: the
+    model never learnt it (a helper's trial). It says so, and gives `endReason`."""
+    own = Client(state_dir=state_dir, session="why")
+    task_id = own.bash("echo up; sleep 60", run_in_background=True).background_task_id or ""
+    Client(state_dir=state_dir, session="another").task_stop(task_id)
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        return await s.call_tool("TaskOutput", {"task_id": task_id})
+
+    out = run(state_dir, scenario, "--session", "why")
+    assert text(out).startswith("Status: killed (exit code 143); it was stopped\nup"), text(out)
+    assert structured(out)["endReason"] == "stopped"
+    quick = own.bash("echo done", run_in_background=True).background_task_id or ""
+    own.wait(quick, timeout=10_000)
+    assert structured(run(state_dir, lambda s: s.call_tool(
+        "TaskOutput", {"task_id": quick}), "--session", "why"))["endReason"] is None  # fmt: skip
+
+
 def test_taskoutput_that_reports_the_end_leaves_no_notice_to_say_it_again(
     state_dir: Path,
 ) -> None:

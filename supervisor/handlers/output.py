@@ -344,7 +344,7 @@ def read_output(
         storage = row.storage_note or (live.storage_note if live is not None else None)
     return TaskOutputResult(
         task_id=row.id, status=row.status,
-        exit_code=row.exit_code,
+        exit_code=row.exit_code, end_reason=row.end_reason if row.status.ended else None,
         output=text, truncated=truncated, output_path=row.output_path,
         next_offset=end, start_offset=start, leftover_processes=ctx.tasks.leftover_count(row.id),
         waiting_for_input=live is not None and live.waiting_for_input,
