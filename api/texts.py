@@ -324,7 +324,7 @@ def tool_result_text(tool: str, data: dict[str, Any]) -> str:
     state = f"Status: {status}" + ("" if code is None else f" (exit code {code})")
     if data.get("endReason") and "output" in data:  # (a TaskStop's text says it was stopped)
         reason = EndReason(data["endReason"])
-        state += f"; it {outcome_text(TaskStatus(status), code, reason)}"
+        state += f"; it {outcome_text(TaskStatus(str(status)), code, reason)}"
     state += leftover_text(int(data.get("leftoverProcesses") or 0))
     if data.get("patternMatched") is False:  # (a prompt ends a wait too: no timeout)
         timed_out = status == TaskStatus.RUNNING and not data.get("waitingForInput")
