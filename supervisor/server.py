@@ -221,6 +221,14 @@ async def serve_connection(ctx: Context, conn: Connection) -> None:
             await writer.wait_closed()
 
 
+ACTS_ON_TASKS = frozenset(
+    {"run", "input", "terminal", "interrupt", "background", "stop", "stop_many"}
+)
+"""Requests that act on tasks: one whose caller gave up and hung up before it was read
+(a supervisor stopped, then continued) does nothing (CR3): a caller told it failed may
+send it again, and its keys were typed twice, a trial."""
+
+
 async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: bool) -> bool:
     """Answer the request line ``lines`` holds (taken out of it); returns whether the
     connection carries another (the request asked for that, and ``may_keep``)."""
@@ -241,8 +249,8 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
                 f"speaks version {PROTOCOL_VERSION} (restart it with `wave-bash supervisor stop`)"
             )
         params = parse_request(message)
-        if message.get("op") == "run" and conn.hung_up():  # (nobody learns it started)
-            log.warning("a command's caller hung up before it could start: not started")
+        if message.get("op") in ACTS_ON_TASKS and conn.hung_up():  # (nobody learns it)
+            log.warning("a %s request's caller hung up before it was read: not done", message["op"])
             return False
         handler = HANDLERS[type(params)]
         del message  # only the parsed request stays while the handler waits

@@ -10,6 +10,7 @@ import contextlib
 import os
 import shlex
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from conftest import (
     ask_supervisor,
     journal_rows,
     kill_supervisor,
+    raw_request,
     run_cli,
     start_bg,
     start_supervisor,
@@ -367,6 +369,43 @@ def test_a_frozen_supervisor_holds_no_call_past_its_timeout(
     assert client.bash(f"echo y >> {ran}").success  # (after the one given up on)
     assert ran.read_text() == "y\n"
     assert [t.command for t in client.tasks(all=True)] == [f"echo y >> {ran}"]
+
+
+def test_keys_stops_and_interrupts_given_up_on_do_nothing(client: Client, state_dir: Path) -> None:
+    """Keys typed, a stop and an interrupt sent to a frozen supervisor were given up on
+    ("gave up reaching the supervisor"), then, once it was continued, the keys were typed
+    (a caller that sent them again typed them twice), the task stopped and interrupted
+    (a helper's trial). As for a `run`, what a caller hung up on before it was read is
+    not done."""
+    asked = client.bash("read -p 'Name? ' x; echo \"got [$x]\"", interactive=True)
+    typed_to = asked.background_task_id or ""
+    assert asked.waiting_for_input and typed_to
+    stopped = start_bg(client, "sleep 60")
+    interrupted = start_bg(client, "trap 'echo got INT; exit 3' INT; echo ready; sleep 60")
+    wait_until(lambda: "ready" in client.task_output(interrupted, block=False).output)
+    pid = client.status().pid or 0
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for op, params in (
+            ("input", {"task_id": typed_to, "input": "bob\n"}),
+            ("stop", {"task_id": stopped}),
+            ("stop_many", {"task_ids": [stopped]}),
+            ("interrupt", {"task_id": interrupted}),
+            ("background", {"task_id": typed_to}),
+        ):
+            with socket.socket(socket.AF_UNIX) as caller:  # (sent, then given up on)
+                caller.connect(str(state_dir / "supervisor.sock"))
+                caller.sendall(raw_request(op, {"session": "default", **params}))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert client.task_output(typed_to, block=False).waiting_for_input  # (still asks)
+    records = {t.id: t for t in client.tasks()}
+    assert records[stopped].status == records[interrupted].status == "running"
+    assert "got INT" not in client.task_output(interrupted, block=False).output
+    assert "got [" not in Path(client.task_stop(typed_to).output_path).read_text()
+    log = (state_dir / "supervisor.log").read_text()
+    assert log.count("caller hung up before it was read: not done") == 5
+    client.task_stop_many([stopped, interrupted])
 
 
 @pytest.mark.parametrize("transport", ["unix", "tcp"])
