@@ -154,7 +154,8 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
     unshown = unshown or err_unshown
     code = row.exit_code
     message = texts.finished_text(out.text, code)
-    if row.end_reason is EndReason.NOT_STARTED:
+    never_started = row.end_reason is EndReason.NOT_STARTED  # (an error of the call, R2:
+    if never_started:  # nothing ran; `run` exited 1, as if the command had failed)
         message = texts.NOT_STARTED_TEXT
     elif row.status is TaskStatus.LOST:
         message = (
@@ -184,7 +185,7 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
         cwd=task.final_cwd or (row.cwd if task.cwd_note else None),
         duration_ms=_duration_ms(task),
         message=_with_notes(task, message),
-        error=task.storage_note or unshown,
+        error=task.storage_note or unshown or (message if never_started else None),
         leftover_processes=left_running,
     )
 

@@ -128,6 +128,12 @@ def test_crash_between_journal_and_spawn(client: Client, state_dir: Path) -> Non
     # that nothing ran, as the foreground call's does, and no notice says it again.
     assert not started.success and started.message == texts.NOT_STARTED_TEXT
     assert client.notifications() == []
+    for background in ([], ["--background"]):  # (exit 1 read as the command's failure: a
+        kill_supervisor(state_dir)  # helper's trial) one that did not run exits 2
+        start_supervisor(state_dir, WAVE_FAULT="after_insert")
+        cli = run_cli(state_dir, "run", *background, "--", "echo never")
+        assert (cli.returncode, cli.stdout) == (2, ""), cli
+        assert "never started" in cli.stderr
 
 
 def test_background_task_ends_while_supervisor_is_dead(client: Client, state_dir: Path) -> None:
