@@ -92,7 +92,7 @@ def open_journal(layout: StateLayout) -> Journal:
         (p.stat().st_mtime for p in _database(path)[:2] if p.exists()),  # shared-memory
         default=None,  # index's, which opening it writes)
     )
-    stamp = time.strftime("%Y%m%dT%H%M%S")
+    stamp = _aside_stamp(path)
     for damaged, aside in zip(
         _database(path), _database(path.with_name(f"{path.name}.corrupt-{stamp}")), strict=True
     ):
@@ -105,6 +105,20 @@ def open_journal(layout: StateLayout) -> Journal:
     built = _build(layout, last_write)
     _forget(marker)
     return built
+
+
+def _aside_stamp(path: Path) -> str:
+    """The time for the name of a damaged journal moved aside, with a count where one
+    moved aside in the same second has it: `rename` replaced that one (D5 keeps each,
+    and a `-wal` of the first was paired with the second: a helper's trial)."""
+    stamp = base = time.strftime("%Y%m%dT%H%M%S")
+    count = 1
+    while any(
+        os.path.lexists(p) for p in _database(path.with_name(f"{path.name}.corrupt-{stamp}"))
+    ):
+        count += 1
+        stamp = f"{base}-{count}"
+    return stamp
 
 
 def _take_in_missing(journal: Journal, tasks_dir: Path) -> None:

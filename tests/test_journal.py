@@ -99,6 +99,19 @@ def test_corrupt_journal_is_quarantined_and_rebuilt(
     assert (records[running].status, records[running].end_reason) == ("killed", "stopped")
 
 
+def test_journals_damaged_in_the_same_second_are_all_kept(client: Client, state_dir: Path) -> None:
+    """Each damaged journal moved aside is kept (D5): a second one in the same second
+    took the first's name, and `rename` replaced it (a helper's trial)."""
+    client.bash("true")
+    journal = state_dir / "journal.db"
+    for i in range(3):
+        kill_supervisor(state_dir)
+        journal.write_bytes(f"damaged {i} ".encode() * 100)
+        client.tasks()  # a new supervisor starts
+    kept = sorted(p.read_bytes()[:9] for p in state_dir.glob("journal.db.corrupt-*[0-9]"))
+    assert kept == [b"damaged 0", b"damaged 1", b"damaged 2"]
+
+
 def test_a_journal_damaged_while_its_supervisor_runs_is_rebuilt(
     client: Client, state_dir: Path
 ) -> None:
