@@ -51,7 +51,11 @@ def connect_or_start(layout: StateLayout, transport: str, autostart: bool) -> so
             raise SupervisorUnavailableError(
                 f"no supervisor is running for {layout.root}"
             ) from None
-    sock = _start_unless_started(layout, transport)
+    try:
+        sock = _start_unless_started(layout, transport)
+    except OSError as exc:  # (no descriptor for a module, a pipe, a probe: a helper's
+        _check_descriptors(exc)  # trial got a raw OSError 24 and a StateDirError)
+        raise
     if sock is not None:
         return sock
     deadline = time.monotonic() + START_TIMEOUT

@@ -337,6 +337,8 @@ def ensure_private_dir(path: Path) -> Path:
     except PermissionError as exc:
         raise StateDirError(f"state dir {path} is not writable: {exc.strerror}") from None
     except OSError as exc:
+        if exc.errno in (errno.EMFILE, errno.ENFILE):  # the caller's shortage, not the dir's
+            raise
         if exc.errno == errno.EROFS:  # (it said `[Errno 30] … .write-probe-x8f`: a trial)
             raise StateDirError(
                 f"state dir {path} is on a read-only file system: make it writable, or use "

@@ -395,6 +395,54 @@ def test_a_caller_out_of_descriptors_is_busy_and_tries_again(state_dir: Path) ->
     assert "gave up: True True" in done.stdout
 
 
+STARTER_OUT_OF_DESCRIPTORS = """
+import os, sys
+from wave_bash.api import Client
+from wave_bash.api.errors import BusyError
+from wave_bash.api.launch import connect_or_start
+client = Client(state_dir=sys.argv[1])
+for free in range(6):  # no supervisor yet: this process starts one, short of descriptors
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    for fd in held[:free]:
+        os.close(fd)
+    try:
+        connect_or_start(client.layout, "unix", True).close()
+        said = "started"
+    except BusyError as exc:
+        said = "busy" if "no file descriptor left" in str(exc) else repr(exc)
+    except Exception as exc:
+        said = repr(exc)
+    for fd in held[free:]:
+        os.close(fd)
+    print(free, said)
+print("then:", client.bash("echo ran").stdout)
+"""
+
+
+def test_a_starter_out_of_descriptors_is_busy(state_dir: Path) -> None:
+    """A caller that starts the supervisor with no descriptor to spare got a raw `OSError`
+    24 (importing the start lock's module, making a pipe) or a `StateDirError` that was
+    not tried again (its probe file), and a note that its command may have started (a
+    helper's trial): busy, as when it connects."""
+
+    def small_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    done = subprocess.run(
+        [sys.executable, "-c", STARTER_OUT_OF_DESCRIPTORS, str(state_dir)],
+        capture_output=True, text=True, timeout=120, preexec_fn=small_limit,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = dict(line.split(" ", 1) for line in done.stdout.splitlines()[:-1])
+    assert set(said.values()) <= {"busy", "started"}, said
+    assert said["0"] == "busy" and done.stdout.endswith("then: ran\n")
+
+
 def test_half_a_request_is_dropped(state_dir: Path) -> None:
     start_limited_supervisor(state_dir, 1024, 1024, WAVE_REQUEST_TIMEOUT="1s")
     with connect(state_dir) as s:
