@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -121,13 +120,15 @@ class Connection:
         sock = self.writer.get_extra_info("socket")
         if sock is None:
             return False
-        try:
-            with socket.socket(fileno=os.dup(sock.fileno())) as peer:
-                return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        peer = socket.socket(fileno=sock.fileno())  # (no `dup`: with no descriptor left, a
+        try:  # read's caller was taken for gone, a trial)
+            return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
         except (BlockingIOError, InterruptedError):
             return False  # (open, nothing sent: a client waits for its answer)
         except OSError:
             return True  # (reset)
+        finally:
+            peer.detach()  # (the stream's own)
 
     def watch_for_close(self) -> asyncio.Task[None]:
         """Start noticing EOF from the peer (call once the request line was read; cancel

@@ -337,6 +337,22 @@ def test_a_descriptor_limit_too_small_to_serve_is_named(state_dir: Path) -> None
     assert "the descriptor limit is 20 (`ulimit -n`)" in done.stderr, done.stderr
 
 
+def script_under_limit(
+    script: str, state_dir: Path, limit: int
+) -> subprocess.CompletedProcess[str]:
+    """A Python ``script`` (given the state dir) run under ``ulimit -n LIMIT``; it must exit 0."""
+
+    def small_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(state_dir)],
+        capture_output=True, text=True, timeout=120, preexec_fn=small_limit,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 CALLER_OUT_OF_DESCRIPTORS = """
 import os, sys, threading, time
 from wave_bash.api import Client, SupervisorUnavailableError, calls
@@ -381,14 +397,7 @@ def test_a_caller_out_of_descriptors_is_busy_and_tries_again(state_dir: Path) ->
     `OSError` 24, or a `StateDirError` naming the start lock (reviews): busy, so the call
     goes again as other threads close theirs, and said as such when it cannot."""
 
-    def small_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
-
-    done = subprocess.run(
-        [sys.executable, "-c", CALLER_OUT_OF_DESCRIPTORS, str(state_dir)],
-        capture_output=True, text=True, timeout=120, preexec_fn=small_limit,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = script_under_limit(CALLER_OUT_OF_DESCRIPTORS, state_dir, 32)
     assert "busy: this process has no file descriptor left to reach the supervisor" in done.stdout
     assert "close some, or raise the limit (`ulimit -n`)" in done.stdout
     assert "codes: True" in done.stdout
@@ -430,14 +439,7 @@ def test_a_starter_out_of_descriptors_is_busy(state_dir: Path) -> None:
     not tried again (its probe file), and a note that its command may have started (a
     helper's trial): busy, as when it connects."""
 
-    def small_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-
-    done = subprocess.run(
-        [sys.executable, "-c", STARTER_OUT_OF_DESCRIPTORS, str(state_dir)],
-        capture_output=True, text=True, timeout=120, preexec_fn=small_limit,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = script_under_limit(STARTER_OUT_OF_DESCRIPTORS, state_dir, 64)
     said = dict(line.split(" ", 1) for line in done.stdout.splitlines()[:-1])
     assert set(said.values()) <= {"busy", "started"}, said
     assert said["0"] == "busy" and done.stdout.endswith("then: ran\n")
