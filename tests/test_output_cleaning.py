@@ -179,8 +179,11 @@ def test_a_tail_read_from_inside_a_progress_line_keeps_its_last_state(tmp_path: 
     log.write_text(bar + "\nerror: build failed\n")
     text = read_excerpt(log, 30_000).text
     assert text.endswith("] ...\nprogress 100%\nerror: build failed")
-    log.write_text("a" * 2_000_000 + "\nb\n")  # (no overwrite: its partial line is dropped)
-    assert read_excerpt(log, 30_000).text.endswith("] ...\nb")
+    log.write_text("a" * 2_000_000 + "\nb\n")  # (no overwrite: its end is kept, O3; it
+    tail = read_excerpt(log, 30_000).text.partition("] ...\n")[2]  # was dropped, and the
+    assert tail.endswith("aaa\nb") and len(tail) > 20_000  # tail was `b`: a trial)
+    log.write_text("a" * 2_000_000 + "\n" + "c\n" * 40_000)  # (a line begins near: there)
+    assert read_excerpt(log, 30_000).text.partition("] ...\n")[2].startswith("c\nc")
 
 
 def _excerpt_of(tmp_path: Path, data: bytes) -> str:
