@@ -543,13 +543,18 @@ class Client:
         return self._call(NotificationsRequest(session=self.session, ack=False))
 
     def claim_notices(
-        self, lease: float = NOTICE_LEASE_SECONDS, scope: CallScope | None = None
+        self,
+        lease: float = NOTICE_LEASE_SECONDS,
+        scope: CallScope | None = None,
+        limit: int | None = None,
     ) -> NoticeClaim:
         """Take this session's pending notices for ``lease`` seconds, to show them somewhere
         first; then :meth:`ack_notices` (shown) or :meth:`release_notices` (not shown).
         Unconfirmed, they go to the next reader when the lease ends (or when the relay
-        whose receipt ``scope`` names ends first)."""
-        return self._call(ClaimRequest(session=self.session, lease=lease), scope=scope)
+        whose receipt ``scope`` names ends first). With ``limit``, at most that many,
+        the oldest (``more`` counts the others, left for the next claims)."""
+        request = ClaimRequest(session=self.session, lease=lease, limit=limit)
+        return self._call(request, scope=scope)
 
     def ack_notices(self, claim: str) -> int:
         """The claimed notices were shown: they are never delivered again."""

@@ -44,6 +44,7 @@ from .protocol import check_session
 from .relay import Presence
 from .texts import (
     cancelled_still_running_text,
+    more_notices_text,
     notices_waiting_text,
     remote_paths_text,
     tool_result_text,
@@ -62,6 +63,10 @@ MCP_NOTICE_LEASE_SECONDS = 600.0
 """How long notices claimed for a result stay with this server before others may take
 them (only a server killed outright leaves them held that long: one that exits gives
 back what it did not write). Longer than any host takes to read a result."""
+NOTICES_PER_RESULT = 20
+"""Notices one result carries at most, the oldest first; the others come with the next
+results (600 tasks ended while no server ran made one result of 120,000 characters,
+which a host may cut or refuse after they counted as shown: a trial)."""
 
 
 def default_session() -> str:
@@ -291,6 +296,8 @@ class WaveMcp:
         waiting = (
             notices_waiting_text(claim.model_dump(by_alias=True))
             if claim and claim.waiting
+            else more_notices_text(claim.more)
+            if claim and claim.more
             else None
         )
         shown = _ended_task(name, data)
@@ -369,7 +376,10 @@ class WaveMcp:
         try:
             claim = await anyio.to_thread.run_sync(
                 functools.partial(
-                    self.notices.claim_notices, lease=MCP_NOTICE_LEASE_SECONDS, scope=scope
+                    self.notices.claim_notices,
+                    lease=MCP_NOTICE_LEASE_SECONDS,
+                    scope=scope,
+                    limit=NOTICES_PER_RESULT,
                 )
             )
         except WaveError:

@@ -241,6 +241,8 @@ class NoticeClaim(ContractModel):
 
     claim: str
     notices: list[Notice]
+    more: int = 0
+    """Pending notices left for the next claims: over the claim's ``limit``."""
     waiting: int = 0
     """Pending notices not handed out: the state dir refuses writes, so no claim can be
     recorded (SPEC DF2); they come once it takes them again."""

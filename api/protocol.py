@@ -345,6 +345,9 @@ class ClaimParams(Params):
     claim: ClaimToken | None = None
     """A token of the reader's choosing (random): the claim sent again with it (its
     connection cut before the answer) gets the notices it already holds, and any new."""
+    limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+    """At most this many, the oldest (those it holds first); the others wait for the next
+    claim (``NoticeClaim.more``)."""
 
 
 class AckParams(Params):

@@ -301,6 +301,13 @@ def log_gone_text(path: str) -> str:
     )
 
 
+def more_notices_text(count: int) -> str:
+    """Notices left for the next results: one result carries a bounded number."""
+    if count == 1:
+        return "1 more background task ended; its notice comes with the next result"
+    return f"{count} more background tasks ended; their notices come with the next results"
+
+
 def notices_waiting_text(claim: dict[str, Any]) -> str:
     """DF2: notices a full state dir keeps back (no claim can be recorded)."""
     count = int(claim.get("waiting") or 0)

@@ -732,18 +732,25 @@ class Journal:
         return self.get(row[0]) if row else None
 
     def claim_notices(
-        self, session: str, claim: str, lease: float, *, deliver: bool = False
-    ) -> list[TaskRow]:
+        self,
+        session: str,
+        claim: str,
+        lease: float,
+        *,
+        deliver: bool = False,
+        limit: int | None = None,
+    ) -> tuple[list[TaskRow], int]:
         """Atomically take the session's pending notices that nobody holds (or whose
         holder's lease ran out, or ``claim`` holds already: a claim sent again) for
         ``claim``: concurrent readers never get the same one. With ``deliver`` they are
-        marked delivered in the same transaction.
+        marked delivered in the same transaction. With ``limit``, the oldest so many;
+        also returns how many others could have been taken.
 
         While the disk refuses writes a claim cannot be recorded: nothing is handed out
         then, and the notices wait for the disk.
         """
         if not self.flush():
-            return []
+            return [], 0
         now = time.time()
         try:
             with self.transaction() as db:
@@ -752,10 +759,13 @@ class Journal:
                     for r in db.execute(
                         "SELECT task_id FROM notices WHERE session = ? AND delivered_at IS NULL "
                         "AND (claim IS NULL OR claim_until < ? OR claim = ?) AND NOT EXISTS "
-                        "(SELECT 1 FROM tasks WHERE id = task_id AND pruning = 1)",  # (going)
-                        (session, now, claim),
+                        "(SELECT 1 FROM tasks WHERE id = task_id AND pruning = 1) "  # (going)
+                        "ORDER BY claim = ? DESC, created_at, task_id",  # (held first: sent again)
+                        (session, now, claim, claim),
                     )
                 ]
+                more = max(0, len(ids) - limit) if limit is not None else 0
+                ids = ids[:limit] if limit is not None else ids
                 db.executemany(
                     "UPDATE notices SET claim = ?, claim_until = ?, delivered_at = ? "
                     "WHERE task_id = ?",
@@ -764,9 +774,9 @@ class Journal:
         except sqlite3.Error as exc:
             if storage_problem(exc) is None:
                 raise
-            return []
+            return [], 0
         rows = [row for task_id in ids if (row := self.get(task_id)) is not None]
-        return sorted(rows, key=lambda r: (r.ended_at or 0, r.id))
+        return sorted(rows, key=lambda r: (r.ended_at or 0, r.id)), more
 
     def settle_claim(self, claim: str, delivered: bool, shown_too: bool = False) -> int:
         """The holder of ``claim`` showed its notices (``delivered``: never again) or gave

@@ -139,6 +139,32 @@ def test_a_command_that_prints_nothing_says_so_before_its_notices(state_dir: Pat
     assert said.startswith("(no output)\n\nBackground command ") and "exit code 3" in said
 
 
+def test_a_result_carries_a_bounded_number_of_notices(state_dir: Path) -> None:
+    """600 tasks that ended while no server ran made one result of 120,000 characters
+    (a helper's trial): a result carries the oldest 20, says how many more wait, and the
+    next results carry those."""
+    many = Client(state_dir=state_dir, session="many")
+    ids = [
+        many.bash(f"exit {i % 3}", run_in_background=True).background_task_id or ""
+        for i in range(25)
+    ]
+    for task_id in ids:
+        many.wait(task_id, timeout=10_000)
+
+    async def scenario(s: ClientSession) -> list[str]:
+        return [text(await s.call_tool("Bash", {"command": "true"})) for _ in range(3)]
+
+    first, second, third = run(state_dir, scenario, "--session", "many")
+    said = [line for line in first.splitlines() if line.startswith("Background command")]
+    assert len(said) == 20 and first.endswith(
+        "5 more background tasks ended; their notices come with the next results"
+    )
+    rest = [line for line in second.splitlines() if line.startswith("Background command")]
+    assert len(rest) == 5 and "more background" not in second and third == "(no output)"
+    shown = {line.split("(ID: ")[1].split(")")[0] for line in said + rest}
+    assert shown == set(ids)
+
+
 def test_progress_during_a_loop(state_dir: Path) -> None:
     seen: list[tuple[float, float, str | None]] = []
 

@@ -39,11 +39,16 @@ from ..context import Connection, Context
 
 
 def _claim(
-    ctx: Context, session: str, lease: float, deliver: bool = False, token: str | None = None
-) -> tuple[str, list[Notice]]:
+    ctx: Context,
+    session: str,
+    lease: float,
+    deliver: bool = False,
+    token: str | None = None,
+    limit: int | None = None,
+) -> tuple[str, list[Notice], int]:
     token = token or secrets.token_hex(8)
-    rows = ctx.journal.claim_notices(session, token, lease, deliver=deliver)
-    return token, [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows]
+    rows, more = ctx.journal.claim_notices(session, token, lease, deliver=deliver, limit=limit)
+    return token, [views.notice(row, ctx.tasks.leftover_count(row.id)) for row in rows], more
 
 
 async def handle_notifications(
@@ -57,12 +62,12 @@ async def handle_notifications(
 
 
 async def handle_claim(ctx: Context, p: ClaimParams, conn: Connection) -> NoticeClaim:
-    token, notices = _claim(ctx, p.session, p.lease, token=p.claim)
+    token, notices, more = _claim(ctx, p.session, p.lease, token=p.claim, limit=p.limit)
     if notices:  # (a relay killed with them in hand: back to the session at once)
         conn.give_back.append(lambda: ctx.journal.settle_claim(token, delivered=False))
     problem = ctx.journal.problem
     if notices or problem is None:
-        return NoticeClaim(claim=token, notices=notices)
+        return NoticeClaim(claim=token, notices=notices, more=more)
     # (said none while notices waited for a full disk: a review)
     waiting = len(ctx.journal.pending_notices(p.session))
     return NoticeClaim(
