@@ -698,10 +698,18 @@ class TaskManager:
         """Make the tasks dir again where someone removed it (every later command failed
         until a restart, "No such file or directory": a review), letting the standbys go:
         their files went with it (a command would write to files no one can read; one
-        made again by hand: :meth:`Standby.take` finds their files gone)."""
-        if os.path.isdir(self.tasks_dir):
-            return
-        log.warning("%s was removed: made again; the standby monitors let go", self.tasks_dir)
+        made again by hand: :meth:`Standby.take` finds their files gone). One replaced by
+        a link (or a file) is moved aside, never followed (X1a: a command's files were
+        made in the link's target, a trial)."""
+        try:
+            if stat.S_ISDIR(os.lstat(self.tasks_dir).st_mode):
+                return
+            aside = self.tasks_dir.with_name(f"{self.tasks_dir.name}.moved-{time.time_ns()}")
+            os.rename(self.tasks_dir, aside)
+            log.warning("%s was no directory: moved to %s", self.tasks_dir, aside)
+        except OSError:  # (gone; or what cannot be looked at, said as the dir is made)
+            pass
+        log.warning("%s made again; the standby monitors let go", self.tasks_dir)
         self.standby.discard()
         ensure_private_dir(self.tasks_dir)
 

@@ -162,7 +162,7 @@ def test_a_tasks_dir_removed_while_the_supervisor_runs_is_made_again(
     assert (r.stdout, r.exit_code) == ("after", 0), r
     assert (state_dir / "tasks").stat().st_mode & 0o777 == 0o700
     assert Path(client.tasks()[-1].output_path).read_text() == "after\n"
-    assert "was removed: made again" in (state_dir / "supervisor.log").read_text()
+    assert "tasks made again" in (state_dir / "supervisor.log").read_text()
     # Made again by hand before the next command: the standbys' files are gone all the
     # same (two commands failed, "No such file or directory": a second review).
     for _ in range(2):
@@ -171,6 +171,27 @@ def test_a_tasks_dir_removed_while_the_supervisor_runs_is_made_again(
     (state_dir / "tasks").mkdir(mode=0o700)
     for n in range(2):
         assert client.bash(f"echo again{n}").stdout == f"again{n}"
+
+
+def test_a_tasks_dir_replaced_by_a_link_is_not_followed(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """`tasks/` swapped for a link under a running supervisor: the next commands' files
+    were made in the link's target (a helper's trial; at start-up the link is refused,
+    X1a). It is moved aside, and the tasks dir made again."""
+    assert client.bash("echo before").stdout == "before"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    wait_until(lambda: _removed(state_dir / "tasks"))
+    (state_dir / "tasks").symlink_to(elsewhere)
+    r = client.bash("echo after")
+    assert (r.stdout, r.exit_code) == ("after", 0), r
+    tasks = state_dir / "tasks"
+    assert tasks.is_dir() and not tasks.is_symlink() and tasks.stat().st_mode & 0o777 == 0o700
+    assert Path(r.output_path or "").parent == tasks and Path(r.output_path or "").exists()
+    assert not list(elsewhere.glob(f"{client.tasks()[-1].id}.*"))
+    (moved,) = state_dir.glob("tasks.moved-*")
+    assert moved.is_symlink()
 
 
 def test_damage_quick_check_cannot_see_is_rebuilt_once(client: Client, state_dir: Path) -> None:
