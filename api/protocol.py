@@ -109,8 +109,15 @@ PROBE_TIMEOUT_MAX_MS = 60_000
 """The longest a login shell may take to print its PATH."""
 
 
-SessionName = PrintableText
-"""An agent session's name."""
+def _not_blank(name: str) -> str:
+    if not name.strip():
+        raise ValueError("blanks alone")
+    return name
+
+
+SessionName = Annotated[PrintableText, AfterValidator(_not_blank)]
+"""An agent session's name (blanks alone are none: `--session " "` was taken, where `""`
+was refused, a trial)."""
 
 
 def check_session(name: str) -> str:
@@ -119,7 +126,7 @@ def check_session(name: str) -> str:
         return _SESSION.validate_python(name)
     except ValidationError:
         raise InvalidInputError(
-            f"session name must be 1 to 200 printable characters, not {name!r}"
+            f"session name must be 1 to 200 printable characters, not blanks alone: {name!r}"
         ) from None
 
 

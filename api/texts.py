@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any, assert_never
 
@@ -186,7 +187,7 @@ def notice_text(
 ) -> str:
     """B5: the completion notice of a background task (bounded: a command's first line),
     with what a full state dir did as it ended (DF4); ND5: one running waits for input."""
-    label = short_command(description or command)
+    label = short_command(description if description and description.strip() else command)
     if status is TaskStatus.RUNNING:
         return (
             f'Interactive command "{label}" (ID: {task_id}) is waiting for input: its caller '
@@ -224,11 +225,16 @@ NOTICE_LABEL_CHARS = 80
 """How much of a command a notice quotes when the task has no description."""
 
 
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:
     """A command's first line, cut to ``limit`` characters with an ellipsis: a notice or
-    record that names a command stays short whatever the command (a 100 KB heredoc)."""
+    record that names a command stays short whatever the command (a 100 KB heredoc).
+    Control characters are shown as ``\\xNN``: an escape sequence in a command went as
+    it was into notices, which `wave-bash notifications` prints to a terminal (a trial)."""
     lines = command.strip().splitlines() or [""]
-    first = lines[0]
+    first = _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", lines[0])
     if len(first) > limit:
         return first[: limit - 1] + "…"
     return first + (" …" if len(lines) > 1 else "")

@@ -266,7 +266,7 @@ def test_client_arguments_of_the_wrong_kind_are_said(
     assert Client(state_dir=state_dir, transport="").transport in ("unix", "tcp")  # (default)
 
 
-@pytest.mark.parametrize("name", ["", "x" * 201, "a\nb"])
+@pytest.mark.parametrize("name", ["", "x" * 201, "a\nb", "  "])
 def test_a_bad_session_name_is_refused_when_the_client_is_made(state_dir: Path, name: str) -> None:
     """An empty name quietly became the default session (shared with every other
     default caller), found by a review."""
