@@ -14,6 +14,7 @@ refused instead (:class:`StorageError`): nothing runs that could not be recorded
 from __future__ import annotations
 
 import copy
+import errno
 import functools
 import logging
 import os
@@ -41,10 +42,30 @@ def storage_problem(exc: BaseException) -> str | None:
         primary = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE → SQLITE_IOERR
         if primary not in STORAGE_ERRORS:
             return None
-        return "No space left on device" if primary == "SQLITE_FULL" else str(exc)
+        if primary == "SQLITE_FULL":
+            return "No space left on device"
+        return str(exc) + (_size_limit_note() if primary == "SQLITE_IOERR" else "")
     if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
-        return exc.strerror or str(exc)
+        said = exc.strerror or str(exc)
+        return said + (_size_limit_note() if exc.errno in (errno.EIO, errno.EFBIG) else "")
     return None
+
+
+def _size_limit_note() -> str:
+    """An I/O error's likely cause where this process may write no file past a size (a
+    hard ``ulimit -f``, which it cannot raise: SQLite says "disk I/O error" as its WAL
+    meets it, with the disk far from full, and nothing named it; a trial)."""
+    try:
+        import resource
+    except ImportError:  # (Windows)
+        return ""
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    if hard == resource.RLIM_INFINITY:
+        return ""
+    return (
+        f" (maybe the file size limit: this supervisor may write no file past {hard} bytes,"
+        " its hard `ulimit -f`; start it where that is higher)"
+    )
 
 
 MIN_FREE_BYTES = 64 * 1024
@@ -89,8 +110,8 @@ def _real_root() -> bool:
     return euid == 0 and outside == 0
 
 
-_STORAGE_ERRNOS = frozenset({28, 30, 122, 5})
-"""ENOSPC, EROFS, EDQUOT, EIO."""
+_STORAGE_ERRNOS = frozenset({28, 30, 122, 5, 27})
+"""ENOSPC, EROFS, EDQUOT, EIO, EFBIG (a file size limit)."""
 
 
 def storable(value: Any) -> Any:

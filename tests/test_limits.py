@@ -32,11 +32,14 @@ from wave_bash.supervisor import logs
 from wave_bash.supervisor.logs import RepeatFilter
 
 
-def start_limited_supervisor(state_dir: Path, soft: int, hard: int, **env: str) -> int:
-    """A supervisor started under a descriptor limit (as ``ulimit -n`` would)."""
+def start_limited_supervisor(
+    state_dir: Path, soft: int, hard: int, which: int = resource.RLIMIT_NOFILE, **env: str
+) -> int:
+    """A supervisor started under a descriptor limit (as ``ulimit -n`` would), or another
+    limit (``which``)."""
 
     def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        resource.setrlimit(which, (soft, hard))
 
     subprocess.run(
         [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(state_dir), "--detach"],
@@ -443,6 +446,20 @@ def test_a_starter_out_of_descriptors_is_busy(state_dir: Path) -> None:
     said = dict(line.split(" ", 1) for line in done.stdout.splitlines()[:-1])
     assert set(said.values()) <= {"busy", "started"}, said
     assert said["0"] == "busy" and done.stdout.endswith("then: ran\n")
+
+
+def test_a_file_size_limit_is_named_where_it_stops_the_journal(state_dir: Path) -> None:
+    """A supervisor started under a hard `ulimit -f` (which it cannot raise) said "disk
+    I/O error …; check that disk" as its journal met the limit, with the disk far from
+    full (a helper's trial): the limit is named."""
+    start_limited_supervisor(state_dir, 300 * 1024, 300 * 1024, resource.RLIMIT_FSIZE)
+    client = Client(state_dir=state_dir, autostart=False)
+    for n in range(200):
+        result = client.bash(f"echo {n}")
+        if not result.success:
+            break
+    assert not result.success and "the command was not started" in result.message
+    assert "no file past 307200 bytes, its hard `ulimit -f`" in result.message, result.message
 
 
 def test_half_a_request_is_dropped(state_dir: Path) -> None:
