@@ -120,8 +120,11 @@ class Connection:
         sock = self.writer.get_extra_info("socket")
         if sock is None:
             return False
-        peer = socket.socket(fileno=sock.fileno())  # (no `dup`: with no descriptor left, a
-        try:  # read's caller was taken for gone, a trial)
+        try:  # (no `dup`: with no descriptor left, a read's caller was taken for gone)
+            peer = socket.socket(fileno=sock.fileno())
+        except (OSError, ValueError):
+            return True  # (closed already: -1)
+        try:
             return peer.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
         except (BlockingIOError, InterruptedError):
             return False  # (open, nothing sent: a client waits for its answer)

@@ -75,7 +75,9 @@ async def _bind(ctx: Context, again: bool = False) -> asyncio.AbstractServer | N
     path = ctx.layout.socket
     ensure_private_dir(path.parent)
     if path.exists() or path.is_symlink():
-        if not again and _socket_answers(path):
+        # (a link, never followed: one to another state dir's socket, which answered,
+        # kept every supervisor from starting here, "another process already serves")
+        if not again and path.is_socket() and not path.is_symlink() and _socket_answers(path):
             log.error("another process already serves %s; exiting", path)
             return None
         if path.is_dir() and not path.is_symlink():  # (put there: kept, with what it holds)

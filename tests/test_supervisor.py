@@ -513,6 +513,11 @@ def test_a_socket_replaced_by_a_directory_or_a_link_is_listened_on_again(
         path.symlink_to(tmp_path / "other" / "supervisor.sock")
         assert Client(state_dir=state_dir).status().pid == pid
         assert path.is_socket() and not path.is_symlink()
+        kill_supervisor(state_dir)  # (at start-up too: the link's answer kept every start
+        path.unlink(missing_ok=True)  # here from serving, "another process already
+        path.symlink_to(tmp_path / "other" / "supervisor.sock")  # serves", a review)
+        assert Client(state_dir=state_dir).status().pid not in (pid, other_pid)
+        assert path.is_socket() and not path.is_symlink()
     finally:
         reap(tmp_path / "other")
     assert other_pid != pid
