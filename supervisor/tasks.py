@@ -55,6 +55,7 @@ from wave_bash.worker import (
     interrupt_job,
     job_forked,
     jobexit,
+    last_pid,
     mark_stopping,
     monitor_running,
     prepare_spawner,
@@ -1958,15 +1959,22 @@ class TaskManager:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.01)
 
-    def _terminate_newcomers(self, task: LiveTask, signalled: set[int]) -> None:
+    def _terminate_missed(self, task: LiveTask, signalled: set[int], marks: dict[str, int]) -> None:
         """Once every process a stop signalled is gone, SIGTERM those in the task's cgroup
-        now: what they forked as the SIGTERM came (a loop's `sleep 100 &` got no SIGTERM,
-        only the SIGKILL after the grace period, a trial), never what a process that
-        outlives it (a cleanup trap) starts meanwhile."""
+        that were forked before the SIGTERM went (their pids are no higher than the last
+        one given out then, ``marks``): forked as it came, it missed them (a loop's `sleep
+        100 &` got only the SIGKILL after the grace period, a trial). What a trap started
+        after it (a detached cleanup, its shell gone) has its grace period (a review)."""
         assert self.tracker is not None
         found = self.tracker.pids(task.id)
-        if found and signalled.isdisjoint(found):
-            signalled.update(self.tracker.terminate(task.id, found))
+        mark = marks.get(task.id)
+        if not found or mark is None or not signalled.isdisjoint(found):
+            return
+        missed = [pid for pid in found if pid <= mark]
+        if missed:
+            if (now := last_pid()) is not None:
+                marks[task.id] = now
+            signalled.update(self.tracker.terminate(task.id, missed))
 
     async def _stop_cgroups(self, tasks: list[LiveTask]) -> None:
         """SIGTERM every process in the tasks' cgroups; SIGKILL (``cgroup.kill``, which
@@ -1977,9 +1985,13 @@ class TaskManager:
         loop = asyncio.get_running_loop()
         await self._jobs_started(tasks, lambda t: tracker.populated(t.id))
         signalled: dict[str, set[int]] = {}
+        marks: dict[str, int] = {}  # (the last pid given out as each task's SIGTERM went)
         for task in tasks:
             self._tell_stopping(task)  # (its job may not have taken its command yet)
-            signalled[task.id] = set(tracker.terminate(task.id))
+            pids = tracker.pids(task.id)
+            if (mark := last_pid()) is not None:  # (before the signal: a trap's forks
+                marks[task.id] = mark  # come after it, on another CPU meanwhile)
+            signalled[task.id] = set(tracker.terminate(task.id, pids))
         deadline = loop.time() + self.stop_grace
         monitored = [t.ended for t in tasks if not t.ended.done() and not t.monitor_lost]
         if monitored:  # the jobs' ends arrive as events (their monitors exit)
@@ -1990,8 +2002,8 @@ class TaskManager:
             return [t for t in tasks if t.id not in self._removals and tracker.populated(t.id)]
 
         while (left := still_populated()) and loop.time() < deadline:
-            for task in left:  # (as the process table's walk does, ``worker.stop_trees``)
-                self._terminate_newcomers(task, signalled[task.id])
+            for task in left:
+                self._terminate_missed(task, signalled[task.id], marks)
             await asyncio.sleep(delay)  # what the jobs left behind, after SIGTERM
             delay = min(delay * 2, 0.02)
         for task in left:

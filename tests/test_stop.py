@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -498,6 +499,22 @@ def test_what_a_stopped_command_forks_as_it_dies_gets_the_sigterm(
         assert client.task_stop(task_id).status == "killed"
         assert time.monotonic() - started < 2, "a process forked meanwhile waited for SIGKILL"
         assert not running(n)
+
+
+def test_a_cleanup_a_trap_starts_as_its_shell_exits_has_its_grace_period(
+    state_dir: Path, tracking: str, tmp_path: Path
+) -> None:
+    """A TERM trap that starts its cleanup in the background and exits: the cleanup was
+    sent SIGTERM at once, its shell being gone (a review of the test above's fix): what
+    a process starts after the SIGTERM went has the grace period."""
+    n, cleaned = marker(), tmp_path / "cleaned"
+    client = Client(state_dir=state_dir)
+    cleanup = f"sh -c 'sleep 0.5; echo cleaned > {cleaned}' & exit 0"
+    task_id = start_bg(client, f"trap {shlex.quote(cleanup)} TERM; sleep {n} & wait")
+    wait_until(lambda: running(n))
+    assert client.task_stop(task_id).status == "killed"
+    wait_until(lambda: cleaned.exists(), timeout=5)
+    assert cleaned.read_text() == "cleaned\n"
 
 
 def test_an_interrupt_is_a_terminals_ctrl_c(state_dir: Path, tracking: str) -> None:

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .kill import leads_its_group
+
 TRACKING_ENV = "WAVE_TRACKING"
 """``cgroup`` (required), ``process`` (the process-table walk), unset: cgroup if usable."""
 
@@ -198,12 +200,21 @@ class CgroupTracker:
     def terminate(self, task_id: str, pids: list[int] | None = None) -> list[int]:
         """SIGTERM every process of the task (a chance to clean up before the kill), or
         those of ``pids``, then SIGCONT: a stopped (paused) one gets it now. Returns the
-        pids signalled."""
+        pids signalled. A process group whose leader is among them is signalled whole
+        (the job's: a child its members fork as the signal comes gets it too, the kernel
+        restarting a fork a group signal overtakes; one by one, a loop's `sleep 100 &`
+        forked meanwhile got none), the others one by one."""
         pids = self.pids(task_id) if pids is None else pids
+        groups = {pid for pid in pids if leads_its_group(pid)}
+        for group in groups:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGTERM)
+                os.killpg(group, signal.SIGCONT)
         for pid in pids:
             with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-                os.kill(pid, signal.SIGCONT)
+                if pid not in groups and os.getpgid(pid) not in groups:
+                    os.kill(pid, signal.SIGTERM)
+                    os.kill(pid, signal.SIGCONT)
         return pids
 
     def kill(self, task_id: str) -> None:

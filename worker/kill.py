@@ -155,7 +155,7 @@ def job_forked(monitor_pid: int) -> bool:
         return True
     if not hasattr(os, "getpgid"):  # (Windows: no process groups to tell them apart)
         return bool(children)
-    return any(_leads_its_group(child) for child in children)
+    return any(leads_its_group(child) for child in children)
 
 
 def interrupt_job(monitor_pid: int) -> bool:
@@ -168,7 +168,7 @@ def interrupt_job(monitor_pid: int) -> bool:
     if not hasattr(os, "killpg"):
         return False
     for child in _children(monitor_pid) or []:
-        if _leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
+        if leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
             with contextlib.suppress(ProcessLookupError):  # unreaped, so its pid and
                 os.killpg(child, signal.SIGINT)  # group are its own)
                 return True
@@ -187,7 +187,18 @@ def _children(monitor_pid: int) -> list[int] | None:
             return None
 
 
-def _leads_its_group(pid: int) -> bool:
+def last_pid() -> int | None:
+    """The last pid this pid namespace gave out (``ns_last_pid``), None where it cannot be
+    read: a process with a higher pid was forked after this was read (pids wrapping
+    around aside)."""
+    try:
+        with open("/proc/sys/kernel/ns_last_pid", "rb") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def leads_its_group(pid: int) -> bool:
     try:
         return os.getpgid(pid) == pid
     except OSError:  # (gone meanwhile)
@@ -275,6 +286,16 @@ def _signal(tree: TaskTree, hard: bool, use_groups: bool) -> None:
                 proc.send_signal(signal.SIGCONT)
 
 
+def _forked_before(tree: TaskTree, mark: int | None) -> TaskTree:
+    """What of a tree was forked before the last pid given out was ``mark`` (its group
+    left out: a trap's cleanup is in it): what the signal missed as it was forked, not
+    what a trap that ran on it started later (it has the grace period: a review), or
+    all of it where ``mark`` is unknown."""
+    if mark is None:
+        return tree
+    return TaskTree(tree.task_id, tree.monitor_pid, None, {p for p in tree.pids if p <= mark})
+
+
 def _alive(pids: Iterable[int]) -> set[int]:
     alive = set()
     for pid in pids:
@@ -300,7 +321,8 @@ def stop_trees(
     """SIGTERM every task's processes, then SIGKILL what is left after ``grace`` seconds.
 
     Zombies count as gone (a slow init may leave them for a while). When the signalled
-    processes are gone a fresh snapshot catches children forked meanwhile.
+    processes are gone a fresh snapshot catches children forked as the signal came
+    (not what a trap started after it).
 
     Args:
         tasks: ``(task_id, monitor_pid)`` pairs to stop together (one process-table scan).
@@ -338,6 +360,7 @@ def stop_trees(
                 tree.pids |= (members | started) - protected
         return _living(trees) if living else trees
 
+    mark = last_pid()  # (before the signal: what a trap forks after it comes later)
     for tree in trees:
         _signal(tree, False, use_groups)
     deadline = clock() + grace
@@ -346,7 +369,9 @@ def stop_trees(
             trees = again()
             if not trees:
                 break  # (maybe: see _frozen)
-            for tree in trees:  # forked after the first snapshot
+            missed = [_forked_before(tree, mark) for tree in trees]
+            mark = last_pid() if mark is not None else None
+            for tree in missed:  # forked after the first snapshot, before the signal
                 _signal(tree, False, use_groups)
         sleep(0.02)
     trees = _frozen(again, use_groups, sleep)
