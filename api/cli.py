@@ -1119,7 +1119,7 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
         if args.json:
             _print_json(notices)
         else:
-            from .display import visible
+            from .texts import visible
 
             for notice in notices:  # (it quotes the command: its colour codes shown, not run)
                 print("\n".join(visible(line) for line in str(notice["message"]).split("\n")))

@@ -8,6 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 from .states import Owner
+from .texts import visible
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
@@ -116,19 +117,6 @@ def task_table(records: list[dict[str, Any]], sessions: bool = False) -> str:
         "  ".join(cell.ljust(widths[i]) if i < last else cell for i, cell in enumerate(row))
         for row in rows
     )
-
-
-_CONTROLS = {
-    **{code: f"^{chr(code + 64)}" for code in range(32)},
-    0x7F: "^?",
-    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
-}
-
-
-def visible(text: str) -> str:
-    """``text`` with its control characters shown, as ``cat -v`` does (``^[`` for ESC):
-    printed raw, a command's colour codes or carriage returns would act on the table."""
-    return text.translate(_CONTROLS)
 
 
 def _age(seconds: int) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from typing import Any, assert_never
 
@@ -225,16 +224,26 @@ NOTICE_LABEL_CHARS = 80
 """How much of a command a notice quotes when the task has no description."""
 
 
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = {
+    **{code: f"^{chr(code + 64)}" for code in range(32)},
+    0x7F: "^?",
+    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
+}
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters shown, as ``cat -v`` does (``^[`` for ESC):
+    printed raw, a command's colour codes or carriage returns would act on the table."""
+    return text.translate(_CONTROLS)
 
 
 def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:
     """A command's first line, cut to ``limit`` characters with an ellipsis: a notice or
     record that names a command stays short whatever the command (a 100 KB heredoc).
-    Control characters are shown as ``\\xNN``: an escape sequence in a command went as
-    it was into notices, which `wave-bash notifications` prints to a terminal (a trial)."""
+    Its control characters are shown (:func:`visible`): an escape sequence in a command
+    went as it was into notices for a model, as it did to a terminal (a trial)."""
     lines = command.strip().splitlines() or [""]
-    first = _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}", lines[0])
+    first = visible(lines[0])
     if len(first) > limit:
         return first[: limit - 1] + "…"
     return first + (" …" if len(lines) > 1 else "")

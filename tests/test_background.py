@@ -162,11 +162,12 @@ def test_notices_exactly_once_per_session(state_dir: Path) -> None:
 def test_a_notice_names_its_command_in_printable_characters(client: Client) -> None:
     """A description of blanks alone labelled the notice `""`, and an escape sequence in a
     command went as it was into the notice, which `wave-bash notifications` prints to a
-    terminal (a helper's trial): the command names it, its controls as `\\xNN`."""
+    terminal (a helper's trial): the command names it, its controls shown as `cat -v`
+    shows them (as `wave-bash notifications` and `tasks` did already)."""
     task_id = start_bg(client, "true # \x1b[2J\x1b]0;title\x07", description="   ")
     client.wait(task_id, timeout=10_000)
     (notice,) = client.notifications()
-    assert 'command "true # \\x1b[2J\\x1b]0;title\\x07" (ID' in notice.message, notice.message
+    assert 'command "true # ^[[2J^[]0;title^G" (ID' in notice.message, notice.message
     assert not any(c < " " for c in notice.message.replace("\n", ""))
 
 

@@ -832,8 +832,10 @@ def test_a_listed_pid_started_after_the_list_is_not_the_tasks(tmp_path: Path) ->
     needs_root("the next pid is chosen through /proc/sys/kernel/ns_last_pid")
     listed = tmp_path / "t.left"
     last_pid = Path("/proc/sys/kernel/ns_last_pid")
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
     for _ in range(20):  # (another process may take the pid first: again)
         want = int(last_pid.read_text()) + 200
+        want = want if want < pid_max else 1000 + want % 1000  # (past the last: EINVAL)
         listed.write_text(f"{want}\n")
         os.utime(listed, (time.time() + 86_400,) * 2)  # (claims a time after anything)
         written = os.stat(listed).st_ctime
