@@ -52,6 +52,7 @@ from wave_bash.worker import (
     Usage,
     bwrap_argv,
     final_cwd,
+    forked_by,
     interrupt_job,
     job_forked,
     jobexit,
@@ -1970,7 +1971,7 @@ class TaskManager:
         mark = marks.get(task.id)
         if not found or mark is None or not signalled.isdisjoint(found):
             return
-        missed = [pid for pid in found if pid <= mark]
+        missed = [pid for pid in found if forked_by(pid, mark)]
         if missed:
             if (now := last_pid()) is not None:
                 marks[task.id] = now

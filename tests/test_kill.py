@@ -150,3 +150,14 @@ def test_escalation_uses_the_injected_clock(spawn_task) -> None:  # type: ignore
 def test_tagged_processes_ignores_unrelated() -> None:
     assert tagged_processes({"no-such-task"}) == {}
     assert tagged_processes(set()) == {}
+
+
+def test_pids_given_out_before_a_mark_across_the_wrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a stop missed is told from what a trap forked after it by pid order (B3), which
+    wraps at `pid_max` (32768 here, gone round in minutes by a test run)."""
+    from wave_bash.worker import kill
+
+    monkeypatch.setattr(kill, "_pid_max", lambda: 32768)
+    assert kill.forked_by(100, 200) and kill.forked_by(200, 200) and not kill.forked_by(300, 200)
+    assert kill.forked_by(32765, 300)  # (given out, then the pids wrapped, then the mark)
+    assert not kill.forked_by(301, 32760)  # (the mark, then the wrap, then the fork)

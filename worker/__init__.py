@@ -11,6 +11,7 @@ from .files import TaskFiles, open_regular
 from .kill import (
     ProcessTable,
     TaskTree,
+    forked_by,
     interrupt_job,
     job_forked,
     last_pid,
@@ -89,6 +90,7 @@ __all__ = [
     "exit_status",
     "final_cwd",
     "find_git_bash",
+    "forked_by",
     "interrupt_job",
     "job_forked",
     "last_lines",

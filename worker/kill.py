@@ -11,6 +11,7 @@ exit status, and a process outside the task is never touched.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -189,13 +190,28 @@ def _children(monitor_pid: int) -> list[int] | None:
 
 def last_pid() -> int | None:
     """The last pid this pid namespace gave out (``ns_last_pid``), None where it cannot be
-    read: a process with a higher pid was forked after this was read (pids wrapping
-    around aside)."""
+    read: see :func:`forked_by`."""
     try:
         with open("/proc/sys/kernel/ns_last_pid", "rb") as fh:
             return int(fh.read())
     except (OSError, ValueError):
         return None
+
+
+@functools.cache
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max", "rb") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 1 << 22
+
+
+def forked_by(pid: int, mark: int) -> bool:
+    """Whether ``pid`` was given out no later than ``mark`` (:func:`last_pid` read then):
+    pids are given out in turn and wrap around at ``pid_max`` (32768 here: a test run
+    goes round in minutes), so "before" is the half of the circle behind the mark."""
+    return (mark - pid) % _pid_max() < _pid_max() // 2
 
 
 def leads_its_group(pid: int) -> bool:
@@ -293,7 +309,9 @@ def _forked_before(tree: TaskTree, mark: int | None) -> TaskTree:
     all of it where ``mark`` is unknown."""
     if mark is None:
         return tree
-    return TaskTree(tree.task_id, tree.monitor_pid, None, {p for p in tree.pids if p <= mark})
+    return TaskTree(
+        tree.task_id, tree.monitor_pid, None, {p for p in tree.pids if forked_by(p, mark)}
+    )
 
 
 def _alive(pids: Iterable[int]) -> set[int]:
