@@ -340,6 +340,20 @@ def test_a_descriptor_limit_too_small_to_serve_is_named(state_dir: Path) -> None
     assert "the descriptor limit is 20 (`ulimit -n`)" in done.stderr, done.stderr
 
 
+HOLD_ALL = """
+import os
+def hold_all():
+    held = []
+    try:
+        while True:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        return held
+"""
+"""What every script of :func:`script_under_limit` may call: it takes every descriptor
+its process has left."""
+
+
 def script_under_limit(
     script: str, state_dir: Path, limit: int
 ) -> subprocess.CompletedProcess[str]:
@@ -349,7 +363,7 @@ def script_under_limit(
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
     done = subprocess.run(
-        [sys.executable, "-c", script, str(state_dir)],
+        [sys.executable, "-c", HOLD_ALL + script, str(state_dir)],
         capture_output=True, text=True, timeout=120, preexec_fn=small_limit,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -363,12 +377,7 @@ from wave_bash.api.errors import BusyError
 from wave_bash.api.launch import connect_or_start
 client = Client(state_dir=sys.argv[1])
 assert client.bash("true").exit_code == 0  # started, with room to spare
-held = []
-try:
-    while True:
-        held.append(os.open(os.devnull, os.O_RDONLY))
-except OSError:
-    pass
+held = hold_all()
 try:
     connect_or_start(client.layout, "unix", True)
 except BusyError as exc:
@@ -414,12 +423,7 @@ from wave_bash.api.errors import BusyError
 from wave_bash.api.launch import connect_or_start
 client = Client(state_dir=sys.argv[1])
 for free in range(6):  # no supervisor yet: this process starts one, short of descriptors
-    held = []
-    try:
-        while True:
-            held.append(os.open(os.devnull, os.O_RDONLY))
-    except OSError:
-        pass
+    held = hold_all()
     for fd in held[:free]:
         os.close(fd)
     try:
