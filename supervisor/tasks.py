@@ -1962,8 +1962,8 @@ class TaskManager:
 
     def _terminate_missed(self, task: LiveTask, signalled: set[int], marks: dict[str, int]) -> None:
         """Once every process a stop signalled is gone, SIGTERM those in the task's cgroup
-        that were forked before the SIGTERM went (their pids are no higher than the last
-        one given out then, ``marks``): forked as it came, it missed them (a loop's `sleep
+        that were forked before the SIGTERM went (their pids given out no later than the
+        last one then, ``marks``): forked as it came, it missed them (a loop's `sleep
         100 &` got only the SIGKILL after the grace period, a trial). What a trap started
         after it (a detached cleanup, its shell gone) has its grace period (a review)."""
         assert self.tracker is not None
