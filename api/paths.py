@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -395,6 +396,19 @@ def socket_address(path: Path) -> Iterator[str]:
         yield f"{PROC_FD}/{fd}/{path.name}"
     finally:
         os.close(fd)
+
+
+def move_aside(path: Path) -> Path:
+    """Rename what someone put where a file of ours belongs (a directory, a link) to a
+    name of its own beside it, ``NAME.moved-<ns>``, and return that: kept, never
+    deleted, never followed.
+
+    Raises:
+        OSError: it cannot be renamed (gone meanwhile, a directory not writable).
+    """
+    aside = path.with_name(f"{path.name}.moved-{time.time_ns()}")
+    os.rename(path, aside)
+    return aside
 
 
 class StateLayout:

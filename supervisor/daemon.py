@@ -18,7 +18,6 @@ import secrets
 import signal
 import socket
 import sys
-import time
 from functools import partial
 from pathlib import Path
 from typing import cast
@@ -31,6 +30,7 @@ from wave_bash.api.paths import (
     StateLayout,
     default_state_dir,
     ensure_private_dir,
+    move_aside,
     resolve_state_dir,
     socket_address,
 )
@@ -81,9 +81,7 @@ async def _bind(ctx: Context, again: bool = False) -> asyncio.AbstractServer | N
             log.error("another process already serves %s; exiting", path)
             return None
         if path.is_dir() and not path.is_symlink():  # (put there: kept, with what it holds)
-            aside = path.with_name(f"{path.name}.moved-{time.time_ns()}")
-            path.rename(aside)
-            log.warning("%s was a directory: moved to %s", path, aside)
+            log.warning("%s was a directory: moved to %s", path, move_aside(path))
         else:
             path.unlink()  # stale socket of a dead supervisor
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -34,7 +34,7 @@ import psutil
 from wave_bash.api import guard, texts
 from wave_bash.api.constants import STOP_GRACE_SECONDS, TERMINAL_SIZE
 from wave_bash.api.errors import InvalidInputError, SandboxUnavailableError
-from wave_bash.api.paths import ensure_private_dir
+from wave_bash.api.paths import ensure_private_dir, move_aside
 from wave_bash.api.permissions import Decision
 from wave_bash.api.protocol import RunParams, SandboxSpec
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
@@ -706,8 +706,7 @@ class TaskManager:
         try:
             if stat.S_ISDIR(os.lstat(self.tasks_dir).st_mode):
                 return
-            aside = self.tasks_dir.with_name(f"{self.tasks_dir.name}.moved-{time.time_ns()}")
-            os.rename(self.tasks_dir, aside)
+            aside = move_aside(self.tasks_dir)
             log.warning("%s was no directory: moved to %s", self.tasks_dir, aside)
         except OSError:  # (gone; or what cannot be looked at, said as the dir is made)
             pass

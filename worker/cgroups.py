@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kill import leads_its_group
-
 TRACKING_ENV = "WAVE_TRACKING"
 """``cgroup`` (required), ``process`` (the process-table walk), unset: cgroup if usable."""
 
@@ -99,6 +97,13 @@ def _read(path: str) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 class CgroupTracker:
@@ -205,14 +210,15 @@ class CgroupTracker:
         restarting a fork a group signal overtakes; one by one, a loop's `sleep 100 &`
         forked meanwhile got none), the others one by one."""
         pids = self.pids(task_id) if pids is None else pids
-        groups = {pid for pid in pids if leads_its_group(pid)}
+        pgids = {pid: _pgid(pid) for pid in pids}  # (None: gone meanwhile)
+        groups = {pid for pid, pgid in pgids.items() if pgid == pid}
         for group in groups:
             with contextlib.suppress(OSError):
                 os.killpg(group, signal.SIGTERM)
                 os.killpg(group, signal.SIGCONT)
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                if pid not in groups and os.getpgid(pid) not in groups:
+        for pid, pgid in pgids.items():
+            if pgid is not None and pgid not in groups:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGTERM)
                     os.kill(pid, signal.SIGCONT)
         return pids

@@ -156,7 +156,7 @@ def job_forked(monitor_pid: int) -> bool:
         return True
     if not hasattr(os, "getpgid"):  # (Windows: no process groups to tell them apart)
         return bool(children)
-    return any(leads_its_group(child) for child in children)
+    return any(_leads_its_group(child) for child in children)
 
 
 def interrupt_job(monitor_pid: int) -> bool:
@@ -169,7 +169,7 @@ def interrupt_job(monitor_pid: int) -> bool:
     if not hasattr(os, "killpg"):
         return False
     for child in _children(monitor_pid) or []:
-        if leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
+        if _leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
             with contextlib.suppress(ProcessLookupError):  # unreaped, so its pid and
                 os.killpg(child, signal.SIGINT)  # group are its own)
                 return True
@@ -214,7 +214,7 @@ def forked_by(pid: int, mark: int) -> bool:
     return (mark - pid) % _pid_max() < _pid_max() // 2
 
 
-def leads_its_group(pid: int) -> bool:
+def _leads_its_group(pid: int) -> bool:
     try:
         return os.getpgid(pid) == pid
     except OSError:  # (gone meanwhile)
