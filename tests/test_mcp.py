@@ -438,7 +438,9 @@ def test_taskoutput_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
     model never learnt it (a helper's trial). It says so, and gives `endReason`."""
     own = Client(state_dir=state_dir, session="why")
     task_id = own.bash("echo up; sleep 60", run_in_background=True).background_task_id or ""
-    Client(state_dir=state_dir, session="another").task_stop(task_id)
+    another = Client(state_dir=state_dir, session="another")
+    wait_until(lambda: "up" in another.task_output(task_id, block=False, offset=0).output)
+    another.task_stop(task_id)
 
     async def scenario(s: ClientSession) -> types.CallToolResult:
         return await s.call_tool("TaskOutput", {"task_id": task_id})
