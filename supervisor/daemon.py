@@ -42,6 +42,7 @@ from wave_bash.worker.kill import TAG
 
 from .context import MAX_CONNECTIONS, REQUEST_CHUNK, Context
 from .faults import crash_point
+from .journal import Journal
 from .logs import log_loop_errors, setup_logging
 from .recovery import open_journal, recover
 from .retention import housekeeping, prune_in_background
@@ -141,11 +142,15 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = None) -> int:
+async def serve(
+    layout: StateLayout, settings: Settings, journal: Journal, ready: Ready | None = None
+) -> int:
+    """Serve until stopped. The caller closes ``journal`` once the event loop has ended:
+    a task's end may still come in as ``asyncio.run`` cancels what is left, and closed
+    here, its write met a closed database and was dropped (a trial)."""
     log_loop_errors(asyncio.get_running_loop())
     before, now = raise_open_files_limit()
     keep_spare_descriptor()
-    journal = open_journal(layout)
     loop = asyncio.get_running_loop()
     journal.defer_writes(lambda flush: loop.call_later(AFTER_REPLIES, flush))
     tracker = choose_tracker(tracker_name(layout.root), settings.tracking)
@@ -169,7 +174,6 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
     remove_leftovers(journal, layout.tasks)
     server = await _bind(ctx)
     if server is None:
-        journal.close()
         return 1
     prune_in_background(ctx)
     _on_stop_signals(loop, ctx.stop_event)
@@ -195,7 +199,6 @@ async def serve(layout: StateLayout, settings: Settings, ready: Ready | None = N
         ctx.tasks.flush_identities()  # the next supervisor adopts by pid without a tag scan
         with contextlib.suppress(OSError):
             (layout.tcp_endpoint if ctx.token else layout.socket).unlink()
-    journal.close()
     return 0
 
 
@@ -491,12 +494,17 @@ def _serve_locked(layout: StateLayout, settings: Settings, ready: Ready) -> int:
         log.error("cannot take the lock %s: %s", layout.lock, exc)
         ready.say(f"cannot take its lock {layout.lock}: {exc.strerror or exc}".encode())
         return 2
+    journal: Journal | None = None
     try:
-        return asyncio.run(serve(layout, settings, ready))
+        journal = open_journal(layout)
+        return asyncio.run(serve(layout, settings, journal, ready))
     except Exception as exc:
         log.exception("supervisor failed")
         ready.say(str(exc).encode(errors="replace") or type(exc).__name__.encode())
         raise
-    finally:  # (the lock last: the state dir is free once it goes, its log closed too, as
+    finally:
+        if journal is not None:  # (with what came in as the loop ended; see serve)
+            journal.close()
+        # (the lock last: the state dir is free once it goes, its log closed too, as
         logging.shutdown()  # `supervisor stop` waits for it, then `umount`s, a trial)
         lock.release()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -155,6 +156,25 @@ def test_a_clean_stop_logs_no_error(state_dir: Path) -> None:
     wait_until(lambda: not supervisor_pids(state_dir))
     log_text = (state_dir / "supervisor.log").read_text()
     assert " ERROR " not in log_text and "Traceback" not in log_text, log_text
+
+
+def test_ends_that_come_in_as_the_supervisor_stops_are_kept(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """Tasks that end as their supervisor stops: an end that came in while ``asyncio.run``
+    cancelled what was left met a journal closed already, and its row and notice were
+    dropped with an error (one stop in three, 60 tasks: a trial). The journal closes
+    once the loop has ended."""
+    gate = tmp_path / "gate"
+    gate.touch()
+    with open(gate) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        ids = [start_bg(client, f"flock -s {gate} true") for _ in range(40)]
+    assert client.shutdown()  # (the lock let go: the 40 end together, as it stops)
+    wait_until(lambda: not supervisor_pids(state_dir))
+    log_text = (state_dir / "supervisor.log").read_text()
+    assert " ERROR " not in log_text and "Traceback" not in log_text, log_text
+    assert {client.wait(i, timeout=10_000).status for i in ids} == {"completed"}
 
 
 def test_log_cap_stops_an_endless_writer(client: Client, state_dir: Path) -> None:
