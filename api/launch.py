@@ -23,7 +23,7 @@ from .errors import (
     SupervisorRefusedError,
     SupervisorUnavailableError,
 )
-from .paths import StateLayout, ensure_private_dir
+from .paths import StateLayout, check_socket_dir, ensure_private_dir
 from .transport import TRANSPORT_ENV, connect
 
 TYPE_CHECKING = False
@@ -146,7 +146,7 @@ def start_supervisor(
     import subprocess
 
     ensure_private_dir(layout.root)
-    ensure_private_dir(layout.socket.parent)  # the fallback dir, if used: said here, clearly
+    check_socket_dir(layout, make=True)  # the fallback dir, if used: said here, clearly
     argv = [sys.executable, "-P", "-m", "wave_bash.supervisor", "--state-dir", str(layout.root)]
     env = {**os.environ, TRANSPORT_ENV: transport}
     env.pop(TASK_TAG, None)  # (started by a client in a task, it carried that task's tag:

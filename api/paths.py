@@ -375,6 +375,27 @@ def socket_fallback_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(tempfile.gettempdir()) / f"wave-bash-{owner if owner is not None else 'user'}"
 
 
+def check_socket_dir(layout: StateLayout, make: bool) -> None:
+    """Check (``make``: make) the directory the socket is in, when it is not the state dir
+    itself: the fallback dir. Its refusal says so, and what to change: the checks' own
+    advice is a state dir's, and set that way, a user changed the wrong path (helper 217).
+
+    Raises:
+        StateDirError: naming the fallback dir, what is wrong and how to choose another.
+    """
+    where = layout.socket.parent
+    if where == layout.root or not (make or os.path.lexists(where)):
+        return
+    try:
+        ensure_private_dir(where) if make else check_private_dir(where)
+    except StateDirError as exc:
+        raise StateDirError(
+            f"the socket's fallback dir cannot be used (the state dir's path is too long "
+            "for a socket, and /proc cannot shorten it; set XDG_RUNTIME_DIR, or TMPDIR, to "
+            f"a private dir of yours, or choose a shorter state dir): {exc}"
+        ) from None
+
+
 def proc_fd_usable() -> bool:
     """Whether long socket paths can be reached through ``/proc/self/fd`` (Linux)."""
     return os.environ.get("WAVE_SOCKET_FALLBACK") != "1" and PROC_FD.is_dir()

@@ -34,6 +34,7 @@ from .paths import (
     StateLayout,
     check_dir_stat,
     check_private_dir,
+    check_socket_dir,
     ensure_private_dir,
     socket_address,
     socket_fallback_dir,
@@ -324,8 +325,7 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
         return sock
     if os.path.lexists(layout.root):  # (none yet: nothing listens, one starts)
         check_private_dir(layout.root, any_mode=True)
-    if layout.socket.parent != layout.root and os.path.lexists(layout.socket.parent):
-        check_private_dir(layout.socket.parent)  # a shared fallback: someone else's dir?
+    check_socket_dir(layout, make=False)  # a shared fallback: someone else's dir?
     found = os.lstat(layout.socket)  # (missing: FileNotFoundError, nothing listens)
     if not stat.S_ISSOCK(found.st_mode):  # a link (to another state dir's supervisor, a
         # trial) or a directory put there: not followed; a supervisor that serves here

@@ -131,6 +131,7 @@ def test_fallback_dir_of_another_user_is_refused(tmp_path: Path, shared_tmp: Pat
     got = fake.received(0)
     assert r.returncode == 2, r
     assert "wave-bash-0" in r.stderr and "another user" in r.stderr, r.stderr
+    assert "the socket's fallback dir cannot be used" in r.stderr  # (which to change)
     assert got == [] and not marker.exists()  # it never even connected
 
 
@@ -152,6 +153,7 @@ def test_fallback_dir_as_a_symlink_is_refused(tmp_path: Path, shared_tmp: Path) 
     r = _run_cli(_long_state_dir(tmp_path), shared_tmp, "run", "--", "echo hi")
     assert r.returncode == 2, r
     assert "symbolic link" in r.stderr and "wave-bash-0" in r.stderr, r.stderr
+    assert "set XDG_RUNTIME_DIR, or TMPDIR, to a private dir of yours" in r.stderr
     assert stat.S_IMODE(victim.stat().st_mode) == 0o755  # not chmodded
     assert list(victim.iterdir()) == []  # no socket created inside
 
@@ -310,6 +312,25 @@ def test_fallback_prefers_xdg_runtime_dir(tmp_path: Path) -> None:
         assert stat.S_IMODE((runtime / "wave-bash").stat().st_mode) == 0o700
     finally:
         subprocess.run([*cli, "supervisor", "stop"], env=env, timeout=60, cwd=REPO)
+
+
+def test_a_runtime_dir_of_another_user_is_named_as_what_to_change(tmp_path: Path) -> None:
+    """An ``XDG_RUNTIME_DIR`` of another user's is refused, and the refusal names it as the
+    socket's fallback dir to change: it advised choosing another state dir (helper 217)."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, NOBODY, NOBODY)
+    state_dir = _long_state_dir(tmp_path)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "WAVE_SOCKET_FALLBACK": "1"}
+    r = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "--state-dir", str(state_dir), "run", "--",
+         "echo hi"], capture_output=True, text=True, env=env, timeout=60, cwd=REPO,
+    )  # fmt: skip
+    assert (r.returncode, r.stdout) == (2, ""), r
+    assert f"{runtime} above it belongs to another user (uid {NOBODY})" in r.stderr, r.stderr
+    assert "the socket's fallback dir cannot be used" in r.stderr
+    assert "set XDG_RUNTIME_DIR, or TMPDIR, to a private dir of yours" in r.stderr
+    assert list(runtime.iterdir()) == []
 
 
 @pytest.mark.parametrize(
