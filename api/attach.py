@@ -83,7 +83,7 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
             _redraw(call, task_id, size, sizer)  # (the same size: no signal to redraw)
         elif size and found != list(size):  # (resized: the margins the replay set go, as a
             _write(stdout, WHOLE_SCREEN_SCROLLS)  # terminal's do; vim drew shifted, a trial)
-        with view.watching(call, task_id, first) as woken, _resizes_wake(view) as resizes:
+        with view.watching(call, task_id, first, sizer) as woken, _resizes_wake(view) as resizes:
             while True:
                 ready, _, _ = select.select([stdin, woken], [], [], None if resizes else 0.5)
                 if woken in ready:
@@ -213,14 +213,20 @@ class _View:
                 _say(self.stdout, text)
 
     @contextlib.contextmanager
-    def watching(self, call: Call, task_id: str, reply: dict[str, Any]) -> Iterator[int]:
+    def watching(
+        self, call: Call, task_id: str, reply: dict[str, Any], sizer: str
+    ) -> Iterator[int]:
         """Run the output thread; yields the descriptor it (and a resize) wakes the keys'
         loop through. On leaving, nothing more is written (the thread, a daemon, may
-        still be in a call: its reply is dropped)."""
+        still be in a call: its reply is dropped). Its calls name ``sizer``: the terminal
+        host counts an attach it has not heard from for a while as gone (one killed)."""
         woken, self._wake = os.pipe()
         os.set_blocking(self._wake, False)  # (a full pipe wakes the loop already)
         threading.Thread(
-            target=self._watch, args=(call, task_id, reply), name="attach-output", daemon=True
+            target=self._watch,
+            args=(call, task_id, reply, sizer),
+            name="attach-output",
+            daemon=True,
         ).start()
         try:
             yield woken
@@ -236,7 +242,7 @@ class _View:
             if not self._closed:
                 os.write(self._wake, b"!")
 
-    def _watch(self, call: Call, task_id: str, reply: dict[str, Any]) -> None:
+    def _watch(self, call: Call, task_id: str, reply: dict[str, Any], sizer: str) -> None:
         """Wait for output and show it, until the task's log is shown to its end (the task
         ended) or a call fails (raised in the keys' loop)."""
         try:
@@ -246,7 +252,7 @@ class _View:
                     self.ended = (f"\r\n[task {task_id} ended: {reply['status']}"
                                   + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
                     return
-                reply = call(task_id=task_id, offset=self.offset, wait=WATCH_MS)
+                reply = call(task_id=task_id, offset=self.offset, wait=WATCH_MS, sizer=sizer)
                 self.show(reply)
         except BaseException as exc:
             self.failed = exc

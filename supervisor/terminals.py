@@ -29,6 +29,11 @@ REPLY_TIMEOUT = 5.0
 TYPING_WINDOW = 1.0
 """Seconds after keys were typed during which a person's view looks for output often
 (their echo, the command's answer): ``supervisor.handlers.terminal``."""
+SEEN_EVERY = 1.0
+"""Seconds between two of an attach's ``seen`` sent to its terminal host."""
+MAX_ATTACHES_SEEN = 64
+"""Attaches whose last ``seen`` a link remembers (more: it forgets them all, and each is
+said at its next call)."""
 HOST_LINE_LIMIT = 1 << 20
 """Bytes of one message from a terminal host at most (its replies are a few dozen): a
 socket that sends more is no host of ours, and its link is closed."""
@@ -77,6 +82,8 @@ class TerminalLink:
         was written: a refusal comes first, however short the caller's timeout."""
         self._sending = asyncio.Lock()
         self._next_id = 0
+        self._seen: dict[str, float] = {}
+        """When each attach was last said to be there (:meth:`seen`)."""
 
     def start(self, gone: asyncio.Future[None]) -> None:
         """Connect in the background (the host may not listen yet); ``gone``: the task
@@ -285,6 +292,20 @@ class TerminalLink:
         was, alternate = reply.get("was"), reply.get("alternate")
         size = (was[0], was[1]) if isinstance(was, list) and len(was) == 2 else None
         return size, alternate if isinstance(alternate, bool) else None
+
+    async def seen(self, sizer: str) -> None:
+        """Tell the terminal host that the attach ``sizer`` is still there (it counts one
+        not heard from for a while as gone: ``worker.ptyhost.ATTACH_LEASE``), once a
+        second at most (an attach's calls come back to back while output pours)."""
+        now = asyncio.get_running_loop().time()
+        if now - self._seen.get(sizer, -SEEN_EVERY) < SEEN_EVERY:
+            return
+        if len(self._seen) >= MAX_ATTACHES_SEEN:
+            self._seen.clear()
+        self._seen[sizer] = now
+        # (a host older than that request, or gone: the caller's wait sees the task's end)
+        with contextlib.suppress(InvalidInputError):
+            await self._request({"seen": sizer}, REPLY_TIMEOUT)
 
     def close(self) -> None:
         if self._connected is not None and not self._connected.done():

@@ -34,6 +34,7 @@ from conftest import (
 from wave_bash.api import Client, InvalidInputError, TaskNotFoundError, TaskNotRunningError, texts
 from wave_bash.api.constants import MAX_INPUT_CHARS
 from wave_bash.worker.monitor import PTY_HOST
+from wave_bash.worker.ptyhost import ATTACH_LEASE
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
@@ -1004,6 +1005,31 @@ def test_a_second_attach_leaving_gives_the_first_its_size_back(
             assert shown() == "(90, 20)"
             second.type(b"\x1d")
             assert second.close() == 0
+    client.task_stop(task_id)
+
+
+def test_an_attach_killed_outright_counts_as_gone_once_not_heard_from(
+    client: Client, state_dir: Path
+) -> None:
+    """An attach killed outright (SIGKILL, a dropped ssh) never says it leaves: the task
+    kept its size for good, and its terminal host, taking it for attached, answered no
+    program's question of the cursor's place again (a prompt_toolkit program hung: helper
+    216). Not heard from for ``ATTACH_LEASE`` s, it counts as gone; an attach that lives on,
+    waiting for output all that time, keeps its size."""
+    task_id, shown = _repl_showing_its_size(client)
+    with _Person(state_dir, task_id, size=(90, 20)) as stays:
+        wait_until(lambda: f"attached to {task_id}".encode() in stays.read())
+        with _Person(state_dir, task_id, size=(100, 30)) as killed:
+            wait_until(lambda: f"attached to {task_id}".encode() in killed.read())
+            assert shown() == "(100, 30)"
+            killed.proc.kill()
+            killed.proc.wait()
+        assert shown() == "(100, 30)"  # (for now)
+        wait_until(lambda: shown() == "(90, 20)", timeout=ATTACH_LEASE + 10, interval=0.5)
+        stays.read()
+        stays.type(b"\x1d")
+        assert stays.close() == 0
+    assert shown() == "(80, 24)"
     client.task_stop(task_id)
 
 

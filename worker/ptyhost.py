@@ -9,7 +9,8 @@ signal N as 128 + N).
 SOCKET (a Unix socket in the private tasks dir) is how the supervisor, and through it a
 person who attaches, reaches the terminal: JSON lines. In: ``{"id": ID, "input": TEXT,
 "key": KEY}`` (an input whose KEY was seen is not typed again), ``{"id": ID, "resize":
-[COLS, ROWS]}``. Out: ``{"waiting": BOOL}`` at connection and on every change; to each
+[COLS, ROWS], "by": TOKEN}`` (an attach's, or with no TOKEN the task's own size), ``{"id":
+ID, "seen": TOKEN}`` (that attach is still there: see ``ATTACH_LEASE``). Out: ``{"waiting": BOOL}`` at connection and on every change; to each
 request, with its ID, ``{"queued": N}`` at once for an input taken (refused: ``{"error":
 TEXT}``), ``{"wrote": N}`` once all of it was written, ``{"resized": …}`` or ``{"error":
 TEXT}``; as the command ends, to an input not all written ``{"ended": true}`` (part of it
@@ -47,6 +48,12 @@ QUIET = float(os.environ.pop("WAVE_INPUT_QUIET_S", "") or 1.0)
 CHECK_INTERVAL = 0.1
 MAX_PENDING_INPUT = 1 << 20
 MAX_ATTACHED = 64
+ATTACH_LEASE = 15.0
+"""Seconds after which an attach that has not been heard from counts as gone (its size
+given back, the program's questions answered by this host again): a live one calls at
+least every 5 s (``api.attach.WATCH_MS``); one killed outright (SIGKILL, a dropped ssh)
+never said it left, and kept its size and the questions unanswered for good (helper
+216's trial: a prompt_toolkit program hung)."""
 """Attaches whose sizes are remembered at most (one killed never says it left)."""
 """Input bytes queued for the terminal at most (a program that reads nothing)."""
 SOCKET_PATH_LIMIT = 100
@@ -471,6 +478,8 @@ class Host:
         """The size each person attached now set (by an attach's token), in the order
         they came: the last one's is the terminal's; as one leaves, the one before's, or
         the task's own once none is left (tmux's way)."""
+        self.heard_from: dict[str, float] = {}
+        """When each attach in ``attached`` was last heard from (see ``ATTACH_LEASE``)."""
         self.alternate = False
         """Whether the program is on the alternate screen, from all it printed: an attach
         replays only the last of it, and must enter that screen itself (a trial)."""
@@ -524,6 +533,7 @@ class Host:
             # what it left behind as it ends (a busy command that forks `( x & )` piled up
             # zombies while the look for a prompt waited for a quiet second: a review).
             self.reap()
+            self.forget_gone_attaches()
             self.check_waiting()
             self.answer_questions()
         self.drain()
@@ -588,6 +598,12 @@ class Host:
             if "input" in message:
                 lines = message.get("lines") is True
                 self.type(client, message["input"], message.get("key"), ident, lines)
+            elif "seen" in message:
+                seen = message["seen"]
+                known = isinstance(seen, str) and seen in self.attached
+                if known:
+                    self.heard_from[seen] = time.monotonic()
+                client.say({"id": ident, "seen": known})
             elif "resize" in message:
                 size = _size_of(message["resize"])
                 by = message.get("by")
@@ -655,16 +671,26 @@ class Host:
         if leaving:
             if by is None or self.attached.pop(by, None) is None:
                 return
+            self.heard_from.pop(by, None)
             size = list(self.attached.values())[-1] if self.attached else self.own_size
         elif by is None:
             self.own_size = size
             self.attached.clear()
+            self.heard_from.clear()
         else:
             self.attached.pop(by, None)
             self.attached[by] = size
+            self.heard_from[by] = time.monotonic()
             while len(self.attached) > MAX_ATTACHED:  # (those that never said they left)
-                del self.attached[next(iter(self.attached))]
+                gone = next(iter(self.attached))
+                del self.attached[gone], self.heard_from[gone]
         set_size(self.master, *size)
+
+    def forget_gone_attaches(self) -> None:
+        """Those not heard from for ``ATTACH_LEASE`` s leave, as if they had said so."""
+        now = time.monotonic()
+        for gone in [by for by, at in self.heard_from.items() if now - at > ATTACH_LEASE]:
+            self.resize(self.own_size, gone, leaving=True)
 
     def activity(self) -> None:
         self.last_activity = time.monotonic()

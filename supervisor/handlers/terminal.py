@@ -144,6 +144,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
             sized = answer if isinstance(answer, tuple) else sized
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
+    elif p.sizer is not None and task is not None and not task.ended.done():
+        await _terminal(task).seen(p.sizer)  # (an attach's wait for output: it is there)
     end = file_size(path) if printed is None else printed
     offset = max(0, end - TERMINAL_BACKLOG) if p.offset is None else p.offset
     loop = asyncio.get_running_loop()
