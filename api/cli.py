@@ -478,8 +478,10 @@ def _approved(result: dict[str, Any]) -> bool:
     """Ask the person at this terminal about a command that needs approval: why it does,
     not the model's text ("Nothing was run", then "Run it anyway?", read as a
     contradiction: a trial)."""
+    from . import texts
+
     reason = (result.get("permission") or {}).get("reason") or "it needs approval"
-    print(f"This command needs approval: {reason}.", file=sys.stderr)
+    print(f"This command needs approval: {texts.for_approval(reason)}.", file=sys.stderr)
     print("Run it? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip().lower()
     return answer in ("y", "yes")

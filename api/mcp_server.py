@@ -35,7 +35,7 @@ import pydantic_core
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from . import mcp_compat
+from . import mcp_compat, texts
 from .calls import CallScope
 from .client import Client, inject_login_path
 from .errors import SupervisorUnavailableError, WaveError
@@ -539,6 +539,7 @@ class WaveMcp:
             if len(shown) > APPROVAL_COMMAND_CHARS:
                 shown = f"{shown[:APPROVAL_COMMAND_CHARS]}\n… ({len(shown)} characters in all)"
             reason = result.permission.reason if result.permission else result.message
+            shown, reason = texts.for_approval(shown), texts.for_approval(reason)
             message = f"Run this command?\n\n{shown}\n\nIt needs approval: {reason}."
             return anyio.from_thread.run(request.ask_user, message)
 

@@ -237,6 +237,23 @@ def visible(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+_CONTROLS_BUT_LINES = {code: shown for code, shown in _CONTROLS.items() if code not in (9, 10)}
+
+
+def for_approval(text: str) -> str:
+    """``text`` as a person deciding on it must see it: its lines and tabs kept, every
+    other control character shown (:func:`visible`), and each invisible format character
+    (a bidirectional override, a zero-width space) named, ``<U+202E>``. Printed raw, a
+    command's ``ESC[2K`` and carriage return rewrote the question's line to name another
+    command, and "yes" ran the hidden one (helper 215)."""
+    import unicodedata  # (only when asking: the CLI starts without it)
+
+    return "".join(
+        f"<U+{ord(ch):04X}>" if unicodedata.category(ch) == "Cf" else ch
+        for ch in text.translate(_CONTROLS_BUT_LINES)
+    )
+
+
 def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:
     """A command's first line, cut to ``limit`` characters with an ellipsis: a notice or
     record that names a command stays short whatever the command (a 100 KB heredoc).

@@ -306,6 +306,33 @@ def test_permission_deny_and_ask_through_mcp(state_dir: Path, tmp_path: Path) ->
     assert str(rules) in text(refused)
 
 
+def test_an_approval_shows_the_control_characters_of_a_command(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The question put to the host's user quoted the command raw: an ``ESC[2K`` and a
+    carriage return, or a bidirectional override, can show another command than the one
+    a Yes runs (helper 215). They are shown; its lines stay lines."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text('ask = ["Bash(echo *)"]\n')
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    command = "echo 'x\x1b[2K\rgit status' \u202eabc\necho two"
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        return await s.call_tool("Bash", {"command": command})
+
+    declined = run(state_dir, scenario, "--rules", str(rules), elicitation=on_elicit)
+    assert is_error(declined) and len(asked) == 1
+    assert asked[0].startswith(
+        "Run this command?\n\necho 'x^[[2K^Mgit status' <U+202E>abc\necho two\n\n"
+    ), asked[0]
+    assert "\x1b" not in asked[0] and "\r" not in asked[0] and "\u202e" not in asked[0]
+
+
 def test_bash_output_through_mcp_does_not_block_and_filters(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -461,6 +461,26 @@ def test_a_command_declined_at_the_prompt_says_so_once(
     assert not Client(state_dir=state_dir).tasks(all=True)
 
 
+def test_the_prompt_shows_the_control_characters_of_a_command(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """The approval prompt quotes the command's words: printed raw, its ``ESC[2K`` and
+    carriage return rewrote the line to name another command, and a Yes ran the hidden
+    one (helper 215). They are shown, as ``cat -v`` shows them."""
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"ask": ["Bash(echo *)"]}))
+    command = tmp_path / "command"
+    command.write_text("echo 'hidden\x1b[2K\rgit status'")
+    out = tmp_path / "rc.txt"
+    line = (f"{cli_line(state_dir)} run --rules {shlex.quote(str(rules))} -- "
+            f'"$(cat {shlex.quote(str(command))})"; echo rc=$? > {out}')  # fmt: skip
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
+    assert "needs approval: `echo hidden^[[2K^Mgit status`" in pane(tmux), pane(tmux)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "n", "Enter"], check=True)
+    wait_until(lambda: out.exists() and "rc=" in out.read_text(), timeout=15)
+
+
 def test_keys_typed_while_it_runs_are_not_lost(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
