@@ -829,7 +829,9 @@ class TaskManager:
                 bwrap: list[str] = []
                 if sandbox and sources:
                     bwrap = self._bwrap(sandbox, p.cwd, cwd_file, p.session, sources)
-                    judged = [*sources.absent, *map(list, sources.links)]  # (links: pairs)
+                    judged: list[object] = [*sources.absent, *map(list, sources.links)]
+                    if sources.nested_known is not None:  # (links: pairs; git dirs: this)
+                        judged.append({"nested": sorted(map(list, sources.nested_known))})
                     row.sandbox_absent = json.dumps(judged) if judged else None
                     sources.close()  # (its monitor holds them now)
                 command = wrapped_command(
@@ -2059,7 +2061,12 @@ def _started_sources(row: TaskRow) -> Sources | None:
         if isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
         and os.path.isabs(p[0])
     ]  # fmt: skip
-    return Sources(absent=absent, links=links)
+    known = next((p["nested"] for p in judged if isinstance(p, dict) and "nested" in p), None)
+    nested = None
+    if isinstance(known, list):
+        pairs = [p for p in known if isinstance(p, list) and len(p) == 2]
+        nested = {(p[0], p[1]) for p in pairs if all(isinstance(x, int) for x in p)}
+    return Sources(absent=absent, links=links, nested_known=nested)
 
 
 def leftovers_text(leftovers: dict[int, int]) -> str | None:

@@ -463,6 +463,44 @@ def test_the_judgement_of_nested_repositories_fails_closed(state_dir: Path, tmp_
     assert flood.stdout.startswith("made") and "could not look at all" in flood.message
 
 
+def test_a_repository_a_command_makes_of_older_files_is_judged_whole(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """Helper 215: a command planted a repository too deep to be looked at, or one without
+    its `HEAD`, and a later command moved it up or added the `HEAD`: its config, written
+    before that command, was never judged, and a `git status` outside ran its
+    fsmonitor. A repository that was none as the command started is judged whole."""
+    needs_tool("git", "git")
+    ran = tmp_path / "fsmonitor-ran"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    config = f"[core]\\n\\tbare = false\\n\\tworktree = ..\\n\\tfsmonitor = touch {ran}\\n"
+    first = client.bash(
+        f"git init -q d/e/f/tool && git -C d/e/f/tool config core.fsmonitor 'touch {ran}' && "
+        f"mkdir -p r/objects r/refs r/pkg && printf '{config}' > r/config && echo made"
+    )
+    assert first.stdout == "made" and "moved aside" not in first.message, first
+    _older_than_the_clocks_slack(project / "r" / "config")
+    second = client.bash("mv d/e/f/tool tool && echo 'ref: refs/heads/main' > r/HEAD && echo up")
+    assert second.stdout == "up" and "moved aside" in second.message, second
+    assert not (project / "tool" / ".git" / "config").exists()
+    assert not (project / "r" / "config").exists()
+    for where in (project / "tool", project / "r" / "pkg"):
+        subprocess.run(["git", "status"], cwd=where, capture_output=True, timeout=30)
+    assert not ran.exists()
+    third = client.bash("git -C tool status --short; echo same")  # (there as it started)
+    assert third.stdout.endswith("same") and "moved aside" not in third.message, third
+    # What was there as it started is journaled: a supervisor that came up since judges
+    # its end so too.
+    client.bash(
+        f"git init -q d/e/f/later && git -C d/e/f/later config core.fsmonitor 'touch {ran}'"
+    )
+    _older_than_the_clocks_slack(project / "d" / "e" / "f" / "later" / ".git" / "config")
+    late = client.bash("sleep 1 && mv d/e/f/later later", run_in_background=True)
+    kill_supervisor(state_dir)
+    assert client.wait(late.background_task_id or "", timeout=30_000).status == "completed"
+    assert not (project / "later" / ".git" / "config").exists()
+
+
 def test_git_dirs_are_told_by_their_head_not_their_names(state_dir: Path, project: Path) -> None:
     """A third review: a submodule git dir named `lfs` was skipped as data, and its hook
     ran at `git submodule update`; one named `config` was judged as a config file and

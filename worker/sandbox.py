@@ -560,7 +560,9 @@ RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf")
 """Kept (read-only) when the network is allowed: ``/etc/resolv.conf`` may point there."""
 
 
-def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
+def _protected(
+    workspace: str, home: str, nested: list[str] | None = None
+) -> list[tuple[str, bool]]:
     """What git or a shell would run later, outside the sandbox, if a command wrote it,
     each with whether it is a hooks directory: every ``.git`` dir in the workspace pinned
     in place, its (and the submodules its config names') ``hooks`` and ``config``
@@ -568,9 +570,10 @@ def _protected(workspace: str, home: str) -> list[tuple[str, bool]]:
     the hooks directory it names (``core.hooksPath``; husky's ``.husky/_`` with the
     scripts in ``.husky`` its hooks run) too, a ``.git`` file (a worktree's pointer)
     read-only, the shell rc files in the workspace and in the home directory (if in the
-    workspace)."""
+    workspace). ``nested``: its nested repositories, if found already."""
     found: list[tuple[str, bool]] = []
-    for root in (workspace, *_nested_repositories(workspace)[0][:NESTED_PROTECTED]):
+    nested = _nested_repositories(workspace)[0] if nested is None else nested
+    for root in (workspace, *nested[:NESTED_PROTECTED]):
         git = os.path.join(root, ".git")
         found.append((git, False))
         if os.path.isdir(git) and not os.path.islink(git):
@@ -638,6 +641,17 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
     return found, budget[0] >= 0 and not unread[0]
 
 
+def git_dir_identity(root: str) -> tuple[int, int] | None:
+    """The device and inode of a repository's git dir: its ``.git`` (a directory, or the
+    file that points to one), or the directory itself where it is one (bare)."""
+    dot_git = os.path.join(root, ".git")
+    try:
+        found = os.stat(dot_git if os.path.lexists(dot_git) else root, follow_symlinks=False)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _bare(path: str) -> bool:
     """Whether ``path`` is a git dir itself, as git tells one (a ``HEAD``, ``objects`` and
     ``refs``): git takes it from in it or below (a review's `git init --bare src` with a
@@ -646,15 +660,20 @@ def _bare(path: str) -> bool:
 
 
 def _move_nested_parts(
-    workspace: str, task_id: str, made_after: float, made_before: float, unjudged: list[str]
-) -> list[str]:
+    workspace: str, task_id: str, made_after: float, made_before: float, unjudged: list[str],
+    known: set[tuple[int, int]] | None = None,
+) -> list[str]:  # fmt: skip
     """What a command made of the repositories at most :data:`NESTED_DEPTH` below the
     workspace, judged as a new repository's (:func:`_move_module_parts`; those there as it
     started were read-only, the first :data:`NESTED_PROTECTED`): a review's command ran
     `git init vendor/lib`, set its ``core.fsmonitor`` and put a gitlink to it in the index,
     and a plain `git status` at the top ran it, outside. A ``.git`` file or link it made
-    (git follows it) is moved aside. Where there was more to look at than the budgets
-    allow, the workspace is added to ``unjudged`` (said with the task's result)."""
+    (git follows it) is moved aside. ``known``: the git dirs of those there as it started
+    (:func:`git_dir_identity`); any other is judged whole, whenever its files were
+    written: a command had planted a repository too deep to be looked at, or one without
+    its ``HEAD``, and the next moved it up or added the ``HEAD``, and git outside ran the
+    config the first had written (helper 215). Where there was more to look at than the
+    budgets allow, the workspace is added to ``unjudged`` (said with the task's result)."""
     moved: list[str] = []
     seen = [0, 0, 0]  # (entries looked at, configs read, unread: for all of them together)
     roots, complete = _nested_repositories(workspace, NESTED_JUDGED)
@@ -662,17 +681,19 @@ def _move_nested_parts(
         fd = open_plain("/", root)
         if fd is None:
             continue
+        new = known is not None and git_dir_identity(root) not in known
+        since = 0.0 if new else made_after  # (what made it one may be older than the command)
         try:
             if not os.path.lexists(os.path.join(root, ".git")):  # (a git dir itself)
-                moved += _move_module_parts(root, task_id, made_after, made_before, seen)
+                moved += _move_module_parts(root, task_id, since, made_before, seen)
                 continue
             made = os.stat(".git", dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(made.st_mode):
                 moved += _move_module_parts(
-                    os.path.join(root, ".git"), task_id, made_after, made_before, seen
+                    os.path.join(root, ".git"), task_id, since, made_before, seen
                 )
             elif (
-                made_after <= made.st_ctime <= made_before
+                since <= made.st_ctime <= made_before
                 and not _linked_worktree(root, workspace)
                 and _move_aside(fd, ".git", task_id)
             ):
@@ -1011,6 +1032,10 @@ class Sources:
     replaced is moved aside as it ends (:meth:`move_made`)."""
     unjudged: list[str] = field(default_factory=list)
     """Where :meth:`move_made` found more than it looks at (said with the result)."""
+    nested_known: set[tuple[int, int]] | None = None
+    """The git dirs of the workspace's nested repositories as the command started
+    (:func:`git_dir_identity`; None: not all were found): what it made a repository of
+    another is judged whole as it ends (:func:`_move_nested_parts`)."""
     environment: int | None = None
     """A memory file of bubblewrap's ``--setenv NAME VALUE`` words, NUL-separated: the
     variables set inside only (:data:`LOADER_VARIABLES`), read with ``--args`` (in its
@@ -1070,7 +1095,9 @@ class Sources:
         for path in self.absent:
             if path.endswith("/*"):
                 since = made_after - CLOCK_SLACK
-                moved += _move_nested_parts(path[:-2], task_id, since, made_before, self.unjudged)
+                moved += _move_nested_parts(
+                    path[:-2], task_id, since, made_before, self.unjudged, self.nested_known
+                )
                 continue
             if path.endswith("/"):
                 since, seen = made_after - CLOCK_SLACK, [0, 0, 0]
@@ -1162,7 +1189,11 @@ def open_sources(
             )
         sources.outer.append((root, workspace, True))
         home = home or os.path.expanduser("~")
-        protected, sources.links = _through_links(_protected(workspace, home), workspace, home)
+        nested, complete = _nested_repositories(workspace, NESTED_JUDGED)  # (as it ends)
+        if complete:
+            sources.nested_known = {i for i in map(git_dir_identity, nested) if i is not None}
+        protected = _protected(workspace, home, nested)
+        protected, sources.links = _through_links(protected, workspace, home)
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
         # (A hidden directory in the workspace, `--workspace ~` with the state dir in it,
         # is a mount point, but its parents were not: renamed, with a link planted where
