@@ -661,11 +661,73 @@ def _git_writes(
         return []
     if words[0] in _WORK_TREE_WRITERS:
         found = _git_work_tree(words, shown, own)
+        if words[0] == "mv":
+            found += _copied_to("mv", words[1:], shown[1:])
+        elif words[0] in _GIT_PATH_WRITERS:
+            found += _git_paths(words, shown)
     elif words[0] in _GIT_OPTION_WRITES:
         found = _git_option_writes(words, shown)
     else:
         found = _git_made(words, shown, own)
     return [(value, text, kind) for value, text, kind in found if value != ""]
+
+
+_GIT_PATH_WRITERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # subcommand: short options with a value, long ones
+    "checkout": ("bB", ("--orphan", "--conflict", "--pathspec-from-file")),
+    "restore": ("s", ("--source", "--conflict", "--pathspec-from-file")),
+    "checkout-index": ("", ("--prefix", "--stage")),
+    "rm": ("", ("--pathspec-from-file",)),
+    "clean": ("e", ("--exclude",)),
+}
+"""git subcommands that write (or remove) the files they name in the work tree, each a
+``changed tree``: held by Write rules, and what makes a folder a git directory asks (a
+trial's `git checkout HEAD~1 -- protected/a.txt` and `git clean -fdx` went past Write
+rules that `cp` and `rm` met, and a `git checkout` of a committed config made a folder
+a git directory). Not more: git writes tracked files there, never in a git directory,
+and `git checkout -- .` would ask in every repository (``git mv``: as ``mv``)."""
+
+
+def _git_paths(
+    words: Sequence[str | None], shown: Sequence[str]
+) -> list[tuple[str | None, str, Kind]]:
+    """The paths :data:`_GIT_PATH_WRITERS` subcommands write: their operands (those after
+    ``--`` where it is given, the tree-ish before it not; without it, a branch may be
+    taken for a path, as nothing but the repository tells them apart, but for one known
+    only as it runs, a branch in a loop, ``git checkout "$b"``); another known only as it
+    runs, or read from a file, asks only where Write rules are;
+    none for ``rm --cached`` or ``restore --staged`` (the index alone); ``clean`` with
+    none cleans where it runs."""
+    name = words[0] or ""
+    short, long = _GIT_PATH_WRITERS[name]
+    operands, options = operands_and_options(words[1:], short, long)
+    flags = [words[1 + i] or "" for i in options]
+    if (name == "rm" and any(abbreviates(f, "--cached") for f in flags)) or (
+        name == "restore"
+        and any(abbreviates(f, "--staged") or _letter(f, "S") for f in flags)
+        and not any(abbreviates(f, "--worktree") or _letter(f, "W") for f in flags)
+    ):
+        return []
+    if name == "checkout" and "--" in words[1:]:
+        ended = words.index("--", 1)
+        operands = [i for i in operands if 1 + i > ended]
+    elif name == "checkout":  # (one known only as it runs: a branch, `for b in …`)
+        operands = [i for i in operands if words[1 + i] is not None]
+    found: list[tuple[str | None, str, Kind]] = [
+        (words[1 + i], shown[1 + i], "changed tree") for i in operands
+    ]
+    if any(abbreviates(f, "--pathspec-from-file") for f in flags) or (
+        name == "checkout-index" and any(f in ("-a", "--all", "--stdin") for f in flags)
+    ):
+        found.append((None, name, "changed tree"))
+    if name == "clean" and not operands:
+        found.append((".", "clean", "changed tree"))
+    return found
+
+
+def _letter(word: str, letter: str) -> bool:
+    """Whether the short option group ``word`` holds ``letter`` (``-SW``)."""
+    return word[:1] == "-" and word[1:2] != "-" and letter in word[1:]
 
 
 def _git_work_tree(

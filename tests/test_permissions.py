@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import journal_rows, needs_tool, run_cli
+from conftest import REPO, journal_rows, needs_tool, run_cli
 
 from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.permissions import ParsedCommand, RuleSet, parse_command
@@ -973,6 +973,35 @@ def test_search_tools_that_run_commands(command: str, under_allow: str, under_de
     allowed `-exec` (PM1d)."""
     assert verdict(command, SEARCH_ALLOWED) == under_allow
     assert verdict(command, DENY_LIST) == under_deny
+
+
+def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None:
+    """Helper 215: `git checkout HEAD~1 -- protected/a.txt`, `git mv -f b protected/a` and
+    `git rm` went past the Write rules `cp`, `mv` and `rm` met, `git clean -fdx` removed
+    a denied `.env`, and a `git checkout` of a committed config made a folder a git
+    directory whose fsmonitor the next `git status` ran. Without Write rules, what git
+    writes back stays allowed (`git checkout -- .` in any repository)."""
+    (tmp_path / "protected").mkdir()
+    (tmp_path / "protected" / "a.txt").touch()
+    (tmp_path / ".env").touch()
+    for part in ("objects", "refs", "pkg"):
+        (tmp_path / "q" / part).mkdir(parents=True)
+    (tmp_path / "q" / "HEAD").write_text("ref: refs/heads/main\n")
+    ruled = {"allow": ["Bash(git *)"], "deny": [f"Write({tmp_path}/protected/**)",
+                                                f"Write({tmp_path}/.env)"]}  # fmt: skip
+    denied = ["git checkout HEAD~1 -- protected/a.txt", "git restore protected/a.txt",
+              "git mv -f b.txt protected/a.txt", "git rm -r protected", "git clean -fdx",
+              "git checkout -- .env", "git -C protected checkout -- a.txt"]  # fmt: skip
+    for command in denied:
+        assert verdict(command, ruled, str(tmp_path)) == "deny", command
+    made_a_git_dir = ["git checkout HEAD -- q/config", "git restore -s HEAD q/config"]
+    for command in made_a_git_dir:
+        assert verdict(command, {"allow": ["Bash(git *)"]}, str(tmp_path)) == "ask", command
+    kept = ["git rm --cached protected/a.txt", "git restore --staged protected/a.txt",
+            "git checkout main", "git checkout -- src/x.py", "git clean -fd src"]  # fmt: skip
+    for command in kept:
+        assert verdict(command, ruled, str(tmp_path)) == "allow", command
+    assert verdict("git checkout -- .", {"allow": ["Bash(git *)"]}, str(REPO)) == "allow"
 
 
 def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
@@ -3268,7 +3297,7 @@ PROGRAMS_ALLOWED = {
         ("printf 'script-shell=./x\\n' > .npmrc", "ask"),
         ("git --work-tree=/etc checkout HEAD -- passwd", "ask"),
         ("git checkout-index -a -f --prefix=/etc/", "ask"),
-        ("cd /etc && git --git-dir=/tmp/r/.git checkout -- .", "ask"),
+        ("cd /etc && git --git-dir=/tmp/r/.git checkout -- .", "deny"),  # (what is there)
         ("git checkout -- . && git stash pop", "allow"),
         ("tar -cf /etc/x.tar src", "deny"),
         ("tar cf /etc/x.tar src", "deny"),
