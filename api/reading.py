@@ -359,12 +359,14 @@ COMMAND_VARIABLES = frozenset({
     "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
     "GIT_ALLOW_PROTOCOL", "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS", "TAR_OPTIONS",
     "RIPGREP_CONFIG_PATH", "MAKEFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "GOFLAGS",
-    "NODE_OPTIONS",
+    "NODE_OPTIONS", "LESSOPEN", "LESSCLOSE", "MANPAGER", "BROWSER", "SUDO_ASKPASS",
+    "GIT_TEMPLATE_DIR",
 })  # fmt: skip
 """Variables naming a command git (or tar, ``TAR_OPTIONS``; rg, a file of options that
 may be ``--pre=PROG``; make, its options, ``--eval`` or ``SHELL=`` among them; go's
-``-exec``; node's ``--require``) runs (``GIT_CONFIG_*`` set git's configuration, and
-``npm_config_*``, any case, npm's and pnpm's: ``script-shell``)."""
+``-exec``; node's ``--require``; less's input filter; the hooks of ``git init``'s
+template) runs (``GIT_CONFIG_*`` set git's configuration, and ``npm_config_*``, any
+case, npm's and pnpm's: ``script-shell``)."""
 """bash's tables of what a command's name runs (``BASH_CMDS[ls]=/bin/rm``)."""
 
 

@@ -795,6 +795,29 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         valued=_options("-E -I -O -B -T -m -o --echo --log-in --log-out"),
     ),
     "sg": Runner(operands=1, shell=True, texts=_options("-c"), flags=_options("-"), anywhere=True),
+    # what helper 215 ran a denied `touch` through under `Bash(*)`: capsh's words after
+    # `--` are bash's (`capsh -- -c CODE`), start-stop-daemon runs `--exec PROG` with
+    # the words after `--`, and wave-bash's own `run` starts a task of its own
+    "capsh": Runner(texts=_options("-c"), anywhere=True),
+    "start-stop-daemon": Runner(
+        paths=(),
+        programs=_options("-x --exec -a --startas"),
+        valued=_options("""
+            -p --pidfile -u --user -g --group -n --name -s --signal -R --retry -c --chuid
+            -r --chroot -d --chdir -N --nicelevel -P --procsched -I --iosched -k --umask
+            --notify-timeout --remove-pidfile
+        """),
+        anywhere=True,
+    ),
+    "wave-bash": Runner(
+        paths=(("run",),),
+        shell=True,
+        valued=_options("""
+            --state-dir --session --remote --ssh-option --remote-command --timeout --cwd
+            --description --size --rules --sandbox --workspace
+        """),
+        flags=_options("--background --json --raw -i --interactive --allow-network"),
+    ),
     # programs that run their words through a shell
     "watch": Runner(
         shell=True,
@@ -1032,6 +1055,10 @@ def _read(name: str, runner: Runner, words: _Words) -> Readings:
     if options & runner.no_command:
         starts = []
     starts += [i + 1 for i in region if words.option(i) in runner.programs and i + 1 < len(rest)]
+    attached = next((w for i in region if (w := rest[i]) is not None and "=" in w
+                     and w.split("=", 1)[0] in runner.programs), None)  # fmt: skip
+    if attached is not None:  # (`--exec=/usr/bin/rm`: a program no word of its own holds)
+        return Readings([], [], f"`{name}` runs the program its option `{attached}` names")
     if runner.each:
         filled = bool(options & runner.placeholders)
         scripts += _each(runner, words, starts, filled)

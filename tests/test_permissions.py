@@ -3063,6 +3063,20 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
         ("xterm -geometry 80x24 -e rm x", "deny"),
         ("ccache gcc -c x.c", "allow"),
         ("xterm -hold -e ls", "allow"),
+        ("capsh -- -c 'rm x'", "deny"),  # (runners helper 215 ran a denied command through)
+        ("capsh --print", "allow"),
+        ("start-stop-daemon --start --exec /bin/rm -- x", "deny"),
+        ("start-stop-daemon -S -p /run/p -x /bin/rm -- x", "deny"),
+        ("start-stop-daemon -S --exec=/bin/rm -- x", "ask"),  # (its word is the option's)
+        ("su --shell=/bin/rm x", "ask"),
+        ("start-stop-daemon --stop --pidfile /run/p", "allow"),
+        ("wave-bash run -- 'rm x'", "deny"),
+        ("wave-bash --state-dir /s run --background --timeout 5 -- 'echo a; rm x'", "deny"),
+        ("wave-bash run -- echo a", "allow"),
+        ("wave-bash tasks --all", "allow"),
+        ("LESSOPEN='|rm x %s' less f", "ask"),
+        ("GIT_TEMPLATE_DIR=/t git init r", "ask"),
+        ("MANPAGER='rm x' man ls", "ask"),
     ],
 )
 def test_options_that_take_a_value_hide_no_command(command: str, expected: str) -> None:
