@@ -501,6 +501,36 @@ def test_a_repository_a_command_makes_of_older_files_is_judged_whole(
     assert not (project / "later" / ".git" / "config").exists()
 
 
+def test_a_repository_moved_up_past_a_flood_or_bare_beside_its_git_is_judged(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    """Helper 218: a flood of directories left the start's look at nested repositories
+    unfinished, and a repository planted too deep was then moved up unjudged; and an
+    empty `.git` directory beside a bare repository's files hid its config, which git
+    takes once that `.git` is none. Each is judged."""
+    needs_tool("git", "git")
+    ran = tmp_path / "fsmonitor-ran"
+    client = Client(state_dir=state_dir, cwd=project, sandbox="workspace-write")
+    first = client.bash(
+        f"git init -q d/e/f/evil && git -C d/e/f/evil config core.fsmonitor 'touch {ran}' && "
+        "mkdir -p flood && (cd flood && mkdir $(seq 1 8300)) && echo made",
+        timeout=120_000,
+    )
+    assert first.stdout == "made" and "could not look at all" in first.message, first
+    _older_than_the_clocks_slack(project / "d" / "e" / "f" / "evil" / ".git" / "config")
+    second = client.bash("rm -rf flood && mv d/e/f/evil evil && echo up", timeout=120_000)
+    assert second.stdout == "up" and "moved aside" in second.message, second
+    assert not (project / "evil" / ".git" / "config").exists()
+    third = client.bash(
+        "mkdir -p y/.git && git init -q --bare y && git -C y config core.bare false && "
+        f"git -C y config core.worktree . && git -C y config core.fsmonitor 'touch {ran}'"
+    )
+    assert "moved aside" in third.message and not (project / "y" / "config").exists(), third
+    for where in ("evil", "y"):
+        subprocess.run(["git", "status"], cwd=project / where, capture_output=True, timeout=30)
+    assert not ran.exists()
+
+
 def test_git_dirs_are_told_by_their_head_not_their_names(state_dir: Path, project: Path) -> None:
     """A third review: a submodule git dir named `lfs` was skipped as data, and its hook
     ran at `git submodule update`; one named `config` was judged as a config file and

@@ -580,8 +580,8 @@ def _protected(
             found += _repository(root, git, 0)
         elif (pointed := _gitdir(git)) is not None and inside(pointed, os.path.realpath(workspace)):
             found += [(pointed, False), *_repository(root, pointed, 0)]  # (`.bare` layout)
-        elif root != workspace and _bare(root):
-            found += _repository(root, root, 0)  # (git takes the directory itself)
+        if root != workspace and _bare(root):  # (git takes the directory itself, also
+            found += _repository(root, root, 0)  # where its `.git` is none: helper 218)
     for hooks in _user_hooks_paths(home):  # (relative: in whatever repository git runs)
         found.append((os.path.realpath(os.path.join(workspace, os.path.expanduser(hooks))), True))
     found += [(config, False) for config in _user_configs(home)]  # (those in the workspace)
@@ -641,15 +641,41 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
     return found, budget[0] >= 0 and not unread[0]
 
 
-def git_dir_identity(root: str) -> tuple[int, int] | None:
-    """The device and inode of a repository's git dir: its ``.git`` (a directory, or the
-    file that points to one), or the directory itself where it is one (bare)."""
+def _git_dirs(root: str) -> list[str]:
+    """The git dirs git may take for the repository at ``root``: its ``.git`` (a
+    directory, or the file that points to one), and ``root`` itself where it is one
+    (bare), which git takes where its ``.git`` is none (an empty ``.git`` directory beside
+    a bare repository's files had its config never judged, and git outside ran it:
+    helper 218)."""
     dot_git = os.path.join(root, ".git")
+    found = [dot_git] if os.path.lexists(dot_git) else []
+    return [*found, root] if not found or _bare(root) else found
+
+
+def _inode(path: str) -> tuple[int, int] | None:
+    """The device and inode of ``path`` itself (a link not followed), or None."""
     try:
-        found = os.stat(dot_git if os.path.lexists(dot_git) else root, follow_symlinks=False)
+        found = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+def git_dir_identities(roots: Sequence[str]) -> set[tuple[int, int]]:
+    """The device and inode of each git dir of the repositories at ``roots``."""
+    return {i for root in roots for d in _git_dirs(root) if (i := _inode(d)) is not None}
+
+
+def _changed_on_the_way(workspace: str, path: str, made_after: float, made_before: float) -> bool:
+    """Whether a directory from the workspace down to ``path`` (itself included) changed
+    between the two times: what a command moved there, or made there, or made a git dir
+    of (a ``HEAD`` added) changes one of them."""
+    while inside(path, workspace) and path.rstrip("/") != workspace.rstrip("/"):
+        with contextlib.suppress(OSError):
+            if made_after <= os.stat(path, follow_symlinks=False).st_ctime <= made_before:
+                return True
+        path = os.path.dirname(path)
+    return False
 
 
 def _bare(path: str) -> bool:
@@ -668,12 +694,15 @@ def _move_nested_parts(
     started were read-only, the first :data:`NESTED_PROTECTED`): a review's command ran
     `git init vendor/lib`, set its ``core.fsmonitor`` and put a gitlink to it in the index,
     and a plain `git status` at the top ran it, outside. A ``.git`` file or link it made
-    (git follows it) is moved aside. ``known``: the git dirs of those there as it started
-    (:func:`git_dir_identity`); any other is judged whole, whenever its files were
-    written: a command had planted a repository too deep to be looked at, or one without
-    its ``HEAD``, and the next moved it up or added the ``HEAD``, and git outside ran the
-    config the first had written (helper 215). Where there was more to look at than the
-    budgets allow, the workspace is added to ``unjudged`` (said with the task's result)."""
+    (git follows it) is moved aside. A git dir that was none of those there as it started
+    (``known``, :func:`git_dir_identities`; None: not all were found, and then one with a
+    directory on its way that the command changed) is judged whole, whenever its files
+    were written: a command had planted a repository too deep to be looked at, or one
+    without its ``HEAD``, and the next moved it up or added the ``HEAD``, and git outside
+    ran the config the first had written (helper 215; past a flood of directories that
+    left the start's look unfinished, helper 218). Where there was more to look at than
+    the budgets allow, the workspace is added to ``unjudged`` (said with the task's
+    result)."""
     moved: list[str] = []
     seen = [0, 0, 0]  # (entries looked at, configs read, unread: for all of them together)
     roots, complete = _nested_repositories(workspace, NESTED_JUDGED)
@@ -681,30 +710,43 @@ def _move_nested_parts(
         fd = open_plain("/", root)
         if fd is None:
             continue
-        new = known is not None and git_dir_identity(root) not in known
-        since = 0.0 if new else made_after  # (what made it one may be older than the command)
         try:
-            if not os.path.lexists(os.path.join(root, ".git")):  # (a git dir itself)
-                moved += _move_module_parts(root, task_id, since, made_before, seen)
-                continue
-            made = os.stat(".git", dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISDIR(made.st_mode):
-                moved += _move_module_parts(
-                    os.path.join(root, ".git"), task_id, since, made_before, seen
+            for git_dir in _git_dirs(root):
+                moved += _judge_git_dir(
+                    fd, root, git_dir, workspace, task_id, made_after, made_before, known, seen
                 )
-            elif (
-                since <= made.st_ctime <= made_before
-                and not _linked_worktree(root, workspace)
-                and _move_aside(fd, ".git", task_id)
-            ):
-                moved.append(os.path.join(root, ".git"))
-        except OSError:
-            continue
         finally:
             os.close(fd)
     if not complete or seen[0] > MODULE_ENTRIES or seen[2]:
         unjudged.append(workspace)
     return moved
+
+
+def _judge_git_dir(
+    fd: int, root: str, git_dir: str, workspace: str, task_id: str, made_after: float,
+    made_before: float, known: set[tuple[int, int]] | None, seen: list[int],
+) -> list[str]:  # fmt: skip
+    """:func:`_move_nested_parts` for one git dir of the repository at ``root`` (open as
+    ``fd``): what the command changed of it, or all of it where it is new."""
+    new = (
+        _inode(git_dir) not in known
+        if known is not None
+        else _changed_on_the_way(workspace, git_dir, made_after, made_before)
+    )
+    since = 0.0 if new else made_after  # (what made it one may be older than the command)
+    try:
+        made = os.stat(git_dir, follow_symlinks=False)
+    except OSError:
+        return []
+    if git_dir == root or stat.S_ISDIR(made.st_mode):
+        return _move_module_parts(git_dir, task_id, since, made_before, seen)
+    if (
+        since <= made.st_ctime <= made_before
+        and not _linked_worktree(root, workspace)
+        and _move_aside(fd, ".git", task_id)
+    ):
+        return [os.path.join(root, ".git")]
+    return []
 
 
 def _repository(workspace: str, git: str, depth: int) -> list[tuple[str, bool]]:
@@ -1034,7 +1076,7 @@ class Sources:
     """Where :meth:`move_made` found more than it looks at (said with the result)."""
     nested_known: set[tuple[int, int]] | None = None
     """The git dirs of the workspace's nested repositories as the command started
-    (:func:`git_dir_identity`; None: not all were found): what it made a repository of
+    (:func:`git_dir_identities`; None: not all were found): what it made a repository of
     another is judged whole as it ends (:func:`_move_nested_parts`)."""
     environment: int | None = None
     """A memory file of bubblewrap's ``--setenv NAME VALUE`` words, NUL-separated: the
@@ -1191,7 +1233,7 @@ def open_sources(
         home = home or os.path.expanduser("~")
         nested, complete = _nested_repositories(workspace, NESTED_JUDGED)  # (as it ends)
         if complete:
-            sources.nested_known = {i for i in map(git_dir_identity, nested) if i is not None}
+            sources.nested_known = git_dir_identities(nested)
         protected = _protected(workspace, home, nested)
         protected, sources.links = _through_links(protected, workspace, home)
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
