@@ -661,9 +661,7 @@ def _git_writes(
         return []
     if words[0] in _WORK_TREE_WRITERS:
         found = _git_work_tree(words, shown, own)
-        if words[0] == "mv":
-            found += _copied_to("mv", words[1:], shown[1:])
-        elif words[0] in _GIT_PATH_WRITERS:
+        if words[0] in _GIT_PATH_WRITERS:
             found += _git_paths(words, shown)
     elif words[0] in _GIT_OPTION_WRITES:
         found = _git_option_writes(words, shown)
@@ -679,6 +677,8 @@ _GIT_PATH_WRITERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "checkout-index": ("", ("--prefix", "--stage")),
     "rm": ("", ("--pathspec-from-file",)),
     "clean": ("e", ("--exclude",)),
+    "stash": ("m", ("--message", "--pathspec-from-file")),  # (`stash push -- PATHS`)
+    "mv": ("", ()),
 }
 """git subcommands that write (or remove) the files they name in the work tree, each a
 ``changed tree``: held by Write rules, and what makes a folder a git directory asks (a
@@ -693,26 +693,40 @@ def _git_paths(
 ) -> list[tuple[str | None, str, Kind]]:
     """The paths :data:`_GIT_PATH_WRITERS` subcommands write: their operands (those after
     ``--`` where it is given, the tree-ish before it not; without it, a branch may be
-    taken for a path, as nothing but the repository tells them apart, but for one known
-    only as it runs, a branch in a loop, ``git checkout "$b"``); another known only as it
-    runs, or read from a file, asks only where Write rules are;
-    none for ``rm --cached`` or ``restore --staged`` (the index alone); ``clean`` with
-    none cleans where it runs."""
+    taken for a path, as nothing but the repository tells them apart, but for a lone
+    quoted word known only as it runs, a branch in a loop, ``git checkout "$b"``); one
+    known only as it runs, or read from a file, asks only where Write rules are; none
+    for a dry run (``-n``), ``rm --cached`` or ``restore --staged`` (the index alone);
+    ``clean`` with none cleans where it runs; ``stash push -- PATHS`` puts those back
+    as they were; ``mv`` as ``mv``."""
     name = words[0] or ""
-    short, long = _GIT_PATH_WRITERS[name]
+    if name == "stash":  # (`stash push …`, or `stash -- …`: its pathspecs; the rest is
+        if words[1:2] == ["push"]:  # the whole work tree's, not judged, as `reset`'s)
+            return _git_paths(words[1:], shown[1:])
+        return _git_paths(["push", *words[1:]], ["push", *shown[1:]]) if "--" in words else []
+    short, long = _GIT_PATH_WRITERS["stash" if name == "push" else name]
     operands, options = operands_and_options(words[1:], short, long)
     flags = [words[1 + i] or "" for i in options]
-    if (name == "rm" and any(abbreviates(f, "--cached") for f in flags)) or (
-        name == "restore"
-        and any(abbreviates(f, "--staged") or _letter(f, "S") for f in flags)
-        and not any(abbreviates(f, "--worktree") or _letter(f, "W") for f in flags)
-    ):
+    if (
+        (name in ("rm", "clean", "mv") and any(
+            abbreviates(f, "--dry-run") or _letter(f, "n") for f in flags))
+        or (name == "rm" and any(abbreviates(f, "--cached") for f in flags))
+        or (
+            name == "restore"
+            and any(abbreviates(f, "--staged") or _letter(f, "S") for f in flags)
+            and not any(abbreviates(f, "--worktree") or _letter(f, "W") for f in flags)
+        )
+    ):  # fmt: skip
         return []
+    if name == "mv":  # (its options take no value: a word known only as it runs is a name)
+        named = [words[1 + i] for i in operands]
+        return _copied_to("mv", ["--", *named], ["--", *(shown[1 + i] for i in operands)])
     if name == "checkout" and "--" in words[1:]:
         ended = words.index("--", 1)
         operands = [i for i in operands if 1 + i > ended]
-    elif name == "checkout":  # (one known only as it runs: a branch, `for b in …`)
-        operands = [i for i in operands if words[1 + i] is not None]
+    elif name == "checkout" and len(operands) == 1 and words[1 + operands[0]] is None:
+        lone = shown[1 + operands[0]][:1] == '"'  # (a branch, `for b in …`: one quoted word)
+        operands = [] if lone else operands
     found: list[tuple[str | None, str, Kind]] = [
         (words[1 + i], shown[1 + i], "changed tree") for i in operands
     ]

@@ -991,14 +991,22 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
                                                 f"Write({tmp_path}/.env)"]}  # fmt: skip
     denied = ["git checkout HEAD~1 -- protected/a.txt", "git restore protected/a.txt",
               "git mv -f b.txt protected/a.txt", "git rm -r protected", "git clean -fdx",
-              "git checkout -- .env", "git -C protected checkout -- a.txt"]  # fmt: skip
+              "git checkout -- .env", "git -C protected checkout -- a.txt",
+              "git stash push -- protected/a.txt", "git stash -m m -- .env"]  # fmt: skip
     for command in denied:
         assert verdict(command, ruled, str(tmp_path)) == "deny", command
+    computed = ['git mv a.txt "$F"', 'git mv -f a "$(echo protected/a.txt)"', 'git mv "$F" x',
+                'git checkout HEAD "$F"', "git restore $(cat list)"]  # fmt: skip
+    for command in computed:  # (helper 218; `git checkout "$b"` alone: a branch)
+        assert verdict(command, ruled, str(tmp_path)) == "ask", command
     made_a_git_dir = ["git checkout HEAD -- q/config", "git restore -s HEAD q/config"]
     for command in made_a_git_dir:
         assert verdict(command, {"allow": ["Bash(git *)"]}, str(tmp_path)) == "ask", command
     kept = ["git rm --cached protected/a.txt", "git restore --staged protected/a.txt",
-            "git checkout main", "git checkout -- src/x.py", "git clean -fd src"]  # fmt: skip
+            "git checkout main", "git checkout -- src/x.py", "git clean -fd src",
+            "git clean -n", "git clean --dry-run -d", "git rm -n protected/a.txt",
+            "git mv -n a protected/a.txt", 'for b in x y; do git checkout "$b"; done',
+            "git stash", "git stash push -- src"]  # fmt: skip
     for command in kept:
         assert verdict(command, ruled, str(tmp_path)) == "allow", command
     assert verdict("git checkout -- .", {"allow": ["Bash(git *)"]}, str(REPO)) == "allow"
