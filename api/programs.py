@@ -545,11 +545,14 @@ OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
     "mosh": (("--ssh",), "", True),
     "yarn": (("--script-shell",), "", False),
     "pnpm": (("--script-shell",), "", False),
+    "man": (("--pager",), "P", True),
+    "less": (("--lesskey-src", "--lesskey-file"), "k", False),
 }
 """Programs that run a command an option names (a review ran a denied one through each
 under an allow rule for the program): its long options, short letters, and whether the
 value is shell code (else a program's name). ``zip -TT CMD`` too; ``ssh``, ``scp``,
-``sftp`` and ``rsync -e ssh`` run an ``-o ProxyCommand=…`` or ``LocalCommand``."""
+``sftp`` and ``rsync -e ssh`` run an ``-o ProxyCommand=…`` or ``LocalCommand``; a
+lesskey file of ``less -k FILE`` may set the ``LESSOPEN`` it runs (helper 218)."""
 SSH_FAMILY = frozenset({"ssh", "scp", "sftp", "ssh-copy-id", "autossh", "sshfs"})
 """Programs that take ssh's ``-o`` settings and ``-F`` config (and pass them to ssh)."""
 SSH_CODE_OPTIONS = re.compile(r"(?i)\s*(?:proxycommand|localcommand|knownhostscommand)\b")
@@ -614,7 +617,10 @@ def _option_commands(
                         if command.lower() != "none":
                             found.append(command)
                     continue
-        if value != "":
+        if value != "" and name == "less":
+            found.append(Unseen(f"`less` runs what the lesskey file {value or '…'} says "
+                                "(its `LESSOPEN`), which no rule sees"))  # fmt: skip
+        elif value != "":
             found.append(value if value is None or code else shlex.quote(value))
     return found
 

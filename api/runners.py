@@ -796,19 +796,11 @@ COMMAND_RUNNERS: dict[str, Runner] = {
     ),
     "sg": Runner(operands=1, shell=True, texts=_options("-c"), flags=_options("-"), anywhere=True),
     # what helper 215 ran a denied `touch` through under `Bash(*)`: capsh's words after
-    # `--` are bash's (`capsh -- -c CODE`), start-stop-daemon runs `--exec PROG` with
-    # the words after `--`, and wave-bash's own `run` starts a task of its own
-    "capsh": Runner(texts=_options("-c"), anywhere=True),
-    "start-stop-daemon": Runner(
-        paths=(),
-        programs=_options("-x --exec -a --startas"),
-        valued=_options("""
-            -p --pidfile -u --user -g --group -n --name -s --signal -R --retry -c --chuid
-            -r --chroot -d --chdir -N --nicelevel -P --procsched -I --iosched -k --umask
-            --notify-timeout --remove-pidfile
-        """),
-        anywhere=True,
-    ),
+    # `--` are bash's (`capsh -- -c CODE`, or `--shell=PROG`'s), start-stop-daemon runs
+    # `--exec PROG` with the words after `--` (it asks: see _read), and wave-bash's own
+    # `run` starts a task of its own
+    "capsh": Runner(texts=_options("-c"), programs=_options("--shell"), anywhere=True),
+    "start-stop-daemon": Runner(paths=()),  # (read as unclear: see _read)
     "wave-bash": Runner(
         paths=(("run",),),
         shell=True,
@@ -1025,6 +1017,9 @@ def read_runner(
 def _read(name: str, runner: Runner, words: _Words) -> Readings:
     """:func:`read_runner` for one of its commands (``tmux … \\; …``: each)."""
     rest = words.values
+    if name == "start-stop-daemon":  # (however spelt: `-Sx PROG`, `--exe PROG`, `-aPROG`)
+        return Readings([], [], "`start-stop-daemon` runs a program its options name, with "
+                        "the words after `--`")  # fmt: skip
     own = Runner(flags=runner.flags, valued=runner.valued, pairs=runner.pairs)
     found: set[int] = set()
     ends = [0]
@@ -1059,6 +1054,7 @@ def _read(name: str, runner: Runner, words: _Words) -> Readings:
                      and w.split("=", 1)[0] in runner.programs), None)  # fmt: skip
     if attached is not None:  # (`--exec=/usr/bin/rm`: a program no word of its own holds)
         return Readings([], [], f"`{name}` runs the program its option `{attached}` names")
+
     if runner.each:
         filled = bool(options & runner.placeholders)
         scripts += _each(runner, words, starts, filled)

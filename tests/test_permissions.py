@@ -3073,11 +3073,16 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
         ("xterm -hold -e ls", "allow"),
         ("capsh -- -c 'rm x'", "deny"),  # (runners helper 215 ran a denied command through)
         ("capsh --print", "allow"),
-        ("start-stop-daemon --start --exec /bin/rm -- x", "deny"),
-        ("start-stop-daemon -S -p /run/p -x /bin/rm -- x", "deny"),
-        ("start-stop-daemon -S --exec=/bin/rm -- x", "ask"),  # (its word is the option's)
-        ("su --shell=/bin/rm x", "ask"),
-        ("start-stop-daemon --stop --pidfile /run/p", "allow"),
+        ("start-stop-daemon --start --exec /bin/rm -- x", "ask"),  # (however spelt: -Sx,
+        ("start-stop-daemon -Sx /bin/sh -- -c 'rm x'", "ask"),  # --exe, -aPROG, helper 218)
+        ("su --shell=/bin/rm x", "ask"),  # (its word is the option's)
+        ("capsh --shell=/bin/rm -- x", "ask"),
+        ("man -P 'rm x' ls", "deny"),
+        ("man --pager='rm x' ls", "deny"),
+        ("less --lesskey-src=k f", "ask"),
+        ("less -kk f", "ask"),
+        ("LESSKEYIN=k less f", "ask"),
+        ("MANOPT=-Prm man ls", "ask"),
         ("wave-bash run -- 'rm x'", "deny"),
         ("wave-bash --state-dir /s run --background --timeout 5 -- 'echo a; rm x'", "deny"),
         ("wave-bash run -- echo a", "allow"),
