@@ -238,18 +238,24 @@ def visible(text: str) -> str:
 
 
 _CONTROLS_BUT_LINES = {code: shown for code, shown in _CONTROLS.items() if code not in (9, 10)}
+_UNSEEN_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Co", "Cn"})
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters that draw nothing (Hangul fillers, the blank Braille pattern)."""
 
 
 def for_approval(text: str) -> str:
     """``text`` as a person deciding on it must see it: its lines and tabs kept, every
-    other control character shown (:func:`visible`), and each invisible format character
-    (a bidirectional override, a zero-width space) named, ``<U+202E>``. Printed raw, a
-    command's ``ESC[2K`` and carriage return rewrote the question's line to name another
-    command, and "yes" ran the hidden one (helper 215)."""
+    other control character shown (:func:`visible`), and each character that shows
+    nothing or moves lines (a bidirectional override, a zero-width space, a Unicode line
+    separator, a Hangul filler, a private or unassigned one) named, ``<U+202E>``. Printed
+    raw, a command's ``ESC[2K`` and carriage return rewrote the question's line to name
+    another command, and "yes" ran the hidden one (helpers 215, 218)."""
     import unicodedata  # (only when asking: the CLI starts without it)
 
     return "".join(
-        f"<U+{ord(ch):04X}>" if unicodedata.category(ch) == "Cf" else ch
+        f"<U+{ord(ch):04X}>"
+        if ch in _BLANK_LETTERS or unicodedata.category(ch) in _UNSEEN_CATEGORIES
+        else ch
         for ch in text.translate(_CONTROLS_BUT_LINES)
     )
 

@@ -320,7 +320,7 @@ def test_an_approval_shows_the_control_characters_of_a_command(
         asked.append(params.message)
         return types.ElicitResult(action="decline")
 
-    command = "echo 'x\x1b[2K\rgit status' \u202eabc\necho two"
+    command = "echo 'x\x1b[2K\rgit status' \u202eabc\u2028\u3164é\necho two"
 
     async def scenario(s: ClientSession) -> types.CallToolResult:
         return await s.call_tool("Bash", {"command": command})
@@ -328,7 +328,7 @@ def test_an_approval_shows_the_control_characters_of_a_command(
     declined = run(state_dir, scenario, "--rules", str(rules), elicitation=on_elicit)
     assert is_error(declined) and len(asked) == 1
     assert asked[0].startswith(
-        "Run this command?\n\necho 'x^[[2K^Mgit status' <U+202E>abc\necho two\n\n"
+        "Run this command?\n\necho 'x^[[2K^Mgit status' <U+202E>abc<U+2028><U+3164>é\necho two\n\n"
     ), asked[0]
     assert "\x1b" not in asked[0] and "\r" not in asked[0] and "\u202e" not in asked[0]
 
