@@ -94,8 +94,8 @@ def attach(call: Call, task_id: str, stdin: int = 0, stdout: int = 1) -> int:
                     farewell = view.ended
                     return 0
                 now = _size(stdout)
-                if now is not None and now != size:
-                    size = now
+                if now is not None and (now != size or view.forgotten):
+                    size, view.forgotten = now, False
                     view.show(call(task_id=task_id, resize=list(now), sizer=sizer,
                                    offset=view.offset, wait=0))  # fmt: skip
                 if stdin not in ready:
@@ -186,6 +186,8 @@ class _View:
         self.clipboard = _NoClipboard()
         self.ended: str | None = None
         self.failed: BaseException | None = None
+        self.forgotten = False
+        """The terminal host counted this attach as gone: the keys' loop sets its size."""
         self._lock = threading.RLock()  # (a resize's signal handler may come in while held)
         self._closed = False
         self._wake = -1
@@ -253,6 +255,9 @@ class _View:
                                   + ("" if code is None else f", exit code {code}") + "]\r\n")  # fmt: skip
                     return
                 reply = call(task_id=task_id, offset=self.offset, wait=WATCH_MS, sizer=sizer)
+                if reply.get("sizerForgotten") is True:  # (counted as gone: stopped, or
+                    self.forgotten = True  # its output stalled; its size is set again)
+                    self.poke()
                 self.show(reply)
         except BaseException as exc:
             self.failed = exc

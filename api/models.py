@@ -308,6 +308,9 @@ class TerminalResult(ContractModel):
     less), with a ``resize``: an attach enters that screen too, and has it drawn again."""
     log_gone: bool = False
     """Nothing was read because the log was removed outside wave-bash (SPEC B6d)."""
+    sizer_forgotten: bool = False
+    """The terminal host had counted the ``sizer``'s attach as gone (not heard from for a
+    while: stopped, or its output stalled): it sets its size again to be counted."""
 
 
 class SupervisorStatus(ContractModel):

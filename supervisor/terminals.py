@@ -293,19 +293,23 @@ class TerminalLink:
         size = (was[0], was[1]) if isinstance(was, list) and len(was) == 2 else None
         return size, alternate if isinstance(alternate, bool) else None
 
-    async def seen(self, sizer: str) -> None:
+    async def seen(self, sizer: str) -> bool | None:
         """Tell the terminal host that the attach ``sizer`` is still there (it counts one
         not heard from for a while as gone: ``worker.ptyhost.ATTACH_LEASE``), once a
-        second at most (an attach's calls come back to back while output pours)."""
+        second at most (an attach's calls come back to back while output pours). Returns
+        whether the host knew it (None: not asked, or no answer)."""
         now = asyncio.get_running_loop().time()
         if now - self._seen.get(sizer, -SEEN_EVERY) < SEEN_EVERY:
-            return
+            return None
         if len(self._seen) >= MAX_ATTACHES_SEEN:
             self._seen.clear()
         self._seen[sizer] = now
         # (a host older than that request, or gone: the caller's wait sees the task's end)
         with contextlib.suppress(InvalidInputError):
-            await self._request({"seen": sizer}, REPLY_TIMEOUT)
+            reply = await self._request({"seen": sizer}, REPLY_TIMEOUT)
+            known = None if reply is None else reply.get("seen")
+            return known if isinstance(known, bool) else None
+        return None
 
     def close(self) -> None:
         if self._connected is not None and not self._connected.done():

@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -1015,7 +1016,8 @@ def test_an_attach_killed_outright_counts_as_gone_once_not_heard_from(
     kept its size for good, and its terminal host, taking it for attached, answered no
     program's question of the cursor's place again (a prompt_toolkit program hung: helper
     216). Not heard from for ``ATTACH_LEASE`` s, it counts as gone; an attach that lives on,
-    waiting for output all that time, keeps its size."""
+    waiting for output all that time, keeps its size; one stopped that long sets its size
+    again once it goes on (it stayed forgotten: helper 218)."""
     task_id, shown = _repl_showing_its_size(client)
     with _Person(state_dir, task_id, size=(90, 20)) as stays:
         wait_until(lambda: f"attached to {task_id}".encode() in stays.read())
@@ -1026,6 +1028,12 @@ def test_an_attach_killed_outright_counts_as_gone_once_not_heard_from(
             killed.proc.wait()
         assert shown() == "(100, 30)"  # (for now)
         wait_until(lambda: shown() == "(90, 20)", timeout=ATTACH_LEASE + 10, interval=0.5)
+        stays.proc.send_signal(signal.SIGSTOP)
+        try:
+            wait_until(lambda: shown() == "(80, 24)", timeout=ATTACH_LEASE + 10, interval=0.5)
+        finally:
+            stays.proc.send_signal(signal.SIGCONT)
+        wait_until(lambda: shown() == "(90, 20)", timeout=20, interval=0.5)
         stays.read()
         stays.type(b"\x1d")
         assert stays.close() == 0

@@ -130,6 +130,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
     if p.input:
         await _allowed_input(p, row)
     sized: tuple[object, object] = (None, None)  # (the size it had, the alternate screen)
+    forgotten = False
     path = row.output_path
     # A replay (no offset) that resizes is what the program printed before: what it draws
     # for its new size comes next (within the replay, vim's redraw ran in the margins it
@@ -145,7 +146,8 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
     elif p.sizer is not None and task is not None and not task.ended.done():
-        await _terminal(task).seen(p.sizer)  # (an attach's wait for output: it is there)
+        forgotten = await _terminal(task).seen(p.sizer) is False  # (an attach's wait for
+        # output: it is there; one the host had counted as gone sets its size again)
     end = file_size(path) if printed is None else printed
     offset = max(0, end - TERMINAL_BACKLOG) if p.offset is None else p.offset
     loop = asyncio.get_running_loop()
@@ -179,6 +181,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         size_before=sized[0] if isinstance(sized[0], tuple) else None,
         alternate_screen=sized[1] if isinstance(sized[1], bool) else None,
         log_gone=log_gone,
+        sizer_forgotten=forgotten,
     )
 
 
