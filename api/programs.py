@@ -545,14 +545,17 @@ OPTION_COMMANDS: dict[str, tuple[tuple[str, ...], str, bool]] = {
     "mosh": (("--ssh",), "", True),
     "yarn": (("--script-shell",), "", False),
     "pnpm": (("--script-shell",), "", False),
-    "man": (("--pager",), "P", True),
+    "man": (("--pager", "--html", "--config-file"), "PHC", True),
     "less": (("--lesskey-src", "--lesskey-file"), "k", False),
 }
 """Programs that run a command an option names (a review ran a denied one through each
 under an allow rule for the program): its long options, short letters, and whether the
 value is shell code (else a program's name). ``zip -TT CMD`` too; ``ssh``, ``scp``,
 ``sftp`` and ``rsync -e ssh`` run an ``-o ProxyCommand=…`` or ``LocalCommand``; a
-lesskey file of ``less -k FILE`` may set the ``LESSOPEN`` it runs (helper 218)."""
+lesskey file of ``less -k FILE`` may set the ``LESSOPEN`` it runs (helper 218), a
+config of ``man -C FILE`` its pager (helper 219): :data:`CONFIG_OPTIONS`."""
+CONFIG_OPTIONS = frozenset({"--lesskey-src", "--lesskey-file", "-k", "--config-file", "-C"})
+"""Options of those whose value is a file that says what runs (which no rule sees)."""
 SSH_FAMILY = frozenset({"ssh", "scp", "sftp", "ssh-copy-id", "autossh", "sshfs"})
 """Programs that take ssh's ``-o`` settings and ``-F`` config (and pass them to ssh)."""
 SSH_CODE_OPTIONS = re.compile(r"(?i)\s*(?:proxycommand|localcommand|knownhostscommand)\b")
@@ -583,6 +586,7 @@ def _option_commands(
         found.append(None)  # (its config's `pre-xfer exec` runs at the next transfer)
     for index, word in enumerate(words):
         value: str | None = ""
+        option = ""
         if word is None:
             text = shown[index] if index < len(shown) else ""
             value = None if may_be_option(text, longs, letters + ssh) else ""
@@ -590,6 +594,7 @@ def _option_commands(
             break
         elif any(long_prefix(word, o) for o in longs):
             value = long_value(words, index)
+            option = next(o for o in longs if long_prefix(word, o))
         elif name == "wget" and (word in ("-e", "--execute") or word.startswith("--execute=")):
             value = _askpass(long_value(words, index) if word != "-e" else word_after(words, index))
         elif name == "zip" and word.startswith("-") and not word.startswith("--") and "TT" in word:
@@ -600,6 +605,7 @@ def _option_commands(
             if given and given[-1][1] in letters + ssh:
                 rest = word[len(given) + 1 :]
                 value = rest or word_after(words, index)
+                option = given[-1]
                 if given[-1] == "-F":  # (a config of its own: its `ProxyCommand` ran past a
                     if value not in ("none", "/dev/null"):  # deny rule, a review)
                         found.append(_unseen_config(name, value))
@@ -617,9 +623,9 @@ def _option_commands(
                         if command.lower() != "none":
                             found.append(command)
                     continue
-        if value != "" and name == "less":
-            found.append(Unseen(f"`less` runs what the lesskey file {value or '…'} says "
-                                "(its `LESSOPEN`), which no rule sees"))  # fmt: skip
+        if value != "" and option in CONFIG_OPTIONS:
+            found.append(Unseen(f"`{name} {option}` runs what the file {value or '…'} says "
+                                "(a pager, an input filter), which no rule sees"))  # fmt: skip
         elif value != "":
             found.append(value if value is None or code else shlex.quote(value))
     return found

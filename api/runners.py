@@ -1020,6 +1020,8 @@ def _read(name: str, runner: Runner, words: _Words) -> Readings:
     if name == "start-stop-daemon":  # (however spelt: `-Sx PROG`, `--exe PROG`, `-aPROG`)
         return Readings([], [], "`start-stop-daemon` runs a program its options name, with "
                         "the words after `--`")  # fmt: skip
+    if name == "wave-bash" and (unread := _wave_bash_unread(runner, rest)) is not None:
+        return Readings([], [], unread)
     own = Runner(flags=runner.flags, valued=runner.valued, pairs=runner.pairs)
     found: set[int] = set()
     ends = [0]
@@ -1063,6 +1065,33 @@ def _read(name: str, runner: Runner, words: _Words) -> Readings:
         scripts += [_joined(rest[i:]) for i in starts]
         starts = []
     return Readings(starts, scripts)
+
+
+WAVE_BASH_UNREAD = frozenset({"bridge", "mcp", "input", "attach"})
+"""wave-bash's subcommands that run what they are sent or typed (a review ran a denied
+command through `bridge`'s stdin)."""
+
+
+def _wave_bash_unread(runner: Runner, rest: Sequence[str | None]) -> str | None:
+    """Why what ``wave-bash`` runs cannot be read from its words: its ssh options and
+    remote command (``--ssh-option='-o ProxyCommand=…'`` ran here: a review), or a
+    subcommand of :data:`WAVE_BASH_UNREAD`; None for ``run`` and those that run nothing."""
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word is None:
+            return "`wave-bash`'s words are known only as it runs"
+        flag = word.split("=", 1)[0]
+        running = ("--ssh-option", "--remote-command")  # (or a prefix that is no other's)
+        if flag in running or (flag not in runner.valued and len(flag) > 4
+                               and any(o.startswith(flag) for o in running)):  # fmt: skip
+            return f"`wave-bash {flag}` runs what it says through ssh, which no rule sees"
+        if not word.startswith("-"):
+            if word in WAVE_BASH_UNREAD:
+                return f"`wave-bash {word}` runs what it is sent or typed, which no rule sees"
+            return None
+        index += 1 + (flag in runner.valued and "=" not in word)
+    return None
 
 
 def _named(runner: Runner, word: str | None) -> list[str]:

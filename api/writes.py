@@ -728,7 +728,7 @@ def _git_paths(
         lone = shown[1 + operands[0]][:1] == '"'  # (a branch, `for b in …`: one quoted word)
         operands = [] if lone else operands
     found: list[tuple[str | None, str, Kind]] = [
-        (words[1 + i], shown[1 + i], "changed tree") for i in operands
+        (_pathspec(words[1 + i]), shown[1 + i], "changed tree") for i in operands
     ]
     if any(abbreviates(f, "--pathspec-from-file") for f in flags) or (
         name == "checkout-index" and any(f in ("-a", "--all", "--stdin") for f in flags)
@@ -737,6 +737,13 @@ def _git_paths(
     if name == "clean" and not operands:
         found.append((".", "clean", "changed tree"))
     return found
+
+
+def _pathspec(word: str | None) -> str | None:
+    """A git pathspec as a path: None (known only as it runs) for one with magic, which
+    names paths from the top, in any case, or all but some (``:/protected``,
+    ``:(icase)PROTECTED``, ``:!x``: each went past the Write rules, helper 219)."""
+    return None if word is None or word.startswith(":") else word
 
 
 def _letter(word: str, letter: str) -> bool:

@@ -996,7 +996,8 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
     for command in denied:
         assert verdict(command, ruled, str(tmp_path)) == "deny", command
     computed = ['git mv a.txt "$F"', 'git mv -f a "$(echo protected/a.txt)"', 'git mv "$F" x',
-                'git checkout HEAD "$F"', "git restore $(cat list)"]  # fmt: skip
+                'git checkout HEAD "$F"', "git restore $(cat list)", "git rm -r :/protected",
+                "git checkout HEAD~1 -- ':(icase)PROTECTED'", "git clean -fdx ':!x'"]  # fmt: skip
     for command in computed:  # (helper 218; `git checkout "$b"` alone: a branch)
         assert verdict(command, ruled, str(tmp_path)) == "ask", command
     made_a_git_dir = ["git checkout HEAD -- q/config", "git restore -s HEAD q/config"]
@@ -3083,6 +3084,15 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
         ("less -kk f", "ask"),
         ("LESSKEYIN=k less f", "ask"),
         ("MANOPT=-Prm man ls", "ask"),
+        ("LESS=--lesskey-src=k less f", "ask"),  # (helper 219's, past the fixes above)
+        ("man -C conf ls", "ask"),
+        ("man --html='rm x' ls", "deny"),
+        ("printf '{}' | wave-bash bridge", "ask"),
+        ("wave-bash mcp", "ask"),
+        ("wave-bash input T 'rm x'", "ask"),
+        ("wave-bash --remote ssh://h --ssh-option='-oProxyCommand=rm x' tasks", "ask"),
+        ("wave-bash --remote ssh://h --remote-command 'rm x' tasks", "ask"),
+        ("wave-bash --remote ssh://h tasks", "allow"),
         ("wave-bash run -- 'rm x'", "deny"),
         ("wave-bash --state-dir /s run --background --timeout 5 -- 'echo a; rm x'", "deny"),
         ("wave-bash run -- echo a", "allow"),
