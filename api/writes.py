@@ -661,12 +661,12 @@ def _git_writes(
         return []
     if words[0] in _WORK_TREE_WRITERS:
         found = _git_work_tree(words, shown, own)
-        if words[0] in _GIT_PATH_WRITERS:
-            found += _git_paths(words, shown)
     elif words[0] in _GIT_OPTION_WRITES:
         found = _git_option_writes(words, shown)
     else:
         found = _git_made(words, shown, own)
+    if words[0] in _GIT_PATH_WRITERS:
+        found += _git_paths(words, shown)
     return [(value, text, kind) for value, text, kind in found if value != ""]
 
 
@@ -679,6 +679,9 @@ _GIT_PATH_WRITERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "clean": ("e", ("--exclude",)),
     "stash": ("m", ("--message", "--pathspec-from-file")),  # (`stash push -- PATHS`)
     "mv": ("", ()),
+    "merge-file": ("L", ("--marker-size",)),  # (its first operand, but with `-p`)
+    "submodule": ("bj", ("--branch", "--name", "--reference", "--depth", "--jobs", "--filter")),
+    "am": ("pCS", ("--directory", "--exclude", "--include", "--whitespace", "--resolvemsg")),
 }
 """git subcommands that write (or remove) the files they name in the work tree, each a
 ``changed tree``: held by Write rules, and what makes a folder a git directory asks (a
@@ -700,6 +703,19 @@ def _git_paths(
     ``clean`` with none cleans where it runs; ``stash push -- PATHS`` puts those back
     as they were; ``mv`` as ``mv``."""
     name = words[0] or ""
+    if name == "am":  # (what its mails' patches write: known only as it runs, as `apply`'s)
+        return [(None, "am", "changed tree")]
+    if name == "submodule":  # (`add URL [PATH]`, `update [PATHS]`: a checkout there)
+        if words[1:2] not in (["add"], ["update"]):
+            return []
+        short, long = _GIT_PATH_WRITERS[name]
+        operands = operands_and_options(words[2:], short, long)[0]
+        named = [words[2 + i] for i in operands]
+        if words[1] == "add":
+            url = named[0] if named else ""
+            named = named[1:2] or [None if url is None else _basename(url.rstrip("/"))]
+            named = [n[:-4] if n is not None and n.endswith(".git") else n for n in named]
+        return [(_pathspec(n), "submodule", "changed tree") for n in named]
     if name == "stash":  # (`stash push …`, or `stash -- …`: its pathspecs; the rest is
         if words[1:2] == ["push"]:  # the whole work tree's, not judged, as `reset`'s)
             return _git_paths(words[1:], shown[1:])
@@ -718,6 +734,10 @@ def _git_paths(
         )
     ):  # fmt: skip
         return []
+    if name == "merge-file":  # (`-p`: to its output)
+        if any(f in ("-p", "--stdout") for f in flags):
+            return []
+        operands = operands[:1]
     if name == "mv":  # (its options take no value: a word known only as it runs is a name)
         named = [words[1 + i] for i in operands]
         return _copied_to("mv", ["--", *named], ["--", *(shown[1 + i] for i in operands)])

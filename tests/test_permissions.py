@@ -992,12 +992,15 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
     denied = ["git checkout HEAD~1 -- protected/a.txt", "git restore protected/a.txt",
               "git mv -f b.txt protected/a.txt", "git rm -r protected", "git clean -fdx",
               "git checkout -- .env", "git -C protected checkout -- a.txt",
-              "git stash push -- protected/a.txt", "git stash -m m -- .env"]  # fmt: skip
+              "git stash push -- protected/a.txt", "git stash -m m -- .env",
+              "git merge-file .env b c", "git submodule add -f https://x/y.git protected/x",
+              "git submodule update --init protected/x"]  # fmt: skip
     for command in denied:
         assert verdict(command, ruled, str(tmp_path)) == "deny", command
     computed = ['git mv a.txt "$F"', 'git mv -f a "$(echo protected/a.txt)"', 'git mv "$F" x',
                 'git checkout HEAD "$F"', "git restore $(cat list)", "git rm -r :/protected",
-                "git checkout HEAD~1 -- ':(icase)PROTECTED'", "git clean -fdx ':!x'"]  # fmt: skip
+                "git checkout HEAD~1 -- ':(icase)PROTECTED'", "git clean -fdx ':!x'",
+                "git am --directory=protected p.mbox"]  # fmt: skip
     for command in computed:  # (helper 218; `git checkout "$b"` alone: a branch)
         assert verdict(command, ruled, str(tmp_path)) == "ask", command
     made_a_git_dir = ["git checkout HEAD -- q/config", "git restore -s HEAD q/config"]
@@ -1007,7 +1010,8 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
             "git checkout main", "git checkout -- src/x.py", "git clean -fd src",
             "git clean -n", "git clean --dry-run -d", "git rm -n protected/a.txt",
             "git mv -n a protected/a.txt", 'for b in x y; do git checkout "$b"; done',
-            "git stash", "git stash push -- src"]  # fmt: skip
+            "git stash", "git stash push -- src", "git merge-file -p .env b c",
+            "git submodule update --init", "git submodule status"]  # fmt: skip
     for command in kept:
         assert verdict(command, ruled, str(tmp_path)) == "allow", command
     assert verdict("git checkout -- .", {"allow": ["Bash(git *)"]}, str(REPO)) == "allow"
