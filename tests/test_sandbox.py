@@ -531,6 +531,81 @@ def test_a_repository_moved_up_past_a_flood_or_bare_beside_its_git_is_judged(
     assert not ran.exists()
 
 
+def test_a_deep_repository_a_gitlink_or_a_link_names_is_judged(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Helper 219: a repository three levels down, past those looked for, with a gitlink
+    to it in the top index (`git status` goes into it, at any depth); and one behind a
+    link two levels up (`cd vendor && git status` runs in it). Each ran its fsmonitor
+    outside. Both are judged; a submodule checked out deep before the command stays."""
+    needs_tool("git", "git")
+    ran = tmp_path / "fsmonitor-ran"
+    work = tmp_path / "work"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}  # fmt: skip
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    kept = work / "third_party" / "libs" / "kept"
+    subprocess.run(["git", "init", "-q", str(kept)], check=True)
+    subprocess.run(["git", "-C", str(kept), "commit", "-q", "--allow-empty", "-m", "i"],
+                   check=True, env=env)  # fmt: skip
+    head = subprocess.run(["git", "-C", str(kept), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    subprocess.run(["git", "-C", str(work), "update-index", "--add", "--cacheinfo",
+                    f"160000,{head},third_party/libs/kept"], check=True)  # fmt: skip
+    (kept / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")  # (the user's own)
+    _older_than_the_clocks_slack(kept / ".git" / "hooks" / "pre-commit")
+    client = Client(state_dir=state_dir, cwd=work, sandbox="workspace-write")
+    r = client.bash(
+        "git init -q a/b/c && "
+        "git -C a/b/c -c user.name=a -c user.email=a@b commit -q --allow-empty -m i && "
+        "git update-index --add --cacheinfo 160000,$(git -C a/b/c rev-parse HEAD),a/b/c && "
+        f"git -C a/b/c config core.fsmonitor 'touch {ran}' && "
+        f"git init -q .cache/x/y/lib && git -C .cache/x/y/lib config core.fsmonitor 'touch {ran}'"
+        " && ln -s .cache/x/y/lib vendor && echo made"
+    )
+    assert r.stdout == "made" and "moved aside" in r.message, r
+    assert not (work / "a" / "b" / "c" / ".git" / "config").exists()
+    assert not (work / ".cache" / "x" / "y" / "lib" / ".git" / "config").exists()
+    assert (kept / ".git" / "hooks" / "pre-commit").exists()  # (there as it started)
+    for where in (work, work / "vendor"):
+        subprocess.run(["git", "status"], cwd=where, capture_output=True, timeout=30)
+    assert not ran.exists()
+
+
+def test_the_gitlinks_of_an_index_of_each_version_are_read(tmp_path: Path) -> None:
+    """The index is read as a file, never by running git (whose config is what is judged):
+    versions 2 to 4 (4 compresses the names), SHA-1 and SHA-256; one damaged, cut short
+    or of an unknown version cannot be read (None: said as not looked at), none is []."""
+    from wave_bash.worker.gitindex import _CACHE, gitlinks
+
+    needs_tool("git", "git")
+    for object_format, size in (("sha1", 20), ("sha256", 32)):
+        repo = tmp_path / object_format
+        subprocess.run(["git", "init", "-q", f"--object-format={object_format}", str(repo)],
+                       check=True)  # fmt: skip
+        for i in range(30):
+            (repo / f"dir{i}" / "long-name-to-share").mkdir(parents=True)
+            (repo / f"dir{i}" / "long-name-to-share" / "f").write_text(str(i))
+        subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+        blank = "1" * size * 2  # (any object name: a gitlink's commit is not looked up)
+        for link in ("deep/er/sub", "dir3/long-name-to-share/x", "zz"):
+            subprocess.run(["git", "-C", str(repo), "update-index", "--add", "--cacheinfo",
+                            f"160000,{blank},{link}"], check=True)  # fmt: skip
+        subprocess.run(["git", "-C", str(repo), "update-index", "--skip-worktree", "dir1/long-name-to-share/f"], check=True)  # fmt: skip
+        for version in (2, 3, 4):
+            subprocess.run(["git", "-C", str(repo), "update-index", "--index-version",
+                            str(version)], check=True)  # fmt: skip
+            _CACHE.clear()
+            found = gitlinks(str(repo / ".git" / "index"), size)
+            assert found == ["deep/er/sub", "dir3/long-name-to-share/x", "zz"], (version, found)
+    index = tmp_path / "sha1" / ".git" / "index"
+    data = index.read_bytes()
+    assert gitlinks(str(tmp_path / "none")) == []
+    for damaged in (data[: len(data) // 2], b"DIRC" + (9).to_bytes(4, "big") + data[8:], b"x"):
+        index.write_bytes(damaged)
+        assert gitlinks(str(index)) is None
+
+
 def test_git_dirs_are_told_by_their_head_not_their_names(state_dir: Path, project: Path) -> None:
     """A third review: a submodule git dir named `lfs` was skipped as data, and its hook
     ran at `git submodule update`; one named `config` was judged as a config file and

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .files import open_regular
+from .gitindex import gitlinks
 from .pymonitor import PASSED_FDS_FROM
 from .seccomp import system_call_filter
 
@@ -614,9 +615,12 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
     (a review's command set a ``core.fsmonitor`` in ``svc-a/.git/config`` of a folder of
     clones, which the next `git status` there ran, outside), looked for among the first
     ``listed`` directories (files cost nothing: a review's 6000 had hidden a repository
-    made after them); with whether all were looked at."""
+    made after them); with whether all were looked at. A link there to a directory of
+    the workspace that holds one gives that directory (`cd vendor && git status` runs in
+    the deep one it leads to: helper 219)."""
     found: list[str] = []
     budget = [listed]
+    real = os.path.realpath(workspace)
 
     unread = [False]  # (a directory it cannot list hides what is in it: a review's
     # `chmod 311 d` kept `d/evil`'s config from a supervisor that is no root)
@@ -625,12 +629,18 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
+                    if entry.name != ".git" and entry.is_symlink():
+                        budget[0] -= 1
+                        target = os.path.realpath(entry.path)
+                        if inside(target, real) and target not in found and _holds_one(target):
+                            found.append(target)
+                        continue
                     if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
                         continue
                     budget[0] -= 1
                     if budget[0] < 0:
                         return
-                    if os.path.lexists(os.path.join(entry.path, ".git")) or _bare(entry.path):
+                    if _holds_one(entry.path):
                         found.append(entry.path)
                     if depth < NESTED_DEPTH:
                         walk(entry.path, depth + 1)
@@ -639,6 +649,51 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
 
     walk(workspace, 1)
     return found, budget[0] >= 0 and not unread[0]
+
+
+def _holds_one(path: str) -> bool:
+    """Whether the directory ``path`` holds a repository (a ``.git``) or is one (bare)."""
+    return os.path.lexists(os.path.join(path, ".git")) or _bare(path)
+
+
+NESTED_GITLINKED = 1024
+"""Repositories the indexes name as gitlinks that are judged, at most (past that, the
+result says it could not look at all)."""
+
+
+def _gitlinked(workspace: str, roots: Sequence[str]) -> tuple[list[str], bool]:
+    """Repositories below the workspace that the index of its repository, or of one of
+    ``roots``, names as a gitlink, at any depth, and those theirs name in turn: `git
+    status` goes into each (a review's at `a/b/c`, past :data:`NESTED_DEPTH`, ran its
+    fsmonitor at a plain `git status` outside: helper 219). With whether every index
+    could be read."""
+    found: list[str] = []
+    queue = [workspace, *roots]
+    listed = set(queue)
+    complete = True
+    while queue:
+        root = queue.pop(0)
+        git_dir = next((d for d in _git_dirs(root) if os.path.isdir(d)), None)
+        if git_dir is None:  # (a `.git` file: a submodule's, a linked worktree's)
+            pointed = _gitdir(os.path.join(root, ".git"), follow=False)
+            git_dir = pointed if pointed is not None and os.path.isdir(pointed) else None
+        if git_dir is None:
+            continue
+        formats = _git_config(os.path.join(git_dir, "config")).get("extensions.objectformat")
+        links = gitlinks(os.path.join(git_dir, "index"), 32 if formats == ["sha256"] else 20)
+        if links is None:
+            complete = False
+            continue
+        for link in links:
+            sub = os.path.normpath(os.path.join(root, link))
+            if sub in listed or not inside(sub, workspace) or not _holds_one(sub):
+                continue
+            if len(found) >= NESTED_GITLINKED:
+                return found, False
+            listed.add(sub)
+            found.append(sub)
+            queue.append(sub)
+    return found, complete
 
 
 def _git_dirs(root: str) -> list[str]:
@@ -706,6 +761,8 @@ def _move_nested_parts(
     moved: list[str] = []
     seen = [0, 0, 0]  # (entries looked at, configs read, unread: for all of them together)
     roots, complete = _nested_repositories(workspace, NESTED_JUDGED)
+    linked, read = _gitlinked(workspace, roots)
+    roots, complete = [*roots, *linked], complete and read
     for root in roots:
         fd = open_plain("/", root)
         if fd is None:
@@ -864,8 +921,8 @@ def _included(config: str, depth: int = 0) -> list[str]:
 
 def _git_config(config: str) -> dict[str, list[str]]:
     """The few settings of a config file the sandbox reads, each value in order:
-    ``core.hookspath``, ``include.path`` (``includeIf`` sections' too) and the names of
-    its ``submodule`` sections (empty when unreadable). Read line by line as git does:
+    ``core.hookspath``, ``include.path`` (``includeIf`` sections' too), the names of
+    its ``submodule`` sections and ``extensions.objectformat`` (empty when unreadable). Read line by line as git does:
     a key may come many times (``git config --add include.path``)."""
     try:
         with io.TextIOWrapper(open_regular(config, follow=True), "utf-8", "replace") as fh:
@@ -894,6 +951,8 @@ def _git_config(config: str) -> dict[str, list[str]]:
             found.setdefault("core.hookspath", []).append(value)
         elif kind in ("include", "includeif") and key == "path":
             found.setdefault("include.path", []).append(value)
+        elif kind == "extensions" and key == "objectformat":
+            found.setdefault("extensions.objectformat", []).append(value.lower())
     return found
 
 
@@ -1232,8 +1291,9 @@ def open_sources(
         sources.outer.append((root, workspace, True))
         home = home or os.path.expanduser("~")
         nested, complete = _nested_repositories(workspace, NESTED_JUDGED)  # (as it ends)
-        if complete:
-            sources.nested_known = git_dir_identities(nested)
+        linked, read = _gitlinked(workspace, nested)
+        if complete and read:
+            sources.nested_known = git_dir_identities([*nested, *linked])
         protected = _protected(workspace, home, nested)
         protected, sources.links = _through_links(protected, workspace, home)
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
