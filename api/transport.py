@@ -660,7 +660,10 @@ def finish_ssh(
             proc.wait()
             err = b""
     code = proc.returncode
-    lines = err.decode(errors="replace").strip().splitlines()
+    lines = [  # (ssh's notice of a host key it added is no reason: helper 220)
+        line for line in err.decode(errors="replace").strip().splitlines()
+        if not line.startswith("Warning: Permanently added ")
+    ]  # fmt: skip
     started = BRIDGE_STARTED in lines
     if code == 0 and (answered or started):
         return None
@@ -678,6 +681,12 @@ def finish_ssh(
     detail = detail or f"exit {code}"
     if code == 127:
         detail += " (is wave-bash installed on the remote, or set --remote-command?)"
+    elif silent and 0 < code != SSH_FAILED and not started:  # (`--remote-command false`)
+        detail += ": the remote command ended without starting wave-bash's bridge (is "
+        detail += "--remote-command a wave-bash?)"
+    elif "Host key verification failed" in detail:  # (a host ssh has never seen: BatchMode)
+        detail += (" (ssh knows no key for that host yet: connect once with ssh to accept "
+                   "it, or pass --ssh-option=-oStrictHostKeyChecking=accept-new)")  # fmt: skip
     failure = SshFailure(f"could not reach wave-bash on {remote} over ssh: {detail}")
     lost = code == SSH_FAILED and (started or (shared and silent))  # (not the bridge's
     # own failure: its status)

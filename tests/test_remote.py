@@ -603,6 +603,24 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
     with pytest.raises(SupervisorUnavailableError, match="without starting wave-bash's bridge"):
         remote_client(sshd, remote_command="echo").bash("echo hi")
     assert time.monotonic() - began < 10
+    # One that fails without a word said only "exit 1" (helper 220); a host ssh knows no
+    # key for says how to accept it, and ssh's notice of a key it added is no reason.
+    with pytest.raises(SupervisorUnavailableError, match=r"exit 1: the remote command ended"):
+        remote_client(sshd, remote_command="false").bash("echo hi")
+    key, known = options[1], Path(str(sshd["local"])) / "known_hosts"
+
+    def client_with(*more: str, command: str | None = None) -> Client:
+        return Client(remote=str(sshd["url"]), ssh_options=["-i", key, *more],
+                      remote_command=command, state_dir=sshd["local"])  # type: ignore[arg-type]  # fmt: skip
+
+    unknown = client_with("-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes")
+    with pytest.raises(SupervisorUnavailableError, match="connect once with ssh to accept"):
+        unknown.bash("echo hi")
+    added = client_with("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                        command="false")  # fmt: skip
+    with pytest.raises(SupervisorUnavailableError, match="exit 1: the remote") as failed:
+        added.bash("echo hi")
+    assert "Permanently added" not in str(failed.value), failed.value
 
 
 def test_a_remote_supervisor_killed_mid_call_is_waited_out(
