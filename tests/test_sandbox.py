@@ -598,6 +598,18 @@ def test_the_gitlinks_of_an_index_of_each_version_are_read(tmp_path: Path) -> No
             _CACHE.clear()
             found = gitlinks(str(repo / ".git" / "index"), size)
             assert found == ["deep/er/sub", "dir3/long-name-to-share/x", "zz"], (version, found)
+    # Split: most entries are in the shared index; a gitlink of the split one that
+    # replaces an entry there has no name of its own (every shared path is then taken)
+    repo = tmp_path / "sha1"
+    git = ["git", "-C", str(repo)]
+    subprocess.run([*git, "update-index", "--split-index"], check=True)
+    subprocess.run([*git, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},zz2"],
+                   check=True)  # fmt: skip
+    subprocess.run([*git, "update-index", "--cacheinfo", f"160000,{'1' * 40},dir0/long-name-to-share/f"],
+                   check=True)  # fmt: skip
+    _CACHE.clear()
+    found = gitlinks(str(repo / ".git" / "index"))
+    assert {"deep/er/sub", "zz", "zz2", "dir0/long-name-to-share/f"} <= set(found or ()), found
     index = tmp_path / "sha1" / ".git" / "index"
     data = index.read_bytes()
     assert gitlinks(str(tmp_path / "none")) == []

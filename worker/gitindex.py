@@ -17,24 +17,48 @@ GITLINK = 0o160000
 MAX_INDEX_BYTES = 256 << 20
 """Indexes larger than this are not read (a repository of ~2 million files)."""
 
-_CACHE: dict[tuple[str, int, int, int, int], list[str]] = {}
+_CACHE: dict[tuple[str, int, int, int, int, bool], _Read] = {}
 _CACHE_ENTRIES = 64
 
 
 def gitlinks(index: str, hash_size: int = 20) -> list[str] | None:
-    """The paths (relative to the work tree) of the gitlinks in the index file ``index``:
-    none where there is no index; None where it cannot be read (larger than
+    """The paths (relative to the work tree) of the gitlinks in the index file ``index``,
+    each once: none where there is no index; None where it cannot be read (larger than
     :data:`MAX_INDEX_BYTES`, damaged, a version not known), which the caller says.
-    ``hash_size``: 20 (SHA-1) or 32 (SHA-256)."""
+    ``hash_size``: 20 (SHA-1) or 32 (SHA-256). A split index (``git update-index
+    --split-index``) keeps most entries in the shared index its ``link`` extension
+    names: its gitlinks are taken too (those the split one deletes as well: more looked
+    at), and every path of it where a gitlink of the split one replaces an entry there
+    (such an entry has no name of its own)."""
+    read = _read_index(index, hash_size)
+    if read is None:
+        return None
+    paths, shared, replaces = read
+    if shared is None:
+        return paths
+    more = _read_index(os.path.join(os.path.dirname(index), f"sharedindex.{shared}"),
+                       hash_size, every=replaces)  # fmt: skip
+    if more is None:
+        return None
+    return list(dict.fromkeys(p for p in [*paths, *more[0]] if p))
+
+
+_Read = tuple[list[str], str | None, bool]
+"""The gitlinks' paths (all paths, with ``every``), the shared index named, and whether a
+gitlink replaces an entry of it."""
+
+
+def _read_index(index: str, hash_size: int, every: bool = False) -> _Read | None:
+    """:func:`gitlinks` of one file."""
     try:
         fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return []
+        return [], None, False
     except OSError:
         return None
     try:
         found = os.fstat(fd)
-        key = (index, found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size)
+        key = (index, found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size, every)
         if key in _CACHE:
             return _CACHE[key]
         if found.st_size > MAX_INDEX_BYTES:
@@ -49,22 +73,22 @@ def gitlinks(index: str, hash_size: int = 20) -> list[str] | None:
         return None
     finally:
         os.close(fd)
-    paths = _parse(data, hash_size)
-    if paths is not None:
+    parsed = _parse(data, hash_size, every)
+    if parsed is not None:
         if len(_CACHE) >= _CACHE_ENTRIES:
             _CACHE.clear()
-        _CACHE[key] = paths
-    return paths
+        _CACHE[key] = parsed
+    return parsed
 
 
-def _parse(data: bytes, hash_size: int) -> list[str] | None:
+def _parse(data: bytes, hash_size: int, every: bool) -> _Read | None:
     if len(data) < 12 or data[:4] != b"DIRC":
         return None
     version, count = struct.unpack_from(">II", data, 4)
     if version not in (2, 3, 4):
         return None
     fixed = 40 + hash_size + 2  # (the stat fields, the object name, the flags)
-    pos, previous, found = 12, b"", []
+    pos, previous, found, replaces = 12, b"", [], False
     try:
         for _ in range(count):
             if pos + fixed > len(data):
@@ -84,11 +108,18 @@ def _parse(data: bytes, hash_size: int) -> list[str] | None:
                 path = data[at:end]
                 pos += (end - pos + 8) // 8 * 8
             previous = path
-            if mode == GITLINK:
+            if every or mode == GITLINK:
                 found.append(os.fsdecode(path))
+            replaces = replaces or (mode == GITLINK and not path)
+        shared = None
+        while pos + 8 <= len(data) - hash_size:  # (the extensions, then the checksum)
+            signature, size = data[pos : pos + 4], struct.unpack_from(">I", data, pos + 4)[0]
+            if signature == b"link":
+                shared = data[pos + 8 : pos + 8 + hash_size].hex()
+            pos += 8 + size
     except (ValueError, IndexError, struct.error):
         return None
-    return found
+    return found, shared, replaces
 
 
 def _offset(data: bytes, at: int) -> tuple[int, int]:
