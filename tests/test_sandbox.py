@@ -618,6 +618,70 @@ def test_the_gitlinks_of_an_index_of_each_version_are_read(tmp_path: Path) -> No
         assert gitlinks(str(index)) is None
 
 
+def _index_of_gitlinks(names: list[str]) -> bytes:
+    """A version 2 index of gitlinks at ``names`` (any names: as a command may write one)."""
+    entries = b""
+    for name in names:
+        raw = name.encode()
+        entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o160000, 0, 0, 0) + b"1" * 20
+        entry += struct.pack(">H", len(raw)) + raw
+        entries += entry + b"\0" * (8 - len(entry) % 8)
+    return b"DIRC" + struct.pack(">II", 2, len(names)) + entries + b"0" * 20
+
+
+def test_links_and_gitlinks_lead_to_no_repository_of_the_users_to_judge(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Helper 221: `ln -s . self` (or a link into `.git`, or a gitlink the command wrote
+    into the index naming `.git`) had the workspace repository's own config and hooks
+    judged as a new repository's and moved aside. And a link to a directory inside a
+    deep repository (`cd vendor && git status` finds it above) was not judged."""
+    needs_tool("git", "git")
+    ran = tmp_path / "fsmonitor-ran"
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    hook = work / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\n")  # (the user's own)
+    (work / "crafted").write_bytes(_index_of_gitlinks([".git", ".", "../..", "self"]))
+    _older_than_the_clocks_slack(hook)
+    client = Client(state_dir=state_dir, cwd=work, sandbox="workspace-write")
+    r = client.bash(
+        "ln -s . self && ln -s .git g && ln -s .git/hooks h && cp crafted .git/index && "
+        f"git init -q .cache/x/y/lib && mkdir .cache/x/y/lib/src && "
+        f"git -C .cache/x/y/lib config core.fsmonitor 'touch {ran}' && "
+        "ln -s .cache/x/y/lib/src vendor && echo made"
+    )
+    assert r.stdout.endswith("made"), r
+    assert hook.exists() and (work / ".git" / "config").exists(), r.message
+    assert not (work / ".cache" / "x" / "y" / "lib" / ".git" / "config").exists(), r.message
+    subprocess.run(["git", "status"], cwd=work / "vendor", capture_output=True, timeout=30)
+    assert not ran.exists()
+
+
+def test_a_look_at_indexes_reads_a_bounded_number_of_bytes(tmp_path: Path) -> None:
+    """Helper 221: indexes of 600,000 gitlinks, hard links of one 43 MB file, held every
+    caller 5 s each (read on the supervisor's loop as each sandboxed command starts and
+    ends). One look reads `MAX_INDEX_BYTES` at most, a hard link of a file read already
+    costs nothing (cached by inode), and past the budget the look is unfinished (None)."""
+    from wave_bash.worker.gitindex import _CACHE, MAX_GITLINKS, gitlinks
+
+    index = _index_of_gitlinks
+    small = tmp_path / "small"
+    small.write_bytes(index([f"d{i}" for i in range(10)]))
+    linked = tmp_path / "linked"
+    os.link(small, linked)
+    _CACHE.clear()
+    budget = [small.stat().st_size]
+    assert gitlinks(str(small), budget=budget) == [f"d{i}" for i in range(10)]
+    assert budget == [0] and gitlinks(str(linked), budget=budget) is not None  # (cached)
+    other = tmp_path / "other"
+    other.write_bytes(index(["x"]))
+    assert gitlinks(str(other), budget=budget) is None  # (past the budget)
+    many = tmp_path / "many"
+    many.write_bytes(index([f"d{i}" for i in range(MAX_GITLINKS + 1)]))
+    assert gitlinks(str(many)) is None
+
+
 def test_git_dirs_are_told_by_their_head_not_their_names(state_dir: Path, project: Path) -> None:
     """A third review: a submodule git dir named `lfs` was skipped as data, and its hook
     ran at `git submodule update`; one named `config` was judged as a config file and

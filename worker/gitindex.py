@@ -14,14 +14,20 @@ import struct
 
 GITLINK = 0o160000
 """The mode of a gitlink entry."""
-MAX_INDEX_BYTES = 256 << 20
-"""Indexes larger than this are not read (a repository of ~2 million files)."""
+MAX_INDEX_BYTES = 64 << 20
+"""Index bytes read for one look, at most (a repository of ~500,000 files; each look is
+made as a sandboxed command starts and ends, on the supervisor's loop: a command's 43 MB
+indexes, hard links of one file, held every caller 5 s each, helper 221). Past it the
+look is unfinished, which the caller says."""
+MAX_GITLINKS = 8192
+"""Gitlinks one index gives at most (past it: unfinished)."""
 
-_CACHE: dict[tuple[str, int, int, int, int, bool], _Read] = {}
+_CACHE: dict[tuple[int, int, int, int], _Read] = {}
+"""Parsed indexes by device, inode, change time and size (hard links of one file hit it)."""
 _CACHE_ENTRIES = 64
 
 
-def gitlinks(index: str, hash_size: int = 20) -> list[str] | None:
+def gitlinks(index: str, hash_size: int = 20, budget: list[int] | None = None) -> list[str] | None:
     """The paths (relative to the work tree) of the gitlinks in the index file ``index``,
     each once: none where there is no index; None where it cannot be read (larger than
     :data:`MAX_INDEX_BYTES`, damaged, a version not known), which the caller says.
@@ -29,18 +35,21 @@ def gitlinks(index: str, hash_size: int = 20) -> list[str] | None:
     --split-index``) keeps most entries in the shared index its ``link`` extension
     names: its gitlinks are taken too (those the split one deletes as well: more looked
     at), and every path of it where a gitlink of the split one replaces an entry there
-    (such an entry has no name of its own)."""
-    read = _read_index(index, hash_size)
+    (such an entry has no name of its own). ``budget``: index bytes that may still be
+    read, across calls (:data:`MAX_INDEX_BYTES` by default); one past it is None."""
+    budget = [MAX_INDEX_BYTES] if budget is None else budget
+    read = _read_index(index, hash_size, budget)
     if read is None:
         return None
     paths, shared, replaces = read
     if shared is None:
         return paths
     more = _read_index(os.path.join(os.path.dirname(index), f"sharedindex.{shared}"),
-                       hash_size, every=replaces)  # fmt: skip
+                       hash_size, budget, every=replaces)  # fmt: skip
     if more is None:
         return None
-    return list(dict.fromkeys(p for p in [*paths, *more[0]] if p))
+    paths = list(dict.fromkeys(p for p in [*paths, *more[0]] if p))
+    return paths if len(paths) <= MAX_GITLINKS else None
 
 
 _Read = tuple[list[str], str | None, bool]
@@ -48,8 +57,8 @@ _Read = tuple[list[str], str | None, bool]
 gitlink replaces an entry of it."""
 
 
-def _read_index(index: str, hash_size: int, every: bool = False) -> _Read | None:
-    """:func:`gitlinks` of one file."""
+def _read_index(index: str, hash_size: int, budget: list[int], every: bool = False) -> _Read | None:
+    """:func:`gitlinks` of one file (``every``: all its paths, not kept)."""
     try:
         fd = os.open(index, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -58,11 +67,12 @@ def _read_index(index: str, hash_size: int, every: bool = False) -> _Read | None
         return None
     try:
         found = os.fstat(fd)
-        key = (index, found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size, every)
-        if key in _CACHE:
+        key = (found.st_dev, found.st_ino, found.st_ctime_ns, found.st_size)
+        if key in _CACHE and not every:
             return _CACHE[key]
-        if found.st_size > MAX_INDEX_BYTES:
+        if found.st_size > budget[0]:
             return None
+        budget[0] -= found.st_size
         data = b""
         while len(data) < found.st_size:
             chunk = os.read(fd, found.st_size - len(data))
@@ -74,7 +84,9 @@ def _read_index(index: str, hash_size: int, every: bool = False) -> _Read | None
     finally:
         os.close(fd)
     parsed = _parse(data, hash_size, every)
-    if parsed is not None:
+    if parsed is not None and len(parsed[0]) > MAX_GITLINKS and not every:
+        return None
+    if parsed is not None and not every:
         if len(_CACHE) >= _CACHE_ENTRIES:
             _CACHE.clear()
         _CACHE[key] = parsed

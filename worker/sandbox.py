@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .files import open_regular
-from .gitindex import gitlinks
+from .gitindex import MAX_GITLINKS, MAX_INDEX_BYTES, gitlinks
 from .pymonitor import PASSED_FDS_FROM
 from .seccomp import system_call_filter
 
@@ -616,8 +616,8 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
     clones, which the next `git status` there ran, outside), looked for among the first
     ``listed`` directories (files cost nothing: a review's 6000 had hidden a repository
     made after them); with whether all were looked at. A link there to a directory of
-    the workspace that holds one gives that directory (`cd vendor && git status` runs in
-    the deep one it leads to: helper 219)."""
+    the workspace gives the repository that directory is in, as git finds it from there
+    (`cd vendor && git status` runs in the deep one it leads to: helpers 219, 221)."""
     found: list[str] = []
     budget = [listed]
     real = os.path.realpath(workspace)
@@ -631,9 +631,9 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
                 for entry in entries:
                     if entry.name != ".git" and entry.is_symlink():
                         budget[0] -= 1
-                        target = os.path.realpath(entry.path)
-                        if inside(target, real) and target not in found and _holds_one(target):
-                            found.append(target)
+                        led = _repository_at_or_above(os.path.realpath(entry.path), real)
+                        if led is not None and led not in found:
+                            found.append(led)
                         continue
                     if entry.name == ".git" or not entry.is_dir(follow_symlinks=False):
                         continue
@@ -649,6 +649,21 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
 
     walk(workspace, 1)
     return found, budget[0] >= 0 and not unread[0]
+
+
+def _repository_at_or_above(path: str, workspace: str) -> str | None:
+    """The repository git finds from ``path`` (it or a directory above it that holds or is
+    one), below the workspace, not in a git dir (a link to the workspace itself, or into
+    its ``.git``, had the workspace repository's own config and hooks judged as a new
+    one's and moved aside: helper 221); None where there is none."""
+    relative = os.path.relpath(path, workspace)
+    if relative == "." or relative.startswith("..") or ".git" in relative.split(os.sep):
+        return None
+    while path.rstrip("/") != workspace.rstrip("/"):
+        if _holds_one(path):
+            return path
+        path = os.path.dirname(path)
+    return None
 
 
 def _holds_one(path: str) -> bool:
@@ -671,6 +686,7 @@ def _gitlinked(workspace: str, roots: Sequence[str]) -> tuple[list[str], bool]:
     queue = [workspace, *roots]
     listed = set(queue)
     complete = True
+    budget, looked = [MAX_INDEX_BYTES], 0  # (one look's: see worker.gitindex)
     while queue:
         root = queue.pop(0)
         git_dir = next((d for d in _git_dirs(root) if os.path.isdir(d)), None)
@@ -680,13 +696,20 @@ def _gitlinked(workspace: str, roots: Sequence[str]) -> tuple[list[str], bool]:
         if git_dir is None:
             continue
         formats = _git_config(os.path.join(git_dir, "config")).get("extensions.objectformat")
-        links = gitlinks(os.path.join(git_dir, "index"), 32 if formats == ["sha256"] else 20)
-        if links is None:
-            complete = False
-            continue
+        size = 32 if formats == ["sha256"] else 20
+        links = gitlinks(os.path.join(git_dir, "index"), size, budget)
+        looked += len(links or ())
+        if links is None or looked > MAX_GITLINKS:
+            return found, False
         for link in links:
             sub = os.path.normpath(os.path.join(root, link))
-            if sub in listed or not inside(sub, workspace) or not _holds_one(sub):
+            relative = os.path.relpath(sub, workspace)  # (an index the command wrote may
+            if (  # name anything: `.`, `.git`, `.git/modules/x`, `../..`)
+                sub in listed
+                or relative.startswith("..")
+                or ".git" in relative.split(os.sep)
+                or not _holds_one(sub)
+            ):
                 continue
             if len(found) >= NESTED_GITLINKED:
                 return found, False
@@ -1292,8 +1315,8 @@ def open_sources(
         home = home or os.path.expanduser("~")
         nested, complete = _nested_repositories(workspace, NESTED_JUDGED)  # (as it ends)
         linked, read = _gitlinked(workspace, nested)
-        if complete and read:
-            sources.nested_known = git_dir_identities([*nested, *linked])
+        if complete and read:  # (the workspace's own too: never judged as a new one's)
+            sources.nested_known = git_dir_identities([workspace, *nested, *linked])
         protected = _protected(workspace, home, nested)
         protected, sources.links = _through_links(protected, workspace, home)
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
