@@ -899,8 +899,11 @@ class _Walker:
                     named = None if value is None else word_value(value, data)
                     if value is not None and (named is None or reads_input(named)):
                         self.problems.append(SOURCED_INPUT.format(assigned))
-                self._setting([assigned])  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`)
                 value = node.child_by_field_name("value")
+                literal = None if value is None else word_value(value, data)
+                self._setting(  # (`eval 'HO''ME=x'`, `HO\⏎ME=x`; a literal value: `LESS=-R`)
+                    [assigned if literal is None else f"{assigned}={literal}"]
+                )
                 if (value is not None and not _plain_value(value, data)) or "[" in node_text(
                     node, data
                 ).split("=", 1)[0]:
@@ -1068,7 +1071,7 @@ class _Walker:
                 name.startswith("GIT_CONFIG")
                 or name in COMMAND_VARIABLES
                 or name.lower().startswith("npm_config_")
-            ):
+            ) and not _plain_less_options(word):
                 self.problems.append(f"`{name}` names a command a program runs")
         if any(w is None or "HOME" in w for w in words):
             self.sets_home = True
@@ -1814,6 +1817,15 @@ def _evaluates_a_value(node: Any, data: bytes) -> bool:
     if kind in ("raw_string", "ansi_c_string", "translated_string"):  # (`z["d"]`: a name,
         return bool(re.search(r"[A-Za-z_]", text[1:]))  # for an indexed array; `$'n'` too)
     return False
+
+
+_LESS_LETTERS = re.compile(r"LESS=-?[A-Za-jl-z]+")
+"""``LESS`` set to option letters alone, none of them ``-k`` (a lesskey file, which may
+set the ``LESSOPEN`` less runs): ``LESS=-R`` asked (helper 221)."""
+
+
+def _plain_less_options(word: str | None) -> bool:
+    return word is not None and _LESS_LETTERS.fullmatch(word) is not None
 
 
 def harmless_assignment(assignment: str) -> bool:

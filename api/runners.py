@@ -805,9 +805,9 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         paths=(("run",),),
         shell=True,
         valued=_options("""
-            --state-dir --session --remote --ssh-option --remote-command --timeout --cwd
-            --description --size --rules --sandbox --workspace
-        """),
+            --state-dir --session --remote --timeout --cwd --description --size --rules
+            --sandbox --workspace
+        """),  # (--ssh-option and --remote-command ask: see _wave_bash_unread)
         flags=_options("--background --json --raw -i --interactive --allow-network"),
     ),
     # programs that run their words through a shell
@@ -1073,24 +1073,24 @@ command through `bridge`'s stdin)."""
 
 
 def _wave_bash_unread(runner: Runner, rest: Sequence[str | None]) -> str | None:
-    """Why what ``wave-bash`` runs cannot be read from its words: its ssh options and
-    remote command (``--ssh-option='-o ProxyCommand=…'`` ran here: a review), or a
-    subcommand of :data:`WAVE_BASH_UNREAD`; None for ``run`` and those that run nothing."""
-    index = 0
-    while index < len(rest):
-        word = rest[index]
+    """Why what ``wave-bash`` runs cannot be read from its words (up to ``--``, after
+    which ``run``'s command is read as its own): its ssh options and remote command, any
+    prefix argparse takes for them, before or after the subcommand
+    (``--ssh-option='-o ProxyCommand=…'`` ran here, ``tasks --ssh-opt=…`` too: reviews),
+    or a subcommand of :data:`WAVE_BASH_UNREAD` (any word that is one: an option's value
+    taken for the subcommand hid `input`, a review); None for the others."""
+    running = ("--ssh-option", "--remote-command")
+    known = runner.valued | runner.flags
+    for word in rest:
         if word is None:
             return "`wave-bash`'s words are known only as it runs"
-        flag = word.split("=", 1)[0]
-        running = ("--ssh-option", "--remote-command")  # (or a prefix that is no other's)
-        if flag in running or (flag not in runner.valued and len(flag) > 4
-                               and any(o.startswith(flag) for o in running)):  # fmt: skip
-            return f"`wave-bash {flag}` runs what it says through ssh, which no rule sees"
-        if not word.startswith("-"):
-            if word in WAVE_BASH_UNREAD:
-                return f"`wave-bash {word}` runs what it is sent or typed, which no rule sees"
+        if word == "--":
             return None
-        index += 1 + (flag in runner.valued and "=" not in word)
+        flag = word.split("=", 1)[0]
+        if flag not in known and len(flag) > 2 and any(o.startswith(flag) for o in running):
+            return f"`wave-bash {flag}` runs what it says through ssh, which no rule sees"
+        if word in WAVE_BASH_UNREAD:
+            return f"`wave-bash {word}` runs what it is sent or typed, which no rule sees"
     return None
 
 

@@ -684,6 +684,9 @@ def finish_ssh(
     elif silent and 0 < code != SSH_FAILED and not started:  # (`--remote-command false`)
         detail += ": the remote command ended without starting wave-bash's bridge (is "
         detail += "--remote-command a wave-bash?)"
+    elif "HOST IDENTIFICATION HAS CHANGED" in detail:  # (not to be accepted blindly)
+        detail += (" (the host's key is not the one ssh knew: make sure the host is the "
+                   "right one before you remove the old key with ssh-keygen -R)")  # fmt: skip
     elif "Host key verification failed" in detail:  # (a host ssh has never seen: BatchMode)
         detail += (" (ssh knows no key for that host yet: connect once with ssh to accept "
                    "it, or pass --ssh-option=-oStrictHostKeyChecking=accept-new)")  # fmt: skip

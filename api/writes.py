@@ -703,15 +703,24 @@ def _git_paths(
     ``clean`` with none cleans where it runs; ``stash push -- PATHS`` puts those back
     as they were; ``mv`` as ``mv``."""
     name = words[0] or ""
-    if name == "am":  # (what its mails' patches write: known only as it runs, as `apply`'s)
+    if name == "am":  # (what its mails' patches write: known only as it runs, as `apply`'s;
+        quiet = ("--abort", "--quit", "--show-current-patch")  # these apply none)
+        if any((w or "").split("=", 1)[0] in quiet for w in words[1:]):
+            return []
         return [(None, "am", "changed tree")]
-    if name == "submodule":  # (`add URL [PATH]`, `update [PATHS]`: a checkout there)
-        if words[1:2] not in (["add"], ["update"]):
+    if name == "submodule":  # (`add URL [PATH]`, `update [PATHS]`: a checkout there;
+        at = 1  # `deinit PATHS` removes one, `absorbgitdirs PATHS` moves its `.git`)
+        while at < len(words) and words[at] in ("-q", "--quiet"):
+            at += 1
+        sub = words[at] if at < len(words) else None
+        if sub not in ("add", "update", "deinit", "absorbgitdirs"):
             return []
         short, long = _GIT_PATH_WRITERS[name]
-        operands = operands_and_options(words[2:], short, long)[0]
-        named = [words[2 + i] for i in operands]
-        if words[1] == "add":
+        operands, options = operands_and_options(words[at + 1 :], short, long)
+        named = [words[at + 1 + i] for i in operands]
+        if sub == "deinit" and any(words[at + 1 + i] in ("-a", "--all") for i in options):
+            named.append(None)  # (every submodule's: known only as it runs)
+        if sub == "add":
             url = named[0] if named else ""
             named = named[1:2] or [None if url is None else _basename(url.rstrip("/"))]
             named = [n[:-4] if n is not None and n.endswith(".git") else n for n in named]

@@ -994,7 +994,9 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
               "git checkout -- .env", "git -C protected checkout -- a.txt",
               "git stash push -- protected/a.txt", "git stash -m m -- .env",
               "git merge-file .env b c", "git submodule add -f https://x/y.git protected/x",
-              "git submodule update --init protected/x"]  # fmt: skip
+              "git submodule update --init protected/x", "git submodule -q update protected",
+              "git submodule --quiet add https://x/y protected", "git submodule deinit -f protected",
+              "git submodule absorbgitdirs protected"]  # fmt: skip
     for command in denied:
         assert verdict(command, ruled, str(tmp_path)) == "deny", command
     computed = ['git mv a.txt "$F"', 'git mv -f a "$(echo protected/a.txt)"', 'git mv "$F" x',
@@ -1011,7 +1013,8 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
             "git clean -n", "git clean --dry-run -d", "git rm -n protected/a.txt",
             "git mv -n a protected/a.txt", 'for b in x y; do git checkout "$b"; done',
             "git stash", "git stash push -- src", "git merge-file -p .env b c",
-            "git submodule update --init", "git submodule status"]  # fmt: skip
+            "git submodule update --init", "git submodule status", "git am --abort",
+            "git am --show-current-patch=diff"]  # fmt: skip
     for command in kept:
         assert verdict(command, ruled, str(tmp_path)) == "allow", command
     assert verdict("git checkout -- .", {"allow": ["Bash(git *)"]}, str(REPO)) == "allow"
@@ -3097,6 +3100,12 @@ def test_what_xargs_appends_reaches_sed_behind_another_runner() -> None:
         ("wave-bash --remote ssh://h --ssh-option='-oProxyCommand=rm x' tasks", "ask"),
         ("wave-bash --remote ssh://h --remote-command 'rm x' tasks", "ask"),
         ("wave-bash --remote ssh://h tasks", "allow"),
+        ("wave-bash tasks --remote ssh://h --ssh-option='-oProxyCommand=rm x'", "ask"),
+        ("wave-bash wait --ssh-opt=x abc", "ask"),
+        ("wave-bash --sess s input T 'rm x'", "ask"),  # (helper 221's)
+        ("LESS=-R less f", "allow"),
+        ("env LESS=-FRX git log", "allow"),
+        ("LESS=-Rk f less g", "ask"),
         ("wave-bash run -- 'rm x'", "deny"),
         ("wave-bash --state-dir /s run --background --timeout 5 -- 'echo a; rm x'", "deny"),
         ("wave-bash run -- echo a", "allow"),

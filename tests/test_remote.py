@@ -616,6 +616,11 @@ def test_clear_errors_for_missing_remote_wave_bash(sshd: dict[str, object]) -> N
     unknown = client_with("-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes")
     with pytest.raises(SupervisorUnavailableError, match="connect once with ssh to accept"):
         unknown.bash("echo hi")
+    port = str(sshd["url"]).rsplit(":", 1)[1]
+    other = Path(str(sshd["config"])).parent / "client.pub"  # (a key that is not the host's)
+    known.write_text(f"[127.0.0.1]:{port} {other.read_text()}")
+    with pytest.raises(SupervisorUnavailableError, match="is not the one ssh knew"):
+        unknown.bash("echo hi")
     added = client_with("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                         command="false")  # fmt: skip
     with pytest.raises(SupervisorUnavailableError, match="exit 1: the remote") as failed:
