@@ -631,6 +631,8 @@ def _nested_repositories(workspace: str, listed: int = NESTED_LISTED) -> tuple[l
                 for entry in entries:
                     if entry.name != ".git" and entry.is_symlink():
                         budget[0] -= 1
+                        if budget[0] < 0:  # (each is followed: counted as a directory)
+                            return
                         led = _repository_at_or_above(os.path.realpath(entry.path), real)
                         if led is not None and led not in found:
                             found.append(led)
@@ -685,7 +687,6 @@ def _gitlinked(workspace: str, roots: Sequence[str]) -> tuple[list[str], bool]:
     found: list[str] = []
     queue = [workspace, *roots]
     listed = set(queue)
-    complete = True
     budget, looked = [MAX_INDEX_BYTES], 0  # (one look's: see worker.gitindex)
     while queue:
         root = queue.pop(0)
@@ -716,7 +717,7 @@ def _gitlinked(workspace: str, roots: Sequence[str]) -> tuple[list[str], bool]:
             listed.add(sub)
             found.append(sub)
             queue.append(sub)
-    return found, complete
+    return found, True
 
 
 def _git_dirs(root: str) -> list[str]:
@@ -945,8 +946,9 @@ def _included(config: str, depth: int = 0) -> list[str]:
 def _git_config(config: str) -> dict[str, list[str]]:
     """The few settings of a config file the sandbox reads, each value in order:
     ``core.hookspath``, ``include.path`` (``includeIf`` sections' too), the names of
-    its ``submodule`` sections and ``extensions.objectformat`` (empty when unreadable). Read line by line as git does:
-    a key may come many times (``git config --add include.path``)."""
+    its ``submodule`` sections and ``extensions.objectformat`` (empty when unreadable).
+    Read line by line as git does: a key may come many times (``git config --add
+    include.path``)."""
     try:
         with io.TextIOWrapper(open_regular(config, follow=True), "utf-8", "replace") as fh:
             lines = fh.read(1 << 20).splitlines()
@@ -1314,9 +1316,9 @@ def open_sources(
         sources.outer.append((root, workspace, True))
         home = home or os.path.expanduser("~")
         nested, complete = _nested_repositories(workspace, NESTED_JUDGED)  # (as it ends)
-        linked, read = _gitlinked(workspace, nested)
+        gitlinked, read = _gitlinked(workspace, nested)
         if complete and read:  # (the workspace's own too: never judged as a new one's)
-            sources.nested_known = git_dir_identities([workspace, *nested, *linked])
+            sources.nested_known = git_dir_identities([workspace, *nested, *gitlinked])
         protected = _protected(workspace, home, nested)
         protected, sources.links = _through_links(protected, workspace, home)
         linked = _linked_hooks(workspace, [path for path, hooks in protected if hooks])
