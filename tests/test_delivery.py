@@ -1476,11 +1476,17 @@ def test_reads_a_killed_server_held_are_given_back_newest_first(state_dir: Path)
     assert again.output.splitlines() == [f"L{n}" for n in range(1, 301)]
 
 
-def test_a_present_server_keeps_no_place_and_no_supervisor_up(state_dir: Path) -> None:
+def test_a_present_server_keeps_no_place_and_no_supervisor_up(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A relay's presence is no connection for the cap or the idle exit (as a kept one):
     each MCP server took a place under the cap for its whole life (two servers under a
-    cap of 2 left every other call busy), and kept the supervisor up (a review)."""
-    start_supervisor(state_dir, WAVE_MAX_CONNECTIONS="2", WAVE_IDLE_EXIT="2s")
+    cap of 2 left every other call busy), and kept the supervisor up (a review). (Its
+    settings are every starter's: on a loaded CI host the first one idled out before the
+    servers came up, and they started one with the defaults.)"""
+    monkeypatch.setenv("WAVE_MAX_CONNECTIONS", "2")
+    monkeypatch.setenv("WAVE_IDLE_EXIT", "2s")
+    start_supervisor(state_dir)
     client = Client(state_dir=state_dir, session="cap")
     hosts = [_RawHost(state_dir, f"cap{n}") for n in range(2)]
     try:
