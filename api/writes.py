@@ -707,7 +707,7 @@ def _git_paths(
         quiet = ("--abort", "--quit", "--show-current-patch")  # these apply none)
         if any((w or "").split("=", 1)[0] in quiet for w in words[1:]):
             return []
-        return [(None, "am", "changed tree")]
+        return [(None, "the files git am's patches name", "changed tree")]
     if name == "submodule":  # (`add URL [PATH]`, `update [PATHS]`: a checkout there;
         at = 1  # `deinit PATHS` removes one, `absorbgitdirs PATHS` moves its `.git`)
         while at < len(words) and words[at] in ("-q", "--quiet"):
@@ -756,13 +756,17 @@ def _git_paths(
     elif name == "checkout" and len(operands) == 1 and words[1 + operands[0]] is None:
         lone = shown[1 + operands[0]][:1] == '"'  # (a branch, `for b in …`: one quoted word)
         operands = [] if lone else operands
+    # (`checkout`, `restore`, `stash push` and `checkout-index` put back tracked files
+    # alone: a directory named is not walked, where an untracked `.env` under a Write
+    # deny rule had `git checkout .` denied, helper 222; `rm` and `clean` take its files)
+    kind: Kind = "changed tree" if name in ("rm", "clean") else "changed"
     found: list[tuple[str | None, str, Kind]] = [
-        (_pathspec(words[1 + i]), shown[1 + i], "changed tree") for i in operands
+        (_pathspec(words[1 + i]), shown[1 + i], kind) for i in operands
     ]
     if any(abbreviates(f, "--pathspec-from-file") for f in flags) or (
         name == "checkout-index" and any(f in ("-a", "--all", "--stdin") for f in flags)
     ):
-        found.append((None, name, "changed tree"))
+        found.append((None, f"the paths git {name} reads", kind))
     if name == "clean" and not operands:
         found.append((".", "clean", "changed tree"))
     return found

@@ -1018,6 +1018,10 @@ def test_git_writes_the_files_it_names_under_write_rules(tmp_path: Path) -> None
     for command in kept:
         assert verdict(command, ruled, str(tmp_path)) == "allow", command
     assert verdict("git checkout -- .", {"allow": ["Bash(git *)"]}, str(REPO)) == "allow"
+    # What they put back is tracked files alone: a directory named is not walked (an
+    # untracked `.env` had `git checkout .` denied under its Write rule, helper 222)
+    for command in ("git checkout .", "git restore .", "git checkout HEAD -- ."):
+        assert verdict(command, ruled, str(tmp_path)) == "allow", command
 
 
 def test_a_refusal_suggests_rules_that_would_allow_find_actions() -> None:
@@ -3347,7 +3351,7 @@ PROGRAMS_ALLOWED = {
         ("printf 'script-shell=./x\\n' > .npmrc", "ask"),
         ("git --work-tree=/etc checkout HEAD -- passwd", "ask"),
         ("git checkout-index -a -f --prefix=/etc/", "ask"),
-        ("cd /etc && git --git-dir=/tmp/r/.git checkout -- .", "deny"),  # (what is there)
+        ("cd /etc && git --git-dir=/tmp/r/.git checkout -- .", "ask"),
         ("git checkout -- . && git stash pop", "allow"),
         ("tar -cf /etc/x.tar src", "deny"),
         ("tar cf /etc/x.tar src", "deny"),
