@@ -391,8 +391,8 @@ def check_socket_dir(layout: StateLayout, make: bool) -> None:
     except StateDirError as exc:
         raise StateDirError(
             f"the socket's fallback dir cannot be used (the state dir's path is too long "
-            "for a socket, and /proc cannot shorten it; set XDG_RUNTIME_DIR, or TMPDIR, to "
-            f"a private dir of yours, or choose a shorter state dir): {exc}"
+            "for a socket here; set XDG_RUNTIME_DIR, or TMPDIR, to a private dir of yours, "
+            f"or choose a shorter state dir): {exc}"
         ) from None
 
 

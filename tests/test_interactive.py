@@ -794,6 +794,11 @@ class _Person:
         )  # fmt: skip
         os.close(slave)
         self.screen = b""
+        self.task_id = task_id
+
+    def attached(self) -> None:
+        """Wait until the attach says it has taken over the task's terminal."""
+        wait_until(lambda: f"attached to {self.task_id}".encode() in self.read())
 
     def read(self) -> bytes:
         import select
@@ -851,7 +856,7 @@ def test_attach_types_any_paste_and_goes_on_after_a_refusal(
     r = client.bash(f"cat > {pasted}", timeout=LONG, interactive=True)
     task_id = r.background_task_id or ""
     with _Person(state_dir, task_id) as person:
-        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.attached()
         line = "a" + "é" * 30
         person.type(f"{line}\r".encode() * 200)  # 12.6 KB: reads of 4096 bytes split "é"
         wait_until(lambda: pasted.exists() and pasted.read_text().count("\n") == 200)
@@ -894,7 +899,7 @@ def test_attach_to_a_full_screen_program_enters_its_screen_and_has_it_drawn(
     resize there and back), and leaves it as the person detaches."""
     task_id = _full_screen(client, tmp_path, "\\x1b[?1049h", 600)
     with _Person(state_dir, task_id, size=(80, 24)) as person:  # (the task's own size)
-        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.attached()
         wait_until(lambda: b"REDRAWN" in person.read())
         assert b"\x1b[?1049h" in person.read().split(b"filler")[0]  # (before the replay)
         person.type(b"\x1d")
@@ -956,7 +961,7 @@ def test_attach_takes_the_size_of_the_terminal_not_of_columns(
     r = client.bash("python3 -q", timeout=LONG, interactive=True)
     task_id = r.background_task_id or ""
     with _Person(state_dir, task_id, size=(100, 30), COLUMNS="20000", LINES="7") as person:
-        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.attached()
         person.type(b"import os; print(tuple(os.get_terminal_size()))\r")
         wait_until(lambda: b"(100, 30)" in person.read())
         person.type(b"\x1d")
@@ -980,15 +985,15 @@ def test_a_second_attach_leaving_gives_the_first_its_size_back(
     task_id, shown = _repl_showing_its_size(client)
 
     with _Person(state_dir, task_id, size=(80, 24)) as first:
-        wait_until(lambda: f"attached to {task_id}".encode() in first.read())
+        first.attached()
         with _Person(state_dir, task_id, size=(150, 50)) as second:
-            wait_until(lambda: f"attached to {task_id}".encode() in second.read())
+            second.attached()
             assert shown() == "(150, 50)"
             second.type(b"\x1d")
             assert second.close() == 0
         assert shown() == "(80, 24)"
         with _Person(state_dir, task_id, size=(150, 50)) as third:
-            wait_until(lambda: f"attached to {task_id}".encode() in third.read())
+            third.attached()
             client.terminal(task_id, resize=(100, 30))  # (a later size: theirs, not the third's)
             third.type(b"\x1d")
             assert third.close() == 0
@@ -998,9 +1003,9 @@ def test_a_second_attach_leaving_gives_the_first_its_size_back(
     # Two of the same size, the first leaving first: the second keeps its size (the first
     # gave back what it had found: sizes compared, not who set them; a review).
     with _Person(state_dir, task_id, size=(90, 20)) as first:
-        wait_until(lambda: f"attached to {task_id}".encode() in first.read())
+        first.attached()
         with _Person(state_dir, task_id, size=(90, 20)) as second:
-            wait_until(lambda: f"attached to {task_id}".encode() in second.read())
+            second.attached()
             first.type(b"\x1d")
             assert first.close() == 0
             assert shown() == "(90, 20)"
@@ -1020,9 +1025,9 @@ def test_an_attach_killed_outright_counts_as_gone_once_not_heard_from(
     again once it goes on (it stayed forgotten: helper 218)."""
     task_id, shown = _repl_showing_its_size(client)
     with _Person(state_dir, task_id, size=(90, 20)) as stays:
-        wait_until(lambda: f"attached to {task_id}".encode() in stays.read())
+        stays.attached()
         with _Person(state_dir, task_id, size=(100, 30)) as killed:
-            wait_until(lambda: f"attached to {task_id}".encode() in killed.read())
+            killed.attached()
             assert shown() == "(100, 30)"
             killed.proc.kill()
             killed.proc.wait()
@@ -1077,7 +1082,7 @@ def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
         task_id, "print('\\x1b[?1049h\\x1b[1;5r\\x1b[?7l\\x1b[4h\\x1b[?1000h', end='')\n"
     )
     with _Person(state_dir, task_id) as person:
-        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.attached()
         person.type(b"x = 6 * 7\r\x1d")  # one read
         assert person.close() == 0
     screen = person.read()
@@ -1193,7 +1198,7 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
     task_id = r.background_task_id or ""
     assert "\x1b[6n" in client_raw(client, task_id, 0).decode()  # (its log keeps it)
     with _Person(state_dir, task_id) as person:  # (a terminal with no size set: 0×0)
-        wait_until(lambda: f"attached to {task_id}".encode() in person.read())
+        person.attached()
         wait_until(lambda: b"before<" in person.read())
         person.type(b"1\r")
         wait_until(lambda: b"live\x1b[6n>" in person.read())

@@ -10,9 +10,10 @@ SOCKET (a Unix socket in the private tasks dir) is how the supervisor, and throu
 person who attaches, reaches the terminal: JSON lines. In: ``{"id": ID, "input": TEXT,
 "key": KEY}`` (an input whose KEY was seen is not typed again), ``{"id": ID, "resize":
 [COLS, ROWS], "by": TOKEN}`` (an attach's, or with no TOKEN the task's own size), ``{"id":
-ID, "seen": TOKEN}`` (that attach is still there: see ``ATTACH_LEASE``). Out: ``{"waiting": BOOL}`` at connection and on every change; to each
-request, with its ID, ``{"queued": N}`` at once for an input taken (refused: ``{"error":
-TEXT}``), ``{"wrote": N}`` once all of it was written, ``{"resized": …}`` or ``{"error":
+ID, "seen": TOKEN}`` (that attach is still there: see ``ATTACH_LEASE``). Out:
+``{"waiting": BOOL}`` at connection and on every change; to each request, with its ID,
+``{"queued": N}`` at once for an input taken (refused: ``{"error": TEXT}``), ``{"wrote":
+N}`` once all of it was written, ``{"resized": …}``, ``{"seen": BOOL}`` or ``{"error":
 TEXT}``; as the command ends, to an input not all written ``{"ended": true}`` (part of it
 was: the command may have ended by it) or ``{"gone": true}`` (none was), as to any request
 that comes then. Only peers of the same user are served, 16 at most.
