@@ -2,7 +2,7 @@
 
 What a sandbox protects by a mount must exist as the command starts. One of an existing
 repository's pointers it makes (a ``.git/commondir`` naming a git dir of its own,
-``worker.sandbox.POINTERS``) was judged as it ended (``Sources.move_made``), and until
+``worker.planted.POINTERS``) was judged as it ended (``worker.planted.move_made``), and until
 then git outside read it: a background command's ``commondir`` had a ``git status``
 outside run its config's ``core.fsmonitor`` (a trial). This watches those git dirs
 (inotify) while their tasks run or linger, and has
@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 
 from wave_bash.worker.inotify import IN_IGNORED, MADE, OVERFLOW, WRITTEN, NameWatch
-from wave_bash.worker.sandbox import open_plain
+from wave_bash.worker.planted import open_plain
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class MadeFiles:
     def watch(
         self, task_id: str, targets: list[tuple[str, frozenset[str]]], *, judge: bool
     ) -> None:
-        """Watch ``targets`` (directory, names: ``worker.sandbox.watch_targets``) for the
+        """Watch ``targets`` (directory, names: ``worker.planted.watch_targets``) for the
         task until :meth:`forget`; ``judge``: judge it once soon (a re-adopted task: what
         it made while no supervisor watched)."""
         for directory, names in targets:

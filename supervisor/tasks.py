@@ -59,6 +59,7 @@ from wave_bash.worker import (
     last_pid,
     mark_stopping,
     monitor_running,
+    planted,
     prepare_spawner,
     process_tag,
     read_exit_record,
@@ -748,7 +749,7 @@ class TaskManager:
             p.env.get("WAVE_SHELL", ""), p.env.get("SHELL", ""), p.env.get("PATH", "")
         )
         if sandbox is not None:  # (it runs outside the sandbox: see SYSTEM_DIRS)
-            monitor_bash = sandboxes.system_program("bash")
+            monitor_bash = planted.system_program("bash")
         # The command reaches its shell in an environment string: the terminal host's or
         # the sandbox's, or the monitor's for zsh (and then wrapped, quoted).
         through_monitor = shell.kind == "zsh"
@@ -879,7 +880,7 @@ class TaskManager:
         task.tracked = bool(joins)
         self.live[task_id] = task
         if sources is not None and sources.absent:
-            self.made_files.watch(task_id, sandboxes.watch_targets(sources.absent), judge=False)
+            self.made_files.watch(task_id, planted.watch_targets(sources.absent), judge=False)
         self._watch(task, monitor.record_pipe)
         task.connect_terminal()
         # (A sandboxed command takes no standby: none is kept waiting for the next one.)
@@ -974,7 +975,7 @@ class TaskManager:
         workspace = os.path.realpath(_workspace_asked(p.sandbox, p.cwd))
 
         def view(path: str) -> str:
-            if sandboxes.inside(path, "/tmp") and not sandboxes.inside(path, workspace):
+            if planted.inside(path, "/tmp") and not planted.inside(path, workspace):
                 return temp + path[len("/tmp") :]
             return path
 
@@ -1130,7 +1131,7 @@ class TaskManager:
             self.live[row.id] = task
             self._watch(task)
             if (sources := _started_sources(row)) is not None:  # (made meanwhile: judged)
-                self.made_files.watch(row.id, sandboxes.watch_targets(sources.absent), judge=True)
+                self.made_files.watch(row.id, planted.watch_targets(sources.absent), judge=True)
             task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)

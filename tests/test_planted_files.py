@@ -15,7 +15,7 @@ from conftest import start_bg
 
 from wave_bash.api import Client
 from wave_bash.worker import open_regular
-from wave_bash.worker.sandbox import _git_config, _gitdir
+from wave_bash.worker.planted import _git_config, _gitdir
 
 pytestmark = pytest.mark.timeout(120)
 

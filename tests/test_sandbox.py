@@ -41,14 +41,13 @@ from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
-from wave_bash.worker.sandbox import (
+from wave_bash.worker.planted import (
     CLOCK_SLACK,
     MODULE_CONFIGS_READ,
     NESTED_PROTECTED,
     WORKTREES_ONE_BY_ONE,
-    Sources,
-    open_sources,
 )
+from wave_bash.worker.sandbox import Sources, open_sources
 from wave_bash.worker.seccomp import system_call_filter
 
 

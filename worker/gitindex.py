@@ -2,7 +2,7 @@
 
 `git status` goes into each gitlink's repository, at any depth, and runs what its config
 says (a ``core.fsmonitor``): the sandbox judges those repositories as it judges the
-nested ones it finds by walking (``worker.sandbox``). Read here, never by running git,
+nested ones it finds by walking (``worker.planted``). Read here, never by running git,
 whose config and fsmonitor are what is being judged. Versions 2 to 4 of the format
 (``Documentation/gitformat-index.txt``), SHA-1 and SHA-256 repositories.
 """
