@@ -24,15 +24,8 @@ from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
 from .identity import boot_id, start_ticks
 from .journal import Journal, TaskRow, disk_problem, storage_problem
-from .tasks import (
-    TaskManager,
-    children_running,
-    find_monitors,
-    leftovers_text,
-    listed_leftovers,
-    status_for,
-    stop_reason_marked,
-)
+from .processes import children_running, listed_leftovers
+from .tasks import TaskManager, find_monitors, leftovers_text, status_for, stop_reason_marked
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ import re
 import signal
 import stat
 import sys
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,7 +60,6 @@ from wave_bash.worker import (
     monitor_running,
     planted,
     prepare_spawner,
-    process_tag,
     read_exit_record,
     reap_monitor,
     refuse_impostors,
@@ -72,14 +70,13 @@ from wave_bash.worker import (
     stop_trees,
     tagged_processes,
     tell_stopping,
-    wait_monitor_exited,
     wrapped_command,
     write_task_record,
 )
 from wave_bash.worker import sandbox as sandboxes
-from wave_bash.worker.files import read_small_file
 from wave_bash.worker.sandbox import Sources
 
+from . import processes
 from .boundary import worker_errors
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
@@ -170,155 +167,9 @@ def status_for(exit_code: int | None, stopped: bool) -> TaskStatus:
     return TaskStatus.COMPLETED if exit_code == 0 else TaskStatus.FAILED
 
 
-def _runs(pid: int, ticks: int) -> bool:
-    """Whether the process recorded with these start ticks still runs (a zombie left for
-    its new parent to reap does not)."""
-    try:
-        return start_ticks(pid) == ticks and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-PF_EXITING = 0x4
-"""The kernel's flag of a process in its exit (``/proc/PID/stat``'s ninth field)."""
-
-
-def _stat_fields(pid: int) -> list[bytes] | None:
-    """``/proc/PID/stat``'s fields from the state on (None: the process is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields or None
-
-
-def _exiting(pid: int) -> bool:
-    """Whether a process is on its way out: a sandbox's own init, still ending as its
-    command's end is reported (bubblewrap's outer process leaves first), is not left
-    running."""
-    fields = _stat_fields(pid)
-    if fields is None or len(fields) < 7:
-        return True  # gone already
-    return fields[0] in (b"Z", b"X") or bool(int(fields[6]) & PF_EXITING)
-
-
-def _stopped(pid: int) -> bool:
-    """Whether a process is stopped (``kill -STOP $$`` of a command, whose ``$$`` is its
-    monitor's pid, F1c)."""
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] == b"T"
-
-
-def _no_child_running(pid: int) -> bool:
-    """Whether none of a process's children runs: a stopped monitor whose job has ended,
-    reaped as the stop came, or exited since (unreaped: the monitor is stopped)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
-            children = fh.read(4096).split()
-    except OSError:
-        return False
-    return all((_stat_fields(int(child)) or [b"Z"])[0] == b"Z" for child in children)
-
-
-def children_running(pid: int) -> dict[int, int]:
-    """A process's children that run (not zombies), each with its start ticks; never this
-    supervisor (a command may have started it: a daemon, reparented to its monitor)."""
-    found: dict[int, int] = {}
-    for _ in range(CHILDREN_LOOKS):  # (one listed that exited as it was looked at handed
-        # its own children to this one after the list was read: a chain that hops on was
-        # taken for none under a CI run's load; the list is read again)
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
-                words = fh.read(LEFT_LIST_LIMIT).split()
-        except OSError:
-            return {}
-        for word in words:
-            child = int(word)
-            fields = _stat_fields(child)
-            running = fields is not None and fields[0] not in (b"Z", b"X")
-            ticks = start_ticks(child) if running else None
-            if ticks is not None:
-                found[child] = ticks
-        found.pop(os.getpid(), None)  # (a review)
-        if found or not words:
-            return found
-    return found
-
-
-CHILDREN_LOOKS = 3
-"""Reads of a process's children list while every child it names has just exited."""
-
-
 WAKE_LOOKS = 64
 """Live tasks whose monitors the housekeeping looks at each second, in turn (a look reads
 ``/proc``: 16 us here, 16 ms a second for 1000 tasks on the event loop if all were)."""
-
-
-LEFT_LIST_LIMIT = 64 * 1024
-"""Most bytes of a leftovers list read (a monitor writes a line of pids)."""
-LEFT_LIST_PIDS = 256
-"""Most pids of a leftovers list looked at."""
-
-
-def listed_leftovers(
-    path: Path, task_id: str, started_at: float, monitors: Collection[int], own: int | None
-) -> dict[int, int]:
-    """The processes a monitor (``own``) listed as left behind as its command ended, each
-    with its start ticks. The list is the task's own file, which its command could
-    write: a pid counts only if it is one of ours, started after the task did and before
-    the list was written (its pid reused since, while no supervisor looked, is another
-    process), carries no other task's tag, and is neither pid 1, the supervisor, an
-    ancestor of it, anything it started other than through ``own``, nor anything under
-    another task's monitor. (``own`` may not have exited yet: its task ends as it records
-    the status.) It must be ``own``'s descendant, or an orphan whose parent is the one
-    that adopts ``own``'s orphans once it has exited (pid 1 or one of the supervisor's
-    ancestors, a subreaper): a process another session of the user started after the
-    task, whose parent lives elsewhere, is none of the task's, whatever the list says.
-    The list stays with the task's files: a journal rebuilt from them reads it again."""
-    me = os.getpid()
-    monitors = set(monitors) - {own}
-    found: dict[int, int] = {}
-    try:
-        ancestors = {p.pid for p in psutil.Process(me).parents()}
-        listed_at = os.stat(path, follow_symlinks=False).st_ctime  # (its command can set
-        # the time it was changed, `touch -d`, not the time of that change)
-        text = read_small_file(path, LEFT_LIST_LIMIT).decode("ascii", "replace")
-        words = dict.fromkeys(text.split()[:LEFT_LIST_PIDS])
-        for word in words:
-            if not (word.isascii() and word.isdigit()) or len(word) > 10:
-                continue
-            pid = int(word)
-            if pid <= 1 or pid == me or pid in monitors or pid in ancestors:
-                continue
-            try:
-                proc = psutil.Process(pid)
-                parents = [p.pid for p in proc.parents()]
-                if own in parents:
-                    lineage = set(parents[: parents.index(own)])
-                elif parents and (parents[0] == 1 or parents[0] in ancestors):
-                    lineage = set(parents)  # (orphaned as its monitor exited)
-                else:
-                    continue
-                if (
-                    proc.uids().real != os.getuid()
-                    or me in lineage
-                    or lineage & monitors
-                    or not started_at - 1 <= proc.create_time() <= listed_at
-                    or process_tag(pid) not in (None, task_id)
-                ):
-                    continue
-            except (psutil.Error, AttributeError, OSError):
-                continue
-            ticks = start_ticks(pid)
-            if ticks is not None:
-                found[pid] = ticks
-    except FileNotFoundError:
-        pass  # (nothing was left)
-    except Exception:  # a bad list never keeps a task from ending
-        log.exception("ignoring the leftovers list %s", path)
-        found = {}
-    return found
 
 
 def _remove_socket(path: Path) -> None:
@@ -351,122 +202,6 @@ def _shells(wave_shell: str, shell: str, path: str) -> tuple[Shell, str | None]:
     monitor_bash = resolve_monitor_bash(resolved, env)
     refuse_impostors(resolved, monitor_bash)
     return resolved, monitor_bash
-
-
-def on_exit(pid: int, child: bool, callback: Callable[[], object]) -> None:
-    """Call ``callback`` in the running loop once process ``pid`` has exited.
-
-    A pidfd in the event loop (no thread per child); without pidfds (old kernel, macOS) one
-    waiter thread, which waits for a ``child`` of this process with waitpid. Reaping a
-    child is the callback's business (see :func:`worker.reap_monitor`).
-    """
-    loop = asyncio.get_running_loop()
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        loop.call_soon(callback)
-        return
-    except (AttributeError, OSError):
-        pidfd = -1
-    if pidfd >= _pidfd_ceiling():  # (the rest is for connections, files, /proc reads)
-        os.close(pidfd)
-        pidfd = -1
-    if pidfd < 0 and child:
-        threading.Thread(target=_wait_thread, args=(pid, loop, callback), daemon=True).start()
-        return
-    if pidfd < 0:
-        EXIT_POLLER.watch(pid, loop, callback)
-        return
-
-    def on_readable() -> None:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-        callback()
-
-    loop.add_reader(pidfd, on_readable)
-
-
-def _pidfd_ceiling() -> int:
-    """Descriptors at or above this are not kept as pidfds: three quarters of the limit,
-    so that tasks beyond it (a supervisor started under a lower limit than the one
-    before it, re-adopting them all) are watched without one (:class:`ExitPoller`), and
-    the descriptors left still open the journal, ``/proc`` and connections (a review: a
-    replacement supervisor under `ulimit -n 48` with 60 live tasks could not start)."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return 1 << 30
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return (1 << 30) if soft == resource.RLIM_INFINITY else soft * 3 // 4
-
-
-def _reap_soon(pid: int) -> None:
-    """Reap a monitor of ours that has recorded its status: now if it has exited (as
-    most have by then when many tasks end at once), else as it exits."""
-    if reap_monitor(pid) is None:
-        on_exit(pid, True, lambda: reap_monitor(pid))
-
-
-def release(monitor: Monitor) -> None:
-    """Let a monitor go that will run no command (its files removed); it exits on its
-    closed pipe and is reaped then."""
-    monitor.cancel()
-    on_exit(monitor.pid, True, lambda: reap_monitor(monitor.pid))
-
-
-def _wait_thread(pid: int, loop: asyncio.AbstractEventLoop, done: Callable[[], object]) -> None:
-    wait_monitor_exited(pid)  # not reaped: _finish wants its status
-    loop.call_soon_threadsafe(done)
-
-
-class ExitPoller:
-    """Tells when processes that are not our children exit, where no pidfd watches them
-    (old kernels, macOS, past the pidfd ceiling): one thread that looks every
-    ``INTERVAL`` seconds, opening nothing (a thread each, polling ``/proc``, ran a
-    supervisor with few descriptors out of them: a review)."""
-
-    INTERVAL = 0.05
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._watched: dict[int, list[tuple[asyncio.AbstractEventLoop, Callable[[], object]]]] = {}
-        self._running = False
-
-    def watch(self, pid: int, loop: asyncio.AbstractEventLoop, done: Callable[[], object]) -> None:
-        """Call ``done`` in ``loop`` once ``pid`` has exited."""
-        with self._lock:
-            self._watched.setdefault(pid, []).append((loop, done))
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._poll, name="exits", daemon=True).start()
-
-    def _poll(self) -> None:
-        while True:
-            time.sleep(self.INTERVAL)
-            with self._lock:
-                gone = [pid for pid in self._watched if not _exists(pid)]
-                calls = [call for pid in gone for call in self._watched.pop(pid)]
-                done_watching = not self._watched
-                if done_watching:  # (the next watch starts a thread again)
-                    self._running = False
-            for loop, done in calls:
-                with contextlib.suppress(RuntimeError):  # (its loop closed)
-                    loop.call_soon_threadsafe(done)
-            if done_watching:
-                return
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # (another user's: ours is gone, its pid reused)
-        return False
-    return True
-
-
-EXIT_POLLER = ExitPoller()
 
 
 @dataclass(eq=False)
@@ -1053,7 +788,7 @@ class TaskManager:
         if reaped:
             monitor.cancel()
         else:
-            release(monitor)
+            processes.release(monitor)
         if self.tracker is not None:  # once its job, which may have joined them, is gone
             self.cgroup_ops.submit(self.tracker.remove, monitor.task_id, 1.0)
 
@@ -1183,7 +918,7 @@ class TaskManager:
         assert task.row.pid is not None
         pid, task.watched = task.row.pid, True
         if record_pipe < 0:
-            on_exit(pid, task.child, lambda: self._finish(task))
+            processes.on_exit(pid, task.child, lambda: self._finish(task))
             return
         loop = asyncio.get_running_loop()
 
@@ -1194,7 +929,7 @@ class TaskManager:
                 return
             record = read_exit_record(task.files.exit)
             if record.status is None:
-                on_exit(pid, task.child, lambda: self._finish(task))
+                processes.on_exit(pid, task.child, lambda: self._finish(task))
             else:
                 self._finish(task, record=record)
 
@@ -1291,7 +1026,7 @@ class TaskManager:
             pid = task.row.pid or 0
             gone = None if not task.child or record else reap_monitor(pid)
             if task.child and gone is None:  # it wrote the status and is exiting now
-                self._after_replies(lambda: _reap_soon(pid))
+                self._after_replies(lambda: processes.reap_soon(pid))
                 if self.subreaper and task.row.pid_start is None:  # (unreaped: its own; it
                     task.row.pid_start = start_ticks(pid)  # lingers with leftovers)
             task.monitor_gone = gone or MonitorExit(None)
@@ -1355,7 +1090,7 @@ class TaskManager:
         if task.tracked and self.tracker is not None:
             if not self.tracker.populated(task.id):
                 return 0
-            return sum(not _exiting(pid) for pid in self.tracker.pids(task.id))
+            return sum(not processes.exiting(pid) for pid in self.tracker.pids(task.id))
         return len(self._left_behind(task))  # (those a stop killed meanwhile are gone)
 
     def usage_now(self, row: TaskRow) -> Usage:
@@ -1380,9 +1115,9 @@ class TaskManager:
         (``worker.monitor``), or, once that is gone (killed), those of the processes it
         listed that still run."""
         if monitor := self._lingering_monitor(task):
-            task.leftovers = children_running(monitor)
+            task.leftovers = processes.children_running(monitor)
             return list(task.leftovers)
-        alive = [pid for pid, ticks in task.leftovers.items() if _runs(pid, ticks)]
+        alive = [pid for pid, ticks in task.leftovers.items() if processes.runs(pid, ticks)]
         task.leftovers = {pid: task.leftovers[pid] for pid in alive}
         return alive
 
@@ -1398,7 +1133,7 @@ class TaskManager:
     def _linger_or_go(self, task: LiveTask) -> None:
         if not task.tracked or self.tracker is None:
             if not self._left_behind(task):
-                if (monitor := self._lingering_monitor(task)) and _stopped(monitor):
+                if (monitor := self._lingering_monitor(task)) and processes.stopped(monitor):
                     with contextlib.suppress(OSError):  # (a leftover stopped it: it would
                         os.kill(monitor, signal.SIGCONT)  # wait, unseen, for good; a trial)
                 self.lingering.pop(task.id, None)
@@ -1628,12 +1363,12 @@ class TaskManager:
         if (record := self._recorded_while_it_lingers(task)) is not None:
             self._finish(task, record=record)
             return
-        if not _stopped(row.pid):
+        if not processes.stopped(row.pid):
             return
         if task.tracked and self.tracker is not None:
             ended = not self.tracker.populated(task.id)
         else:
-            ended = _no_child_running(row.pid)
+            ended = processes.no_child_running(row.pid)
         if ended and (task.child or same_process(row.pid, row.pid_start, row.boot_id, task.id)):
             with contextlib.suppress(OSError):
                 os.kill(row.pid, signal.SIGCONT)
@@ -1655,7 +1390,7 @@ class TaskManager:
         if self.subreaper and not task.tracked and not host_restarted:  # (also where it
             # ended while no supervisor ran: the list is read as it is found)
             monitors = {t.row.pid for t in self.live.values() if t.row.pid}
-            task.leftovers = listed_leftovers(
+            task.leftovers = processes.listed_leftovers(
                 task.files.left, task.id, task.row.started_at, monitors, task.row.pid
             )
             task.row.leftovers = leftovers_text(task.leftovers)  # (for the next supervisor)
@@ -1880,7 +1615,7 @@ class TaskManager:
         try:
             await asyncio.to_thread(
                 stop_trees, pairs, protected=protected, grace=self.stop_grace, roots=left,
-                root_runs=lambda pid: _runs(pid, ticks[pid]),
+                root_runs=lambda pid: processes.runs(pid, ticks[pid]),
             )  # fmt: skip
         finally:
             for task, monitor in held:  # (a re-adopted one's pid checked again: a command

@@ -267,8 +267,9 @@ def test_a_prompt_without_a_descriptor_to_read_with_names_its_log(
         (task,) = wait_until(lambda: [t for t in client.tasks() if t.status == "running"])
         log = Path(task.output_path)
         wait_until(lambda: log.read_text().startswith("mark"))
-        tty = str(log.with_suffix(".tty"))  # (linked: the host and the supervisor's end)
-        wait_until(lambda: Path("/proc/net/unix").read_text().count(tty) >= 2)
+        tty = bytes(log.with_suffix(".tty"))  # (linked: the host and the supervisor's end;
+        # bytes: another program's socket path need not be UTF-8)
+        wait_until(lambda: Path("/proc/net/unix").read_bytes().count(tty) >= 2)
         with no_descriptor_left(pid):
             os.close(os.open(gate, os.O_WRONLY))  # (the prompt comes)
             caller.join(30)

@@ -39,8 +39,8 @@ from conftest import (
 )
 
 from wave_bash.api import Client, TaskNotRunningError, texts
+from wave_bash.supervisor.processes import listed_leftovers
 from wave_bash.supervisor.standby import STANDBY_DEPTH
-from wave_bash.supervisor.tasks import listed_leftovers
 from wave_bash.worker import read_exit_record
 
 CGROUP = "cgroup"
