@@ -115,15 +115,26 @@ _STORAGE_ERRNOS = frozenset({28, 30, 122, 5, 27})
 
 
 def storable(value: Any) -> Any:
-    """``value`` as SQLite can hold it: text is UTF-8 there, so characters UTF-8 cannot
-    hold (the ``\\udcXX`` of a path with undecodable bytes) become backslash escapes. The
-    journal's text is for people; the command runs from the original."""
+    """``value`` as SQLite can hold it: its text is UTF-8, so text with the ``\\udcXX``
+    of undecodable bytes (a path under a state dir named so, a command's directory) is
+    kept as their bytes, a blob, which reads back as it was (:func:`readable`): stored
+    as backslash escapes, a log's path led nowhere, and its output read as removed (a
+    review). A lone surrogate no bytes stand for (JSON's ``"\\ud800"`` in a
+    description) becomes its escape."""
     if isinstance(value, str) and not value.isascii():
         try:
             value.encode()
         except UnicodeEncodeError:
-            return value.encode("utf-8", "backslashreplace").decode()
+            try:
+                return value.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode()
     return value
+
+
+def readable(value: Any) -> Any:
+    """A value read back: the text :func:`storable` kept as bytes is text again."""
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
 SCHEMA_V1 = """
@@ -286,7 +297,11 @@ class TaskRow:
     """JSON ``{"workspace": …, "network": …}`` of the sandbox it runs in (SB1c)."""
 
     def __post_init__(self) -> None:
-        """Rows read back hold the states' values: make them the enums again."""
+        """Rows read back hold the states' values: make them the enums again, and text
+        kept as bytes text (:func:`storable`)."""
+        for name, value in vars(self).items():
+            if isinstance(value, bytes):
+                setattr(self, name, readable(value))
         self.interactive = bool(self.interactive)
         self.status = TaskStatus(self.status)
         self.owner = Owner(self.owner)

@@ -480,7 +480,26 @@ def test_a_directory_name_that_is_not_utf8(client: Client, tmp_path: Path) -> No
     r = Client(state_dir=client.layout.root, cwd=str(odd)).bash('basename "$PWD" | od -An -tx1')
     assert (r.exit_code, r.stdout.split()) == (0, ["63", "61", "66", "e9", "0a"])
     (task,) = [t for t in client.tasks(all=True) if t.output_path == r.output_path]
-    assert task.cwd.endswith("caf\\udce9")  # the journal keeps a readable escape
+    assert os.fsencode(task.cwd) == bytes(odd)  # (kept as it was, not an escape)
+
+
+def test_a_state_dir_whose_path_is_not_utf8(tmp_path: Path) -> None:
+    """Its logs are read, ended and running: the journal kept their paths as escapes,
+    which led nowhere (the output of an ended task read as removed), and the watcher of
+    a running one's log could not take the path (an internal error; a review)."""
+    client = Client(state_dir=tmp_path / os.fsdecode(b"caf\xe9") / "state")
+    try:
+        ended = client.bash("echo hi", run_in_background=True).background_task_id
+        assert ended is not None and client.task_output(ended).output == "hi"
+        running = client.bash("sleep 0.5; echo there", run_in_background=True)
+        running = running.background_task_id
+        assert running is not None
+        result = client.task_output(running)
+        assert (result.status, result.output) == ("completed", "there")
+        (task,) = [t for t in client.tasks() if t.id == ended]
+        assert os.path.exists(task.output_path)
+    finally:
+        client.shutdown()
 
 
 def test_a_standby_whose_job_was_killed_still_runs_the_command(

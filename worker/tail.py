@@ -28,7 +28,8 @@ async def changes(path: Path | str, stop: asyncio.Event) -> AsyncIterator[None]:
     """Yield whenever ``path`` may have changed, and at least every ``RECHECK_MS``.
 
     Works with ``WATCHFILES_FORCE_POLLING=1`` too; ends when ``stop`` is set. A file that
-    is not there (a command removed its log) is looked at every ``RECHECK_MS`` only.
+    is not there (a command removed its log), or whose path watchfiles cannot take (bytes
+    that are no UTF-8: a state dir named so), is looked at every ``RECHECK_MS`` only.
     """
     try:
         async for _ in awatch(
@@ -41,7 +42,7 @@ async def changes(path: Path | str, stop: asyncio.Event) -> AsyncIterator[None]:
             recursive=False,
         ):
             yield None
-    except FileNotFoundError:
+    except (FileNotFoundError, UnicodeEncodeError):
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), RECHECK_MS / 1000)
