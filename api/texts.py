@@ -335,7 +335,8 @@ def sandbox_failure_text(evidence: str, mode: str, workspace: str | None, networ
 def log_gone_text(path: str) -> str:
     """B6d: a task whose log was removed (``output`` said nothing, exit 0: a review)."""
     return (
-        f"its log {path} is gone: it was removed outside wave-bash, so its output cannot be shown"
+        f"its log {path} is gone: it was removed or replaced outside wave-bash, so its "
+        "output cannot be shown"
     )
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from wave_bash.api.errors import StorageError
 from wave_bash.api.states import BackgroundReason, EndReason, Owner, TaskStatus
+from wave_bash.worker.files import gone_or_replaced
 
 log = logging.getLogger(__name__)
 
@@ -312,10 +313,9 @@ class TaskRow:
 
     @property
     def log_gone(self) -> bool:
-        """Its log was removed outside wave-bash (B6d); one that never started had none."""
-        return self.end_reason is not EndReason.NOT_STARTED and not os.path.lexists(
-            self.output_path
-        )
+        """Its log was removed or replaced outside wave-bash (B6d); one that never
+        started had none."""
+        return self.end_reason is not EndReason.NOT_STARTED and gone_or_replaced(self.output_path)
 
 
 _COLUMNS = tuple(f.name for f in fields(TaskRow))

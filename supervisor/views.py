@@ -14,7 +14,7 @@ from wave_bash.api.models import BashResult, Notice, PermissionInfo, Progress, T
 from wave_bash.api.permissions import Decision
 from wave_bash.api.states import BackgroundReason, EndReason, TaskStatus
 from wave_bash.worker import Excerpt, last_lines, read_excerpt, read_piece
-from wave_bash.worker.files import SHORT_OF_DESCRIPTORS
+from wave_bash.worker.files import SHORT_OF_DESCRIPTORS, gone_or_replaced
 
 from .journal import TaskRow
 from .tasks import LiveTask, TaskManager
@@ -71,11 +71,15 @@ def unread(exc: OSError) -> None:
 def result_excerpt(task: LiveTask, path: str, end: int | None = None, *,
                    exact: bool = False) -> tuple[Excerpt, str | None]:  # fmt: skip
     """A log's excerpt for a result that cannot be asked again (its command ran), and a
-    line saying where the output is when it cannot be read now."""
+    line saying where the output is when it cannot be read now, or that it is gone
+    (B6d: removed while the command ran, its result said nothing at all: a review)."""
     try:
-        return log_excerpt(path, end=end, exact=exact), None
+        excerpt = log_excerpt(path, end=end, exact=exact)
     except BusyError:
         return Excerpt("", False, 0), texts.unread_output_text(task.id, path)
+    if not excerpt.text and gone_or_replaced(path):
+        return excerpt, f"The command ran, but {texts.log_gone_text(path)}."
+    return excerpt, None
 
 
 def task_record(row: TaskRow, tasks: TaskManager) -> TaskRecord:
@@ -167,7 +171,7 @@ def finished_result(task: LiveTask, left_running: int = 0, *, exact: bool = Fals
     if left_running:
         message = f"{message}\n{texts.left_running_text(row.id, left_running)}".lstrip()
     if unshown:
-        message = f"{message}\n{unshown}"
+        message = f"{message}\n{unshown}".lstrip()
     sandbox = task.sandbox
     if sandbox is not None and code not in (0, None) and not stopped:
         net = sandbox.network

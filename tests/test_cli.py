@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import run_cli, start_bg, start_supervisor, wait_until
 
-from wave_bash.api import Client, texts
+from wave_bash.api import BashResult, Client, texts
 from wave_bash.api.errors import InvalidInputError
 
 
@@ -751,6 +751,43 @@ def test_output_of_a_task_whose_log_was_removed_says_so(state_dir: Path) -> None
     kept = start_bg(client, "echo there")
     client.wait(kept, timeout=10_000)
     assert json.loads(run_cli(state_dir, "output", "--json", kept).stdout)["logGone"] is False
+
+
+def test_a_log_removed_or_replaced_while_its_command_runs_is_said(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """B6d: a foreground result whose log was removed as its command ran said nothing at
+    all (success, no output, no error), and a log replaced by a link read as an empty
+    output, the link's target's size as its offset (a review)."""
+    client = Client(state_dir=state_dir)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    results: list[BashResult] = []
+    caller = threading.Thread(
+        target=lambda: results.append(client.bash(f"echo early; cat {gate}; echo late"))
+    )
+    caller.start()
+    try:
+        (task,) = wait_until(lambda: [t for t in client.tasks() if t.status == "running"])
+        log = Path(task.output_path)
+        wait_until(lambda: log.read_text() == "early\n")
+        log.unlink()
+    finally:
+        os.close(os.open(gate, os.O_WRONLY))
+        caller.join(30)
+    (result,) = results
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.error is not None and f"its log {log} is gone" in result.error
+    assert f"its log {log} is gone" in result.message
+    secret = tmp_path / "secret"
+    secret.write_text("not the task's\n")
+    replaced = start_bg(client, "echo hi")
+    client.wait(replaced, timeout=10_000)
+    log = state_dir / "tasks" / f"{replaced}.log"
+    log.unlink()
+    log.symlink_to(secret)
+    data = json.loads(run_cli(state_dir, "output", "--json", replaced).stdout)
+    assert (data["logGone"], data["output"]) == (True, "")
 
 
 def test_careless_values_an_agent_sends_are_said(state_dir: Path, tmp_path: Path) -> None:

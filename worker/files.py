@@ -57,6 +57,18 @@ class _Spare:
     wanted = False
 
 
+def gone_or_replaced(path: str | os.PathLike[str]) -> bool:
+    """Whether a task's file is no longer there as a regular file: removed, or replaced
+    by a link, a FIFO, a directory (read as empty, it looked like a command that printed
+    nothing: a review). A file that cannot be looked at now is not taken for gone."""
+    try:
+        return not stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def keep_spare_descriptor() -> None:
     """Hold a descriptor back, given up for a task's file this process has no other one
     to open (a burst of connections at a low limit took them all: an exit record read as
