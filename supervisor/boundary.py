@@ -3,6 +3,7 @@ contract's, mapped in one place (as httpx's ``map_httpcore_exceptions``)."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 from collections.abc import Iterator
@@ -47,6 +48,8 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
         raise _not_started(problem, state_dir) from None
     except OSError as exc:
         problem = storage_problem(exc)
+        if problem is None and _refused_in(exc, state_dir):  # (`chmod a-w tasks`: the
+            problem = exc.strerror  # file named was a standby's; a review)
         if problem is not None:
             raise _not_started(problem, state_dir) from None
         log.warning("could not start a command: %s", exc)
@@ -55,7 +58,14 @@ def worker_errors(state_dir: Path) -> Iterator[None]:
                 f"the supervisor is out of file descriptors ({exc.strerror}): the command "
                 "was not started"
             ) from None
-        raise SpawnError(f"wave-bash could not start the command: {exc}") from None
+        raise SpawnError(f"could not start the command: {exc}") from None
+
+
+def _refused_in(exc: OSError, state_dir: Path) -> bool:
+    """Whether ``exc`` is the state dir's refusal of a write (its permissions)."""
+    if exc.errno not in (errno.EACCES, errno.EPERM) or not isinstance(exc.filename, str):
+        return False
+    return Path(exc.filename).is_relative_to(state_dir)
 
 
 def _not_started(problem: str, state_dir: Path) -> StorageError:
@@ -73,6 +83,8 @@ def _remedy(problem: str) -> str:
     words = problem.lower()
     if "read-only" in words or "readonly" in words:
         return "make it writable again"
+    if "permission" in words:
+        return "let this user write there again (`ls -ld` shows each directory's owner and mode)"
     if "inode" in words:
         return "delete some files there (each takes an inode: `df -i` shows them)"
     if "space" in words or "quota" in words or "full" in words:

@@ -292,7 +292,8 @@ async def _answer(ctx: Context, conn: Connection, lines: list[bytes], may_keep: 
             await conn.send(error_message(StorageError.code, text))
         else:
             log.exception("request failed")
-            await conn.send(error_message("internal", f"internal supervisor error: {exc}"))
+            said = str(exc) or type(exc).__name__  # (a MemoryError says nothing: a review)
+            await conn.send(error_message("internal", f"internal supervisor error: {said}"))
     finally:
         if watcher is not None:  # (gone before the next read: one reader at a time)
             watcher.cancel()

@@ -14,6 +14,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from conftest import (
     journal_rows,
     kill_supervisor,
     needs_root,
+    needs_tool,
     reap,
     run_cli,
     start_bg,
@@ -608,6 +610,33 @@ def test_the_space_kept_back_for_root_is_not_a_full_disk(tmp_path: Path) -> None
         if contained.startswith(b"no user namespace"):
             pytest.skip(contained.decode())
         assert contained == b"No space left on device"
+
+
+def test_a_state_dir_its_user_may_not_write_says_so(tmp_path: Path) -> None:
+    """A `tasks/` made read-only to the supervisor's user: the refusal names the state dir
+    and what to do, not a standby's log behind "wave-bash: wave-bash could not start the
+    command" (a review). Root without the capabilities that pass over file modes."""
+    needs_root("root drops the capabilities that let it write anywhere")
+    needs_tool("setpriv", "util-linux")
+    state = tmp_path / "state"
+    limited = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+    cli = [*limited, sys.executable, "-m", "wave_bash.api.cli"]
+    env = {**os.environ, "WAVE_STATE_DIR": str(state)}
+
+    def run(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *words], capture_output=True, text=True, env=env, timeout=60)
+
+    try:
+        assert run("run", "--", "echo warm").stdout == "warm\n"
+        (state / "tasks").chmod(0o555)
+        refused = [run("run", "--", "echo no") for _ in range(3)]  # (standbys made before)
+        assert refused[-1].returncode == 2, refused[-1]
+        said = refused[-1].stderr
+        assert f"Permission denied in the state dir {state}: the command was not started" in said
+        assert "ls -ld" in said and "wave-bash: wave-bash" not in said
+    finally:
+        (state / "tasks").chmod(0o700)
+        run("supervisor", "stop")
 
 
 def _problem(path: Path) -> bytes:
