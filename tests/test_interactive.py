@@ -1275,3 +1275,26 @@ def test_a_crlf_is_one_enter_in_line_mode_too(client: Client) -> None:
     assert answer.waiting_for_input and answer.output.endswith("Delete all [Y/n]? "), answer
     answer = client.task_input(task_id, "n\r\n")
     assert "[y] [n]" in answer.output and answer.exit_code == 0
+
+
+def test_the_echo_of_a_long_paste_is_whole(client: Client) -> None:
+    """A 64 KB paste is written no faster than the terminal's echo is read: written at
+    once, the kernel dropped blocks of its echo past the 4 KiB it keeps (1 paste in 5;
+    the log and the reply showed lines run together, the program got them whole: a
+    review). Busy CPUs beside it, as a review's machine had."""
+    r = client.bash("cat > /dev/null", interactive=True, timeout=LONG)
+    task_id = r.background_task_id
+    assert task_id and r.waiting_for_input
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for paste in range(6):
+            lines = [f"{paste}:{i:04d} " + "x" * 90 for i in range(600)]
+            client.task_input(task_id, "\n".join(lines) + "\n", timeout=30_000)
+        log = Path(client.task_output(task_id, block=False).output_path).read_bytes()
+    finally:
+        for burner in busy:
+            burner.kill()
+            burner.wait()
+        client.task_stop(task_id)
+    echoed = re.findall(rb"^(\d):(\d{4}) x{90}\r?$", log, re.MULTILINE)
+    assert len(echoed) == 6 * 600, f"{6 * 600 - len(echoed)} lines' echo lost"

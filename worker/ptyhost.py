@@ -47,6 +47,13 @@ from typing import Any
 QUIET = float(os.environ.pop("WAVE_INPUT_QUIET_S", "") or 1.0)
 """Seconds without output or input before a blocked read counts as waiting for input."""
 CHECK_INTERVAL = 0.1
+ECHO_WINDOW = 1024
+"""Bytes of input written ahead of their echo at most, while the terminal echoes: the
+kernel keeps 4 KiB of echo its reader has not taken, and drops older echo past it (a
+64 KB paste written at once lost blocks of its echo, 1 in 5 times: a review)."""
+ECHO_PATIENCE = 0.05
+"""Seconds without output after which input written is taken as echoed all the same
+(Ctrl+D echoes nothing; a program that reads no more has its terminal take no more)."""
 MAX_PENDING_INPUT = 1 << 20
 MAX_ATTACHED = 64
 ATTACH_LEASE = 15.0
@@ -496,6 +503,9 @@ class Host:
         """Input not written to the terminal yet."""
         self.queued = self.written = 0
         """Input bytes queued and written so far."""
+        self.unechoed, self.wrote_at, self.held_for_echo = 0, 0.0, False
+        """Input bytes written while the terminal echoes, less the output read since; when
+        the last was written; whether the rest waits for their echo (:data:`ECHO_WINDOW`)."""
         self.owed: list[tuple[Client, dict[str, object], int]] = []
         """(client, reply, end): the reply is owed once ``written`` reaches end."""
         self.typed: dict[str, int] = {}
@@ -533,6 +543,8 @@ class Host:
             # Every round (a syscall): the command's end (its pidfd woke this one), and
             # what it left behind as it ends (a busy command that forks `( x & )` piled up
             # zombies while the look for a prompt waited for a quiet second: a review).
+            if self.held_for_echo:  # (see ECHO_PATIENCE)
+                self.write_input()
             self.reap()
             self.forget_gone_attaches()
             self.check_waiting()
@@ -733,6 +745,10 @@ class Host:
         if not data:
             return False
         self.activity()
+        if self.unechoed:
+            self.unechoed = max(0, self.unechoed - len(data))
+            if self.pending and self.unechoed < ECHO_WINDOW // 2:
+                self.write_input()
         seen = self.printed_tail + data  # (a sequence split between two reads)
         for switch in ALTERNATE_SCREEN.finditer(seen):
             self.alternate = switch[1] == b"h"
@@ -789,9 +805,21 @@ class Host:
         self.questions.clear()
         self.write_input()
 
+    def echo_room(self) -> int | None:
+        """How much input may be written now ahead of its echo (None: no bound, the
+        terminal echoes nothing)."""
+        try:
+            echoing = bool(termios.tcgetattr(self.master)[3] & termios.ECHO)
+        except termios.error:
+            echoing = False
+        if not echoing or time.monotonic() - self.wrote_at > ECHO_PATIENCE:
+            self.unechoed = 0
+        return ECHO_WINDOW - self.unechoed if echoing else None
+
     def write_input(self) -> None:
-        while self.pending:
-            chunk = self.pending
+        room = self.echo_room() if self.pending else None
+        while self.pending and (room is None or room > 0):
+            chunk = self.pending if room is None else self.pending[:room]
             if chunk.startswith(SUSPEND_KEY):  # (each Ctrl+Z as the terminal's state is now)
                 self.suspend_key_for(self.job_in_front())
                 chunk = chunk[:1]
@@ -810,10 +838,16 @@ class Host:
                 break
             self.pending = self.pending[written:]
             self.written += written
+            if room is not None:
+                room -= written
+                self.unechoed += written
+                self.wrote_at = time.monotonic()
         while self.owed and self.owed[0][2] <= self.written:
             client, reply, _ = self.owed.pop(0)
             client.say(reply)
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.pending else 0)
+        self.held_for_echo = bool(self.pending) and room is not None and room <= 0
+        writable = self.pending and not self.held_for_echo  # (else its echo, or a round later)
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if writable else 0)
         with contextlib.suppress(Exception):
             self.sel.modify(self.master, events, "master")
 
