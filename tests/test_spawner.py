@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import marshal
 import os
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -177,6 +180,32 @@ def test_a_stopped_spawner_is_replaced_in_time_and_nothing_starts_twice(tmp_path
             os.waitpid(pid, 0)
     finally:
         spawner.close()
+
+
+def test_a_stopped_spawner_dies_with_its_supervisor(tmp_path: Path) -> None:
+    """A spawner stopped as its supervisor dies cannot see its channel close: it stayed,
+    stopped, an orphan for good, unknown to the next supervisor (helper 223). It dies with
+    the process that started it."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", "from wave_bash.worker.spawner import Spawner; s = Spawner(); "
+         "s.prepare(); print(s.pid, flush=True); input()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    spawned = None
+    try:
+        assert starter.stdout is not None
+        spawned = psutil.Process(int(starter.stdout.readline()))
+        wait_until(lambda: "0" not in os.listdir(f"/proc/{spawned.pid}/fd"))  # (serving)
+        spawned.suspend()
+        starter.kill()
+        starter.wait()
+        wait_until(lambda: not spawned.is_running() or spawned.status() == psutil.STATUS_ZOMBIE)
+    finally:
+        starter.kill()
+        starter.wait()
+        if spawned is not None:
+            with contextlib.suppress(psutil.Error):
+                spawned.kill()
 
 
 def test_a_child_whose_spawner_dies_before_the_go_never_execs(

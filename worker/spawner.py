@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 CLONE_PARENT = 0x8000
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 SYSCALL_CLONE = {"x86_64": 56, "aarch64": 220, "riscv64": 220}
 """``SYS_clone`` of the 64-bit ABIs where it is known (the flags are its first argument on
 each); elsewhere the supervisor forks such monitors itself."""
@@ -369,6 +370,10 @@ def _number(fd: int, deadline: float) -> int | None:
 
 def main(argv: Sequence[str]) -> int:
     clone_number = int(argv[0]) if argv else SYSCALL_CLONE[platform.machine()]
+    parent = os.getppid()  # (killed with its supervisor: one stopped then sees no channel
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # close, and stayed
+    if os.getppid() != parent:  # an orphan for good: helper 223; not for its children,
+        return 0  # whose fork clears it. Gone before it was set: there is no one to serve)
     number = _above_low(os.dup(0))
     os.close(0)
     # Nothing its starter left inheritable may reach a monitor: only the channel stays.
