@@ -417,9 +417,17 @@ def remote_paths_text(remote: str) -> str:
     )
 
 
-def removed_cwd_text(removed: str, start: str) -> str:
-    """A command that ended in a directory it removed: where the next one starts."""
-    return (
-        f"Note: the command ended in {removed}, which no longer exists; the working "
-        f"directory stays {start}."
-    )
+def removed_cwd_text(removed: str, start: str, nearest: str | None = None) -> str:
+    """A command that ended in a directory it removed: where the next one starts, or,
+    where the one it started in is gone too (``nearest``: the nearest directory above it
+    that exists), that one (it said the working directory "stays" where none was)."""
+    if nearest is None:
+        return (
+            f"Note: the command ended in {removed}, which no longer exists; the working "
+            f"directory stays {start}."
+        )
+    if removed == start:
+        gone = f"the directory the command ran in, {start}, no longer exists"
+    else:
+        gone = f"the command ended in {removed}, which no longer exists, nor does {start}"
+    return f"Note: {gone} (the nearest directory above that exists: {nearest})."

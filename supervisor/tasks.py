@@ -1406,7 +1406,8 @@ class TaskManager:
         task.final_cwd = final_cwd(captured, row.cwd, isdir=exists)
         if (removed := removed_cwd(captured, isdir=exists)) is not None:  # (said nothing,
             # and a follow-cd caller's next command ran where it had been: a trial)
-            said = [task.cwd_note, texts.removed_cwd_text(removed, row.cwd)]
+            nearest = None if exists(row.cwd) else guard.nearest_existing_dir(row.cwd)
+            said = [task.cwd_note, texts.removed_cwd_text(removed, row.cwd, nearest)]
             task.cwd_note = "\n".join(note for note in said if note)
         limited = self.memory_limit is not None
         usage = None

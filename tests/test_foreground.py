@@ -315,6 +315,12 @@ def test_cwd_capture_survives_exit_and_deleted_directory(client: Client, workdir
     )
     r = c.bash("cd /tmp; exit 4")
     assert (r.exit_code, r.cwd) == (4, "/tmp")
+    gone.mkdir()  # (where it started is gone too: it "stayed" there, a review)
+    r = Client(state_dir=client.layout.root, cwd=gone).bash(f"rmdir {gone} && echo bye")
+    assert r.message.splitlines()[0] == (
+        f"Note: the directory the command ran in, {gone}, no longer exists (the nearest "
+        f"directory above that exists: {workdir})."
+    )
 
 
 def test_missing_cwd_is_a_clear_error(state_dir: Path) -> None:
