@@ -35,7 +35,7 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
     """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
     files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
     task left. Running tasks are never touched, nor an ended one whose processes still
-    run (TaskStop stops them), nor a task whose notice is pending and
+    run (TaskStop stops them), nor one whose caller's result is being made, nor a task whose notice is pending and
     that ended less than ``notices_kept`` seconds ago (default: ``older_than``); returns
     the IDs deleted.
 
@@ -51,7 +51,7 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
         chosen = [  # (an ended task whose processes run on stays stoppable: TR4)
             task_id
             for task_id in journal.prunable(now - older_than, now - kept)
-            if not ctx.tasks.leftover_count(task_id)
+            if not ctx.tasks.leftover_count(task_id) and task_id not in ctx.tasks.answering
         ]
         if chosen:
             journal.mark_pruning(chosen)

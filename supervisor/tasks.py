@@ -11,6 +11,7 @@ the monitor records the same one, durably, a moment later.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import errno
 import hashlib
@@ -361,6 +362,9 @@ class TaskManager:
         self.lingering: dict[str, LiveTask] = {}
         """Ended tasks whose processes still run (started by them, left behind)."""
         self.live: dict[str, LiveTask] = {}
+        self.answering: collections.Counter[str] = collections.Counter()
+        """Tasks whose callers' results are being made (counted per caller): none is
+        pruned meanwhile (its log is read for the result)."""
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
         self.subreaper = tracker is None and sys.platform == "linux"

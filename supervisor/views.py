@@ -77,8 +77,13 @@ def result_excerpt(task: LiveTask, path: str, end: int | None = None, *,
         excerpt = log_excerpt(path, end=end, exact=exact)
     except BusyError:
         return Excerpt("", False, 0), texts.unread_output_text(task.id, path)
-    if not excerpt.text and gone_or_replaced(path):
-        return excerpt, f"The command ran, but {texts.log_gone_text(path)}."
+    if (
+        not excerpt.text
+        and task.row.end_reason is not EndReason.NOT_STARTED
+        and gone_or_replaced(path)
+    ):
+        said = texts.log_gone_text(path)
+        return excerpt, f"{said[0].upper()}{said[1:]}."
     return excerpt, None
 
 

@@ -758,7 +758,9 @@ def test_a_log_removed_or_replaced_while_its_command_runs_is_said(
 ) -> None:
     """B6d: a foreground result whose log was removed as its command ran said nothing at
     all (success, no output, no error), and a log replaced by a link read as an empty
-    output, the link's target's size as its offset (a review)."""
+    output, the link's target's size as its offset (a review). A prune beside it never
+    takes a task whose result is being made (it removed the log of a command that had
+    just ended, and its result showed nothing: a review)."""
     client = Client(state_dir=state_dir)
     gate = tmp_path / "gate"
     os.mkfifo(gate)
@@ -777,8 +779,8 @@ def test_a_log_removed_or_replaced_while_its_command_runs_is_said(
         caller.join(30)
     (result,) = results
     assert (result.exit_code, result.stdout) == (0, "")
-    assert result.error is not None and f"its log {log} is gone" in result.error
-    assert f"its log {log} is gone" in result.message
+    assert result.error is not None and f"Its log {log} is gone" in result.error
+    assert f"Its log {log} is gone" in result.message
     secret = tmp_path / "secret"
     secret.write_text("not the task's\n")
     replaced = start_bg(client, "echo hi")
@@ -788,6 +790,21 @@ def test_a_log_removed_or_replaced_while_its_command_runs_is_said(
     log.symlink_to(secret)
     data = json.loads(run_cli(state_dir, "output", "--json", replaced).stdout)
     assert (data["logGone"], data["output"]) == (True, "")
+    pruning = threading.Event()
+
+    def prune() -> None:
+        with Client(state_dir=state_dir) as own:
+            while not pruning.is_set():
+                own.gc(older_than=0, unread=True)
+
+    pruner = threading.Thread(target=prune)
+    pruner.start()
+    try:
+        shown = [client.bash("echo hello").stdout for _ in range(200)]
+    finally:
+        pruning.set()
+        pruner.join(30)
+    assert shown == ["hello"] * 200
 
 
 def test_careless_values_an_agent_sends_are_said(state_dir: Path, tmp_path: Path) -> None:

@@ -97,6 +97,28 @@ def test_the_server_names_itself_and_its_version(state_dir: Path) -> None:
     assert (info.name, info.version) == ("wave-bash", version("wave-bash"))
 
 
+def test_a_state_dir_whose_path_is_not_utf8_is_answered(tmp_path: Path) -> None:
+    """The paths of its logs hold bytes that are no UTF-8, which the SDK's JSON refuses:
+    it dropped the answer unsaid, and the host waited for ever (a review). They come
+    written with backslash escapes."""
+    state = tmp_path / os.fsdecode(b"st\xff")
+
+    async def scenario(s: ClientSession) -> list[types.CallToolResult]:
+        ran = await asyncio.wait_for(s.call_tool("Bash", {"command": "echo hi"}), 20)
+        started = await asyncio.wait_for(
+            s.call_tool("Bash", {"command": "echo there", "run_in_background": True}), 20
+        )
+        task_id = structured(started)["backgroundTaskId"]
+        read = await asyncio.wait_for(s.call_tool("TaskOutput", {"task_id": task_id}), 20)
+        return [ran, started, read]
+
+    ran, started, read = run(state, scenario, "--session", "t")
+    assert text(ran) == "hi" and "st\\xff" in structured(ran)["outputPath"]
+    assert "st\\xff" in text(started)
+    assert "there" in text(read) and not is_error(read)
+    Client(state_dir=state).shutdown()
+
+
 def test_output_and_failure(state_dir: Path) -> None:
     async def scenario(s: ClientSession) -> tuple[types.CallToolResult, types.CallToolResult]:
         return (

@@ -107,7 +107,26 @@ async def wait_foreground(
     exact: bool = False,
 ) -> BashResult | None:
     """Wait for the end, the timeout, a user's ``bg`` or the caller's disappearance
-    (``exact``: the result's output with its blank edge lines, ``RunParams``)."""
+    (``exact``: the result's output with its blank edge lines, ``RunParams``). Until its
+    result is made, no prune takes the task (a `gc --older-than 0` beside it removed the
+    log of a command that had just ended, and its result showed no output: a review)."""
+    ctx.tasks.answering[task.id] += 1
+    try:
+        return await _wait_foreground(ctx, task, timeout_ms, conn, want_progress, exact)
+    finally:
+        ctx.tasks.answering[task.id] -= 1
+        if ctx.tasks.answering[task.id] <= 0:
+            del ctx.tasks.answering[task.id]
+
+
+async def _wait_foreground(
+    ctx: Context,
+    task: LiveTask,
+    timeout_ms: float,
+    conn: Connection,
+    want_progress: bool,
+    exact: bool,
+) -> BashResult | None:
     deadline = task.row.started_at + timeout_ms / 1000
     ctx.tasks.watch_job(task)
     task.attached += 1
