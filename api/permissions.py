@@ -131,7 +131,7 @@ class Rule:
         return cls(text, kind, _compile(f"(?:{regex})(?:/[\\s\\S]*)?"), pattern)
 
     def matches(self, value: str) -> bool:
-        return self.regex.fullmatch(value) is not None
+        return self.regex.fullmatch(_matchable(value)) is not None
 
     def may_match_under(self, tree: str) -> bool:
         """Whether this Write rule may match a path in the directory ``tree`` (a slight
@@ -172,6 +172,21 @@ class Rule:
 
 
 EVERYTHING = r"[\s\S]*"
+
+
+def _matchable(value: str) -> str:
+    """``value`` as RE2 takes it: UTF-8 text, each byte that is no UTF-8 (a path's
+    ``\\udcff``, a command's) a U+FFFD. RE2 raised on such a path, found under a tree a
+    command changes, and the check failed instead of deciding (a CI run)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        try:
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # (a lone surrogate no byte stands for: JSON's)
+            raw = value.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace")
+    return value
 
 
 def _compile(pattern: str) -> Any:

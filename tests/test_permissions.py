@@ -692,6 +692,19 @@ def test_what_the_third_review_wrote_bash_does_write(tmp_path: Path) -> None:
     assert (tmp_path / "~" / "f").read_text() == "b\n"
 
 
+def test_names_that_are_no_utf8_are_decided(tmp_path: Path) -> None:
+    """A directory whose name is no UTF-8 under a tree a command changes, and such bytes in
+    a command: RE2 raised on them, and the check failed instead of deciding (a CI run,
+    beside a directory a review had left)."""
+    (tmp_path / os.fsdecode(b"bad\xff")).mkdir()
+    rules = {"allow": ["Bash(git clean *)", "Bash(echo *)"], "deny": ["Write(/etc/**)"]}
+    assert verdict("git clean -fdx", rules, cwd=str(tmp_path)) == "allow"
+    assert verdict("git --work-tree=/etc clean -fdx", rules, cwd=str(tmp_path)) == "ask"
+    latin, odd = os.fsdecode(b"caf\xe9"), os.fsdecode(b"\xff")
+    assert verdict(f"echo {latin}", rules) == "allow"
+    assert verdict(f"echo x > /etc/{odd}", rules) == "deny"
+
+
 def test_a_file_with_another_name_may_be_a_protected_one(tmp_path: Path) -> None:
     """A hard link made earlier to a protected file: only the kernel knows its names."""
     protected = tmp_path / "protected"
