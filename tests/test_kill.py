@@ -91,6 +91,9 @@ def test_no_stop_walks_through_a_protected_process(spawn_task) -> None:  # type:
     try:
         assert tagged.stdout is not None
         below = int(tagged.stdout.readline())
+        # (untagged once `env` has run: the fork that runs it is the task's until then,
+        # and a stop at once took it; a CI run)
+        wait_until(lambda: "WAVE_TASK_ID" not in psutil.Process(below).environ())
         stop_trees([(task_id, monitor.pid)], protected={monitor.pid, tagged.pid}, grace=1.0)
         assert psutil.pid_exists(below) and psutil.Process(below).status() != "zombie"
         assert tagged.poll() is None

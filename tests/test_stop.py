@@ -252,8 +252,9 @@ def test_a_monitor_lingers_only_while_what_its_command_left_runs(
     (record,) = [t for t in client.tasks() if t.id == tid]
     monitor = psutil.Process(record.pid or 0)
     assert monitor.is_running() and monitor.status() != psutil.STATUS_ZOMBIE
+    wait_until(lambda: monitor.cwd() == "/")  # (it lets go of its files, then of its
+    # directory: the status is out before, and a check at once found the exit record open)
     assert not [f.path for f in monitor.open_files() if str(state_dir) in f.path]
-    wait_until(lambda: monitor.cwd() == "/")
     go.touch()
     wait_until(lambda: not monitor.is_running() or monitor.status() == psutil.STATUS_ZOMBIE)
     wait_until(lambda: [t.leftover_processes for t in client.tasks() if t.id == tid] == [0])
