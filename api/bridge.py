@@ -19,7 +19,7 @@ import threading
 from typing import Any, BinaryIO
 
 from .calls import Caller
-from .connection import LocalConnector, caller_environment
+from .connection import LocalConnector, caller_environment, with_own_entries
 from .constants import DEFAULT_SESSION
 from .errors import SupervisorUnavailableError, WaveError
 from .launch import connect_or_start
@@ -41,7 +41,7 @@ def _remote_run(message: dict[str, Any], layout: StateLayout, transport: str) ->
         params = {"session": session, "env": env, "timeout": LOGIN_PATH_TIMEOUT_MS}
         login_path = caller.call("login_path", params).get("path")
         if login_path:
-            env = {**env, "PATH": login_path}
+            env = {**env, "PATH": with_own_entries(login_path, env.get("PATH", ""))}
     cwd = str(message.get("cwd") or REMOTE_HOME_CWD)
     return {**message, "env": env, "cwd": os.path.expanduser(cwd), "umask": None}
 

@@ -20,7 +20,13 @@ from .calls import (
     CallScope,
     cli_words,
 )
-from .connection import caller_environment, chosen_ssh_options, connector_for, supervisor_log
+from .connection import (
+    caller_environment,
+    chosen_ssh_options,
+    connector_for,
+    supervisor_log,
+    with_own_entries,
+)
 from .constants import DEFAULT_SESSION, DEFAULT_TASK_OUTPUT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS
 from .errors import (
     InvalidInputError,
@@ -724,7 +730,10 @@ def _check_arguments(*, env: object, follow_cd: object, transport: object, **pat
 
 
 def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) -> str | None:
-    """Probe the login shell's PATH once per process and put it in ``os.environ`` (SPEC E1).
+    """Probe the login shell's PATH once per process and put it in ``os.environ`` (SPEC E1),
+    after the entries of this process's PATH it lacks: those its starter put there (an
+    activated venv's ``bin``, a host's ``env``), which a profile that sets the PATH anew
+    (Debian's ``/etc/profile``) dropped, and `python` was not found (a review).
 
     Every later command inherits it and runs with plain ``-c``; no profile is loaded per
     command. A failed probe changes nothing and raises nothing. Returns the PATH in force.
@@ -737,7 +746,7 @@ def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) ->
         with contextlib.suppress(WaveError, OSError):
             path = (client or Client()).login_path(timeout_ms)
             if path:
-                os.environ["PATH"] = path
+                os.environ["PATH"] = with_own_entries(path, os.environ.get("PATH", ""))
     return os.environ.get("PATH")
 
 

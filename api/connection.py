@@ -109,6 +109,15 @@ _environment_seen: tuple[dict[Any, Any], dict[str, str]] | None = None
 """The environment as last read (``os.environ``'s own encoded mapping) and as decoded."""
 
 
+def with_own_entries(login: str, inherited: str) -> str:
+    """The login PATH ``login`` after the entries of ``inherited`` it lacks, each once, in
+    their order: what a process's starter put on its PATH (an activated venv's ``bin``)
+    stays first, where a profile that sets the PATH anew dropped it (SPEC E1)."""
+    known = set(login.split(os.pathsep))
+    own = [entry for entry in inherited.split(os.pathsep) if entry and entry not in known]
+    return os.pathsep.join(dict.fromkeys([*own, *login.split(os.pathsep)]))
+
+
 def caller_environment() -> dict[str, str]:
     """The environment a command gets: this process's, less what Python added to it as it
     started. Under a C or POSIX locale Python sets ``LC_CTYPE=C.UTF-8`` in its own

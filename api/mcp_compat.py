@@ -66,7 +66,7 @@ async def _ask(session: Any, request_id: Any, message: str) -> bool | None:
     capability = types.ClientCapabilities(elicitation=types.ElicitationCapability())
     if not session.check_client_capability(capability):
         return None
-    answer = await session.elicit(message, APPROVAL_SCHEMA, request_id)
+    answer = await session.elicit(json_safe(message), APPROVAL_SCHEMA, request_id)
     content = answer.content or {}
     return bool(answer.action == "accept" and content.get("approve") is True)  # said, not assumed
 
@@ -141,3 +141,24 @@ else:
         sdk.request_handlers[v1.ListToolsRequest] = on_list_tools
         sdk.request_handlers[v1.CallToolRequest] = on_call_tool
         return server
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with each text that holds a surrogate written with backslash escapes
+    (the bytes of a path that is no UTF-8, ``\\xff``): the SDK's JSON refuses a
+    surrogate, and it dropped the answer unsaid, the host waiting for ever (a state dir
+    named so; a review)."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            try:
+                return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:
+                return value.encode("utf-8", "backslashreplace").decode()
+        return value
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return value

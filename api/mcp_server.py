@@ -107,31 +107,10 @@ model told nothing cannot tell no output from a result that was dropped (a trial
 def _tool_result(text: str, **fields: Any) -> types.CallToolResult:
     """A tool result from its text and other fields by their wire names (both SDKs take
     them); its text is never empty, nor blanks alone (a model's API refuses both), and
-    holds no surrogate (:func:`_json_safe`)."""
-    text = _json_safe(text if text.strip() else NO_OUTPUT_TEXT)
+    holds no surrogate (:func:`mcp_compat.json_safe`)."""
+    text = mcp_compat.json_safe(text if text.strip() else NO_OUTPUT_TEXT)
     content = [types.TextContent(type="text", text=text)]
-    return types.CallToolResult.model_validate({"content": content, **_json_safe(fields)})
-
-
-def _json_safe(value: Any) -> Any:
-    """``value`` with each text that holds a surrogate written with backslash escapes
-    (the bytes of a path that is no UTF-8, ``\\xff``): the SDK's JSON refuses a
-    surrogate, and it dropped the answer unsaid, the host waiting for ever (a state dir
-    named so; a review)."""
-    if isinstance(value, str):
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            try:
-                return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            except UnicodeEncodeError:
-                return value.encode("utf-8", "backslashreplace").decode()
-        return value
-    if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(item) for item in value]
-    return value
+    return types.CallToolResult.model_validate({"content": content, **mcp_compat.json_safe(fields)})
 
 
 def _error_result(text: str) -> types.CallToolResult:

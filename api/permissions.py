@@ -48,6 +48,7 @@ from .reading import (
     cdpath_searched,
     harmless_assignment,
     parse_command,
+    utf8_text,
 )
 from .runners import SEARCHERS
 from .writes import DIFF_READ_LIMIT, PatchRead, diff_targets
@@ -131,7 +132,7 @@ class Rule:
         return cls(text, kind, _compile(f"(?:{regex})(?:/[\\s\\S]*)?"), pattern)
 
     def matches(self, value: str) -> bool:
-        return self.regex.fullmatch(_matchable(value)) is not None
+        return self.regex.fullmatch(utf8_text(value)) is not None
 
     def may_match_under(self, tree: str) -> bool:
         """Whether this Write rule may match a path in the directory ``tree`` (a slight
@@ -174,25 +175,10 @@ class Rule:
 EVERYTHING = r"[\s\S]*"
 
 
-def _matchable(value: str) -> str:
-    """``value`` as RE2 takes it: UTF-8 text, each byte that is no UTF-8 (a path's
-    ``\\udcff``, a command's) a U+FFFD. RE2 raised on such a path, found under a tree a
-    command changes, and the check failed instead of deciding (a CI run)."""
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        try:
-            raw = value.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:  # (a lone surrogate no byte stands for: JSON's)
-            raw = value.encode("utf-8", "surrogatepass")
-        return raw.decode("utf-8", "replace")
-    return value
-
-
 def _compile(pattern: str) -> Any:
     import re2  # google-re2: no backtracking, so no rule makes a check slow
 
-    return re2.compile(pattern)
+    return re2.compile(utf8_text(pattern))  # (a rule naming such a byte: a traceback)
 
 
 def _command_regex(pattern: str) -> str:

@@ -547,14 +547,31 @@ flags, the count of positional parameters (those are the line's own: ``set --``,
 function's words)."""
 
 
+def utf8_text(text: str) -> str:
+    """``text`` as UTF-8 carries it: each byte that is no UTF-8 (a path's ``\\udcff``, from
+    the bytes of a CLI argument) one U+FFFD, as a rule it is matched against reads it too
+    (three, and a deny rule naming such a directory never matched a write there: a
+    review); another lone surrogate (JSON's ``\\ud800``) its own U+FFFDs."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raw = text.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace")
+    return text
+
+
 def parse_command(source: str, zsh: bool = False, interactive: bool = False) -> ParsedCommand:
     """The simple commands and written files of ``source`` (never raises on bad text).
     ``zsh``: zsh runs it, read by the same grammar (bash's), with zsh's precommand
     modifiers and ``=cmd`` read as zsh reads them and its code-running glob qualifiers
     and parameter flags asking. ``interactive``: it runs on a terminal that TaskInput
     types into (SPEC P1), which cannot be checked (:data:`INTERACTIVE_PROBLEM`)."""
-    if not source.isascii():  # (lone surrogates, from bytes that are no UTF-8: each a U+FFFD,
-        source = source.encode("utf-8", "surrogatepass").decode("utf-8", "replace")  # as read)
+    source = utf8_text(source)
     walker = _walked(source, zsh, interactive)
     made = walker.made_names | ({""} if "IFS" in walker.set_names else set())
     if zsh:  # (its modifiers and subscripts the grammar reads as text: `$X:s/a/-/`)

@@ -238,7 +238,7 @@ def visible(text: str) -> str:
 
 
 _CONTROLS_BUT_LINES = {code: shown for code, shown in _CONTROLS.items() if code not in (9, 10)}
-_UNSEEN_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Co", "Cn"})
+_UNSEEN_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Co", "Cn", "Cs"})
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 """Letters that draw nothing (Hangul fillers, the blank Braille pattern)."""
 
@@ -253,11 +253,19 @@ def for_approval(text: str) -> str:
     import unicodedata  # (only when asking: the CLI starts without it)
 
     return "".join(
-        f"<U+{ord(ch):04X}>"
+        _unseen(ch)
         if ch in _BLANK_LETTERS or unicodedata.category(ch) in _UNSEEN_CATEGORIES
         else ch
         for ch in text.translate(_CONTROLS_BUT_LINES)
     )
+
+
+def _unseen(ch: str) -> str:
+    """A character that shows nothing, named: a byte that is no UTF-8 (a path's
+    ``\\udcff``) as ``\\xff``, the rest as ``<U+202E>``. A surrogate went raw into an MCP
+    question, which the SDK could not send: the server ended without a word (a review)."""
+    code = ord(ch)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"<U+{code:04X}>"
 
 
 def short_command(command: str, limit: int = NOTICE_LABEL_CHARS) -> str:

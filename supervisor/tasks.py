@@ -23,7 +23,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -363,8 +363,8 @@ class TaskManager:
         """Ended tasks whose processes still run (started by them, left behind)."""
         self.live: dict[str, LiveTask] = {}
         self.answering: collections.Counter[str] = collections.Counter()
-        """Tasks whose callers' results are being made (counted per caller): none is
-        pruned meanwhile (its log is read for the result)."""
+        """Tasks whose callers' answers are being made (counted per caller): none is
+        pruned meanwhile (its log is read for the answer; see :meth:`answering_for`)."""
         self.unrecorded: set[str] = set()
         """Live tasks whose pid is not journaled yet."""
         self.subreaper = tracker is None and sys.platform == "linux"
@@ -405,6 +405,20 @@ class TaskManager:
         caller is back (see :meth:`announce_prompt`)."""
 
     # --- starting ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def answering_for(self, task_id: str) -> Iterator[None]:
+        """While a caller's answer about the task is made (a result, a read that waits
+        for its end): no prune takes it (`gc --older-than 0` beside a run removed the log
+        of a command that had just ended, and a TaskOutput that waited lost its task:
+        reviews)."""
+        self.answering[task_id] += 1
+        try:
+            yield
+        finally:
+            self.answering[task_id] -= 1
+            if self.answering[task_id] <= 0:
+                del self.answering[task_id]
 
     def _new_id(self) -> str:
         while True:
@@ -1408,6 +1422,8 @@ class TaskManager:
         captured = (task.files.final_dir() if row.sandbox else None) or record.cwd
         exists = self._directory_test(row)
         task.final_cwd = final_cwd(captured, row.cwd, isdir=exists)
+        if captured is None and not exists(row.cwd):  # (`rm -rf .`: a lone command is
+            captured = row.cwd  # exec'd, its trap never runs, nothing is captured; a review)
         if (removed := removed_cwd(captured, isdir=exists)) is not None:  # (said nothing,
             # and a follow-cd caller's next command ran where it had been: a trial)
             nearest = None if exists(row.cwd) else guard.nearest_existing_dir(row.cwd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -790,6 +792,14 @@ def test_a_log_removed_or_replaced_while_its_command_runs_is_said(
     log.symlink_to(secret)
     data = json.loads(run_cli(state_dir, "output", "--json", replaced).stdout)
     assert (data["logGone"], data["output"]) == (True, "")
+    with pruning_beside(state_dir):
+        shown = [client.bash("echo hello").stdout for _ in range(200)]
+    assert shown == ["hello"] * 200
+
+
+@contextlib.contextmanager
+def pruning_beside(state_dir: Path) -> Iterator[None]:
+    """`gc --older-than 0 --unread` in a loop, in a thread, while the block runs."""
     pruning = threading.Event()
 
     def prune() -> None:
@@ -800,11 +810,23 @@ def test_a_log_removed_or_replaced_while_its_command_runs_is_said(
     pruner = threading.Thread(target=prune)
     pruner.start()
     try:
-        shown = [client.bash("echo hello").stdout for _ in range(200)]
+        yield
     finally:
         pruning.set()
         pruner.join(30)
-    assert shown == ["hello"] * 200
+
+
+def test_a_read_that_waits_for_an_end_keeps_its_task_from_a_prune(state_dir: Path) -> None:
+    """A TaskOutput that waited for a task's end, then read its log, lost the task to a
+    `gc --older-than 0` beside it (7 of 8 trials: "not found"; a review)."""
+    client = Client(state_dir=state_dir)
+    outputs = []
+    with pruning_beside(state_dir):
+        for _ in range(4):
+            task_id = start_bg(client, "sleep 0.3; echo hello-output")
+            read = client.task_output(task_id, block=True, timeout=5000, pattern="zzz-never")
+            outputs.append(read.output)
+    assert outputs == ["hello-output"] * 4
 
 
 def test_careless_values_an_agent_sends_are_said(state_dir: Path, tmp_path: Path) -> None:

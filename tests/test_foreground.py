@@ -321,6 +321,12 @@ def test_cwd_capture_survives_exit_and_deleted_directory(client: Client, workdir
         f"Note: the directory the command ran in, {gone}, no longer exists (the nearest "
         f"directory above that exists: {workdir})."
     )
+    gone.mkdir()  # (a lone command is exec'd: its trap never runs, nothing is captured,
+    r = Client(state_dir=client.layout.root, cwd=gone).bash(f"rmdir {gone}")  # a review)
+    assert r.message == (
+        f"Note: the directory the command ran in, {gone}, no longer exists (the nearest "
+        f"directory above that exists: {workdir})."
+    )
 
 
 def test_missing_cwd_is_a_clear_error(state_dir: Path) -> None:

@@ -99,12 +99,28 @@ def test_injected_once_and_inherited_without_login_shells(
     monkeypatch.setattr(wave_bash.api.client, "_login_path_injected", False)
     client = Client(state_dir=state_dir)
     path = inject_login_path(client)
-    assert path and path.startswith("/opt/from-login:")
+    assert path and "/opt/from-login" in path.split(os.pathsep)
     inject_login_path(client)  # a second call in the same host does not probe again
     for _ in range(3):
         r = client.bash("echo $PATH; shopt -q login_shell && echo login || echo plain")
         assert r.stdout.splitlines() == [path, "plain"]
     assert counter.read_text().count("x") == 1
+
+
+def test_the_entries_its_starter_put_on_the_path_stay_first(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A profile that sets the PATH anew (Debian's `/etc/profile`) dropped what the host's
+    starter had put first, an activated venv's `bin`: `python` was not found (a review).
+    Those entries stay, before the login PATH."""
+    _counting_shell(tmp_path, monkeypatch, profile="export PATH=/opt/reset:/usr/bin:/bin\n")
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{venv}:/usr/bin:/bin")
+    monkeypatch.setattr(wave_bash.api.client, "_login_path_injected", False)
+    client = Client(state_dir=state_dir)
+    assert inject_login_path(client) == f"{venv}:/opt/reset:/usr/bin:/bin"
+    assert client.bash("echo $PATH").stdout == f"{venv}:/opt/reset:/usr/bin:/bin"
 
 
 def test_a_login_path_is_probed_for_each_path_it_starts_from(

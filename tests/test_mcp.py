@@ -355,6 +355,32 @@ def test_an_approval_shows_the_control_characters_of_a_command(
     assert "\x1b" not in asked[0] and "\r" not in asked[0] and "\u202e" not in asked[0]
 
 
+def test_an_approval_that_names_a_path_that_is_no_utf8_is_asked(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The question named a file found under the tree a command removes, whose name is no
+    UTF-8: the SDK could not send it, and the server ended without a word (a review). The
+    byte is shown as ``\\xff``."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / os.fsdecode(b"\xff")).touch()
+    rules = tmp_path / "rules.toml"
+    rules.write_text(f'allow = ["Bash(rm *)"]\nask = ["Write({work}/**)"]\n')
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async def scenario(s: ClientSession) -> types.CallToolResult:
+        return await asyncio.wait_for(s.call_tool("Bash", {"command": f"rm -r {work}"}), 30)
+
+    declined = run(state_dir, scenario, "--rules", str(rules), elicitation=on_elicit)
+    assert is_error(declined) and "did not approve" in text(declined)
+    assert len(asked) == 1 and f"{work}/\\xff" in asked[0], asked
+    assert (work / os.fsdecode(b"\xff")).exists()
+
+
 def test_bash_output_through_mcp_does_not_block_and_filters(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -457,7 +483,7 @@ def test_login_path_probed_once_for_three_commands(state_dir: Path, tmp_path: Pa
 
     env = {"WAVE_SHELL": str(wrapper), "HOME": str(home), "PATH": os.environ["PATH"]}
     paths = run(state_dir, scenario, "--session", "t", env=env)
-    assert all(p.startswith("/opt/mcp-login:") for p in paths)
+    assert len(set(paths)) == 1 and "/opt/mcp-login" in paths[0].split(os.pathsep)
     wait_until(counter.exists)
     assert counter.read_text().count("x") == 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import tracemalloc
 from pathlib import Path
@@ -101,6 +102,19 @@ def test_excerpt_keeps_head_and_tail() -> None:
     assert len(marker) == 1 and "full output: /log" in marker[0]
     omitted = int(marker[0].split("[")[1].split()[0])
     assert omitted == len(text) - (len(ex.text) - len(marker[0]) - 2)
+
+
+def test_an_excerpt_is_cut_between_lines() -> None:
+    """Cut where the budget ran out, `line 1008` showed as `line 100` and `line 48097` as
+    `97`, each read as a line of its own (a review): each end is cut between two lines
+    where one ends near, and the marker counts the lines left out."""
+    lines = [f"line {i}" for i in range(1, 50_001)]
+    ex = excerpt_text("\n".join(lines), 30_000, "/log")
+    head, marker, tail = re.split(r"\n(\.\.\. \[.*\] \.\.\.)\n", ex.text)
+    shown_head, shown_tail = head.split("\n"), tail.split("\n")
+    assert shown_head == lines[: len(shown_head)] and shown_tail == lines[-len(shown_tail) :]
+    left_out = len(lines) - len(shown_head) - len(shown_tail)
+    assert marker.startswith(f"... [{left_out} lines, ") and "characters omitted" in marker
 
 
 def test_small_output_is_untouched() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, journal_rows, needs_tool, run_cli
 
-from wave_bash.api import Client, InvalidInputError
+from wave_bash.api import Client, InvalidInputError, texts
 from wave_bash.api.permissions import ParsedCommand, RuleSet, parse_command
 from wave_bash.api.reading import UNPARSED_PROBLEM
 
@@ -703,6 +703,9 @@ def test_names_that_are_no_utf8_are_decided(tmp_path: Path) -> None:
     latin, odd = os.fsdecode(b"caf\xe9"), os.fsdecode(b"\xff")
     assert verdict(f"echo {latin}", rules) == "allow"
     assert verdict(f"echo x > /etc/{odd}", rules) == "deny"
+    named = {**rules, "deny": [f"Write(/srv/{odd}/**)"]}  # (a rule naming one: a traceback)
+    assert verdict(f"echo x > /srv/{odd}/f", named) == "deny"
+    assert texts.for_approval(f"rm /srv/{odd} \ud800") == "rm /srv/\\xff <U+D800>"
 
 
 def test_a_file_with_another_name_may_be_a_protected_one(tmp_path: Path) -> None:

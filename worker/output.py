@@ -195,18 +195,47 @@ def _split_budget(max_chars: int, marker_len: int) -> tuple[int, int]:
 
 
 def excerpt_text(text: str, max_chars: int, path: str) -> Excerpt:
-    """Keep ``text`` whole if it fits, else its head and tail around one marker line."""
+    """Keep ``text`` whole if it fits, else its head and tail around one marker line, each
+    cut at a line's end where one is near (:func:`head_of`, :func:`tail_of`), the marker
+    counting the lines and characters left out."""
     if len(text) <= max_chars:
         return Excerpt(text, False, len(text))
-    sample = _marker(f"{len(text)} characters", path)
+    sample = _marker(f"{text.count(chr(10))} lines, {len(text)} characters", path)
     head_n, tail_n = _split_budget(max_chars, len(sample))
-    omitted = len(text) - head_n - tail_n
-    marker = _marker(f"{omitted} characters", path)
-    return Excerpt(
-        text[:head_n].rstrip("\n") + marker + text[len(text) - tail_n :].lstrip("\n"),
-        True,
-        len(text),
+    head, tail = head_of(text, head_n), tail_of(text, tail_n)
+    lines = text.count("\n") - head.count("\n") - tail.count("\n") - 1
+    omitted = len(text) - len(head) - len(tail)
+    marker = _marker(
+        f"{lines} lines, {omitted} characters" if lines > 0 else f"{omitted} characters", path
     )
+    return Excerpt(head.rstrip("\n") + marker + tail.lstrip("\n"), True, len(text))
+
+
+LINE_SNAP = 1024
+"""Characters an excerpt's cut moves, at most, to fall between two lines: cut where the
+budget ran out, `line 1008` showed as `line 100`, and `line 48097` as `97`, each read as
+a line of its own (a review)."""
+
+
+def head_of(text: str, n: int) -> str:
+    """The first ``n`` characters of ``text``, ending before the last line break among its
+    last :data:`LINE_SNAP` (else where ``n`` ends)."""
+    if n >= len(text):
+        return text
+    cut = text.rfind("\n", max(0, n - LINE_SNAP), n)
+    return text[:cut] if cut > 0 else text[:n]
+
+
+def tail_of(text: str, n: int) -> str:
+    """The last ``n`` characters of ``text``, beginning at the first line that starts among
+    its first :data:`LINE_SNAP` (else where they begin)."""
+    if n >= len(text):
+        return text
+    start = len(text) - n
+    if start == 0 or text[start - 1] == "\n":
+        return text[start:]
+    cut = text.find("\n", start, start + LINE_SNAP)
+    return text[cut + 1 :] if cut >= 0 else text[start:]
 
 
 ESCAPE_ROOM = 256
@@ -528,7 +557,7 @@ def read_excerpt(
         margin = min(ESCAPE_ROOM, size - tail_bytes - start)
         fh.seek(size - tail_bytes - margin)
         tail = render_bytes(_from_a_line_start(fh.read(tail_bytes + margin), margin), shown)[0]
-    head = head[:head_n].strip("\n")
-    tail = tail.rstrip("\n")[-tail_n:].lstrip("\n")
+    head = head_of(head, head_n).strip("\n")
+    tail = tail_of(tail.rstrip("\n"), tail_n).lstrip("\n")
     omitted = span - len(head.encode()) - len(tail.encode())
     return Excerpt(head + _marker(f"about {omitted} bytes", shown) + tail, True, span)

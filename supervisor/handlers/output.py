@@ -204,6 +204,19 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     row = ctx.journal.get(p.task_id)
     if row is None:
         raise TaskNotFoundError(p.task_id)
+    with ctx.tasks.answering_for(row.id):  # (a prune as it waited lost the task: a review)
+        return await _answer(ctx, p, conn, row, pattern, keep, deadline)
+
+
+async def _answer(
+    ctx: Context,
+    p: OutputParams,
+    conn: Connection,
+    row: TaskRow,
+    pattern: Any,
+    keep: Any,
+    deadline: float,
+) -> TaskOutputResult:
     stored = p.offset is None
     start = p.offset or 0
     search = None

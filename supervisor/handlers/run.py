@@ -110,13 +110,8 @@ async def wait_foreground(
     (``exact``: the result's output with its blank edge lines, ``RunParams``). Until its
     result is made, no prune takes the task (a `gc --older-than 0` beside it removed the
     log of a command that had just ended, and its result showed no output: a review)."""
-    ctx.tasks.answering[task.id] += 1
-    try:
+    with ctx.tasks.answering_for(task.id):
         return await _wait_foreground(ctx, task, timeout_ms, conn, want_progress, exact)
-    finally:
-        ctx.tasks.answering[task.id] -= 1
-        if ctx.tasks.answering[task.id] <= 0:
-            del ctx.tasks.answering[task.id]
 
 
 async def _wait_foreground(
