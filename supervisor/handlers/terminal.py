@@ -41,8 +41,9 @@ was 2.5 % polling every 10 ms)."""
 def _interactive(row: TaskRow) -> None:
     if not row.interactive:
         raise InvalidInputError(
-            f"Task {row.id} is not interactive: its input is /dev/null. Start a command "
-            "with interactive=true (`wave-bash run -i`) to type into it."
+            f"Task {row.id} is not interactive: its input is /dev/null. Run the command "
+            "again with Bash's interactive=true (from a shell: `wave-bash run -i`) to type "
+            "into it."
         )
 
 
