@@ -110,11 +110,15 @@ _environment_seen: tuple[dict[Any, Any], dict[str, str]] | None = None
 
 
 def with_own_entries(login: str, inherited: str) -> str:
-    """The login PATH ``login`` after the entries of ``inherited`` it lacks, each once, in
-    their order: what a process's starter put on its PATH (an activated venv's ``bin``)
-    stays first, where a profile that sets the PATH anew dropped it (SPEC E1)."""
+    """The login PATH ``login`` after the absolute entries of ``inherited`` it lacks, each
+    once, in their order: what a process's starter put on its PATH (an activated venv's
+    ``bin``) stays first, where a profile that sets the PATH anew dropped it (SPEC E1)."""
     known = set(login.split(os.pathsep))
-    own = [entry for entry in inherited.split(os.pathsep) if entry and entry not in known]
+    own = [  # (absolute only: a `.` first ran a workspace's `ls` for an allowed one; a review)
+        entry
+        for entry in inherited.split(os.pathsep)
+        if os.path.isabs(entry) and entry not in known
+    ]
     return os.pathsep.join(dict.fromkeys([*own, *login.split(os.pathsep)]))
 
 

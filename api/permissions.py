@@ -808,6 +808,8 @@ def _write_paths(
     file again, for writing."""
     if target is None or "$" in target or "`" in target or GLOB.search(target):
         return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
+    if "\ufffd" in target:  # (a byte that is no UTF-8, as read: its name here unknown,
+        return None  # a link `l\xff` to a denied folder was never followed; a review)
     if target.startswith(("~+", "~-")) or (target.startswith("~") and target[1:2].isdigit()):
         return None  # ($PWD, $OLDPWD and the directory stack)
     if home is not None and (target == "~" or target.startswith("~/")):

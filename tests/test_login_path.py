@@ -12,6 +12,7 @@ from conftest import wait_until
 
 import wave_bash.api.client
 from wave_bash.api import Client, inject_login_path
+from wave_bash.api.connection import with_own_entries
 from wave_bash.worker import parse_probe_output, probe_login_path, probe_script
 
 
@@ -120,6 +121,8 @@ def test_the_entries_its_starter_put_on_the_path_stay_first(
     monkeypatch.setattr(wave_bash.api.client, "_login_path_injected", False)
     client = Client(state_dir=state_dir)
     assert inject_login_path(client) == f"{venv}:/opt/reset:/usr/bin:/bin"
+    # (absolute entries only: a `.` first ran a workspace's `ls`; a review)
+    assert with_own_entries("/usr/bin:/bin", ".:/usr/bin:bin::./n/.bin:/x") == "/x:/usr/bin:/bin"
     assert client.bash("echo $PATH").stdout == f"{venv}:/opt/reset:/usr/bin:/bin"
 
 

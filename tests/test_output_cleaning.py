@@ -115,6 +115,24 @@ def test_an_excerpt_is_cut_between_lines() -> None:
     assert shown_head == lines[: len(shown_head)] and shown_tail == lines[-len(shown_tail) :]
     left_out = len(lines) - len(shown_head) - len(shown_tail)
     assert marker.startswith(f"... [{left_out} lines, ") and "characters omitted" in marker
+    # blank lines at a cut are left out too, and counted (they vanished from the count)
+    text = "x" * 8900 + "\n" * 51 + "y" * 100_000 + "\n" * 50 + "z" * 20_000
+    ex = excerpt_text(text, 30_000, "/log")
+    assert "[100 lines, 100101 characters omitted" in ex.text
+    assert "[1 line, " in excerpt_text("x" * 9000 + "\ny\n" + "z" * 30_000, 30_000, "/l").text
+
+
+def test_the_head_of_a_big_log_ends_with_a_whole_line(tmp_path: Path) -> None:
+    """Read by its bytes, the head of a log over 1 MiB stopped inside a line, its progress
+    overwrites shrinking what it shows: it ended `done 66`, `36%` (a review)."""
+    log = tmp_path / "log"
+    with open(log, "w") as out:
+        n = 0
+        while out.tell() < 2_000_000:
+            out.write("".join(f"\r{i}%" for i in range(100)) + f"\rdone {n}\n")
+            n += 1
+    head = read_excerpt(log, 30_000).text.split("\n... [")[0].splitlines()
+    assert head == [f"done {i}" for i in range(len(head))]
 
 
 def test_small_output_is_untouched() -> None:

@@ -202,13 +202,17 @@ def excerpt_text(text: str, max_chars: int, path: str) -> Excerpt:
         return Excerpt(text, False, len(text))
     sample = _marker(f"{text.count(chr(10))} lines, {len(text)} characters", path)
     head_n, tail_n = _split_budget(max_chars, len(sample))
-    head, tail = head_of(text, head_n), tail_of(text, tail_n)
-    lines = text.count("\n") - head.count("\n") - tail.count("\n") - 1
-    omitted = len(text) - len(head) - len(tail)
-    marker = _marker(
-        f"{lines} lines, {omitted} characters" if lines > 0 else f"{omitted} characters", path
-    )
-    return Excerpt(head.rstrip("\n") + marker + tail.lstrip("\n"), True, len(text))
+    head = head_of(text, head_n).rstrip("\n")
+    tail = tail_of(text, tail_n).lstrip("\n")  # (counted as shown: blank lines at a cut
+    lines = text.count("\n") - head.count("\n") - tail.count("\n") - 1  # are left out too)
+    marker = _marker(_left_out(lines, len(text) - len(head) - len(tail)), path)
+    return Excerpt(head + marker + tail, True, len(text))
+
+
+def _left_out(lines: int, characters: int) -> str:
+    if lines <= 0:  # (part of one line)
+        return f"{characters} characters"
+    return f"{lines} line{'s' if lines > 1 else ''}, {characters} characters"
 
 
 LINE_SNAP = 1024
@@ -554,6 +558,9 @@ def read_excerpt(
         fh.seek(start)
         read = fh.read(head_bytes)
         head = render_bytes(read[: len(read) - unfinished_end(read)], shown)[0]
+        if len(read) == head_bytes and not head.endswith("\n"):  # (the read stopped in a
+            cut = head.rfind("\n", max(0, len(head) - LINE_SNAP))  # line: shrunk by `\r`
+            head = head[:cut] if cut > 0 else head  # overwrites, the head ended `36%`)
         margin = min(ESCAPE_ROOM, size - tail_bytes - start)
         fh.seek(size - tail_bytes - margin)
         tail = render_bytes(_from_a_line_start(fh.read(tail_bytes + margin), margin), shown)[0]
