@@ -77,7 +77,7 @@ def read_messages(
     ``time.monotonic()``): past it, waiting for more raises :class:`AnswerOverdue`.
     ``check``: asked after each :data:`SILENCE_CHECK_SECONDS` with nothing read whether
     the peer still answers; when it does not, :class:`NotAnswering` is raised."""
-    buf, searched = bytearray(), 0  # (searched: no newline before it; a line of 40 MB
+    buf, searched = bytearray(), 0  # (no newline before `searched`: a 7 MB line searched
     check_at = time.monotonic() + SILENCE_CHECK_SECONDS if check is not None else None
     while True:
         wake = (
@@ -106,7 +106,7 @@ def read_messages(
             check_at = time.monotonic() + SILENCE_CHECK_SECONDS
         if not chunk:
             return
-        buf += chunk  # in 64 KiB pieces was searched and copied whole at each: 10 s)
+        buf += chunk  # and copied whole at each 64 KiB piece took 12 s to list five times)
         while (newline := buf.find(b"\n", searched)) >= 0:
             line = bytes(buf[:newline])
             del buf[: newline + 1]

@@ -35,9 +35,10 @@ async def prune(ctx: Context, older_than: float, notices_kept: float | None = No
     """Delete finished tasks that ended more than ``older_than`` seconds ago, with their
     files, and checkpoint the WAL; then the sandbox ``/tmp`` of each session that has no
     task left. Running tasks are never touched, nor an ended one whose processes still
-    run (TaskStop stops them), nor one whose caller's result is being made, nor a task whose notice is pending and
-    that ended less than ``notices_kept`` seconds ago (default: ``older_than``); returns
-    the IDs deleted.
+    run (TaskStop stops them), nor one whose caller's answer is being made
+    (``TaskManager.answering_for``), nor a task whose notice is pending and that ended
+    less than ``notices_kept`` seconds ago (default: ``older_than``); returns the IDs
+    deleted.
 
     The files go in a thread (a session's ``/tmp`` can hold a ``node_modules``, and the
     supervisor answers nothing while its loop waits), before the rows, which are marked

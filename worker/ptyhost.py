@@ -751,9 +751,9 @@ class Host:
         if not data:
             return False
         self.activity()
+        self.echo_window = ECHO_WINDOW  # (echo comes again: from one window on)
         if self.unechoed:
             self.unechoed = max(0, self.unechoed - len(data))
-            self.echo_window = ECHO_WINDOW
             if self.pending and self.unechoed < ECHO_WINDOW // 2:
                 self.write_input()
         seen = self.printed_tail + data  # (a sequence split between two reads)
