@@ -389,7 +389,7 @@ class RuleSet:
         def _paths_of(
             target: str | None, reopens: bool = False, written: str | None = None
         ) -> list[str] | None:
-            if target is None or target in parsed.computed_writes:
+            if target is None or target in parsed.computed_writes or UNREAD in target:
                 return None
             if target.startswith("~") and parsed.sets_home:
                 return None  # (a `~/` one of a command that may set HOME)
@@ -734,6 +734,12 @@ def _guarded(guard: Guard, rules: RuleSet) -> str:
     return f"uses `{guard.option}`"
 
 
+UNREAD = "\ufffd"
+"""What a byte that is no UTF-8 reads as (:func:`utf8_text`): a path holding one is known
+only as it runs, as no name here can be looked up for it (another, really named so, may
+stand in its place)."""
+
+
 def _places(cwd: str, directories: Sequence[str | None], cdpath: str | None) -> list[str] | None:
     """Each directory a command may be in after ``cd``s to ``directories`` (each may
     fail, or not run: ``cd a || cd b``); None when one is known only as it runs: as
@@ -743,8 +749,9 @@ def _places(cwd: str, directories: Sequence[str | None], cdpath: str | None) -> 
     fallback when the path as written does not exist) would find elsewhere (``link/..``)."""
     places = [cwd]
     for directory in directories:
-        if directory is None or (cdpath and cdpath_searched(directory)):
-            return None
+        if directory is None or (cdpath and cdpath_searched(directory)) or UNREAD in directory:
+            return None  # (UNREAD: a `d\uFFFD` made beside a link `d\xff` was checked, and
+            # the command wrote where the link led; a review)
         moved = []
         for place in places:
             logical = normal_path(os.path.join(place, directory))
@@ -808,8 +815,8 @@ def _write_paths(
     file again, for writing."""
     if target is None or "$" in target or "`" in target or GLOB.search(target):
         return None  # (a glob in a target is expanded as it runs: `> /etc/pass?d`)
-    if "\ufffd" in target:  # (a byte that is no UTF-8, as read: its name here unknown,
-        return None  # a link `l\xff` to a denied folder was never followed; a review)
+    if UNREAD in target:  # (a byte that is no UTF-8, as read: its name here unknown, a
+        return None  # link `l\xff` to a denied folder was never followed; a review)
     if target.startswith(("~+", "~-")) or (target.startswith("~") and target[1:2].isdigit()):
         return None  # ($PWD, $OLDPWD and the directory stack)
     if home is not None and (target == "~" or target.startswith("~/")):
@@ -889,6 +896,8 @@ def _globbed(
     import itertools
 
     pattern = word.rpartition("/")[2]
+    if UNREAD in pattern or any(UNREAD in folder for folder in folders):
+        return None  # (a name here is not the name it stands for)
     found: list[str] = []
     for folder in dict.fromkeys(folders):
         names = glob.iglob(glob.escape(folder) + "/" + pattern, include_hidden=dotfiles)

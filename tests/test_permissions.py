@@ -712,6 +712,17 @@ def test_names_that_are_no_utf8_are_decided(tmp_path: Path) -> None:
     for command in (f"touch l{odd}/f", f"rm -r l{odd}/", f"echo x > l{odd}/f"):  # review)
         assert verdict(command, {**guarded, "allow": [*guarded["allow"], "Bash(echo *)"]},
                        cwd=str(work)) != "allow", command  # fmt: skip
+    (work / "d\ufffd").mkdir()  # (a name that really is what `d\xff` reads as, beside a
+    (work / f"d{odd}").symlink_to(secret)  # link so named: checked, the write went through
+    anything = {"allow": ["Bash(*)"], "deny": [f"Write({secret}/**)"]}  # the link; a review)
+    for command in (
+        "cd $'d\\xff' && echo hi > x",
+        "pushd $'d\\377'; touch y",
+        "git -C $'d\\xff' init",
+        "cp x $'d\\xff'/*",
+        f"cd d{odd} && touch z",
+    ):
+        assert verdict(command, anything, cwd=str(work)) == "ask", command  # fmt: skip
     named = {**rules, "deny": [f"Write(/srv/{odd}/**)"]}  # (a rule naming one: a traceback)
     assert verdict(f"echo x > /srv/{odd}/f", named) == "ask"  # (known only as it runs)
     assert texts.for_approval(f"rm /srv/{odd} \ud800") == "rm /srv/\\xff <U+D800>"
