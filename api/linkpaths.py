@@ -34,9 +34,12 @@ def links_followed(path: str, view: Callable[[str], str] | None = None) -> str |
     """Absolute ``path`` with each link followed as the kernel does (each before the
     ``..`` after it); None when it reaches, at any step, something of the process that
     opens it (``/proc/self``, ``/proc/PID``: through ``..`` or a link such as
-    ``/proc/net`` or ``/dev/stdout``; the command's, not this process's), or links loop.
+    ``/proc/net`` or ``/dev/stdout``; the command's, not this process's), or links loop,
+    or it holds what a byte that is no UTF-8 reads as (U+FFFD: its name here unknown).
     What does not exist is taken as written. ``view``: where a path of the command's
     (a sandbox's) is on this machine, for its links to be read there."""
+    if "\ufffd" in path:  # (a byte that is no UTF-8, as read: no name here stands for it)
+        return None
     done = "/"
     left = [part for part in path.split("/") if part]
     links = 0
