@@ -30,6 +30,12 @@ MAX_LINKS = 40
 """Links followed in one path before it counts as a loop (the kernel's limit)."""
 
 
+UNREAD = "\ufffd"
+"""What a byte that is no UTF-8 reads as (``reading.utf8_text``): a path holding one is
+known only as it runs, as no name here can be looked up for it (another, really named
+so, may stand in its place: a review wrote through a link `d\\xff` checked as `d\\uFFFD`)."""
+
+
 def links_followed(path: str, view: Callable[[str], str] | None = None) -> str | None:
     """Absolute ``path`` with each link followed as the kernel does (each before the
     ``..`` after it); None when it reaches, at any step, something of the process that
@@ -38,7 +44,7 @@ def links_followed(path: str, view: Callable[[str], str] | None = None) -> str |
     or it holds what a byte that is no UTF-8 reads as (U+FFFD: its name here unknown).
     What does not exist is taken as written. ``view``: where a path of the command's
     (a sandbox's) is on this machine, for its links to be read there."""
-    if "\ufffd" in path:  # (a byte that is no UTF-8, as read: no name here stands for it)
+    if UNREAD in path:
         return None
     done = "/"
     left = [part for part in path.split("/") if part]

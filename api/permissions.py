@@ -39,7 +39,14 @@ from typing import Any, Literal
 
 from .bashgrammar import GLOB, squeeze
 from .errors import InvalidInputError, error_text
-from .linkpaths import DESCRIPTOR, PER_PROCESS, has_other_names, links_followed, normal_path
+from .linkpaths import (
+    DESCRIPTOR,
+    PER_PROCESS,
+    UNREAD,
+    has_other_names,
+    links_followed,
+    normal_path,
+)
 from .reading import (
     MAX_PLACES,
     Guard,
@@ -732,12 +739,6 @@ def _guarded(guard: Guard, rules: RuleSet) -> str:
     if runs:
         return f"runs {'; '.join(f'`{run.text}`' for run in runs)} with `{guard.option}`"
     return f"uses `{guard.option}`"
-
-
-UNREAD = "\ufffd"
-"""What a byte that is no UTF-8 reads as (:func:`utf8_text`): a path holding one is known
-only as it runs, as no name here can be looked up for it (another, really named so, may
-stand in its place)."""
 
 
 def _places(cwd: str, directories: Sequence[str | None], cdpath: str | None) -> list[str] | None:
