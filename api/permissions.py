@@ -396,8 +396,8 @@ class RuleSet:
         def _paths_of(
             target: str | None, reopens: bool = False, written: str | None = None
         ) -> list[str] | None:
-            if target is None or target in parsed.computed_writes or UNREAD in target:
-                return None
+            if target is None or target in parsed.computed_writes:
+                return None  # (one holding UNREAD: :func:`_write_paths` and :func:`_places`)
             if target.startswith("~") and parsed.sets_home:
                 return None  # (a `~/` one of a command that may set HOME)
             if target.startswith(("/", "~")):

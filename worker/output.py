@@ -200,11 +200,12 @@ def excerpt_text(text: str, max_chars: int, path: str) -> Excerpt:
     counting the lines and characters left out."""
     if len(text) <= max_chars:
         return Excerpt(text, False, len(text))
-    sample = _marker(f"{text.count(chr(10))} lines, {len(text)} characters", path)
+    total = text.count("\n")
+    sample = _marker(f"{total} lines, {len(text)} characters", path)
     head_n, tail_n = _split_budget(max_chars, len(sample))
     head = head_of(text, head_n).rstrip("\n")
     tail = tail_of(text, tail_n).lstrip("\n")  # (counted as shown: blank lines at a cut
-    lines = text.count("\n") - head.count("\n") - tail.count("\n") - 1  # are left out too)
+    lines = total - head.count("\n") - tail.count("\n") - 1  # are left out too)
     marker = _marker(_left_out(lines, len(text) - len(head) - len(tail)), path)
     return Excerpt(head + marker + tail, True, len(text))
 
