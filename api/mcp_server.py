@@ -166,8 +166,10 @@ class WaveMcp:
         """The same for the last foreground or prompt results written: their tasks."""
         self.written_claims: collections.OrderedDict[Any, str] = collections.OrderedDict()
         """The same for the notices the last results written carried: their claims."""
-        self.cancelled_unwritten: set[Any] = set()
-        """Requests cancelled as their result waited to be written."""
+        self.cancelled_unwritten: dict[Any, anyio.Event] = {}
+        """Requests cancelled as their result waited to be written, each set once what it
+        took went back: a call the host sends after the cancel waits for that (a read
+        sent right after it found the output still taken, a CI run)."""
         self.cancelled_running: dict[str, str] = {}
         """Task → command of each Bash call the host cancelled as its command ran, until
         a result says it still runs (or its end)."""
@@ -229,6 +231,7 @@ class WaveMcp:
         arguments = dict(params.arguments or {})  # is TaskOutput that does not block, a review)
         if self.host_gone:  # it sent the call and left: nobody would see what it does
             return _error_result("the MCP host went away; nothing was run")
+        await self._after_cancels()
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
         cancelled = False  # (set as the host cancels: read by on_start, in the call's thread)
@@ -397,13 +400,14 @@ class WaveMcp:
         task_id = self.unwritten_results.pop(request_id, None)
         read = self.unwritten_reads.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
-        if request_id in self.cancelled_unwritten:  # (the host gave up on it first: its
-            # cancel came as the result was written, before this; a run under load)
-            self.cancelled_unwritten.discard(request_id)
+        if (given_back := self.cancelled_unwritten.pop(request_id, None)) is not None:
+            # (the host gave up on it first: its cancel came as the result was written,
+            # before this; a run under load)
             await anyio.to_thread.run_sync(self._never_shown, read, task_id)
             if claim is not None:
                 with contextlib.suppress(WaveError):
                     await anyio.to_thread.run_sync(self.notices.release_notices, claim)
+            given_back.set()
         else:
             _keep_last(self.written_reads, request_id, read)
             _keep_last(self.written_results, request_id, task_id)
@@ -444,7 +448,8 @@ class WaveMcp:
         """The result of ``request_id`` will never be written: what it claimed goes back
         to the session, and its foreground command's end becomes a notice."""
         self.answering.discard(request_id)
-        self.cancelled_unwritten.discard(request_id)  # (never written: given back below)
+        given_back = self.cancelled_unwritten.pop(request_id, None)  # (never written: given
+        # back below)
         self.unconfirmed_ends.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
@@ -456,6 +461,8 @@ class WaveMcp:
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
         await anyio.to_thread.run_sync(self._unread, self.unwritten_reads.pop(request_id, None))
         self._settle_receipt(request_id)
+        if given_back is not None:
+            given_back.set()
 
     async def cancelled(self, request_id: Any) -> None:
         """The host cancelled ``request_id``: one whose result it was sent as it gave up
@@ -481,7 +488,16 @@ class WaveMcp:
                 or request_id in self.unconfirmed  # (notices alone: a TaskStop's result)
             )
         ):
-            self.cancelled_unwritten.add(request_id)
+            self.cancelled_unwritten.setdefault(request_id, anyio.Event())
+
+    async def _after_cancels(self) -> None:
+        """Wait until what the requests cancelled before this call took went back (their
+        results being written as the cancel came: :meth:`written` gives it back), at
+        most :data:`GIVE_BACK_PATIENCE` s each (then no later call waits for it)."""
+        for given_back in list(self.cancelled_unwritten.values()):
+            with anyio.move_on_after(GIVE_BACK_PATIENCE):
+                await given_back.wait()
+            given_back.set()
 
     def _given_back(self, name: str, started: list[str], data: dict[str, Any] | None) -> None:
         """A result the host never sees (it cancelled the call as the result came)."""
@@ -562,6 +578,9 @@ class WaveMcp:
 
 ACK_PATIENCE_AT_EXIT = 5.0
 """Seconds a server that is ending waits for confirmations still being tried."""
+GIVE_BACK_PATIENCE = 5.0
+"""Seconds a call waits for what a request cancelled before it took to go back (its
+result still being written: a host not reading its stdout holds that write)."""
 
 
 class Acknowledger:

@@ -856,6 +856,51 @@ def test_a_read_the_host_cancels_after_its_result_is_given_back(
         starter.task_stop(tid)
 
 
+def test_a_call_after_a_cancel_waits_for_what_the_cancelled_result_took(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """The host reads a result, cancels its request and reads again before the server
+    knew the result was written: the second read found the output still taken by the
+    first, given back only after it (a CI run). A call sent after a cancel waits for it."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    mark = tmp_path / "written"
+    client = Client(state_dir=state_dir, session="racing")
+    tid = start_bg(client, f"echo one; echo two; touch {mark}; sleep 30")
+    wait_until(mark.exists)
+    handlers = WaveMcp(client)
+    read = types.CallToolRequestParams(
+        name="TaskOutput", arguments={"task_id": tid, "block": False}
+    )
+
+    async def read_cancel_read() -> str:
+        first = await handlers.call_tool(ToolRequest(5, nothing, nothing), read)
+        assert structured(first)["output"] == "one\ntwo"
+        await handlers.cancelled(5)  # (its result written, the server not yet told)
+        second: list[types.CallToolResult] = []
+        done = anyio.Event()
+
+        async def read_again() -> None:
+            second.append(await handlers.call_tool(ToolRequest(6, nothing, nothing), read))
+            done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_again)
+            with anyio.move_on_after(1):  # (the read, were it not to wait, is done by then)
+                await done.wait()
+            await handlers.written(5)
+        return str(structured(second[0])["output"])
+
+    try:
+        assert anyio.run(read_cancel_read) == "one\ntwo"
+    finally:
+        Client(state_dir=state_dir, session="racing").task_stop(tid)
+        client.close()
+
+
 def test_a_confirmation_that_fails_is_made_again_apart_from_the_writes(state_dir: Path) -> None:
     """A notice claim's confirmation the supervisor did not get (over SSH, a refused
     connection) left the claim to lapse: its notices came again ten minutes on; and a
