@@ -361,17 +361,17 @@ class Client:
         ``on_start`` receives a Bash command's task ID as soon as it runs; ``scope`` lets
         another thread abandon the call (:class:`CallScope`); ``keep_notice``: a TaskInput
         answer that shows its task's end leaves the end's notice to be confirmed by the
-        caller (the MCP server, once written). Only the fields a tool's schema offers are
-        taken from ``arguments`` (a model set a request's own fields, such as its key).
+        caller (the MCP server, once written). A field no tool's schema offers is refused
+        (`background: true` ran in the foreground; a model set a request's own fields).
 
         Raises:
             WaveError: bad input or an unknown/ended task (``str()`` is the text for the model).
         """
         older = name == "BashOutput"  # (it never blocked, as Claude Code's: a trial)
         name = TOOL_ALIASES.get(name, name)
-        if (near := _near_miss(name, arguments)) is not None:
-            raise InvalidInputError(near)
-        args = _model_arguments(name, arguments)
+        if (refusal := _near_miss(name, arguments) or _unexpected(name, arguments)) is not None:
+            raise InvalidInputError(refusal)
+        args = dict(arguments)
         if name == TASK_OUTPUT_TOOL:  # BashOutput's `filter`, kept on TaskOutput too (it
             # was dropped there, and every line came back: a review)
             args["filter"] = arguments.get("filter")
@@ -660,15 +660,43 @@ class Client:
         self.calls.abort_calls()
 
 
+OLDER_TASK_ID = frozenset({"shell_id", "bash_id"})
+"""Older names of ``task_id``, still sent by some hosts."""
+
+
 @cache
-def _tool_fields(name: str) -> frozenset[str]:
-    """What a tool's schema offers a model (and ``shell_id`` and ``bash_id``, older names
-    of ``task_id``);
-    every field for a tool it does not define (Bash's own parse checks those)."""
+def _schema_fields(name: str) -> tuple[str, ...]:
+    """The fields a tool's schema offers a model, in its order (none: no such tool)."""
     for tool in tool_definitions("mcp"):
         if tool["name"] == name:
-            return frozenset(tool["inputSchema"]["properties"]) | {"shell_id", "bash_id"}
-    return frozenset()
+            return tuple(tool["inputSchema"]["properties"])
+    return ()
+
+
+@cache
+def _tool_fields(name: str) -> frozenset[str]:
+    """The fields a tool takes: its schema's, and older names still sent (``shell_id`` and
+    ``bash_id`` for ``task_id``, BashOutput's ``filter``)."""
+    older = set(OLDER_TASK_ID) if "task_id" in _schema_fields(name) else set()
+    if name == TASK_OUTPUT_TOOL:
+        older.add("filter")
+    return frozenset(_schema_fields(name)) | older
+
+
+def _unexpected(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why a call with a field its tool does not take is refused, as Claude Code refuses
+    one: ignored, `background: true` ran a dev server in the foreground until its
+    timeout, and `timeout_ms` was taken for the default timeout (a review)."""
+    schema = _schema_fields(name)
+    if not schema or not all(_given(field, arguments) for field in _required_fields(name)):
+        return None  # (no such tool, or a field missing: said as such)
+    fields = _tool_fields(name)
+    sent = next((key for key in arguments if key not in fields), None)
+    if sent is None:
+        return None
+    near = difflib.get_close_matches(str(sent).lower(), schema, 1, 0.6)
+    hint = f": did you mean {near[0]!r}?" if near else ""
+    return f"an unexpected parameter {sent!r} was sent ({name} takes {', '.join(schema)}){hint}"
 
 
 def _near_miss(name: str, arguments: Mapping[str, Any]) -> str | None:
@@ -678,7 +706,7 @@ def _near_miss(name: str, arguments: Mapping[str, Any]) -> str | None:
     fields = _tool_fields(name)
     unknown = [key for key in arguments if isinstance(key, str) and key not in fields]
     for field in _required_fields(name) if unknown else ():
-        if field in arguments or (field == "task_id" and {"shell_id", "bash_id"} & set(arguments)):
+        if _given(field, arguments):
             continue
         near = difflib.get_close_matches(field.lower(), [k.lower() for k in unknown], 1, 0.6)
         if near:
@@ -689,6 +717,11 @@ def _near_miss(name: str, arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _given(field: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether a field was sent, by its name or an older one."""
+    return field in arguments or (field == "task_id" and bool(OLDER_TASK_ID & set(arguments)))
+
+
 @cache
 def _required_fields(name: str) -> tuple[str, ...]:
     """The fields a tool's schema requires (its definitions are rendered anew each time:
@@ -697,14 +730,6 @@ def _required_fields(name: str) -> tuple[str, ...]:
         if tool["name"] == name:
             return tuple(tool["inputSchema"].get("required", []))
     return ()
-
-
-def _model_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool call's arguments as its schema offers them: not a request's own fields."""
-    fields = _tool_fields(name)
-    if name == BASH_TOOL or not fields:
-        return dict(arguments)
-    return {key: value for key, value in arguments.items() if key in fields}
 
 
 _login_path_injected = False

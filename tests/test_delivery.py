@@ -372,9 +372,10 @@ def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Pa
     # A model cannot set the request's own fields through the tool (they are not in its
     # schema): its keep_notice left the end to be reported again, "yes" was an error.
     tid = plain.bash("read x; echo got-$x", interactive=True).background_task_id or ""
-    arguments = {"task_id": tid, "input": "y\n", "keep_notice": "yes", "request_key": "k"}
-    assert plain.call_tool("TaskInput", arguments)["status"] == "completed"
-    assert plain.notifications() == []
+    arguments = {"task_id": tid, "input": "y\n", "keep_notice": True, "request_key": "k"}
+    with pytest.raises(InvalidInputError, match="an unexpected parameter 'keep_notice'"):
+        plain.call_tool("TaskInput", arguments)
+    plain.task_stop(tid)
 
 
 def _held(func: Any, reached: threading.Event, *, after: bool = False) -> Any:

@@ -136,6 +136,56 @@ def test_a_missing_field_names_the_near_miss_that_was_sent(
     assert refused.value.message == message
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("Bash", {"command": "touch ran", "background": True}, "an unexpected parameter "
+         "'background' was sent (Bash takes command, timeout, description, run_in_background, "
+         "interactive): did you mean 'run_in_background'?"),
+        ("Bash", {"command": "touch ran", "timeout_ms": 5000}, "an unexpected parameter "
+         "'timeout_ms' was sent (Bash takes command, timeout, description, run_in_background, "
+         "interactive): did you mean 'timeout'?"),
+        ("Bash", {"command": "touch ran", "dangerouslyDisableSandbox": True}, "an unexpected "
+         "parameter 'dangerouslyDisableSandbox' was sent (Bash takes command, timeout, "
+         "description, run_in_background, interactive)"),
+        ("Bash", {"command": "touch ran", "shell_id": "abc"}, "an unexpected parameter "
+         "'shell_id' was sent"),  # (task_id's older name: Bash takes no task)
+        ("TaskOutput", {"task_id": "abc", "blocking": True}, "an unexpected parameter "
+         "'blocking' was sent (TaskOutput takes task_id, block, timeout, pattern): did you "
+         "mean 'block'?"),
+        ("KillShell", {"shell_id": "abc", "force": True}, "an unexpected parameter 'force' "
+         "was sent (TaskStop takes task_id)"),
+    ],
+)  # fmt: skip
+def test_a_field_the_tool_does_not_take_is_refused(
+    tool: str, arguments: dict[str, Any], message: str, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """`background: true` was ignored and the command ran in the foreground, a dev server
+    until its timeout (a review): a field the tool does not take is refused, as Claude
+    Code refuses one, and nothing runs."""
+    monkeypatch.chdir(tmp_path)
+    client = Client(state_dir=tmp_path / "state")  # (refused before any supervisor)
+    with pytest.raises(InvalidInputError) as refused:
+        client.call_tool(tool, arguments)
+    assert refused.value.message.startswith(message)
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "state").exists()
+
+
+def test_the_older_names_are_still_taken(state_dir: Path) -> None:
+    """`shell_id`, `bash_id` and BashOutput's `filter` are no schema's, yet still sent by
+    older hosts (T3a): they are taken, not refused as unexpected."""
+    client = Client(state_dir=state_dir)
+    tid = client.call_tool("Bash", {"command": "echo a; echo b", "run_in_background": True})[
+        "backgroundTaskId"
+    ]
+    read = client.call_tool("BashOutput", {"bash_id": tid, "filter": "b", "block": True})
+    assert read["output"] == "b"
+    tid = client.call_tool("Bash", {"command": "sleep 30", "run_in_background": True})[
+        "backgroundTaskId"
+    ]
+    assert client.call_tool("KillShell", {"shell_id": tid})["status"] == "killed"
+
+
 def test_result_texts_exact() -> None:
     assert texts.format_seconds(120_000) == "120"
     assert texts.format_seconds(2000) == "2"
