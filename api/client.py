@@ -369,7 +369,7 @@ class Client:
         """
         older = name == "BashOutput"  # (it never blocked, as Claude Code's: a trial)
         name = TOOL_ALIASES.get(name, name)
-        if (refusal := _near_miss(name, arguments) or _unexpected(name, arguments)) is not None:
+        if (refusal := _misnamed(name, arguments)) is not None:
             raise InvalidInputError(refusal)
         args = dict(arguments)
         if name == TASK_OUTPUT_TOOL:  # BashOutput's `filter`, kept on TaskOutput too (it
@@ -683,38 +683,34 @@ def _tool_fields(name: str) -> frozenset[str]:
     return frozenset(_schema_fields(name)) | older
 
 
-def _unexpected(name: str, arguments: Mapping[str, Any]) -> str | None:
+def _misnamed(name: str, arguments: Mapping[str, Any]) -> str | None:
     """Why a call with a field its tool does not take is refused, as Claude Code refuses
-    one: ignored, `background: true` ran a dev server in the foreground until its
-    timeout, and `timeout_ms` was taken for the default timeout (a review)."""
+    one (ignored, `background: true` ran a dev server in the foreground until its
+    timeout, a review), beside the required field it lacks, if one: the field sent that
+    looks like it (`cmd`, `Command`, `taskId`) is named, as "command is required" alone
+    had a model guess again (a trial)."""
     schema = _schema_fields(name)
-    if not schema or not all(_given(field, arguments) for field in _required_fields(name)):
-        return None  # (no such tool, or a field missing: said as such)
     fields = _tool_fields(name)
-    sent = next((key for key in arguments if key not in fields), None)
-    if sent is None:
-        return None
-    near = difflib.get_close_matches(str(sent).lower(), schema, 1, 0.6)
+    unknown = [key for key in arguments if key not in fields] if schema else []
+    if not unknown:
+        return None  # (no such tool: said as such; else the tool's parse checks the rest)
+    takes = f"{name} takes {', '.join(schema)}"
+    missing = [field for field in _required_fields(name) if not _given(field, arguments)]
+    for field in missing:
+        names = [field, *(sorted(OLDER_TASK_ID) if field == "task_id" else [])]
+        for sent in unknown:
+            if difflib.get_close_matches(str(sent).lower(), names, 1, 0.6):
+                return (
+                    f"{field} is required (an unexpected parameter {sent!r} was sent: did you "
+                    f"mean {field!r}?)"
+                )
+    if missing:
+        return (
+            f"{missing[0]} is required (an unexpected parameter {unknown[0]!r} was sent: {takes})"
+        )
+    near = difflib.get_close_matches(str(unknown[0]).lower(), schema, 1, 0.6)
     hint = f": did you mean {near[0]!r}?" if near else ""
-    return f"an unexpected parameter {sent!r} was sent ({name} takes {', '.join(schema)}){hint}"
-
-
-def _near_miss(name: str, arguments: Mapping[str, Any]) -> str | None:
-    """Why a call missing a required field was refused, where a field of another name was
-    sent that looks like it (`cmd`, `Command`, `taskId`): "command is required" alone had
-    a model guess again (a trial)."""
-    fields = _tool_fields(name)
-    unknown = [key for key in arguments if isinstance(key, str) and key not in fields]
-    for field in _required_fields(name) if unknown else ():
-        if _given(field, arguments):
-            continue
-        near = difflib.get_close_matches(field.lower(), [k.lower() for k in unknown], 1, 0.6)
-        if near:
-            sent = next(k for k in unknown if k.lower() == near[0])
-            return (
-                f"{field} is required (an unknown field {sent!r} was sent: did you mean {field!r}?)"
-            )
-    return None
+    return f"an unexpected parameter {unknown[0]!r} was sent ({takes}){hint}"
 
 
 def _given(field: str, arguments: Mapping[str, Any]) -> bool:

@@ -679,7 +679,8 @@ def _keep_last(kept: collections.OrderedDict[Any, Any], request_id: Any, item: o
 
 
 def _cancelled(line: str) -> Any:
-    """The request a ``notifications/cancelled`` line cancels (None: no such line)."""
+    """The request a ``notifications/cancelled`` line cancels (None: no such line, or no
+    request ID in it)."""
     if "notifications/cancelled" not in line:
         return None
     try:
@@ -689,7 +690,9 @@ def _cancelled(line: str) -> Any:
     if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
         return None
     params = message.get("params")
-    return params.get("requestId") if isinstance(params, dict) else None
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    # (an id is a string or a number: an object's, unhashable, ended the server, a trial)
+    return request_id if isinstance(request_id, str | int | float) else None
 
 
 def _as_before(line: str) -> str:

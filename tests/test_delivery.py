@@ -994,6 +994,9 @@ def test_a_request_with_a_lone_surrogate_is_answered_with_an_error(
         # A message that is no request (a notification, a response) goes on as before.
         cancel = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", '
         host.stdin.write(cancel + b'"params": {"requestId": 77, "reason": "\xff"}}\n')
+        # (and one whose request ID is an object or an array: it ended the server, a trial)
+        host.stdin.write(cancel + b'"params": {"requestId": {"a": 1}}}\n')
+        host.stdin.write(cancel + b'"params": {"requestId": [1]}}\n')
         assert mcp_server._as_before("a\udcffb") == "a\ufffdb"
         host.send(host.bash(6, "echo caf\u00e9"))  # (UTF-8 itself goes through)
         assert host.reply(6)["result"]["content"][0]["text"].startswith("caf\u00e9")

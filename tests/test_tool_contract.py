@@ -118,11 +118,17 @@ def test_other_bad_input(raw: object, message: str) -> None:
 @pytest.mark.parametrize(
     ("tool", "arguments", "message"),
     [
-        ("Bash", {"cmd": "echo x"}, "command is required (an unknown field 'cmd' was sent: "
-         "did you mean 'command'?)"),
-        ("TaskOutput", {"taskId": "abc"}, "task_id is required (an unknown field 'taskId' "
-         "was sent: did you mean 'task_id'?)"),
-        ("Bash", {"script": "echo x"}, "command is required"),
+        ("Bash", {"cmd": "echo x"}, "command is required (an unexpected parameter 'cmd' was "
+         "sent: did you mean 'command'?)"),
+        ("TaskOutput", {"taskId": "abc"}, "task_id is required (an unexpected parameter "
+         "'taskId' was sent: did you mean 'task_id'?)"),
+        ("TaskOutput", {"shellId": "abc"}, "task_id is required (an unexpected parameter "
+         "'shellId' was sent: did you mean 'task_id'?)"),  # (like an older name of it)
+        ("Bash", {"script": "echo x"}, "command is required (an unexpected parameter 'script' "
+         "was sent: Bash takes command, timeout, description, run_in_background, interactive)"),
+        ("TaskInput", {"task_id": "abc", "text": "y\n"}, "input is required (an unexpected "
+         "parameter 'text' was sent: TaskInput takes task_id, input, timeout)"),
+        ("Bash", {}, "command is required"),
     ],
 )  # fmt: skip
 def test_a_missing_field_names_the_near_miss_that_was_sent(
