@@ -170,6 +170,13 @@ class WaveMcp:
         """Requests cancelled as their result waited to be written, each set once what it
         took went back: a call the host sends after the cancel waits for that (a read
         sent right after it found the output still taken, a CI run)."""
+        self.unwritten_inputs: dict[Any, Typed] = {}
+        """Request ID → the input a TaskInput result says was typed, until it is written."""
+        self.written_inputs: collections.OrderedDict[Any, Typed] = collections.OrderedDict()
+        """The same for the last results written (:attr:`written_reads`)."""
+        self.typed_unseen: list[Typed] = []
+        """Inputs typed by TaskInput calls whose results the host never showed (it
+        cancelled them), until the next result says so (I3d)."""
         self.cancelled_running: dict[str, str] = {}
         """Task → command of each Bash call the host cancelled as its command ran, until
         a result says it still runs (or its end)."""
@@ -244,7 +251,7 @@ class WaveMcp:
                 # it, a CI run: the host's cancel came before the thread read its ID)
 
         scope = CallScope(receipt=self._receipt())
-        handoff = _Handoff(lambda got: self._given_back(name, started, got))
+        handoff = _Handoff(lambda got: self._given_back(name, started, got, arguments))
         call = functools.partial(
             self.client.call_tool, params.name, arguments, on_progress=on_progress,
             on_start=on_start, on_ask=self._asker(request, arguments.get("command")),
@@ -267,7 +274,7 @@ class WaveMcp:
                 self.cancelled_running[started[0]] = command
             taken = handoff.abandon()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._given_back, name, started, taken)
+                await anyio.to_thread.run_sync(self._given_back, name, started, taken, arguments)
             if scope.held and scope.receipt is not None:  # (given back here: done with)
                 self.confirms.add(scope.receipt)
             raise
@@ -281,6 +288,8 @@ class WaveMcp:
             self.unwritten_results[request.id] = started[0]
         if (read := _read_of(name, data)) is not None:
             self.unwritten_reads[request.id] = read
+        if (typed := _typed_of(name, data, arguments)) is not None:
+            self.unwritten_inputs[request.id] = typed
         claim_scope = CallScope(receipt=scope.receipt)
         if scope.held and scope.receipt is not None:
             self.held[request.id] = scope.receipt
@@ -318,10 +327,14 @@ class WaveMcp:
         running = await self._cancelled_still_running(notices, started)
         if running:
             data = {**data, "stillRunning": running}
+        typed_unseen, self.typed_unseen = self.typed_unseen, []
+        if typed_unseen:
+            data = {**data, "typedInputs": [{"taskId": t, "input": i} for t, i in typed_unseen]}
         said = result_text(text, notices, waiting)
-        if running:
+        if running or typed_unseen:
             lines = [cancelled_still_running_text(r["taskId"], r["command"], r["outputPath"])
                      for r in running]  # fmt: skip
+            lines += [texts.cancelled_input_typed_text(*typed) for typed in typed_unseen]
             said = "\n\n".join([said, *lines])
         paths = [str(data.get("outputPath") or ""), *(n.output_path for n in notices)]
         if self.client.remote is not None and any(p and p in said for p in paths):
@@ -399,10 +412,12 @@ class WaveMcp:
         self.answering.discard(request_id)
         task_id = self.unwritten_results.pop(request_id, None)
         read = self.unwritten_reads.pop(request_id, None)
+        typed = self.unwritten_inputs.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
         if (given_back := self.cancelled_unwritten.pop(request_id, None)) is not None:
             # (the host gave up on it first: its cancel came as the result was written,
             # before this; a run under load)
+            self._typed_unseen(typed)
             await anyio.to_thread.run_sync(self._never_shown, read, task_id)
             if claim is not None:
                 with contextlib.suppress(WaveError):
@@ -410,6 +425,7 @@ class WaveMcp:
             given_back.set()
         else:
             _keep_last(self.written_reads, request_id, read)
+            _keep_last(self.written_inputs, request_id, typed)
             _keep_last(self.written_results, request_id, task_id)
             if claim is not None:
                 self.acks.add(claim)
@@ -451,6 +467,7 @@ class WaveMcp:
         given_back = self.cancelled_unwritten.pop(request_id, None)  # (never written: given
         # back below)
         self.unconfirmed_ends.pop(request_id, None)
+        self._typed_unseen(self.unwritten_inputs.pop(request_id, None))
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             with contextlib.suppress(WaveError):
@@ -472,6 +489,7 @@ class WaveMcp:
         read = self.written_reads.pop(request_id, None)
         shown = self.written_results.pop(request_id, None)
         claim = self.written_claims.pop(request_id, None)
+        self._typed_unseen(self.written_inputs.pop(request_id, None))
         if read is not None or shown is not None:
             await anyio.to_thread.run_sync(self._never_shown, read, shown)
         if claim is not None:
@@ -485,6 +503,7 @@ class WaveMcp:
             and (
                 request_id in self.unwritten_reads
                 or request_id in self.unwritten_results
+                or request_id in self.unwritten_inputs
                 or request_id in self.unconfirmed  # (notices alone: a TaskStop's result)
             )
         ):
@@ -499,10 +518,19 @@ class WaveMcp:
                 await given_back.wait()
             given_back.set()
 
-    def _given_back(self, name: str, started: list[str], data: dict[str, Any] | None) -> None:
+    def _given_back(
+        self, name: str, started: list[str], data: dict[str, Any] | None, arguments: Any
+    ) -> None:
         """A result the host never sees (it cancelled the call as the result came)."""
         shown = started[0] if started and _announced_unseen(data) else None
+        self._typed_unseen(_typed_of(name, data, arguments))
         self._never_shown(_read_of(name, data), shown)
+
+    def _typed_unseen(self, typed: Typed | None) -> None:
+        """An input typed by a call whose result the host never showed: the next result
+        says so (I3d; from a call's thread too, as list appends are atomic)."""
+        if typed is not None:
+            self.typed_unseen.append(typed)
 
     def _never_shown(self, read: Read | None, task_id: str | None) -> None:
         """A result the host never showed: its read goes back (B6c), and a foreground or
@@ -957,6 +985,18 @@ def _read_of(tool: str, data: dict[str, Any] | None) -> Read | None:
     if not (isinstance(start, int) and isinstance(end, int) and end > start):
         return None
     return str(data.get("taskId")), end, start
+
+
+Typed = tuple[str, str]
+"""An input a TaskInput call typed: its task, and the input."""
+
+
+def _typed_of(tool: str, data: dict[str, Any] | None, arguments: dict[str, Any]) -> Typed | None:
+    """The input a TaskInput result says was typed, if any (a result says it was)."""
+    typed = arguments.get("input")
+    if data is None or tool != TASK_INPUT_TOOL or not isinstance(typed, str) or not typed:
+        return None
+    return str(data.get("taskId")), typed
 
 
 def _announced_unseen(data: dict[str, Any] | None) -> bool:

@@ -415,6 +415,18 @@ def cancelled_still_running_text(task_id: str, command: str, output_path: str) -
     )
 
 
+def cancelled_input_typed_text(task_id: str, typed: str) -> str:
+    """I3d: the input of a TaskInput call the host cancelled was typed all the same (the
+    call had reached the task): said with the next result, or a model that retried the
+    call answered the task's next prompt with it (a trial)."""
+    shown = json.dumps(typed[:NOTICE_LABEL_CHARS], ensure_ascii=False)
+    cut = "…" if len(typed) > NOTICE_LABEL_CHARS else ""
+    return (
+        f"The input of a cancelled TaskInput call, {shown}{cut}, was typed into task {task_id} "
+        "all the same: read its output (TaskOutput) before you type it again."
+    )
+
+
 def remote_paths_text(remote: str) -> str:
     """What a model is told of the output paths of a remote's tasks: they are no files of
     its host's (one read them with its own file reader, which found nothing there or

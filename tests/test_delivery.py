@@ -1297,7 +1297,7 @@ def test_a_prompt_given_back_as_the_call_is_cancelled_is_announced(state_dir: Pa
     assert shown.waiting_for_input and shown.background_task_id
     handlers = WaveMcp(client)
     data = shown.model_dump(mode="json", by_alias=True)
-    handlers._given_back("Bash", [shown.background_task_id], data)
+    handlers._given_back("Bash", [shown.background_task_id], data, {})
     assert _prompt_notice(client).task_id == shown.background_task_id
     client.task_stop(shown.background_task_id)
 
@@ -1365,6 +1365,59 @@ def test_a_prompt_a_caller_back_got_but_never_showed_is_announced_again(
     assert watcher.announce_result(task.id)  # (...and its host never showed it)
     assert _prompt_notice(watcher).task_id == task.id
     watcher.task_stop(task.id)
+
+
+@pytest.mark.parametrize("when", ["as-its-result-comes", "after-it-was-written"])
+def test_the_next_result_says_a_cancelled_calls_input_was_typed(state_dir: Path, when: str) -> None:
+    """The host cancels a TaskInput call once its input was typed: nothing said so, and a
+    model that sent it again answered the task's next prompt with it (a trial). The next
+    result says the input was typed (I3d)."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    session = f"typed-{when}"
+    client = Client(state_dir=state_dir, session=session)
+    prompts = "read -p 'Delete? ' a; echo answer=$a; read -p 'Really? ' b"
+    tid = client.bash(prompts, interactive=True).background_task_id or ""
+    typed = {"name": "TaskInput", "arguments": {"task_id": tid, "input": "y\n"}}
+    note = (
+        f'The input of a cancelled TaskInput call, "y\\n", was typed into task {tid} all the '
+        "same: read its output (TaskOutput) before you type it again."
+    )
+    try:
+        if when == "after-it-was-written":
+            host = _RawHost(state_dir, session)
+            try:
+                host.initialize()
+                host.send({"id": 1, "method": "tools/call", "params": typed})
+                assert "Really?" in host.reply(1)["result"]["structuredContent"]["output"]
+                host.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+                host.send(host.bash(2, "echo next"))
+                result = host.reply(2)["result"]
+                said, content = result["content"][0]["text"], result["structuredContent"]
+                host.send(host.bash(3, "echo again"))  # (said once)
+                assert "TaskInput" not in host.reply(3)["result"]["content"][0]["text"]
+            finally:
+                host.close()
+        else:
+            handlers = WaveMcp(Client(state_dir=state_dir, session=session))
+            reached = threading.Event()
+            handlers.client.call_tool = _held(handlers.client.call_tool, reached, after=True)  # type: ignore[method-assign]
+            _cancelled_call(handlers, "TaskInput", typed["arguments"], reached)  # type: ignore[arg-type]
+            wait_until(lambda: handlers.typed_unseen != [], timeout=10)  # (the thread gave back)
+
+            async def next_call() -> types.CallToolResult:
+                echo = types.CallToolRequestParams(name="Bash", arguments={"command": "echo x"})
+                return await handlers.call_tool(ToolRequest(10, nothing, nothing), echo)
+
+            answered = anyio.run(next_call)
+            said, content = text(answered), structured(answered)
+        assert said.endswith(note)
+        assert content["typedInputs"] == [{"taskId": tid, "input": "y\n"}]
+    finally:
+        client.task_stop(tid)
 
 
 def test_a_prompt_result_cancelled_after_it_was_written_is_announced(state_dir: Path) -> None:
