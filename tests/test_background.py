@@ -84,6 +84,27 @@ def test_task_stop_kills_the_whole_tree(client: Client) -> None:
     assert client.status().running  # the supervisor itself was not touched
 
 
+def test_an_id_sent_among_other_text_is_named(client: Client) -> None:
+    """Models sent a task's log path, `ID: x` or a backticked ID as its ID, and were told
+    only that no such task existed: the one task ID in the text is named."""
+    tid = start_bg(client, "sleep 30")
+    sent = [f"ID: {tid.upper()}", f"/state/tasks/{tid}.log", f"`{tid}`"]
+    for task_id in sent:
+        for tool, more in (("TaskOutput", {}), ("TaskStop", {}), ("TaskInput", {"input": "y"})):
+            with pytest.raises(TaskNotFoundError) as refused:
+                client.call_tool(tool, {"task_id": task_id, **more})
+            assert refused.value.message.endswith(f" (did you mean {tid}?)")
+    with pytest.raises(TaskNotFoundError) as refused:
+        client.task_stop_many([f"`{tid}`"])
+    assert refused.value.message.endswith(f"nothing was stopped (did you mean {tid}?)")
+    other = start_bg(client, "true")
+    for task_id in ("zzzzzzzz", f"{tid} {other}", f"{tid}x"):  # (no task, two, or no ID alone)
+        with pytest.raises(TaskNotFoundError) as refused:
+            client.call_tool("TaskOutput", {"task_id": task_id})
+        assert refused.value.message == f"No task found with ID: {task_id.lower()}"
+    assert client.task_stop(tid).status == "killed"  # (nothing was stopped before)
+
+
 def test_task_stop_errors(client: Client) -> None:
     with pytest.raises(TaskNotFoundError, match="No task found with ID: nosuch"):
         client.task_stop("nosuch")

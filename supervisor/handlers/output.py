@@ -30,6 +30,7 @@ from ..context import Connection, Context
 from ..journal import TaskRow
 from ..tasks import LiveTask
 from ..terminals import TerminalLink
+from .tasks import not_found
 
 T = TypeVar("T")
 
@@ -203,7 +204,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     keep = await _compile(p.filter, "filter")  # (before anything is read)
     row = ctx.journal.get(p.task_id)
     if row is None:
-        raise TaskNotFoundError(p.task_id)
+        raise not_found(ctx, p.task_id)
     with ctx.tasks.answering_for(row.id):  # (a prune as it waited lost the task: a review)
         return await _answer(ctx, p, conn, row, pattern, keep, deadline)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 
 from wave_bash.api.errors import InvalidInputError, TaskNotFoundError, TaskNotRunningError
 from wave_bash.api.models import TaskRecord
@@ -28,8 +29,22 @@ from ..tasks import LiveTask
 def _row(ctx: Context, task_id: str) -> TaskRow:
     row = ctx.journal.get(task_id)
     if row is None:
-        raise TaskNotFoundError(task_id)
+        raise not_found(ctx, task_id)
     return row
+
+
+TASK_ID_IN_TEXT = re.compile(r"(?<![a-z0-9])[a-z0-9]{8}(?![a-z0-9])")
+"""A task ID among other text (IDs are ``[a-z0-9]{8}``)."""
+
+
+def not_found(ctx: Context, task_id: str, message: str | None = None) -> TaskNotFoundError:
+    """No task has the ID sent; where it holds one task's ID among other text (its log's
+    path, `ID: x`, backticks: models sent those, a trial), that one is named."""
+    named = {m for m in TASK_ID_IN_TEXT.findall(task_id) if m != task_id and ctx.journal.get(m)}
+    said = message or f"No task found with ID: {task_id}"
+    return TaskNotFoundError(
+        task_id, f"{said} (did you mean {named.pop()}?)" if len(named) == 1 else said
+    )
 
 
 def _running(ctx: Context, task_id: str, action: str) -> LiveTask:
@@ -137,8 +152,8 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
     found = [ctx.journal.get(task_id) for task_id in p.task_ids]
     missing = [task_id for task_id, row in zip(p.task_ids, found, strict=True) if row is None]
     if missing:  # (said: a caller must not take the others for stopped)
-        raise TaskNotFoundError(
-            missing[0], f"No task found with ID: {', '.join(missing)}; nothing was stopped"
+        raise not_found(
+            ctx, missing[0], f"No task found with ID: {', '.join(missing)}; nothing was stopped"
         )
     rows = [row for row in found if row is not None]
     for row in rows:
