@@ -691,6 +691,11 @@ def _misnamed(name: str, arguments: Mapping[str, Any]) -> str | None:
     had a model guess again (a trial)."""
     schema = _schema_fields(name)
     fields = _tool_fields(name)
+    ids = {k: v for k in ("task_id", *sorted(OLDER_TASK_ID)) if (v := arguments.get(k)) is not None}
+    if "task_id" in schema and len({str(v) for v in ids.values()}) > 1:  # (one was taken,
+        # the others ignored, which one by the tool: a trial)
+        sent = ", ".join(f"{k} {v!r}" for k, v in ids.items())
+        return f"{sent} name different tasks: send task_id alone"
     unknown = [key for key in arguments if key not in fields] if schema else []
     if not unknown:
         return None  # (no such tool: said as such; else the tool's parse checks the rest)

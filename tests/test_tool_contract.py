@@ -161,6 +161,10 @@ def test_a_missing_field_names_the_near_miss_that_was_sent(
          "mean 'block'?"),
         ("KillShell", {"shell_id": "abc", "force": True}, "an unexpected parameter 'force' "
          "was sent (TaskStop takes task_id)"),
+        ("TaskStop", {"task_id": "abc", "shell_id": "xyz"}, "task_id 'abc', shell_id 'xyz' "
+         "name different tasks: send task_id alone"),  # (one was taken, a trial)
+        ("BashOutput", {"bash_id": "abc", "shell_id": "xyz"}, "bash_id 'abc', shell_id 'xyz' "
+         "name different tasks: send task_id alone"),
     ],
 )  # fmt: skip
 def test_a_field_the_tool_does_not_take_is_refused(
