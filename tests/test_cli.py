@@ -433,6 +433,19 @@ def test_arguments_refused_are_one_json_value_with_json(state_dir: Path) -> None
     assert "run needs a command" in plain.stderr
 
 
+def test_a_verbs_option_before_the_verb_is_said_to_go_after_it(state_dir: Path) -> None:
+    """`wave-bash --json tasks` said only "unrecognized arguments: --json" (a trial)."""
+    r = run_cli(state_dir, "--json", "tasks")
+    assert (r.returncode, json.loads(r.stdout)["error"]) == (2, "wave-bash tasks: unrecognized "
+        "arguments: --json (--json is an option of tasks: it goes after the verb, `wave-bash "
+        "tasks --json`)")  # fmt: skip
+    r = run_cli(state_dir, "--all", "tasks")
+    assert r.stderr.endswith("(--all is an option of tasks: it goes after the verb, "
+                             "`wave-bash tasks --all`)\n")  # fmt: skip
+    r = run_cli(state_dir, "--bogus", "tasks")  # (no option of it: nothing more to say)
+    assert r.stderr.endswith("wave-bash tasks: error: unrecognized arguments: --bogus\n")
+
+
 def test_empty_command_exit_2(state_dir: Path) -> None:
     r = run_cli(state_dir, "run", "--", "  ")
     assert r.returncode == 2 and "command must not be empty" in r.stderr
