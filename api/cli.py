@@ -1422,22 +1422,24 @@ _GLOBAL_WITH_VALUE = ("--state-dir", "--session", "--remote", "--ssh-option", "-
 _GLOBAL_SCALARS = tuple(option for option in _GLOBAL_WITH_VALUE if option != "--ssh-option")
 
 
-def _misplaced(argv: Sequence[str], bad: BadArguments) -> str:
-    """What to add to an error for a verb's option given before the verb (`wave-bash
-    --json tasks` said only "unrecognized arguments: --json", a trial), else ''."""
-    message = bad.message
-    if not message.startswith("unrecognized arguments: "):
+def _misplaced(argv: Sequence[str], message: str) -> str:
+    """What to add to an error for a verb's option given before the verb, else '':
+    `wave-bash --json tasks` said only "unrecognized arguments: --json", and `wave-bash
+    --timeout 5000 run -- make` "invalid choice: '5000'", its value read as the verb."""
+    if not message.startswith(("unrecognized arguments: ", "argument {")):
         return ""
     at = 0
-    while at < len(argv) and argv[at].startswith("-") and argv[at] != "--":
+    while at < len(argv) and argv[at] not in _VERBS and argv[at] != "--":
         at += 2 if argv[at] in _GLOBAL_WITH_VALUE else 1
-    verb = argv[at] if at < len(argv) and argv[at] in _VERBS else None
-    unrecognized = message.removeprefix("unrecognized arguments: ").split()
-    takes = bad.parser._option_string_actions  # (argparse has no public way to ask)
-    early = [arg for arg in argv[:at] if arg in unrecognized and arg in takes]
-    if verb is None or not early:
+    if at >= len(argv) or argv[at] not in _VERBS:
         return ""
-    return f" ({early[0]} is an option of {verb}: it goes after the verb, `wave-bash {verb} {early[0]}`)"
+    verb = argv[at]
+    verbs = getattr(build_parser(verb), "verbs", {})
+    takes = verbs[verb]._option_string_actions  # (argparse has no public way to ask)
+    early = [arg for arg in argv[:at] if arg in takes and arg not in _GLOBAL_WITH_VALUE]
+    if not early:
+        return ""
+    return f" ({early[0]} is an option of {verb}: it goes after the verb, `wave-bash {verb} {early[0]} …`)"
 
 
 def _verb_in(argv: Sequence[str]) -> str | None:
@@ -1567,7 +1569,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
             # (`input ID -y` read `-y` as an option: the way to type it, not just that
             # text is missing)
             bad.message += " (text that begins with - goes after --: input ID -- -y)"
-        bad.message += _misplaced(argv, bad)
+        bad.message += _misplaced(argv, bad.message)
         # (`--j` too, as argparse takes it: no other option begins so)
         if any(len(o) > 2 and "--json".startswith(o) for o in options):  # (for `run`, a
             # whole result, as any of its failures)

@@ -438,10 +438,14 @@ def test_a_verbs_option_before_the_verb_is_said_to_go_after_it(state_dir: Path) 
     r = run_cli(state_dir, "--json", "tasks")
     assert (r.returncode, json.loads(r.stdout)["error"]) == (2, "wave-bash tasks: unrecognized "
         "arguments: --json (--json is an option of tasks: it goes after the verb, `wave-bash "
-        "tasks --json`)")  # fmt: skip
+        "tasks --json …`)")  # fmt: skip
     r = run_cli(state_dir, "--all", "tasks")
     assert r.stderr.endswith("(--all is an option of tasks: it goes after the verb, "
-                             "`wave-bash tasks --all`)\n")  # fmt: skip
+                             "`wave-bash tasks --all …`)\n")  # fmt: skip
+    r = run_cli(state_dir, "--timeout", "5000", "run", "--", "true")  # (5000 read as the verb)
+    assert r.returncode == 2 and "invalid choice: '5000'" in r.stderr
+    assert r.stderr.endswith("(--timeout is an option of run: it goes after the verb, "
+                             "`wave-bash run --timeout …`)\n")  # fmt: skip
     r = run_cli(state_dir, "--bogus", "tasks")  # (no option of it: nothing more to say)
     assert r.stderr.endswith("wave-bash tasks: error: unrecognized arguments: --bogus\n")
 
