@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import anyio
 import anyio.from_thread
@@ -166,17 +166,22 @@ class WaveMcp:
         """The same for the last foreground or prompt results written: their tasks."""
         self.written_claims: collections.OrderedDict[Any, str] = collections.OrderedDict()
         """The same for the notices the last results written carried: their claims."""
-        self.cancelled_unwritten: dict[Any, anyio.Event] = {}
-        """Requests cancelled as their result waited to be written, each set once what it
-        took went back: a call the host sends after the cancel waits for that (a read
-        sent right after it found the output still taken, a CI run)."""
+        self.cancelled_unwritten: collections.OrderedDict[Any, bool] = collections.OrderedDict()
+        """Requests the host cancelled as their result was made or written: what it took
+        went back as the cancel came (a call sent right after it found a read still
+        taken, a CI run); what is taken after that goes back as it is written."""
         self.unwritten_inputs: dict[Any, Typed] = {}
         """Request ID → the input a TaskInput result says was typed, until it is written."""
         self.written_inputs: collections.OrderedDict[Any, Typed] = collections.OrderedDict()
         """The same for the last results written (:attr:`written_reads`)."""
         self.typed_unseen: list[Typed] = []
         """Inputs typed by TaskInput calls whose results the host never showed (it
-        cancelled them), until the next result says so (I3d)."""
+        cancelled them), until a result that says so is written (I3d)."""
+        self.unwritten_notes: dict[Any, Notes] = {}
+        """Request ID → what its result says of cancelled calls (I3c, I3d), until it is
+        written: one never shown (cancelled too) leaves it to the next (a review)."""
+        self.written_notes: collections.OrderedDict[Any, Notes] = collections.OrderedDict()
+        """The same for the last results written (:attr:`written_reads`)."""
         self.cancelled_running: dict[str, str] = {}
         """Task → command of each Bash call the host cancelled as its command ran, until
         a result says it still runs (or its end)."""
@@ -238,7 +243,6 @@ class WaveMcp:
         arguments = dict(params.arguments or {})  # is TaskOutput that does not block, a review)
         if self.host_gone:  # it sent the call and left: nobody would see what it does
             return _error_result("the MCP host went away; nothing was run")
-        await self._after_cancels()
         on_progress = self._progress_reporter(request) if name == BASH_TOOL else None
         started: list[str] = []
         cancelled = False  # (set as the host cancels: read by on_start, in the call's thread)
@@ -290,22 +294,41 @@ class WaveMcp:
             self.unwritten_reads[request.id] = read
         if (typed := _typed_of(name, data, arguments)) is not None:
             self.unwritten_inputs[request.id] = typed
-        claim_scope = CallScope(receipt=scope.receipt)
         if scope.held and scope.receipt is not None:
             self.held[request.id] = scope.receipt
-        try:  # (not from a supervisor the call could not reach: a frozen one held its
-            # result another 20 s, the claim giving up as the call had, a trial)
-            claim = None if unreachable else await self._claim_notices(request.id, claim_scope)
-            if claim_scope.held and claim_scope.receipt is not None:
-                self.held[request.id] = claim_scope.receipt
-            await anyio.lowlevel.checkpoint_if_cancelled()  # (the claim waits uncancelled)
+        try:
+            result = await self._result(
+                request, name, data, text, is_error, unreachable, started, scope.receipt
+            )
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            return result
         except anyio.get_cancelled_exc_class():
-            # Cancelled by the host as the call ended (a review: as its notices were
-            # claimed): the SDK never writes its result, so what it claimed goes back and
-            # its foreground end becomes a notice now, not when this server exits.
+            # Cancelled by the host as the call ended (as its notices were claimed, a
+            # review; as it looked for the commands of cancelled calls, another): the SDK
+            # never writes its result, so what it took goes back and its foreground end
+            # becomes a notice now, not when this server exits.
             with anyio.CancelScope(shield=True):
                 await self.settle_unwritten(request.id)
             raise
+
+    async def _result(
+        self,
+        request: mcp_compat.ToolRequest,
+        name: str,
+        data: dict[str, Any] | None,
+        text: str,
+        is_error: bool,
+        unreachable: bool,
+        started: list[str],
+        receipt: str | None,
+    ) -> types.CallToolResult:
+        """A call's result, with the notices it carries claimed for it (not from a
+        supervisor the call could not reach: a frozen one held its result another 20 s,
+        the claim giving up as the call had, a trial)."""
+        claim_scope = CallScope(receipt=receipt)
+        claim = None if unreachable else await self._claim_notices(request.id, claim_scope)
+        if claim_scope.held and claim_scope.receipt is not None:
+            self.held[request.id] = claim_scope.receipt
         notices = claim.notices if claim else []
         waiting = (
             notices_waiting_text(claim.model_dump(by_alias=True))
@@ -328,6 +351,8 @@ class WaveMcp:
         if running:
             data = {**data, "stillRunning": running}
         typed_unseen, self.typed_unseen = self.typed_unseen, []
+        if running or typed_unseen:
+            self.unwritten_notes[request.id] = Notes(running, typed_unseen)
         if typed_unseen:
             data = {**data, "typedInputs": [{"taskId": t, "input": i} for t, i in typed_unseen]}
         said = result_text(text, notices, waiting)
@@ -409,27 +434,20 @@ class WaveMcp:
     async def written(self, request_id: Any) -> None:
         """The result of ``request_id`` reached the host: its notices are delivered (the
         confirmation goes apart: awaited here, a slow one held every message after it)."""
+        if self.cancelled_unwritten.pop(request_id, None) is not None:
+            # (the host gave up on it first, and never shows it: what it took after the
+            # cancel goes back too)
+            await self.settle_unwritten(request_id)
+            return
         self.answering.discard(request_id)
-        task_id = self.unwritten_results.pop(request_id, None)
-        read = self.unwritten_reads.pop(request_id, None)
-        typed = self.unwritten_inputs.pop(request_id, None)
         claim = self.unconfirmed.pop(request_id, None)
-        if (given_back := self.cancelled_unwritten.pop(request_id, None)) is not None:
-            # (the host gave up on it first: its cancel came as the result was written,
-            # before this; a run under load)
-            self._typed_unseen(typed)
-            await anyio.to_thread.run_sync(self._never_shown, read, task_id)
-            if claim is not None:
-                with contextlib.suppress(WaveError):
-                    await anyio.to_thread.run_sync(self.notices.release_notices, claim)
-            given_back.set()
-        else:
-            _keep_last(self.written_reads, request_id, read)
-            _keep_last(self.written_inputs, request_id, typed)
-            _keep_last(self.written_results, request_id, task_id)
-            if claim is not None:
-                self.acks.add(claim)
-                _keep_last(self.written_claims, request_id, claim)
+        _keep_last(self.written_reads, request_id, self.unwritten_reads.pop(request_id, None))
+        _keep_last(self.written_inputs, request_id, self.unwritten_inputs.pop(request_id, None))
+        _keep_last(self.written_results, request_id, self.unwritten_results.pop(request_id, None))
+        _keep_last(self.written_notes, request_id, self.unwritten_notes.pop(request_id, None))
+        if claim is not None:
+            self.acks.add(claim)
+            _keep_last(self.written_claims, request_id, claim)
         if (ended := self.unconfirmed_ends.pop(request_id, None)) is not None:
             self.end_acks.add(ended)
         self._settle_receipt(request_id)
@@ -461,13 +479,17 @@ class WaveMcp:
             await anyio.sleep(0.01)
 
     async def settle_unwritten(self, request_id: Any) -> None:
-        """The result of ``request_id`` will never be written: what it claimed goes back
-        to the session, and its foreground command's end becomes a notice."""
+        """The result of ``request_id`` will never be written (or shown): what it claimed
+        goes back to the session, and its foreground command's end becomes a notice."""
         self.answering.discard(request_id)
-        given_back = self.cancelled_unwritten.pop(request_id, None)  # (never written: given
-        # back below)
+        self.cancelled_unwritten.pop(request_id, None)  # (answered: its ID may come again)
+        await self._give_back(request_id)
+
+    async def _give_back(self, request_id: Any) -> None:
+        """What the result of ``request_id``, never shown, took (so far) goes back."""
         self.unconfirmed_ends.pop(request_id, None)
         self._typed_unseen(self.unwritten_inputs.pop(request_id, None))
+        self._notes_unseen(self.unwritten_notes.pop(request_id, None))
         claim = self.unconfirmed.pop(request_id, None)
         if claim is not None:
             with contextlib.suppress(WaveError):
@@ -478,45 +500,40 @@ class WaveMcp:
                 await anyio.to_thread.run_sync(self.notices.announce_result, task_id)
         await anyio.to_thread.run_sync(self._unread, self.unwritten_reads.pop(request_id, None))
         self._settle_receipt(request_id)
-        if given_back is not None:
-            given_back.set()
 
     async def cancelled(self, request_id: Any) -> None:
         """The host cancelled ``request_id``: one whose result it was sent as it gave up
         (a host timeout as long as the wait's) never showed its output, which goes back
         to the session's next reader (B6c: 38 lines of a task were lost so, a trial), nor
-        the notices it carried (confirmed as shown, they come back)."""
+        the notices it carried (confirmed as shown, they come back). One whose result
+        is being made or written gives back what it took now, before the next request
+        is read (a read right after the cancel found the output still taken, a CI run)."""
+        request_id = self._known_as(request_id)
+        if request_id in self.answering:  # (its result not written yet)
+            _keep_last(self.cancelled_unwritten, request_id, True)
+            await self._give_back(request_id)
+            return
         read = self.written_reads.pop(request_id, None)
         shown = self.written_results.pop(request_id, None)
         claim = self.written_claims.pop(request_id, None)
         self._typed_unseen(self.written_inputs.pop(request_id, None))
+        self._notes_unseen(self.written_notes.pop(request_id, None))
         if read is not None or shown is not None:
             await anyio.to_thread.run_sync(self._never_shown, read, shown)
         if claim is not None:
             with contextlib.suppress(WaveError):  # (its confirmation may come after: it
                 # finds the claim settled, and changes nothing)
                 await anyio.to_thread.run_sync(self.notices.release_notices, claim, True)
-        if (
-            read is None
-            and shown is None
-            and claim is None
-            and (
-                request_id in self.unwritten_reads
-                or request_id in self.unwritten_results
-                or request_id in self.unwritten_inputs
-                or request_id in self.unconfirmed  # (notices alone: a TaskStop's result)
-            )
-        ):
-            self.cancelled_unwritten.setdefault(request_id, anyio.Event())
 
-    async def _after_cancels(self) -> None:
-        """Wait until what the requests cancelled before this call took went back (their
-        results being written as the cancel came: :meth:`written` gives it back), at
-        most :data:`GIVE_BACK_PATIENCE` s each (then no later call waits for it)."""
-        for given_back in list(self.cancelled_unwritten.values()):
-            with anyio.move_on_after(GIVE_BACK_PATIENCE):
-                await given_back.wait()
-            given_back.set()
+    def _known_as(self, request_id: Any) -> Any:
+        """The ID a cancel names as this server knows it: `"2"` names request 2, as the
+        SDK matches it."""
+        if isinstance(request_id, str) and re.fullmatch(r"-?[0-9]+", request_id):
+            known = (self.answering, self.written_reads, self.written_results,
+                     self.written_claims, self.written_inputs, self.written_notes)  # fmt: skip
+            if any(int(request_id) in ids for ids in known):
+                return int(request_id)
+        return request_id
 
     def _given_back(
         self, name: str, started: list[str], data: dict[str, Any] | None, arguments: Any
@@ -531,6 +548,13 @@ class WaveMcp:
         says so (I3d; from a call's thread too, as list appends are atomic)."""
         if typed is not None:
             self.typed_unseen.append(typed)
+
+    def _notes_unseen(self, notes: Notes | None) -> None:
+        """What a result never shown said of cancelled calls: the next result says it."""
+        if notes is not None:
+            for running in notes.running:
+                self.cancelled_running.setdefault(running["taskId"], running["command"])
+            self.typed_unseen.extend(notes.typed)
 
     def _never_shown(self, read: Read | None, task_id: str | None) -> None:
         """A result the host never showed: its read goes back (B6c), and a foreground or
@@ -606,9 +630,6 @@ class WaveMcp:
 
 ACK_PATIENCE_AT_EXIT = 5.0
 """Seconds a server that is ending waits for confirmations still being tried."""
-GIVE_BACK_PATIENCE = 5.0
-"""Seconds a call waits for what a request cancelled before it took to go back (its
-result still being written: a host not reading its stdout holds that write)."""
 
 
 class Acknowledger:
@@ -719,8 +740,10 @@ def _cancelled(line: str) -> Any:
         return None
     params = message.get("params")
     request_id = params.get("requestId") if isinstance(params, dict) else None
-    # (an id is a string or a number: an object's, unhashable, ended the server, a trial)
-    return request_id if isinstance(request_id, str | int | float) else None
+    # (an id is a string or a whole number, as the SDK takes it: an object's, unhashable,
+    # ended the server, a trial; `true`, equal to 1 here, gave back request 1's read)
+    ok = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    return request_id if ok else None
 
 
 def _as_before(line: str) -> str:
@@ -989,6 +1012,14 @@ def _read_of(tool: str, data: dict[str, Any] | None) -> Read | None:
 
 Typed = tuple[str, str]
 """An input a TaskInput call typed: its task, and the input."""
+
+
+class Notes(NamedTuple):
+    """What a result says of cancelled calls: commands still running (I3c), inputs typed
+    (I3d)."""
+
+    running: list[dict[str, str]]
+    typed: list[Typed]
 
 
 def _typed_of(tool: str, data: dict[str, Any] | None, arguments: dict[str, Any]) -> Typed | None:

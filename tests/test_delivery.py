@@ -433,7 +433,9 @@ def test_a_call_cancelled_as_its_notices_are_claimed_gives_them_back(state_dir: 
     assert sorted(n.task_id for n in reader.notifications()) == sorted([earlier, ended[0].id])
 
 
-@pytest.mark.parametrize("when", ["as-notices-are-claimed", "as-its-result-comes"])
+@pytest.mark.parametrize(
+    "when", ["as-notices-are-claimed", "as-its-result-comes", "as-it-looks-for-cancelled-calls"]
+)
 def test_a_read_whose_result_is_cancelled_is_read_again(state_dir: Path, when: str) -> None:
     """The host cancels a TaskOutput call as its result comes: the supervisor had
     recorded the read once its reply reached the MCP server, and the output was never
@@ -446,11 +448,19 @@ def test_a_read_whose_result_is_cancelled_is_read_again(state_dir: Path, when: s
     reached = threading.Event()
     if when == "as-notices-are-claimed":
         handlers.notices.claim_notices = _held(handlers.notices.claim_notices, reached)  # type: ignore[method-assign]
+    elif when == "as-it-looks-for-cancelled-calls":  # (a command of a cancelled call is
+        # looked for: the read was never given back, and the next call waited 5 s, a review)
+        handlers.cancelled_running[start_bg(client, "sleep 30")] = "sleep 30"
+        handlers.notices.wait = _held(handlers.notices.wait, reached)  # type: ignore[method-assign]
     else:  # (the thread returns as the host's cancel arrives)
         client.call_tool = _held(client.call_tool, reached, after=True)  # type: ignore[method-assign]
     _cancelled_call(handlers, "TaskOutput", {"task_id": task_id}, reached)
     reader = Client(state_dir=state_dir, session="cancelled-read")
     wait_until(lambda: reader.task_output(task_id, block=False).output == "one", timeout=10)
+    if when == "as-it-looks-for-cancelled-calls":  # (said by the next result, after all)
+        assert list(handlers.cancelled_running.values()) == ["sleep 30"]
+        for tid in handlers.cancelled_running:
+            reader.task_stop(tid)
 
 
 @pytest.mark.parametrize("back", [True, False])
@@ -857,12 +867,12 @@ def test_a_read_the_host_cancels_after_its_result_is_given_back(
         starter.task_stop(tid)
 
 
-def test_a_call_after_a_cancel_waits_for_what_the_cancelled_result_took(
+def test_a_call_after_a_cancel_finds_what_the_cancelled_result_took_given_back(
     state_dir: Path, tmp_path: Path
 ) -> None:
     """The host reads a result, cancels its request and reads again before the server
     knew the result was written: the second read found the output still taken by the
-    first, given back only after it (a CI run). A call sent after a cancel waits for it."""
+    first, given back only after it (a CI run). The cancel gives it back at once."""
     from wave_bash.api.mcp_compat import ToolRequest
 
     async def nothing(*args: Any) -> None:
@@ -890,9 +900,10 @@ def test_a_call_after_a_cancel_waits_for_what_the_cancelled_result_took(
 
         async with anyio.create_task_group() as group:
             group.start_soon(read_again)
-            with anyio.move_on_after(1):  # (the read, were it not to wait, is done by then)
+            with anyio.move_on_after(1):  # (the read, were it to go first, is done by then)
                 await done.wait()
             await handlers.written(5)
+        assert handlers.cancelled_unwritten == {} and 5 not in handlers.unwritten_reads
         return str(structured(second[0])["output"])
 
     try:
@@ -1367,6 +1378,22 @@ def test_a_prompt_a_caller_back_got_but_never_showed_is_announced_again(
     watcher.task_stop(task.id)
 
 
+def test_a_cancel_names_a_request_as_the_sdk_matches_it(state_dir: Path) -> None:
+    """`true` (equal to 1 in Python) gave back request 1's read, shown again; `"2"` did
+    not name request 2, as the SDK's matching does (a review)."""
+    line = '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": %s}}'
+    assert [mcp_server._cancelled(line % sent) for sent in ("true", "1.0", '"2"', "3")] == [
+        None, None, "2", 3,
+    ]  # fmt: skip
+    handlers = WaveMcp(Client(state_dir=state_dir, session="ids"))
+    handlers.written_results[2] = "sometask"
+    handlers.written_results["x"] = "other"
+    assert (handlers._known_as("2"), handlers._known_as("x"), handlers._known_as("7")) == (
+        2, "x", "7",
+    )  # fmt: skip
+    handlers.client.close()
+
+
 @pytest.mark.parametrize("when", ["as-its-result-comes", "after-it-was-written"])
 def test_the_next_result_says_a_cancelled_calls_input_was_typed(state_dir: Path, when: str) -> None:
     """The host cancels a TaskInput call once its input was typed: nothing said so, and a
@@ -1395,10 +1422,14 @@ def test_the_next_result_says_a_cancelled_calls_input_was_typed(state_dir: Path,
                 assert "Really?" in host.reply(1)["result"]["structuredContent"]["output"]
                 host.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
                 host.send(host.bash(2, "echo next"))
-                result = host.reply(2)["result"]
+                said = host.reply(2)["result"]["content"][0]["text"]
+                assert said.endswith(note)  # (the host cancels that one too: said again)
+                host.send({"method": "notifications/cancelled", "params": {"requestId": 2}})
+                host.send(host.bash(3, "echo next"))
+                result = host.reply(3)["result"]
                 said, content = result["content"][0]["text"], result["structuredContent"]
-                host.send(host.bash(3, "echo again"))  # (said once)
-                assert "TaskInput" not in host.reply(3)["result"]["content"][0]["text"]
+                host.send(host.bash(4, "echo again"))  # (said once)
+                assert "TaskInput" not in host.reply(4)["result"]["content"][0]["text"]
             finally:
                 host.close()
         else:
