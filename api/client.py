@@ -692,8 +692,9 @@ def _misnamed(name: str, arguments: Mapping[str, Any]) -> str | None:
     schema = _schema_fields(name)
     fields = _tool_fields(name)
     ids = {k: v for k in ("task_id", *sorted(OLDER_TASK_ID)) if (v := arguments.get(k)) is not None}
-    if "task_id" in schema and len({str(v) for v in ids.values()}) > 1:  # (one was taken,
-        # the others ignored, which one by the tool: a trial)
+    named = {v.strip().lower() if isinstance(v, str) else repr(v) for v in ids.values()} - {""}
+    if "task_id" in schema and len(named) > 1:  # (one was taken, the others ignored, which
+        # one by the tool: a trial; each as it is taken: `ABC` is `abc`)
         sent = ", ".join(f"{k} {v!r}" for k, v in ids.items())
         return f"{sent} name different tasks: send task_id alone"
     unknown = [key for key in arguments if key not in fields] if schema else []

@@ -202,7 +202,9 @@ def tool_definitions(
     """
     tools = []
     for name, description, schema in _TOOLS:
-        schema = copy.deepcopy(schema)
+        # (no other field is taken, T6: a host that checks or constrains a model's call
+        # by its schema knows it; ignored, `background: true` ran in the foreground)
+        schema = {**copy.deepcopy(schema), "additionalProperties": False}
         if follow_cd and name == BASH_TOOL:
             description = description.replace(FRESH_SHELL_LINE, FOLLOW_CD_LINE)
         if format == "anthropic":

@@ -102,6 +102,11 @@ def test_an_id_sent_among_other_text_is_named(client: Client) -> None:
         with pytest.raises(TaskNotFoundError) as refused:
             client.call_tool("TaskOutput", {"task_id": task_id})
         assert refused.value.message == f"No task found with ID: {task_id.lower()}"
+    other_session = Client(state_dir=client.layout.root, session="another")
+    with pytest.raises(TaskNotFoundError) as refused:  # (another session's task: not named)
+        other_session.call_tool("TaskStop", {"task_id": f"`{tid}`"})
+    assert refused.value.message == f"No task found with ID: `{tid}`"
+    other_session.close()
     assert client.task_stop(tid).status == "killed"  # (nothing was stopped before)
 
 

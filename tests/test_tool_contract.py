@@ -165,6 +165,8 @@ def test_a_missing_field_names_the_near_miss_that_was_sent(
          "name different tasks: send task_id alone"),  # (one was taken, a trial)
         ("BashOutput", {"bash_id": "abc", "shell_id": "xyz"}, "bash_id 'abc', shell_id 'xyz' "
          "name different tasks: send task_id alone"),
+        ("TaskStop", {"task_id": " ABC", "shell_id": "abc", "force": 1}, "an unexpected "
+         "parameter 'force'"),  # (one task, as each is taken: no conflict)
     ],
 )  # fmt: skip
 def test_a_field_the_tool_does_not_take_is_refused(

@@ -204,7 +204,7 @@ async def handle(ctx: Context, p: OutputParams, conn: Connection) -> TaskOutputR
     keep = await _compile(p.filter, "filter")  # (before anything is read)
     row = ctx.journal.get(p.task_id)
     if row is None:
-        raise not_found(ctx, p.task_id)
+        raise not_found(ctx, p.task_id, p.session)
     with ctx.tasks.answering_for(row.id):  # (a prune as it waited lost the task: a review)
         return await _answer(ctx, p, conn, row, pattern, keep, deadline)
 

@@ -26,10 +26,12 @@ from ..journal import TaskRow
 from ..tasks import LiveTask
 
 
-def _row(ctx: Context, task_id: str) -> TaskRow:
+def _row(ctx: Context, task_id: str, session: str = "") -> TaskRow:
+    """The task's row; none: :func:`not_found` (``session``: the caller's, whose tasks
+    it may name)."""
     row = ctx.journal.get(task_id)
     if row is None:
-        raise not_found(ctx, task_id)
+        raise not_found(ctx, task_id, session)
     return row
 
 
@@ -37,10 +39,14 @@ TASK_ID_IN_TEXT = re.compile(r"(?<![a-z0-9])[a-z0-9]{8}(?![a-z0-9])")
 """A task ID among other text (IDs are ``[a-z0-9]{8}``)."""
 
 
-def not_found(ctx: Context, task_id: str, message: str | None = None) -> TaskNotFoundError:
-    """No task has the ID sent; where it holds one task's ID among other text (its log's
-    path, `ID: x`, backticks: models sent those, a trial), that one is named."""
-    named = {m for m in TASK_ID_IN_TEXT.findall(task_id) if m != task_id and ctx.journal.get(m)}
+def not_found(
+    ctx: Context, task_id: str, session: str, message: str | None = None
+) -> TaskNotFoundError:
+    """No task has the ID sent; where it holds the ID of one task of the caller's
+    ``session`` among other text (its log's path, `ID: x`, backticks: models sent those,
+    a trial), that one is named."""
+    found = (ctx.journal.get(m) for m in set(TASK_ID_IN_TEXT.findall(task_id)) - {task_id})
+    named = {row.id for row in found if row is not None and row.session == session}
     said = message or f"No task found with ID: {task_id}"
     return TaskNotFoundError(
         task_id, f"{said} (did you mean {named.pop()}?)" if len(named) == 1 else said
@@ -123,7 +129,7 @@ def _no_looser(mode: str, ran: Sandbox | None, caller: SandboxSpec, running: boo
 async def handle_stop(ctx: Context, p: StopParams, conn: Connection) -> TaskRecord:
     """TaskStop (SPEC B3): every process of the task, then the recorded status. A task
     that ended but left processes running has those stopped."""
-    row = _row(ctx, p.task_id)
+    row = _row(ctx, p.task_id, p.session)
     confined(ctx, p.sandbox, p.session, row, "TaskStop")
     lingering = ctx.tasks.lingering.get(p.task_id)
     left = ctx.tasks.leftover_count(p.task_id) if lingering is not None else 0
@@ -152,9 +158,8 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
     found = [ctx.journal.get(task_id) for task_id in p.task_ids]
     missing = [task_id for task_id, row in zip(p.task_ids, found, strict=True) if row is None]
     if missing:  # (said: a caller must not take the others for stopped)
-        raise not_found(
-            ctx, missing[0], f"No task found with ID: {', '.join(missing)}; nothing was stopped"
-        )
+        said = f"No task found with ID: {', '.join(missing)}; nothing was stopped"
+        raise not_found(ctx, missing[0], p.session, said)
     rows = [row for row in found if row is not None]
     for row in rows:
         confined(ctx, p.sandbox, p.session, row, "TaskStop")
@@ -173,7 +178,7 @@ async def handle_stop_many(ctx: Context, p: StopManyParams, conn: Connection) ->
 
 async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
     """F4: the user moves a running foreground command to the background."""
-    confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id), "a move to the background")
+    confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id, p.session), "a move to the background")
     task = _running(ctx, p.task_id, "background")
     ctx.tasks.move_to_background(task, BackgroundReason.USER)
     return views.task_record(task.row, ctx.tasks)
@@ -181,7 +186,7 @@ async def handle_background(ctx: Context, p: TaskParams, conn: Connection) -> Ta
 
 async def handle_wait(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
     """Wait until the task ends or ``timeout`` ms pass; the record either way."""
-    row = _row(ctx, p.task_id)
+    row = _row(ctx, p.task_id, p.session)
     task = ctx.tasks.live.get(p.task_id)
     if task is None:
         return views.task_record(row, ctx.tasks)  # ended: the journal row is complete

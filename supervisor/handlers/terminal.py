@@ -76,7 +76,7 @@ def _terminal(task: LiveTask) -> TerminalLink:
 async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOutputResult:
     """Type the input, then wait until the command waits for input again, ends, or the
     timeout passes; the new output since this session's last read."""
-    _interactive(row := _row(ctx, p.task_id))
+    _interactive(row := _row(ctx, p.task_id, p.session))
     confined(ctx, p.sandbox, p.session, row, "TaskInput")
     task = _running(ctx, p.task_id, "type into")
     await _allowed_input(p, task.row)
@@ -104,7 +104,7 @@ async def handle_interrupt(ctx: Context, p: TaskParams, conn: Connection) -> Tas
     terminal has the key typed (its line discipline signals what runs in front there);
     any other task's job gets SIGINT, its process group. The command decides what it
     means; the task runs on until it ends (a stop ends it whatever it decides)."""
-    confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id), "an interrupt")
+    confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id, p.session), "an interrupt")
     task = _running(ctx, p.task_id, "interrupt")
     if task.row.interactive:
         await _typed(ctx, task, _terminal(task).type(INTERRUPT_KEY))
@@ -121,7 +121,7 @@ async def handle_interrupt(ctx: Context, p: TaskParams, conn: Connection) -> Tas
 async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> TerminalResult:
     """Raw output from ``offset`` for a person's terminal, after typing their keys; or,
     a read that names its ``size``, of any task (``output --raw``: its log's bytes)."""
-    row = _row(ctx, p.task_id)
+    row = _row(ctx, p.task_id, p.session)
     if p.input or p.resize is not None or p.size is None:  # (an attach names no size)
         _interactive(row)
     if p.input or p.resize is not None:
