@@ -9,7 +9,7 @@ import shlex
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import texts
 from .calls import (
@@ -314,7 +314,7 @@ class Client:
                     approved = ask(result) if ask is not None else None
                 except Exception as exc:  # (the call still gets a result: declined, and why)
                     approved, result = None, _declined(result, exc)
-                if approved:  # the same command again, approved by a person
+                if approved is True:  # the same command again, approved by a person
                     params = params.model_copy(
                         update={"approved": True, "request_key": uuid.uuid4().hex}
                     )
@@ -323,6 +323,8 @@ class Client:
                     )
                 elif approved is False:
                     result = _declined(result)
+                elif approved is not None:  # ("no" ran it: only True approves, a review)
+                    result = _declined(result, UnclearAnswer(approved))
         except (
             InvalidInputError, ShellNotFoundError, SpawnError, StorageError,
             SandboxUnavailableError,
@@ -332,7 +334,11 @@ class Client:
             if self.follow_cd:
                 self.cwd = result.cwd
             if self.on_cwd_change is not None:
-                self.on_cwd_change(result.cwd)
+                try:
+                    self.on_cwd_change(result.cwd)
+                except BaseException as failed:  # (the result was lost unsaid: a review)
+                    failed.add_note(_result_note(result))
+                    raise
         return result
 
     def _hook_answer(self, command: str, interactive: bool) -> dict[str, str] | None:
@@ -648,6 +654,19 @@ class Client:
         :meth:`Caller.close`."""
         self.calls.close(reason)
 
+    def __reduce__(self) -> NoReturn:
+        """A client is not copied nor pickled: a copy shared its connection, and closing
+        it closed this one (a review); make another with the same arguments."""
+        raise TypeError(
+            "a wave-bash Client cannot be copied or pickled: make another with the same arguments"
+        )
+
+    def __copy__(self) -> NoReturn:
+        self.__reduce__()
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        self.__reduce__()
+
     def __enter__(self) -> Client:
         return self
 
@@ -775,6 +794,23 @@ def inject_login_path(client: Client | None = None, timeout_ms: float = 5000) ->
             if path:
                 os.environ["PATH"] = with_own_entries(path, os.environ.get("PATH", ""))
     return os.environ.get("PATH")
+
+
+class UnclearAnswer(Exception):
+    """An approval callback's answer that is not True, False or None."""
+
+    def __init__(self, answer: object) -> None:
+        super().__init__(f"it answered {answer!r}, not True (approved), False or None")
+
+
+def _result_note(result: BashResult) -> str:
+    """What a caller whose callback raised after its command ran is told of the result."""
+    if result.background_task_id:
+        return f"wave-bash: task {result.background_task_id} keeps running in the background"
+    return (
+        f"wave-bash: the command ran (exit code {result.exit_code}); its output is in "
+        f"{result.output_path}"
+    )
 
 
 def _declined(result: BashResult, failure: BaseException | None = None) -> BashResult:

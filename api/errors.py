@@ -22,6 +22,17 @@ class WaveError(Exception):
         self.message = message
         self.task_id = task_id
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as made (a subclass's own arguments differ: a `TaskNotFoundError`
+        through a process pool said "No task found with ID: No task found…", a trial)."""
+        return _rebuilt, (type(self), self.message, self.task_id)
+
+
+def _rebuilt(kind: type[WaveError], message: str, task_id: str | None) -> WaveError:
+    error = Exception.__new__(kind)
+    WaveError.__init__(error, message, task_id=task_id)
+    return error
+
 
 class InvalidInputError(WaveError):
     """The request was malformed (bad timeout, empty command, ...); nothing was run."""

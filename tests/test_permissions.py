@@ -1464,6 +1464,52 @@ def test_a_hook_or_approval_that_raises_declines_and_says_why(
     assert not declined.success and declined.permission and declined.permission.source == "user"
     assert declined.permission.reason == "the approval callback failed: RuntimeError: no one to ask"
     assert "Nothing was run" in (declined.error or "") and not (workdir / "asked").exists()
+    for answer in ("no", 1, {"approved": False}):  # (each ran it: only True approves, a review)
+        declined = asking.bash("touch asked", on_ask=lambda result, said=answer: said)
+        assert declined.permission and declined.permission.decision == "deny"
+        assert declined.permission.reason == (
+            f"the approval callback failed: UnclearAnswer: it answered {answer!r}, not True "
+            "(approved), False or None"
+        )
+        assert not (workdir / "asked").exists()
+
+
+def test_a_callback_that_raises_after_its_command_ran_names_the_result(
+    state_dir: Path, workdir: Path
+) -> None:
+    """`on_cwd_change` raising lost the result of a command that had run, unsaid (a
+    review): the error says it ran, and where its output is."""
+    client = Client(state_dir=state_dir, cwd=workdir, on_cwd_change=lambda d: 1 / 0)
+    with pytest.raises(ZeroDivisionError) as raised:
+        client.bash(f"cd {workdir.parent} && echo Y")
+    (note,) = raised.value.__notes__
+    assert note.startswith("wave-bash: the command ran (exit code 0); its output is in ")
+    assert Path(note.rsplit(" ", 1)[1]).read_text() == "Y\n"
+
+
+def test_a_client_is_not_copied(tmp_path: Path) -> None:
+    """`copy.copy(client)` shared its connection: closing the copy closed the first (a
+    review); a client refuses to be copied or pickled, saying what to do instead."""
+    import copy
+    import pickle
+
+    client = Client(state_dir=tmp_path / "state")
+    for way in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="make another with the same arguments"):
+            way(client)
+    client.close()
+
+
+def test_errors_pickle_as_they_were_made() -> None:
+    """A `TaskNotFoundError` through a process pool said "No task found with ID: No task
+    found with ID: abc" (a review)."""
+    import pickle
+
+    from wave_bash.api.errors import StorageError, TaskNotFoundError
+
+    for error in (TaskNotFoundError("abc"), StorageError("full", task_id="t")):
+        again = pickle.loads(pickle.dumps(error))
+        assert (type(again), str(again), again.task_id) == (type(error), str(error), error.task_id)
 
 
 def test_cli_rules_option_and_environment(state_dir: Path, tmp_path: Path, workdir: Path) -> None:
