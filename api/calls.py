@@ -11,6 +11,7 @@ import time
 from .constants import DEFAULT_TIMEOUT_MS, MAX_REQUEST_BYTES
 from .errors import (
     BusyError,
+    CallAbandonedError,
     ForbiddenError,
     InvalidInputError,
     OutOfDescriptorsError,
@@ -257,7 +258,7 @@ class Caller:
         short_since: float | None = None  # (every try since then found no descriptor)
         while True:
             if self._closed:
-                raise SupervisorUnavailableError("this client was closed: its caller went away")
+                raise CallAbandonedError("this client was closed: its caller went away")
             try:
                 result = self._attempt(op, params, on_progress, note_start, epoch, scope, deadline)
                 self._retrying_said = False
@@ -299,7 +300,7 @@ class Caller:
                     if first_op == "run"
                     else None
                 )
-                raise SupervisorUnavailableError(
+                raise CallAbandonedError(
                     f"the call was abandoned: {why}" + (f" ({what})" if what else ""),
                     task_id=started[0] if started else None,
                 ) from None

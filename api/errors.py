@@ -97,6 +97,14 @@ class SupervisorNotAnsweringError(SupervisorUnavailableError):
     until it answers."""
 
 
+class CallAbandonedError(SupervisorUnavailableError):
+    """The call was abandoned by its own caller (its client closed, its scope abandoned,
+    its host gone): no outage, so nothing to try again (it read as one: a review). A
+    command it started runs on in the background (``task_id``)."""
+
+    code = "call_abandoned"
+
+
 class ForbiddenError(WaveError):
     """The peer is not allowed: another user, or a TCP client without the token."""
 
@@ -144,6 +152,7 @@ _BY_CODE: dict[str, type[WaveError]] = {
         SandboxUnavailableError,
         StateDirError,
         SupervisorUnavailableError,
+        CallAbandonedError,
         ForbiddenError,
         BusyError,
         StorageError,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wave_bash.api import Client, SupervisorUnavailableError, TaskNotFoundError
+from wave_bash.api import CallAbandonedError, Client, SupervisorUnavailableError, TaskNotFoundError
 from wave_bash.api import client as client_module
 from wave_bash.api.connection import MemoryConnector
 from wave_bash.api.models import BashResult
@@ -87,6 +87,11 @@ def test_a_call_left_before_its_task_was_named_says_it_may_have_started(
     assert "the call was abandoned: its caller went away (its command may have started" in str(
         abandoned.value
     )
+    # (its own kind, no outage: a framework that tries again after one retried calls
+    # their own caller had abandoned, a review)
+    assert type(abandoned.value) is CallAbandonedError
+    with pytest.raises(CallAbandonedError, match="this client was closed"):
+        closing[0].bash("echo again")
 
 
 def test_a_run_lost_before_it_started_is_sent_again_with_its_key(tmp_path: Path) -> None:
