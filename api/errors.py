@@ -25,7 +25,7 @@ class WaveError(Exception):
     def __reduce__(self) -> tuple[object, ...]:
         """Pickled as made (a subclass's own arguments differ: a `TaskNotFoundError`
         through a process pool said "No task found with ID: No task found…", a trial)."""
-        return _rebuilt, (type(self), self.message, self.task_id)
+        return _rebuilt, (type(self), self.message, self.task_id), self.__dict__
 
 
 def _rebuilt(kind: type[WaveError], message: str, task_id: str | None) -> WaveError:

@@ -234,6 +234,8 @@ class WaveMcp:
             return await self._call_tool(request, params)
         except BaseException:  # (a cancelled call gets no result; an error's is refused)
             self.answering.discard(request.id)
+            self.cancelled_unwritten.pop(request.id, None)  # (answered: its ID may come
+            # again, and its result is no cancelled one's, a review)
             raise
 
     async def _call_tool(
@@ -528,11 +530,17 @@ class WaveMcp:
     def _known_as(self, request_id: Any) -> Any:
         """The ID a cancel names as this server knows it: `"2"` names request 2, as the
         SDK matches it."""
-        if isinstance(request_id, str) and re.fullmatch(r"-?[0-9]+", request_id):
-            known = (self.answering, self.written_reads, self.written_results,
-                     self.written_claims, self.written_inputs, self.written_notes)  # fmt: skip
-            if any(int(request_id) in ids for ids in known):
-                return int(request_id)
+        if isinstance(request_id, str) and re.fullmatch(r"-?[0-9]{1,20}", request_id):
+            other: Any = int(request_id)  # (20 digits at most: past 4300 `int` raised, and
+            # ended the server, a review)
+        elif isinstance(request_id, int) and not isinstance(request_id, bool):
+            other = str(request_id)  # (`9` names request `"9"` too)
+        else:
+            return request_id
+        known = (self.answering, self.written_reads, self.written_results,
+                 self.written_claims, self.written_inputs, self.written_notes)  # fmt: skip
+        if not any(request_id in ids for ids in known) and any(other in ids for ids in known):
+            return other
         return request_id
 
     def _given_back(

@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import (
@@ -422,6 +423,37 @@ def test_a_held_write_that_fails_otherwise_is_dropped_not_kept(tmp_path: Path) -
         assert journal.held == 0
         assert journal.get("t1").exit_code == 7  # type: ignore[union-attr]
         assert journal.read_offset("gone", "s") == 0
+    finally:
+        journal.close()
+
+
+def test_a_read_whose_reply_never_left_gives_back_nothing(tmp_path: Path) -> None:
+    """Two readers of one session read the same output (one's caller gone as it waited
+    for its turn, it read without it); the other's reply left and recorded the read; the
+    first's could not be sent, and giving its read back moved the offset back: that
+    output was shown twice (a review). A read gives back only what it recorded."""
+    from types import SimpleNamespace
+
+    from wave_bash.supervisor.handlers.output import _recorded_read
+
+    journal = Journal(tmp_path / "journal.db")
+    try:
+        row = TaskRow(
+            id="t1", command="true", description=None, session="s", cwd="/", shell=None,
+            status="running", owner="background", background_reason="explicit",
+            owner_changed_at=None, exit_code=None, pid=None, pid_start=None, boot_id=None,
+            started_at=1.0, ended_at=None, output_path="/x.log", err_path=None,
+            timeout_ms=None,
+        )  # fmt: skip
+        journal.insert_task(row)
+        ctx: Any = SimpleNamespace(journal=journal)
+        left, _ = _recorded_read(ctx, "t1", "s", 0, 12)
+        _, never_left = _recorded_read(ctx, "t1", "s", 0, 12)
+        left()
+        assert not never_left() and journal.read_offset("t1", "s") == 12
+        record, give_back = _recorded_read(ctx, "t1", "s", 12, 20)
+        record()  # (its reply left; then its relay said it never reached the host)
+        assert give_back() and journal.read_offset("t1", "s") == 12
     finally:
         journal.close()
 

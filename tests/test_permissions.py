@@ -1507,9 +1507,12 @@ def test_errors_pickle_as_they_were_made() -> None:
 
     from wave_bash.api.errors import StorageError, TaskNotFoundError
 
-    for error in (TaskNotFoundError("abc"), StorageError("full", task_id="t")):
+    noted = StorageError("full", task_id="t")
+    noted.add_note("wave-bash: task t keeps running in the background")  # (kept too)
+    for error in (TaskNotFoundError("abc"), noted):
         again = pickle.loads(pickle.dumps(error))
         assert (type(again), str(again), again.task_id) == (type(error), str(error), error.task_id)
+        assert getattr(again, "__notes__", None) == getattr(error, "__notes__", None)
 
 
 def test_cli_rules_option_and_environment(state_dir: Path, tmp_path: Path, workdir: Path) -> None:

@@ -276,6 +276,26 @@ def give_back_read(ctx: Context, task_id: str, session: str, read_to: int, back_
     return True
 
 
+def _recorded_read(
+    ctx: Context, task_id: str, session: str, start: int, end: int
+) -> tuple[Callable[[], None], Callable[[], object]]:
+    """How a read from ``start`` to ``end`` is recorded once its reply left, and how it is
+    given back: only once recorded. A reply that never left moved nothing, and gave back
+    the read of another reader, who had read the same output as its own (its caller gone,
+    it had read without its turn): that output was shown twice (a review)."""
+    recorded = False
+
+    def record() -> None:
+        nonlocal recorded
+        ctx.journal.set_read_offset(task_id, session, end)
+        recorded = True
+
+    def undo() -> bool:
+        return recorded and give_back_read(ctx, task_id, session, end, start)
+
+    return record, undo
+
+
 async def stored_start(ctx: Context, task_id: str, session: str, conn: Connection) -> int:
     """The session's read offset of the task once this reader's turn has come: what it
     reads from there is its own until its reply has left (``read_output``)."""
@@ -349,9 +369,8 @@ def read_output(
         excerpt = views.log_excerpt(row.output_path, start=start, end=end, exact=exact)
         text, truncated = excerpt.text, excerpt.truncated
     if stored and end > start:  # recorded once the result left: a lost reply is re-read
-        task_id = row.id
-        conn.after_reply = lambda: ctx.journal.set_read_offset(task_id, session, end)
-        conn.give_back.append(lambda: give_back_read(ctx, task_id, session, end, start))
+        conn.after_reply, undo = _recorded_read(ctx, row.id, session, start, end)
+        conn.give_back.append(undo)
     log_gone = row.log_gone and removed_outside(ctx, row)
     storage = None  # (DF4: an ended one's, the line its notice has)
     if row.status is not TaskStatus.RUNNING:
