@@ -405,13 +405,7 @@ def test_a_held_write_that_fails_otherwise_is_dropped_not_kept(tmp_path: Path) -
     dropped and logged; the held writes beside it still reach the journal."""
     journal = Journal(tmp_path / "journal.db")
     try:
-        row = TaskRow(
-            id="t1", command="true", description=None, session="s", cwd="/", shell=None,
-            status="running", owner="background", background_reason="explicit",
-            owner_changed_at=None, exit_code=None, pid=None, pid_start=None, boot_id=None,
-            started_at=1.0, ended_at=None, output_path="/x.log", err_path=None,
-            timeout_ms=None,
-        )  # fmt: skip
+        row = _running_row()
         journal.insert_task(row)
 
         def doomed(db: sqlite3.Connection) -> None:  # an offset for a task that is gone
@@ -427,6 +421,16 @@ def test_a_held_write_that_fails_otherwise_is_dropped_not_kept(tmp_path: Path) -
         journal.close()
 
 
+def _running_row() -> TaskRow:
+    """A running task's row, ``t1`` of session ``s``."""
+    return TaskRow(
+        id="t1", command="true", description=None, session="s", cwd="/", shell=None,
+        status="running", owner="background", background_reason="explicit",
+        owner_changed_at=None, exit_code=None, pid=None, pid_start=None, boot_id=None,
+        started_at=1.0, ended_at=None, output_path="/x.log", err_path=None, timeout_ms=None,
+    )  # fmt: skip
+
+
 def test_a_read_whose_reply_never_left_gives_back_nothing(tmp_path: Path) -> None:
     """Two readers of one session read the same output (one's caller gone as it waited
     for its turn, it read without it); the other's reply left and recorded the read; the
@@ -438,13 +442,7 @@ def test_a_read_whose_reply_never_left_gives_back_nothing(tmp_path: Path) -> Non
 
     journal = Journal(tmp_path / "journal.db")
     try:
-        row = TaskRow(
-            id="t1", command="true", description=None, session="s", cwd="/", shell=None,
-            status="running", owner="background", background_reason="explicit",
-            owner_changed_at=None, exit_code=None, pid=None, pid_start=None, boot_id=None,
-            started_at=1.0, ended_at=None, output_path="/x.log", err_path=None,
-            timeout_ms=None,
-        )  # fmt: skip
+        row = _running_row()
         journal.insert_task(row)
         ctx: Any = SimpleNamespace(journal=journal)
         left, _ = _recorded_read(ctx, "t1", "s", 0, 12)
