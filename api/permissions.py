@@ -290,6 +290,11 @@ class RuleSet:
     deny: tuple[Rule, ...] = ()
     origin: str = "the rules"
     """Where they came from (a file), named in messages."""
+    kept: tuple[str, ...] = ()
+    """Directories a write into asks for unless a Write rule allows it, as one into a file
+    something runs commands from: the supervisor's state dir, whose records (the tasks'
+    exit codes, the journal, the sandbox's filter) it trusts (`echo … > STATE/journal.db`
+    under `Bash(echo *)`: a review)."""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], origin: str = "the rules") -> RuleSet:
@@ -645,6 +650,8 @@ class RuleSet:
                 if _makes_a_git_directory(path, written):
                     return path, "", _MAKES_A_GIT_DIRECTORY
                 continue
+            if any(path == kept or path.startswith(kept.rstrip("/") + "/") for kept in self.kept):
+                return path, "", _KEPT_TEXT
             for pattern, runner, how in _CODE_FILES:
                 if pattern.fullmatch(path):
                     return path, runner, how
@@ -1093,7 +1100,21 @@ _TOOL_CODE = re.compile(
 )
 
 
+_KEPT_TEXT = (
+    "in wave-bash's state dir, whose records (the tasks' exit codes, the journal) its "
+    "supervisor trusts"
+)
+
+
+_CGROUP_FILES = re.compile(r"/sys/fs/cgroup/.+")
+"""The kernel's control groups: a ``cgroup.procs`` written there (by root, or the user a
+subtree is delegated to) takes processes out of their task's group, out of TaskStop's
+reach (`echo $$ > /sys/fs/cgroup/cgroup.procs` with `Bash(echo *)`: a review)."""
+
+
 _CODE_FILES = (
+    (_CGROUP_FILES, "", "a control group's file: it can take processes out of their task, "
+     "which TaskStop then does not stop"),
     (_GIT_CODE, "git", "as `git config` or a hook would set them"),
     (_SHELL_CODE, "a shell", "as its start-up file"),
     (_LOGIN_CODE, "ssh, a login or the desktop session",

@@ -7,6 +7,7 @@ hook answer too; the strictest verdict wins, and a person's approval turns only 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable
@@ -42,22 +43,27 @@ CHECKS = ThreadPoolExecutor(1, thread_name_prefix="permissions")
 while to parse), one at a time (a tree-sitter parser is not shared between threads)."""
 
 
-async def check(p: RunParams, view: Callable[[str], str] | None = None) -> Decision:
+async def check(
+    p: RunParams, view: Callable[[str], str] | None = None, kept: tuple[str, ...] = ()
+) -> Decision:
     """:func:`decide`, in the checks thread."""
     if p.rules is None and p.hook is None:
         return decide(p)
-    return await asyncio.get_running_loop().run_in_executor(CHECKS, decide, p, view)
+    return await asyncio.get_running_loop().run_in_executor(CHECKS, decide, p, view, kept)
 
 
-def decide(p: RunParams, view: Callable[[str], str] | None = None) -> Decision:
+def decide(
+    p: RunParams, view: Callable[[str], str] | None = None, kept: tuple[str, ...] = ()
+) -> Decision:
     """Whether ``p``'s command may run: ``none`` when no rules and no hook were given;
-    ``view``: where its paths are here, when it runs in a sandbox (its own ``/tmp``)."""
+    ``view``: where its paths are here, when it runs in a sandbox (its own ``/tmp``);
+    ``kept``: directories a write into asks for (the state dir: ``RuleSet.kept``)."""
     if p.rules is None and p.hook is None:
         return Decision("allow", "no permission rules were given", None, "none")
     decisions = []
     if p.rules is not None:
         decisions.append(
-            rule_set(p.rules).decide(
+            dataclasses.replace(rule_set(p.rules), kept=kept).decide(
                 parse_command(p.command, zsh=_shell_kind(p) == "zsh", interactive=p.interactive),
                 p.cwd,
                 p.env.get("HOME"),

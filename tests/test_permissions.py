@@ -2312,6 +2312,36 @@ def test_a_write_into_what_ssh_or_a_login_runs_commands_from_asks(target: str) -
     assert verdict("echo x > ~/.ssh/known_hosts; echo y > ~/.config/app.conf", rules) == "allow"
 
 
+def test_a_write_into_the_state_dir_asks(state_dir: Path, workdir: Path) -> None:
+    """`echo … > STATE/journal.db` (or a task's exit record, the sandbox's filter) under
+    `Bash(echo *)` wrote what the supervisor trusts (a review): it asks, unless a Write
+    allow rule names it."""
+    rules = {"allow": ["Bash(echo *)"]}
+    client = Client(state_dir=state_dir, cwd=workdir, rules=rules)
+    for target in (state_dir / "journal.db", state_dir / "tasks" / "x.exit", state_dir):
+        asked = client.bash(f"echo x > {target}")
+        assert asked.permission and asked.permission.decision == "ask", target
+        assert "in wave-bash's state dir" in asked.permission.reason
+    assert client.bash(f"echo x > {workdir / 'fine'}").success
+    allowed = Client(state_dir=state_dir, cwd=workdir,
+                     rules={"allow": [*rules["allow"], f"Write({state_dir}/**)"]})  # fmt: skip
+    assert allowed.bash(f"echo x > {state_dir / 'note'}").success
+
+
+def test_a_write_into_a_control_groups_file_asks() -> None:
+    """`echo $$ > /sys/fs/cgroup/cgroup.procs` under `Bash(echo *)` took the command out
+    of its task's cgroup, out of TaskStop's reach (as root: a review): it asks, unless a
+    Write allow rule names it; reading there does not."""
+    rules = {"allow": ["Bash(echo *)", "Bash(cat *)"]}
+    for target in ("/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs",
+                   "/sys/fs/cgroup/a/b/cgroup.threads"):  # fmt: skip
+        decided = RuleSet.from_mapping(rules).decide(parse_command(f"echo $$ > {target}"), "/w")
+        assert decided.verdict == "ask" and "a control group's file" in decided.reason
+        allowing = {"allow": [*rules["allow"], "Write(/sys/fs/cgroup/**)"]}
+        assert verdict(f"echo $$ > {target}", allowing) == "allow"
+    assert verdict("cat /sys/fs/cgroup/cgroup.procs", rules) == "allow"
+
+
 @pytest.mark.parametrize(
     "command",
     [
