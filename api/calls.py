@@ -538,16 +538,21 @@ def cli_words(
     remote: str | None = None,
     ssh_options: Sequence[str] = (),
     remote_command: str | None = None,
+    session: str | None = None,
 ) -> str:
     """How a hint names the CLI that reaches a task's supervisor: with the state dir and
     remote it was given (the task is there: pasted hints got "No task found" from another
-    supervisor, and started one in the default state dir: trials), and the ssh options
-    (each as ``--ssh-option`` splits it again) and remote command that reach it."""
+    supervisor, and started one in the default state dir: trials), the ssh options (each
+    as ``--ssh-option`` splits it again) and remote command that reach it, and the
+    session (its read offsets: an `input` hint without it showed what was shown, a
+    trial)."""
     import shlex
 
     words = ["wave-bash"]
     if state_dir:
         words += ["--state-dir", state_dir]
+    if session:
+        words += ["--session", session]
     if remote is None:
         return shlex.join(words)
     words += ["--remote", remote, *(f"--ssh-option={option}" for option in ssh_options)]

@@ -57,6 +57,7 @@ class Cli:
         # (given as an option, not by the environment, which the next command has too)
         self.state_dir_given = args.state_dir not in (None, os.environ.get("WAVE_STATE_DIR"))
         self.session: str = DEFAULT_SESSION if args.session is None else args.session
+        self.session_given = args.session not in (None, os.environ.get("WAVE_SESSION"))
         self.remote: str | None = _remote_arg(args)
         self.ssh_option: list[str] = list(args.ssh_option or [])
         self.remote_command: str | None = args.remote_command
@@ -734,7 +735,8 @@ def _wave(cli: Cli) -> str:
     command that reach it (without them, a wrong key or no `wave-bash` there: a trial).
     What the environment gave stays there for the next command."""
     state_dir = str(cli.layout.root) if cli.state_dir_given else None
-    return cli_words(state_dir, cli.remote, cli.ssh_option, cli.remote_command)
+    session = cli.session if cli.session_given else None
+    return cli_words(state_dir, cli.remote, cli.ssh_option, cli.remote_command, session)
 
 
 def _print_so_far(cli: Cli, task_id: str, streamed: PiecePrinter | None = None) -> None:

@@ -198,6 +198,7 @@ class Client:
             str(self.remote) if self.remote else None,
             [shlex.quote(option) for option in self.ssh_options],
             None if self.remote_command == "wave-bash" else self.remote_command,
+            None if self.session == DEFAULT_SESSION else self.session,
         )
         from . import guard
 

@@ -268,6 +268,12 @@ def test_cli_run_input_and_terminal_requests(state_dir: Path) -> None:
     assert f"wave-bash input {task_id} TEXT" in started.stderr
     answered = run_cli(state_dir, "input", task_id, "Bob")
     assert answered.returncode == 3 and answered.stdout == "Bob\nhi Bob\n"
+    # A session given is in the hint (its read offsets: without it, the hint's `input`
+    # showed again what was shown, a trial).
+    mine = run_cli(state_dir, "--session", "s9", "run", "-i", "--", "read n; echo $n")
+    assert "--session s9 input " in mine.stderr
+    mine_id = json.loads(run_cli(state_dir, "--session", "s9", "tasks", "--json").stdout)[-1]["id"]
+    assert run_cli(state_dir, "--session", "s9", "input", mine_id, "x").returncode == 0
     assert "failed (exit code 3)" in answered.stderr
     # Its timeout passing while the command works: said, not silence (a reviewer found it).
     run_cli(state_dir, "run", "-i", "--", "read n; sleep 30")
