@@ -1071,9 +1071,18 @@ def cmd_bg(cli: Cli, args: argparse.Namespace) -> int:
 
 def cmd_interrupt(cli: Cli, args: argparse.Namespace) -> int:
     record = cli.call("interrupt", task_id=args.id)
+    task_id, wave = record["id"], _wave(cli)
+    if record.get("interactive"):  # (a shell or a REPL reads it as a key and goes on:
+        # `wait` then waited for good, a trial)
+        print(
+            f"{task_id}: Ctrl+C typed into its terminal; its command decides what it does "
+            f"(`{wave} output {task_id}` shows what it printed, `{wave} input {task_id} TEXT` "
+            f"answers it; `{wave} stop {task_id}` stops it)"
+        )
+        return 0
     print(
-        f"{record['id']}: Ctrl+C sent; it runs on until its command ends by it "
-        f"(`{_wave(cli)} wait {record['id']}`; `{_wave(cli)} stop {record['id']}` stops it)"
+        f"{task_id}: Ctrl+C sent; it runs on until its command ends by it "
+        f"(`{wave} wait {task_id}`; `{wave} stop {task_id}` stops it)"
     )
     return 0
 

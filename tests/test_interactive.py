@@ -274,6 +274,14 @@ def test_cli_run_input_and_terminal_requests(state_dir: Path) -> None:
     assert "--session s9 input " in mine.stderr
     mine_id = json.loads(run_cli(state_dir, "--session", "s9", "tasks", "--json").stdout)[-1]["id"]
     assert run_cli(state_dir, "--session", "s9", "input", mine_id, "x").returncode == 0
+    # Ctrl+C into an interactive task: a shell reads it as a key and goes on (the hint
+    # said `wait`, which then waited for good, a trial).
+    run_cli(state_dir, "run", "-i", "--", "bash --norc -i")
+    shell = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
+    said = run_cli(state_dir, "interrupt", shell)
+    assert said.stdout.startswith(f"{shell}: Ctrl+C typed into its terminal; its command decides")
+    assert f"input {shell} TEXT" in said.stdout and f"wait {shell}" not in said.stdout
+    run_cli(state_dir, "stop", shell)
     assert "failed (exit code 3)" in answered.stderr
     # Its timeout passing while the command works: said, not silence (a reviewer found it).
     run_cli(state_dir, "run", "-i", "--", "read n; sleep 30")
