@@ -247,11 +247,14 @@ def test_gc_keeps_a_task_whose_notice_no_session_has_read(state_dir: Path) -> No
     tid = start_bg(agent, "exit 4")
     agent.wait(tid, timeout=10_000)
     r = run_cli(state_dir, "--session", "me", "gc", "--older-than", "0s")
-    assert r.stdout.splitlines() == [
-        "removed 0 finished task(s)",
-        "kept 1 whose completion notice no session has read yet "
-        "(`wave-bash gc --older-than 0s --unread` removes them too)",  # (with its age: a
-    ]  # hint pasted without it removed none of them, a trial)
+    assert (
+        r.stdout.splitlines()
+        == [
+            "removed 0 finished task(s)",
+            "kept 1 whose completion notice no session has read yet "
+            "(`wave-bash --session me gc --older-than 0s --unread` removes them too)",  # (with its age: a
+        ]
+    )  # hint pasted without it removed none of them, a trial)
     (notice,) = agent.notifications()
     assert (notice.task_id, notice.exit_code) == (tid, 4)
     assert agent.gc(older_than=0) == [tid]
