@@ -32,7 +32,8 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
         }
     )
     # SPEC PM: before anything is journaled or spawned
-    kept = (os.path.realpath(ctx.layout.root),)  # (its records: a write there asks)
+    kept = (os.path.realpath(ctx.layout.root),) if p.rules else ()  # (its records: a
+    # write there asks)
     decision = await policy.check(p, ctx.tasks.sandbox_view(p) if p.rules else None, kept)
     if decision.verdict != "allow":
         policy.audit_refusal(decision, p)
