@@ -378,12 +378,10 @@ class Client:
         name = TOOL_ALIASES.get(name, name)
         if (refusal := _misnamed(name, arguments)) is not None:
             raise InvalidInputError(refusal)
-        args = dict(arguments)
-        if name == TASK_OUTPUT_TOOL:  # BashOutput's `filter`, kept on TaskOutput too (it
-            # was dropped there, and every line came back: a review)
-            args["filter"] = arguments.get("filter")
-            if older:
-                args["block"] = arguments.get("block", False)
+        args = dict(arguments)  # (BashOutput's `filter` too, on TaskOutput: dropped there,
+        # every line came back, a review)
+        if older:
+            args["block"] = arguments.get("block", False)
         if name == BASH_TOOL:
             parsed = BashInput.parse(args)
             return self.bash(

@@ -29,6 +29,7 @@ class WaveError(Exception):
 
 
 def _rebuilt(kind: type[WaveError], message: str, task_id: str | None) -> WaveError:
+    """An error of ``kind`` as it was made, whatever its own ``__init__`` takes."""
     error = Exception.__new__(kind)
     WaveError.__init__(error, message, task_id=task_id)
     return error
