@@ -147,8 +147,10 @@ async def _wait_foreground(
     if task.row.owner is Owner.BACKGROUND:  # backgrounded by the user (bg) before it ended
         return views.backgrounded_result(task)
     # (a result that shows the end or a prompt: a relay that never passes it on, killed
-    # with it in hand, leaves them to a notice, :mod:`..relays`)
-    conn.give_back.append(lambda: announce_unseen(ctx, task.id))
+    # with it in hand, leaves them to a notice, :mod:`..relays`; not one its own caller
+    # stopped, a Ctrl+C's stop that answered it: its call, cut by the Ctrl+C, found the
+    # end, and its result, never sent, became a "Background command" notice, a CI run)
+    conn.give_back.append(lambda: task.interrupted or announce_unseen(ctx, task.id))
     if task.ended.done():
         return views.finished_result(task, await ctx.tasks.left_running(task), exact=exact)
     if conn.closed.done():
