@@ -56,6 +56,10 @@ def test_formats_list_four_tools(fmt: str) -> None:
     tools = tool_definitions(fmt)  # type: ignore[arg-type]
     names = [t["function"]["name"] if fmt == "openai" else t["name"] for t in tools]
     assert names == ["Bash", "TaskOutput", "TaskStop", "TaskInput"]
+    # (no other field is taken, T6: a host that checks calls by the schema knows it)
+    schemas = [t["function"]["parameters"] if fmt == "openai" else t.get("inputSchema")
+               or t["input_schema"] for t in tools]  # fmt: skip
+    assert all(schema["additionalProperties"] is False for schema in schemas)
     assert bash_tool(fmt)[1]["properties"]["timeout"] == bash_tool()[1]["properties"]["timeout"]
 
 
