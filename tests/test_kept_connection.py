@@ -90,11 +90,11 @@ def test_bytes_sent_while_a_request_is_answered_end_the_connection(
 def test_a_kept_connection_to_a_killed_supervisor_is_never_sent_on(
     client: Client, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sends = []
+    sends: list[tuple[connection_module.SocketChannel, bytes]] = []
     send = connection_module.SocketChannel.send
 
     def counted(self: connection_module.SocketChannel, data: bytes) -> None:
-        sends.append(data)
+        sends.append((self, data))
         send(self, data)
 
     monkeypatch.setattr(connection_module.SocketChannel, "send", counted)
@@ -108,7 +108,11 @@ def test_a_kept_connection_to_a_killed_supervisor_is_never_sent_on(
     marker = tmp_path / "ran"
     r = client.bash(f"echo x >> {marker}")  # a new supervisor starts; the request goes once
     assert r.success and marker.read_text() == "x\n"
-    assert len(sends) == 2
+    # Never on the kept one. (A connection made to the dead supervisor's socket may still
+    # be taken by the kernel, then cut: held a moment longer by a child of it between its
+    # fork and exec, a standby monitor's start. That request is sent again: a CI run.)
+    assert [channel for channel, _ in sends].count(kept[0]) == 1
+    assert b'"op":"run"' in sends[-1][1]
     assert len([row for row in journal_rows(state_dir) if "ran" in str(row["command"])]) == 1
 
 
