@@ -720,21 +720,41 @@ def _misnamed(name: str, arguments: Mapping[str, Any]) -> str | None:
         return None  # (no such tool: said as such; else the tool's parse checks the rest)
     takes = f"{name} takes {', '.join(schema)}"
     missing = [field for field in _required_fields(name) if not _given(field, arguments)]
-    for field in missing:
-        names = [field, *(sorted(OLDER_TASK_ID) if field == "task_id" else [])]
-        for sent in unknown:
+    guesses = {}  # (each named: a model mends the one named and sends the next again)
+    for sent in unknown:
+        for field in missing:  # a missing field it looks like (or an older name of it) first
+            names = [field, *(sorted(OLDER_TASK_ID) if field == "task_id" else [])]
             if difflib.get_close_matches(str(sent).lower(), names, 1, 0.6):
-                return (
-                    f"{field} is required (an unexpected parameter {sent!r} was sent: did you "
-                    f"mean {field!r}?)"
-                )
+                guesses[sent] = field
+                break
+        else:
+            if near := difflib.get_close_matches(str(sent).lower(), schema, 1, 0.6):
+                guesses[sent] = near[0]
+    if len(unknown) == 1:
+        hint = f"did you mean {guesses[unknown[0]]!r}?" if guesses else ""
+    else:
+        hint = "; ".join(f"{near!r} for {_shown(sent)}" for sent, near in guesses.items())
+        hint = f"did you mean {hint}?" if hint else ""
     if missing:
-        return (
-            f"{missing[0]} is required (an unexpected parameter {unknown[0]!r} was sent: {takes})"
-        )
-    near = difflib.get_close_matches(str(unknown[0]).lower(), schema, 1, 0.6)
-    hint = f": did you mean {near[0]!r}?" if near else ""
-    return f"an unexpected parameter {unknown[0]!r} was sent ({takes}){hint}"
+        meant = any(guess in missing for guess in guesses.values())
+        return f"{missing[0]} is required ({_unexpected(unknown)}: {hint if meant else takes})"
+    return f"{_unexpected(unknown)} ({takes})" + (f": {hint}" if hint else "")
+
+
+def _unexpected(unknown: Sequence[Any]) -> str:
+    """The fields a tool does not take that a call sent, each named."""
+    if len(unknown) == 1:
+        return f"an unexpected parameter {_shown(unknown[0])} was sent"
+    named = [_shown(sent) for sent in unknown[:8]] + [f"{len(unknown) - 8} more"] * (
+        len(unknown) > 8
+    )
+    return f"unexpected parameters {', '.join(named[:-1])} and {named[-1]} were sent"
+
+
+def _shown(field: Any) -> str:
+    """A field's name as said back: a long one cut (a name is any JSON string)."""
+    text = str(field)
+    return repr(text if len(text) <= 40 else f"{text[:37]}...")
 
 
 def _given(field: str, arguments: Mapping[str, Any]) -> bool:

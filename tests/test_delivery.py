@@ -373,7 +373,9 @@ def test_an_end_shown_by_task_input_is_delivered_only_once_written(state_dir: Pa
     # schema): its keep_notice left the end to be reported again, "yes" was an error.
     tid = plain.bash("read x; echo got-$x", interactive=True).background_task_id or ""
     arguments = {"task_id": tid, "input": "y\n", "keep_notice": True, "request_key": "k"}
-    with pytest.raises(InvalidInputError, match="an unexpected parameter 'keep_notice'"):
+    with pytest.raises(
+        InvalidInputError, match="unexpected parameters 'keep_notice' and 'request_key'"
+    ):
         plain.call_tool("TaskInput", arguments)
     plain.task_stop(tid)
 

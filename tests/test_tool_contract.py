@@ -171,6 +171,16 @@ def test_a_missing_field_names_the_near_miss_that_was_sent(
          "name different tasks: send task_id alone"),
         ("TaskStop", {"task_id": " ABC", "shell_id": "abc", "force": 1}, "an unexpected "
          "parameter 'force'"),  # (one task, as each is taken: no conflict)
+        ("Bash", {"command": "touch ran", "background": True, "timeout_ms": 5, "x" * 50: 1},
+         "unexpected parameters 'background', 'timeout_ms' and 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+         "xxxxxxxx...' were sent (Bash takes command, timeout, description, run_in_background, "
+         "interactive): did you mean 'run_in_background' for 'background'; 'timeout' for "
+         "'timeout_ms'?"),  # (each named: the first alone was mended, the next sent again)
+        ("TaskOutput", {"shellId": "abc", "blocking": True}, "task_id is required (unexpected "
+         "parameters 'shellId' and 'blocking' were sent: did you mean 'task_id' for 'shellId'; "
+         "'block' for 'blocking'?)"),
+        ("Bash", {"command": "touch ran", **{f"f{i}": 1 for i in range(10)}}, "unexpected "
+         "parameters 'f0', 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7' and 2 more were sent"),
     ],
 )  # fmt: skip
 def test_a_field_the_tool_does_not_take_is_refused(
