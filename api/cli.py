@@ -328,6 +328,7 @@ def _ctrl_c_interrupts(
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     def press(signum: int, frame: Any) -> None:
+        _CTRL_C_TAKEN.append(signum)
         if running and not pressed:
             pressed.append(running[-1])
             on_press()
@@ -908,7 +909,30 @@ def _status_line(record: dict[str, Any]) -> str:
 
 
 INTERRUPTED_EXIT = 130
-"""What the CLI exits with after Ctrl+C (128 + SIGINT, as a shell reports it)."""
+"""What the CLI exits with after Ctrl+C (128 + SIGINT, as a shell reports it); the
+installed command dies of the signal instead (:func:`leave_as`)."""
+_CTRL_C_TAKEN: list[int] = []
+"""Set once a Ctrl+C reached this process (its own SIGINT handlers)."""
+
+
+def leave_as(code: int) -> int:
+    """The command's end: ``code``, or, where a Ctrl+C ended it (:data:`INTERRUPTED_EXIT`),
+    death by SIGINT, as a program that handles the key and then ends should: a shell
+    running a script ends the script only when its foreground program died of it, and
+    went on to the script's next line after one that exited 130 (a trial)."""
+    import signal
+
+    if code != INTERRUPTED_EXIT or not _CTRL_C_TAKEN:
+        return code
+    for stream in (sys.stdout, sys.stderr):  # (never flushed by an exit by a signal)
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    return code  # (where it is blocked: a thread of an embedding program)
+
+
 NOT_RUNNING_EXIT = 3
 """``supervisor status`` with none running: LSB's "program is not running", as
 ``systemctl status`` (``wave-bash supervisor status >/dev/null && …``)."""
@@ -1626,6 +1650,7 @@ def _leave_on_termination() -> Callable[[], None]:
             raise Terminated(signum)  # short: nothing said, a trial)
 
     def interrupt(signum: int, _frame: object) -> None:
+        _CTRL_C_TAKEN.append(signum)
         if not leaving:
             leaving.append(signum)
             raise KeyboardInterrupt
@@ -1759,4 +1784,4 @@ def _quiet_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(leave_as(main()))

@@ -15,9 +15,11 @@ if _INTERRUPTS:  # (not where SIGINT is ignored, as for `cmd &` in a script: it 
 
 
 def main() -> int:
-    """Load the CLI, then run it with Python's Ctrl+C back, which it takes over."""
+    """Load the CLI, then run it with Python's Ctrl+C back, which it takes over (a Ctrl+C
+    that ended it ends the command by the signal: :func:`cli.leave_as`)."""
+    from .cli import leave_as
     from .cli import main as run_cli
 
     if _INTERRUPTS:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    return run_cli()
+    return leave_as(run_cli())

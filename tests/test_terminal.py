@@ -281,13 +281,21 @@ def test_bg_cli(state_dir: Path) -> None:
     assert missing.returncode == 2 and "No task found with ID: nosuch" in missing.stderr
 
 
+def status_to(out: Path | None) -> str:
+    """A line's start that writes its exit status (``rc=N``) to ``out`` (None: the
+    terminal) as the shell prompts again: after a Ctrl+C that ended the CLI by the
+    signal, as it ends any program, the shell drops the rest of the line."""
+    where = f" >> {out}" if out else ""
+    return f"PROMPT_COMMAND='echo rc=$?{where}; unset PROMPT_COMMAND'; "
+
+
 def _ctrl_c_after_the_start(
     tmux: list[str], state_dir: Path, tmp_path: Path, command: str
 ) -> Callable[[], str]:
     """``wave-bash run -- COMMAND`` in the terminal, given a Ctrl+C once its live view
     shows; returns what reads the exit status the shell wrote (``rc=N``) once it did."""
     out = tmp_path / "rc.txt"
-    line = f"{cli_line(state_dir)} run -- {shlex.quote(command)}; echo rc=$? > {out}"
+    line = f"{status_to(out)}{cli_line(state_dir)} run -- {shlex.quote(command)}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
@@ -362,7 +370,7 @@ def test_ctrl_c_prints_a_runaway_commands_output_cut_short(
     review)."""
     out = tmp_path / "stdout.txt"
     cli = cli_line(state_dir)
-    line = f"{cli} run -- 'seq 1 2000000; sleep 30' > {out}; echo rc=$? >> {out}"
+    line = f"{status_to(out)}{cli} run -- 'seq 1 2000000; sleep 30' > {out}"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "2000000" in pane(tmux) and "Ctrl+B to background" in pane(tmux), timeout=30)
     subprocess.run([*tmux, "send-keys", "-t", "t", "C-c"], check=True)
@@ -396,11 +404,48 @@ def test_an_interrupted_cli_without_a_terminal_leaves_the_command_running(
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     (task,) = client.tasks(all=True)
-    assert proc.returncode == 130 and task.status == "running", (proc.returncode, err)
+    assert proc.returncode == -signal.SIGINT and task.status == "running", (proc.returncode, err)
     assert out == "so-far\n"
     stop = f"(wave-bash --state-dir {state_dir} stop {task.id}"
     assert f"task {task.id} keeps running in the background {stop}" in err
     client.task_stop(task.id)
+
+
+@pytest.mark.parametrize("verb", ["run", "wait"])
+def test_ctrl_c_ends_the_script_that_called_the_cli(
+    state_dir: Path, tmp_path: Path, verb: str
+) -> None:
+    """A shell running a script ends it at a Ctrl+C only when its foreground program died
+    of the SIGINT: the CLI exited 130, and the script went on to its next line, and the
+    next command (a trial). It dies of the signal now, as `sleep` does."""
+    installed = shlex.quote(str(Path(sys.executable).with_name("wave-bash")))
+    log = tmp_path / "log"
+    cli = f"{installed} --state-dir {shlex.quote(str(state_dir))}"
+    step = (
+        f'{cli} run -- "echo step $i; sleep 30"'
+        if verb == "run"
+        else f'{cli} wait "$({cli} run --background -- "echo step $i; sleep 30")"'
+    )
+    script = f"for i in 1 2; do {step}; echo after $i >> {log}; done; echo done >> {log}"
+    proc = subprocess.Popen(["bash", "-c", script], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    client = Client(state_dir=state_dir)
+    try:
+        wait_until(lambda: any("step" in Path(t.output_path).read_text()
+                               for t in client.tasks(all=True)), timeout=15)  # fmt: skip
+        wait_until(lambda: [c for c in psutil.Process(proc.pid).children()  # (loaded, and
+                            if verb in c.cmdline()[3:] and c.net_connections("unix")],  # waiting)
+                   timeout=15)  # fmt: skip
+        os.killpg(proc.pid, signal.SIGINT)  # (as a terminal sends Ctrl+C: to the group)
+        assert proc.wait(timeout=30) == -signal.SIGINT
+        assert not log.exists()
+        assert [t.status for t in client.tasks(all=True)] == ["running"]  # (it runs on)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for task in client.tasks(all=True):
+            client.task_stop(task.id)
 
 
 def test_ctrl_c_while_the_cli_loads_ends_it_without_a_traceback() -> None:
@@ -423,7 +468,7 @@ def _asked_at_the_prompt(
     rules.write_text(json.dumps({"ask": [rule]}))
     out = tmp_path / "rc.txt"
     cli = cli_line(state_dir)
-    line = f"{cli} run --rules {shlex.quote(str(rules))} -- '{command}'; echo rc=$? > {out}"
+    line = f"{status_to(out)}{cli} run --rules {shlex.quote(str(rules))} -- '{command}'"
     subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
     wait_until(lambda: "Run it? [y/N]" in pane(tmux), timeout=15)
     return out
@@ -543,7 +588,7 @@ def test_keys_typed_while_it_runs_are_not_lost(
     assert "hunter2" not in Path(last.output_path).read_text()
     # Keys typed before Ctrl+C are dropped, as a terminal drops type-ahead on SIGINT.
     subprocess.run([*send, "clear", "Enter"], check=True)
-    subprocess.run([*send, f"{cli} run -- 'sleep 30'; echo rc=$?", "Enter"], check=True)
+    subprocess.run([*send, f"{status_to(None)}{cli} run -- 'sleep 30'", "Enter"], check=True)
     wait_until(running, timeout=15)
     subprocess.run([*send, "echo dropped-$((6 * 7))"], check=True)
     subprocess.run([*send, "C-c"], check=True)
