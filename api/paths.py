@@ -89,7 +89,7 @@ def refuse_foreign_links(path: Path) -> None:
         if not stat.S_ISLNK(st.st_mode):
             here = step
             continue
-        if st.st_uid not in trusted:
+        if st.st_uid not in trusted or _made_by_anyone(step, st):
             raise StateDirError(
                 f"refusing {path}: {step} on its way is a link of another user's (uid "
                 f"{st.st_uid}), who could point it elsewhere; choose a state dir whose path "
@@ -204,7 +204,7 @@ def check_ancestors(path: Path) -> bool:
         except OSError:
             missing = True
             continue
-        if st.st_uid not in trusted:
+        if st.st_uid not in trusted or _made_by_anyone(parent, st):
             raise StateDirError(
                 f"refusing {path}: {parent} above it belongs to another user (uid "
                 f"{st.st_uid}), who could put a directory of theirs in its place; choose "
@@ -286,15 +286,35 @@ def _own_group(uid: int, gid: int) -> bool:
 def _unmapped_owner() -> tuple[int, ...]:
     """In a user namespace of its own (flatpak, `bwrap --unshare-user`, a rootless
     container), the uid that owners not mapped there show as (``/``, ``/tmp``: root's
-    outside); none in the first namespace, where that uid is a user (``nobody``)."""
+    outside); none in the first namespace, where that uid is a user (``nobody``), nor
+    where the namespace maps it (a container's 65536 ids: ``nobody`` is a user there, and
+    trusting it let a ``nobody`` own the state dir's parent and swap it, a review)."""
     try:
         with open("/proc/self/uid_map") as fh:
-            first = fh.read().split() == ["0", "0", "4294967295"]
+            ranges = [[int(n) for n in line.split()] for line in fh if line.strip()]
         with open("/proc/sys/kernel/overflowuid") as fh:
             overflow = int(fh.read())
     except (OSError, ValueError):
         return ()
-    return () if first else (overflow,)
+    if ranges == [[0, 0, 4294967295]]:
+        return ()
+    if any(len(r) != 3 or r[0] <= overflow < r[0] + r[2] for r in ranges):
+        return ()
+    return (overflow,)
+
+
+def _made_by_anyone(path: Path, st: os.stat_result) -> bool:
+    """Whether ``path``, owned by an unmapped user (:func:`_unmapped_owner`: root's, or any
+    other user's outside, they look alike), is in a directory where any user makes
+    entries (``/tmp``): there it may be another user's (a review's ``nobody`` made the
+    state dir's parent in a shared folder, and root's supervisor in a namespace mapping
+    only itself took it for root's). ``/``, ``/home`` and ``/tmp`` themselves are not."""
+    if st.st_uid not in _unmapped_owner() or path.parent == path:
+        return False
+    try:
+        return bool(os.stat(path.parent).st_mode & stat.S_IWOTH)
+    except OSError:
+        return True
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -418,17 +418,81 @@ def test_a_state_dir_under_a_directory_an_acl_lets_others_change_is_refused(
     assert not state_dir.exists()
 
 
-def test_in_a_user_namespace_of_its_own_the_unmapped_owner_is_trusted(tmp_path: Path) -> None:
-    """In a user namespace of its own (flatpak, `bwrap --unshare-user`, a rootless
-    container), `/` and `/tmp`, root's outside, show as owned by the overflow uid: every
-    state dir was refused as below another user's directory (a review). That uid is
-    trusted there as root is; not in the first namespace, where it is `nobody`."""
+def _checked_in_a_user_namespace(path: Path, uid_map: str) -> str:
+    """What :func:`check_ancestors` says of ``path`` as root of a new user namespace whose
+    map (written from outside, as a container's runtime writes it) is ``uid_map``."""
     import ctypes
 
     from wave_bash.api.paths import check_ancestors
 
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700)
+    said_r, said_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+                raise OSError(ctypes.get_errno(), "unshare")
+            os.write(said_w, b"+")
+            os.read(go_r, 1)  # (mapped now)
+            try:
+                check_ancestors(path)
+                os.write(said_w, b"trusted")
+            except StateDirError as exc:
+                os.write(said_w, str(exc).encode())
+        except BaseException as exc:
+            os.write(said_w, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(said_w)
+    try:
+        assert os.read(said_r, 1) == b"+"
+        for name in ("uid_map", "gid_map"):
+            Path(f"/proc/{pid}/{name}").write_text(uid_map)
+        os.write(go_w, b"g")
+        return os.read(said_r, 4096).decode()
+    finally:
+        os.waitpid(pid, 0)
+        for fd in (said_r, go_r, go_w):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("uid_map", ["0 0 65536", "0 0 1"])
+def test_in_a_user_namespace_nobodys_directory_in_a_shared_folder_is_not_trusted(
+    tmp_path: Path, uid_map: str
+) -> None:
+    """Root of a user namespace trusted the overflow uid as root's: where the namespace
+    maps 65536 ids (a container), it is `nobody`, a user there; where it maps root alone,
+    every other user's files show as it too. A `nobody` made the state dir's parent in a
+    shared folder, and swapped the state dir under root's supervisor, which then read
+    its log as the command's output (a review)."""
+    needs_root("a user namespace's map of more than this user is written by root")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    planted = shared / "agent"
+    planted.mkdir(mode=0o755)
+    os.chown(planted, NOBODY, NOBODY)
+    said = _checked_in_a_user_namespace(planted / "state", uid_map)
+    assert said.startswith(f"refusing {planted / 'state'}: {planted} above it belongs to "), said
+    planted.chmod(0o700)
+    os.chown(planted, 0, 0)  # (root's outside: root's in the namespace too)
+    assert _checked_in_a_user_namespace(planted / "state", uid_map) == "trusted"
+
+
+def test_in_a_user_namespace_of_its_own_the_unmapped_owner_is_trusted(tmp_path: Path) -> None:
+    """In a user namespace of its own (flatpak, `bwrap --unshare-user`, a rootless
+    container), `/` and `/tmp`, root's outside, show as owned by the overflow uid: every
+    state dir was refused as below another user's directory (a review). That uid is
+    trusted there as root is; not in the first namespace, where it is `nobody`, nor for
+    an entry of a shared folder (a test's own dir in `/tmp`: any user's look alike there,
+    see above). The state dir's parent is the user's own, in `/tmp`."""
+    import ctypes
+
+    from wave_bash.api.paths import check_ancestors
+
+    home = tmp_path
+    home.chmod(0o700)
     os.chown(home, NOBODY, NOBODY)
     with pytest.raises(StateDirError, match="belongs to another user"):
         check_ancestors(home / "state")  # (root here: nobody's directory is another's)
