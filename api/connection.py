@@ -285,11 +285,15 @@ def current_dir() -> str:
     followed ``cd`` does), or in it again if it was made anew (``rm -rf build && mkdir
     build``).
 
+    Where ``$PWD`` names it by another path (through a link: ``cd ~/proj``, a link to
+    ``/srv/proj``), that one, as bash takes it as it starts: a command's ``pwd`` and
+    ``cd ..`` then go where the caller's would (``/srv`` was a trial's surprise).
+
     Raises:
         InvalidInputError: it is gone and no absolute ``$PWD`` names it.
     """
     try:
-        return os.getcwd()
+        here = os.getcwd()
     except FileNotFoundError:
         pwd = os.environ.get("PWD", "")
         if os.path.isabs(pwd):
@@ -298,6 +302,22 @@ def current_dir() -> str:
             "the current directory no longer exists (it was deleted or moved): "
             "cd to an existing one, or name one (cwd)"
         ) from None
+    pwd = os.environ.get("PWD", "")
+    if pwd == here or not _names_here(pwd):
+        return here
+    return pwd
+
+
+def _names_here(pwd: str) -> bool:
+    """Whether ``pwd`` is an absolute path without ``.`` or ``..`` that names this
+    process's working directory (bash's test of the ``$PWD`` it inherits)."""
+    if not os.path.isabs(pwd) or any(part in (".", "..") for part in pwd.split("/")):
+        return False
+    try:
+        there, here = os.stat(pwd), os.stat(".")
+    except OSError:
+        return False
+    return (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino)
 
 
 class LocalConnector:

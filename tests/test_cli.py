@@ -1071,3 +1071,21 @@ def test_run_loads_only_what_its_quick_path_needs(state_dir: Path) -> None:
         env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
     )
     assert r.stdout.splitlines()[-1:] == ["[]"], (r.stdout, r.stderr)
+
+
+def test_a_command_starts_where_the_callers_shell_says_it_is(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """In a directory reached through a link, `pwd` said the link's target and `cd ..`
+    went to the target's parent, where `bash -c` keeps the caller's path (a trial): the
+    caller's `$PWD` is taken where it names the working directory, as bash takes it."""
+    real = tmp_path / "real" / "proj"
+    real.mkdir(parents=True)
+    link = tmp_path / "proj"
+    link.symlink_to(real)
+    line = [sys.executable, "-m", "wave_bash.api.cli", "run", "--", "pwd; cd ..; pwd"]
+    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
+    for pwd, said in ((link, [link, tmp_path]), (tmp_path, [real, real.parent])):
+        done = subprocess.run(line, cwd=link, env={**env, "PWD": str(pwd)},
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.stdout.split() == [str(p) for p in said], (pwd, done)  # (a stale one: not)
