@@ -164,3 +164,30 @@ def test_pids_given_out_before_a_mark_across_the_wrap(monkeypatch: pytest.Monkey
     assert kill.forked_by(100, 200) and kill.forked_by(200, 200) and not kill.forked_by(300, 200)
     assert kill.forked_by(32765, 300)  # (given out, then the pids wrapped, then the mark)
     assert not kill.forked_by(301, 32760)  # (the mark, then the wrap, then the fork)
+
+
+def test_a_stop_holds_each_process_only_once_seen_stopped() -> None:
+    """A SIGSTOP sent is taken only as the process next runs: under load, one in the
+    middle of a `fork` stopped after the looks had ended, its child not looked at, and the
+    child hopped on after TaskStop said it was done (a CI run). A look counts as quiet
+    only when every process it found is seen stopped: here one continued meanwhile (as
+    one slow to take its stop is not stopped yet) is stopped again."""
+    from wave_bash.worker.kill import TaskTree, _frozen
+
+    victim = subprocess.Popen(["sleep", "300"])
+    looks: list[int] = []
+
+    def look(living: bool) -> list[TaskTree]:
+        looks.append(1)
+        if len(looks) == 3:  # (stopped by the first look: continued)
+            wait_until(lambda: psutil.Process(victim.pid).status() == psutil.STATUS_STOPPED)
+            victim.send_signal(signal.SIGCONT)
+            wait_until(lambda: psutil.Process(victim.pid).status() != psutil.STATUS_STOPPED)
+        return [TaskTree("t", 0, None, {victim.pid})]
+
+    try:
+        _frozen(look, True, lambda seconds: None)
+        assert psutil.Process(victim.pid).status() == psutil.STATUS_STOPPED
+    finally:
+        victim.kill()
+        victim.wait()

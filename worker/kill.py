@@ -405,28 +405,34 @@ def stop_trees(
 
 FREEZE_LOOKS = 200
 """Looks at most before the SIGKILL, each stopping what it found (a few ms each)."""
+_HELD = frozenset({psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE,
+                   psutil.STATUS_DEAD})  # fmt: skip
 
 
 def _frozen(
     look: Callable[[bool], list[TaskTree]], use_groups: bool, sleep: Callable[[float], None]
 ) -> list[TaskTree]:
     """The processes left, each stopped (SIGSTOP) where it is: stopped, none forks any
-    more. What a look finds is stopped (dead by now or not), and looked for again, until
-    two looks in a row find nothing else: a process that forked as it died, or before
-    its stop took hold, left its child to its parent, or to the monitor, a child
+    more. What a look finds is stopped, and looked for again, until two looks in a row
+    find nothing else, every process found seen stopped (or dead): a process that
+    forked as its stop came left its child to its parent, or to the monitor, a child
     subreaper held alive through the stop, where the next look finds it. (A stop ended
     as a look's processes had all died, and the child the last one forked into a new
-    session with no tag as it died, never looked at, hopped on under init: a trial.)
-    Without process groups (Windows) there is no SIGSTOP: the processes as found."""
+    session with no tag as it died, never looked at, hopped on under init: a trial. A
+    signal sent is not yet taken: under load a process stopped only after the looks,
+    its fork done, and the child ran on: a CI run.) A process that does not stop (held
+    in the kernel) is killed after :data:`FREEZE_LOOKS`, as it is. Without process
+    groups (Windows) there is no SIGSTOP: the processes as found."""
     stop = getattr(signal, "SIGSTOP", None)
     if stop is None or not use_groups:
         return look(True)
-    stopped: set[int] = set()
+    seen: set[int] = set()
     quiet = 0
     for _ in range(FREEZE_LOOKS):
         trees = look(False)
         found = {pid for tree in trees for pid in tree.pids}
-        if found <= stopped:
+        loose = {pid for pid in found if not _held(pid)}
+        if found <= seen and not loose:
             quiet += 1
             if quiet == 2:
                 break
@@ -434,14 +440,24 @@ def _frozen(
             continue
         quiet = 0
         for tree in trees:
-            if tree.job_pgid and tree.job_pgid > 1:
+            if tree.job_pgid and tree.job_pgid > 1 and tree.pids - seen:
                 with contextlib.suppress(OSError):
                     os.killpg(tree.job_pgid, stop)
-            for pid in tree.pids - stopped:
-                with contextlib.suppress(OSError):  # (gone meanwhile)
-                    os.kill(pid, stop)
-        stopped |= found
+        for pid in loose:  # (new, or not stopped yet: sent again, or continued meanwhile)
+            with contextlib.suppress(OSError):  # (gone meanwhile)
+                os.kill(pid, stop)
+        if found <= seen:
+            sleep(0.001)  # (sent: taken as each process next runs)
+        seen |= found
     return _living(trees)
+
+
+def _held(pid: int) -> bool:
+    """Whether a process is stopped where it is (or gone): it forks nothing more."""
+    try:
+        return psutil.Process(pid).status() in _HELD
+    except psutil.Error:
+        return True
 
 
 @dataclass(frozen=True)
