@@ -38,7 +38,7 @@ from mcp.server.stdio import stdio_server
 from . import mcp_compat, texts
 from .calls import CallScope
 from .client import Client, inject_login_path
-from .errors import SupervisorUnavailableError, WaveError
+from .errors import CallAbandonedError, SupervisorUnavailableError, WaveError
 from .models import BashResult, Notice, NoticeClaim, Progress
 from .protocol import check_session
 from .relay import Presence
@@ -266,7 +266,7 @@ class WaveMcp:
         data: dict[str, Any] | None = None
         try:
             data = await anyio.to_thread.run_sync(
-                lambda: handoff.arrived(call()), abandon_on_cancel=True,
+                lambda: handoff.arrived(handoff.cut_short(call)), abandon_on_cancel=True,
                 limiter=self._call_threads(),
             )  # fmt: skip
         except anyio.get_cancelled_exc_class():
@@ -278,9 +278,12 @@ class WaveMcp:
             scope.abandon()
             if name == BASH_TOOL and started:  # (said with the next result: I3c)
                 self.cancelled_running[started[0]] = command
-            taken = handoff.abandon()
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._given_back, name, started, taken, arguments)
+            taken = handoff.abandon()  # (none yet: the thread gives back as its call ends)
+            if taken is not None:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(
+                        self._given_back, name, started, taken, arguments
+                    )
             if scope.held and scope.receipt is not None:  # (given back here: done with)
                 self.confirms.add(scope.receipt)
             raise
@@ -356,7 +359,7 @@ class WaveMcp:
         if running or typed_unseen:
             self.unwritten_notes[request.id] = Notes(running, typed_unseen)
         if typed_unseen:
-            data = {**data, "typedInputs": [{"taskId": t, "input": i} for t, i in typed_unseen]}
+            data = {**data, "typedInputs": [_typed_entry(typed) for typed in typed_unseen]}
         said = result_text(text, notices, waiting)
         if running or typed_unseen:
             lines = [cancelled_still_running_text(r["taskId"], r["command"], r["outputPath"])
@@ -545,10 +548,12 @@ class WaveMcp:
 
     def _given_back(
         self, name: str, started: list[str], data: dict[str, Any] | None, arguments: Any
-    ) -> None:
-        """A result the host never sees (it cancelled the call as the result came)."""
+    ) -> None:  # (``data`` None: the call was cut short as the host cancelled it)
+        """A result the host never sees (it cancelled the call as the result came, or
+        before)."""
         shown = started[0] if started and _announced_unseen(data) else None
-        self._typed_unseen(_typed_of(name, data, arguments))
+        typed = _typed_of(name, data, arguments) if data else _maybe_typed(name, arguments)
+        self._typed_unseen(typed)
         self._never_shown(_read_of(name, data), shown)
 
     def _typed_unseen(self, typed: Typed | None) -> None:
@@ -1018,8 +1023,17 @@ def _read_of(tool: str, data: dict[str, Any] | None) -> Read | None:
     return str(data.get("taskId")), end, start
 
 
-Typed = tuple[str, str]
+Typed = tuple[str, str, bool]
+"""A task, the input a TaskInput call typed into it, and whether its result said so (not:
+the call was cancelled before it answered, its input most likely typed)."""
 """An input a TaskInput call typed: its task, and the input."""
+
+
+def _typed_entry(typed: Typed) -> dict[str, Any]:
+    """A ``typedInputs`` entry (``"unconfirmed": true``: its call was cancelled before it
+    answered)."""
+    task_id, text, said = typed
+    return {"taskId": task_id, "input": text, **({} if said else {"unconfirmed": True})}
 
 
 class Notes(NamedTuple):
@@ -1035,7 +1049,19 @@ def _typed_of(tool: str, data: dict[str, Any] | None, arguments: dict[str, Any])
     typed = arguments.get("input")
     if data is None or tool != TASK_INPUT_TOOL or not isinstance(typed, str) or not typed:
         return None
-    return str(data.get("taskId")), typed
+    return str(data.get("taskId")), typed, True
+
+
+def _maybe_typed(tool: str, arguments: dict[str, Any]) -> Typed | None:
+    """The input of a TaskInput call cancelled before it answered (the host's own timeout,
+    shorter than the call's: its input typed, the model told nothing, and its retry typed
+    it twice, a trial), said as most likely typed."""
+    task_id, typed = arguments.get("task_id"), arguments.get("input")
+    if tool != TASK_INPUT_TOOL or not isinstance(typed, str) or not typed:
+        return None
+    if not isinstance(task_id, str) or not task_id.strip():
+        return None
+    return task_id.strip().lower(), typed, False
 
 
 def _announced_unseen(data: dict[str, Any] | None) -> bool:
@@ -1051,7 +1077,7 @@ class _Handoff:
     as its result came (the host cancelled it) gives back what it took (``give_back``),
     whichever of the two came second (a read's output was lost: a trial)."""
 
-    def __init__(self, give_back: Callable[[dict[str, Any]], object]) -> None:
+    def __init__(self, give_back: Callable[[dict[str, Any] | None], object]) -> None:
         self._lock = threading.Lock()
         self._data: dict[str, Any] | None = None
         self._abandoned = False
@@ -1064,6 +1090,18 @@ class _Handoff:
                 return data
         self._give_back(data)
         return data
+
+    def cut_short(self, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``call()``; cut short by the call's abandonment, it gives back that it has no
+        result (a TaskInput's input most likely typed all the same: a trial)."""
+        try:
+            return call()
+        except CallAbandonedError:
+            with self._lock:
+                abandoned = self._abandoned
+            if abandoned:
+                self._give_back(None)
+            raise
 
     def abandon(self) -> dict[str, Any] | None:
         """The call is abandoned: the result that came already, if one did."""

@@ -415,15 +415,21 @@ def cancelled_still_running_text(task_id: str, command: str, output_path: str) -
     )
 
 
-def cancelled_input_typed_text(task_id: str, typed: str) -> str:
+def cancelled_input_typed_text(task_id: str, typed: str, said: bool = True) -> str:
     """I3d: the input of a TaskInput call the host cancelled was typed all the same (the
     call had reached the task): said with the next result, or a model that retried the
-    call answered the task's next prompt with it (a trial)."""
+    call answered the task's next prompt with it (a trial). Not ``said`` (the call was
+    cancelled before it answered): most likely typed."""
     shown = json.dumps(typed[:NOTICE_LABEL_CHARS], ensure_ascii=False)
     cut = "…" if len(typed) > NOTICE_LABEL_CHARS else ""
+    how = (
+        "was typed into task {} all the same"
+        if said
+        else ("was most likely typed into task {} (the call was cancelled before it answered)")
+    )
     return (
-        f"The input of a cancelled TaskInput call, {shown}{cut}, was typed into task {task_id} "
-        "all the same: read its output (TaskOutput) before you type it again."
+        f"The input of a cancelled TaskInput call, {shown}{cut}, {how.format(task_id)}: "
+        "read its output (TaskOutput) before you type it again."
     )
 
 

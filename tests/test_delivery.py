@@ -1460,6 +1460,43 @@ def test_the_next_result_says_a_cancelled_calls_input_was_typed(state_dir: Path,
         client.task_stop(tid)
 
 
+def test_a_task_input_call_cancelled_before_it_answered_is_said_and_its_prompt_announced(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """A host's own timeout, shorter than the call's, cancelled a TaskInput call as its
+    command worked on the input: the model was told nothing, and its retry typed the input
+    twice; nor did the prompt the command came back to reach anyone (a trial). The next
+    result says the input was most likely typed (I3d), and the prompt is a notice (ND5)."""
+    gate = tmp_path / "gate"
+    host = _RawHost(state_dir, "cut")
+    watcher = Client(state_dir=state_dir, session="cut")
+    command = f"read -p 'Deploy? ' a; until [ -e {gate} ]; do sleep 0.05; done; read -p 'Again? ' b"
+    try:
+        host.initialize()
+        host.send(host.bash(1, command, interactive=True))
+        tid = host.reply(1)["result"]["structuredContent"]["backgroundTaskId"]
+        typed = {"name": "TaskInput", "arguments": {"task_id": tid.upper(), "input": "y\n"}}
+        host.send({"id": 2, "method": "tools/call", "params": typed})
+        (task,) = watcher.tasks()
+        wait_until(lambda: "y" in Path(task.output_path).read_text().split("Deploy? ", 1)[-1])
+        host.send({"method": "notifications/cancelled", "params": {"requestId": 2}})
+        host.send(host.bash(3, "echo next"))
+        result = host.reply(3)["result"]
+        assert result["content"][0]["text"].endswith(
+            f'The input of a cancelled TaskInput call, "y\\n", was most likely typed into task '
+            f"{tid} (the call was cancelled before it answered): read its output (TaskOutput) "
+            "before you type it again."
+        )
+        assert result["structuredContent"]["typedInputs"] == [
+            {"taskId": tid, "input": "y\n", "unconfirmed": True}
+        ]
+        gate.touch()
+        assert tid in _prompt_notice(watcher).message  # (the prompt it came back to)
+        watcher.task_stop(tid)
+    finally:
+        host.close()
+
+
 def test_a_prompt_result_cancelled_after_it_was_written_is_announced(state_dir: Path) -> None:
     """A host that cancels a call as its result, a prompt, came (its timeout) never
     showed it: announced (a review: the REPL waited unknown)."""

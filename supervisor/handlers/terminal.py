@@ -92,6 +92,8 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
+    if conn.closed.done():  # (its caller gone: the prompt it would have shown is a notice,
+        ctx.tasks.announce_prompt(task)  # as for a lost Bash caller's REPL, ND5; a trial)
     start = await stored_start(ctx, task.id, p.session, conn)  # (in turn, as TaskOutput)
     result = read_output(ctx, task.row, p.session, start, True, conn)
     if task.ended.done() and not p.keep_notice:
