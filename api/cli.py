@@ -122,6 +122,31 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+class _PipeOnReaderGone:
+    """A foreground run's stdout reader went away (`run -- yes | head -1`, `run -- 'tail
+    -f log' | grep -m1 ready`): its command gets SIGPIPE as it next writes, as a pipe's
+    writer does (it ran on to its log's cap, or its timeout: a trial). Only a pipe or a
+    socket has a reader to lose (:func:`watch_reader`)."""
+
+    def __init__(self, cli: Cli, running: list[str], armed: bool) -> None:
+        self.cli, self.running = cli, running
+        self.gone = threading.Event()
+        self.sent = threading.Lock()
+        if armed:  # (a background start, an interactive command: they go on regardless)
+            watch_reader(self.reader_gone)
+
+    def reader_gone(self) -> None:
+        self.gone.set()
+        self.started()
+
+    def started(self) -> None:
+        """Its task is named (or its reader gone): said once both are."""
+        if not (self.gone.is_set() and self.running) or not self.sent.acquire(blocking=False):
+            return
+        with contextlib.suppress(WaveError, OSError):
+            self.cli.call("interrupt", task_id=self.running[-1], signal="PIPE")
+
+
 def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     if args.size and not args.interactive:  # (the supervisor names the library's argument)
         raise InvalidInputError("--size is only for interactive commands (run -i)")
@@ -143,14 +168,17 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     shown = watched and (args.interactive or not _a_pipe(sys.stdout))
     running: list[str] = []  # the task ID, once the supervisor started it
     pressed: list[str] = []  # the task given a Ctrl+C (at a terminal: the first one)
+
     streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))
     to_terminal = shown and sys.stdout.isatty()
+    piped = _PipeOnReaderGone(cli, running, not (args.background or args.interactive))
     streams = not (to_terminal or args.json or args.background or args.interactive)
 
     def started(task_id: str) -> None:
         running.append(task_id)
         if streams:
             streamer.start(task_id)
+        piped.started()
 
     def background_it() -> None:
         if running:

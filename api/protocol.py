@@ -477,6 +477,10 @@ class BackgroundRequest(TaskParams, Request[TaskRecord]):
 
 class InterruptRequest(TaskParams, Request[TaskRecord]):
     op: Literal["interrupt"] = "interrupt"
+    signal: Literal["INT", "PIPE"] = "INT"
+    """SIGINT, Ctrl+C's; or SIGPIPE, what a pipe's writer gets as it writes once its reader
+    has gone (the CLI's `run -- CMD | head -1`): to the job's process group, as the
+    command next writes."""
     result_type: ClassVar[Any] = TaskRecord
 
 

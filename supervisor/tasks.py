@@ -76,6 +76,7 @@ from wave_bash.worker import (
 )
 from wave_bash.worker import sandbox as sandboxes
 from wave_bash.worker.sandbox import Sources
+from wave_bash.worker.tail import changes, file_size
 
 from . import processes
 from .boundary import worker_errors
@@ -401,6 +402,7 @@ class TaskManager:
         """The git dirs of sandboxed tasks whose pointers were missing, watched while they
         run (``madefiles``)."""
         self._prompt_watches: dict[str, asyncio.Task[None]] = {}
+        self._pipe_watches: dict[str, asyncio.Task[None]] = {}
         """Interactive tasks whose callers went away, until they wait for input or a
         caller is back (see :meth:`announce_prompt`)."""
 
@@ -1665,7 +1667,7 @@ class TaskManager:
             return row.pid
         return 0
 
-    async def interrupt(self, task: LiveTask) -> bool:
+    async def interrupt(self, task: LiveTask, sig: int = signal.SIGINT) -> bool:
         """Ctrl+C for a running task's command (``worker.interrupt_job``), through its
         monitor as this supervisor knows it (ours, or re-adopted and still the same
         process), once a task just started has forked its job, as for a stop; False:
@@ -1678,7 +1680,27 @@ class TaskManager:
         # after, as a terminal's Ctrl+C drops a command not started; its monitor ran it
         # in another job, and the interrupt was lost, a review)
         tell_stopping(monitor, resume=False)
-        return interrupt_job(monitor)
+        return interrupt_job(monitor, sig)
+
+    def pipe_at_next_write(self, task: LiveTask) -> None:
+        """SIGPIPE to a task's job once its command writes again: its CLI's reader has gone
+        (`run -- yes | head -1` ran on to its log's cap, a trial), as a pipe's writer gets
+        it as it next writes (not before: silent work goes on to its end, or its next
+        line)."""
+        if task.ended.done() or task.id in self._pipe_watches:
+            return
+        written = file_size(task.row.output_path)
+        watch = asyncio.get_running_loop().create_task(self._pipe_when_written(task, written))
+        self._pipe_watches[task.id] = watch
+        watch.add_done_callback(lambda _: self._pipe_watches.pop(task.id, None))
+
+    async def _pipe_when_written(self, task: LiveTask, written: int) -> None:
+        stop = asyncio.Event()
+        task.ended.add_done_callback(lambda _: stop.set())
+        async for _ in changes(task.row.output_path, stop):
+            if file_size(task.row.output_path) > written:
+                await self.interrupt(task, signal.SIGPIPE)
+                return
 
     def _tell_stopping(self, task: LiveTask) -> None:
         """Tell a running task's monitor of its stop (see :func:`worker.tell_stopping`);

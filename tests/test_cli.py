@@ -288,13 +288,14 @@ def test_signals_as_the_cli_streams_still_say_where_the_task_is(state_dir: Path)
     _, err = twice.communicate(timeout=30)
     assert twice.returncode == 143 and b"keeps running in the background" in err, err
     assert b"Traceback" not in err
-    gone = _streaming_cli(state_dir, slow)
+    deaf = f"trap '' PIPE; {slow}"  # (its reader gone, it would die of SIGPIPE otherwise)
+    gone = _streaming_cli(state_dir, deaf)
     gone.stdout.close()  # type: ignore[union-attr]
     wait_until(lambda: len(Client(state_dir=state_dir).tasks()) == 2)
     gone.send_signal(signal.SIGTERM)
     _, err = gone.communicate(timeout=30)
     assert gone.returncode == 143 and b"keeps running in the background" in err, err
-    headed = _streaming_cli(state_dir, slow, "--timeout", "1500")
+    headed = _streaming_cli(state_dir, deaf, "--timeout", "1500")
     headed.stdout.close()  # type: ignore[union-attr]
     _, err = headed.communicate(timeout=30)
     assert headed.returncode == 124 and b"moved to the background" in err, err

@@ -200,6 +200,29 @@ def test_run_whose_reader_goes_away_exits_as_its_command(state_dir: Path) -> Non
     assert (r.returncode, r.stdout, r.stderr) == (3, "1\n", "")
 
 
+def test_a_run_whose_reader_went_away_gets_sigpipe_as_it_next_writes(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """`run -- yes | head -1` ran on until its log reached its cap (a gigabyte), and a
+    command writing a line a second until its timeout (a trial): the command writes to
+    its log, not the pipe, and never got the SIGPIPE a pipe's writer gets. It gets it
+    now as it next writes after its reader went away; silent work before goes on."""
+    env = {**os.environ, "WAVE_STATE_DIR": str(state_dir)}
+    cli = f"{sys.executable} -m wave_bash.api.cli run --"
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {cli} yes | head -1"],
+                       capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    assert (r.returncode, r.stdout, r.stderr) == (141, "y\n", "")
+    client = Client(state_dir=state_dir)
+    (task,) = client.tasks()
+    assert (task.status, task.exit_code) == ("killed", 141)
+    before, after = tmp_path / "before", tmp_path / "after"
+    work = f"'sleep 1; touch {before}; echo line; sleep 30; touch {after}'"
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {cli} {work} | true"],
+                       capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    assert r.returncode == 141 and before.exists() and not after.exists()
+    assert [t.status for t in client.tasks()] == ["killed", "killed"]
+
+
 def test_input_whose_reader_goes_away_exits_as_its_task(state_dir: Path) -> None:
     """`input ID x | head -c 20` exited 0 whatever the task's status, its reader gone (a
     new user's trial); as `run`: quietly, with the task's exit code."""

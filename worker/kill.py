@@ -159,19 +159,20 @@ def job_forked(monitor_pid: int) -> bool:
     return any(_leads_its_group(child) for child in children)
 
 
-def interrupt_job(monitor_pid: int) -> bool:
+def interrupt_job(monitor_pid: int, sig: int = signal.SIGINT) -> bool:
     """Ctrl+C for a task (SPEC B3b): SIGINT to its job's process group, as a terminal
     sends it to its foreground job, so the command decides (pytest prints its summary, a
     bash waiting for a command that SIGINT does not end goes on). Sent to the group, not
     through the monitor, whose forwarding interrupts its own wait for the job (bash 5.2
     may lose the status then: F1b), and a Python monitor forwards nothing. False: no job
-    to interrupt (not forked yet, or ended; Windows has no process groups)."""
+    to interrupt (not forked yet, or ended; Windows has no process groups). ``sig``: another
+    signal to the group (SIGPIPE: its reader gone)."""
     if not hasattr(os, "killpg"):
         return False
     for child in _children(monitor_pid) or []:
         if _leads_its_group(child):  # (the job: see job_forked; a child of the monitor's,
             with contextlib.suppress(ProcessLookupError):  # unreaped, so its pid and
-                os.killpg(child, signal.SIGINT)  # group are its own)
+                os.killpg(child, sig)  # group are its own)
                 return True
     return False
 

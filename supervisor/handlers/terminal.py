@@ -12,7 +12,7 @@ from typing import Any
 
 from wave_bash.api.errors import InvalidInputError, TaskNotRunningError
 from wave_bash.api.models import TaskOutputResult, TaskRecord, TerminalResult
-from wave_bash.api.protocol import InputParams, TaskParams, TerminalParams
+from wave_bash.api.protocol import InputParams, InterruptRequest, TerminalParams
 from wave_bash.worker import open_regular
 from wave_bash.worker.tail import file_size
 
@@ -101,14 +101,17 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     return result
 
 
-async def handle_interrupt(ctx: Context, p: TaskParams, conn: Connection) -> TaskRecord:
+async def handle_interrupt(ctx: Context, p: InterruptRequest, conn: Connection) -> TaskRecord:
     """Ctrl+C for a running task (SPEC B3b), as a terminal gives it: an interactive task's
     terminal has the key typed (its line discipline signals what runs in front there);
     any other task's job gets SIGINT, its process group. The command decides what it
-    means; the task runs on until it ends (a stop ends it whatever it decides)."""
+    means; the task runs on until it ends (a stop ends it whatever it decides). SIGPIPE
+    (its CLI's reader gone) goes to the job's group as its command next writes."""
     confined(ctx, p.sandbox, p.session, _row(ctx, p.task_id, p.session), "an interrupt")
     task = _running(ctx, p.task_id, "interrupt")
-    if task.row.interactive:
+    if p.signal == "PIPE":
+        ctx.tasks.pipe_at_next_write(task)
+    elif task.row.interactive:
         await _typed(ctx, task, _terminal(task).type(INTERRUPT_KEY))
     elif not await ctx.tasks.interrupt(task):
         _running(ctx, p.task_id, "interrupt")  # (it ended meanwhile: said as such)
