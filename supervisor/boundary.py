@@ -89,4 +89,6 @@ def _remedy(problem: str) -> str:
         return "delete some files there (each takes an inode: `df -i` shows them)"
     if "space" in words or "quota" in words or "full" in words:
         return "free some space there"
+    if "locked" in words:
+        return "end the other process's transaction on journal.db (a `sqlite3` left open?)"
     return "check that disk"

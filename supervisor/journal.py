@@ -32,8 +32,17 @@ from wave_bash.worker.files import gone_or_replaced
 
 log = logging.getLogger(__name__)
 
-STORAGE_ERRORS = frozenset({"SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN"})
-"""SQLite's primary result codes that mean "the disk does not take it now"."""
+STORAGE_ERRORS = frozenset(
+    {"SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_BUSY"}
+)
+"""SQLite's primary result codes that mean "the journal does not take it now": a full or
+read-only disk, or another process's write lock on it (the user's own `sqlite3` in a
+transaction: a task's end was dropped for good, and it stayed `running`, a trial)."""
+JOURNAL_LOCKED = "Its journal is locked by another process (database is locked)"
+"""The problem said where another process holds the journal's write lock."""
+BUSY_TIMEOUT = 0.25
+"""Seconds a write waits for another process's lock before it is held and tried again
+later (SQLite's default, 5 s, held the event loop that long per write: a trial)."""
 
 
 def storage_problem(exc: BaseException) -> str | None:
@@ -45,6 +54,8 @@ def storage_problem(exc: BaseException) -> str | None:
             return None
         if primary == "SQLITE_FULL":
             return "No space left on device"
+        if primary == "SQLITE_BUSY":
+            return JOURNAL_LOCKED
         return str(exc) + (_size_limit_note() if primary == "SQLITE_IOERR" else "")
     if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
         said = exc.strerror or str(exc)
@@ -332,7 +343,9 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+        )
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes
         self.db.execute("PRAGMA foreign_keys=ON")

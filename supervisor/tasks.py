@@ -82,7 +82,7 @@ from . import processes
 from .boundary import worker_errors
 from .faults import crash_point
 from .identity import boot_id, new_task_id, same_process, start_ticks
-from .journal import Journal, TaskRow, disk_problem
+from .journal import JOURNAL_LOCKED, Journal, TaskRow, disk_problem
 from .madefiles import MadeFiles
 from .standby import STANDBY_DEPTH, MonitorKey, Standby
 from .terminals import TerminalLink
@@ -1483,6 +1483,9 @@ class TaskManager:
                 "meanwhile may be lost, as its log could not grow; its end is kept, and "
                 "recorded once there is space again"  # (it said the output would be written
                 # then, which no one can: a trial)
+                if problem != JOURNAL_LOCKED
+                else f"{problem} in the state dir {self.tasks_dir.parent}: its end is kept, "
+                "and recorded once the journal takes writes again"
             )
             if notice_session is not None:  # its notice says so (it said nothing, where a
                 row.storage_note = task.storage_note  # foreground result did: a review)

@@ -600,3 +600,35 @@ def test_a_stop_cut_short_by_a_supervisor_kill_is_finished_by_the_next(
     assert (ended.status, ended.end_reason) == ("killed", "stopped"), ended
     assert ended.exit_code == (3 if after_term == "exit 3" else 137)
     assert not task_alive(tid)
+
+
+def test_another_processs_lock_on_the_journal_holds_writes_till_it_goes(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """A write lock on `journal.db` held by another process (the user's own `sqlite3` in
+    a transaction) dropped a task's end for good: it stayed `running`, `wait` answered
+    at once, no notice came, and each write held the event loop 5 s (a trial). It is a
+    storage problem now: writes are held, and made once the lock goes."""
+    gate = tmp_path / "gate"
+    task_id = client.bash(f"until [ -e {gate} ]; do sleep 0.02; done; exit 3",
+                          run_in_background=True).background_task_id  # fmt: skip
+    assert task_id
+    locker = sqlite3.connect(state_dir / "journal.db", isolation_level=None)
+    try:
+        locker.execute("BEGIN IMMEDIATE")
+        gate.touch()
+        assert client.wait(task_id, timeout=15_000).exit_code == 3
+        refused = client.bash("echo never")
+        assert not refused.success and refused.error == (
+            "Its journal is locked by another process (database is locked) in the state dir "
+            f"{state_dir}: the command was not started (nothing runs that wave-bash cannot "
+            "record); end the other process's transaction on journal.db (a `sqlite3` left "
+            "open?)"
+        )
+    finally:
+        locker.rollback()
+        locker.close()
+    wait_until(lambda: [n.task_id for n in client.notifications()] == [task_id])
+    kill_supervisor(state_dir)  # (what the journal holds: its end was written)
+    (row,) = [r for r in journal_rows(state_dir) if r["id"] == task_id]
+    assert (row["status"], row["exit_code"]) == ("failed", 3)
