@@ -216,6 +216,24 @@ def test_task_output_returns_only_new_output(client: Client) -> None:
     assert other.output == "a\nb\nc"  # offsets are per agent session
 
 
+def test_a_log_cut_in_place_is_read_again_from_its_start(client: Client, tmp_path: Path) -> None:
+    """A log truncated while its task ran (`: > LOG`, logrotate's copytruncate, space
+    freed on a full disk): what the task wrote next never showed, as the session's read
+    offset lay past the log's end (a trial). Read again from its start, as `tail -f`
+    does."""
+    gate = tmp_path / "gate"
+    line = "x" * 60
+    tid = start_bg(client, f"for i in $(seq 100); do echo {line}; done; "
+                           f"until [ -e {gate} ]; do sleep 0.02; done; echo after; exit 3")  # fmt: skip
+    first = client.task_output(tid, pattern=f"^{line}$", timeout=5000)
+    wait_until(lambda: client.task_output(tid, block=False).output == "" and
+               Path(first.output_path).stat().st_size == 6100)  # fmt: skip
+    os.truncate(first.output_path, 0)
+    gate.touch()
+    rest = client.task_output(tid, timeout=10_000)
+    assert (rest.output, rest.exit_code) == ("after", 3)
+
+
 def test_a_read_of_a_running_task_ends_before_a_half_written_character(
     client: Client, tmp_path: Path
 ) -> None:

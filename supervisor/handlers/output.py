@@ -344,7 +344,8 @@ def read_output(
     last line too, as of an ended task); ``exact``: an excerpt keeps its blank edge lines;
     ``limit``: the read ends there at the latest (a pattern's search got no further)."""
     end = size = file_size(row.output_path)
-    start = min(start, end)  # an offset past the end reads nothing (a log is never cut)
+    if start > end:  # cut in place (`: > LOG`, logrotate's copytruncate): read again from
+        start = 0  # its start, as `tail -f` does (what it wrote next was never shown: a trial)
     if limit is not None:
         end = max(start, min(end, limit))
     live = ctx.tasks.live.get(row.id)
