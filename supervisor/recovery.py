@@ -19,7 +19,7 @@ from pathlib import Path
 
 from wave_bash.api.errors import StorageError
 from wave_bash.api.paths import StateLayout
-from wave_bash.api.states import Owner, TaskStatus
+from wave_bash.api.states import BackgroundReason, Owner, TaskStatus
 from wave_bash.worker import TaskFiles, open_regular, read_exit_record
 
 from .identity import boot_id, start_ticks
@@ -260,8 +260,16 @@ def rebuild(
             if monitor is not None and row.pid is not None:  # (what it holds now: those it
                 left = left or children_running(monitor)  # listed may have moved on, a trial)
             row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
-        journal.insert_task(row)
         unseen = unseen_after is not None and (row.ended_at or 0) > unseen_after
+        if code is not None and unseen and row.owner is Owner.FOREGROUND:
+            # Its record says foreground as it started; it may have moved to the
+            # background since (its timeout, Ctrl+B), its caller told a notice would come
+            # (none did, a trial): its end after the journal's last write reached no
+            # caller that is known, and is announced, as a lost caller's is (at least once:
+            # a result that did reach it is said twice, D5).
+            row.owner, row.background_reason = Owner.BACKGROUND, BackgroundReason.CALLER_LOST
+            row.owner_changed_at = row.ended_at
+        journal.insert_task(row)
         if code is not None and unseen and row.owner is Owner.BACKGROUND:
             journal.finish_task(row, row.session)
         count += 1
