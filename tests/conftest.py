@@ -49,6 +49,16 @@ def wait_until(
         time.sleep(interval)
 
 
+def gone(proc: psutil.Process | int) -> bool:
+    """Whether a process (or pid) has exited (a zombie, or reaped: one reaped between two
+    looks at it raised, a full run's failure)."""
+    try:
+        proc = psutil.Process(proc) if isinstance(proc, int) else proc
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def journal_rows(state_dir: Path) -> list[dict[str, object]]:
     db = state_dir / "journal.db"
     if not db.exists():

@@ -29,6 +29,7 @@ import psutil
 import pytest
 from conftest import (
     BashInThread,
+    gone,
     kill_supervisor,
     needs,
     needs_root,
@@ -685,7 +686,7 @@ def test_a_call_whose_shared_connection_freezes_is_sent_again(
         r = call.result(timeout=60)
         assert (r.stdout, r.exit_code) == ("two", 0), r
         assert time.monotonic() - began < 17  # (a check every 2 s: 3 s to answer)
-        wait_until(lambda: not master.is_running() or master.status() == psutil.STATUS_ZOMBIE)
+        wait_until(lambda: gone(master))
         (new,) = _shared_connections(port)
         assert new.pid != master.pid and client.bash("echo three").stdout == "three"
     finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import start_bg, supervisor_pids, wait_until
+from conftest import gone, start_bg, supervisor_pids, wait_until
 
 from wave_bash.api import Client
 from wave_bash.supervisor.standby import STANDBY_DEPTH
@@ -199,7 +199,7 @@ def test_a_stopped_spawner_dies_with_its_supervisor(tmp_path: Path) -> None:
         spawned.suspend()
         starter.kill()
         starter.wait()
-        wait_until(lambda: not spawned.is_running() or spawned.status() == psutil.STATUS_ZOMBIE)
+        wait_until(lambda: gone(spawned))
     finally:
         starter.kill()
         starter.wait()

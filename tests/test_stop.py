@@ -23,6 +23,7 @@ import pytest
 from conftest import (
     MONITOR,
     ask_supervisor,
+    gone,
     kill_supervisor,
     needs,
     needs_cgroups,
@@ -233,8 +234,7 @@ def test_a_chain_left_behind_that_forks_anew_is_stopped(
         assert stopped.status == "completed" and stopped.stopped_processes >= 1
         assert_quiet(beats)
         if tracking == PROCESS:  # (lingering no longer: nothing is left)
-            wait_until(lambda: not psutil.pid_exists(record.pid or 0) or
-                       psutil.Process(record.pid or 0).status() == psutil.STATUS_ZOMBIE)  # fmt: skip
+            wait_until(lambda: gone(record.pid or 0))
         assert [t.leftover_processes for t in client.tasks() if t.id == tid] == [0]
     finally:
         stop.touch()
@@ -301,7 +301,7 @@ def test_a_monitor_lingers_only_while_what_its_command_left_runs(
     # directory: the status is out before, and a check at once found the exit record open)
     assert not [f.path for f in monitor.open_files() if str(state_dir) in f.path]
     go.touch()
-    wait_until(lambda: not monitor.is_running() or monitor.status() == psutil.STATUS_ZOMBIE)
+    wait_until(lambda: gone(monitor))
     wait_until(lambda: [t.leftover_processes for t in client.tasks() if t.id == tid] == [0])
 
 
@@ -361,7 +361,7 @@ def test_a_lingering_monitor_a_leftover_stopped_goes_when_nothing_is_left(
     (record,) = [t for t in client.tasks() if t.id == tid]
     monitor = psutil.Process(record.pid or 0)
     go.touch()
-    wait_until(lambda: not monitor.is_running() or monitor.status() == psutil.STATUS_ZOMBIE)
+    wait_until(lambda: gone(monitor))
     assert [t.leftover_processes for t in client.tasks() if t.id == tid] == [0]
 
 
