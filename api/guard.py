@@ -31,14 +31,16 @@ def rules_spec(
 
 
 def project_root(cwd: str) -> str:
-    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``."""
-    current = os.path.abspath(cwd)
+    """The nearest ancestor of ``cwd`` (itself included) holding ``.git``, else ``cwd``;
+    by its links' targets, as git finds its repository: a caller in ``mono/vendor/x``,
+    a link to ``ext/x``, had ``mono`` for its sandbox's workspace (a review)."""
+    current = os.path.realpath(cwd)
     while True:
         if os.path.exists(os.path.join(current, ".git")):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return os.path.abspath(cwd)
+            return os.path.realpath(cwd)
         current = parent
 
 

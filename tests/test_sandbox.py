@@ -2317,3 +2317,20 @@ def test_a_sandboxed_caller_is_confined_after_a_supervisor_restart_too(
     owner = Client(state_dir=state_dir, session="s", cwd=project, sandbox="read-only",
                    allow_network=True)  # fmt: skip
     assert owner.task_stop(networked.background_task_id or "").status == "killed"
+
+
+def test_the_default_workspace_is_found_by_the_links_targets(tmp_path: Path) -> None:
+    """A caller in `mono/vendor/x`, a link to `ext/x`, had `mono` for its sandbox's
+    writable workspace (a review, once the caller's directory was its `$PWD`): the
+    project root is found as git finds its repository, by the links' targets."""
+    from wave_bash.api.guard import project_root, workspace_for
+
+    (tmp_path / "mono" / ".git").mkdir(parents=True)
+    (tmp_path / "mono" / "vendor").mkdir()
+    (tmp_path / "ext" / "x").mkdir(parents=True)
+    (tmp_path / "mono" / "vendor" / "x").symlink_to(tmp_path / "ext" / "x")
+    linked = str(tmp_path / "mono" / "vendor" / "x")
+    real = os.path.realpath(tmp_path / "ext" / "x")
+    assert project_root(linked) == real
+    assert workspace_for("workspace-write", linked) == real
+    assert project_root(str(tmp_path / "mono" / "vendor")) == os.path.realpath(tmp_path / "mono")
