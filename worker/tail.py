@@ -323,6 +323,9 @@ class PatternScanner:
         is reached; whether the search is over (matched, or searched to ``size``)."""
         if self.found:
             return True
+        if size < self.pos:  # cut in place (`: > LOG`): searched again from its start, as
+            self.start = self.pos = self.searched_to = 0  # it is read (a match in what
+            self.carry = b""  # came after the cut was never found: a review)
         if self.pos < size:
             try:
                 with open_regular(self.path) as fh:
