@@ -143,6 +143,9 @@ class CallScope:
         what they take until the relay confirms them passed on (``delivered``)."""
         self.held = False
         """Whether the supervisor held something under the receipt (then confirm it)."""
+        self.sent = False
+        """Whether a request of the call's was written whole to a supervisor's connection
+        (it may have been acted on)."""
 
     def abandon(self) -> None:
         """End the call now, from any thread; it sends nothing more."""
@@ -442,6 +445,8 @@ class Caller:
             if refusal is not None:
                 raise refusal from None
             raise _ConnectionLost(f"the supervisor closed the connection: {exc}", False) from None
+        if scope is not None:
+            scope.sent = True
         answered = False
         try:
             for message in channel.messages(deadline, check):

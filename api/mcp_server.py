@@ -257,7 +257,7 @@ class WaveMcp:
                 # it, a CI run: the host's cancel came before the thread read its ID)
 
         scope = CallScope(receipt=self._receipt())
-        handoff = _Handoff(lambda got: self._given_back(name, started, got, arguments))
+        handoff = _Handoff(lambda got: self._given_back(name, started, got, arguments, scope))
         call = functools.partial(
             self.client.call_tool, params.name, arguments, on_progress=on_progress,
             on_start=on_start, on_ask=self._asker(request, arguments.get("command")),
@@ -547,12 +547,19 @@ class WaveMcp:
         return request_id
 
     def _given_back(
-        self, name: str, started: list[str], data: dict[str, Any] | None, arguments: Any
+        self,
+        name: str,
+        started: list[str],
+        data: dict[str, Any] | None,
+        arguments: Any,
+        scope: CallScope | None = None,
     ) -> None:  # (``data`` None: the call was cut short as the host cancelled it)
         """A result the host never sees (it cancelled the call as the result came, or
-        before)."""
+        before: its input most likely typed once its request was sent, not before, a
+        review)."""
         shown = started[0] if started and _announced_unseen(data) else None
-        typed = _typed_of(name, data, arguments) if data else _maybe_typed(name, arguments)
+        sent = scope is not None and scope.sent
+        typed = _typed_of(name, data, arguments) if data else _maybe_typed(name, arguments, sent)
         self._typed_unseen(typed)
         self._never_shown(_read_of(name, data), shown)
 
@@ -1052,12 +1059,12 @@ def _typed_of(tool: str, data: dict[str, Any] | None, arguments: dict[str, Any])
     return str(data.get("taskId")), typed, True
 
 
-def _maybe_typed(tool: str, arguments: dict[str, Any]) -> Typed | None:
+def _maybe_typed(tool: str, arguments: dict[str, Any], sent: bool) -> Typed | None:
     """The input of a TaskInput call cancelled before it answered (the host's own timeout,
     shorter than the call's: its input typed, the model told nothing, and its retry typed
     it twice, a trial), said as most likely typed."""
     task_id, typed = arguments.get("task_id"), arguments.get("input")
-    if tool != TASK_INPUT_TOOL or not isinstance(typed, str) or not typed:
+    if not sent or tool != TASK_INPUT_TOOL or not isinstance(typed, str) or not typed:
         return None
     if not isinstance(task_id, str) or not task_id.strip():
         return None

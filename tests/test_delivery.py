@@ -1497,6 +1497,44 @@ def test_a_task_input_call_cancelled_before_it_answered_is_said_and_its_prompt_a
         host.close()
 
 
+def test_a_task_input_call_cancelled_before_it_was_sent_claims_nothing(state_dir: Path) -> None:
+    """A TaskInput call cancelled before its request went out (a supervisor still
+    starting) was said "most likely typed" (a review): the model would not type it again,
+    and the task would wait for ever. Nothing is said of a call whose request was never
+    sent."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    client = Client(state_dir=state_dir, session="unsent")
+    tid = client.bash("read -p 'Deploy? ' a; echo got-$a", interactive=True).background_task_id
+    try:
+        handlers = WaveMcp(Client(state_dir=state_dir, session="unsent"))
+        reached = threading.Event()
+        handlers.client.call_tool = _held(handlers.client.call_tool, reached)  # type: ignore[method-assign]
+        given_back = threading.Event()
+        give_back = handlers._given_back
+
+        def told(*args: Any) -> None:
+            give_back(*args)
+            given_back.set()
+
+        handlers._given_back = told  # type: ignore[method-assign]
+        _cancelled_call(handlers, "TaskInput", {"task_id": tid, "input": "y\n"}, reached)
+        assert given_back.wait(30)  # (its thread went on past the cancel, cut short)
+
+        async def next_call() -> types.CallToolResult:
+            echo = types.CallToolRequestParams(name="Bash", arguments={"command": "echo x"})
+            return await handlers.call_tool(ToolRequest(10, nothing, nothing), echo)
+
+        answered = anyio.run(next_call)
+        assert "typedInputs" not in structured(answered) and "TaskInput" not in text(answered)
+        assert "got-" not in client.task_output(tid or "", block=False).output
+    finally:
+        client.task_stop(tid or "")
+
+
 def test_a_prompt_result_cancelled_after_it_was_written_is_announced(state_dir: Path) -> None:
     """A host that cancels a call as its result, a prompt, came (its timeout) never
     showed it: announced (a review: the REPL waited unknown)."""
