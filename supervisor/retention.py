@@ -19,7 +19,7 @@ from wave_bash.worker.tail import file_size
 
 from .context import Context
 from .faults import crash_point
-from .journal import Journal, TaskRow
+from .journal import Journal, TaskRow, storage_problem
 from .tasks import SESSION_TEMPS, session_temp_dir
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,13 @@ def prune_in_background(ctx: Context) -> None:
 def _prune_done(ctx: Context) -> Callable[[asyncio.Task[list[str]]], None]:
     def done(task: asyncio.Task[list[str]]) -> None:
         ctx.background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("prune failed", exc_info=task.exception())
+        if task.cancelled() or (exc := task.exception()) is None:
+            return
+        problem = storage_problem(exc)
+        if problem is not None:  # (a full disk, a locked journal: tried again next hour)
+            log.warning("prune put off: %s", problem)
+        else:
+            log.error("prune failed", exc_info=exc)
 
     return done
 
