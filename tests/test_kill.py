@@ -191,3 +191,32 @@ def test_a_stop_holds_each_process_only_once_seen_stopped() -> None:
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_a_process_that_never_stops_holds_a_stop_a_moment_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process a tracer kept from stopping (or one held in the kernel) kept a stop
+    looking 200 times, each look a pass over the process table (a review): it is taken
+    as it is once it has had its moment to stop (:data:`HOLD_PATIENCE`)."""
+    from wave_bash.worker import kill
+    from wave_bash.worker.kill import TaskTree, _frozen
+
+    victim = subprocess.Popen(["sleep", "300"])
+    monkeypatch.setattr(kill, "_held", lambda pid: False)  # (as a traced one: never seen so)
+    now = [0.0]
+    looks: list[float] = []
+
+    def look(living: bool) -> list[TaskTree]:
+        looks.append(now[0])
+        return [TaskTree("t", 0, None, {victim.pid})]
+
+    def sleep(seconds: float) -> None:
+        now[0] += 0.05
+
+    try:
+        _frozen(look, True, sleep, clock=lambda: now[0])
+        assert len(looks) < 20  # (0.5 s of looks 0.05 s apart; not FREEZE_LOOKS, 200)
+    finally:
+        victim.kill()
+        victim.wait()

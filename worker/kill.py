@@ -393,7 +393,7 @@ def stop_trees(
             for tree in missed:  # forked after the first snapshot, before the signal
                 _signal(tree, False, use_groups)
         sleep(0.02)
-    trees = _frozen(again, use_groups, sleep)
+    trees = _frozen(again, use_groups, sleep, clock)
     for _ in range(5):
         if not trees:
             break
@@ -406,12 +406,19 @@ def stop_trees(
 
 FREEZE_LOOKS = 200
 """Looks at most before the SIGKILL, each stopping what it found (a few ms each)."""
+HOLD_PATIENCE = 0.5
+"""Seconds a process sent SIGSTOP is waited for to be seen stopped: one that is not by
+then (held in the kernel, traced: a review's tracer kept a stop looking 200 times) is
+taken as it is, and killed."""
 _HELD = frozenset({psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE,
                    psutil.STATUS_DEAD})  # fmt: skip
 
 
 def _frozen(
-    look: Callable[[bool], list[TaskTree]], use_groups: bool, sleep: Callable[[float], None]
+    look: Callable[[bool], list[TaskTree]],
+    use_groups: bool,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float] = time.monotonic,
 ) -> list[TaskTree]:
     """The processes left, each stopped (SIGSTOP) where it is: stopped, none forks any
     more. What a look finds is stopped, and looked for again, until two looks in a row
@@ -422,17 +429,20 @@ def _frozen(
     session with no tag as it died, never looked at, hopped on under init: a trial. A
     signal sent is not yet taken: under load a process stopped only after the looks,
     its fork done, and the child ran on: a CI run.) A process that does not stop (held
-    in the kernel) is killed after :data:`FREEZE_LOOKS`, as it is. Without process
+    in the kernel, traced) is taken as it is after :data:`HOLD_PATIENCE`. Without process
     groups (Windows) there is no SIGSTOP: the processes as found."""
     stop = getattr(signal, "SIGSTOP", None)
     if stop is None or not use_groups:
         return look(True)
     seen: set[int] = set()
+    sent: dict[int, float] = {}
     quiet = 0
     for _ in range(FREEZE_LOOKS):
         trees = look(False)
         found = {pid for tree in trees for pid in tree.pids}
-        loose = {pid for pid in found if not _held(pid)}
+        now = clock()
+        loose = {p for p in found if now - sent.get(p, now) < HOLD_PATIENCE and not _held(p)}
+        loose |= found - seen
         if found <= seen and not loose:
             quiet += 1
             if quiet == 2:
@@ -445,6 +455,7 @@ def _frozen(
                 with contextlib.suppress(OSError):
                     os.killpg(tree.job_pgid, stop)
         for pid in loose:  # (new, or not stopped yet: sent again, or continued meanwhile)
+            sent.setdefault(pid, now)
             with contextlib.suppress(OSError):  # (gone meanwhile)
                 os.kill(pid, stop)
         if found <= seen:
