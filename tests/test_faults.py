@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import socket
 import sqlite3
@@ -649,3 +650,21 @@ def test_a_prune_put_off_by_a_locked_journal_is_no_failure(client: Client, state
     finally:
         locker.rollback()
         locker.close()
+
+
+def test_an_end_after_the_tasks_folder_was_removed_is_no_full_disk(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """`rm -rf STATE/tasks` as tasks ran: each end said "No such file or directory in
+    the state dir …: output … may be lost, as its log could not grow; … recorded once
+    there is space again" (a trial). Space was never the problem: its log is gone, as a
+    read says (B6d)."""
+    gate = tmp_path / "gate"
+    task_id = client.bash(f"until [ -e {gate} ]; do sleep 0.02; done; exit 3",
+                          run_in_background=True).background_task_id  # fmt: skip
+    assert task_id
+    shutil.rmtree(state_dir / "tasks")
+    gate.touch()
+    assert client.wait(task_id, timeout=15_000).exit_code == 3
+    read = client.task_output(task_id, block=False)
+    assert read.error is None and read.log_gone, read
