@@ -977,19 +977,41 @@ STILL_RUNNING_EXIT = 124
 
 def cmd_wait(cli: Cli, args: argparse.Namespace) -> int:
     """Exits as the task did (a script can test it), 124 when it still runs at the
-    timeout, 1 when its exit status was lost."""
+    timeout, 1 when its exit status was lost. Several tasks (as bash's and pueue's
+    `wait` take them; `wait a b` was refused, a trial): each waited for in turn within
+    the one timeout, its line printed as it ends; 124 if one still runs, else the exit
+    of the first that did not succeed (`wait $A $B && deploy` deploys only after both
+    succeeded), else 0."""
+    import time
+
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
-    record = cli.call("wait", task_id=args.id, timeout=timeout)
+    ids = list(dict.fromkeys(args.id))
+    if len(ids) > 1:
+        for task_id in ids:  # (an unknown one is said before any wait)
+            cli.call("wait", task_id=task_id, timeout=0)
+    until = None if timeout is None else time.monotonic() + timeout / 1000
+    records: list[dict[str, Any]] = []
     try:
+        for task_id in ids:
+            left = None if until is None else max(0.0, (until - time.monotonic()) * 1000)
+            records.append(cli.call("wait", task_id=task_id, timeout=left))
+            if not args.json:
+                print(_status_line(records[-1]), flush=True)
         if args.json:
-            _print_json(record)
-        else:
-            print(_status_line(record), flush=True)
+            _print_json(records[0] if len(records) == 1 else records)
     except BrokenPipeError:  # (`wait ID | true`: its exit code all the same, as `run`'s,
         _quiet_stdout()  # for a pipefail script; not shown, so its notice stays: a trial)
-        return _exit_code(record)
-    _shown_ends(cli, [record])
-    return _exit_code(record)
+        return _waited_exit(records)
+    _shown_ends(cli, records)
+    return _waited_exit(records)
+
+
+def _waited_exit(records: list[dict[str, Any]]) -> int:
+    """``wait``'s exit for the tasks it waited for (see :func:`cmd_wait`)."""
+    codes = [_exit_code(record) for record in records]
+    if STILL_RUNNING_EXIT in codes:
+        return STILL_RUNNING_EXIT
+    return next((code for code in codes if code != 0), 0)
 
 
 def _a_pipe(stream: Any) -> bool:
@@ -1361,8 +1383,9 @@ def _add_output(sub: Any) -> None:
 def _add_wait(sub: Any) -> None:
     wait = _verb(
         sub, "wait", cmd_wait,
-        "wait until a task ends; exits with its exit code (124: still running at --timeout)",
-        ids="1",
+        "wait until tasks end; exits with the exit code of the first that failed, else 0 "
+        "(124: one still running at --timeout)",
+        ids="+",
     )  # fmt: skip
     wait.add_argument("--timeout", help="longest wait in ms")
 

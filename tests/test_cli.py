@@ -1090,3 +1090,26 @@ def test_a_command_starts_where_the_callers_shell_says_it_is(
         done = subprocess.run(line, cwd=link, env={**env, "PWD": str(pwd)},
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.stdout.split() == [str(p) for p in said], (pwd, done)  # (a stale one: not)
+
+
+def test_wait_takes_several_tasks(state_dir: Path) -> None:
+    """`wait a b` was refused (a trial), where bash's and pueue's `wait` take several:
+    each is waited for within the one timeout; the exit says the first that did not
+    succeed, so `wait $A $B && deploy` deploys only after both did."""
+    client = Client(state_dir=state_dir)
+    failed, done = start_bg(client, "exit 3"), start_bg(client, "true")
+    slow = start_bg(client, "sleep 30")
+    try:
+        both = run_cli(state_dir, "wait", done, failed, done)  # (each once)
+        assert (both.returncode, both.stdout.splitlines()) == (
+            3, [f"{done} completed (exit code 0)", f"{failed} failed (exit code 3)"],
+        )  # fmt: skip
+        assert run_cli(state_dir, "wait", done, done).returncode == 0
+        timed = run_cli(state_dir, "wait", done, slow, "--timeout", "300")
+        assert (timed.returncode, timed.stdout.splitlines()[-1]) == (124, f"{slow} running")
+        unknown = run_cli(state_dir, "wait", slow, "nosuch")  # (said before any wait)
+        assert (unknown.returncode, unknown.stdout) == (2, "")
+        listed = json.loads(run_cli(state_dir, "wait", done, failed, "--json").stdout)
+        assert [r["id"] for r in listed] == [done, failed]
+    finally:
+        client.task_stop(slow)
