@@ -261,7 +261,10 @@ def rebuild(
                 left = left or children_running(monitor)  # listed may have moved on, a trial)
             row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
         unseen = unseen_after is not None and (row.ended_at or 0) > unseen_after
-        if code is not None and unseen and row.owner is Owner.FOREGROUND:
+        rebuilt = started_after is None  # (not the take-in of rows a lost WAL held, where
+        # every end counts as unseen: each foreground result since the last checkpoint,
+        # long shown, came again as a notice, a review)
+        if code is not None and unseen and rebuilt and row.owner is Owner.FOREGROUND:
             # Its record says foreground as it started; it may have moved to the
             # background since (its timeout, Ctrl+B), its caller told a notice would come
             # (none did, a trial): its end after the journal's last write reached no
