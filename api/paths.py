@@ -72,7 +72,8 @@ def refuse_foreign_links(path: Path) -> None:
     owner = _owner()
     if owner is None:  # (Windows: no uids)
         return
-    trusted = {0, owner, *_unmapped_owner()}
+    unmapped = _unmapped_owner()
+    trusted = {0, owner, *unmapped}
     todo, here, followed = list(path.parts[1:]), Path(path.anchor), 0
     while todo and followed < 40:  # (the kernel's own limit on links in a path)
         part = todo.pop(0)
@@ -89,7 +90,7 @@ def refuse_foreign_links(path: Path) -> None:
         if not stat.S_ISLNK(st.st_mode):
             here = step
             continue
-        if st.st_uid not in trusted or _made_by_anyone(step, st):
+        if st.st_uid not in trusted or _made_by_anyone(step, st, unmapped):
             raise StateDirError(
                 f"refusing {path}: {step} on its way is a link of another user's (uid "
                 f"{st.st_uid}), who could point it elsewhere; choose a state dir whose path "
@@ -196,7 +197,8 @@ def check_ancestors(path: Path) -> bool:
     owner = _owner()
     if owner is None:  # (Windows: no uids)
         return False
-    trusted = {0, owner, *_unmapped_owner()}
+    unmapped = _unmapped_owner()
+    trusted = {0, owner, *unmapped}
     missing = False
     for parent in path.parents:  # (its links resolved as the kernel does: see canonical)
         try:
@@ -204,7 +206,7 @@ def check_ancestors(path: Path) -> bool:
         except OSError:
             missing = True
             continue
-        if st.st_uid not in trusted or _made_by_anyone(parent, st):
+        if st.st_uid not in trusted or _made_by_anyone(parent, st, unmapped):
             raise StateDirError(
                 f"refusing {path}: {parent} above it belongs to another user (uid "
                 f"{st.st_uid}), who could put a directory of theirs in its place; choose "
@@ -303,13 +305,13 @@ def _unmapped_owner() -> tuple[int, ...]:
     return (overflow,)
 
 
-def _made_by_anyone(path: Path, st: os.stat_result) -> bool:
-    """Whether ``path``, owned by an unmapped user (:func:`_unmapped_owner`: root's, or any
+def _made_by_anyone(path: Path, st: os.stat_result, unmapped: tuple[int, ...]) -> bool:
+    """Whether ``path``, owned by an unmapped user (``unmapped``: root's, or any
     other user's outside, they look alike), is in a directory where any user makes
     entries (``/tmp``): there it may be another user's (a review's ``nobody`` made the
     state dir's parent in a shared folder, and root's supervisor in a namespace mapping
     only itself took it for root's). ``/``, ``/home`` and ``/tmp`` themselves are not."""
-    if st.st_uid not in _unmapped_owner() or path.parent == path:
+    if st.st_uid not in unmapped or path.parent == path:
         return False
     try:
         return bool(os.stat(path.parent).st_mode & stat.S_IWOTH)
