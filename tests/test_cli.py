@@ -957,6 +957,16 @@ def test_output_follow_shows_a_prompt_and_says_the_task_waits(state_dir: Path) -
     assert (said[follow.stdout] + out).endswith(b"got y\n") and follow.returncode == 0
 
 
+def _unread_bytes(stream: Any) -> int:
+    """Bytes waiting in a pipe, not read (FIONREAD)."""
+    import fcntl
+    import struct
+    import termios
+
+    got = fcntl.ioctl(stream.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    return int(struct.unpack("i", got)[0])
+
+
 @pytest.mark.parametrize("how", ["bg", "SIGTERM", "SIGHUP"])
 def test_a_run_moved_on_or_terminated_prints_its_output_so_far(state_dir: Path, how: str) -> None:
     """A harness that ends `run` on its own timeout (SIGTERM), or `bg ID` from another
@@ -971,6 +981,10 @@ def test_a_run_moved_on_or_terminated_prints_its_output_so_far(state_dir: Path, 
         client = Client(state_dir=state_dir)
         (task,) = wait_until(lambda: client.tasks())
         wait_until(lambda: "so far" in client.task_output(task.id, block=False).output)
+        # (and the CLI knows its task: it streamed the line; signalled before it had read
+        # the task's ID, under a CI run's load, it had nothing to print, as documented)
+        assert proc.stdout is not None
+        wait_until(lambda: _unread_bytes(proc.stdout) > 0)
         if how == "bg":
             assert run_cli(state_dir, "bg", task.id).returncode == 0
         else:

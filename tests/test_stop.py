@@ -42,7 +42,7 @@ from conftest import (
 from wave_bash.api import Client, TaskNotRunningError, TaskRecord, texts
 from wave_bash.supervisor.processes import listed_leftovers
 from wave_bash.supervisor.standby import STANDBY_DEPTH
-from wave_bash.worker import read_exit_record
+from wave_bash.worker import read_exit_record, tagged_processes
 
 CGROUP = "cgroup"
 PROCESS = "process"
@@ -97,6 +97,19 @@ def ended(client: Client, task_id: str, state_dir: Path) -> TaskRecord:
             f"{task_id} still runs: {record!r}\n{_monitor_state(record.pid)}\n" + "\n".join(tail)
         )
     return record
+
+
+def recorded(state_dir: Path, task_id: str, status: int) -> None:
+    """Wait until the task's monitor has recorded ``status`` (10 s at most); if it has not,
+    say what the task's processes are doing (a CI run under load met one that had not,
+    with no supervisor running: the cause is not known)."""
+    path = state_dir / "tasks" / f"{task_id}.exit"
+    try:
+        wait_until(lambda: read_exit_record(path).status == status)
+    except AssertionError:
+        pids = tagged_processes({task_id}).get(task_id, set())
+        said = "\n".join(_monitor_state(pid) for pid in sorted(pids)) or "none runs"
+        pytest.fail(f"{task_id} recorded no status {status} in 10 s; its processes:\n{said}")
 
 
 def _monitor_state(pid: int | None) -> str:
@@ -842,7 +855,7 @@ def test_leftovers_of_a_task_that_ended_while_no_supervisor_ran(
     tid = start_bg(client, command)
     kill_supervisor(state_dir)
     go.touch()
-    wait_until(lambda: read_exit_record(state_dir / "tasks" / f"{tid}.exit").status == 3)
+    recorded(state_dir, tid, 3)
     wait_until(lambda: running(n) and running(m))
     (record,) = [t for t in client.tasks() if t.id == tid]  # a new supervisor
     assert (record.status, record.exit_code, record.leftover_processes) == ("failed", 3, 2)
