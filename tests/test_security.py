@@ -418,9 +418,10 @@ def test_a_state_dir_under_a_directory_an_acl_lets_others_change_is_refused(
     assert not state_dir.exists()
 
 
-def _checked_in_a_user_namespace(path: Path, uid_map: str) -> str:
-    """What :func:`check_ancestors` says of ``path`` as root of a new user namespace whose
-    map (written from outside, as a container's runtime writes it) is ``uid_map``."""
+def _checked_in_a_user_namespace(path: Path, uid_map: str, as_uid: int | None = None) -> str:
+    """What :func:`check_ancestors` says of ``path`` in a new user namespace whose map
+    (written from outside, as a container's runtime writes it) is ``uid_map``; made by
+    ``as_uid`` (None: root)."""
     import ctypes
 
     from wave_bash.api.paths import check_ancestors
@@ -431,6 +432,10 @@ def _checked_in_a_user_namespace(path: Path, uid_map: str) -> str:
     if pid == 0:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
+            if as_uid is not None:
+                os.setgroups([])
+                os.setgid(as_uid)
+                os.setuid(as_uid)
             if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
                 raise OSError(ctypes.get_errno(), "unshare")
             os.write(said_w, b"+")
@@ -487,8 +492,6 @@ def test_in_a_user_namespace_of_its_own_the_unmapped_owner_is_trusted(tmp_path: 
     trusted there as root is; not in the first namespace, where it is `nobody`, nor for
     an entry of a shared folder (a test's own dir in `/tmp`: any user's look alike there,
     see above). The state dir's parent is the user's own, in `/tmp`."""
-    import ctypes
-
     from wave_bash.api.paths import check_ancestors
 
     home = tmp_path
@@ -496,34 +499,6 @@ def test_in_a_user_namespace_of_its_own_the_unmapped_owner_is_trusted(tmp_path: 
     os.chown(home, NOBODY, NOBODY)
     with pytest.raises(StateDirError, match="belongs to another user"):
         check_ancestors(home / "state")  # (root here: nobody's directory is another's)
-    said_r, said_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # nobody, then uid 1000 in a namespace of its own: root's files unmapped
-        try:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(4, 1)  # PR_SET_DUMPABLE (lost with the uid): its /proc files its own
-            if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
-                raise OSError(ctypes.get_errno(), "unshare")
-            for name, text in (("uid_map", f"1000 {NOBODY} 1"), ("setgroups", "deny"),
-                               ("gid_map", f"1000 {NOBODY} 1")):  # fmt: skip
-                with open(f"/proc/self/{name}", "w") as fh:
-                    fh.write(text)
-            try:
-                check_ancestors(home / "state")
-                os.write(said_w, b"trusted")
-            except StateDirError as exc:
-                os.write(said_w, str(exc).encode())
-        except BaseException as exc:
-            os.write(said_w, repr(exc).encode())
-        finally:
-            os._exit(0)
-    os.close(said_w)
-    try:
-        said = os.read(said_r, 4096)
-    finally:
-        os.waitpid(pid, 0)
-        os.close(said_r)
-    assert said == b"trusted", said
+    # nobody, then uid 1000 in a namespace of its own: root's files unmapped
+    said = _checked_in_a_user_namespace(home / "state", f"1000 {NOBODY} 1", as_uid=NOBODY)
+    assert said == "trusted", said
