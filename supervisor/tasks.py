@@ -1472,10 +1472,17 @@ class TaskManager:
         self.unrecorded.discard(row.id)
         self.journal.finish_task(row, notice_session, hold, row.interactive)  # (held if the
         # disk refuses it; an interactive one's prompt may have had a notice)
-        problem = (  # statvfs: a syscall, no disk access
-            self.journal.problem
-            or _disk_problem_of(self.tasks_dir)  # its files exist
-            or ("the exit record could not be written" if unrecorded_exit else None)
+        # (none of the disk's where the tasks folder was removed, `rm -rf STATE/tasks`:
+        # "… recorded once there is space again" was said, a trial; its logs are gone,
+        # which a read says, B6d)
+        on_disk = self.tasks_dir.is_dir()
+        problem = self.journal.problem or (
+            (  # statvfs: a syscall, no disk access
+                disk_problem(self.tasks_dir, new_files=False)
+                or ("the exit record could not be written" if unrecorded_exit else None)
+            )
+            if on_disk
+            else None
         )
         if problem:
             task.storage_note = (
@@ -1802,14 +1809,6 @@ class TaskManager:
 
 INPUT_QUIET_ENV = "WAVE_INPUT_QUIET_S"
 """Quiet seconds before a blocked read counts as waiting for input (SPEC CF19)."""
-
-
-def _disk_problem_of(tasks_dir: Path) -> str | None:
-    """Why the tasks' files cannot grow now, if the disk says so: none where the folder
-    itself was removed (`rm -rf STATE/tasks`: "No such file or directory … recorded once
-    there is space again", a trial; its logs are gone, which a read says, B6d)."""
-    problem = disk_problem(tasks_dir, new_files=False)
-    return None if problem == os.strerror(errno.ENOENT) else problem
 
 
 def _ended_at(task: LiveTask, host_restarted: bool) -> float:
