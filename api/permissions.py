@@ -29,6 +29,7 @@ This module holds the rules; how a command is read is ``api.reading`` (with
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -577,6 +578,12 @@ class RuleSet:
                                         rule.text, subject=text)  # fmt: skip
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
+                if rule.kind == "Bash" and (run := _may_run(command, rule)) is not None:
+                    reason = (
+                        f"`{command.name}` may run its words as a command: `{run}` matches "
+                        f"{verdict} rule {rule.text}"
+                    )
+                    return Decision("ask", reason, rule.text, subject=command.text)
                 for prefix in command.open_prefixes:
                     if rule.may_match_after(prefix):
                         reason = (
@@ -721,6 +728,31 @@ class RuleSet:
                         return Decision(verdict, f"writing {path} matches {verdict} rule "
                                         f"{rule.text}", rule.text, subject=path)  # fmt: skip
         return None
+
+
+LOOSE_STARTS = 64
+"""Words of a command that name a rule's program looked at, at most (each a reading)."""
+
+
+def _may_run(command: SimpleCommand, rule: Rule) -> str | None:
+    """The reading of ``command``'s loose words (:attr:`SimpleCommand.loose`) from one
+    naming ``rule``'s program (by its base name: ``/bin/rm``) that ``rule`` matches."""
+    pattern = rule.pattern.removesuffix(":*")
+    program = pattern.split(" ", 1)[0]
+    if not program or "*" in program or not command.loose:
+        return None
+    starts = [i for i, (value, _) in enumerate(command.loose)
+              if value is not None and os.path.basename(value) == program][:LOOSE_STARTS]  # fmt: skip
+    if not starts:
+        return None
+    words = [shown for _, shown in command.loose]
+    joined = " ".join(words)
+    ends = list(itertools.accumulate(len(word) + 1 for word in words))  # (past each, and a blank)
+    for start in starts:
+        reading = program + joined[ends[start] - 1 :]
+        if rule.matches(reading):
+            return reading
+    return None
 
 
 def suggested_rule(command: str) -> str:
@@ -883,7 +915,7 @@ _SHELL_CODE = re.compile(
 
 _LOGIN_CODE = re.compile(
     r".*/(?:\.ssh/(?:config|config\.d/[^/]+|authorized_keys2?|environment)|"
-    r"\.config/(?:autostart/[^/]+|systemd/user/.+)|\.pam_environment)"
+    r"\.config/(?:autostart/[^/]+|systemd/user/.+|environment\.d/[^/]+)|\.pam_environment)"
 )
 
 

@@ -53,7 +53,9 @@ from .programs import (
     split_string,
 )
 from .runners import (
+    QUIET_PROGRAMS,
     RG_CONFIG,
+    RUNNERS,
     SEARCHERS,
     SUDO_OPTIONS_WITH_VALUE,
     WRAPPERS,
@@ -88,9 +90,13 @@ DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
-PUSHES = frozenset({"send-pack", "http-push"})
-"""git's plumbing that pushes as ``git push`` does: a variant ``git push`` (with its
-words), which deny and ask rules on ``git push`` match too."""
+PUSHES = frozenset({
+    ("send-pack",), ("http-push",), ("subtree", "push"), ("lfs", "push"), ("svn", "dcommit"),
+    ("p4", "submit"),
+})  # fmt: skip
+"""git's plumbing, and its commands, that push as ``git push`` does: a variant ``git
+push`` (with its words after), which deny and ask rules on ``git push`` match too (`git
+subtree push` pushed past an ask on it: a review)."""
 
 UNPARSED_PROBLEM = (
     "it does not parse as bash as the checker reads it (a syntax error, or bash beyond its "
@@ -117,6 +123,11 @@ class SimpleCommand:
     guards: tuple[Guard, ...] = ()
     """What an allow rule matching ``text`` does not cover unless it names it: ``find``'s
     ``-exec`` and ``-delete`` (also in what a runner runs: ``sudo find …``)."""
+    loose: tuple[tuple[str | None, str], ...] = ()
+    """The words (literal value or None, as matched) after the program where no reading
+    of it is known (not a runner, a wrapper, a shell, a search tool, nor one of
+    :data:`~api.runners.QUIET_PROGRAMS`): it may run them as a command (``logsave LOG
+    rm x``), so a deny or ask rule that they match from a program's name on asks."""
 
     @property
     def name(self) -> str:
@@ -1475,8 +1486,9 @@ class _Walker:
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
         if base == "git":
             at = start + 1 + git_options(values[start + 1 :])
-            if at < len(values) and values[at] in PUSHES:  # (`git send-pack` pushed past
-                variants.append(" ".join(["git", "push", *shown[at + 1 :]]))  # an ask on it)
+            for push in PUSHES:  # (`git send-pack` pushed past an ask on it)
+                if tuple(values[at : at + len(push)]) == push:
+                    variants.append(" ".join(["git", "push", *shown[at + len(push) :]]))
             given = git_code(values[start + 1 + git_options(values[start + 1 :]) :])
             for code in given or ():  # (`git rebase -x 'npm test'`: checked as a command)
                 self.parse(code, depth + 1)
@@ -1532,9 +1544,19 @@ class _Walker:
             elif inner is not None:
                 inner.parse(code, depth + 1)
                 self._take_runner(inner, place, variants, opens, guards)
+        understood = bool(
+            found or read.starts or read.scripts or runner is not None or base in RUNNERS
+            or base in WRAPPERS or base in SEARCHERS or base in QUIET_PROGRAMS or is_shell(base)
+        )  # fmt: skip
+        loose = () if understood else tuple(zip(after, after_shown, strict=True))
         self.commands.append(
             SimpleCommand(
-                text, tuple(wrappers), tuple(variants), tuple(dict.fromkeys(opens)), tuple(guards)
+                text,
+                tuple(wrappers),
+                tuple(variants),
+                tuple(dict.fromkeys(opens)),
+                tuple(guards),
+                loose,
             )
         )
         return elsewhere

@@ -137,6 +137,23 @@ _RG_VALUES = frozenset({
     "--field-match-separator", "--field-context-separator", "--engine", "--dfa-size-limit",
     "--regex-size-limit", "--ignore-file", "--hyperlink-format", "-V",
 })  # fmt: skip
+QUIET_PROGRAMS = frozenset({
+    "echo", "printf", "cat", "tac", "ls", "grep", "egrep", "fgrep", "zgrep", "head", "tail",
+    "wc", "cut", "tr", "uniq", "sort", "diff", "cmp", "comm", "paste", "tee", "file", "stat",
+    "du", "df", "mkdir", "rmdir", "rm", "cp", "mv", "ln", "touch", "chmod", "chown", "chgrp",
+    "readlink", "realpath", "basename", "dirname", "which", "whereis", "type", "hash", "man",
+    "info", "help", "whatis", "apropos", "tldr", "pkill", "pgrep", "killall", "pidof", "kill",
+    "ps", "test", "[", "true", "false", "git", "declare", "typeset", "local", "export",
+    "readonly", "unset", "read", "shift", "set", "complete", "compgen", "dpkg", "apt",
+    "apt-get", "apt-cache", "dnf", "yum", "pacman", "brew", "pip", "pip3",
+})  # fmt: skip
+"""Programs known never to run their words as a command: a word of theirs that names a
+program is data (`man rm`, `pkill -f touch`, `git rm`). Another program's may run it, as
+an unlisted wrapper does (`logsave LOG CMD`, `choom -n 0 -- CMD`: a review ran a denied
+command through each): a deny or ask rule that its words from such a word on match asks
+(:attr:`~api.reading.SimpleCommand.loose`)."""
+
+
 SEARCHERS = frozenset({"find", "fd", "fdfind", "rg"})
 """Search tools: an allow rule for one is for searching; what runs a command, deletes or
 writes needs a rule that names it (:func:`search_actions`)."""
@@ -793,6 +810,14 @@ COMMAND_RUNNERS: dict[str, Runner] = {
         texts=_options("-c --command"),
         anywhere=True,
         valued=_options("-E -I -O -B -T -m -o --echo --log-in --log-out"),
+    ),
+    "scriptlive": Runner(  # (a review's: it replays a typescript in `-c CODE`'s shell)
+        paths=(),
+        texts=_options("-c --command"),
+        anywhere=True,
+        valued=_options(
+            "-t --timing -T --log-timing -I --log-in -B --log-io -d --divisor -m --maxdelay"
+        ),
     ),
     "sg": Runner(operands=1, shell=True, texts=_options("-c"), flags=_options("-"), anywhere=True),
     # what helper 215 ran a denied `touch` through under `Bash(*)`: capsh's words after

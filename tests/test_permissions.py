@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,20 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
             {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]},
             "ask",
         ),
+        *(  # (and the commands that push: a review's `git subtree push` passed an ask)
+            (f"git {push} x", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask")
+            for push in (
+                "subtree push --prefix=lib ../r.git",
+                "lfs push",
+                "svn dcommit",
+                "p4 submit",
+            )
+        ),
+        (
+            "git subtree pull --prefix=lib ../r.git",
+            {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]},
+            "allow",
+        ),
         (
             "git -C . http-push https://h/r.git b",
             {"allow": ["Bash(git *)"], "deny": ["Bash(git push *)"]},
@@ -198,6 +213,44 @@ def test_what_bash_would_run_is_what_is_checked(
     command: str, rules: dict[str, list[str]], expected: str
 ) -> None:
     assert verdict(command, rules) == expected
+
+
+TOUCH_DENIED = {"allow": ["Bash(*)"], "deny": ["Bash(touch *)"], "ask": ["Bash(git push *)"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [  # a review ran a denied `touch` through the first three, unlisted wrappers
+        ("logsave /dev/null touch x", "ask"),
+        ("choom -n 0 -- /usr/bin/touch x", "ask"),
+        ("uclampset -m 0 touch", "ask"),
+        ("python3 -m wave_bash.api.cli run -- touch x", "ask"),
+        ("make touch", "ask"),
+        ("chronic-ish --quiet git push origin main", "ask"),
+        ("scriptlive -c 'touch x' t.timing t.log", "deny"),
+        ("logsave /dev/null touchy x; logsave /dev/null -touch", "allow"),
+        ("man touch; pkill -f touch; git rm touch; echo touch x; ls touch", "allow"),
+    ],
+)
+def test_a_program_not_known_not_to_run_its_words_may_run_them(command: str, expected: str) -> None:
+    """Unlisted wrappers ran a denied command under `Bash(*)`, one name at a time found
+    by reviews: a program not known for what its words are (a runner, a wrapper, a
+    shell, one known to run none of them) may run them. A deny or ask rule that its
+    words match from one naming the rule's program on asks."""
+    assert verdict(command, TOUCH_DENIED) == expected
+    if expected == "ask":
+        reason = RuleSet.from_mapping(TOUCH_DENIED).decide(parse_command(command), "/w").reason
+        assert "may run its words as a command" in reason, reason
+
+
+def test_a_long_command_of_an_unknown_program_is_checked_in_time() -> None:
+    """Each word naming a rule's program starts a reading: 64 at most are looked at (a
+    command is checked up to 256 KiB)."""
+    started = time.monotonic()
+    assert verdict("tool " + "touch " * 40_000 + "x", TOUCH_DENIED) == "ask"
+    assert verdict("tool " + "touch -v " * 25_000, TOUCH_DENIED) == "ask"
+    assert verdict("tool " + "-v " * 80_000, TOUCH_DENIED) == "allow"
+    assert time.monotonic() - started < 20
 
 
 WRITES_DENIED = {"allow": ["Bash(*)"], "deny": ["Write(/etc/**)"]}
@@ -2299,7 +2352,7 @@ def test_a_write_into_a_shell_s_start_up_file_asks(target: str) -> None:
     ["~/.ssh/config", "~/.ssh/config.d/x", "~/.ssh/authorized_keys", "~/.ssh/authorized_keys2",
      "~/.ssh/environment", "~/.config/autostart/x.desktop",
      "~/.config/systemd/user/x.service", "~/.config/systemd/user/default.target.wants/x",
-     "~/.pam_environment"],
+     "~/.pam_environment", "~/.config/environment.d/x.conf"],
 )  # fmt: skip
 def test_a_write_into_what_ssh_or_a_login_runs_commands_from_asks(target: str) -> None:
     """`echo … >> ~/.ssh/config` under `Bash(echo *)` set a `ProxyCommand` the next `ssh`

@@ -39,12 +39,15 @@ from conftest import (
 
 from wave_bash.api import Client, InvalidInputError
 from wave_bash.api.paths import StateLayout
+from wave_bash.api.permissions import RuleSet, parse_command
 from wave_bash.supervisor.tasks import session_temp_dir
 from wave_bash.worker import Sandbox, bwrap_argv, read_exit_record
 from wave_bash.worker.planted import (
     CLOCK_SLACK,
+    HOME_FILES,
     MODULE_CONFIGS_READ,
     NESTED_PROTECTED,
+    RC_FILES,
     WORKTREES_ONE_BY_ONE,
 )
 from wave_bash.worker.sandbox import Sources, open_sources
@@ -1024,6 +1027,57 @@ def test_a_home_given_as_workspace_keeps_its_start_up_files(tmp_path: Path) -> N
     assert str(home / ".ssh" / "authorized_keys") in sources.absent
 
 
+def home_workspace_client(state_dir: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Client:
+    """A client whose sandbox's workspace is ``home``, also its supervisor's home."""
+    monkeypatch.setenv("HOME", str(home))  # (the supervisor's, started by the client)
+    return Client(
+        state_dir=state_dir, cwd=home, sandbox="workspace-write", workspace=home,
+        env={**os.environ, "HOME": str(home)},
+    )  # fmt: skip
+
+
+START_UP_FOLDERS = (
+    ".config/fish/conf.d", ".config/fish/functions", ".bashrc.d", ".profile.d", ".zshrc.d",
+    ".ssh/config.d", ".config/environment.d", ".config/autostart", ".config/systemd/user",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [*RC_FILES, *HOME_FILES])
+def test_the_sandbox_keeps_what_the_rules_ask_for_as_start_up_code(name: str) -> None:
+    """The sandbox held a shorter list than the rules ask for: a review wrote a fish
+    function, `~/.ssh/environment`, a user service and an autostart entry from inside a
+    home workspace, which ran outside later. Each it holds asks as a write (one list)."""
+    target = f"~/{name}/x" if name in START_UP_FOLDERS else f"~/{name}"
+    rules = RuleSet.from_mapping({"allow": ["Bash(echo *)"]})
+    assert rules.decide(parse_command(f"echo x >> {target}"), "/w").verdict == "ask"
+    assert set(START_UP_FOLDERS) <= {*RC_FILES, *HOME_FILES}
+
+
+def test_a_home_workspace_keeps_its_start_up_folders(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start-up folder is read-only whole; one made, once the command ends, is moved
+    aside whole (a review's fish function and user service ran outside)."""
+    home = tmp_path / "home"
+    (home / ".config" / "fish" / "functions").mkdir(parents=True)
+    client = home_workspace_client(state_dir, home, monkeypatch)
+    r = client.bash(
+        "echo 'function ls; touch ~/ran; end' > ~/.config/fish/functions/ls.fish; "
+        "mkdir -p ~/.config/systemd/user ~/.bashrc.d && echo x > ~/.config/systemd/user/x.service"
+        " && echo 'touch ~/ran' > ~/.bashrc.d/x.sh && touch ~/.config/kept && echo made"
+    )
+    assert "Read-only file system" in r.stdout and r.stdout.endswith("made"), r
+    assert list((home / ".config" / "fish" / "functions").iterdir()) == []
+    assert not (home / ".config" / "systemd" / "user").exists()
+    assert not (home / ".bashrc.d").exists()
+    task_id = client.tasks()[-1].id
+    aside = home / ".config" / "systemd" / f"user.moved-by-wave-bash-{task_id}"
+    assert (aside / "x.service").exists() and (
+        home / f".bashrc.d.moved-by-wave-bash-{task_id}"
+    ).is_dir()
+    assert (home / ".config" / "kept").exists()
+
+
 def test_what_the_users_git_config_includes_in_the_workspace_is_read_only(
     tmp_path: Path,
 ) -> None:
@@ -1118,11 +1172,7 @@ def test_start_up_files_through_the_users_links_are_kept(
     (dots / "config" / "git" / "config").write_text("[user]\n")
     (home / ".bashrc").symlink_to("dotfiles/bashrc")
     (home / ".config").symlink_to("dotfiles/config")
-    monkeypatch.setenv("HOME", str(home))  # (the supervisor's, started below: its home)
-    client = Client(
-        state_dir=state_dir, cwd=home, sandbox="workspace-write", workspace=home,
-        env={**os.environ, "HOME": str(home)},
-    )  # fmt: skip
+    client = home_workspace_client(state_dir, home, monkeypatch)
     r = client.bash(
         "echo evil >> ~/.bashrc; printf '[core]\\n\\tfsmonitor = evil\\n' >> ~/.config/git/config; "
         "touch -h ~/.config; ln -sfn dotfiles/config ~/.config; echo done"

@@ -41,19 +41,25 @@ def system_program(name: str) -> str | None:
 
 RC_FILES = (
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
-    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig",
+    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".mkshrc", ".gitconfig",
 )  # fmt: skip
 """Start-up files of shells (and git's own config: its aliases and ``core.fsmonitor``
 run programs): what a sandboxed command writes there would run unsandboxed later."""
 
 
 HOME_FILES = (
-    ".config/git/config", ".config/fish/config.fish", ".ssh/rc", ".ssh/config",
-    ".ssh/authorized_keys", ".ssh/authorized_keys2",
+    ".config/git/config", ".config/fish/config.fish", ".config/fish/conf.d",
+    ".config/fish/functions", ".bashrc.d", ".profile.d", ".zshrc.d", ".ssh/rc", ".ssh/config",
+    ".ssh/config.d", ".ssh/authorized_keys", ".ssh/authorized_keys2", ".ssh/environment",
+    ".pam_environment", ".config/environment.d", ".config/autostart", ".config/systemd/user",
 )  # fmt: skip
 """Besides those, in a home directory given as the workspace: git's other user config,
-fish's, and ssh's (``~/.ssh/rc`` runs at each login, ``~/.ssh/config`` names programs,
-``authorized_keys`` lets a key in; a review planted an fsmonitor in the first)."""
+fish's and the shells' start-up folders, ssh's (``~/.ssh/rc`` runs at each login,
+``~/.ssh/config`` names programs, ``authorized_keys`` lets a key in; a review planted an
+fsmonitor in the first), and what a login or the desktop runs or reads its environment
+from (a user service, an autostart entry): what ``api.permissions`` asks for as code a
+shell or a login runs (a review wrote a fish function and a user service from inside).
+A folder is read-only whole; one missing, once made, is moved aside whole."""
 
 
 NEW_REPOSITORY = ("config", "config.worktree", "commondir", "hooks")
