@@ -230,6 +230,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
 
                 live = LiveView()
                 terminal.callback(live.done)  # (first: type-ahead comes back after it)
+                if watcher is not None:  # (back in the foreground: drawn again at once)
+                    watcher.on_foreground = live.redraw
             result = cli.calls.call(
                 "run", params, live.show if live else None, started, patience=patience
             )

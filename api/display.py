@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from datetime import UTC, datetime
 
 from .states import Owner
@@ -15,8 +16,22 @@ if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
     from typing import Any
 
 
+def in_foreground(fd: int) -> bool:
+    """Whether this process's group is the foreground one of the terminal ``fd``, or that
+    terminal is not its controlling one (no job control there): one in the background
+    (`wave-bash run … &`, Ctrl+Z then `bg`) that sets its mode is stopped by SIGTTOU,
+    and it did, before its command was started (a review); what it draws there lands in
+    the shell's prompt."""
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:  # (ENOTTY: another terminal, `2>/dev/pts/5`, or none)
+        return True
+
+
 class LiveView:
-    """The last lines of a running command, redrawn in place on a terminal's stderr."""
+    """The last lines of a running command, redrawn in place on a terminal's stderr,
+    while this process is in its foreground (drawn lines are left be once it is not:
+    erasing them would erase what the shell printed since)."""
 
     def __init__(self) -> None:
         self.lines = 0
@@ -24,6 +39,8 @@ class LiveView:
         """What the status line says of the keys (after a Ctrl+C: that the next stops it)."""
         self.last: dict[str, Any] | None = None
         self.drawing = False
+        self.lock = threading.RLock()  # (a redraw from the key watcher's thread: one at a
+        # time; reentrant: a signal handler's in the drawing thread finds `drawing` set)
 
     def say_keys(self, keys: str) -> None:
         """Say ``keys`` on the status line now, unless it is being drawn (a signal handler
@@ -33,16 +50,24 @@ class LiveView:
         if self.last is not None and not self.drawing:
             self.show(self.last)
 
+    def redraw(self) -> None:
+        """Draw the last update again (back in the foreground), unless being drawn."""
+        with self.lock:
+            self.say_keys(self.keys)
+
     def show(self, update: dict[str, Any]) -> None:
         """Draw a progress update (its contract JSON)."""
-        self.drawing, self.last = True, update
-        try:
-            self._draw(update)
-        finally:
-            self.drawing = False
+        with self.lock:
+            self.drawing, self.last = True, update
+            try:
+                self._draw(update)
+            finally:
+                self.drawing = False
 
     def _draw(self, update: dict[str, Any]) -> None:
         self.clear()
+        if not in_foreground(sys.stderr.fileno()):
+            return
         # Every line cut short of the width: one that wrapped would leave a row behind
         # at the next redraw. A terminal that reports no size (0, a bare pty) gets 80.
         width = os.get_terminal_size(sys.stderr.fileno()).columns or 80
@@ -55,10 +80,13 @@ class LiveView:
 
     def done(self) -> None:
         """Erase it for good (a Ctrl+C after it does not draw it again)."""
-        self.last = None
-        self.clear()
+        with self.lock:
+            self.last = None
+            self.clear()
 
     def clear(self) -> None:
+        if self.lines and not in_foreground(sys.stderr.fileno()):
+            self.lines = 0
         if self.lines:
             sys.stderr.write("\x1b[1A\x1b[2K" * self.lines)
             sys.stderr.flush()

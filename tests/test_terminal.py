@@ -67,6 +67,44 @@ def test_ctrl_b_backgrounds_the_running_command(
     assert "Ctrl+B to background" not in screen.split("manually backgrounded")[-1]  # view erased
 
 
+def test_a_run_the_shell_puts_in_the_background_runs_there(
+    tmux: list[str], state_dir: Path, tmp_path: Path
+) -> None:
+    """`wave-bash run … &` at a terminal was stopped by SIGTTOU as it set the terminal's
+    mode, before its command had started; Ctrl+Z then `bg` stopped it again (a review).
+    In the background it leaves the terminal alone and goes on; `fg` gives it its keys
+    back (Ctrl+B), and Ctrl+Z gives the shell its mode back."""
+    out, flag = tmp_path / "out.txt", tmp_path / "flag"
+    command = f"echo begun; while [ ! -e {flag} ]; do sleep 0.05; done; echo ended"
+    line = f"{cli_line(state_dir)} run -- {shlex.quote(command)} > {out} &"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: out.exists() and "begun" in out.read_text(), timeout=15)
+    flag.touch()
+    subprocess.run([*tmux, "send-keys", "-t", "t", f"wait %1; echo rc=$? >> {out}", "Enter"])
+    wait_until(lambda: "rc=" in out.read_text(), timeout=15)
+    assert out.read_text() == "begun\nended\nrc=0\n"
+    flag.unlink()
+    line = f"{cli_line(state_dir)} run -- {shlex.quote(command)} > {out}"
+    subprocess.run([*tmux, "send-keys", "-t", "t", line, "Enter"], check=True)
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-z"], check=True)
+    wait_until(lambda: "Stopped" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "stty -a > " + str(tmp_path / "stty"), "Enter"])
+    wait_until(lambda: (tmp_path / "stty").exists() and "icanon" in (tmp_path / "stty").read_text())
+    assert "-icanon" not in (tmp_path / "stty").read_text()  # (the shell's mode, given back)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "clear; bg", "Enter"], check=True)
+    wait_until(lambda: "+ Running" in pane(tmux) or "&" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "fg", "Enter"], check=True)
+    wait_until(lambda: "Ctrl+B to background" in pane(tmux), timeout=15)
+    subprocess.run([*tmux, "send-keys", "-t", "t", "C-b"], check=True)
+    wait_until(lambda: "manually backgrounded" in pane(tmux), timeout=15)
+    assert "Stopped" not in pane(tmux)
+    flag.touch()
+    tasks = Client(state_dir=state_dir).tasks(all=True)
+    wait_until(lambda: [t.status for t in Client(state_dir=state_dir).tasks()][-1] == "completed")
+    assert [t.background_reason for t in tasks][-1] == "user"
+
+
 def test_in_a_terminal_a_pipe_gets_the_output_as_it_is_written(
     tmux: list[str], state_dir: Path, tmp_path: Path
 ) -> None:
