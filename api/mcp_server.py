@@ -293,8 +293,8 @@ class WaveMcp:
         else:
             text, is_error = tool_result_text(name, data), not bool(data.get("success", True))
             unreachable = False
-        if started and _announced_unseen(data):
-            self.unwritten_results[request.id] = started[0]
+        if (announced := _announced_unseen(name, data, started)) is not None:
+            self.unwritten_results[request.id] = announced
         if (read := _read_of(name, data)) is not None:
             self.unwritten_reads[request.id] = read
         if (typed := _typed_of(name, data, arguments)) is not None:
@@ -557,7 +557,7 @@ class WaveMcp:
         """A result the host never sees (it cancelled the call as the result came, or
         before: its input most likely typed once its request was sent, not before, a
         review)."""
-        shown = started[0] if started and _announced_unseen(data) else None
+        shown = _announced_unseen(name, data, started)
         sent = scope is not None and scope.sent
         typed = _typed_of(name, data, arguments) if data else _maybe_typed(name, arguments, sent)
         self._typed_unseen(typed)
@@ -1071,12 +1071,19 @@ def _maybe_typed(tool: str, arguments: dict[str, Any], sent: bool) -> Typed | No
     return task_id.strip().lower(), typed, False
 
 
-def _announced_unseen(data: dict[str, Any] | None) -> bool:
-    """Whether a result the host never sees is announced as a notice instead: a
-    foreground command's, or the prompt an interactive one returned at (ND5)."""
-    return data is not None and (
-        not data.get("backgroundTaskId") or bool(data.get("waitingForInput"))
-    )
+def _announced_unseen(tool: str, data: dict[str, Any] | None, started: list[str]) -> str | None:
+    """The task whose end or prompt a result the host never sees is announced instead, as
+    a notice (ND5): a foreground command's end, or the prompt an interactive one returned
+    at, a Bash call's or a TaskInput call's (its was lost with a killed host: a review)."""
+    if data is None:
+        return None
+    if started:
+        return (
+            started[0] if not data.get("backgroundTaskId") or data.get("waitingForInput") else None
+        )
+    if tool == TASK_INPUT_TOOL and data.get("waitingForInput") and data.get("taskId"):
+        return str(data["taskId"])
+    return None
 
 
 class _Handoff:

@@ -1383,6 +1383,46 @@ def test_a_prompt_a_caller_back_got_but_never_showed_is_announced_again(
     watcher.task_stop(task.id)
 
 
+@pytest.mark.parametrize("background", [False, True])
+def test_the_prompt_a_task_input_result_never_brought_is_announced(
+    state_dir: Path, background: bool
+) -> None:
+    """A TaskInput typed, its REPL back at its prompt, and the host died before the
+    result was written: no session ever heard the task waited for input (a review's
+    killed host; ND5 names a TaskInput caller). The prompt becomes a notice, as a Bash
+    call's does; of a task started in the background too."""
+    from wave_bash.api.mcp_compat import ToolRequest
+
+    async def nothing(*args: Any) -> None:
+        return None
+
+    async def answer_through(pipe_alive: bool, session: str) -> tuple[str, list[Notice]]:
+        client = Client(state_dir=state_dir, session=session)  # the server closes its own
+        command = "read -p 'A? ' a; read -p 'B? ' b; echo got-$a-$b"
+        started = client.bash(command, interactive=True, run_in_background=background)
+        tid = started.background_task_id or ""
+        wait_until(lambda: client.task_output(tid).waiting_for_input)
+        handlers = WaveMcp(client)
+        params = types.CallToolRequestParams(
+            name="TaskInput", arguments={"task_id": tid, "input": "x\n"}
+        )
+        result = await handlers.call_tool(ToolRequest(8, nothing, nothing), params)
+        await write_result(handlers, 8, pipe_alive)
+        watcher = Client(state_dir=state_dir, session=session)
+        if pipe_alive:
+            wait_until(lambda: watcher.task_output(tid).waiting_for_input)
+            notices = watcher.pending_notices()
+        else:
+            notices = [_prompt_notice(watcher)]
+        watcher.task_stop(tid)
+        return text(result), notices
+
+    shown, lost = anyio.run(answer_through, False, f"lost-{background}")
+    assert "B? " in shown and "B? " in lost[0].message
+    shown, seen = anyio.run(answer_through, True, f"seen-{background}")
+    assert "B? " in shown and seen == []  # (written: the host has it)
+
+
 def test_a_cancel_names_a_request_as_the_sdk_matches_it(state_dir: Path) -> None:
     """`true` (equal to 1 in Python) gave back request 1's read, shown again; `"2"` did
     not name request 2, as the SDK's matching does (a review)."""

@@ -124,8 +124,9 @@ def announce_unseen(ctx: Context, task_id: str) -> bool:
     task = ctx.tasks.live.get(row.id)
     if task is not None:  # still running: it just moves to the background
         moved = ctx.tasks.move_to_background(task, BackgroundReason.CALLER_LOST)
-        if not moved and task.row.background_reason is BackgroundReason.INPUT:
-            # The prompt it returned at, never shown: a notice, and the session's next
+        if not moved and task.row.interactive:
+            # The prompt it returned at (a Bash call's, or a TaskInput call's, whatever
+            # took it to the background), never shown: a notice, and the session's next
             # read shows it again.
             ctx.tasks.announce_prompt(task, again=True)
             shown = task.prompt_read
