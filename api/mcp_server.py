@@ -1081,7 +1081,11 @@ def _announced_unseen(tool: str, data: dict[str, Any] | None, started: list[str]
         return (
             started[0] if not data.get("backgroundTaskId") or data.get("waitingForInput") else None
         )
-    if tool == TASK_INPUT_TOOL and data.get("waitingForInput") and data.get("taskId"):
+    if (
+        tool in (TASK_INPUT_TOOL, TASK_OUTPUT_TOOL)
+        and data.get("waitingForInput")
+        and data.get("taskId")
+    ):
         return str(data["taskId"])
     return None
 

@@ -183,15 +183,18 @@ def notice_text(
     end_reason: EndReason | None = None,
     leftovers: int = 0,
     storage_note: str | None = None,
+    caller_lost: bool = True,
 ) -> str:
     """B5: the completion notice of a background task (bounded: a command's first line),
-    with what a full state dir did as it ended (DF4); ND5: one running waits for input."""
+    with what a full state dir did as it ended (DF4); ND5: one running waits for input
+    (``caller_lost``: its caller went away, else it went on in the background)."""
     label = short_command(description if description and description.strip() else command)
     if status is TaskStatus.RUNNING:
+        why = ": its caller went away before its prompt reached it" if caller_lost else ""
         return (
-            f'Interactive command "{label}" (ID: {task_id}) is waiting for input: its caller '
-            f"went away before its prompt reached it. Read it with TaskOutput, answer with "
-            f"TaskInput, or stop it with TaskStop. Output: {output_path}"
+            f'Interactive command "{label}" (ID: {task_id}) is waiting for input{why}. Read '
+            f"it with TaskOutput, answer with TaskInput, or stop it with TaskStop. Output: "
+            f"{output_path}"
         )
     return (
         f'Background command "{label}" (ID: {task_id}) '

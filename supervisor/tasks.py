@@ -402,9 +402,12 @@ class TaskManager:
         """The git dirs of sandboxed tasks whose pointers were missing, watched while they
         run (``madefiles``)."""
         self._prompt_watches: dict[str, asyncio.Task[None]] = {}
-        self._pipe_watches: dict[str, asyncio.Task[None]] = {}
         """Interactive tasks whose callers went away, until they wait for input or a
         caller is back (see :meth:`announce_prompt`)."""
+        self._prompts_announced: set[str] = set()
+        """Those whose prompt's notice was posted, until a result shows it
+        (:meth:`prompt_shown`)."""
+        self._pipe_watches: dict[str, asyncio.Task[None]] = {}
 
     # --- starting ----------------------------------------------------------------------
 
@@ -1523,15 +1526,17 @@ class TaskManager:
             return False
         self._set_owner(task, Owner.BACKGROUND, reason)
         task.backgrounded.set()
-        if reason is BackgroundReason.CALLER_LOST:
+        if reason is not BackgroundReason.INPUT:  # (its prompt: its caller has it)
             self.announce_prompt(task)
         return True
 
     def announce_prompt(self, task: LiveTask, again: bool = False) -> None:
         """An interactive task whose caller went away (or never got the prompt it
-        returned at): the prompt it waits at becomes a notice of its session, the result
-        that never reached its caller (ND5). Else no one knew its ID, and it waited for
-        ever (a cancelled call's REPL, a host killed: a trial)."""
+        returned at), or that went on in the background (its timeout, Ctrl+B, started
+        there): the prompt it waits at becomes a notice of its session, the result that
+        never reached its caller (ND5). Else no one knew its ID, and it waited for
+        ever (a cancelled call's REPL, a host killed: a trial; an installer that asked
+        after its timeout, its model told it would hear of its end: a review)."""
         if not task.row.interactive or task.ended.done() or task.id in self._prompt_watches:
             return
         watch = asyncio.get_running_loop().create_task(self._prompt_notice(task, again))
@@ -1558,7 +1563,18 @@ class TaskManager:
                 waiting.cancel()
             if task.waiting_for_input and task.row.owner is Owner.BACKGROUND:
                 self.journal.post_prompt_notice(task.row, again)
+                self._prompts_announced.add(task.id)
                 return
+
+    def prompt_shown(self, task: LiveTask) -> None:
+        """A result showed the prompt the task waits at (TaskOutput, TaskInput): no notice
+        of it, neither one to come nor one not delivered yet (stale once answered)."""
+        watch = self._prompt_watches.pop(task.id, None)
+        if watch is not None:
+            watch.cancel()
+        if task.id in self._prompts_announced:
+            self._prompts_announced.discard(task.id)
+            self.journal.withdraw_prompt_notice(task.row)
 
     async def stop(self, tasks: Iterable[LiveTask], reason: EndReason = EndReason.STOPPED) -> None:
         """Stop tasks with every process they started and wait until their ends are

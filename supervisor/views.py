@@ -129,6 +129,7 @@ def notice(row: TaskRow, leftovers: int = 0) -> Notice:
         message=texts.notice_text(
             row.id, row.command, row.description, status, row.exit_code, row.output_path,
             row.end_reason, leftovers, row.storage_note,
+            row.background_reason in (BackgroundReason.CALLER_LOST, BackgroundReason.INPUT),
         ),
     )  # fmt: skip
 

@@ -770,6 +770,49 @@ def test_an_input_that_ends_the_command_gets_its_end(client: Client) -> None:
     assert client.notifications() == []  # the answer said how it ended
 
 
+@pytest.mark.parametrize("how", ["timeout", "background"])
+def test_a_prompt_that_came_in_the_background_is_announced(client: Client, how: str) -> None:
+    """An installer that asked after its timeout, its model told it would hear of its
+    end, waited for ever unknown; so did a REPL started in the background (a review).
+    Its prompt becomes a notice (not one of a lost caller), once; a result that shows
+    the prompt first takes it away (after an answer, it said the task waited: stale)."""
+    command = (
+        "echo installing; sleep 1; read -p 'Overwrite? ' a; read -p 'Sure? ' b; echo done-$a-$b"
+    )
+    if how == "timeout":
+        r = client.bash(command, timeout=300, interactive=True)
+        assert r.background_task_id and not r.waiting_for_input, r
+    else:
+        r = client.bash(command, interactive=True, run_in_background=True)
+    task_id = r.background_task_id or ""
+    (notice,) = wait_until(client.pending_notices, timeout=20)  # type: ignore[misc]
+    assert notice.task_id == task_id and notice.status == "running"
+    assert (
+        notice.message.startswith("Interactive command") and "waiting for input." in notice.message
+    )
+    assert "went away" not in notice.message
+    assert client.notifications()[0].task_id == task_id  # (delivered)
+    out = client.task_input(task_id, "y\n", timeout=20_000)
+    assert out.waiting_for_input and out.output.endswith("Sure? ")
+    done = client.task_input(task_id, "y\n", timeout=20_000)
+    assert done.status == "completed" and "done-y-y" in done.output
+    assert client.pending_notices() == []  # (its end: shown by the answer)
+
+
+def test_a_prompt_shown_takes_its_notice_away(client: Client) -> None:
+    """A blocking TaskOutput that returned at the prompt of a task that went on in the
+    background: its notice, posted or to come, goes (it came after the answer)."""
+    r = client.bash(
+        "echo on; sleep 1; read -p 'Go? ' a; echo got-$a", timeout=300, interactive=True
+    )
+    task_id = r.background_task_id or ""
+    out = client.task_output(task_id, timeout=20_000)
+    assert out.waiting_for_input and out.output.endswith("Go? ")
+    assert client.pending_notices() == []
+    assert client.task_input(task_id, "x\n", timeout=20_000).status == "completed"
+    assert client.pending_notices() == []
+
+
 def test_a_blocking_task_output_returns_at_the_next_prompt(client: Client) -> None:
     """TaskInput's text sends the model to TaskOutput while the command works on: that
     wait ends as the command waits for input again (it ran to its 30 s timeout), and

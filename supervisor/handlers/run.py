@@ -59,6 +59,7 @@ async def handle(ctx: Context, p: RunParams, conn: Connection) -> BashResult | N
         ),
     )
     if p.run_in_background:
+        ctx.tasks.announce_prompt(task)  # (an interactive one's: no caller waits for it)
         return views.backgrounded_result(task)
     return await wait_foreground(ctx, task, _timeout_ms(task), conn, p.progress, p.exact_output)
 
