@@ -935,6 +935,8 @@ def _status_line(record: dict[str, Any]) -> str:
         # the log cap, and `wait` takes the notice that said it as shown (a trial).
         why = texts.stopped_text(code, EndReason(reason))  # (a person stops it with the
         said += f". {_TOOL_NAME.sub('`wave-bash stop`', why)}" if why else ""  # CLI)
+    left = texts.leftover_text(int(record.get("leftoverProcesses") or 0))  # (as `run` and
+    said += left.replace("TaskStop", f"`wave-bash stop {record['id']}`")  # `tasks` say: a review)
     return f"{record['id']} {record['status']}{said}"
 
 

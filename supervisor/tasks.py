@@ -1452,6 +1452,10 @@ class TaskManager:
             row.end_reason = EndReason.HOST_RESTART
         elif never_started:
             row.end_reason = EndReason.NOT_STARTED
+        elif code is None and task.monitor_lost and task.stop_reason is not None:
+            # (its monitor killed, its command stopped by a stop: "killed", its status
+            # unknown; it read "lost: … it had already ended", a review)
+            row.status, row.end_reason = TaskStatus.KILLED, task.stop_reason
         elif code is None:
             row.end_reason = EndReason.MONITOR_LOST
         elif oom and task.stop_reason is None:

@@ -162,6 +162,21 @@ def test_wait_says_why_wave_bash_ended_a_task(state_dir: Path) -> None:
     assert "stopped (`wave-bash stop`)" in run_cli(state_dir, "wait", stopped).stdout
 
 
+def test_wait_says_what_a_task_left_running(state_dir: Path, tmp_path: Path) -> None:
+    """`wait` said `completed (exit code 0)` alone of a task whose daemon ran on, and took
+    the notice that said it as shown (a review): it says it, as `run` and `tasks` do."""
+    pid_file = tmp_path / "daemon.pid"
+    tid = start_bg(Client(state_dir=state_dir), f"sleep 60 & echo $! > {pid_file}; echo x")
+    try:
+        waited = run_cli(state_dir, "wait", tid)
+        assert waited.stdout == (
+            f"{tid} completed (exit code 0); 1 process it started is still running "
+            f"(`wave-bash stop {tid}` stops them)\n"
+        ), waited
+    finally:
+        run_cli(state_dir, "stop", tid)
+
+
 @pytest.mark.parametrize("raw", [False, True], ids=["cleaned", "raw"])
 def test_run_streams_its_output_into_a_pipe(state_dir: Path, tmp_path: Path, raw: bool) -> None:
     """Without a terminal, `run -- make | tee log` showed nothing until make ended (a

@@ -736,9 +736,11 @@ def test_a_killed_monitor_does_not_orphan_its_command(state_dir: Path, tracking:
     os.kill(record.pid or 0, signal.SIGKILL)  # the monitor
     wait_until(lambda: client.tasks()[0].monitor_lost)
     assert client.tasks()[0].status == "running" and running(n)
-    stopped = client.task_stop(tid)
-    assert (stopped.status, stopped.exit_code) == ("lost", None)
-    assert not running(n)
+    stopped = client.task_stop(tid)  # (killed by the stop, its status unknown: it read
+    assert (stopped.status, stopped.exit_code, stopped.end_reason) == ("killed", None, "stopped")
+    assert not running(n)  # "lost: … it had already ended" in the CLI, a review)
+    waited = run_cli(state_dir, "wait", tid)
+    assert waited.stdout.startswith(f"{tid} killed") and waited.returncode != 0, waited
 
 
 def test_a_killed_monitor_task_ends_when_its_processes_do(state_dir: Path, tracking: str) -> None:
@@ -1198,7 +1200,9 @@ def test_a_foreground_result_does_not_wait_for_the_other_tasks_of_its_stop(
     import concurrent.futures
 
     client = Client(state_dir=state_dir)
-    stubborn = start_bg(client, "trap '' TERM; sleep 60")
+    ready = state_dir / "stubborn"  # (stopped before its trap was set, it went at once)
+    stubborn = start_bg(client, f"trap '' TERM; touch {ready}; sleep 60")
+    wait_until(ready.exists)
     answered: list[float] = []
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(client.bash, "echo started; sleep 60")
