@@ -557,7 +557,7 @@ def _report_run(result: dict[str, Any], as_json: bool, cli: Cli, printed: bool =
             print(stdout)
         if _started_in_background(result):  # its ID for a script: `ID=$(wave-bash run …)`
             print(result["backgroundTaskId"])
-        print(message.removeprefix(stdout).lstrip("\n"), file=sys.stderr)
+        print(_for_people(message.removeprefix(stdout).lstrip("\n")), file=sys.stderr)
         path = result.get("outputPath")
         if cli.remote is not None and path and path in message:  # (not after a `sleep`
             # stopped at its timeout, whose message names no file: a trial)
@@ -603,8 +603,7 @@ def _notes(result: dict[str, Any]) -> list[str]:
     error = result.get("error")
     if error is not None and error not in notes:
         notes.append(str(error))
-    # (a person stops a task with the CLI, not the tool a model is told to call)
-    return ["wave-bash: " + _TOOL_STOP.sub(r"`wave-bash stop \1`", note) for note in notes]
+    return ["wave-bash: " + _for_people(note) for note in notes]
 
 
 def _without_block(text: str, block: str) -> str:
@@ -619,8 +618,22 @@ def _without_block(text: str, block: str) -> str:
     return text
 
 
-_TOOL_STOP = re.compile(r'TaskStop \(task_id "([^"]+)"\)')
-_TOOL_NAME = re.compile(r"\bTaskStop\b")
+_FOR_PEOPLE = (
+    (re.compile(r'TaskStop \(task_id "([^"]+)"\)'), r"`wave-bash stop \1`"),
+    (re.compile(r"\bTaskStop\b"), "`wave-bash stop`"),
+    (re.compile(r"\bTaskOutput\b"), "`wave-bash output`"),
+    (re.compile(r"\bTaskInput\b"), "`wave-bash input`"),
+    (re.compile(r"you will be notified when it completes"), "`wave-bash wait` waits for its end"),
+)
+
+
+def _for_people(text: str) -> str:
+    """A supervisor's text as a person at the CLI reads it: the commands that do what the
+    tools a model is told of do (a review met TaskStop, TaskOutput and "you will be
+    notified" in `run`'s, `wait`'s and `notifications`' lines)."""
+    for pattern, replacement in _FOR_PEOPLE:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def cmd_schema(cli: Cli | None, args: argparse.Namespace) -> int:
@@ -934,9 +947,9 @@ def _status_line(record: dict[str, Any]) -> str:
         # Why wave-bash ended it: "killed (exit code 143)" alone read as a crash after
         # the log cap, and `wait` takes the notice that said it as shown (a trial).
         why = texts.stopped_text(code, EndReason(reason))  # (a person stops it with the
-        said += f". {_TOOL_NAME.sub('`wave-bash stop`', why)}" if why else ""  # CLI)
+        said += f". {_for_people(why)}" if why else ""  # CLI)
     left = texts.leftover_text(int(record.get("leftoverProcesses") or 0))  # (as `run` and
-    said += left.replace("TaskStop", f"`wave-bash stop {record['id']}`")  # `tasks` say: a review)
+    said += _for_people(left)  # `tasks` say: a review)
     return f"{record['id']} {record['status']}{said}"
 
 
@@ -1213,7 +1226,8 @@ def cmd_notifications(cli: Cli, args: argparse.Namespace) -> int:
             from .texts import visible
 
             for notice in notices:  # (it quotes the command: its colour codes shown, not run)
-                print("\n".join(visible(line) for line in str(notice["message"]).split("\n")))
+                lines = _for_people(str(notice["message"])).split("\n")
+                print("\n".join(visible(line) for line in lines))
         sys.stdout.flush()  # (shown first: a closed stdout confirms nothing)
     except BaseException:  # not shown (a closed or full stdout, Ctrl+C): the next reader's
         with contextlib.suppress(Exception):  # now, not when the lease ends

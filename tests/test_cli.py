@@ -171,10 +171,29 @@ def test_wait_says_what_a_task_left_running(state_dir: Path, tmp_path: Path) -> 
         waited = run_cli(state_dir, "wait", tid)
         assert waited.stdout == (
             f"{tid} completed (exit code 0); 1 process it started is still running "
-            f"(`wave-bash stop {tid}` stops them)\n"
+            f"(`wave-bash stop` stops them)\n"
         ), waited
     finally:
         run_cli(state_dir, "stop", tid)
+
+
+def test_the_cli_names_its_own_commands_not_the_tools(state_dir: Path, tmp_path: Path) -> None:
+    """`run` moved to the background said "you will be notified when it completes",
+    which no CLI does, and `notifications` "TaskStop stops them" (a review): a person
+    reads the CLI's commands."""
+    moved = run_cli(state_dir, "run", "--timeout", "300", "--", "echo x; sleep 30")
+    assert "`wave-bash wait` waits for its end" in moved.stderr, moved
+    assert "notified" not in moved.stderr
+    client = Client(state_dir=state_dir)
+    client.task_stop(client.tasks()[-1].id)
+    client.notifications()
+    tid = start_bg(client, f"sleep 60 & echo $! > {tmp_path / 'pid'}")
+    try:
+        wait_until(lambda: client.pending_notices())
+        said = run_cli(state_dir, "notifications").stdout
+        assert "(`wave-bash stop` stops them)" in said and "Task" not in said, said
+    finally:
+        client.task_stop(tid)
 
 
 @pytest.mark.parametrize("raw", [False, True], ids=["cleaned", "raw"])
