@@ -949,7 +949,7 @@ def _status_line(record: dict[str, Any]) -> str:
         why = texts.stopped_text(code, EndReason(reason))  # (a person stops it with the
         said += f". {_for_people(why)}" if why else ""  # CLI)
     left = texts.leftover_text(int(record.get("leftoverProcesses") or 0))  # (as `run` and
-    said += _for_people(left)  # `tasks` say: a review)
+    said += left.replace("TaskStop", f"`wave-bash stop {record['id']}`")  # `tasks` say: a review)
     return f"{record['id']} {record['status']}{said}"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 
 from .states import Owner
@@ -39,6 +40,7 @@ class LiveView:
         """What the status line says of the keys (after a Ctrl+C: that the next stops it)."""
         self.last: dict[str, Any] | None = None
         self.drawing = False
+        self.shown_at = 0.0
         self.lock = threading.RLock()  # (a redraw from the key watcher's thread: one at a
         # time; reentrant: a signal handler's in the drawing thread finds `drawing` set)
 
@@ -58,6 +60,8 @@ class LiveView:
     def show(self, update: dict[str, Any]) -> None:
         """Draw a progress update (its contract JSON)."""
         with self.lock:
+            if update is not self.last:  # (a new one: drawn again, the same one's time
+                self.shown_at = time.monotonic()  # goes on)
             self.drawing, self.last = True, update
             try:
                 self._draw(update)
@@ -71,7 +75,8 @@ class LiveView:
         # Every line cut short of the width: one that wrapped would leave a row behind
         # at the next redraw. A terminal that reports no size (0, a bare pty) gets 80.
         width = os.get_terminal_size(sys.stderr.fileno()).columns or 80
-        seconds = int(update.get("elapsedMs", 0)) // 1000
+        seconds = int(update.get("elapsedMs", 0)) // 1000  # (and since, drawn again: `fg`)
+        seconds += int(time.monotonic() - self.shown_at)
         status = f"… running {seconds}s ({update.get('taskId')}, {self.keys})"
         lines = [*str(update.get("shortResult", "")).splitlines(), status]
         sys.stderr.write("\n".join(_fit(line, max(1, width - 1)) for line in lines) + "\n")

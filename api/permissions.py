@@ -570,6 +570,12 @@ class RuleSet:
         """``cwd``: where the command starts, for a `cd` that stays below it (none: no
         such `cd` is allowed without a rule, as where a ``CDPATH`` may lead elsewhere)."""
         readings = (command.text, *command.variants)
+        loose = _Loose(command)
+        for run in command.loose_runs:
+            decided = self._command(run)
+            if decided.verdict == "deny" or (decided.verdict == "ask" and decided.rule):
+                reason = f"`{command.name}` may run its words as a command: {decided.reason}"
+                return Decision("ask", reason, decided.rule, subject=command.text)
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
                 for text in readings:
@@ -578,9 +584,9 @@ class RuleSet:
                                         rule.text, subject=text)  # fmt: skip
         for verdict in ("deny", "ask"):
             for rule in getattr(self, verdict):
-                if rule.kind == "Bash" and (run := _may_run(command, rule)) is not None:
+                if rule.kind == "Bash" and (reading := loose.reading(rule)) is not None:
                     reason = (
-                        f"`{command.name}` may run its words as a command: `{run}` matches "
+                        f"`{command.name}` may run its words as a command: `{reading}` matches "
                         f"{verdict} rule {rule.text}"
                     )
                     return Decision("ask", reason, rule.text, subject=command.text)
@@ -734,25 +740,39 @@ LOOSE_STARTS = 64
 """Words of a command that name a rule's program looked at, at most (each a reading)."""
 
 
-def _may_run(command: SimpleCommand, rule: Rule) -> str | None:
-    """The reading of ``command``'s loose words (:attr:`SimpleCommand.loose`) from one
-    naming ``rule``'s program (by its base name: ``/bin/rm``) that ``rule`` matches."""
-    pattern = rule.pattern.removesuffix(":*")
-    program = pattern.split(" ", 1)[0]
-    if not program or "*" in program or not command.loose:
+class _Loose:
+    """``command``'s loose words (:attr:`SimpleCommand.loose`), indexed once for all the
+    rules: by the programs they name (a path's by its base name, `/bin/rm`; a word with a
+    `/` otherwise is no program's, `docker pull curlimages/curl`: a review's false ask)."""
+
+    def __init__(self, command: SimpleCommand) -> None:
+        self.command = command
+        self.starts: dict[str, list[int]] | None = None
+
+    def reading(self, rule: Rule) -> str | None:
+        """The reading from a word naming ``rule``'s program on that ``rule`` matches."""
+        program = rule.pattern.removesuffix(":*").split(" ", 1)[0]
+        if not program or "*" in program or not self.command.loose:
+            return None
+        if self.starts is None:
+            self._index()
+        for start in (self.starts or {}).get(program, ()):
+            reading = program + self.joined[self.ends[start] - 1 :]
+            if rule.matches(reading):
+                return reading
         return None
-    starts = [i for i, (value, _) in enumerate(command.loose)
-              if value is not None and os.path.basename(value) == program][:LOOSE_STARTS]  # fmt: skip
-    if not starts:
-        return None
-    words = [shown for _, shown in command.loose]
-    joined = " ".join(words)
-    ends = list(itertools.accumulate(len(word) + 1 for word in words))  # (past each, and a blank)
-    for start in starts:
-        reading = program + joined[ends[start] - 1 :]
-        if rule.matches(reading):
-            return reading
-    return None
+
+    def _index(self) -> None:
+        words = [shown for _, shown in self.command.loose]
+        self.joined = " ".join(words)
+        self.ends = list(itertools.accumulate(len(word) + 1 for word in words))  # (past each
+        self.starts = {}  # and a blank)
+        for i, (value, _) in enumerate(self.command.loose):
+            if value is None or ("/" in value and not value.startswith(("/", "./", "../"))):
+                continue
+            named = self.starts.setdefault(os.path.basename(value), [])
+            if len(named) < LOOSE_STARTS:
+                named.append(i)
 
 
 def suggested_rule(command: str) -> str:
@@ -907,15 +927,17 @@ _GIT_CODE = re.compile(
 _SHELL_CODE = re.compile(
     r".*/(?:\.(?:bashrc|bash_profile|bash_login|bash_logout|bash_aliases|profile|zshrc|zshenv|"
     r"zprofile|zlogin|zlogout|kshrc|mkshrc)|\.(?:bashrc|profile|zshrc)\.d/[^/]+|"
-    r"\.config/fish/(?:config\.fish|(?:conf\.d|functions)/[^/]+)|\.ssh/rc|"
+    r"\.config/fish/(?:config\.fish|fish_variables|(?:conf\.d|functions|completions)/[^/]+)|"
+    r"\.ssh/rc|"
     r"etc/(?:profile|profile\.d/[^/]+|bash\.bashrc|bashrc|zsh/[^/]+|zshenv|zshrc|zprofile|"
-    r"environment|fish/.+)|share/fish/vendor_(?:conf|functions)\.d/[^/]+)"
+    r"environment|fish/.+)|share/fish/vendor_(?:conf|functions|completions)\.d/[^/]+)"
 )
 
 
 _LOGIN_CODE = re.compile(
     r".*/(?:\.ssh/(?:config|config\.d/[^/]+|authorized_keys2?|environment)|"
-    r"\.config/(?:autostart/[^/]+|systemd/user/.+|environment\.d/[^/]+)|\.pam_environment)"
+    r"\.config/(?:autostart/[^/]+|systemd/user(?:\.control)?/.+|environment\.d/[^/]+)|"
+    r"\.local/share/systemd/user/.+|\.pam_environment)"
 )
 
 
@@ -933,7 +955,6 @@ def _globbed(
     link among them is followed where the path is checked (`cp x d/*` with `d/l -> /etc`
     wrote there: a review)."""
     import glob
-    import itertools
 
     pattern = word.rpartition("/")[2]
     if UNREAD in pattern or any(UNREAD in folder for folder in folders):

@@ -90,6 +90,18 @@ DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 WRITE_OPERATORS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
+LOOSE_RUNS = 8
+"""Words of an unknown program's read as the start of a command it may run, at most."""
+
+
+def _runs_commands(name: str) -> bool:
+    """Whether the program ``name`` runs commands its words give (see :meth:`_Walker._loose_runs`)."""
+    return (
+        is_shell(name) or name in ("eval", "git", "env") or name in WRAPPERS
+        or name in RUNNERS or name in SEARCHERS or command_runner(name) is not None
+    )  # fmt: skip
+
+
 PUSHES = frozenset({
     ("send-pack",), ("http-push",), ("subtree", "push"), ("lfs", "push"), ("svn", "dcommit"),
     ("p4", "submit"),
@@ -128,6 +140,9 @@ class SimpleCommand:
     of it is known (not a runner, a wrapper, a shell, a search tool, nor one of
     :data:`~api.runners.QUIET_PROGRAMS`): it may run them as a command (``logsave LOG
     rm x``), so a deny or ask rule that they match from a program's name on asks."""
+    loose_runs: tuple[SimpleCommand, ...] = ()
+    """What those words run read as a command from a word naming a program that runs
+    commands (``logsave LOG sh -c 'curl x'``): a deny or ask rule one of them meets asks."""
 
     @property
     def name(self) -> str:
@@ -1486,9 +1501,16 @@ class _Walker:
             variants.append(" ".join(["git", *shown[start + 1 + skip :]]))  # `git -C x push`
         if base == "git":
             at = start + 1 + git_options(values[start + 1 :])
-            for push in PUSHES:  # (`git send-pack` pushed past an ask on it)
-                if tuple(values[at : at + len(push)]) == push:
-                    variants.append(" ".join(["git", "push", *shown[at + len(push) :]]))
+            for first, *then in PUSHES:  # (`git send-pack` pushed past an ask on it; the
+                if at >= len(values) or values[at] != first:  # second word anywhere after
+                    continue  # the first: `git subtree -P x push`, `git svn -q dcommit`)
+                pushed = (
+                    at
+                    if not then
+                    else next((i for i in range(at + 1, len(values)) if values[i] == then[0]), None)
+                )
+                if pushed is not None:
+                    variants.append(" ".join(["git", "push", *shown[pushed + 1 :]]))
             given = git_code(values[start + 1 + git_options(values[start + 1 :]) :])
             for code in given or ():  # (`git rebase -x 'npm test'`: checked as a command)
                 self.parse(code, depth + 1)
@@ -1549,6 +1571,7 @@ class _Walker:
             or base in WRAPPERS or base in SEARCHERS or base in QUIET_PROGRAMS or is_shell(base)
         )  # fmt: skip
         loose = () if understood else tuple(zip(after, after_shown, strict=True))
+        loose_runs = () if understood else self._loose_runs(after, after_shown, depth)
         self.commands.append(
             SimpleCommand(
                 text,
@@ -1557,9 +1580,30 @@ class _Walker:
                 tuple(dict.fromkeys(opens)),
                 tuple(guards),
                 loose,
+                loose_runs,
             )
         )
         return elsewhere
+
+    def _loose_runs(
+        self, after: Sequence[str | None], shown: Sequence[str], depth: int
+    ) -> tuple[SimpleCommand, ...]:
+        """What an unknown program's words would run, were it a wrapper, from each word
+        naming a program that runs commands of its own (a shell, `eval`, `env`, `git`, a
+        runner or a wrapper: `logsave LOG sh -c 'curl x'` passed a deny rule on `curl`,
+        a review), read as a command of its own (the first :data:`LOOSE_RUNS`)."""
+        starts = [
+            k for k, value in enumerate(after)
+            if value is not None and _runs_commands(os.path.basename(value))
+        ][:LOOSE_RUNS]  # fmt: skip
+        found: list[SimpleCommand] = []
+        for k in starts:
+            inner = self._inner(depth)
+            if inner is None:
+                break
+            inner.simple(list(after[k:]), list(shown[k:]), [], depth + 1)
+            found += inner.commands
+        return tuple(found)
 
     def _git_dirs(
         self, rest: Sequence[str | None], shown: Sequence[str], kept: Sequence[str]

@@ -145,7 +145,8 @@ QUIET_PROGRAMS = frozenset({
     "info", "help", "whatis", "apropos", "tldr", "pkill", "pgrep", "killall", "pidof", "kill",
     "ps", "test", "[", "true", "false", "git", "declare", "typeset", "local", "export",
     "readonly", "unset", "read", "shift", "set", "complete", "compgen", "dpkg", "apt",
-    "apt-get", "apt-cache", "dnf", "yum", "pacman", "brew", "pip", "pip3",
+    "apt-get", "apt-cache", "dnf", "yum", "pacman", "brew", "pip", "pip3", "pipx", "apk", "gem",
+    "cargo", "pytest", "aws", "gsutil", "gcloud", "az", "helm",
 })  # fmt: skip
 """Programs known never to run their words as a command: a word of theirs that names a
 program is data (`man rm`, `pkill -f touch`, `git rm`). Another program's may run it, as

@@ -406,7 +406,7 @@ class TaskManager:
         caller is back (see :meth:`announce_prompt`)."""
         self._prompts_announced: set[str] = set()
         """Those whose prompt's notice was posted, until a result shows it
-        (:meth:`prompt_shown`)."""
+        (:meth:`prompt_settled`)."""
         self._pipe_watches: dict[str, asyncio.Task[None]] = {}
 
     # --- starting ----------------------------------------------------------------------
@@ -1570,9 +1570,10 @@ class TaskManager:
                 self._prompts_announced.add(task.id)
                 return
 
-    def prompt_shown(self, task: LiveTask) -> None:
-        """A result showed the prompt the task waits at (TaskOutput, TaskInput): no notice
-        of it, neither one to come nor one not delivered yet (stale once answered)."""
+    def prompt_settled(self, task: LiveTask) -> None:
+        """A result showed the prompt the task waits at (TaskOutput, TaskInput), or an
+        answer was typed: no notice of it, neither one to come nor one not delivered yet
+        (stale once answered)."""
         watch = self._prompt_watches.pop(task.id, None)
         if watch is not None:
             watch.cancel()

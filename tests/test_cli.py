@@ -171,7 +171,7 @@ def test_wait_says_what_a_task_left_running(state_dir: Path, tmp_path: Path) -> 
         waited = run_cli(state_dir, "wait", tid)
         assert waited.stdout == (
             f"{tid} completed (exit code 0); 1 process it started is still running "
-            f"(`wave-bash stop` stops them)\n"
+            f"(`wave-bash stop {tid}` stops them)\n"
         ), waited
     finally:
         run_cli(state_dir, "stop", tid)

@@ -201,8 +201,12 @@ def test_monitor_killed_gives_lost(client: Client, state_dir: Path) -> None:
     wait_until(started.exists)
     os.kill(record(client, tid).pid, signal.SIGKILL)
     wait_until(lambda: record(client, tid).monitor_lost)  # its command still runs (issue 13)
-    task = client.task_stop(tid)
-    assert task.status == "lost" and task.exit_code is None  # never "completed"
+    task = client.task_stop(tid)  # (killed by the stop, its status unknown: never
+    assert (task.status, task.exit_code, task.end_reason) == (
+        "killed",
+        None,
+        "stopped",
+    )  # "completed")
 
 
 def test_a_lost_monitor_stays_lost_after_a_supervisor_restart(
@@ -219,7 +223,7 @@ def test_a_lost_monitor_stays_lost_after_a_supervisor_restart(
     kill_supervisor(state_dir)
     task = record(client, tid)  # a new supervisor
     assert (task.status, task.monitor_lost) == ("running", True)
-    assert client.task_stop(tid).status == "lost"
+    assert client.task_stop(tid).status == "killed"
 
 
 def test_host_restart_marks_unfinished_tasks_lost(client: Client, state_dir: Path) -> None:

@@ -799,7 +799,7 @@ def test_a_prompt_that_came_in_the_background_is_announced(client: Client, how: 
     assert client.pending_notices() == []  # (its end: shown by the answer)
 
 
-def test_a_prompt_shown_takes_its_notice_away(client: Client) -> None:
+def test_a_prompt_settled_takes_its_notice_away(client: Client) -> None:
     """A blocking TaskOutput that returned at the prompt of a task that went on in the
     background: its notice, posted or to come, goes (it came after the answer)."""
     r = client.bash(
@@ -811,6 +811,30 @@ def test_a_prompt_shown_takes_its_notice_away(client: Client) -> None:
     assert client.pending_notices() == []
     assert client.task_input(task_id, "x\n", timeout=20_000).status == "completed"
     assert client.pending_notices() == []
+
+
+def test_a_prompt_notice_goes_only_as_its_session_reads_or_answers_it(
+    client: Client, state_dir: Path
+) -> None:
+    """Another session's read, or a read from an offset, took it away, though its session
+    never saw the prompt (a review); a person's answer through the terminal (`attach`)
+    left it, stale, until the end. A TaskInput that returned before the next prompt
+    (its timeout) had that prompt told to no one (a review)."""
+    command = "read -p 'A? ' a; echo got-$a; sleep 1; read -p 'B? ' b; echo got-$b; sleep 30"
+    task_id = client.bash(command, interactive=True, run_in_background=True).background_task_id
+    assert task_id is not None
+    wait_until(lambda: client.pending_notices(), timeout=20)
+    other = Client(state_dir=state_dir, session="other")
+    assert other.task_output(task_id, block=False).waiting_for_input
+    client.task_output(task_id, block=False, offset=0)
+    assert [n.task_id for n in client.pending_notices()] == [task_id]
+    assert client.task_input(task_id, "x\n", timeout=200).status == "running"
+    assert client.pending_notices() == []  # (A's: answered)
+    (notice,) = wait_until(client.pending_notices, timeout=20)  # type: ignore[misc]
+    assert "waiting for input" in notice.message  # (B's)
+    client.terminal(task_id, input="y\n")  # (a person's answer takes it)
+    assert client.pending_notices() == []
+    client.task_stop(task_id)
 
 
 def test_a_blocking_task_output_returns_at_the_next_prompt(client: Client) -> None:

@@ -165,6 +165,14 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
                 "p4 submit",
             )
         ),
+        *(  # (options before its word: a review)
+            (f"git {push} x", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask")
+            for push in (
+                "subtree -P lib push ../r.git",
+                "svn -q dcommit",
+                "svn --username b dcommit",
+            )
+        ),
         (
             "git subtree pull --prefix=lib ../r.git",
             {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]},
@@ -230,6 +238,15 @@ TOUCH_DENIED = {"allow": ["Bash(*)"], "deny": ["Bash(touch *)"], "ask": ["Bash(g
         ("scriptlive -c 'touch x' t.timing t.log", "deny"),
         ("logsave /dev/null touchy x; logsave /dev/null -touch", "allow"),
         ("man touch; pkill -f touch; git rm touch; echo touch x; ls touch", "allow"),
+        # (what they run read as a command: a shell's text, git's options; a review)
+        ("logsave LOG sh -c 'touch x'", "ask"),
+        ("choom -n 0 -- /bin/sh -c 'touch x'", "ask"),
+        ("logsave LOG eval 'touch x'", "ask"),
+        ("logsave LOG git -C . push origin main", "ask"),
+        ("logsave LOG env -S 'touch x'", "ask"),
+        ("logsave LOG sh -c 'echo x'", "allow"),
+        # (a word with a `/` is a program's only as a path; package tools name packages)
+        ("docker pull images/touch; pytest -k touch; cargo add touch; apk add touch", "allow"),
     ],
 )
 def test_a_program_not_known_not_to_run_its_words_may_run_them(command: str, expected: str) -> None:

@@ -1037,8 +1037,11 @@ def home_workspace_client(state_dir: Path, home: Path, monkeypatch: pytest.Monke
 
 
 START_UP_FOLDERS = (
-    ".config/fish/conf.d", ".config/fish/functions", ".bashrc.d", ".profile.d", ".zshrc.d",
+    ".config/fish/conf.d", ".config/fish/functions", ".config/fish/completions",
+    ".local/share/fish/vendor_conf.d", ".local/share/fish/vendor_functions.d",
+    ".local/share/fish/vendor_completions.d", ".bashrc.d", ".profile.d", ".zshrc.d",
     ".ssh/config.d", ".config/environment.d", ".config/autostart", ".config/systemd/user",
+    ".config/systemd/user.control", ".local/share/systemd/user",
 )  # fmt: skip
 
 

@@ -49,9 +49,12 @@ run programs): what a sandboxed command writes there would run unsandboxed later
 
 HOME_FILES = (
     ".config/git/config", ".config/fish/config.fish", ".config/fish/conf.d",
-    ".config/fish/functions", ".bashrc.d", ".profile.d", ".zshrc.d", ".ssh/rc", ".ssh/config",
-    ".ssh/config.d", ".ssh/authorized_keys", ".ssh/authorized_keys2", ".ssh/environment",
-    ".pam_environment", ".config/environment.d", ".config/autostart", ".config/systemd/user",
+    ".config/fish/functions", ".config/fish/completions", ".config/fish/fish_variables",
+    ".local/share/fish/vendor_conf.d", ".local/share/fish/vendor_functions.d",
+    ".local/share/fish/vendor_completions.d", ".bashrc.d", ".profile.d", ".zshrc.d",
+    ".ssh/rc", ".ssh/config", ".ssh/config.d", ".ssh/authorized_keys", ".ssh/authorized_keys2",
+    ".ssh/environment", ".pam_environment", ".config/environment.d", ".config/autostart",
+    ".config/systemd/user", ".config/systemd/user.control", ".local/share/systemd/user",
 )  # fmt: skip
 """Besides those, in a home directory given as the workspace: git's other user config,
 fish's and the shells' start-up folders, ssh's (``~/.ssh/rc`` runs at each login,

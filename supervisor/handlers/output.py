@@ -373,8 +373,9 @@ def read_output(
         conn.after_reply, undo = _recorded_read(ctx, row.id, session, start, end)
         conn.give_back.append(undo)
     log_gone = row.log_gone and removed_outside(ctx, row)
-    if live is not None and live.waiting_for_input and not conn.closed.done():
-        ctx.tasks.prompt_shown(live)  # (its notice: stale once answered, a review)
+    shown = live is not None and live.waiting_for_input and stored and not conn.closed.done()
+    if live is not None and shown and session == row.session:  # (its notice: stale once
+        ctx.tasks.prompt_settled(live)  # answered; only its session's read: a review)
     storage = None  # (DF4: an ended one's, the line its notice has)
     if row.status is not TaskStatus.RUNNING:
         storage = row.storage_note or (live.storage_note if live is not None else None)

@@ -85,6 +85,7 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
     deadline = loop.time() + (p.timeout / 1000 if p.timeout is not None else 86400.0)
     typing = link.type(p.input, p.request_key, deadline - loop.time(), lines=True)
     await _typed(ctx, task, typing)
+    ctx.tasks.prompt_settled(task)  # (answered: a notice of it would be stale)
     waiting = asyncio.create_task(link.waiting_for_input())
     try:
         waits: list[asyncio.Future[Any]] = [task.ended, waiting, conn.closed]
@@ -94,6 +95,8 @@ async def handle_input(ctx: Context, p: InputParams, conn: Connection) -> TaskOu
         waiting.cancel()
     if conn.closed.done():  # (its caller gone: the prompt it would have shown is a notice,
         ctx.tasks.announce_prompt(task)  # as for a lost Bash caller's REPL, ND5; a trial)
+    elif not task.ended.done() and not task.waiting_for_input:  # (its timeout passed: the
+        ctx.tasks.announce_prompt(task, again=True)  # next prompt is told, a review)
     start = await stored_start(ctx, task.id, p.session, conn)  # (in turn, as TaskOutput)
     result = read_output(ctx, task.row, p.session, start, True, conn)
     if task.ended.done() and not p.keep_notice:
@@ -151,6 +154,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
             sized = answer if isinstance(answer, tuple) else sized
         if p.input:
             await _typed(ctx, task, link.type(p.input, p.request_key))
+            ctx.tasks.prompt_settled(task)  # (answered by a person: its notice, stale)
     elif p.sizer is not None and task is not None and not task.ended.done():
         forgotten = await _terminal(task).seen(p.sizer) is False  # (an attach's wait for
         # output: it is there; one the host had counted as gone sets its size again)
