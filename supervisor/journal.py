@@ -598,21 +598,6 @@ class Journal:
             ),
         )
 
-    def withdraw_prompt_notice(self, row: TaskRow) -> None:
-        """A result showed the prompt a notice of :meth:`post_prompt_notice` announces:
-        that notice goes, unless delivered or being delivered (it came after the prompt
-        was answered, saying the task waited: stale)."""
-        task_id = row.id
-        self._held_notices[task_id] = (row.session, True)  # (gone for readers at once)
-        self._write(
-            ("notice", task_id),
-            lambda db: db.execute(
-                "DELETE FROM notices WHERE task_id = ? AND created_at = 0 "
-                "AND delivered_at IS NULL AND claim IS NULL",
-                (task_id,),
-            ),
-        )
-
     def record_identities(self, rows: Sequence[TaskRow]) -> None:
         """Journal the pid and start time of running tasks."""
         for row in rows:

@@ -404,9 +404,6 @@ class TaskManager:
         self._prompt_watches: dict[str, asyncio.Task[None]] = {}
         """Interactive tasks whose callers went away, until they wait for input or a
         caller is back (see :meth:`announce_prompt`)."""
-        self._prompts_announced: set[str] = set()
-        """Those whose prompt's notice was posted, until a result shows it
-        (:meth:`prompt_settled`)."""
         self._pipe_watches: dict[str, asyncio.Task[None]] = {}
 
     # --- starting ----------------------------------------------------------------------
@@ -1567,19 +1564,17 @@ class TaskManager:
                 waiting.cancel()
             if task.waiting_for_input and task.row.owner is Owner.BACKGROUND:
                 self.journal.post_prompt_notice(task.row, again)
-                self._prompts_announced.add(task.id)
                 return
 
     def prompt_settled(self, task: LiveTask) -> None:
         """A result showed the prompt the task waits at (TaskOutput, TaskInput), or an
         answer was typed: no notice of it, neither one to come nor one not delivered yet
-        (stale once answered)."""
+        (stale once answered). A running task's one notice is its prompt's."""
         watch = self._prompt_watches.pop(task.id, None)
         if watch is not None:
             watch.cancel()
-        if task.id in self._prompts_announced:
-            self._prompts_announced.discard(task.id)
-            self.journal.withdraw_prompt_notice(task.row)
+        if not task.ended.done():
+            self.journal.mark_delivered(task.row.session, [task.id])
 
     async def stop(self, tasks: Iterable[LiveTask], reason: EndReason = EndReason.STOPPED) -> None:
         """Stop tasks with every process they started and wait until their ends are

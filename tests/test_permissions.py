@@ -156,18 +156,13 @@ DENY_LIST = {"allow": ["Bash(*)"], "deny": ["Bash(rm *)"]}
             {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]},
             "ask",
         ),
-        *(  # (and the commands that push: a review's `git subtree push` passed an ask)
+        *(  # (and the commands that push, options before their word too: reviews'
             (f"git {push} x", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask")
-            for push in (
+            for push in (  # `git subtree push` passed an ask)
                 "subtree push --prefix=lib ../r.git",
                 "lfs push",
                 "svn dcommit",
                 "p4 submit",
-            )
-        ),
-        *(  # (options before its word: a review)
-            (f"git {push} x", {"allow": ["Bash(*)"], "ask": ["Bash(git push *)"]}, "ask")
-            for push in (
                 "subtree -P lib push ../r.git",
                 "svn -q dcommit",
                 "svn --username b dcommit",

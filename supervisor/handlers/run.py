@@ -170,7 +170,7 @@ async def _wait_foreground(
         waiting = views.waiting_result(task, end)
         if waiting.error is None:  # (unread: the next read starts before it)
             task.prompt_read = (ctx.journal.read_offset(task_id, session), end)
-            conn.after_reply = lambda: _prompt_settled(ctx, task, end)
+            conn.after_reply = lambda: _prompt_shown(ctx, task, end)
         return waiting
     if is_sleep_command(task.row.command):
         task.attached += 1  # (its caller is here for the answer: its end is no notice)
@@ -187,13 +187,12 @@ async def _wait_foreground(
     return views.backgrounded_result(task, timeout_ms)
 
 
-def _prompt_settled(ctx: Context, task: LiveTask, end: int) -> None:
+def _prompt_shown(ctx: Context, task: LiveTask, end: int) -> None:
     """The prompt a caller (back) got: the next read starts after it, and the notice of
     a prompt its caller had not seen goes (it would say so, now wrongly: a review); not
     an end's that came meanwhile (the caller saw the prompt only)."""
     ctx.journal.set_read_offset(task.id, task.row.session, end)
-    if not task.ended.done():
-        ctx.journal.mark_delivered(task.row.session, [task.id])
+    ctx.tasks.prompt_settled(task)
 
 
 async def stream_progress(task: LiveTask, conn: Connection) -> None:
