@@ -272,6 +272,11 @@ class TerminalLink:
         self.typed_at = loop.time()
         keys, self.keys = self.keys, loop.create_future()
         keys.set_result(None)
+        # What it waited at is answered: no longer waiting, from now, not once its host
+        # says so (a host slow to take the input left "waiting" standing, and a TaskInput
+        # then a TaskOutput returned at once, in front of the prompt they were to wait
+        # for; two full test runs under load).
+        self._set_waiting(False)
         message: dict[str, Any] = {"input": text, "key": key}
         if lines:
             message["lines"] = True
