@@ -890,8 +890,8 @@ class TaskManager:
             task.connect_terminal()  # the same terminal, held by the task's own host
             if row.owner is Owner.FOREGROUND:
                 loop.call_later(attach_grace, self._caller_gone, task)
-            elif row.background_reason is BackgroundReason.CALLER_LOST:
-                self.announce_prompt(task)  # (its prompt may have come meanwhile)
+            elif row.background_reason is not BackgroundReason.INPUT:  # (its prompt, as
+                self.announce_prompt(task)  # move_to_background's: may have come meanwhile)
             if task.stop_reason is not None:
                 stopping = loop.create_task(self.stop([task], task.stop_reason))
                 self._resumed_stops.add(stopping)

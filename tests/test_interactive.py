@@ -799,6 +799,23 @@ def test_a_prompt_that_came_in_the_background_is_announced(client: Client, how: 
     assert client.pending_notices() == []  # (its end: shown by the answer)
 
 
+def test_a_prompt_in_the_background_is_announced_by_the_next_supervisor(
+    client: Client, state_dir: Path, tmp_path: Path
+) -> None:
+    """The prompt's watch lived in the supervisor that moved the task on: one killed
+    before the prompt came left it untold (the before-stop read); the next one, taking
+    the task in, watches again."""
+    gate = tmp_path / "gate"
+    command = f"until [ -e {gate} ]; do sleep 0.02; done; read -p 'Go? ' a"
+    task_id = client.bash(command, interactive=True, run_in_background=True).background_task_id
+    kill_supervisor(state_dir)
+    gate.touch()
+    assert [t.id for t in client.tasks()] == [task_id]  # (a new supervisor takes it in)
+    (notice,) = wait_until(client.pending_notices, timeout=20)  # type: ignore[misc]
+    assert notice.task_id == task_id and "waiting for input." in notice.message
+    client.task_stop(task_id)
+
+
 def test_a_prompt_settled_takes_its_notice_away(client: Client) -> None:
     """A blocking TaskOutput that returned at the prompt of a task that went on in the
     background: its notice, posted or to come, goes (it came after the answer)."""
