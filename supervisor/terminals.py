@@ -165,6 +165,12 @@ class TerminalLink:
             queued = self._queued.pop(ident, None) if isinstance(ident, int) else None
             if queued is not None and not queued.done():
                 queued.set_result(None)
+            # Input taken, to be typed: what it waited at is answered, from now, not once
+            # its host's next message says so (a host slow under load left "waiting"
+            # standing, and a TaskInput then a TaskOutput returned at once, in front of
+            # the prompt they were to wait for). An input sent again is not typed again
+            # ("again", no "queued"): it changes nothing (cleared then, it waited for ever).
+            self._set_waiting(False)
             return
         reply = self._replies.pop(ident, None) if isinstance(ident, int) else None
         if reply is not None and not reply.done():
@@ -272,11 +278,6 @@ class TerminalLink:
         self.typed_at = loop.time()
         keys, self.keys = self.keys, loop.create_future()
         keys.set_result(None)
-        # What it waited at is answered: no longer waiting, from now, not once its host
-        # says so (a host slow to take the input left "waiting" standing, and a TaskInput
-        # then a TaskOutput returned at once, in front of the prompt they were to wait
-        # for; two full test runs under load).
-        self._set_waiting(False)
         message: dict[str, Any] = {"input": text, "key": key}
         if lines:
             message["lines"] = True
