@@ -207,7 +207,7 @@ def rebuild(
     """Recreate journal rows from the task files that have none; returns how many.
 
     Ended tasks come back with their recorded exit code. A background task that ended
-    after ``unseen_after`` (the last write of the journal replaced: no reader can have had
+    at or after ``unseen_after`` (the last write of the journal replaced: no reader can have had
     its notice since) gets a notice; one that ended before (or with None: a journal
     deleted, whose last write is unknown) none, as it may have been delivered (after a
     rebuild, tasks that ended while no supervisor ran were never announced: a trial).
@@ -260,7 +260,9 @@ def rebuild(
             if monitor is not None and row.pid is not None:  # (what it holds now: those it
                 left = left or children_running(monitor)  # listed may have moved on, a trial)
             row.leftovers = leftovers_text(left)  # (taken up again: adopt_leftovers)
-        unseen = unseen_after is not None and (row.ended_at or 0) > unseen_after
+        # (at its last write too: the clock's tick held both, a CI run; a notice said
+        # twice is better than none, D5)
+        unseen = unseen_after is not None and (row.ended_at or 0) >= unseen_after
         rebuilt = started_after is None  # (not the take-in of rows a lost WAL held, where
         # every end counts as unseen: each foreground result since the last checkpoint,
         # long shown, came again as a notice, a review)
