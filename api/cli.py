@@ -36,7 +36,7 @@ from .errors import InvalidInputError, StorageError, SupervisorUnavailableError,
 from .paths import StateLayout, current_umask, resolve_state_dir
 from .pieces import STDOUT_WRITER, PiecePrinter, RawPrinter, Streamer, watch_reader
 from .pieces import ended as _ended
-from .units import check_timeout_ms, parse_duration
+from .units import check_timeout_ms, parse_duration, parse_timeout_ms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the CLI's start-up 2 ms
@@ -101,13 +101,7 @@ def _ssh_options(given: Sequence[str]) -> list[str]:
 
 
 def _timeout_arg(text: str) -> float | None:
-    try:  # (a whole number as written: `--timeout -5` was refused as `got -5.0`, a trial)
-        value = int(text) if text.strip().lstrip("+-").isdigit() else float(text)
-    except ValueError:
-        raise InvalidInputError(
-            f"timeout must be a non-negative number of milliseconds, got {text!r}"
-        ) from None
-    return check_timeout_ms(value)
+    return check_timeout_ms(parse_timeout_ms(text))
 
 
 def _cwd_arg(cli: Cli, cwd: str) -> str:
@@ -1342,7 +1336,9 @@ def _add_run(sub: Any) -> None:
     import argparse
 
     run = sub.add_parser("run", help="run a command (foreground unless --background)")
-    run.add_argument("--timeout", help="foreground timeout in ms (default 120000)")
+    run.add_argument(
+        "--timeout", help="foreground timeout: ms, or with a unit, 30s, 10m (default 2m)"
+    )
     run.add_argument("--background", action="store_true", help="start in the background")
     run.add_argument(
         "--cwd", help="directory to run in (default: here; with --remote, the remote home)"
@@ -1405,7 +1401,7 @@ def _add_wait(sub: Any) -> None:
         "(124: one still running at --timeout)",
         ids="+",
     )  # fmt: skip
-    wait.add_argument("--timeout", help="longest wait in ms")
+    wait.add_argument("--timeout", help="longest wait: ms, or with a unit, 30s, 10m")
 
 
 def _add_stop(sub: Any) -> None:
@@ -1422,7 +1418,7 @@ def _add_input(sub: Any) -> None:
         "input ID -- -y)",
     )  # fmt: skip
     typed.add_argument("-n", "--no-enter", action="store_true", help="do not press Enter")
-    typed.add_argument("--timeout", help="longest wait in ms for the next prompt (10000)")
+    typed.add_argument("--timeout", help="longest wait for the next prompt: ms, or 30s, 10m (10s)")
 
 
 def _add_attach(sub: Any) -> None:

@@ -52,6 +52,28 @@ def parse_size(text: str) -> int:
     return int(_parse(text, _SIZE, "a size", "512K, 100M or 1G"))
 
 
+_TIMEOUT_UNITS = {"": 1, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+"""A bare number is milliseconds, as the tools' ``timeout``: ``--timeout 5`` meant five
+seconds to a user of ``timeout(1)`` and moved an ``echo`` to the background (a trial),
+so a unit says which."""
+
+
+def parse_timeout_ms(text: str) -> int | float:
+    """Milliseconds in a command line's timeout: ``5000``, ``500ms``, ``30s``, ``10m``,
+    ``1h`` (a whole number stays one: ``--timeout -5`` was refused as ``got -5.0``)."""
+    match = re.fullmatch(r"\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(3).lower() if match else ""
+    if not match or unit not in _TIMEOUT_UNITS:
+        raise InvalidInputError(
+            f"{TIMEOUT_ERROR} or a duration such as 500ms, 30s or 10m, got {text!r}"
+        )
+    sign = -1 if match.group(1) == "-" else 1
+    number, scale = match.group(2), _TIMEOUT_UNITS[unit]
+    if number.isdigit():
+        return sign * int(number) * scale
+    return sign * float(number) * scale
+
+
 def check_timeout_ms(value: object) -> float | None:
     """Validate a timeout in milliseconds as the contract wants it (SPEC T4, T5).
 

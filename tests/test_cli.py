@@ -435,7 +435,7 @@ def test_wait_exits_as_the_task_did(state_dir: Path) -> None:
 
 
 def test_bad_timeouts_exit_2(state_dir: Path) -> None:
-    for bad in ("abc", "-5", "nan", "inf", "5000ms"):
+    for bad in ("abc", "-5", "nan", "inf", "5d", "1e3", "s"):
         r = run_cli(state_dir, "run", "--timeout", bad, "--", "echo hi")
         assert r.returncode == 2, bad
         assert "timeout must be a non-negative number of milliseconds" in r.stderr
@@ -540,6 +540,28 @@ def test_supervisor_start_status_stop(state_dir: Path) -> None:
     assert json.loads(r.stdout)["stopped"] is True
     r = run_cli(state_dir, "supervisor", "status")
     assert r.stdout.startswith("no supervisor is running") and r.returncode == 3
+
+
+def test_a_timeout_takes_a_unit(state_dir: Path, tmp_path: Path) -> None:
+    """A bare number is milliseconds, as the tools' ``timeout``; ``--timeout 5`` meant
+    five seconds to a user of ``timeout(1)`` and moved an ``echo`` to the background (a
+    trial): ``30s``, ``10m`` say which (``ms`` too)."""
+    from wave_bash.api.units import parse_timeout_ms
+
+    said = {text: parse_timeout_ms(text) for text in ("250", "250ms", "1.5s", "2m", "1h", "5 S")}
+    assert said == {"250": 250, "250ms": 250, "1.5s": 1500, "2m": 120_000, "1h": 3_600_000,
+                    "5 S": 5000}  # fmt: skip
+    gate = tmp_path / "gate"
+    loop = f"echo started; while [ ! -e {gate} ]; do sleep 0.05; done"
+    moved = run_cli(state_dir, "run", "--json", "--timeout", "0.3s", "--", loop)
+    result = json.loads(moved.stdout)
+    assert (moved.returncode, result["assistantAutoBackgrounded"]) == (124, True), moved.stderr
+    assert "(0.3s)" in result["message"]
+    gate.touch()
+    waited = run_cli(state_dir, "wait", "--timeout", "1m", result["backgroundTaskId"])
+    assert waited.returncode == 0, waited.stderr
+    quick = run_cli(state_dir, "run", "--timeout", "10s", "--", "echo hi")
+    assert (quick.returncode, quick.stdout) == (0, "hi\n"), quick.stderr
 
 
 QUICK_RUNS = [
