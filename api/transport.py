@@ -345,10 +345,11 @@ def connect(layout: StateLayout, transport: str) -> socket.socket:
 _SSH_URL = re.compile(
     r"ssh://(?:(?P<user>[^@/:\[\]]+)@)?"
     r"(?:(?P<host>[^@/:\[\]]+)|\[(?P<address>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)\])"
-    r"(?::(?P<port>\d+))?/?"
+    r"(?::(?P<port>[0-9]+))?/?"
 )
 """``ssh://[user@]host[:port]``, an IPv6 address in brackets (``ssh://[::1]:2222``, as
-ssh's own URLs have it; a zone after ``%``, or ``%25`` as RFC 6874 writes it)."""
+ssh's own URLs have it; a zone after ``%``, or ``%25`` as RFC 6874 writes it). A port
+is ASCII digits (a ``\\d`` took full-width ones, which ``int`` read: a trial)."""
 
 
 class Remote:

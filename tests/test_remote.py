@@ -737,6 +737,12 @@ def test_remote_url_is_checked() -> None:
     for port in ("0", "65536", "99999"):  # (`:0` was port 22, said without it: a trial)
         with pytest.raises(InvalidInputError, match="must be 1 to 65535"):
             Client(remote=f"ssh://devbox:{port}")
+    for port in ("２２", "2\u0662", "22 "):  # (full-width digits reached port 22: a trial)
+        with pytest.raises(InvalidInputError, match="ssh://"):
+            Client(remote=f"ssh://devbox:{port}x")
+        if port.isdigit():
+            with pytest.raises(InvalidInputError, match="ssh://"):
+                Client(remote=f"ssh://devbox:{port}")
 
 
 def test_a_connection_that_never_got_through_fails_at_once(tmp_path: Path) -> None:
