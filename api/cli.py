@@ -34,7 +34,7 @@ from .connection import caller_environment, chosen_ssh_options, connector_for, s
 from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
-from .pieces import STDOUT_WRITER, PiecePrinter, RawPrinter, Streamer, watch_reader
+from .pieces import STDOUT_WRITER, STREAM_AFTER, PiecePrinter, RawPrinter, Streamer, watch_reader
 from .pieces import ended as _ended
 from .units import check_timeout_ms, parse_duration, parse_timeout_ms
 
@@ -163,7 +163,8 @@ def cmd_run(cli: Cli, args: argparse.Namespace) -> int:
     running: list[str] = []  # the task ID, once the supervisor started it
     pressed: list[str] = []  # the task given a Ctrl+C (at a terminal: the first one)
 
-    streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw))
+    after = 0.0 if _a_pipe(sys.stdout) else STREAM_AFTER  # (a reader that may go: at once)
+    streamer = Streamer(lambda task_id: _printer(cli, task_id, args.raw), after)
     to_terminal = shown and sys.stdout.isatty()
     piped = _PipeOnReaderGone(cli, running, not (args.background or args.interactive))
     streams = not (to_terminal or args.json or args.background or args.interactive)

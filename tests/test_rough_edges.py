@@ -191,8 +191,9 @@ def test_cli_exits_quietly_when_its_reader_goes_away() -> None:
 
 def test_run_whose_reader_goes_away_exits_as_its_command(state_dir: Path) -> None:
     """`run -- CMD | head -1` exited 0 quietly, whatever CMD's status (a review): a
-    pipefail script took a failed command for a success. Quietly, with its status."""
-    run = f"{sys.executable} -m wave_bash.api.cli run -- 'seq 200000; exit 3' | head -1"
+    pipefail script took a failed command for a success. Quietly, with its status (its
+    lines in one write: one after its reader went would get SIGPIPE, as in a pipe)."""
+    run = f"{sys.executable} -m wave_bash.api.cli run -- 'printf \"%s\\n\" 1 2 3; exit 3' | head -1"
     r = subprocess.run(
         ["bash", "-c", f"set -o pipefail; {run}"], capture_output=True, text=True,
         timeout=60, env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
