@@ -28,13 +28,27 @@ from .errors import InvalidInputError, TaskNotRunningError
 
 DETACH_KEY = b"\x1d"
 """Ctrl+]: leaves the task running."""
+_CSI, _OSC, _DCS = rb"(?:\x1b\[|\xc2\x9b)", rb"(?:\x1b\]|\xc2\x9d)", rb"(?:\x1bP|\xc2\x90)"
+_ST = rb"(?:\x07|\x1b\\|\xc2\x9c)"
+"""Each introducer also as a C1 control in UTF-8 (``U+009B``…), which VTE's terminals
+obey (a trial: an OSC 52 so spelt reached the person's terminal)."""
 TERMINAL_QUERIES = re.compile(
-    rb"\x1b\[[?>=]?[0-9;]*[nc]"  # status and cursor reports (6n), device attributes (c, >c)
-    rb"|\x1b\[[?>]?[0-9;]*\$p"  # mode reports (DECRQM)
-    rb"|\x1b\[>[0-9;]*q"  # the terminal's version (XTVERSION)
-    rb"|\x1b\[[0-9;]*t"  # window reports and moves
-    rb"|\x1b\][0-9]+;(?:[^\x07\x1b;]*;)*\?(?:\x07|\x1b\\)"  # colours, the clipboard (OSC …;?)
-    rb"|\x1bP[$+]q[^\x1b]*\x1b\\"  # settings and capabilities (DECRQSS, XTGETTCAP)
+    b"|".join(
+        (
+            _CSI + rb"[?>=]?[0-9;]*[nc]",  # status and cursor reports (6n), attributes (c, >c)
+            _CSI + rb"[?>]?[0-9;]*\$p",  # mode reports (DECRQM)
+            _CSI + rb">[0-9;]*q",  # the terminal's version (XTVERSION)
+            _CSI + rb"[0-9;]*t",  # window reports and moves
+            _CSI + rb"\?u",  # the keyboard protocol's flags (kitty's)
+            _CSI + rb"[0-9]*x",  # the terminal's parameters (DECREQTPARM)
+            _CSI + rb"[0-9;]*\*y",  # a checksum of the screen (DECRQCRA)
+            _CSI + rb"[0-9;]*\$[uw]",  # presentation and tab states (DECRQTSR, DECRQPSR)
+            _CSI + rb"\?[0-9;]*[mS]",  # key modifier and graphics settings (XTQMODKEYS…)
+            rb"\x1bZ|\x05",  # who the terminal is (DECID), its answerback (ENQ)
+            _OSC + rb"[0-9]+;(?:[^\x07\x1b;]*;)*\?" + _ST,  # colours, the clipboard (…;?)
+            _DCS + rb"[$+]q[^\x1b\x07]*?" + _ST,  # settings, capabilities (DECRQSS, XTGETTCAP)
+        )
+    )
 )
 """Questions a program asks its terminal, which the terminal answers as typed input. Left
 out of the output a person's terminal is shown on attaching (written before they came):
@@ -290,11 +304,14 @@ class _Screen:
     RESET = (
         b"\x1b[0m\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l"
         b"\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?2004l\x1b[?7h\x1b[4l\x1b(B\x0f\x1b7\x1b[r\x1b8"
+        b"\x1b[<99u\x1b[>4m\x1b[?2026l"
     )
     """Plain text, a visible cursor, normal cursor and keypad keys, no mouse reports (in
     any encoding), no focus reports, no bracketed paste, lines that wrap, no insert mode,
     the ASCII character set, the whole screen scrolling (its cursor kept: setting the
-    scroll region moves it): as a shell expects them (a review found a task's scroll
+    scroll region moves it), keys as plain bytes (kitty's keyboard flags popped, xterm's
+    modifyOtherKeys off: Ctrl+C came as ``CSI 99;5u`` to the person's shell, a trial), no
+    synchronized output held: as a shell expects them (a review found a task's scroll
     region, wrapping and insert mode left on the person's terminal)."""
 
     def __init__(self) -> None:
@@ -320,11 +337,13 @@ class _NoClipboard:
     the control bytes in it ignored, ended by BEL, ESC (``ESC \\`` or the start of another
     sequence: a stray ``ESC ] 52;`` held nothing after it back, a review), CAN or SUB.
     One cut between two reads is held until its end, the rest of its text dropped past
-    ``HOLD`` bytes. (8-bit OSC, 0x9d, is no C1 control in a UTF-8 terminal: a byte of
-    text, ``Ý`` holds it.)"""
+    ``HOLD`` bytes. An OSC begun by the C1 control ``U+009D`` in UTF-8 (``C2 9D``) is one
+    too, in VTE's terminals, ended by ``U+009C`` as well (it reached the person's
+    terminal: a trial); the lone byte 0x9d is none in a UTF-8 terminal (``Ý`` holds it).
+    """
 
-    START = b"\x1b]"
-    ENDS = re.compile(rb"[\x07\x1b\x18\x1a]")
+    START = re.compile(rb"\x1b\]|\xc2\x9d")
+    ENDS = re.compile(rb"[\x07\x1b\x18\x1a]|\xc2\x9c")
     CONTROLS = re.compile(rb"[\x00-\x1f\x7f]")
     HOLD = 1 << 16
 
@@ -342,13 +361,14 @@ class _NoClipboard:
                 return b""
             self.dropping, at = False, ended[1]
         while True:
-            start = data.find(self.START, at)
-            if start < 0:
+            found = self.START.search(data, at)
+            if found is None:
                 tail = data[at:]
-                if tail.endswith(b"\x1b"):  # (maybe the start of one)
-                    tail, self.held = tail[:-1], b"\x1b"
+                if tail.endswith((b"\x1b", b"\xc2")):  # (maybe the start of one)
+                    tail, self.held = tail[:-1], tail[-1:]
                 out.append(tail)
                 return b"".join(out)
+            start = found.start()
             out.append(data[at:start])
             ended = self._end(data, start + 2)
             if ended is None:  # (its end still to come)
@@ -364,15 +384,15 @@ class _NoClipboard:
                 out.append(data[start:at])
 
     def _end(self, data: bytes, at: int) -> tuple[int, int] | None:
-        """Where an OSC's text stops (at BEL, ESC, CAN or SUB) and where what follows it
-        begins (after BEL, ``ESC \\``, CAN, SUB; at another ESC), or None when its end has
-        not come yet."""
+        """Where an OSC's text stops (at BEL, ESC, CAN, SUB or ``U+009C``) and where what
+        follows it begins (after BEL, ``ESC \\``, CAN, SUB, ``U+009C``; at another ESC), or
+        None when its end has not come yet."""
         found = self.ENDS.search(data, at)
         if found is None:
             return None
         stop = found.start()
         if data[stop] != 0x1B:
-            return stop, stop + 1
+            return stop, found.end()
         if stop + 1 >= len(data):
             return None  # (ESC last: `\\` may follow)
         return stop, stop + 2 if data[stop + 1] == 0x5C else stop

@@ -1035,7 +1035,8 @@ def test_attach_never_sets_the_persons_clipboard(
     r = client.bash(
         "printf 'x\\033]052;c;WkVSTw==\\007y\\033]5\\0012;c;TlVM\\007z\\n'; "  # (read as 52)
         "printf 's\\033]52;c;broken\\033[0mt\\n'; "  # (a stray one: ended by the next ESC)
-        f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\n'; until [ -e {go} ]; do sleep 0.02; done; "
+        f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\302\\23552;c;QzE=\\302\\234\\n'; "  # (C1 OSC: a trial)
+        f"until [ -e {go} ]; do sleep 0.02; done; "
         "printf 'c\\033]52;c;ZWNo'; sleep 0.3; printf 'byBldmls\\007d\\n'; read -r x",
         timeout=500, interactive=True,  # (in the background at once: it waits on a file)
     )  # fmt: skip
@@ -1049,6 +1050,7 @@ def test_attach_never_sets_the_persons_clipboard(
         assert person.close() == 0
     assert b"52;" not in person.read() and b"ZWNo" not in person.read()
     assert b"WkVS" not in person.read() and b"TlVM" not in person.read()
+    assert b"QzE=" not in person.read() and b"\xc2\x9d" not in person.read()
     client.task_stop(task_id)
 
 
@@ -1188,6 +1190,8 @@ def test_detach_in_the_same_read_as_keys_and_the_modes_the_task_left_on(
     after = screen.rsplit(b"\x1b[?1000h", 1)[-1]
     assert b"\x1b[?1049l" in after and b"\x1b[?1000l" in after
     assert b"\x1b7\x1b[r\x1b8" in after and b"\x1b[?7h" in after and b"\x1b[4l" in after
+    # (keys as plain bytes again, kitty's flags and modifyOtherKeys: a trial)
+    assert b"\x1b[<99u" in after and b"\x1b[>4m" in after and b"\x1b[?2026l" in after
     assert after.index(b"\x1b[?1049l") < after.index(b"detached from")
     assert client.task_input(task_id, "print(x)\n").output.splitlines()[-2:] == ["42", ">>> "]
 
@@ -1290,7 +1294,8 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
     review). It is left out of the replay; one asked while they are attached goes through.
     A terminal that says 0×0 leaves the task's size alone (it was made 1×1)."""
     r = client.bash(
-        "printf 'before\\033[6n\\033]11;?\\007<\\n'; read -r x; printf 'live\\033[6n>\\n'; "
+        "printf 'before\\033[6n\\033]11;?\\007\\033Z\\033[?u\\033[x\\302\\2336n<\\n'; read -r x; "
+        "printf 'live\\033[6n>\\n'; "
         "stty size; read -r y",
         timeout=LONG, interactive=True,
     )  # fmt: skip
@@ -1306,7 +1311,10 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
         assert (int(columns), int(rows)) not in ((1, 1), (0, 0)), person.read()
         person.type(b"\x1d")
         assert person.close() == 0
-    assert b"\x1b[6n" not in person.read().split(b"live")[0]
+    replayed = person.read().split(b"live")[0]  # (DECID, kitty's flags, DECREQTPARM, C1 CSI:
+    assert b"before<" in replayed  # a trial)
+    for asked in (b"\x1b[6n", b"\x1bZ", b"\x1b[?u", b"\x1b[x", b"\xc2\x9b"):
+        assert asked not in replayed, asked
     client.task_stop(task_id)
 
 
