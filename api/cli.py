@@ -1480,7 +1480,9 @@ def _add_gc(sub: Any) -> None:
     gc = _verb(
         sub, "gc", cmd_gc, "prune finished tasks and their logs (default age: WAVE_RETENTION, 7d)"
     )
-    gc.add_argument("--older-than", help="age such as 45s, 30m, 12h, 7d")
+    gc.add_argument(
+        "--older-than", help="age such as 45s, 30m, 12h, 7d, 2w (a bare number: seconds)"
+    )
     gc.add_argument(
         "--unread", action="store_true",
         help="also tasks whose completion notices no session has read (kept otherwise)",

@@ -380,8 +380,8 @@ class Client:
             raise InvalidInputError(refusal)
         args = dict(arguments)  # (BashOutput's `filter` too, on TaskOutput: dropped there,
         # every line came back, a review)
-        if older:
-            args["block"] = arguments.get("block", False)
+        if older:  # (null is "not given", T5: it blocked, a trial)
+            args["block"] = False if arguments.get("block") is None else arguments["block"]
         if name == BASH_TOOL:
             parsed = BashInput.parse(args)
             return self.bash(

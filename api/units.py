@@ -33,8 +33,10 @@ _DURATION = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _SIZE = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def _parse(text: str, units: dict[str, int], what: str, example: str) -> float:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]?)i?[bB]?\s*", text)
+def _parse(text: str, units: dict[str, int], what: str, example: str, tail: str = "") -> float:
+    """``tail``: what may follow a unit (a size's ``iB``; a duration's none: ``7db`` was
+    read as seven days, a trial)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]?)" + tail + r"\s*", text)
     if not match or match.group(2).lower() not in units:
         raise InvalidInputError(
             f"{what} must be a number with an optional unit such as {example}, got {text!r}"
@@ -49,7 +51,7 @@ def parse_duration(text: str) -> float:
 
 def parse_size(text: str) -> int:
     """Bytes in ``text``: ``4096``, ``512K``, ``100M``, ``1G`` (``1GiB`` and ``1GB`` too; powers of 1024)."""
-    return int(_parse(text, _SIZE, "a size", "512K, 100M or 1G"))
+    return int(_parse(text, _SIZE, "a size", "512K, 100M or 1G", tail="i?[bB]?"))
 
 
 _TIMEOUT_UNITS = {"": 1, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}

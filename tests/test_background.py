@@ -514,6 +514,8 @@ def test_tool_calls_with_older_names(client: Client) -> None:
     assert client.call_tool("TaskOutput", {"shell_id": tid, "block": False})["status"] == "running"
     began = time.monotonic()  # (BashOutput never blocked: Claude Code's did not, a trial)
     assert client.call_tool("BashOutput", {"bash_id": tid})["status"] == "running"
+    # (null is "not given", T5: it blocked, a trial)
+    assert client.call_tool("BashOutput", {"bash_id": tid, "block": None})["status"] == "running"
     assert time.monotonic() - began < 5
     assert client.call_tool("KillBash", {"shell_id": tid})["status"] == "killed"
     assert not task_alive(tid)

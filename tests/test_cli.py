@@ -564,6 +564,22 @@ def test_a_timeout_takes_a_unit(state_dir: Path, tmp_path: Path) -> None:
     assert (quick.returncode, quick.stdout) == (0, "hi\n"), quick.stderr
 
 
+def test_a_duration_takes_no_size_unit() -> None:
+    """``gc --older-than 7db`` was seven days (a size's ``iB`` was let after any unit);
+    a size keeps it (``1GiB``, ``1GB``)."""
+    from wave_bash.api.units import parse_duration, parse_size
+
+    assert (parse_duration("7d"), parse_duration("2w"), parse_duration("90")) == (
+        604_800,
+        1_209_600,
+        90,
+    )
+    for bad in ("7db", "7dib", "1hB", "٣d"):
+        with pytest.raises(InvalidInputError, match="a duration must be"):
+            parse_duration(bad)
+    assert parse_size("1GiB") == parse_size("1GB") == parse_size("1G") == 1 << 30
+
+
 QUICK_RUNS = [
     ["run", "--", "echo", "hi"],
     ["run", "echo hi"],
