@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from wave_bash.api import Client
 from wave_bash.worker import clean_bytes, clean_text, excerpt_text, last_lines, read_excerpt
 
 
@@ -60,6 +61,9 @@ def test_clean_text(raw: str, shown: str) -> None:
         "x\x1b[2K",  # erases that never move the cursor back
         "\x1b[K\x1b[999Cx",  # moves that would pad
         "b" * 8 + "\x1b[99D\x1b[99C\r",
+        "y\x1b[999A",  # moves to other lines, with what they carry
+        "y\x1b[999B\n\x1b[J",
+        "\x1b[A" + "x" * 40 + "\n",
     ],
 )
 def test_cleaning_takes_time_linear_in_its_text(unit: str) -> None:
@@ -87,6 +91,46 @@ def test_invalid_utf8_is_replaced() -> None:
 def test_multiline_progress() -> None:
     raw = "building\n[#   ] 10%\r[##  ] 50%\r[####] 100%\ndone\n"
     assert clean_text(raw) == "building\n[####] 100%\ndone\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        # docker's layers: up over them, each line erased and drawn again (64 lines came
+        # for the 4 a terminal showed: a trial)
+        (
+            "a: 0%\nb: 0%\n" + "\x1b[2A\x1b[2Ka: 50%\n\x1b[2Kb: 50%\n" * 3 + "done\n",
+            "a: 50%\nb: 50%\ndone\n",
+        ),
+        # rich's and pip's: erase, up, erase…, then the new frame
+        ("go\nx\ny\n\r\x1b[2K\x1b[1A\x1b[2K\x1b[1A\x1b[2KX\nY\n", "go\nX\nY\n"),
+        # tqdm's second bar: down a line, back up, at the column it had
+        ("\rbar1 10%\n\rbar2 20%\x1b[A\rbar1 90%\n\rbar2 99%\x1b[A", "bar1 90%\nbar2 99%"),
+        ("ab\x1b[Acd", "abcd"),  # up from the first line: it stays there, at its column
+        ("one\ntwo\nthree\x1b[2F\x1b[Jnew\n", "new\n"),  # to a line's start, erase below
+        ("ok\nline\x1b[2B after", "ok\nline after"),  # down: no farther than the last
+        ("a\nb\x1bMc", "ac\nb"),  # ESC M: up one
+        # an error long before is no progress line to redraw: UP_LIMIT lines at most
+        ("ERROR\n" + "x\n" * 200 + "\x1b[999A\x1b[J", "ERROR\n"),
+        ("ERROR\n" + "x\n" * 199 + "\x1b[999A\x1b[J", ""),
+        ("\x1b[31mred\x1b[0m\x1b[1Aup", "redup"),  # colours around it, dropped
+    ],
+)
+def test_moves_to_other_lines_draw_there(raw: str, shown: str) -> None:
+    assert clean_text(raw) == shown
+
+
+def test_several_progress_bars_of_a_real_command(client: Client) -> None:
+    """Three bars drawn 20 times in place, as docker's layers: the model reads the
+    four lines a terminal shows."""
+    bars = "; ".join(
+        f"printf '\\033[2K{name}: %d%%\\n' $((i*5))" for name in ("layer1", "layer2", "layer3")
+    )
+    r = client.bash(
+        "printf 'layer1: 0%%\\nlayer2: 0%%\\nlayer3: 0%%\\n'; "
+        f"for i in $(seq 1 20); do printf '\\033[3A'; {bars}; done; echo Pull complete"
+    )
+    assert r.stdout == "layer1: 100%\nlayer2: 100%\nlayer3: 100%\nPull complete"
 
 
 def test_last_lines_skips_blank_lines() -> None:

@@ -3,7 +3,8 @@
 Cleaning renders text as a terminal would show it: escape sequences are dropped,
 ``\\r`` overwrites the current line (so a progress bar leaves its last state), ``ESC[K``
 erases to the end of the line, backspace and the cursor's moves along its line (``ESC[nD``,
-``ESC[nC``, ``ESC[nG``) move it there. What it shows is never more than a few times what
+``ESC[nC``, ``ESC[nG``) move it there, and its moves to other lines (``ESC[nA``…) draw
+there (several progress bars leave their last state). What it shows is never more than a few times what
 it was given, and takes time linear in it. Invalid UTF-8 becomes U+FFFD.
 """
 
@@ -138,6 +139,61 @@ def _blank_erased(cells: list[str], stamps: list[int], erased: list[tuple[int, i
             cells[i] = " "
 
 
+_VERTICAL = re.compile(r"\x1b\[([0-9]{0,6})([ABEF])|\x1b\[0?J|\x1bM")
+"""A move of the cursor to another line (up, down; ``F`` and ``E`` to its start; ``ESC M``
+up one) and an erase of what is below it: a display of several progress bars (docker's
+layers, rich's and pip's, tqdm's) redraws its lines in place, and each frame was read
+as lines of its own (64 lines for the 4 a terminal showed: a trial)."""
+_LINES = re.compile(_VERTICAL.pattern + r"|\n")
+UP_LIMIT = 200
+"""The most lines a move up goes back over from the last one drawn, as a terminal's
+screen ends (an error printed long before is no progress bar to redraw)."""
+
+
+def _column_after(drawn: str, column: int) -> int:
+    """The cursor's column after ``drawn`` from ``column``, where plain text (colours
+    aside) since a return tells it; else 0, its line's start."""
+    _, returned, last = drawn.rpartition("\r")
+    if not last.isprintable():
+        if "\x08" in last or _MOVE.search(last) is not None:
+            return 0
+        last = _DROP.sub("", last)
+    return len(last) + (0 if returned else column)
+
+
+def _render_lines(text: str, room: list[int]) -> str:
+    """``text`` drawn line by line with its cursor's moves between lines: each line's
+    text, as it comes, goes to the line the cursor is on, at the column it had where
+    that is known (text since a return, colours aside), else at the line's start, where such
+    displays write next (after a return or an erase); linear in its length."""
+    lines: list[list[str]] = [[]]  # (each line's parts, in order: drawn once all came)
+    row = at = column = 0
+    for m in _LINES.finditer(text):
+        drawn = text[at : m.start()]
+        lines[row].append(drawn)
+        at = m.end()
+        column = _column_after(drawn, column)
+        found, move = m.group(), m.group(2)
+        count = int(m.group(1) or 1) or 1
+        if found == "\n":
+            row, column = row + 1, 0
+            if row == len(lines):
+                lines.append([])
+                continue
+        elif move in ("B", "E"):  # (no farther than the last line: it makes none, as a
+            row = min(row + count, len(lines) - 1)  # terminal's stops at its screen's end)
+        elif move in ("A", "F") or found == "\x1bM":
+            row = max(row - (count if move else 1), 0, len(lines) - 1 - UP_LIMIT)
+        else:  # an erase below: the rest of its line, and the lines under it
+            del lines[row + 1 :]
+            lines[row].append("\x1b[K")
+            continue
+        column = 0 if move in ("E", "F") else column
+        lines[row].append(f"\r\x1b[{min(column, 999_999)}C" if column else "\r")
+    lines[row].append(text[at:])
+    return "\n".join(_render_line("".join(parts), room) for parts in lines)
+
+
 def clean_text(text: str) -> str:
     """Strip escape sequences and collapse carriage-return overwrites, line by line."""
     # A carriage return just before a newline overwrites nothing: a terminal's lines end
@@ -146,9 +202,12 @@ def clean_text(text: str) -> str:
     # Unless a line erases itself, which the drawing does (`Loading\e[2K\r\n`).
     if "\r\n" in text and not _ERASE.search(text):
         text = text.replace("\r\n", "\n")
-    if not _overwrites(text):  # no overwrites anywhere: one pass over the whole text
+    vertical = "\x1b" in text and _VERTICAL.search(text) is not None
+    if not (vertical or _overwrites(text)):  # no overwrites anywhere: one pass over it all
         return _DROP.sub("", text) if _DROPPED.search(text) else text
     room = [PAD_SHARE * len(text) + MOVE_LIMIT]
+    if vertical:
+        return _render_lines(text, room)
     return "\n".join(_render_line(line, room) for line in text.split("\n"))
 
 
