@@ -343,6 +343,11 @@ class _NoClipboard:
     """
 
     START = re.compile(rb"\x1b\]|\xc2\x9d")
+    IN_ITS_PLACE = b"\x1b\\"
+    """What an OSC 52 taken out leaves: an ST, which shows nothing. Nothing left a string
+    it had ended open (``ESC]2;title`` then text in the title), and an ESC before it,
+    which it cancelled, began a sequence with what followed (``ESC P``: a DCS that hid
+    the prompt; a trial)."""
     ENDS = re.compile(rb"[\x07\x1b\x18\x1a]|\xc2\x9c")
     CONTROLS = re.compile(rb"[\x00-\x1f\x7f]")
     HOLD = 1 << 16
@@ -382,6 +387,8 @@ class _NoClipboard:
             stop, at = ended
             if not self._sets(data[start + 2 : stop]):
                 out.append(data[start:at])
+            else:  # (an ST in its place: it ends what it ended, a string before it, a
+                out.append(self.IN_ITS_PLACE)  # title; and an ESC just before it: a trial)
 
     def _end(self, data: bytes, at: int) -> tuple[int, int] | None:
         """Where an OSC's text stops (at BEL, ESC, CAN, SUB or ``U+009C``) and where what

@@ -31,7 +31,7 @@ from .calls import (
     cli_words,
 )
 from .connection import caller_environment, chosen_ssh_options, connector_for, supervisor_log
-from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, TERMINAL_SIDE_MAX
+from .constants import DEFAULT_SESSION, DEFAULT_TIMEOUT_MS, MAX_INPUT_CHARS, TERMINAL_SIDE_MAX
 from .errors import InvalidInputError, StorageError, SupervisorUnavailableError, WaveError
 from .paths import StateLayout, current_umask, resolve_state_dir
 from .pieces import STDOUT_WRITER, STREAM_AFTER, PiecePrinter, RawPrinter, Streamer, watch_reader
@@ -1057,7 +1057,12 @@ def cmd_stop(cli: Cli, args: argparse.Namespace) -> int:
 
 
 def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
-    text = args.text if args.no_enter else args.text + "\n"
+    if (args.text is None) == (not args.stdin):
+        raise InvalidInputError(
+            "input types one text: name it (input ID TEXT) or pipe it in with --stdin"
+        )
+    given = _piped_text() if args.stdin else args.text
+    text = given if args.no_enter else given + "\n"
     timeout = _timeout_arg(args.timeout) if args.timeout is not None else None
     rules, _ = _guard(args)  # (WAVE_RULES: input goes only where they let a command start)
     out = _send_input(cli, args.id, text, timeout, rules)
@@ -1066,6 +1071,20 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
     except BrokenPipeError:  # (`input ID x | head -1`: the task's status all the same, as
         _quiet_stdout()  # `run` gives its command's)
         return _exit_code(out)
+
+
+def _piped_text() -> str:
+    """``input ID --stdin`` types what comes on stdin, its last newline left out (``echo
+    "$PASSWORD" | wave-bash input ID --stdin``, as ``docker login --password-stdin``: a
+    secret in an argument is in ``ps`` and the shell's history, a trial); at most what one
+    input takes, read no further."""
+    if sys.stdin.isatty():
+        raise InvalidInputError("--stdin types what is piped in: stdin is a terminal here")
+    data = sys.stdin.buffer.read(4 * MAX_INPUT_CHARS + 1)
+    if len(data) > 4 * MAX_INPUT_CHARS:  # (the supervisor says what is over, below it)
+        raise InvalidInputError(f"the input on stdin is over {MAX_INPUT_CHARS} characters")
+    text = data.decode(errors="replace")
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _send_input(
@@ -1415,8 +1434,12 @@ def _add_input(sub: Any) -> None:
         "type a line into an interactive task, print its new output", ids="1",
     )  # fmt: skip
     typed.add_argument(
-        "text", help="what to type (Enter is added unless -n; after -- if it starts with -: "
-        "input ID -- -y)",
+        "text", nargs="?", help="what to type (Enter is added unless -n; after -- if it "
+        "starts with -: input ID -- -y)",
+    )  # fmt: skip
+    typed.add_argument(
+        "--stdin", action="store_true",
+        help="type what comes on stdin instead, its last newline left out (a secret)",
     )  # fmt: skip
     typed.add_argument("-n", "--no-enter", action="store_true", help="do not press Enter")
     typed.add_argument("--timeout", help="longest wait for the next prompt: ms, or 30s, 10m (10s)")
@@ -1660,7 +1683,10 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # said with the verb's usage (argparse gives the whole CLI's: a trial)
             verb = getattr(parser, "verbs", {}).get(args.verb, parser)
-            verb.error(f"unrecognized arguments: {' '.join(unknown)}")
+            dashed = args.verb == "input" and getattr(args, "text", "") is None  # (`input ID
+            # -y` read `-y` as an option: the way to type it, not just that it is unknown)
+            hint = " (text that begins with - goes after --: input ID -- -y)" if dashed else ""
+            verb.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
         if args.verb == "run":
             if args.command and args.command[0] == "--":
                 args.command = args.command[1:]
@@ -1668,10 +1694,6 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                 parser.error("run needs a command: wave-bash run -- COMMAND...")
     except BadArguments as bad:
         options = argv[: argv.index("--")] if "--" in argv else argv
-        if bad.parser.prog.endswith(" input") and bad.message.endswith("required: text"):
-            # (`input ID -y` read `-y` as an option: the way to type it, not just that
-            # text is missing)
-            bad.message += " (text that begins with - goes after --: input ID -- -y)"
         bad.message += _misplaced(argv, bad.message)
         # (`--j` too, as argparse takes it: no other option begins so)
         if any(len(o) > 2 and "--json".startswith(o) for o in options):  # (for `run`, a

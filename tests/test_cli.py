@@ -397,8 +397,13 @@ def test_bad_values_are_said_in_plain_words(state_dir: Path) -> None:
     ), tilde.stderr
     dashed = run_cli(state_dir, "input", "nosuchid", "-y")  # (read as an option: a trial)
     assert dashed.returncode == 2 and dashed.stderr.endswith(
-        "required: text (text that begins with - goes after --: input ID -- -y)\n"
+        "unrecognized arguments: -y (text that begins with - goes after --: input ID -- -y)\n"
     ), dashed.stderr
+    for argv in (["nosuchid"], ["nosuchid", "x", "--stdin"]):  # (one text: a trial)
+        neither = run_cli(state_dir, "input", *argv)
+        assert (neither.returncode, neither.stderr) == (
+            2, "wave-bash: input types one text: name it (input ID TEXT) or pipe it in with --stdin\n"
+        )  # fmt: skip
 
 
 def test_version_and_a_sandbox_option_without_a_sandbox(state_dir: Path) -> None:

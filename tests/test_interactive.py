@@ -295,6 +295,22 @@ def test_cli_run_input_and_terminal_requests(state_dir: Path) -> None:
     assert refused.returncode == 2 and "COLUMNSxROWS" in refused.stderr
 
 
+def test_cli_input_types_a_secret_from_stdin(state_dir: Path) -> None:
+    """A secret given as `input ID TEXT` is in `ps` and the shell's history (a trial):
+    `--stdin` types what is piped in, its last newline left out, Enter after it."""
+    asked = run_cli(
+        state_dir, "run", "-i", "--", "read -rs -p 'pw: ' pw; echo; echo \"${#pw}:$pw\""
+    )
+    assert asked.returncode == 124 and asked.stdout == "pw: \n"
+    task_id = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
+    typed = subprocess.run(
+        [sys.executable, "-m", "wave_bash.api.cli", "input", task_id, "--stdin"],
+        input="hunter 2\n", capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+    )  # fmt: skip
+    assert (typed.returncode, typed.stdout) == (0, "8:hunter 2\n"), typed.stderr
+
+
 def test_terminal_request_types_resizes_and_reads_raw_bytes(client: Client) -> None:
     r = client.bash("python3 -q", timeout=LONG, interactive=True)
     task_id = r.background_task_id
@@ -1035,6 +1051,7 @@ def test_attach_never_sets_the_persons_clipboard(
     r = client.bash(
         "printf 'x\\033]052;c;WkVSTw==\\007y\\033]5\\0012;c;TlVM\\007z\\n'; "  # (read as 52)
         "printf 's\\033]52;c;broken\\033[0mt\\n'; "  # (a stray one: ended by the next ESC)
+        "printf 'P\\033]2;T\\033]52;c;aGk=\\007Q\\033\\033]52;c;aGk=\\007R\\n'; "  # (a trial)
         f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\302\\23552;c;QzE=\\302\\234\\n'; "  # (C1 OSC: a trial)
         f"until [ -e {go} ]; do sleep 0.02; done; "
         "printf 'c\\033]52;c;ZWNo'; sleep 0.3; printf 'byBldmls\\007d\\n'; read -r x",
@@ -1042,15 +1059,17 @@ def test_attach_never_sets_the_persons_clipboard(
     )  # fmt: skip
     task_id = r.background_task_id or ""
     with _Person(state_dir, task_id) as person:
-        wait_until(lambda: b"ab" in person.read())
-        assert b"xyz" in person.read() and b"s\x1b[0mt" in person.read()
+        wait_until(lambda: b"a\x1b\\b" in person.read())
+        assert b"x\x1b\\y\x1b\\z" in person.read() and b"s\x1b\\\x1b[0mt" in person.read()
         go.touch()
-        wait_until(lambda: b"cd" in person.read())
+        wait_until(lambda: b"c\x1b\\d" in person.read())
         person.type(b"\x1d")
         assert person.close() == 0
     assert b"52;" not in person.read() and b"ZWNo" not in person.read()
     assert b"WkVS" not in person.read() and b"TlVM" not in person.read()
     assert b"QzE=" not in person.read() and b"\xc2\x9d" not in person.read()
+    # (the title ended, the ESC before one cancelled: nothing joined to what follows)
+    assert b"P\x1b]2;T\x1b\\Q\x1b\x1b\\R" in person.read()
     client.task_stop(task_id)
 
 
@@ -1315,6 +1334,26 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
     assert b"before<" in replayed  # a trial)
     for asked in (b"\x1b[6n", b"\x1bZ", b"\x1b[?u", b"\x1b[x", b"\xc2\x9b"):
         assert asked not in replayed, asked
+    client.task_stop(task_id)
+
+
+def test_attach_replays_from_the_start_of_an_escape_sequence(
+    client: Client, state_dir: Path
+) -> None:
+    """The replay's last 4 KiB began inside a colour's sequence, its end shown as text
+    (`31mBBB`; a trial): it begins at the sequence's ESC."""
+    r = client.bash(
+        "printf 'A%.0s' $(seq 100); printf '\\033[31m'; printf 'B%.0s' $(seq 4093); read -r x",
+        timeout=LONG, interactive=True,
+    )  # fmt: skip
+    task_id = r.background_task_id or ""
+    assert len(client_raw(client, task_id, 0)) == 100 + 5 + 4093  # (cut 2 bytes into it)
+    with _Person(state_dir, task_id) as person:
+        person.attached()
+        wait_until(lambda: b"B" * 4093 in person.read())
+        person.type(b"\x1d")
+        assert person.close() == 0
+    assert b"\x1b[31m" + b"B" * 4093 in person.read() and b"\n31m" not in person.read()
     client.task_stop(task_id)
 
 

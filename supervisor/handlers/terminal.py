@@ -14,6 +14,7 @@ from wave_bash.api.errors import InvalidInputError, TaskNotRunningError
 from wave_bash.api.models import TaskOutputResult, TaskRecord, TerminalResult
 from wave_bash.api.protocol import InputParams, InterruptRequest, TerminalParams
 from wave_bash.worker import open_regular
+from wave_bash.worker.output import ESCAPE_ROOM, finished_start
 from wave_bash.worker.tail import file_size
 
 from .. import policy, views
@@ -159,7 +160,7 @@ async def handle_terminal(ctx: Context, p: TerminalParams, conn: Connection) -> 
         forgotten = await _terminal(task).seen(p.sizer) is False  # (an attach's wait for
         # output: it is there; one the host had counted as gone sets its size again)
     end = file_size(path) if printed is None else printed
-    offset = max(0, end - TERMINAL_BACKLOG) if p.offset is None else p.offset
+    offset = _replay_start(path, end) if p.offset is None else p.offset
     loop = asyncio.get_running_loop()
     deadline = loop.time() + p.wait / 1000
     while (
@@ -209,6 +210,16 @@ async def _typed(ctx: Context, task: LiveTask, typing: Awaitable[object]) -> obj
                 return None
             _running(ctx, task.id, "type into")  # raises TaskNotRunningError
         raise
+
+
+def _replay_start(path: str, end: int) -> int:
+    """Where what a person who attaches sees first begins: the log's last
+    ``TERMINAL_BACKLOG`` bytes, from the ESC of an escape sequence they begin inside, else
+    from a character's start (cut inside one, its end was shown as text, ``31m`` or
+    U+FFFD: a trial)."""
+    cut = max(0, end - TERMINAL_BACKLOG)
+    before = max(0, cut - ESCAPE_ROOM)
+    return before + finished_start(_read_at(path, before, end - before), cut - before)
 
 
 def _read_at(path: str, offset: int, size: int) -> bytes:
