@@ -130,7 +130,8 @@ def test_error_lines_count_from_one(state_dir: Path, shell: str) -> None:
 
 _NO_EDITOR_LINE = (
     "wave-bash: no editor can open here (no terminal): give the text on the command line "
-    "instead, e.g. git commit -m MESSAGE"
+    "instead, e.g. git commit -m MESSAGE; or run the command on a terminal (interactive; "
+    "wave-bash run -i)"
 )
 
 
@@ -150,6 +151,13 @@ def test_an_editor_fails_at_once_with_one_line(state_dir: Path, tmp_path: Path) 
     for call in ("$EDITOR f", '"$EDITOR" f', '"$VISUAL" f', 'sh -c "$GIT_EDITOR f"'):
         r = client.bash(call)
         assert (r.exit_code, r.stdout.splitlines()[0]) == (1, _NO_EDITOR_LINE), call
+    # The way round it for what git gave it (`git rebase -i` was told of `commit -m`)
+    client.bash("touch g && git add g && git commit -qm one && touch h && git add h && "
+                "git commit -qm 'fixup! one'")  # fmt: skip
+    rebase = client.bash("git rebase -i --root")
+    assert rebase.exit_code != 0 and "GIT_SEQUENCE_EDITOR" in rebase.stdout, rebase.stdout
+    squashed = client.bash("GIT_SEQUENCE_EDITOR=true git rebase -q -i --autosquash --root")
+    assert client.bash("git log --format=%s").stdout == "one", squashed.stdout
     mine = Client(state_dir=state_dir, env={**env, "EDITOR": "nano"}).bash("echo $EDITOR")
     assert mine.stdout == "nano"  # the caller's own choice stands
     # On a terminal an editor reads keys (TaskInput, attach): git's own (`git rebase -i`
