@@ -28,8 +28,13 @@ from .errors import InvalidInputError, TaskNotRunningError
 
 DETACH_KEY = b"\x1d"
 """Ctrl+]: leaves the task running."""
-_CSI, _OSC, _DCS = rb"(?:\x1b\[|\xc2\x9b)", rb"(?:\x1b\]|\xc2\x9d)", rb"(?:\x1bP|\xc2\x90)"
-_ST = rb"(?:\x07|\x1b\\|\xc2\x9c)"
+_ESC = rb"\x1b[\x00-\x17\x19\x1c-\x1f\x7f]*"
+"""ESC, and the C0 controls a terminal runs (or, DEL, ignores) without leaving the escape
+it began: ``ESC NUL ]52;…`` sets the clipboard as ``ESC ]52;…`` does (a review)."""
+_CSI, _OSC, _DCS = (rb"(?:" + _ESC + c + rb"|" + c1 + rb")" for c, c1 in (
+    (rb"\[", rb"\xc2\x9b"), (rb"\]", rb"\xc2\x9d"), (rb"P", rb"\xc2\x90")
+))  # fmt: skip
+_ST = rb"(?:\x07|" + _ESC + rb"\\|\xc2\x9c)"
 """Each introducer also as a C1 control in UTF-8 (``U+009B``…), which VTE's terminals
 obey (a trial: an OSC 52 so spelt reached the person's terminal)."""
 TERMINAL_QUERIES = re.compile(
@@ -44,7 +49,7 @@ TERMINAL_QUERIES = re.compile(
             _CSI + rb"[0-9;]*\*y",  # a checksum of the screen (DECRQCRA)
             _CSI + rb"[0-9;]*\$[uw]",  # presentation and tab states (DECRQTSR, DECRQPSR)
             _CSI + rb"\?[0-9;]*[mS]",  # key modifier and graphics settings (XTQMODKEYS…)
-            rb"\x1bZ|\x05",  # who the terminal is (DECID), its answerback (ENQ)
+            _ESC + rb"Z|\x05",  # who the terminal is (DECID), its answerback (ENQ)
             _OSC + rb"[0-9]+;(?:[^\x07\x1b;]*;)*\?" + _ST,  # colours, the clipboard (…;?)
             _DCS + rb"[$+]q[^\x1b\x07]*?" + _ST,  # settings, capabilities (DECRQSS, XTGETTCAP)
         )
@@ -342,7 +347,9 @@ class _NoClipboard:
     terminal: a trial); the lone byte 0x9d is none in a UTF-8 terminal (``Ý`` holds it).
     """
 
-    START = re.compile(rb"\x1b\]|\xc2\x9d")
+    START = re.compile(_ESC + rb"\]|\xc2\x9d")
+    OPENING = re.compile(_ESC + rb"\Z")
+    """An ESC at a read's end, with the controls that may stand between it and ``]``."""
     IN_ITS_PLACE = b"\x1b\\"
     """What an OSC 52 taken out leaves: an ST, which shows nothing. Nothing left a string
     it had ended open (``ESC]2;title`` then text in the title), and an ESC before it,
@@ -369,15 +376,19 @@ class _NoClipboard:
             found = self.START.search(data, at)
             if found is None:
                 tail = data[at:]
-                if tail.endswith((b"\x1b", b"\xc2")):  # (maybe the start of one)
+                opening = self.OPENING.search(tail[-self.HOLD :])  # (maybe one's start)
+                if opening is not None:
+                    cut = len(tail) - (opening.end() - opening.start())
+                    tail, self.held = tail[:cut], tail[cut:]
+                elif tail.endswith(b"\xc2"):
                     tail, self.held = tail[:-1], tail[-1:]
                 out.append(tail)
                 return b"".join(out)
-            start = found.start()
+            start, body = found.span()
             out.append(data[at:start])
-            ended = self._end(data, start + 2)
+            ended = self._end(data, body)
             if ended is None:  # (its end still to come)
-                if not self._may_set(data[start + 2 :]):
+                if not self._may_set(data[body:]):
                     out.append(data[start:])
                 elif len(data) - start <= self.HOLD:
                     self.held = data[start:]
@@ -385,7 +396,7 @@ class _NoClipboard:
                     self.dropping = True
                 return b"".join(out)
             stop, at = ended
-            if not self._sets(data[start + 2 : stop]):
+            if not self._sets(data[body:stop]):
                 out.append(data[start:at])
             else:  # (an ST in its place: it ends what it ended, a string before it, a
                 out.append(self.IN_ITS_PLACE)  # title; and an ESC just before it: a trial)

@@ -1074,7 +1074,7 @@ def cmd_input(cli: Cli, args: argparse.Namespace) -> int:
 
 
 def _piped_text() -> str:
-    """``input ID --stdin`` types what comes on stdin, its last newline left out (``echo
+    """``input ID --stdin`` types what comes on stdin, its last line end left out (``echo
     "$PASSWORD" | wave-bash input ID --stdin``, as ``docker login --password-stdin``: a
     secret in an argument is in ``ps`` and the shell's history, a trial); at most what one
     input takes, read no further."""
@@ -1083,8 +1083,10 @@ def _piped_text() -> str:
     data = sys.stdin.buffer.read(4 * MAX_INPUT_CHARS + 1)
     if len(data) > 4 * MAX_INPUT_CHARS:  # (the supervisor says what is over, below it)
         raise InvalidInputError(f"the input on stdin is over {MAX_INPUT_CHARS} characters")
+    if not data:  # (an Enter alone may take a prompt's default: a review)
+        raise InvalidInputError("--stdin: nothing came on stdin, nothing was typed")
     text = data.decode(errors="replace")
-    return text[:-1] if text.endswith("\n") else text
+    return text.removesuffix("\n").removesuffix("\r")  # (a CRLF's CR was typed: a review)
 
 
 def _send_input(

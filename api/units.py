@@ -63,7 +63,7 @@ so a unit says which."""
 def parse_timeout_ms(text: str) -> int | float:
     """Milliseconds in a command line's timeout: ``5000``, ``500ms``, ``30s``, ``10m``,
     ``1h`` (a whole number stays one: ``--timeout -5`` was refused as ``got -5.0``)."""
-    match = re.fullmatch(r"\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
+    match = re.fullmatch(r"\s*([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(3).lower() if match else ""
     if not match or unit not in _TIMEOUT_UNITS:
         raise InvalidInputError(

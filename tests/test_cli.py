@@ -440,7 +440,7 @@ def test_wait_exits_as_the_task_did(state_dir: Path) -> None:
 
 
 def test_bad_timeouts_exit_2(state_dir: Path) -> None:
-    for bad in ("abc", "-5", "nan", "inf", "5d", "1e3", "s"):
+    for bad in ("abc", "-5", "nan", "inf", "5d", "1e3", "s", "٣"):
         r = run_cli(state_dir, "run", "--timeout", bad, "--", "echo hi")
         assert r.returncode == 2, bad
         assert "timeout must be a non-negative number of milliseconds" in r.stderr

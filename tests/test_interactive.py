@@ -309,6 +309,16 @@ def test_cli_input_types_a_secret_from_stdin(state_dir: Path) -> None:
         env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
     )  # fmt: skip
     assert (typed.returncode, typed.stdout) == (0, "8:hunter 2\n"), typed.stderr
+    run_cli(state_dir, "run", "-i", "--", 'read -r a; read -r b; echo "${#a}:$a:$b"')
+    task_id = json.loads(run_cli(state_dir, "tasks", "--json").stdout)[-1]["id"]
+    for given, said in (("", "nothing came on stdin"), ("x\r\n", "")):  # (an Enter alone, a
+        typed = subprocess.run(  # CRLF's CR typed too, each answered a prompt: a review)
+            [sys.executable, "-m", "wave_bash.api.cli", "input", task_id, "--stdin"],
+            input=given, capture_output=True, text=True, timeout=60,
+            env={**os.environ, "WAVE_STATE_DIR": str(state_dir)},
+        )  # fmt: skip
+        assert said in typed.stderr and typed.returncode == (2 if said else 124), typed.stderr
+    assert run_cli(state_dir, "input", task_id, "y").stdout.endswith("1:x:y\n")
 
 
 def test_terminal_request_types_resizes_and_reads_raw_bytes(client: Client) -> None:
@@ -1051,6 +1061,7 @@ def test_attach_never_sets_the_persons_clipboard(
     r = client.bash(
         "printf 'x\\033]052;c;WkVSTw==\\007y\\033]5\\0012;c;TlVM\\007z\\n'; "  # (read as 52)
         "printf 's\\033]52;c;broken\\033[0mt\\n'; "  # (a stray one: ended by the next ESC)
+        "printf 'e\\033\\000]52;c;RVNDMA==\\007f\\n'; "  # (a control after ESC: a review)
         "printf 'P\\033]2;T\\033]52;c;aGk=\\007Q\\033\\033]52;c;aGk=\\007R\\n'; "  # (a trial)
         f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\302\\23552;c;QzE=\\302\\234\\n'; "  # (C1 OSC: a trial)
         f"until [ -e {go} ]; do sleep 0.02; done; "
@@ -1068,6 +1079,7 @@ def test_attach_never_sets_the_persons_clipboard(
     assert b"52;" not in person.read() and b"ZWNo" not in person.read()
     assert b"WkVS" not in person.read() and b"TlVM" not in person.read()
     assert b"QzE=" not in person.read() and b"\xc2\x9d" not in person.read()
+    assert b"RVNDMA" not in person.read()
     # (the title ended, the ESC before one cancelled: nothing joined to what follows)
     assert b"P\x1b]2;T\x1b\\Q\x1b\x1b\\R" in person.read()
     client.task_stop(task_id)

@@ -110,9 +110,27 @@ def test_multiline_progress() -> None:
         ("one\ntwo\nthree\x1b[2F\x1b[Jnew\n", "new\n"),  # to a line's start, erase below
         ("ok\nline\x1b[2B after", "ok\nline after"),  # down: no farther than the last
         ("a\nb\x1bMc", "ac\nb"),  # ESC M: up one
-        # an error long before is no progress line to redraw: UP_LIMIT lines at most
-        ("ERROR\n" + "x\n" * 200 + "\x1b[999A\x1b[J", "ERROR\n"),
-        ("ERROR\n" + "x\n" * 199 + "\x1b[999A\x1b[J", ""),
+        # an error long before is no progress line to redraw: a screen's rows at most,
+        # however often it goes up and erases (a review)
+        ("ERROR\n" + "x\n" * 50 + "\x1b[999A\x1b[J", "ERROR\n"),
+        ("ERROR\n" + "x\n" * 49 + "\x1b[999A\x1b[J", ""),
+        (
+            "ERROR\n" + "x\n" * 50 + "\x1b[999A\x1b[J" * 3 + "y\n" * 60 + "\x1b[999A\x1b[J",
+            "ERROR\n" + "y\n" * 10,
+        ),
+        # a line that may wrap takes rows a move counts: drawn as before, moves dropped
+        # (a wrapped command line's redraw went over the error above it: a review)
+        ("error: failed\n" + "x" * 120 + "\x1b[1A\r\x1b[2Kstatus", "error: failed\nstatus"),
+        (
+            "error: failed\n" + "x" * 81 + "\nstep\x1b[2A\r\x1b[2Kstatus",
+            "error: failed\n" + "x" * 81 + "\nstatus",
+        ),
+        # a place saved and restored (a review: what came after went over lines above)
+        (
+            "job1 running\njob2 running\nstep 3\n\x1b7\x1b[3A\r\x1b[2Kjob1 done\x1b8ERROR: 4\n",
+            "job1 done\njob2 running\nstep 3\nERROR: 4\n",
+        ),
+        ("a\nb\n\x1b[s\x1b[2A\rA\x1b[uc\n", "A\nb\nc\n"),
         ("\x1b[31mred\x1b[0m\x1b[1Aup", "redup"),  # colours around it, dropped
     ],
 )

@@ -10,6 +10,7 @@ it was given, and takes time linear in it. Invalid UTF-8 becomes U+FFFD.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from dataclasses import dataclass
@@ -139,15 +140,107 @@ def _blank_erased(cells: list[str], stamps: list[int], erased: list[tuple[int, i
             cells[i] = " "
 
 
-_VERTICAL = re.compile(r"\x1b\[([0-9]{0,6})([ABEF])|\x1b\[0?J|\x1bM")
+_VERTICAL = re.compile(r"\x1b\[([0-9]{0,6})([ABEF])|\x1b\[0?J|\x1bM|\x1b[78]|\x1b\[[su]")
 """A move of the cursor to another line (up, down; ``F`` and ``E`` to its start; ``ESC M``
-up one) and an erase of what is below it: a display of several progress bars (docker's
-layers, rich's and pip's, tqdm's) redraws its lines in place, and each frame was read
-as lines of its own (64 lines for the 4 a terminal showed: a trial)."""
+up one), an erase of what is below it, a save and a restore of its place: a display of
+several progress bars (docker's layers, rich's and pip's, tqdm's) redraws its lines in
+place, and each frame was read as lines of its own (64 lines for the 4 a terminal
+showed: a trial)."""
 _LINES = re.compile(_VERTICAL.pattern + r"|\n")
-UP_LIMIT = 200
-"""The most lines a move up goes back over from the last one drawn, as a terminal's
-screen ends (an error printed long before is no progress bar to redraw)."""
+SCREEN_ROWS = 50
+"""The most lines above the last one drawn that a move up reaches, as a screen's top
+stops it (what scrolled past it is out of reach: an error printed long before is no
+progress bar to redraw, nor erased by ``ESC[999A ESC[J``)."""
+SCREEN_COLUMNS = 80
+"""A line longer than this may take two rows of the screen, which moves count (a
+terminal's own width is unknown here): a move across one is unsure."""
+
+
+class _Unsure(Exception):
+    """A move between lines whose rows on the screen are unknown (a line that may wrap:
+    a move up from a wrapped command line put its text over the error above it, a
+    review): the text is drawn line by line instead, such moves dropped, as before."""
+
+
+class _Lines:
+    """Lines as a terminal draws them, its cursor moving between them; each line's parts
+    kept as they came, drawn (:func:`_render_line`) once a move must know how wide it is:
+    a line no move reaches is drawn once, at the end (a long log with one move up took
+    four times as long, each line drawn as the cursor left it)."""
+
+    def __init__(self, room: list[int]) -> None:
+        self.room = room
+        self.lines: list[list[str]] = [[]]
+        self.wide: list[int] = []  # the lines drawn that may take two rows, in order
+        self.drawn_below = 0  # the lines before it are drawn, but for those written since
+        self.row = self.column = self.top = 0
+        self.arrived = 0  # the cursor's line's parts before it came there (at ``column``)
+        self.saved = (0, 0)
+
+    def draw(self, text: str) -> None:
+        self.lines[self.row].append(text)
+
+    def where(self) -> tuple[int, int]:
+        """The cursor's line and column (the column worked out only when asked: a long
+        log with one move up cleaned four times slower, each line's worked out)."""
+        for part in self.lines[self.row][self.arrived :]:
+            self.column = _column_after(part, self.column)
+        self.arrived = len(self.lines[self.row])
+        return self.row, self.column
+
+    def _draw_line(self, row: int) -> None:
+        """Draw ``row``: its width is known, its parts one."""
+        drawn = _render_line("".join(self.lines[row]), self.room)
+        self.lines[row] = [drawn]
+        at = bisect.bisect_left(self.wide, row)
+        known = at < len(self.wide) and self.wide[at] == row
+        if len(drawn) > SCREEN_COLUMNS and not known:
+            self.wide.insert(at, row)
+        elif len(drawn) <= SCREEN_COLUMNS and known:
+            del self.wide[at]
+
+    def _leave(self) -> None:
+        """The cursor's line, drawn before and written on since, is drawn again."""
+        if self.row < self.drawn_below:
+            self._draw_line(self.row)
+
+    def go(self, row: int, column: int) -> None:
+        """To ``row`` (within the screen) at ``column``, sure of the rows between (where
+        the cursor is: :meth:`where`)."""
+        if self.column > SCREEN_COLUMNS:  # (on a line's second row, or past it)
+            raise _Unsure
+        self._leave()
+        row = min(max(row, self.top), len(self.lines) - 1)
+        first, last = min(row, self.row), max(row, self.row)
+        for between in range(max(first, self.drawn_below), last + 1):
+            self._draw_line(between)
+        self.drawn_below = max(self.drawn_below, last + 1)
+        at = bisect.bisect_left(self.wide, first)
+        if at < len(self.wide) and self.wide[at] <= last:
+            raise _Unsure
+        place = f"\r\x1b[{min(column, 999_999)}C" if column else "\r"
+        parts = self.lines[row]
+        if not (parts and parts[-1] == place):  # (moves with no text between: one)
+            parts.append(place)
+        self.row, self.column, self.arrived = row, column, len(parts)
+
+    def newline(self) -> None:
+        if self.row + 1 < len(self.lines):  # (on a line drawn before: at its start)
+            self.go(self.row + 1, 0)
+            return
+        self._leave()
+        self.lines.append([])
+        self.row, self.column, self.arrived = self.row + 1, 0, 0
+        self.top = max(self.top, self.row - SCREEN_ROWS)
+
+    def erase_below(self) -> None:
+        del self.lines[self.row + 1 :]
+        del self.wide[bisect.bisect_right(self.wide, self.row) :]
+        self.drawn_below = min(self.drawn_below, len(self.lines))
+        self.lines[self.row].append("\x1b[K")
+
+    def text(self) -> str:
+        return "\n".join(_render_line("".join(parts), self.room) for parts in self.lines)
 
 
 def _column_after(drawn: str, column: int) -> int:
@@ -162,36 +255,40 @@ def _column_after(drawn: str, column: int) -> int:
 
 
 def _render_lines(text: str, room: list[int]) -> str:
-    """``text`` drawn line by line with its cursor's moves between lines: each line's
-    text, as it comes, goes to the line the cursor is on, at the column it had where
-    that is known (text since a return, colours aside), else at the line's start, where such
-    displays write next (after a return or an erase); linear in its length."""
-    lines: list[list[str]] = [[]]  # (each line's parts, in order: drawn once all came)
-    row = at = column = 0
-    for m in _LINES.finditer(text):
-        drawn = text[at : m.start()]
-        lines[row].append(drawn)
-        at = m.end()
-        column = _column_after(drawn, column)
-        found, move = m.group(), m.group(2)
-        count = int(m.group(1) or 1) or 1
-        if found == "\n":
-            row, column = row + 1, 0
-            if row == len(lines):
-                lines.append([])
+    """``text`` drawn with its cursor's moves between lines (:class:`_Lines`): each
+    line's text, as it comes, goes to the line the cursor is on, at the column it had
+    where that is known (text since a return, colours aside), else at the line's start,
+    where such displays write next (after a return or an erase); line by line, the
+    moves dropped, where one is unsure (:class:`_Unsure`). Linear in its length."""
+    screen, budget = _Lines(room), room[0]
+    at = 0
+    try:
+        for m in _LINES.finditer(text):
+            screen.draw(text[at : m.start()])
+            at = m.end()
+            found, move = m.group(), m.group(2)
+            count = int(m.group(1) or 1) or 1
+            if found == "\n":
+                screen.newline()
                 continue
-        elif move in ("B", "E"):  # (no farther than the last line: it makes none, as a
-            row = min(row + count, len(lines) - 1)  # terminal's stops at its screen's end)
-        elif move in ("A", "F") or found == "\x1bM":
-            row = max(row - (count if move else 1), 0, len(lines) - 1 - UP_LIMIT)
-        else:  # an erase below: the rest of its line, and the lines under it
-            del lines[row + 1 :]
-            lines[row].append("\x1b[K")
-            continue
-        column = 0 if move in ("E", "F") else column
-        lines[row].append(f"\r\x1b[{min(column, 999_999)}C" if column else "\r")
-    lines[row].append(text[at:])
-    return "\n".join(_render_line("".join(parts), room) for parts in lines)
+            row, column = screen.where()
+            if move in ("B", "E"):
+                screen.go(row + count, 0 if move == "E" else column)
+            elif move in ("A", "F"):
+                screen.go(row - count, 0 if move == "F" else column)
+            elif found == "\x1bM":
+                screen.go(row - 1, column)
+            elif found in ("\x1b7", "\x1b[s"):
+                screen.saved = (row, column)
+            elif found in ("\x1b8", "\x1b[u"):
+                screen.go(*screen.saved)
+            else:
+                screen.erase_below()
+    except _Unsure:
+        room[0] = budget  # (what the lines drawn so far took is theirs again)
+        return "\n".join(_render_line(line, room) for line in text.split("\n"))
+    screen.draw(text[at:])
+    return screen.text()
 
 
 def clean_text(text: str) -> str:
