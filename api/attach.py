@@ -52,6 +52,7 @@ TERMINAL_QUERIES = re.compile(
             _ESC + rb"Z|\x05",  # who the terminal is (DECID), its answerback (ENQ)
             _OSC + rb"[0-9]+;(?:[^\x07\x1b;]*;)*\?" + _ST,  # colours, the clipboard (…;?)
             _DCS + rb"[$+]q[^\x1b\x07]*?" + _ST,  # settings, capabilities (DECRQSS, XTGETTCAP)
+            _ESC + rb"_G[^\x1b\x07;]*a=q[^\x1b\x07]*?" + _ST,  # kitty's image support (a=q)
         )
     )
 )
@@ -415,16 +416,30 @@ class _NoClipboard:
             return None  # (ESC last: `\\` may follow)
         return stop, stop + 2 if data[stop + 1] == 0x5C else stop
 
-    def _sets(self, body: bytes) -> bool:
-        number = self.CONTROLS.sub(b"", body).split(b";", 1)[0]
-        return number.isdigit() and int(number) == 52
+    SETTERS = (b"52", b"5522", b"1337")
+    """OSC 52; kitty's clipboard (5522); iTerm2's ``1337;Copy=`` and ``CopyToClipboard``,
+    which Ghostty takes too (a review: they went through)."""
+    ITERM_COPY = (b"Copy=", b"CopyToClipboard")
+
+    def _sets(self, body: bytes, ended: bool = True) -> bool:
+        """Whether the OSC ``body`` sets the clipboard (``ended``: all of it is here;
+        else whether it may, once the rest comes)."""
+        number, _, rest = self.CONTROLS.sub(b"", body).partition(b";")
+        if not number.isdigit() or number.lstrip(b"0") not in self.SETTERS:
+            return False
+        if number.lstrip(b"0") != b"1337":
+            return True
+        return rest.startswith(self.ITERM_COPY) or (
+            not ended and any(copy.startswith(rest) for copy in self.ITERM_COPY)
+        )
 
     def _may_set(self, body: bytes) -> bool:
         """Whether an OSC whose end has not come may set the clipboard."""
         text = self.CONTROLS.sub(b"", body)
         if b";" in text:
-            return self._sets(text)
-        return (text.isdigit() and b"52".startswith(text.lstrip(b"0"))) or not text
+            return self._sets(text, ended=False)
+        digits = text.lstrip(b"0")
+        return (text.isdigit() and any(n.startswith(digits) for n in self.SETTERS)) or not text
 
 
 def _size(stdout: int) -> tuple[int, int] | None:

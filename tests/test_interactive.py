@@ -1062,6 +1062,8 @@ def test_attach_never_sets_the_persons_clipboard(
         "printf 'x\\033]052;c;WkVSTw==\\007y\\033]5\\0012;c;TlVM\\007z\\n'; "  # (read as 52)
         "printf 's\\033]52;c;broken\\033[0mt\\n'; "  # (a stray one: ended by the next ESC)
         "printf 'e\\033\\000]52;c;RVNDMA==\\007f\\n'; "  # (a control after ESC: a review)
+        "printf 'g\\033]1337;Copy=:SVRFUk0=\\007h\\033]5522;type=write\\007i\\n'; "  # (iTerm2's,
+        # kitty's: a review)
         "printf 'P\\033]2;T\\033]52;c;aGk=\\007Q\\033\\033]52;c;aGk=\\007R\\n'; "  # (a trial)
         f"printf 'a\\033]52;c;ZWNobyBldmls\\007b\\302\\23552;c;QzE=\\302\\234\\n'; "  # (C1 OSC: a trial)
         f"until [ -e {go} ]; do sleep 0.02; done; "
@@ -1079,7 +1081,8 @@ def test_attach_never_sets_the_persons_clipboard(
     assert b"52;" not in person.read() and b"ZWNo" not in person.read()
     assert b"WkVS" not in person.read() and b"TlVM" not in person.read()
     assert b"QzE=" not in person.read() and b"\xc2\x9d" not in person.read()
-    assert b"RVNDMA" not in person.read()
+    assert b"RVNDMA" not in person.read() and b"SVRFUk0" not in person.read()
+    assert b"5522" not in person.read()
     # (the title ended, the ESC before one cancelled: nothing joined to what follows)
     assert b"P\x1b]2;T\x1b\\Q\x1b\x1b\\R" in person.read()
     client.task_stop(task_id)

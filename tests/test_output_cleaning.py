@@ -108,16 +108,30 @@ def test_multiline_progress() -> None:
         ("\rbar1 10%\n\rbar2 20%\x1b[A\rbar1 90%\n\rbar2 99%\x1b[A", "bar1 90%\nbar2 99%"),
         ("ab\x1b[Acd", "abcd"),  # up from the first line: it stays there, at its column
         ("one\ntwo\nthree\x1b[2F\x1b[Jnew\n", "new\n"),  # to a line's start, erase below
-        ("ok\nline\x1b[2B after", "ok\nline after"),  # down: no farther than the last
+        # down past the last line: into a blank one, as on a screen not yet full (it went
+        # over the last line: a review)
+        ("ok\nERROR: disk full\x1b[1B\rnext", "ok\nERROR: disk full\nnext"),
+        ("ok\nline\x1b[2B after", "ok\nline\n     after"),
         ("a\nb\x1bMc", "ac\nb"),  # ESC M: up one
-        # an error long before is no progress line to redraw: a screen's rows at most,
+        # an error long before is no progress line to redraw: a screen's 24 rows at most,
         # however often it goes up and erases (a review)
-        ("ERROR\n" + "x\n" * 50 + "\x1b[999A\x1b[J", "ERROR\n"),
-        ("ERROR\n" + "x\n" * 49 + "\x1b[999A\x1b[J", ""),
+        ("ERROR\n" + "x\n" * 23 + "\x1b[999A\x1b[J", "ERROR\n"),
+        ("ERROR\n" + "x\n" * 22 + "\x1b[999A\x1b[J", ""),
         (
-            "ERROR\n" + "x\n" * 50 + "\x1b[999A\x1b[J" * 3 + "y\n" * 60 + "\x1b[999A\x1b[J",
-            "ERROR\n" + "y\n" * 10,
+            "ERROR\n" + "x\n" * 23 + "\x1b[999A\x1b[J" * 3 + "y\n" * 30 + "\x1b[999A\x1b[J",
+            "ERROR\n" + "y\n" * 7,
         ),
+        # where the cursor is on its line: after moves along it too (a review)
+        ("ERROR: boom\nprogress 50%\x1b[3D\x1b[1Ax", "ERROR: boxm\nprogress 50%"),
+        ("ab\nxyz\x1b[2G\x1b[Aq", "aq\nxyz"),
+        # a line erased below, then the place saved above it: blank again (a review)
+        ("a\n\x1b7\nb\nc\x1b[3A\x1b[J\x1b8X", "a\nX"),
+        # a place by the screen's row (apt's progress line), a scroll region: line by line
+        ("\x1b7\x1b[24;0fbar\x1b8Unpack\n\x1b[1Aok", "barUnpack\nok"),
+        # a line wide in columns (CJK, emoji, tabs), or wide once and overwritten (a review)
+        ("E\n" + "错" * 41 + "\nstep\x1b[2A\r\x1b[Kover", "E\n" + "错" * 41 + "\nover"),
+        ("E\n" + "\t" * 10 + "v\nstep\x1b[2A\r\x1b[Kover", "E\n" + "\t" * 10 + "v\nover"),
+        ("E\n" + "A" * 100 + "\r\x1b[2Kdone\nstep\x1b[2A\r\x1b[Kover", "E\ndone\nover"),
         # a line that may wrap takes rows a move counts: drawn as before, moves dropped
         # (a wrapped command line's redraw went over the error above it: a review)
         ("error: failed\n" + "x" * 120 + "\x1b[1A\r\x1b[2Kstatus", "error: failed\nstatus"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +116,8 @@ def _render_line(line: str, room: list[int]) -> str:
                 col = min(target, max(len(cells), MOVE_LIMIT))
         elif kind == "erase":
             mode = m.group()[2:-1] or "0"
-            if mode == "0":  # to the end: those cells go (each once)
+            if mode == "0" or (mode == "2" and col == 0):  # to the end: those cells go
+                # (each once; the whole line from its start too: a display's redraw)
                 del cells[col:]
                 if stamps is not None:
                     del stamps[col:]
@@ -146,20 +148,70 @@ up one), an erase of what is below it, a save and a restore of its place: a disp
 several progress bars (docker's layers, rich's and pip's, tqdm's) redraws its lines in
 place, and each frame was read as lines of its own (64 lines for the 4 a terminal
 showed: a trial)."""
-_LINES = re.compile(_VERTICAL.pattern + r"|\n")
-SCREEN_ROWS = 50
-"""The most lines above the last one drawn that a move up reaches, as a screen's top
-stops it (what scrolled past it is out of reach: an error printed long before is no
-progress bar to redraw, nor erased by ``ESC[999A ESC[J``)."""
+_PLACED = re.compile(r"\x1b\[[0-9;]*[Hfdr]")
+"""A place given by the screen's row (``ESC[r;cH``, ``ESC[rd``) or a scroll region: rows
+this cleaning does not know (apt's progress line on the screen's last row landed on
+dpkg's lines, a review): a text with one is cleaned line by line."""
+_LINES = re.compile(f"{_VERTICAL.pattern}|{_PLACED.pattern}|\n")
+_PLACE = re.compile(r"\r(?:\x1b\[[0-9]+C)?")
+"""What :meth:`_Lines.go` adds to the line it goes to (a return, then to its column)."""
+_ERASES = ("\x1b[2K", ("\x1b[2K", "\x1b[K", "\x1b[0K"))
+"""What erases a whole line, from its column, and from its start."""
+SCREEN_ROWS = 24
+"""A screen's rows, a task's terminal's (80×24): a move up stops at the top of the
+screen the last line drawn is on; what scrolled past it is out of its reach (an error
+printed long before is no progress bar to redraw, nor erased by ``ESC[999A ESC[J``)."""
 SCREEN_COLUMNS = 80
-"""A line longer than this may take two rows of the screen, which moves count (a
-terminal's own width is unknown here): a move across one is unsure."""
+"""A line that ever reached past this column (a CJK character takes two, a tab up to
+eight) may take two rows of the screen, which moves count: a move across one is
+unsure."""
+
+
+PARTS_HELD = 8
+"""Parts a line holds before they are drawn into one (:meth:`_Lines._draw_line`)."""
+MOVES_FREE, MOVE_BYTES = 1000, 16
+"""Moves between lines followed in a text: 1,000 and one more for each 16 bytes; a
+display redraws a frame of text for each few (docker's, one in 140 bytes; rich's, one in
+60). Past it, the text is moves for their own sake, cleaned line by line (moves alone
+cost 3 s a MB here: a review)."""
 
 
 class _Unsure(Exception):
     """A move between lines whose rows on the screen are unknown (a line that may wrap:
     a move up from a wrapped command line put its text over the error above it, a
-    review): the text is drawn line by line instead, such moves dropped, as before."""
+    review), or too many moves (:data:`MOVES_FREE`): the text is drawn line by line
+    instead, such moves dropped, as before."""
+
+
+def _columns(text: str) -> int:
+    """The columns ``text`` takes on a terminal: two for a wide character, a tab to the
+    next multiple of 8 (40 CJK characters counted 40, and a redraw went over the error
+    above them: a review)."""
+    if text.isascii() and "\t" not in text:
+        return len(text)
+    column = 0
+    for char in text:
+        if char == "\t":
+            column += 8 - column % 8
+        else:
+            column += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+    return column
+
+
+_LEAD = re.compile(r"\x1b\[([0-9]+)C")
+
+
+def _extent(raw: str) -> int:
+    """The most columns a line's text ever reached: each stretch from a return starts at
+    column 0, or where a move forward first takes it (:meth:`_Lines.go`'s); a line
+    wrapped, then overwritten by a return to `done`, still takes its two rows (a review).
+    Other moves along the line left out."""
+    most = 0
+    for stretch in raw.split("\r"):
+        lead = _LEAD.match(stretch)
+        start = int(lead.group(1)) if lead else 0
+        most = max(most, start + _columns(_DROP.sub("", stretch)))
+    return most
 
 
 class _Lines:
@@ -171,6 +223,7 @@ class _Lines:
     def __init__(self, room: list[int]) -> None:
         self.room = room
         self.lines: list[list[str]] = [[]]
+        self.measured = [0]  # each line's parts when its width was last learnt
         self.wide: list[int] = []  # the lines drawn that may take two rows, in order
         self.drawn_below = 0  # the lines before it are drawn, but for those written since
         self.row = self.column = self.top = 0
@@ -178,7 +231,15 @@ class _Lines:
         self.saved = (0, 0)
 
     def draw(self, text: str) -> None:
-        self.lines[self.row].append(text)
+        if not text:
+            return
+        parts = self.lines[self.row]
+        if parts and _PLACE.fullmatch(parts[-1]) and text.startswith(_ERASES[parts[-1] == "\r"]):
+            # (a line the cursor came to and erases whole: what it held is gone; drawn
+            # again and again, each frame cost a docker display 20 µs a line)
+            del parts[:-1]
+            self.arrived, self.measured[self.row] = min(self.arrived, 1), 0
+        parts.append(text)
 
     def where(self) -> tuple[int, int]:
         """The cursor's line and column (the column worked out only when asked: a long
@@ -189,28 +250,42 @@ class _Lines:
         return self.row, self.column
 
     def _draw_line(self, row: int) -> None:
-        """Draw ``row``: its width is known, its parts one."""
-        drawn = _render_line("".join(self.lines[row]), self.room)
-        self.lines[row] = [drawn]
-        at = bisect.bisect_left(self.wide, row)
-        known = at < len(self.wide) and self.wide[at] == row
-        if len(drawn) > SCREEN_COLUMNS and not known:
-            self.wide.insert(at, row)
-        elif len(drawn) <= SCREEN_COLUMNS and known:
-            del self.wide[at]
+        """Learn how wide ``row`` is (once it may take two rows, it stays so); draw its
+        parts into one where they pile up (a bar redrawn by returns alone), not each time
+        (a docker display cleaned at 0.8 MB/s, each line drawn as the cursor left it)."""
+        parts = self.lines[row]
+        since = "".join(parts[max(0, self.measured[row] - 1) :])  # (with the part before:
+        if _extent(since) > SCREEN_COLUMNS:  # the stretch it may go on)
+            at = bisect.bisect_left(self.wide, row)
+            if at == len(self.wide) or self.wide[at] != row:
+                self.wide.insert(at, row)
+        if len(parts) > PARTS_HELD:
+            parts[:] = [_render_line("".join(parts), self.room)]
+        self.measured[row] = len(parts)
 
     def _leave(self) -> None:
-        """The cursor's line, drawn before and written on since, is drawn again."""
-        if self.row < self.drawn_below:
+        """The cursor's line, drawn before and written on since, is drawn again (not
+        where the cursor only came and went: moves alone took 4 s a MB, a review)."""
+        if self.row >= self.drawn_below:
+            return
+        parts = self.lines[self.row]
+        while len(parts) > self.measured[self.row] and _PLACE.fullmatch(parts[-1]):
+            parts.pop()  # (a place it came to and left adds nothing)
+        if len(parts) != self.measured[self.row]:
             self._draw_line(self.row)
 
-    def go(self, row: int, column: int) -> None:
-        """To ``row`` (within the screen) at ``column``, sure of the rows between (where
-        the cursor is: :meth:`where`)."""
+    def go(self, row: int, column: int, grow: int = 0) -> None:
+        """To ``row`` (within the screen; up to ``grow`` blank lines made below the last,
+        as on a screen not yet full) at ``column``, sure of the rows between (the cursor's
+        place: :meth:`where`)."""
         if self.column > SCREEN_COLUMNS:  # (on a line's second row, or past it)
             raise _Unsure
         self._leave()
-        row = min(max(row, self.top), len(self.lines) - 1)
+        row = min(max(row, self.top), len(self.lines) - 1 + grow)
+        while len(self.lines) <= row:
+            self.lines.append([])
+            self.measured.append(0)
+        self.top = max(self.top, len(self.lines) - SCREEN_ROWS)
         first, last = min(row, self.row), max(row, self.row)
         for between in range(max(first, self.drawn_below), last + 1):
             self._draw_line(between)
@@ -230,11 +305,13 @@ class _Lines:
             return
         self._leave()
         self.lines.append([])
+        self.measured.append(0)
         self.row, self.column, self.arrived = self.row + 1, 0, 0
-        self.top = max(self.top, self.row - SCREEN_ROWS)
+        self.top = max(self.top, len(self.lines) - SCREEN_ROWS)
 
     def erase_below(self) -> None:
         del self.lines[self.row + 1 :]
+        del self.measured[self.row + 1 :]
         del self.wide[bisect.bisect_right(self.wide, self.row) :]
         self.drawn_below = min(self.drawn_below, len(self.lines))
         self.lines[self.row].append("\x1b[K")
@@ -244,44 +321,59 @@ class _Lines:
 
 
 def _column_after(drawn: str, column: int) -> int:
-    """The cursor's column after ``drawn`` from ``column``, where plain text (colours
-    aside) since a return tells it; else 0, its line's start."""
+    """The cursor's column (in characters, as :func:`_render_line` counts them) after
+    ``drawn`` from ``column``: returns, backspaces and moves along the line followed (a
+    move up after `ESC[3D` wrote at the line's start, over the error above: a review)."""
     _, returned, last = drawn.rpartition("\r")
-    if not last.isprintable():
-        if "\x08" in last or _MOVE.search(last) is not None:
-            return 0
-        last = _DROP.sub("", last)
-    return len(last) + (0 if returned else column)
+    column = 0 if returned else column
+    if last.isprintable():
+        return column + len(last)
+    if "\x08" not in last and _MOVE.search(last) is None:
+        return column + len(_DROP.sub("", last))
+    for m in _TOKEN.finditer(last):
+        kind, found = m.lastgroup, m.group()
+        if kind == "text":
+            column += len(found)
+        elif kind == "bs":
+            column = max(0, column - 1)
+        elif kind == "move":
+            count = int(found[2:-1] or 1) or 1
+            column = {"D": max(0, column - count), "C": column + count}.get(found[-1], count - 1)
+    return column
 
 
 def _render_lines(text: str, room: list[int]) -> str:
     """``text`` drawn with its cursor's moves between lines (:class:`_Lines`): each
-    line's text, as it comes, goes to the line the cursor is on, at the column it had
-    where that is known (text since a return, colours aside), else at the line's start,
-    where such displays write next (after a return or an erase); line by line, the
-    moves dropped, where one is unsure (:class:`_Unsure`). Linear in its length."""
+    line's text, as it comes, goes to the line the cursor is on, at its column; line by
+    line, the moves dropped, where one is unsure (:class:`_Unsure`). Linear in its
+    length."""
     screen, budget = _Lines(room), room[0]
-    at = 0
+    at, moves = 0, MOVES_FREE + len(text) // MOVE_BYTES
     try:
         for m in _LINES.finditer(text):
             screen.draw(text[at : m.start()])
             at = m.end()
             found, move = m.group(), m.group(2)
-            count = int(m.group(1) or 1) or 1
             if found == "\n":
                 screen.newline()
                 continue
+            moves -= 1
+            if moves < 0 or _PLACED.fullmatch(found):
+                raise _Unsure
             row, column = screen.where()
-            if move in ("B", "E"):
-                screen.go(row + count, 0 if move == "E" else column)
+            count = int(m.group(1) or 1) or 1
+            if move in ("B", "E"):  # (into a blank line below the last, as on a screen
+                screen.go(row + count, 0 if move == "E" else column, grow=1)  # not full)
             elif move in ("A", "F"):
                 screen.go(row - count, 0 if move == "F" else column)
             elif found == "\x1bM":
+                if row == screen.top:  # (a terminal scrolls its screen down there)
+                    raise _Unsure
                 screen.go(row - 1, column)
             elif found in ("\x1b7", "\x1b[s"):
                 screen.saved = (row, column)
-            elif found in ("\x1b8", "\x1b[u"):
-                screen.go(*screen.saved)
+            elif found in ("\x1b8", "\x1b[u"):  # (to a line erased since: blank again)
+                screen.go(*screen.saved, grow=SCREEN_ROWS)
             else:
                 screen.erase_below()
     except _Unsure:
