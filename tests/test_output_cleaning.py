@@ -132,6 +132,8 @@ def test_multiline_progress() -> None:
         ("E\n" + "错" * 41 + "\nstep\x1b[2A\r\x1b[Kover", "E\n" + "错" * 41 + "\nover"),
         ("E\n" + "\t" * 10 + "v\nstep\x1b[2A\r\x1b[Kover", "E\n" + "\t" * 10 + "v\nover"),
         ("E\n" + "A" * 100 + "\r\x1b[2Kdone\nstep\x1b[2A\r\x1b[Kover", "E\ndone\nover"),
+        # (a return it drew, then an erase: its other row stays, as the error above it)
+        ("E\n" + "x" * 100 + "\x1b7\r\x1b7\x1b[Kdone\nbar\x1b[2A\r\x1b[Kover", "E\ndone\nover"),
         # a line that may wrap takes rows a move counts: drawn as before, moves dropped
         # (a wrapped command line's redraw went over the error above it: a review)
         ("error: failed\n" + "x" * 120 + "\x1b[1A\r\x1b[2Kstatus", "error: failed\nstatus"),

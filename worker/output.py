@@ -4,8 +4,8 @@ Cleaning renders text as a terminal would show it: escape sequences are dropped,
 ``\\r`` overwrites the current line (so a progress bar leaves its last state), ``ESC[K``
 erases to the end of the line, backspace and the cursor's moves along its line (``ESC[nD``,
 ``ESC[nC``, ``ESC[nG``) move it there, and its moves to other lines (``ESC[nA``…) draw
-there (several progress bars leave their last state). What it shows is never more than a few times what
-it was given, and takes time linear in it. Invalid UTF-8 becomes U+FFFD.
+there (several progress bars leave their last state). What it shows is never more than a
+few times what it was given, and takes time linear in it. Invalid UTF-8 becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -228,17 +228,20 @@ class _Lines:
         self.drawn_below = 0  # the lines before it are drawn, but for those written since
         self.row = self.column = self.top = 0
         self.arrived = 0  # the cursor's line's parts before it came there (at ``column``)
+        self.landed = False  # come by a move to a line that takes one row, nothing drawn
         self.saved = (0, 0)
 
     def draw(self, text: str) -> None:
         if not text:
             return
         parts = self.lines[self.row]
-        if parts and _PLACE.fullmatch(parts[-1]) and text.startswith(_ERASES[parts[-1] == "\r"]):
-            # (a line the cursor came to and erases whole: what it held is gone; drawn
-            # again and again, each frame cost a docker display 20 µs a line)
+        if self.landed and text.startswith(_ERASES[self.column == 0]):
+            # (a line of one row the cursor came to and erases whole: what it held is
+            # gone; drawn again and again, each frame cost a docker display 20 µs a line.
+            # Not after a return the text drew: a wrapped line keeps its other rows)
             del parts[:-1]
             self.arrived, self.measured[self.row] = min(self.arrived, 1), 0
+        self.landed = False
         parts.append(text)
 
     def where(self) -> tuple[int, int]:
@@ -298,6 +301,7 @@ class _Lines:
         if not (parts and parts[-1] == place):  # (moves with no text between: one)
             parts.append(place)
         self.row, self.column, self.arrived = row, column, len(parts)
+        self.landed = True
 
     def newline(self) -> None:
         if self.row + 1 < len(self.lines):  # (on a line drawn before: at its start)
@@ -307,6 +311,7 @@ class _Lines:
         self.lines.append([])
         self.measured.append(0)
         self.row, self.column, self.arrived = self.row + 1, 0, 0
+        self.landed = False
         self.top = max(self.top, len(self.lines) - SCREEN_ROWS)
 
     def erase_below(self) -> None:
