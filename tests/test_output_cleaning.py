@@ -132,6 +132,11 @@ def test_multiline_progress() -> None:
         ("E\n" + "错" * 41 + "\nstep\x1b[2A\r\x1b[Kover", "E\n" + "错" * 41 + "\nover"),
         ("E\n" + "\t" * 10 + "v\nstep\x1b[2A\r\x1b[Kover", "E\n" + "\t" * 10 + "v\nover"),
         ("E\n" + "A" * 100 + "\r\x1b[2Kdone\nstep\x1b[2A\r\x1b[Kover", "E\ndone\nover"),
+        # (one not yet crossed when a move had crossed those after it: a second read)
+        (
+            "E\n" + "x" * 100 + "\nb\nc\nd\x1b[2A\x1b[2A\r\x1b[Kover",
+            "E\n" + "x" * 100 + "\nb\nc\nover",
+        ),
         # (a return it drew, then an erase: its other row stays, as the error above it)
         ("E\n" + "x" * 100 + "\x1b7\r\x1b7\x1b[Kdone\nbar\x1b[2A\r\x1b[Kover", "E\ndone\nover"),
         # a line that may wrap takes rows a move counts: drawn as before, moves dropped

@@ -10,7 +10,6 @@ few times what it was given, and takes time linear in it. Invalid UTF-8 becomes 
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 import unicodedata
@@ -216,20 +215,26 @@ def _extent(raw: str) -> int:
 
 class _Lines:
     """Lines as a terminal draws them, its cursor moving between them; each line's parts
-    kept as they came, drawn (:func:`_render_line`) once a move must know how wide it is:
-    a line no move reaches is drawn once, at the end (a long log with one move up took
-    four times as long, each line drawn as the cursor left it)."""
+    kept as they came and drawn (:func:`_render_line`) at the end. How wide a line is is
+    learnt only once a move crosses it (a long log with one move up took four times as
+    long, each line learnt as the cursor left it)."""
 
     def __init__(self, room: list[int]) -> None:
         self.room = room
-        self.lines: list[list[str]] = [[]]
-        self.measured = [0]  # each line's parts when its width was last learnt
-        self.wide: list[int] = []  # the lines drawn that may take two rows, in order
-        self.drawn_below = 0  # the lines before it are drawn, but for those written since
+        self.lines: list[list[str]] = []
+        self.measured: list[int] = []  # each line's parts when its width was last learnt
+        self.wide: list[bool] = []  # each line's: it may take two rows (once so, it stays)
         self.row = self.column = self.top = 0
+        self._add_line()
         self.arrived = 0  # the cursor's line's parts before it came there (at ``column``)
         self.landed = False  # come by a move to a line that takes one row, nothing drawn
         self.saved = (0, 0)
+
+    def _add_line(self) -> None:
+        self.lines.append([])
+        self.measured.append(0)
+        self.wide.append(False)
+        self.top = max(self.top, len(self.lines) - SCREEN_ROWS)
 
     def draw(self, text: str) -> None:
         if not text:
@@ -252,30 +257,19 @@ class _Lines:
         self.arrived = len(self.lines[self.row])
         return self.row, self.column
 
-    def _draw_line(self, row: int) -> None:
-        """Learn how wide ``row`` is (once it may take two rows, it stays so); draw its
-        parts into one where they pile up (a bar redrawn by returns alone), not each time
-        (a docker display cleaned at 0.8 MB/s, each line drawn as the cursor left it)."""
+    def _measure(self, row: int) -> None:
+        """Learn from what ``row`` got since it was last learnt whether it may take two
+        rows; draw its parts into one where they pile up (a bar redrawn by returns
+        alone), not each time (a docker display cleaned at 0.8 MB/s, each line drawn as
+        the cursor left it)."""
         parts = self.lines[row]
+        if len(parts) == self.measured[row]:
+            return
         since = "".join(parts[max(0, self.measured[row] - 1) :])  # (with the part before:
-        if _extent(since) > SCREEN_COLUMNS:  # the stretch it may go on)
-            at = bisect.bisect_left(self.wide, row)
-            if at == len(self.wide) or self.wide[at] != row:
-                self.wide.insert(at, row)
+        self.wide[row] = self.wide[row] or _extent(since) > SCREEN_COLUMNS  # its stretch)
         if len(parts) > PARTS_HELD:
             parts[:] = [_render_line("".join(parts), self.room)]
         self.measured[row] = len(parts)
-
-    def _leave(self) -> None:
-        """The cursor's line, drawn before and written on since, is drawn again (not
-        where the cursor only came and went: moves alone took 4 s a MB, a review)."""
-        if self.row >= self.drawn_below:
-            return
-        parts = self.lines[self.row]
-        while len(parts) > self.measured[self.row] and _PLACE.fullmatch(parts[-1]):
-            parts.pop()  # (a place it came to and left adds nothing)
-        if len(parts) != self.measured[self.row]:
-            self._draw_line(self.row)
 
     def go(self, row: int, column: int, grow: int = 0) -> None:
         """To ``row`` (within the screen; up to ``grow`` blank lines made below the last,
@@ -286,15 +280,11 @@ class _Lines:
         self._leave()
         row = min(max(row, self.top), len(self.lines) - 1 + grow)
         while len(self.lines) <= row:
-            self.lines.append([])
-            self.measured.append(0)
-        self.top = max(self.top, len(self.lines) - SCREEN_ROWS)
+            self._add_line()
         first, last = min(row, self.row), max(row, self.row)
-        for between in range(max(first, self.drawn_below), last + 1):
-            self._draw_line(between)
-        self.drawn_below = max(self.drawn_below, last + 1)
-        at = bisect.bisect_left(self.wide, first)
-        if at < len(self.wide) and self.wide[at] <= last:
+        for between in range(first, last + 1):  # (a screen or two: both are near the
+            self._measure(between)  # last line)
+        if any(self.wide[first : last + 1]):
             raise _Unsure
         place = f"\r\x1b[{min(column, 999_999)}C" if column else "\r"
         parts = self.lines[row]
@@ -303,22 +293,26 @@ class _Lines:
         self.row, self.column, self.arrived = row, column, len(parts)
         self.landed = True
 
+    def _leave(self) -> None:
+        """A place the cursor came to on its line, and leaves with nothing drawn, goes: it
+        adds nothing (moves alone took 4 s a MB, each line learnt again: a review)."""
+        left = self.lines[self.row]
+        while len(left) > self.measured[self.row] and _PLACE.fullmatch(left[-1]):
+            left.pop()
+
     def newline(self) -> None:
         if self.row + 1 < len(self.lines):  # (on a line drawn before: at its start)
             self.go(self.row + 1, 0)
             return
         self._leave()
-        self.lines.append([])
-        self.measured.append(0)
+        self._add_line()
         self.row, self.column, self.arrived = self.row + 1, 0, 0
         self.landed = False
-        self.top = max(self.top, len(self.lines) - SCREEN_ROWS)
 
     def erase_below(self) -> None:
         del self.lines[self.row + 1 :]
         del self.measured[self.row + 1 :]
-        del self.wide[bisect.bisect_right(self.wide, self.row) :]
-        self.drawn_below = min(self.drawn_below, len(self.lines))
+        del self.wide[self.row + 1 :]
         self.lines[self.row].append("\x1b[K")
 
     def text(self) -> str:
