@@ -1352,6 +1352,23 @@ def test_attach_replays_no_terminal_question_and_keeps_an_unknown_size(
     client.task_stop(task_id)
 
 
+@pytest.mark.parametrize(
+    "question",
+    [b"\x1b[6n", b"\x1b[?6n", b"\x1b[c", b"\x1b[>c", b"\x1b[?1049$p", b"\x1b[>q", b"\x1b[18t",
+     b"\x1b[?u", b"\x1bZ", b"\x1b[x", b"\x1b[1;1;1;1;1;1*y", b"\x1b[1$w", b"\x1b[?4m", b"\x05",
+     b"\x1b]11;?\x07", b"\x1bP+q544e\x1b\\", b"\x1b_Gi=31,s=1,v=1,a=q;AAAA\x1b\\",
+     b"\xc2\x9b6n", b"\xc2\x9d11;?\xc2\x9c", b"\x1b\x00[6n"],
+)  # fmt: skip
+def test_the_replay_leaves_out_each_terminal_question(question: bytes) -> None:
+    """What a terminal answers as typed input (into a password prompt: a trial), in any
+    spelling its terminal takes; what only draws stays."""
+    from wave_bash.api.attach import TERMINAL_QUERIES
+
+    assert TERMINAL_QUERIES.sub(b"", b"a" + question + b"b") == b"ab"
+    drawn = b"a\x1b[31m\x1b[?25h\x1b[2J\x1b[1;5r\xc2\xa9\x1b[?1049h\x1b]0;title\x07b"
+    assert TERMINAL_QUERIES.sub(b"", drawn) == drawn
+
+
 def test_attach_replays_from_the_start_of_an_escape_sequence(
     client: Client, state_dir: Path
 ) -> None:
